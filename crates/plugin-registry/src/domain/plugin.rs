@@ -1,0 +1,263 @@
+//! A registered lifecycle plugin and its validation.
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{Error, Result};
+
+/// Stack operations a plugin can be called for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Abandon,
+    Adopt,
+    Check,
+    Suspend,
+    Resume,
+    Rollback,
+    Lock,
+    Unlock,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 11] = [
+        Operation::Create,
+        Operation::Update,
+        Operation::Delete,
+        Operation::Abandon,
+        Operation::Adopt,
+        Operation::Check,
+        Operation::Suspend,
+        Operation::Resume,
+        Operation::Rollback,
+        Operation::Lock,
+        Operation::Unlock,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "create",
+            Operation::Update => "update",
+            Operation::Delete => "delete",
+            Operation::Abandon => "abandon",
+            Operation::Adopt => "adopt",
+            Operation::Check => "check",
+            Operation::Suspend => "suspend",
+            Operation::Resume => "resume",
+            Operation::Rollback => "rollback",
+            Operation::Lock => "lock",
+            Operation::Unlock => "unlock",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Operation> {
+        Operation::ALL
+            .into_iter()
+            .find(|operation| operation.as_str().eq_ignore_ascii_case(text))
+    }
+}
+
+/// What happens when a plugin denies, errors or times out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// Stop the chain and fail the operation.
+    #[default]
+    Fail,
+    /// Record an event and continue.
+    Warn,
+}
+
+impl FailureMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureMode::Fail => "FAIL",
+            FailureMode::Warn => "WARN",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FailureMode> {
+        match text.to_ascii_uppercase().as_str() {
+            "FAIL" => Some(FailureMode::Fail),
+            "WARN" => Some(FailureMode::Warn),
+            _ => None,
+        }
+    }
+}
+
+/// A plugin in the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plugin {
+    pub name: String,
+    pub endpoint: String,
+    pub ordinal: i32,
+    /// Empty means every operation.
+    pub operations: Vec<Operation>,
+    /// Empty means every project.
+    pub project_ids: Vec<String>,
+    pub failure_mode: FailureMode,
+    pub timeout_ms: u32,
+    pub enabled: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A registration request before validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPlugin {
+    pub name: String,
+    pub endpoint: String,
+    pub ordinal: i32,
+    pub operations: Vec<Operation>,
+    pub project_ids: Vec<String>,
+    pub failure_mode: FailureMode,
+    /// `None` means the default of 5 s.
+    pub timeout_ms: Option<u32>,
+    pub enabled: bool,
+}
+
+pub const DEFAULT_TIMEOUT_MS: u32 = 5_000;
+pub const MAX_TIMEOUT_MS: u32 = 60_000;
+
+impl NewPlugin {
+    /// Validates the request and turns it into a plugin registered `now`.
+    pub fn into_plugin(self, now: DateTime<Utc>) -> Result<Plugin> {
+        validate_name(&self.name)?;
+        validate_endpoint(&self.endpoint)?;
+        let timeout_ms = self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+        if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+            return Err(Error::InvalidInput(format!(
+                "timeout_ms must be between 1 and {MAX_TIMEOUT_MS}, got {timeout_ms}"
+            )));
+        }
+        let mut operations = self.operations;
+        operations.sort();
+        operations.dedup();
+        let mut project_ids = self.project_ids;
+        for project_id in &project_ids {
+            if project_id.is_empty() || project_id.len() > 64 {
+                return Err(Error::InvalidInput(format!(
+                    "project_ids: {project_id:?} must be 1-64 characters"
+                )));
+            }
+        }
+        project_ids.sort();
+        project_ids.dedup();
+        Ok(Plugin {
+            name: self.name,
+            endpoint: self.endpoint,
+            ordinal: self.ordinal,
+            operations,
+            project_ids,
+            failure_mode: self.failure_mode,
+            timeout_ms,
+            enabled: self.enabled,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+}
+
+fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(Error::InvalidInput(format!(
+            "name must be 1-64 characters, got {}",
+            name.len()
+        )));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(Error::InvalidInput(format!(
+            "name {name:?} contains {bad:?}: use letters, digits and ._-"
+        )));
+    }
+    Ok(())
+}
+
+/// A plugin endpoint is an absolute `http://` or `https://` URL with a host.
+fn validate_endpoint(endpoint: &str) -> Result<()> {
+    let invalid = |why: &str| {
+        Error::InvalidInput(format!(
+            "endpoint {endpoint:?} is not a valid gRPC URL: {why} (e.g. http://10.0.0.5:7000)"
+        ))
+    };
+    let uri: tonic::codegen::http::Uri = endpoint.parse().map_err(|_| invalid("it does not parse"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(_) => return Err(invalid("the scheme must be http or https")),
+        None => return Err(invalid("the scheme is missing")),
+    }
+    match uri.host() {
+        Some(host) if !host.is_empty() => Ok(()),
+        _ => Err(invalid("the host is missing")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> NewPlugin {
+        NewPlugin {
+            name: "quota-check".into(),
+            endpoint: "http://127.0.0.1:7000".into(),
+            ordinal: 10,
+            operations: vec![Operation::Update, Operation::Create, Operation::Create],
+            project_ids: vec![],
+            failure_mode: FailureMode::Fail,
+            timeout_ms: None,
+            enabled: true,
+        }
+    }
+
+    #[test]
+    fn defaults_apply_and_operations_are_deduplicated() {
+        let plugin = request().into_plugin(Utc::now()).expect("valid");
+        assert_eq!(plugin.timeout_ms, DEFAULT_TIMEOUT_MS);
+        assert_eq!(plugin.operations, vec![Operation::Create, Operation::Update]);
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        for name in ["", "has space", &"x".repeat(65)] {
+            let error = NewPlugin { name: name.into(), ..request() }
+                .into_plugin(Utc::now())
+                .expect_err("refused");
+            assert!(error.to_string().starts_with("name"), "{error}");
+        }
+    }
+
+    #[test]
+    fn bad_endpoints_are_refused_with_the_reason() {
+        for (endpoint, why) in [
+            ("not a url", "does not parse"),
+            ("ftp://host:1", "scheme must be http"),
+            ("/just/a/path", "scheme is missing"),
+        ] {
+            let error = NewPlugin { endpoint: endpoint.into(), ..request() }
+                .into_plugin(Utc::now())
+                .expect_err("refused");
+            assert!(error.to_string().contains(why), "{endpoint}: {error}");
+        }
+    }
+
+    #[test]
+    fn timeouts_must_be_in_range() {
+        for timeout in [0, MAX_TIMEOUT_MS + 1] {
+            let error = NewPlugin { timeout_ms: Some(timeout), ..request() }
+                .into_plugin(Utc::now())
+                .expect_err("refused");
+            assert!(error.to_string().contains("timeout_ms"), "{error}");
+        }
+    }
+
+    #[test]
+    fn operations_and_modes_parse_case_insensitively() {
+        assert_eq!(Operation::parse("LOCK"), Some(Operation::Lock));
+        assert_eq!(Operation::parse("launch"), None);
+        assert_eq!(FailureMode::parse("warn"), Some(FailureMode::Warn));
+        assert_eq!(FailureMode::parse("ignore"), None);
+    }
+}

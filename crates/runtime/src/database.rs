@@ -1,0 +1,270 @@
+//! Database connections for every service: SQLite (the embedded default, a
+//! file under the data dir) or PostgreSQL, from one URL.
+//!
+//! SQLite runs in WAL mode with one pooled connection: writes are serialised
+//! in-process (no SQLITE_BUSY under load) and each commit is one fsync of the
+//! write-ahead log. PostgreSQL gets a real pool.
+
+use std::time::Duration;
+
+use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
+use sea_orm_migration::MigratorTrait;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    #[error("database URL {url:?} is not supported: use sqlite://PATH or postgres://…")]
+    UnsupportedUrl { url: String },
+    #[error("cannot create the directory for {path}: {source}")]
+    Directory {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to {url}: {source}")]
+    Connect { url: String, source: DbErr },
+    #[error("migrations failed on {url}: {source}")]
+    Migrate { url: String, source: DbErr },
+}
+
+/// Which database a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn of(url: &str) -> Option<Backend> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+}
+
+/// The URL of a SQLite database file, created on first use.
+pub fn sqlite_url(path: &std::path::Path) -> String {
+    format!("sqlite://{}?mode=rwc", path.display())
+}
+
+/// Hides the password of a database URL for logs and errors.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme_end + 3],
+                    &credentials[..colon],
+                    &url[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Connects, creating a SQLite file's directory if needed.
+pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
+    let backend = Backend::of(url).ok_or_else(|| DatabaseError::UnsupportedUrl {
+        url: redact(url),
+    })?;
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .sqlx_logging(false)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(30));
+    match backend {
+        Backend::Sqlite => {
+            if let Some(path) = sqlite_path(url)
+                && let Some(parent) = path.parent()
+                && !parent.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(parent).map_err(|source| DatabaseError::Directory {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            }
+            options.max_connections(1).min_connections(1).map_sqlx_sqlite_opts(|sqlite| {
+                sqlite
+                    .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                    .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
+                    .foreign_keys(true)
+                    .busy_timeout(Duration::from_secs(10))
+            });
+        }
+        Backend::Postgres => {
+            options.max_connections(16).min_connections(1);
+        }
+    }
+    Database::connect(options)
+        .await
+        .map_err(|source| DatabaseError::Connect {
+            url: redact(url),
+            source,
+        })
+}
+
+/// Connects and applies every pending migration of `M` (idempotent).
+pub async fn connect_and_migrate<M: MigratorTrait>(
+    url: &str,
+) -> Result<DatabaseConnection, DatabaseError> {
+    let connection = connect(url).await?;
+    M::up(&connection, None)
+        .await
+        .map_err(|source| DatabaseError::Migrate {
+            url: redact(url),
+            source,
+        })?;
+    Ok(connection)
+}
+
+fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next()?;
+    if path.is_empty() || path == ":memory:" {
+        None
+    } else {
+        Some(std::path::PathBuf::from(path))
+    }
+}
+
+/// Databases for tests: a fresh SQLite file always, and a fresh PostgreSQL
+/// schema when `EMBER_TEST_DATABASE_URL` names a server.
+pub mod testing {
+    use super::*;
+
+    /// The environment variable naming the PostgreSQL server for tests.
+    pub const TEST_DATABASE_URL_ENV: &str = "EMBER_TEST_DATABASE_URL";
+
+    /// A database that lives as long as this value (a SQLite file in a
+    /// temporary directory, or a PostgreSQL schema dropped by [`Self::drop_schema`]).
+    pub struct TestDatabase {
+        pub url: String,
+        pub backend: Backend,
+        schema: Option<(String, String)>,
+        _directory: Option<tempfile::TempDir>,
+    }
+
+    impl TestDatabase {
+        pub async fn sqlite() -> TestDatabase {
+            let directory = tempfile::tempdir().unwrap_or_else(|error| panic!("tempdir: {error}"));
+            let url = sqlite_url(&directory.path().join("test.db"));
+            TestDatabase {
+                url,
+                backend: Backend::Sqlite,
+                schema: None,
+                _directory: Some(directory),
+            }
+        }
+
+        /// A fresh schema on the test PostgreSQL server, or `None` when
+        /// `EMBER_TEST_DATABASE_URL` is not set. Panics if it is set but the
+        /// server is unreachable: a configured backend is never skipped.
+        pub async fn postgres() -> Option<TestDatabase> {
+            let base = std::env::var(TEST_DATABASE_URL_ENV).ok()?;
+            let schema = format!("test_{}", uuid::Uuid::new_v4().simple());
+            let admin = connect(&base)
+                .await
+                .unwrap_or_else(|error| panic!("{TEST_DATABASE_URL_ENV} is set but: {error}"));
+            use sea_orm::ConnectionTrait;
+            admin
+                .execute_unprepared(&format!("CREATE SCHEMA {schema}"))
+                .await
+                .unwrap_or_else(|error| panic!("create schema {schema}: {error}"));
+            let separator = if base.contains('?') { '&' } else { '?' };
+            let url = format!("{base}{separator}options[search_path]={schema}");
+            Some(TestDatabase {
+                url,
+                backend: Backend::Postgres,
+                schema: Some((base, schema)),
+                _directory: None,
+            })
+        }
+
+        /// Drops the PostgreSQL schema (a no-op for SQLite, whose directory
+        /// goes away on drop).
+        pub async fn drop_schema(&self) {
+            if let Some((base, schema)) = &self.schema
+                && let Ok(admin) = connect(base).await
+            {
+                use sea_orm::ConnectionTrait;
+                let _ = admin
+                    .execute_unprepared(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                    .await;
+            }
+        }
+    }
+}
+
+/// Runs each named async test function (taking `&TestDatabase`) on SQLite,
+/// and on PostgreSQL when `EMBER_TEST_DATABASE_URL` is set — the store
+/// conformance suite pattern every service uses.
+#[macro_export]
+macro_rules! store_suite {
+    ($($test:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let database = $crate::database::testing::TestDatabase::sqlite().await;
+                    super::$test(&database).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    let Some(database) = $crate::database::testing::TestDatabase::postgres().await else {
+                        eprintln!("PostgreSQL variant not run: EMBER_TEST_DATABASE_URL is not set");
+                        return;
+                    };
+                    super::$test(&database).await;
+                    database.drop_schema().await;
+                }
+            )*
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://ember:hunter2@db:5432/engine"),
+            "postgres://ember:***@db:5432/engine"
+        );
+        assert_eq!(redact("postgres://postgres@db/engine"), "postgres://postgres@db/engine");
+        assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+
+    #[test]
+    fn backends_are_told_apart() {
+        assert_eq!(Backend::of("sqlite://a.db?mode=rwc"), Some(Backend::Sqlite));
+        assert_eq!(Backend::of("postgresql://h/db"), Some(Backend::Postgres));
+        assert_eq!(Backend::of("mysql://h/db"), None);
+    }
+
+    #[tokio::test]
+    async fn unsupported_urls_are_refused_by_name() {
+        let error = connect("mysql://root@localhost/x").await.expect_err("refused");
+        assert!(error.to_string().contains("not supported"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn sqlite_files_and_their_directories_are_created() {
+        let directory = tempfile::tempdir().expect("tempdir");
+        let path = directory.path().join("nested/dir/engine.db");
+        let connection = connect(&sqlite_url(&path)).await.expect("connects");
+        connection.ping().await.expect("ping");
+        assert!(path.exists());
+    }
+}

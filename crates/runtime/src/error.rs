@@ -1,0 +1,123 @@
+//! The one table that says what each kind of failure means to a caller, on
+//! gRPC and on HTTP. Every crate's error enum maps its variants onto an
+//! [`ErrorKind`]; nothing else decides status codes. The matches here are
+//! exhaustive on purpose: a new kind cannot silently become a 500.
+
+use tonic::Code;
+
+/// What a caller can do about a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The request is malformed or names invalid values: fix the request.
+    InvalidInput,
+    /// No credentials, or credentials that are expired or forged.
+    Unauthenticated,
+    /// Authenticated, but this caller may not do this.
+    Forbidden,
+    /// The object does not exist (or belongs to another project).
+    NotFound,
+    /// The object exists but its state forbids this now (locked, busy, wrong
+    /// status, duplicate name): retry later or change the state first.
+    Conflict,
+    /// A dependency is down or overloaded: retry with backoff.
+    Unavailable,
+    /// The operation did not finish in time.
+    Timeout,
+    /// A bug or an unexpected failure: nothing the caller did.
+    Internal,
+}
+
+impl ErrorKind {
+    pub fn grpc_code(self) -> Code {
+        match self {
+            ErrorKind::InvalidInput => Code::InvalidArgument,
+            ErrorKind::Unauthenticated => Code::Unauthenticated,
+            ErrorKind::Forbidden => Code::PermissionDenied,
+            ErrorKind::NotFound => Code::NotFound,
+            ErrorKind::Conflict => Code::FailedPrecondition,
+            ErrorKind::Unavailable => Code::Unavailable,
+            ErrorKind::Timeout => Code::DeadlineExceeded,
+            ErrorKind::Internal => Code::Internal,
+        }
+    }
+
+    pub fn http_status(self) -> http::StatusCode {
+        use http::StatusCode;
+        match self {
+            ErrorKind::InvalidInput => StatusCode::BAD_REQUEST,
+            ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+            ErrorKind::NotFound => StatusCode::NOT_FOUND,
+            ErrorKind::Conflict => StatusCode::CONFLICT,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The kind a gRPC status from another service stands for, so the
+    /// gateway can answer REST callers with the right HTTP status.
+    pub fn from_grpc_code(code: Code) -> ErrorKind {
+        match code {
+            Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidInput,
+            Code::Unauthenticated => ErrorKind::Unauthenticated,
+            Code::PermissionDenied => ErrorKind::Forbidden,
+            Code::NotFound => ErrorKind::NotFound,
+            Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => ErrorKind::Conflict,
+            Code::Unavailable | Code::ResourceExhausted => ErrorKind::Unavailable,
+            Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Timeout,
+            Code::Ok
+            | Code::Unknown
+            | Code::Unimplemented
+            | Code::Internal
+            | Code::DataLoss => ErrorKind::Internal,
+        }
+    }
+
+    /// Builds the gRPC status for this kind with a caller-readable message.
+    pub fn status(self, message: impl Into<String>) -> tonic::Status {
+        tonic::Status::new(self.grpc_code(), message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [ErrorKind; 8] = [
+        ErrorKind::InvalidInput,
+        ErrorKind::Unauthenticated,
+        ErrorKind::Forbidden,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::Unavailable,
+        ErrorKind::Timeout,
+        ErrorKind::Internal,
+    ];
+
+    #[test]
+    fn every_kind_survives_a_round_trip_through_grpc() {
+        for kind in ALL {
+            assert_eq!(ErrorKind::from_grpc_code(kind.grpc_code()), kind);
+        }
+    }
+
+    #[test]
+    fn http_statuses_follow_openstack_conventions() {
+        assert_eq!(ErrorKind::InvalidInput.http_status(), 400);
+        assert_eq!(ErrorKind::Unauthenticated.http_status(), 401);
+        assert_eq!(ErrorKind::Forbidden.http_status(), 403);
+        assert_eq!(ErrorKind::NotFound.http_status(), 404);
+        assert_eq!(ErrorKind::Conflict.http_status(), 409);
+        assert_eq!(ErrorKind::Unavailable.http_status(), 503);
+        assert_eq!(ErrorKind::Internal.http_status(), 500);
+    }
+
+    #[test]
+    fn already_exists_from_another_service_is_a_conflict() {
+        assert_eq!(
+            ErrorKind::from_grpc_code(Code::AlreadyExists),
+            ErrorKind::Conflict
+        );
+    }
+}

@@ -1,0 +1,18 @@
+//! What every Ember service shares: layered configuration, tracing, the gRPC
+//! server bootstrap (health, reflection, layers, shutdown), caller identity
+//! and tokens, database connections, and the one table that maps error kinds
+//! to gRPC codes and HTTP status codes.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod config;
+pub mod database;
+pub mod error;
+pub mod identity;
+pub mod server;
+pub mod shutdown;
+pub mod telemetry;
+pub mod time;
+
+pub use error::ErrorKind;
+pub use identity::Identity;
