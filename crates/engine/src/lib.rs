@@ -1,1 +1,62 @@
+//! The engine: Ember's domain. Templates, stacks, resources and events;
+//! clusters, nodes and actions; instances; maintenance locks and stack
+//! leases. Everything that changes state goes through here.
 #![forbid(unsafe_code)]
+
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod grpc;
+pub mod store;
+
+use std::sync::Arc;
+
+use ember_proto::engine::v1::identity_service_server::IdentityServiceServer;
+use ember_proto::engine::v1::stack_service_server::StackServiceServer;
+use ember_runtime::identity::{InternalAuth, InternalCredential};
+use ember_runtime::server::{GrpcService, StartError, serve_grpc};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use config::Config;
+pub use error::{Error, Result};
+
+/// The fully qualified gRPC service names the engine serves. All of them are
+/// public: the gateway forwards them.
+pub const SERVICE_NAMES: &[&str] = &[
+    "ember.engine.v1.StackService",
+    "ember.engine.v1.IdentityService",
+];
+
+/// Runs the engine until `shutdown` is cancelled: migrates its database,
+/// then serves gRPC on `listener`.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), StartError> {
+    let connection =
+        ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(&config.database_url)
+            .await?;
+    let stacks: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
+    let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
+    let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
+        grpc::stacks::StackHandler::new(stacks),
+        auth.clone(),
+    ))
+    .add_service(IdentityServiceServer::with_interceptor(
+        grpc::identity::IdentityHandler,
+        auth,
+    ));
+    serve_grpc(
+        listener,
+        GrpcService {
+            routes,
+            service_names: SERVICE_NAMES.to_vec(),
+            request_timeout: config.request_timeout,
+        },
+        shutdown,
+    )
+    .await?;
+    Ok(())
+}

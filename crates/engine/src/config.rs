@@ -1,0 +1,14 @@
+//! What the engine needs to run, fully resolved by the caller (the `ember`
+//! binary layers files, environment and flags into it).
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `sqlite://…` or `postgres://…`; migrated at start-up.
+    pub database_url: String,
+    /// The secret other Ember services present (see `ember_runtime::identity`).
+    pub internal_credential: String,
+    /// Deadline for one call when the client sets none.
+    pub request_timeout: Duration,
+}

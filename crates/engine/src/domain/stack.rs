@@ -1,0 +1,135 @@
+//! A stack and its state: Heat's (action, status) pair, e.g. CREATE_COMPLETE.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+/// What a stack is doing or last did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StackAction {
+    Init,
+    Create,
+    Update,
+    Delete,
+    Rollback,
+    Suspend,
+    Resume,
+    Check,
+    Adopt,
+    Abandon,
+    Lock,
+    Unlock,
+}
+
+impl StackAction {
+    pub const ALL: [StackAction; 12] = [
+        StackAction::Init,
+        StackAction::Create,
+        StackAction::Update,
+        StackAction::Delete,
+        StackAction::Rollback,
+        StackAction::Suspend,
+        StackAction::Resume,
+        StackAction::Check,
+        StackAction::Adopt,
+        StackAction::Abandon,
+        StackAction::Lock,
+        StackAction::Unlock,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StackAction::Init => "INIT",
+            StackAction::Create => "CREATE",
+            StackAction::Update => "UPDATE",
+            StackAction::Delete => "DELETE",
+            StackAction::Rollback => "ROLLBACK",
+            StackAction::Suspend => "SUSPEND",
+            StackAction::Resume => "RESUME",
+            StackAction::Check => "CHECK",
+            StackAction::Adopt => "ADOPT",
+            StackAction::Abandon => "ABANDON",
+            StackAction::Lock => "LOCK",
+            StackAction::Unlock => "UNLOCK",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<StackAction> {
+        StackAction::ALL
+            .into_iter()
+            .find(|action| action.as_str() == text)
+    }
+}
+
+/// How the action went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActionStatus {
+    InProgress,
+    Complete,
+    Failed,
+}
+
+impl ActionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionStatus::InProgress => "IN_PROGRESS",
+            ActionStatus::Complete => "COMPLETE",
+            ActionStatus::Failed => "FAILED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ActionStatus> {
+        match text {
+            "IN_PROGRESS" => Some(ActionStatus::InProgress),
+            "COMPLETE" => Some(ActionStatus::Complete),
+            "FAILED" => Some(ActionStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub id: Uuid,
+    pub name: String,
+    pub project_id: String,
+    pub user_id: String,
+    /// The parent of a nested stack.
+    pub parent_id: Option<Uuid>,
+    pub action: StackAction,
+    pub status: ActionStatus,
+    pub status_reason: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    /// Minutes an operation may take; `None` = no limit.
+    pub timeout_mins: Option<u32>,
+    pub disable_rollback: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Stack {
+    /// Heat's combined status, e.g. `CREATE_COMPLETE`.
+    pub fn stack_status(&self) -> String {
+        format!("{}_{}", self.action.as_str(), self.status.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_round_trip_through_their_names() {
+        for action in StackAction::ALL {
+            assert_eq!(StackAction::parse(action.as_str()), Some(action));
+        }
+        assert_eq!(StackAction::parse("create"), None);
+    }
+
+    #[test]
+    fn statuses_round_trip_through_their_names() {
+        for status in [ActionStatus::InProgress, ActionStatus::Complete, ActionStatus::Failed] {
+            assert_eq!(ActionStatus::parse(status.as_str()), Some(status));
+        }
+    }
+}

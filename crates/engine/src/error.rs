@@ -1,0 +1,54 @@
+//! The engine's errors and their one mapping to gRPC statuses.
+
+use ember_runtime::ErrorKind;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("database unavailable: {0}")]
+    DatabaseUnavailable(String),
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidInput(_) => ErrorKind::InvalidInput,
+            Error::Forbidden(_) => ErrorKind::Forbidden,
+            Error::NotFound(_) => ErrorKind::NotFound,
+            Error::Conflict(_) => ErrorKind::Conflict,
+            Error::DatabaseUnavailable(_) => ErrorKind::Unavailable,
+            Error::Database(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for Error {
+    fn from(error: sea_orm::DbErr) -> Self {
+        match error {
+            sea_orm::DbErr::ConnectionAcquire(_) | sea_orm::DbErr::Conn(_) => {
+                Error::DatabaseUnavailable(error.to_string())
+            }
+            other => Error::Database(other.to_string()),
+        }
+    }
+}
+
+impl From<Error> for tonic::Status {
+    fn from(error: Error) -> Self {
+        if error.kind() == ErrorKind::Internal {
+            tracing::error!(%error, "internal error");
+        }
+        error.kind().status(error.to_string())
+    }
+}

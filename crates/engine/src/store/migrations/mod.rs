@@ -1,0 +1,14 @@
+//! The engine's schema, one migration per file, applied at start-up.
+
+use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_create_stacks;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_create_stacks::Migration)]
+    }
+}

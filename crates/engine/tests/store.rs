@@ -1,0 +1,147 @@
+//! The engine store's conformance suite, on SQLite and PostgreSQL.
+
+use chrono::Duration;
+use ember_engine::Error;
+use ember_engine::domain::{ActionStatus, Stack, StackAction};
+use ember_engine::store::{SqlStackStore, StackListQuery, StackStore, migrations::Migrator};
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use uuid::Uuid;
+
+async fn store(database: &TestDatabase) -> SqlStackStore {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    SqlStackStore::new(connection)
+}
+
+fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
+    let created_at = ember_runtime::time::now() + Duration::seconds(seconds_after_start);
+    Stack {
+        id: Uuid::now_v7(),
+        name: name.to_owned(),
+        project_id: project.to_owned(),
+        user_id: "alice".to_owned(),
+        parent_id: None,
+        action: StackAction::Create,
+        status: ActionStatus::Complete,
+        status_reason: "Stack CREATE completed successfully".to_owned(),
+        description: "a test stack".to_owned(),
+        tags: vec!["web".to_owned(), "prod".to_owned()],
+        timeout_mins: Some(60),
+        disable_rollback: true,
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+async fn a_stack_reads_back_by_name_and_by_id(database: &TestDatabase) {
+    let store = store(database).await;
+    let web = stack("project-a", "web", 0);
+    store.insert_stack(&web).await.expect("inserted");
+    let by_name = store.find_stack("project-a", "web").await.expect("read");
+    let by_id = store
+        .find_stack("project-a", &web.id.to_string())
+        .await
+        .expect("read");
+    assert_eq!(by_name.as_ref(), Some(&web));
+    assert_eq!(by_id.as_ref(), Some(&web));
+}
+
+async fn another_projects_stack_is_invisible(database: &TestDatabase) {
+    let store = store(database).await;
+    let web = stack("project-a", "web", 0);
+    store.insert_stack(&web).await.expect("inserted");
+    assert!(store.find_stack("project-b", "web").await.expect("read").is_none());
+    assert!(
+        store
+            .find_stack("project-b", &web.id.to_string())
+            .await
+            .expect("read")
+            .is_none()
+    );
+    let listed = store
+        .list_stacks("project-b", &StackListQuery::default())
+        .await
+        .expect("listed");
+    assert!(listed.is_empty());
+}
+
+async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
+    let store = store(database).await;
+    store.insert_stack(&stack("project-a", "web", 0)).await.expect("inserted");
+    let error = store
+        .insert_stack(&stack("project-a", "web", 1))
+        .await
+        .expect_err("duplicate");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    store
+        .insert_stack(&stack("project-b", "web", 2))
+        .await
+        .expect("other project may reuse the name");
+}
+
+async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
+    let store = store(database).await;
+    for index in 0..5 {
+        store
+            .insert_stack(&stack("project-a", &format!("stack-{index}"), index))
+            .await
+            .expect("inserted");
+    }
+    let mut seen = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = store
+            .list_stacks("project-a", &StackListQuery { limit: 2, marker, ..Default::default() })
+            .await
+            .expect("listed");
+        seen.extend(page.iter().map(|stack| stack.name.clone()));
+        if page.len() < 2 {
+            break;
+        }
+        marker = page.last().map(|stack| stack.id);
+    }
+    assert_eq!(seen, ["stack-4", "stack-3", "stack-2", "stack-1", "stack-0"]);
+}
+
+async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
+    let store = store(database).await;
+    let parent = stack("project-a", "parent", 0);
+    store.insert_stack(&parent).await.expect("inserted");
+    let child = Stack {
+        parent_id: Some(parent.id),
+        ..stack("project-a", "parent-child", 1)
+    };
+    store.insert_stack(&child).await.expect("inserted");
+    let roots = store
+        .list_stacks("project-a", &StackListQuery::default())
+        .await
+        .expect("listed");
+    assert_eq!(roots.len(), 1);
+    let all = store
+        .list_stacks("project-a", &StackListQuery { show_nested: true, ..Default::default() })
+        .await
+        .expect("listed");
+    assert_eq!(all.len(), 2);
+}
+
+async fn an_unknown_marker_is_not_found(database: &TestDatabase) {
+    let store = store(database).await;
+    let error = store
+        .list_stacks(
+            "project-a",
+            &StackListQuery { marker: Some(Uuid::now_v7()), ..Default::default() },
+        )
+        .await
+        .expect_err("unknown marker");
+    assert!(matches!(error, Error::NotFound(_)), "{error:?}");
+}
+
+ember_runtime::store_suite!(
+    a_stack_reads_back_by_name_and_by_id,
+    another_projects_stack_is_invisible,
+    a_duplicate_name_in_a_project_is_a_conflict,
+    listing_pages_newest_first_with_markers,
+    nested_stacks_are_listed_only_on_request,
+    an_unknown_marker_is_not_found,
+);

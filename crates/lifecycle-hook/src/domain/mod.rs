@@ -1,0 +1,5 @@
+//! Pending lifecycle actions and their delivery state. Pure: no I/O.
+
+mod pending_action;
+
+pub use pending_action::{DeliveryState, PendingLifecycleAction, Target};

@@ -1,0 +1,105 @@
+//! The pending-action store's conformance suite, on SQLite and PostgreSQL.
+
+use chrono::Duration;
+use ember_lifecycle_hook::domain::{DeliveryState, PendingLifecycleAction, Target};
+use ember_lifecycle_hook::store::{
+    PendingActionStore, PendingListQuery, SqlPendingActionStore, migrations::Migrator,
+};
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use uuid::Uuid;
+
+async fn store(database: &TestDatabase) -> SqlPendingActionStore {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    SqlPendingActionStore::new(connection)
+}
+
+fn pending(project: &str, cluster_id: Uuid, deadline_in_secs: i64) -> PendingLifecycleAction {
+    let now = ember_runtime::time::now();
+    PendingLifecycleAction {
+        token: Uuid::now_v7(),
+        node_id: Uuid::now_v7(),
+        resource_id: "instance-1".to_owned(),
+        cluster_id,
+        project_id: project.to_owned(),
+        target: Target::Webhook { url: "http://127.0.0.1:9000/drain".to_owned() },
+        deadline: now + Duration::seconds(deadline_in_secs),
+        delivery_state: DeliveryState::Pending,
+        delivery_attempts: 0,
+        last_error: None,
+        delivered_at: None,
+        created_at: now,
+    }
+}
+
+async fn recorded_actions_read_back_unchanged(database: &TestDatabase) {
+    let store = store(database).await;
+    let action = PendingLifecycleAction {
+        target: Target::Queue { queue: "drain-queue".to_owned() },
+        delivery_state: DeliveryState::Retrying,
+        delivery_attempts: 3,
+        last_error: Some("connection refused".to_owned()),
+        ..pending("project-a", Uuid::now_v7(), 60)
+    };
+    store.record_pending_actions(std::slice::from_ref(&action)).await.expect("recorded");
+    let listed = store.list_pending(&PendingListQuery::default()).await.expect("listed");
+    assert_eq!(listed, vec![action]);
+}
+
+async fn recording_the_same_batch_twice_keeps_one_row_each(database: &TestDatabase) {
+    let store = store(database).await;
+    let cluster = Uuid::now_v7();
+    let batch = vec![pending("project-a", cluster, 30), pending("project-a", cluster, 40)];
+    store.record_pending_actions(&batch).await.expect("recorded");
+    store.record_pending_actions(&batch).await.expect("recorded again");
+    let listed = store.list_pending(&PendingListQuery::default()).await.expect("listed");
+    assert_eq!(listed.len(), 2);
+}
+
+async fn listing_filters_by_project_and_cluster_earliest_deadline_first(database: &TestDatabase) {
+    let store = store(database).await;
+    let cluster_one = Uuid::now_v7();
+    let cluster_two = Uuid::now_v7();
+    let late = pending("project-a", cluster_one, 90);
+    let early = pending("project-a", cluster_one, 10);
+    let other_cluster = pending("project-a", cluster_two, 20);
+    let other_project = pending("project-b", cluster_one, 5);
+    store
+        .record_pending_actions(&[late.clone(), early.clone(), other_cluster.clone(), other_project])
+        .await
+        .expect("recorded");
+    let tokens = |actions: Vec<PendingLifecycleAction>| -> Vec<Uuid> {
+        actions.into_iter().map(|action| action.token).collect()
+    };
+    let project_a = store
+        .list_pending(&PendingListQuery { project_id: Some("project-a".into()), ..Default::default() })
+        .await
+        .expect("listed");
+    assert_eq!(tokens(project_a), vec![early.token, other_cluster.token, late.token]);
+    let one_cluster = store
+        .list_pending(&PendingListQuery {
+            project_id: Some("project-a".into()),
+            cluster_id: Some(cluster_one),
+            ..Default::default()
+        })
+        .await
+        .expect("listed");
+    assert_eq!(tokens(one_cluster), vec![early.token, late.token]);
+    let second_page = store
+        .list_pending(&PendingListQuery {
+            project_id: Some("project-a".into()),
+            limit: 2,
+            marker: Some(other_cluster.token),
+            ..Default::default()
+        })
+        .await
+        .expect("listed");
+    assert_eq!(tokens(second_page), vec![late.token]);
+}
+
+ember_runtime::store_suite!(
+    recorded_actions_read_back_unchanged,
+    recording_the_same_batch_twice_keeps_one_row_each,
+    listing_filters_by_project_and_cluster_earliest_deadline_first,
+);
