@@ -1,1 +1,132 @@
+//! The api-gateway: Ember's only public door. It authenticates every request,
+//! serves the OpenStack-compatible REST APIs by calling the engine over gRPC,
+//! and forwards the public gRPC services (with reflection for grpcurl) — all
+//! on one port, telling gRPC apart by its content type. It holds no domain
+//! state.
 #![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod config;
+pub mod error;
+pub mod grpc_proxy;
+pub mod metrics;
+pub mod rest;
+pub mod upstream;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::serve::ListenerExt;
+use ember_runtime::auth::TokenSigner;
+use ember_runtime::identity::InternalCredential;
+use ember_runtime::server::{DRAIN_GRACE_PERIOD, StartError};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+
+pub use config::Config;
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct GatewayState {
+    pub signer: TokenSigner,
+    pub credential: InternalCredential,
+    pub upstreams: upstream::Upstreams,
+    /// Health and reflection, answered by the gateway itself.
+    pub local_grpc: axum::Router,
+    pub metrics: Arc<metrics::Metrics>,
+    pub request_timeout: std::time::Duration,
+}
+
+impl GatewayState {
+    pub fn new(config: &Config) -> Result<GatewayState, StartError> {
+        let upstreams = upstream::Upstreams::connect_lazy(
+            &config.engine_url,
+            &config.lifecycle_hook_url,
+            &config.plugin_registry_url,
+        )
+        .map_err(|error| StartError::Config(error.to_string()))?;
+        let (reflection_v1, reflection_v1alpha) =
+            ember_runtime::server::reflection(&upstream::public_service_names())?;
+        let (health_reporter, health_service) = tonic_health::server::health_reporter();
+        // The gateway reports itself as serving; `/healthz` checks the
+        // services behind it.
+        drop(health_reporter);
+        let local_grpc = tonic::service::Routes::new(health_service)
+            .add_service(reflection_v1)
+            .add_service(reflection_v1alpha)
+            .into_axum_router();
+        Ok(GatewayState {
+            signer: TokenSigner::new(&config.signing_key),
+            credential: InternalCredential::new(&config.internal_credential),
+            upstreams,
+            local_grpc,
+            metrics: Arc::default(),
+            request_timeout: config.request_timeout,
+        })
+    }
+}
+
+/// The whole gateway as one axum router: gRPC by content type, REST by path.
+pub fn router(state: GatewayState) -> axum::Router {
+    rest::router(state.clone())
+        .layer(middleware::from_fn_with_state(state, dispatch_grpc))
+        // Each request gets an `x-request-id` (the caller's is kept) that is
+        // forwarded upstream and echoed in the response.
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+}
+
+async fn dispatch_grpc(
+    State(state): State<GatewayState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if grpc_proxy::is_grpc(&request) {
+        grpc_proxy::handle(state, request).await
+    } else {
+        next.run(request).await
+    }
+}
+
+/// Runs the gateway until `shutdown` is cancelled, then drains for at most
+/// the grace period.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), StartError> {
+    let state = GatewayState::new(&config)?;
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
+    let drain = CancellationToken::new();
+    let serving = axum::serve(listener, router(state)).with_graceful_shutdown({
+        let shutdown = shutdown.clone();
+        let drain = drain.clone();
+        async move {
+            shutdown.cancelled().await;
+            drain.cancel();
+        }
+    });
+    let serving = serving.into_future();
+    tokio::pin!(serving);
+    tokio::select! {
+        result = &mut serving => return result.map_err(|error| StartError::Config(format!("gateway server: {error}"))),
+        () = drain.cancelled() => {}
+    }
+    match tokio::time::timeout(DRAIN_GRACE_PERIOD, serving).await {
+        Ok(result) => {
+            result.map_err(|error| StartError::Config(format!("gateway server: {error}")))
+        }
+        Err(_) => {
+            tracing::warn!("connections still open after the grace period were dropped");
+            Ok(())
+        }
+    }
+}

@@ -35,9 +35,10 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection =
-        ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(&config.database_url)
-            .await?;
+    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
+        &config.database_url,
+    )
+    .await?;
     let stacks: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(

@@ -51,7 +51,13 @@ async fn another_projects_stack_is_invisible(database: &TestDatabase) {
     let store = store(database).await;
     let web = stack("project-a", "web", 0);
     store.insert_stack(&web).await.expect("inserted");
-    assert!(store.find_stack("project-b", "web").await.expect("read").is_none());
+    assert!(
+        store
+            .find_stack("project-b", "web")
+            .await
+            .expect("read")
+            .is_none()
+    );
     assert!(
         store
             .find_stack("project-b", &web.id.to_string())
@@ -68,7 +74,10 @@ async fn another_projects_stack_is_invisible(database: &TestDatabase) {
 
 async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
     let store = store(database).await;
-    store.insert_stack(&stack("project-a", "web", 0)).await.expect("inserted");
+    store
+        .insert_stack(&stack("project-a", "web", 0))
+        .await
+        .expect("inserted");
     let error = store
         .insert_stack(&stack("project-a", "web", 1))
         .await
@@ -92,7 +101,14 @@ async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
     let mut marker = None;
     loop {
         let page = store
-            .list_stacks("project-a", &StackListQuery { limit: 2, marker, ..Default::default() })
+            .list_stacks(
+                "project-a",
+                &StackListQuery {
+                    limit: 2,
+                    marker,
+                    ..Default::default()
+                },
+            )
             .await
             .expect("listed");
         seen.extend(page.iter().map(|stack| stack.name.clone()));
@@ -101,7 +117,10 @@ async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
         }
         marker = page.last().map(|stack| stack.id);
     }
-    assert_eq!(seen, ["stack-4", "stack-3", "stack-2", "stack-1", "stack-0"]);
+    assert_eq!(
+        seen,
+        ["stack-4", "stack-3", "stack-2", "stack-1", "stack-0"]
+    );
 }
 
 async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
@@ -119,7 +138,13 @@ async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
         .expect("listed");
     assert_eq!(roots.len(), 1);
     let all = store
-        .list_stacks("project-a", &StackListQuery { show_nested: true, ..Default::default() })
+        .list_stacks(
+            "project-a",
+            &StackListQuery {
+                show_nested: true,
+                ..Default::default()
+            },
+        )
         .await
         .expect("listed");
     assert_eq!(all.len(), 2);
@@ -130,7 +155,10 @@ async fn an_unknown_marker_is_not_found(database: &TestDatabase) {
     let error = store
         .list_stacks(
             "project-a",
-            &StackListQuery { marker: Some(Uuid::now_v7()), ..Default::default() },
+            &StackListQuery {
+                marker: Some(Uuid::now_v7()),
+                ..Default::default()
+            },
         )
         .await
         .expect_err("unknown marker");

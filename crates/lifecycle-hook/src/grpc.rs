@@ -49,7 +49,10 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         };
         let actions = self.store.list_pending(&query).await?;
         let next_marker = if actions.len() == query.page_size() as usize {
-            actions.last().map(|action| action.token.to_string()).unwrap_or_default()
+            actions
+                .last()
+                .map(|action| action.token.to_string())
+                .unwrap_or_default()
         } else {
             String::new()
         };

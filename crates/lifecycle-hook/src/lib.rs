@@ -31,10 +31,12 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection =
-        ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(&config.database_url)
-            .await?;
-    let store: Arc<dyn store::PendingActionStore> = Arc::new(store::SqlPendingActionStore::new(connection));
+    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
+        &config.database_url,
+    )
+    .await?;
+    let store: Arc<dyn store::PendingActionStore> =
+        Arc::new(store::SqlPendingActionStore::new(connection));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(LifecycleHookServiceServer::with_interceptor(
         grpc::LifecycleHookHandler::new(store),

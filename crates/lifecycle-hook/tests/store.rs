@@ -23,7 +23,9 @@ fn pending(project: &str, cluster_id: Uuid, deadline_in_secs: i64) -> PendingLif
         resource_id: "instance-1".to_owned(),
         cluster_id,
         project_id: project.to_owned(),
-        target: Target::Webhook { url: "http://127.0.0.1:9000/drain".to_owned() },
+        target: Target::Webhook {
+            url: "http://127.0.0.1:9000/drain".to_owned(),
+        },
         deadline: now + Duration::seconds(deadline_in_secs),
         delivery_state: DeliveryState::Pending,
         delivery_attempts: 0,
@@ -36,24 +38,44 @@ fn pending(project: &str, cluster_id: Uuid, deadline_in_secs: i64) -> PendingLif
 async fn recorded_actions_read_back_unchanged(database: &TestDatabase) {
     let store = store(database).await;
     let action = PendingLifecycleAction {
-        target: Target::Queue { queue: "drain-queue".to_owned() },
+        target: Target::Queue {
+            queue: "drain-queue".to_owned(),
+        },
         delivery_state: DeliveryState::Retrying,
         delivery_attempts: 3,
         last_error: Some("connection refused".to_owned()),
         ..pending("project-a", Uuid::now_v7(), 60)
     };
-    store.record_pending_actions(std::slice::from_ref(&action)).await.expect("recorded");
-    let listed = store.list_pending(&PendingListQuery::default()).await.expect("listed");
+    store
+        .record_pending_actions(std::slice::from_ref(&action))
+        .await
+        .expect("recorded");
+    let listed = store
+        .list_pending(&PendingListQuery::default())
+        .await
+        .expect("listed");
     assert_eq!(listed, vec![action]);
 }
 
 async fn recording_the_same_batch_twice_keeps_one_row_each(database: &TestDatabase) {
     let store = store(database).await;
     let cluster = Uuid::now_v7();
-    let batch = vec![pending("project-a", cluster, 30), pending("project-a", cluster, 40)];
-    store.record_pending_actions(&batch).await.expect("recorded");
-    store.record_pending_actions(&batch).await.expect("recorded again");
-    let listed = store.list_pending(&PendingListQuery::default()).await.expect("listed");
+    let batch = vec![
+        pending("project-a", cluster, 30),
+        pending("project-a", cluster, 40),
+    ];
+    store
+        .record_pending_actions(&batch)
+        .await
+        .expect("recorded");
+    store
+        .record_pending_actions(&batch)
+        .await
+        .expect("recorded again");
+    let listed = store
+        .list_pending(&PendingListQuery::default())
+        .await
+        .expect("listed");
     assert_eq!(listed.len(), 2);
 }
 
@@ -66,17 +88,28 @@ async fn listing_filters_by_project_and_cluster_earliest_deadline_first(database
     let other_cluster = pending("project-a", cluster_two, 20);
     let other_project = pending("project-b", cluster_one, 5);
     store
-        .record_pending_actions(&[late.clone(), early.clone(), other_cluster.clone(), other_project])
+        .record_pending_actions(&[
+            late.clone(),
+            early.clone(),
+            other_cluster.clone(),
+            other_project,
+        ])
         .await
         .expect("recorded");
     let tokens = |actions: Vec<PendingLifecycleAction>| -> Vec<Uuid> {
         actions.into_iter().map(|action| action.token).collect()
     };
     let project_a = store
-        .list_pending(&PendingListQuery { project_id: Some("project-a".into()), ..Default::default() })
+        .list_pending(&PendingListQuery {
+            project_id: Some("project-a".into()),
+            ..Default::default()
+        })
         .await
         .expect("listed");
-    assert_eq!(tokens(project_a), vec![early.token, other_cluster.token, late.token]);
+    assert_eq!(
+        tokens(project_a),
+        vec![early.token, other_cluster.token, late.token]
+    );
     let one_cluster = store
         .list_pending(&PendingListQuery {
             project_id: Some("project-a".into()),

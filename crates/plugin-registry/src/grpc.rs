@@ -44,7 +44,8 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         request: Request<pb::RegisterPluginRequest>,
     ) -> Result<Response<pb::Plugin>, Status> {
         require_admin(&request)?;
-        let plugin = new_plugin_from_proto(request.into_inner())?.into_plugin(ember_runtime::time::now())?;
+        let plugin =
+            new_plugin_from_proto(request.into_inner())?.into_plugin(ember_runtime::time::now())?;
         self.store.register_plugin(&plugin).await?;
         tracing::info!(plugin = %plugin.name, ordinal = plugin.ordinal, "plugin registered");
         Ok(Response::new(plugin_to_proto(&plugin)))
@@ -77,8 +78,9 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
 }
 
 fn operation_from_proto(value: i32) -> Result<Operation, Error> {
-    let operation = StackOperation::try_from(value)
-        .map_err(|_| Error::InvalidInput(format!("operations: unknown operation number {value}")))?;
+    let operation = StackOperation::try_from(value).map_err(|_| {
+        Error::InvalidInput(format!("operations: unknown operation number {value}"))
+    })?;
     Ok(match operation {
         StackOperation::Unspecified => {
             return Err(Error::InvalidInput(

@@ -30,9 +30,10 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection =
-        ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(&config.database_url)
-            .await?;
+    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
+        &config.database_url,
+    )
+    .await?;
     let store = Arc::new(store::SqlPluginStore::new(connection));
     let handler = grpc::PluginRegistryHandler::new(store);
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));

@@ -1,9 +1,9 @@
 //! The plugin store's conformance suite, on SQLite and PostgreSQL.
 
 use chrono::Duration;
+use ember_plugin_registry::Error;
 use ember_plugin_registry::domain::{FailureMode, NewPlugin, Operation};
 use ember_plugin_registry::store::{PluginStore, SqlPluginStore, migrations::Migrator};
-use ember_plugin_registry::Error;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 
 async fn store(database: &TestDatabase) -> SqlPluginStore {
@@ -31,8 +31,15 @@ async fn a_registered_plugin_reads_back_unchanged(database: &TestDatabase) {
     let registered = plugin("quota", 5)
         .into_plugin(ember_runtime::time::now())
         .expect("valid");
-    store.register_plugin(&registered).await.expect("registered");
-    let read = store.get_plugin("quota").await.expect("read").expect("present");
+    store
+        .register_plugin(&registered)
+        .await
+        .expect("registered");
+    let read = store
+        .get_plugin("quota")
+        .await
+        .expect("read")
+        .expect("present");
     assert_eq!(read, registered);
     assert!(store.get_plugin("absent").await.expect("read").is_none());
 }
@@ -68,15 +75,27 @@ async fn a_duplicate_name_is_a_conflict_and_keeps_the_first(database: &TestDatab
         .await
         .expect_err("duplicate");
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
-    assert!(error.to_string().contains("\"audit\" is already registered"));
-    let kept = store.get_plugin("audit").await.expect("read").expect("present");
+    assert!(
+        error
+            .to_string()
+            .contains("\"audit\" is already registered")
+    );
+    let kept = store
+        .get_plugin("audit")
+        .await
+        .expect("read")
+        .expect("present");
     assert_eq!(kept.ordinal, 1);
 }
 
 async fn migrations_are_idempotent(database: &TestDatabase) {
     let store_one = store(database).await;
     store_one
-        .register_plugin(&plugin("kept", 1).into_plugin(ember_runtime::time::now()).expect("valid"))
+        .register_plugin(
+            &plugin("kept", 1)
+                .into_plugin(ember_runtime::time::now())
+                .expect("valid"),
+        )
         .await
         .expect("registered");
     let store_two = store(database).await;

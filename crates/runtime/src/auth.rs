@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind as JwtErrorKind};
+use jsonwebtoken::{
+    Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind as JwtErrorKind,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::identity::Identity;
@@ -83,15 +85,14 @@ impl TokenSigner {
     }
 
     pub fn verify(&self, token: &str) -> Result<Identity, TokenError> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation).map_err(
-            |error| match error.kind() {
+        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map_err(|error| match error.kind() {
                 JwtErrorKind::ExpiredSignature => TokenError::Expired {
                     expired_at: expiry_of(token).unwrap_or_else(|| "an earlier time".to_owned()),
                 },
                 JwtErrorKind::InvalidSignature => TokenError::Forged,
                 other => TokenError::Malformed(format!("{other:?}").to_lowercase()),
-            },
-        )?;
+            })?;
         let identity = Identity {
             user_id: data.claims.sub,
             project_id: data.claims.project,
@@ -155,7 +156,9 @@ mod tests {
     #[test]
     fn an_issued_token_verifies_to_the_same_identity() {
         let signer = TokenSigner::new("a-signing-key-of-enough-length-000");
-        let token = signer.issue(&alice(), Duration::from_secs(60)).expect("issued");
+        let token = signer
+            .issue(&alice(), Duration::from_secs(60))
+            .expect("issued");
         assert_eq!(signer.verify(&token).expect("valid"), alice());
     }
 
@@ -185,7 +188,10 @@ mod tests {
     #[test]
     fn garbage_is_malformed() {
         let signer = TokenSigner::new("a-signing-key-of-enough-length-000");
-        assert!(matches!(signer.verify("not-a-jwt"), Err(TokenError::Malformed(_))));
+        assert!(matches!(
+            signer.verify("not-a-jwt"),
+            Err(TokenError::Malformed(_))
+        ));
     }
 
     #[test]

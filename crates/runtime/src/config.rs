@@ -157,7 +157,13 @@ mod tests {
         std::fs::write(&file, "port = 7\nname = \"from-file\"\n").expect("write");
         let loaded: Sample = load(Some(&file), &Flags { name: None }).expect("loads");
         assert_eq!((loaded.port, loaded.name.as_str()), (7, "from-file"));
-        let loaded: Sample = load(Some(&file), &Flags { name: Some("flag".into()) }).expect("loads");
+        let loaded: Sample = load(
+            Some(&file),
+            &Flags {
+                name: Some("flag".into()),
+            },
+        )
+        .expect("loads");
         assert_eq!(loaded.name, "flag");
     }
 
@@ -190,9 +196,12 @@ mod tests {
 
     #[test]
     fn a_missing_file_is_an_error_not_a_default() {
-        let message = load::<Sample>(Some(Path::new("/nonexistent/ember.toml")), &Flags { name: None })
-            .expect_err("missing")
-            .to_string();
+        let message = load::<Sample>(
+            Some(Path::new("/nonexistent/ember.toml")),
+            &Flags { name: None },
+        )
+        .expect_err("missing")
+        .to_string();
         assert!(message.contains("no such file"), "{message}");
     }
 }

@@ -70,9 +70,8 @@ pub fn redact(url: &str) -> String {
 
 /// Connects, creating a SQLite file's directory if needed.
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
-    let backend = Backend::of(url).ok_or_else(|| DatabaseError::UnsupportedUrl {
-        url: redact(url),
-    })?;
+    let backend =
+        Backend::of(url).ok_or_else(|| DatabaseError::UnsupportedUrl { url: redact(url) })?;
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .sqlx_logging(false)
@@ -89,13 +88,16 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
                     source,
                 })?;
             }
-            options.max_connections(1).min_connections(1).map_sqlx_sqlite_opts(|sqlite| {
-                sqlite
-                    .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
-                    .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
-                    .foreign_keys(true)
-                    .busy_timeout(Duration::from_secs(10))
-            });
+            options
+                .max_connections(1)
+                .min_connections(1)
+                .map_sqlx_sqlite_opts(|sqlite| {
+                    sqlite
+                        .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                        .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
+                        .foreign_keys(true)
+                        .busy_timeout(Duration::from_secs(10))
+                });
         }
         Backend::Postgres => {
             options.max_connections(16).min_connections(1);
@@ -124,7 +126,9 @@ pub async fn connect_and_migrate<M: MigratorTrait>(
 }
 
 fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next()?;
     if path.is_empty() || path == ":memory:" {
         None
@@ -242,7 +246,10 @@ mod tests {
             redact("postgres://ember:hunter2@db:5432/engine"),
             "postgres://ember:***@db:5432/engine"
         );
-        assert_eq!(redact("postgres://postgres@db/engine"), "postgres://postgres@db/engine");
+        assert_eq!(
+            redact("postgres://postgres@db/engine"),
+            "postgres://postgres@db/engine"
+        );
         assert_eq!(redact("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
     }
 
@@ -255,7 +262,9 @@ mod tests {
 
     #[tokio::test]
     async fn unsupported_urls_are_refused_by_name() {
-        let error = connect("mysql://root@localhost/x").await.expect_err("refused");
+        let error = connect("mysql://root@localhost/x")
+            .await
+            .expect_err("refused");
         assert!(error.to_string().contains("not supported"), "{error}");
     }
 

@@ -66,11 +66,9 @@ impl ErrorKind {
             Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => ErrorKind::Conflict,
             Code::Unavailable | Code::ResourceExhausted => ErrorKind::Unavailable,
             Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Timeout,
-            Code::Ok
-            | Code::Unknown
-            | Code::Unimplemented
-            | Code::Internal
-            | Code::DataLoss => ErrorKind::Internal,
+            Code::Ok | Code::Unknown | Code::Unimplemented | Code::Internal | Code::DataLoss => {
+                ErrorKind::Internal
+            }
         }
     }
 

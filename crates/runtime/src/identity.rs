@@ -29,7 +29,11 @@ pub struct Identity {
 }
 
 impl Identity {
-    pub fn new(user_id: impl Into<String>, project_id: impl Into<String>, roles: Vec<String>) -> Self {
+    pub fn new(
+        user_id: impl Into<String>,
+        project_id: impl Into<String>,
+        roles: Vec<String>,
+    ) -> Self {
         Identity {
             user_id: user_id.into(),
             project_id: project_id.into(),
@@ -112,13 +116,18 @@ impl Identity {
 
 fn validate_name(what: &str, value: &str) -> Result<(), String> {
     if value.is_empty() || value.len() > 64 {
-        return Err(format!("{what} must be 1-64 characters, got {}", value.len()));
+        return Err(format!(
+            "{what} must be 1-64 characters, got {}",
+            value.len()
+        ));
     }
     if let Some(bad) = value
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-')))
     {
-        return Err(format!("{what} {value:?} contains {bad:?}: use letters, digits and ._@-"));
+        return Err(format!(
+            "{what} {value:?} contains {bad:?}: use letters, digits and ._@-"
+        ));
     }
     Ok(())
 }
@@ -183,7 +192,10 @@ impl InternalAuth {
 }
 
 impl tonic::service::Interceptor for InternalAuth {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
         let presented = request
             .metadata()
             .get(INTERNAL_CREDENTIAL_HEADER)
@@ -201,8 +213,9 @@ impl tonic::service::Interceptor for InternalAuth {
                 ));
             }
         }
-        let identity = Identity::from_metadata(request.metadata())
-            .map_err(|reason| tonic::Status::unauthenticated(format!("caller identity: {reason}")))?;
+        let identity = Identity::from_metadata(request.metadata()).map_err(|reason| {
+            tonic::Status::unauthenticated(format!("caller identity: {reason}"))
+        })?;
         request.extensions_mut().insert(identity);
         Ok(request)
     }
@@ -239,7 +252,11 @@ mod tests {
             .call(request)
             .expect_err("rejected");
         assert_eq!(error.code(), tonic::Code::Unauthenticated);
-        assert!(error.message().contains("credential is missing"), "{}", error.message());
+        assert!(
+            error.message().contains("credential is missing"),
+            "{}",
+            error.message()
+        );
     }
 
     #[test]
@@ -249,7 +266,11 @@ mod tests {
         let error = InternalAuth::new(InternalCredential::new("s3cret-credential"))
             .call(request)
             .expect_err("rejected");
-        assert!(error.message().contains("credential is wrong"), "{}", error.message());
+        assert!(
+            error.message().contains("credential is wrong"),
+            "{}",
+            error.message()
+        );
     }
 
     #[test]

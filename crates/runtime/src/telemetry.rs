@@ -12,6 +12,7 @@ pub fn init(config: &LogConfig) {
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     // An error here only means a subscriber is already installed.
     let _ = match config.format {

@@ -128,7 +128,11 @@ mod tests {
 
     #[test]
     fn statuses_round_trip_through_their_names() {
-        for status in [ActionStatus::InProgress, ActionStatus::Complete, ActionStatus::Failed] {
+        for status in [
+            ActionStatus::InProgress,
+            ActionStatus::Complete,
+            ActionStatus::Failed,
+        ] {
             assert_eq!(ActionStatus::parse(status.as_str()), Some(status));
         }
     }

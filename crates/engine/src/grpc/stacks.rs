@@ -61,7 +61,10 @@ impl pb::stack_service_server::StackService for StackHandler {
         };
         let stacks = self.stacks.list_stacks(&project_id, &query).await?;
         let next_marker = if stacks.len() == query.page_size() as usize {
-            stacks.last().map(|stack| stack.id.to_string()).unwrap_or_default()
+            stacks
+                .last()
+                .map(|stack| stack.id.to_string())
+                .unwrap_or_default()
         } else {
             String::new()
         };

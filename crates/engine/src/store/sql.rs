@@ -37,7 +37,9 @@ impl StackStore for SqlStackStore {
             status_reason: Set(stack.status_reason.clone()),
             description: Set(stack.description.clone()),
             tags: Set(serde_json::json!(stack.tags)),
-            timeout_mins: Set(stack.timeout_mins.and_then(|minutes| i32::try_from(minutes).ok())),
+            timeout_mins: Set(stack
+                .timeout_mins
+                .and_then(|minutes| i32::try_from(minutes).ok())),
             disable_rollback: Set(stack.disable_rollback),
             created_at: Set(stack.created_at),
             updated_at: Set(stack.updated_at),
@@ -107,7 +109,8 @@ impl StackStore for SqlStackStore {
 }
 
 fn stack_from_row(row: stacks::Model) -> Result<Stack> {
-    let corrupt = |what: &str| Error::Database(format!("stack {}: stored {what} is invalid", row.id));
+    let corrupt =
+        |what: &str| Error::Database(format!("stack {}: stored {what} is invalid", row.id));
     let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("action"))?;
     let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("status"))?;
     let tags = row
@@ -130,7 +133,9 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
         status_reason: row.status_reason,
         description: row.description,
         tags,
-        timeout_mins: row.timeout_mins.and_then(|minutes| u32::try_from(minutes).ok()),
+        timeout_mins: row
+            .timeout_mins
+            .and_then(|minutes| u32::try_from(minutes).ok()),
         disable_rollback: row.disable_rollback,
         created_at: row.created_at,
         updated_at: row.updated_at,

@@ -95,8 +95,12 @@ mod tests {
     #[test]
     fn targets_round_trip_through_their_parts() {
         for target in [
-            Target::Queue { queue: "drain".into() },
-            Target::Webhook { url: "http://127.0.0.1:9/hook".into() },
+            Target::Queue {
+                queue: "drain".into(),
+            },
+            Target::Webhook {
+                url: "http://127.0.0.1:9/hook".into(),
+            },
         ] {
             let rebuilt = Target::from_parts(target.type_name(), target.address().to_owned());
             assert_eq!(rebuilt, Some(target));

@@ -64,7 +64,9 @@ impl PendingActionStore for SqlPendingActionStore {
             let marker_row = PendingActions::find_by_id(marker)
                 .one(&self.connection)
                 .await?
-                .ok_or_else(|| Error::NotFound(format!("marker {marker} names no pending action")))?;
+                .ok_or_else(|| {
+                    Error::NotFound(format!("marker {marker} names no pending action"))
+                })?;
             select = select.filter(
                 Condition::any()
                     .add(entity::Column::Deadline.gt(marker_row.deadline))
@@ -88,8 +90,12 @@ impl PendingActionStore for SqlPendingActionStore {
 }
 
 fn action_from_row(row: entity::Model) -> Result<PendingLifecycleAction> {
-    let corrupt =
-        |what: &str| Error::Database(format!("pending action {}: stored {what} is invalid", row.token));
+    let corrupt = |what: &str| {
+        Error::Database(format!(
+            "pending action {}: stored {what} is invalid",
+            row.token
+        ))
+    };
     let target = Target::from_parts(&row.target_type, row.target_address.clone())
         .ok_or_else(|| corrupt("target"))?;
     let delivery_state =

@@ -183,7 +183,8 @@ fn validate_endpoint(endpoint: &str) -> Result<()> {
             "endpoint {endpoint:?} is not a valid gRPC URL: {why} (e.g. http://10.0.0.5:7000)"
         ))
     };
-    let uri: tonic::codegen::http::Uri = endpoint.parse().map_err(|_| invalid("it does not parse"))?;
+    let uri: tonic::codegen::http::Uri =
+        endpoint.parse().map_err(|_| invalid("it does not parse"))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
         Some(_) => return Err(invalid("the scheme must be http or https")),
@@ -216,15 +217,21 @@ mod tests {
     fn defaults_apply_and_operations_are_deduplicated() {
         let plugin = request().into_plugin(Utc::now()).expect("valid");
         assert_eq!(plugin.timeout_ms, DEFAULT_TIMEOUT_MS);
-        assert_eq!(plugin.operations, vec![Operation::Create, Operation::Update]);
+        assert_eq!(
+            plugin.operations,
+            vec![Operation::Create, Operation::Update]
+        );
     }
 
     #[test]
     fn bad_names_are_refused() {
         for name in ["", "has space", &"x".repeat(65)] {
-            let error = NewPlugin { name: name.into(), ..request() }
-                .into_plugin(Utc::now())
-                .expect_err("refused");
+            let error = NewPlugin {
+                name: name.into(),
+                ..request()
+            }
+            .into_plugin(Utc::now())
+            .expect_err("refused");
             assert!(error.to_string().starts_with("name"), "{error}");
         }
     }
@@ -236,9 +243,12 @@ mod tests {
             ("ftp://host:1", "scheme must be http"),
             ("/just/a/path", "scheme is missing"),
         ] {
-            let error = NewPlugin { endpoint: endpoint.into(), ..request() }
-                .into_plugin(Utc::now())
-                .expect_err("refused");
+            let error = NewPlugin {
+                endpoint: endpoint.into(),
+                ..request()
+            }
+            .into_plugin(Utc::now())
+            .expect_err("refused");
             assert!(error.to_string().contains(why), "{endpoint}: {error}");
         }
     }
@@ -246,9 +256,12 @@ mod tests {
     #[test]
     fn timeouts_must_be_in_range() {
         for timeout in [0, MAX_TIMEOUT_MS + 1] {
-            let error = NewPlugin { timeout_ms: Some(timeout), ..request() }
-                .into_plugin(Utc::now())
-                .expect_err("refused");
+            let error = NewPlugin {
+                timeout_ms: Some(timeout),
+                ..request()
+            }
+            .into_plugin(Utc::now())
+            .expect_err("refused");
             assert!(error.to_string().contains("timeout_ms"), "{error}");
         }
     }

@@ -1,9 +1,7 @@
 //! [`PluginStore`] on sea-orm: one implementation for SQLite and PostgreSQL.
 
 use async_trait::async_trait;
-use sea_orm::{
-    ActiveValue::Set, DatabaseConnection, EntityTrait, QueryOrder, SqlErr,
-};
+use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, QueryOrder, SqlErr};
 
 use super::PluginStore;
 use super::entity::{self, Entity as Plugins};
@@ -28,7 +26,11 @@ impl PluginStore for SqlPluginStore {
             endpoint: Set(plugin.endpoint.clone()),
             ordinal: Set(plugin.ordinal),
             operations: Set(serde_json::json!(
-                plugin.operations.iter().map(|op| op.as_str()).collect::<Vec<_>>()
+                plugin
+                    .operations
+                    .iter()
+                    .map(|op| op.as_str())
+                    .collect::<Vec<_>>()
             )),
             project_ids: Set(serde_json::json!(plugin.project_ids)),
             failure_mode: Set(plugin.failure_mode.as_str().to_owned()),
@@ -70,14 +72,16 @@ impl PluginStore for SqlPluginStore {
 }
 
 fn plugin_from_row(row: entity::Model) -> Result<Plugin> {
-    let corrupt = |what: &str| Error::Database(format!("plugin {:?}: stored {what} is invalid", row.name));
+    let corrupt =
+        |what: &str| Error::Database(format!("plugin {:?}: stored {what} is invalid", row.name));
     let operations = string_list(&row.operations)
         .ok_or_else(|| corrupt("operations"))?
         .iter()
         .map(|text| Operation::parse(text).ok_or_else(|| corrupt("operations")))
         .collect::<Result<Vec<_>>>()?;
     let project_ids = string_list(&row.project_ids).ok_or_else(|| corrupt("project_ids"))?;
-    let failure_mode = FailureMode::parse(&row.failure_mode).ok_or_else(|| corrupt("failure_mode"))?;
+    let failure_mode =
+        FailureMode::parse(&row.failure_mode).ok_or_else(|| corrupt("failure_mode"))?;
     let timeout_ms = u32::try_from(row.timeout_ms).map_err(|_| corrupt("timeout_ms"))?;
     Ok(Plugin {
         name: row.name,

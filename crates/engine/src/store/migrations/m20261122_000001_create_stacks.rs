@@ -42,8 +42,16 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(Stacks::Tags).json().not_null())
                     .col(ColumnDef::new(Stacks::TimeoutMins).integer().null())
                     .col(ColumnDef::new(Stacks::DisableRollback).boolean().not_null())
-                    .col(ColumnDef::new(Stacks::CreatedAt).timestamp_with_time_zone().not_null())
-                    .col(ColumnDef::new(Stacks::UpdatedAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(Stacks::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(Stacks::UpdatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await?;

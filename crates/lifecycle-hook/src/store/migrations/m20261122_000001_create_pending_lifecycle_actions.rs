@@ -37,12 +37,24 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(T::ProjectId).string_len(64).not_null())
                     .col(ColumnDef::new(T::TargetType).string_len(16).not_null())
                     .col(ColumnDef::new(T::TargetAddress).text().not_null())
-                    .col(ColumnDef::new(T::Deadline).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(T::Deadline)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .col(ColumnDef::new(T::DeliveryState).string_len(16).not_null())
                     .col(ColumnDef::new(T::DeliveryAttempts).integer().not_null())
                     .col(ColumnDef::new(T::LastError).text().null())
-                    .col(ColumnDef::new(T::DeliveredAt).timestamp_with_time_zone().null())
-                    .col(ColumnDef::new(T::CreatedAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(T::DeliveredAt)
+                            .timestamp_with_time_zone()
+                            .null(),
+                    )
+                    .col(
+                        ColumnDef::new(T::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await?;
@@ -62,7 +74,11 @@ impl MigrationTrait for Migration {
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         manager
-            .drop_table(Table::drop().table(PendingLifecycleActions::Table).to_owned())
+            .drop_table(
+                Table::drop()
+                    .table(PendingLifecycleActions::Table)
+                    .to_owned(),
+            )
             .await
     }
 }

@@ -9,6 +9,8 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_create_pending_lifecycle_actions::Migration)]
+        vec![Box::new(
+            m20261122_000001_create_pending_lifecycle_actions::Migration,
+        )]
     }
 }

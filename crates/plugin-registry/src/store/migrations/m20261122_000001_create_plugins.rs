@@ -26,16 +26,33 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Plugins::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(Plugins::Name).string_len(64).not_null().primary_key())
+                    .col(
+                        ColumnDef::new(Plugins::Name)
+                            .string_len(64)
+                            .not_null()
+                            .primary_key(),
+                    )
                     .col(ColumnDef::new(Plugins::Endpoint).string().not_null())
                     .col(ColumnDef::new(Plugins::Ordinal).integer().not_null())
                     .col(ColumnDef::new(Plugins::Operations).json().not_null())
                     .col(ColumnDef::new(Plugins::ProjectIds).json().not_null())
-                    .col(ColumnDef::new(Plugins::FailureMode).string_len(8).not_null())
+                    .col(
+                        ColumnDef::new(Plugins::FailureMode)
+                            .string_len(8)
+                            .not_null(),
+                    )
                     .col(ColumnDef::new(Plugins::TimeoutMs).big_integer().not_null())
                     .col(ColumnDef::new(Plugins::Enabled).boolean().not_null())
-                    .col(ColumnDef::new(Plugins::CreatedAt).timestamp_with_time_zone().not_null())
-                    .col(ColumnDef::new(Plugins::UpdatedAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(Plugins::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(Plugins::UpdatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await?;

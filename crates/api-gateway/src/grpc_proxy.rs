@@ -1,0 +1,80 @@
+//! The public gRPC door. Health and reflection are answered here (no token
+//! needed, so `grpcurl list` works); every other call must carry a token,
+//! and is forwarded byte for byte to the internal service that serves it,
+//! with the verified identity and the internal credential in its metadata.
+//! Forwarding at the HTTP/2 level keeps the gateway free of per-RPC code: a
+//! new RPC in a proto is public as soon as its service is listed in
+//! [`crate::upstream`].
+
+use std::sync::atomic::Ordering;
+
+use axum::body::Body;
+use axum::response::Response;
+use http::Request;
+use tower::ServiceExt;
+
+use crate::GatewayState;
+use crate::auth::authenticate;
+
+const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
+const REFLECTION_PREFIX: &str = "/grpc.reflection.";
+
+/// True for requests that speak gRPC (`content-type: application/grpc…`).
+pub fn is_grpc<B>(request: &Request<B>) -> bool {
+    request
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/grpc"))
+}
+
+pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response {
+    state.metrics.grpc_requests.fetch_add(1, Ordering::Relaxed);
+    let path = request.uri().path();
+    if path.starts_with(HEALTH_PREFIX) || path.starts_with(REFLECTION_PREFIX) {
+        return match state.local_grpc.clone().oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+    }
+    let Some(channel) = state.upstreams.for_path(path).cloned() else {
+        let service = path
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        return status_response(tonic::Status::unimplemented(format!(
+            "unknown service {service:?}: `grpcurl -plaintext HOST:PORT list` shows the public ones"
+        )));
+    };
+    let identity = match authenticate(&state.signer, request.headers()) {
+        Ok(identity) => identity,
+        Err(error) => {
+            state
+                .metrics
+                .unauthenticated
+                .fetch_add(1, Ordering::Relaxed);
+            return status_response(tonic::Status::unauthenticated(error.to_string()));
+        }
+    };
+    identity.write_headers(&state.credential, request.headers_mut());
+    request.headers_mut().remove(http::header::AUTHORIZATION);
+    request.headers_mut().remove(crate::auth::AUTH_TOKEN_HEADER);
+    match channel.oneshot(request.map(tonic::body::Body::new)).await {
+        Ok(response) => response.map(Body::new),
+        Err(error) => {
+            state
+                .metrics
+                .upstream_errors
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%error, "upstream gRPC call failed");
+            status_response(tonic::Status::unavailable(format!(
+                "the service behind the gateway is unavailable: {error}"
+            )))
+        }
+    }
+}
+
+fn status_response(status: tonic::Status) -> Response {
+    status.into_http::<Body>()
+}

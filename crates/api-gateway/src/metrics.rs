@@ -1,0 +1,49 @@
+//! Counters the gateway exposes at `/metrics` in Prometheus' text format.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub grpc_requests: AtomicU64,
+    pub rest_requests: AtomicU64,
+    pub unauthenticated: AtomicU64,
+    pub upstream_errors: AtomicU64,
+}
+
+impl Metrics {
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        let counters = [
+            (
+                "ember_gateway_grpc_requests_total",
+                "gRPC calls received",
+                &self.grpc_requests,
+            ),
+            (
+                "ember_gateway_rest_requests_total",
+                "REST requests received",
+                &self.rest_requests,
+            ),
+            (
+                "ember_gateway_unauthenticated_total",
+                "requests refused for a missing or invalid token",
+                &self.unauthenticated,
+            ),
+            (
+                "ember_gateway_upstream_errors_total",
+                "calls that failed to reach an internal service",
+                &self.upstream_errors,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            // Writing to a String cannot fail.
+            let _ = writeln!(
+                text,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                counter.load(Ordering::Relaxed)
+            );
+        }
+        text
+    }
+}

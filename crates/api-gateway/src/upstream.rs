@@ -1,0 +1,86 @@
+//! The internal services behind the gateway and the gRPC services each one
+//! serves publicly. A gRPC path `/package.Service/Method` is forwarded to the
+//! upstream that serves `package.Service`.
+
+use std::time::Duration;
+
+use tonic::transport::{Channel, Endpoint};
+
+/// The public gRPC services, by upstream. Reflection on the gateway lists
+/// exactly these (plus health and reflection).
+pub const ENGINE_SERVICES: &[&str] = &[
+    "ember.engine.v1.StackService",
+    "ember.engine.v1.IdentityService",
+];
+pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
+pub const PLUGIN_REGISTRY_SERVICES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];
+
+/// Every public service name.
+pub fn public_service_names() -> Vec<&'static str> {
+    ENGINE_SERVICES
+        .iter()
+        .chain(LIFECYCLE_HOOK_SERVICES)
+        .chain(PLUGIN_REGISTRY_SERVICES)
+        .copied()
+        .collect()
+}
+
+/// Lazily connected channels to the internal services.
+#[derive(Clone, Debug)]
+pub struct Upstreams {
+    pub engine: Channel,
+    pub lifecycle_hook: Channel,
+    pub plugin_registry: Channel,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{name} URL {url:?} is invalid: {reason}")]
+pub struct UpstreamUrlError {
+    name: &'static str,
+    url: String,
+    reason: String,
+}
+
+impl Upstreams {
+    /// Channels connect on first use, so the gateway can start before the
+    /// services behind it; a call made while one is down fails UNAVAILABLE.
+    pub fn connect_lazy(
+        engine_url: &str,
+        lifecycle_hook_url: &str,
+        plugin_registry_url: &str,
+    ) -> Result<Upstreams, UpstreamUrlError> {
+        Ok(Upstreams {
+            engine: channel("engine_url", engine_url)?,
+            lifecycle_hook: channel("lifecycle_hook_url", lifecycle_hook_url)?,
+            plugin_registry: channel("plugin_registry_url", plugin_registry_url)?,
+        })
+    }
+
+    /// The channel serving a gRPC path, if the service is public.
+    pub fn for_path(&self, path: &str) -> Option<&Channel> {
+        let service = path.strip_prefix('/')?.split('/').next()?;
+        if ENGINE_SERVICES.contains(&service) {
+            Some(&self.engine)
+        } else if LIFECYCLE_HOOK_SERVICES.contains(&service) {
+            Some(&self.lifecycle_hook)
+        } else if PLUGIN_REGISTRY_SERVICES.contains(&service) {
+            Some(&self.plugin_registry)
+        } else {
+            None
+        }
+    }
+}
+
+fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
+    let endpoint = Endpoint::from_shared(url.to_owned()).map_err(|error| UpstreamUrlError {
+        name,
+        url: url.to_owned(),
+        reason: error.to_string(),
+    })?;
+    Ok(endpoint
+        .connect_timeout(Duration::from_secs(5))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true)
+        .connect_lazy())
+}

@@ -1,0 +1,267 @@
+//! `ember bench …`: benchmarks that print figures (never pass/fail on time;
+//! machines are noisy). Each starts its own Ember on ephemeral ports with a
+//! temporary data directory, so it can run anywhere.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::identity_service_client::IdentityServiceClient;
+use ember_proto::engine::v1::stack_service_client::StackServiceClient;
+use ember_runtime::Identity;
+use ember_runtime::auth::random_secret;
+use ember_runtime::identity::InternalCredential;
+use tonic::transport::Channel;
+
+use crate::config::{EmberConfig, Secrets};
+use crate::dev::{DevCredentials, RunningEmber};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Latency of gRPC calls through the gateway versus straight to the engine
+    Gateway {
+        /// Measured calls per path and RPC
+        #[arg(long, default_value_t = 5000)]
+        calls: usize,
+    },
+    /// Time from starting `ember dev` to /healthz 200, and to exit after SIGTERM
+    Startup {
+        /// Starts to measure (the first on an empty data dir, then reusing it)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+}
+
+pub async fn run(command: BenchCommand) -> Result<(), String> {
+    match command {
+        BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
+        BenchCommand::Startup { runs } => startup(runs.max(1)).await,
+    }
+}
+
+/// Median, p90 and p99 of a set of durations, in microseconds.
+#[derive(Debug, Clone, Copy)]
+pub struct Summary {
+    pub median_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+}
+
+pub fn summarize(samples: &mut [Duration]) -> Summary {
+    samples.sort_unstable();
+    let at = |quantile: f64| {
+        let index = ((samples.len() as f64 - 1.0) * quantile).round() as usize;
+        samples
+            .get(index.min(samples.len().saturating_sub(1)))
+            .map_or(0.0, |duration| duration.as_secs_f64() * 1e6)
+    };
+    Summary {
+        median_us: at(0.5),
+        p90_us: at(0.9),
+        p99_us: at(0.99),
+    }
+}
+
+fn temporary_config(data_dir: &Path) -> (EmberConfig, Secrets) {
+    let mut config = EmberConfig::default();
+    config.data_dir = data_dir.to_path_buf();
+    config.gateway.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    let secrets = Secrets {
+        signing_key: random_secret(),
+        internal_credential: random_secret(),
+    };
+    (config, secrets)
+}
+
+async fn connect(address: SocketAddr) -> Result<Channel, String> {
+    Channel::from_shared(format!("http://{address}"))
+        .map_err(|error| error.to_string())?
+        .connect()
+        .await
+        .map_err(|error| format!("cannot connect to {address}: {error}"))
+}
+
+async fn gateway(calls: usize) -> Result<(), String> {
+    let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let (config, secrets) = temporary_config(data_dir.path());
+    let running = RunningEmber::start(config, secrets.clone()).await?;
+    let credentials =
+        DevCredentials::mint(running.gateway_addr, &secrets, Duration::from_secs(3600))?;
+    let gateway_channel = connect(running.gateway_addr).await?;
+    let engine_channel = connect(running.engine_addr).await?;
+
+    let credential = InternalCredential::new(&secrets.internal_credential);
+    let identity = Identity::new("demo", "demo", vec!["member".to_owned()]);
+    let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {}", credentials.member.token)
+        .parse()
+        .map_err(|_| "token is not a valid header".to_owned())?;
+    let authorize = Authorize {
+        bearer,
+        identity,
+        credential,
+    };
+
+    println!("gateway overhead: {calls} calls per path, after 500 warm-up calls (microseconds)");
+    println!(
+        "{:<34} {:>10} {:>10} {:>10}",
+        "call", "median", "p90", "p99"
+    );
+    for rpc in ["IdentityService/WhoAmI", "StackService/ListStacks"] {
+        let mut direct = Vec::with_capacity(calls);
+        let mut proxied = Vec::with_capacity(calls);
+        for round in 0..calls + 500 {
+            // Alternate the two paths so drift on a noisy machine hits both.
+            for (channel, via_gateway) in [(&engine_channel, false), (&gateway_channel, true)] {
+                let started = Instant::now();
+                let result = match rpc {
+                    "IdentityService/WhoAmI" => {
+                        let message = pb::WhoAmIRequest {};
+                        let request = authorize.request(message, via_gateway);
+                        IdentityServiceClient::new(channel.clone())
+                            .who_am_i(request)
+                            .await
+                            .map(|_| ())
+                    }
+                    _ => {
+                        let message = pb::ListStacksRequest::default();
+                        let request = authorize.request(message, via_gateway);
+                        StackServiceClient::new(channel.clone())
+                            .list_stacks(request)
+                            .await
+                            .map(|_| ())
+                    }
+                };
+                let elapsed = started.elapsed();
+                result.map_err(|status| format!("{rpc} failed: {status}"))?;
+                if round >= 500 {
+                    if via_gateway {
+                        proxied.push(elapsed)
+                    } else {
+                        direct.push(elapsed)
+                    }
+                }
+            }
+        }
+        let direct = summarize(&mut direct);
+        let proxied = summarize(&mut proxied);
+        println!(
+            "{:<34} {:>10.1} {:>10.1} {:>10.1}",
+            format!("{rpc} (engine)"),
+            direct.median_us,
+            direct.p90_us,
+            direct.p99_us
+        );
+        println!(
+            "{:<34} {:>10.1} {:>10.1} {:>10.1}",
+            format!("{rpc} (gateway)"),
+            proxied.median_us,
+            proxied.p90_us,
+            proxied.p99_us
+        );
+        println!(
+            "{:<34} {:>10.1}",
+            format!("{rpc} overhead (median)"),
+            proxied.median_us - direct.median_us
+        );
+    }
+    running.stop().await
+}
+
+/// Credentials for the two paths: a bearer token for the gateway, and the
+/// identity plus internal credential the gateway would forward.
+struct Authorize {
+    bearer: tonic::metadata::MetadataValue<tonic::metadata::Ascii>,
+    identity: Identity,
+    credential: InternalCredential,
+}
+
+impl Authorize {
+    fn request<T>(&self, message: T, via_gateway: bool) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if via_gateway {
+            request
+                .metadata_mut()
+                .insert("authorization", self.bearer.clone());
+        } else {
+            self.identity.attach(&self.credential, &mut request);
+        }
+        request
+    }
+}
+
+async fn startup(runs: usize) -> Result<(), String> {
+    let executable = std::env::current_exe().map_err(|error| error.to_string())?;
+    let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let http = reqwest::Client::new();
+    println!(
+        "ember dev start-up: binary start to /healthz 200, and SIGTERM to exit (milliseconds)"
+    );
+    println!(
+        "{:<6} {:<18} {:>10} {:>10}",
+        "run", "data dir", "ready", "shutdown"
+    );
+    for run in 0..runs {
+        let port = free_port()?;
+        let started = Instant::now();
+        let mut child = tokio::process::Command::new(&executable)
+            .args([
+                "dev",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir.path())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| format!("cannot start {}: {error}", executable.display()))?;
+        let url = format!("http://127.0.0.1:{port}/healthz");
+        let deadline = started + Duration::from_secs(30);
+        loop {
+            if let Ok(response) = http.get(&url).send().await
+                && response.status().is_success()
+            {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err("ember dev did not become ready within 30 s".to_owned());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let ready = started.elapsed();
+        let pid = child.id().ok_or("ember dev exited early")?;
+        let stop_started = Instant::now();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(|error| error.to_string())?),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .map_err(|error| format!("cannot signal ember dev: {error}"))?;
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+            .await
+            .map_err(|_| "ember dev did not exit within 10 s of SIGTERM".to_owned())?
+            .map_err(|error| error.to_string())?;
+        let stopped = stop_started.elapsed();
+        if !status.success() {
+            return Err(format!("ember dev exited with {status} after SIGTERM"));
+        }
+        println!(
+            "{:<6} {:<18} {:>10.1} {:>10.1}",
+            run + 1,
+            if run == 0 { "empty" } else { "reused" },
+            ready.as_secs_f64() * 1e3,
+            stopped.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
+    listener
+        .local_addr()
+        .map(|address| address.port())
+        .map_err(|error| error.to_string())
+}

@@ -1,0 +1,111 @@
+//! `ember dev` and `ember serve`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{self, FlagOverrides, ListenOverride};
+use crate::dev::{self, DevCredentials, RunningEmber, ServiceName};
+
+#[derive(Debug, clap::Args)]
+pub struct DevArgs {
+    /// Where the SQLite databases, dev secrets and dev-credentials.json live
+    #[arg(long, env = "EMBER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Gateway address (REST and gRPC) [default: 127.0.0.1:8004]
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The service to run
+    #[arg(value_enum)]
+    pub service: ServiceName,
+    /// Address to listen on [default: the service's from configuration]
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Where SQLite databases live when no database_url is configured
+    #[arg(long, env = "EMBER_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+pub async fn dev(config_file: Option<&Path>, args: DevArgs) -> Result<(), String> {
+    let flags = FlagOverrides {
+        data_dir: args.data_dir,
+        gateway: args.listen.map(|listen| ListenOverride { listen }),
+    };
+    let config = config::load(config_file, &flags)?;
+    ember_runtime::telemetry::init(&config.log);
+    let secrets = dev::dev_secrets(&config)?;
+    let data_dir = config.data_dir.clone();
+    let token_ttl = Duration::from_secs(config.auth.token_ttl_secs);
+    let running = RunningEmber::start(config, secrets).await?;
+    ember_runtime::shutdown::cancel_on_signal(running.shutdown.clone());
+
+    let credentials = DevCredentials::mint(running.gateway_addr, &running.secrets, token_ttl)?;
+    credentials.write(&data_dir)?;
+    print_banner(&running, &credentials, &data_dir);
+    running.wait().await
+}
+
+fn print_banner(running: &RunningEmber, credentials: &DevCredentials, data_dir: &Path) {
+    let gateway = running.gateway_addr;
+    println!(
+        "Ember is running (embedded SQLite under {})",
+        data_dir.display()
+    );
+    println!("  gateway (REST + gRPC)  http://{gateway}");
+    println!(
+        "  engine                 {} (internal)",
+        running.engine_addr
+    );
+    println!(
+        "  lifecycle-hook         {} (internal)",
+        running.lifecycle_hook_addr
+    );
+    println!(
+        "  plugin-registry        {} (internal)",
+        running.plugin_registry_addr
+    );
+    println!();
+    println!("admin token  (user admin, project demo, roles admin,member):");
+    println!("  {}", credentials.admin.token);
+    println!("member token (user demo, project demo, role member):");
+    println!("  {}", credentials.member.token);
+    println!();
+    println!(
+        "Both are saved in {}.",
+        data_dir.join(dev::DEV_CREDENTIALS_FILE).display()
+    );
+    println!(
+        "Try: curl -s -H \"X-Auth-Token: $TOKEN\" http://{gateway}/orchestration/v1/demo/stacks"
+    );
+    println!("     grpcurl -plaintext {gateway} list");
+    println!("Stop with Ctrl-C.");
+}
+
+pub async fn serve(config_file: Option<&Path>, args: ServeArgs) -> Result<(), String> {
+    let flags = FlagOverrides {
+        data_dir: args.data_dir,
+        gateway: None,
+    };
+    let config = config::load(config_file, &flags)?;
+    ember_runtime::telemetry::init(&config.log);
+    let secrets = config.required_secrets()?;
+    let address = args.listen.unwrap_or(match args.service {
+        ServiceName::ApiGateway => config.gateway.listen,
+        ServiceName::Engine => config.engine.listen,
+        ServiceName::LifecycleHook => config.lifecycle_hook.listen,
+        ServiceName::PluginRegistry => config.plugin_registry.listen,
+    });
+    let listener = dev::bind(args.service.as_str(), address).await?;
+    let shutdown = CancellationToken::new();
+    ember_runtime::shutdown::cancel_on_signal(shutdown.clone());
+    tracing::info!(service = args.service.as_str(), %address, "serving");
+    dev::serve_one(args.service, &config, &secrets, listener, shutdown)
+        .await
+        .map_err(|error| format!("{}: {error}", args.service.as_str()))
+}

@@ -1,0 +1,381 @@
+//! Ember's configuration file and environment: one typed tree for all four
+//! services, loaded in layers (defaults → TOML file → `EMBER_*` environment →
+//! flags) and turned into each service's own resolved `Config`.
+//!
+//! ```toml
+//! data_dir = "./ember-data"
+//! [log]
+//! format = "json"
+//! [auth]
+//! signing_key = "…"          # required outside `ember dev`
+//! internal_credential = "…"  # required outside `ember dev`
+//! [gateway]
+//! listen = "0.0.0.0:8004"
+//! engine_url = "http://engine:50052"
+//! [engine]
+//! database_url = "postgres://ember@db/engine"
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ember_runtime::config::{LogConfig, Validate};
+use ember_runtime::database::{Backend, sqlite_url};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmberConfig {
+    /// Where SQLite databases and dev credentials live.
+    pub data_dir: PathBuf,
+    pub log: LogConfig,
+    pub auth: AuthConfig,
+    pub gateway: GatewaySection,
+    pub engine: EngineSection,
+    pub lifecycle_hook: LifecycleHookSection,
+    pub plugin_registry: PluginRegistrySection,
+}
+
+impl Default for EmberConfig {
+    fn default() -> Self {
+        EmberConfig {
+            data_dir: PathBuf::from("./ember-data"),
+            log: LogConfig::default(),
+            auth: AuthConfig::default(),
+            gateway: GatewaySection::default(),
+            engine: EngineSection::default(),
+            lifecycle_hook: LifecycleHookSection::default(),
+            plugin_registry: PluginRegistrySection::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Signs and verifies bearer tokens (at least 32 characters).
+    pub signing_key: Option<String>,
+    /// Shared by the services to prove a call comes from inside.
+    pub internal_credential: Option<String>,
+    /// Default lifetime of `ember token issue` tokens, in seconds.
+    pub token_ttl_secs: u64,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            signing_key: None,
+            internal_credential: None,
+            token_ttl_secs: 24 * 3600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewaySection {
+    pub listen: SocketAddr,
+    pub engine_url: String,
+    pub lifecycle_hook_url: String,
+    pub plugin_registry_url: String,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for GatewaySection {
+    fn default() -> Self {
+        GatewaySection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8004)),
+            engine_url: "http://127.0.0.1:50052".to_owned(),
+            lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
+            request_timeout_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    pub listen: SocketAddr,
+    /// Empty = SQLite at `<data_dir>/engine.db`.
+    pub database_url: String,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50052)),
+            database_url: String::new(),
+            request_timeout_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LifecycleHookSection {
+    pub listen: SocketAddr,
+    /// Empty = SQLite at `<data_dir>/lifecycle-hook.db`.
+    pub database_url: String,
+    /// NATS server for queue targets; empty = the embedded queue.
+    pub nats_url: String,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for LifecycleHookSection {
+    fn default() -> Self {
+        LifecycleHookSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50053)),
+            database_url: String::new(),
+            nats_url: String::new(),
+            request_timeout_ms: 30_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginRegistrySection {
+    pub listen: SocketAddr,
+    /// Empty = SQLite at `<data_dir>/plugin-registry.db`.
+    pub database_url: String,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for PluginRegistrySection {
+    fn default() -> Self {
+        PluginRegistrySection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50054)),
+            database_url: String::new(),
+            request_timeout_ms: 30_000,
+        }
+    }
+}
+
+/// The minimum length of secrets, so a typo'd or toy key is refused.
+pub const MIN_SECRET_LENGTH: usize = 32;
+
+impl Validate for EmberConfig {
+    fn validate(&self, problems: &mut Vec<String>) {
+        self.log.validate(problems);
+        for (key, secret) in [
+            ("auth.signing_key", &self.auth.signing_key),
+            ("auth.internal_credential", &self.auth.internal_credential),
+        ] {
+            if let Some(secret) = secret
+                && secret.len() < MIN_SECRET_LENGTH
+            {
+                problems.push(format!(
+                    "{key}: must be at least {MIN_SECRET_LENGTH} characters (got {})",
+                    secret.len()
+                ));
+            }
+        }
+        if self.auth.token_ttl_secs == 0 {
+            problems.push("auth.token_ttl_secs: must be more than 0".to_owned());
+        }
+        for (key, url) in [
+            ("gateway.engine_url", &self.gateway.engine_url),
+            (
+                "gateway.lifecycle_hook_url",
+                &self.gateway.lifecycle_hook_url,
+            ),
+            (
+                "gateway.plugin_registry_url",
+                &self.gateway.plugin_registry_url,
+            ),
+        ] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                problems.push(format!("{key}: {url:?} must be an http:// or https:// URL"));
+            }
+        }
+        for (key, url) in [
+            ("engine.database_url", &self.engine.database_url),
+            (
+                "lifecycle_hook.database_url",
+                &self.lifecycle_hook.database_url,
+            ),
+            (
+                "plugin_registry.database_url",
+                &self.plugin_registry.database_url,
+            ),
+        ] {
+            if !url.is_empty() && Backend::of(url).is_none() {
+                problems.push(format!(
+                    "{key}: {:?} is not a sqlite:// or postgres:// URL",
+                    ember_runtime::database::redact(url)
+                ));
+            }
+        }
+        if !self.lifecycle_hook.nats_url.is_empty()
+            && !self.lifecycle_hook.nats_url.starts_with("nats://")
+        {
+            problems.push(format!(
+                "lifecycle_hook.nats_url: {:?} must start with nats://",
+                self.lifecycle_hook.nats_url
+            ));
+        }
+        for (key, timeout) in [
+            (
+                "gateway.request_timeout_ms",
+                self.gateway.request_timeout_ms,
+            ),
+            ("engine.request_timeout_ms", self.engine.request_timeout_ms),
+            (
+                "lifecycle_hook.request_timeout_ms",
+                self.lifecycle_hook.request_timeout_ms,
+            ),
+            (
+                "plugin_registry.request_timeout_ms",
+                self.plugin_registry.request_timeout_ms,
+            ),
+        ] {
+            if timeout == 0 {
+                problems.push(format!("{key}: must be more than 0"));
+            }
+        }
+    }
+}
+
+/// The two secrets every deployment needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Secrets {
+    pub signing_key: String,
+    pub internal_credential: String,
+}
+
+impl EmberConfig {
+    /// The secrets from configuration, or an error naming what to set.
+    pub fn required_secrets(&self) -> Result<Secrets, String> {
+        match (&self.auth.signing_key, &self.auth.internal_credential) {
+            (Some(signing_key), Some(internal_credential)) => Ok(Secrets {
+                signing_key: signing_key.clone(),
+                internal_credential: internal_credential.clone(),
+            }),
+            (signing_key, _) => {
+                let missing = if signing_key.is_none() {
+                    "auth.signing_key (EMBER_AUTH__SIGNING_KEY)"
+                } else {
+                    "auth.internal_credential (EMBER_AUTH__INTERNAL_CREDENTIAL)"
+                };
+                Err(format!(
+                    "{missing} is required outside `ember dev`: set it in the config file or the environment (`openssl rand -hex 32` makes one)"
+                ))
+            }
+        }
+    }
+
+    fn database_url(&self, configured: &str, file_name: &str) -> String {
+        if configured.is_empty() {
+            sqlite_url(&self.data_dir.join(file_name))
+        } else {
+            configured.to_owned()
+        }
+    }
+
+    pub fn engine(&self, secrets: &Secrets) -> ember_engine::Config {
+        ember_engine::Config {
+            database_url: self.database_url(&self.engine.database_url, "engine.db"),
+            internal_credential: secrets.internal_credential.clone(),
+            request_timeout: Duration::from_millis(self.engine.request_timeout_ms),
+        }
+    }
+
+    pub fn lifecycle_hook(&self, secrets: &Secrets) -> ember_lifecycle_hook::Config {
+        ember_lifecycle_hook::Config {
+            database_url: self.database_url(&self.lifecycle_hook.database_url, "lifecycle-hook.db"),
+            internal_credential: secrets.internal_credential.clone(),
+            request_timeout: Duration::from_millis(self.lifecycle_hook.request_timeout_ms),
+        }
+    }
+
+    pub fn plugin_registry(&self, secrets: &Secrets) -> ember_plugin_registry::Config {
+        ember_plugin_registry::Config {
+            database_url: self
+                .database_url(&self.plugin_registry.database_url, "plugin-registry.db"),
+            internal_credential: secrets.internal_credential.clone(),
+            request_timeout: Duration::from_millis(self.plugin_registry.request_timeout_ms),
+        }
+    }
+
+    pub fn gateway(&self, secrets: &Secrets) -> ember_api_gateway::Config {
+        ember_api_gateway::Config {
+            signing_key: secrets.signing_key.clone(),
+            internal_credential: secrets.internal_credential.clone(),
+            engine_url: self.gateway.engine_url.clone(),
+            lifecycle_hook_url: self.gateway.lifecycle_hook_url.clone(),
+            plugin_registry_url: self.gateway.plugin_registry_url.clone(),
+            request_timeout: Duration::from_millis(self.gateway.request_timeout_ms),
+        }
+    }
+}
+
+/// Flags that override the file and environment (unset ones are skipped).
+#[derive(Debug, Default, Serialize)]
+pub struct FlagOverrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<ListenOverride>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ListenOverride {
+    pub listen: SocketAddr,
+}
+
+/// Loads the configuration: `file` (or `$EMBER_CONFIG`), then the
+/// environment, then flags.
+pub fn load(file: Option<&Path>, flags: &FlagOverrides) -> Result<EmberConfig, String> {
+    let from_env = std::env::var_os("EMBER_CONFIG").map(PathBuf::from);
+    let file = file.map(Path::to_path_buf).or(from_env);
+    ember_runtime::config::load(file.as_deref(), flags).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_use_sqlite_under_the_data_dir() {
+        let config = EmberConfig::default();
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let secrets = Secrets {
+            signing_key: "k".repeat(32),
+            internal_credential: "c".repeat(32),
+        };
+        assert_eq!(
+            config.engine(&secrets).database_url,
+            "sqlite://./ember-data/engine.db?mode=rwc"
+        );
+    }
+
+    #[test]
+    fn short_secrets_and_bad_urls_are_each_reported() {
+        let mut config = EmberConfig::default();
+        config.auth.signing_key = Some("short".into());
+        config.gateway.engine_url = "engine:50052".into();
+        config.engine.database_url = "mysql://x".into();
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        let text = problems.join("\n");
+        assert!(
+            text.contains("auth.signing_key: must be at least 32"),
+            "{text}"
+        );
+        assert!(text.contains("gateway.engine_url"), "{text}");
+        assert!(text.contains("engine.database_url"), "{text}");
+    }
+
+    #[test]
+    fn missing_secrets_name_the_variable_to_set() {
+        let error = EmberConfig::default()
+            .required_secrets()
+            .expect_err("missing");
+        assert!(error.contains("EMBER_AUTH__SIGNING_KEY"), "{error}");
+    }
+}

@@ -1,0 +1,269 @@
+//! Running Ember: all four services in one process (`ember dev`, tests,
+//! benchmarks) or one service alone (`ember serve`). In-process services
+//! still talk gRPC over loopback, exactly as separate containers do.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use ember_runtime::Identity;
+use ember_runtime::auth::{TokenSigner, random_secret};
+use ember_runtime::server::StartError;
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{EmberConfig, Secrets};
+
+/// The four services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServiceName {
+    ApiGateway,
+    Engine,
+    LifecycleHook,
+    PluginRegistry,
+}
+
+impl ServiceName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceName::ApiGateway => "api-gateway",
+            ServiceName::Engine => "engine",
+            ServiceName::LifecycleHook => "lifecycle-hook",
+            ServiceName::PluginRegistry => "plugin-registry",
+        }
+    }
+}
+
+/// Binds `address`, naming it in the error.
+pub async fn bind(what: &str, address: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("{what} cannot listen on {address}: {error}"))
+}
+
+/// Runs one service on a bound listener until `shutdown`.
+pub async fn serve_one(
+    service: ServiceName,
+    config: &EmberConfig,
+    secrets: &Secrets,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), StartError> {
+    match service {
+        ServiceName::ApiGateway => {
+            ember_api_gateway::serve(config.gateway(secrets), listener, shutdown).await
+        }
+        ServiceName::Engine => {
+            ember_engine::serve(config.engine(secrets), listener, shutdown).await
+        }
+        ServiceName::LifecycleHook => {
+            ember_lifecycle_hook::serve(config.lifecycle_hook(secrets), listener, shutdown).await
+        }
+        ServiceName::PluginRegistry => {
+            ember_plugin_registry::serve(config.plugin_registry(secrets), listener, shutdown).await
+        }
+    }
+}
+
+/// All four services running in this process.
+pub struct RunningEmber {
+    pub gateway_addr: SocketAddr,
+    pub engine_addr: SocketAddr,
+    pub lifecycle_hook_addr: SocketAddr,
+    pub plugin_registry_addr: SocketAddr,
+    pub secrets: Secrets,
+    pub shutdown: CancellationToken,
+    tasks: JoinSet<(ServiceName, Result<(), StartError>)>,
+}
+
+impl RunningEmber {
+    /// Starts the four services: the gateway on `config.gateway.listen`, the
+    /// internal ones on ephemeral loopback ports (they are reachable only
+    /// through the gateway anyway).
+    pub async fn start(mut config: EmberConfig, secrets: Secrets) -> Result<RunningEmber, String> {
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let gateway = bind("api-gateway", config.gateway.listen).await?;
+        let engine = bind("engine", loopback).await?;
+        let lifecycle_hook = bind("lifecycle-hook", loopback).await?;
+        let plugin_registry = bind("plugin-registry", loopback).await?;
+        let address = |listener: &TcpListener| {
+            listener
+                .local_addr()
+                .map_err(|error| format!("cannot read a bound address: {error}"))
+        };
+        let gateway_addr = address(&gateway)?;
+        let engine_addr = address(&engine)?;
+        let lifecycle_hook_addr = address(&lifecycle_hook)?;
+        let plugin_registry_addr = address(&plugin_registry)?;
+        config.gateway.engine_url = format!("http://{engine_addr}");
+        config.gateway.lifecycle_hook_url = format!("http://{lifecycle_hook_addr}");
+        config.gateway.plugin_registry_url = format!("http://{plugin_registry_addr}");
+
+        let shutdown = CancellationToken::new();
+        let mut tasks = JoinSet::new();
+        for (service, listener) in [
+            (ServiceName::Engine, engine),
+            (ServiceName::LifecycleHook, lifecycle_hook),
+            (ServiceName::PluginRegistry, plugin_registry),
+            (ServiceName::ApiGateway, gateway),
+        ] {
+            let config = config.clone();
+            let secrets = secrets.clone();
+            let shutdown = shutdown.clone();
+            tasks.spawn(async move {
+                let result = serve_one(service, &config, &secrets, listener, shutdown).await;
+                (service, result)
+            });
+        }
+        Ok(RunningEmber {
+            gateway_addr,
+            engine_addr,
+            lifecycle_hook_addr,
+            plugin_registry_addr,
+            secrets,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// Runs until shutdown is requested or a service stops on its own (then
+    /// the others are stopped too). Returns the first failure.
+    pub async fn wait(mut self) -> Result<(), String> {
+        let mut first_failure = None;
+        while let Some(joined) = self.tasks.join_next().await {
+            let failure = match joined {
+                Ok((_, Ok(()))) if self.shutdown.is_cancelled() => None,
+                Ok((service, Ok(()))) => Some(format!("{} stopped unexpectedly", service.as_str())),
+                Ok((service, Err(error))) => Some(format!("{}: {error}", service.as_str())),
+                Err(error) => Some(format!("a service task failed: {error}")),
+            };
+            if let Some(failure) = failure {
+                tracing::error!(%failure, "stopping Ember");
+                first_failure.get_or_insert(failure);
+                self.shutdown.cancel();
+            }
+        }
+        first_failure.map_or(Ok(()), Err)
+    }
+
+    /// Stops every service and waits for them to drain.
+    pub async fn stop(self) -> Result<(), String> {
+        self.shutdown.cancel();
+        self.wait().await
+    }
+}
+
+/// The dev identities: an admin and a member of the same project.
+pub const DEV_PROJECT: &str = "demo";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Credential {
+    pub token: String,
+    pub user_id: String,
+    pub project_id: String,
+    pub roles: Vec<String>,
+}
+
+/// What `ember dev` writes to `<data-dir>/dev-credentials.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DevCredentials {
+    pub gateway_url: String,
+    pub admin: Credential,
+    pub member: Credential,
+}
+
+pub const DEV_CREDENTIALS_FILE: &str = "dev-credentials.json";
+const DEV_SECRETS_FILE: &str = "dev-secrets.json";
+
+impl DevCredentials {
+    pub fn mint(
+        gateway_addr: SocketAddr,
+        secrets: &Secrets,
+        ttl: Duration,
+    ) -> Result<DevCredentials, String> {
+        let signer = TokenSigner::new(&secrets.signing_key);
+        let credential = |user: &str, roles: &[&str]| -> Result<Credential, String> {
+            let identity = Identity::new(
+                user,
+                DEV_PROJECT,
+                roles.iter().map(|role| (*role).to_owned()).collect(),
+            );
+            let token = signer
+                .issue(&identity, ttl)
+                .map_err(|error| error.to_string())?;
+            Ok(Credential {
+                token,
+                user_id: identity.user_id,
+                project_id: identity.project_id,
+                roles: identity.roles,
+            })
+        };
+        Ok(DevCredentials {
+            gateway_url: format!("http://{gateway_addr}"),
+            admin: credential("admin", &["admin", "member"])?,
+            member: credential("demo", &["member"])?,
+        })
+    }
+
+    pub fn read(data_dir: &Path) -> Result<DevCredentials, String> {
+        let path = data_dir.join(DEV_CREDENTIALS_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|error| {
+            format!(
+                "cannot read {}: {error} (is `ember dev` running?)",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+    }
+
+    pub fn write(&self, data_dir: &Path) -> Result<(), String> {
+        write_private(&data_dir.join(DEV_CREDENTIALS_FILE), self)
+    }
+}
+
+/// The dev deployment's secrets: from configuration if set, else kept in
+/// `<data-dir>/dev-secrets.json` so tokens survive a restart.
+pub fn dev_secrets(config: &EmberConfig) -> Result<Secrets, String> {
+    if let Ok(secrets) = config.required_secrets() {
+        return Ok(secrets);
+    }
+    let path = config.data_dir.join(DEV_SECRETS_FILE);
+    let mut secrets = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<Secrets>(&text)
+            .map_err(|error| format!("{}: {error}", path.display()))?,
+        Err(_) => Secrets {
+            signing_key: random_secret(),
+            internal_credential: random_secret(),
+        },
+    };
+    if let Some(key) = &config.auth.signing_key {
+        secrets.signing_key = key.clone();
+    }
+    if let Some(credential) = &config.auth.internal_credential {
+        secrets.internal_credential = credential.clone();
+    }
+    write_private(&path, &secrets)?;
+    Ok(secrets)
+}
+
+/// Writes JSON readable by the owner only: it holds secrets or tokens.
+fn write_private(path: &Path, value: &impl Serialize) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(value).map_err(|error| error.to_string())?;
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, text)
+        .map_err(|error| format!("cannot write {}: {error}", temporary.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+            .map_err(|error| format!("cannot restrict {}: {error}", temporary.display()))?;
+    }
+    std::fs::rename(&temporary, path)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
