@@ -1,1 +1,122 @@
+//! The end-to-end test harness: a whole Ember (four services) started in
+//! this process on ephemeral ports, exactly as `ember dev` starts it, plus
+//! helpers to call it the way users do.
 
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use ember::config::Secrets;
+use ember::dev::{DevCredentials, RunningEmber};
+use tonic::transport::Channel;
+
+pub struct TestEmber {
+    pub running: RunningEmber,
+    pub credentials: DevCredentials,
+    pub http: reqwest::Client,
+    pub data_dir: tempfile::TempDir,
+}
+
+impl TestEmber {
+    /// Starts Ember on SQLite in a temporary data directory and waits until
+    /// `/healthz` reports every service serving.
+    pub async fn start() -> TestEmber {
+        let data_dir = tempfile::tempdir().expect("temporary data dir");
+        let (config, secrets) = ember::dev::ephemeral_config(data_dir.path());
+        let running = RunningEmber::start(config, secrets.clone())
+            .await
+            .expect("ember starts");
+        let credentials =
+            DevCredentials::mint(running.gateway_addr, &secrets, Duration::from_secs(3600))
+                .expect("tokens");
+        let ember = TestEmber {
+            running,
+            credentials,
+            http: reqwest::Client::new(),
+            data_dir,
+        };
+        let url = ember.url("/healthz");
+        let http = ember.http.clone();
+        wait_for(
+            "gateway /healthz to answer 200",
+            Duration::from_secs(10),
+            || {
+                let http = http.clone();
+                let url = url.clone();
+                async move {
+                    http.get(&url)
+                        .send()
+                        .await
+                        .is_ok_and(|response| response.status().is_success())
+                }
+            },
+        )
+        .await;
+        ember
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.running.gateway_addr)
+    }
+
+    pub fn member_token(&self) -> &str {
+        &self.credentials.member.token
+    }
+
+    pub fn admin_token(&self) -> &str {
+        &self.credentials.admin.token
+    }
+
+    pub fn secrets(&self) -> &Secrets {
+        &self.running.secrets
+    }
+
+    /// A gRPC channel to the gateway.
+    pub async fn gateway_channel(&self) -> Channel {
+        channel(self.running.gateway_addr).await
+    }
+
+    pub async fn stop(self) {
+        self.running.stop().await.expect("clean stop");
+    }
+}
+
+pub async fn channel(address: SocketAddr) -> Channel {
+    Channel::from_shared(format!("http://{address}"))
+        .expect("url")
+        .connect()
+        .await
+        .expect("connects")
+}
+
+/// A gRPC request carrying `Authorization: Bearer <token>`.
+pub fn with_bearer<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    request
+}
+
+/// Polls `condition` until it holds, failing the test with `what` after
+/// `timeout`. Tests wait with this, never with a bare sleep.
+pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if condition().await {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}

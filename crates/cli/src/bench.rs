@@ -3,18 +3,15 @@
 //! temporary data directory, so it can run anywhere.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::identity_service_client::IdentityServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
 use ember_runtime::Identity;
-use ember_runtime::auth::random_secret;
 use ember_runtime::identity::InternalCredential;
 use tonic::transport::Channel;
 
-use crate::config::{EmberConfig, Secrets};
 use crate::dev::{DevCredentials, RunningEmber};
 
 #[derive(Debug, clap::Subcommand)]
@@ -63,17 +60,6 @@ pub fn summarize(samples: &mut [Duration]) -> Summary {
     }
 }
 
-fn temporary_config(data_dir: &Path) -> (EmberConfig, Secrets) {
-    let mut config = EmberConfig::default();
-    config.data_dir = data_dir.to_path_buf();
-    config.gateway.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    let secrets = Secrets {
-        signing_key: random_secret(),
-        internal_credential: random_secret(),
-    };
-    (config, secrets)
-}
-
 async fn connect(address: SocketAddr) -> Result<Channel, String> {
     Channel::from_shared(format!("http://{address}"))
         .map_err(|error| error.to_string())?
@@ -84,7 +70,7 @@ async fn connect(address: SocketAddr) -> Result<Channel, String> {
 
 async fn gateway(calls: usize) -> Result<(), String> {
     let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
-    let (config, secrets) = temporary_config(data_dir.path());
+    let (config, secrets) = crate::dev::ephemeral_config(data_dir.path());
     let running = RunningEmber::start(config, secrets.clone()).await?;
     let credentials =
         DevCredentials::mint(running.gateway_addr, &secrets, Duration::from_secs(3600))?;

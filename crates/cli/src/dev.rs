@@ -155,6 +155,22 @@ impl RunningEmber {
     }
 }
 
+/// A configuration for an Ember that must not collide with anything: the
+/// gateway on an ephemeral loopback port, SQLite under `data_dir`, and fresh
+/// secrets. Tests and benchmarks start Ember with this.
+pub fn ephemeral_config(data_dir: &Path) -> (EmberConfig, Secrets) {
+    let mut config = EmberConfig {
+        data_dir: data_dir.to_path_buf(),
+        ..EmberConfig::default()
+    };
+    config.gateway.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    let secrets = Secrets {
+        signing_key: random_secret(),
+        internal_credential: random_secret(),
+    };
+    (config, secrets)
+}
+
 /// The dev identities: an admin and a member of the same project.
 pub const DEV_PROJECT: &str = "demo";
 
