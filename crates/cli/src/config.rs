@@ -372,6 +372,16 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_example_configuration_loads() {
+        let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../deploy/ember.example.toml");
+        let config: EmberConfig =
+            ember_runtime::config::load(Some(&example), &FlagOverrides::default())
+                .expect("example loads");
+        assert_eq!(config.gateway.listen, EmberConfig::default().gateway.listen);
+    }
+
+    #[test]
     fn missing_secrets_name_the_variable_to_set() {
         let error = EmberConfig::default()
             .required_secrets()

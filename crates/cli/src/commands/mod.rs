@@ -3,6 +3,7 @@
 
 mod hook;
 mod plugin;
+mod probe;
 mod run;
 mod stack;
 mod token;
@@ -52,6 +53,9 @@ pub enum Command {
     /// Scale-in lifecycle hooks
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// Health probes for containers
+    #[command(subcommand)]
+    Probe(probe::ProbeCommand),
     /// Benchmarks that print figures
     #[command(subcommand)]
     Bench(crate::bench::BenchCommand),
@@ -67,6 +71,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Stack(command) => stack::run(command).await,
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,
+        Command::Probe(command) => probe::run(command).await,
         Command::Bench(command) => crate::bench::run(command).await,
     }
 }
