@@ -1,5 +1,8 @@
 //! The engine's pure types and state machines: no I/O, no proto, no SQL.
 
+pub mod resource;
 pub mod stack;
+pub mod template;
 
-pub use stack::{ActionStatus, Stack, StackAction};
+pub use resource::{Event, Resource};
+pub use stack::{ActionStatus, Stack, StackAction, StackDefinition};

@@ -105,12 +105,37 @@ pub struct Stack {
     pub disable_rollback: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Depth below the root stack (0 = root).
+    pub nested_depth: u32,
+    /// For a nested stack, the parent's resource that owns it.
+    pub parent_resource: Option<String>,
+    /// Set when the stack reached DELETE_COMPLETE: it is then hidden from
+    /// lists and its name may be reused.
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// What a stack was created or last updated from, kept so it can be
+/// re-resolved (outputs, update PATCH, abandon).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StackDefinition {
+    /// The template as a JSON object.
+    pub template: serde_json::Value,
+    /// The merged environment as a JSON object.
+    pub environment: serde_json::Value,
+    pub files: std::collections::BTreeMap<String, String>,
+    /// Parameter values the user gave (before defaults).
+    pub parameters: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Stack {
     /// Heat's combined status, e.g. `CREATE_COMPLETE`.
     pub fn stack_status(&self) -> String {
         format!("{}_{}", self.action.as_str(), self.status.as_str())
+    }
+
+    /// Whether an operation is running on it (any `*_IN_PROGRESS`).
+    pub fn in_progress(&self) -> bool {
+        self.status == ActionStatus::InProgress
     }
 }
 

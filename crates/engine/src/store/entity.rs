@@ -22,6 +22,85 @@ pub mod stacks {
         pub disable_rollback: bool,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,
+        pub template: Json,
+        pub environment: Json,
+        pub files: Json,
+        pub parameters: Json,
+        pub nested_depth: i32,
+        pub parent_resource: Option<String>,
+        pub deleted_at: Option<ChronoDateTimeUtc>,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod resources {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "resources")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: Uuid,
+        pub stack_id: Uuid,
+        pub name: String,
+        pub type_name: String,
+        pub physical_id: Option<String>,
+        pub action: String,
+        pub status: String,
+        pub status_reason: String,
+        pub properties: Json,
+        pub attributes: Json,
+        pub metadata: Json,
+        pub data: Json,
+        pub created_at: ChronoDateTimeUtc,
+        pub updated_at: ChronoDateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod events {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "events")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: Uuid,
+        pub stack_id: Uuid,
+        pub resource_name: String,
+        pub physical_resource_id: String,
+        pub resource_type: String,
+        pub action: String,
+        pub status: String,
+        pub reason: String,
+        pub created_at: ChronoDateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod stack_leases {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "stack_leases")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub stack_id: Uuid,
+        pub engine_id: Uuid,
+        pub operation: String,
+        pub expires_at: ChronoDateTimeUtc,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -9,7 +9,9 @@ mod sql;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::domain::Stack;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{Event, Resource, Stack, StackDefinition};
 use crate::error::Result;
 
 pub use sql::SqlStackStore;
@@ -39,13 +41,73 @@ impl StackListQuery {
     }
 }
 
+/// Which events to list.
+#[derive(Debug, Clone, Default)]
+pub struct EventListQuery {
+    pub stack_ids: Vec<Uuid>,
+    pub resource_name: Option<String>,
+    /// 0 = the default page size.
+    pub limit: u32,
+    /// Id of the last event of the previous page.
+    pub marker: Option<Uuid>,
+    /// Newest first.
+    pub descending: bool,
+}
+
+impl EventListQuery {
+    pub fn page_size(&self) -> u32 {
+        match self.limit {
+            0 => DEFAULT_PAGE_SIZE,
+            limit => limit.min(MAX_PAGE_SIZE),
+        }
+    }
+}
+
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
-    /// Records a new stack; `Error::Conflict` if the project already has a
-    /// stack of that name.
+    /// Records a bare stack row; `Error::Conflict` if the project already has
+    /// a live stack of that name.
     async fn insert_stack(&self, stack: &Stack) -> Result<()>;
-    /// A stack of `project_id` by name or id.
+    /// Records a new stack with what it is built from, its resources (all
+    /// INIT_COMPLETE) and its first event, in one transaction.
+    async fn create_stack(
+        &self,
+        stack: &Stack,
+        definition: &StackDefinition,
+        resources: &[Resource],
+        event: &Event,
+    ) -> Result<()>;
+    /// A stack of `project_id` by name (live stacks only) or id (deleted
+    /// ones too, as Heat shows DELETE_COMPLETE stacks by id).
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>>;
+    /// Any stack by id.
+    async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>>;
+    /// The stacks whose parent is `stack_id`.
+    async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
+    async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition>;
+    /// Writes the stack's new state and its event in one transaction.
+    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()>;
+    /// Writes resources' new states and their events in one transaction.
+    async fn record_resource_transitions(&self, transitions: &[(Resource, Event)]) -> Result<()>;
+    async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
+    async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>>;
+    async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>>;
+    /// Takes the stack's lease for `engine_id` unless another engine holds
+    /// an unexpired one: one conditional write. Returns whether it was taken.
+    async fn take_stack_lease(
+        &self,
+        stack_id: Uuid,
+        engine_id: Uuid,
+        operation: &str,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Extends a lease this engine holds; false if it no longer holds it.
+    async fn renew_stack_lease(&self, stack_id: Uuid, engine_id: Uuid, expires_at: DateTime<Utc>) -> Result<bool>;
+    async fn release_stack_lease(&self, stack_id: Uuid, engine_id: Uuid) -> Result<()>;
+    /// Stacks left `*_IN_PROGRESS` with no unexpired lease: their engine went
+    /// away. Returns them with the engine that last held the lease, if known.
+    async fn find_orphaned_stacks(&self, now: DateTime<Utc>) -> Result<Vec<(Stack, Option<Uuid>)>>;
     /// A page of `project_id`'s stacks, newest first; `Error::NotFound` if
     /// the marker names no stack of the project.
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>>;

@@ -1,16 +1,21 @@
 //! The engine's stores on sea-orm: one implementation for SQLite and
-//! PostgreSQL.
+//! PostgreSQL. Every method is one transaction.
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, SqlErr,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait,
+    ExprTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
 };
+use serde_json::Value;
 use uuid::Uuid;
 
-use super::entity::stacks;
-use super::{StackListQuery, StackStore};
-use crate::domain::{ActionStatus, Stack, StackAction};
+use super::entity::{events, resources, stack_leases, stacks};
+use super::{EventListQuery, StackListQuery, StackStore};
+use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
 
 pub struct SqlStackStore {
@@ -23,45 +28,130 @@ impl SqlStackStore {
     }
 }
 
+fn duplicate_name(error: sea_orm::DbErr, name: &str) -> Error {
+    match error.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => {
+            Error::Conflict(format!("a stack named {name:?} already exists in this project"))
+        }
+        _ => error.into(),
+    }
+}
+
+fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel {
+    stacks::ActiveModel {
+        id: Set(stack.id),
+        name: Set(stack.name.clone()),
+        project_id: Set(stack.project_id.clone()),
+        user_id: Set(stack.user_id.clone()),
+        parent_id: Set(stack.parent_id),
+        action: Set(stack.action.as_str().to_owned()),
+        status: Set(stack.status.as_str().to_owned()),
+        status_reason: Set(stack.status_reason.clone()),
+        description: Set(stack.description.clone()),
+        tags: Set(serde_json::json!(stack.tags)),
+        timeout_mins: Set(stack.timeout_mins.and_then(|minutes| i32::try_from(minutes).ok())),
+        disable_rollback: Set(stack.disable_rollback),
+        created_at: Set(stack.created_at),
+        updated_at: Set(stack.updated_at),
+        template: Set(definition.template.clone()),
+        environment: Set(definition.environment.clone()),
+        files: Set(serde_json::json!(definition.files)),
+        parameters: Set(Value::Object(definition.parameters.clone())),
+        nested_depth: Set(i32::try_from(stack.nested_depth).unwrap_or(i32::MAX)),
+        parent_resource: Set(stack.parent_resource.clone()),
+        deleted_at: Set(stack.deleted_at),
+    }
+}
+
+fn resource_row(resource: &Resource) -> resources::ActiveModel {
+    resources::ActiveModel {
+        id: Set(resource.id),
+        stack_id: Set(resource.stack_id),
+        name: Set(resource.name.clone()),
+        type_name: Set(resource.type_name.clone()),
+        physical_id: Set(resource.physical_id.clone()),
+        action: Set(resource.action.as_str().to_owned()),
+        status: Set(resource.status.as_str().to_owned()),
+        status_reason: Set(resource.status_reason.clone()),
+        properties: Set(resource.properties.clone()),
+        attributes: Set(resource.attributes.clone()),
+        metadata: Set(resource.metadata.clone()),
+        data: Set(resource.data.clone()),
+        created_at: Set(resource.created_at),
+        updated_at: Set(resource.updated_at),
+    }
+}
+
+fn event_row(event: &Event) -> events::ActiveModel {
+    events::ActiveModel {
+        id: Set(event.id),
+        stack_id: Set(event.stack_id),
+        resource_name: Set(event.resource_name.clone()),
+        physical_resource_id: Set(event.physical_resource_id.clone()),
+        resource_type: Set(event.resource_type.clone()),
+        action: Set(event.action.as_str().to_owned()),
+        status: Set(event.status.as_str().to_owned()),
+        reason: Set(event.reason.clone()),
+        created_at: Set(event.created_at),
+    }
+}
+
+/// Upserts resource rows: every column but the id and creation time changes.
+fn resource_upsert() -> OnConflict {
+    OnConflict::column(resources::Column::Id)
+        .update_columns([
+            resources::Column::PhysicalId,
+            resources::Column::Action,
+            resources::Column::Status,
+            resources::Column::StatusReason,
+            resources::Column::Properties,
+            resources::Column::Attributes,
+            resources::Column::Metadata,
+            resources::Column::Data,
+            resources::Column::UpdatedAt,
+        ])
+        .to_owned()
+}
+
 #[async_trait]
 impl StackStore for SqlStackStore {
     async fn insert_stack(&self, stack: &Stack) -> Result<()> {
-        let row = stacks::ActiveModel {
-            id: Set(stack.id),
-            name: Set(stack.name.clone()),
-            project_id: Set(stack.project_id.clone()),
-            user_id: Set(stack.user_id.clone()),
-            parent_id: Set(stack.parent_id),
-            action: Set(stack.action.as_str().to_owned()),
-            status: Set(stack.status.as_str().to_owned()),
-            status_reason: Set(stack.status_reason.clone()),
-            description: Set(stack.description.clone()),
-            tags: Set(serde_json::json!(stack.tags)),
-            timeout_mins: Set(stack
-                .timeout_mins
-                .and_then(|minutes| i32::try_from(minutes).ok())),
-            disable_rollback: Set(stack.disable_rollback),
-            created_at: Set(stack.created_at),
-            updated_at: Set(stack.updated_at),
-        };
-        match stacks::Entity::insert(row).exec(&self.connection).await {
-            Ok(_) => Ok(()),
-            Err(error) => match error.sql_err() {
-                Some(SqlErr::UniqueConstraintViolation(_)) => Err(Error::Conflict(format!(
-                    "a stack named {:?} already exists in this project",
-                    stack.name
-                ))),
-                _ => Err(error.into()),
-            },
+        stacks::Entity::insert(stack_row(stack, &StackDefinition::default()))
+            .exec(&self.connection)
+            .await
+            .map(|_| ())
+            .map_err(|error| duplicate_name(error, &stack.name))
+    }
+
+    async fn create_stack(
+        &self,
+        stack: &Stack,
+        definition: &StackDefinition,
+        resources: &[Resource],
+        event: &Event,
+    ) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        stacks::Entity::insert(stack_row(stack, definition))
+            .exec(&transaction)
+            .await
+            .map_err(|error| duplicate_name(error, &stack.name))?;
+        if !resources.is_empty() {
+            resources::Entity::insert_many(resources.iter().map(resource_row))
+                .exec(&transaction)
+                .await?;
         }
+        events::Entity::insert(event_row(event)).exec(&transaction).await?;
+        transaction.commit().await?;
+        Ok(())
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
+        let live_by_name = Condition::all()
+            .add(stacks::Column::Name.eq(name_or_id))
+            .add(stacks::Column::DeletedAt.is_null());
         let by = match Uuid::parse_str(name_or_id) {
-            Ok(id) => Condition::any()
-                .add(stacks::Column::Id.eq(id))
-                .add(stacks::Column::Name.eq(name_or_id)),
-            Err(_) => Condition::all().add(stacks::Column::Name.eq(name_or_id)),
+            Ok(id) => Condition::any().add(stacks::Column::Id.eq(id)).add(live_by_name),
+            Err(_) => live_by_name,
         };
         stacks::Entity::find()
             .filter(stacks::Column::ProjectId.eq(project_id))
@@ -73,7 +163,9 @@ impl StackStore for SqlStackStore {
     }
 
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>> {
-        let mut select = stacks::Entity::find().filter(stacks::Column::ProjectId.eq(project_id));
+        let mut select = stacks::Entity::find()
+            .filter(stacks::Column::ProjectId.eq(project_id))
+            .filter(stacks::Column::DeletedAt.is_null());
         if !query.show_nested {
             select = select.filter(stacks::Column::ParentId.is_null());
         }
@@ -106,22 +198,209 @@ impl StackStore for SqlStackStore {
             .map(stack_from_row)
             .collect()
     }
+
+    async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>> {
+        stacks::Entity::find_by_id(stack_id)
+            .one(&self.connection)
+            .await?
+            .map(stack_from_row)
+            .transpose()
+    }
+
+    async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>> {
+        stacks::Entity::find()
+            .filter(stacks::Column::ParentId.eq(stack_id))
+            .filter(stacks::Column::DeletedAt.is_null())
+            .order_by_asc(stacks::Column::CreatedAt)
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(stack_from_row)
+            .collect()
+    }
+
+    async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {
+        let row = stacks::Entity::find_by_id(stack_id)
+            .one(&self.connection)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
+        let files: BTreeMap<String, String> = serde_json::from_value(row.files)
+            .map_err(|error| Error::Database(format!("stack {stack_id}: stored files are invalid: {error}")))?;
+        let parameters = match row.parameters {
+            Value::Object(map) => map,
+            _ => return Err(Error::Database(format!("stack {stack_id}: stored parameters are invalid"))),
+        };
+        Ok(StackDefinition {
+            template: row.template,
+            environment: row.environment,
+            files,
+            parameters,
+        })
+    }
+
+    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        stacks::Entity::update_many()
+            .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
+            .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))
+            .col_expr(stacks::Column::StatusReason, Expr::value(stack.status_reason.clone()))
+            .col_expr(stacks::Column::UpdatedAt, Expr::value(stack.updated_at))
+            .col_expr(stacks::Column::DeletedAt, Expr::value(stack.deleted_at))
+            .filter(stacks::Column::Id.eq(stack.id))
+            .exec(&transaction)
+            .await?;
+        events::Entity::insert(event_row(event)).exec(&transaction).await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn record_resource_transitions(&self, transitions: &[(Resource, Event)]) -> Result<()> {
+        if transitions.is_empty() {
+            return Ok(());
+        }
+        let transaction = self.connection.begin().await?;
+        // Bounded statement sizes: SQLite allows 32766 bound values.
+        for chunk in transitions.chunks(500) {
+            resources::Entity::insert_many(chunk.iter().map(|(resource, _)| resource_row(resource)))
+                .on_conflict(resource_upsert())
+                .exec(&transaction)
+                .await?;
+            events::Entity::insert_many(chunk.iter().map(|(_, event)| event_row(event)))
+                .exec(&transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>> {
+        resources::Entity::find()
+            .filter(resources::Column::StackId.eq(stack_id))
+            .order_by_asc(resources::Column::CreatedAt)
+            .order_by_asc(resources::Column::Name)
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(resource_from_row)
+            .collect()
+    }
+
+    async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>> {
+        let mut select = events::Entity::find().filter(events::Column::StackId.is_in(query.stack_ids.clone()));
+        if let Some(name) = &query.resource_name {
+            select = select.filter(events::Column::ResourceName.eq(name.as_str()));
+        }
+        if let Some(marker) = query.marker {
+            select = if query.descending {
+                select.filter(events::Column::Id.lt(marker))
+            } else {
+                select.filter(events::Column::Id.gt(marker))
+            };
+        }
+        select = if query.descending {
+            select.order_by_desc(events::Column::Id)
+        } else {
+            select.order_by_asc(events::Column::Id)
+        };
+        select
+            .limit(u64::from(query.page_size()))
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(event_from_row)
+            .collect()
+    }
+
+    async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>> {
+        events::Entity::find_by_id(event_id)
+            .filter(events::Column::StackId.eq(stack_id))
+            .one(&self.connection)
+            .await?
+            .map(event_from_row)
+            .transpose()
+    }
+
+    async fn take_stack_lease(
+        &self,
+        stack_id: Uuid,
+        engine_id: Uuid,
+        operation: &str,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let row = stack_leases::ActiveModel {
+            stack_id: Set(stack_id),
+            engine_id: Set(engine_id),
+            operation: Set(operation.to_owned()),
+            expires_at: Set(expires_at),
+        };
+        // Insert, or steal an expired lease — never an unexpired one.
+        let taken = stack_leases::Entity::insert(row)
+            .on_conflict(
+                OnConflict::column(stack_leases::Column::StackId)
+                    .update_columns([
+                        stack_leases::Column::EngineId,
+                        stack_leases::Column::Operation,
+                        stack_leases::Column::ExpiresAt,
+                    ])
+                    .action_and_where(
+                        Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now),
+                    )
+                    .to_owned(),
+            )
+            .exec_without_returning(&self.connection)
+            .await?;
+        Ok(taken == 1)
+    }
+
+    async fn renew_stack_lease(&self, stack_id: Uuid, engine_id: Uuid, expires_at: DateTime<Utc>) -> Result<bool> {
+        let renewed = stack_leases::Entity::update_many()
+            .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .exec(&self.connection)
+            .await?;
+        Ok(renewed.rows_affected == 1)
+    }
+
+    async fn release_stack_lease(&self, stack_id: Uuid, engine_id: Uuid) -> Result<()> {
+        stack_leases::Entity::delete_many()
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .exec(&self.connection)
+            .await?;
+        Ok(())
+    }
+
+    async fn find_orphaned_stacks(&self, now: DateTime<Utc>) -> Result<Vec<(Stack, Option<Uuid>)>> {
+        let in_progress = stacks::Entity::find()
+            .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
+            .all(&self.connection)
+            .await?;
+        let mut orphaned = Vec::new();
+        for row in in_progress {
+            let lease = stack_leases::Entity::find_by_id(row.id).one(&self.connection).await?;
+            match lease {
+                Some(lease) if lease.expires_at >= now => {}
+                lease => orphaned.push((stack_from_row(row)?, lease.map(|lease| lease.engine_id))),
+            }
+        }
+        Ok(orphaned)
+    }
+}
+
+fn corrupt(what: &str, id: Uuid) -> Error {
+    Error::Database(format!("{id}: stored {what} is invalid"))
 }
 
 fn stack_from_row(row: stacks::Model) -> Result<Stack> {
-    let corrupt =
-        |what: &str| Error::Database(format!("stack {}: stored {what} is invalid", row.id));
-    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("action"))?;
-    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("status"))?;
+    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("stack action", row.id))?;
+    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("stack status", row.id))?;
     let tags = row
         .tags
         .as_array()
-        .and_then(|tags| {
-            tags.iter()
-                .map(|tag| tag.as_str().map(str::to_owned))
-                .collect::<Option<Vec<_>>>()
-        })
-        .ok_or_else(|| corrupt("tags"))?;
+        .and_then(|tags| tags.iter().map(|tag| tag.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| corrupt("stack tags", row.id))?;
     Ok(Stack {
         id: row.id,
         name: row.name,
@@ -133,11 +412,49 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
         status_reason: row.status_reason,
         description: row.description,
         tags,
-        timeout_mins: row
-            .timeout_mins
-            .and_then(|minutes| u32::try_from(minutes).ok()),
+        timeout_mins: row.timeout_mins.and_then(|minutes| u32::try_from(minutes).ok()),
         disable_rollback: row.disable_rollback,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        nested_depth: u32::try_from(row.nested_depth).unwrap_or(0),
+        parent_resource: row.parent_resource,
+        deleted_at: row.deleted_at,
+    })
+}
+
+fn resource_from_row(row: resources::Model) -> Result<Resource> {
+    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("resource action", row.id))?;
+    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("resource status", row.id))?;
+    Ok(Resource {
+        id: row.id,
+        stack_id: row.stack_id,
+        name: row.name,
+        type_name: row.type_name,
+        physical_id: row.physical_id,
+        action,
+        status,
+        status_reason: row.status_reason,
+        properties: row.properties,
+        attributes: row.attributes,
+        metadata: row.metadata,
+        data: row.data,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+fn event_from_row(row: events::Model) -> Result<Event> {
+    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("event action", row.id))?;
+    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("event status", row.id))?;
+    Ok(Event {
+        id: row.id,
+        stack_id: row.stack_id,
+        resource_name: row.resource_name,
+        physical_resource_id: row.physical_resource_id,
+        resource_type: row.resource_type,
+        action,
+        status,
+        reason: row.reason,
+        created_at: row.created_at,
     })
 }

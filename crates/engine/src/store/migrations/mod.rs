@@ -3,12 +3,16 @@
 use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_stacks;
+mod m20261122_000002_create_resources_events_leases;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_create_stacks::Migration)]
+        vec![
+            Box::new(m20261122_000001_create_stacks::Migration),
+            Box::new(m20261122_000002_create_resources_events_leases::Migration),
+        ]
     }
 }
