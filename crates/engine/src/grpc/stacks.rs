@@ -41,6 +41,90 @@ impl pb::stack_service_server::StackService for StackHandler {
         Ok(Response::new(stack_to_proto(&stack)))
     }
 
+    async fn create_stack(
+        &self,
+        _request: Request<pb::CreateStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        Err(not_yet("create_stack"))
+    }
+
+    async fn preview_stack(
+        &self,
+        _request: Request<pb::CreateStackRequest>,
+    ) -> Result<Response<pb::StackPreview>, Status> {
+        Err(not_yet("preview_stack"))
+    }
+
+    async fn update_stack(
+        &self,
+        _request: Request<pb::UpdateStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        Err(not_yet("update_stack"))
+    }
+
+    async fn delete_stack(
+        &self,
+        _request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        Err(not_yet("delete_stack"))
+    }
+
+    async fn abandon_stack(
+        &self,
+        _request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
+        Err(not_yet("abandon_stack"))
+    }
+
+    async fn run_stack_action(
+        &self,
+        _request: Request<pb::StackActionRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        Err(not_yet("run_stack_action"))
+    }
+
+    async fn get_stack_template(
+        &self,
+        _request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::StackTemplate>, Status> {
+        Err(not_yet("get_stack_template"))
+    }
+
+    async fn list_outputs(
+        &self,
+        _request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::ListOutputsResponse>, Status> {
+        Err(not_yet("list_outputs"))
+    }
+
+    async fn get_output(
+        &self,
+        _request: Request<pb::GetOutputRequest>,
+    ) -> Result<Response<pb::Output>, Status> {
+        Err(not_yet("get_output"))
+    }
+
+    async fn validate_template(
+        &self,
+        _request: Request<pb::ValidateTemplateRequest>,
+    ) -> Result<Response<pb::ValidateTemplateResponse>, Status> {
+        Err(not_yet("validate_template"))
+    }
+
+    async fn list_resource_types(
+        &self,
+        _request: Request<pb::ListResourceTypesRequest>,
+    ) -> Result<Response<pb::ListResourceTypesResponse>, Status> {
+        Err(not_yet("list_resource_types"))
+    }
+
+    async fn get_resource_type_schema(
+        &self,
+        _request: Request<pb::GetResourceTypeSchemaRequest>,
+    ) -> Result<Response<pb::ResourceTypeSchema>, Status> {
+        Err(not_yet("get_resource_type_schema"))
+    }
+
     async fn list_stacks(
         &self,
         request: Request<pb::ListStacksRequest>,
@@ -92,6 +176,11 @@ pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
         disable_rollback: stack.disable_rollback,
         created_at: Some(to_timestamp(stack.created_at)),
         updated_at: Some(to_timestamp(stack.updated_at)),
+        parameters: None,
+        outputs: Vec::new(),
+        template_description: String::new(),
+        nested_depth: stack.nested_depth,
+        parent_resource: stack.parent_resource.clone().unwrap_or_default(),
     }
 }
 
@@ -118,4 +207,9 @@ fn status_to_proto(status: ActionStatus) -> pb::ActionStatus {
         ActionStatus::Complete => pb::ActionStatus::Complete,
         ActionStatus::Failed => pb::ActionStatus::Failed,
     }
+}
+
+/// Transitional: the engine's stack operations land RPC by RPC.
+fn not_yet(rpc: &str) -> Status {
+    Status::unimplemented(format!("{rpc} is being implemented in the engine"))
 }

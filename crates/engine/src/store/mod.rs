@@ -103,7 +103,12 @@ pub trait StackStore: Send + Sync + 'static {
         expires_at: DateTime<Utc>,
     ) -> Result<bool>;
     /// Extends a lease this engine holds; false if it no longer holds it.
-    async fn renew_stack_lease(&self, stack_id: Uuid, engine_id: Uuid, expires_at: DateTime<Utc>) -> Result<bool>;
+    async fn renew_stack_lease(
+        &self,
+        stack_id: Uuid,
+        engine_id: Uuid,
+        expires_at: DateTime<Utc>,
+    ) -> Result<bool>;
     async fn release_stack_lease(&self, stack_id: Uuid, engine_id: Uuid) -> Result<()>;
     /// Stacks left `*_IN_PROGRESS` with no unexpired lease: their engine went
     /// away. Returns them with the engine that last held the lease, if known.

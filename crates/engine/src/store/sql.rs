@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait,
-    ExprTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, ExprTrait,
+    QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -30,9 +30,9 @@ impl SqlStackStore {
 
 fn duplicate_name(error: sea_orm::DbErr, name: &str) -> Error {
     match error.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => {
-            Error::Conflict(format!("a stack named {name:?} already exists in this project"))
-        }
+        Some(SqlErr::UniqueConstraintViolation(_)) => Error::Conflict(format!(
+            "a stack named {name:?} already exists in this project"
+        )),
         _ => error.into(),
     }
 }
@@ -49,7 +49,9 @@ fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel
         status_reason: Set(stack.status_reason.clone()),
         description: Set(stack.description.clone()),
         tags: Set(serde_json::json!(stack.tags)),
-        timeout_mins: Set(stack.timeout_mins.and_then(|minutes| i32::try_from(minutes).ok())),
+        timeout_mins: Set(stack
+            .timeout_mins
+            .and_then(|minutes| i32::try_from(minutes).ok())),
         disable_rollback: Set(stack.disable_rollback),
         created_at: Set(stack.created_at),
         updated_at: Set(stack.updated_at),
@@ -140,7 +142,9 @@ impl StackStore for SqlStackStore {
                 .exec(&transaction)
                 .await?;
         }
-        events::Entity::insert(event_row(event)).exec(&transaction).await?;
+        events::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
         transaction.commit().await?;
         Ok(())
     }
@@ -150,7 +154,9 @@ impl StackStore for SqlStackStore {
             .add(stacks::Column::Name.eq(name_or_id))
             .add(stacks::Column::DeletedAt.is_null());
         let by = match Uuid::parse_str(name_or_id) {
-            Ok(id) => Condition::any().add(stacks::Column::Id.eq(id)).add(live_by_name),
+            Ok(id) => Condition::any()
+                .add(stacks::Column::Id.eq(id))
+                .add(live_by_name),
             Err(_) => live_by_name,
         };
         stacks::Entity::find()
@@ -224,11 +230,19 @@ impl StackStore for SqlStackStore {
             .one(&self.connection)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-        let files: BTreeMap<String, String> = serde_json::from_value(row.files)
-            .map_err(|error| Error::Database(format!("stack {stack_id}: stored files are invalid: {error}")))?;
+        let files: BTreeMap<String, String> =
+            serde_json::from_value(row.files).map_err(|error| {
+                Error::Database(format!(
+                    "stack {stack_id}: stored files are invalid: {error}"
+                ))
+            })?;
         let parameters = match row.parameters {
             Value::Object(map) => map,
-            _ => return Err(Error::Database(format!("stack {stack_id}: stored parameters are invalid"))),
+            _ => {
+                return Err(Error::Database(format!(
+                    "stack {stack_id}: stored parameters are invalid"
+                )));
+            }
         };
         Ok(StackDefinition {
             template: row.template,
@@ -243,13 +257,18 @@ impl StackStore for SqlStackStore {
         stacks::Entity::update_many()
             .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
             .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))
-            .col_expr(stacks::Column::StatusReason, Expr::value(stack.status_reason.clone()))
+            .col_expr(
+                stacks::Column::StatusReason,
+                Expr::value(stack.status_reason.clone()),
+            )
             .col_expr(stacks::Column::UpdatedAt, Expr::value(stack.updated_at))
             .col_expr(stacks::Column::DeletedAt, Expr::value(stack.deleted_at))
             .filter(stacks::Column::Id.eq(stack.id))
             .exec(&transaction)
             .await?;
-        events::Entity::insert(event_row(event)).exec(&transaction).await?;
+        events::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
         transaction.commit().await?;
         Ok(())
     }
@@ -261,10 +280,12 @@ impl StackStore for SqlStackStore {
         let transaction = self.connection.begin().await?;
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
-            resources::Entity::insert_many(chunk.iter().map(|(resource, _)| resource_row(resource)))
-                .on_conflict(resource_upsert())
-                .exec(&transaction)
-                .await?;
+            resources::Entity::insert_many(
+                chunk.iter().map(|(resource, _)| resource_row(resource)),
+            )
+            .on_conflict(resource_upsert())
+            .exec(&transaction)
+            .await?;
             events::Entity::insert_many(chunk.iter().map(|(_, event)| event_row(event)))
                 .exec(&transaction)
                 .await?;
@@ -286,7 +307,8 @@ impl StackStore for SqlStackStore {
     }
 
     async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>> {
-        let mut select = events::Entity::find().filter(events::Column::StackId.is_in(query.stack_ids.clone()));
+        let mut select =
+            events::Entity::find().filter(events::Column::StackId.is_in(query.stack_ids.clone()));
         if let Some(name) = &query.resource_name {
             select = select.filter(events::Column::ResourceName.eq(name.as_str()));
         }
@@ -353,7 +375,12 @@ impl StackStore for SqlStackStore {
         Ok(taken == 1)
     }
 
-    async fn renew_stack_lease(&self, stack_id: Uuid, engine_id: Uuid, expires_at: DateTime<Utc>) -> Result<bool> {
+    async fn renew_stack_lease(
+        &self,
+        stack_id: Uuid,
+        engine_id: Uuid,
+        expires_at: DateTime<Utc>,
+    ) -> Result<bool> {
         let renewed = stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
             .filter(stack_leases::Column::StackId.eq(stack_id))
@@ -379,7 +406,9 @@ impl StackStore for SqlStackStore {
             .await?;
         let mut orphaned = Vec::new();
         for row in in_progress {
-            let lease = stack_leases::Entity::find_by_id(row.id).one(&self.connection).await?;
+            let lease = stack_leases::Entity::find_by_id(row.id)
+                .one(&self.connection)
+                .await?;
             match lease {
                 Some(lease) if lease.expires_at >= now => {}
                 lease => orphaned.push((stack_from_row(row)?, lease.map(|lease| lease.engine_id))),
@@ -399,7 +428,11 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
     let tags = row
         .tags
         .as_array()
-        .and_then(|tags| tags.iter().map(|tag| tag.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+        .and_then(|tags| {
+            tags.iter()
+                .map(|tag| tag.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        })
         .ok_or_else(|| corrupt("stack tags", row.id))?;
     Ok(Stack {
         id: row.id,
@@ -412,7 +445,9 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
         status_reason: row.status_reason,
         description: row.description,
         tags,
-        timeout_mins: row.timeout_mins.and_then(|minutes| u32::try_from(minutes).ok()),
+        timeout_mins: row
+            .timeout_mins
+            .and_then(|minutes| u32::try_from(minutes).ok()),
         disable_rollback: row.disable_rollback,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -423,8 +458,10 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
 }
 
 fn resource_from_row(row: resources::Model) -> Result<Resource> {
-    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("resource action", row.id))?;
-    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("resource status", row.id))?;
+    let action =
+        StackAction::parse(&row.action).ok_or_else(|| corrupt("resource action", row.id))?;
+    let status =
+        ActionStatus::parse(&row.status).ok_or_else(|| corrupt("resource status", row.id))?;
     Ok(Resource {
         id: row.id,
         stack_id: row.stack_id,

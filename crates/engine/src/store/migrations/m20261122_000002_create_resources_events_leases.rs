@@ -62,18 +62,49 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         // What each stack was built from, so it can be re-resolved.
         let added_columns = [
-            ColumnDef::new(Stacks::Template).json().not_null().default("{}").to_owned(),
-            ColumnDef::new(Stacks::Environment).json().not_null().default("{}").to_owned(),
-            ColumnDef::new(Stacks::Files).json().not_null().default("{}").to_owned(),
-            ColumnDef::new(Stacks::Parameters).json().not_null().default("{}").to_owned(),
-            ColumnDef::new(Stacks::NestedDepth).integer().not_null().default(0).to_owned(),
-            ColumnDef::new(Stacks::ParentResource).string_len(255).null().to_owned(),
-            ColumnDef::new(Stacks::DeletedAt).timestamp_with_time_zone().null().to_owned(),
+            ColumnDef::new(Stacks::Template)
+                .json()
+                .not_null()
+                .default("{}")
+                .to_owned(),
+            ColumnDef::new(Stacks::Environment)
+                .json()
+                .not_null()
+                .default("{}")
+                .to_owned(),
+            ColumnDef::new(Stacks::Files)
+                .json()
+                .not_null()
+                .default("{}")
+                .to_owned(),
+            ColumnDef::new(Stacks::Parameters)
+                .json()
+                .not_null()
+                .default("{}")
+                .to_owned(),
+            ColumnDef::new(Stacks::NestedDepth)
+                .integer()
+                .not_null()
+                .default(0)
+                .to_owned(),
+            ColumnDef::new(Stacks::ParentResource)
+                .string_len(255)
+                .null()
+                .to_owned(),
+            ColumnDef::new(Stacks::DeletedAt)
+                .timestamp_with_time_zone()
+                .null()
+                .to_owned(),
         ];
         for column in added_columns {
             // SQLite adds one column per ALTER TABLE.
             manager
-                .alter_table(Table::alter().table(Stacks::Table).add_column(column).to_owned())
+                .alter_table(
+                    Table::alter()
+                        .table(Stacks::Table)
+                        .add_column(column)
+                        .to_owned(),
+                )
                 .await?;
         }
         // A deleted stack's name may be reused: names are unique among the
@@ -94,10 +125,19 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Resources::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(Resources::Id).uuid().not_null().primary_key())
+                    .col(
+                        ColumnDef::new(Resources::Id)
+                            .uuid()
+                            .not_null()
+                            .primary_key(),
+                    )
                     .col(ColumnDef::new(Resources::StackId).uuid().not_null())
                     .col(ColumnDef::new(Resources::Name).string_len(255).not_null())
-                    .col(ColumnDef::new(Resources::TypeName).string_len(255).not_null())
+                    .col(
+                        ColumnDef::new(Resources::TypeName)
+                            .string_len(255)
+                            .not_null(),
+                    )
                     .col(ColumnDef::new(Resources::PhysicalId).string_len(255).null())
                     .col(ColumnDef::new(Resources::Action).string_len(16).not_null())
                     .col(ColumnDef::new(Resources::Status).string_len(16).not_null())
@@ -106,8 +146,16 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(Resources::Attributes).json().not_null())
                     .col(ColumnDef::new(Resources::Metadata).json().not_null())
                     .col(ColumnDef::new(Resources::Data).json().not_null())
-                    .col(ColumnDef::new(Resources::CreatedAt).timestamp_with_time_zone().not_null())
-                    .col(ColumnDef::new(Resources::UpdatedAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(Resources::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(Resources::UpdatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await?;
@@ -140,13 +188,29 @@ impl MigrationTrait for Migration {
                     .if_not_exists()
                     .col(ColumnDef::new(Events::Id).uuid().not_null().primary_key())
                     .col(ColumnDef::new(Events::StackId).uuid().not_null())
-                    .col(ColumnDef::new(Events::ResourceName).string_len(255).not_null())
-                    .col(ColumnDef::new(Events::PhysicalResourceId).string_len(255).not_null())
-                    .col(ColumnDef::new(Events::ResourceType).string_len(255).not_null())
+                    .col(
+                        ColumnDef::new(Events::ResourceName)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(Events::PhysicalResourceId)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(Events::ResourceType)
+                            .string_len(255)
+                            .not_null(),
+                    )
                     .col(ColumnDef::new(Events::Action).string_len(16).not_null())
                     .col(ColumnDef::new(Events::Status).string_len(16).not_null())
                     .col(ColumnDef::new(Events::Reason).text().not_null())
-                    .col(ColumnDef::new(Events::CreatedAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(Events::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await?;
@@ -168,10 +232,23 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(StackLeases::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(StackLeases::StackId).uuid().not_null().primary_key())
+                    .col(
+                        ColumnDef::new(StackLeases::StackId)
+                            .uuid()
+                            .not_null()
+                            .primary_key(),
+                    )
                     .col(ColumnDef::new(StackLeases::EngineId).uuid().not_null())
-                    .col(ColumnDef::new(StackLeases::Operation).string_len(32).not_null())
-                    .col(ColumnDef::new(StackLeases::ExpiresAt).timestamp_with_time_zone().not_null())
+                    .col(
+                        ColumnDef::new(StackLeases::Operation)
+                            .string_len(32)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(StackLeases::ExpiresAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
                     .to_owned(),
             )
             .await
