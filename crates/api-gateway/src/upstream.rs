@@ -10,6 +10,8 @@ use tonic::transport::{Channel, Endpoint};
 /// exactly these (plus health and reflection).
 pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.StackService",
+    "ember.engine.v1.ResourceService",
+    "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
 ];
 pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];

@@ -7,11 +7,15 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod resources;
+pub mod stacks;
 pub mod store;
 
 use std::sync::Arc;
 
+use ember_proto::engine::v1::event_service_server::EventServiceServer;
 use ember_proto::engine::v1::identity_service_server::IdentityServiceServer;
+use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
 use ember_proto::engine::v1::stack_service_server::StackServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
 use ember_runtime::server::{GrpcService, StartError, serve_grpc};
@@ -25,6 +29,8 @@ pub use error::{Error, Result};
 /// public: the gateway forwards them.
 pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.StackService",
+    "ember.engine.v1.ResourceService",
+    "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
 ];
 
@@ -39,10 +45,23 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
-    let stacks: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
+    let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
+    let stack_operations = Arc::new(stacks::StackOperations::new(
+        stack_store,
+        Arc::new(resources::ResourceTypeRegistry::builtin()),
+    ));
+    stack_operations.spawn_orphan_sweeper(shutdown.clone());
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
-        grpc::stacks::StackHandler::new(stacks),
+        grpc::stacks::StackHandler::new(stack_operations.clone()),
+        auth.clone(),
+    ))
+    .add_service(ResourceServiceServer::with_interceptor(
+        grpc::resources::ResourceHandler::new(stack_operations.clone()),
+        auth.clone(),
+    ))
+    .add_service(EventServiceServer::with_interceptor(
+        grpc::events::EventHandler::new(stack_operations),
         auth.clone(),
     ))
     .add_service(IdentityServiceServer::with_interceptor(

@@ -31,6 +31,9 @@ fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
         disable_rollback: true,
         created_at,
         updated_at: created_at,
+        nested_depth: 0,
+        parent_resource: None,
+        deleted_at: None,
     }
 }
 

@@ -7,30 +7,45 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ember_descriptor.bin"));
 
 pub mod common {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
     pub mod v1 {
         tonic::include_proto!("ember.common.v1");
     }
 }
 
 pub mod engine {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
     pub mod v1 {
         tonic::include_proto!("ember.engine.v1");
     }
 }
 
 pub mod lifecyclehook {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
     pub mod v1 {
         tonic::include_proto!("ember.lifecyclehook.v1");
     }
 }
 
 pub mod pluginregistry {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
     pub mod v1 {
         tonic::include_proto!("ember.pluginregistry.v1");
     }
 }
 
 pub mod plugin {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
     pub mod v1 {
         tonic::include_proto!("ember.plugin.v1");
     }

@@ -155,7 +155,11 @@ impl MaintenanceLock {
                 self.locked_by.as_str(),
                 self.user_id
             ),
-            None => format!("by {} {:?} at {when}", self.locked_by.as_str(), self.user_id),
+            None => format!(
+                "by {} {:?} at {when}",
+                self.locked_by.as_str(),
+                self.user_id
+            ),
         }
     }
 }
@@ -416,8 +420,8 @@ mod tests {
 
     #[test]
     fn a_new_instance_is_building_unlocked_and_unpowered() {
-        let instance = Instance::new_building("demo", "alice", new_instance(), Utc::now())
-            .expect("valid");
+        let instance =
+            Instance::new_building("demo", "alice", new_instance(), Utc::now()).expect("valid");
         assert_eq!(instance.status, InstanceStatus::Building);
         assert_eq!(instance.power_state, PowerState::NoState);
         assert!(!instance.is_locked());
@@ -457,8 +461,8 @@ mod tests {
             ),
         ];
         for (new, field) in cases {
-            let error = Instance::new_building("demo", "alice", new, Utc::now())
-                .expect_err("invalid");
+            let error =
+                Instance::new_building("demo", "alice", new, Utc::now()).expect_err("invalid");
             assert!(
                 matches!(&error, Error::InvalidInput(message) if message.starts_with(field)),
                 "{field}: {error:?}"

@@ -1,135 +1,142 @@
-//! `StackService`: stacks of the caller's project.
+//! `StackService`: thin handlers over [`StackOperations`].
 
 use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
-use ember_runtime::time::to_timestamp;
+use serde_json::Value;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::domain::{ActionStatus, Stack, StackAction};
+use super::convert::{
+    json_to_proto, map_to_struct, stack_to_proto, struct_to_map, value_to_struct,
+};
 use crate::error::Error;
-use crate::store::{StackListQuery, StackStore};
+use crate::stacks::{CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations};
+use crate::store::StackListQuery;
 
 pub struct StackHandler {
-    stacks: Arc<dyn StackStore>,
+    operations: Arc<StackOperations>,
 }
 
 impl StackHandler {
-    pub fn new(stacks: Arc<dyn StackStore>) -> Self {
-        StackHandler { stacks }
+    pub fn new(operations: Arc<StackOperations>) -> Self {
+        StackHandler { operations }
+    }
+}
+
+fn not_supported_yet(what: &str) -> Status {
+    Status::unimplemented(format!("{what} is not supported by this engine yet"))
+}
+
+fn create_request(request: pb::CreateStackRequest) -> CreateStack {
+    CreateStack {
+        name: request.stack_name,
+        template: request.template,
+        environment: request.environment,
+        environment_files: request.environment_files,
+        files: request.files.into_iter().collect(),
+        parameters: request
+            .parameters
+            .as_ref()
+            .map(struct_to_map)
+            .unwrap_or_default(),
+        timeout_mins: (request.timeout_mins > 0).then_some(request.timeout_mins),
+        // Heat's default: a failed create is left for inspection.
+        disable_rollback: request.disable_rollback.unwrap_or(true),
+        tags: request.tags,
+    }
+}
+
+fn output_to_proto(output: &OutputValue) -> pb::Output {
+    let (output_value, output_error) = match &output.value {
+        Ok(value) => (Some(json_to_proto(value)), String::new()),
+        Err(error) => (None, error.clone()),
+    };
+    pb::Output {
+        output_key: output.key.clone(),
+        description: output.description.clone(),
+        output_value,
+        output_error,
+    }
+}
+
+fn details_to_proto(details: &StackDetails) -> pb::Stack {
+    pb::Stack {
+        parameters: Some(map_to_struct(&details.parameters)),
+        outputs: details.outputs.iter().map(output_to_proto).collect(),
+        template_description: details.template_description.clone(),
+        ..stack_to_proto(&details.stack)
     }
 }
 
 #[tonic::async_trait]
 impl pb::stack_service_server::StackService for StackHandler {
-    async fn get_stack(
-        &self,
-        request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let project_id = Identity::of(&request)?.project_id.clone();
-        let name_or_id = request.into_inner().stack;
-        if name_or_id.is_empty() {
-            return Err(Error::InvalidInput("stack: give a stack name or id".to_owned()).into());
-        }
-        let stack = self
-            .stacks
-            .find_stack(&project_id, &name_or_id)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
-        Ok(Response::new(stack_to_proto(&stack)))
-    }
-
     async fn create_stack(
         &self,
-        _request: Request<pb::CreateStackRequest>,
+        request: Request<pb::CreateStackRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
-        Err(not_yet("create_stack"))
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        if !request.adopt_stack_data.is_empty() {
+            return Err(not_supported_yet("adopting a stack (adopt_stack_data)"));
+        }
+        let stack = self
+            .operations
+            .create_stack(&identity, create_request(request))
+            .await?;
+        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack create started");
+        Ok(Response::new(stack_to_proto(&stack)))
     }
 
     async fn preview_stack(
         &self,
-        _request: Request<pb::CreateStackRequest>,
+        request: Request<pb::CreateStackRequest>,
     ) -> Result<Response<pb::StackPreview>, Status> {
-        Err(not_yet("preview_stack"))
+        let identity = Identity::of(&request)?.clone();
+        let (stack, resources, parsed) = self
+            .operations
+            .preview_stack(&identity, &create_request(request.into_inner()))?;
+        let resources = resources
+            .iter()
+            .map(|resource| {
+                let required_by = parsed
+                    .graph
+                    .dependents_of(&resource.name)
+                    .into_iter()
+                    .collect();
+                super::convert::resource_to_proto(resource, &stack.name, required_by, false)
+            })
+            .collect();
+        let stack = pb::Stack {
+            parameters: Some(map_to_struct(&parsed.parameters.display_values())),
+            template_description: parsed.template.description.clone().unwrap_or_default(),
+            ..stack_to_proto(&stack)
+        };
+        Ok(Response::new(pb::StackPreview {
+            stack: Some(stack),
+            resources,
+        }))
     }
 
-    async fn update_stack(
+    async fn get_stack(
         &self,
-        _request: Request<pb::UpdateStackRequest>,
+        request: Request<pb::GetStackRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
-        Err(not_yet("update_stack"))
-    }
-
-    async fn delete_stack(
-        &self,
-        _request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        Err(not_yet("delete_stack"))
-    }
-
-    async fn abandon_stack(
-        &self,
-        _request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
-        Err(not_yet("abandon_stack"))
-    }
-
-    async fn run_stack_action(
-        &self,
-        _request: Request<pb::StackActionRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        Err(not_yet("run_stack_action"))
-    }
-
-    async fn get_stack_template(
-        &self,
-        _request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::StackTemplate>, Status> {
-        Err(not_yet("get_stack_template"))
-    }
-
-    async fn list_outputs(
-        &self,
-        _request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::ListOutputsResponse>, Status> {
-        Err(not_yet("list_outputs"))
-    }
-
-    async fn get_output(
-        &self,
-        _request: Request<pb::GetOutputRequest>,
-    ) -> Result<Response<pb::Output>, Status> {
-        Err(not_yet("get_output"))
-    }
-
-    async fn validate_template(
-        &self,
-        _request: Request<pb::ValidateTemplateRequest>,
-    ) -> Result<Response<pb::ValidateTemplateResponse>, Status> {
-        Err(not_yet("validate_template"))
-    }
-
-    async fn list_resource_types(
-        &self,
-        _request: Request<pb::ListResourceTypesRequest>,
-    ) -> Result<Response<pb::ListResourceTypesResponse>, Status> {
-        Err(not_yet("list_resource_types"))
-    }
-
-    async fn get_resource_type_schema(
-        &self,
-        _request: Request<pb::GetResourceTypeSchemaRequest>,
-    ) -> Result<Response<pb::ResourceTypeSchema>, Status> {
-        Err(not_yet("get_resource_type_schema"))
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .find_stack(&identity, &request.get_ref().stack)
+            .await?;
+        let details = self.operations.stack_details(stack).await?;
+        Ok(Response::new(details_to_proto(&details)))
     }
 
     async fn list_stacks(
         &self,
         request: Request<pb::ListStacksRequest>,
     ) -> Result<Response<pb::ListStacksResponse>, Status> {
-        let project_id = Identity::of(&request)?.project_id.clone();
+        let identity = Identity::of(&request)?.clone();
         let request = request.into_inner();
         let marker = match request.marker.as_str() {
             "" => None,
@@ -143,7 +150,7 @@ impl pb::stack_service_server::StackService for StackHandler {
             name: (!request.name.is_empty()).then_some(request.name),
             show_nested: request.show_nested,
         };
-        let stacks = self.stacks.list_stacks(&project_id, &query).await?;
+        let stacks = self.operations.list_stacks(&identity, &query).await?;
         let next_marker = if stacks.len() == query.page_size() as usize {
             stacks
                 .last()
@@ -157,59 +164,178 @@ impl pb::stack_service_server::StackService for StackHandler {
             next_marker,
         }))
     }
-}
 
-pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
-    pb::Stack {
-        id: stack.id.to_string(),
-        name: stack.name.clone(),
-        project_id: stack.project_id.clone(),
-        user_id: stack.user_id.clone(),
-        action: action_to_proto(stack.action) as i32,
-        status: status_to_proto(stack.status) as i32,
-        stack_status: stack.stack_status(),
-        status_reason: stack.status_reason.clone(),
-        description: stack.description.clone(),
-        parent_id: stack.parent_id.map(|id| id.to_string()).unwrap_or_default(),
-        tags: stack.tags.clone(),
-        timeout_mins: stack.timeout_mins.unwrap_or(0),
-        disable_rollback: stack.disable_rollback,
-        created_at: Some(to_timestamp(stack.created_at)),
-        updated_at: Some(to_timestamp(stack.updated_at)),
-        parameters: None,
-        outputs: Vec::new(),
-        template_description: String::new(),
-        nested_depth: stack.nested_depth,
-        parent_resource: stack.parent_resource.clone().unwrap_or_default(),
+    async fn update_stack(
+        &self,
+        _request: Request<pb::UpdateStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        Err(not_supported_yet("updating a stack"))
     }
-}
 
-fn action_to_proto(action: StackAction) -> pb::StackAction {
-    match action {
-        StackAction::Init => pb::StackAction::Init,
-        StackAction::Create => pb::StackAction::Create,
-        StackAction::Update => pb::StackAction::Update,
-        StackAction::Delete => pb::StackAction::Delete,
-        StackAction::Rollback => pb::StackAction::Rollback,
-        StackAction::Suspend => pb::StackAction::Suspend,
-        StackAction::Resume => pb::StackAction::Resume,
-        StackAction::Check => pb::StackAction::Check,
-        StackAction::Adopt => pb::StackAction::Adopt,
-        StackAction::Abandon => pb::StackAction::Abandon,
-        StackAction::Lock => pb::StackAction::Lock,
-        StackAction::Unlock => pb::StackAction::Unlock,
+    async fn delete_stack(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .delete_stack(&identity, &request.get_ref().stack)
+            .await?;
+        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack delete started");
+        Ok(Response::new(stack_to_proto(&stack)))
     }
-}
 
-fn status_to_proto(status: ActionStatus) -> pb::ActionStatus {
-    match status {
-        ActionStatus::InProgress => pb::ActionStatus::InProgress,
-        ActionStatus::Complete => pb::ActionStatus::Complete,
-        ActionStatus::Failed => pb::ActionStatus::Failed,
+    async fn abandon_stack(
+        &self,
+        _request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
+        Err(not_supported_yet("abandoning a stack"))
     }
-}
 
-/// Transitional: the engine's stack operations land RPC by RPC.
-fn not_yet(rpc: &str) -> Status {
-    Status::unimplemented(format!("{rpc} is being implemented in the engine"))
+    async fn run_stack_action(
+        &self,
+        request: Request<pb::StackActionRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let action = pb::StackActionKind::try_from(request.get_ref().action).map_err(|_| {
+            Error::InvalidInput(format!(
+                "action: unknown value {}",
+                request.get_ref().action
+            ))
+        })?;
+        let name = match action {
+            pb::StackActionKind::Unspecified => {
+                return Err(Error::InvalidInput(
+                    "action: give suspend, resume, check or cancel_update".to_owned(),
+                )
+                .into());
+            }
+            pb::StackActionKind::Suspend => "suspend",
+            pb::StackActionKind::Resume => "resume",
+            pb::StackActionKind::Check => "check",
+            pb::StackActionKind::CancelUpdate => "cancel_update",
+        };
+        Err(not_supported_yet(&format!("the {name} action")))
+    }
+
+    async fn get_stack_template(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::StackTemplate>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .find_stack(&identity, &request.get_ref().stack)
+            .await?;
+        let definition = self.operations.definition(&stack).await?;
+        Ok(Response::new(pb::StackTemplate {
+            template: Some(value_to_struct(&definition.template)),
+            environment: Some(value_to_struct(&definition.environment)),
+            files: definition.files.into_iter().collect(),
+        }))
+    }
+
+    async fn list_outputs(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::ListOutputsResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .find_stack(&identity, &request.get_ref().stack)
+            .await?;
+        let outputs = self.operations.outputs(&stack).await?;
+        Ok(Response::new(pb::ListOutputsResponse {
+            outputs: outputs.iter().map(output_to_proto).collect(),
+        }))
+    }
+
+    async fn get_output(
+        &self,
+        request: Request<pb::GetOutputRequest>,
+    ) -> Result<Response<pb::Output>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let stack = self
+            .operations
+            .find_stack(&identity, &request.stack)
+            .await?;
+        let output = self.operations.output(&stack, &request.output_key).await?;
+        Ok(Response::new(output_to_proto(&output)))
+    }
+
+    async fn validate_template(
+        &self,
+        request: Request<pb::ValidateTemplateRequest>,
+    ) -> Result<Response<pb::ValidateTemplateResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let report = self.operations.validate_template(
+            &identity,
+            DefinitionInput {
+                template: &request.template,
+                environment: &request.environment,
+                environment_files: &request.environment_files,
+                files: request.files.into_iter().collect(),
+                parameters: request
+                    .parameters
+                    .as_ref()
+                    .map(struct_to_map)
+                    .unwrap_or_default(),
+            },
+        )?;
+        Ok(Response::new(pb::ValidateTemplateResponse {
+            description: report.description,
+            parameters: Some(map_to_struct(&report.parameters)),
+            parameter_groups: Some(prost_types::ListValue {
+                values: report.parameter_groups.iter().map(json_to_proto).collect(),
+            }),
+        }))
+    }
+
+    async fn list_resource_types(
+        &self,
+        request: Request<pb::ListResourceTypesRequest>,
+    ) -> Result<Response<pb::ListResourceTypesResponse>, Status> {
+        let filter = request.into_inner().name_filter;
+        let resource_types = self
+            .operations
+            .registry()
+            .names()
+            .filter(|name| name.contains(&filter))
+            .cloned()
+            .collect();
+        Ok(Response::new(pb::ListResourceTypesResponse {
+            resource_types,
+        }))
+    }
+
+    async fn get_resource_type_schema(
+        &self,
+        request: Request<pb::GetResourceTypeSchemaRequest>,
+    ) -> Result<Response<pb::ResourceTypeSchema>, Status> {
+        let schema = self
+            .operations
+            .resource_type_schema(&request.get_ref().resource_type)?;
+        let properties = schema
+            .properties
+            .iter()
+            .map(|property| (property.name.to_owned(), property.to_heat_json()))
+            .collect();
+        let attributes = schema
+            .attributes
+            .iter()
+            .map(|attribute| {
+                (
+                    attribute.name.to_owned(),
+                    serde_json::json!({ "description": attribute.description, "type": "string" }),
+                )
+            })
+            .collect::<serde_json::Map<String, Value>>();
+        Ok(Response::new(pb::ResourceTypeSchema {
+            resource_type: schema.type_name.to_owned(),
+            properties: Some(map_to_struct(&properties)),
+            attributes: Some(map_to_struct(&attributes)),
+            description: schema.description.to_owned(),
+        }))
+    }
 }

@@ -514,7 +514,10 @@ mod tests {
         for request in requests {
             for target in [&active(), &locked] {
                 let error = refusal(&stranger(), target, &request);
-                assert!(matches!(error, Error::NotFound(_)), "{request:?}: {error:?}");
+                assert!(
+                    matches!(error, Error::NotFound(_)),
+                    "{request:?}: {error:?}"
+                );
             }
         }
     }
@@ -613,10 +616,30 @@ mod tests {
         let refused = [
             (Active, On, PowerAction::On, "is already on"),
             (Stopped, Off, PowerAction::Off, "is already off"),
-            (Building, NoState, PowerAction::On, "needs a STOPPED instance"),
-            (Building, NoState, PowerAction::Reboot, "needs an ACTIVE instance"),
-            (Stopped, Off, PowerAction::Reboot, "needs an ACTIVE instance"),
-            (Active, PoweringOff, PowerAction::Off, "needs an ACTIVE instance"),
+            (
+                Building,
+                NoState,
+                PowerAction::On,
+                "needs a STOPPED instance",
+            ),
+            (
+                Building,
+                NoState,
+                PowerAction::Reboot,
+                "needs an ACTIVE instance",
+            ),
+            (
+                Stopped,
+                Off,
+                PowerAction::Reboot,
+                "needs an ACTIVE instance",
+            ),
+            (
+                Active,
+                PoweringOff,
+                PowerAction::Off,
+                "needs an ACTIVE instance",
+            ),
             (Error, NoState, PowerAction::Off, "needs an ACTIVE instance"),
             (Deleting, NoState, PowerAction::On, "cannot be powered"),
         ];

@@ -17,7 +17,7 @@ pub(crate) const MAX_NESTING_DEPTH: usize = 128;
 
 /// Parses JSON or YAML text into a map. `kind` names the document in
 /// messages ("template", "environment").
-pub(crate) fn parse_document(text: &str, kind: &str) -> Result<Map<String, Value>, TemplateError> {
+pub fn parse_document(text: &str, kind: &str) -> Result<Map<String, Value>, TemplateError> {
     if text.len() > MAX_DOCUMENT_BYTES {
         return Err(TemplateError::new(
             "",

@@ -28,7 +28,7 @@ mod walk;
 pub use conditions::evaluate_conditions;
 pub use constraints::{ConstraintRule, ParameterConstraint};
 pub use definition::{ParameterGroup, Template};
-pub use document::MAX_DOCUMENT_BYTES;
+pub use document::{MAX_DOCUMENT_BYTES, parse_document};
 pub use environment::Environment;
 pub use error::TemplateError;
 pub use functions::{

@@ -1,0 +1,175 @@
+//! Conversions between the engine's domain types and protobuf messages,
+//! including JSON ↔ `google.protobuf.Struct`.
+
+use ember_proto::engine::v1 as pb;
+use ember_runtime::time::to_timestamp;
+use prost_types::value::Kind;
+use serde_json::{Map, Number, Value};
+
+use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
+
+pub fn json_to_proto(value: &Value) -> prost_types::Value {
+    let kind = match value {
+        Value::Null => Kind::NullValue(0),
+        Value::Bool(flag) => Kind::BoolValue(*flag),
+        Value::Number(number) => Kind::NumberValue(number.as_f64().unwrap_or(0.0)),
+        Value::String(text) => Kind::StringValue(text.clone()),
+        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
+            values: items.iter().map(json_to_proto).collect(),
+        }),
+        Value::Object(map) => Kind::StructValue(map_to_struct(map)),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+pub fn map_to_struct(map: &Map<String, Value>) -> prost_types::Struct {
+    prost_types::Struct {
+        fields: map
+            .iter()
+            .map(|(key, value)| (key.clone(), json_to_proto(value)))
+            .collect(),
+    }
+}
+
+/// A JSON value as a Struct: objects map directly, anything else is empty.
+pub fn value_to_struct(value: &Value) -> prost_types::Struct {
+    match value {
+        Value::Object(map) => map_to_struct(map),
+        _ => prost_types::Struct::default(),
+    }
+}
+
+pub fn proto_to_json(value: &prost_types::Value) -> Value {
+    match &value.kind {
+        None | Some(Kind::NullValue(_)) => Value::Null,
+        Some(Kind::BoolValue(flag)) => Value::Bool(*flag),
+        // Whole numbers come back as integers, as users wrote them.
+        Some(Kind::NumberValue(number)) => {
+            if number.fract() == 0.0 && number.abs() < 9.0e15 {
+                Value::Number(Number::from(*number as i64))
+            } else {
+                Number::from_f64(*number).map_or(Value::Null, Value::Number)
+            }
+        }
+        Some(Kind::StringValue(text)) => Value::String(text.clone()),
+        Some(Kind::ListValue(list)) => {
+            Value::Array(list.values.iter().map(proto_to_json).collect())
+        }
+        Some(Kind::StructValue(fields)) => Value::Object(struct_to_map(fields)),
+    }
+}
+
+pub fn struct_to_map(fields: &prost_types::Struct) -> Map<String, Value> {
+    fields
+        .fields
+        .iter()
+        .map(|(key, value)| (key.clone(), proto_to_json(value)))
+        .collect()
+}
+
+pub fn action_to_proto(action: StackAction) -> pb::StackAction {
+    match action {
+        StackAction::Init => pb::StackAction::Init,
+        StackAction::Create => pb::StackAction::Create,
+        StackAction::Update => pb::StackAction::Update,
+        StackAction::Delete => pb::StackAction::Delete,
+        StackAction::Rollback => pb::StackAction::Rollback,
+        StackAction::Suspend => pb::StackAction::Suspend,
+        StackAction::Resume => pb::StackAction::Resume,
+        StackAction::Check => pb::StackAction::Check,
+        StackAction::Adopt => pb::StackAction::Adopt,
+        StackAction::Abandon => pb::StackAction::Abandon,
+        StackAction::Lock => pb::StackAction::Lock,
+        StackAction::Unlock => pb::StackAction::Unlock,
+    }
+}
+
+pub fn status_to_proto(status: ActionStatus) -> pb::ActionStatus {
+    match status {
+        ActionStatus::InProgress => pb::ActionStatus::InProgress,
+        ActionStatus::Complete => pb::ActionStatus::Complete,
+        ActionStatus::Failed => pb::ActionStatus::Failed,
+    }
+}
+
+pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
+    pb::Stack {
+        id: stack.id.to_string(),
+        name: stack.name.clone(),
+        project_id: stack.project_id.clone(),
+        user_id: stack.user_id.clone(),
+        action: action_to_proto(stack.action) as i32,
+        status: status_to_proto(stack.status) as i32,
+        stack_status: stack.stack_status(),
+        status_reason: stack.status_reason.clone(),
+        description: stack.description.clone(),
+        parent_id: stack.parent_id.map(|id| id.to_string()).unwrap_or_default(),
+        tags: stack.tags.clone(),
+        timeout_mins: stack.timeout_mins.unwrap_or(0),
+        disable_rollback: stack.disable_rollback,
+        created_at: Some(to_timestamp(stack.created_at)),
+        updated_at: Some(to_timestamp(stack.updated_at)),
+        parameters: None,
+        outputs: Vec::new(),
+        template_description: String::new(),
+        nested_depth: stack.nested_depth,
+        parent_resource: stack.parent_resource.clone().unwrap_or_default(),
+    }
+}
+
+pub fn resource_to_proto(
+    resource: &Resource,
+    stack_name: &str,
+    required_by: Vec<String>,
+    detailed: bool,
+) -> pb::Resource {
+    pb::Resource {
+        resource_name: resource.name.clone(),
+        physical_resource_id: resource.physical_id.clone().unwrap_or_default(),
+        resource_type: resource.type_name.clone(),
+        action: action_to_proto(resource.action) as i32,
+        status: status_to_proto(resource.status) as i32,
+        resource_status: resource.resource_status(),
+        resource_status_reason: resource.status_reason.clone(),
+        stack_id: resource.stack_id.to_string(),
+        stack_name: stack_name.to_owned(),
+        required_by,
+        nested_stack_id: String::new(),
+        properties: detailed.then(|| value_to_struct(&resource.properties)),
+        attributes: detailed.then(|| value_to_struct(&resource.attributes)),
+        metadata: Some(value_to_struct(&resource.metadata)),
+        created_at: Some(to_timestamp(resource.created_at)),
+        updated_at: Some(to_timestamp(resource.updated_at)),
+        parent_resource: String::new(),
+    }
+}
+
+pub fn event_to_proto(event: &Event, stack_name: &str) -> pb::Event {
+    pb::Event {
+        id: event.id.to_string(),
+        stack_id: event.stack_id.to_string(),
+        stack_name: stack_name.to_owned(),
+        resource_name: event.resource_name.clone(),
+        physical_resource_id: event.physical_resource_id.clone(),
+        resource_type: event.resource_type.clone(),
+        action: action_to_proto(event.action) as i32,
+        status: status_to_proto(event.status) as i32,
+        resource_status: event.resource_status(),
+        resource_status_reason: event.reason.clone(),
+        created_at: Some(to_timestamp(event.created_at)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn json_survives_a_round_trip_through_struct() {
+        let value = json!({"a": 1, "b": [true, null, "x", 2.5], "c": {"d": "e"}});
+        let back = Value::Object(struct_to_map(&value_to_struct(&value)));
+        assert_eq!(back, value);
+    }
+}

@@ -1,0 +1,145 @@
+//! Resource types: what each `type:` in a template does when a stack
+//! creates, updates, checks, suspends, resumes or deletes it. Each type
+//! declares a schema (properties and attributes) that the engine validates
+//! resolved properties against, and that the API serves.
+
+mod none;
+mod random_string;
+mod schema;
+mod test_resource;
+mod value;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+pub use schema::{
+    AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, validate_properties,
+};
+
+use crate::domain::Resource;
+
+/// What a resource type is asked to act on.
+#[derive(Debug, Clone)]
+pub struct ResourceRequest {
+    pub stack_id: uuid::Uuid,
+    pub stack_name: String,
+    pub resource_name: String,
+    /// Validated against the schema, defaults applied.
+    pub properties: Map<String, Value>,
+}
+
+impl ResourceRequest {
+    /// Heat's physical resource name: `<stack>-<resource>-<suffix>`.
+    pub fn physical_resource_name(&self) -> String {
+        let suffix: String = uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .chars()
+            .take(12)
+            .collect();
+        format!("{}-{}-{suffix}", self.stack_name, self.resource_name)
+    }
+}
+
+/// What a create or update produced.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceOutcome {
+    pub physical_id: String,
+    pub attributes: Map<String, Value>,
+    /// Private data kept with the resource (not shown by the API).
+    pub data: Value,
+}
+
+/// Why a resource action failed: the text becomes the status reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ResourceFailure(pub String);
+
+#[async_trait]
+pub trait ResourceType: Send + Sync + 'static {
+    fn schema(&self) -> &ResourceTypeSchema;
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure>;
+
+    /// Updates in place (only called when every changed property allows it).
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let _ = current;
+        self.create(request).await
+    }
+
+    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
+    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
+    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
+    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
+    /// What `get_resource` returns: the physical id unless the type says
+    /// otherwise (RandomString returns its value, as in Heat).
+    fn reference(&self, current: &Resource) -> Value {
+        current
+            .physical_id
+            .clone()
+            .map_or(Value::Null, Value::String)
+    }
+
+    /// Whether a change of these properties can be done in place.
+    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+        self.schema().properties.iter().any(|property| {
+            !property.update_allowed && old.get(property.name) != new.get(property.name)
+        })
+    }
+}
+
+/// Every resource type the engine knows, by name.
+#[derive(Clone)]
+pub struct ResourceTypeRegistry {
+    types: BTreeMap<String, Arc<dyn ResourceType>>,
+}
+
+impl ResourceTypeRegistry {
+    /// The built-in types.
+    pub fn builtin() -> ResourceTypeRegistry {
+        let mut registry = ResourceTypeRegistry {
+            types: BTreeMap::new(),
+        };
+        registry.register(Arc::new(none::NoneResource::new()));
+        registry.register(Arc::new(test_resource::TestResource::new()));
+        registry.register(Arc::new(random_string::RandomString::new()));
+        registry.register(Arc::new(value::ValueResource::new()));
+        registry
+    }
+
+    pub fn register(&mut self, resource_type: Arc<dyn ResourceType>) {
+        self.types
+            .insert(resource_type.schema().type_name.to_owned(), resource_type);
+    }
+
+    pub fn get(&self, type_name: &str) -> Option<&Arc<dyn ResourceType>> {
+        self.types.get(type_name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.types.keys()
+    }
+}

@@ -1,0 +1,404 @@
+//! Runs resource actions along the dependency graph: a resource starts as
+//! soon as everything it depends on is done (create) or everything that
+//! depends on it is gone (delete), so independent resources proceed in
+//! parallel. Every transition is recorded (resource row + event) before the
+//! run moves on; the first failure stops new starts and lets running ones
+//! finish.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use tokio::task::JoinSet;
+use uuid::Uuid;
+
+use super::context::{RuntimeContext, usable};
+use super::definition::ParsedStack;
+use super::writer::TransitionWriter;
+use crate::domain::template::{DeletionPolicy, resolve};
+use crate::domain::{ActionStatus, Event, Resource, StackAction};
+use crate::resources::{ResourceRequest, ResourceTypeRegistry, validate_properties};
+
+/// What every run needs.
+pub struct Shared {
+    pub store: Arc<dyn crate::store::StackStore>,
+    pub registry: Arc<ResourceTypeRegistry>,
+    pub writer: TransitionWriter,
+    pub engine_id: Uuid,
+}
+
+/// The resources of one stack as a run sees them, by logical name.
+pub type ResourceStates = Arc<Mutex<BTreeMap<String, Resource>>>;
+
+/// The stack a run acts on.
+#[derive(Clone)]
+pub struct RunTarget {
+    pub stack_id: Uuid,
+    pub stack_name: String,
+    pub parsed: Arc<ParsedStack>,
+    pub resources: ResourceStates,
+}
+
+fn snapshot(resources: &ResourceStates) -> BTreeMap<String, Resource> {
+    match resources.lock() {
+        Ok(guard) => guard.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+fn store_state(resources: &ResourceStates, resource: Resource) {
+    let mut guard = match resources.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    guard.insert(resource.name.clone(), resource);
+}
+
+async fn transition(
+    shared: &Shared,
+    target: &RunTarget,
+    mut resource: Resource,
+    action: StackAction,
+    status: ActionStatus,
+    reason: &str,
+) -> Result<Resource, String> {
+    let now = ember_runtime::time::now();
+    resource.action = action;
+    resource.status = status;
+    resource.status_reason = reason.to_owned();
+    resource.updated_at = now;
+    let event = Event::for_resource(&resource, now);
+    shared
+        .writer
+        .record(resource.clone(), event)
+        .await
+        .map_err(|error| error.to_string())?;
+    store_state(&target.resources, resource.clone());
+    Ok(resource)
+}
+
+/// Creates `names` (a subset of the enabled resources) in dependency order.
+/// Returns the first failure as Heat words it.
+pub async fn create_resources(
+    shared: Arc<Shared>,
+    target: RunTarget,
+    names: BTreeSet<String>,
+) -> Result<(), String> {
+    let graph = &target.parsed.graph;
+    let mut waiting_on: BTreeMap<String, usize> = names
+        .iter()
+        .map(|name| {
+            let count = graph.dependencies_of(name).map_or(0, |dependencies| {
+                dependencies
+                    .iter()
+                    .filter(|dependency| names.contains(*dependency))
+                    .count()
+            });
+            (name.clone(), count)
+        })
+        .collect();
+    let mut ready: Vec<String> = waiting_on
+        .iter()
+        .filter(|(_, count)| **count == 0)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let mut running = JoinSet::new();
+    let mut first_failure: Option<String> = None;
+    loop {
+        if first_failure.is_none() {
+            for name in ready.drain(..) {
+                let shared = shared.clone();
+                let target = target.clone();
+                running.spawn(async move {
+                    let result = create_one(&shared, &target, &name).await;
+                    (name, result)
+                });
+            }
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((name, Ok(()))) => {
+                for dependent in graph.dependents_of(&name) {
+                    if let Some(count) = waiting_on.get_mut(&dependent) {
+                        *count = count.saturating_sub(1);
+                        if *count == 0 {
+                            ready.push(dependent);
+                        }
+                    }
+                }
+            }
+            Ok((_, Err(reason))) => {
+                first_failure.get_or_insert(reason);
+            }
+            Err(error) => {
+                first_failure.get_or_insert(format!("a resource task failed: {error}"));
+            }
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
+}
+
+async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> Result<(), String> {
+    let current = snapshot(&target.resources)
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let in_progress = transition(
+        shared,
+        target,
+        current,
+        StackAction::Create,
+        ActionStatus::InProgress,
+        "state changed",
+    )
+    .await?;
+    match create_action(shared, target, name, &in_progress).await {
+        Ok((properties, outcome)) => {
+            let mut created = in_progress;
+            created.physical_id = Some(outcome.physical_id);
+            created.attributes = Value::Object(outcome.attributes);
+            created.data = outcome.data;
+            created.properties = Value::Object(properties);
+            transition(
+                shared,
+                target,
+                created,
+                StackAction::Create,
+                ActionStatus::Complete,
+                "state changed",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(reason) => {
+            transition(
+                shared,
+                target,
+                in_progress,
+                StackAction::Create,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            Err(format!("Resource CREATE failed: {reason}"))
+        }
+    }
+}
+
+/// Resolves the resource's properties against the stack as it is now,
+/// validates them and calls the type's create.
+async fn create_action(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    resource: &Resource,
+) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), String> {
+    let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
+        format!(
+            "resources.{name}: unknown resource type {:?}",
+            resource.type_name
+        )
+    })?;
+    let definition = target
+        .parsed
+        .template
+        .resources
+        .get(name)
+        .ok_or_else(|| format!("resources.{name}: not in the template"))?;
+    let path = format!("resources.{name}.properties");
+    let properties = {
+        let states = snapshot(&target.resources);
+        for dependency in target
+            .parsed
+            .graph
+            .dependencies_of(name)
+            .into_iter()
+            .flatten()
+        {
+            if states.get(dependency).is_some_and(|state| !usable(state)) {
+                return Err(format!(
+                    "resources.{name}: dependency {dependency:?} is not ready"
+                ));
+            }
+        }
+        let context = RuntimeContext {
+            parsed: &target.parsed,
+            resources: &states,
+            registry: &shared.registry,
+        };
+        let resolved =
+            resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())?;
+        validate_properties(resource_type.schema(), &resolved, &path)?
+    };
+    let request = ResourceRequest {
+        stack_id: target.stack_id,
+        stack_name: target.stack_name.clone(),
+        resource_name: name.to_owned(),
+        properties: properties.clone(),
+    };
+    let outcome = resource_type
+        .create(&request)
+        .await
+        .map_err(|failure| format!("resources.{name}: {failure}"))?;
+    Ok((properties, outcome))
+}
+
+/// Deletes every resource of the run that is not yet deleted, dependents
+/// first. `action` is DELETE, or ROLLBACK when undoing a failed create.
+pub async fn delete_resources(
+    shared: Arc<Shared>,
+    target: RunTarget,
+    action: StackAction,
+) -> Result<(), String> {
+    let states = snapshot(&target.resources);
+    let names: BTreeSet<String> = states
+        .values()
+        .filter(|resource| {
+            !(resource.action == StackAction::Delete && resource.status == ActionStatus::Complete)
+        })
+        .map(|resource| resource.name.clone())
+        .collect();
+    let graph = &target.parsed.graph;
+    // A resource may go once nothing that depends on it remains.
+    let mut dependents_left: BTreeMap<String, usize> = names
+        .iter()
+        .map(|name| {
+            let count = graph
+                .dependents_of(name)
+                .iter()
+                .filter(|dependent| names.contains(*dependent))
+                .count();
+            (name.clone(), count)
+        })
+        .collect();
+    let mut ready: Vec<String> = dependents_left
+        .iter()
+        .filter(|(_, count)| **count == 0)
+        .map(|(name, _)| name.clone())
+        .collect();
+    let mut running = JoinSet::new();
+    let mut first_failure: Option<String> = None;
+    loop {
+        if first_failure.is_none() {
+            for name in ready.drain(..) {
+                let shared = shared.clone();
+                let target = target.clone();
+                running.spawn(async move {
+                    let result = delete_one(&shared, &target, &name, action).await;
+                    (name, result)
+                });
+            }
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((name, Ok(()))) => {
+                for dependency in graph.dependencies_of(&name).into_iter().flatten() {
+                    if let Some(count) = dependents_left.get_mut(dependency) {
+                        *count = count.saturating_sub(1);
+                        if *count == 0 {
+                            ready.push(dependency.clone());
+                        }
+                    }
+                }
+            }
+            Ok((_, Err(reason))) => {
+                first_failure.get_or_insert(reason);
+            }
+            Err(error) => {
+                first_failure.get_or_insert(format!("a resource task failed: {error}"));
+            }
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
+}
+
+async fn delete_one(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    action: StackAction,
+) -> Result<(), String> {
+    let states = snapshot(&target.resources);
+    let current = states
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let never_created = current.action == StackAction::Init || current.physical_id.is_none();
+    let retained = match target.parsed.template.resources.get(name) {
+        Some(definition) => {
+            let context = RuntimeContext {
+                parsed: &target.parsed,
+                resources: &states,
+                registry: &shared.registry,
+            };
+            definition
+                .resolve_deletion_policy(&context)
+                .is_ok_and(|policy| policy == DeletionPolicy::Retain)
+        }
+        None => false,
+    };
+    let in_progress = transition(
+        shared,
+        target,
+        current,
+        action,
+        ActionStatus::InProgress,
+        "state changed",
+    )
+    .await?;
+    if never_created || retained {
+        let reason = if retained {
+            "resource retained (deletion_policy Retain)"
+        } else {
+            "state changed"
+        };
+        transition(
+            shared,
+            target,
+            in_progress,
+            action,
+            ActionStatus::Complete,
+            reason,
+        )
+        .await?;
+        return Ok(());
+    }
+    let result = match shared.registry.get(&in_progress.type_name) {
+        Some(resource_type) => resource_type
+            .delete(&in_progress)
+            .await
+            .map_err(|failure| failure.0),
+        None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
+    };
+    match result {
+        Ok(()) => {
+            transition(
+                shared,
+                target,
+                in_progress,
+                action,
+                ActionStatus::Complete,
+                "state changed",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(reason) => {
+            let reason = format!("resources.{name}: {reason}");
+            transition(
+                shared,
+                target,
+                in_progress,
+                action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            Err(format!("Resource {} failed: {reason}", action.as_str()))
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Read-side operations: a stack with its outputs and parameters, its
+//! resources with who requires them, its events, its template, validation
+//! reports and resource type schemas.
+
+use std::collections::BTreeMap;
+
+use ember_runtime::Identity;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::StackOperations;
+use super::context::RuntimeContext;
+use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
+use crate::domain::template::{
+    HIDDEN_VALUE_MASK, PSEUDO_PARAMETERS, ParameterType, StackIdentity, resolve,
+};
+use crate::domain::{Event, Resource, Stack, StackDefinition};
+use crate::error::{Error, Result};
+use crate::resources::ResourceTypeSchema;
+use crate::store::{EventListQuery, StackListQuery};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputValue {
+    pub key: String,
+    pub description: String,
+    /// `Err` holds why the value cannot be resolved now.
+    pub value: std::result::Result<Value, String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StackDetails {
+    pub stack: Stack,
+    /// Parameter values for display (hidden ones masked), pseudo included.
+    pub parameters: Map<String, Value>,
+    pub outputs: Vec<OutputValue>,
+    pub template_description: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResourceView {
+    pub resource: Resource,
+    pub stack_name: String,
+    pub required_by: Vec<String>,
+}
+
+/// Heat's validate answer.
+#[derive(Debug, Clone)]
+pub struct ValidationReport {
+    pub description: String,
+    pub parameters: Map<String, Value>,
+    pub parameter_groups: Vec<Value>,
+}
+
+impl StackOperations {
+    pub async fn list_stacks(
+        &self,
+        identity: &Identity,
+        query: &StackListQuery,
+    ) -> Result<Vec<Stack>> {
+        self.store().list_stacks(&identity.project_id, query).await
+    }
+
+    /// The stack with outputs resolved now and parameters for display.
+    pub async fn stack_details(&self, stack: Stack) -> Result<StackDetails> {
+        if stack.deleted_at.is_some() {
+            return Ok(StackDetails {
+                stack,
+                parameters: Map::new(),
+                outputs: Vec::new(),
+                template_description: String::new(),
+            });
+        }
+        let parsed = self.parse_recorded(&stack).await?;
+        let resources = self.resource_map(stack.id).await?;
+        let outputs = self.resolve_outputs(&parsed, &resources);
+        // Heat shows the pseudo parameters with the stack's own.
+        let mut parameters = parsed.parameters.display_values();
+        for name in PSEUDO_PARAMETERS {
+            if let Some(value) = parsed.parameters.value(name) {
+                parameters.insert((*name).to_owned(), value);
+            }
+        }
+        Ok(StackDetails {
+            template_description: parsed.template.description.clone().unwrap_or_default(),
+            parameters,
+            outputs,
+            stack,
+        })
+    }
+
+    async fn resource_map(&self, stack_id: Uuid) -> Result<BTreeMap<String, Resource>> {
+        Ok(self
+            .store()
+            .list_resources(stack_id)
+            .await?
+            .into_iter()
+            .map(|resource| (resource.name.clone(), resource))
+            .collect())
+    }
+
+    fn resolve_outputs(
+        &self,
+        parsed: &ParsedStack,
+        resources: &BTreeMap<String, Resource>,
+    ) -> Vec<OutputValue> {
+        let context = RuntimeContext {
+            parsed,
+            resources,
+            registry: self.registry(),
+        };
+        let enabled = parsed
+            .template
+            .enabled_outputs(&context)
+            .unwrap_or_default();
+        parsed
+            .template
+            .outputs
+            .iter()
+            .filter(|(name, _)| enabled.contains(name))
+            .map(|(name, output)| OutputValue {
+                key: name.clone(),
+                description: output.description.clone().unwrap_or_default(),
+                value: resolve(&output.value, &context, &format!("outputs.{name}.value"))
+                    .map_err(|error| error.to_string()),
+            })
+            .collect()
+    }
+
+    pub async fn outputs(&self, stack: &Stack) -> Result<Vec<OutputValue>> {
+        let parsed = self.parse_recorded(stack).await?;
+        let resources = self.resource_map(stack.id).await?;
+        Ok(self.resolve_outputs(&parsed, &resources))
+    }
+
+    pub async fn output(&self, stack: &Stack, key: &str) -> Result<OutputValue> {
+        self.outputs(stack)
+            .await?
+            .into_iter()
+            .find(|output| output.key == key)
+            .ok_or_else(|| Error::NotFound(format!("stack {:?} has no output {key:?}", stack.name)))
+    }
+
+    /// Resources of the stack (and of nested stacks down to
+    /// `nested_depth`), with the names of the resources that require each.
+    pub async fn resources(&self, stack: &Stack, nested_depth: u32) -> Result<Vec<ResourceView>> {
+        let mut views = Vec::new();
+        let mut level = vec![stack.clone()];
+        for depth in 0..=nested_depth {
+            let mut next = Vec::new();
+            for current in &level {
+                let graph = self
+                    .parse_recorded(current)
+                    .await
+                    .ok()
+                    .map(|parsed| parsed.graph);
+                for resource in self.store().list_resources(current.id).await? {
+                    let required_by = graph
+                        .as_ref()
+                        .map(|graph| graph.dependents_of(&resource.name).into_iter().collect())
+                        .unwrap_or_default();
+                    views.push(ResourceView {
+                        resource,
+                        stack_name: current.name.clone(),
+                        required_by,
+                    });
+                }
+                if depth < nested_depth {
+                    next.extend(self.store().list_child_stacks(current.id).await?);
+                }
+            }
+            level = next;
+        }
+        Ok(views)
+    }
+
+    pub async fn resource(&self, stack: &Stack, name: &str) -> Result<ResourceView> {
+        self.resources(stack, 0)
+            .await?
+            .into_iter()
+            .find(|view| view.resource.name == name)
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "resource {name:?} not found in stack {:?}",
+                    stack.name
+                ))
+            })
+    }
+
+    /// Events of the stack (and nested stacks down to `nested_depth`).
+    pub async fn events(
+        &self,
+        stack: &Stack,
+        resource_name: Option<String>,
+        nested_depth: u32,
+        page: (u32, Option<Uuid>, bool),
+    ) -> Result<(Vec<Event>, BTreeMap<Uuid, String>)> {
+        let mut stack_names = BTreeMap::from([(stack.id, stack.name.clone())]);
+        let mut level = vec![stack.id];
+        for _ in 0..nested_depth {
+            let mut next = Vec::new();
+            for id in &level {
+                for child in self.store().list_child_stacks(*id).await? {
+                    stack_names.insert(child.id, child.name.clone());
+                    next.push(child.id);
+                }
+            }
+            level = next;
+        }
+        let (limit, marker, descending) = page;
+        let query = EventListQuery {
+            stack_ids: stack_names.keys().copied().collect(),
+            resource_name,
+            limit,
+            marker,
+            descending,
+        };
+        Ok((self.store().list_events(&query).await?, stack_names))
+    }
+
+    pub async fn event(&self, stack: &Stack, event_id: Uuid) -> Result<Event> {
+        self.store()
+            .get_event(stack.id, event_id)
+            .await?
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "event {event_id} not found in stack {:?}",
+                    stack.name
+                ))
+            })
+    }
+
+    pub async fn definition(&self, stack: &Stack) -> Result<StackDefinition> {
+        self.store().load_definition(stack.id).await
+    }
+
+    /// Checks a template (and environment, parameters) as a create would,
+    /// and describes its parameters the way Heat's validate does.
+    pub fn validate_template(
+        &self,
+        identity: &Identity,
+        input: DefinitionInput<'_>,
+    ) -> Result<ValidationReport> {
+        let definition = definition_from_input(input)?;
+        let parsed = ParsedStack::build(
+            &definition,
+            StackIdentity {
+                stack_name: "validate".to_owned(),
+                stack_id: Uuid::nil().to_string(),
+                project_id: identity.project_id.clone(),
+            },
+            self.registry(),
+        );
+        // Missing parameter values are fine for validate: report the schema.
+        let template = match parsed {
+            Ok(parsed) => parsed.template,
+            Err(error) if error.path.starts_with("parameters") => {
+                crate::domain::template::Template::from_value(definition.template.clone())?
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let mut parameters = Map::new();
+        for (name, schema) in &template.parameters {
+            let mut entry = Map::new();
+            entry.insert(
+                "Type".to_owned(),
+                json!(heat_parameter_type(schema.parameter_type)),
+            );
+            entry.insert(
+                "Description".to_owned(),
+                json!(schema.description.clone().unwrap_or_default()),
+            );
+            entry.insert(
+                "Label".to_owned(),
+                json!(schema.label.clone().unwrap_or_else(|| name.clone())),
+            );
+            entry.insert(
+                "NoEcho".to_owned(),
+                json!(if schema.hidden { "true" } else { "false" }),
+            );
+            if let Some(default) = &schema.default {
+                let shown = if schema.hidden {
+                    json!(HIDDEN_VALUE_MASK)
+                } else {
+                    default.clone()
+                };
+                entry.insert("Default".to_owned(), shown);
+            }
+            parameters.insert(name.clone(), Value::Object(entry));
+        }
+        Ok(ValidationReport {
+            description: template.description.clone().unwrap_or_default(),
+            parameters,
+            parameter_groups: template
+                .parameter_groups
+                .iter()
+                .map(|group| {
+                    json!({
+                        "label": group.label,
+                        "description": group.description,
+                        "parameters": group.parameters,
+                    })
+                })
+                .collect(),
+        })
+    }
+
+    pub fn resource_type_schema(&self, type_name: &str) -> Result<&ResourceTypeSchema> {
+        self.registry()
+            .get(type_name)
+            .map(|resource_type| resource_type.schema())
+            .ok_or_else(|| Error::NotFound(format!("resource type {type_name:?} not found")))
+    }
+}
+
+fn heat_parameter_type(parameter_type: ParameterType) -> &'static str {
+    match parameter_type {
+        ParameterType::String => "String",
+        ParameterType::Number => "Number",
+        ParameterType::Json => "Json",
+        ParameterType::CommaDelimitedList => "CommaDelimitedList",
+        ParameterType::Boolean => "Boolean",
+    }
+}

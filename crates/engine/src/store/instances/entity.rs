@@ -1,0 +1,36 @@
+//! The `instances` table (sea-orm entity).
+
+pub mod instances {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "instances")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub uuid: Uuid,
+        pub name: String,
+        pub project_id: String,
+        pub user_id: String,
+        pub flavor: String,
+        pub image: String,
+        /// JSON object of strings.
+        pub metadata: Json,
+        pub status: String,
+        pub power_state: String,
+        pub locked: bool,
+        /// `owner` or `admin` while locked.
+        pub locked_by: Option<String>,
+        pub locked_by_user: Option<String>,
+        pub locked_at: Option<ChronoDateTimeUtc>,
+        pub locked_reason: Option<String>,
+        pub status_reason: String,
+        pub revision: i64,
+        pub created_at: ChronoDateTimeUtc,
+        pub updated_at: ChronoDateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}

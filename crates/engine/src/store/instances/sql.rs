@@ -1,0 +1,324 @@
+//! [`InstanceStore`] on sea-orm, for SQLite and PostgreSQL. Every method is
+//! one statement or one transaction.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use sea_orm::sea_query::{Expr, SimpleExpr};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, ExprTrait,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::entity::instances;
+use super::{InstanceListQuery, InstanceStore, TaskOutcome};
+use crate::domain::instance::{
+    Instance, InstanceStatus, InstanceTask, LockedBy, MaintenanceLock, PowerState,
+};
+use crate::error::{Error, Result};
+
+/// Rows per INSERT when many instances are recorded at once (well under
+/// SQLite's limit on bound values per statement).
+const INSERT_CHUNK: usize = 500;
+
+pub struct SqlInstanceStore {
+    connection: DatabaseConnection,
+}
+
+impl SqlInstanceStore {
+    pub fn new(connection: DatabaseConnection) -> Self {
+        SqlInstanceStore { connection }
+    }
+
+    /// Sets `columns` (plus revision and updated_at) on `next`'s row if its
+    /// stored revision is the one before `next`'s.
+    async fn write_if_unchanged(
+        &self,
+        next: &Instance,
+        columns: Vec<(instances::Column, SimpleExpr)>,
+    ) -> Result<bool> {
+        let mut update = instances::Entity::update_many()
+            .col_expr(instances::Column::Revision, Expr::value(next.revision))
+            .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at));
+        for (column, value) in columns {
+            update = update.col_expr(column, value);
+        }
+        let written = update
+            .filter(instances::Column::Uuid.eq(next.uuid))
+            .filter(instances::Column::Revision.eq(next.revision - 1))
+            .exec(&self.connection)
+            .await?;
+        Ok(written.rows_affected == 1)
+    }
+}
+
+fn metadata_json(metadata: &BTreeMap<String, String>) -> Value {
+    Value::Object(
+        metadata
+            .iter()
+            .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+            .collect(),
+    )
+}
+
+fn lock_columns(lock: Option<&MaintenanceLock>) -> Vec<(instances::Column, SimpleExpr)> {
+    vec![
+        (instances::Column::Locked, Expr::value(lock.is_some())),
+        (
+            instances::Column::LockedBy,
+            Expr::value(lock.map(|lock| lock.locked_by.as_str().to_owned())),
+        ),
+        (
+            instances::Column::LockedByUser,
+            Expr::value(lock.map(|lock| lock.user_id.clone())),
+        ),
+        (
+            instances::Column::LockedAt,
+            Expr::value(lock.map(|lock| lock.locked_at)),
+        ),
+        (
+            instances::Column::LockedReason,
+            Expr::value(lock.and_then(|lock| lock.reason.clone())),
+        ),
+    ]
+}
+
+fn instance_row(instance: &Instance) -> instances::ActiveModel {
+    let lock = instance.maintenance_lock.as_ref();
+    instances::ActiveModel {
+        uuid: Set(instance.uuid),
+        name: Set(instance.name.clone()),
+        project_id: Set(instance.project_id.clone()),
+        user_id: Set(instance.user_id.clone()),
+        flavor: Set(instance.flavor.clone()),
+        image: Set(instance.image.clone()),
+        metadata: Set(metadata_json(&instance.metadata)),
+        status: Set(instance.status.as_str().to_owned()),
+        power_state: Set(instance.power_state.as_str().to_owned()),
+        locked: Set(lock.is_some()),
+        locked_by: Set(lock.map(|lock| lock.locked_by.as_str().to_owned())),
+        locked_by_user: Set(lock.map(|lock| lock.user_id.clone())),
+        locked_at: Set(lock.map(|lock| lock.locked_at)),
+        locked_reason: Set(lock.and_then(|lock| lock.reason.clone())),
+        status_reason: Set(instance.status_reason.clone()),
+        revision: Set(instance.revision),
+        created_at: Set(instance.created_at),
+        updated_at: Set(instance.updated_at),
+    }
+}
+
+fn instance_from_row(row: instances::Model) -> Result<Instance> {
+    let corrupt = |what: &str, value: &str| {
+        Error::Database(format!("instance {}: unknown {what} {value:?}", row.uuid))
+    };
+    let status = InstanceStatus::parse(&row.status).ok_or_else(|| corrupt("status", &row.status))?;
+    let power_state = PowerState::parse(&row.power_state)
+        .ok_or_else(|| corrupt("power state", &row.power_state))?;
+    let maintenance_lock = match (row.locked, &row.locked_by, row.locked_at) {
+        (false, _, _) => None,
+        (true, Some(locked_by), Some(locked_at)) => Some(MaintenanceLock {
+            locked_by: LockedBy::parse(locked_by).ok_or_else(|| corrupt("locked_by", locked_by))?,
+            user_id: row.locked_by_user.clone().unwrap_or_default(),
+            locked_at,
+            reason: row.locked_reason.clone(),
+        }),
+        (true, _, _) => return Err(corrupt("lock", "locked without locked_by/locked_at")),
+    };
+    let metadata = match &row.metadata {
+        Value::Object(map) => map
+            .iter()
+            .map(|(key, value)| match value {
+                Value::String(text) => Ok((key.clone(), text.clone())),
+                other => Err(corrupt("metadata value", &other.to_string())),
+            })
+            .collect::<Result<BTreeMap<_, _>>>()?,
+        Value::Null => BTreeMap::new(),
+        other => return Err(corrupt("metadata", &other.to_string())),
+    };
+    Ok(Instance {
+        uuid: row.uuid,
+        name: row.name,
+        project_id: row.project_id,
+        user_id: row.user_id,
+        flavor: row.flavor,
+        image: row.image,
+        metadata,
+        status,
+        power_state,
+        maintenance_lock,
+        status_reason: row.status_reason,
+        revision: row.revision,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+#[async_trait]
+impl InstanceStore for SqlInstanceStore {
+    async fn insert_instance(&self, instance: &Instance) -> Result<()> {
+        instances::Entity::insert(instance_row(instance))
+            .exec(&self.connection)
+            .await?;
+        Ok(())
+    }
+
+    async fn insert_instances(&self, instances_to_insert: &[Instance]) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        for chunk in instances_to_insert.chunks(INSERT_CHUNK) {
+            instances::Entity::insert_many(chunk.iter().map(instance_row))
+                .exec(&transaction)
+                .await?;
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn get_instance(&self, uuid: Uuid) -> Result<Option<Instance>> {
+        instances::Entity::find_by_id(uuid)
+            .one(&self.connection)
+            .await?
+            .map(instance_from_row)
+            .transpose()
+    }
+
+    async fn list_instances(&self, query: &InstanceListQuery) -> Result<Vec<Instance>> {
+        let mut select = instances::Entity::find();
+        if let Some(project_id) = &query.project_id {
+            select = select.filter(instances::Column::ProjectId.eq(project_id.as_str()));
+        }
+        select = match query.status {
+            Some(status) => select.filter(instances::Column::Status.eq(status.as_str())),
+            None => select.filter(instances::Column::Status.ne(InstanceStatus::Deleted.as_str())),
+        };
+        if let Some(locked) = query.locked {
+            select = select.filter(instances::Column::Locked.eq(locked));
+        }
+        if let Some(name) = &query.name {
+            select = select.filter(instances::Column::Name.eq(name.as_str()));
+        }
+        if let Some(marker) = query.marker {
+            let mut marker_query = instances::Entity::find_by_id(marker);
+            if let Some(project_id) = &query.project_id {
+                marker_query =
+                    marker_query.filter(instances::Column::ProjectId.eq(project_id.as_str()));
+            }
+            let marker_row = marker_query.one(&self.connection).await?.ok_or_else(|| {
+                Error::InvalidInput(format!("marker: {marker} names no instance"))
+            })?;
+            select = select.filter(
+                Condition::any()
+                    .add(instances::Column::CreatedAt.lt(marker_row.created_at))
+                    .add(
+                        Condition::all()
+                            .add(instances::Column::CreatedAt.eq(marker_row.created_at))
+                            .add(instances::Column::Uuid.lt(marker_row.uuid)),
+                    ),
+            );
+        }
+        select
+            .order_by_desc(instances::Column::CreatedAt)
+            .order_by_desc(instances::Column::Uuid)
+            .limit(u64::from(query.page_size()))
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(instance_from_row)
+            .collect()
+    }
+
+    async fn lock_instance(&self, next: &Instance) -> Result<bool> {
+        if next.maintenance_lock.is_none() {
+            return Err(Error::Database(format!(
+                "instance {}: lock_instance was given no lock",
+                next.uuid
+            )));
+        }
+        self.write_if_unchanged(next, lock_columns(next.maintenance_lock.as_ref()))
+            .await
+    }
+
+    async fn unlock_instance(&self, next: &Instance) -> Result<bool> {
+        self.write_if_unchanged(next, lock_columns(None)).await
+    }
+
+    async fn update_instance_details(&self, next: &Instance) -> Result<bool> {
+        let columns = vec![
+            (instances::Column::Name, Expr::value(next.name.clone())),
+            (
+                instances::Column::Metadata,
+                Expr::value(metadata_json(&next.metadata)),
+            ),
+        ];
+        self.write_if_unchanged(next, columns).await
+    }
+
+    async fn start_instance_task(&self, next: &Instance) -> Result<bool> {
+        let columns = vec![
+            (
+                instances::Column::Status,
+                Expr::value(next.status.as_str()),
+            ),
+            (
+                instances::Column::PowerState,
+                Expr::value(next.power_state.as_str()),
+            ),
+            (
+                instances::Column::StatusReason,
+                Expr::value(next.status_reason.clone()),
+            ),
+        ];
+        self.write_if_unchanged(next, columns).await
+    }
+
+    async fn finish_instance_task(&self, uuid: Uuid, outcome: &TaskOutcome) -> Result<bool> {
+        let (in_progress_status, in_progress_power) = outcome.task.in_progress();
+        let mut update = instances::Entity::update_many()
+            .col_expr(
+                instances::Column::Status,
+                Expr::value(outcome.status.as_str()),
+            )
+            .col_expr(
+                instances::Column::PowerState,
+                Expr::value(outcome.power_state.as_str()),
+            )
+            .col_expr(
+                instances::Column::StatusReason,
+                Expr::value(outcome.status_reason.clone()),
+            )
+            .col_expr(instances::Column::UpdatedAt, Expr::value(outcome.at))
+            .col_expr(
+                instances::Column::Revision,
+                Expr::col(instances::Column::Revision).add(1),
+            )
+            .filter(instances::Column::Uuid.eq(uuid))
+            .filter(instances::Column::Status.eq(in_progress_status.as_str()));
+        if let Some(power_state) = in_progress_power {
+            update = update.filter(instances::Column::PowerState.eq(power_state.as_str()));
+        }
+        let written = update.exec(&self.connection).await?;
+        Ok(written.rows_affected == 1)
+    }
+
+    async fn list_unfinished_instances(&self) -> Result<Vec<Instance>> {
+        let mut in_progress = Condition::any();
+        for task in InstanceTask::ALL {
+            let (status, power_state) = task.in_progress();
+            let mut this_task =
+                Condition::all().add(instances::Column::Status.eq(status.as_str()));
+            if let Some(power_state) = power_state {
+                this_task = this_task.add(instances::Column::PowerState.eq(power_state.as_str()));
+            }
+            in_progress = in_progress.add(this_task);
+        }
+        instances::Entity::find()
+            .filter(in_progress)
+            .order_by_asc(instances::Column::UpdatedAt)
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(instance_from_row)
+            .collect()
+    }
+}

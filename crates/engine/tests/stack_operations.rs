@@ -1,0 +1,463 @@
+//! Stack operations against a real database (SQLite, and PostgreSQL when
+//! EMBER_TEST_DATABASE_URL is set): create along the dependency graph,
+//! failures and rollback, delete with Retain, outputs, the stack lease, and
+//! recovery of stacks whose engine went away.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ember_engine::Error;
+use ember_engine::domain::{ActionStatus, Stack, StackAction};
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::{CreateStack, StackOperations};
+use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use serde_json::json;
+
+async fn operations(database: &TestDatabase) -> (Arc<StackOperations>, Arc<dyn StackStore>) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
+    (
+        Arc::new(StackOperations::new(
+            store.clone(),
+            Arc::new(ResourceTypeRegistry::builtin()),
+        )),
+        store,
+    )
+}
+
+fn alice() -> Identity {
+    Identity::new("alice", "project-a", vec!["member".to_owned()])
+}
+
+fn request(name: &str, template: &str) -> CreateStack {
+    CreateStack {
+        name: name.to_owned(),
+        template: template.to_owned(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    }
+}
+
+/// Polls until the stack leaves IN_PROGRESS.
+async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stack = operations
+            .find_stack(&alice(), name_or_id)
+            .await
+            .expect("stack");
+        if stack.status != ActionStatus::InProgress {
+            return stack;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stack {name_or_id} still {}",
+            stack.stack_status()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+const CHAIN: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  greeting: {type: string, default: hello}
+resources:
+  first:
+    type: OS::Heat::TestResource
+    properties: {value: {get_param: greeting}}
+  second:
+    type: OS::Heat::TestResource
+    properties: {value: {list_join: ['-', [{get_attr: [first, output]}, world]]}}
+  secret:
+    type: OS::Heat::RandomString
+    properties: {length: 12}
+  kept:
+    type: OS::Heat::Value
+    deletion_policy: Retain
+    properties: {value: {get_resource: secret}}
+outputs:
+  combined: {value: {get_attr: [second, output]}, description: both words}
+  secret_length: {value: {str_split: [',', {get_attr: [secret, value]}]}}
+"#;
+
+async fn a_stack_is_created_along_its_graph_and_deleted(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let mut create = request("chain", CHAIN);
+    create.parameters.insert("greeting".into(), json!("hi"));
+    let started = operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("create accepted");
+    assert_eq!(started.stack_status(), "CREATE_IN_PROGRESS");
+
+    let stack = settled(&operations, "chain").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    assert_eq!(stack.status_reason, "Stack CREATE completed successfully");
+
+    let details = operations
+        .stack_details(stack.clone())
+        .await
+        .expect("details");
+    let combined = details
+        .outputs
+        .iter()
+        .find(|output| output.key == "combined")
+        .expect("output");
+    assert_eq!(combined.value, Ok(json!("hi-world")));
+    assert_eq!(combined.description, "both words");
+    assert_eq!(details.parameters["greeting"], json!("hi"));
+    assert_eq!(details.parameters["OS::stack_name"], json!("chain"));
+
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    assert_eq!(resources.len(), 4);
+    assert!(
+        resources
+            .iter()
+            .all(|view| view.resource.resource_status() == "CREATE_COMPLETE")
+    );
+    let first = resources
+        .iter()
+        .find(|view| view.resource.name == "first")
+        .expect("first");
+    assert_eq!(first.required_by, ["second"]);
+    let kept = resources
+        .iter()
+        .find(|view| view.resource.name == "kept")
+        .expect("kept");
+    let secret = resources
+        .iter()
+        .find(|view| view.resource.name == "secret")
+        .expect("secret");
+    assert_eq!(
+        kept.resource.attributes["value"], secret.resource.attributes["value"],
+        "get_resource of a RandomString is its value"
+    );
+
+    // `second` started only after `first` completed.
+    let (events, _) = operations
+        .events(&stack, None, 0, (0, None, false))
+        .await
+        .expect("events");
+    let position = |name: &str, status: &str| {
+        events
+            .iter()
+            .position(|event| event.resource_name == name && event.resource_status() == status)
+            .unwrap_or_else(|| panic!("no {status} event for {name}"))
+    };
+    assert!(position("first", "CREATE_COMPLETE") < position("second", "CREATE_IN_PROGRESS"));
+    assert_eq!(
+        events.first().map(|event| event.reason.as_str()),
+        Some("Stack CREATE started")
+    );
+
+    operations
+        .delete_stack(&alice(), "chain")
+        .await
+        .expect("delete accepted");
+    let deleted = settled(&operations, &stack.id.to_string()).await;
+    assert_eq!(
+        deleted.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        deleted.status_reason
+    );
+    let resources = operations.resources(&deleted, 0).await.expect("resources");
+    let kept = resources
+        .iter()
+        .find(|view| view.resource.name == "kept")
+        .expect("kept");
+    assert_eq!(
+        kept.resource.status_reason,
+        "resource retained (deletion_policy Retain)"
+    );
+    let error = operations
+        .find_stack(&alice(), "chain")
+        .await
+        .expect_err("gone by name");
+    assert!(matches!(error, Error::NotFound(_)));
+    // The name is free again.
+    operations
+        .create_stack(&alice(), request("chain", CHAIN))
+        .await
+        .expect("name reused");
+    settled(&operations, "chain").await;
+}
+
+async fn a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  good: {type: OS::Heat::TestResource}
+  bad:
+    type: OS::Heat::TestResource
+    depends_on: good
+    properties: {fail: true}
+  never:
+    type: OS::Heat::TestResource
+    depends_on: bad
+"#;
+    operations
+        .create_stack(&alice(), request("kept-failed", template))
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "kept-failed").await;
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert_eq!(
+        stack.status_reason,
+        "Resource CREATE failed: resources.bad: Test Resource failed"
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    let status = |name: &str| {
+        resources
+            .iter()
+            .find(|view| view.resource.name == name)
+            .map(|view| view.resource.resource_status())
+            .unwrap_or_default()
+    };
+    assert_eq!(status("good"), "CREATE_COMPLETE");
+    assert_eq!(status("bad"), "CREATE_FAILED");
+    assert_eq!(
+        status("never"),
+        "INIT_COMPLETE",
+        "nothing starts after a failure"
+    );
+
+    let mut with_rollback = request("rolled-back", template);
+    with_rollback.disable_rollback = false;
+    operations
+        .create_stack(&alice(), with_rollback)
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "rolled-back").await;
+    assert_eq!(
+        stack.stack_status(),
+        "ROLLBACK_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    assert!(
+        resources
+            .iter()
+            .all(|view| view.resource.action == StackAction::Rollback
+                && view.resource.status == ActionStatus::Complete),
+        "every resource rolled back"
+    );
+}
+
+async fn bad_requests_are_refused_before_anything_is_recorded(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let cases = [
+        (request("1starts-with-digit", CHAIN), "stack_name"),
+        (
+            request(
+                "bad-type",
+                "heat_template_version: 2021-04-16\nresources:\n  x: {type: OS::Nope}\n",
+            ),
+            "resources.x.type",
+        ),
+        (
+            request("bad-yaml", "heat_template_version: [\n"),
+            "template",
+        ),
+        (request("no-template", ""), "template"),
+        (
+            request(
+                "bad-param",
+                "heat_template_version: 2021-04-16\nparameters:\n  n: {type: number}\n",
+            ),
+            "parameters.n",
+        ),
+    ];
+    for (create, expected) in cases {
+        let name = create.name.clone();
+        let error = operations
+            .create_stack(&alice(), create)
+            .await
+            .expect_err("refused");
+        assert!(matches!(error, Error::InvalidInput(_)), "{name}: {error:?}");
+        assert!(
+            error.to_string().contains(expected),
+            "{name}: {error} should mention {expected}"
+        );
+    }
+    let listed = operations
+        .list_stacks(&alice(), &Default::default())
+        .await
+        .expect("listed");
+    assert!(listed.is_empty(), "nothing was recorded");
+
+    operations
+        .create_stack(&alice(), request("twice", CHAIN))
+        .await
+        .expect("first");
+    let error = operations
+        .create_stack(&alice(), request("twice", CHAIN))
+        .await
+        .expect_err("duplicate");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    settled(&operations, "twice").await;
+}
+
+async fn an_operation_in_progress_holds_the_stack_lease(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let slow = "heat_template_version: 2021-04-16\nresources:\n  slow:\n    type: OS::Heat::TestResource\n    properties: {action_wait_secs: {create: 1}}\n";
+    operations
+        .create_stack(&alice(), request("slow", slow))
+        .await
+        .expect("accepted");
+    let error = operations
+        .delete_stack(&alice(), "slow")
+        .await
+        .expect_err("busy");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    assert!(error.to_string().contains("busy"), "{error}");
+    let stack = settled(&operations, "slow").await;
+    assert_eq!(stack.stack_status(), "CREATE_COMPLETE");
+    operations
+        .delete_stack(&alice(), "slow")
+        .await
+        .expect("free again");
+}
+
+async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestDatabase) {
+    let (operations, store) = operations(database).await;
+    let now = ember_runtime::time::now();
+    let orphan = Stack {
+        id: uuid::Uuid::new_v4(),
+        name: "orphan".into(),
+        project_id: "project-a".into(),
+        user_id: "alice".into(),
+        parent_id: None,
+        action: StackAction::Create,
+        status: ActionStatus::InProgress,
+        status_reason: "Stack CREATE started".into(),
+        description: String::new(),
+        tags: vec![],
+        timeout_mins: None,
+        disable_rollback: true,
+        created_at: now,
+        updated_at: now,
+        nested_depth: 0,
+        parent_resource: None,
+        deleted_at: None,
+    };
+    store.insert_stack(&orphan).await.expect("inserted");
+    let dead_engine = uuid::Uuid::new_v4();
+    let long_ago = now - chrono::Duration::minutes(10);
+    assert!(
+        store
+            .take_stack_lease(
+                orphan.id,
+                dead_engine,
+                "CREATE",
+                long_ago,
+                long_ago + chrono::Duration::seconds(30)
+            )
+            .await
+            .expect("lease")
+    );
+    assert_eq!(
+        operations.recover_orphaned_stacks().await.expect("swept"),
+        1
+    );
+    let stack = operations
+        .find_stack(&alice(), "orphan")
+        .await
+        .expect("stack");
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert!(
+        stack
+            .status_reason
+            .contains(&format!("engine {dead_engine} went away")),
+        "{}",
+        stack.status_reason
+    );
+    // A live stack is left alone.
+    assert_eq!(
+        operations.recover_orphaned_stacks().await.expect("swept"),
+        0
+    );
+}
+
+async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &TestDatabase) {
+    let (_, store) = operations(database).await;
+    let stack_id = uuid::Uuid::new_v4();
+    let (one, two) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    let now = ember_runtime::time::now();
+    let later = now + chrono::Duration::seconds(30);
+    assert!(
+        store
+            .take_stack_lease(stack_id, one, "CREATE", now, later)
+            .await
+            .expect("take")
+    );
+    assert!(
+        !store
+            .take_stack_lease(stack_id, two, "DELETE", now, later)
+            .await
+            .expect("take")
+    );
+    assert!(
+        store
+            .renew_stack_lease(stack_id, one, later)
+            .await
+            .expect("renew")
+    );
+    assert!(
+        !store
+            .renew_stack_lease(stack_id, two, later)
+            .await
+            .expect("renew")
+    );
+    let after_expiry = later + chrono::Duration::seconds(1);
+    assert!(
+        store
+            .take_stack_lease(
+                stack_id,
+                two,
+                "DELETE",
+                after_expiry,
+                after_expiry + chrono::Duration::seconds(30)
+            )
+            .await
+            .expect("steal")
+    );
+    assert!(
+        !store
+            .renew_stack_lease(stack_id, one, later)
+            .await
+            .expect("renew"),
+        "the old holder lost it"
+    );
+    store
+        .release_stack_lease(stack_id, two)
+        .await
+        .expect("release");
+    assert!(
+        store
+            .take_stack_lease(stack_id, one, "UPDATE", now, later)
+            .await
+            .expect("take")
+    );
+}
+
+ember_runtime::store_suite!(
+    a_stack_is_created_along_its_graph_and_deleted,
+    a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
+    bad_requests_are_refused_before_anything_is_recorded,
+    an_operation_in_progress_holds_the_stack_lease,
+    a_stack_left_in_progress_by_a_dead_engine_is_failed,
+    an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,
+);
