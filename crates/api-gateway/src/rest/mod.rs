@@ -2,7 +2,7 @@
 //! APIs. Handlers authenticate with the [`Authenticated`] extractor and call
 //! the engine with the caller's identity attached.
 
-mod orchestration;
+pub mod orchestration;
 
 use std::sync::atomic::Ordering;
 

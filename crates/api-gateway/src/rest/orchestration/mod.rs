@@ -1,26 +1,182 @@
 //! The Orchestration API v1 (Heat), at `/orchestration/v1/{project_id}`.
 //! Request and response bodies follow Heat's so python-heatclient and the
-//! `openstack stack` commands work unchanged.
+//! `openstack stack` commands work unchanged. Every route authenticates,
+//! checks that the URL's project is the token's ([`HeatCaller`]) and calls
+//! the engine over gRPC with the caller's identity; this module only
+//! translates.
+//!
+//! Routes follow Heat's: a stack is addressed canonically as
+//! `/stacks/{name}/{id}`; `/stacks/{name or id}` (any method) and a few
+//! sub-paths addressed by name alone answer `302 Found` to the canonical URL,
+//! query string kept. It must be 302 with an absolute `Location` that starts
+//! with the client's endpoint: python-heatclient follows only 301/302/305,
+//! re-sending the same method, and refuses any other location.
 
-use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+mod catalog;
+mod events;
+mod heat_request;
+mod heat_view;
+pub mod protobuf_json;
+mod resources;
+mod stack_data;
+mod stacks;
+
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, Path, RawPathParams, State};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, delete, get, post};
 use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::event_service_client::EventServiceClient;
+use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
 use ember_runtime::{ErrorKind, Identity};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use tonic::transport::Channel;
 
+use self::heat_view::HeatUrls;
 use super::Authenticated;
 use crate::GatewayState;
 use crate::error::RestError;
 
+/// Sub-paths that `GET /stacks/{name}/{sub-path}` redirects to the
+/// canonical stack URL, as Heat does (`outputs` is Ember's addition).
+const LOOKUP_SUBPATHS_GET: &[&str] = &[
+    "resources",
+    "events",
+    "template",
+    "actions",
+    "environment",
+    "files",
+    "outputs",
+];
+/// The ones `POST` redirects (only `actions` has a POST handler behind it).
+const LOOKUP_SUBPATHS_POST: &[&str] = &["resources", "events", "template", "actions"];
+
 pub fn routes() -> Router<GatewayState> {
-    Router::new()
-        .route("/stacks", get(list_stacks))
-        .route("/stacks/{stack}", get(find_stack))
-        .route("/stacks/{stack_name}/{stack_id}", get(show_stack))
+    let mut router = Router::new()
+        .route(
+            "/stacks",
+            get(stacks::list_stacks).post(stacks::create_stack),
+        )
+        .route(
+            "/stacks/preview",
+            post(stacks::preview_stack).get(lookup_stack_named_preview),
+        )
+        .route("/stacks/{stack_name}", any(lookup_stack))
+        .route(
+            "/stacks/{stack_name}/{stack_id}",
+            get(stacks::show_stack)
+                .put(stacks::update_stack)
+                .patch(stacks::patch_stack)
+                .delete(stacks::delete_stack),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/abandon",
+            delete(stacks::abandon_stack),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/actions",
+            post(stacks::run_stack_action),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/template",
+            get(stack_data::template),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/environment",
+            get(stack_data::environment),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/files",
+            get(stack_data::files),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/outputs",
+            get(stack_data::list_outputs),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/outputs/{output_key}",
+            get(stack_data::show_output),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources",
+            get(resources::list_resources),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources/{resource_name}",
+            get(resources::show_resource),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources/{resource_name}/metadata",
+            get(resources::resource_metadata),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/events",
+            get(events::list_stack_events),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources/{resource_name}/events",
+            get(events::list_resource_events),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources/{resource_name}/events/{event_id}",
+            get(events::show_event),
+        )
+        .route("/resource_types", get(catalog::list_resource_types))
+        .route(
+            "/resource_types/{type_name}",
+            get(catalog::show_resource_type),
+        )
+        .route(
+            "/resource_types/{type_name}/template",
+            get(catalog::resource_type_template),
+        )
+        .route("/validate", post(catalog::validate_template))
+        .route("/build_info", get(catalog::build_info));
+    for subpath in LOOKUP_SUBPATHS_GET {
+        let handler = if LOOKUP_SUBPATHS_POST.contains(subpath) {
+            get(lookup_stack_subpath).post(lookup_stack_subpath)
+        } else {
+            get(lookup_stack_subpath)
+        };
+        router = router.route(&format!("/stacks/{{stack_name}}/{subpath}"), handler);
+    }
+    router
+}
+
+/// The caller of a Heat route: authenticated (401 otherwise), allowed in
+/// the URL's project (403 otherwise), with that project's URLs.
+pub struct HeatCaller {
+    pub identity: Identity,
+    pub urls: HeatUrls,
+}
+
+impl FromRequestParts<GatewayState> for HeatCaller {
+    type Rejection = RestError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &GatewayState,
+    ) -> Result<Self, RestError> {
+        let Authenticated(identity) = Authenticated::from_request_parts(parts, state).await?;
+        let params = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|error| RestError::new(ErrorKind::InvalidInput, error.body_text()))?;
+        let project_id = params
+            .iter()
+            .find(|(name, _)| *name == "project_id")
+            .map(|(_, value)| value.to_owned())
+            .unwrap_or_default();
+        check_project(&identity, &project_id)?;
+        let Ok(PublicOrigin(origin)) = PublicOrigin::from_request_parts(parts, state).await;
+        Ok(HeatCaller {
+            identity,
+            urls: HeatUrls::new(&origin, &project_id),
+        })
+    }
 }
 
 /// Heat refuses a token scoped to another project than the URL names.
@@ -38,110 +194,163 @@ fn check_project(identity: &Identity, project_id: &str) -> Result<(), RestError>
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct ListStacksQuery {
-    limit: Option<u32>,
-    marker: Option<String>,
-    stack_name: Option<String>,
-    name: Option<String>,
-    show_nested: Option<bool>,
-}
+/// `scheme://host[:port]` as the caller reached the gateway (honouring a
+/// proxy's `X-Forwarded-Proto`/`-Host`); empty when unknown, which makes
+/// links relative.
+pub struct PublicOrigin(pub String);
 
-async fn list_stacks(
-    State(state): State<GatewayState>,
-    Authenticated(identity): Authenticated,
-    Path(project_id): Path<String>,
-    Query(query): Query<ListStacksQuery>,
-) -> Result<Json<Value>, RestError> {
-    check_project(&identity, &project_id)?;
-    let request = pb::ListStacksRequest {
-        limit: query.limit.unwrap_or(0),
-        marker: query.marker.unwrap_or_default(),
-        name: query.stack_name.or(query.name).unwrap_or_default(),
-        show_nested: query.show_nested.unwrap_or(false),
-    };
-    let response = StackServiceClient::new(state.upstreams.engine.clone())
-        .list_stacks(state.internal_request(&identity, request))
-        .await?
-        .into_inner();
-    let stacks: Vec<Value> = response
-        .stacks
-        .iter()
-        .map(|stack| stack_summary(&project_id, stack))
-        .collect();
-    Ok(Json(json!({ "stacks": stacks })))
-}
+impl<S: Send + Sync> FromRequestParts<S> for PublicOrigin {
+    type Rejection = Infallible;
 
-/// `GET /stacks/{name or id}` redirects to the canonical URL, as Heat does.
-async fn find_stack(
-    State(state): State<GatewayState>,
-    Authenticated(identity): Authenticated,
-    Path((project_id, stack)): Path<(String, String)>,
-) -> Result<Response, RestError> {
-    check_project(&identity, &project_id)?;
-    let found = get_stack(&state, &identity, stack).await?;
-    let location = format!(
-        "/orchestration/v1/{project_id}/stacks/{}/{}",
-        found.name, found.id
-    );
-    Ok(Redirect::to(&location).into_response())
-}
-
-async fn show_stack(
-    State(state): State<GatewayState>,
-    Authenticated(identity): Authenticated,
-    Path((project_id, stack_name, stack_id)): Path<(String, String, String)>,
-) -> Result<Json<Value>, RestError> {
-    check_project(&identity, &project_id)?;
-    let found = get_stack(&state, &identity, stack_id.clone()).await?;
-    if found.name != stack_name {
-        return Err(RestError::new(
-            ErrorKind::NotFound,
-            format!("stack {stack_name:?} with id {stack_id} not found"),
-        ));
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.split(',').next())
+                .map(str::trim)
+                .filter(|value| !value.is_empty())
+                .map(str::to_owned)
+        };
+        let scheme = header("x-forwarded-proto").unwrap_or_else(|| "http".to_owned());
+        let host = header("x-forwarded-host")
+            .or_else(|| header("host"))
+            .or_else(|| parts.uri.authority().map(ToString::to_string));
+        Ok(PublicOrigin(
+            host.map(|host| format!("{scheme}://{host}"))
+                .unwrap_or_default(),
+        ))
     }
-    Ok(Json(json!({ "stack": stack_summary(&project_id, &found) })))
 }
 
-async fn get_stack(
+/// `{stack_name}/{stack_id}` of a canonical stack URL.
+#[derive(Debug, Deserialize)]
+pub struct StackPath {
+    pub stack_name: String,
+    pub stack_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct StackLookupPath {
+    stack_name: String,
+}
+
+pub fn stack_service(state: &GatewayState) -> StackServiceClient<Channel> {
+    StackServiceClient::new(state.upstreams.engine.clone())
+}
+
+pub fn resource_service(state: &GatewayState) -> ResourceServiceClient<Channel> {
+    ResourceServiceClient::new(state.upstreams.engine.clone())
+}
+
+pub fn event_service(state: &GatewayState) -> EventServiceClient<Channel> {
+    EventServiceClient::new(state.upstreams.engine.clone())
+}
+
+/// One stack by name or id.
+pub async fn get_stack(
     state: &GatewayState,
     identity: &Identity,
     stack: String,
 ) -> Result<pb::Stack, RestError> {
-    Ok(StackServiceClient::new(state.upstreams.engine.clone())
+    Ok(stack_service(state)
         .get_stack(state.internal_request(identity, pb::GetStackRequest { stack }))
         .await?
         .into_inner())
 }
 
-fn heat_time(timestamp: Option<&prost_types::Timestamp>) -> Value {
-    timestamp
-        .and_then(|time| chrono::DateTime::from_timestamp(time.seconds, 0))
-        .map(|time| Value::String(time.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
-        .unwrap_or(Value::Null)
+/// The stack a canonical URL names. As in Heat, the name must be the
+/// stack's: `/stacks/other-name/{id}` is a 404, not a way around a typo.
+pub async fn identified_stack(
+    state: &GatewayState,
+    identity: &Identity,
+    path: &StackPath,
+) -> Result<pb::Stack, RestError> {
+    let found = get_stack(state, identity, path.stack_id.clone()).await?;
+    if found.name != path.stack_name || found.id != path.stack_id {
+        return Err(RestError::new(
+            ErrorKind::NotFound,
+            format!(
+                "stack {:?} with id {} not found",
+                path.stack_name, path.stack_id
+            ),
+        ));
+    }
+    Ok(found)
 }
 
-/// A stack as Heat lists it.
-fn stack_summary(project_id: &str, stack: &pb::Stack) -> Value {
-    json!({
-        "id": stack.id,
-        "stack_name": stack.name,
-        "description": stack.description,
-        "stack_status": stack.stack_status,
-        "stack_status_reason": stack.status_reason,
-        "creation_time": heat_time(stack.created_at.as_ref()),
-        "updated_time": heat_time(stack.updated_at.as_ref()),
-        "deletion_time": null,
-        "stack_owner": stack.user_id,
-        "stack_user_project_id": stack.project_id,
-        "parent": if stack.parent_id.is_empty() { Value::Null } else { Value::String(stack.parent_id.clone()) },
-        "tags": if stack.tags.is_empty() { Value::Null } else { json!(stack.tags) },
-        "timeout_mins": if stack.timeout_mins == 0 { Value::Null } else { json!(stack.timeout_mins) },
-        "disable_rollback": stack.disable_rollback,
-        "project": stack.project_id,
-        "links": [{
-            "href": format!("/orchestration/v1/{project_id}/stacks/{}/{}", stack.name, stack.id),
-            "rel": "self",
-        }],
-    })
+/// `ANY /stacks/{name or id}` → 302 to `/stacks/{name}/{id}`.
+async fn lookup_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackLookupPath>,
+    uri: http::Uri,
+) -> Result<Response, RestError> {
+    redirect_to_stack(&state, &caller, path.stack_name, None, uri.query()).await
+}
+
+/// `GET /stacks/preview` is a lookup of a stack named "preview" (the
+/// static route for `POST /stacks/preview` takes the path first).
+async fn lookup_stack_named_preview(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    uri: http::Uri,
+) -> Result<Response, RestError> {
+    redirect_to_stack(&state, &caller, "preview".to_owned(), None, uri.query()).await
+}
+
+/// `GET|POST /stacks/{name or id}/{sub-path}` → 302 to the canonical URL
+/// of the sub-path.
+async fn lookup_stack_subpath(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackLookupPath>,
+    uri: http::Uri,
+) -> Result<Response, RestError> {
+    let subpath = uri.path().rsplit('/').next().map(str::to_owned);
+    redirect_to_stack(&state, &caller, path.stack_name, subpath, uri.query()).await
+}
+
+async fn redirect_to_stack(
+    state: &GatewayState,
+    caller: &HeatCaller,
+    stack: String,
+    subpath: Option<String>,
+    query: Option<&str>,
+) -> Result<Response, RestError> {
+    let found = get_stack(state, &caller.identity, stack).await?;
+    let mut location = caller.urls.stack(&found.name, &found.id);
+    if let Some(subpath) = subpath {
+        location = format!("{location}/{subpath}");
+    }
+    if let Some(query) = query.filter(|query| !query.is_empty()) {
+        location = format!("{location}?{query}");
+    }
+    Ok((
+        http::StatusCode::FOUND,
+        [(http::header::LOCATION, location)],
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_mounts_without_conflict() {
+        // axum panics on conflicting routes when they are added.
+        let _router: Router<GatewayState> = routes();
+    }
+
+    #[test]
+    fn another_projects_url_is_forbidden_unless_admin() {
+        let member = Identity::new("u", "demo", vec!["member".to_owned()]);
+        assert!(check_project(&member, "demo").is_ok());
+        let refused = check_project(&member, "other").expect_err("forbidden");
+        assert!(format!("{refused:?}").contains("Forbidden"));
+        let admin = Identity::new("a", "demo", vec!["admin".to_owned()]);
+        assert!(check_project(&admin, "other").is_ok());
+    }
 }

@@ -1,0 +1,439 @@
+//! Engine messages → Heat's response bodies: stacks, outputs, resources,
+//! events, validation and resource type schemas, with Heat's field names,
+//! combined `ACTION_STATUS` strings, `2026-01-01T00:00:00Z` timestamps and
+//! absolute `links` (python-heatclient follows them and refuses a redirect
+//! that does not start with its endpoint).
+
+use ember_proto::engine::v1 as pb;
+use serde_json::{Map, Value, json};
+
+use super::protobuf_json::{list_to_json, optional_value_to_json, struct_to_json};
+
+/// Builds the absolute URLs of one project's Heat API, from the origin
+/// (`http://host:port`) the caller reached the gateway at.
+#[derive(Debug, Clone)]
+pub struct HeatUrls {
+    base: String,
+}
+
+impl HeatUrls {
+    pub fn new(origin: &str, project_id: &str) -> HeatUrls {
+        HeatUrls {
+            base: format!("{origin}/orchestration/v1/{}", path_segment(project_id)),
+        }
+    }
+
+    pub fn stacks(&self) -> String {
+        format!("{}/stacks", self.base)
+    }
+
+    pub fn stack(&self, stack_name: &str, stack_id: &str) -> String {
+        format!(
+            "{}/{}/{}",
+            self.stacks(),
+            path_segment(stack_name),
+            path_segment(stack_id)
+        )
+    }
+
+    /// The lookup URL of a stack known by id only; it redirects.
+    pub fn stack_lookup(&self, stack: &str) -> String {
+        format!("{}/{}", self.stacks(), path_segment(stack))
+    }
+
+    pub fn resource(&self, stack_name: &str, stack_id: &str, resource_name: &str) -> String {
+        format!(
+            "{}/resources/{}",
+            self.stack(stack_name, stack_id),
+            path_segment(resource_name)
+        )
+    }
+
+    pub fn event(&self, event: &pb::Event) -> String {
+        format!(
+            "{}/events/{}",
+            self.resource(&event.stack_name, &event.stack_id, &event.resource_name),
+            path_segment(&event.id)
+        )
+    }
+}
+
+/// Percent-encodes one path segment (resource names may hold anything).
+pub fn path_segment(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~:@".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+fn link(href: String, rel: &str) -> Value {
+    json!({ "href": href, "rel": rel })
+}
+
+/// Heat's timestamp format, or null.
+pub fn heat_time(timestamp: Option<&prost_types::Timestamp>) -> Value {
+    timestamp
+        .and_then(|time| chrono::DateTime::from_timestamp(time.seconds, 0))
+        .map(|time| Value::String(time.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
+        .unwrap_or(Value::Null)
+}
+
+fn null_if_empty(text: &str) -> Value {
+    if text.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text.to_owned())
+    }
+}
+
+/// `{"id", "links"}`: what create answers.
+pub fn created_stack(urls: &HeatUrls, stack: &pb::Stack) -> Value {
+    json!({
+        "id": stack.id,
+        "links": [link(urls.stack(&stack.name, &stack.id), "self")],
+    })
+}
+
+/// A stack as Heat lists it.
+pub fn stack_summary(urls: &HeatUrls, stack: &pb::Stack) -> Value {
+    json!({
+        "id": stack.id,
+        "stack_name": stack.name,
+        "description": stack.description,
+        "stack_status": stack.stack_status,
+        "stack_status_reason": stack.status_reason,
+        "creation_time": heat_time(stack.created_at.as_ref()),
+        "updated_time": heat_time(stack.updated_at.as_ref()),
+        "deletion_time": null,
+        "stack_owner": stack.user_id,
+        "stack_user_project_id": stack.project_id,
+        "parent": null_if_empty(&stack.parent_id),
+        "tags": if stack.tags.is_empty() { Value::Null } else { json!(stack.tags) },
+        "timeout_mins": if stack.timeout_mins == 0 { Value::Null } else { json!(stack.timeout_mins) },
+        "disable_rollback": stack.disable_rollback,
+        "project": stack.project_id,
+        "links": [link(urls.stack(&stack.name, &stack.id), "self")],
+    })
+}
+
+/// A stack as Heat shows it: the summary plus parameters and outputs.
+pub fn stack_detail(urls: &HeatUrls, stack: &pb::Stack) -> Value {
+    let mut view = stack_summary(urls, stack);
+    if let Value::Object(fields) = &mut view {
+        fields.insert(
+            "parameters".into(),
+            struct_to_json(stack.parameters.as_ref()),
+        );
+        fields.insert(
+            "outputs".into(),
+            stack.outputs.iter().map(output_detail).collect(),
+        );
+        fields.insert(
+            "template_description".into(),
+            Value::String(stack.template_description.clone()),
+        );
+        fields.insert("capabilities".into(), json!([]));
+        fields.insert("notification_topics".into(), json!([]));
+        fields.insert(
+            "parent_resource".into(),
+            null_if_empty(&stack.parent_resource),
+        );
+    }
+    view
+}
+
+/// A preview: the stack as it would be, with its resources.
+pub fn stack_preview(urls: &HeatUrls, preview: &pb::StackPreview) -> Value {
+    let stack = preview.stack.clone().unwrap_or_default();
+    let mut view = stack_detail(urls, &stack);
+    if let Value::Object(fields) = &mut view {
+        let resources: Vec<Value> = preview
+            .resources
+            .iter()
+            .map(|resource| {
+                let mut shown = resource_view(urls, resource, None, true);
+                if let Value::Object(fields) = &mut shown {
+                    fields.insert(
+                        "properties".into(),
+                        struct_to_json(resource.properties.as_ref()),
+                    );
+                    fields.insert(
+                        "metadata".into(),
+                        struct_to_json(resource.metadata.as_ref()),
+                    );
+                }
+                shown
+            })
+            .collect();
+        fields.insert("resources".into(), Value::Array(resources));
+    }
+    view
+}
+
+/// An output in `GET …/outputs`: key and description only.
+pub fn output_summary(output: &pb::Output) -> Value {
+    json!({ "output_key": output.output_key, "description": output.description })
+}
+
+/// An output with its value, and its error when it could not be resolved.
+pub fn output_detail(output: &pb::Output) -> Value {
+    let mut view = json!({
+        "output_key": output.output_key,
+        "description": output.description,
+        "output_value": optional_value_to_json(output.output_value.as_ref()),
+    });
+    if !output.output_error.is_empty()
+        && let Value::Object(fields) = &mut view
+    {
+        fields.insert("output_error".into(), json!(output.output_error));
+    }
+    view
+}
+
+/// A resource as Heat lists it (`detail` adds attributes and description).
+/// `nested_stack_name` makes the `nested` link canonical when known.
+pub fn resource_view(
+    urls: &HeatUrls,
+    resource: &pb::Resource,
+    nested_stack_name: Option<&str>,
+    detail: bool,
+) -> Value {
+    let mut links = vec![
+        link(
+            urls.resource(
+                &resource.stack_name,
+                &resource.stack_id,
+                &resource.resource_name,
+            ),
+            "self",
+        ),
+        link(
+            urls.stack(&resource.stack_name, &resource.stack_id),
+            "stack",
+        ),
+    ];
+    if !resource.nested_stack_id.is_empty() {
+        let href = match nested_stack_name {
+            Some(name) => urls.stack(name, &resource.nested_stack_id),
+            None => urls.stack_lookup(&resource.nested_stack_id),
+        };
+        links.push(link(href, "nested"));
+    }
+    // Heat shows a resource never updated with its creation time.
+    let updated = resource
+        .updated_at
+        .as_ref()
+        .or(resource.created_at.as_ref());
+    let mut view = Map::new();
+    view.insert("resource_name".into(), json!(resource.resource_name));
+    view.insert("logical_resource_id".into(), json!(resource.resource_name));
+    view.insert(
+        "physical_resource_id".into(),
+        json!(resource.physical_resource_id),
+    );
+    view.insert("resource_type".into(), json!(resource.resource_type));
+    view.insert("resource_status".into(), json!(resource.resource_status));
+    view.insert(
+        "resource_status_reason".into(),
+        json!(resource.resource_status_reason),
+    );
+    view.insert(
+        "creation_time".into(),
+        heat_time(resource.created_at.as_ref()),
+    );
+    view.insert("updated_time".into(), heat_time(updated));
+    view.insert("required_by".into(), json!(resource.required_by));
+    view.insert("links".into(), Value::Array(links));
+    if !resource.parent_resource.is_empty() {
+        view.insert("parent_resource".into(), json!(resource.parent_resource));
+    }
+    if detail {
+        view.insert(
+            "attributes".into(),
+            struct_to_json(resource.attributes.as_ref()),
+        );
+        // The engine's Resource has no description yet.
+        view.insert("description".into(), json!(""));
+    }
+    Value::Object(view)
+}
+
+/// An event as Heat lists it (`detail` adds the resource type).
+pub fn event_view(urls: &HeatUrls, event: &pb::Event, detail: bool) -> Value {
+    let mut view = json!({
+        "id": event.id,
+        "event_time": heat_time(event.created_at.as_ref()),
+        "resource_name": event.resource_name,
+        "logical_resource_id": event.resource_name,
+        "physical_resource_id": event.physical_resource_id,
+        "resource_status": event.resource_status,
+        "resource_status_reason": event.resource_status_reason,
+        "links": [
+            link(urls.event(event), "self"),
+            link(urls.resource(&event.stack_name, &event.stack_id, &event.resource_name), "resource"),
+            link(urls.stack(&event.stack_name, &event.stack_id), "stack"),
+        ],
+    });
+    if detail && let Value::Object(fields) = &mut view {
+        fields.insert("resource_type".into(), json!(event.resource_type));
+    }
+    view
+}
+
+/// Heat's validate answer; `ParameterGroups` only when the template has some.
+pub fn validation(response: &pb::ValidateTemplateResponse) -> Value {
+    let mut view = json!({
+        "Description": response.description,
+        "Parameters": struct_to_json(response.parameters.as_ref()),
+    });
+    let groups = list_to_json(response.parameter_groups.as_ref());
+    if groups.as_array().is_some_and(|groups| !groups.is_empty())
+        && let Value::Object(fields) = &mut view
+    {
+        fields.insert("ParameterGroups".into(), groups);
+    }
+    view
+}
+
+/// Heat's resource type schema.
+pub fn resource_type_schema(schema: &pb::ResourceTypeSchema) -> Value {
+    json!({
+        "resource_type": schema.resource_type,
+        "properties": struct_to_json(schema.properties.as_ref()),
+        "attributes": struct_to_json(schema.attributes.as_ref()),
+        "support_status": {
+            "status": "SUPPORTED",
+            "version": null,
+            "message": null,
+            "previous_status": null,
+        },
+        "description": schema.description,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timestamp() -> Option<prost_types::Timestamp> {
+        Some(prost_types::Timestamp {
+            seconds: 1_767_225_600,
+            nanos: 5,
+        })
+    }
+
+    #[test]
+    fn links_are_absolute_and_names_are_encoded() {
+        let urls = HeatUrls::new("http://127.0.0.1:8004", "demo");
+        assert_eq!(
+            urls.stack("web", "abc"),
+            "http://127.0.0.1:8004/orchestration/v1/demo/stacks/web/abc"
+        );
+        assert_eq!(
+            urls.resource("web", "abc", "my server/1"),
+            "http://127.0.0.1:8004/orchestration/v1/demo/stacks/web/abc/resources/my%20server%2F1"
+        );
+    }
+
+    #[test]
+    fn times_are_in_heat_format() {
+        assert_eq!(heat_time(timestamp().as_ref()), "2026-01-01T00:00:00Z");
+        assert_eq!(heat_time(None), Value::Null);
+    }
+
+    #[test]
+    fn a_stack_detail_has_heats_fields() {
+        let urls = HeatUrls::new("http://h", "demo");
+        let stack = pb::Stack {
+            id: "id-1".into(),
+            name: "web".into(),
+            stack_status: "CREATE_COMPLETE".into(),
+            created_at: timestamp(),
+            outputs: vec![pb::Output {
+                output_key: "out".into(),
+                output_error: "boom".into(),
+                ..pb::Output::default()
+            }],
+            ..pb::Stack::default()
+        };
+        let view = stack_detail(&urls, &stack);
+        for field in [
+            "id",
+            "stack_name",
+            "stack_status",
+            "stack_status_reason",
+            "creation_time",
+            "updated_time",
+            "parameters",
+            "outputs",
+            "template_description",
+            "timeout_mins",
+            "disable_rollback",
+            "tags",
+            "parent",
+            "links",
+        ] {
+            assert!(view.get(field).is_some(), "{field} missing from {view}");
+        }
+        assert_eq!(view["creation_time"], "2026-01-01T00:00:00Z");
+        assert_eq!(view["updated_time"], Value::Null);
+        assert_eq!(view["outputs"][0]["output_error"], "boom");
+        assert_eq!(
+            view["links"][0]["href"],
+            "http://h/orchestration/v1/demo/stacks/web/id-1"
+        );
+    }
+
+    #[test]
+    fn a_resource_shows_its_links_and_creation_time_when_never_updated() {
+        let urls = HeatUrls::new("http://h", "demo");
+        let resource = pb::Resource {
+            resource_name: "inner".into(),
+            stack_name: "web".into(),
+            stack_id: "id-1".into(),
+            nested_stack_id: "id-2".into(),
+            created_at: timestamp(),
+            required_by: vec!["other".into()],
+            ..pb::Resource::default()
+        };
+        let view = resource_view(&urls, &resource, Some("web-inner-x"), false);
+        assert_eq!(view["logical_resource_id"], "inner");
+        assert_eq!(view["updated_time"], "2026-01-01T00:00:00Z");
+        assert_eq!(view["required_by"], json!(["other"]));
+        assert_eq!(
+            view["links"][2]["href"],
+            "http://h/orchestration/v1/demo/stacks/web-inner-x/id-2"
+        );
+        assert!(view.get("attributes").is_none());
+        assert!(view.get("parent_resource").is_none());
+        let detail = resource_view(&urls, &resource, None, true);
+        assert_eq!(detail["attributes"], json!({}));
+        assert_eq!(
+            detail["links"][2]["href"],
+            "http://h/orchestration/v1/demo/stacks/id-2"
+        );
+    }
+
+    #[test]
+    fn validation_omits_empty_parameter_groups_as_heat_does() {
+        let empty = validation(&pb::ValidateTemplateResponse {
+            description: "d".into(),
+            ..pb::ValidateTemplateResponse::default()
+        });
+        assert_eq!(empty, json!({"Description": "d", "Parameters": {}}));
+        let grouped = validation(&pb::ValidateTemplateResponse {
+            parameter_groups: Some(prost_types::ListValue {
+                values: vec![super::super::protobuf_json::json_to_value(
+                    json!({"label": "g"}),
+                )],
+            }),
+            ..pb::ValidateTemplateResponse::default()
+        });
+        assert_eq!(grouped["ParameterGroups"], json!([{"label": "g"}]));
+    }
+}

@@ -1,0 +1,235 @@
+//! A stack's resources: the list (with Heat's filters), one resource with
+//! its attributes, and its metadata. The engine filters by type; Heat's
+//! other filters (name, action, status, physical id) apply here, on the
+//! whole list the engine returns.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use ember_proto::engine::v1 as pb;
+use ember_runtime::Identity;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::heat_request::QueryParams;
+use super::heat_view;
+use super::protobuf_json::struct_to_json;
+use super::{HeatCaller, StackPath, get_stack, identified_stack, resource_service};
+use crate::GatewayState;
+use crate::error::RestError;
+
+/// The query keys `GET …/resources` takes; Heat refuses others.
+const RESOURCE_LIST_QUERY: &[&str] = &[
+    "type",
+    "status",
+    "name",
+    "action",
+    "id",
+    "physical_resource_id",
+    "nested_depth",
+    "with_detail",
+];
+
+/// Heat's resource list filters the engine does not apply itself.
+#[derive(Debug, Default)]
+struct ResourceFilter {
+    names: Vec<String>,
+    actions: Vec<String>,
+    statuses: Vec<String>,
+    physical_ids: Vec<String>,
+}
+
+impl ResourceFilter {
+    fn from_query(query: &QueryParams) -> ResourceFilter {
+        let mut physical_ids = query.all("physical_resource_id");
+        // Ember resources have no id of their own apart from the physical one.
+        physical_ids.extend(query.all("id"));
+        ResourceFilter {
+            names: query.all("name"),
+            actions: query.all("action"),
+            statuses: query.all("status"),
+            physical_ids,
+        }
+    }
+
+    fn matches(&self, resource: &pb::Resource) -> bool {
+        let (action, status) = resource
+            .resource_status
+            .split_once('_')
+            .unwrap_or((resource.resource_status.as_str(), ""));
+        let any = |wanted: &[String], value: &str| {
+            wanted.is_empty() || wanted.iter().any(|wanted| wanted == value)
+        };
+        any(&self.names, &resource.resource_name)
+            && any(&self.actions, action)
+            && (any(&self.statuses, status) || any(&self.statuses, &resource.resource_status))
+            && any(&self.physical_ids, &resource.physical_resource_id)
+    }
+}
+
+/// `GET …/resources?nested_depth=N&type=T&status=S…`.
+pub async fn list_resources(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+    query: QueryParams,
+) -> Result<Json<Value>, RestError> {
+    query.refuse_unknown(RESOURCE_LIST_QUERY)?;
+    let nested_depth = query.whole_number("nested_depth")?.unwrap_or(0);
+    // Accepted for Heat clients; list entries carry no attributes either way.
+    query.boolean("with_detail")?;
+    let filter = ResourceFilter::from_query(&query);
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let request = pb::ListResourcesRequest {
+        stack: stack.id,
+        nested_depth,
+        types: query.all("type"),
+        statuses: Vec::new(),
+    };
+    let listed = resource_service(&state)
+        .list_resources(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner()
+        .resources;
+    let nested_names = nested_stack_names(&state, &caller.identity, &listed).await;
+    let resources: Vec<Value> = listed
+        .iter()
+        .filter(|resource| filter.matches(resource))
+        .map(|resource| {
+            let nested_name = nested_names.get(&resource.nested_stack_id);
+            heat_view::resource_view(
+                &caller.urls,
+                resource,
+                nested_name.map(String::as_str),
+                false,
+            )
+        })
+        .collect();
+    Ok(Json(json!({ "resources": resources })))
+}
+
+/// Names of the nested stacks some resources own, for canonical `nested`
+/// links: from the list itself when it goes deep enough, else looked up.
+/// A lookup that fails leaves that link in its id-only (redirecting) form.
+async fn nested_stack_names(
+    state: &GatewayState,
+    identity: &Identity,
+    resources: &[pb::Resource],
+) -> HashMap<String, String> {
+    let mut names: HashMap<String, String> = resources
+        .iter()
+        .map(|resource| (resource.stack_id.clone(), resource.stack_name.clone()))
+        .collect();
+    let mut missing: Vec<String> = resources
+        .iter()
+        .map(|resource| resource.nested_stack_id.clone())
+        .filter(|id| !id.is_empty() && !names.contains_key(id))
+        .collect();
+    missing.sort();
+    missing.dedup();
+    let lookups = missing.into_iter().map(|id| get_stack(state, identity, id));
+    for stack in futures::future::join_all(lookups)
+        .await
+        .into_iter()
+        .flatten()
+    {
+        names.insert(stack.id, stack.name);
+    }
+    names
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ResourcePath {
+    stack_name: String,
+    stack_id: String,
+    resource_name: String,
+}
+
+async fn get_resource(
+    state: &GatewayState,
+    caller: &HeatCaller,
+    path: ResourcePath,
+    attributes: Vec<String>,
+) -> Result<pb::Resource, RestError> {
+    let stack_path = StackPath {
+        stack_name: path.stack_name,
+        stack_id: path.stack_id,
+    };
+    let stack = identified_stack(state, &caller.identity, &stack_path).await?;
+    let request = pb::GetResourceRequest {
+        stack: stack.id,
+        resource_name: path.resource_name,
+        attributes,
+    };
+    Ok(resource_service(state)
+        .get_resource(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner())
+}
+
+/// `GET …/resources/{name}[?with_attr=A…]`: the resource with attributes.
+pub async fn show_resource(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<ResourcePath>,
+    query: QueryParams,
+) -> Result<Json<Value>, RestError> {
+    let resource = get_resource(&state, &caller, path, query.all("with_attr")).await?;
+    let nested_names =
+        nested_stack_names(&state, &caller.identity, std::slice::from_ref(&resource)).await;
+    let nested_name = nested_names.get(&resource.nested_stack_id);
+    Ok(Json(json!({
+        "resource": heat_view::resource_view(&caller.urls, &resource, nested_name.map(String::as_str), true),
+    })))
+}
+
+/// `GET …/resources/{name}/metadata`: `{"metadata": {...}}`.
+pub async fn resource_metadata(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<ResourcePath>,
+) -> Result<Json<Value>, RestError> {
+    let resource = get_resource(&state, &caller, path, Vec::new()).await?;
+    Ok(Json(
+        json!({ "metadata": struct_to_json(resource.metadata.as_ref()) }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resource(name: &str, status: &str) -> pb::Resource {
+        pb::Resource {
+            resource_name: name.to_owned(),
+            resource_status: status.to_owned(),
+            physical_resource_id: format!("{name}-id"),
+            ..pb::Resource::default()
+        }
+    }
+
+    #[test]
+    fn heats_filters_match_status_action_name_and_physical_id() {
+        let filter = |pairs: &[(&str, &str)]| {
+            ResourceFilter::from_query(&QueryParams(
+                pairs
+                    .iter()
+                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+                    .collect(),
+            ))
+        };
+        let failed = resource("a", "CREATE_FAILED");
+        let busy = resource("b", "UPDATE_IN_PROGRESS");
+        assert!(filter(&[]).matches(&failed));
+        assert!(filter(&[("status", "FAILED")]).matches(&failed));
+        assert!(filter(&[("status", "CREATE_FAILED")]).matches(&failed));
+        assert!(!filter(&[("status", "FAILED")]).matches(&busy));
+        assert!(filter(&[("status", "IN_PROGRESS")]).matches(&busy));
+        assert!(filter(&[("action", "UPDATE")]).matches(&busy));
+        assert!(!filter(&[("action", "UPDATE")]).matches(&failed));
+        assert!(filter(&[("name", "a"), ("name", "b")]).matches(&busy));
+        assert!(filter(&[("physical_resource_id", "a-id")]).matches(&failed));
+        assert!(!filter(&[("id", "a-id")]).matches(&busy));
+    }
+}

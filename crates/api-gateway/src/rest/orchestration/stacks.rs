@@ -1,0 +1,207 @@
+//! Stack lifecycle routes: list, create, preview, show, update (PUT/PATCH),
+//! delete, abandon and the actions endpoint. Status codes are Heat's: create
+//! 201 with `Location`, update 202 and delete 204 with empty bodies, actions
+//! 200 with an empty body, abandon 200 with the abandon data.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use ember_proto::engine::v1 as pb;
+use serde_json::{Value, json};
+
+use super::heat_request::{self, QueryParams};
+use super::heat_view;
+use super::protobuf_json::struct_to_json;
+use super::{HeatCaller, StackPath, identified_stack, stack_service};
+use crate::GatewayState;
+use crate::error::RestError;
+
+/// The engine's largest page of stacks.
+const ENGINE_PAGE: u32 = 1000;
+
+/// `GET /stacks`: the caller's stacks, newest first. Without a `limit`
+/// Heat returns them all, so the gateway pages through the engine; with one,
+/// a `next` link carries the marker. Heat's sort and tag filters are
+/// accepted and ignored: the engine lists newest first.
+pub async fn list_stacks(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    query: QueryParams,
+) -> Result<Json<Value>, RestError> {
+    let limit = query.whole_number("limit")?.filter(|limit| *limit > 0);
+    let mut request = pb::ListStacksRequest {
+        limit: limit.unwrap_or(ENGINE_PAGE),
+        marker: query.first("marker").unwrap_or_default().to_owned(),
+        name: query
+            .first("stack_name")
+            .or_else(|| query.first("name"))
+            .unwrap_or_default()
+            .to_owned(),
+        show_nested: query.boolean("show_nested")?.unwrap_or(false),
+    };
+    let mut stacks = Vec::new();
+    let next_marker = loop {
+        let page = stack_service(&state)
+            .list_stacks(state.internal_request(&caller.identity, request.clone()))
+            .await?
+            .into_inner();
+        stacks.extend(page.stacks);
+        if limit.is_some() || page.next_marker.is_empty() {
+            break page.next_marker;
+        }
+        request.marker = page.next_marker;
+    };
+    let stacks: Vec<Value> = stacks
+        .iter()
+        .map(|stack| heat_view::stack_summary(&caller.urls, stack))
+        .collect();
+    let mut body = json!({ "stacks": stacks });
+    if let Some(limit) = limit
+        && !next_marker.is_empty()
+        && let Value::Object(fields) = &mut body
+    {
+        let next = format!(
+            "{}?limit={limit}&marker={}",
+            caller.urls.stacks(),
+            heat_view::path_segment(&next_marker)
+        );
+        fields.insert("links".into(), json!([{ "href": next, "rel": "next" }]));
+    }
+    Ok(Json(body))
+}
+
+/// `POST /stacks` → 201 `{"stack": {"id", "links"}}` and `Location`.
+pub async fn create_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let request = heat_request::create_stack_request(heat_request::parse_body(&body)?, false)?;
+    let stack = stack_service(&state)
+        .create_stack(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner();
+    let location = caller.urls.stack(&stack.name, &stack.id);
+    Ok((
+        http::StatusCode::CREATED,
+        [(http::header::LOCATION, location)],
+        Json(json!({ "stack": heat_view::created_stack(&caller.urls, &stack) })),
+    )
+        .into_response())
+}
+
+/// `POST /stacks/preview` → the stack as it would be, with its resources.
+pub async fn preview_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    body: Bytes,
+) -> Result<Json<Value>, RestError> {
+    let request = heat_request::create_stack_request(heat_request::parse_body(&body)?, true)?;
+    let preview = stack_service(&state)
+        .preview_stack(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner();
+    Ok(Json(
+        json!({ "stack": heat_view::stack_preview(&caller.urls, &preview) }),
+    ))
+}
+
+/// `GET /stacks/{name}/{id}`.
+pub async fn show_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+) -> Result<Json<Value>, RestError> {
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    Ok(Json(
+        json!({ "stack": heat_view::stack_detail(&caller.urls, &stack) }),
+    ))
+}
+
+/// `PUT /stacks/{name}/{id}`: a full update → 202.
+pub async fn update_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    update(&state, &caller, &path, &body, false).await
+}
+
+/// `PATCH /stacks/{name}/{id}`: changes to the current stack → 202.
+pub async fn patch_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    update(&state, &caller, &path, &body, true).await
+}
+
+async fn update(
+    state: &GatewayState,
+    caller: &HeatCaller,
+    path: &StackPath,
+    body: &[u8],
+    existing: bool,
+) -> Result<Response, RestError> {
+    let map = heat_request::parse_body(body)?;
+    let stack = identified_stack(state, &caller.identity, path).await?;
+    let request = heat_request::update_stack_request(&stack.name, &stack.id, map, existing)?;
+    stack_service(state)
+        .update_stack(state.internal_request(&caller.identity, request))
+        .await?;
+    Ok(http::StatusCode::ACCEPTED.into_response())
+}
+
+/// `DELETE /stacks/{name}/{id}` → 204.
+pub async fn delete_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+) -> Result<Response, RestError> {
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    stack_service(&state)
+        .delete_stack(
+            state.internal_request(&caller.identity, pb::GetStackRequest { stack: stack.id }),
+        )
+        .await?;
+    Ok(http::StatusCode::NO_CONTENT.into_response())
+}
+
+/// `DELETE /stacks/{name}/{id}/abandon` → 200 with the data adopt takes.
+pub async fn abandon_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+) -> Result<Json<Value>, RestError> {
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let response = stack_service(&state)
+        .abandon_stack(
+            state.internal_request(&caller.identity, pb::GetStackRequest { stack: stack.id }),
+        )
+        .await?
+        .into_inner();
+    Ok(Json(struct_to_json(response.data.as_ref())))
+}
+
+/// `POST /stacks/{name}/{id}/actions` with one of `{"suspend": null}`,
+/// `{"resume": null}`, `{"check": null}`, `{"cancel_update": null}` → 200.
+pub async fn run_stack_action(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let action = heat_request::stack_action(heat_request::parse_body(&body)?)?;
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let request = pb::StackActionRequest {
+        stack: stack.id,
+        action: action.kind as i32,
+    };
+    stack_service(&state)
+        .run_stack_action(state.internal_request(&caller.identity, request))
+        .await?;
+    Ok(http::StatusCode::OK.into_response())
+}
