@@ -4,6 +4,7 @@ use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_stacks;
 mod m20261122_000002_create_resources_events_leases;
+mod m20261122_100001_create_instances;
 
 pub struct Migrator;
 
@@ -13,6 +14,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_create_stacks::Migration),
             Box::new(m20261122_000002_create_resources_events_leases::Migration),
+            Box::new(m20261122_100001_create_instances::Migration),
         ]
     }
 }
