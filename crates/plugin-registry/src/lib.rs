@@ -1,17 +1,22 @@
 //! The plugin-registry service: the ordered registry of lifecycle plugins
 //! (spec heat-stack-lifecycle-plugpoint) that the engine consults before and
-//! after every stack operation. Managed over gRPC, admin only.
+//! after every stack operation, and the runner that calls those plugins in
+//! order with compensation. The registry is managed over gRPC, admin only;
+//! the runner is the engine's internal door.
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod runner;
 pub mod store;
+pub mod testing;
 
 use std::sync::Arc;
 
 use ember_proto::pluginregistry::v1::plugin_registry_service_server::PluginRegistryServiceServer;
+use ember_proto::pluginregistry::v1::plugin_runner_service_server::PluginRunnerServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
 use ember_runtime::server::{GrpcService, StartError, serve_grpc};
 use tokio::net::TcpListener;
@@ -20,8 +25,13 @@ use tokio_util::sync::CancellationToken;
 pub use config::Config;
 pub use error::{Error, Result};
 
-/// The fully qualified gRPC service names this service serves.
+/// The public gRPC services this service serves (the gateway forwards them).
 pub const SERVICE_NAMES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];
+
+/// Services served on the plugin-registry's own port only, for the engine.
+/// The gateway does not forward them: a user could otherwise run the plugin
+/// chain, or post-operations, for stacks that are not theirs.
+pub const INTERNAL_SERVICE_NAMES: &[&str] = &["ember.pluginregistry.v1.PluginRunnerService"];
 
 /// Runs the plugin-registry until `shutdown` is cancelled: migrates its
 /// database, then serves gRPC on `listener`.
@@ -34,16 +44,25 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
-    let store = Arc::new(store::SqlPluginStore::new(connection));
-    let handler = grpc::PluginRegistryHandler::new(store);
+    let store: Arc<dyn store::PluginStore> = Arc::new(store::SqlPluginStore::new(connection));
+    let cache = Arc::new(runner::RegistryCache::new(Arc::clone(&store)));
+    let registry = grpc::PluginRegistryHandler::new(store, Arc::clone(&cache));
+    let runner = grpc::PluginRunnerHandler::new(Arc::new(runner::PluginRunner::new(cache)));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
-    let routes =
-        tonic::service::Routes::new(PluginRegistryServiceServer::with_interceptor(handler, auth));
+    let routes = tonic::service::Routes::new(PluginRegistryServiceServer::with_interceptor(
+        registry,
+        auth.clone(),
+    ))
+    .add_service(PluginRunnerServiceServer::with_interceptor(runner, auth));
     serve_grpc(
         listener,
         GrpcService {
             routes,
-            service_names: SERVICE_NAMES.to_vec(),
+            service_names: SERVICE_NAMES
+                .iter()
+                .chain(INTERNAL_SERVICE_NAMES)
+                .copied()
+                .collect(),
             request_timeout: config.request_timeout,
         },
         shutdown,

@@ -2,7 +2,10 @@
 
 use chrono::Duration;
 use ember_plugin_registry::Error;
-use ember_plugin_registry::domain::{FailureMode, NewPlugin, Operation};
+use std::sync::Arc;
+
+use ember_plugin_registry::domain::{FailureMode, NewPlugin, Operation, PluginUpdate};
+use ember_plugin_registry::runner::RegistryCache;
 use ember_plugin_registry::store::{PluginStore, SqlPluginStore, migrations::Migrator};
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 
@@ -102,7 +105,205 @@ async fn migrations_are_idempotent(database: &TestDatabase) {
     assert_eq!(store_two.list_plugins().await.expect("listed").len(), 1);
 }
 
+async fn register(store: &SqlPluginStore, name: &str, ordinal: i32) {
+    store
+        .register_plugin(
+            &plugin(name, ordinal)
+                .into_plugin(ember_runtime::time::now())
+                .expect("valid"),
+        )
+        .await
+        .expect("registered");
+}
+
+async fn an_update_changes_only_the_named_fields(database: &TestDatabase) {
+    let store = store(database).await;
+    register(&store, "quota", 5).await;
+    let before = store
+        .get_plugin("quota")
+        .await
+        .expect("read")
+        .expect("present");
+    let later = before.created_at + Duration::seconds(3);
+    let update = PluginUpdate {
+        endpoint: Some("https://quota.example:7443".to_owned()),
+        operations: Some(vec![]),
+        project_ids: Some(vec!["team-b".to_owned(), "team-a".to_owned()]),
+        failure_mode: Some(FailureMode::Fail),
+        enabled: Some(false),
+        ..PluginUpdate::default()
+    };
+    let updated = store
+        .update_plugin("quota", &update, later)
+        .await
+        .expect("updated");
+    let read = store
+        .get_plugin("quota")
+        .await
+        .expect("read")
+        .expect("present");
+    assert_eq!(read, updated);
+    assert_eq!(read.endpoint, "https://quota.example:7443");
+    assert!(
+        read.operations.is_empty(),
+        "cleared filter = all operations"
+    );
+    assert_eq!(read.project_ids, ["team-a", "team-b"]);
+    assert_eq!(read.failure_mode, FailureMode::Fail);
+    assert!(!read.enabled);
+    assert_eq!(read.ordinal, before.ordinal, "unnamed fields are kept");
+    assert_eq!(read.timeout_ms, before.timeout_ms);
+    assert_eq!(read.created_at, before.created_at);
+    assert_eq!(read.updated_at, later);
+}
+
+async fn a_refused_update_changes_nothing(database: &TestDatabase) {
+    let store = store(database).await;
+    register(&store, "quota", 5).await;
+    let before = store
+        .get_plugin("quota")
+        .await
+        .expect("read")
+        .expect("present");
+    let generation = store.registry_generation().await.expect("generation");
+    let error = store
+        .update_plugin(
+            "quota",
+            &PluginUpdate {
+                ordinal: Some(1),
+                timeout_ms: Some(0),
+                ..PluginUpdate::default()
+            },
+            ember_runtime::time::now(),
+        )
+        .await
+        .expect_err("invalid");
+    assert!(matches!(error, Error::InvalidInput(_)), "{error:?}");
+    assert!(error.to_string().starts_with("timeout_ms"), "{error}");
+    let error = store
+        .update_plugin(
+            "absent",
+            &PluginUpdate::default(),
+            ember_runtime::time::now(),
+        )
+        .await
+        .expect_err("unknown");
+    assert!(matches!(error, Error::NotFound(_)), "{error:?}");
+    assert!(error.to_string().contains("\"absent\""), "{error}");
+    assert_eq!(store.get_plugin("quota").await.expect("read"), Some(before));
+    assert_eq!(
+        store.registry_generation().await.expect("generation"),
+        generation,
+        "a refused write is rolled back entirely"
+    );
+}
+
+async fn deregistering_removes_the_plugin_and_returns_it(database: &TestDatabase) {
+    let store = store(database).await;
+    register(&store, "quota", 5).await;
+    register(&store, "audit", 1).await;
+    let removed = store.deregister_plugin("quota").await.expect("removed");
+    assert_eq!(removed.name, "quota");
+    assert_eq!(removed.ordinal, 5);
+    assert!(store.get_plugin("quota").await.expect("read").is_none());
+    let names: Vec<String> = store
+        .list_plugins()
+        .await
+        .expect("listed")
+        .into_iter()
+        .map(|plugin| plugin.name)
+        .collect();
+    assert_eq!(names, ["audit"]);
+    let error = store
+        .deregister_plugin("quota")
+        .await
+        .expect_err("already gone");
+    assert!(matches!(error, Error::NotFound(_)), "{error:?}");
+    // The name is free again.
+    register(&store, "quota", 7).await;
+}
+
+async fn every_write_and_only_writes_advance_the_generation(database: &TestDatabase) {
+    let store = store(database).await;
+    let start = store.registry_generation().await.expect("generation");
+    register(&store, "quota", 5).await;
+    let after_register = store.registry_generation().await.expect("generation");
+    assert!(after_register > start);
+    store.list_plugins().await.expect("listed");
+    store.get_plugin("quota").await.expect("read");
+    assert_eq!(
+        store.registry_generation().await.expect("generation"),
+        after_register,
+        "reads leave it alone"
+    );
+    let duplicate = plugin("quota", 1)
+        .into_plugin(ember_runtime::time::now())
+        .expect("valid");
+    store
+        .register_plugin(&duplicate)
+        .await
+        .expect_err("duplicate");
+    assert_eq!(
+        store.registry_generation().await.expect("generation"),
+        after_register,
+        "a refused registration is rolled back"
+    );
+    store
+        .update_plugin(
+            "quota",
+            &PluginUpdate {
+                ordinal: Some(2),
+                ..PluginUpdate::default()
+            },
+            ember_runtime::time::now(),
+        )
+        .await
+        .expect("updated");
+    let after_update = store.registry_generation().await.expect("generation");
+    assert!(after_update > after_register);
+    store.deregister_plugin("quota").await.expect("removed");
+    assert!(store.registry_generation().await.expect("generation") > after_update);
+}
+
+async fn a_write_on_one_replica_reaches_another_replicas_cache(database: &TestDatabase) {
+    let writer = store(database).await;
+    let reader: Arc<dyn PluginStore> = Arc::new(store(database).await);
+    let cache = RegistryCache::new(reader);
+    assert!(cache.current().await.expect("read").plugins.is_empty());
+    let cached = cache.current().await.expect("read");
+    assert!(
+        !cached.reloaded,
+        "an unchanged registry is served from the cache"
+    );
+
+    register(&writer, "quota", 5).await;
+    let seen = cache.current().await.expect("read");
+    assert!(seen.reloaded);
+    assert_eq!(seen.plugins.len(), 1);
+
+    writer
+        .update_plugin(
+            "quota",
+            &PluginUpdate {
+                enabled: Some(false),
+                ..PluginUpdate::default()
+            },
+            ember_runtime::time::now(),
+        )
+        .await
+        .expect("updated");
+    assert!(!cache.current().await.expect("read").plugins[0].enabled);
+
+    writer.deregister_plugin("quota").await.expect("removed");
+    assert!(cache.current().await.expect("read").plugins.is_empty());
+}
+
 ember_runtime::store_suite!(
+    an_update_changes_only_the_named_fields,
+    a_refused_update_changes_nothing,
+    deregistering_removes_the_plugin_and_returns_it,
+    every_write_and_only_writes_advance_the_generation,
+    a_write_on_one_replica_reaches_another_replicas_cache,
     a_registered_plugin_reads_back_unchanged,
     plugins_list_in_calling_order,
     a_duplicate_name_is_a_conflict_and_keeps_the_first,

@@ -116,6 +116,26 @@ pub struct NewPlugin {
     pub enabled: bool,
 }
 
+/// A partial update: `None` keeps the current value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginUpdate {
+    pub endpoint: Option<String>,
+    pub ordinal: Option<i32>,
+    /// `Some(vec![])` clears the filter (every operation).
+    pub operations: Option<Vec<Operation>>,
+    /// `Some(vec![])` clears the filter (every project).
+    pub project_ids: Option<Vec<String>>,
+    pub failure_mode: Option<FailureMode>,
+    pub timeout_ms: Option<u32>,
+    pub enabled: Option<bool>,
+}
+
+impl PluginUpdate {
+    pub fn is_empty(&self) -> bool {
+        self == &PluginUpdate::default()
+    }
+}
+
 pub const DEFAULT_TIMEOUT_MS: u32 = 5_000;
 pub const MAX_TIMEOUT_MS: u32 = 60_000;
 
@@ -125,30 +145,13 @@ impl NewPlugin {
         validate_name(&self.name)?;
         validate_endpoint(&self.endpoint)?;
         let timeout_ms = self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-        if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
-            return Err(Error::InvalidInput(format!(
-                "timeout_ms must be between 1 and {MAX_TIMEOUT_MS}, got {timeout_ms}"
-            )));
-        }
-        let mut operations = self.operations;
-        operations.sort();
-        operations.dedup();
-        let mut project_ids = self.project_ids;
-        for project_id in &project_ids {
-            if project_id.is_empty() || project_id.len() > 64 {
-                return Err(Error::InvalidInput(format!(
-                    "project_ids: {project_id:?} must be 1-64 characters"
-                )));
-            }
-        }
-        project_ids.sort();
-        project_ids.dedup();
+        validate_timeout(timeout_ms)?;
         Ok(Plugin {
             name: self.name,
             endpoint: self.endpoint,
             ordinal: self.ordinal,
-            operations,
-            project_ids,
+            operations: normalize_operations(self.operations),
+            project_ids: normalize_project_ids(self.project_ids)?,
             failure_mode: self.failure_mode,
             timeout_ms,
             enabled: self.enabled,
@@ -156,6 +159,75 @@ impl NewPlugin {
             updated_at: now,
         })
     }
+}
+
+impl Plugin {
+    /// The plugin after `update`, validated like a registration and stamped
+    /// `now`; the name and creation time never change.
+    pub fn with_update(&self, update: &PluginUpdate, now: DateTime<Utc>) -> Result<Plugin> {
+        let mut updated = self.clone();
+        if let Some(endpoint) = &update.endpoint {
+            validate_endpoint(endpoint)?;
+            updated.endpoint.clone_from(endpoint);
+        }
+        if let Some(ordinal) = update.ordinal {
+            updated.ordinal = ordinal;
+        }
+        if let Some(operations) = &update.operations {
+            updated.operations = normalize_operations(operations.clone());
+        }
+        if let Some(project_ids) = &update.project_ids {
+            updated.project_ids = normalize_project_ids(project_ids.clone())?;
+        }
+        if let Some(failure_mode) = update.failure_mode {
+            updated.failure_mode = failure_mode;
+        }
+        if let Some(timeout_ms) = update.timeout_ms {
+            validate_timeout(timeout_ms)?;
+            updated.timeout_ms = timeout_ms;
+        }
+        if let Some(enabled) = update.enabled {
+            updated.enabled = enabled;
+        }
+        updated.updated_at = now;
+        Ok(updated)
+    }
+
+    /// Whether the runner calls this plugin for `operation` on a stack of
+    /// `project_id`: enabled, and both filters match (empty = all).
+    pub fn applies_to(&self, operation: Operation, project_id: &str) -> bool {
+        self.enabled
+            && (self.operations.is_empty() || self.operations.contains(&operation))
+            && (self.project_ids.is_empty() || self.project_ids.iter().any(|id| id == project_id))
+    }
+}
+
+fn validate_timeout(timeout_ms: u32) -> Result<()> {
+    if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+        return Err(Error::InvalidInput(format!(
+            "timeout_ms must be between 1 and {MAX_TIMEOUT_MS}, got {timeout_ms}"
+        )));
+    }
+    Ok(())
+}
+
+fn normalize_operations(mut operations: Vec<Operation>) -> Vec<Operation> {
+    operations.sort();
+    operations.dedup();
+    operations
+}
+
+fn normalize_project_ids(mut project_ids: Vec<String>) -> Result<Vec<String>> {
+    for project_id in &project_ids {
+        if project_id.is_empty() || project_id.len() > 64 {
+            return Err(Error::InvalidInput(format!(
+                "project_ids: {project_id:?} must be 1-64 characters"
+            )));
+        }
+    }
+    project_ids.sort();
+    project_ids.dedup();
+    Ok(project_ids)
 }
 
 fn validate_name(name: &str) -> Result<()> {
@@ -272,5 +344,82 @@ mod tests {
         assert_eq!(Operation::parse("launch"), None);
         assert_eq!(FailureMode::parse("warn"), Some(FailureMode::Warn));
         assert_eq!(FailureMode::parse("ignore"), None);
+    }
+
+    #[test]
+    fn an_update_changes_only_the_fields_it_names_and_is_validated() {
+        let registered_at = Utc::now();
+        let plugin = request().into_plugin(registered_at).expect("valid");
+        let later = registered_at + chrono::Duration::seconds(5);
+        let updated = plugin
+            .with_update(
+                &PluginUpdate {
+                    ordinal: Some(-3),
+                    operations: Some(vec![]),
+                    enabled: Some(false),
+                    ..PluginUpdate::default()
+                },
+                later,
+            )
+            .expect("valid update");
+        assert_eq!(updated.ordinal, -3);
+        assert!(updated.operations.is_empty());
+        assert!(!updated.enabled);
+        assert_eq!(updated.endpoint, plugin.endpoint);
+        assert_eq!(updated.created_at, registered_at);
+        assert_eq!(updated.updated_at, later);
+
+        for (update, key) in [
+            (
+                PluginUpdate {
+                    endpoint: Some("ftp://x".into()),
+                    ..PluginUpdate::default()
+                },
+                "endpoint",
+            ),
+            (
+                PluginUpdate {
+                    timeout_ms: Some(0),
+                    ..PluginUpdate::default()
+                },
+                "timeout_ms",
+            ),
+            (
+                PluginUpdate {
+                    project_ids: Some(vec![String::new()]),
+                    ..PluginUpdate::default()
+                },
+                "project_ids",
+            ),
+        ] {
+            let error = plugin.with_update(&update, later).expect_err("refused");
+            assert!(error.to_string().starts_with(key), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_plugin_applies_when_enabled_and_both_filters_match() {
+        let plugin = NewPlugin {
+            operations: vec![Operation::Create],
+            project_ids: vec!["team-a".into()],
+            ..request()
+        }
+        .into_plugin(Utc::now())
+        .expect("valid");
+        assert!(plugin.applies_to(Operation::Create, "team-a"));
+        assert!(!plugin.applies_to(Operation::Delete, "team-a"));
+        assert!(!plugin.applies_to(Operation::Create, "team-b"));
+        let unfiltered = NewPlugin {
+            operations: vec![],
+            ..request()
+        }
+        .into_plugin(Utc::now())
+        .expect("valid");
+        assert!(unfiltered.applies_to(Operation::Unlock, "anyone"));
+        let disabled = Plugin {
+            enabled: false,
+            ..unfiltered
+        };
+        assert!(!disabled.applies_to(Operation::Unlock, "anyone"));
     }
 }

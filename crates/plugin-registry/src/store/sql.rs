@@ -1,11 +1,20 @@
 //! [`PluginStore`] on sea-orm: one implementation for SQLite and PostgreSQL.
+//! Every write opens with the generation bump, so on PostgreSQL the row lock
+//! on `registry_generation` serialises registry writers, and on SQLite the
+//! transaction takes the write lock before it reads.
 
 use async_trait::async_trait;
-use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, QueryOrder, SqlErr};
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder, SqlErr, TransactionTrait,
+};
 
 use super::PluginStore;
 use super::entity::{self, Entity as Plugins};
-use crate::domain::{FailureMode, Operation, Plugin};
+use super::generation_entity::{self, Entity as RegistryGeneration};
+use crate::domain::{FailureMode, Operation, Plugin, PluginUpdate};
 use crate::error::{Error, Result};
 
 pub struct SqlPluginStore {
@@ -18,37 +27,113 @@ impl SqlPluginStore {
     }
 }
 
+fn not_found(name: &str) -> Error {
+    Error::NotFound(format!("no plugin named {name:?}"))
+}
+
+/// Advances the registry generation inside the caller's transaction.
+async fn advance_generation(connection: &impl ConnectionTrait) -> Result<()> {
+    let result = RegistryGeneration::update_many()
+        .col_expr(
+            generation_entity::Column::Generation,
+            Expr::col(generation_entity::Column::Generation).add(1),
+        )
+        .filter(generation_entity::Column::Id.eq(generation_entity::ROW_ID))
+        .exec(connection)
+        .await?;
+    if result.rows_affected == 1 {
+        Ok(())
+    } else {
+        Err(Error::Database(
+            "the registry_generation row is missing: the migrations did not run".to_owned(),
+        ))
+    }
+}
+
+fn row_from_plugin(plugin: &Plugin) -> entity::ActiveModel {
+    entity::ActiveModel {
+        name: Set(plugin.name.clone()),
+        endpoint: Set(plugin.endpoint.clone()),
+        ordinal: Set(plugin.ordinal),
+        operations: Set(serde_json::json!(
+            plugin
+                .operations
+                .iter()
+                .map(|op| op.as_str())
+                .collect::<Vec<_>>()
+        )),
+        project_ids: Set(serde_json::json!(plugin.project_ids)),
+        failure_mode: Set(plugin.failure_mode.as_str().to_owned()),
+        timeout_ms: Set(i64::from(plugin.timeout_ms)),
+        enabled: Set(plugin.enabled),
+        created_at: Set(plugin.created_at),
+        updated_at: Set(plugin.updated_at),
+    }
+}
+
 #[async_trait]
 impl PluginStore for SqlPluginStore {
     async fn register_plugin(&self, plugin: &Plugin) -> Result<()> {
-        let row = entity::ActiveModel {
-            name: Set(plugin.name.clone()),
-            endpoint: Set(plugin.endpoint.clone()),
-            ordinal: Set(plugin.ordinal),
-            operations: Set(serde_json::json!(
-                plugin
-                    .operations
-                    .iter()
-                    .map(|op| op.as_str())
-                    .collect::<Vec<_>>()
-            )),
-            project_ids: Set(serde_json::json!(plugin.project_ids)),
-            failure_mode: Set(plugin.failure_mode.as_str().to_owned()),
-            timeout_ms: Set(i64::from(plugin.timeout_ms)),
-            enabled: Set(plugin.enabled),
-            created_at: Set(plugin.created_at),
-            updated_at: Set(plugin.updated_at),
-        };
-        match Plugins::insert(row).exec(&self.connection).await {
-            Ok(_) => Ok(()),
-            Err(error) => match error.sql_err() {
-                Some(SqlErr::UniqueConstraintViolation(_)) => Err(Error::Conflict(format!(
-                    "a plugin named {:?} is already registered",
-                    plugin.name
-                ))),
-                _ => Err(error.into()),
-            },
+        let transaction = self.connection.begin().await?;
+        advance_generation(&transaction).await?;
+        match Plugins::insert(row_from_plugin(plugin))
+            .exec(&transaction)
+            .await
+        {
+            Ok(_) => {}
+            Err(error) => {
+                return match error.sql_err() {
+                    Some(SqlErr::UniqueConstraintViolation(_)) => Err(Error::Conflict(format!(
+                        "a plugin named {:?} is already registered",
+                        plugin.name
+                    ))),
+                    _ => Err(error.into()),
+                };
+            }
         }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn update_plugin(
+        &self,
+        name: &str,
+        update: &PluginUpdate,
+        now: DateTime<Utc>,
+    ) -> Result<Plugin> {
+        let transaction = self.connection.begin().await?;
+        advance_generation(&transaction).await?;
+        let current = Plugins::find_by_id(name.to_owned())
+            .one(&transaction)
+            .await?
+            .map(plugin_from_row)
+            .transpose()?
+            .ok_or_else(|| not_found(name))?;
+        let updated = current.with_update(update, now)?;
+        Plugins::update(row_from_plugin(&updated))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(updated)
+    }
+
+    async fn deregister_plugin(&self, name: &str) -> Result<Plugin> {
+        let transaction = self.connection.begin().await?;
+        advance_generation(&transaction).await?;
+        let removed = Plugins::find_by_id(name.to_owned())
+            .one(&transaction)
+            .await?
+            .map(plugin_from_row)
+            .transpose()?
+            .ok_or_else(|| not_found(name))?;
+        let result = Plugins::delete_by_id(name.to_owned())
+            .exec(&transaction)
+            .await?;
+        if result.rows_affected != 1 {
+            return Err(not_found(name));
+        }
+        transaction.commit().await?;
+        Ok(removed)
     }
 
     async fn get_plugin(&self, name: &str) -> Result<Option<Plugin>> {
@@ -68,6 +153,18 @@ impl PluginStore for SqlPluginStore {
             .into_iter()
             .map(plugin_from_row)
             .collect()
+    }
+
+    async fn registry_generation(&self) -> Result<i64> {
+        RegistryGeneration::find_by_id(generation_entity::ROW_ID)
+            .one(&self.connection)
+            .await?
+            .map(|row| row.generation)
+            .ok_or_else(|| {
+                Error::Database(
+                    "the registry_generation row is missing: the migrations did not run".to_owned(),
+                )
+            })
     }
 }
 

@@ -3,12 +3,16 @@
 use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_plugins;
+mod m20261201_000001_create_registry_generation;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_create_plugins::Migration)]
+        vec![
+            Box::new(m20261122_000001_create_plugins::Migration),
+            Box::new(m20261201_000001_create_registry_generation::Migration),
+        ]
     }
 }
