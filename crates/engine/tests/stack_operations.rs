@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Stack, StackAction};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackOperations};
+use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -453,6 +453,312 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     );
 }
 
+fn resource_named<'a>(
+    views: &'a [ember_engine::stacks::ResourceView],
+    name: &str,
+) -> &'a ember_engine::domain::Resource {
+    &views
+        .iter()
+        .find(|view| view.resource.name == name)
+        .unwrap_or_else(|| panic!("no resource {name}"))
+        .resource
+}
+
+fn update(name: &str, template: &str) -> UpdateStack {
+    UpdateStack {
+        name_or_id: name.to_owned(),
+        template: template.to_owned(),
+        ..UpdateStack::default()
+    }
+}
+
+async fn an_update_changes_in_place_replaces_adds_and_removes(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let before = r#"
+heat_template_version: 2021-04-16
+resources:
+  a: {type: OS::Heat::TestResource, properties: {value: one}}
+  b:
+    type: OS::Heat::TestResource
+    properties: {value: {get_attr: [a, output]}, update_replace: true}
+  c: {type: OS::Heat::None}
+outputs:
+  b_value: {value: {get_attr: [b, output]}}
+"#;
+    let after = r#"
+heat_template_version: 2021-04-16
+resources:
+  a: {type: OS::Heat::TestResource, properties: {value: two}}
+  b:
+    type: OS::Heat::TestResource
+    properties: {value: {get_attr: [a, output]}, update_replace: true}
+  d: {type: OS::Heat::Value, properties: {value: {get_resource: a}}}
+outputs:
+  b_value: {value: {get_attr: [b, output]}}
+"#;
+    operations
+        .create_stack(&alice(), request("evolving", before))
+        .await
+        .expect("create");
+    let created = settled(&operations, "evolving").await;
+    assert_eq!(created.stack_status(), "CREATE_COMPLETE");
+    let old = operations.resources(&created, 0).await.expect("resources");
+    let old_a = resource_named(&old, "a").physical_id.clone();
+    let old_b = resource_named(&old, "b").physical_id.clone();
+
+    let started = operations
+        .update_stack(&alice(), update("evolving", after))
+        .await
+        .expect("update accepted");
+    assert_eq!(started.stack_status(), "UPDATE_IN_PROGRESS");
+    let updated = settled(&operations, "evolving").await;
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+
+    let new = operations.resources(&updated, 0).await.expect("resources");
+    let names: Vec<&str> = new.iter().map(|view| view.resource.name.as_str()).collect();
+    assert_eq!(new.len(), 3, "c removed, old b retired: {names:?}");
+    let a = resource_named(&new, "a");
+    assert_eq!(a.physical_id, old_a, "a changed in place");
+    assert_eq!(a.resource_status(), "UPDATE_COMPLETE");
+    assert_eq!(a.attributes["output"], json!("two"));
+    let b = resource_named(&new, "b");
+    assert_ne!(b.physical_id, old_b, "b was replaced");
+    assert_eq!(b.resource_status(), "CREATE_COMPLETE");
+    assert_eq!(
+        resource_named(&new, "d").attributes["value"],
+        json!(old_a.clone().expect("id"))
+    );
+    let outputs = operations.outputs(&updated).await.expect("outputs");
+    assert_eq!(outputs[0].value, Ok(json!("two")));
+
+    // An update that changes nothing touches nothing.
+    operations
+        .update_stack(&alice(), update("evolving", after))
+        .await
+        .expect("update accepted");
+    let again = settled(&operations, "evolving").await;
+    assert_eq!(again.stack_status(), "UPDATE_COMPLETE");
+    let unchanged = operations.resources(&again, 0).await.expect("resources");
+    assert_eq!(resource_named(&unchanged, "b").updated_at, b.updated_at);
+}
+
+async fn patch_keeps_the_template_and_parameters_it_does_not_name(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let template = r#"
+heat_template_version: 2021-04-16
+parameters:
+  first: {type: string, default: one}
+  second: {type: string, default: two}
+resources:
+  joined:
+    type: OS::Heat::Value
+    properties: {value: {list_join: ['+', [{get_param: first}, {get_param: second}]]}}
+outputs:
+  joined: {value: {get_attr: [joined, value]}}
+"#;
+    let mut create = request("patched", template);
+    create.parameters.insert("first".into(), json!("uno"));
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("create");
+    settled(&operations, "patched").await;
+
+    let mut patch = UpdateStack {
+        name_or_id: "patched".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    patch.parameters.insert("second".into(), json!("dos"));
+    operations
+        .update_stack(&alice(), patch)
+        .await
+        .expect("patch accepted");
+    let stack = settled(&operations, "patched").await;
+    assert_eq!(
+        stack.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let outputs = operations.outputs(&stack).await.expect("outputs");
+    assert_eq!(outputs[0].value, Ok(json!("uno+dos")));
+
+    let clear = UpdateStack {
+        name_or_id: "patched".into(),
+        existing: true,
+        clear_parameters: vec!["first".into()],
+        ..UpdateStack::default()
+    };
+    operations
+        .update_stack(&alice(), clear)
+        .await
+        .expect("patch accepted");
+    let stack = settled(&operations, "patched").await;
+    let outputs = operations.outputs(&stack).await.expect("outputs");
+    assert_eq!(outputs[0].value, Ok(json!("one+dos")));
+
+    let error = operations
+        .update_stack(
+            &alice(),
+            UpdateStack {
+                name_or_id: "patched".into(),
+                ..UpdateStack::default()
+            },
+        )
+        .await
+        .expect_err("a PUT needs a template");
+    assert!(error.to_string().contains("template"), "{error}");
+}
+
+async fn a_failed_resource_is_replaced_by_the_next_update(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let template = r#"
+heat_template_version: 2021-04-16
+parameters:
+  broken: {type: boolean, default: true}
+resources:
+  flaky:
+    type: OS::Heat::TestResource
+    properties: {fail: {get_param: broken}}
+"#;
+    operations
+        .create_stack(&alice(), request("flaky", template))
+        .await
+        .expect("create");
+    let stack = settled(&operations, "flaky").await;
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    let mut fix = UpdateStack {
+        name_or_id: "flaky".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    fix.parameters.insert("broken".into(), json!(false));
+    operations
+        .update_stack(&alice(), fix)
+        .await
+        .expect("update accepted");
+    let stack = settled(&operations, "flaky").await;
+    assert_eq!(
+        stack.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    assert_eq!(resources.len(), 1, "the failed row was retired");
+    assert_eq!(resources[0].resource.resource_status(), "CREATE_COMPLETE");
+    let (events, _) = operations
+        .events(&stack, Some("flaky".into()), 0, (0, None, false))
+        .await
+        .expect("events");
+    assert!(
+        events
+            .iter()
+            .any(|event| event.reason.starts_with("replacing")),
+        "a replacement event names the failed resource"
+    );
+}
+
+async fn a_failed_update_rolls_back_unless_rollback_is_disabled(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let good = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: good}}\n";
+    let bad = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: bad, fail: true}}\n";
+    let mut create = request("rollbacker", good);
+    create.disable_rollback = false;
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("create");
+    settled(&operations, "rollbacker").await;
+    operations
+        .update_stack(&alice(), update("rollbacker", bad))
+        .await
+        .expect("update accepted");
+    let stack = settled(&operations, "rollbacker").await;
+    assert_eq!(
+        stack.stack_status(),
+        "ROLLBACK_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    assert_eq!(resources[0].resource.attributes["output"], json!("good"));
+    let template = operations
+        .definition(&stack)
+        .await
+        .expect("definition")
+        .template;
+    assert_eq!(
+        template["resources"]["r"]["properties"]["value"],
+        json!("good"),
+        "the old template is back"
+    );
+
+    operations
+        .create_stack(&alice(), request("no-rollback", good))
+        .await
+        .expect("create");
+    settled(&operations, "no-rollback").await;
+    operations
+        .update_stack(&alice(), update("no-rollback", bad))
+        .await
+        .expect("update accepted");
+    let stack = settled(&operations, "no-rollback").await;
+    assert_eq!(stack.stack_status(), "UPDATE_FAILED");
+    assert!(
+        stack.status_reason.contains("Test Resource failed"),
+        "{}",
+        stack.status_reason
+    );
+}
+
+async fn cancel_update_stops_the_update_and_rolls_back(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let before = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: before}}\n";
+    let slow = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: before}}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: r\n    properties: {action_wait_secs: {create: 1}}\n  after_slow: {type: OS::Heat::None, depends_on: slow}\n";
+    operations
+        .create_stack(&alice(), request("cancelled", before))
+        .await
+        .expect("create");
+    settled(&operations, "cancelled").await;
+    let error = operations
+        .cancel_update(&alice(), "cancelled")
+        .await
+        .expect_err("nothing to cancel");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    operations
+        .update_stack(&alice(), update("cancelled", slow))
+        .await
+        .expect("update accepted");
+    operations
+        .cancel_update(&alice(), "cancelled")
+        .await
+        .expect("cancelled");
+    let stack = settled(&operations, "cancelled").await;
+    assert_eq!(
+        stack.stack_status(),
+        "ROLLBACK_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    let names: Vec<&str> = resources
+        .iter()
+        .map(|view| view.resource.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["r"],
+        "resources added by the cancelled update are gone"
+    );
+}
+
 ember_runtime::store_suite!(
     a_stack_is_created_along_its_graph_and_deleted,
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
@@ -460,4 +766,9 @@ ember_runtime::store_suite!(
     an_operation_in_progress_holds_the_stack_lease,
     a_stack_left_in_progress_by_a_dead_engine_is_failed,
     an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,
+    an_update_changes_in_place_replaces_adds_and_removes,
+    patch_keeps_the_template_and_parameters_it_does_not_name,
+    a_failed_resource_is_replaced_by_the_next_update,
+    a_failed_update_rolls_back_unless_rollback_is_disabled,
+    cancel_update_stops_the_update_and_rolls_back,
 );

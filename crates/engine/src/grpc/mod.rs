@@ -3,5 +3,6 @@
 pub mod convert;
 pub mod events;
 pub mod identity;
+pub mod instances;
 pub mod resources;
 pub mod stacks;

@@ -12,7 +12,9 @@ use super::convert::{
     json_to_proto, map_to_struct, stack_to_proto, struct_to_map, value_to_struct,
 };
 use crate::error::Error;
-use crate::stacks::{CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations};
+use crate::stacks::{
+    CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations, UpdateStack,
+};
 use crate::store::StackListQuery;
 
 pub struct StackHandler {
@@ -167,9 +169,30 @@ impl pb::stack_service_server::StackService for StackHandler {
 
     async fn update_stack(
         &self,
-        _request: Request<pb::UpdateStackRequest>,
+        request: Request<pb::UpdateStackRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
-        Err(not_supported_yet("updating a stack"))
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let update = UpdateStack {
+            name_or_id: request.stack,
+            template: request.template,
+            environment: request.environment,
+            environment_files: request.environment_files,
+            files: request.files.into_iter().collect(),
+            parameters: request
+                .parameters
+                .as_ref()
+                .map(struct_to_map)
+                .unwrap_or_default(),
+            timeout_mins: (request.timeout_mins > 0).then_some(request.timeout_mins),
+            disable_rollback: request.disable_rollback,
+            existing: request.existing,
+            clear_parameters: request.clear_parameters,
+            tags: (!request.tags.is_empty()).then_some(request.tags),
+        };
+        let stack = self.operations.update_stack(&identity, update).await?;
+        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack update started");
+        Ok(Response::new(stack_to_proto(&stack)))
     }
 
     async fn delete_stack(
@@ -212,7 +235,14 @@ impl pb::stack_service_server::StackService for StackHandler {
             pb::StackActionKind::Suspend => "suspend",
             pb::StackActionKind::Resume => "resume",
             pb::StackActionKind::Check => "check",
-            pb::StackActionKind::CancelUpdate => "cancel_update",
+            pb::StackActionKind::CancelUpdate => {
+                let identity = Identity::of(&request)?.clone();
+                let stack = self
+                    .operations
+                    .cancel_update(&identity, &request.get_ref().stack)
+                    .await?;
+                return Ok(Response::new(stack_to_proto(&stack)));
+            }
         };
         Err(not_supported_yet(&format!("the {name} action")))
     }

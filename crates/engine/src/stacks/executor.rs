@@ -6,6 +6,7 @@
 //! finish.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
@@ -15,7 +16,7 @@ use uuid::Uuid;
 use super::context::{RuntimeContext, usable};
 use super::definition::ParsedStack;
 use super::writer::TransitionWriter;
-use crate::domain::template::{DeletionPolicy, resolve};
+use crate::domain::template::{DeletionPolicy, DependencyGraph, resolve};
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::resources::{ResourceRequest, ResourceTypeRegistry, validate_properties};
 
@@ -25,6 +26,33 @@ pub struct Shared {
     pub registry: Arc<ResourceTypeRegistry>,
     pub writer: TransitionWriter,
     pub engine_id: Uuid,
+    /// Updates this engine runs, so cancel_update can stop them.
+    pub running_updates: Mutex<BTreeMap<Uuid, tokio_util::sync::CancellationToken>>,
+}
+
+impl Shared {
+    pub fn register_update(&self, stack_id: Uuid, cancel: tokio_util::sync::CancellationToken) {
+        if let Ok(mut running) = self.running_updates.lock() {
+            running.insert(stack_id, cancel);
+        }
+    }
+
+    pub fn forget_update(&self, stack_id: Uuid) {
+        if let Ok(mut running) = self.running_updates.lock() {
+            running.remove(&stack_id);
+        }
+    }
+
+    /// Cancels the update of `stack_id` if this engine runs it.
+    pub fn cancel_update(&self, stack_id: Uuid) -> bool {
+        match self.running_updates.lock() {
+            Ok(running) => running
+                .get(&stack_id)
+                .map(|cancel| cancel.cancel())
+                .is_some(),
+            Err(_) => false,
+        }
+    }
 }
 
 /// The resources of one stack as a run sees them, by logical name.
@@ -37,16 +65,53 @@ pub struct RunTarget {
     pub stack_name: String,
     pub parsed: Arc<ParsedStack>,
     pub resources: ResourceStates,
+    /// Older rows of replaced resources, still to be deleted.
+    pub superseded: Arc<Mutex<Vec<Resource>>>,
 }
 
-fn snapshot(resources: &ResourceStates) -> BTreeMap<String, Resource> {
+impl RunTarget {
+    /// The current row of each resource is its newest one; older rows of
+    /// the same name were replaced and still await deletion.
+    pub fn new(
+        stack_id: Uuid,
+        stack_name: String,
+        parsed: Arc<ParsedStack>,
+        rows: Vec<Resource>,
+    ) -> RunTarget {
+        let mut current: BTreeMap<String, Resource> = BTreeMap::new();
+        let mut superseded = Vec::new();
+        for row in rows {
+            match current.get(&row.name) {
+                Some(existing)
+                    if (existing.created_at, existing.id) >= (row.created_at, row.id) =>
+                {
+                    superseded.push(row)
+                }
+                _ => {
+                    if let Some(older) = current.insert(row.name.clone(), row) {
+                        superseded.push(older);
+                    }
+                }
+            }
+        }
+        RunTarget {
+            stack_id,
+            stack_name,
+            parsed,
+            resources: Arc::new(Mutex::new(current)),
+            superseded: Arc::new(Mutex::new(superseded)),
+        }
+    }
+}
+
+pub(super) fn snapshot(resources: &ResourceStates) -> BTreeMap<String, Resource> {
     match resources.lock() {
         Ok(guard) => guard.clone(),
         Err(poisoned) => poisoned.into_inner().clone(),
     }
 }
 
-fn store_state(resources: &ResourceStates, resource: Resource) {
+pub(super) fn store_state(resources: &ResourceStates, resource: Resource) {
     let mut guard = match resources.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -54,7 +119,7 @@ fn store_state(resources: &ResourceStates, resource: Resource) {
     guard.insert(resource.name.clone(), resource);
 }
 
-async fn transition(
+pub(super) async fn transition(
     shared: &Shared,
     target: &RunTarget,
     mut resource: Resource,
@@ -77,24 +142,52 @@ async fn transition(
     Ok(resource)
 }
 
-/// Creates `names` (a subset of the enabled resources) in dependency order.
-/// Returns the first failure as Heat words it.
-pub async fn create_resources(
-    shared: Arc<Shared>,
-    target: RunTarget,
-    names: BTreeSet<String>,
-) -> Result<(), String> {
-    let graph = &target.parsed.graph;
+/// Which way a walk follows the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A resource runs after everything it depends on (create, update, resume, check).
+    DependenciesFirst,
+    /// A resource runs after everything that depends on it (delete, suspend).
+    DependentsFirst,
+}
+
+/// Runs `action` on each of `names` as soon as its predecessors (within
+/// `names`) succeeded, in parallel otherwise. After the first failure no new
+/// resource starts; running ones finish. Returns the first failure.
+pub async fn walk<F, Fut>(
+    graph: &DependencyGraph,
+    names: &BTreeSet<String>,
+    direction: Direction,
+    action: F,
+) -> Result<(), String>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let predecessors = |name: &str| -> BTreeSet<String> {
+        match direction {
+            Direction::DependenciesFirst => {
+                graph.dependencies_of(name).cloned().unwrap_or_default()
+            }
+            Direction::DependentsFirst => graph.dependents_of(name),
+        }
+    };
+    let successors = |name: &str| -> BTreeSet<String> {
+        match direction {
+            Direction::DependenciesFirst => graph.dependents_of(name),
+            Direction::DependentsFirst => graph.dependencies_of(name).cloned().unwrap_or_default(),
+        }
+    };
     let mut waiting_on: BTreeMap<String, usize> = names
         .iter()
         .map(|name| {
-            let count = graph.dependencies_of(name).map_or(0, |dependencies| {
-                dependencies
+            (
+                name.clone(),
+                predecessors(name)
                     .iter()
-                    .filter(|dependency| names.contains(*dependency))
-                    .count()
-            });
-            (name.clone(), count)
+                    .filter(|other| names.contains(*other))
+                    .count(),
+            )
         })
         .collect();
     let mut ready: Vec<String> = waiting_on
@@ -107,12 +200,8 @@ pub async fn create_resources(
     loop {
         if first_failure.is_none() {
             for name in ready.drain(..) {
-                let shared = shared.clone();
-                let target = target.clone();
-                running.spawn(async move {
-                    let result = create_one(&shared, &target, &name).await;
-                    (name, result)
-                });
+                let task = action(name.clone());
+                running.spawn(async move { (name, task.await) });
             }
         }
         let Some(joined) = running.join_next().await else {
@@ -120,11 +209,11 @@ pub async fn create_resources(
         };
         match joined {
             Ok((name, Ok(()))) => {
-                for dependent in graph.dependents_of(&name) {
-                    if let Some(count) = waiting_on.get_mut(&dependent) {
+                for next in successors(&name) {
+                    if let Some(count) = waiting_on.get_mut(&next) {
                         *count = count.saturating_sub(1);
                         if *count == 0 {
-                            ready.push(dependent);
+                            ready.push(next);
                         }
                     }
                 }
@@ -140,18 +229,46 @@ pub async fn create_resources(
     first_failure.map_or(Ok(()), Err)
 }
 
+/// Creates `names` (a subset of the enabled resources) in dependency order.
+/// Returns the first failure as Heat words it.
+pub async fn create_resources(
+    shared: Arc<Shared>,
+    target: RunTarget,
+    names: BTreeSet<String>,
+) -> Result<(), String> {
+    let graph = target.parsed.graph.clone();
+    walk(&graph, &names, Direction::DependenciesFirst, |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        async move { create_one(&shared, &target, &name).await }
+    })
+    .await
+}
+
 async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> Result<(), String> {
     let current = snapshot(&target.resources)
         .get(name)
         .cloned()
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    create_row(shared, target, current, "state changed").await
+}
+
+/// Creates the resource `row` stands for (a new row when replacing).
+pub(super) async fn create_row(
+    shared: &Shared,
+    target: &RunTarget,
+    row: Resource,
+    reason: &str,
+) -> Result<(), String> {
+    let name = row.name.clone();
+    let name = name.as_str();
     let in_progress = transition(
         shared,
         target,
-        current,
+        row,
         StackAction::Create,
         ActionStatus::InProgress,
-        "state changed",
+        reason,
     )
     .await?;
     match create_action(shared, target, name, &in_progress).await {
@@ -187,20 +304,18 @@ async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> Result<(
     }
 }
 
-/// Resolves the resource's properties against the stack as it is now,
-/// validates them and calls the type's create.
-async fn create_action(
+/// Resolves a resource's properties against the stack as it is now and
+/// validates them against its type's schema.
+pub(super) fn resolve_properties(
     shared: &Shared,
     target: &RunTarget,
     name: &str,
-    resource: &Resource,
-) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), String> {
-    let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
-        format!(
-            "resources.{name}: unknown resource type {:?}",
-            resource.type_name
-        )
-    })?;
+    type_name: &str,
+) -> Result<Map<String, Value>, String> {
+    let resource_type = shared
+        .registry
+        .get(type_name)
+        .ok_or_else(|| format!("resources.{name}: unknown resource type {type_name:?}"))?;
     let definition = target
         .parsed
         .template
@@ -208,38 +323,59 @@ async fn create_action(
         .get(name)
         .ok_or_else(|| format!("resources.{name}: not in the template"))?;
     let path = format!("resources.{name}.properties");
-    let properties = {
-        let states = snapshot(&target.resources);
-        for dependency in target
-            .parsed
-            .graph
-            .dependencies_of(name)
-            .into_iter()
-            .flatten()
-        {
-            if states.get(dependency).is_some_and(|state| !usable(state)) {
-                return Err(format!(
-                    "resources.{name}: dependency {dependency:?} is not ready"
-                ));
-            }
+    let states = snapshot(&target.resources);
+    for dependency in target
+        .parsed
+        .graph
+        .dependencies_of(name)
+        .into_iter()
+        .flatten()
+    {
+        if states.get(dependency).is_some_and(|state| !usable(state)) {
+            return Err(format!(
+                "resources.{name}: dependency {dependency:?} is not ready"
+            ));
         }
-        let context = RuntimeContext {
-            parsed: &target.parsed,
-            resources: &states,
-            registry: &shared.registry,
-        };
-        let resolved =
-            resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())?;
-        validate_properties(resource_type.schema(), &resolved, &path)?
+    }
+    let context = RuntimeContext {
+        parsed: &target.parsed,
+        resources: &states,
+        registry: &shared.registry,
     };
-    let request = ResourceRequest {
+    let resolved =
+        resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())?;
+    validate_properties(resource_type.schema(), &resolved, &path)
+}
+
+pub(super) fn request_for(
+    target: &RunTarget,
+    name: &str,
+    properties: Map<String, Value>,
+) -> ResourceRequest {
+    ResourceRequest {
         stack_id: target.stack_id,
         stack_name: target.stack_name.clone(),
         resource_name: name.to_owned(),
-        properties: properties.clone(),
-    };
+        properties,
+    }
+}
+
+/// Resolves, validates and calls the type's create.
+async fn create_action(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    resource: &Resource,
+) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), String> {
+    let properties = resolve_properties(shared, target, name, &resource.type_name)?;
+    let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
+        format!(
+            "resources.{name}: unknown resource type {:?}",
+            resource.type_name
+        )
+    })?;
     let outcome = resource_type
-        .create(&request)
+        .create(&request_for(target, name, properties.clone()))
         .await
         .map_err(|failure| format!("resources.{name}: {failure}"))?;
     Ok((properties, outcome))
@@ -252,68 +388,20 @@ pub async fn delete_resources(
     target: RunTarget,
     action: StackAction,
 ) -> Result<(), String> {
-    let states = snapshot(&target.resources);
-    let names: BTreeSet<String> = states
+    let names: BTreeSet<String> = snapshot(&target.resources)
         .values()
         .filter(|resource| {
             !(resource.action == StackAction::Delete && resource.status == ActionStatus::Complete)
         })
         .map(|resource| resource.name.clone())
         .collect();
-    let graph = &target.parsed.graph;
-    // A resource may go once nothing that depends on it remains.
-    let mut dependents_left: BTreeMap<String, usize> = names
-        .iter()
-        .map(|name| {
-            let count = graph
-                .dependents_of(name)
-                .iter()
-                .filter(|dependent| names.contains(*dependent))
-                .count();
-            (name.clone(), count)
-        })
-        .collect();
-    let mut ready: Vec<String> = dependents_left
-        .iter()
-        .filter(|(_, count)| **count == 0)
-        .map(|(name, _)| name.clone())
-        .collect();
-    let mut running = JoinSet::new();
-    let mut first_failure: Option<String> = None;
-    loop {
-        if first_failure.is_none() {
-            for name in ready.drain(..) {
-                let shared = shared.clone();
-                let target = target.clone();
-                running.spawn(async move {
-                    let result = delete_one(&shared, &target, &name, action).await;
-                    (name, result)
-                });
-            }
-        }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        match joined {
-            Ok((name, Ok(()))) => {
-                for dependency in graph.dependencies_of(&name).into_iter().flatten() {
-                    if let Some(count) = dependents_left.get_mut(dependency) {
-                        *count = count.saturating_sub(1);
-                        if *count == 0 {
-                            ready.push(dependency.clone());
-                        }
-                    }
-                }
-            }
-            Ok((_, Err(reason))) => {
-                first_failure.get_or_insert(reason);
-            }
-            Err(error) => {
-                first_failure.get_or_insert(format!("a resource task failed: {error}"));
-            }
-        }
-    }
-    first_failure.map_or(Ok(()), Err)
+    let graph = target.parsed.graph.clone();
+    walk(&graph, &names, Direction::DependentsFirst, |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        async move { delete_one(&shared, &target, &name, action).await }
+    })
+    .await
 }
 
 async fn delete_one(

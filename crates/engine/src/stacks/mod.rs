@@ -7,10 +7,11 @@ pub mod definition;
 mod executor;
 mod lease;
 mod queries;
+mod update;
 mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ember_runtime::Identity;
@@ -21,6 +22,7 @@ pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub use lease::LEASE_TTL;
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
+pub use update::UpdateStack;
 
 use crate::domain::template::{StackIdentity, TemplateError};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
@@ -71,7 +73,7 @@ fn validate_stack_name(name: &str) -> Result<()> {
     }
 }
 
-fn stack_event(stack: &Stack, reason: &str) -> Event {
+pub(crate) fn stack_event(stack: &Stack, reason: &str) -> Event {
     Event {
         id: Uuid::now_v7(),
         stack_id: stack.id,
@@ -94,6 +96,7 @@ impl StackOperations {
                 registry,
                 writer,
                 engine_id: Uuid::now_v7(),
+                running_updates: Default::default(),
             }),
         }
     }
@@ -139,17 +142,7 @@ impl StackOperations {
             stack_lease.release().await;
             return Err(error);
         }
-        let target = RunTarget {
-            stack_id: stack.id,
-            stack_name: stack.name.clone(),
-            parsed: Arc::new(parsed),
-            resources: Arc::new(Mutex::new(
-                resources
-                    .into_iter()
-                    .map(|resource| (resource.name.clone(), resource))
-                    .collect(),
-            )),
-        };
+        let target = RunTarget::new(stack.id, stack.name.clone(), Arc::new(parsed), resources);
         tokio::spawn(run_create(
             self.shared.clone(),
             stack.clone(),
@@ -302,18 +295,13 @@ impl StackOperations {
     /// The parsed definition and current resources of a recorded stack.
     async fn load_target(&self, stack: &Stack) -> Result<RunTarget> {
         let parsed = self.parse_recorded(stack).await?;
-        let resources = self.store().list_resources(stack.id).await?;
-        Ok(RunTarget {
-            stack_id: stack.id,
-            stack_name: stack.name.clone(),
-            parsed: Arc::new(parsed),
-            resources: Arc::new(Mutex::new(
-                resources
-                    .into_iter()
-                    .map(|resource| (resource.name.clone(), resource))
-                    .collect(),
-            )),
-        })
+        let rows = self.store().list_resources(stack.id).await?;
+        Ok(RunTarget::new(
+            stack.id,
+            stack.name.clone(),
+            Arc::new(parsed),
+            rows,
+        ))
     }
 
     async fn parse_recorded(&self, stack: &Stack) -> Result<ParsedStack> {
@@ -397,7 +385,12 @@ impl StackOperations {
     }
 }
 
-async fn finish(shared: &Shared, stack: &mut Stack, status: ActionStatus, reason: String) {
+pub(crate) async fn finish(
+    shared: &Shared,
+    stack: &mut Stack,
+    status: ActionStatus,
+    reason: String,
+) {
     stack.status = status;
     stack.status_reason = reason.clone();
     stack.updated_at = ember_runtime::time::now();
@@ -414,7 +407,7 @@ async fn finish(shared: &Shared, stack: &mut Stack, status: ActionStatus, reason
     }
 }
 
-fn operation_timeout(stack: &Stack) -> Duration {
+pub(crate) fn operation_timeout(stack: &Stack) -> Duration {
     stack
         .timeout_mins
         .map_or(Duration::from_secs(24 * 3600), |minutes| {
@@ -445,15 +438,20 @@ async fn run_create(
             )
             .await
         }
-        Err(reason) => {
+        Err(reason) if stack.disable_rollback => {
             finish(&shared, &mut stack, ActionStatus::Failed, reason).await;
-            if !stack.disable_rollback {
+        }
+        Err(reason) => {
+            // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
+            // client polling for a final state must not stop at a FAILED
+            // that is about to be rolled back.
+            {
                 stack.action = StackAction::Rollback;
                 finish(
                     &shared,
                     &mut stack,
                     ActionStatus::InProgress,
-                    "Stack ROLLBACK started".to_owned(),
+                    format!("Stack ROLLBACK started: {reason}"),
                 )
                 .await;
                 match executor::delete_resources(shared.clone(), target, StackAction::Rollback)
@@ -482,12 +480,13 @@ async fn run_delete(
     target: RunTarget,
     stack_lease: lease::StackLease,
 ) {
-    let outcome = tokio::time::timeout(
-        operation_timeout(&stack),
-        executor::delete_resources(shared.clone(), target, StackAction::Delete),
-    )
-    .await
-    .unwrap_or_else(|_| Err("Delete timed out".to_owned()));
+    let deleting = async {
+        executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
+        update::retire_superseded(&shared, &target).await
+    };
+    let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
+        .await
+        .unwrap_or_else(|_| Err("Delete timed out".to_owned()));
     match outcome {
         Ok(()) => {
             finish(

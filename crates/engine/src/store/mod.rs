@@ -86,6 +86,20 @@ pub trait StackStore: Send + Sync + 'static {
     /// The stacks whose parent is `stack_id`.
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
     async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition>;
+    /// Starts an update: writes the stack's new state, settings and
+    /// definition, adds rows for resources the new template introduces, and
+    /// records the event, in one transaction.
+    async fn begin_stack_update(
+        &self,
+        stack: &Stack,
+        definition: &StackDefinition,
+        new_resources: &[Resource],
+        event: &Event,
+    ) -> Result<()>;
+    /// Records the last transitions of resources that are gone for good
+    /// (removed from the template, or replaced) and removes their rows, in
+    /// one transaction. Their events stay.
+    async fn retire_resources(&self, transitions: &[(Resource, Event)]) -> Result<()>;
     /// Writes the stack's new state and its event in one transaction.
     async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()>;
     /// Writes resources' new states and their events in one transaction.

@@ -273,6 +273,47 @@ impl StackStore for SqlStackStore {
         Ok(())
     }
 
+    async fn begin_stack_update(
+        &self,
+        stack: &Stack,
+        definition: &StackDefinition,
+        new_resources: &[Resource],
+        event: &Event,
+    ) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        stacks::Entity::update(stack_row(stack, definition))
+            .exec(&transaction)
+            .await?;
+        if !new_resources.is_empty() {
+            resources::Entity::insert_many(new_resources.iter().map(resource_row))
+                .exec(&transaction)
+                .await?;
+        }
+        events::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn retire_resources(&self, transitions: &[(Resource, Event)]) -> Result<()> {
+        if transitions.is_empty() {
+            return Ok(());
+        }
+        let transaction = self.connection.begin().await?;
+        events::Entity::insert_many(transitions.iter().map(|(_, event)| event_row(event)))
+            .exec(&transaction)
+            .await?;
+        resources::Entity::delete_many()
+            .filter(
+                resources::Column::Id.is_in(transitions.iter().map(|(resource, _)| resource.id)),
+            )
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
     async fn record_resource_transitions(&self, transitions: &[(Resource, Event)]) -> Result<()> {
         if transitions.is_empty() {
             return Ok(());
