@@ -5,3 +5,4 @@ mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;
 mod internal_services;
+mod orchestration;

@@ -44,7 +44,7 @@ pub enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
-    /// Stacks: list and show
+    /// Stacks: create, watch, change, inspect and delete
     #[command(subcommand)]
     Stack(stack::StackCommand),
     /// Lifecycle plugins (admin)

@@ -1,0 +1,211 @@
+//! The commands that read stacks: list, show, resources, events, outputs
+//! and template.
+
+use ember_api_gateway::rest::orchestration::protobuf_json::{
+    optional_value_to_json, struct_to_json,
+};
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::event_service_client::EventServiceClient;
+use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
+use ember_proto::engine::v1::stack_service_client::StackServiceClient;
+use serde_json::Value;
+
+use super::lifecycle::pretty;
+use super::{format_time, watch};
+use crate::client::{Client, describe, print_table};
+
+fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
+    StackServiceClient::new(client.channel.clone())
+}
+
+/// A JSON value on one line; strings without quotes.
+fn inline(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub async fn list(client: &Client, nested: bool, limit: u32) -> Result<(), String> {
+    let response = stacks(client)
+        .list_stacks(client.request(pb::ListStacksRequest {
+            limit,
+            marker: String::new(),
+            name: String::new(),
+            show_nested: nested,
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let rows: Vec<Vec<String>> = response
+        .stacks
+        .iter()
+        .map(|stack| {
+            vec![
+                stack.id.clone(),
+                stack.name.clone(),
+                stack.stack_status.clone(),
+                format_time(stack.created_at.as_ref()),
+            ]
+        })
+        .collect();
+    print_table(&["ID", "NAME", "STATUS", "CREATED"], &rows);
+    Ok(())
+}
+
+pub async fn show(client: &Client, stack: String) -> Result<(), String> {
+    let stack = stacks(client)
+        .get_stack(client.request(pb::GetStackRequest { stack })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let field = |name: &str, value: String| vec![name.to_owned(), value];
+    let mut rows = vec![
+        field("id", stack.id.clone()),
+        field("name", stack.name.clone()),
+        field("status", stack.stack_status.clone()),
+        field("reason", stack.status_reason.clone()),
+        field("description", stack.description.clone()),
+        field("parent", stack.parent_id.clone()),
+        field("tags", stack.tags.join(",")),
+        field(
+            "timeout",
+            if stack.timeout_mins == 0 {
+                String::new()
+            } else {
+                format!("{} min", stack.timeout_mins)
+            },
+        ),
+        field("rollback", (!stack.disable_rollback).to_string()),
+        field("created", format_time(stack.created_at.as_ref())),
+        field("updated", format_time(stack.updated_at.as_ref())),
+    ];
+    if let Value::Object(parameters) = struct_to_json(stack.parameters.as_ref()) {
+        for (name, value) in parameters {
+            rows.push(field(&format!("parameter {name}"), inline(&value)));
+        }
+    }
+    for output in &stack.outputs {
+        let value = if output.output_error.is_empty() {
+            inline(&optional_value_to_json(output.output_value.as_ref()))
+        } else {
+            format!("(error: {})", output.output_error)
+        };
+        rows.push(field(&format!("output {}", output.output_key), value));
+    }
+    print_table(&["FIELD", "VALUE"], &rows);
+    Ok(())
+}
+
+pub async fn resources(client: &Client, stack: String, nested_depth: u32) -> Result<(), String> {
+    let response = ResourceServiceClient::new(client.channel.clone())
+        .list_resources(client.request(pb::ListResourcesRequest {
+            stack,
+            nested_depth,
+            ..pb::ListResourcesRequest::default()
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let rows: Vec<Vec<String>> = response
+        .resources
+        .iter()
+        .map(|resource| {
+            vec![
+                resource.resource_name.clone(),
+                resource.resource_type.clone(),
+                resource.resource_status.clone(),
+                resource.physical_resource_id.clone(),
+                resource.stack_name.clone(),
+                format_time(
+                    resource
+                        .updated_at
+                        .as_ref()
+                        .or(resource.created_at.as_ref()),
+                ),
+            ]
+        })
+        .collect();
+    print_table(
+        &["NAME", "TYPE", "STATUS", "PHYSICAL ID", "STACK", "UPDATED"],
+        &rows,
+    );
+    Ok(())
+}
+
+pub async fn events(
+    client: &Client,
+    stack: String,
+    resource: Option<String>,
+    nested_depth: u32,
+    limit: u32,
+) -> Result<(), String> {
+    let response = EventServiceClient::new(client.channel.clone())
+        .list_events(client.request(pb::ListEventsRequest {
+            stack,
+            resource_name: resource.unwrap_or_default(),
+            nested_depth,
+            limit,
+            ..pb::ListEventsRequest::default()
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    for event in &response.events {
+        println!("{}", watch::event_line(event));
+    }
+    Ok(())
+}
+
+pub async fn outputs(client: &Client, stack: String, key: Option<String>) -> Result<(), String> {
+    if let Some(output_key) = key {
+        let output = stacks(client)
+            .get_output(client.request(pb::GetOutputRequest { stack, output_key })?)
+            .await
+            .map_err(describe)?
+            .into_inner();
+        if !output.output_error.is_empty() {
+            return Err(format!(
+                "output {} has no value: {}",
+                output.output_key, output.output_error
+            ));
+        }
+        match optional_value_to_json(output.output_value.as_ref()) {
+            Value::String(text) => println!("{text}"),
+            other => println!("{}", pretty(&other)),
+        }
+        return Ok(());
+    }
+    let response = stacks(client)
+        .list_outputs(client.request(pb::GetStackRequest { stack })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let rows: Vec<Vec<String>> = response
+        .outputs
+        .iter()
+        .map(|output| {
+            let value = if output.output_error.is_empty() {
+                inline(&optional_value_to_json(output.output_value.as_ref()))
+            } else {
+                format!("(error: {})", output.output_error)
+            };
+            vec![output.output_key.clone(), value, output.description.clone()]
+        })
+        .collect();
+    print_table(&["KEY", "VALUE", "DESCRIPTION"], &rows);
+    Ok(())
+}
+
+pub async fn template(client: &Client, stack: String) -> Result<(), String> {
+    let stored = stacks(client)
+        .get_stack_template(client.request(pb::GetStackRequest { stack })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let template = struct_to_json(stored.template.as_ref());
+    let yaml = serde_yaml_ng::to_string(&template)
+        .map_err(|error| format!("cannot print the template as YAML: {error}"))?;
+    print!("{yaml}");
+    Ok(())
+}

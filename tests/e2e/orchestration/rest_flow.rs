@@ -1,0 +1,396 @@
+//! A stack's life over REST, the way Heat clients drive it: create with
+//! parameters, watch it settle, read resources, outputs and events, change
+//! it, run actions, delete it.
+
+use ember_tests::TestEmber;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+use super::{HeatRest, assert_heat_time};
+
+#[tokio::test]
+async fn a_stack_is_created_read_and_deleted_over_rest() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+
+    let created = heat
+        .post(
+            "/stacks",
+            json!({
+                "stack_name": "web",
+                "template": super::stack_template(),
+                "parameters": {"greeting": "hello", "length": 12},
+                "tags": "blue,green",
+                "timeout_mins": "10",
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    let id = created.body["stack"]["id"].as_str().expect("id").to_owned();
+    let canonical = format!("{}/stacks/web/{id}", heat.base);
+    assert_eq!(
+        created.body["stack"]["links"][0]["href"],
+        canonical.as_str()
+    );
+    assert_eq!(created.body["stack"]["links"][0]["rel"], "self");
+    assert_eq!(created.location.as_deref(), Some(canonical.as_str()));
+
+    // Heat's lookups: by name or id, and sub-paths by name, answer 302
+    // with an absolute Location (python-heatclient requires both).
+    for (path, expected) in [
+        ("/stacks/web".to_owned(), canonical.clone()),
+        (format!("/stacks/{id}"), canonical.clone()),
+        (
+            "/stacks/web/resources?nested_depth=1".to_owned(),
+            format!("{canonical}/resources?nested_depth=1"),
+        ),
+        (
+            "/stacks/web/events".to_owned(),
+            format!("{canonical}/events"),
+        ),
+    ] {
+        let answer = heat.get(&path).await;
+        assert_eq!(answer.status, StatusCode::FOUND, "{path}: {answer:?}");
+        assert_eq!(
+            answer.location.as_deref(),
+            Some(expected.as_str()),
+            "{path}"
+        );
+    }
+
+    let stack_path = format!("/stacks/web/{id}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    assert_eq!(stack["stack_name"], "web");
+    assert_eq!(stack["parameters"]["greeting"], "hello");
+    assert_eq!(stack["tags"], json!(["blue", "green"]));
+    assert_eq!(stack["timeout_mins"], 10);
+    assert_eq!(stack["template_description"], "end-to-end stack");
+    assert_heat_time(&stack["creation_time"]);
+    let outputs = stack["outputs"].as_array().expect("outputs");
+    let greeting = outputs
+        .iter()
+        .find(|output| output["output_key"] == "greeting")
+        .expect("greeting output");
+    assert_eq!(greeting["output_value"], "hello");
+
+    let listed = heat.get("/stacks").await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert_eq!(listed.body["stacks"][0]["id"], id.as_str());
+    assert_eq!(listed.body["stacks"][0]["stack_status"], "CREATE_COMPLETE");
+    let by_name = heat.get("/stacks?stack_name=other").await;
+    assert_eq!(by_name.body["stacks"], json!([]));
+
+    // Resources.
+    let resources = heat.get(&format!("{stack_path}/resources")).await;
+    assert_eq!(resources.status, StatusCode::OK, "{resources:?}");
+    let resources = resources.body["resources"]
+        .as_array()
+        .expect("list")
+        .clone();
+    let mut names: Vec<&str> = resources
+        .iter()
+        .map(|resource| resource["resource_name"].as_str().expect("name"))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["echo", "nothing", "random", "slow"]);
+    for resource in &resources {
+        assert_eq!(resource["resource_status"], "CREATE_COMPLETE", "{resource}");
+        assert_eq!(resource["logical_resource_id"], resource["resource_name"]);
+        assert_heat_time(&resource["creation_time"]);
+        assert_eq!(resource["links"][1]["href"], canonical.as_str());
+    }
+    let slow = resources
+        .iter()
+        .find(|resource| resource["resource_name"] == "slow")
+        .expect("slow");
+    assert_eq!(slow["required_by"], json!(["echo"]));
+    assert_eq!(slow["resource_type"], "OS::Heat::TestResource");
+    let filtered = heat
+        .get(&format!("{stack_path}/resources?type=OS::Heat::None"))
+        .await;
+    assert_eq!(filtered.body["resources"].as_array().map(Vec::len), Some(1));
+    let unknown_filter = heat
+        .get(&format!("{stack_path}/resources?colour=red"))
+        .await;
+    assert_eq!(unknown_filter.status, StatusCode::BAD_REQUEST);
+
+    let random = heat.get(&format!("{stack_path}/resources/random")).await;
+    assert_eq!(random.status, StatusCode::OK, "{random:?}");
+    let value = random.body["resource"]["attributes"]["value"]
+        .as_str()
+        .expect("random value");
+    assert_eq!(value.chars().count(), 12);
+    let metadata = heat
+        .get(&format!("{stack_path}/resources/random/metadata"))
+        .await;
+    assert_eq!(metadata.status, StatusCode::OK);
+    assert!(metadata.body["metadata"].is_object(), "{metadata:?}");
+    let absent = heat.get(&format!("{stack_path}/resources/absent")).await;
+    assert_eq!(absent.status, StatusCode::NOT_FOUND);
+
+    // Outputs.
+    let outputs = heat.get(&format!("{stack_path}/outputs")).await;
+    assert_eq!(outputs.status, StatusCode::OK);
+    let mut keys: Vec<&str> = outputs.body["outputs"]
+        .as_array()
+        .expect("outputs")
+        .iter()
+        .map(|output| output["output_key"].as_str().expect("key"))
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["greeting", "random_value"]);
+    let output = heat
+        .get(&format!("{stack_path}/outputs/random_value"))
+        .await;
+    assert_eq!(output.body["output"]["output_value"], value);
+    let missing = heat.get(&format!("{stack_path}/outputs/nope")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    // What the stack was made from.
+    let template = heat.get(&format!("{stack_path}/template")).await;
+    assert_eq!(template.body["heat_template_version"], "2018-08-31");
+    assert!(template.body["resources"]["slow"].is_object());
+    let environment = heat.get(&format!("{stack_path}/environment")).await;
+    assert_eq!(environment.status, StatusCode::OK);
+    assert!(environment.body.is_object());
+    let files = heat.get(&format!("{stack_path}/files")).await;
+    assert_eq!(files.body, json!({}));
+
+    // Events: oldest first, paged by marker, newest first on request.
+    let events = heat.get(&format!("{stack_path}/events")).await;
+    assert_eq!(events.status, StatusCode::OK);
+    let events = events.body["events"].as_array().expect("events").clone();
+    assert!(events.len() >= 10, "stack and 4 resources × 2: {events:?}");
+    assert_eq!(events[0]["resource_name"], "web");
+    assert_eq!(events[0]["resource_status"], "CREATE_IN_PROGRESS");
+    assert_heat_time(&events[0]["event_time"]);
+    let last = events.last().expect("last");
+    assert_eq!(last["resource_name"], "web");
+    assert_eq!(last["resource_status"], "CREATE_COMPLETE");
+    let first_page = heat.get(&format!("{stack_path}/events?limit=2")).await;
+    let first_page = first_page.body["events"].as_array().expect("page").clone();
+    assert_eq!(first_page.len(), 2);
+    let marker = first_page[1]["id"].as_str().expect("id");
+    let second_page = heat
+        .get(&format!("{stack_path}/events?limit=2&marker={marker}"))
+        .await;
+    assert_eq!(second_page.body["events"][0]["id"], events[2]["id"]);
+    let newest = heat
+        .get(&format!("{stack_path}/events?limit=1&sort_dir=desc"))
+        .await;
+    assert_eq!(newest.body["events"][0]["id"], last["id"]);
+    let completes = heat
+        .get(&format!(
+            "{stack_path}/events?resource_status=COMPLETE&resource_action=CREATE"
+        ))
+        .await;
+    let completes = completes.body["events"]
+        .as_array()
+        .expect("filtered")
+        .clone();
+    assert_eq!(
+        completes.len(),
+        5,
+        "4 resources and the stack: {completes:?}"
+    );
+
+    let slow_events = heat
+        .get(&format!("{stack_path}/resources/slow/events"))
+        .await;
+    let slow_events = slow_events.body["events"].as_array().expect("slow").clone();
+    assert_eq!(slow_events.len(), 2, "{slow_events:?}");
+    assert!(
+        slow_events
+            .iter()
+            .all(|event| event["resource_name"] == "slow")
+    );
+    let event_id = slow_events[1]["id"].as_str().expect("id");
+    let shown = heat
+        .get(&format!("{stack_path}/resources/slow/events/{event_id}"))
+        .await;
+    assert_eq!(shown.status, StatusCode::OK, "{shown:?}");
+    assert_eq!(shown.body["event"]["id"], event_id);
+    assert_eq!(
+        shown.body["event"]["resource_type"],
+        "OS::Heat::TestResource"
+    );
+    assert_eq!(shown.body["event"]["links"][0]["rel"], "self");
+
+    // Delete: 204, then the stack is gone by name.
+    let deleted = heat.call(Method::DELETE, &stack_path, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    assert_eq!(deleted.body, Value::Null);
+    heat.wait_until_deleted(&stack_path).await;
+    let gone = heat.get("/stacks/web").await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    assert!(gone.message().contains("web"), "{gone:?}");
+    let listed = heat.get("/stacks").await;
+    assert_eq!(listed.body["stacks"], json!([]));
+    ember.stop().await;
+}
+
+#[tokio::test]
+async fn a_stack_is_patched_and_taken_through_suspend_resume_and_check_over_rest() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack_path = heat
+        .create_stack("app", json!({"greeting": "hello", "length": 6}))
+        .await;
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    let random_before = heat
+        .get(&format!("{stack_path}/outputs/random_value"))
+        .await
+        .body["output"]["output_value"]
+        .clone();
+
+    // PATCH keeps the template and the other parameters.
+    let patched = heat
+        .call(
+            Method::PATCH,
+            &stack_path,
+            Some(json!({"parameters": {"greeting": "bye"}})),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::ACCEPTED, "{patched:?}");
+    assert_eq!(patched.body, Value::Null, "202 has an empty body");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "UPDATE_COMPLETE", "{stack}");
+    assert_heat_time(&stack["updated_time"]);
+    let greeting = heat.get(&format!("{stack_path}/outputs/greeting")).await;
+    assert_eq!(greeting.body["output"]["output_value"], "bye");
+    let random_after = heat
+        .get(&format!("{stack_path}/outputs/random_value"))
+        .await;
+    assert_eq!(
+        random_after.body["output"]["output_value"], random_before,
+        "an unchanged resource keeps its value"
+    );
+
+    // PUT replaces the template: without one it is refused.
+    let no_template = heat
+        .call(Method::PUT, &stack_path, Some(json!({"parameters": {}})))
+        .await;
+    assert_eq!(no_template.status, StatusCode::BAD_REQUEST);
+    assert!(
+        no_template.message().contains("template"),
+        "{no_template:?}"
+    );
+
+    for (action, settled) in [
+        ("suspend", "SUSPEND_COMPLETE"),
+        ("resume", "RESUME_COMPLETE"),
+        ("check", "CHECK_COMPLETE"),
+    ] {
+        let answer = heat
+            .post(&format!("{stack_path}/actions"), json!({ action: null }))
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{action}: {answer:?}");
+        let stack = heat.wait_until_settled(&stack_path).await;
+        assert_eq!(stack["stack_status"], settled, "{action}: {stack}");
+    }
+    // Heat's lookup redirects a POST to actions by name, too.
+    let redirected = heat
+        .post("/stacks/app/actions", json!({"check": null}))
+        .await;
+    assert_eq!(redirected.status, StatusCode::FOUND);
+    assert_eq!(
+        redirected.location,
+        Some(format!("{}{stack_path}/actions", heat.base))
+    );
+    let events = heat
+        .get(&format!("{stack_path}/events?sort_dir=desc&limit=1"))
+        .await;
+    assert_eq!(
+        events.body["events"][0]["resource_status"],
+        "CHECK_COMPLETE"
+    );
+
+    let deleted = heat.call(Method::DELETE, &stack_path, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    heat.wait_until_deleted(&stack_path).await;
+    ember.stop().await;
+}
+
+#[tokio::test]
+async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+
+    let preview = heat
+        .post(
+            "/stacks/preview",
+            json!({"stack_name": "draft", "template": super::stack_template(), "parameters": {"greeting": "hi"}}),
+        )
+        .await;
+    assert_eq!(preview.status, StatusCode::OK, "{preview:?}");
+    assert_eq!(preview.body["stack"]["stack_name"], "draft");
+    assert_eq!(
+        preview.body["stack"]["resources"].as_array().map(Vec::len),
+        Some(4)
+    );
+    assert_eq!(
+        heat.get("/stacks").await.body["stacks"],
+        json!([]),
+        "nothing created"
+    );
+
+    let yaml = "heat_template_version: 2018-08-31\ndescription: checked\nparameters:\n  size:\n    type: number\n    default: 3\nresources: {}\n";
+    let validated = heat.post("/validate", json!({ "template": yaml })).await;
+    assert_eq!(validated.status, StatusCode::OK, "{validated:?}");
+    assert_eq!(validated.body["Description"], "checked");
+    assert!(
+        validated.body["Parameters"]["size"].is_object(),
+        "{validated:?}"
+    );
+    let invalid = heat
+        .post("/validate", json!({"template": {"heat_template_version": "2018-08-31", "resources": {"a": {"type": "OS::No::Such"}}}}))
+        .await;
+    assert_eq!(invalid.status, StatusCode::BAD_REQUEST, "{invalid:?}");
+    assert!(invalid.message().contains("resources.a"), "{invalid:?}");
+
+    let types = heat.get("/resource_types").await;
+    let types = types.body["resource_types"]
+        .as_array()
+        .expect("types")
+        .clone();
+    for wanted in [
+        "OS::Heat::None",
+        "OS::Heat::TestResource",
+        "OS::Heat::RandomString",
+        "OS::Heat::Value",
+    ] {
+        assert!(
+            types.iter().any(|name| name == wanted),
+            "{wanted} in {types:?}"
+        );
+    }
+    let filtered = heat.get("/resource_types?name=Random").await;
+    assert_eq!(
+        filtered.body["resource_types"],
+        json!(["OS::Heat::RandomString"])
+    );
+    let schema = heat.get("/resource_types/OS::Heat::RandomString").await;
+    assert_eq!(schema.status, StatusCode::OK, "{schema:?}");
+    assert_eq!(schema.body["resource_type"], "OS::Heat::RandomString");
+    assert!(
+        schema.body["properties"]["length"].is_object(),
+        "{schema:?}"
+    );
+    assert!(schema.body["attributes"]["value"].is_object(), "{schema:?}");
+    let generated = heat
+        .get("/resource_types/OS::Heat::RandomString/template?template_type=hot")
+        .await;
+    assert_eq!(
+        generated.body["resources"]["OS::Heat::RandomString"]["type"],
+        "OS::Heat::RandomString"
+    );
+    let unknown = heat.get("/resource_types/OS::No::Such").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{unknown:?}");
+
+    let info = heat.get("/build_info").await;
+    assert_eq!(info.body["api"]["revision"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(info.body["engine"]["revision"], env!("CARGO_PKG_VERSION"));
+    ember.stop().await;
+}
