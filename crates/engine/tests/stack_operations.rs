@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Stack, StackAction};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
+use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, UpdateStack};
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -759,6 +759,139 @@ async fn cancel_update_stops_the_update_and_rolls_back(database: &TestDatabase) 
     );
 }
 
+async fn suspend_resume_and_check_visit_every_resource(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    operations
+        .create_stack(&alice(), request("cycle", CHAIN))
+        .await
+        .expect("create");
+    settled(&operations, "cycle").await;
+    for (action, expected) in [
+        (StackWideAction::Suspend, "SUSPEND_COMPLETE"),
+        (StackWideAction::Resume, "RESUME_COMPLETE"),
+        (StackWideAction::Check, "CHECK_COMPLETE"),
+    ] {
+        operations
+            .run_stack_wide_action(&alice(), "cycle", action)
+            .await
+            .expect("accepted");
+        let stack = settled(&operations, "cycle").await;
+        assert_eq!(stack.stack_status(), expected, "{}", stack.status_reason);
+        let resources = operations.resources(&stack, 0).await.expect("resources");
+        assert!(
+            resources
+                .iter()
+                .all(|view| view.resource.resource_status() == expected),
+            "every resource is {expected}"
+        );
+        if action == StackWideAction::Suspend {
+            let error = operations
+                .run_stack_wide_action(&alice(), "cycle", StackWideAction::Suspend)
+                .await
+                .expect_err("already suspended");
+            assert!(
+                matches!(error, Error::Conflict(_))
+                    && error.to_string().contains("already suspended"),
+                "{error}"
+            );
+        }
+    }
+    let error = operations
+        .run_stack_wide_action(&alice(), "cycle", StackWideAction::Resume)
+        .await
+        .expect_err("not suspended");
+    assert!(
+        error
+            .to_string()
+            .contains("only a suspended stack can be resumed"),
+        "{error}"
+    );
+}
+
+async fn an_abandoned_stack_can_be_adopted_with_its_resources(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    operations
+        .create_stack(&alice(), request("wanderer", CHAIN))
+        .await
+        .expect("create");
+    let original = settled(&operations, "wanderer").await;
+    let before = operations.resources(&original, 0).await.expect("resources");
+    let outputs_before = operations.outputs(&original).await.expect("outputs");
+
+    let data = operations
+        .abandon_stack(&alice(), "wanderer")
+        .await
+        .expect("abandoned");
+    assert_eq!(data["name"], json!("wanderer"));
+    assert_eq!(
+        data["resources"]["first"]["resource_id"],
+        json!(resource_named(&before, "first").physical_id)
+    );
+    let gone = operations
+        .find_stack(&alice(), "wanderer")
+        .await
+        .expect_err("gone");
+    assert!(matches!(gone, Error::NotFound(_)));
+
+    let mut adopt = request("wanderer", CHAIN);
+    adopt.adopt_data = Some(data.to_string());
+    let started = operations
+        .create_stack(&alice(), adopt)
+        .await
+        .expect("adopt accepted");
+    assert_eq!(started.stack_status(), "ADOPT_IN_PROGRESS");
+    let adopted = settled(&operations, "wanderer").await;
+    assert_eq!(
+        adopted.stack_status(),
+        "ADOPT_COMPLETE",
+        "{}",
+        adopted.status_reason
+    );
+    let after = operations.resources(&adopted, 0).await.expect("resources");
+    for name in ["first", "second", "secret", "kept"] {
+        assert_eq!(
+            resource_named(&after, name).physical_id,
+            resource_named(&before, name).physical_id,
+            "{name}"
+        );
+        assert_eq!(
+            resource_named(&after, name).resource_status(),
+            "ADOPT_COMPLETE"
+        );
+    }
+    assert_eq!(
+        operations.outputs(&adopted).await.expect("outputs"),
+        outputs_before
+    );
+
+    let mut incomplete = request("half", CHAIN);
+    incomplete.adopt_data = Some(json!({"resources": {}}).to_string());
+    operations
+        .create_stack(&alice(), incomplete)
+        .await
+        .expect("accepted");
+    let failed = settled(&operations, "half").await;
+    assert_eq!(failed.stack_status(), "ADOPT_FAILED");
+    assert!(
+        failed
+            .status_reason
+            .contains("Resource ID was not provided"),
+        "{}",
+        failed.status_reason
+    );
+
+    let mut malformed = request("bad-data", CHAIN);
+    malformed.adopt_data = Some("{not json".to_owned());
+    let error = operations
+        .create_stack(&alice(), malformed)
+        .await
+        .expect_err("bad data");
+    assert!(
+        matches!(error, Error::InvalidInput(_)) && error.to_string().contains("adopt_stack_data"),
+        "{error}"
+    );
+}
+
 ember_runtime::store_suite!(
     a_stack_is_created_along_its_graph_and_deleted,
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
@@ -771,4 +904,6 @@ ember_runtime::store_suite!(
     a_failed_resource_is_replaced_by_the_next_update,
     a_failed_update_rolls_back_unless_rollback_is_disabled,
     cancel_update_stops_the_update_and_rolls_back,
+    suspend_resume_and_check_visit_every_resource,
+    an_abandoned_stack_can_be_adopted_with_its_resources,
 );

@@ -13,7 +13,8 @@ use super::convert::{
 };
 use crate::error::Error;
 use crate::stacks::{
-    CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations, UpdateStack,
+    CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations, StackWideAction,
+    UpdateStack,
 };
 use crate::store::StackListQuery;
 
@@ -25,10 +26,6 @@ impl StackHandler {
     pub fn new(operations: Arc<StackOperations>) -> Self {
         StackHandler { operations }
     }
-}
-
-fn not_supported_yet(what: &str) -> Status {
-    Status::unimplemented(format!("{what} is not supported by this engine yet"))
 }
 
 fn create_request(request: pb::CreateStackRequest) -> CreateStack {
@@ -47,6 +44,7 @@ fn create_request(request: pb::CreateStackRequest) -> CreateStack {
         // Heat's default: a failed create is left for inspection.
         disable_rollback: request.disable_rollback.unwrap_or(true),
         tags: request.tags,
+        adopt_data: (!request.adopt_stack_data.is_empty()).then_some(request.adopt_stack_data),
     }
 }
 
@@ -80,9 +78,6 @@ impl pb::stack_service_server::StackService for StackHandler {
     ) -> Result<Response<pb::Stack>, Status> {
         let identity = Identity::of(&request)?.clone();
         let request = request.into_inner();
-        if !request.adopt_stack_data.is_empty() {
-            return Err(not_supported_yet("adopting a stack (adopt_stack_data)"));
-        }
         let stack = self
             .operations
             .create_stack(&identity, create_request(request))
@@ -210,41 +205,56 @@ impl pb::stack_service_server::StackService for StackHandler {
 
     async fn abandon_stack(
         &self,
-        _request: Request<pb::GetStackRequest>,
+        request: Request<pb::GetStackRequest>,
     ) -> Result<Response<pb::AbandonStackResponse>, Status> {
-        Err(not_supported_yet("abandoning a stack"))
+        let identity = Identity::of(&request)?.clone();
+        let data = self
+            .operations
+            .abandon_stack(&identity, &request.get_ref().stack)
+            .await?;
+        Ok(Response::new(pb::AbandonStackResponse {
+            data: Some(value_to_struct(&data)),
+        }))
     }
 
     async fn run_stack_action(
         &self,
         request: Request<pb::StackActionRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
-        let action = pb::StackActionKind::try_from(request.get_ref().action).map_err(|_| {
-            Error::InvalidInput(format!(
-                "action: unknown value {}",
-                request.get_ref().action
-            ))
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let action = pb::StackActionKind::try_from(request.action).map_err(|_| {
+            Error::InvalidInput(format!("action: unknown value {}", request.action))
         })?;
-        let name = match action {
+        let stack = match action {
             pb::StackActionKind::Unspecified => {
                 return Err(Error::InvalidInput(
                     "action: give suspend, resume, check or cancel_update".to_owned(),
                 )
                 .into());
             }
-            pb::StackActionKind::Suspend => "suspend",
-            pb::StackActionKind::Resume => "resume",
-            pb::StackActionKind::Check => "check",
+            pb::StackActionKind::Suspend => {
+                self.operations
+                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Suspend)
+                    .await?
+            }
+            pb::StackActionKind::Resume => {
+                self.operations
+                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Resume)
+                    .await?
+            }
+            pb::StackActionKind::Check => {
+                self.operations
+                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Check)
+                    .await?
+            }
             pb::StackActionKind::CancelUpdate => {
-                let identity = Identity::of(&request)?.clone();
-                let stack = self
-                    .operations
-                    .cancel_update(&identity, &request.get_ref().stack)
-                    .await?;
-                return Ok(Response::new(stack_to_proto(&stack)));
+                self.operations
+                    .cancel_update(&identity, &request.stack)
+                    .await?
             }
         };
-        Err(not_supported_yet(&format!("the {name} action")))
+        Ok(Response::new(stack_to_proto(&stack)))
     }
 
     async fn get_stack_template(

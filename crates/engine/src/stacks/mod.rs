@@ -2,6 +2,8 @@
 //! what one API call does. Changes run as background tasks holding the
 //! stack lease; the call returns once the operation is recorded as started.
 
+mod abandon;
+mod actions;
 mod context;
 pub mod definition;
 mod executor;
@@ -18,6 +20,7 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+pub use actions::StackWideAction;
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub use lease::LEASE_TTL;
@@ -42,6 +45,8 @@ pub struct CreateStack {
     pub timeout_mins: Option<u32>,
     pub disable_rollback: bool,
     pub tags: Vec<String>,
+    /// Abandon data (JSON text): adopt those resources instead of creating.
+    pub adopt_data: Option<String>,
 }
 
 pub struct StackOperations {
@@ -116,7 +121,16 @@ impl StackOperations {
     /// Validates everything, records the stack CREATE_IN_PROGRESS with its
     /// resources INIT_COMPLETE, and starts creating them.
     pub async fn create_stack(&self, identity: &Identity, request: CreateStack) -> Result<Stack> {
-        let (stack, definition, parsed) = self.prepare(identity, &request)?;
+        let (mut stack, definition, parsed) = self.prepare(identity, &request)?;
+        let adopt_data = request
+            .adopt_data
+            .as_deref()
+            .map(abandon::parse_adopt_data)
+            .transpose()?
+            .map(Arc::new);
+        if adopt_data.is_some() {
+            abandon::mark_adopting(&mut stack);
+        }
         let now = stack.created_at;
         let resources: Vec<Resource> = parsed
             .enabled
@@ -133,7 +147,7 @@ impl StackOperations {
             "CREATE",
         )
         .await?;
-        let event = stack_event(&stack, "Stack CREATE started");
+        let event = stack_event(&stack, &stack.status_reason);
         if let Err(error) = self
             .store()
             .create_stack(&stack, &definition, &resources, &event)
@@ -148,6 +162,7 @@ impl StackOperations {
             stack.clone(),
             target,
             stack_lease,
+            adopt_data,
         ));
         Ok(stack)
     }
@@ -293,7 +308,7 @@ impl StackOperations {
     }
 
     /// The parsed definition and current resources of a recorded stack.
-    async fn load_target(&self, stack: &Stack) -> Result<RunTarget> {
+    pub(crate) async fn load_target(&self, stack: &Stack) -> Result<RunTarget> {
         let parsed = self.parse_recorded(stack).await?;
         let rows = self.store().list_resources(stack.id).await?;
         Ok(RunTarget::new(
@@ -420,23 +435,25 @@ async fn run_create(
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
+    adopt_data: Option<Arc<Map<String, Value>>>,
 ) {
     let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
-    let outcome = tokio::time::timeout(
-        operation_timeout(&stack),
-        executor::create_resources(shared.clone(), target.clone(), names),
-    )
-    .await
-    .unwrap_or_else(|_| Err("Create timed out".to_owned()));
+    let operation = stack.action.as_str();
+    let running = async {
+        match adopt_data {
+            Some(adopt_data) => {
+                abandon::adopt_resources(shared.clone(), target.clone(), adopt_data).await
+            }
+            None => executor::create_resources(shared.clone(), target.clone(), names).await,
+        }
+    };
+    let outcome = tokio::time::timeout(operation_timeout(&stack), running)
+        .await
+        .unwrap_or_else(|_| Err(format!("{} timed out", operation)));
     match outcome {
         Ok(()) => {
-            finish(
-                &shared,
-                &mut stack,
-                ActionStatus::Complete,
-                "Stack CREATE completed successfully".to_owned(),
-            )
-            .await
+            let reason = format!("Stack {operation} completed successfully");
+            finish(&shared, &mut stack, ActionStatus::Complete, reason).await
         }
         Err(reason) if stack.disable_rollback => {
             finish(&shared, &mut stack, ActionStatus::Failed, reason).await;

@@ -1,0 +1,235 @@
+//! Suspend, resume and check: one action on every resource, along the
+//! graph (suspend dependents first; resume and check dependencies first).
+//! Check visits every resource even after a failure and reports them all,
+//! as Heat's stack check does.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use ember_runtime::Identity;
+
+use super::executor::{Direction, RunTarget, Shared, snapshot, transition, walk};
+use super::{StackOperations, finish, lease, operation_timeout, stack_event};
+use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::error::{Error, Result};
+
+/// An action run through the stack's "actions" endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackWideAction {
+    Suspend,
+    Resume,
+    Check,
+}
+
+impl StackWideAction {
+    fn stack_action(self) -> StackAction {
+        match self {
+            StackWideAction::Suspend => StackAction::Suspend,
+            StackWideAction::Resume => StackAction::Resume,
+            StackWideAction::Check => StackAction::Check,
+        }
+    }
+
+    fn direction(self) -> Direction {
+        match self {
+            StackWideAction::Suspend => Direction::DependentsFirst,
+            StackWideAction::Resume | StackWideAction::Check => Direction::DependenciesFirst,
+        }
+    }
+
+    /// Why the stack's state does not allow this action, if it does not.
+    fn refused_in(self, stack: &Stack) -> Option<String> {
+        let suspended =
+            stack.action == StackAction::Suspend && stack.status == ActionStatus::Complete;
+        match self {
+            StackWideAction::Suspend if suspended => Some("it is already suspended".to_owned()),
+            StackWideAction::Resume
+                if !(suspended
+                    || (stack.action == StackAction::Resume
+                        && stack.status == ActionStatus::Failed)) =>
+            {
+                Some("only a suspended stack can be resumed".to_owned())
+            }
+            _ if stack.deleted_at.is_some() || stack.action == StackAction::Delete => {
+                Some("it is being or was deleted".to_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl StackOperations {
+    pub async fn run_stack_wide_action(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+        action: StackWideAction,
+    ) -> Result<Stack> {
+        let found = self.find_stack(identity, name_or_id).await?;
+        let operation = action.stack_action().as_str();
+        let stack_lease = lease::StackLease::take(
+            self.store().clone(),
+            found.id,
+            &found.name,
+            self.shared.engine_id,
+            operation,
+        )
+        .await?;
+        let started = async {
+            let mut stack = self
+                .store()
+                .get_stack(found.id)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
+            if let Some(why) = action.refused_in(&stack) {
+                return Err(Error::Conflict(format!(
+                    "stack {:?} is {}: cannot {}: {why}",
+                    stack.name,
+                    stack.stack_status(),
+                    operation.to_lowercase()
+                )));
+            }
+            let target = self.load_target(&stack).await?;
+            stack.action = action.stack_action();
+            stack.status = ActionStatus::InProgress;
+            stack.status_reason = format!("Stack {operation} started");
+            stack.updated_at = ember_runtime::time::now();
+            self.store()
+                .record_stack_transition(&stack, &stack_event(&stack, &stack.status_reason))
+                .await?;
+            Ok((stack, target))
+        }
+        .await;
+        match started {
+            Ok((stack, target)) => {
+                tokio::spawn(run_action(
+                    self.shared.clone(),
+                    stack.clone(),
+                    target,
+                    action,
+                    stack_lease,
+                ));
+                Ok(stack)
+            }
+            Err(error) => {
+                stack_lease.release().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+async fn run_action(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    action: StackWideAction,
+    stack_lease: lease::StackLease,
+) {
+    let stack_action = action.stack_action();
+    let names: BTreeSet<String> = snapshot(&target.resources)
+        .values()
+        .filter(|resource| resource.action != StackAction::Init)
+        .map(|resource| resource.name.clone())
+        .collect();
+    let check_failures = Arc::new(Mutex::new(Vec::new()));
+    let graph = target.parsed.graph.clone();
+    let walking = walk(&graph, &names, action.direction(), |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        let check_failures = check_failures.clone();
+        async move {
+            let result = act_on_one(&shared, &target, &name, action).await;
+            match (action, result) {
+                // Check goes on after a failure and reports every one.
+                (StackWideAction::Check, Err(reason)) => {
+                    if let Ok(mut failures) = check_failures.lock() {
+                        failures.push(reason);
+                    }
+                    Ok(())
+                }
+                (_, result) => result,
+            }
+        }
+    });
+    let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
+        .await
+        .unwrap_or_else(|_| Err(format!("{} timed out", stack_action.as_str())));
+    let check_failures = check_failures
+        .lock()
+        .map(|failures| failures.clone())
+        .unwrap_or_default();
+    let outcome = match outcome {
+        Ok(()) if !check_failures.is_empty() => Err(check_failures.join("; ")),
+        other => other,
+    };
+    match outcome {
+        Ok(()) => {
+            let reason = format!("Stack {} completed successfully", stack_action.as_str());
+            finish(&shared, &mut stack, ActionStatus::Complete, reason).await;
+        }
+        Err(reason) => finish(&shared, &mut stack, ActionStatus::Failed, reason).await,
+    }
+    stack_lease.release().await;
+}
+
+async fn act_on_one(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    action: StackWideAction,
+) -> std::result::Result<(), String> {
+    let stack_action = action.stack_action();
+    let current = snapshot(&target.resources)
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let in_progress = transition(
+        shared,
+        target,
+        current,
+        stack_action,
+        ActionStatus::InProgress,
+        "state changed",
+    )
+    .await?;
+    let result = match shared.registry.get(&in_progress.type_name) {
+        Some(resource_type) => match action {
+            StackWideAction::Suspend => resource_type.suspend(&in_progress).await,
+            StackWideAction::Resume => resource_type.resume(&in_progress).await,
+            StackWideAction::Check => resource_type.check(&in_progress).await,
+        }
+        .map_err(|failure| failure.0),
+        None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
+    };
+    match result {
+        Ok(()) => {
+            transition(
+                shared,
+                target,
+                in_progress,
+                stack_action,
+                ActionStatus::Complete,
+                "state changed",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(reason) => {
+            let reason = format!("resources.{name}: {reason}");
+            transition(
+                shared,
+                target,
+                in_progress,
+                stack_action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            Err(format!(
+                "Resource {} failed: {reason}",
+                stack_action.as_str()
+            ))
+        }
+    }
+}
