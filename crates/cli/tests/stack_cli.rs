@@ -1,0 +1,337 @@
+//! `ember stack …` as an operator runs it, against a real `ember dev`:
+//! create from template files (with `get_file` sent along) and watch it
+//! with `--wait`, inspect it, change it, delete it; a failing stack makes
+//! `--wait` exit non-zero with the reason.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+
+/// A running `ember dev`, stopped with SIGTERM when dropped.
+struct Dev {
+    child: Child,
+}
+
+impl Dev {
+    fn start(data_dir: &Path) -> Dev {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("address")
+            .port();
+        let child = Command::new(EMBER)
+            .args([
+                "dev",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ember dev starts");
+        let dev = Dev { child };
+        // Ready once the CLI can list stacks through it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if data_dir.join("dev-credentials.json").exists()
+                && ember(&["stack", "list"], data_dir).status.success()
+            {
+                return dev;
+            }
+            assert!(Instant::now() < deadline, "ember dev not ready within 20 s");
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn ember(args: &[&str], data_dir: &Path) -> Output {
+    Command::new(EMBER)
+        .args(args)
+        .env("EMBER_DATA_DIR", data_dir)
+        .env_remove("EMBER_URL")
+        .env_remove("EMBER_TOKEN")
+        .output()
+        .expect("ember runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn succeed(args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert!(output.status.success(), "ember {args:?}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+const TEMPLATE: &str = "\
+heat_template_version: 2018-08-31
+description: cli stack
+parameters:
+  greeting:
+    type: string
+resources:
+  slow:
+    type: OS::Heat::TestResource
+    properties:
+      value: {get_param: greeting}
+      action_wait_secs: {create: 0.3, update: 0.1}
+  script:
+    type: OS::Heat::Value
+    properties:
+      value: {get_file: files/script.sh}
+  random:
+    type: OS::Heat::RandomString
+    properties:
+      length: 6
+outputs:
+  greeting:
+    description: what slow stores
+    value: {get_attr: [slow, output]}
+  script:
+    value: {get_attr: [script, value]}
+";
+
+/// Writes the template and the file it reads into `dir`.
+fn write_templates(dir: &Path) -> String {
+    std::fs::create_dir_all(dir.join("templates/files")).expect("dirs");
+    std::fs::write(dir.join("templates/files/script.sh"), "echo hello\n").expect("script");
+    let template = dir.join("templates/stack.yaml");
+    std::fs::write(&template, TEMPLATE).expect("template");
+    std::fs::write(
+        dir.join("templates/failing.yaml"),
+        "heat_template_version: 2018-08-31\nresources:\n  broken:\n    type: OS::Heat::TestResource\n    properties:\n      fail: true\n",
+    )
+    .expect("failing template");
+    template.display().to_string()
+}
+
+/// The line index of the first line containing `needle`.
+fn line_of(output: &str, needle: &str) -> usize {
+    output
+        .lines()
+        .position(|line| line.contains(needle))
+        .unwrap_or_else(|| panic!("{needle:?} not in:\n{output}"))
+}
+
+#[test]
+fn a_stack_is_created_with_live_progress_inspected_and_deleted() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let template = write_templates(dir);
+    let _dev = Dev::start(dir);
+
+    let created = succeed(
+        &[
+            "stack",
+            "create",
+            "cli",
+            "-t",
+            &template,
+            "-P",
+            "greeting=hi there",
+            "--tag",
+            "a",
+            "--wait",
+        ],
+        dir,
+    );
+    // Progress as it happens, in order, then the final status.
+    let started = line_of(&created, "[slow]: CREATE_IN_PROGRESS");
+    let finished = line_of(&created, "[slow]: CREATE_COMPLETE");
+    assert!(started < finished, "{created}");
+    assert!(created.contains("[script]: CREATE_COMPLETE"), "{created}");
+    assert_eq!(
+        created.lines().last(),
+        Some("stack cli CREATE_COMPLETE"),
+        "{created}"
+    );
+
+    let listed = succeed(&["stack", "list"], dir);
+    assert!(
+        listed.contains("cli") && listed.contains("CREATE_COMPLETE"),
+        "{listed}"
+    );
+    let shown = succeed(&["stack", "show", "cli"], dir);
+    assert!(shown.contains("parameter greeting"), "{shown}");
+    assert!(shown.contains("hi there"), "{shown}");
+    assert!(shown.contains("output script"), "{shown}");
+
+    assert_eq!(
+        succeed(&["stack", "outputs", "cli", "greeting"], dir),
+        "hi there\n"
+    );
+    assert_eq!(
+        succeed(&["stack", "outputs", "cli", "script"], dir),
+        "echo hello\n\n",
+        "get_file's content came from the file next to the template"
+    );
+    let outputs = succeed(&["stack", "outputs", "cli"], dir);
+    assert!(outputs.contains("what slow stores"), "{outputs}");
+
+    let resources = succeed(&["stack", "resources", "cli"], dir);
+    for name in ["slow", "script", "random"] {
+        assert!(resources.contains(name), "{resources}");
+    }
+    assert!(resources.contains("OS::Heat::TestResource"), "{resources}");
+    let events = succeed(&["stack", "events", "cli", "--resource", "slow"], dir);
+    assert_eq!(events.lines().count(), 2, "{events}");
+    let template_shown = succeed(&["stack", "template", "cli"], dir);
+    assert!(
+        template_shown.contains("heat_template_version"),
+        "{template_shown}"
+    );
+    assert!(
+        template_shown.contains("file://"),
+        "get_file points at the sent file: {template_shown}"
+    );
+
+    let validated = succeed(&["stack", "validate", "-t", &template], dir);
+    assert!(
+        validated.contains("\"Description\": \"cli stack\""),
+        "{validated}"
+    );
+
+    let deleted = succeed(&["stack", "delete", "cli", "--wait"], dir);
+    assert!(deleted.contains("DELETE_IN_PROGRESS"), "{deleted}");
+    assert_eq!(
+        deleted.lines().last(),
+        Some("stack cli deleted"),
+        "{deleted}"
+    );
+    let listed = succeed(&["stack", "list"], dir);
+    assert!(!listed.contains("cli"), "{listed}");
+    let missing = ember(&["stack", "show", "cli"], dir);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("not found"),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn a_failing_stack_makes_wait_exit_non_zero_with_the_reason() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    write_templates(dir);
+    let _dev = Dev::start(dir);
+    let failing = dir.join("templates/failing.yaml").display().to_string();
+
+    let output = ember(
+        &["stack", "create", "doomed", "-t", &failing, "--wait"],
+        dir,
+    );
+    assert!(!output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("[broken]: CREATE_FAILED"),
+        "{}",
+        text(&output)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("stack doomed CREATE_FAILED"),
+        "{}",
+        text(&output)
+    );
+    assert!(stderr.contains("Test Resource failed"), "{}", text(&output));
+
+    let bad = ember(&["stack", "create", "typo", "-t", "absent.yaml"], dir);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("absent.yaml"),
+        "{}",
+        text(&bad)
+    );
+    let no_template = ember(&["stack", "update", "doomed"], dir);
+    assert!(
+        String::from_utf8_lossy(&no_template.stderr).contains("--existing"),
+        "{}",
+        text(&no_template)
+    );
+}
+
+#[test]
+fn a_stack_is_updated_and_taken_through_actions_with_wait() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let template = write_templates(dir);
+    let _dev = Dev::start(dir);
+    succeed(
+        &[
+            "stack",
+            "create",
+            "ops",
+            "-t",
+            &template,
+            "-P",
+            "greeting=one",
+            "--wait",
+        ],
+        dir,
+    );
+
+    let updated = succeed(
+        &[
+            "stack",
+            "update",
+            "ops",
+            "--existing",
+            "-P",
+            "greeting=two",
+            "--wait",
+        ],
+        dir,
+    );
+    assert!(
+        !updated.contains("CREATE_IN_PROGRESS"),
+        "only the update's events are shown: {updated}"
+    );
+    assert!(updated.contains("[slow]: UPDATE_COMPLETE"), "{updated}");
+    assert_eq!(
+        updated.lines().last(),
+        Some("stack ops UPDATE_COMPLETE"),
+        "{updated}"
+    );
+    assert_eq!(
+        succeed(&["stack", "outputs", "ops", "greeting"], dir),
+        "two\n"
+    );
+
+    for (command, status) in [
+        ("suspend", "SUSPEND_COMPLETE"),
+        ("resume", "RESUME_COMPLETE"),
+        ("check", "CHECK_COMPLETE"),
+    ] {
+        let output = succeed(&["stack", command, "ops", "--wait"], dir);
+        assert_eq!(
+            output.lines().last(),
+            Some(format!("stack ops {status}").as_str()),
+            "{output}"
+        );
+    }
+}
