@@ -4,5 +4,6 @@
 mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;
+mod instances;
 mod internal_services;
 mod orchestration;

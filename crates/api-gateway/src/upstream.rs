@@ -13,6 +13,7 @@ pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.ResourceService",
     "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
+    "ember.engine.v1.InstanceService",
 ];
 pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
 pub const PLUGIN_REGISTRY_SERVICES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];

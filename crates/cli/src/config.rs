@@ -101,6 +101,8 @@ pub struct EngineSection {
     /// Empty = SQLite at `<data_dir>/engine.db`.
     pub database_url: String,
     pub request_timeout_ms: u64,
+    /// The compute driver behind instances.
+    pub compute: ComputeSection,
 }
 
 impl Default for EngineSection {
@@ -109,6 +111,37 @@ impl Default for EngineSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 50052)),
             database_url: String::new(),
             request_timeout_ms: 30_000,
+            compute: ComputeSection::default(),
+        }
+    }
+}
+
+/// `[engine.compute]`: the simulated compute driver (the only one so far):
+/// how long each task takes, and which builds fail.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ComputeSection {
+    /// `simulated`.
+    pub driver: String,
+    pub build_ms: u64,
+    pub power_ms: u64,
+    pub reboot_ms: u64,
+    pub delete_ms: u64,
+    /// A regular expression: builds of instances whose name matches fail.
+    pub fail_builds_matching: String,
+}
+
+impl Default for ComputeSection {
+    fn default() -> Self {
+        let simulated = ember_engine::compute::simulated::SimulatedComputeConfig::default();
+        let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        ComputeSection {
+            driver: "simulated".to_owned(),
+            build_ms: millis(simulated.build_latency),
+            power_ms: millis(simulated.power_latency),
+            reboot_ms: millis(simulated.reboot_latency),
+            delete_ms: millis(simulated.delete_latency),
+            fail_builds_matching: simulated.fail_builds_matching,
         }
     }
 }
@@ -209,6 +242,17 @@ impl Validate for EmberConfig {
                 ));
             }
         }
+        if self.engine.compute.driver != "simulated" {
+            problems.push(format!(
+                "engine.compute.driver: {:?} is not a compute driver: use \"simulated\"",
+                self.engine.compute.driver
+            ));
+        }
+        if let Err(problem) = ember_engine::compute::simulated::validate_failure_pattern(
+            &self.engine.compute.fail_builds_matching,
+        ) {
+            problems.push(problem);
+        }
         if !self.lifecycle_hook.nats_url.is_empty()
             && !self.lifecycle_hook.nats_url.starts_with("nats://")
         {
@@ -280,6 +324,13 @@ impl EmberConfig {
             database_url: self.database_url(&self.engine.database_url, "engine.db"),
             internal_credential: secrets.internal_credential.clone(),
             request_timeout: Duration::from_millis(self.engine.request_timeout_ms),
+            compute: ember_engine::compute::simulated::SimulatedComputeConfig {
+                build_latency: Duration::from_millis(self.engine.compute.build_ms),
+                power_latency: Duration::from_millis(self.engine.compute.power_ms),
+                reboot_latency: Duration::from_millis(self.engine.compute.reboot_ms),
+                delete_latency: Duration::from_millis(self.engine.compute.delete_ms),
+                fail_builds_matching: self.engine.compute.fail_builds_matching.clone(),
+            },
         }
     }
 
@@ -379,6 +430,21 @@ mod tests {
             ember_runtime::config::load(Some(&example), &FlagOverrides::default())
                 .expect("example loads");
         assert_eq!(config.gateway.listen, EmberConfig::default().gateway.listen);
+    }
+
+    #[test]
+    fn a_bad_compute_driver_or_failure_pattern_is_reported_by_key() {
+        let mut config = EmberConfig::default();
+        config.engine.compute.driver = "ironic".into();
+        config.engine.compute.fail_builds_matching = "(".into();
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        let text = problems.join("\n");
+        assert!(text.contains("engine.compute.driver: \"ironic\""), "{text}");
+        assert!(
+            text.contains("engine.compute.fail_builds_matching"),
+            "{text}"
+        );
     }
 
     #[test]

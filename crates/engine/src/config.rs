@@ -11,4 +11,7 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// How the simulated compute driver behaves (latencies, failure
+    /// injection).
+    pub compute: crate::compute::simulated::SimulatedComputeConfig,
 }

@@ -3,10 +3,12 @@
 //! leases. Everything that changes state goes through here.
 #![forbid(unsafe_code)]
 
+pub mod compute;
 pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod instances;
 pub mod resources;
 pub mod stacks;
 pub mod store;
@@ -15,6 +17,7 @@ use std::sync::Arc;
 
 use ember_proto::engine::v1::event_service_server::EventServiceServer;
 use ember_proto::engine::v1::identity_service_server::IdentityServiceServer;
+use ember_proto::engine::v1::instance_service_server::InstanceServiceServer;
 use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
 use ember_proto::engine::v1::stack_service_server::StackServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
@@ -32,6 +35,7 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.ResourceService",
     "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
+    "ember.engine.v1.InstanceService",
 ];
 
 /// Runs the engine until `shutdown` is cancelled: migrates its database,
@@ -45,6 +49,13 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
+    let instance_service = instances::InstanceService::start(
+        Arc::new(store::instances::SqlInstanceStore::new(connection.clone())),
+        &config.compute,
+        shutdown.clone(),
+    )
+    .await
+    .map_err(StartError::Config)?;
     let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
     let stack_operations = Arc::new(stacks::StackOperations::new(
         stack_store,
@@ -64,6 +75,10 @@ pub async fn serve(
         grpc::events::EventHandler::new(stack_operations),
         auth.clone(),
     ))
+    .add_service(InstanceServiceServer::with_interceptor(
+        grpc::instances::InstanceHandler::new(instance_service.clone()),
+        auth.clone(),
+    ))
     .add_service(IdentityServiceServer::with_interceptor(
         grpc::identity::IdentityHandler,
         auth,
@@ -78,5 +93,6 @@ pub async fn serve(
         shutdown,
     )
     .await?;
+    instance_service.drain().await;
     Ok(())
 }

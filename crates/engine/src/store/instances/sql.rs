@@ -113,7 +113,8 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
     let corrupt = |what: &str, value: &str| {
         Error::Database(format!("instance {}: unknown {what} {value:?}", row.uuid))
     };
-    let status = InstanceStatus::parse(&row.status).ok_or_else(|| corrupt("status", &row.status))?;
+    let status =
+        InstanceStatus::parse(&row.status).ok_or_else(|| corrupt("status", &row.status))?;
     let power_state = PowerState::parse(&row.power_state)
         .ok_or_else(|| corrupt("power state", &row.power_state))?;
     let maintenance_lock = match (row.locked, &row.locked_by, row.locked_at) {
@@ -256,10 +257,7 @@ impl InstanceStore for SqlInstanceStore {
 
     async fn start_instance_task(&self, next: &Instance) -> Result<bool> {
         let columns = vec![
-            (
-                instances::Column::Status,
-                Expr::value(next.status.as_str()),
-            ),
+            (instances::Column::Status, Expr::value(next.status.as_str())),
             (
                 instances::Column::PowerState,
                 Expr::value(next.power_state.as_str()),
@@ -305,8 +303,7 @@ impl InstanceStore for SqlInstanceStore {
         let mut in_progress = Condition::any();
         for task in InstanceTask::ALL {
             let (status, power_state) = task.in_progress();
-            let mut this_task =
-                Condition::all().add(instances::Column::Status.eq(status.as_str()));
+            let mut this_task = Condition::all().add(instances::Column::Status.eq(status.as_str()));
             if let Some(power_state) = power_state {
                 this_task = this_task.add(instances::Column::PowerState.eq(power_state.as_str()));
             }

@@ -68,13 +68,21 @@ impl MigrationTrait for Migration {
                             .default(false),
                     )
                     .col(ColumnDef::new(Instances::LockedBy).string_len(8).null())
-                    .col(ColumnDef::new(Instances::LockedByUser).string_len(64).null())
+                    .col(
+                        ColumnDef::new(Instances::LockedByUser)
+                            .string_len(64)
+                            .null(),
+                    )
                     .col(
                         ColumnDef::new(Instances::LockedAt)
                             .timestamp_with_time_zone()
                             .null(),
                     )
-                    .col(ColumnDef::new(Instances::LockedReason).string_len(255).null())
+                    .col(
+                        ColumnDef::new(Instances::LockedReason)
+                            .string_len(255)
+                            .null(),
+                    )
                     .col(ColumnDef::new(Instances::StatusReason).text().not_null())
                     .col(ColumnDef::new(Instances::Revision).big_integer().not_null())
                     .col(

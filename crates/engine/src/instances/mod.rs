@@ -1,0 +1,318 @@
+//! The instance service: what every entry point (gRPC, and stack resources
+//! such as `OS::Nova::Server` in-process) calls to create, read, change,
+//! power, delete, lock and unlock instances on behalf of a caller.
+//!
+//! Each change is read → decided by [`policy::decide`] (the one place the
+//! ownership and maintenance-lock rules live) → written with a conditional
+//! update on the revision it was decided on. If another change landed in
+//! between, the request is decided again on the new state, so a lock placed
+//! concurrently is never bypassed. Driver work then runs in the background
+//! ([`tasks::TaskRunner`]).
+
+pub mod tasks;
+
+use std::sync::Arc;
+
+use ember_runtime::Identity;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+use uuid::Uuid;
+
+use crate::compute::ComputeDriver;
+use crate::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
+use crate::domain::instance::policy::{self, Decision, InstanceRequest};
+use crate::domain::instance::{
+    Instance, InstanceChanges, InstanceStatus, MaintenanceLock, NewInstance, PowerAction,
+};
+use crate::error::{Error, Result};
+use crate::store::instances::{InstanceListQuery, InstanceStore};
+
+/// How many times a request is decided again when the instance keeps
+/// changing under it before the caller is told to retry.
+pub const DECISION_ATTEMPTS: u32 = 5;
+
+/// Which instances to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceFilter {
+    /// Only this status; `None` = every status but DELETED.
+    pub status: Option<InstanceStatus>,
+    pub locked: Option<bool>,
+    /// Exact name.
+    pub name: Option<String>,
+    /// 0 = the default page size (100); at most 1000.
+    pub limit: u32,
+    /// Uuid of the last instance of the previous page.
+    pub marker: Option<Uuid>,
+    /// Every project's instances (admins only).
+    pub all_projects: bool,
+}
+
+/// A page of instances and the marker of the next one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstancePage {
+    pub instances: Vec<Instance>,
+    /// Set when the page is full: pass it as the next `marker`.
+    pub next_marker: Option<Uuid>,
+}
+
+/// What a lock request did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockOutcome {
+    pub instance: Instance,
+    /// The lock the instance had before the request (`None`: the request
+    /// placed the only lock, so whoever asked may lift it later).
+    pub previous_lock: Option<MaintenanceLock>,
+}
+
+/// A request that was applied: the instance before and after.
+struct Applied {
+    before: Instance,
+    after: Instance,
+}
+
+pub struct InstanceService {
+    store: Arc<dyn InstanceStore>,
+    tasks: tasks::TaskRunner,
+}
+
+impl InstanceService {
+    /// Driver tasks stop when `shutdown` is cancelled; call
+    /// [`InstanceService::resume_unfinished_tasks`] at start-up to pick up
+    /// the ones a previous run left in progress.
+    pub fn new(
+        store: Arc<dyn InstanceStore>,
+        driver: Arc<dyn ComputeDriver>,
+        shutdown: CancellationToken,
+    ) -> InstanceService {
+        InstanceService {
+            tasks: tasks::TaskRunner::new(store.clone(), driver, shutdown),
+            store,
+        }
+    }
+
+    /// The service as the engine runs it: on the simulated driver
+    /// configured by `compute`, with the tasks a previous run left in
+    /// progress resumed. Fails only on a bad configuration.
+    pub async fn start(
+        store: Arc<dyn InstanceStore>,
+        compute: &SimulatedComputeConfig,
+        shutdown: CancellationToken,
+    ) -> std::result::Result<Arc<InstanceService>, String> {
+        let driver = Arc::new(SimulatedDriver::new(compute.clone())?);
+        let service = Arc::new(InstanceService::new(store, driver, shutdown));
+        // A database that is down now fails the first requests too; the
+        // tasks are resumed at the next start.
+        match service.resume_unfinished_tasks().await {
+            Ok(0) => {}
+            Ok(resumed) => info!(resumed, "resumed unfinished instance tasks"),
+            Err(failure) => warn!(%failure, "cannot resume unfinished instance tasks"),
+        }
+        Ok(service)
+    }
+
+    /// Records a BUILDING instance of the caller's project and starts
+    /// building it.
+    pub async fn create(&self, caller: &Identity, new: NewInstance) -> Result<Instance> {
+        policy::refuse_read_only(caller, "create")?;
+        let instance = Instance::new_building(
+            &caller.project_id,
+            &caller.user_id,
+            new,
+            ember_runtime::time::now(),
+        )?;
+        self.store.insert_instance(&instance).await?;
+        info!(
+            instance_uuid = %instance.uuid,
+            name = %instance.name,
+            project_id = %instance.project_id,
+            user_id = %caller.user_id,
+            "instance created"
+        );
+        self.tasks.start(
+            crate::domain::instance::InstanceTask::Build,
+            instance.clone(),
+        );
+        Ok(instance)
+    }
+
+    /// One instance the caller can see.
+    pub async fn get(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
+        match self.store.get_instance(uuid).await? {
+            Some(instance) if policy::Access::of(caller, &instance).is_some() => Ok(instance),
+            _ => Err(policy::not_found(uuid)),
+        }
+    }
+
+    /// A page of the caller's project's instances (every project's with
+    /// `all_projects`, for admins), newest first.
+    pub async fn list(&self, caller: &Identity, filter: &InstanceFilter) -> Result<InstancePage> {
+        if filter.all_projects && !caller.is_admin() {
+            return Err(Error::Forbidden(
+                "all_projects: only admins list every project's instances".to_owned(),
+            ));
+        }
+        if let Some(name) = &filter.name {
+            crate::domain::instance::validate_text("name", name)?;
+        }
+        let query = InstanceListQuery {
+            project_id: (!filter.all_projects).then(|| caller.project_id.clone()),
+            status: filter.status,
+            locked: filter.locked,
+            name: filter.name.clone(),
+            limit: filter.limit,
+            marker: filter.marker,
+        };
+        let instances = self.store.list_instances(&query).await?;
+        let next_marker = if instances.len() == query.page_size() as usize {
+            instances.last().map(|instance| instance.uuid)
+        } else {
+            None
+        };
+        Ok(InstancePage {
+            instances,
+            next_marker,
+        })
+    }
+
+    /// Renames the instance and/or replaces its metadata.
+    pub async fn update(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        changes: InstanceChanges,
+    ) -> Result<Instance> {
+        let applied = self
+            .apply(caller, uuid, InstanceRequest::Update(changes))
+            .await?;
+        Ok(applied.after)
+    }
+
+    /// Starts deleting the instance (DELETING, then DELETED).
+    pub async fn delete(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
+        Ok(self
+            .apply(caller, uuid, InstanceRequest::Delete)
+            .await?
+            .after)
+    }
+
+    /// Starts a power action.
+    pub async fn power(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        action: PowerAction,
+    ) -> Result<Instance> {
+        Ok(self
+            .apply(caller, uuid, InstanceRequest::Power(action))
+            .await?
+            .after)
+    }
+
+    /// Places a maintenance lock (`locked_by` owner or admin as the caller
+    /// is); an owner locking a locked instance changes nothing.
+    pub async fn lock(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        reason: Option<String>,
+    ) -> Result<LockOutcome> {
+        let applied = self
+            .apply(caller, uuid, InstanceRequest::Lock { reason })
+            .await?;
+        Ok(LockOutcome {
+            previous_lock: applied.before.maintenance_lock,
+            instance: applied.after,
+        })
+    }
+
+    /// Lifts the maintenance lock.
+    pub async fn unlock(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
+        Ok(self
+            .apply(caller, uuid, InstanceRequest::Unlock)
+            .await?
+            .after)
+    }
+
+    /// Restarts the driver tasks a previous run left in progress.
+    pub async fn resume_unfinished_tasks(&self) -> Result<usize> {
+        self.tasks.resume_unfinished().await
+    }
+
+    /// Waits for running driver tasks to finish or be abandoned (after the
+    /// shutdown token is cancelled).
+    pub async fn drain(&self) {
+        self.tasks.drain().await;
+    }
+
+    async fn apply(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        request: InstanceRequest,
+    ) -> Result<Applied> {
+        for _ in 0..DECISION_ATTEMPTS {
+            let instance = self
+                .store
+                .get_instance(uuid)
+                .await?
+                .ok_or_else(|| policy::not_found(uuid))?;
+            let now = ember_runtime::time::now();
+            let (next, task, overridden_lock) =
+                match policy::decide(caller, &instance, &request, now)? {
+                    Decision::Unchanged => {
+                        return Ok(Applied {
+                            before: instance.clone(),
+                            after: instance,
+                        });
+                    }
+                    Decision::Change {
+                        next,
+                        task,
+                        overridden_lock,
+                    } => (*next, task, overridden_lock),
+                };
+            let written = match &request {
+                InstanceRequest::Lock { .. } => self.store.lock_instance(&next).await?,
+                InstanceRequest::Unlock => self.store.unlock_instance(&next).await?,
+                InstanceRequest::Update(_) => self.store.update_instance_details(&next).await?,
+                InstanceRequest::Delete | InstanceRequest::Power(_) => {
+                    self.store.start_instance_task(&next).await?
+                }
+            };
+            if !written {
+                continue;
+            }
+            if let Some(lock) = overridden_lock {
+                warn!(
+                    instance_uuid = %uuid,
+                    action = request.verb(),
+                    user_id = %caller.user_id,
+                    project_id = %caller.project_id,
+                    locked_by = lock.locked_by.as_str(),
+                    lock_user = %lock.user_id,
+                    lock_reason = lock.reason.as_deref().unwrap_or(""),
+                    "admin acted on a locked instance"
+                );
+            }
+            info!(
+                instance_uuid = %uuid,
+                action = request.verb(),
+                user_id = %caller.user_id,
+                status = next.status.as_str(),
+                locked = next.is_locked(),
+                "instance changed"
+            );
+            if let Some(task) = task {
+                self.tasks.start(task, next.clone());
+            }
+            return Ok(Applied {
+                before: instance,
+                after: next,
+            });
+        }
+        Err(Error::Conflict(format!(
+            "instance {uuid} kept changing while this {} was decided ({DECISION_ATTEMPTS} attempts): retry",
+            request.verb()
+        )))
+    }
+}

@@ -1,0 +1,144 @@
+//! Runs driver tasks in the background and records their outcomes.
+//!
+//! A task starts after the instance's in-progress state is written, so a
+//! crash at any point leaves a state [`TaskRunner::resume_unfinished`] can
+//! pick up at the next start. The outcome is written only if the instance is
+//! still in that in-progress state (a delete that came meanwhile wins).
+//! Recording retries while the database is unavailable, with backoff, up to
+//! [`RECORD_ATTEMPTS`]; after that the instance stays in progress until the
+//! next start resumes it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+use crate::compute::{ComputeDriver, run_task};
+use crate::domain::instance::{Instance, InstanceTask};
+use crate::error::{Error, Result};
+use crate::store::instances::{InstanceStore, TaskOutcome};
+
+/// How many times an outcome is written before giving up until restart.
+pub const RECORD_ATTEMPTS: u32 = 6;
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+#[derive(Clone)]
+pub struct TaskRunner {
+    store: Arc<dyn InstanceStore>,
+    driver: Arc<dyn ComputeDriver>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl TaskRunner {
+    pub fn new(
+        store: Arc<dyn InstanceStore>,
+        driver: Arc<dyn ComputeDriver>,
+        shutdown: CancellationToken,
+    ) -> TaskRunner {
+        TaskRunner {
+            store,
+            driver,
+            shutdown,
+            tracker: TaskTracker::new(),
+        }
+    }
+
+    /// Starts `task` for `instance` (already written in the task's
+    /// in-progress state). On shutdown the call is abandoned and the
+    /// instance stays in progress for the next start to resume.
+    pub fn start(&self, task: InstanceTask, instance: Instance) {
+        let runner = self.clone();
+        self.tracker.spawn(async move {
+            let result = tokio::select! {
+                () = runner.shutdown.cancelled() => return,
+                result = run_task(runner.driver.as_ref(), task, &instance) => result,
+            };
+            let (status, power_state) = match &result {
+                Ok(()) => task.succeeded(),
+                Err(_) => task.failed(),
+            };
+            let outcome = TaskOutcome {
+                task,
+                status,
+                power_state,
+                status_reason: match &result {
+                    Ok(()) => String::new(),
+                    Err(failure) => format!("{} failed: {failure}", task.as_str()),
+                },
+                at: ember_runtime::time::now(),
+            };
+            runner.record(&instance, &outcome).await;
+        });
+    }
+
+    async fn record(&self, instance: &Instance, outcome: &TaskOutcome) {
+        let mut pause = FIRST_RETRY_PAUSE;
+        for attempt in 1..=RECORD_ATTEMPTS {
+            match self
+                .store
+                .finish_instance_task(instance.uuid, outcome)
+                .await
+            {
+                Ok(true) => {
+                    info!(
+                        instance_uuid = %instance.uuid,
+                        task = outcome.task.as_str(),
+                        status = outcome.status.as_str(),
+                        reason = %outcome.status_reason,
+                        "instance task finished"
+                    );
+                    return;
+                }
+                Ok(false) => {
+                    info!(
+                        instance_uuid = %instance.uuid,
+                        task = outcome.task.as_str(),
+                        "instance task outcome dropped: the instance moved on meanwhile"
+                    );
+                    return;
+                }
+                Err(Error::DatabaseUnavailable(reason)) if attempt < RECORD_ATTEMPTS => {
+                    warn!(instance_uuid = %instance.uuid, %reason, attempt, "retrying to record a task outcome");
+                    tokio::select! {
+                        () = self.shutdown.cancelled() => return,
+                        () = tokio::time::sleep(pause) => {}
+                    }
+                    pause *= 2;
+                }
+                Err(failure) => {
+                    error!(
+                        instance_uuid = %instance.uuid,
+                        task = outcome.task.as_str(),
+                        %failure,
+                        "cannot record a task outcome: the instance stays in progress until the engine restarts"
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Restarts the driver task of every instance left in progress (by a
+    /// crash or a shutdown). Returns how many were restarted.
+    pub async fn resume_unfinished(&self) -> Result<usize> {
+        let unfinished = self.store.list_unfinished_instances().await?;
+        let mut resumed = 0;
+        for instance in unfinished {
+            if let Some(task) = instance.unfinished_task() {
+                info!(instance_uuid = %instance.uuid, task = task.as_str(), driver = self.driver.name(), "resuming instance task");
+                self.start(task, instance);
+                resumed += 1;
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Waits until every started task has finished or been abandoned.
+    pub async fn drain(&self) {
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
