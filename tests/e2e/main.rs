@@ -7,3 +7,4 @@ mod grpcurl;
 mod instances;
 mod internal_services;
 mod orchestration;
+mod plugins;

@@ -28,12 +28,29 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
+    Plugins {
+        /// Measured calls per case
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Plugins in the chain
+        #[arg(long, default_value_t = 5)]
+        plugins: usize,
+        /// Servers in the stack snapshot sent to every plugin
+        #[arg(long, default_value_t = 10)]
+        resources: usize,
+    },
 }
 
 pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
         BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
         BenchCommand::Startup { runs } => startup(runs.max(1)).await,
+        BenchCommand::Plugins {
+            calls,
+            plugins,
+            resources,
+        } => crate::commands::plugin_bench::run(calls.max(10), plugins, resources).await,
     }
 }
 

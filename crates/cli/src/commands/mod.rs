@@ -3,6 +3,7 @@
 
 mod hook;
 mod plugin;
+pub(crate) mod plugin_bench;
 mod probe;
 mod run;
 mod stack;

@@ -51,6 +51,54 @@ pub enum PluginCommand {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Change some of a plugin's settings; the others are kept
+    Update {
+        name: String,
+        /// New gRPC URL
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// New calling order
+        #[arg(long, allow_negative_numbers = true)]
+        ordinal: Option<i32>,
+        /// New operation filter (comma separated); "all" clears it
+        #[arg(long, value_delimiter = ',')]
+        operations: Option<Vec<String>>,
+        /// New project filter (comma separated); "all" clears it
+        #[arg(long = "projects", value_delimiter = ',')]
+        project_ids: Option<Vec<String>>,
+        #[arg(long, value_enum)]
+        failure_mode: Option<FailureModeArg>,
+        /// New per-call timeout in milliseconds
+        #[arg(long)]
+        timeout_ms: Option<u32>,
+        /// Enable the plugin
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        /// Disable the plugin (it stays registered but is not called)
+        #[arg(long)]
+        disable: bool,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Deregister a plugin: it is not called for any later operation
+    Remove {
+        name: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+/// `["all"]` (or nothing) clears a filter.
+fn is_all(values: &[String]) -> bool {
+    values.iter().all(|value| value.trim().is_empty())
+        || (values.len() == 1 && values[0].trim().eq_ignore_ascii_case("all"))
+}
+
+fn failure_mode_to_proto(failure_mode: FailureModeArg) -> pb::FailureMode {
+    match failure_mode {
+        FailureModeArg::Fail => pb::FailureMode::Fail,
+        FailureModeArg::Warn => pb::FailureMode::Warn,
+    }
 }
 
 fn parse_operation(text: &str) -> Result<StackOperation, String> {
@@ -88,10 +136,7 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
                     ordinal,
                     operations,
                     project_ids,
-                    failure_mode: match failure_mode {
-                        FailureModeArg::Fail => pb::FailureMode::Fail,
-                        FailureModeArg::Warn => pb::FailureMode::Warn,
-                    } as i32,
+                    failure_mode: failure_mode_to_proto(failure_mode) as i32,
                     timeout_ms: timeout_ms.unwrap_or(0),
                     disabled,
                 })?)
@@ -119,6 +164,82 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
                 .map_err(describe)?
                 .into_inner();
             print_plugins(&[plugin]);
+            Ok(())
+        }
+        PluginCommand::Update {
+            name,
+            endpoint,
+            ordinal,
+            operations,
+            project_ids,
+            failure_mode,
+            timeout_ms,
+            enable,
+            disable,
+            connect,
+        } => {
+            let operations = match operations {
+                None => None,
+                Some(values) if is_all(&values) => Some(pb::OperationFilter { values: vec![] }),
+                Some(values) => Some(pb::OperationFilter {
+                    values: values
+                        .iter()
+                        .map(|text| parse_operation(text).map(|operation| operation as i32))
+                        .collect::<Result<Vec<_>, _>>()?,
+                }),
+            };
+            let project_ids = project_ids.map(|values| pb::ProjectFilter {
+                values: if is_all(&values) { vec![] } else { values },
+            });
+            let nothing_to_change = endpoint.is_none()
+                && ordinal.is_none()
+                && operations.is_none()
+                && project_ids.is_none()
+                && failure_mode.is_none()
+                && timeout_ms.is_none()
+                && !enable
+                && !disable;
+            if nothing_to_change {
+                return Err(format!(
+                    "nothing to update for plugin {name:?}: pass at least one of --endpoint, --ordinal, --operations, --projects, --failure-mode, --timeout-ms, --enable, --disable"
+                ));
+            }
+            let request = pb::UpdatePluginRequest {
+                name,
+                endpoint,
+                ordinal,
+                operations,
+                project_ids,
+                failure_mode: failure_mode.map(|mode| failure_mode_to_proto(mode) as i32),
+                timeout_ms,
+                enabled: match (enable, disable) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
+            };
+            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let plugin = PluginRegistryServiceClient::new(client.channel.clone())
+                .update_plugin(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            print_plugins(&[plugin]);
+            Ok(())
+        }
+        PluginCommand::Remove { name, connect } => {
+            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let removed = PluginRegistryServiceClient::new(client.channel.clone())
+                .deregister_plugin(
+                    client.request(pb::DeregisterPluginRequest { name: name.clone() })?,
+                )
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!("plugin {name:?} removed");
+            if let Some(plugin) = removed.plugin {
+                print_plugins(&[plugin]);
+            }
             Ok(())
         }
     }

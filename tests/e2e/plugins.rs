@@ -1,0 +1,263 @@
+//! Lifecycle plugins through the gateway: operators update and deregister
+//! plugins over gRPC (admin only), the change reaches the runner at once, and
+//! the runner itself is not reachable from outside.
+
+use ember_plugin_registry::testing::{Behaviour, CallJournal, TestPlugin};
+use ember_proto::common::v1::StackOperation;
+use ember_proto::plugin::v1::StackSnapshot;
+use ember_proto::pluginregistry::v1 as pb;
+use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegistryServiceClient;
+use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
+use ember_runtime::Identity;
+use ember_runtime::identity::InternalCredential;
+use ember_tests::{TestEmber, channel, with_bearer};
+use tonic::Code;
+
+fn run_request(ember: &TestEmber) -> tonic::Request<pb::RunPreOperationsRequest> {
+    let mut request = tonic::Request::new(pb::RunPreOperationsRequest {
+        operation: StackOperation::Create as i32,
+        project_id: "demo".to_owned(),
+        stack: Some(StackSnapshot {
+            stack_name: "web".to_owned(),
+            project_id: "demo".to_owned(),
+            ..StackSnapshot::default()
+        }),
+        previous: None,
+    });
+    Identity::new("demo", "demo", vec!["member".to_owned()]).attach(
+        &InternalCredential::new(&ember.secrets().internal_credential),
+        &mut request,
+    );
+    request
+}
+
+#[tokio::test]
+async fn an_admin_updates_and_deregisters_plugins_through_the_gateway() {
+    let ember = TestEmber::start().await;
+    let admin = ember.admin_token().to_owned();
+    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
+    plugins
+        .register_plugin(with_bearer(
+            pb::RegisterPluginRequest {
+                name: "quota".to_owned(),
+                endpoint: "http://127.0.0.1:7000".to_owned(),
+                ordinal: 10,
+                ..pb::RegisterPluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("registered");
+
+    let updated = plugins
+        .update_plugin(with_bearer(
+            pb::UpdatePluginRequest {
+                name: "quota".to_owned(),
+                ordinal: Some(-5),
+                operations: Some(pb::OperationFilter {
+                    values: vec![StackOperation::Create as i32, StackOperation::Update as i32],
+                }),
+                failure_mode: Some(pb::FailureMode::Warn as i32),
+                timeout_ms: Some(750),
+                enabled: Some(false),
+                ..pb::UpdatePluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("updated")
+        .into_inner();
+    assert_eq!(updated.ordinal, -5);
+    assert_eq!(updated.operations.len(), 2);
+    assert_eq!(updated.failure_mode, pb::FailureMode::Warn as i32);
+    assert_eq!(updated.timeout_ms, 750);
+    assert!(!updated.enabled);
+    assert_eq!(
+        updated.endpoint, "http://127.0.0.1:7000",
+        "unnamed fields are kept"
+    );
+    let shown = plugins
+        .get_plugin(with_bearer(
+            pb::GetPluginRequest {
+                name: "quota".to_owned(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("shown")
+        .into_inner();
+    assert_eq!(shown, updated);
+
+    let status = plugins
+        .update_plugin(with_bearer(
+            pb::UpdatePluginRequest {
+                name: "quota".to_owned(),
+                enabled: Some(true),
+                ..pb::UpdatePluginRequest::default()
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect_err("members may not update");
+    assert_eq!(status.code(), Code::PermissionDenied);
+    let status = plugins
+        .update_plugin(with_bearer(
+            pb::UpdatePluginRequest {
+                name: "quota".to_owned(),
+                endpoint: Some("quota:7000".to_owned()),
+                ..pb::UpdatePluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect_err("bad endpoint");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().contains("endpoint"),
+        "{}",
+        status.message()
+    );
+    let status = plugins
+        .update_plugin(with_bearer(
+            pb::UpdatePluginRequest {
+                name: "absent".to_owned(),
+                ordinal: Some(1),
+                ..pb::UpdatePluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect_err("unknown");
+    assert_eq!(status.code(), Code::NotFound);
+
+    let status = plugins
+        .deregister_plugin(with_bearer(
+            pb::DeregisterPluginRequest {
+                name: "quota".to_owned(),
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect_err("members may not deregister");
+    assert_eq!(status.code(), Code::PermissionDenied);
+    let removed = plugins
+        .deregister_plugin(with_bearer(
+            pb::DeregisterPluginRequest {
+                name: "quota".to_owned(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("deregistered")
+        .into_inner();
+    assert_eq!(removed.plugin.expect("the removed plugin").ordinal, -5);
+    for status in [
+        plugins
+            .get_plugin(with_bearer(
+                pb::GetPluginRequest {
+                    name: "quota".to_owned(),
+                },
+                &admin,
+            ))
+            .await
+            .expect_err("gone"),
+        plugins
+            .deregister_plugin(with_bearer(
+                pb::DeregisterPluginRequest {
+                    name: "quota".to_owned(),
+                },
+                &admin,
+            ))
+            .await
+            .expect_err("already gone"),
+    ] {
+        assert_eq!(status.code(), Code::NotFound);
+    }
+    ember.stop().await;
+}
+
+#[tokio::test]
+async fn gateway_changes_reach_the_runner_which_only_the_engine_can_call() {
+    let ember = TestEmber::start().await;
+    let admin = ember.admin_token().to_owned();
+    let journal = CallJournal::default();
+    let plugin = TestPlugin::start(
+        "gatekeeper",
+        Behaviour::Deny("closed for maintenance".into()),
+        &journal,
+    )
+    .await
+    .expect("test plugin");
+    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
+    let mut runner =
+        PluginRunnerServiceClient::new(channel(ember.running.plugin_registry_addr).await);
+
+    plugins
+        .register_plugin(with_bearer(
+            pb::RegisterPluginRequest {
+                name: "gatekeeper".to_owned(),
+                endpoint: plugin.endpoint.clone(),
+                ..pb::RegisterPluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("registered");
+    let answer = runner
+        .run_pre_operations(run_request(&ember))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(!answer.allowed);
+    assert_eq!(answer.reason, "plugin gatekeeper: closed for maintenance");
+
+    plugins
+        .update_plugin(with_bearer(
+            pb::UpdatePluginRequest {
+                name: "gatekeeper".to_owned(),
+                failure_mode: Some(pb::FailureMode::Warn as i32),
+                ..pb::UpdatePluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("updated");
+    let answer = runner
+        .run_pre_operations(run_request(&ember))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(answer.allowed, "WARN mode goes on: {answer:?}");
+
+    plugins
+        .deregister_plugin(with_bearer(
+            pb::DeregisterPluginRequest {
+                name: "gatekeeper".to_owned(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("deregistered");
+    let answer = runner
+        .run_pre_operations(run_request(&ember))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(answer.allowed && answer.calls.is_empty(), "{answer:?}");
+    assert_eq!(journal.summary(), ["gatekeeper:pre", "gatekeeper:pre"]);
+
+    // The runner is internal: the gateway does not forward it, even for an admin.
+    let status = PluginRunnerServiceClient::new(ember.gateway_channel().await)
+        .run_pre_operations(with_bearer(
+            pb::RunPreOperationsRequest {
+                operation: StackOperation::Create as i32,
+                ..pb::RunPreOperationsRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect_err("not public");
+    assert_eq!(status.code(), Code::Unimplemented);
+    plugin.stop().await;
+    ember.stop().await;
+}
