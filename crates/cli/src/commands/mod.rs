@@ -2,6 +2,7 @@
 //! client commands that talk to a running Ember through its gateway.
 
 mod hook;
+mod instance;
 mod plugin;
 pub(crate) mod plugin_bench;
 mod probe;
@@ -48,6 +49,9 @@ pub enum Command {
     /// Stacks: create, watch, change, inspect and delete
     #[command(subcommand)]
     Stack(stack::StackCommand),
+    /// Compute instances: create, list, show, delete, power, lock, unlock
+    #[command(subcommand)]
+    Instance(instance::InstanceCommand),
     /// Lifecycle plugins (admin)
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -70,6 +74,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Token(command) => token::run(config_file, command),
         Command::Whoami { connect } => whoami(&connect).await,
         Command::Stack(command) => stack::run(command).await,
+        Command::Instance(command) => instance::run(command).await,
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,
         Command::Probe(command) => probe::run(command).await,

@@ -1,0 +1,422 @@
+//! `ember instance …`: compute instances through the gateway's
+//! `InstanceService`. Instances are named by uuid or by name (a name must
+//! match exactly one live instance). `--wait` polls until the driver is done
+//! and fails when the instance ends in ERROR.
+
+use std::time::{Duration, Instant};
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::instance_service_client::InstanceServiceClient;
+use tonic::transport::Channel;
+
+use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct InstanceWaitArgs {
+    /// Wait until the instance is no longer in progress; fail if it ends in ERROR
+    #[arg(long)]
+    wait: bool,
+    /// Stop waiting after this many seconds (the instance goes on)
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PowerTarget {
+    On,
+    Off,
+    Reboot,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum InstanceCommand {
+    /// Create an instance in your project (it starts BUILDING)
+    Create {
+        name: String,
+        #[arg(long)]
+        flavor: String,
+        #[arg(long)]
+        image: String,
+        /// Metadata item KEY=VALUE (repeatable)
+        #[arg(long = "meta", value_name = "KEY=VALUE")]
+        metadata: Vec<String>,
+        #[command(flatten)]
+        wait: InstanceWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List your project's instances, newest first
+    List {
+        /// Only this status (BUILDING, ACTIVE, STOPPED, REBOOTING, ERROR, DELETING, DELETED)
+        #[arg(long)]
+        status: Option<String>,
+        /// Only locked (true) or unlocked (false) instances
+        #[arg(long)]
+        locked: Option<bool>,
+        /// Only instances with exactly this name
+        #[arg(long)]
+        name: Option<String>,
+        /// At most this many
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        /// Every project's instances (admins)
+        #[arg(long)]
+        all_projects: bool,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Show one instance by uuid or name
+    Show {
+        instance: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Delete an instance (DELETING, then DELETED)
+    Delete {
+        instance: String,
+        #[command(flatten)]
+        wait: InstanceWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Power an instance on or off, or reboot it
+    Power {
+        instance: String,
+        #[arg(value_enum)]
+        target: PowerTarget,
+        #[command(flatten)]
+        wait: InstanceWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Lock an instance against changes (locked_by owner, or admin for another project's admin)
+    Lock {
+        instance: String,
+        /// Why, shown to whoever the lock stops (1-255 characters)
+        #[arg(long)]
+        reason: Option<String>,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Lift an instance's lock (an admin lock only as an admin)
+    Unlock {
+        instance: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+pub async fn run(command: InstanceCommand) -> Result<(), String> {
+    match command {
+        InstanceCommand::Create {
+            name,
+            flavor,
+            image,
+            metadata,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let metadata = metadata
+                .iter()
+                .map(|item| {
+                    item.split_once('=')
+                        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                        .ok_or_else(|| format!("--meta {item:?}: write KEY=VALUE"))
+                })
+                .collect::<Result<_, _>>()?;
+            let request = pb::CreateInstanceRequest {
+                name,
+                flavor,
+                image,
+                metadata,
+            };
+            let instance = service(&client)
+                .create_instance(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, instance, &wait).await
+        }
+        InstanceCommand::List {
+            status,
+            locked,
+            name,
+            limit,
+            all_projects,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let status = match status {
+                None => pb::InstanceStatus::Unspecified,
+                Some(text) => pb::InstanceStatus::from_str_name(&format!(
+                    "INSTANCE_STATUS_{}",
+                    text.to_ascii_uppercase()
+                ))
+                .filter(|status| *status != pb::InstanceStatus::Unspecified)
+                .ok_or_else(|| format!("--status {text:?} is not an instance status"))?,
+            };
+            let request = pb::ListInstancesRequest {
+                limit,
+                marker: String::new(),
+                name: name.unwrap_or_default(),
+                status: status as i32,
+                locked,
+                all_projects,
+            };
+            let response = service(&client)
+                .list_instances(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            let rows: Vec<Vec<String>> = response
+                .instances
+                .iter()
+                .map(|instance| {
+                    vec![
+                        instance.uuid.clone(),
+                        instance.name.clone(),
+                        status_name(instance.status),
+                        power_state_name(instance.power_state),
+                        locked_by_name(instance),
+                        super::stack::format_time(instance.created_at.as_ref()),
+                    ]
+                })
+                .collect();
+            print_table(
+                &["UUID", "NAME", "STATUS", "POWER", "LOCKED", "CREATED"],
+                &rows,
+            );
+            Ok(())
+        }
+        InstanceCommand::Show { instance, connect } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let instance = get(&client, &uuid).await?;
+            print_instance(&instance);
+            Ok(())
+        }
+        InstanceCommand::Delete {
+            instance,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let instance = service(&client)
+                .delete_instance(client.request(pb::DeleteInstanceRequest { uuid })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, instance, &wait).await
+        }
+        InstanceCommand::Power {
+            instance,
+            target,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let target = match target {
+                PowerTarget::On => pb::PowerAction::On,
+                PowerTarget::Off => pb::PowerAction::Off,
+                PowerTarget::Reboot => pb::PowerAction::Reboot,
+            };
+            let request = pb::SetPowerStateRequest {
+                uuid,
+                target: target as i32,
+            };
+            let instance = service(&client)
+                .set_power_state(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, instance, &wait).await
+        }
+        InstanceCommand::Lock {
+            instance,
+            reason,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let instance = service(&client)
+                .lock_instance(client.request(pb::LockInstanceRequest { uuid, reason })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!(
+                "instance {} locked (by {})",
+                instance.name,
+                locked_by_name(&instance)
+            );
+            Ok(())
+        }
+        InstanceCommand::Unlock { instance, connect } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let instance = service(&client)
+                .unlock_instance(client.request(pb::UnlockInstanceRequest { uuid })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!("instance {} unlocked", instance.name);
+            Ok(())
+        }
+    }
+}
+
+fn service(client: &Client) -> InstanceServiceClient<Channel> {
+    InstanceServiceClient::new(client.channel.clone())
+}
+
+async fn get(client: &Client, uuid: &str) -> Result<pb::Instance, String> {
+    Ok(service(client)
+        .get_instance(client.request(pb::GetInstanceRequest {
+            uuid: uuid.to_owned(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner())
+}
+
+/// The uuid of the instance `name_or_uuid` names.
+async fn resolve(client: &Client, name_or_uuid: &str) -> Result<String, String> {
+    if uuid::Uuid::parse_str(name_or_uuid).is_ok() {
+        return Ok(name_or_uuid.to_owned());
+    }
+    let matches = service(client)
+        .list_instances(client.request(pb::ListInstancesRequest {
+            name: name_or_uuid.to_owned(),
+            limit: 2,
+            ..pb::ListInstancesRequest::default()
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner()
+        .instances;
+    match matches.as_slice() {
+        [only] => Ok(only.uuid.clone()),
+        [] => Err(format!("not found: no instance named {name_or_uuid:?}")),
+        _ => Err(format!(
+            "several instances are named {name_or_uuid:?}: give the uuid (ember instance list --name {name_or_uuid})"
+        )),
+    }
+}
+
+/// Prints the instance, after waiting for it to settle if asked.
+async fn finish(
+    client: &Client,
+    instance: pb::Instance,
+    wait: &InstanceWaitArgs,
+) -> Result<(), String> {
+    if !wait.wait {
+        print_instance(&instance);
+        return Ok(());
+    }
+    let deadline = Instant::now() + Duration::from_secs(wait.timeout);
+    let mut current = instance;
+    while in_progress(&current) {
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "instance {} still {} after {} s: stopped waiting (it goes on)",
+                current.name,
+                status_name(current.status),
+                wait.timeout
+            ));
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+        current = get(client, &current.uuid).await?;
+    }
+    print_instance(&current);
+    if current.status == pb::InstanceStatus::Error as i32 {
+        return Err(format!(
+            "instance {} is ERROR: {}",
+            current.name, current.status_reason
+        ));
+    }
+    Ok(())
+}
+
+fn in_progress(instance: &pb::Instance) -> bool {
+    use pb::InstanceStatus::{Building, Deleting, Rebooting};
+    [Building, Deleting, Rebooting]
+        .iter()
+        .any(|status| instance.status == *status as i32)
+        || [pb::PowerState::PoweringOn, pb::PowerState::PoweringOff]
+            .iter()
+            .any(|state| instance.power_state == *state as i32)
+}
+
+fn status_name(status: i32) -> String {
+    pb::InstanceStatus::try_from(status)
+        .ok()
+        .and_then(|status| {
+            status
+                .as_str_name()
+                .strip_prefix("INSTANCE_STATUS_")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| status.to_string())
+}
+
+fn power_state_name(power_state: i32) -> String {
+    pb::PowerState::try_from(power_state)
+        .ok()
+        .and_then(|state| {
+            state
+                .as_str_name()
+                .strip_prefix("POWER_STATE_")
+                .map(|name| name.to_ascii_lowercase().replace('_', "-"))
+        })
+        .unwrap_or_else(|| power_state.to_string())
+}
+
+fn locked_by_name(instance: &pb::Instance) -> String {
+    match pb::LockedBy::try_from(instance.locked_by) {
+        Ok(pb::LockedBy::Owner) if instance.locked => "owner".to_owned(),
+        Ok(pb::LockedBy::Admin) if instance.locked => "admin".to_owned(),
+        _ => "-".to_owned(),
+    }
+}
+
+fn print_instance(instance: &pb::Instance) {
+    let metadata: Vec<String> = {
+        let mut items: Vec<_> = instance.metadata.iter().collect();
+        items.sort();
+        items
+            .into_iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect()
+    };
+    let rows = vec![
+        vec!["uuid".to_owned(), instance.uuid.clone()],
+        vec!["name".to_owned(), instance.name.clone()],
+        vec!["status".to_owned(), status_name(instance.status)],
+        vec!["power".to_owned(), power_state_name(instance.power_state)],
+        vec!["reason".to_owned(), instance.status_reason.clone()],
+        vec!["flavor".to_owned(), instance.flavor.clone()],
+        vec!["image".to_owned(), instance.image.clone()],
+        vec!["metadata".to_owned(), metadata.join(", ")],
+        vec!["locked".to_owned(), locked_by_name(instance)],
+        vec!["locked by user".to_owned(), instance.locked_by_user.clone()],
+        vec![
+            "locked at".to_owned(),
+            super::stack::format_time(instance.locked_at.as_ref()),
+        ],
+        vec!["lock reason".to_owned(), instance.locked_reason.clone()],
+        vec!["project".to_owned(), instance.project_id.clone()],
+        vec![
+            "created".to_owned(),
+            super::stack::format_time(instance.created_at.as_ref()),
+        ],
+        vec![
+            "updated".to_owned(),
+            super::stack::format_time(instance.updated_at.as_ref()),
+        ],
+    ];
+    print_table(&["FIELD", "VALUE"], &rows);
+}

@@ -1,0 +1,254 @@
+//! `ember instance …` as an operator runs it, against a real `ember dev`:
+//! create and wait for the simulated build, list and show, lock against a
+//! member's delete, act as an admin through the lock, the owner/admin
+//! unlock rule, power and delete with `--wait`, and a failed build making
+//! `--wait` exit non-zero with the fault.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+
+/// A running `ember dev`, stopped with SIGTERM when dropped.
+struct Dev {
+    child: Child,
+}
+
+impl Dev {
+    fn start(data_dir: &Path) -> Dev {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("address")
+            .port();
+        let child = Command::new(EMBER)
+            .args([
+                "dev",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ember dev starts");
+        let dev = Dev { child };
+        // Ready once the CLI can list instances through it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if data_dir.join("dev-credentials.json").exists()
+                && ember(&["instance", "list"], data_dir).status.success()
+            {
+                return dev;
+            }
+            assert!(Instant::now() < deadline, "ember dev not ready within 20 s");
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn ember(args: &[&str], data_dir: &Path) -> Output {
+    Command::new(EMBER)
+        .args(args)
+        .env("EMBER_DATA_DIR", data_dir)
+        .env_remove("EMBER_URL")
+        .env_remove("EMBER_TOKEN")
+        .output()
+        .expect("ember runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs a command that must succeed and returns its stdout.
+fn succeed(args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert!(output.status.success(), "ember {args:?}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs a command that must fail and returns its stderr.
+fn fail(args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert!(
+        !output.status.success(),
+        "ember {args:?} succeeded: {}",
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The VALUE column of a `show` table's FIELD row.
+fn field(shown: &str, name: &str) -> String {
+    shown
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)
+                .filter(|rest| rest.starts_with("  "))
+                .map(|rest| rest.trim().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn instances_through_the_cli() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+
+    let created = succeed(
+        &[
+            "instance",
+            "create",
+            "web-1",
+            "--flavor",
+            "m1.small",
+            "--image",
+            "debian-12",
+            "--meta",
+            "role=web",
+            "--wait",
+        ],
+        dir,
+    );
+    assert_eq!(field(&created, "status"), "ACTIVE", "{created}");
+    assert_eq!(field(&created, "power"), "on", "{created}");
+    assert_eq!(field(&created, "metadata"), "role=web", "{created}");
+
+    let listed = succeed(&["instance", "list"], dir);
+    assert!(listed.starts_with("UUID"), "{listed}");
+    let row = listed
+        .lines()
+        .find(|line| line.contains("web-1"))
+        .unwrap_or_else(|| panic!("web-1 missing: {listed}"));
+    assert!(row.contains("ACTIVE") && row.contains(" on "), "{row}");
+
+    // A member's lock stops the member's delete, naming the lock.
+    let locked = succeed(
+        &["instance", "lock", "web-1", "--reason", "db migration"],
+        dir,
+    );
+    assert!(locked.contains("locked (by owner)"), "{locked}");
+    let refused = fail(&["instance", "delete", "web-1"], dir);
+    assert!(
+        refused.contains("conflict: instance \"web-1\" is locked (by owner \"demo\" at ")
+            && refused.contains(": db migration): unlock it first"),
+        "{refused}"
+    );
+    let shown = succeed(&["instance", "show", "web-1"], dir);
+    assert_eq!(field(&shown, "locked"), "owner");
+    assert_eq!(field(&shown, "lock reason"), "db migration");
+
+    // An admin acts through the lock.
+    let stopped = succeed(
+        &[
+            "instance", "power", "web-1", "off", "--wait", "--as", "admin",
+        ],
+        dir,
+    );
+    assert_eq!(field(&stopped, "status"), "STOPPED", "{stopped}");
+    assert_eq!(field(&stopped, "locked"), "owner", "the lock stays");
+    succeed(&["instance", "unlock", "web-1"], dir);
+
+    // An admin of another project locks as admin: the owner cannot unlock.
+    let ops_token = succeed(
+        &[
+            "token",
+            "issue",
+            "--user",
+            "ops",
+            "--project",
+            "operations",
+            "--role",
+            "admin",
+        ],
+        dir,
+    );
+    let ops_token = ops_token.trim();
+    let uuid = field(&shown, "uuid");
+    let locked = succeed(
+        &[
+            "instance",
+            "lock",
+            &uuid,
+            "--reason",
+            "rack move",
+            "--token",
+            ops_token,
+        ],
+        dir,
+    );
+    assert!(locked.contains("locked (by admin)"), "{locked}");
+    let refused = fail(&["instance", "unlock", "web-1"], dir);
+    assert!(
+        refused.contains("forbidden: instance \"web-1\" is locked (by admin \"ops\"")
+            && refused.contains("only an admin can unlock it"),
+        "{refused}"
+    );
+    succeed(&["instance", "unlock", "web-1", "--as", "admin"], dir);
+    let refused = fail(&["instance", "unlock", "web-1"], dir);
+    assert!(
+        refused.contains("conflict: instance \"web-1\" is not locked"),
+        "{refused}"
+    );
+
+    let filtered = succeed(&["instance", "list", "--locked", "true"], dir);
+    assert!(!filtered.contains("web-1"), "{filtered}");
+    succeed(&["instance", "power", "web-1", "on", "--wait"], dir);
+    let deleted = succeed(&["instance", "delete", "web-1", "--wait"], dir);
+    assert_eq!(field(&deleted, "status"), "DELETED", "{deleted}");
+    let gone = fail(&["instance", "show", "web-1"], dir);
+    assert!(
+        gone.contains("not found: no instance named \"web-1\""),
+        "{gone}"
+    );
+
+    // A failed build makes --wait fail with the fault.
+    let failed = fail(
+        &[
+            "instance",
+            "create",
+            "doomed",
+            "--flavor",
+            "m1.small",
+            "--image",
+            "debian-12",
+            "--meta",
+            "ember:simulate_failure=build",
+            "--wait",
+        ],
+        dir,
+    );
+    assert!(
+        failed.contains("instance doomed is ERROR: build failed: simulated build failure"),
+        "{failed}"
+    );
+    let bad = fail(
+        &[
+            "instance", "create", "x", "--flavor", "f", "--image", "i", "--meta", "novalue",
+        ],
+        dir,
+    );
+    assert!(bad.contains("--meta \"novalue\": write KEY=VALUE"), "{bad}");
+}
