@@ -335,3 +335,53 @@ fn a_stack_is_updated_and_taken_through_actions_with_wait() {
         );
     }
 }
+
+#[test]
+fn an_abandoned_stack_is_adopted_back_from_the_printed_data() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let template = write_templates(dir);
+    let _dev = Dev::start(dir);
+    succeed(
+        &[
+            "stack",
+            "create",
+            "old",
+            "-t",
+            &template,
+            "-P",
+            "greeting=kept",
+            "--wait",
+        ],
+        dir,
+    );
+    let script_before = succeed(&["stack", "outputs", "old", "greeting"], dir);
+
+    let abandoned = succeed(&["stack", "abandon", "old"], dir);
+    let data: serde_json::Value = serde_json::from_str(&abandoned).expect("abandon prints JSON");
+    assert_eq!(data["name"], "old");
+    let data_file = dir.join("old.json");
+    std::fs::write(&data_file, &abandoned).expect("data file");
+    assert!(!ember(&["stack", "show", "old"], dir).status.success());
+
+    let adopted = succeed(
+        &[
+            "stack",
+            "adopt",
+            "new",
+            "--data",
+            &data_file.display().to_string(),
+            "--wait",
+        ],
+        dir,
+    );
+    assert_eq!(
+        adopted.lines().last(),
+        Some("stack new ADOPT_COMPLETE"),
+        "{adopted}"
+    );
+    assert_eq!(
+        succeed(&["stack", "outputs", "new", "greeting"], dir),
+        script_before
+    );
+}

@@ -394,3 +394,64 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
     assert_eq!(info.body["engine"]["revision"], env!("CARGO_PKG_VERSION"));
     ember.stop().await;
 }
+
+#[tokio::test]
+async fn an_abandoned_stack_is_adopted_back_with_its_resources_over_rest() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack_path = heat
+        .create_stack("old", json!({"greeting": "kept", "length": 9}))
+        .await;
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    let random_before = heat
+        .get(&format!("{stack_path}/resources/random"))
+        .await
+        .body["resource"]
+        .clone();
+
+    let abandoned = heat
+        .call(Method::DELETE, &format!("{stack_path}/abandon"), None)
+        .await;
+    assert_eq!(abandoned.status, StatusCode::OK, "{abandoned:?}");
+    let data = abandoned.body;
+    assert_eq!(data["name"], "old");
+    assert!(
+        data["template"]["resources"]["random"].is_object(),
+        "{data}"
+    );
+    assert_eq!(
+        data["resources"]["random"]["resource_id"],
+        random_before["physical_resource_id"]
+    );
+    assert_eq!(heat.get("/stacks/old").await.status, StatusCode::NOT_FOUND);
+
+    // Heat clients send the abandon data back as a string or an object;
+    // the template, parameters and environment come with it.
+    let adopted = heat
+        .post(
+            "/stacks",
+            json!({"stack_name": "new", "adopt_stack_data": data.to_string()}),
+        )
+        .await;
+    assert_eq!(adopted.status, StatusCode::CREATED, "{adopted:?}");
+    let id = adopted.body["stack"]["id"].as_str().expect("id");
+    let adopted_path = format!("/stacks/new/{id}");
+    let stack = heat.wait_until_settled(&adopted_path).await;
+    assert_eq!(stack["stack_status"], "ADOPT_COMPLETE", "{stack}");
+    assert_eq!(stack["parameters"]["greeting"], "kept");
+    let random_after = heat
+        .get(&format!("{adopted_path}/resources/random"))
+        .await
+        .body["resource"]
+        .clone();
+    assert_eq!(
+        random_after["physical_resource_id"],
+        random_before["physical_resource_id"]
+    );
+    assert_eq!(
+        random_after["attributes"]["value"], random_before["attributes"]["value"],
+        "the adopted resource is the same one"
+    );
+    ember.stop().await;
+}

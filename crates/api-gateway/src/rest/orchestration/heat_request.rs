@@ -128,7 +128,7 @@ struct StackBody {
 
 fn parse_stack_body(map: Map<String, Value>, operation: Operation) -> Result<StackBody, RestError> {
     let mut body = StackBody::default();
-    let mut adopt_template = None;
+    let mut adopted = None;
     for (key, value) in map {
         if !operation.accepts(&key) {
             return Err(invalid(format!(
@@ -169,16 +169,26 @@ fn parse_stack_body(map: Map<String, Value>, operation: Operation) -> Result<Sta
                 }
             }
             "adopt_stack_data" => {
-                let (text, template) = adopt_data(value)?;
-                body.adopt_stack_data = Some(text);
-                adopt_template = Some(template);
+                let data = adopt_data(value)?;
+                body.adopt_stack_data = Some(data.text.clone());
+                adopted = Some(data);
             }
             _ => return Err(invalid(format!("unknown key {key:?}"))),
         }
     }
-    // As in Heat, adopted stacks take their template from the adopt data.
-    if adopt_template.is_some() {
-        body.template = adopt_template;
+    if let Some(adopted) = adopted {
+        // As in Heat, adopted stacks take their template from the adopt
+        // data; what the body leaves out of the rest comes from it too.
+        body.template = Some(adopted.template);
+        if body.parameters.is_empty() {
+            body.parameters = adopted.parameters;
+        }
+        if body.environment.is_empty() {
+            body.environment = adopted.environment;
+        }
+        if body.files.is_empty() {
+            body.files = adopted.files;
+        }
     }
     Ok(body)
 }
@@ -306,8 +316,17 @@ fn tags(value: Value) -> Result<Vec<String>, RestError> {
     Ok(tags)
 }
 
-/// Adopt data as JSON text, and the template it carries.
-fn adopt_data(value: Value) -> Result<(String, String), RestError> {
+/// Abandon data given to adopt: its JSON text, and what the adopted stack
+/// is made from.
+struct AdoptData {
+    text: String,
+    template: String,
+    parameters: Map<String, Value>,
+    environment: String,
+    files: HashMap<String, String>,
+}
+
+fn adopt_data(value: Value) -> Result<AdoptData, RestError> {
     let data = match value {
         Value::String(text) => serde_json::from_str::<Value>(&text)
             .map_err(|error| invalid(format!("adopt_stack_data is not valid JSON: {error}")))?,
@@ -329,7 +348,27 @@ fn adopt_data(value: Value) -> Result<(String, String), RestError> {
             ));
         }
     };
-    Ok((Value::Object(map).to_string(), template))
+    let parameters = match map.get("parameters") {
+        Some(Value::Object(parameters)) => parameters.clone(),
+        _ => Map::new(),
+    };
+    let environment = match map.get("environment") {
+        Some(environment @ (Value::Object(_) | Value::String(_))) => {
+            document_text("adopt_stack_data.environment", environment.clone())?
+        }
+        _ => String::new(),
+    };
+    let files = match map.get("files") {
+        Some(files_given @ Value::Object(_)) => files(files_given.clone())?,
+        _ => HashMap::new(),
+    };
+    Ok(AdoptData {
+        text: Value::Object(map).to_string(),
+        template,
+        parameters,
+        environment,
+        files,
+    })
 }
 
 fn require_stack_name(body: &StackBody) -> Result<String, RestError> {
@@ -730,6 +769,34 @@ mod tests {
         assert_eq!(template["resources"]["a"]["type"], "OS::Heat::None");
         let adopted: Value = serde_json::from_str(&request.adopt_stack_data).expect("json");
         assert_eq!(adopted["name"], "old");
+
+        let full = json!({
+            "template": {"resources": {}},
+            "parameters": {"greeting": "kept"},
+            "environment": {"parameter_defaults": {"a": 1}},
+            "files": {"f.txt": "content"},
+            "resources": {},
+        });
+        let defaulted = create_stack_request(
+            body(json!({"stack_name": "web", "adopt_stack_data": full.clone()})),
+            false,
+        )
+        .expect("valid");
+        let parameters = super::super::protobuf_json::struct_to_json(defaulted.parameters.as_ref());
+        assert_eq!(
+            parameters["greeting"], "kept",
+            "parameters come from the data"
+        );
+        assert!(defaulted.environment.contains("parameter_defaults"));
+        assert_eq!(defaulted.files["f.txt"], "content");
+        let overridden = create_stack_request(
+            body(json!({"stack_name": "web", "adopt_stack_data": full, "parameters": {"greeting": "new"}})),
+            false,
+        )
+        .expect("valid");
+        let parameters =
+            super::super::protobuf_json::struct_to_json(overridden.parameters.as_ref());
+        assert_eq!(parameters["greeting"], "new", "the body's parameters win");
 
         let without = create_stack_request(
             body(json!({"stack_name": "web", "adopt_stack_data": {"resources": {}}})),

@@ -248,9 +248,36 @@ pub async fn adopt(client: &Client, args: AdoptArgs) -> Result<(), String> {
             ));
         }
     };
+    // The stack is rebuilt from what it was made of: parameters,
+    // environment and files as abandoned.
+    let parameters = match data.get("parameters") {
+        Some(Value::Object(parameters)) => parameters.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let environment = match data.get("environment") {
+        Some(Value::String(environment)) => environment.clone(),
+        Some(environment @ Value::Object(_)) => environment.to_string(),
+        _ => String::new(),
+    };
+    let files = match data.get("files") {
+        Some(Value::Object(files)) => files
+            .iter()
+            .map(|(name, content)| {
+                let content = match content {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                (name.clone(), content)
+            })
+            .collect(),
+        _ => Default::default(),
+    };
     let request = pb::CreateStackRequest {
         stack_name: args.name,
         template,
+        parameters: Some(map_to_struct(parameters)),
+        environment,
+        files,
         timeout_mins: args.timeout.unwrap_or(0),
         adopt_stack_data: text,
         ..pb::CreateStackRequest::default()

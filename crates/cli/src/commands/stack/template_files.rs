@@ -300,7 +300,10 @@ mod tests {
         let bundle = load(Some(&main), &[environment]).expect("loads");
         let environment_url = format!("file://{}/env.yaml", root.display());
         let server_url = format!("file://{}/server.yaml", root.display());
-        assert_eq!(bundle.environment_files, std::slice::from_ref(&environment_url));
+        assert_eq!(
+            bundle.environment_files,
+            std::slice::from_ref(&environment_url)
+        );
         let sent: Value = serde_json::from_str(&bundle.files[&environment_url]).expect("json");
         assert_eq!(sent["parameters"]["size"], 3);
         assert_eq!(sent["resource_registry"]["My::Server"], server_url.as_str());
