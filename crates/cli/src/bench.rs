@@ -14,6 +14,8 @@ use tonic::transport::Channel;
 
 use crate::dev::{DevCredentials, RunningEmber};
 
+mod instances;
+
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Latency of gRPC calls through the gateway versus straight to the engine
@@ -27,6 +29,15 @@ pub enum BenchCommand {
         /// Starts to measure (the first on an empty data dir, then reusing it)
         #[arg(long, default_value_t = 5)]
         runs: usize,
+    },
+    /// Latency of the instance lock API and GET /instances/{uuid} with many instances stored
+    Instances {
+        /// Instances in the database (inserted through the store before start)
+        #[arg(long, default_value_t = 10_000)]
+        instances: usize,
+        /// Measured calls per row
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
     },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
@@ -46,6 +57,9 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
         BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
         BenchCommand::Startup { runs } => startup(runs.max(1)).await,
+        BenchCommand::Instances { instances, calls } => {
+            instances::run(instances.max(100), calls.max(10)).await
+        }
         BenchCommand::Plugins {
             calls,
             plugins,
