@@ -57,10 +57,10 @@ pub async fn serve(
     .await
     .map_err(StartError::Config)?;
     let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
-    let stack_operations = Arc::new(stacks::StackOperations::new(
+    let stack_operations = stacks::StackOperations::new(
         stack_store,
         Arc::new(resources::ResourceTypeRegistry::builtin()),
-    ));
+    );
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(

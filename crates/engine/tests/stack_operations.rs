@@ -21,10 +21,7 @@ async fn operations(database: &TestDatabase) -> (Arc<StackOperations>, Arc<dyn S
         .expect("migrated");
     let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
     (
-        Arc::new(StackOperations::new(
-            store.clone(),
-            Arc::new(ResourceTypeRegistry::builtin()),
-        )),
+        StackOperations::new(store.clone(), Arc::new(ResourceTypeRegistry::builtin())),
         store,
     )
 }
@@ -892,6 +889,224 @@ async fn an_abandoned_stack_can_be_adopted_with_its_resources(database: &TestDat
     );
 }
 
+const CHILD: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  greeting: {type: string, default: hello}
+resources:
+  inner: {type: OS::Heat::TestResource, properties: {value: {get_param: greeting}}}
+outputs:
+  message: {value: {get_attr: [inner, output]}}
+"#;
+
+fn with_child_file(mut create: CreateStack) -> CreateStack {
+    create.files.insert("child.yaml".into(), CHILD.into());
+    create
+}
+
+async fn nested_stacks_are_real_stacks_created_updated_and_deleted_with_their_parent(
+    database: &TestDatabase,
+) {
+    let (operations, store) = operations(database).await;
+    let parent = r#"
+heat_template_version: 2021-04-16
+parameters:
+  word: {type: string, default: hi}
+resources:
+  from_file: {type: child.yaml, properties: {greeting: {get_param: word}}}
+  from_alias: {type: My::Child}
+  inline:
+    type: OS::Heat::Stack
+    properties:
+      template: {get_file: child.yaml}
+      parameters: {greeting: inline}
+outputs:
+  file_message: {value: {get_attr: [from_file, message]}}
+  alias_message: {value: {get_attr: [from_alias, message]}}
+  inline_message: {value: {get_attr: [inline, outputs, message]}}
+"#;
+    let mut create = with_child_file(request("parent", parent));
+    create.environment = "resource_registry:\n  My::Child: child.yaml\n".into();
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("create");
+    let stack = settled(&operations, "parent").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let outputs: std::collections::BTreeMap<String, serde_json::Value> = operations
+        .outputs(&stack)
+        .await
+        .expect("outputs")
+        .into_iter()
+        .map(|output| (output.key, output.value.expect("resolved")))
+        .collect();
+    assert_eq!(outputs["file_message"], json!("hi"));
+    assert_eq!(outputs["alias_message"], json!("hello"));
+    assert_eq!(outputs["inline_message"], json!("inline"));
+
+    let children = store.list_child_stacks(stack.id).await.expect("children");
+    assert_eq!(children.len(), 3);
+    assert!(
+        children
+            .iter()
+            .all(|child| child.nested_depth == 1 && child.stack_status() == "CREATE_COMPLETE")
+    );
+    assert!(
+        children
+            .iter()
+            .any(|child| child.parent_resource.as_deref() == Some("from_file"))
+    );
+    let all = operations.resources(&stack, 1).await.expect("resources");
+    assert_eq!(
+        all.len(),
+        6,
+        "3 nested stack resources and one inner resource in each"
+    );
+    let only_top = operations.resources(&stack, 0).await.expect("resources");
+    assert_eq!(only_top.len(), 3);
+
+    let mut patch = UpdateStack {
+        name_or_id: "parent".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    patch.parameters.insert("word".into(), json!("bonjour"));
+    operations
+        .update_stack(&alice(), patch)
+        .await
+        .expect("update accepted");
+    let updated = settled(&operations, "parent").await;
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+    let message = operations
+        .output(&updated, "file_message")
+        .await
+        .expect("output");
+    assert_eq!(message.value, Ok(json!("bonjour")));
+    let file_child = store
+        .list_child_stacks(stack.id)
+        .await
+        .expect("children")
+        .into_iter()
+        .find(|child| child.parent_resource.as_deref() == Some("from_file"))
+        .expect("child");
+    assert_eq!(
+        file_child.stack_status(),
+        "UPDATE_COMPLETE",
+        "the nested stack was updated in place"
+    );
+
+    operations
+        .run_stack_wide_action(&alice(), "parent", StackWideAction::Suspend)
+        .await
+        .expect("suspend");
+    settled(&operations, "parent").await;
+    let child = store
+        .get_stack(file_child.id)
+        .await
+        .expect("read")
+        .expect("child");
+    assert_eq!(
+        child.stack_status(),
+        "SUSPEND_COMPLETE",
+        "suspend reaches nested stacks"
+    );
+
+    operations
+        .delete_stack(&alice(), "parent")
+        .await
+        .expect("delete accepted");
+    let deleted = settled(&operations, &stack.id.to_string()).await;
+    assert_eq!(
+        deleted.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        deleted.status_reason
+    );
+    let child = store
+        .get_stack(file_child.id)
+        .await
+        .expect("read")
+        .expect("child");
+    assert_eq!(
+        child.stack_status(),
+        "DELETE_COMPLETE",
+        "deleting the parent deleted the nested stack"
+    );
+}
+
+async fn nested_stack_problems_surface_in_the_parent(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let bad_property = "heat_template_version: 2021-04-16\nresources:\n  c: {type: child.yaml, properties: {colour: red}}\n";
+    let error = operations
+        .create_stack(
+            &alice(),
+            with_child_file(request("bad-property", bad_property)),
+        )
+        .await
+        .expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("resources.c.properties: unknown property \"colour\""),
+        "{error}"
+    );
+
+    let missing_file = "heat_template_version: 2021-04-16\nresources:\n  c: {type: absent.yaml}\n";
+    let error = operations
+        .create_stack(&alice(), request("missing-file", missing_file))
+        .await
+        .expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("\"absent.yaml\" is not among the files"),
+        "{error}"
+    );
+
+    let failing_child = "heat_template_version: 2021-04-16\nresources:\n  bad: {type: OS::Heat::TestResource, properties: {fail: true}}\n";
+    let parent = "heat_template_version: 2021-04-16\nresources:\n  c: {type: failing.yaml}\n";
+    let mut create = request("failing-parent", parent);
+    create
+        .files
+        .insert("failing.yaml".into(), failing_child.into());
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "failing-parent").await;
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert!(
+        stack.status_reason.contains("Test Resource failed"),
+        "{}",
+        stack.status_reason
+    );
+
+    let recursive = "heat_template_version: 2021-04-16\nresources:\n  again: {type: self.yaml}\n";
+    let mut create = request("recursive", recursive);
+    create.files.insert("self.yaml".into(), recursive.into());
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "recursive").await;
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert!(
+        stack.status_reason.contains("exceeds the maximum of 5"),
+        "{}",
+        stack.status_reason
+    );
+}
+
 ember_runtime::store_suite!(
     a_stack_is_created_along_its_graph_and_deleted,
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
@@ -906,4 +1121,6 @@ ember_runtime::store_suite!(
     cancel_update_stops_the_update_and_rolls_back,
     suspend_resume_and_check_visit_every_resource,
     an_abandoned_stack_can_be_adopted_with_its_resources,
+    nested_stacks_are_real_stacks_created_updated_and_deleted_with_their_parent,
+    nested_stack_problems_surface_in_the_parent,
 );

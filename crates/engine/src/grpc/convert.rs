@@ -134,7 +134,13 @@ pub fn resource_to_proto(
         stack_id: resource.stack_id.to_string(),
         stack_name: stack_name.to_owned(),
         required_by,
-        nested_stack_id: String::new(),
+        nested_stack_id: if resource.type_name == "OS::Heat::Stack"
+            || crate::resources::is_template_file(&resource.type_name)
+        {
+            resource.physical_id.clone().unwrap_or_default()
+        } else {
+            String::new()
+        },
         properties: detailed.then(|| value_to_struct(&resource.properties)),
         attributes: detailed.then(|| value_to_struct(&resource.attributes)),
         metadata: Some(value_to_struct(&resource.metadata)),

@@ -3,6 +3,7 @@
 //! declares a schema (properties and attributes) that the engine validates
 //! resolved properties against, and that the API serves.
 
+mod nested;
 mod none;
 mod random_string;
 mod schema;
@@ -15,6 +16,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+pub use nested::{
+    MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackHostSlot, NestedStackOutcome,
+    NestedTemplate, is_template_file,
+};
 pub use schema::{
     AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, validate_properties,
 };
@@ -26,6 +31,13 @@ use crate::domain::Resource;
 pub struct ResourceRequest {
     pub stack_id: uuid::Uuid,
     pub stack_name: String,
+    pub project_id: String,
+    pub user_id: String,
+    /// Depth of the stack this resource belongs to (0 = a root stack).
+    pub nested_depth: u32,
+    /// The resource's type as recorded (a template file name for template
+    /// resources).
+    pub type_name: String,
     pub resource_name: String,
     /// Validated against the schema, defaults applied.
     pub properties: Map<String, Value>,
@@ -115,14 +127,22 @@ pub trait ResourceType: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct ResourceTypeRegistry {
     types: BTreeMap<String, Arc<dyn ResourceType>>,
+    /// Implements every resource whose type is a template file.
+    template_resource: Arc<dyn ResourceType>,
+    /// Where the engine installs itself for nested stacks.
+    nested_stack_host: NestedStackHostSlot,
 }
 
 impl ResourceTypeRegistry {
     /// The built-in types.
     pub fn builtin() -> ResourceTypeRegistry {
+        let nested_stack_host = NestedStackHostSlot::default();
         let mut registry = ResourceTypeRegistry {
             types: BTreeMap::new(),
+            template_resource: Arc::new(nested::TemplateResource::new(nested_stack_host.clone())),
+            nested_stack_host: nested_stack_host.clone(),
         };
+        registry.register(Arc::new(nested::StackResource::new(nested_stack_host)));
         registry.register(Arc::new(none::NoneResource::new()));
         registry.register(Arc::new(test_resource::TestResource::new()));
         registry.register(Arc::new(random_string::RandomString::new()));
@@ -135,8 +155,19 @@ impl ResourceTypeRegistry {
             .insert(resource_type.schema().type_name.to_owned(), resource_type);
     }
 
+    /// The type implementing `type_name`: a registered one, or the template
+    /// resource type for a template file name.
     pub fn get(&self, type_name: &str) -> Option<&Arc<dyn ResourceType>> {
-        self.types.get(type_name)
+        self.types
+            .get(type_name)
+            .or_else(|| is_template_file(type_name).then_some(&self.template_resource))
+    }
+
+    /// Installs the engine that runs nested stacks (once).
+    pub fn install_nested_stack_host(&self, host: std::sync::Weak<dyn NestedStackHost>) {
+        if self.nested_stack_host.set(host).is_err() {
+            tracing::warn!("a nested stack host was already installed in this registry");
+        }
     }
 
     pub fn names(&self) -> impl Iterator<Item = &String> {

@@ -18,6 +18,7 @@ impl NoneResource {
                 properties: vec![],
                 attributes: vec![],
                 accepts_any_properties: true,
+                accepts_any_attributes: false,
             },
         }
     }

@@ -48,6 +48,7 @@ impl RandomString {
                     description: "The random string.",
                 }],
                 accepts_any_properties: false,
+                accepts_any_attributes: false,
             },
         }
     }

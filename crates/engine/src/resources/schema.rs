@@ -124,8 +124,11 @@ pub struct ResourceTypeSchema {
     pub description: &'static str,
     pub properties: Vec<PropertySchema>,
     pub attributes: Vec<AttributeSchema>,
-    /// Accept any properties without checking them (OS::Heat::None).
+    /// Accept any properties without checking them (OS::Heat::None,
+    /// template resources).
     pub accepts_any_properties: bool,
+    /// Any attribute name is valid (template resources: the nested outputs).
+    pub accepts_any_attributes: bool,
 }
 
 impl ResourceTypeSchema {
@@ -137,7 +140,8 @@ impl ResourceTypeSchema {
 
     pub fn has_attribute(&self, name: &str) -> bool {
         // `show` is every resource's full-state attribute in Heat.
-        name == "show"
+        self.accepts_any_attributes
+            || name == "show"
             || self
                 .attributes
                 .iter()
@@ -326,6 +330,7 @@ mod tests {
             ],
             attributes: vec![],
             accepts_any_properties: false,
+            accepts_any_attributes: false,
         }
     }
 

@@ -64,6 +64,7 @@ impl TestResource {
                     description: "The string that was stored.",
                 }],
                 accepts_any_properties: false,
+                accepts_any_attributes: false,
             },
         }
     }
@@ -170,6 +171,10 @@ mod tests {
         ResourceRequest {
             stack_id: uuid::Uuid::nil(),
             stack_name: "s".into(),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            nested_depth: 0,
+            type_name: "OS::Heat::TestResource".into(),
             resource_name: "r".into(),
             properties: properties.as_object().cloned().unwrap_or_default(),
         }

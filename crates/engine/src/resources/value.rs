@@ -44,6 +44,7 @@ impl ValueResource {
                     description: "The value, of the declared type.",
                 }],
                 accepts_any_properties: false,
+                accepts_any_attributes: false,
             },
         }
     }

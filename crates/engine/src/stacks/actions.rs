@@ -66,6 +66,20 @@ impl StackOperations {
         action: StackWideAction,
     ) -> Result<Stack> {
         let found = self.find_stack(identity, name_or_id).await?;
+        let (stack, run) = self
+            .begin_stack_wide_action(found, name_or_id, action)
+            .await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    /// Takes the lease, records the action as started and returns its run.
+    pub(crate) async fn begin_stack_wide_action(
+        &self,
+        found: Stack,
+        name_or_id: &str,
+        action: StackWideAction,
+    ) -> Result<(Stack, super::Run)> {
         let operation = action.stack_action().as_str();
         let stack_lease = lease::StackLease::take(
             self.store().clone(),
@@ -102,14 +116,14 @@ impl StackOperations {
         .await;
         match started {
             Ok((stack, target)) => {
-                tokio::spawn(run_action(
+                let run: super::Run = Box::pin(run_action(
                     self.shared.clone(),
                     stack.clone(),
                     target,
                     action,
                     stack_lease,
                 ));
-                Ok(stack)
+                Ok((stack, run))
             }
             Err(error) => {
                 stack_lease.release().await;

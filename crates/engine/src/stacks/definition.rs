@@ -68,17 +68,30 @@ impl ParsedStack {
 
         let mut resource_types = BTreeMap::new();
         for name in &enabled {
-            let Some(definition) = template.resources.get(name) else {
+            let Some(resource_definition) = template.resources.get(name) else {
                 continue;
             };
             let path = format!("resources.{name}.type");
-            let type_name = match environment.resolve_type(name, &definition.resource_type)? {
+            let type_name = match environment
+                .resolve_type(name, &resource_definition.resource_type)?
+            {
                 ResolvedType::Builtin(type_name) => type_name,
                 ResolvedType::TemplateResource { file } => {
-                    return Err(TemplateError::new(
-                        path,
-                        format!("template resource {file:?} is not supported by this engine yet"),
-                    ));
+                    let Some(text) = definition.files.get(&file) else {
+                        return Err(TemplateError::new(
+                            path,
+                            format!(
+                                "template file {file:?} is not among the files sent with the stack"
+                            ),
+                        ));
+                    };
+                    check_template_resource_properties(
+                        text,
+                        &file,
+                        &resource_definition.properties,
+                        name,
+                    )?;
+                    file
                 }
             };
             let Some(resource_type) = registry.get(&type_name) else {
@@ -89,7 +102,11 @@ impl ParsedStack {
                     ),
                 ));
             };
-            check_property_names(resource_type.schema(), &definition.properties, name)?;
+            check_property_names(
+                resource_type.schema(),
+                &resource_definition.properties,
+                name,
+            )?;
             resource_types.insert(name.clone(), type_name);
         }
         Ok(ParsedStack {
@@ -103,6 +120,43 @@ impl ParsedStack {
             resource_types,
         })
     }
+}
+
+/// A template resource's properties are the nested template's parameters:
+/// every given one must be declared there.
+fn check_template_resource_properties(
+    nested_text: &str,
+    file: &str,
+    properties: &Value,
+    resource_name: &str,
+) -> Result<(), TemplateError> {
+    let nested = Template::parse(nested_text).map_err(|error| {
+        TemplateError::new(
+            format!("resources.{resource_name}.type"),
+            format!("{file}: {error}"),
+        )
+    })?;
+    let Value::Object(given) = properties else {
+        return Ok(());
+    };
+    if let Some(unknown) = given
+        .keys()
+        .find(|key| !nested.parameters.contains_key(*key))
+    {
+        let declared: Vec<&str> = nested.parameters.keys().map(String::as_str).collect();
+        return Err(TemplateError::new(
+            format!("resources.{resource_name}.properties"),
+            format!(
+                "unknown property {unknown:?}: the template {file:?} declares the parameters {}",
+                if declared.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    declared.join(", ")
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Before anything runs: no unknown property names, no required property

@@ -63,6 +63,9 @@ pub type ResourceStates = Arc<Mutex<BTreeMap<String, Resource>>>;
 pub struct RunTarget {
     pub stack_id: Uuid,
     pub stack_name: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub nested_depth: u32,
     pub parsed: Arc<ParsedStack>,
     pub resources: ResourceStates,
     /// Older rows of replaced resources, still to be deleted.
@@ -73,8 +76,7 @@ impl RunTarget {
     /// The current row of each resource is its newest one; older rows of
     /// the same name were replaced and still await deletion.
     pub fn new(
-        stack_id: Uuid,
-        stack_name: String,
+        stack: &crate::domain::Stack,
         parsed: Arc<ParsedStack>,
         rows: Vec<Resource>,
     ) -> RunTarget {
@@ -95,8 +97,11 @@ impl RunTarget {
             }
         }
         RunTarget {
-            stack_id,
-            stack_name,
+            stack_id: stack.id,
+            stack_name: stack.name.clone(),
+            project_id: stack.project_id.clone(),
+            user_id: stack.user_id.clone(),
+            nested_depth: stack.nested_depth,
             parsed,
             resources: Arc::new(Mutex::new(current)),
             superseded: Arc::new(Mutex::new(superseded)),
@@ -355,6 +360,13 @@ pub(super) fn request_for(
     ResourceRequest {
         stack_id: target.stack_id,
         stack_name: target.stack_name.clone(),
+        project_id: target.project_id.clone(),
+        user_id: target.user_id.clone(),
+        nested_depth: target.nested_depth,
+        type_name: snapshot(&target.resources)
+            .get(name)
+            .map(|resource| resource.type_name.clone())
+            .unwrap_or_default(),
         resource_name: name.to_owned(),
         properties,
     }

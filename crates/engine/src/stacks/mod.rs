@@ -8,6 +8,7 @@ mod context;
 pub mod definition;
 mod executor;
 mod lease;
+mod nested;
 mod queries;
 mod update;
 mod writer;
@@ -32,6 +33,10 @@ use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefi
 use crate::error::{Error, Result};
 use crate::resources::ResourceTypeRegistry;
 use crate::store::StackStore;
+
+/// An operation's background work: spawned for API calls, awaited for
+/// nested stacks (their parent's resource waits for them).
+pub(crate) type Run = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// A request to create a stack, decoded from REST or gRPC.
 #[derive(Debug, Clone, Default)]
@@ -93,17 +98,26 @@ pub(crate) fn stack_event(stack: &Stack, reason: &str) -> Event {
 }
 
 impl StackOperations {
-    pub fn new(store: Arc<dyn StackStore>, registry: Arc<ResourceTypeRegistry>) -> StackOperations {
+    /// The engine's stack operations. They also host nested stacks, so the
+    /// registry's nested stack types are bound to the returned instance.
+    pub fn new(
+        store: Arc<dyn StackStore>,
+        registry: Arc<ResourceTypeRegistry>,
+    ) -> Arc<StackOperations> {
         let writer = writer::TransitionWriter::start(store.clone());
-        StackOperations {
-            shared: Arc::new(Shared {
-                store,
-                registry,
-                writer,
-                engine_id: Uuid::now_v7(),
-                running_updates: Default::default(),
-            }),
-        }
+        Arc::new_cyclic(|this: &std::sync::Weak<StackOperations>| {
+            let host: std::sync::Weak<dyn crate::resources::NestedStackHost> = this.clone();
+            registry.install_nested_stack_host(host);
+            StackOperations {
+                shared: Arc::new(Shared {
+                    store,
+                    registry,
+                    writer,
+                    engine_id: Uuid::now_v7(),
+                    running_updates: Default::default(),
+                }),
+            }
+        })
     }
 
     pub fn engine_id(&self) -> Uuid {
@@ -131,6 +145,22 @@ impl StackOperations {
         if adopt_data.is_some() {
             abandon::mark_adopting(&mut stack);
         }
+        let (stack, run) = self
+            .begin_create(stack, &definition, parsed, adopt_data)
+            .await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    /// Records a new stack (root or nested) and returns the run that
+    /// creates (or adopts) its resources; the caller spawns or awaits it.
+    pub(crate) async fn begin_create(
+        &self,
+        stack: Stack,
+        definition: &StackDefinition,
+        parsed: ParsedStack,
+        adopt_data: Option<Arc<Map<String, Value>>>,
+    ) -> Result<(Stack, Run)> {
         let now = stack.created_at;
         let resources: Vec<Resource> = parsed
             .enabled
@@ -150,21 +180,21 @@ impl StackOperations {
         let event = stack_event(&stack, &stack.status_reason);
         if let Err(error) = self
             .store()
-            .create_stack(&stack, &definition, &resources, &event)
+            .create_stack(&stack, definition, &resources, &event)
             .await
         {
             stack_lease.release().await;
             return Err(error);
         }
-        let target = RunTarget::new(stack.id, stack.name.clone(), Arc::new(parsed), resources);
-        tokio::spawn(run_create(
+        let target = RunTarget::new(&stack, Arc::new(parsed), resources);
+        let run = Box::pin(run_create(
             self.shared.clone(),
             stack.clone(),
             target,
             stack_lease,
             adopt_data,
         ));
-        Ok(stack)
+        Ok((stack, run))
     }
 
     /// What a create would record, without recording or creating anything.
@@ -253,12 +283,24 @@ impl StackOperations {
 
     /// Starts deleting a stack and its resources.
     pub async fn delete_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
-        let mut stack = self.find_stack(identity, name_or_id).await?;
+        let stack = self.find_stack(identity, name_or_id).await?;
         if stack.deleted_at.is_some() {
             return Err(Error::NotFound(format!(
                 "stack {name_or_id:?} not found (already deleted)"
             )));
         }
+        let (stack, run) = self.begin_delete(stack, name_or_id).await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
+    /// deletes the resources; the caller spawns or awaits it.
+    pub(crate) async fn begin_delete(
+        &self,
+        mut stack: Stack,
+        name_or_id: &str,
+    ) -> Result<(Stack, Run)> {
         let stack_lease = lease::StackLease::take(
             self.store().clone(),
             stack.id,
@@ -298,25 +340,20 @@ impl StackOperations {
             stack_lease.release().await;
             return Err(error);
         }
-        tokio::spawn(run_delete(
+        let run = Box::pin(run_delete(
             self.shared.clone(),
             stack.clone(),
             target,
             stack_lease,
         ));
-        Ok(stack)
+        Ok((stack, run))
     }
 
     /// The parsed definition and current resources of a recorded stack.
     pub(crate) async fn load_target(&self, stack: &Stack) -> Result<RunTarget> {
         let parsed = self.parse_recorded(stack).await?;
         let rows = self.store().list_resources(stack.id).await?;
-        Ok(RunTarget::new(
-            stack.id,
-            stack.name.clone(),
-            Arc::new(parsed),
-            rows,
-        ))
+        Ok(RunTarget::new(stack, Arc::new(parsed), rows))
     }
 
     async fn parse_recorded(&self, stack: &Stack) -> Result<ParsedStack> {

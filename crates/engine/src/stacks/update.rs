@@ -98,6 +98,18 @@ fn updated_definition(current: &StackDefinition, request: &UpdateStack) -> Resul
 impl StackOperations {
     pub async fn update_stack(&self, identity: &Identity, request: UpdateStack) -> Result<Stack> {
         let found = self.find_stack(identity, &request.name_or_id).await?;
+        let (stack, run) = self.begin_update_stack(found, &request).await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    /// Validates the new definition, takes the lease, records the update as
+    /// started and returns its run; the caller spawns or awaits it.
+    pub(crate) async fn begin_update_stack(
+        &self,
+        found: Stack,
+        request: &UpdateStack,
+    ) -> Result<(Stack, super::Run)> {
         if found.deleted_at.is_some() {
             return Err(Error::NotFound(format!(
                 "stack {:?} not found (it was deleted)",
@@ -105,7 +117,7 @@ impl StackOperations {
             )));
         }
         let current_definition = self.store().load_definition(found.id).await?;
-        let definition = updated_definition(&current_definition, &request)?;
+        let definition = updated_definition(&current_definition, request)?;
         let identity_of_stack = StackIdentity {
             stack_name: found.name.clone(),
             stack_id: found.id.to_string(),
@@ -131,10 +143,10 @@ impl StackOperations {
             "UPDATE",
         )
         .await?;
-        let started = self
+        let (stack, run) = self
             .begin_update(
                 found.id,
-                &request,
+                request,
                 definition,
                 parsed,
                 previous,
@@ -142,7 +154,7 @@ impl StackOperations {
                 stack_lease,
             )
             .await?;
-        Ok(started)
+        Ok((stack, run))
     }
 
     #[allow(clippy::too_many_arguments)] // one call site; the pieces are all distinct
@@ -155,7 +167,7 @@ impl StackOperations {
         previous: Option<ParsedStack>,
         previous_definition: StackDefinition,
         stack_lease: lease::StackLease,
-    ) -> Result<Stack> {
+    ) -> Result<(Stack, super::Run)> {
         let prepared = async {
             let mut stack = self
                 .store()
@@ -170,7 +182,7 @@ impl StackOperations {
                 )));
             }
             let rows = self.store().list_resources(stack.id).await?;
-            let target = RunTarget::new(stack.id, stack.name.clone(), Arc::new(parsed), rows);
+            let target = RunTarget::new(&stack, Arc::new(parsed), rows);
             let now = ember_runtime::time::now();
             let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
             let new_rows: Vec<Resource> = target
@@ -224,7 +236,7 @@ impl StackOperations {
         };
         let cancel = CancellationToken::new();
         self.shared.register_update(stack.id, cancel.clone());
-        tokio::spawn(run_update(
+        let run: super::Run = Box::pin(run_update(
             self.shared.clone(),
             stack.clone(),
             target,
@@ -233,7 +245,7 @@ impl StackOperations {
             stack_lease,
             cancel,
         ));
-        Ok(stack)
+        Ok((stack, run))
     }
 
     /// Stops a running update and rolls it back.
@@ -330,7 +342,7 @@ async fn rollback(
             .list_resources(stack.id)
             .await
             .map_err(|error| error.to_string())?;
-        let target = RunTarget::new(stack.id, stack.name.clone(), previous.clone(), rows);
+        let target = RunTarget::new(stack, previous.clone(), rows);
         let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
         let now = ember_runtime::time::now();
         let new_rows: Vec<Resource> = previous

@@ -1,0 +1,345 @@
+//! Nested stacks as resources: `OS::Heat::Stack` (a template given as a
+//! property) and template resources (a resource whose type is a template
+//! file, or an environment alias of one; its properties are the nested
+//! template's parameters and its attributes the nested stack's outputs).
+//! Both are real stacks with a parent; the engine runs them through the
+//! [`NestedStackHost`] it installs when it starts.
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{
+    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
+    ResourceRequest, ResourceType, ResourceTypeSchema,
+};
+use crate::domain::Resource;
+use crate::domain::template::parse_document;
+
+/// How deep stacks may nest (Heat's max_nested_stack_depth).
+pub const MAX_NESTED_DEPTH: u32 = 5;
+
+/// What a nested stack is built from.
+#[derive(Debug, Clone)]
+pub enum NestedTemplate {
+    /// A template given inline (OS::Heat::Stack).
+    Inline(Value),
+    /// A template file among the parent's files (template resources).
+    File(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct NestedDefinition {
+    pub template: NestedTemplate,
+    pub parameters: Map<String, Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NestedStackOutcome {
+    pub stack_id: Uuid,
+    pub stack_name: String,
+    pub outputs: Map<String, Value>,
+}
+
+/// Stack operations for nested stacks; each call returns once the nested
+/// stack's operation has finished.
+#[async_trait]
+pub trait NestedStackHost: Send + Sync {
+    async fn create_nested_stack(
+        &self,
+        owner: &ResourceRequest,
+        definition: NestedDefinition,
+    ) -> Result<NestedStackOutcome, ResourceFailure>;
+    async fn update_nested_stack(
+        &self,
+        owner: &ResourceRequest,
+        stack_id: Uuid,
+        definition: NestedDefinition,
+    ) -> Result<NestedStackOutcome, ResourceFailure>;
+    async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure>;
+    /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK").
+    async fn act_on_nested_stack(
+        &self,
+        stack_id: Uuid,
+        action: &'static str,
+    ) -> Result<(), ResourceFailure>;
+}
+
+/// Where the engine installs itself once it exists (it owns the registry
+/// that owns these types, hence a weak, late-bound reference).
+pub type NestedStackHostSlot = Arc<OnceLock<Weak<dyn NestedStackHost>>>;
+
+fn host(slot: &NestedStackHostSlot) -> Result<Arc<dyn NestedStackHost>, ResourceFailure> {
+    slot.get().and_then(Weak::upgrade).ok_or_else(|| {
+        ResourceFailure("the engine is shutting down: nested stacks are unavailable".to_owned())
+    })
+}
+
+fn nested_id(current: &Resource) -> Option<Uuid> {
+    current
+        .physical_id
+        .as_deref()
+        .and_then(|id| Uuid::parse_str(id).ok())
+}
+
+/// Shared behaviour of both kinds: everything but how the definition and
+/// the attributes are made.
+async fn act(
+    slot: &NestedStackHostSlot,
+    current: &Resource,
+    action: &'static str,
+) -> Result<(), ResourceFailure> {
+    match nested_id(current) {
+        Some(stack_id) => host(slot)?.act_on_nested_stack(stack_id, action).await,
+        None => Ok(()),
+    }
+}
+
+pub struct StackResource {
+    schema: ResourceTypeSchema,
+    host: NestedStackHostSlot,
+}
+
+impl StackResource {
+    pub fn new(host: NestedStackHostSlot) -> Self {
+        StackResource {
+            schema: ResourceTypeSchema {
+                type_name: "OS::Heat::Stack",
+                description: "A nested stack from a template given as a property.",
+                properties: vec![
+                    PropertySchema::new(
+                        "template",
+                        PropertyType::String,
+                        "The nested template (YAML or JSON).",
+                    )
+                    .required()
+                    .update_allowed(),
+                    PropertySchema::new(
+                        "parameters",
+                        PropertyType::Map,
+                        "Parameter values for the nested stack.",
+                    )
+                    .default(json!({}))
+                    .update_allowed(),
+                    PropertySchema::new(
+                        "timeout",
+                        PropertyType::Number,
+                        "Minutes (accepted for compatibility).",
+                    ),
+                    PropertySchema::new(
+                        "context",
+                        PropertyType::Map,
+                        "Remote region context (not supported).",
+                    ),
+                ],
+                attributes: vec![
+                    AttributeSchema {
+                        name: "outputs",
+                        description: "The nested stack's outputs as a map.",
+                    },
+                    AttributeSchema {
+                        name: "stack_name",
+                        description: "The nested stack's name.",
+                    },
+                ],
+                accepts_any_properties: false,
+                accepts_any_attributes: false,
+            },
+            host,
+        }
+    }
+
+    fn definition(request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure> {
+        if request
+            .properties
+            .get("context")
+            .is_some_and(|context| !context.is_null())
+        {
+            return Err(ResourceFailure(
+                "context: remote stacks in other regions are not supported".to_owned(),
+            ));
+        }
+        let text = request
+            .properties
+            .get("template")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ResourceFailure("template: a template is required".to_owned()))?;
+        let template = parse_document(text, "template")
+            .map_err(|error| ResourceFailure(format!("template: {error}")))?;
+        Ok(NestedDefinition {
+            template: NestedTemplate::Inline(Value::Object(template)),
+            parameters: request
+                .properties
+                .get("parameters")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        })
+    }
+
+    fn outcome(nested: NestedStackOutcome) -> ResourceOutcome {
+        let mut attributes = Map::new();
+        attributes.insert("outputs".to_owned(), Value::Object(nested.outputs));
+        attributes.insert("stack_name".to_owned(), Value::String(nested.stack_name));
+        ResourceOutcome {
+            physical_id: nested.stack_id.to_string(),
+            attributes,
+            data: Value::Null,
+        }
+    }
+}
+
+#[async_trait]
+impl ResourceType for StackResource {
+    fn schema(&self) -> &ResourceTypeSchema {
+        &self.schema
+    }
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        let nested = host(&self.host)?
+            .create_nested_stack(request, Self::definition(request)?)
+            .await?;
+        Ok(Self::outcome(nested))
+    }
+
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let Some(stack_id) = nested_id(current) else {
+            return self.create(request).await;
+        };
+        let nested = host(&self.host)?
+            .update_nested_stack(request, stack_id, Self::definition(request)?)
+            .await?;
+        Ok(Self::outcome(nested))
+    }
+
+    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        match nested_id(current) {
+            Some(stack_id) => host(&self.host)?.delete_nested_stack(stack_id).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "CHECK").await
+    }
+
+    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "SUSPEND").await
+    }
+
+    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "RESUME").await
+    }
+
+    /// A nested stack is updated in place; only a failed one is replaced.
+    fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
+        false
+    }
+}
+
+/// A resource whose type is a template file: the file is the nested
+/// template, the properties its parameters, the outputs its attributes.
+pub struct TemplateResource {
+    schema: ResourceTypeSchema,
+    host: NestedStackHostSlot,
+}
+
+impl TemplateResource {
+    pub fn new(host: NestedStackHostSlot) -> Self {
+        TemplateResource {
+            schema: ResourceTypeSchema {
+                type_name: "Ember::TemplateResource",
+                description: "A nested stack from a template file; properties are its parameters, attributes its outputs.",
+                properties: vec![],
+                attributes: vec![],
+                accepts_any_properties: true,
+                accepts_any_attributes: true,
+            },
+            host,
+        }
+    }
+
+    fn definition(request: &ResourceRequest) -> NestedDefinition {
+        NestedDefinition {
+            template: NestedTemplate::File(request.type_name.clone()),
+            parameters: request.properties.clone(),
+        }
+    }
+
+    fn outcome(nested: NestedStackOutcome) -> ResourceOutcome {
+        let mut attributes = nested.outputs;
+        attributes.insert(
+            "OS::stack_id".to_owned(),
+            Value::String(nested.stack_id.to_string()),
+        );
+        ResourceOutcome {
+            physical_id: nested.stack_id.to_string(),
+            attributes,
+            data: Value::Null,
+        }
+    }
+}
+
+#[async_trait]
+impl ResourceType for TemplateResource {
+    fn schema(&self) -> &ResourceTypeSchema {
+        &self.schema
+    }
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        let nested = host(&self.host)?
+            .create_nested_stack(request, Self::definition(request))
+            .await?;
+        Ok(Self::outcome(nested))
+    }
+
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let Some(stack_id) = nested_id(current) else {
+            return self.create(request).await;
+        };
+        let nested = host(&self.host)?
+            .update_nested_stack(request, stack_id, Self::definition(request))
+            .await?;
+        Ok(Self::outcome(nested))
+    }
+
+    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        match nested_id(current) {
+            Some(stack_id) => host(&self.host)?.delete_nested_stack(stack_id).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "CHECK").await
+    }
+
+    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "SUSPEND").await
+    }
+
+    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(&self.host, current, "RESUME").await
+    }
+
+    fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
+        false
+    }
+}
+
+/// Whether a type name names a template file (Heat's rule: by extension).
+pub fn is_template_file(type_name: &str) -> bool {
+    [".yaml", ".yml", ".template", ".json"]
+        .iter()
+        .any(|extension| type_name.ends_with(extension))
+}

@@ -1,0 +1,220 @@
+//! The engine as host of nested stacks: a parent's resource creates,
+//! updates, deletes, suspends, resumes or checks its nested stack through
+//! the same operations as any stack, and waits for them. A nested stack
+//! inherits its parent's files and environment, belongs to the same project
+//! and is listed with `nested_depth`.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::definition::ParsedStack;
+use super::{StackOperations, StackWideAction, UpdateStack};
+use crate::domain::template::StackIdentity;
+use crate::domain::{ActionStatus, Stack, StackAction, StackDefinition};
+use crate::resources::{
+    MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackOutcome, NestedTemplate,
+    ResourceFailure, ResourceRequest,
+};
+
+fn failure(error: impl std::fmt::Display) -> ResourceFailure {
+    ResourceFailure(error.to_string())
+}
+
+impl StackOperations {
+    /// The nested stack's definition: its template, its parameters, and the
+    /// parent's files and environment.
+    async fn nested_definition(
+        &self,
+        parent_id: Uuid,
+        nested: &NestedDefinition,
+    ) -> Result<StackDefinition, ResourceFailure> {
+        let parent = self
+            .store()
+            .load_definition(parent_id)
+            .await
+            .map_err(failure)?;
+        let template = match &nested.template {
+            NestedTemplate::Inline(template) => template.clone(),
+            NestedTemplate::File(file) => {
+                let text = parent.files.get(file).ok_or_else(|| {
+                    ResourceFailure(format!(
+                        "template file {file:?} is not among the stack's files"
+                    ))
+                })?;
+                Value::Object(
+                    crate::domain::template::parse_document(text, "template").map_err(failure)?,
+                )
+            }
+        };
+        Ok(StackDefinition {
+            template,
+            environment: parent.environment,
+            files: parent.files,
+            parameters: nested.parameters.clone(),
+        })
+    }
+
+    /// Reads a nested stack after its operation and turns its state into the
+    /// parent resource's outcome.
+    async fn nested_outcome(
+        &self,
+        stack_id: Uuid,
+        expected: StackAction,
+    ) -> Result<NestedStackOutcome, ResourceFailure> {
+        let stack = self
+            .store()
+            .get_stack(stack_id)
+            .await
+            .map_err(failure)?
+            .ok_or_else(|| ResourceFailure(format!("nested stack {stack_id} disappeared")))?;
+        if stack.action != expected || stack.status != ActionStatus::Complete {
+            return Err(ResourceFailure(stack.status_reason));
+        }
+        let outputs: Map<String, Value> = self
+            .outputs(&stack)
+            .await
+            .map_err(failure)?
+            .into_iter()
+            .map(|output| (output.key, output.value.unwrap_or(Value::Null)))
+            .collect();
+        Ok(NestedStackOutcome {
+            stack_id,
+            stack_name: stack.name,
+            outputs,
+        })
+    }
+
+    async fn nested_stack(&self, stack_id: Uuid) -> Result<Option<Stack>, ResourceFailure> {
+        self.store().get_stack(stack_id).await.map_err(failure)
+    }
+}
+
+#[async_trait]
+impl NestedStackHost for StackOperations {
+    async fn create_nested_stack(
+        &self,
+        owner: &ResourceRequest,
+        nested: NestedDefinition,
+    ) -> Result<NestedStackOutcome, ResourceFailure> {
+        let depth = owner.nested_depth + 1;
+        if depth > MAX_NESTED_DEPTH {
+            return Err(ResourceFailure(format!(
+                "nested stack depth {depth} exceeds the maximum of {MAX_NESTED_DEPTH} (does a template include itself?)"
+            )));
+        }
+        let definition = self.nested_definition(owner.stack_id, &nested).await?;
+        let id = Uuid::new_v4();
+        let suffix: String = id.simple().to_string().chars().take(12).collect();
+        let name = format!("{}-{}-{suffix}", owner.stack_name, owner.resource_name);
+        let parsed = ParsedStack::build(
+            &definition,
+            StackIdentity {
+                stack_name: name.clone(),
+                stack_id: id.to_string(),
+                project_id: owner.project_id.clone(),
+            },
+            self.registry(),
+        )
+        .map_err(failure)?;
+        let now = ember_runtime::time::now();
+        let stack = Stack {
+            id,
+            name,
+            project_id: owner.project_id.clone(),
+            user_id: owner.user_id.clone(),
+            parent_id: Some(owner.stack_id),
+            action: StackAction::Create,
+            status: ActionStatus::InProgress,
+            status_reason: "Stack CREATE started".to_owned(),
+            description: parsed.template.description.clone().unwrap_or_default(),
+            tags: Vec::new(),
+            timeout_mins: None,
+            // The parent decides about rollback.
+            disable_rollback: true,
+            created_at: now,
+            updated_at: now,
+            nested_depth: depth,
+            parent_resource: Some(owner.resource_name.clone()),
+            deleted_at: None,
+        };
+        let (stack, run) = self
+            .begin_create(stack, &definition, parsed, None)
+            .await
+            .map_err(failure)?;
+        run.await;
+        self.nested_outcome(stack.id, StackAction::Create).await
+    }
+
+    async fn update_nested_stack(
+        &self,
+        owner: &ResourceRequest,
+        stack_id: Uuid,
+        nested: NestedDefinition,
+    ) -> Result<NestedStackOutcome, ResourceFailure> {
+        let Some(stack) = self.nested_stack(stack_id).await? else {
+            return self.create_nested_stack(owner, nested).await;
+        };
+        let definition = self.nested_definition(owner.stack_id, &nested).await?;
+        let request = UpdateStack {
+            name_or_id: stack_id.to_string(),
+            template: definition.template.to_string(),
+            environment: definition.environment.to_string(),
+            environment_files: Vec::new(),
+            files: definition.files,
+            parameters: definition.parameters,
+            timeout_mins: None,
+            disable_rollback: Some(true),
+            existing: false,
+            clear_parameters: Vec::new(),
+            tags: None,
+        };
+        let (_, run) = self
+            .begin_update_stack(stack, &request)
+            .await
+            .map_err(failure)?;
+        run.await;
+        self.nested_outcome(stack_id, StackAction::Update).await
+    }
+
+    async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure> {
+        let Some(stack) = self.nested_stack(stack_id).await? else {
+            return Ok(());
+        };
+        if stack.deleted_at.is_some() {
+            return Ok(());
+        }
+        let (_, run) = self
+            .begin_delete(stack, &stack_id.to_string())
+            .await
+            .map_err(failure)?;
+        run.await;
+        match self.nested_stack(stack_id).await? {
+            Some(stack) if stack.deleted_at.is_none() => Err(ResourceFailure(stack.status_reason)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn act_on_nested_stack(
+        &self,
+        stack_id: Uuid,
+        action: &'static str,
+    ) -> Result<(), ResourceFailure> {
+        let Some(stack) = self.nested_stack(stack_id).await? else {
+            return Err(ResourceFailure(format!(
+                "nested stack {stack_id} not found"
+            )));
+        };
+        let (wide_action, expected) = match action {
+            "SUSPEND" => (StackWideAction::Suspend, StackAction::Suspend),
+            "RESUME" => (StackWideAction::Resume, StackAction::Resume),
+            _ => (StackWideAction::Check, StackAction::Check),
+        };
+        let (_, run) = self
+            .begin_stack_wide_action(stack, &stack_id.to_string(), wide_action)
+            .await
+            .map_err(failure)?;
+        run.await;
+        self.nested_outcome(stack_id, expected).await.map(|_| ())
+    }
+}
