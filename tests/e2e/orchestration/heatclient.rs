@@ -64,34 +64,95 @@ async fn python_heatclient_drives_a_whole_stack_life() {
     ember.stop().await;
 }
 
+/// `openstack … stack <args>` with endpoint + token auth, which must succeed.
+async fn openstack(python: &Path, ember: &TestEmber, args: &[&str]) -> String {
+    // `openstack` is the console script next to the test Python.
+    let mut command = Command::new(python.with_file_name("openstack"));
+    command
+        .args(["--os-auth-type", "admin_token", "--os-endpoint"])
+        .arg(ember.url("/orchestration/v1/demo"))
+        .args(["--os-token", ember.member_token()])
+        .args(args)
+        .env_remove("OS_CLOUD")
+        .env_remove("OS_AUTH_URL");
+    let output = run(command).await;
+    assert!(
+        output.status.success(),
+        "openstack {args:?}: {}",
+        describe(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[tokio::test]
-async fn the_openstack_cli_lists_stacks_with_endpoint_and_token_auth() {
+async fn the_openstack_cli_works_with_endpoint_and_token_auth() {
     let python = test_python();
     let ember = TestEmber::start().await;
     let heat = HeatRest::member(&ember);
     let stack_path = heat.create_stack("listed", json!({"greeting": "hi"})).await;
     heat.wait_until_settled(&stack_path).await;
 
-    // `openstack` is the console script next to the test Python.
-    let openstack = python.with_file_name("openstack");
-    let mut command = Command::new(openstack);
-    command
-        .args(["--os-auth-type", "admin_token", "--os-endpoint"])
-        .arg(ember.url("/orchestration/v1/demo"))
-        .args(["--os-token", ember.member_token()])
-        .args(["stack", "list", "-f", "json"])
-        .env_remove("OS_CLOUD")
-        .env_remove("OS_AUTH_URL");
-    let output = run(command).await;
-    assert!(output.status.success(), "{}", describe(&output));
-    let listed: serde_json::Value =
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", describe(&output)));
+    let listed = openstack(&python, &ember, &["stack", "list", "-f", "json"]).await;
+    let listed: serde_json::Value = serde_json::from_str(&listed).expect("json list");
     let names: Vec<&str> = listed
         .as_array()
         .expect("a list")
         .iter()
         .filter_map(|stack| stack["Stack Name"].as_str())
         .collect();
-    assert_eq!(names, ["listed"], "{}", describe(&output));
+    assert_eq!(names, ["listed"]);
+
+    let value = openstack(
+        &python,
+        &ember,
+        &[
+            "stack",
+            "output",
+            "show",
+            "listed",
+            "greeting",
+            "-f",
+            "value",
+            "-c",
+            "output_value",
+        ],
+    )
+    .await;
+    assert_eq!(value.trim(), "hi");
+
+    // Abandon to a file and adopt it back: `stack adopt` sends `timeout`.
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let data = data_dir.path().join("listed.json");
+    let data_arg = data.display().to_string();
+    openstack(
+        &python,
+        &ember,
+        &["stack", "abandon", "listed", "--output-file", &data_arg],
+    )
+    .await;
+    let adopted = openstack(
+        &python,
+        &ember,
+        &[
+            "stack",
+            "adopt",
+            "--adopt-file",
+            &data_arg,
+            "--wait",
+            "back",
+            "-f",
+            "json",
+        ],
+    )
+    .await;
+    assert!(adopted.contains("ADOPT_COMPLETE"), "{adopted}");
+    openstack(
+        &python,
+        &ember,
+        &["stack", "delete", "--yes", "--wait", "back"],
+    )
+    .await;
+    let listed = openstack(&python, &ember, &["stack", "list", "-f", "json"]).await;
+    assert_eq!(listed.trim(), "[]");
     ember.stop().await;
 }

@@ -74,7 +74,14 @@ const TEMPLATE_KEYS: &[&str] = &[
     "environment_files",
     "parameters",
 ];
-const STACK_KEYS: &[&str] = &["stack_name", "timeout_mins", "disable_rollback", "tags"];
+/// `timeout` is what `openstack stack adopt` sends for `timeout_mins`.
+const STACK_KEYS: &[&str] = &[
+    "stack_name",
+    "timeout_mins",
+    "timeout",
+    "disable_rollback",
+    "tags",
+];
 
 impl Operation {
     fn accepts(self, key: &str) -> bool {
@@ -158,6 +165,10 @@ fn parse_stack_body(map: Map<String, Value>, operation: Operation) -> Result<Sta
             "environment" => body.environment = document_text(&key, value)?,
             "environment_files" => body.environment_files = string_list(&key, value)?,
             "timeout_mins" => body.timeout_mins = Some(whole_number(&key, &value)?),
+            "timeout" => {
+                let minutes = whole_number(&key, &value)?;
+                body.timeout_mins.get_or_insert(minutes);
+            }
             "disable_rollback" => body.disable_rollback = Some(boolean(&key, &value)?),
             "tags" => body.tags = Some(tags(value)?),
             "clear_parameters" => body.clear_parameters = string_list(&key, value)?,
@@ -769,6 +780,12 @@ mod tests {
         assert_eq!(template["resources"]["a"]["type"], "OS::Heat::None");
         let adopted: Value = serde_json::from_str(&request.adopt_stack_data).expect("json");
         assert_eq!(adopted["name"], "old");
+        let with_timeout = create_stack_request(
+            body(json!({"stack_name": "web", "adopt_stack_data": data.clone(), "timeout": 7})),
+            false,
+        )
+        .expect("openstack stack adopt sends timeout");
+        assert_eq!(with_timeout.timeout_mins, 7);
 
         let full = json!({
             "template": {"resources": {}},
