@@ -13,6 +13,9 @@
 //! | `PUT /instances/{uuid}/states/power` `{"target": "on"\|"off"\|"reboot"}` | 202 |
 //! | `PUT /instances/{uuid}/lock` `{"target": true\|false, "reason"?}` | 202 |
 
+mod request_body;
+mod view;
+
 use std::collections::HashMap;
 
 use axum::body::Bytes;
@@ -22,10 +25,14 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::instance_service_client::InstanceServiceClient;
-use ember_runtime::ErrorKind;
 use http::StatusCode;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use self::request_body::{
+    bad_request, json_object, metadata, parse_uuid, query_bool, refuse_unknown_keys,
+    required_string, unwrap_instance,
+};
+use self::view::{instance_view, self_link};
 use super::Authenticated;
 use crate::GatewayState;
 use crate::error::RestError;
@@ -45,10 +52,6 @@ pub fn routes() -> Router<GatewayState> {
 
 fn client(state: &GatewayState) -> InstanceServiceClient<tonic::transport::Channel> {
     InstanceServiceClient::new(state.upstreams.engine.clone())
-}
-
-fn bad_request(message: impl Into<String>) -> RestError {
-    RestError::new(ErrorKind::InvalidInput, message)
 }
 
 async fn create_instance(
@@ -315,167 +318,4 @@ async fn set_lock(
             .await?;
     }
     Ok(StatusCode::ACCEPTED)
-}
-
-/// The body as a JSON object.
-fn json_object(body: &[u8]) -> Result<Map<String, Value>, RestError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => Err(bad_request(format!(
-            "the body must be a JSON object (got {})",
-            kind_of(&other)
-        ))),
-        Err(error) => Err(bad_request(format!("the body is not JSON: {error}"))),
-    }
-}
-
-/// `{"instance": {…}}` or the bare object.
-fn unwrap_instance(body: Map<String, Value>) -> Result<Map<String, Value>, RestError> {
-    match body.get("instance") {
-        Some(Value::Object(inner)) if body.len() == 1 => Ok(inner.clone()),
-        Some(other) if body.len() == 1 => Err(bad_request(format!(
-            "instance: must be an object (got {})",
-            kind_of(other)
-        ))),
-        _ => Ok(body),
-    }
-}
-
-fn refuse_unknown_keys(
-    body: &Map<String, Value>,
-    allowed: &[&str],
-    what: &str,
-) -> Result<(), RestError> {
-    match body.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(unknown) => Err(bad_request(format!(
-            "unknown key {unknown:?}: {what} takes only {}",
-            allowed
-                .iter()
-                .map(|key| format!("{key:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-        None => Ok(()),
-    }
-}
-
-fn required_string(body: &Map<String, Value>, key: &str) -> Result<String, RestError> {
-    match body.get(key) {
-        Some(Value::String(text)) => Ok(text.clone()),
-        None | Some(Value::Null) => Err(bad_request(format!("{key}: missing"))),
-        Some(other) => Err(bad_request(format!(
-            "{key}: must be a string (got {})",
-            kind_of(other)
-        ))),
-    }
-}
-
-fn metadata(value: &Value) -> Result<HashMap<String, String>, RestError> {
-    let Value::Object(items) = value else {
-        return Err(bad_request(format!(
-            "metadata: must be an object of strings (got {})",
-            kind_of(value)
-        )));
-    };
-    items
-        .iter()
-        .map(|(key, value)| match value {
-            Value::String(text) => Ok((key.clone(), text.clone())),
-            other => Err(bad_request(format!(
-                "metadata {key:?}: values must be strings (got {})",
-                kind_of(other)
-            ))),
-        })
-        .collect()
-}
-
-fn parse_uuid(what: &str, text: &str) -> Result<uuid::Uuid, RestError> {
-    uuid::Uuid::parse_str(text).map_err(|_| bad_request(format!("{what}: {text:?} is not a UUID")))
-}
-
-fn query_bool(key: &str, text: &str) -> Result<bool, RestError> {
-    match text.to_ascii_lowercase().as_str() {
-        "true" | "1" => Ok(true),
-        "false" | "0" => Ok(false),
-        _ => Err(bad_request(format!(
-            "{key}: must be true or false (got {text:?})"
-        ))),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-fn self_link(uuid: &str) -> String {
-    format!("/compute/v1/instances/{uuid}")
-}
-
-fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
-    timestamp
-        .and_then(|time| chrono::DateTime::from_timestamp(time.seconds, 0))
-        .map(|time| Value::String(time.format("%Y-%m-%dT%H:%M:%SZ").to_string()))
-        .unwrap_or(Value::Null)
-}
-
-fn text_or_null(text: &str) -> Value {
-    if text.is_empty() {
-        Value::Null
-    } else {
-        Value::String(text.to_owned())
-    }
-}
-
-/// An instance as this API shows it.
-fn instance_view(instance: &pb::Instance) -> Value {
-    let status = pb::InstanceStatus::try_from(instance.status)
-        .ok()
-        .and_then(|status| {
-            status
-                .as_str_name()
-                .strip_prefix("INSTANCE_STATUS_")
-                .map(str::to_owned)
-        })
-        .unwrap_or_default();
-    let power_state = pb::PowerState::try_from(instance.power_state)
-        .ok()
-        .and_then(|state| {
-            state
-                .as_str_name()
-                .strip_prefix("POWER_STATE_")
-                .map(|name| name.to_ascii_lowercase().replace('_', "-"))
-        })
-        .unwrap_or_default();
-    let locked_by = match pb::LockedBy::try_from(instance.locked_by) {
-        Ok(pb::LockedBy::Owner) => json!("owner"),
-        Ok(pb::LockedBy::Admin) => json!("admin"),
-        _ => Value::Null,
-    };
-    json!({
-        "uuid": instance.uuid,
-        "name": instance.name,
-        "project_id": instance.project_id,
-        "user_id": instance.user_id,
-        "flavor": instance.flavor,
-        "image": instance.image,
-        "metadata": instance.metadata.iter().collect::<std::collections::BTreeMap<_, _>>(),
-        "status": status,
-        "power_state": power_state,
-        "status_reason": text_or_null(&instance.status_reason),
-        "locked": instance.locked,
-        "locked_by": locked_by,
-        "locked_by_user": text_or_null(&instance.locked_by_user),
-        "locked_at": time(instance.locked_at.as_ref()),
-        "locked_reason": text_or_null(&instance.locked_reason),
-        "created_at": time(instance.created_at.as_ref()),
-        "updated_at": time(instance.updated_at.as_ref()),
-        "links": [{ "href": self_link(&instance.uuid), "rel": "self" }],
-    })
 }

@@ -1,0 +1,110 @@
+//! Reading Compute API requests strictly: JSON bodies, their keys and
+//! types, uuids and query flags. Every refusal is a 400 naming the key.
+
+use std::collections::HashMap;
+
+use ember_runtime::ErrorKind;
+use serde_json::{Map, Value};
+
+use crate::error::RestError;
+
+pub fn bad_request(message: impl Into<String>) -> RestError {
+    RestError::new(ErrorKind::InvalidInput, message)
+}
+
+/// The body as a JSON object.
+pub fn json_object(body: &[u8]) -> Result<Map<String, Value>, RestError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(other) => Err(bad_request(format!(
+            "the body must be a JSON object (got {})",
+            kind_of(&other)
+        ))),
+        Err(error) => Err(bad_request(format!("the body is not JSON: {error}"))),
+    }
+}
+
+/// `{"instance": {…}}` or the bare object.
+pub fn unwrap_instance(body: Map<String, Value>) -> Result<Map<String, Value>, RestError> {
+    match body.get("instance") {
+        Some(Value::Object(inner)) if body.len() == 1 => Ok(inner.clone()),
+        Some(other) if body.len() == 1 => Err(bad_request(format!(
+            "instance: must be an object (got {})",
+            kind_of(other)
+        ))),
+        _ => Ok(body),
+    }
+}
+
+pub fn refuse_unknown_keys(
+    body: &Map<String, Value>,
+    allowed: &[&str],
+    what: &str,
+) -> Result<(), RestError> {
+    match body.keys().find(|key| !allowed.contains(&key.as_str())) {
+        Some(unknown) => Err(bad_request(format!(
+            "unknown key {unknown:?}: {what} takes only {}",
+            allowed
+                .iter()
+                .map(|key| format!("{key:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+pub fn required_string(body: &Map<String, Value>, key: &str) -> Result<String, RestError> {
+    match body.get(key) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        None | Some(Value::Null) => Err(bad_request(format!("{key}: missing"))),
+        Some(other) => Err(bad_request(format!(
+            "{key}: must be a string (got {})",
+            kind_of(other)
+        ))),
+    }
+}
+
+pub fn metadata(value: &Value) -> Result<HashMap<String, String>, RestError> {
+    let Value::Object(items) = value else {
+        return Err(bad_request(format!(
+            "metadata: must be an object of strings (got {})",
+            kind_of(value)
+        )));
+    };
+    items
+        .iter()
+        .map(|(key, value)| match value {
+            Value::String(text) => Ok((key.clone(), text.clone())),
+            other => Err(bad_request(format!(
+                "metadata {key:?}: values must be strings (got {})",
+                kind_of(other)
+            ))),
+        })
+        .collect()
+}
+
+pub fn parse_uuid(what: &str, text: &str) -> Result<uuid::Uuid, RestError> {
+    uuid::Uuid::parse_str(text).map_err(|_| bad_request(format!("{what}: {text:?} is not a UUID")))
+}
+
+pub fn query_bool(key: &str, text: &str) -> Result<bool, RestError> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(bad_request(format!(
+            "{key}: must be true or false (got {text:?})"
+        ))),
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
