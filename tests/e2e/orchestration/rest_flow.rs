@@ -455,3 +455,71 @@ async fn an_abandoned_stack_is_adopted_back_with_its_resources_over_rest() {
     );
     ember.stop().await;
 }
+
+#[tokio::test]
+async fn put_replaces_the_template_and_cancel_update_rolls_back() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack_path = heat
+        .create_stack("swap", json!({"greeting": "first"}))
+        .await;
+    heat.wait_until_settled(&stack_path).await;
+
+    // PUT: a full new template; resources it leaves out are deleted.
+    let mut template = super::stack_template();
+    template["resources"]
+        .as_object_mut()
+        .expect("resources")
+        .remove("nothing");
+    let put = heat
+        .call(
+            Method::PUT,
+            &stack_path,
+            Some(json!({"template": template, "parameters": {"greeting": "second"}})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::ACCEPTED, "{put:?}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "UPDATE_COMPLETE", "{stack}");
+    let resources = heat.get(&format!("{stack_path}/resources")).await;
+    let names: Vec<&str> = resources.body["resources"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|resource| resource["resource_name"].as_str())
+        .collect();
+    assert!(!names.contains(&"nothing"), "{names:?}");
+    assert_eq!(names.len(), 3, "{names:?}");
+
+    // A slow update, cancelled while it runs, rolls back to "second".
+    template["resources"]["slow"]["properties"]["action_wait_secs"]["update"] = json!(1.5);
+    let slow_update = heat
+        .call(
+            Method::PUT,
+            &stack_path,
+            Some(json!({"template": template, "parameters": {"greeting": "third"}})),
+        )
+        .await;
+    assert_eq!(slow_update.status, StatusCode::ACCEPTED, "{slow_update:?}");
+    let slow_path = format!("{stack_path}/resources/slow");
+    let http_wait = std::time::Instant::now() + super::SETTLE;
+    while heat.get(&slow_path).await.body["resource"]["resource_status"] != "UPDATE_IN_PROGRESS" {
+        assert!(
+            std::time::Instant::now() < http_wait,
+            "slow never started updating"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let cancelled = heat
+        .post(
+            &format!("{stack_path}/actions"),
+            json!({"cancel_update": null}),
+        )
+        .await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{cancelled:?}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "ROLLBACK_COMPLETE", "{stack}");
+    let greeting = heat.get(&format!("{stack_path}/outputs/greeting")).await;
+    assert_eq!(greeting.body["output"]["output_value"], "second");
+    ember.stop().await;
+}
