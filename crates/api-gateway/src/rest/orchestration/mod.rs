@@ -344,6 +344,34 @@ mod tests {
         let _router: Router<GatewayState> = routes();
     }
 
+    async fn origin_of(headers: &[(&str, &str)]) -> String {
+        let mut request = http::Request::builder().uri("/orchestration/v1/demo/stacks");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let (mut parts, ()) = request.body(()).expect("request").into_parts();
+        let Ok(PublicOrigin(origin)) = PublicOrigin::from_request_parts(&mut parts, &()).await;
+        origin
+    }
+
+    #[tokio::test]
+    async fn links_start_where_the_caller_reached_the_gateway() {
+        assert_eq!(
+            origin_of(&[("host", "127.0.0.1:8004")]).await,
+            "http://127.0.0.1:8004"
+        );
+        assert_eq!(
+            origin_of(&[
+                ("host", "10.0.0.5:8004"),
+                ("x-forwarded-proto", "https"),
+                ("x-forwarded-host", "heat.example.org, proxy.local"),
+            ])
+            .await,
+            "https://heat.example.org"
+        );
+        assert_eq!(origin_of(&[]).await, "", "unknown: links stay relative");
+    }
+
     #[test]
     fn another_projects_url_is_forbidden_unless_admin() {
         let member = Identity::new("u", "demo", vec!["member".to_owned()]);
