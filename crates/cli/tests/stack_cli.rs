@@ -385,3 +385,68 @@ fn an_abandoned_stack_is_adopted_back_from_the_printed_data() {
         script_before
     );
 }
+
+#[test]
+fn template_resources_and_environment_aliases_are_sent_from_their_directories() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let templates = dir.join("family");
+    std::fs::create_dir_all(templates.join("nested")).expect("dirs");
+    let write = |name: &str, text: &str| std::fs::write(templates.join(name), text).expect(name);
+    write(
+        "parent.yaml",
+        "heat_template_version: 2018-08-31\nresources:\n  child:\n    type: nested/child.yaml\n    properties:\n      greeting: hello\n  aliased:\n    type: My::Quiet\noutputs:\n  child_says:\n    value: {get_attr: [child, says]}\n",
+    );
+    write(
+        "nested/child.yaml",
+        "heat_template_version: 2018-08-31\nparameters:\n  greeting: {type: string}\nresources:\n  v:\n    type: OS::Heat::Value\n    properties:\n      value: {get_file: message.txt}\noutputs:\n  says:\n    value: {get_attr: [v, value]}\n",
+    );
+    // Same name as a file next to the parent: each reference is read
+    // relative to the template that makes it.
+    write("nested/message.txt", "from the nested directory");
+    write("message.txt", "from the parent directory");
+    write(
+        "nested/quiet.yaml",
+        "heat_template_version: 2018-08-31\nresources:\n  nothing:\n    type: OS::Heat::None\n",
+    );
+    write(
+        "env.yaml",
+        "resource_registry:\n  My::Quiet: nested/quiet.yaml\n",
+    );
+    let _dev = Dev::start(dir);
+
+    let parent = templates.join("parent.yaml").display().to_string();
+    let environment = templates.join("env.yaml").display().to_string();
+    let created = succeed(
+        &[
+            "stack",
+            "create",
+            "family",
+            "-t",
+            &parent,
+            "-e",
+            &environment,
+            "--wait",
+        ],
+        dir,
+    );
+    assert_eq!(
+        created.lines().last(),
+        Some("stack family CREATE_COMPLETE"),
+        "{created}"
+    );
+    assert_eq!(
+        succeed(&["stack", "outputs", "family", "child_says"], dir),
+        "from the nested directory\n"
+    );
+    let resources = succeed(
+        &["stack", "resources", "family", "--nested-depth", "1"],
+        dir,
+    );
+    for name in ["child", "aliased", "v", "nothing"] {
+        assert!(
+            resources.lines().any(|line| line.starts_with(name)),
+            "{name} in:\n{resources}"
+        );
+    }
+}

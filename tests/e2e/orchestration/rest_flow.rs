@@ -523,3 +523,69 @@ async fn put_replaces_the_template_and_cancel_update_rolls_back() {
     assert_eq!(greeting.body["output"]["output_value"], "second");
     ember.stop().await;
 }
+
+#[tokio::test]
+async fn nested_stacks_show_through_nested_depth_with_canonical_links() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let child = "heat_template_version: 2018-08-31\nresources:\n  inner:\n    type: OS::Heat::Value\n    properties:\n      value: {get_file: data.txt}\noutputs:\n  inner_value:\n    value: {get_attr: [inner, value]}\n";
+    let created = heat
+        .post(
+            "/stacks",
+            json!({
+                "stack_name": "family",
+                "template": {
+                    "heat_template_version": "2018-08-31",
+                    "resources": {"kid": {"type": "child.yaml"}},
+                    "outputs": {"from_kid": {"value": {"get_attr": ["kid", "inner_value"]}}},
+                },
+                "files": {"child.yaml": child, "data.txt": "nested data"},
+            }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    let id = created.body["stack"]["id"].as_str().expect("id");
+    let stack_path = format!("/stacks/family/{id}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    let output = heat.get(&format!("{stack_path}/outputs/from_kid")).await;
+    assert_eq!(output.body["output"]["output_value"], "nested data");
+
+    let shallow = heat.get(&format!("{stack_path}/resources")).await;
+    assert_eq!(shallow.body["resources"].as_array().map(Vec::len), Some(1));
+    let kid = &shallow.body["resources"][0];
+    let nested = kid["links"]
+        .as_array()
+        .expect("links")
+        .iter()
+        .find(|link| link["rel"] == "nested")
+        .expect("a nested link")["href"]
+        .as_str()
+        .expect("href")
+        .to_owned();
+    // The link is canonical (name/id): following it needs no redirect.
+    let nested_stack = heat.get(&nested).await;
+    assert_eq!(
+        nested_stack.status,
+        StatusCode::OK,
+        "{nested}: {nested_stack:?}"
+    );
+    assert_eq!(nested_stack.body["stack"]["parent"], id);
+
+    let deep = heat
+        .get(&format!("{stack_path}/resources?nested_depth=1"))
+        .await;
+    let deep = deep.body["resources"].as_array().expect("list").clone();
+    let inner = deep
+        .iter()
+        .find(|resource| resource["resource_name"] == "inner")
+        .unwrap_or_else(|| panic!("inner in {deep:?}"));
+    assert_eq!(inner["parent_resource"], "kid");
+    assert_eq!(inner["links"][1]["href"], nested.as_str(), "its stack link");
+
+    let listed = heat.get("/stacks?show_nested=True").await;
+    assert_eq!(listed.body["stacks"].as_array().map(Vec::len), Some(2));
+    let roots = heat.get("/stacks").await;
+    assert_eq!(roots.body["stacks"].as_array().map(Vec::len), Some(1));
+    ember.stop().await;
+}

@@ -87,11 +87,12 @@ pub async fn list_resources(
         types: query.all("type"),
         statuses: Vec::new(),
     };
-    let listed = resource_service(&state)
+    let mut listed = resource_service(&state)
         .list_resources(state.internal_request(&caller.identity, request))
         .await?
         .into_inner()
         .resources;
+    fill_parent_resources(&mut listed);
     let nested_names = nested_stack_names(&state, &caller.identity, &listed).await;
     let resources: Vec<Value> = listed
         .iter()
@@ -107,6 +108,29 @@ pub async fn list_resources(
         })
         .collect();
     Ok(Json(json!({ "resources": resources })))
+}
+
+/// A nested stack's resources name the resource that owns their stack
+/// (`parent_resource`); when the engine leaves it empty, the owner is in
+/// the same list whenever the list reaches that deep.
+fn fill_parent_resources(resources: &mut [pb::Resource]) {
+    let owners: HashMap<String, String> = resources
+        .iter()
+        .filter(|resource| !resource.nested_stack_id.is_empty())
+        .map(|resource| {
+            (
+                resource.nested_stack_id.clone(),
+                resource.resource_name.clone(),
+            )
+        })
+        .collect();
+    for resource in resources.iter_mut() {
+        if resource.parent_resource.is_empty()
+            && let Some(owner) = owners.get(&resource.stack_id)
+        {
+            resource.parent_resource.clone_from(owner);
+        }
+    }
 }
 
 /// Names of the nested stacks some resources own, for canonical `nested`
@@ -207,6 +231,26 @@ mod tests {
             physical_resource_id: format!("{name}-id"),
             ..pb::Resource::default()
         }
+    }
+
+    #[test]
+    fn nested_resources_name_the_resource_that_owns_their_stack() {
+        let mut resources = vec![
+            pb::Resource {
+                resource_name: "kid".into(),
+                stack_id: "root".into(),
+                nested_stack_id: "child".into(),
+                ..pb::Resource::default()
+            },
+            pb::Resource {
+                resource_name: "inner".into(),
+                stack_id: "child".into(),
+                ..pb::Resource::default()
+            },
+        ];
+        fill_parent_resources(&mut resources);
+        assert_eq!(resources[0].parent_resource, "");
+        assert_eq!(resources[1].parent_resource, "kid");
     }
 
     #[test]
