@@ -15,9 +15,19 @@ use tonic::transport::Channel;
 use crate::dev::{DevCredentials, RunningEmber};
 
 mod instances;
+mod stacks;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
+    /// Stack create/delete of 100 resources, a chain of 20, and GET latencies
+    Stacks {
+        /// Runs per create/delete case
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Run the engine on PostgreSQL (a fresh schema on this server)
+        #[arg(long)]
+        postgres: Option<String>,
+    },
     /// Latency of gRPC calls through the gateway versus straight to the engine
     Gateway {
         /// Measured calls per path and RPC
@@ -55,6 +65,7 @@ pub enum BenchCommand {
 
 pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
+        BenchCommand::Stacks { runs, postgres } => stacks::run(runs.max(1), postgres).await,
         BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
         BenchCommand::Startup { runs } => startup(runs.max(1)).await,
         BenchCommand::Instances { instances, calls } => {

@@ -1107,6 +1107,28 @@ async fn nested_stack_problems_surface_in_the_parent(database: &TestDatabase) {
     );
 }
 
+async fn the_next_operation_can_start_as_soon_as_the_final_state_is_visible(
+    database: &TestDatabase,
+) {
+    let (operations, _) = operations(database).await;
+    for round in 0..5 {
+        let name = format!("back-to-back-{round}");
+        operations
+            .create_stack(&alice(), request(&name, CHAIN))
+            .await
+            .expect("create");
+        let stack = settled(&operations, &name).await;
+        assert_eq!(stack.stack_status(), "CREATE_COMPLETE");
+        // No gap between the final state and the lease release.
+        operations
+            .delete_stack(&alice(), &name)
+            .await
+            .expect("delete right away");
+        let deleted = settled(&operations, &stack.id.to_string()).await;
+        assert_eq!(deleted.stack_status(), "DELETE_COMPLETE");
+    }
+}
+
 ember_runtime::store_suite!(
     a_stack_is_created_along_its_graph_and_deleted,
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
@@ -1123,4 +1145,5 @@ ember_runtime::store_suite!(
     an_abandoned_stack_can_be_adopted_with_its_resources,
     nested_stacks_are_real_stacks_created_updated_and_deleted_with_their_parent,
     nested_stack_problems_surface_in_the_parent,
+    the_next_operation_can_start_as_soon_as_the_final_state_is_visible,
 );

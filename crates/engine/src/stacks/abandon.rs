@@ -8,7 +8,7 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 
 use super::executor::{RunTarget, Shared, resolve_properties, snapshot, transition};
-use super::{StackOperations, lease, stack_event};
+use super::{StackOperations, lease};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
 
@@ -25,13 +25,22 @@ impl StackOperations {
             "ABANDON",
         )
         .await?;
-        let abandoned = self.abandon_under_lease(found.id, name_or_id).await;
-        stack_lease.release().await;
-        abandoned
+        match self.abandon_data(found.id, name_or_id).await {
+            Ok((mut stack, data)) => {
+                stack.action = StackAction::Abandon;
+                let reason = "Stack ABANDON completed successfully".to_owned();
+                super::conclude(&mut stack, ActionStatus::Complete, reason, stack_lease).await;
+                Ok(data)
+            }
+            Err(error) => {
+                stack_lease.release().await;
+                Err(error)
+            }
+        }
     }
 
-    async fn abandon_under_lease(&self, stack_id: uuid::Uuid, name_or_id: &str) -> Result<Value> {
-        let mut stack = self
+    async fn abandon_data(&self, stack_id: uuid::Uuid, name_or_id: &str) -> Result<(Stack, Value)> {
+        let stack = self
             .store()
             .get_stack(stack_id)
             .await?
@@ -74,16 +83,7 @@ impl StackOperations {
             "parameters": definition.parameters,
             "resources": resources,
         });
-        let now = ember_runtime::time::now();
-        stack.action = StackAction::Abandon;
-        stack.status = ActionStatus::Complete;
-        stack.status_reason = "Stack ABANDON completed successfully".to_owned();
-        stack.updated_at = now;
-        stack.deleted_at = Some(now);
-        self.store()
-            .record_stack_transition(&stack, &stack_event(&stack, &stack.status_reason))
-            .await?;
-        Ok(data)
+        Ok((stack, data))
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use ember_runtime::Identity;
 
 use super::executor::{Direction, RunTarget, Shared, snapshot, transition, walk};
-use super::{StackOperations, finish, lease, operation_timeout, stack_event};
+use super::{StackOperations, conclude, lease, operation_timeout, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
 
@@ -177,14 +177,14 @@ async fn run_action(
         Ok(()) if !check_failures.is_empty() => Err(check_failures.join("; ")),
         other => other,
     };
-    match outcome {
-        Ok(()) => {
-            let reason = format!("Stack {} completed successfully", stack_action.as_str());
-            finish(&shared, &mut stack, ActionStatus::Complete, reason).await;
-        }
-        Err(reason) => finish(&shared, &mut stack, ActionStatus::Failed, reason).await,
-    }
-    stack_lease.release().await;
+    let (status, reason) = match outcome {
+        Ok(()) => (
+            ActionStatus::Complete,
+            format!("Stack {} completed successfully", stack_action.as_str()),
+        ),
+        Err(reason) => (ActionStatus::Failed, reason),
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
 }
 
 async fn act_on_one(

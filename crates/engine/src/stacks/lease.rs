@@ -58,6 +58,20 @@ impl StackLease {
         })
     }
 
+    /// Ends the operation: the stack's final state, its event and the
+    /// release of this lease in one transaction.
+    pub async fn finish(self, stack: &crate::domain::Stack, event: &crate::domain::Event) {
+        self.heartbeat.cancel();
+        if let Err(error) = self
+            .store
+            .finish_stack_operation(stack, event, self.engine_id)
+            .await
+        {
+            // The lease then expires and the sweeper marks the stack failed.
+            tracing::error!(stack_id = %self.stack_id, %error, "cannot record the end of an operation");
+        }
+    }
+
     /// Stops the heartbeat and deletes the lease row.
     pub async fn release(self) {
         self.heartbeat.cancel();

@@ -437,25 +437,46 @@ impl StackOperations {
     }
 }
 
+/// Records a new state of a running operation (e.g. ROLLBACK_IN_PROGRESS).
 pub(crate) async fn finish(
     shared: &Shared,
     stack: &mut Stack,
     status: ActionStatus,
     reason: String,
 ) {
-    stack.status = status;
-    stack.status_reason = reason.clone();
-    stack.updated_at = ember_runtime::time::now();
-    if stack.action == StackAction::Delete && status == ActionStatus::Complete {
-        stack.deleted_at = Some(stack.updated_at);
-    }
+    set_state(stack, status, &reason);
     if let Err(error) = shared
         .store
         .record_stack_transition(stack, &stack_event(stack, &reason))
         .await
     {
         // The lease then expires and the sweeper marks the stack failed.
-        tracing::error!(stack_id = %stack.id, %error, "cannot record the end of an operation");
+        tracing::error!(stack_id = %stack.id, %error, "cannot record a stack transition");
+    }
+}
+
+/// Records the final state of an operation and releases its lease in the
+/// same transaction.
+pub(crate) async fn conclude(
+    stack: &mut Stack,
+    status: ActionStatus,
+    reason: String,
+    stack_lease: lease::StackLease,
+) {
+    set_state(stack, status, &reason);
+    stack_lease
+        .finish(stack, &stack_event(stack, &reason))
+        .await;
+}
+
+fn set_state(stack: &mut Stack, status: ActionStatus, reason: &str) {
+    stack.status = status;
+    stack.status_reason = reason.to_owned();
+    stack.updated_at = ember_runtime::time::now();
+    if matches!(stack.action, StackAction::Delete | StackAction::Abandon)
+        && status == ActionStatus::Complete
+    {
+        stack.deleted_at = Some(stack.updated_at);
     }
 }
 
@@ -487,45 +508,34 @@ async fn run_create(
     let outcome = tokio::time::timeout(operation_timeout(&stack), running)
         .await
         .unwrap_or_else(|_| Err(format!("{} timed out", operation)));
-    match outcome {
-        Ok(()) => {
-            let reason = format!("Stack {operation} completed successfully");
-            finish(&shared, &mut stack, ActionStatus::Complete, reason).await
-        }
-        Err(reason) if stack.disable_rollback => {
-            finish(&shared, &mut stack, ActionStatus::Failed, reason).await;
-        }
+    let (status, reason) = match outcome {
+        Ok(()) => (
+            ActionStatus::Complete,
+            format!("Stack {operation} completed successfully"),
+        ),
+        Err(reason) if stack.disable_rollback => (ActionStatus::Failed, reason),
         Err(reason) => {
             // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
             // client polling for a final state must not stop at a FAILED
             // that is about to be rolled back.
-            {
-                stack.action = StackAction::Rollback;
-                finish(
-                    &shared,
-                    &mut stack,
-                    ActionStatus::InProgress,
-                    format!("Stack ROLLBACK started: {reason}"),
-                )
-                .await;
-                match executor::delete_resources(shared.clone(), target, StackAction::Rollback)
-                    .await
-                {
-                    Ok(()) => {
-                        finish(
-                            &shared,
-                            &mut stack,
-                            ActionStatus::Complete,
-                            "Stack ROLLBACK completed successfully".to_owned(),
-                        )
-                        .await;
-                    }
-                    Err(reason) => finish(&shared, &mut stack, ActionStatus::Failed, reason).await,
-                }
+            stack.action = StackAction::Rollback;
+            finish(
+                &shared,
+                &mut stack,
+                ActionStatus::InProgress,
+                format!("Stack ROLLBACK started: {reason}"),
+            )
+            .await;
+            match executor::delete_resources(shared.clone(), target, StackAction::Rollback).await {
+                Ok(()) => (
+                    ActionStatus::Complete,
+                    "Stack ROLLBACK completed successfully".to_owned(),
+                ),
+                Err(reason) => (ActionStatus::Failed, reason),
             }
         }
-    }
-    stack_lease.release().await;
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
 }
 
 async fn run_delete(
@@ -541,17 +551,12 @@ async fn run_delete(
     let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
         .await
         .unwrap_or_else(|_| Err("Delete timed out".to_owned()));
-    match outcome {
-        Ok(()) => {
-            finish(
-                &shared,
-                &mut stack,
-                ActionStatus::Complete,
-                "Stack DELETE completed successfully".to_owned(),
-            )
-            .await
-        }
-        Err(reason) => finish(&shared, &mut stack, ActionStatus::Failed, reason).await,
-    }
-    stack_lease.release().await;
+    let (status, reason) = match outcome {
+        Ok(()) => (
+            ActionStatus::Complete,
+            "Stack DELETE completed successfully".to_owned(),
+        ),
+        Err(reason) => (ActionStatus::Failed, reason),
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
 }

@@ -18,7 +18,7 @@ use super::executor::{
     Direction, RunTarget, Shared, create_row, request_for, resolve_properties, snapshot,
     transition, walk,
 };
-use super::{StackOperations, finish, lease, operation_timeout, stack_event};
+use super::{StackOperations, conclude, lease, operation_timeout, stack_event};
 use crate::domain::template::{DeletionPolicy, DependencyGraph, StackIdentity, parse_document};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
@@ -293,16 +293,11 @@ async fn run_update(
     )
     .await
     .unwrap_or_else(|_| Err("Update timed out".to_owned()));
-    match outcome {
-        Ok(()) => {
-            finish(
-                &shared,
-                &mut stack,
-                ActionStatus::Complete,
-                "Stack UPDATE completed successfully".to_owned(),
-            )
-            .await
-        }
+    let (status, reason) = match outcome {
+        Ok(()) => (
+            ActionStatus::Complete,
+            "Stack UPDATE completed successfully".to_owned(),
+        ),
         Err(reason) => match previous {
             // No FAILED in between: pollers must not stop before the rollback.
             Some(previous) if cancel.is_cancelled() || !stack.disable_rollback => {
@@ -314,13 +309,13 @@ async fn run_update(
                     &target.parsed.graph,
                     &reason,
                 )
-                .await;
+                .await
             }
-            _ => finish(&shared, &mut stack, ActionStatus::Failed, reason).await,
+            _ => (ActionStatus::Failed, reason),
         },
-    }
+    };
     shared.forget_update(stack.id);
-    stack_lease.release().await;
+    conclude(&mut stack, status, reason, stack_lease).await;
 }
 
 /// Moves the stack back to `previous`: an update towards the old definition.
@@ -331,7 +326,7 @@ async fn rollback(
     previous_definition: StackDefinition,
     failed_graph: &DependencyGraph,
     failure: &str,
-) {
+) -> (ActionStatus, String) {
     stack.action = StackAction::Rollback;
     stack.status = ActionStatus::InProgress;
     stack.status_reason = format!("Stack ROLLBACK started: {failure}");
@@ -381,16 +376,11 @@ async fn rollback(
         Err(reason) => Err(reason),
     };
     match result {
-        Ok(()) => {
-            finish(
-                shared,
-                stack,
-                ActionStatus::Complete,
-                "Stack ROLLBACK completed successfully".to_owned(),
-            )
-            .await
-        }
-        Err(reason) => finish(shared, stack, ActionStatus::Failed, reason).await,
+        Ok(()) => (
+            ActionStatus::Complete,
+            "Stack ROLLBACK completed successfully".to_owned(),
+        ),
+        Err(reason) => (ActionStatus::Failed, reason),
     }
 }
 

@@ -100,6 +100,15 @@ pub trait StackStore: Send + Sync + 'static {
     /// (removed from the template, or replaced) and removes their rows, in
     /// one transaction. Their events stay.
     async fn retire_resources(&self, transitions: &[(Resource, Event)]) -> Result<()>;
+    /// Ends an operation: writes the stack's final state and event and
+    /// releases `engine_id`'s lease, in one transaction — so whoever sees the
+    /// final state can start the next operation at once.
+    async fn finish_stack_operation(
+        &self,
+        stack: &Stack,
+        event: &Event,
+        engine_id: Uuid,
+    ) -> Result<()>;
     /// Writes the stack's new state and its event in one transaction.
     async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()>;
     /// Writes resources' new states and their events in one transaction.

@@ -252,20 +252,29 @@ impl StackStore for SqlStackStore {
         })
     }
 
-    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()> {
+    async fn finish_stack_operation(
+        &self,
+        stack: &Stack,
+        event: &Event,
+        engine_id: Uuid,
+    ) -> Result<()> {
         let transaction = self.connection.begin().await?;
-        stacks::Entity::update_many()
-            .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
-            .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))
-            .col_expr(
-                stacks::Column::StatusReason,
-                Expr::value(stack.status_reason.clone()),
-            )
-            .col_expr(stacks::Column::UpdatedAt, Expr::value(stack.updated_at))
-            .col_expr(stacks::Column::DeletedAt, Expr::value(stack.deleted_at))
-            .filter(stacks::Column::Id.eq(stack.id))
+        write_stack_state(&transaction, stack).await?;
+        events::Entity::insert(event_row(event))
             .exec(&transaction)
             .await?;
+        stack_leases::Entity::delete_many()
+            .filter(stack_leases::Column::StackId.eq(stack.id))
+            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        write_stack_state(&transaction, stack).await?;
         events::Entity::insert(event_row(event))
             .exec(&transaction)
             .await?;
@@ -457,6 +466,26 @@ impl StackStore for SqlStackStore {
         }
         Ok(orphaned)
     }
+}
+
+/// The columns an operation changes on a stack's row.
+async fn write_stack_state(
+    transaction: &sea_orm::DatabaseTransaction,
+    stack: &Stack,
+) -> Result<()> {
+    stacks::Entity::update_many()
+        .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
+        .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))
+        .col_expr(
+            stacks::Column::StatusReason,
+            Expr::value(stack.status_reason.clone()),
+        )
+        .col_expr(stacks::Column::UpdatedAt, Expr::value(stack.updated_at))
+        .col_expr(stacks::Column::DeletedAt, Expr::value(stack.deleted_at))
+        .filter(stacks::Column::Id.eq(stack.id))
+        .exec(transaction)
+        .await?;
+    Ok(())
 }
 
 fn corrupt(what: &str, id: Uuid) -> Error {
