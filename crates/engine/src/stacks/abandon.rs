@@ -45,11 +45,7 @@ impl StackOperations {
             .get_stack(stack_id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
-        if stack.deleted_at.is_some() {
-            return Err(Error::NotFound(format!(
-                "stack {name_or_id:?} not found (it was deleted)"
-            )));
-        }
+        super::ensure_allowed(&stack, super::Operation::Abandon)?;
         let definition = self.store().load_definition(stack.id).await?;
         let target = self.load_target(&stack).await?;
         let resources: Map<String, Value> = snapshot(&target.resources)

@@ -30,6 +30,14 @@ impl StackWideAction {
         }
     }
 
+    fn operation(self) -> super::Operation {
+        match self {
+            StackWideAction::Suspend => super::Operation::Suspend,
+            StackWideAction::Resume => super::Operation::Resume,
+            StackWideAction::Check => super::Operation::Check,
+        }
+    }
+
     fn direction(self) -> Direction {
         match self {
             StackWideAction::Suspend => Direction::DependentsFirst,
@@ -95,6 +103,7 @@ impl StackOperations {
                 .get_stack(found.id)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
+            super::ensure_allowed(&stack, action.operation())?;
             if let Some(why) = action.refused_in(&stack) {
                 return Err(Error::Conflict(format!(
                     "stack {:?} is {}: cannot {}: {why}",

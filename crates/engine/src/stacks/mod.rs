@@ -4,6 +4,7 @@
 
 mod abandon;
 mod actions;
+mod allowed;
 mod context;
 pub mod definition;
 mod executor;
@@ -22,6 +23,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub use actions::StackWideAction;
+pub use allowed::{Operation, ensure_allowed};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub use lease::LEASE_TTL;
@@ -321,6 +323,10 @@ impl StackOperations {
                 return Err(error);
             }
         };
+        if let Err(error) = ensure_allowed(&stack, Operation::Delete) {
+            stack_lease.release().await;
+            return Err(error);
+        }
         let target = match self.load_target(&stack).await {
             Ok(target) => target,
             Err(error) => {

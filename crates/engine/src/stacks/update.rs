@@ -174,7 +174,8 @@ impl StackOperations {
                 .get_stack(stack_id)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-            if stack.deleted_at.is_some() || stack.action == StackAction::Delete {
+            super::ensure_allowed(&stack, super::Operation::Update)?;
+            if stack.action == StackAction::Delete {
                 return Err(Error::Conflict(format!(
                     "stack {:?} is {}: it cannot be updated",
                     stack.name,
@@ -251,6 +252,7 @@ impl StackOperations {
     /// Stops a running update and rolls it back.
     pub async fn cancel_update(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
         let stack = self.find_stack(identity, name_or_id).await?;
+        super::ensure_allowed(&stack, super::Operation::CancelUpdate)?;
         if !(stack.action == StackAction::Update && stack.status == ActionStatus::InProgress) {
             return Err(Error::Conflict(format!(
                 "stack {:?} is {}: only an UPDATE_IN_PROGRESS can be cancelled",
