@@ -59,7 +59,9 @@ pub async fn serve(
     let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
     let stack_operations = stacks::StackOperations::new(
         stack_store,
-        Arc::new(resources::ResourceTypeRegistry::builtin()),
+        Arc::new(resources::ResourceTypeRegistry::with_compute(
+            instance_service.clone(),
+        )),
     );
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));

@@ -7,6 +7,7 @@ mod nested;
 mod none;
 mod random_string;
 mod schema;
+mod server;
 mod test_resource;
 mod value;
 
@@ -147,6 +148,19 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(test_resource::TestResource::new()));
         registry.register(Arc::new(random_string::RandomString::new()));
         registry.register(Arc::new(value::ValueResource::new()));
+        registry
+    }
+
+    /// The built-in types plus compute instances (`OS::Nova::Server`,
+    /// `Ember::Compute::Instance`) backed by `instances`.
+    pub fn with_compute(instances: Arc<crate::instances::InstanceService>) -> ResourceTypeRegistry {
+        let mut registry = ResourceTypeRegistry::builtin();
+        for type_name in ["OS::Nova::Server", "Ember::Compute::Instance"] {
+            registry.register(Arc::new(server::ServerResource::new(
+                type_name,
+                instances.clone(),
+            )));
+        }
         registry
     }
 

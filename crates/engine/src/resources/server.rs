@@ -1,0 +1,349 @@
+//! `OS::Nova::Server` (also `Ember::Compute::Instance`): a compute instance
+//! created through the same [`InstanceService`] as the Compute API, on
+//! behalf of the stack's owner. Create and delete wait for the instance to
+//! become ACTIVE or DELETED; suspend and resume power it off and on; name
+//! and metadata change in place, anything else replaces it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use ember_runtime::Identity;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{
+    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
+    ResourceRequest, ResourceType, ResourceTypeSchema,
+};
+use crate::domain::Resource;
+use crate::domain::instance::{
+    Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction,
+};
+use crate::error::Error;
+use crate::instances::InstanceService;
+
+/// How long create and delete wait for the compute driver.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub struct ServerResource {
+    schema: ResourceTypeSchema,
+    instances: Arc<InstanceService>,
+}
+
+impl ServerResource {
+    pub fn new(type_name: &'static str, instances: Arc<InstanceService>) -> Self {
+        ServerResource {
+            schema: ResourceTypeSchema {
+                type_name,
+                description: "A compute instance.",
+                properties: vec![
+                    PropertySchema::new(
+                        "name",
+                        PropertyType::String,
+                        "Instance name (default: a generated one).",
+                    )
+                    .update_allowed(),
+                    PropertySchema::new(
+                        "flavor",
+                        PropertyType::String,
+                        "Flavor; a change replaces the instance.",
+                    )
+                    .required(),
+                    PropertySchema::new(
+                        "image",
+                        PropertyType::String,
+                        "Image; a change replaces the instance.",
+                    )
+                    .required(),
+                    PropertySchema::new("metadata", PropertyType::Map, "Key/value metadata.")
+                        .default(json!({}))
+                        .update_allowed(),
+                    PropertySchema::new("networks", PropertyType::List, "Networks (recorded).")
+                        .update_allowed(),
+                    PropertySchema::new(
+                        "security_groups",
+                        PropertyType::List,
+                        "Security groups (recorded).",
+                    )
+                    .update_allowed(),
+                    PropertySchema::new(
+                        "key_name",
+                        PropertyType::String,
+                        "Key pair name (recorded).",
+                    ),
+                    PropertySchema::new("user_data", PropertyType::String, "User data (recorded)."),
+                    PropertySchema::new(
+                        "availability_zone",
+                        PropertyType::String,
+                        "Availability zone (recorded).",
+                    ),
+                ],
+                attributes: vec![
+                    AttributeSchema {
+                        name: "id",
+                        description: "The instance's UUID.",
+                    },
+                    AttributeSchema {
+                        name: "name",
+                        description: "The instance's name.",
+                    },
+                    AttributeSchema {
+                        name: "status",
+                        description: "The instance's status.",
+                    },
+                    AttributeSchema {
+                        name: "locked",
+                        description: "Whether the instance is locked.",
+                    },
+                ],
+                accepts_any_properties: false,
+                accepts_any_attributes: false,
+            },
+            instances,
+        }
+    }
+}
+
+/// The identity the resource acts as: the stack's owner, recorded in the
+/// resource's private data at create so delete and the rest can use it.
+fn owner_of(current: &Resource) -> Result<Identity, ResourceFailure> {
+    let read = |key: &str| {
+        current
+            .data
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match (read("user_id"), read("project_id")) {
+        (Some(user_id), Some(project_id)) => Ok(Identity::new(
+            user_id,
+            project_id,
+            vec!["member".to_owned()],
+        )),
+        _ => Err(ResourceFailure(
+            "the instance's owner was not recorded".to_owned(),
+        )),
+    }
+}
+
+fn instance_id(current: &Resource) -> Option<Uuid> {
+    current
+        .physical_id
+        .as_deref()
+        .and_then(|id| Uuid::parse_str(id).ok())
+}
+
+fn failure(error: Error) -> ResourceFailure {
+    ResourceFailure(error.to_string())
+}
+
+fn string_metadata(properties: &Map<String, Value>) -> BTreeMap<String, String> {
+    properties
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|metadata| {
+            metadata
+                .iter()
+                .map(|(key, value)| {
+                    let text = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    (key.clone(), text)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn attributes_of(instance: &Instance) -> Map<String, Value> {
+    let mut attributes = Map::new();
+    attributes.insert("id".to_owned(), json!(instance.uuid.to_string()));
+    attributes.insert("name".to_owned(), json!(instance.name));
+    attributes.insert("status".to_owned(), json!(instance.status.as_str()));
+    attributes.insert("locked".to_owned(), json!(instance.is_locked()));
+    attributes
+}
+
+impl ServerResource {
+    /// Polls the instance until `done` says so, failing on ERROR.
+    async fn wait_for(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        done: impl Fn(&Instance) -> bool,
+    ) -> Result<Option<Instance>, ResourceFailure> {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match self.instances.get(caller, uuid).await {
+                Ok(instance) if done(&instance) => return Ok(Some(instance)),
+                Ok(instance) if instance.status == InstanceStatus::Error => {
+                    return Err(ResourceFailure(format!(
+                        "instance {} went into ERROR: {}",
+                        instance.uuid, instance.status_reason
+                    )));
+                }
+                Ok(_) => {}
+                Err(Error::NotFound(_)) => return Ok(None),
+                Err(error) => return Err(failure(error)),
+            }
+            if Instant::now() > deadline {
+                return Err(ResourceFailure(format!(
+                    "instance {uuid} did not settle within {SETTLE_TIMEOUT:?}"
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    async fn power(
+        &self,
+        current: &Resource,
+        action: PowerAction,
+        expected: InstanceStatus,
+    ) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(());
+        };
+        let caller = owner_of(current)?;
+        self.instances
+            .power(&caller, uuid, action)
+            .await
+            .map_err(failure)?;
+        self.wait_for(&caller, uuid, |instance| instance.status == expected)
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ResourceType for ServerResource {
+    fn schema(&self) -> &ResourceTypeSchema {
+        &self.schema
+    }
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        let caller = Identity::new(
+            request.user_id.clone(),
+            request.project_id.clone(),
+            vec!["member".to_owned()],
+        );
+        let name = request
+            .properties
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| request.physical_resource_name());
+        let new = NewInstance {
+            name,
+            flavor: request
+                .properties
+                .get("flavor")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            image: request
+                .properties
+                .get("image")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            metadata: string_metadata(&request.properties),
+        };
+        let instance = self.instances.create(&caller, new).await.map_err(failure)?;
+        let active = self
+            .wait_for(&caller, instance.uuid, |instance| {
+                instance.status == InstanceStatus::Active
+            })
+            .await?
+            .ok_or_else(|| {
+                ResourceFailure(format!(
+                    "instance {} disappeared while building",
+                    instance.uuid
+                ))
+            })?;
+        Ok(ResourceOutcome {
+            physical_id: active.uuid.to_string(),
+            attributes: attributes_of(&active),
+            data: json!({ "user_id": request.user_id, "project_id": request.project_id }),
+        })
+    }
+
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return self.create(request).await;
+        };
+        let caller = owner_of(current)?;
+        let changes = InstanceChanges {
+            name: request
+                .properties
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            metadata: Some(string_metadata(&request.properties)),
+        };
+        let instance = self
+            .instances
+            .update(&caller, uuid, changes)
+            .await
+            .map_err(failure)?;
+        Ok(ResourceOutcome {
+            physical_id: instance.uuid.to_string(),
+            attributes: attributes_of(&instance),
+            data: current.data.clone(),
+        })
+    }
+
+    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(());
+        };
+        let caller = owner_of(current)?;
+        match self.instances.delete(&caller, uuid).await {
+            Ok(_) => {}
+            Err(Error::NotFound(_)) => return Ok(()),
+            Err(error) => return Err(failure(error)),
+        }
+        self.wait_for(&caller, uuid, |instance| {
+            instance.status == InstanceStatus::Deleted
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Err(ResourceFailure("no instance was created".to_owned()));
+        };
+        let instance = self
+            .instances
+            .get(&owner_of(current)?, uuid)
+            .await
+            .map_err(failure)?;
+        match instance.status {
+            InstanceStatus::Active | InstanceStatus::Stopped => Ok(()),
+            other => Err(ResourceFailure(format!(
+                "instance {uuid} is {}",
+                other.as_str()
+            ))),
+        }
+    }
+
+    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        self.power(current, PowerAction::Off, InstanceStatus::Stopped)
+            .await
+    }
+
+    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        self.power(current, PowerAction::On, InstanceStatus::Active)
+            .await
+    }
+}
