@@ -16,6 +16,9 @@ pub enum Error {
     Conflict(String),
     #[error("database unavailable: {0}")]
     DatabaseUnavailable(String),
+    /// Another service the engine needs (lifecycle-hook) is down: retry.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("database error: {0}")]
     Database(String),
 }
@@ -28,6 +31,7 @@ impl Error {
             Error::NotFound(_) => ErrorKind::NotFound,
             Error::Conflict(_) => ErrorKind::Conflict,
             Error::DatabaseUnavailable(_) => ErrorKind::Unavailable,
+            Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::Database(_) => ErrorKind::Internal,
         }
     }

@@ -3,6 +3,7 @@
 //! leases. Everything that changes state goes through here.
 #![forbid(unsafe_code)]
 
+pub mod clusters;
 pub mod compute;
 pub mod config;
 pub mod domain;

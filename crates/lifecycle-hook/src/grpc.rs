@@ -46,6 +46,7 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
             cluster_id: parse_uuid("cluster_id", &request.cluster_id)?,
             limit: request.limit,
             marker: parse_uuid("marker", &request.marker)?,
+            include_resolved: request.include_resolved,
         };
         let actions = self.store.list_pending(&query).await?;
         let next_marker = if actions.len() == query.page_size() as usize {
@@ -59,6 +60,67 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         Ok(Response::new(pb::ListPendingResponse {
             actions: actions.iter().map(action_to_proto).collect(),
             next_marker,
+        }))
+    }
+
+    async fn list_queue_messages(
+        &self,
+        request: Request<pb::ListQueueMessagesRequest>,
+    ) -> Result<Response<pb::ListQueueMessagesResponse>, Status> {
+        Identity::of(&request)?;
+        let request = request.into_inner();
+        if request.queue.is_empty() {
+            return Err(Error::InvalidInput("queue: give a queue name".into()).into());
+        }
+        let after_id = i64::try_from(request.after_id)
+            .map_err(|_| Error::InvalidInput(format!("after_id {} is too large", request.after_id)))?;
+        let limit = u64::from(match request.limit { 0 => 100, limit => limit.min(1000) });
+        let messages = self.store.list_queue_messages(&request.queue, after_id, limit).await?;
+        Ok(Response::new(pb::ListQueueMessagesResponse {
+            messages: messages
+                .into_iter()
+                .map(|message| pb::QueueMessage {
+                    id: u64::try_from(message.id).unwrap_or(0),
+                    queue: message.queue,
+                    token: message.token.to_string(),
+                    body: message.body,
+                    created_at: Some(to_timestamp(message.created_at)),
+                })
+                .collect(),
+        }))
+    }
+
+    async fn list_hook_events(
+        &self,
+        request: Request<pb::ListHookEventsRequest>,
+    ) -> Result<Response<pb::ListHookEventsResponse>, Status> {
+        let identity = Identity::of(&request)?;
+        let project_id = (!identity.is_admin()).then(|| identity.project_id.clone());
+        let request = request.into_inner();
+        let limit = u64::from(match request.limit { 0 => 100, limit => limit.min(1000) });
+        let events = self
+            .store
+            .list_events(
+                project_id.as_deref(),
+                parse_uuid("cluster_id", &request.cluster_id)?,
+                parse_uuid("token", &request.token)?,
+                limit,
+            )
+            .await?;
+        Ok(Response::new(pb::ListHookEventsResponse {
+            events: events
+                .into_iter()
+                .map(|event| pb::HookEvent {
+                    id: event.id.to_string(),
+                    token: event.token.to_string(),
+                    cluster_id: event.cluster_id.to_string(),
+                    node_id: event.node_id.to_string(),
+                    kind: event.kind,
+                    detail: event.detail,
+                    created_at: Some(to_timestamp(event.created_at)),
+                    project_id: event.project_id,
+                })
+                .collect(),
         }))
     }
 }
@@ -94,5 +156,9 @@ fn action_to_proto(action: &PendingLifecycleAction) -> pb::PendingLifecycleActio
         last_error: action.last_error.clone().unwrap_or_default(),
         delivered_at: to_optional_timestamp(action.delivered_at),
         created_at: Some(to_timestamp(action.created_at)),
+        resolution: action.resolution.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+        resolved_at: to_optional_timestamp(action.resolved_at),
+        resolved_by: action.resolved_by.clone().unwrap_or_default(),
+        timeout_secs: action.timeout_secs,
     }
 }

@@ -32,6 +32,10 @@ fn pending(project: &str, cluster_id: Uuid, deadline_in_secs: i64) -> PendingLif
         last_error: None,
         delivered_at: None,
         created_at: now,
+        timeout_secs: 60,
+        resolution: None,
+        resolved_at: None,
+        resolved_by: None,
     }
 }
 

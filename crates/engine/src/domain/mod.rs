@@ -1,5 +1,6 @@
 //! The engine's pure types and state machines: no I/O, no proto, no SQL.
 
+pub mod cluster;
 pub mod instance;
 pub mod resource;
 pub mod stack;

@@ -1,5 +1,7 @@
 //! Thin gRPC handlers: decode, call the domain or a store, encode.
 
+pub mod cluster_convert;
+pub mod clusters;
 pub mod convert;
 pub mod events;
 pub mod identity;

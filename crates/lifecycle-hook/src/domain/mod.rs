@@ -2,4 +2,6 @@
 
 mod pending_action;
 
-pub use pending_action::{DeliveryState, PendingLifecycleAction, Target};
+pub use pending_action::{
+    DeliveryState, MAX_TIMEOUTS_PER_WAIT, PendingLifecycleAction, Resolution, Target,
+};

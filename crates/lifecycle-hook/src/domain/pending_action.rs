@@ -86,6 +86,60 @@ pub struct PendingLifecycleAction {
     pub last_error: Option<String>,
     pub delivered_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    /// The hook's timeout: a heartbeat extends the deadline by this much.
+    pub timeout_secs: u32,
+    /// `None` while waiting.
+    pub resolution: Option<Resolution>,
+    pub resolved_at: Option<DateTime<Utc>>,
+    pub resolved_by: Option<String>,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// complete_lifecycle (the engine told us).
+    Completed,
+    /// The deadline fired and the engine continued.
+    Expired,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Completed => "COMPLETED",
+            Resolution::Expired => "EXPIRED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Resolution> {
+        [Resolution::Completed, Resolution::Expired].into_iter().find(|r| r.as_str() == text)
+    }
+}
+
+/// The most a heartbeat may push a deadline: this many timeouts after the
+/// action was recorded (AWS's rule for lifecycle hooks).
+pub const MAX_TIMEOUTS_PER_WAIT: i64 = 100;
+
+impl PendingLifecycleAction {
+    /// The deadline after a heartbeat at `now`.
+    pub fn extended_deadline(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        let timeout = chrono::Duration::seconds(i64::from(self.timeout_secs));
+        let cap = self.created_at + timeout * i32::try_from(MAX_TIMEOUTS_PER_WAIT).unwrap_or(100);
+        (now + timeout).max(self.deadline).min(cap)
+    }
+
+    /// The message every target receives, as JSON text.
+    pub fn message_body(&self) -> String {
+        serde_json::json!({
+            "lifecycle_action_token": self.token.to_string(),
+            "node_id": self.node_id.to_string(),
+            "resource_id": self.resource_id,
+            "cluster_id": self.cluster_id.to_string(),
+            "lifecycle_transition_type": "termination",
+            "deadline": self.deadline.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        })
+        .to_string()
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +160,34 @@ mod tests {
             assert_eq!(rebuilt, Some(target));
         }
         assert_eq!(Target::from_parts("zaqar", "q".into()), None);
+    }
+
+    #[test]
+    fn heartbeats_extend_by_the_timeout_up_to_a_hundred_timeouts() {
+        let created = chrono::Utc::now();
+        let action = PendingLifecycleAction {
+            token: Uuid::nil(),
+            node_id: Uuid::nil(),
+            resource_id: String::new(),
+            cluster_id: Uuid::nil(),
+            project_id: "p".into(),
+            target: Target::Queue { queue: "q".into() },
+            deadline: created + chrono::Duration::seconds(10),
+            delivery_state: DeliveryState::Pending,
+            delivery_attempts: 0,
+            last_error: None,
+            delivered_at: None,
+            created_at: created,
+            timeout_secs: 10,
+            resolution: None,
+            resolved_at: None,
+            resolved_by: None,
+        };
+        let later = created + chrono::Duration::seconds(5);
+        assert_eq!(action.extended_deadline(later), later + chrono::Duration::seconds(10));
+        let far = created + chrono::Duration::seconds(5000);
+        assert_eq!(action.extended_deadline(far), created + chrono::Duration::seconds(1000));
+        assert!(action.message_body().contains("\"lifecycle_transition_type\":\"termination\""));
     }
 
     #[test]

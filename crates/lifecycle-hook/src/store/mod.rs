@@ -4,11 +4,14 @@
 mod entity;
 pub mod migrations;
 mod sql;
+mod sql_work;
 
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::domain::PendingLifecycleAction;
+use chrono::{DateTime, Utc};
+
+use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution};
 use crate::error::Result;
 
 pub use sql::SqlPendingActionStore;
@@ -26,6 +29,58 @@ pub struct PendingListQuery {
     pub limit: u32,
     /// Token of the last action of the previous page.
     pub marker: Option<Uuid>,
+    /// Include resolved actions.
+    pub include_resolved: bool,
+}
+
+/// A message of the embedded queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueMessage {
+    pub id: i64,
+    pub queue: String,
+    pub token: Uuid,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Something that happened to a lifecycle action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEvent {
+    pub id: Uuid,
+    pub token: Uuid,
+    pub cluster_id: Uuid,
+    pub node_id: Uuid,
+    pub project_id: String,
+    /// SENT, DELIVERY_FAILED, DELIVERY_RETRY, COMPLETED, EXPIRED, HEARTBEAT.
+    pub kind: String,
+    pub detail: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl HookEvent {
+    pub fn about(action: &PendingLifecycleAction, kind: &str, detail: impl Into<String>) -> HookEvent {
+        HookEvent {
+            id: Uuid::now_v7(),
+            token: action.token,
+            cluster_id: action.cluster_id,
+            node_id: action.node_id,
+            project_id: action.project_id.clone(),
+            kind: kind.to_owned(),
+            detail: detail.into(),
+            created_at: ember_runtime::time::now(),
+        }
+    }
+}
+
+/// The outcome of one delivery attempt.
+#[derive(Debug, Clone)]
+pub struct DeliveryResult {
+    pub token: Uuid,
+    pub state: DeliveryState,
+    pub error: Option<String>,
+    /// When to try again (RETRYING).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub event: HookEvent,
 }
 
 impl PendingListQuery {
@@ -43,4 +98,27 @@ pub trait PendingActionStore: Send + Sync + 'static {
     /// is left as it is (the engine may hand the same batch over twice).
     async fn record_pending_actions(&self, actions: &[PendingLifecycleAction]) -> Result<()>;
     async fn list_pending(&self, query: &PendingListQuery) -> Result<Vec<PendingLifecycleAction>>;
+    async fn get_pending(&self, token: Uuid) -> Result<Option<PendingLifecycleAction>>;
+    /// Claims up to `limit` unresolved actions whose delivery is due, each
+    /// with one conditional update that pushes its next attempt to
+    /// `claim_until`, so two replicas never deliver the same attempt.
+    async fn claim_due_deliveries(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>>;
+    /// Records delivery outcomes (attempts + 1) and their events.
+    async fn record_deliveries(&self, results: &[DeliveryResult]) -> Result<()>;
+    /// Appends messages to the embedded queue and marks them delivered, in
+    /// one transaction (a token is queued once).
+    async fn enqueue_messages(&self, messages: &[(PendingLifecycleAction, String)]) -> Result<()>;
+    async fn list_queue_messages(&self, queue: &str, after_id: i64, limit: u64) -> Result<Vec<QueueMessage>>;
+    /// Claims up to `limit` unresolved actions whose deadline passed, each
+    /// with one conditional update (claim free or expired → `claim_until`):
+    /// with several replicas each deadline fires once.
+    async fn claim_expired(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>>;
+    /// Marks actions resolved (only those still unresolved), with events.
+    async fn resolve(&self, tokens: &[Uuid], resolution: Resolution, resolved_by: &str, events: &[HookEvent]) -> Result<u64>;
+    /// Moves an unresolved action's deadline; returns the action after.
+    async fn extend_deadline(&self, token: Uuid, now: DateTime<Utc>) -> Result<PendingLifecycleAction>;
+    /// The earliest moment some work (a delivery or a deadline) is due.
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
+    async fn record_events(&self, events: &[HookEvent]) -> Result<()>;
+    async fn list_events(&self, project_id: Option<&str>, cluster_id: Option<Uuid>, token: Option<Uuid>, limit: u64) -> Result<Vec<HookEvent>>;
 }

@@ -8,8 +8,11 @@ use sea_orm::{
 };
 
 use super::entity::{self, Entity as PendingActions};
-use super::{PendingActionStore, PendingListQuery};
-use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
+use chrono::{DateTime, Utc};
+
+use super::sql_work;
+use super::{DeliveryResult, HookEvent, PendingActionStore, PendingListQuery, QueueMessage};
+use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target};
 use crate::error::{Error, Result};
 
 pub struct SqlPendingActionStore {
@@ -42,6 +45,12 @@ impl PendingActionStore for SqlPendingActionStore {
             last_error: Set(action.last_error.clone()),
             delivered_at: Set(action.delivered_at),
             created_at: Set(action.created_at),
+            timeout_secs: Set(i32::try_from(action.timeout_secs).unwrap_or(i32::MAX)),
+            resolution: Set(action.resolution.map(|r| r.as_str().to_owned())),
+            resolved_at: Set(action.resolved_at),
+            resolved_by: Set(action.resolved_by.clone()),
+            next_attempt_at: Set(Some(action.created_at)),
+            fire_claimed_until: Set(None),
         });
         let transaction = self.connection.begin().await?;
         PendingActions::insert_many(rows)
@@ -59,6 +68,9 @@ impl PendingActionStore for SqlPendingActionStore {
         }
         if let Some(cluster_id) = query.cluster_id {
             select = select.filter(entity::Column::ClusterId.eq(cluster_id));
+        }
+        if !query.include_resolved {
+            select = select.filter(entity::Column::Resolution.is_null());
         }
         if let Some(marker) = query.marker {
             let marker_row = PendingActions::find_by_id(marker)
@@ -87,9 +99,53 @@ impl PendingActionStore for SqlPendingActionStore {
             .map(action_from_row)
             .collect()
     }
+
+    async fn get_pending(&self, token: uuid::Uuid) -> Result<Option<PendingLifecycleAction>> {
+        PendingActions::find_by_id(token).one(&self.connection).await?.map(action_from_row).transpose()
+    }
+
+    async fn claim_due_deliveries(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+        sql_work::claim_due_deliveries(&self.connection, now, claim_until, limit).await
+    }
+
+    async fn record_deliveries(&self, results: &[DeliveryResult]) -> Result<()> {
+        sql_work::record_deliveries(&self.connection, results).await
+    }
+
+    async fn enqueue_messages(&self, messages: &[(PendingLifecycleAction, String)]) -> Result<()> {
+        sql_work::enqueue_messages(&self.connection, messages).await
+    }
+
+    async fn list_queue_messages(&self, queue: &str, after_id: i64, limit: u64) -> Result<Vec<QueueMessage>> {
+        sql_work::list_queue_messages(&self.connection, queue, after_id, limit).await
+    }
+
+    async fn claim_expired(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+        sql_work::claim_expired(&self.connection, now, claim_until, limit).await
+    }
+
+    async fn resolve(&self, tokens: &[uuid::Uuid], resolution: Resolution, resolved_by: &str, events: &[HookEvent]) -> Result<u64> {
+        sql_work::resolve(&self.connection, tokens, resolution, resolved_by, events).await
+    }
+
+    async fn extend_deadline(&self, token: uuid::Uuid, now: DateTime<Utc>) -> Result<PendingLifecycleAction> {
+        sql_work::extend_deadline(&self.connection, token, now).await
+    }
+
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
+        sql_work::next_due(&self.connection).await
+    }
+
+    async fn record_events(&self, events: &[HookEvent]) -> Result<()> {
+        sql_work::record_events(&self.connection, events).await
+    }
+
+    async fn list_events(&self, project_id: Option<&str>, cluster_id: Option<uuid::Uuid>, token: Option<uuid::Uuid>, limit: u64) -> Result<Vec<HookEvent>> {
+        sql_work::list_events(&self.connection, project_id, cluster_id, token, limit).await
+    }
 }
 
-fn action_from_row(row: entity::Model) -> Result<PendingLifecycleAction> {
+pub(super) fn action_from_row(row: entity::Model) -> Result<PendingLifecycleAction> {
     let corrupt = |what: &str| {
         Error::Database(format!(
             "pending action {}: stored {what} is invalid",
@@ -113,5 +169,12 @@ fn action_from_row(row: entity::Model) -> Result<PendingLifecycleAction> {
         last_error: row.last_error,
         delivered_at: row.delivered_at,
         created_at: row.created_at,
+        timeout_secs: u32::try_from(row.timeout_secs).unwrap_or(0),
+        resolution: match &row.resolution {
+            None => None,
+            Some(text) => Some(crate::domain::Resolution::parse(text).ok_or_else(|| corrupt("resolution"))?),
+        },
+        resolved_at: row.resolved_at,
+        resolved_by: row.resolved_by,
     })
 }

@@ -3,14 +3,16 @@
 use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_pending_lifecycle_actions;
+mod m20261122_200002_add_deadlines_queue_events;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(
-            m20261122_000001_create_pending_lifecycle_actions::Migration,
-        )]
+        vec![
+            Box::new(m20261122_000001_create_pending_lifecycle_actions::Migration),
+            Box::new(m20261122_200002_add_deadlines_queue_events::Migration),
+        ]
     }
 }

@@ -1,0 +1,135 @@
+//! Completing a lifecycle wait: `complete_lifecycle` from a user and the
+//! deadline from lifecycle-hook race to move the NODE_DELETE action
+//! WAITING_LIFECYCLE_COMPLETION → READY in one conditional update. Exactly
+//! one wins, so the node is deleted once; the loser gets a clear answer.
+
+use ember_runtime::Identity;
+use uuid::Uuid;
+
+use super::ClusterService;
+use crate::domain::cluster::{ActionKind, ActionStatus, ClusterAction, LifecycleOutcome};
+use crate::error::{Error, Result};
+use crate::store::clusters::ReadyOutcome;
+
+/// What the deadline did to one token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadlineResult {
+    Continued,
+    AlreadyCompleted,
+    Unknown,
+}
+
+impl ClusterService {
+    /// The waiting NODE_DELETE action `token` of `cluster`, as `caller` may
+    /// see it; unknown, foreign and malformed tokens are all NotFound.
+    async fn lifecycle_action(&self, caller: &Identity, cluster: &str, token: &str) -> Result<ClusterAction> {
+        let cluster = self.find_cluster(caller, cluster).await?;
+        let not_found = || {
+            Error::NotFound(format!(
+                "lifecycle action token {token:?} is not a lifecycle action of cluster {:?}",
+                cluster.name
+            ))
+        };
+        let id = Uuid::parse_str(token).map_err(|_| not_found())?;
+        match self.store.get_action(id).await? {
+            Some(action)
+                if action.kind == ActionKind::NodeDelete
+                    && action.cluster_id == Some(cluster.id)
+                    && action.project_id == cluster.project_id
+                    && (action.lifecycle_outcome.is_some()
+                        || action.status == ActionStatus::WaitingLifecycleCompletion
+                        || action.hook_recorded) =>
+            {
+                Ok(action)
+            }
+            _ => Err(not_found()),
+        }
+    }
+
+    fn already_finished(action: &ClusterAction) -> Error {
+        match action.lifecycle_outcome {
+            Some(LifecycleOutcome::Completed) => Error::Conflict(format!(
+                "lifecycle action {} was already completed ({}): the node is deleted or being deleted",
+                action.id, action.lifecycle_detail
+            )),
+            Some(LifecycleOutcome::Expired) => Error::Conflict(format!(
+                "lifecycle action {} already expired ({}): the node is deleted or being deleted",
+                action.id, action.lifecycle_detail
+            )),
+            None => Error::Conflict(format!(
+                "lifecycle action {} is not waiting for completion (status {})",
+                action.id,
+                action.status.as_str()
+            )),
+        }
+    }
+
+    pub async fn complete_lifecycle(&self, caller: &Identity, cluster: &str, token: &str) -> Result<ClusterAction> {
+        let action = self.lifecycle_action(caller, cluster, token).await?;
+        let detail = format!("completed by {} at {}", caller.user_id, ember_runtime::time::now().to_rfc3339());
+        let event = super::action_event(&action, "READY", format!("lifecycle {detail}"));
+        match self
+            .store
+            .make_ready(action.id, ActionStatus::WaitingLifecycleCompletion, Some((LifecycleOutcome::Completed, &detail)), Some(&event))
+            .await?
+        {
+            ReadyOutcome::Moved(action) => {
+                self.wake_dispatcher();
+                tracing::info!(token = %action.id, user_id = %caller.user_id, "lifecycle completed");
+                let hooks = self.hooks.clone();
+                let project_id = action.project_id.clone();
+                let tokens = vec![action.id.to_string()];
+                let by = caller.user_id.clone();
+                // Best effort: lifecycle-hook also learns it when the
+                // deadline fires and the engine answers ALREADY_COMPLETED.
+                tokio::spawn(async move {
+                    if let Err(error) = hooks.resolve(&project_id, tokens, &by).await {
+                        tracing::warn!(%error, "cannot tell lifecycle-hook about a completion");
+                    }
+                });
+                Ok(action)
+            }
+            ReadyOutcome::NotWaiting(action) => Err(Self::already_finished(&action)),
+            ReadyOutcome::Unknown => Err(Error::NotFound(format!("lifecycle action token {token:?} not found"))),
+        }
+    }
+
+    pub async fn record_lifecycle_heartbeat(&self, caller: &Identity, cluster: &str, token: &str) -> Result<prost_types::Timestamp> {
+        let action = self.lifecycle_action(caller, cluster, token).await?;
+        if action.status != ActionStatus::WaitingLifecycleCompletion {
+            return Err(Self::already_finished(&action));
+        }
+        self.hooks.extend(&action.project_id, token).await
+    }
+
+    /// Called by lifecycle-hook when deadlines pass.
+    pub async fn continue_after_deadline(&self, tokens: &[String]) -> Result<Vec<DeadlineResult>> {
+        let mut results = Vec::with_capacity(tokens.len());
+        for token in tokens {
+            let Ok(id) = Uuid::parse_str(token) else {
+                results.push(DeadlineResult::Unknown);
+                continue;
+            };
+            let detail = format!("deadline passed at {}", ember_runtime::time::now().to_rfc3339());
+            let event = match self.store.get_action(id).await? {
+                Some(action) => super::action_event(&action, "READY", format!("lifecycle expired: {detail}")),
+                None => {
+                    results.push(DeadlineResult::Unknown);
+                    continue;
+                }
+            };
+            let outcome = self
+                .store
+                .make_ready(id, ActionStatus::WaitingLifecycleCompletion, Some((LifecycleOutcome::Expired, &detail)), Some(&event))
+                .await?;
+            results.push(match outcome {
+                ReadyOutcome::Moved(_) => DeadlineResult::Continued,
+                ReadyOutcome::NotWaiting(action) if action.lifecycle_outcome == Some(LifecycleOutcome::Completed) => DeadlineResult::AlreadyCompleted,
+                ReadyOutcome::NotWaiting(action) if action.lifecycle_outcome == Some(LifecycleOutcome::Expired) => DeadlineResult::Continued,
+                ReadyOutcome::NotWaiting(_) | ReadyOutcome::Unknown => DeadlineResult::Unknown,
+            });
+        }
+        self.wake_dispatcher();
+        Ok(results)
+    }
+}

@@ -1,0 +1,261 @@
+//! Clusters, nodes, profiles and policies (OpenStack Senlin's model): pure
+//! types and rules, no I/O. What runs them lives in `crate::clusters`.
+
+pub mod action;
+pub mod policy;
+pub mod profile;
+pub mod sizing;
+pub mod victims;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+pub use action::{ActionKind, ActionStatus, ClusterAction, LifecycleOutcome};
+pub use policy::{DeletionPolicy, HookTarget, LifecycleHooks, PolicyKind, ScalingPolicy};
+pub use profile::{ProfileKind, ProfileSpec};
+
+/// Where a cluster is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterStatus {
+    Init,
+    Active,
+    Error,
+    Warning,
+    Resizing,
+    Deleting,
+}
+
+impl ClusterStatus {
+    pub const ALL: [ClusterStatus; 6] = [
+        ClusterStatus::Init,
+        ClusterStatus::Active,
+        ClusterStatus::Error,
+        ClusterStatus::Warning,
+        ClusterStatus::Resizing,
+        ClusterStatus::Deleting,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterStatus::Init => "INIT",
+            ClusterStatus::Active => "ACTIVE",
+            ClusterStatus::Error => "ERROR",
+            ClusterStatus::Warning => "WARNING",
+            ClusterStatus::Resizing => "RESIZING",
+            ClusterStatus::Deleting => "DELETING",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ClusterStatus> {
+        ClusterStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// Where a node is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeStatus {
+    Creating,
+    Active,
+    Error,
+    Warning,
+    Deleting,
+}
+
+impl NodeStatus {
+    pub const ALL: [NodeStatus; 5] = [
+        NodeStatus::Creating,
+        NodeStatus::Active,
+        NodeStatus::Error,
+        NodeStatus::Warning,
+        NodeStatus::Deleting,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Creating => "CREATING",
+            NodeStatus::Active => "ACTIVE",
+            NodeStatus::Error => "ERROR",
+            NodeStatus::Warning => "WARNING",
+            NodeStatus::Deleting => "DELETING",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<NodeStatus> {
+        NodeStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub id: Uuid,
+    pub name: String,
+    pub spec: ProfileSpec,
+    pub metadata: Map<String, Value>,
+    pub project_id: String,
+    pub user_id: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyDefinition {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: PolicyKind,
+    /// The spec as given (Senlin shows it back).
+    pub spec: Value,
+    pub project_id: String,
+    pub user_id: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub id: Uuid,
+    pub name: String,
+    pub profile_id: Uuid,
+    pub min_size: i32,
+    /// -1 = unlimited.
+    pub max_size: i32,
+    pub desired_capacity: i32,
+    pub status: ClusterStatus,
+    pub status_reason: String,
+    pub metadata: Map<String, Value>,
+    /// The index the next node gets.
+    pub next_index: i32,
+    pub project_id: String,
+    pub user_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Cluster {
+    /// Checks the sizes Senlin checks: 0 <= min <= desired <= max (max -1 =
+    /// unlimited).
+    pub fn validate_sizes(min_size: i32, max_size: i32, desired: i32) -> Result<()> {
+        if min_size < 0 {
+            return Err(Error::InvalidInput(format!(
+                "min_size {min_size} must be 0 or more"
+            )));
+        }
+        if max_size != -1 && max_size < min_size {
+            return Err(Error::InvalidInput(format!(
+                "max_size {max_size} must be -1 (unlimited) or at least min_size {min_size}"
+            )));
+        }
+        if desired < min_size || (max_size != -1 && desired > max_size) {
+            return Err(Error::InvalidInput(format!(
+                "desired_capacity {desired} must be between min_size {min_size} and max_size {max_size}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: Uuid,
+    pub name: String,
+    /// `None` for an orphan node.
+    pub cluster_id: Option<Uuid>,
+    pub profile_id: Uuid,
+    pub index: i32,
+    pub role: String,
+    pub status: NodeStatus,
+    pub status_reason: String,
+    /// The instance or stack id, once created.
+    pub physical_id: Option<String>,
+    /// Chosen first for removal (Senlin's node tainting).
+    pub tainted: bool,
+    pub metadata: Map<String, Value>,
+    pub project_id: String,
+    pub user_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A policy attached to a cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyBinding {
+    pub cluster_id: Uuid,
+    pub policy_id: Uuid,
+    pub priority: i32,
+    pub enabled: bool,
+}
+
+/// Something that happened to a cluster, node or action (Senlin's events).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterEvent {
+    pub id: Uuid,
+    pub generated_at: DateTime<Utc>,
+    pub obj_id: String,
+    pub obj_type: String,
+    pub obj_name: String,
+    pub cluster_id: Option<Uuid>,
+    pub action: String,
+    pub status: String,
+    pub status_reason: String,
+    pub level: String,
+    pub project_id: String,
+    pub user_id: String,
+}
+
+/// Senlin's rule for names: 1-255 characters, starting with a letter or
+/// digit, then letters, digits and `_-.~`.
+pub fn validate_name(what: &str, name: &str) -> Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 255
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '~'));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "{what} name {name:?} is invalid: use 1-255 letters, digits and _-.~, starting with a letter or digit"
+        )))
+    }
+}
+
+/// A JSON object from text; empty text is an empty object.
+pub fn parse_object(what: &str, text: &str) -> Result<Map<String, Value>> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(Error::InvalidInput(format!("{what} must be a JSON object"))),
+        Err(error) => Err(Error::InvalidInput(format!(
+            "{what} is not valid JSON: {error}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_senlin() {
+        assert!(Cluster::validate_sizes(0, -1, 5).is_ok());
+        assert!(Cluster::validate_sizes(1, 3, 3).is_ok());
+        assert!(Cluster::validate_sizes(2, 1, 1).is_err());
+        assert!(Cluster::validate_sizes(0, 2, 3).is_err());
+        assert!(Cluster::validate_sizes(-1, 2, 0).is_err());
+    }
+
+    #[test]
+    fn names_and_statuses() {
+        assert!(validate_name("cluster", "web-1").is_ok());
+        assert!(validate_name("cluster", "-x").is_err());
+        for status in NodeStatus::ALL {
+            assert_eq!(NodeStatus::parse(status.as_str()), Some(status));
+        }
+        for status in ClusterStatus::ALL {
+            assert_eq!(ClusterStatus::parse(status.as_str()), Some(status));
+        }
+    }
+}

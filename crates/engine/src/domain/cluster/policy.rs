@@ -1,0 +1,318 @@
+//! Policy specs: `senlin.policy.deletion-1.0|1.1` (with the lifecycle
+//! `hooks` of spec senlin-scale-in-lifecycle-hooks) and
+//! `senlin.policy.scaling-1.0`, parsed and checked once when the policy is
+//! created so a cluster action never meets a bad spec.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// The default and the bounds of a hook's `timeout`, in seconds.
+pub const DEFAULT_HOOK_TIMEOUT_SECS: u32 = 300;
+pub const MAX_HOOK_TIMEOUT_SECS: u32 = 86_400;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Criteria {
+    OldestFirst,
+    YoungestFirst,
+    OldestProfileFirst,
+    Random,
+}
+
+impl Criteria {
+    pub fn parse(text: &str) -> Option<Criteria> {
+        match text {
+            "OLDEST_FIRST" => Some(Criteria::OldestFirst),
+            "YOUNGEST_FIRST" => Some(Criteria::YoungestFirst),
+            "OLDEST_PROFILE_FIRST" => Some(Criteria::OldestProfileFirst),
+            "RANDOM" => Some(Criteria::Random),
+            _ => None,
+        }
+    }
+}
+
+/// Where lifecycle hook messages go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookTarget {
+    /// `zaqar` (the spec's default) or `queue`: the message bus queue.
+    Queue(String),
+    Webhook(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LifecycleHooks {
+    pub target: HookTarget,
+    pub timeout_secs: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeletionPolicy {
+    pub criteria: Criteria,
+    pub destroy_after_deletion: bool,
+    pub grace_period: u32,
+    pub reduce_desired_capacity: bool,
+    pub hooks: Option<LifecycleHooks>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalingEvent {
+    ScaleIn,
+    ScaleOut,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalingPolicy {
+    pub event: ScalingEvent,
+    /// EXACT_CAPACITY, CHANGE_IN_CAPACITY or CHANGE_IN_PERCENTAGE.
+    pub adjustment_type: String,
+    pub number: f64,
+    pub min_step: i32,
+    pub best_effort: bool,
+    pub cooldown: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicyKind {
+    Deletion { version: String, policy: DeletionPolicy },
+    Scaling(ScalingPolicy),
+}
+
+impl PolicyKind {
+    /// `senlin.policy.deletion-1.1`, as Senlin names policy types.
+    pub fn type_name(&self) -> String {
+        match self {
+            PolicyKind::Deletion { version, .. } => format!("senlin.policy.deletion-{version}"),
+            PolicyKind::Scaling(_) => "senlin.policy.scaling-1.0".to_owned(),
+        }
+    }
+
+    /// Parses `{"type", "version", "properties"}`.
+    pub fn parse(spec: &Value) -> Result<PolicyKind> {
+        let object = spec
+            .as_object()
+            .ok_or_else(|| invalid("policy spec must be an object"))?;
+        let type_name = object.get("type").and_then(Value::as_str).unwrap_or("");
+        let version = version_text(object.get("version"));
+        let empty = Map::new();
+        let properties = match object.get("properties") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(invalid("policy spec properties must be an object")),
+        };
+        match (type_name, version.as_str()) {
+            ("senlin.policy.deletion", "1.0" | "1.1") => Ok(PolicyKind::Deletion {
+                policy: parse_deletion(properties, version == "1.1")?,
+                version,
+            }),
+            ("senlin.policy.scaling", "1.0") => Ok(PolicyKind::Scaling(parse_scaling(properties)?)),
+            _ => Err(invalid(&format!(
+                "policy type {type_name:?} version {version:?} is not supported: use senlin.policy.deletion 1.0/1.1 or senlin.policy.scaling 1.0"
+            ))),
+        }
+    }
+}
+
+pub(super) fn version_text(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(number)) => {
+            let text = number.to_string();
+            if text.contains('.') { text } else { format!("{text}.0") }
+        }
+        _ => String::new(),
+    }
+}
+
+fn invalid(message: &str) -> Error {
+    Error::InvalidInput(message.to_owned())
+}
+
+fn boolean(properties: &Map<String, Value>, key: &str, default: bool) -> Result<bool> {
+    match properties.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(other) => Err(invalid(&format!("{key} must be a boolean, got {other}"))),
+    }
+}
+
+fn unsigned(properties: &Map<String, Value>, key: &str, default: u32) -> Result<u32> {
+    match properties.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(value) => value
+            .as_u64()
+            .and_then(|value| u32::try_from(value).ok())
+            .ok_or_else(|| invalid(&format!("{key} must be a non-negative integer, got {value}"))),
+    }
+}
+
+fn parse_deletion(properties: &Map<String, Value>, hooks_allowed: bool) -> Result<DeletionPolicy> {
+    let criteria = match properties.get("criteria").and_then(Value::as_str) {
+        None => Criteria::Random,
+        Some(text) => Criteria::parse(text).ok_or_else(|| {
+            invalid(&format!(
+                "criteria {text:?} must be OLDEST_FIRST, YOUNGEST_FIRST, OLDEST_PROFILE_FIRST or RANDOM"
+            ))
+        })?,
+    };
+    let hooks = match properties.get("hooks") {
+        None | Some(Value::Null) => None,
+        Some(_) if !hooks_allowed => {
+            return Err(invalid(
+                "hooks need senlin.policy.deletion version 1.1 (this spec says 1.0)",
+            ));
+        }
+        Some(Value::Object(hooks)) => Some(parse_hooks(hooks)?),
+        Some(_) => return Err(invalid("hooks must be an object")),
+    };
+    Ok(DeletionPolicy {
+        criteria,
+        destroy_after_deletion: boolean(properties, "destroy_after_deletion", true)?,
+        grace_period: unsigned(properties, "grace_period", 0)?,
+        reduce_desired_capacity: boolean(properties, "reduce_desired_capacity", true)?,
+        hooks,
+    })
+}
+
+fn parse_hooks(hooks: &Map<String, Value>) -> Result<LifecycleHooks> {
+    let empty = Map::new();
+    let params = match hooks.get("params") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(params)) => params,
+        Some(_) => return Err(invalid("hooks.params must be an object")),
+    };
+    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    let target = match hooks.get("type").and_then(Value::as_str).unwrap_or("zaqar") {
+        "zaqar" | "queue" => {
+            let queue = text("queue");
+            let valid = !queue.is_empty()
+                && queue.len() <= 64
+                && queue.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+            if !valid {
+                return Err(invalid(&format!(
+                    "hooks.params.queue {queue:?} must be 1-64 letters, digits, '_' or '-'"
+                )));
+            }
+            HookTarget::Queue(queue)
+        }
+        "webhook" => {
+            let url = text("url");
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() > 2048 {
+                return Err(invalid(&format!(
+                    "hooks.params.url {url:?} must be an http:// or https:// URL"
+                )));
+            }
+            HookTarget::Webhook(url)
+        }
+        other => {
+            return Err(invalid(&format!(
+                "hooks.type {other:?} must be zaqar, queue or webhook"
+            )));
+        }
+    };
+    let timeout_secs = unsigned(hooks, "timeout", DEFAULT_HOOK_TIMEOUT_SECS)?;
+    if timeout_secs == 0 || timeout_secs > MAX_HOOK_TIMEOUT_SECS {
+        return Err(invalid(&format!(
+            "hooks.timeout {timeout_secs} must be 1-{MAX_HOOK_TIMEOUT_SECS} seconds"
+        )));
+    }
+    Ok(LifecycleHooks {
+        target,
+        timeout_secs,
+    })
+}
+
+fn parse_scaling(properties: &Map<String, Value>) -> Result<ScalingPolicy> {
+    let event = match properties.get("event").and_then(Value::as_str) {
+        Some("CLUSTER_SCALE_IN") => ScalingEvent::ScaleIn,
+        Some("CLUSTER_SCALE_OUT") => ScalingEvent::ScaleOut,
+        other => {
+            return Err(invalid(&format!(
+                "event {other:?} must be CLUSTER_SCALE_IN or CLUSTER_SCALE_OUT"
+            )));
+        }
+    };
+    let empty = Map::new();
+    let adjustment = match properties.get("adjustment") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(invalid("adjustment must be an object")),
+    };
+    let adjustment_type = adjustment
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("CHANGE_IN_CAPACITY")
+        .to_owned();
+    super::sizing::AdjustmentType::parse(&adjustment_type)?;
+    let number = match adjustment.get("number") {
+        None | Some(Value::Null) => 1.0,
+        Some(value) => value
+            .as_f64()
+            .filter(|number| *number >= 0.0)
+            .ok_or_else(|| invalid(&format!("adjustment.number must be a non-negative number, got {value}")))?,
+    };
+    Ok(ScalingPolicy {
+        event,
+        adjustment_type,
+        number,
+        min_step: i32::try_from(unsigned(adjustment, "min_step", 1)?).unwrap_or(i32::MAX),
+        best_effort: boolean(adjustment, "best_effort", false)?,
+        cooldown: unsigned(adjustment, "cooldown", 0)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn deletion_1_1_with_webhook_hooks_parses() {
+        let spec = json!({"type": "senlin.policy.deletion", "version": 1.1, "properties": {
+            "criteria": "OLDEST_FIRST",
+            "hooks": {"type": "webhook", "params": {"url": "http://127.0.0.1:9/x"}, "timeout": 30}}});
+        let PolicyKind::Deletion { policy, version } = PolicyKind::parse(&spec).expect("parses")
+        else {
+            panic!("not a deletion policy")
+        };
+        assert_eq!(version, "1.1");
+        assert_eq!(policy.criteria, Criteria::OldestFirst);
+        assert_eq!(
+            policy.hooks,
+            Some(LifecycleHooks {
+                target: HookTarget::Webhook("http://127.0.0.1:9/x".into()),
+                timeout_secs: 30
+            })
+        );
+    }
+
+    #[test]
+    fn hooks_default_to_zaqar_and_need_1_1() {
+        let spec = json!({"type": "senlin.policy.deletion", "version": "1.1",
+            "properties": {"hooks": {"params": {"queue": "drain"}}}});
+        let PolicyKind::Deletion { policy, .. } = PolicyKind::parse(&spec).expect("parses") else {
+            panic!("not a deletion policy")
+        };
+        assert_eq!(
+            policy.hooks.map(|hooks| hooks.target),
+            Some(HookTarget::Queue("drain".into()))
+        );
+        let old = json!({"type": "senlin.policy.deletion", "version": "1.0",
+            "properties": {"hooks": {"params": {"queue": "drain"}}}});
+        assert!(PolicyKind::parse(&old).is_err());
+        let bad = json!({"type": "senlin.policy.deletion", "version": "1.1",
+            "properties": {"hooks": {"type": "sqs", "params": {"queue": "q"}}}});
+        let error = PolicyKind::parse(&bad).expect_err("bad type").to_string();
+        assert!(error.contains("hooks.type \"sqs\""), "{error}");
+    }
+
+    #[test]
+    fn scaling_policy_parses() {
+        let spec = json!({"type": "senlin.policy.scaling", "version": "1.0",
+            "properties": {"event": "CLUSTER_SCALE_IN", "adjustment": {"type": "CHANGE_IN_CAPACITY", "number": 2}}});
+        let PolicyKind::Scaling(policy) = PolicyKind::parse(&spec).expect("parses") else {
+            panic!("not scaling")
+        };
+        assert_eq!(policy.event, ScalingEvent::ScaleIn);
+        assert!((policy.number - 2.0).abs() < f64::EPSILON);
+    }
+}

@@ -1,0 +1,144 @@
+//! Clustering domain values → protobuf messages, and request parsing
+//! helpers shared by the clustering handlers.
+
+use ember_proto::engine::v1 as pb;
+use ember_runtime::time::to_timestamp;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::domain::cluster::{
+    Cluster, ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
+};
+use crate::error::{Error, Result};
+
+pub fn profile(profile: &Profile) -> pb::Profile {
+    pb::Profile {
+        id: profile.id.to_string(),
+        name: profile.name.clone(),
+        r#type: profile.spec.type_name().to_owned(),
+        spec: profile.spec.spec.to_string(),
+        metadata: Value::Object(profile.metadata.clone()).to_string(),
+        project_id: profile.project_id.clone(),
+        user_id: profile.user_id.clone(),
+        created_at: Some(to_timestamp(profile.created_at)),
+    }
+}
+
+pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
+    pb::Policy {
+        id: policy.id.to_string(),
+        name: policy.name.clone(),
+        r#type: policy.kind.type_name(),
+        spec: policy.spec.to_string(),
+        project_id: policy.project_id.clone(),
+        user_id: policy.user_id.clone(),
+        created_at: Some(to_timestamp(policy.created_at)),
+    }
+}
+
+pub fn cluster(cluster: &Cluster, profile_name: &str, nodes: &[Node], policies: &[Uuid]) -> pb::Cluster {
+    pb::Cluster {
+        id: cluster.id.to_string(),
+        name: cluster.name.clone(),
+        profile_id: cluster.profile_id.to_string(),
+        profile_name: profile_name.to_owned(),
+        min_size: cluster.min_size,
+        max_size: cluster.max_size,
+        desired_capacity: cluster.desired_capacity,
+        status: cluster.status.as_str().to_owned(),
+        status_reason: cluster.status_reason.clone(),
+        metadata: Value::Object(cluster.metadata.clone()).to_string(),
+        node_ids: nodes.iter().map(|node| node.id.to_string()).collect(),
+        policy_ids: policies.iter().map(Uuid::to_string).collect(),
+        project_id: cluster.project_id.clone(),
+        user_id: cluster.user_id.clone(),
+        created_at: Some(to_timestamp(cluster.created_at)),
+        updated_at: Some(to_timestamp(cluster.updated_at)),
+    }
+}
+
+pub fn node(node: &Node) -> pb::Node {
+    pb::Node {
+        id: node.id.to_string(),
+        name: node.name.clone(),
+        cluster_id: node.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+        profile_id: node.profile_id.to_string(),
+        index: node.index,
+        role: node.role.clone(),
+        status: node.status.as_str().to_owned(),
+        status_reason: node.status_reason.clone(),
+        physical_id: node.physical_id.clone().unwrap_or_default(),
+        tainted: node.tainted,
+        project_id: node.project_id.clone(),
+        user_id: node.user_id.clone(),
+        created_at: Some(to_timestamp(node.created_at)),
+        updated_at: Some(to_timestamp(node.updated_at)),
+    }
+}
+
+pub fn action(action: &ClusterAction) -> pb::Action {
+    pb::Action {
+        id: action.id.to_string(),
+        name: action.name.clone(),
+        action: action.kind.as_str().to_owned(),
+        target_id: action.target_id.to_string(),
+        cluster_id: action.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+        status: action.status.as_str().to_owned(),
+        status_reason: action.status_reason.clone(),
+        inputs: Value::Object(action.inputs.clone()).to_string(),
+        outputs: Value::Object(action.outputs.clone()).to_string(),
+        depends_on: action.depends_on.iter().map(Uuid::to_string).collect(),
+        depended_by: action.depended_by.iter().map(Uuid::to_string).collect(),
+        owner: action.owner.map(|id| id.to_string()).unwrap_or_default(),
+        lifecycle_outcome: action.lifecycle_outcome.map(|outcome| outcome.as_str().to_owned()).unwrap_or_default(),
+        project_id: action.project_id.clone(),
+        user_id: action.user_id.clone(),
+        created_at: Some(to_timestamp(action.created_at)),
+        updated_at: Some(to_timestamp(action.updated_at)),
+    }
+}
+
+pub fn event(event: &ClusterEvent) -> pb::ClusterEvent {
+    pb::ClusterEvent {
+        id: event.id.to_string(),
+        generated_at: Some(to_timestamp(event.generated_at)),
+        obj_id: event.obj_id.clone(),
+        obj_type: event.obj_type.clone(),
+        obj_name: event.obj_name.clone(),
+        cluster_id: event.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+        action: event.action.clone(),
+        status: event.status.clone(),
+        status_reason: event.status_reason.clone(),
+        level: event.level.clone(),
+        project_id: event.project_id.clone(),
+        user_id: event.user_id.clone(),
+    }
+}
+
+pub fn binding(binding: &PolicyBinding, policy: &PolicyDefinition) -> pb::ClusterPolicy {
+    pb::ClusterPolicy {
+        cluster_id: binding.cluster_id.to_string(),
+        policy_id: policy.id.to_string(),
+        policy_name: policy.name.clone(),
+        policy_type: policy.kind.type_name(),
+        priority: binding.priority,
+        enabled: binding.enabled,
+    }
+}
+
+/// A JSON document from a request field.
+pub fn json(field: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|error| Error::InvalidInput(format!("{field} is not valid JSON: {error}")))
+}
+
+/// An optional marker.
+pub fn marker(text: &str) -> Result<Option<Uuid>> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    Uuid::parse_str(text).map(Some).map_err(|_| Error::InvalidInput(format!("marker {text:?} is not an id")))
+}
+
+pub fn non_empty(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
