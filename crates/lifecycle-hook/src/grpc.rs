@@ -72,10 +72,17 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         if request.queue.is_empty() {
             return Err(Error::InvalidInput("queue: give a queue name".into()).into());
         }
-        let after_id = i64::try_from(request.after_id)
-            .map_err(|_| Error::InvalidInput(format!("after_id {} is too large", request.after_id)))?;
-        let limit = u64::from(match request.limit { 0 => 100, limit => limit.min(1000) });
-        let messages = self.store.list_queue_messages(&request.queue, after_id, limit).await?;
+        let after_id = i64::try_from(request.after_id).map_err(|_| {
+            Error::InvalidInput(format!("after_id {} is too large", request.after_id))
+        })?;
+        let limit = u64::from(match request.limit {
+            0 => 100,
+            limit => limit.min(1000),
+        });
+        let messages = self
+            .store
+            .list_queue_messages(&request.queue, after_id, limit)
+            .await?;
         Ok(Response::new(pb::ListQueueMessagesResponse {
             messages: messages
                 .into_iter()
@@ -97,7 +104,10 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         let identity = Identity::of(&request)?;
         let project_id = (!identity.is_admin()).then(|| identity.project_id.clone());
         let request = request.into_inner();
-        let limit = u64::from(match request.limit { 0 => 100, limit => limit.min(1000) });
+        let limit = u64::from(match request.limit {
+            0 => 100,
+            limit => limit.min(1000),
+        });
         let events = self
             .store
             .list_events(
@@ -156,7 +166,10 @@ fn action_to_proto(action: &PendingLifecycleAction) -> pb::PendingLifecycleActio
         last_error: action.last_error.clone().unwrap_or_default(),
         delivered_at: to_optional_timestamp(action.delivered_at),
         created_at: Some(to_timestamp(action.created_at)),
-        resolution: action.resolution.map(|r| r.as_str().to_owned()).unwrap_or_default(),
+        resolution: action
+            .resolution
+            .map(|r| r.as_str().to_owned())
+            .unwrap_or_default(),
         resolved_at: to_optional_timestamp(action.resolved_at),
         resolved_by: action.resolved_by.clone().unwrap_or_default(),
         timeout_secs: action.timeout_secs,

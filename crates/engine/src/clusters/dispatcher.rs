@@ -23,7 +23,8 @@ pub const MAX_RUNNING_ACTIONS: usize = 64;
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 fn lease_until() -> chrono::DateTime<chrono::Utc> {
-    ember_runtime::time::now() + chrono::Duration::from_std(ACTION_LEASE).unwrap_or(chrono::Duration::seconds(10))
+    ember_runtime::time::now()
+        + chrono::Duration::from_std(ACTION_LEASE).unwrap_or(chrono::Duration::seconds(10))
 }
 
 /// Starts the dispatcher and the sweeper; they stop with `shutdown`.
@@ -39,7 +40,11 @@ async fn dispatch_loop(service: Arc<ClusterService>, shutdown: CancellationToken
         let claimed = if free == 0 {
             Vec::new()
         } else {
-            match service.store.claim_ready_actions(service.engine_id, lease_until(), free).await {
+            match service
+                .store
+                .claim_ready_actions(service.engine_id, lease_until(), free)
+                .await
+            {
                 Ok(claimed) => claimed,
                 Err(error) => {
                     warn!(%error, "cannot claim cluster actions");
@@ -49,7 +54,9 @@ async fn dispatch_loop(service: Arc<ClusterService>, shutdown: CancellationToken
         };
         let idle = claimed.is_empty();
         for action in claimed {
-            let Ok(permit) = permits.clone().acquire_owned().await else { return };
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
             let service = service.clone();
             tokio::spawn(async move {
                 run_one(&service, action).await;
@@ -77,10 +84,18 @@ async fn run_one(service: &ClusterService, action: ClusterAction) {
         Err(error) => (ActionStatus::Failed, error.to_string()),
     };
     let event = action_event(&action, status.as_str(), reason.clone());
-    match service.store.finish_action(&action, service.engine_id, status, &reason, &[event]).await {
+    match service
+        .store
+        .finish_action(&action, service.engine_id, status, &reason, &[event])
+        .await
+    {
         Ok(true) => {}
-        Ok(false) => warn!(action_id = %action.id, "action was taken from this engine before it finished"),
-        Err(error) => warn!(action_id = %action.id, %error, "cannot record the end of an action; its lease will expire"),
+        Ok(false) => {
+            warn!(action_id = %action.id, "action was taken from this engine before it finished")
+        }
+        Err(error) => {
+            warn!(action_id = %action.id, %error, "cannot record the end of an action; its lease will expire")
+        }
     }
     for parent in &action.depended_by {
         finish_parent(service, *parent).await;
@@ -90,19 +105,29 @@ async fn run_one(service: &ClusterService, action: ClusterAction) {
 async fn finish_parent(service: &ClusterService, parent: uuid::Uuid) {
     match service.store.finish_parent_if_done(parent).await {
         Ok(Some(parent)) => {
-            let event = action_event(&parent, parent.status.as_str(), parent.status_reason.clone());
+            let event = action_event(
+                &parent,
+                parent.status.as_str(),
+                parent.status_reason.clone(),
+            );
             if let Err(error) = service.store.record_events(&[event]).await {
                 warn!(%error, "cannot record an action event");
             }
         }
         Ok(None) => {}
-        Err(error) => warn!(action_id = %parent, %error, "cannot finish a parent action; the sweeper will"),
+        Err(error) => {
+            warn!(action_id = %parent, %error, "cannot finish a parent action; the sweeper will")
+        }
     }
 }
 
 async fn sweep_loop(service: Arc<ClusterService>, shutdown: CancellationToken) {
     loop {
-        if let Err(error) = service.store.renew_action_leases(service.engine_id, lease_until()).await {
+        if let Err(error) = service
+            .store
+            .renew_action_leases(service.engine_id, lease_until())
+            .await
+        {
             warn!(%error, "cannot renew action leases");
         }
         if let Err(error) = sweep(&service).await {
@@ -121,9 +146,17 @@ pub async fn sweep(service: &ClusterService) -> crate::error::Result<()> {
     let mut requeued = false;
     for action in service.store.list_expired_leases(now, 100).await? {
         let requeue = action.kind.can_be_taken_over();
-        let reason = if requeue { "taken over: its engine went away" } else { "failed: its engine went away while running it" };
+        let reason = if requeue {
+            "taken over: its engine went away"
+        } else {
+            "failed: its engine went away while running it"
+        };
         let event = action_event(&action, if requeue { "READY" } else { "FAILED" }, reason);
-        if service.store.recover_expired_action(&action, now, requeue, &event).await? {
+        if service
+            .store
+            .recover_expired_action(&action, now, requeue, &event)
+            .await?
+        {
             warn!(action_id = %action.id, kind = action.kind.as_str(), requeue, "recovered an action of a dead engine");
             requeued |= requeue;
             if !requeue {

@@ -30,26 +30,38 @@ pub struct HookClient {
 impl HookClient {
     /// A lazily connected client; an empty URL disables hooks (every hook
     /// call then fails Unavailable, and the actions stay waiting).
-    pub fn connect_lazy(url: &str, credential: InternalCredential) -> std::result::Result<HookClient, String> {
+    pub fn connect_lazy(
+        url: &str,
+        credential: InternalCredential,
+    ) -> std::result::Result<HookClient, String> {
         let channel = if url.is_empty() {
             None
         } else {
             Some(
                 Endpoint::from_shared(url.to_owned())
-                    .map_err(|error| format!("engine.lifecycle_hook_url {url:?} is invalid: {error}"))?
+                    .map_err(|error| {
+                        format!("engine.lifecycle_hook_url {url:?} is invalid: {error}")
+                    })?
                     .connect_timeout(std::time::Duration::from_secs(2))
                     .tcp_nodelay(true)
                     .connect_lazy(),
             )
         };
-        Ok(HookClient { channel, credential })
+        Ok(HookClient {
+            channel,
+            credential,
+        })
     }
 
     fn client(&self) -> Result<LifecycleHookInternalServiceClient<Channel>> {
         self.channel
             .clone()
             .map(LifecycleHookInternalServiceClient::new)
-            .ok_or_else(|| Error::Unavailable("no lifecycle-hook service is configured (engine.lifecycle_hook_url)".into()))
+            .ok_or_else(|| {
+                Error::Unavailable(
+                    "no lifecycle-hook service is configured (engine.lifecycle_hook_url)".into(),
+                )
+            })
     }
 
     fn request<T>(&self, project_id: &str, message: T) -> tonic::Request<T> {
@@ -71,31 +83,54 @@ impl HookClient {
                 token: hook.action.id.to_string(),
                 node_id: hook.action.target_id.to_string(),
                 resource_id: hook.resource_id.clone(),
-                cluster_id: hook.action.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+                cluster_id: hook
+                    .action
+                    .cluster_id
+                    .map(|id| id.to_string())
+                    .unwrap_or_default(),
                 project_id: hook.action.project_id.clone(),
                 target: Some(match &hook.hooks.target {
-                    HookTarget::Queue(queue) => pb::Target { r#type: pb::TargetType::Queue as i32, queue: queue.clone(), url: String::new() },
-                    HookTarget::Webhook(url) => pb::Target { r#type: pb::TargetType::Webhook as i32, queue: String::new(), url: url.clone() },
+                    HookTarget::Queue(queue) => pb::Target {
+                        r#type: pb::TargetType::Queue as i32,
+                        queue: queue.clone(),
+                        url: String::new(),
+                    },
+                    HookTarget::Webhook(url) => pb::Target {
+                        r#type: pb::TargetType::Webhook as i32,
+                        queue: String::new(),
+                        url: url.clone(),
+                    },
                 }),
                 timeout_secs: hook.hooks.timeout_secs,
                 deadline: Some(to_timestamp(hook.deadline)),
             })
             .collect();
         self.client()?
-            .record_pending_actions(self.request(&first.action.project_id, pb::RecordPendingActionsRequest { actions }))
+            .record_pending_actions(self.request(
+                &first.action.project_id,
+                pb::RecordPendingActionsRequest { actions },
+            ))
             .await
             .map_err(unavailable)?;
         Ok(())
     }
 
     /// Tells lifecycle-hook these tokens were completed.
-    pub async fn resolve(&self, project_id: &str, tokens: Vec<String>, resolved_by: &str) -> Result<()> {
+    pub async fn resolve(
+        &self,
+        project_id: &str,
+        tokens: Vec<String>,
+        resolved_by: &str,
+    ) -> Result<()> {
         self.client()?
-            .resolve_pending_actions(self.request(project_id, pb::ResolvePendingActionsRequest {
-                tokens,
-                resolution: "COMPLETED".into(),
-                resolved_by: resolved_by.to_owned(),
-            }))
+            .resolve_pending_actions(self.request(
+                project_id,
+                pb::ResolvePendingActionsRequest {
+                    tokens,
+                    resolution: "COMPLETED".into(),
+                    resolved_by: resolved_by.to_owned(),
+                },
+            ))
             .await
             .map_err(unavailable)?;
         Ok(())
@@ -105,7 +140,12 @@ impl HookClient {
     pub async fn extend(&self, project_id: &str, token: &str) -> Result<prost_types::Timestamp> {
         let response = self
             .client()?
-            .extend_deadline(self.request(project_id, pb::ExtendDeadlineRequest { token: token.to_owned() }))
+            .extend_deadline(self.request(
+                project_id,
+                pb::ExtendDeadlineRequest {
+                    token: token.to_owned(),
+                },
+            ))
             .await
             .map_err(|status| match status.code() {
                 tonic::Code::NotFound => Error::NotFound(status.message().to_owned()),
@@ -113,7 +153,9 @@ impl HookClient {
                 _ => unavailable(status),
             })?
             .into_inner();
-        response.deadline.ok_or_else(|| Error::Unavailable("lifecycle-hook returned no deadline".into()))
+        response
+            .deadline
+            .ok_or_else(|| Error::Unavailable("lifecycle-hook returned no deadline".into()))
     }
 }
 

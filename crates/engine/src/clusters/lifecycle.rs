@@ -22,7 +22,12 @@ pub enum DeadlineResult {
 impl ClusterService {
     /// The waiting NODE_DELETE action `token` of `cluster`, as `caller` may
     /// see it; unknown, foreign and malformed tokens are all NotFound.
-    async fn lifecycle_action(&self, caller: &Identity, cluster: &str, token: &str) -> Result<ClusterAction> {
+    async fn lifecycle_action(
+        &self,
+        caller: &Identity,
+        cluster: &str,
+        token: &str,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, cluster).await?;
         let not_found = || {
             Error::NotFound(format!(
@@ -64,13 +69,27 @@ impl ClusterService {
         }
     }
 
-    pub async fn complete_lifecycle(&self, caller: &Identity, cluster: &str, token: &str) -> Result<ClusterAction> {
+    pub async fn complete_lifecycle(
+        &self,
+        caller: &Identity,
+        cluster: &str,
+        token: &str,
+    ) -> Result<ClusterAction> {
         let action = self.lifecycle_action(caller, cluster, token).await?;
-        let detail = format!("completed by {} at {}", caller.user_id, ember_runtime::time::now().to_rfc3339());
+        let detail = format!(
+            "completed by {} at {}",
+            caller.user_id,
+            ember_runtime::time::now().to_rfc3339()
+        );
         let event = super::action_event(&action, "READY", format!("lifecycle {detail}"));
         match self
             .store
-            .make_ready(action.id, ActionStatus::WaitingLifecycleCompletion, Some((LifecycleOutcome::Completed, &detail)), Some(&event))
+            .make_ready(
+                action.id,
+                ActionStatus::WaitingLifecycleCompletion,
+                Some((LifecycleOutcome::Completed, &detail)),
+                Some(&event),
+            )
             .await?
         {
             ReadyOutcome::Moved(action) => {
@@ -90,11 +109,18 @@ impl ClusterService {
                 Ok(action)
             }
             ReadyOutcome::NotWaiting(action) => Err(Self::already_finished(&action)),
-            ReadyOutcome::Unknown => Err(Error::NotFound(format!("lifecycle action token {token:?} not found"))),
+            ReadyOutcome::Unknown => Err(Error::NotFound(format!(
+                "lifecycle action token {token:?} not found"
+            ))),
         }
     }
 
-    pub async fn record_lifecycle_heartbeat(&self, caller: &Identity, cluster: &str, token: &str) -> Result<prost_types::Timestamp> {
+    pub async fn record_lifecycle_heartbeat(
+        &self,
+        caller: &Identity,
+        cluster: &str,
+        token: &str,
+    ) -> Result<prost_types::Timestamp> {
         let action = self.lifecycle_action(caller, cluster, token).await?;
         if action.status != ActionStatus::WaitingLifecycleCompletion {
             return Err(Self::already_finished(&action));
@@ -110,9 +136,14 @@ impl ClusterService {
                 results.push(DeadlineResult::Unknown);
                 continue;
             };
-            let detail = format!("deadline passed at {}", ember_runtime::time::now().to_rfc3339());
+            let detail = format!(
+                "deadline passed at {}",
+                ember_runtime::time::now().to_rfc3339()
+            );
             let event = match self.store.get_action(id).await? {
-                Some(action) => super::action_event(&action, "READY", format!("lifecycle expired: {detail}")),
+                Some(action) => {
+                    super::action_event(&action, "READY", format!("lifecycle expired: {detail}"))
+                }
                 None => {
                     results.push(DeadlineResult::Unknown);
                     continue;
@@ -120,12 +151,25 @@ impl ClusterService {
             };
             let outcome = self
                 .store
-                .make_ready(id, ActionStatus::WaitingLifecycleCompletion, Some((LifecycleOutcome::Expired, &detail)), Some(&event))
+                .make_ready(
+                    id,
+                    ActionStatus::WaitingLifecycleCompletion,
+                    Some((LifecycleOutcome::Expired, &detail)),
+                    Some(&event),
+                )
                 .await?;
             results.push(match outcome {
                 ReadyOutcome::Moved(_) => DeadlineResult::Continued,
-                ReadyOutcome::NotWaiting(action) if action.lifecycle_outcome == Some(LifecycleOutcome::Completed) => DeadlineResult::AlreadyCompleted,
-                ReadyOutcome::NotWaiting(action) if action.lifecycle_outcome == Some(LifecycleOutcome::Expired) => DeadlineResult::Continued,
+                ReadyOutcome::NotWaiting(action)
+                    if action.lifecycle_outcome == Some(LifecycleOutcome::Completed) =>
+                {
+                    DeadlineResult::AlreadyCompleted
+                }
+                ReadyOutcome::NotWaiting(action)
+                    if action.lifecycle_outcome == Some(LifecycleOutcome::Expired) =>
+                {
+                    DeadlineResult::Continued
+                }
                 ReadyOutcome::NotWaiting(_) | ReadyOutcome::Unknown => DeadlineResult::Unknown,
             });
         }

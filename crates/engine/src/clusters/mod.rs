@@ -17,7 +17,9 @@ use std::sync::Arc;
 use ember_runtime::Identity;
 use uuid::Uuid;
 
-use crate::domain::cluster::{Cluster, ClusterAction, ClusterEvent, Node, PolicyDefinition, Profile};
+use crate::domain::cluster::{
+    Cluster, ClusterAction, ClusterEvent, Node, PolicyDefinition, Profile,
+};
 use crate::error::{Error, Result};
 use crate::instances::InstanceService;
 use crate::stacks::StackOperations;
@@ -78,7 +80,11 @@ impl ClusterService {
             .ok_or_else(|| Error::NotFound(format!("profile {name_or_id:?} not found")))
     }
 
-    pub async fn find_policy(&self, caller: &Identity, name_or_id: &str) -> Result<PolicyDefinition> {
+    pub async fn find_policy(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+    ) -> Result<PolicyDefinition> {
         self.store
             .find_policy(Self::scope(caller), name_or_id)
             .await?
@@ -103,7 +109,9 @@ impl ClusterService {
         let not_found = || Error::NotFound(format!("action {id:?} not found"));
         let id = Uuid::parse_str(id).map_err(|_| not_found())?;
         match self.store.get_action(id).await? {
-            Some(action) if caller.is_admin() || action.project_id == caller.project_id => Ok(action),
+            Some(action) if caller.is_admin() || action.project_id == caller.project_id => {
+                Ok(action)
+            }
             _ => Err(not_found()),
         }
     }
@@ -129,7 +137,11 @@ pub(crate) fn event(
     caller: &Identity,
 ) -> ClusterEvent {
     let status_reason = reason.into();
-    let level = if status == "FAILED" || status == "ERROR" { "ERROR" } else { "INFO" };
+    let level = if status == "FAILED" || status == "ERROR" {
+        "ERROR"
+    } else {
+        "INFO"
+    };
     ClusterEvent {
         id: Uuid::now_v7(),
         generated_at: ember_runtime::time::now(),
@@ -147,7 +159,11 @@ pub(crate) fn event(
 }
 
 /// An event about an action.
-pub(crate) fn action_event(action: &ClusterAction, status: &str, reason: impl Into<String>) -> ClusterEvent {
+pub(crate) fn action_event(
+    action: &ClusterAction,
+    status: &str,
+    reason: impl Into<String>,
+) -> ClusterEvent {
     event(
         "ACTION",
         action.id,

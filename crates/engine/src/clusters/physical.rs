@@ -21,10 +21,18 @@ pub const PHYSICAL_TIMEOUT: Duration = Duration::from_secs(600);
 
 async fn pause(started: Instant, what: &str) -> Result<()> {
     if started.elapsed() > PHYSICAL_TIMEOUT {
-        return Err(Error::Conflict(format!("{what} did not finish within {PHYSICAL_TIMEOUT:?}")));
+        return Err(Error::Conflict(format!(
+            "{what} did not finish within {PHYSICAL_TIMEOUT:?}"
+        )));
     }
     let waited = started.elapsed().as_millis();
-    let step = if waited < 200 { 5 } else if waited < 2000 { 25 } else { 200 };
+    let step = if waited < 200 {
+        5
+    } else if waited < 2000 {
+        25
+    } else {
+        200
+    };
     tokio::time::sleep(Duration::from_millis(step)).await;
     Ok(())
 }
@@ -33,13 +41,30 @@ impl ClusterService {
     /// Creates the node's resource and waits for it: Ok(physical id) when
     /// it is ACTIVE / CREATE_COMPLETE, Err with the reason otherwise (the
     /// physical id, if any, is in the node already).
-    pub(super) async fn create_physical(&self, caller: &Identity, node: &mut Node, profile: &Profile) -> Result<()> {
+    pub(super) async fn create_physical(
+        &self,
+        caller: &Identity,
+        node: &mut Node,
+        profile: &Profile,
+    ) -> Result<()> {
         let started = Instant::now();
         match &profile.spec.kind {
-            ProfileKind::Instance { flavor, image, metadata } => {
+            ProfileKind::Instance {
+                flavor,
+                image,
+                metadata,
+            } => {
                 let instance = self
                     .instances
-                    .create(caller, NewInstance { name: node.name.clone(), flavor: flavor.clone(), image: image.clone(), metadata: metadata.clone() })
+                    .create(
+                        caller,
+                        NewInstance {
+                            name: node.name.clone(),
+                            flavor: flavor.clone(),
+                            image: image.clone(),
+                            metadata: metadata.clone(),
+                        },
+                    )
                     .await?;
                 node.physical_id = Some(instance.uuid.to_string());
                 self.store.save_node(node).await?;
@@ -47,35 +72,62 @@ impl ClusterService {
                     let instance = self.instances.get(caller, instance.uuid).await?;
                     match instance.status {
                         InstanceStatus::Active => return Ok(()),
-                        InstanceStatus::Error => return Err(Error::Conflict(format!("instance {} failed: {}", instance.uuid, instance.status_reason))),
-                        InstanceStatus::Deleting | InstanceStatus::Deleted => return Err(Error::Conflict(format!("instance {} was deleted while building", instance.uuid))),
+                        InstanceStatus::Error => {
+                            return Err(Error::Conflict(format!(
+                                "instance {} failed: {}",
+                                instance.uuid, instance.status_reason
+                            )));
+                        }
+                        InstanceStatus::Deleting | InstanceStatus::Deleted => {
+                            return Err(Error::Conflict(format!(
+                                "instance {} was deleted while building",
+                                instance.uuid
+                            )));
+                        }
                         _ => pause(started, "instance build").await?,
                     }
                 }
             }
-            ProfileKind::Stack { template, parameters, environment, files, timeout_mins } => {
+            ProfileKind::Stack {
+                template,
+                parameters,
+                environment,
+                files,
+                timeout_mins,
+            } => {
                 let stack = self
                     .stacks
-                    .create_stack(caller, CreateStack {
-                        name: format!("node-{}", node.id.simple()),
-                        template: template.clone(),
-                        environment: environment.clone(),
-                        environment_files: Vec::new(),
-                        files: files.clone(),
-                        parameters: parameters.clone(),
-                        timeout_mins: *timeout_mins,
-                        disable_rollback: true,
-                        tags: vec![format!("cluster_node={}", node.id)],
-                        adopt_data: None,
-                    })
+                    .create_stack(
+                        caller,
+                        CreateStack {
+                            name: format!("node-{}", node.id.simple()),
+                            template: template.clone(),
+                            environment: environment.clone(),
+                            environment_files: Vec::new(),
+                            files: files.clone(),
+                            parameters: parameters.clone(),
+                            timeout_mins: *timeout_mins,
+                            disable_rollback: true,
+                            tags: vec![format!("cluster_node={}", node.id)],
+                            adopt_data: None,
+                        },
+                    )
                     .await?;
                 node.physical_id = Some(stack.id.to_string());
                 self.store.save_node(node).await?;
                 loop {
-                    let stack = self.stacks.find_stack(caller, &stack.id.to_string()).await?;
+                    let stack = self
+                        .stacks
+                        .find_stack(caller, &stack.id.to_string())
+                        .await?;
                     match stack.status {
                         StackStatus::Complete => return Ok(()),
-                        StackStatus::Failed => return Err(Error::Conflict(format!("stack {} failed: {}", stack.id, stack.status_reason))),
+                        StackStatus::Failed => {
+                            return Err(Error::Conflict(format!(
+                                "stack {} failed: {}",
+                                stack.id, stack.status_reason
+                            )));
+                        }
                         StackStatus::InProgress => pause(started, "stack create").await?,
                     }
                 }
@@ -84,7 +136,12 @@ impl ClusterService {
     }
 
     /// Deletes the node's resource and waits until it is gone.
-    pub(super) async fn delete_physical(&self, caller: &Identity, node: &Node, profile: &Profile) -> Result<()> {
+    pub(super) async fn delete_physical(
+        &self,
+        caller: &Identity,
+        node: &Node,
+        profile: &Profile,
+    ) -> Result<()> {
         let Some(physical_id) = node.physical_id.as_deref() else {
             return Ok(());
         };
@@ -105,7 +162,10 @@ impl ClusterService {
                         Err(Error::NotFound(_)) => return Ok(()),
                         Ok(instance) if instance.status == InstanceStatus::Deleted => return Ok(()),
                         Ok(instance) if instance.status == InstanceStatus::Error => {
-                            return Err(Error::Conflict(format!("instance {uuid} failed to delete: {}", instance.status_reason)));
+                            return Err(Error::Conflict(format!(
+                                "instance {uuid} failed to delete: {}",
+                                instance.status_reason
+                            )));
                         }
                         Ok(_) => pause(started, "instance delete").await?,
                         Err(error) => return Err(error),
@@ -121,9 +181,20 @@ impl ClusterService {
                 loop {
                     match self.stacks.find_stack(caller, physical_id).await {
                         Err(Error::NotFound(_)) => return Ok(()),
-                        Ok(stack) if stack.action == StackAction::Delete && stack.status == StackStatus::Complete => return Ok(()),
-                        Ok(stack) if stack.action == StackAction::Delete && stack.status == StackStatus::Failed => {
-                            return Err(Error::Conflict(format!("stack {physical_id} failed to delete: {}", stack.status_reason)));
+                        Ok(stack)
+                            if stack.action == StackAction::Delete
+                                && stack.status == StackStatus::Complete =>
+                        {
+                            return Ok(());
+                        }
+                        Ok(stack)
+                            if stack.action == StackAction::Delete
+                                && stack.status == StackStatus::Failed =>
+                        {
+                            return Err(Error::Conflict(format!(
+                                "stack {physical_id} failed to delete: {}",
+                                stack.status_reason
+                            )));
                         }
                         Ok(_) => pause(started, "stack delete").await?,
                         Err(error) => return Err(error),
@@ -134,24 +205,48 @@ impl ClusterService {
     }
 
     /// The node's health as its resource reports it now.
-    pub(super) async fn check_physical(&self, caller: &Identity, node: &Node, profile: &Profile) -> (NodeStatus, String) {
+    pub(super) async fn check_physical(
+        &self,
+        caller: &Identity,
+        node: &Node,
+        profile: &Profile,
+    ) -> (NodeStatus, String) {
         let Some(physical_id) = node.physical_id.as_deref() else {
-            return (NodeStatus::Error, "the node has no physical resource".into());
+            return (
+                NodeStatus::Error,
+                "the node has no physical resource".into(),
+            );
         };
         match &profile.spec.kind {
             ProfileKind::Instance { .. } => {
                 let Ok(uuid) = Uuid::parse_str(physical_id) else {
-                    return (NodeStatus::Error, format!("physical id {physical_id:?} is not an instance uuid"));
+                    return (
+                        NodeStatus::Error,
+                        format!("physical id {physical_id:?} is not an instance uuid"),
+                    );
                 };
                 match self.instances.get(caller, uuid).await {
-                    Ok(instance) if instance.status == InstanceStatus::Active => (NodeStatus::Active, "instance is ACTIVE".into()),
-                    Ok(instance) => (NodeStatus::Error, format!("instance is {}", instance.status.as_str())),
+                    Ok(instance) if instance.status == InstanceStatus::Active => {
+                        (NodeStatus::Active, "instance is ACTIVE".into())
+                    }
+                    Ok(instance) => (
+                        NodeStatus::Error,
+                        format!("instance is {}", instance.status.as_str()),
+                    ),
                     Err(error) => (NodeStatus::Error, error.to_string()),
                 }
             }
             ProfileKind::Stack { .. } => match self.stacks.find_stack(caller, physical_id).await {
-                Ok(stack) if stack.status == StackStatus::Complete && stack.action != StackAction::Delete => (NodeStatus::Active, "stack is complete".into()),
-                Ok(stack) => (NodeStatus::Error, format!("stack is {:?} {:?}", stack.action, stack.status)),
+                Ok(stack)
+                    if stack.status == StackStatus::Complete
+                        && stack.action != StackAction::Delete =>
+                {
+                    (NodeStatus::Active, "stack is complete".into())
+                }
+                Ok(stack) => (
+                    NodeStatus::Error,
+                    format!("stack is {:?} {:?}", stack.action, stack.status),
+                ),
                 Err(error) => (NodeStatus::Error, error.to_string()),
             },
         }

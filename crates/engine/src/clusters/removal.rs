@@ -12,8 +12,8 @@ use super::hooks::PendingHook;
 use super::requests::json_object;
 use super::{ClusterService, action_event, event};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterStatus, DeletionPolicy, HookTarget, LifecycleHooks, Node,
-    NodeStatus, PolicyKind,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterStatus, DeletionPolicy, HookTarget,
+    LifecycleHooks, Node, NodeStatus, PolicyKind,
 };
 use crate::error::Result;
 
@@ -27,7 +27,10 @@ pub(super) enum Removal {
 
 impl ClusterService {
     /// The cluster's deletion policy: the enabled one of highest priority.
-    pub(super) async fn deletion_policy(&self, cluster: &Cluster) -> Result<Option<DeletionPolicy>> {
+    pub(super) async fn deletion_policy(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<Option<DeletionPolicy>> {
         Ok(self
             .store
             .list_bindings(cluster.id)
@@ -53,13 +56,20 @@ impl ClusterService {
         let now = ember_runtime::time::now();
         let caller = parent.caller();
         let hooks = policy.as_ref().and_then(|policy| policy.hooks.clone());
-        let destroy = policy.as_ref().is_none_or(|policy| policy.destroy_after_deletion);
+        let destroy = policy
+            .as_ref()
+            .is_none_or(|policy| policy.destroy_after_deletion);
         let mut children = Vec::with_capacity(victims.len());
         let mut nodes = Vec::with_capacity(victims.len());
         let mut events = Vec::with_capacity(victims.len() + 1);
         for mut node in victims {
-            let waits = hooks.is_some() && node.status == NodeStatus::Active && node.physical_id.is_some();
-            let status = if waits { ActionStatus::WaitingLifecycleCompletion } else { ActionStatus::Ready };
+            let waits =
+                hooks.is_some() && node.status == NodeStatus::Active && node.physical_id.is_some();
+            let status = if waits {
+                ActionStatus::WaitingLifecycleCompletion
+            } else {
+                ActionStatus::Ready
+            };
             let mut child = ClusterAction::new(
                 ActionKind::NodeDelete,
                 node.id,
@@ -76,32 +86,74 @@ impl ClusterService {
                     HookTarget::Queue(queue) => ("queue", queue.as_str()),
                     HookTarget::Webhook(url) => ("webhook", url.as_str()),
                 };
-                child.inputs.insert("hook".into(), json!({"type": kind, "address": address, "timeout": hooks.timeout_secs}));
+                child.inputs.insert(
+                    "hook".into(),
+                    json!({"type": kind, "address": address, "timeout": hooks.timeout_secs}),
+                );
             }
-            events.push(action_event(&child, status.as_str(), format!("node {} chosen for removal", node.name)));
+            events.push(action_event(
+                &child,
+                status.as_str(),
+                format!("node {} chosen for removal", node.name),
+            ));
             node.status = NodeStatus::Deleting;
-            node.status_reason = if waits { "waiting for lifecycle completion".into() } else { "being deleted".into() };
+            node.status_reason = if waits {
+                "waiting for lifecycle completion".into()
+            } else {
+                "being deleted".into()
+            };
             node.updated_at = now;
             nodes.push(node);
             children.push(child);
         }
         cluster.desired_capacity = desired_capacity;
         cluster.status = ClusterStatus::Resizing;
-        cluster.status_reason = format!("{}: removing {} node(s)", parent.kind.as_str(), children.len());
+        cluster.status_reason = format!(
+            "{}: removing {} node(s)",
+            parent.kind.as_str(),
+            children.len()
+        );
         cluster.updated_at = now;
-        events.push(event("CLUSTER", cluster.id, &cluster.name, Some(cluster.id), parent.kind.as_str(), "RESIZING", cluster.status_reason.clone(), &caller));
+        events.push(event(
+            "CLUSTER",
+            cluster.id,
+            &cluster.name,
+            Some(cluster.id),
+            parent.kind.as_str(),
+            "RESIZING",
+            cluster.status_reason.clone(),
+            &caller,
+        ));
         let mut parent = parent.clone();
         parent.outputs.insert(
             "nodes_removed".into(),
-            json!(nodes.iter().map(|node| node.id.to_string()).collect::<Vec<_>>()),
+            json!(
+                nodes
+                    .iter()
+                    .map(|node| node.id.to_string())
+                    .collect::<Vec<_>>()
+            ),
         );
         parent.outputs.insert(
             "lifecycle_action_tokens".into(),
-            json!(children.iter().filter(|child| child.status == ActionStatus::WaitingLifecycleCompletion).map(|child| child.id.to_string()).collect::<Vec<_>>()),
+            json!(
+                children
+                    .iter()
+                    .filter(|child| child.status == ActionStatus::WaitingLifecycleCompletion)
+                    .map(|child| child.id.to_string())
+                    .collect::<Vec<_>>()
+            ),
         );
         if !self
             .store
-            .start_waiting_on_children(&parent, self.engine_id, &children, Some(&cluster), &nodes, &events)
+            .start_waiting_on_children(
+                &parent,
+                self.engine_id,
+                &children,
+                Some(&cluster),
+                &nodes,
+                &events,
+            )
             .await?
         {
             return Ok(Removal::Lost);
@@ -138,7 +190,16 @@ impl ClusterService {
                 let ids: Vec<_> = pending.iter().map(|hook| hook.action.id).collect();
                 let events: Vec<_> = pending
                     .iter()
-                    .map(|hook| action_event(hook.action, "WAITING_LIFECYCLE_COMPLETION", format!("handed to lifecycle-hook, deadline {}", hook.deadline.to_rfc3339())))
+                    .map(|hook| {
+                        action_event(
+                            hook.action,
+                            "WAITING_LIFECYCLE_COMPLETION",
+                            format!(
+                                "handed to lifecycle-hook, deadline {}",
+                                hook.deadline.to_rfc3339()
+                            ),
+                        )
+                    })
                     .collect();
                 if let Err(error) = self.store.mark_hooks_recorded(&ids).await {
                     tracing::warn!(%error, "cannot mark lifecycle hooks recorded; they are handed over again");
@@ -147,7 +208,9 @@ impl ClusterService {
                     tracing::warn!(%error, "cannot record lifecycle hook events");
                 }
             }
-            Err(error) => tracing::warn!(%error, count = pending.len(), "cannot hand lifecycle hooks over yet; retrying later"),
+            Err(error) => {
+                tracing::warn!(%error, count = pending.len(), "cannot hand lifecycle hooks over yet; retrying later")
+            }
         }
     }
 
@@ -157,15 +220,37 @@ impl ClusterService {
         let actions = self.store.list_unrecorded_hooks(500).await?;
         let mut parsed = Vec::with_capacity(actions.len());
         for action in &actions {
-            let Some(hook) = action.inputs.get("hook") else { continue };
-            let text = |key: &str| hook.get(key).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
-            let target = if text("type") == "webhook" { HookTarget::Webhook(text("address")) } else { HookTarget::Queue(text("address")) };
-            let timeout_secs = hook.get("timeout").and_then(serde_json::Value::as_u64).and_then(|t| u32::try_from(t).ok()).unwrap_or(crate::domain::cluster::policy::DEFAULT_HOOK_TIMEOUT_SECS);
+            let Some(hook) = action.inputs.get("hook") else {
+                continue;
+            };
+            let text = |key: &str| {
+                hook.get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let target = if text("type") == "webhook" {
+                HookTarget::Webhook(text("address"))
+            } else {
+                HookTarget::Queue(text("address"))
+            };
+            let timeout_secs = hook
+                .get("timeout")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|t| u32::try_from(t).ok())
+                .unwrap_or(crate::domain::cluster::policy::DEFAULT_HOOK_TIMEOUT_SECS);
             let resource_id = match self.store.get_node(action.target_id).await? {
                 Some(node) => node.physical_id.unwrap_or_default(),
                 None => String::new(),
             };
-            parsed.push((action, LifecycleHooks { target, timeout_secs }, resource_id));
+            parsed.push((
+                action,
+                LifecycleHooks {
+                    target,
+                    timeout_secs,
+                },
+                resource_id,
+            ));
         }
         let pending: Vec<PendingHook<'_>> = parsed
             .iter()

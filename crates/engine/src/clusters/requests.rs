@@ -40,14 +40,25 @@ pub struct ResizeRequest {
 }
 
 fn refuse_read_only(caller: &Identity) -> Result<()> {
-    if caller.roles.iter().any(|role| role == "reader") && !caller.roles.iter().any(|role| role == "member" || role == "admin") {
+    if caller.roles.iter().any(|role| role == "reader")
+        && !caller
+            .roles
+            .iter()
+            .any(|role| role == "member" || role == "admin")
+    {
         return Err(Error::Forbidden("a reader may not change clusters".into()));
     }
     Ok(())
 }
 
 impl ClusterService {
-    pub async fn create_profile(&self, caller: &Identity, name: &str, spec: Value, metadata: Map<String, Value>) -> Result<Profile> {
+    pub async fn create_profile(
+        &self,
+        caller: &Identity,
+        name: &str,
+        spec: Value,
+        metadata: Map<String, Value>,
+    ) -> Result<Profile> {
         refuse_read_only(caller)?;
         validate_name("profile", name)?;
         let profile = Profile {
@@ -63,7 +74,11 @@ impl ClusterService {
         Ok(profile)
     }
 
-    pub async fn list_profiles(&self, caller: &Identity, mut query: ObjectQuery) -> Result<Vec<Profile>> {
+    pub async fn list_profiles(
+        &self,
+        caller: &Identity,
+        mut query: ObjectQuery,
+    ) -> Result<Vec<Profile>> {
         query.project_id = Self::scope(caller).map(str::to_owned);
         self.store.list_profiles(&query).await
     }
@@ -74,7 +89,12 @@ impl ClusterService {
         self.store.delete_profile(profile.id).await
     }
 
-    pub async fn create_policy(&self, caller: &Identity, name: &str, spec: Value) -> Result<PolicyDefinition> {
+    pub async fn create_policy(
+        &self,
+        caller: &Identity,
+        name: &str,
+        spec: Value,
+    ) -> Result<PolicyDefinition> {
         refuse_read_only(caller)?;
         validate_name("policy", name)?;
         let policy = PolicyDefinition {
@@ -90,7 +110,11 @@ impl ClusterService {
         Ok(policy)
     }
 
-    pub async fn list_policies(&self, caller: &Identity, mut query: ObjectQuery) -> Result<Vec<PolicyDefinition>> {
+    pub async fn list_policies(
+        &self,
+        caller: &Identity,
+        mut query: ObjectQuery,
+    ) -> Result<Vec<PolicyDefinition>> {
         query.project_id = Self::scope(caller).map(str::to_owned);
         self.store.list_policies(&query).await
     }
@@ -101,13 +125,25 @@ impl ClusterService {
         self.store.delete_policy(policy.id).await
     }
 
-    pub async fn create_cluster(&self, caller: &Identity, new: NewCluster) -> Result<(Cluster, ClusterAction)> {
+    pub async fn create_cluster(
+        &self,
+        caller: &Identity,
+        new: NewCluster,
+    ) -> Result<(Cluster, ClusterAction)> {
         refuse_read_only(caller)?;
         validate_name("cluster", &new.name)?;
         Cluster::validate_sizes(new.min_size, new.max_size, new.desired_capacity)?;
         let profile = self.find_profile(caller, &new.profile).await?;
-        if self.store.find_cluster(Some(&caller.project_id), &new.name).await?.is_some() {
-            return Err(Error::Conflict(format!("a cluster named {:?} already exists", new.name)));
+        if self
+            .store
+            .find_cluster(Some(&caller.project_id), &new.name)
+            .await?
+            .is_some()
+        {
+            return Err(Error::Conflict(format!(
+                "a cluster named {:?} already exists",
+                new.name
+            )));
         }
         let now = ember_runtime::time::now();
         let cluster = Cluster {
@@ -126,105 +162,236 @@ impl ClusterService {
             created_at: now,
             updated_at: now,
         };
-        let action = ClusterAction::new(ActionKind::ClusterCreate, cluster.id, Some(cluster.id), ActionStatus::Ready, Map::new(), caller, now);
-        let created = event("CLUSTER", cluster.id, &cluster.name, Some(cluster.id), "CLUSTER_CREATE", "INIT", "cluster recorded", caller);
-        self.store.create_cluster(&cluster, &action, &created).await?;
+        let action = ClusterAction::new(
+            ActionKind::ClusterCreate,
+            cluster.id,
+            Some(cluster.id),
+            ActionStatus::Ready,
+            Map::new(),
+            caller,
+            now,
+        );
+        let created = event(
+            "CLUSTER",
+            cluster.id,
+            &cluster.name,
+            Some(cluster.id),
+            "CLUSTER_CREATE",
+            "INIT",
+            "cluster recorded",
+            caller,
+        );
+        self.store
+            .create_cluster(&cluster, &action, &created)
+            .await?;
         self.wake_dispatcher();
         Ok((cluster, action))
     }
 
-    pub async fn list_clusters(&self, caller: &Identity, mut query: ObjectQuery) -> Result<Vec<Cluster>> {
+    pub async fn list_clusters(
+        &self,
+        caller: &Identity,
+        mut query: ObjectQuery,
+    ) -> Result<Vec<Cluster>> {
         query.project_id = Self::scope(caller).map(str::to_owned);
         self.store.list_clusters(&query).await
     }
 
     /// Records a cluster action READY; the cluster must exist and not be
     /// going away.
-    async fn cluster_action(&self, caller: &Identity, cluster: &Cluster, kind: ActionKind, inputs: Map<String, Value>) -> Result<ClusterAction> {
+    async fn cluster_action(
+        &self,
+        caller: &Identity,
+        cluster: &Cluster,
+        kind: ActionKind,
+        inputs: Map<String, Value>,
+    ) -> Result<ClusterAction> {
         refuse_read_only(caller)?;
         if cluster.status == ClusterStatus::Deleting {
-            return Err(Error::Conflict(format!("cluster {:?} is being deleted", cluster.name)));
+            return Err(Error::Conflict(format!(
+                "cluster {:?} is being deleted",
+                cluster.name
+            )));
         }
-        let action = ClusterAction::new(kind, cluster.id, Some(cluster.id), ActionStatus::Ready, inputs, caller, ember_runtime::time::now());
+        let action = ClusterAction::new(
+            kind,
+            cluster.id,
+            Some(cluster.id),
+            ActionStatus::Ready,
+            inputs,
+            caller,
+            ember_runtime::time::now(),
+        );
         let accepted = action_event(&action, "READY", "accepted");
-        self.submit(std::slice::from_ref(&action), &[accepted]).await?;
+        self.submit(std::slice::from_ref(&action), &[accepted])
+            .await?;
         Ok(action)
     }
 
-    pub async fn delete_cluster(&self, caller: &Identity, name_or_id: &str) -> Result<ClusterAction> {
+    pub async fn delete_cluster(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        self.cluster_action(caller, &cluster, ActionKind::ClusterDelete, Map::new()).await
+        self.cluster_action(caller, &cluster, ActionKind::ClusterDelete, Map::new())
+            .await
     }
 
-    pub async fn scale(&self, caller: &Identity, name_or_id: &str, out: bool, count: u32) -> Result<ClusterAction> {
+    pub async fn scale(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        out: bool,
+        count: u32,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let kind = if out { ActionKind::ClusterScaleOut } else { ActionKind::ClusterScaleIn };
-        let inputs = if count == 0 { Map::new() } else { json_object(json!({"count": count})) };
+        let kind = if out {
+            ActionKind::ClusterScaleOut
+        } else {
+            ActionKind::ClusterScaleIn
+        };
+        let inputs = if count == 0 {
+            Map::new()
+        } else {
+            json_object(json!({"count": count}))
+        };
         self.cluster_action(caller, &cluster, kind, inputs).await
     }
 
-    pub async fn resize(&self, caller: &Identity, name_or_id: &str, request: ResizeRequest) -> Result<ClusterAction> {
+    pub async fn resize(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        request: ResizeRequest,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let min_size = request.min_size.unwrap_or(cluster.min_size);
         let max_size = request.max_size.unwrap_or(cluster.max_size);
         if min_size < 0 || (max_size != -1 && max_size < min_size) {
-            return Err(Error::InvalidInput(format!("min_size {min_size} and max_size {max_size} do not fit: need 0 <= min_size <= max_size (or max_size -1)")));
+            return Err(Error::InvalidInput(format!(
+                "min_size {min_size} and max_size {max_size} do not fit: need 0 <= min_size <= max_size (or max_size -1)"
+            )));
         }
         let desired = match request.adjustment {
-            Some((adjustment, number)) => sizing::desired_after(cluster.desired_capacity, adjustment, number, request.min_step.max(1))?,
+            Some((adjustment, number)) => sizing::desired_after(
+                cluster.desired_capacity,
+                adjustment,
+                number,
+                request.min_step.max(1),
+            )?,
             None => cluster.desired_capacity,
         };
         let desired = sizing::fit(desired, min_size, max_size, request.strict)?;
-        let inputs = json_object(json!({"desired_capacity": desired, "min_size": min_size, "max_size": max_size}));
-        self.cluster_action(caller, &cluster, ActionKind::ClusterResize, inputs).await
+        let inputs = json_object(
+            json!({"desired_capacity": desired, "min_size": min_size, "max_size": max_size}),
+        );
+        self.cluster_action(caller, &cluster, ActionKind::ClusterResize, inputs)
+            .await
     }
 
-    pub async fn change_nodes(&self, caller: &Identity, name_or_id: &str, nodes: &[String], add: bool) -> Result<ClusterAction> {
+    pub async fn change_nodes(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        nodes: &[String],
+        add: bool,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         if nodes.is_empty() {
-            return Err(Error::InvalidInput("nodes must name at least one node".into()));
+            return Err(Error::InvalidInput(
+                "nodes must name at least one node".into(),
+            ));
         }
         let mut ids = Vec::with_capacity(nodes.len());
         for name in nodes {
             let node = self.find_node(caller, name).await?;
             match (add, node.cluster_id) {
                 (false, Some(id)) if id == cluster.id => {}
-                (false, _) => return Err(Error::InvalidInput(format!("node {name:?} is not a member of cluster {:?}", cluster.name))),
+                (false, _) => {
+                    return Err(Error::InvalidInput(format!(
+                        "node {name:?} is not a member of cluster {:?}",
+                        cluster.name
+                    )));
+                }
                 (true, None) => {}
-                (true, Some(_)) => return Err(Error::Conflict(format!("node {name:?} already belongs to a cluster"))),
+                (true, Some(_)) => {
+                    return Err(Error::Conflict(format!(
+                        "node {name:?} already belongs to a cluster"
+                    )));
+                }
             }
             ids.push(Value::String(node.id.to_string()));
         }
-        let kind = if add { ActionKind::ClusterAddNodes } else { ActionKind::ClusterDelNodes };
-        self.cluster_action(caller, &cluster, kind, json_object(json!({"nodes": ids}))).await
+        let kind = if add {
+            ActionKind::ClusterAddNodes
+        } else {
+            ActionKind::ClusterDelNodes
+        };
+        self.cluster_action(caller, &cluster, kind, json_object(json!({"nodes": ids})))
+            .await
     }
 
-    pub async fn attach_policy(&self, caller: &Identity, name_or_id: &str, policy: &str, priority: i32, enabled: bool) -> Result<ClusterAction> {
+    pub async fn attach_policy(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        policy: &str,
+        priority: i32,
+        enabled: bool,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let policy = self.find_policy(caller, policy).await?;
-        let inputs = json_object(json!({"policy_id": policy.id.to_string(), "priority": priority, "enabled": enabled}));
-        self.cluster_action(caller, &cluster, ActionKind::ClusterAttachPolicy, inputs).await
+        let inputs = json_object(
+            json!({"policy_id": policy.id.to_string(), "priority": priority, "enabled": enabled}),
+        );
+        self.cluster_action(caller, &cluster, ActionKind::ClusterAttachPolicy, inputs)
+            .await
     }
 
-    pub async fn detach_policy(&self, caller: &Identity, name_or_id: &str, policy: &str) -> Result<ClusterAction> {
+    pub async fn detach_policy(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        policy: &str,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let policy = self.find_policy(caller, policy).await?;
         let inputs = json_object(json!({"policy_id": policy.id.to_string()}));
-        self.cluster_action(caller, &cluster, ActionKind::ClusterDetachPolicy, inputs).await
+        self.cluster_action(caller, &cluster, ActionKind::ClusterDetachPolicy, inputs)
+            .await
     }
 
-    pub async fn list_cluster_policies(&self, caller: &Identity, name_or_id: &str) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
+    pub async fn list_cluster_policies(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         self.store.list_bindings(cluster.id).await
     }
 
-    pub async fn check_or_recover(&self, caller: &Identity, name_or_id: &str, recover: bool) -> Result<ClusterAction> {
+    pub async fn check_or_recover(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        recover: bool,
+    ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let kind = if recover { ActionKind::ClusterRecover } else { ActionKind::ClusterCheck };
-        self.cluster_action(caller, &cluster, kind, Map::new()).await
+        let kind = if recover {
+            ActionKind::ClusterRecover
+        } else {
+            ActionKind::ClusterCheck
+        };
+        self.cluster_action(caller, &cluster, kind, Map::new())
+            .await
     }
 
-    pub async fn create_node(&self, caller: &Identity, new: NewNode) -> Result<(Node, ClusterAction)> {
+    pub async fn create_node(
+        &self,
+        caller: &Identity,
+        new: NewNode,
+    ) -> Result<(Node, ClusterAction)> {
         refuse_read_only(caller)?;
         validate_name("node", &new.name)?;
         let profile = self.find_profile(caller, &new.profile).await?;
@@ -255,21 +422,51 @@ impl ClusterService {
             updated_at: now,
         };
         self.store.save_node(&node).await?;
-        let action = ClusterAction::new(ActionKind::NodeCreate, node.id, node.cluster_id, ActionStatus::Ready, Map::new(), caller, now);
-        self.submit(std::slice::from_ref(&action), &[action_event(&action, "READY", "accepted")]).await?;
+        let action = ClusterAction::new(
+            ActionKind::NodeCreate,
+            node.id,
+            node.cluster_id,
+            ActionStatus::Ready,
+            Map::new(),
+            caller,
+            now,
+        );
+        self.submit(
+            std::slice::from_ref(&action),
+            &[action_event(&action, "READY", "accepted")],
+        )
+        .await?;
         Ok((node, action))
     }
 
-    pub async fn list_nodes(&self, caller: &Identity, cluster: Option<&str>, limit: u32, marker: Option<Uuid>) -> Result<Vec<Node>> {
+    pub async fn list_nodes(
+        &self,
+        caller: &Identity,
+        cluster: Option<&str>,
+        limit: u32,
+        marker: Option<Uuid>,
+    ) -> Result<Vec<Node>> {
         let cluster_id = match cluster {
             Some(name) => Some(self.find_cluster(caller, name).await?.id),
             None => None,
         };
-        let query = NodeQuery { project_id: Self::scope(caller).map(str::to_owned), cluster_id, limit, marker };
+        let query = NodeQuery {
+            project_id: Self::scope(caller).map(str::to_owned),
+            cluster_id,
+            limit,
+            marker,
+        };
         self.store.list_nodes(&query).await
     }
 
-    pub async fn update_node(&self, caller: &Identity, name_or_id: &str, name: Option<String>, role: Option<String>, tainted: Option<bool>) -> Result<Node> {
+    pub async fn update_node(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        name: Option<String>,
+        role: Option<String>,
+        tainted: Option<bool>,
+    ) -> Result<Node> {
         refuse_read_only(caller)?;
         let mut node = self.find_node(caller, name_or_id).await?;
         if let Some(name) = name {
@@ -293,29 +490,70 @@ impl ClusterService {
         refuse_read_only(caller)?;
         let node = self.find_node(caller, name_or_id).await?;
         if node.status == NodeStatus::Deleting {
-            return Err(Error::Conflict(format!("node {:?} is already being deleted", node.name)));
+            return Err(Error::Conflict(format!(
+                "node {:?} is already being deleted",
+                node.name
+            )));
         }
         let now = ember_runtime::time::now();
-        let action = ClusterAction::new(ActionKind::NodeDelete, node.id, node.cluster_id, ActionStatus::Ready, json_object(json!({"standalone": true})), caller, now);
-        self.submit(std::slice::from_ref(&action), &[action_event(&action, "READY", "accepted")]).await?;
+        let action = ClusterAction::new(
+            ActionKind::NodeDelete,
+            node.id,
+            node.cluster_id,
+            ActionStatus::Ready,
+            json_object(json!({"standalone": true})),
+            caller,
+            now,
+        );
+        self.submit(
+            std::slice::from_ref(&action),
+            &[action_event(&action, "READY", "accepted")],
+        )
+        .await?;
         Ok(action)
     }
 
-    pub async fn list_actions(&self, caller: &Identity, cluster: Option<&str>, status: Option<ActionStatus>, limit: u32, marker: Option<Uuid>) -> Result<Vec<ClusterAction>> {
+    pub async fn list_actions(
+        &self,
+        caller: &Identity,
+        cluster: Option<&str>,
+        status: Option<ActionStatus>,
+        limit: u32,
+        marker: Option<Uuid>,
+    ) -> Result<Vec<ClusterAction>> {
         let cluster_id = match cluster {
             Some(name) => Some(self.find_cluster(caller, name).await?.id),
             None => None,
         };
-        let query = ActionQuery { project_id: Self::scope(caller).map(str::to_owned), cluster_id, status, limit, marker };
+        let query = ActionQuery {
+            project_id: Self::scope(caller).map(str::to_owned),
+            cluster_id,
+            status,
+            limit,
+            marker,
+        };
         self.store.list_actions(&query).await
     }
 
-    pub async fn list_events(&self, caller: &Identity, cluster: Option<&str>, obj_id: Option<String>, limit: u32, marker: Option<Uuid>) -> Result<Vec<ClusterEvent>> {
+    pub async fn list_events(
+        &self,
+        caller: &Identity,
+        cluster: Option<&str>,
+        obj_id: Option<String>,
+        limit: u32,
+        marker: Option<Uuid>,
+    ) -> Result<Vec<ClusterEvent>> {
         let cluster_id = match cluster {
             Some(name) => Some(self.find_cluster(caller, name).await?.id),
             None => None,
         };
-        let query = EventQuery { project_id: Self::scope(caller).map(str::to_owned), cluster_id, obj_id, limit, marker };
+        let query = EventQuery {
+            project_id: Self::scope(caller).map(str::to_owned),
+            cluster_id,
+            obj_id,
+            limit,
+            marker,
+        };
         self.store.list_events(&query).await
     }
 }

@@ -36,7 +36,12 @@ pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
     }
 }
 
-pub fn cluster(cluster: &Cluster, profile_name: &str, nodes: &[Node], policies: &[Uuid]) -> pb::Cluster {
+pub fn cluster(
+    cluster: &Cluster,
+    profile_name: &str,
+    nodes: &[Node],
+    policies: &[Uuid],
+) -> pb::Cluster {
     pb::Cluster {
         id: cluster.id.to_string(),
         name: cluster.name.clone(),
@@ -82,7 +87,10 @@ pub fn action(action: &ClusterAction) -> pb::Action {
         name: action.name.clone(),
         action: action.kind.as_str().to_owned(),
         target_id: action.target_id.to_string(),
-        cluster_id: action.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+        cluster_id: action
+            .cluster_id
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
         status: action.status.as_str().to_owned(),
         status_reason: action.status_reason.clone(),
         inputs: Value::Object(action.inputs.clone()).to_string(),
@@ -90,7 +98,10 @@ pub fn action(action: &ClusterAction) -> pb::Action {
         depends_on: action.depends_on.iter().map(Uuid::to_string).collect(),
         depended_by: action.depended_by.iter().map(Uuid::to_string).collect(),
         owner: action.owner.map(|id| id.to_string()).unwrap_or_default(),
-        lifecycle_outcome: action.lifecycle_outcome.map(|outcome| outcome.as_str().to_owned()).unwrap_or_default(),
+        lifecycle_outcome: action
+            .lifecycle_outcome
+            .map(|outcome| outcome.as_str().to_owned())
+            .unwrap_or_default(),
         project_id: action.project_id.clone(),
         user_id: action.user_id.clone(),
         created_at: Some(to_timestamp(action.created_at)),
@@ -105,7 +116,10 @@ pub fn event(event: &ClusterEvent) -> pb::ClusterEvent {
         obj_id: event.obj_id.clone(),
         obj_type: event.obj_type.clone(),
         obj_name: event.obj_name.clone(),
-        cluster_id: event.cluster_id.map(|id| id.to_string()).unwrap_or_default(),
+        cluster_id: event
+            .cluster_id
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
         action: event.action.clone(),
         status: event.status.clone(),
         status_reason: event.status_reason.clone(),
@@ -128,7 +142,8 @@ pub fn binding(binding: &PolicyBinding, policy: &PolicyDefinition) -> pb::Cluste
 
 /// A JSON document from a request field.
 pub fn json(field: &str, text: &str) -> Result<Value> {
-    serde_json::from_str(text).map_err(|error| Error::InvalidInput(format!("{field} is not valid JSON: {error}")))
+    serde_json::from_str(text)
+        .map_err(|error| Error::InvalidInput(format!("{field} is not valid JSON: {error}")))
 }
 
 /// An optional marker.
@@ -136,7 +151,9 @@ pub fn marker(text: &str) -> Result<Option<Uuid>> {
     if text.is_empty() {
         return Ok(None);
     }
-    Uuid::parse_str(text).map(Some).map_err(|_| Error::InvalidInput(format!("marker {text:?} is not an id")))
+    Uuid::parse_str(text)
+        .map(Some)
+        .map_err(|_| Error::InvalidInput(format!("marker {text:?} is not an id")))
 }
 
 pub fn non_empty(text: String) -> Option<String> {

@@ -81,21 +81,38 @@ pub enum ReadyOutcome {
 pub trait ClusterStore: Send + Sync + 'static {
     async fn insert_profile(&self, profile: &Profile) -> Result<()>;
     /// By id or name (exact), within `project_id` unless `None`.
-    async fn find_profile(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Profile>>;
+    async fn find_profile(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<Profile>>;
     async fn get_profile(&self, id: Uuid) -> Result<Option<Profile>>;
     async fn list_profiles(&self, query: &ObjectQuery) -> Result<Vec<Profile>>;
     /// Conflict while a cluster or node uses it.
     async fn delete_profile(&self, id: Uuid) -> Result<()>;
 
     async fn insert_policy(&self, policy: &PolicyDefinition) -> Result<()>;
-    async fn find_policy(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<PolicyDefinition>>;
+    async fn find_policy(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<PolicyDefinition>>;
     async fn list_policies(&self, query: &ObjectQuery) -> Result<Vec<PolicyDefinition>>;
     /// Conflict while attached.
     async fn delete_policy(&self, id: Uuid) -> Result<()>;
 
     /// The cluster and its CLUSTER_CREATE action, together.
-    async fn create_cluster(&self, cluster: &Cluster, action: &ClusterAction, event: &ClusterEvent) -> Result<()>;
-    async fn find_cluster(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Cluster>>;
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        action: &ClusterAction,
+        event: &ClusterEvent,
+    ) -> Result<()>;
+    async fn find_cluster(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<Cluster>>;
     async fn get_cluster(&self, id: Uuid) -> Result<Option<Cluster>>;
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>>;
     async fn save_cluster(&self, cluster: &Cluster) -> Result<()>;
@@ -115,10 +132,17 @@ pub trait ClusterStore: Send + Sync + 'static {
     async fn bind_policy(&self, binding: &PolicyBinding) -> Result<()>;
     async fn unbind_policy(&self, cluster_id: Uuid, policy_id: Uuid) -> Result<bool>;
     /// The cluster's bindings with their policies, highest priority first.
-    async fn list_bindings(&self, cluster_id: Uuid) -> Result<Vec<(PolicyBinding, PolicyDefinition)>>;
+    async fn list_bindings(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>>;
 
     /// Inserts actions and events in one transaction.
-    async fn insert_actions(&self, actions: &[ClusterAction], events: &[ClusterEvent]) -> Result<()>;
+    async fn insert_actions(
+        &self,
+        actions: &[ClusterAction],
+        events: &[ClusterEvent],
+    ) -> Result<()>;
     async fn get_action(&self, id: Uuid) -> Result<Option<ClusterAction>>;
     async fn list_actions(&self, query: &ActionQuery) -> Result<Vec<ClusterAction>>;
     /// Claims up to `limit` READY actions for `engine_id`, each with one
@@ -130,7 +154,8 @@ pub trait ClusterStore: Send + Sync + 'static {
         limit: u64,
     ) -> Result<Vec<ClusterAction>>;
     /// Extends the lease of every action `engine_id` runs.
-    async fn renew_action_leases(&self, engine_id: Uuid, lease_until: DateTime<Utc>) -> Result<u64>;
+    async fn renew_action_leases(&self, engine_id: Uuid, lease_until: DateTime<Utc>)
+    -> Result<u64>;
     /// RUNNING (owned by `engine_id`) → a final status; false when the
     /// action is no longer this engine's.
     async fn finish_action(
@@ -171,7 +196,11 @@ pub trait ClusterStore: Send + Sync + 'static {
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>>;
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>>;
     /// RUNNING actions whose lease ended before `now`.
-    async fn list_expired_leases(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<ClusterAction>>;
+    async fn list_expired_leases(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<ClusterAction>>;
     /// An action whose engine died: READY again (`requeue`) or FAILED, by
     /// one conditional update on its expired lease.
     async fn recover_expired_action(

@@ -112,7 +112,9 @@ impl Resolution {
     }
 
     pub fn parse(text: &str) -> Option<Resolution> {
-        [Resolution::Completed, Resolution::Expired].into_iter().find(|r| r.as_str() == text)
+        [Resolution::Completed, Resolution::Expired]
+            .into_iter()
+            .find(|r| r.as_str() == text)
     }
 }
 
@@ -184,10 +186,20 @@ mod tests {
             resolved_by: None,
         };
         let later = created + chrono::Duration::seconds(5);
-        assert_eq!(action.extended_deadline(later), later + chrono::Duration::seconds(10));
+        assert_eq!(
+            action.extended_deadline(later),
+            later + chrono::Duration::seconds(10)
+        );
         let far = created + chrono::Duration::seconds(5000);
-        assert_eq!(action.extended_deadline(far), created + chrono::Duration::seconds(1000));
-        assert!(action.message_body().contains("\"lifecycle_transition_type\":\"termination\""));
+        assert_eq!(
+            action.extended_deadline(far),
+            created + chrono::Duration::seconds(1000)
+        );
+        assert!(
+            action
+                .message_body()
+                .contains("\"lifecycle_transition_type\":\"termination\"")
+        );
     }
 
     #[test]

@@ -58,7 +58,11 @@ pub struct HookEvent {
 }
 
 impl HookEvent {
-    pub fn about(action: &PendingLifecycleAction, kind: &str, detail: impl Into<String>) -> HookEvent {
+    pub fn about(
+        action: &PendingLifecycleAction,
+        kind: &str,
+        detail: impl Into<String>,
+    ) -> HookEvent {
         HookEvent {
             id: Uuid::now_v7(),
             token: action.token,
@@ -102,23 +106,54 @@ pub trait PendingActionStore: Send + Sync + 'static {
     /// Claims up to `limit` unresolved actions whose delivery is due, each
     /// with one conditional update that pushes its next attempt to
     /// `claim_until`, so two replicas never deliver the same attempt.
-    async fn claim_due_deliveries(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>>;
+    async fn claim_due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<PendingLifecycleAction>>;
     /// Records delivery outcomes (attempts + 1) and their events.
     async fn record_deliveries(&self, results: &[DeliveryResult]) -> Result<()>;
     /// Appends messages to the embedded queue and marks them delivered, in
     /// one transaction (a token is queued once).
     async fn enqueue_messages(&self, messages: &[(PendingLifecycleAction, String)]) -> Result<()>;
-    async fn list_queue_messages(&self, queue: &str, after_id: i64, limit: u64) -> Result<Vec<QueueMessage>>;
+    async fn list_queue_messages(
+        &self,
+        queue: &str,
+        after_id: i64,
+        limit: u64,
+    ) -> Result<Vec<QueueMessage>>;
     /// Claims up to `limit` unresolved actions whose deadline passed, each
     /// with one conditional update (claim free or expired → `claim_until`):
     /// with several replicas each deadline fires once.
-    async fn claim_expired(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>>;
+    async fn claim_expired(
+        &self,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<PendingLifecycleAction>>;
     /// Marks actions resolved (only those still unresolved), with events.
-    async fn resolve(&self, tokens: &[Uuid], resolution: Resolution, resolved_by: &str, events: &[HookEvent]) -> Result<u64>;
+    async fn resolve(
+        &self,
+        tokens: &[Uuid],
+        resolution: Resolution,
+        resolved_by: &str,
+        events: &[HookEvent],
+    ) -> Result<u64>;
     /// Moves an unresolved action's deadline; returns the action after.
-    async fn extend_deadline(&self, token: Uuid, now: DateTime<Utc>) -> Result<PendingLifecycleAction>;
+    async fn extend_deadline(
+        &self,
+        token: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<PendingLifecycleAction>;
     /// The earliest moment some work (a delivery or a deadline) is due.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
     async fn record_events(&self, events: &[HookEvent]) -> Result<()>;
-    async fn list_events(&self, project_id: Option<&str>, cluster_id: Option<Uuid>, token: Option<Uuid>, limit: u64) -> Result<Vec<HookEvent>>;
+    async fn list_events(
+        &self,
+        project_id: Option<&str>,
+        cluster_id: Option<Uuid>,
+        token: Option<Uuid>,
+        limit: u64,
+    ) -> Result<Vec<HookEvent>>;
 }

@@ -101,10 +101,19 @@ impl PendingActionStore for SqlPendingActionStore {
     }
 
     async fn get_pending(&self, token: uuid::Uuid) -> Result<Option<PendingLifecycleAction>> {
-        PendingActions::find_by_id(token).one(&self.connection).await?.map(action_from_row).transpose()
+        PendingActions::find_by_id(token)
+            .one(&self.connection)
+            .await?
+            .map(action_from_row)
+            .transpose()
     }
 
-    async fn claim_due_deliveries(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+    async fn claim_due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<PendingLifecycleAction>> {
         sql_work::claim_due_deliveries(&self.connection, now, claim_until, limit).await
     }
 
@@ -116,19 +125,39 @@ impl PendingActionStore for SqlPendingActionStore {
         sql_work::enqueue_messages(&self.connection, messages).await
     }
 
-    async fn list_queue_messages(&self, queue: &str, after_id: i64, limit: u64) -> Result<Vec<QueueMessage>> {
+    async fn list_queue_messages(
+        &self,
+        queue: &str,
+        after_id: i64,
+        limit: u64,
+    ) -> Result<Vec<QueueMessage>> {
         sql_work::list_queue_messages(&self.connection, queue, after_id, limit).await
     }
 
-    async fn claim_expired(&self, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+    async fn claim_expired(
+        &self,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<PendingLifecycleAction>> {
         sql_work::claim_expired(&self.connection, now, claim_until, limit).await
     }
 
-    async fn resolve(&self, tokens: &[uuid::Uuid], resolution: Resolution, resolved_by: &str, events: &[HookEvent]) -> Result<u64> {
+    async fn resolve(
+        &self,
+        tokens: &[uuid::Uuid],
+        resolution: Resolution,
+        resolved_by: &str,
+        events: &[HookEvent],
+    ) -> Result<u64> {
         sql_work::resolve(&self.connection, tokens, resolution, resolved_by, events).await
     }
 
-    async fn extend_deadline(&self, token: uuid::Uuid, now: DateTime<Utc>) -> Result<PendingLifecycleAction> {
+    async fn extend_deadline(
+        &self,
+        token: uuid::Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<PendingLifecycleAction> {
         sql_work::extend_deadline(&self.connection, token, now).await
     }
 
@@ -140,7 +169,13 @@ impl PendingActionStore for SqlPendingActionStore {
         sql_work::record_events(&self.connection, events).await
     }
 
-    async fn list_events(&self, project_id: Option<&str>, cluster_id: Option<uuid::Uuid>, token: Option<uuid::Uuid>, limit: u64) -> Result<Vec<HookEvent>> {
+    async fn list_events(
+        &self,
+        project_id: Option<&str>,
+        cluster_id: Option<uuid::Uuid>,
+        token: Option<uuid::Uuid>,
+        limit: u64,
+    ) -> Result<Vec<HookEvent>> {
         sql_work::list_events(&self.connection, project_id, cluster_id, token, limit).await
     }
 }
@@ -172,7 +207,9 @@ pub(super) fn action_from_row(row: entity::Model) -> Result<PendingLifecycleActi
         timeout_secs: u32::try_from(row.timeout_secs).unwrap_or(0),
         resolution: match &row.resolution {
             None => None,
-            Some(text) => Some(crate::domain::Resolution::parse(text).ok_or_else(|| corrupt("resolution"))?),
+            Some(text) => {
+                Some(crate::domain::Resolution::parse(text).ok_or_else(|| corrupt("resolution"))?)
+            }
         },
         resolved_at: row.resolved_at,
         resolved_by: row.resolved_by,

@@ -29,17 +29,30 @@ fn event_row(event: &HookEvent) -> hook_event::ActiveModel {
     }
 }
 
-pub async fn record_events(connection: &impl sea_orm::ConnectionTrait, events: &[HookEvent]) -> Result<()> {
+pub async fn record_events(
+    connection: &impl sea_orm::ConnectionTrait,
+    events: &[HookEvent],
+) -> Result<()> {
     if !events.is_empty() {
-        hook_event::Entity::insert_many(events.iter().map(event_row)).exec(connection).await?;
+        hook_event::Entity::insert_many(events.iter().map(event_row))
+            .exec(connection)
+            .await?;
     }
     Ok(())
 }
 
-pub async fn claim_due_deliveries(connection: &DatabaseConnection, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+pub async fn claim_due_deliveries(
+    connection: &DatabaseConnection,
+    now: DateTime<Utc>,
+    claim_until: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<PendingLifecycleAction>> {
     let due = PendingActions::find()
         .filter(entity::Column::Resolution.is_null())
-        .filter(entity::Column::DeliveryState.is_in([DeliveryState::Pending.as_str(), DeliveryState::Retrying.as_str()]))
+        .filter(entity::Column::DeliveryState.is_in([
+            DeliveryState::Pending.as_str(),
+            DeliveryState::Retrying.as_str(),
+        ]))
         .filter(entity::Column::NextAttemptAt.lte(now))
         .filter(entity::Column::Deadline.gt(now))
         .order_by_asc(entity::Column::NextAttemptAt)
@@ -62,17 +75,32 @@ pub async fn claim_due_deliveries(connection: &DatabaseConnection, now: DateTime
     Ok(claimed)
 }
 
-pub async fn record_deliveries(connection: &DatabaseConnection, results: &[DeliveryResult]) -> Result<()> {
+pub async fn record_deliveries(
+    connection: &DatabaseConnection,
+    results: &[DeliveryResult],
+) -> Result<()> {
     let transaction = connection.begin().await?;
     let now = ember_runtime::time::now();
     for result in results {
         let delivered = result.state == DeliveryState::Delivered;
         PendingActions::update_many()
-            .col_expr(entity::Column::DeliveryState, Expr::value(result.state.as_str()))
-            .col_expr(entity::Column::DeliveryAttempts, Expr::col(entity::Column::DeliveryAttempts).add(1))
+            .col_expr(
+                entity::Column::DeliveryState,
+                Expr::value(result.state.as_str()),
+            )
+            .col_expr(
+                entity::Column::DeliveryAttempts,
+                Expr::col(entity::Column::DeliveryAttempts).add(1),
+            )
             .col_expr(entity::Column::LastError, Expr::value(result.error.clone()))
-            .col_expr(entity::Column::NextAttemptAt, Expr::value(result.next_attempt_at))
-            .col_expr(entity::Column::DeliveredAt, Expr::value(delivered.then_some(now)))
+            .col_expr(
+                entity::Column::NextAttemptAt,
+                Expr::value(result.next_attempt_at),
+            )
+            .col_expr(
+                entity::Column::DeliveredAt,
+                Expr::value(delivered.then_some(now)),
+            )
             .filter(entity::Column::Token.eq(result.token))
             .exec(&transaction)
             .await?;
@@ -83,42 +111,67 @@ pub async fn record_deliveries(connection: &DatabaseConnection, results: &[Deliv
     Ok(())
 }
 
-pub async fn enqueue_messages(connection: &DatabaseConnection, messages: &[(PendingLifecycleAction, String)]) -> Result<()> {
+pub async fn enqueue_messages(
+    connection: &DatabaseConnection,
+    messages: &[(PendingLifecycleAction, String)],
+) -> Result<()> {
     if messages.is_empty() {
         return Ok(());
     }
     let now = ember_runtime::time::now();
     let transaction = connection.begin().await?;
-    let rows = messages.iter().map(|(action, body)| queue_message::ActiveModel {
-        id: sea_orm::ActiveValue::NotSet,
-        queue: Set(action.target.address().to_owned()),
-        token: Set(action.token),
-        body: Set(body.clone()),
-        created_at: Set(now),
-    });
+    let rows = messages
+        .iter()
+        .map(|(action, body)| queue_message::ActiveModel {
+            id: sea_orm::ActiveValue::NotSet,
+            queue: Set(action.target.address().to_owned()),
+            token: Set(action.token),
+            body: Set(body.clone()),
+            created_at: Set(now),
+        });
     queue_message::Entity::insert_many(rows)
         .on_conflict_do_nothing_on([queue_message::Column::Token])
         .exec(&transaction)
         .await?;
     let tokens: Vec<Uuid> = messages.iter().map(|(action, _)| action.token).collect();
     PendingActions::update_many()
-        .col_expr(entity::Column::DeliveryState, Expr::value(DeliveryState::Delivered.as_str()))
-        .col_expr(entity::Column::DeliveryAttempts, Expr::col(entity::Column::DeliveryAttempts).add(1))
+        .col_expr(
+            entity::Column::DeliveryState,
+            Expr::value(DeliveryState::Delivered.as_str()),
+        )
+        .col_expr(
+            entity::Column::DeliveryAttempts,
+            Expr::col(entity::Column::DeliveryAttempts).add(1),
+        )
         .col_expr(entity::Column::DeliveredAt, Expr::value(Some(now)))
-        .col_expr(entity::Column::NextAttemptAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .col_expr(
+            entity::Column::NextAttemptAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
         .filter(entity::Column::Token.is_in(tokens))
         .exec(&transaction)
         .await?;
     let events: Vec<HookEvent> = messages
         .iter()
-        .map(|(action, _)| HookEvent::about(action, "SENT", format!("queued on the embedded queue {:?}", action.target.address())))
+        .map(|(action, _)| {
+            HookEvent::about(
+                action,
+                "SENT",
+                format!("queued on the embedded queue {:?}", action.target.address()),
+            )
+        })
         .collect();
     record_events(&transaction, &events).await?;
     transaction.commit().await?;
     Ok(())
 }
 
-pub async fn list_queue_messages(connection: &DatabaseConnection, queue: &str, after_id: i64, limit: u64) -> Result<Vec<QueueMessage>> {
+pub async fn list_queue_messages(
+    connection: &DatabaseConnection,
+    queue: &str,
+    after_id: i64,
+    limit: u64,
+) -> Result<Vec<QueueMessage>> {
     Ok(queue_message::Entity::find()
         .filter(queue_message::Column::Queue.eq(queue))
         .filter(queue_message::Column::Id.gt(after_id))
@@ -127,11 +180,22 @@ pub async fn list_queue_messages(connection: &DatabaseConnection, queue: &str, a
         .all(connection)
         .await?
         .into_iter()
-        .map(|row| QueueMessage { id: row.id, queue: row.queue, token: row.token, body: row.body, created_at: row.created_at })
+        .map(|row| QueueMessage {
+            id: row.id,
+            queue: row.queue,
+            token: row.token,
+            body: row.body,
+            created_at: row.created_at,
+        })
         .collect())
 }
 
-pub async fn claim_expired(connection: &DatabaseConnection, now: DateTime<Utc>, claim_until: DateTime<Utc>, limit: u64) -> Result<Vec<PendingLifecycleAction>> {
+pub async fn claim_expired(
+    connection: &DatabaseConnection,
+    now: DateTime<Utc>,
+    claim_until: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<PendingLifecycleAction>> {
     let free = || {
         Condition::any()
             .add(entity::Column::FireClaimedUntil.is_null())
@@ -161,11 +225,20 @@ pub async fn claim_expired(connection: &DatabaseConnection, now: DateTime<Utc>, 
     Ok(claimed)
 }
 
-pub async fn resolve(connection: &DatabaseConnection, tokens: &[Uuid], resolution: Resolution, resolved_by: &str, events: &[HookEvent]) -> Result<u64> {
+pub async fn resolve(
+    connection: &DatabaseConnection,
+    tokens: &[Uuid],
+    resolution: Resolution,
+    resolved_by: &str,
+    events: &[HookEvent],
+) -> Result<u64> {
     let transaction = connection.begin().await?;
     let result = PendingActions::update_many()
         .col_expr(entity::Column::Resolution, Expr::value(resolution.as_str()))
-        .col_expr(entity::Column::ResolvedAt, Expr::value(ember_runtime::time::now()))
+        .col_expr(
+            entity::Column::ResolvedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
         .col_expr(entity::Column::ResolvedBy, Expr::value(resolved_by))
         .filter(entity::Column::Token.is_in(tokens.iter().copied()))
         .filter(entity::Column::Resolution.is_null())
@@ -176,14 +249,21 @@ pub async fn resolve(connection: &DatabaseConnection, tokens: &[Uuid], resolutio
     Ok(result.rows_affected)
 }
 
-pub async fn extend_deadline(connection: &DatabaseConnection, token: Uuid, now: DateTime<Utc>) -> Result<PendingLifecycleAction> {
+pub async fn extend_deadline(
+    connection: &DatabaseConnection,
+    token: Uuid,
+    now: DateTime<Utc>,
+) -> Result<PendingLifecycleAction> {
     let row = PendingActions::find_by_id(token)
         .one(connection)
         .await?
         .ok_or_else(|| Error::NotFound(format!("lifecycle action {token} is not pending")))?;
     let action = action_from_row(row)?;
     if let Some(resolution) = action.resolution {
-        return Err(Error::Conflict(format!("lifecycle action {token} is already {}", resolution.as_str().to_lowercase())));
+        return Err(Error::Conflict(format!(
+            "lifecycle action {token} is already {}",
+            resolution.as_str().to_lowercase()
+        )));
     }
     let deadline = action.extended_deadline(now);
     let transaction = connection.begin().await?;
@@ -195,9 +275,19 @@ pub async fn extend_deadline(connection: &DatabaseConnection, token: Uuid, now: 
         .exec(&transaction)
         .await?;
     if result.rows_affected != 1 {
-        return Err(Error::Conflict(format!("lifecycle action {token} changed meanwhile: try again")));
+        return Err(Error::Conflict(format!(
+            "lifecycle action {token} changed meanwhile: try again"
+        )));
     }
-    record_events(&transaction, &[HookEvent::about(&action, "HEARTBEAT", format!("deadline moved to {}", deadline.to_rfc3339()))]).await?;
+    record_events(
+        &transaction,
+        &[HookEvent::about(
+            &action,
+            "HEARTBEAT",
+            format!("deadline moved to {}", deadline.to_rfc3339()),
+        )],
+    )
+    .await?;
     transaction.commit().await?;
     Ok(PendingLifecycleAction { deadline, ..action })
 }
@@ -208,7 +298,10 @@ pub async fn next_due(connection: &DatabaseConnection) -> Result<Option<DateTime
         .order_by_asc(entity::Column::Deadline)
         .one(connection)
         .await?
-        .map(|row| row.fire_claimed_until.map_or(row.deadline, |claim| Ord::max(claim, row.deadline)));
+        .map(|row| {
+            row.fire_claimed_until
+                .map_or(row.deadline, |claim| Ord::max(claim, row.deadline))
+        });
     let next_attempt = PendingActions::find()
         .filter(entity::Column::Resolution.is_null())
         .filter(entity::Column::NextAttemptAt.is_not_null())
@@ -219,7 +312,13 @@ pub async fn next_due(connection: &DatabaseConnection) -> Result<Option<DateTime
     Ok([next_deadline, next_attempt].into_iter().flatten().min())
 }
 
-pub async fn list_events(connection: &DatabaseConnection, project_id: Option<&str>, cluster_id: Option<Uuid>, token: Option<Uuid>, limit: u64) -> Result<Vec<HookEvent>> {
+pub async fn list_events(
+    connection: &DatabaseConnection,
+    project_id: Option<&str>,
+    cluster_id: Option<Uuid>,
+    token: Option<Uuid>,
+    limit: u64,
+) -> Result<Vec<HookEvent>> {
     let mut select = hook_event::Entity::find();
     if let Some(project_id) = project_id {
         select = select.filter(hook_event::Column::ProjectId.eq(project_id));
@@ -236,6 +335,15 @@ pub async fn list_events(connection: &DatabaseConnection, project_id: Option<&st
         .all(connection)
         .await?
         .into_iter()
-        .map(|row| HookEvent { id: row.id, token: row.token, cluster_id: row.cluster_id, node_id: row.node_id, project_id: row.project_id, kind: row.kind, detail: row.detail, created_at: row.created_at })
+        .map(|row| HookEvent {
+            id: row.id,
+            token: row.token,
+            cluster_id: row.cluster_id,
+            node_id: row.node_id,
+            project_id: row.project_id,
+            kind: row.kind,
+            detail: row.detail,
+            created_at: row.created_at,
+        })
         .collect())
 }

@@ -60,7 +60,9 @@ impl ActionKind {
     }
 
     pub fn parse(text: &str) -> Option<ActionKind> {
-        ActionKind::ALL.into_iter().find(|kind| kind.as_str() == text)
+        ActionKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
     }
 
     /// Node actions are idempotent (a delete of a gone resource succeeds),
@@ -195,7 +197,11 @@ impl ClusterAction {
         let id = Uuid::now_v7();
         ClusterAction {
             id,
-            name: format!("{}_{}", kind.as_str().to_ascii_lowercase(), &id.simple().to_string()[..8]),
+            name: format!(
+                "{}_{}",
+                kind.as_str().to_ascii_lowercase(),
+                &id.simple().to_string()[..8]
+            ),
             kind,
             target_id,
             cluster_id,

@@ -207,7 +207,10 @@ pub struct ClusterEvent {
 pub fn validate_name(what: &str, name: &str) -> Result<()> {
     let valid = !name.is_empty()
         && name.len() <= 255
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '~'));

@@ -73,7 +73,10 @@ pub struct ScalingPolicy {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PolicyKind {
-    Deletion { version: String, policy: DeletionPolicy },
+    Deletion {
+        version: String,
+        policy: DeletionPolicy,
+    },
     Scaling(ScalingPolicy),
 }
 
@@ -117,7 +120,11 @@ pub(super) fn version_text(value: Option<&Value>) -> String {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Number(number)) => {
             let text = number.to_string();
-            if text.contains('.') { text } else { format!("{text}.0") }
+            if text.contains('.') {
+                text
+            } else {
+                format!("{text}.0")
+            }
         }
         _ => String::new(),
     }
@@ -141,7 +148,11 @@ fn unsigned(properties: &Map<String, Value>, key: &str, default: u32) -> Result<
         Some(value) => value
             .as_u64()
             .and_then(|value| u32::try_from(value).ok())
-            .ok_or_else(|| invalid(&format!("{key} must be a non-negative integer, got {value}"))),
+            .ok_or_else(|| {
+                invalid(&format!(
+                    "{key} must be a non-negative integer, got {value}"
+                ))
+            }),
     }
 }
 
@@ -180,13 +191,21 @@ fn parse_hooks(hooks: &Map<String, Value>) -> Result<LifecycleHooks> {
         Some(Value::Object(params)) => params,
         Some(_) => return Err(invalid("hooks.params must be an object")),
     };
-    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    let text = |key: &str| {
+        params
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     let target = match hooks.get("type").and_then(Value::as_str).unwrap_or("zaqar") {
         "zaqar" | "queue" => {
             let queue = text("queue");
             let valid = !queue.is_empty()
                 && queue.len() <= 64
-                && queue.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
+                && queue
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'));
             if !valid {
                 return Err(invalid(&format!(
                     "hooks.params.queue {queue:?} must be 1-64 letters, digits, '_' or '-'"
@@ -248,7 +267,11 @@ fn parse_scaling(properties: &Map<String, Value>) -> Result<ScalingPolicy> {
         Some(value) => value
             .as_f64()
             .filter(|number| *number >= 0.0)
-            .ok_or_else(|| invalid(&format!("adjustment.number must be a non-negative number, got {value}")))?,
+            .ok_or_else(|| {
+                invalid(&format!(
+                    "adjustment.number must be a non-negative number, got {value}"
+                ))
+            })?,
     };
     Ok(ScalingPolicy {
         event,

@@ -57,7 +57,9 @@ impl ProfileSpec {
             match properties.get(key) {
                 None | Some(Value::Null) => Ok(String::new()),
                 Some(Value::String(text)) => Ok(text.clone()),
-                Some(other) => Err(invalid(format!("properties.{key} must be a string, got {other}"))),
+                Some(other) => Err(invalid(format!(
+                    "properties.{key} must be a string, got {other}"
+                ))),
             }
         };
         let string_map = |key: &str| -> Result<BTreeMap<String, String>> {
@@ -70,7 +72,9 @@ impl ProfileSpec {
                         other => Ok((name.clone(), other.to_string())),
                     })
                     .collect(),
-                Some(other) => Err(invalid(format!("properties.{key} must be an object, got {other}"))),
+                Some(other) => Err(invalid(format!(
+                    "properties.{key} must be an object, got {other}"
+                ))),
             }
         };
         let kind = match (type_name, version.as_str()) {
@@ -103,7 +107,9 @@ impl ProfileSpec {
                 let parameters = match properties.get("parameters") {
                     None | Some(Value::Null) => Map::new(),
                     Some(Value::Object(map)) => map.clone(),
-                    Some(_) => return Err(invalid("properties.parameters must be an object".into())),
+                    Some(_) => {
+                        return Err(invalid("properties.parameters must be an object".into()));
+                    }
                 };
                 let environment = match properties.get("environment") {
                     None | Some(Value::Null) => String::new(),
@@ -116,7 +122,9 @@ impl ProfileSpec {
                         value
                             .as_u64()
                             .and_then(|value| u32::try_from(value).ok())
-                            .ok_or_else(|| invalid(format!("properties.timeout must be minutes, got {value}")))?,
+                            .ok_or_else(|| {
+                                invalid(format!("properties.timeout must be minutes, got {value}"))
+                            })?,
                     ),
                 };
                 ProfileKind::Stack {

@@ -31,7 +31,9 @@ pub fn desired_after(
     min_step: i32,
 ) -> Result<i32> {
     if !number.is_finite() {
-        return Err(Error::InvalidInput(format!("number {number} is not a number")));
+        return Err(Error::InvalidInput(format!(
+            "number {number} is not a number"
+        )));
     }
     let desired = match adjustment {
         AdjustmentType::ExactCapacity => {
@@ -52,7 +54,11 @@ pub fn desired_after(
         }
         AdjustmentType::ChangeInPercentage => {
             let delta = f64::from(current) * number / 100.0;
-            let mut step = if delta > 0.0 { delta.floor() } else { delta.ceil() } as i64;
+            let mut step = if delta > 0.0 {
+                delta.floor()
+            } else {
+                delta.ceil()
+            } as i64;
             if step.abs() < i64::from(min_step) && number != 0.0 {
                 step = i64::from(min_step) * number.signum() as i64;
             }
@@ -72,7 +78,11 @@ pub fn fit(desired: i32, min_size: i32, max_size: i32, strict: bool) -> Result<i
         )));
     }
     let clamped = desired.max(min_size);
-    Ok(if max_size != -1 { clamped.min(max_size) } else { clamped })
+    Ok(if max_size != -1 {
+        clamped.min(max_size)
+    } else {
+        clamped
+    })
 }
 
 #[cfg(test)]
@@ -81,10 +91,22 @@ mod tests {
 
     #[test]
     fn adjustments_compute_like_senlin() {
-        assert_eq!(desired_after(4, AdjustmentType::ExactCapacity, 2.0, 1).ok(), Some(2));
-        assert_eq!(desired_after(4, AdjustmentType::ChangeInCapacity, -3.0, 1).ok(), Some(1));
-        assert_eq!(desired_after(10, AdjustmentType::ChangeInPercentage, 25.0, 1).ok(), Some(12));
-        assert_eq!(desired_after(2, AdjustmentType::ChangeInPercentage, 10.0, 1).ok(), Some(3));
+        assert_eq!(
+            desired_after(4, AdjustmentType::ExactCapacity, 2.0, 1).ok(),
+            Some(2)
+        );
+        assert_eq!(
+            desired_after(4, AdjustmentType::ChangeInCapacity, -3.0, 1).ok(),
+            Some(1)
+        );
+        assert_eq!(
+            desired_after(10, AdjustmentType::ChangeInPercentage, 25.0, 1).ok(),
+            Some(12)
+        );
+        assert_eq!(
+            desired_after(2, AdjustmentType::ChangeInPercentage, 10.0, 1).ok(),
+            Some(3)
+        );
         assert!(desired_after(2, AdjustmentType::ExactCapacity, 1.5, 1).is_err());
         assert_eq!(fit(5, 1, 3, false).ok(), Some(3));
         assert!(fit(5, 1, 3, true).is_err());

@@ -202,7 +202,9 @@ pub fn action_row(action: &ClusterAction) -> action::ActiveModel {
         depended_by: Set(uuids_json(&action.depended_by)),
         owner: Set(action.owner),
         lease_expires_at: Set(action.lease_expires_at),
-        lifecycle_outcome: Set(action.lifecycle_outcome.map(|outcome| outcome.as_str().to_owned())),
+        lifecycle_outcome: Set(action
+            .lifecycle_outcome
+            .map(|outcome| outcome.as_str().to_owned())),
         lifecycle_detail: Set(action.lifecycle_detail.clone()),
         hook_recorded: Set(action.hook_recorded),
         project_id: Set(action.project_id.clone()),

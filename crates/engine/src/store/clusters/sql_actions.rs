@@ -23,7 +23,9 @@ use crate::error::Result;
 
 async fn insert_events(connection: &impl ConnectionTrait, events: &[ClusterEvent]) -> Result<()> {
     if !events.is_empty() {
-        event::Entity::insert_many(events.iter().map(event_row)).exec(connection).await?;
+        event::Entity::insert_many(events.iter().map(event_row))
+            .exec(connection)
+            .await?;
     }
     Ok(())
 }
@@ -35,14 +37,19 @@ pub async fn insert_actions(
 ) -> Result<()> {
     let transaction = connection.begin().await?;
     if !actions.is_empty() {
-        action::Entity::insert_many(actions.iter().map(action_row)).exec(&transaction).await?;
+        action::Entity::insert_many(actions.iter().map(action_row))
+            .exec(&transaction)
+            .await?;
     }
     insert_events(&transaction, events).await?;
     transaction.commit().await?;
     Ok(())
 }
 
-pub async fn list_actions(connection: &DatabaseConnection, query: &ActionQuery) -> Result<Vec<ClusterAction>> {
+pub async fn list_actions(
+    connection: &DatabaseConnection,
+    query: &ActionQuery,
+) -> Result<Vec<ClusterAction>> {
     let mut select = action::Entity::find();
     if let Some(project_id) = &query.project_id {
         select = select.filter(action::Column::ProjectId.eq(project_id.as_str()));
@@ -56,7 +63,11 @@ pub async fn list_actions(connection: &DatabaseConnection, query: &ActionQuery) 
     if let Some(marker) = query.marker {
         select = select.filter(action::Column::Id.gt(marker));
     }
-    let page = super::ObjectQuery { limit: query.limit, ..Default::default() }.page_size();
+    let page = super::ObjectQuery {
+        limit: query.limit,
+        ..Default::default()
+    }
+    .page_size();
     select
         .order_by_asc(action::Column::Id)
         .limit(page)
@@ -67,7 +78,11 @@ pub async fn list_actions(connection: &DatabaseConnection, query: &ActionQuery) 
         .collect()
 }
 
-pub async fn list_by_status(connection: &DatabaseConnection, status: ActionStatus, limit: u64) -> Result<Vec<ClusterAction>> {
+pub async fn list_by_status(
+    connection: &DatabaseConnection,
+    status: ActionStatus,
+    limit: u64,
+) -> Result<Vec<ClusterAction>> {
     action::Entity::find()
         .filter(action::Column::Status.eq(status.as_str()))
         .order_by_asc(action::Column::CreatedAt)
@@ -97,10 +112,16 @@ pub async fn claim_ready_actions(
     let mut claimed = Vec::with_capacity(candidates.len());
     for id in candidates {
         let result = action::Entity::update_many()
-            .col_expr(action::Column::Status, Expr::value(ActionStatus::Running.as_str()))
+            .col_expr(
+                action::Column::Status,
+                Expr::value(ActionStatus::Running.as_str()),
+            )
             .col_expr(action::Column::Owner, Expr::value(engine_id))
             .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
-            .col_expr(action::Column::UpdatedAt, Expr::value(ember_runtime::time::now()))
+            .col_expr(
+                action::Column::UpdatedAt,
+                Expr::value(ember_runtime::time::now()),
+            )
             .filter(action::Column::Id.eq(id))
             .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
             .exec(connection)
@@ -114,7 +135,11 @@ pub async fn claim_ready_actions(
     Ok(claimed)
 }
 
-pub async fn renew_action_leases(connection: &DatabaseConnection, engine_id: Uuid, lease_until: DateTime<Utc>) -> Result<u64> {
+pub async fn renew_action_leases(
+    connection: &DatabaseConnection,
+    engine_id: Uuid,
+    lease_until: DateTime<Utc>,
+) -> Result<u64> {
     let result = action::Entity::update_many()
         .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
         .filter(action::Column::Owner.eq(engine_id))
@@ -136,10 +161,19 @@ pub async fn finish_action(
     let result = action::Entity::update_many()
         .col_expr(action::Column::Status, Expr::value(status.as_str()))
         .col_expr(action::Column::StatusReason, Expr::value(reason))
-        .col_expr(action::Column::Outputs, Expr::value(Value::Object(action.outputs.clone())))
+        .col_expr(
+            action::Column::Outputs,
+            Expr::value(Value::Object(action.outputs.clone())),
+        )
         .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(action::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
-        .col_expr(action::Column::UpdatedAt, Expr::value(ember_runtime::time::now()))
+        .col_expr(
+            action::Column::LeaseExpiresAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
         .filter(action::Column::Id.eq(action.id))
         .filter(action::Column::Owner.eq(engine_id))
         .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
@@ -165,12 +199,27 @@ pub async fn start_waiting_on_children(
     let transaction = connection.begin().await?;
     let child_ids: Vec<Uuid> = children.iter().map(|child| child.id).collect();
     let result = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(ActionStatus::Waiting.as_str()))
-        .col_expr(action::Column::DependsOn, Expr::value(uuids_json(&child_ids)))
-        .col_expr(action::Column::Outputs, Expr::value(Value::Object(parent.outputs.clone())))
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Waiting.as_str()),
+        )
+        .col_expr(
+            action::Column::DependsOn,
+            Expr::value(uuids_json(&child_ids)),
+        )
+        .col_expr(
+            action::Column::Outputs,
+            Expr::value(Value::Object(parent.outputs.clone())),
+        )
         .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(action::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
-        .col_expr(action::Column::UpdatedAt, Expr::value(ember_runtime::time::now()))
+        .col_expr(
+            action::Column::LeaseExpiresAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
         .filter(action::Column::Id.eq(parent.id))
         .filter(action::Column::Owner.eq(engine_id))
         .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
@@ -180,13 +229,19 @@ pub async fn start_waiting_on_children(
         return Ok(false);
     }
     if !children.is_empty() {
-        action::Entity::insert_many(children.iter().map(action_row)).exec(&transaction).await?;
+        action::Entity::insert_many(children.iter().map(action_row))
+            .exec(&transaction)
+            .await?;
     }
     if let Some(cluster) = cluster {
-        cluster::Entity::update(cluster_row(cluster)).exec(&transaction).await?;
+        cluster::Entity::update(cluster_row(cluster))
+            .exec(&transaction)
+            .await?;
     }
     for node in nodes {
-        node::Entity::update(node_row(node)).exec(&transaction).await?;
+        node::Entity::update(node_row(node))
+            .exec(&transaction)
+            .await?;
     }
     insert_events(&transaction, events).await?;
     transaction.commit().await?;
@@ -202,11 +257,20 @@ pub async fn make_ready(
 ) -> Result<ReadyOutcome> {
     let transaction = connection.begin().await?;
     let mut update = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(ActionStatus::Ready.as_str()))
-        .col_expr(action::Column::UpdatedAt, Expr::value(ember_runtime::time::now()));
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Ready.as_str()),
+        )
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        );
     if let Some((outcome, detail)) = outcome {
         update = update
-            .col_expr(action::Column::LifecycleOutcome, Expr::value(outcome.as_str()))
+            .col_expr(
+                action::Column::LifecycleOutcome,
+                Expr::value(outcome.as_str()),
+            )
             .col_expr(action::Column::LifecycleDetail, Expr::value(detail));
     }
     let result = update
@@ -218,7 +282,9 @@ pub async fn make_ready(
     if moved && let Some(event) = event {
         insert_events(&transaction, std::slice::from_ref(event)).await?;
     }
-    let row = action::Entity::find_by_id(action_id).one(&transaction).await?;
+    let row = action::Entity::find_by_id(action_id)
+        .one(&transaction)
+        .await?;
     transaction.commit().await?;
     Ok(match row {
         None => ReadyOutcome::Unknown,
@@ -227,7 +293,10 @@ pub async fn make_ready(
     })
 }
 
-pub async fn mark_hooks_recorded(connection: &DatabaseConnection, action_ids: &[Uuid]) -> Result<()> {
+pub async fn mark_hooks_recorded(
+    connection: &DatabaseConnection,
+    action_ids: &[Uuid],
+) -> Result<()> {
     if action_ids.is_empty() {
         return Ok(());
     }
@@ -239,7 +308,10 @@ pub async fn mark_hooks_recorded(connection: &DatabaseConnection, action_ids: &[
     Ok(())
 }
 
-pub async fn list_unrecorded_hooks(connection: &DatabaseConnection, limit: u64) -> Result<Vec<ClusterAction>> {
+pub async fn list_unrecorded_hooks(
+    connection: &DatabaseConnection,
+    limit: u64,
+) -> Result<Vec<ClusterAction>> {
     action::Entity::find()
         .filter(action::Column::Status.eq(ActionStatus::WaitingLifecycleCompletion.as_str()))
         .filter(action::Column::HookRecorded.eq(false))
@@ -252,8 +324,14 @@ pub async fn list_unrecorded_hooks(connection: &DatabaseConnection, limit: u64) 
         .collect()
 }
 
-pub async fn finish_parent_if_done(connection: &DatabaseConnection, parent_id: Uuid) -> Result<Option<ClusterAction>> {
-    let Some(parent) = action::Entity::find_by_id(parent_id).one(connection).await? else {
+pub async fn finish_parent_if_done(
+    connection: &DatabaseConnection,
+    parent_id: Uuid,
+) -> Result<Option<ClusterAction>> {
+    let Some(parent) = action::Entity::find_by_id(parent_id)
+        .one(connection)
+        .await?
+    else {
         return Ok(None);
     };
     let parent = action_from(parent)?;
@@ -270,11 +348,20 @@ pub async fn finish_parent_if_done(connection: &DatabaseConnection, parent_id: U
     if children.iter().any(|child| !child.status.is_final()) {
         return Ok(None);
     }
-    let failed = children.iter().filter(|child| child.status != ActionStatus::Succeeded).count();
+    let failed = children
+        .iter()
+        .filter(|child| child.status != ActionStatus::Succeeded)
+        .count();
     let (status, reason) = if failed == 0 {
-        (ActionStatus::Succeeded, format!("{} completed", parent.kind.as_str()))
+        (
+            ActionStatus::Succeeded,
+            format!("{} completed", parent.kind.as_str()),
+        )
     } else {
-        (ActionStatus::Failed, format!("{failed} of {} node action(s) failed", children.len()))
+        (
+            ActionStatus::Failed,
+            format!("{failed} of {} node action(s) failed", children.len()),
+        )
     };
     let now = ember_runtime::time::now();
     let transaction = connection.begin().await?;
@@ -290,9 +377,16 @@ pub async fn finish_parent_if_done(connection: &DatabaseConnection, parent_id: U
         return Ok(None);
     }
     if let Some(cluster_id) = parent.cluster_id {
-        let cluster_status = if failed == 0 { ClusterStatus::Active } else { ClusterStatus::Warning };
+        let cluster_status = if failed == 0 {
+            ClusterStatus::Active
+        } else {
+            ClusterStatus::Warning
+        };
         cluster::Entity::update_many()
-            .col_expr(cluster::Column::Status, Expr::value(cluster_status.as_str()))
+            .col_expr(
+                cluster::Column::Status,
+                Expr::value(cluster_status.as_str()),
+            )
             .col_expr(cluster::Column::StatusReason, Expr::value(reason.as_str()))
             .col_expr(cluster::Column::UpdatedAt, Expr::value(now))
             .filter(cluster::Column::Id.eq(cluster_id))
@@ -301,10 +395,18 @@ pub async fn finish_parent_if_done(connection: &DatabaseConnection, parent_id: U
             .await?;
     }
     transaction.commit().await?;
-    Ok(Some(ClusterAction { status, status_reason: reason, ..parent }))
+    Ok(Some(ClusterAction {
+        status,
+        status_reason: reason,
+        ..parent
+    }))
 }
 
-pub async fn list_expired_leases(connection: &DatabaseConnection, now: DateTime<Utc>, limit: u64) -> Result<Vec<ClusterAction>> {
+pub async fn list_expired_leases(
+    connection: &DatabaseConnection,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<ClusterAction>> {
     action::Entity::find()
         .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
         .filter(action::Column::LeaseExpiresAt.lt(now))
@@ -324,16 +426,28 @@ pub async fn recover_expired_action(
     event: &ClusterEvent,
 ) -> Result<bool> {
     let (status, reason) = if requeue {
-        (ActionStatus::Ready, format!("taken over: engine {} went away", display_owner(action)))
+        (
+            ActionStatus::Ready,
+            format!("taken over: engine {} went away", display_owner(action)),
+        )
     } else {
-        (ActionStatus::Failed, format!("engine {} went away while running it", display_owner(action)))
+        (
+            ActionStatus::Failed,
+            format!(
+                "engine {} went away while running it",
+                display_owner(action)
+            ),
+        )
     };
     let transaction = connection.begin().await?;
     let result = action::Entity::update_many()
         .col_expr(action::Column::Status, Expr::value(status.as_str()))
         .col_expr(action::Column::StatusReason, Expr::value(reason))
         .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(action::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .col_expr(
+            action::Column::LeaseExpiresAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
         .col_expr(action::Column::UpdatedAt, Expr::value(now))
         .filter(action::Column::Id.eq(action.id))
         .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
@@ -349,5 +463,8 @@ pub async fn recover_expired_action(
 }
 
 fn display_owner(action: &ClusterAction) -> String {
-    action.owner.map(|owner| owner.to_string()).unwrap_or_else(|| "(unknown)".to_owned())
+    action
+        .owner
+        .map(|owner| owner.to_string())
+        .unwrap_or_else(|| "(unknown)".to_owned())
 }

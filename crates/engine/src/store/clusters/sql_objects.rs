@@ -39,7 +39,12 @@ macro_rules! find_by_name_or_id {
             select = select.filter($entity::Column::ProjectId.eq(project_id));
         }
         let rows = match Uuid::parse_str($name_or_id) {
-            Ok(id) => select.filter($entity::Column::Id.eq(id)).all($connection).await?,
+            Ok(id) => {
+                select
+                    .filter($entity::Column::Id.eq(id))
+                    .all($connection)
+                    .await?
+            }
             Err(_) => {
                 select
                     .filter($entity::Column::Name.eq($name_or_id))
@@ -61,18 +66,28 @@ macro_rules! find_by_name_or_id {
 #[async_trait]
 impl ClusterStore for SqlClusterStore {
     async fn insert_profile(&self, profile: &Profile) -> Result<()> {
-        profile::Entity::insert(profile_row(profile)).exec(&self.connection).await?;
+        profile::Entity::insert(profile_row(profile))
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
-    async fn find_profile(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Profile>> {
+    async fn find_profile(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<Profile>> {
         find_by_name_or_id!(&self.connection, profile, "profile", project_id, name_or_id)
             .map(profile_from)
             .transpose()
     }
 
     async fn get_profile(&self, id: Uuid) -> Result<Option<Profile>> {
-        profile::Entity::find_by_id(id).one(&self.connection).await?.map(profile_from).transpose()
+        profile::Entity::find_by_id(id)
+            .one(&self.connection)
+            .await?
+            .map(profile_from)
+            .transpose()
     }
 
     async fn list_profiles(&self, query: &ObjectQuery) -> Result<Vec<Profile>> {
@@ -102,7 +117,10 @@ impl ClusterStore for SqlClusterStore {
             .filter(cluster::Column::ProfileId.eq(id))
             .count(&transaction)
             .await?;
-        let nodes = node::Entity::find().filter(node::Column::ProfileId.eq(id)).count(&transaction).await?;
+        let nodes = node::Entity::find()
+            .filter(node::Column::ProfileId.eq(id))
+            .count(&transaction)
+            .await?;
         if clusters + nodes > 0 {
             return Err(Error::Conflict(format!(
                 "profile {id} is used by {clusters} cluster(s) and {nodes} node(s): delete them first"
@@ -114,11 +132,17 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn insert_policy(&self, policy: &PolicyDefinition) -> Result<()> {
-        policy::Entity::insert(policy_row(policy)).exec(&self.connection).await?;
+        policy::Entity::insert(policy_row(policy))
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
-    async fn find_policy(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<PolicyDefinition>> {
+    async fn find_policy(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<PolicyDefinition>> {
         find_by_name_or_id!(&self.connection, policy, "policy", project_id, name_or_id)
             .map(policy_from)
             .transpose()
@@ -161,23 +185,42 @@ impl ClusterStore for SqlClusterStore {
         Ok(())
     }
 
-    async fn create_cluster(&self, cluster: &Cluster, action: &ClusterAction, event: &ClusterEvent) -> Result<()> {
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        action: &ClusterAction,
+        event: &ClusterEvent,
+    ) -> Result<()> {
         let transaction = self.connection.begin().await?;
-        cluster::Entity::insert(cluster_row(cluster)).exec(&transaction).await?;
-        action::Entity::insert(action_row(action)).exec(&transaction).await?;
-        event::Entity::insert(event_row(event)).exec(&transaction).await?;
+        cluster::Entity::insert(cluster_row(cluster))
+            .exec(&transaction)
+            .await?;
+        action::Entity::insert(action_row(action))
+            .exec(&transaction)
+            .await?;
+        event::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
         transaction.commit().await?;
         Ok(())
     }
 
-    async fn find_cluster(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Cluster>> {
+    async fn find_cluster(
+        &self,
+        project_id: Option<&str>,
+        name_or_id: &str,
+    ) -> Result<Option<Cluster>> {
         find_by_name_or_id!(&self.connection, cluster, "cluster", project_id, name_or_id)
             .map(cluster_from)
             .transpose()
     }
 
     async fn get_cluster(&self, id: Uuid) -> Result<Option<Cluster>> {
-        cluster::Entity::find_by_id(id).one(&self.connection).await?.map(cluster_from).transpose()
+        cluster::Entity::find_by_id(id)
+            .one(&self.connection)
+            .await?
+            .map(cluster_from)
+            .transpose()
     }
 
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>> {
@@ -202,7 +245,9 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn save_cluster(&self, cluster: &Cluster) -> Result<()> {
-        cluster::Entity::update(cluster_row(cluster)).exec(&self.connection).await?;
+        cluster::Entity::update(cluster_row(cluster))
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
@@ -222,7 +267,10 @@ impl ClusterStore for SqlClusterStore {
         // backends, so concurrent callers get disjoint ranges.
         let transaction = self.connection.begin().await?;
         cluster::Entity::update_many()
-            .col_expr(cluster::Column::NextIndex, Expr::col(cluster::Column::NextIndex).add(count))
+            .col_expr(
+                cluster::Column::NextIndex,
+                Expr::col(cluster::Column::NextIndex).add(count),
+            )
             .filter(cluster::Column::Id.eq(cluster_id))
             .exec(&transaction)
             .await?;
@@ -241,7 +289,11 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn get_node(&self, id: Uuid) -> Result<Option<Node>> {
-        node::Entity::find_by_id(id).one(&self.connection).await?.map(node_from).transpose()
+        node::Entity::find_by_id(id)
+            .one(&self.connection)
+            .await?
+            .map(node_from)
+            .transpose()
     }
 
     async fn list_nodes(&self, query: &NodeQuery) -> Result<Vec<Node>> {
@@ -255,7 +307,11 @@ impl ClusterStore for SqlClusterStore {
         if let Some(marker) = query.marker {
             select = select.filter(node::Column::Id.gt(marker));
         }
-        let page = ObjectQuery { limit: query.limit, ..ObjectQuery::default() }.page_size();
+        let page = ObjectQuery {
+            limit: query.limit,
+            ..ObjectQuery::default()
+        }
+        .page_size();
         select
             .order_by_asc(node::Column::Id)
             .limit(page)
@@ -282,14 +338,20 @@ impl ClusterStore for SqlClusterStore {
         ];
         columns.shrink_to_fit();
         node::Entity::insert(node_row(node))
-            .on_conflict(OnConflict::column(node::Column::Id).update_columns(columns).to_owned())
+            .on_conflict(
+                OnConflict::column(node::Column::Id)
+                    .update_columns(columns)
+                    .to_owned(),
+            )
             .exec(&self.connection)
             .await?;
         Ok(())
     }
 
     async fn delete_node(&self, id: Uuid) -> Result<()> {
-        node::Entity::delete_by_id(id).exec(&self.connection).await?;
+        node::Entity::delete_by_id(id)
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
@@ -314,7 +376,10 @@ impl ClusterStore for SqlClusterStore {
         Ok(result.rows_affected > 0)
     }
 
-    async fn list_bindings(&self, cluster_id: Uuid) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
+    async fn list_bindings(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
         let rows = binding::Entity::find()
             .filter(binding::Column::ClusterId.eq(cluster_id))
             .order_by_desc(binding::Column::Priority)
@@ -322,42 +387,93 @@ impl ClusterStore for SqlClusterStore {
             .await?;
         let mut bindings = Vec::with_capacity(rows.len());
         for row in rows {
-            if let Some(policy) = policy::Entity::find_by_id(row.policy_id).one(&self.connection).await? {
+            if let Some(policy) = policy::Entity::find_by_id(row.policy_id)
+                .one(&self.connection)
+                .await?
+            {
                 bindings.push((binding_from(row), policy_from(policy)?));
             }
         }
         Ok(bindings)
     }
 
-    async fn insert_actions(&self, actions: &[ClusterAction], events: &[ClusterEvent]) -> Result<()> {
+    async fn insert_actions(
+        &self,
+        actions: &[ClusterAction],
+        events: &[ClusterEvent],
+    ) -> Result<()> {
         sql_actions::insert_actions(&self.connection, actions, events).await
     }
 
     async fn get_action(&self, id: Uuid) -> Result<Option<ClusterAction>> {
-        action::Entity::find_by_id(id).one(&self.connection).await?.map(action_from).transpose()
+        action::Entity::find_by_id(id)
+            .one(&self.connection)
+            .await?
+            .map(action_from)
+            .transpose()
     }
 
     async fn list_actions(&self, query: &ActionQuery) -> Result<Vec<ClusterAction>> {
         sql_actions::list_actions(&self.connection, query).await
     }
 
-    async fn claim_ready_actions(&self, engine_id: Uuid, lease_until: DateTime<Utc>, limit: u64) -> Result<Vec<ClusterAction>> {
+    async fn claim_ready_actions(
+        &self,
+        engine_id: Uuid,
+        lease_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<ClusterAction>> {
         sql_actions::claim_ready_actions(&self.connection, engine_id, lease_until, limit).await
     }
 
-    async fn renew_action_leases(&self, engine_id: Uuid, lease_until: DateTime<Utc>) -> Result<u64> {
+    async fn renew_action_leases(
+        &self,
+        engine_id: Uuid,
+        lease_until: DateTime<Utc>,
+    ) -> Result<u64> {
         sql_actions::renew_action_leases(&self.connection, engine_id, lease_until).await
     }
 
-    async fn finish_action(&self, action: &ClusterAction, engine_id: Uuid, status: ActionStatus, reason: &str, events: &[ClusterEvent]) -> Result<bool> {
-        sql_actions::finish_action(&self.connection, action, engine_id, status, reason, events).await
+    async fn finish_action(
+        &self,
+        action: &ClusterAction,
+        engine_id: Uuid,
+        status: ActionStatus,
+        reason: &str,
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        sql_actions::finish_action(&self.connection, action, engine_id, status, reason, events)
+            .await
     }
 
-    async fn start_waiting_on_children(&self, parent: &ClusterAction, engine_id: Uuid, children: &[ClusterAction], cluster: Option<&Cluster>, nodes: &[Node], events: &[ClusterEvent]) -> Result<bool> {
-        sql_actions::start_waiting_on_children(&self.connection, parent, engine_id, children, cluster, nodes, events).await
+    async fn start_waiting_on_children(
+        &self,
+        parent: &ClusterAction,
+        engine_id: Uuid,
+        children: &[ClusterAction],
+        cluster: Option<&Cluster>,
+        nodes: &[Node],
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        sql_actions::start_waiting_on_children(
+            &self.connection,
+            parent,
+            engine_id,
+            children,
+            cluster,
+            nodes,
+            events,
+        )
+        .await
     }
 
-    async fn make_ready(&self, action_id: Uuid, from: ActionStatus, outcome: Option<(LifecycleOutcome, &str)>, event: Option<&ClusterEvent>) -> Result<ReadyOutcome> {
+    async fn make_ready(
+        &self,
+        action_id: Uuid,
+        from: ActionStatus,
+        outcome: Option<(LifecycleOutcome, &str)>,
+        event: Option<&ClusterEvent>,
+    ) -> Result<ReadyOutcome> {
         sql_actions::make_ready(&self.connection, action_id, from, outcome, event).await
     }
 
@@ -377,11 +493,21 @@ impl ClusterStore for SqlClusterStore {
         sql_actions::list_by_status(&self.connection, ActionStatus::Waiting, limit).await
     }
 
-    async fn list_expired_leases(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<ClusterAction>> {
+    async fn list_expired_leases(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<ClusterAction>> {
         sql_actions::list_expired_leases(&self.connection, now, limit).await
     }
 
-    async fn recover_expired_action(&self, action: &ClusterAction, now: DateTime<Utc>, requeue: bool, event: &ClusterEvent) -> Result<bool> {
+    async fn recover_expired_action(
+        &self,
+        action: &ClusterAction,
+        now: DateTime<Utc>,
+        requeue: bool,
+        event: &ClusterEvent,
+    ) -> Result<bool> {
         sql_actions::recover_expired_action(&self.connection, action, now, requeue, event).await
     }
 
@@ -389,7 +515,9 @@ impl ClusterStore for SqlClusterStore {
         if events.is_empty() {
             return Ok(());
         }
-        event::Entity::insert_many(events.iter().map(event_row)).exec(&self.connection).await?;
+        event::Entity::insert_many(events.iter().map(event_row))
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
@@ -407,7 +535,11 @@ impl ClusterStore for SqlClusterStore {
         if let Some(marker) = query.marker {
             select = select.filter(event::Column::Id.gt(marker));
         }
-        let page = ObjectQuery { limit: query.limit, ..ObjectQuery::default() }.page_size();
+        let page = ObjectQuery {
+            limit: query.limit,
+            ..ObjectQuery::default()
+        }
+        .page_size();
         Ok(select
             .order_by_asc(event::Column::Id)
             .limit(page)

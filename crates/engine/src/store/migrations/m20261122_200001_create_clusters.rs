@@ -124,15 +124,25 @@ enum ClusterEvents {
 }
 
 fn id<T: IntoIden>(column: T) -> ColumnDef {
-    ColumnDef::new(column).uuid().not_null().primary_key().to_owned()
+    ColumnDef::new(column)
+        .uuid()
+        .not_null()
+        .primary_key()
+        .to_owned()
 }
 
 fn text<T: IntoIden>(column: T, length: u32) -> ColumnDef {
-    ColumnDef::new(column).string_len(length).not_null().to_owned()
+    ColumnDef::new(column)
+        .string_len(length)
+        .not_null()
+        .to_owned()
 }
 
 fn time<T: IntoIden>(column: T) -> ColumnDef {
-    ColumnDef::new(column).timestamp_with_time_zone().not_null().to_owned()
+    ColumnDef::new(column)
+        .timestamp_with_time_zone()
+        .not_null()
+        .to_owned()
 }
 
 fn json<T: IntoIden>(column: T) -> ColumnDef {
@@ -201,7 +211,12 @@ impl MigrationTrait for Migration {
                 .col(text(N::Status, 16))
                 .col(ColumnDef::new(N::StatusReason).text().not_null())
                 .col(ColumnDef::new(N::PhysicalId).string_len(64).null())
-                .col(ColumnDef::new(N::Tainted).boolean().not_null().default(false))
+                .col(
+                    ColumnDef::new(N::Tainted)
+                        .boolean()
+                        .not_null()
+                        .default(false),
+                )
                 .col(json(N::Metadata))
                 .col(text(N::ProjectId, 64))
                 .col(text(N::UserId, 64))
@@ -243,10 +258,19 @@ impl MigrationTrait for Migration {
                 .col(json(A::DependsOn))
                 .col(json(A::DependedBy))
                 .col(ColumnDef::new(A::Owner).uuid().null())
-                .col(ColumnDef::new(A::LeaseExpiresAt).timestamp_with_time_zone().null())
+                .col(
+                    ColumnDef::new(A::LeaseExpiresAt)
+                        .timestamp_with_time_zone()
+                        .null(),
+                )
                 .col(ColumnDef::new(A::LifecycleOutcome).string_len(16).null())
                 .col(ColumnDef::new(A::LifecycleDetail).text().not_null())
-                .col(ColumnDef::new(A::HookRecorded).boolean().not_null().default(false))
+                .col(
+                    ColumnDef::new(A::HookRecorded)
+                        .boolean()
+                        .not_null()
+                        .default(false),
+                )
                 .col(text(A::ProjectId, 64))
                 .col(text(A::UserId, 64))
                 .col(ColumnDef::new(A::Roles).text().not_null())
@@ -273,25 +297,43 @@ impl MigrationTrait for Migration {
         for table in tables {
             manager.create_table(table).await?;
         }
-        let indexes = [
-            index("cluster_nodes_by_cluster", N::Table, vec![N::ClusterId, N::NodeIndex]),
-        ];
+        let indexes = [index(
+            "cluster_nodes_by_cluster",
+            N::Table,
+            vec![N::ClusterId, N::NodeIndex],
+        )];
         for statement in indexes {
             manager.create_index(statement).await?;
         }
         // The dispatcher looks for READY actions, the sweeper for expired
         // leases: both by status.
         manager
-            .create_index(index("cluster_actions_by_status", A::Table, vec![A::Status, A::CreatedAt]))
+            .create_index(index(
+                "cluster_actions_by_status",
+                A::Table,
+                vec![A::Status, A::CreatedAt],
+            ))
             .await?;
         manager
-            .create_index(index("cluster_actions_by_cluster", A::Table, vec![A::ClusterId, A::CreatedAt]))
+            .create_index(index(
+                "cluster_actions_by_cluster",
+                A::Table,
+                vec![A::ClusterId, A::CreatedAt],
+            ))
             .await?;
         manager
-            .create_index(index("cluster_events_by_cluster", E::Table, vec![E::ClusterId, E::GeneratedAt]))
+            .create_index(index(
+                "cluster_events_by_cluster",
+                E::Table,
+                vec![E::ClusterId, E::GeneratedAt],
+            ))
             .await?;
         manager
-            .create_index(index("clusters_by_project", C::Table, vec![C::ProjectId, C::Name]))
+            .create_index(index(
+                "clusters_by_project",
+                C::Table,
+                vec![C::ProjectId, C::Name],
+            ))
             .await
     }
 
@@ -305,7 +347,9 @@ impl MigrationTrait for Migration {
             Clusters::Table.into_iden(),
             ClusterProfiles::Table.into_iden(),
         ] {
-            manager.drop_table(Table::drop().table(table).to_owned()).await?;
+            manager
+                .drop_table(Table::drop().table(table).to_owned())
+                .await?;
         }
         Ok(())
     }
