@@ -101,6 +101,11 @@ pub struct EngineSection {
     /// Empty = SQLite at `<data_dir>/engine.db`.
     pub database_url: String,
     pub request_timeout_ms: u64,
+    /// The plugin-registry whose runner calls lifecycle plugins around stack
+    /// operations; empty = no plugins.
+    pub plugin_registry_url: String,
+    /// `fail` (default) or `allow` when the plugin-registry is unreachable.
+    pub plugin_registry_unavailable: String,
     /// The compute driver behind instances.
     pub compute: ComputeSection,
 }
@@ -111,6 +116,8 @@ impl Default for EngineSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 50052)),
             database_url: String::new(),
             request_timeout_ms: 30_000,
+            plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
+            plugin_registry_unavailable: "fail".to_owned(),
             compute: ComputeSection::default(),
         }
     }
@@ -208,6 +215,24 @@ impl Validate for EmberConfig {
         }
         if self.auth.token_ttl_secs == 0 {
             problems.push("auth.token_ttl_secs: must be more than 0".to_owned());
+        }
+        if !matches!(
+            self.engine.plugin_registry_unavailable.as_str(),
+            "fail" | "allow"
+        ) {
+            problems.push(format!(
+                "engine.plugin_registry_unavailable: {:?} must be fail or allow",
+                self.engine.plugin_registry_unavailable
+            ));
+        }
+        let plugin_registry_url = &self.engine.plugin_registry_url;
+        if !plugin_registry_url.is_empty()
+            && !(plugin_registry_url.starts_with("http://")
+                || plugin_registry_url.starts_with("https://"))
+        {
+            problems.push(format!(
+                "engine.plugin_registry_url: {plugin_registry_url:?} must be an http:// or https:// URL (or empty)"
+            ));
         }
         for (key, url) in [
             ("gateway.engine_url", &self.gateway.engine_url),
@@ -324,6 +349,12 @@ impl EmberConfig {
             database_url: self.database_url(&self.engine.database_url, "engine.db"),
             internal_credential: secrets.internal_credential.clone(),
             request_timeout: Duration::from_millis(self.engine.request_timeout_ms),
+            plugin_registry_url: self.engine.plugin_registry_url.clone(),
+            plugin_registry_unavailable: if self.engine.plugin_registry_unavailable == "allow" {
+                ember_engine::stacks::RegistryUnavailable::Allow
+            } else {
+                ember_engine::stacks::RegistryUnavailable::Fail
+            },
             compute: ember_engine::compute::simulated::SimulatedComputeConfig {
                 build_latency: Duration::from_millis(self.engine.compute.build_ms),
                 power_latency: Duration::from_millis(self.engine.compute.power_ms),

@@ -100,6 +100,8 @@ impl RunningEmber {
         config.gateway.engine_url = format!("http://{engine_addr}");
         config.gateway.lifecycle_hook_url = format!("http://{lifecycle_hook_addr}");
         config.gateway.plugin_registry_url = format!("http://{plugin_registry_addr}");
+        // The engine's plugin runner calls go to the same plugin-registry.
+        config.engine.plugin_registry_url = format!("http://{plugin_registry_addr}");
 
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();

@@ -11,6 +11,11 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins
+    /// around stack operations; empty = no plugins.
+    pub plugin_registry_url: String,
+    /// What to do when the plugin-registry cannot be reached.
+    pub plugin_registry_unavailable: crate::stacks::RegistryUnavailable,
     /// How the simulated compute driver behaves (latencies, failure
     /// injection).
     pub compute: crate::compute::simulated::SimulatedComputeConfig,

@@ -58,11 +58,22 @@ pub async fn serve(
     .await
     .map_err(StartError::Config)?;
     let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
-    let stack_operations = stacks::StackOperations::new(
+    let plugin_gate = if config.plugin_registry_url.is_empty() {
+        stacks::PluginGate::Disabled
+    } else {
+        stacks::PluginGate::connect(
+            &config.plugin_registry_url,
+            &config.internal_credential,
+            config.plugin_registry_unavailable,
+        )
+        .map_err(StartError::Config)?
+    };
+    let stack_operations = stacks::StackOperations::with_plugins(
         stack_store,
         Arc::new(resources::ResourceTypeRegistry::with_compute(
             instance_service.clone(),
         )),
+        plugin_gate,
     );
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));

@@ -349,6 +349,7 @@ async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestData
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        maintenance_lock: None,
     };
     store.insert_stack(&orphan).await.expect("inserted");
     let dead_engine = uuid::Uuid::new_v4();

@@ -34,6 +34,7 @@ fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        maintenance_lock: None,
     }
 }
 

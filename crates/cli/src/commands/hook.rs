@@ -27,6 +27,7 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
                     cluster_id: cluster.unwrap_or_default(),
                     limit: 0,
                     marker: String::new(),
+                    include_resolved: false,
                 })?)
                 .await
                 .map_err(describe)?

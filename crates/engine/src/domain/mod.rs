@@ -7,4 +7,4 @@ pub mod stack;
 pub mod template;
 
 pub use resource::{Event, Resource};
-pub use stack::{ActionStatus, Stack, StackAction, StackDefinition};
+pub use stack::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction, StackDefinition};

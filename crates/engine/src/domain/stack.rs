@@ -112,6 +112,68 @@ pub struct Stack {
     /// Set when the stack reached DELETE_COMPLETE: it is then hidden from
     /// lists and its name may be reused.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// The maintenance lock (spec heat-lock-stack) while the stack is
+    /// locked or being locked or unlocked.
+    pub maintenance_lock: Option<MaintenanceLock>,
+}
+
+/// How much a maintenance lock covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockLevel {
+    /// The stack and its nested stacks; physical resources stay usable.
+    Stacks,
+    /// Also every resource that can be locked (instances).
+    All,
+}
+
+impl LockLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockLevel::Stacks => "stacks",
+            LockLevel::All => "all",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<LockLevel> {
+        match text {
+            "stacks" => Some(LockLevel::Stacks),
+            "all" => Some(LockLevel::All),
+            _ => None,
+        }
+    }
+}
+
+/// Who locked a stack, when, how far and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaintenanceLock {
+    pub level: LockLevel,
+    pub locked_by_user: String,
+    /// An admin's lock can only be lifted by an admin.
+    pub locked_by_admin: bool,
+    pub locked_at: DateTime<Utc>,
+    pub reason: Option<String>,
+}
+
+impl MaintenanceLock {
+    /// `level all, by admin "root" at 2026-11-22T05:00:00Z: maintenance`
+    pub fn describe(&self) -> String {
+        let role = if self.locked_by_admin {
+            "admin"
+        } else {
+            "owner"
+        };
+        let mut text = format!(
+            "level {}, by {role} {:?} at {}",
+            self.level.as_str(),
+            self.locked_by_user,
+            self.locked_at.format("%Y-%m-%dT%H:%M:%SZ")
+        );
+        if let Some(reason) = &self.reason {
+            text.push_str(": ");
+            text.push_str(reason);
+        }
+        text
+    }
 }
 
 /// What a stack was created or last updated from, kept so it can be

@@ -114,6 +114,22 @@ pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
         template_description: String::new(),
         nested_depth: stack.nested_depth,
         parent_resource: stack.parent_resource.clone().unwrap_or_default(),
+        stack_lock: stack.maintenance_lock.as_ref().map(lock_to_proto),
+    }
+}
+
+pub fn lock_to_proto(lock: &crate::domain::MaintenanceLock) -> pb::StackLock {
+    pb::StackLock {
+        level: lock.level.as_str().to_owned(),
+        locked_by_user: lock.locked_by_user.clone(),
+        locked_by_role: if lock.locked_by_admin {
+            "admin"
+        } else {
+            "owner"
+        }
+        .to_owned(),
+        locked_at: Some(to_timestamp(lock.locked_at)),
+        reason: lock.reason.clone().unwrap_or_default(),
     }
 }
 

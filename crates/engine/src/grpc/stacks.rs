@@ -11,10 +11,11 @@ use uuid::Uuid;
 use super::convert::{
     json_to_proto, map_to_struct, stack_to_proto, struct_to_map, value_to_struct,
 };
+use crate::domain::LockLevel;
 use crate::error::Error;
 use crate::stacks::{
-    CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperations, StackWideAction,
-    UpdateStack,
+    CreateStack, DefinitionInput, Operation, OutputValue, StackDetails, StackOperations,
+    StackWideAction, UpdateStack,
 };
 use crate::store::StackListQuery;
 
@@ -129,6 +130,63 @@ impl pb::stack_service_server::StackService for StackHandler {
         Ok(Response::new(details_to_proto(&details)))
     }
 
+    async fn lock_stack(
+        &self,
+        request: Request<pb::LockStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let level = match request.level.as_str() {
+            "" => LockLevel::All,
+            text => LockLevel::parse(text).ok_or_else(|| {
+                Error::InvalidInput(format!("level {text:?} is not one of stacks, all"))
+            })?,
+        };
+        let reason = (!request.reason.is_empty()).then_some(request.reason);
+        let stack = self
+            .operations
+            .lock_stack(&identity, &request.stack, level, reason)
+            .await?;
+        tracing::info!(stack_id = %stack.id, level = level.as_str(), "stack lock started");
+        Ok(Response::new(stack_to_proto(&stack)))
+    }
+
+    async fn unlock_stack(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .unlock_stack(&identity, &request.get_ref().stack)
+            .await?;
+        tracing::info!(stack_id = %stack.id, "stack unlock started");
+        Ok(Response::new(stack_to_proto(&stack)))
+    }
+
+    async fn check_operation(
+        &self,
+        request: Request<pb::CheckOperationRequest>,
+    ) -> Result<Response<pb::CheckOperationResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let operation = Operation::parse(&request.operation).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "operation {:?} is not one of update, delete, abandon, suspend, resume, check, cancel_update, signal, mark_unhealthy, lock, unlock",
+                request.operation
+            ))
+        })?;
+        let check = self
+            .operations
+            .check_operation(&identity, &request.stack, operation)
+            .await?;
+        Ok(Response::new(pb::CheckOperationResponse {
+            allowed: check.allowed,
+            reason: check.reason,
+            stack_lock: check.lock.as_ref().map(super::convert::lock_to_proto),
+        }))
+    }
+
     async fn list_stacks(
         &self,
         request: Request<pb::ListStacksRequest>,
@@ -146,6 +204,7 @@ impl pb::stack_service_server::StackService for StackHandler {
             marker,
             name: (!request.name.is_empty()).then_some(request.name),
             show_nested: request.show_nested,
+            locked: request.locked,
         };
         let stacks = self.operations.list_stacks(&identity, &query).await?;
         let next_marker = if stacks.len() == query.page_size() as usize {

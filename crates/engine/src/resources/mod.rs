@@ -3,9 +3,13 @@
 //! declares a schema (properties and attributes) that the engine validates
 //! resolved properties against, and that the API serves.
 
+mod autoscaling_group;
+mod group_members;
 mod nested;
 mod none;
 mod random_string;
+mod resource_group;
+mod scaling_policy;
 mod schema;
 mod server;
 mod test_resource;
@@ -17,10 +21,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+pub use autoscaling_group::{
+    AUTOSCALING_GROUP_TYPE, GroupSizes, recorded_capacity, resize_autoscaling_group,
+};
 pub use nested::{
     MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackHostSlot, NestedStackOutcome,
     NestedTemplate, is_template_file,
 };
+pub use scaling_policy::{AdjustmentType, PolicySettings, SCALING_POLICY_TYPE, new_capacity};
 pub use schema::{
     AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, validate_properties,
 };
@@ -55,6 +63,15 @@ impl ResourceRequest {
             .collect();
         format!("{}-{}-{suffix}", self.stack_name, self.resource_name)
     }
+}
+
+/// A maintenance lock (or unlock) reaching a resource.
+#[derive(Debug, Clone)]
+pub struct LockRequest {
+    pub level: crate::domain::LockLevel,
+    /// Who locks: the lock on an instance is placed as this caller.
+    pub caller: ember_runtime::Identity,
+    pub reason: Option<String>,
 }
 
 /// What a create or update produced.
@@ -107,6 +124,28 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Applies a stack's maintenance lock to what this resource manages.
+    /// Returns the resource's private data afterwards (to remember what it
+    /// locked). Nothing to lock by default.
+    async fn lock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        let _ = request;
+        Ok(current.data.clone())
+    }
+
+    /// Lifts what [`ResourceType::lock`] placed, and only that.
+    async fn unlock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        let _ = request;
+        Ok(current.data.clone())
+    }
+
     /// What `get_resource` returns: the physical id unless the type says
     /// otherwise (RandomString returns its value, as in Heat).
     fn reference(&self, current: &Resource) -> Value {
@@ -121,6 +160,14 @@ pub trait ResourceType: Send + Sync + 'static {
         self.schema().properties.iter().any(|property| {
             !property.update_allowed && old.get(property.name) != new.get(property.name)
         })
+    }
+
+    /// A nested stack (Heat's StackResource): every stack update reaches it,
+    /// so the nested resources decide for themselves (failed members are
+    /// replaced), and the whole nested stack is replaced only when it was
+    /// marked unhealthy (CHECK_FAILED).
+    fn is_nested_stack(&self) -> bool {
+        false
     }
 }
 
@@ -148,6 +195,13 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(test_resource::TestResource::new()));
         registry.register(Arc::new(random_string::RandomString::new()));
         registry.register(Arc::new(value::ValueResource::new()));
+        registry.register(Arc::new(resource_group::ResourceGroup::new(
+            registry.nested_stack_host.clone(),
+        )));
+        registry.register(Arc::new(autoscaling_group::AutoScalingGroup::new(
+            registry.nested_stack_host.clone(),
+        )));
+        registry.register(Arc::new(scaling_policy::ScalingPolicy::new()));
         registry
     }
 

@@ -59,12 +59,28 @@ pub trait NestedStackHost: Send + Sync {
         definition: NestedDefinition,
     ) -> Result<NestedStackOutcome, ResourceFailure>;
     async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure>;
+    /// Locks or unlocks the nested stack with its parent (same level, same
+    /// caller); returns once done.
+    async fn lock_nested_stack(
+        &self,
+        stack_id: Uuid,
+        request: &super::LockRequest,
+        lock: bool,
+    ) -> Result<(), ResourceFailure>;
     /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK").
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,
         action: &'static str,
     ) -> Result<(), ResourceFailure>;
+    /// The current resources of a nested stack (one row per name), for
+    /// scaling groups that choose members by state and age.
+    async fn nested_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>, ResourceFailure> {
+        let _ = stack_id;
+        Err(ResourceFailure(
+            "this engine cannot list nested stack resources".to_owned(),
+        ))
+    }
 }
 
 /// Where the engine installs itself once it exists (it owns the registry
@@ -238,8 +254,38 @@ impl ResourceType for StackResource {
     }
 
     /// A nested stack is updated in place; only a failed one is replaced.
+    async fn lock(
+        &self,
+        current: &Resource,
+        request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if let Some(stack_id) = nested_id(current) {
+            host(&self.host)?
+                .lock_nested_stack(stack_id, request, true)
+                .await?;
+        }
+        Ok(current.data.clone())
+    }
+
+    async fn unlock(
+        &self,
+        current: &Resource,
+        request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if let Some(stack_id) = nested_id(current) {
+            host(&self.host)?
+                .lock_nested_stack(stack_id, request, false)
+                .await?;
+        }
+        Ok(current.data.clone())
+    }
+
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
+    }
+
+    fn is_nested_stack(&self) -> bool {
+        true
     }
 }
 
@@ -332,8 +378,38 @@ impl ResourceType for TemplateResource {
         act(&self.host, current, "RESUME").await
     }
 
+    async fn lock(
+        &self,
+        current: &Resource,
+        request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if let Some(stack_id) = nested_id(current) {
+            host(&self.host)?
+                .lock_nested_stack(stack_id, request, true)
+                .await?;
+        }
+        Ok(current.data.clone())
+    }
+
+    async fn unlock(
+        &self,
+        current: &Resource,
+        request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if let Some(stack_id) = nested_id(current) {
+            host(&self.host)?
+                .lock_nested_stack(stack_id, request, false)
+                .await?;
+        }
+        Ok(current.data.clone())
+    }
+
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
+    }
+
+    fn is_nested_stack(&self) -> bool {
+        true
     }
 }
 

@@ -14,15 +14,18 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
+    AttributeSchema, LockRequest, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
-use crate::domain::Resource;
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction,
 };
+use crate::domain::{LockLevel, Resource};
 use crate::error::Error;
 use crate::instances::InstanceService;
+
+/// Private-data key: the stack's maintenance lock placed the instance lock.
+const LOCKED_BY_STACK: &str = "locked_by_stack";
 
 /// How long create and delete wait for the compute driver.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -340,6 +343,53 @@ impl ResourceType for ServerResource {
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
         self.power(current, PowerAction::Off, InstanceStatus::Stopped)
             .await
+    }
+
+    /// Level `all` locks the instance as the stack's locker; the resource
+    /// remembers that it placed the lock so unlock lifts only that one.
+    async fn lock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        let (Some(uuid), LockLevel::All) = (instance_id(current), request.level) else {
+            return Ok(current.data.clone());
+        };
+        let outcome = self
+            .instances
+            .lock(&request.caller, uuid, request.reason.clone())
+            .await
+            .map_err(failure)?;
+        let mut data = current.data.clone();
+        if outcome.previous_lock.is_none()
+            && let Value::Object(map) = &mut data
+        {
+            map.insert(LOCKED_BY_STACK.to_owned(), Value::Bool(true));
+        }
+        Ok(data)
+    }
+
+    async fn unlock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(current.data.clone());
+        };
+        if current.data.get(LOCKED_BY_STACK) != Some(&Value::Bool(true)) {
+            return Ok(current.data.clone());
+        }
+        match self.instances.unlock(&request.caller, uuid).await {
+            // Already lifted by someone else: nothing left to undo.
+            Ok(_) | Err(Error::Conflict(_)) | Err(Error::NotFound(_)) => {}
+            Err(error) => return Err(failure(error)),
+        }
+        let mut data = current.data.clone();
+        if let Value::Object(map) = &mut data {
+            map.remove(LOCKED_BY_STACK);
+        }
+        Ok(data)
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {

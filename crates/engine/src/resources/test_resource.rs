@@ -52,6 +52,20 @@ impl TestResource {
                     )
                     .update_allowed(),
                     PropertySchema::new(
+                        "fail_lock",
+                        PropertyType::Boolean,
+                        "Fail a maintenance lock of the stack.",
+                    )
+                    .default(json!(false))
+                    .update_allowed(),
+                    PropertySchema::new(
+                        "fail_unlock",
+                        PropertyType::Boolean,
+                        "Fail a maintenance unlock of the stack.",
+                    )
+                    .default(json!(false))
+                    .update_allowed(),
+                    PropertySchema::new(
                         "wait_secs",
                         PropertyType::Number,
                         "Seconds to wait on create and update.",
@@ -156,6 +170,28 @@ impl ResourceType for TestResource {
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let properties = current.properties.as_object().cloned().unwrap_or_default();
         pause(&properties, "delete").await
+    }
+
+    async fn lock(
+        &self,
+        current: &Resource,
+        _request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if current.properties.get("fail_lock") == Some(&Value::Bool(true)) {
+            return Err(ResourceFailure("Test Resource failed to lock".to_owned()));
+        }
+        Ok(current.data.clone())
+    }
+
+    async fn unlock(
+        &self,
+        current: &Resource,
+        _request: &super::LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        if current.properties.get("fail_unlock") == Some(&Value::Bool(true)) {
+            return Err(ResourceFailure("Test Resource failed to unlock".to_owned()));
+        }
+        Ok(current.data.clone())
     }
 
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {

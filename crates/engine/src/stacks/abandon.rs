@@ -28,8 +28,17 @@ impl StackOperations {
         match self.abandon_data(found.id, name_or_id).await {
             Ok((mut stack, data)) => {
                 stack.action = StackAction::Abandon;
+                let passed = match super::plugins::before(&self.shared, &stack, None).await {
+                    Ok(passed) => passed,
+                    Err(reason) => {
+                        // The stack stays as it was; the refusal is the answer.
+                        stack_lease.release().await;
+                        return Err(Error::Conflict(format!("abandon refused: {reason}")));
+                    }
+                };
                 let reason = "Stack ABANDON completed successfully".to_owned();
                 super::conclude(&mut stack, ActionStatus::Complete, reason, stack_lease).await;
+                super::plugins::after(&self.shared, &stack, StackAction::Abandon, passed).await;
                 Ok(data)
             }
             Err(error) => {

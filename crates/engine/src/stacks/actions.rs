@@ -149,6 +149,13 @@ async fn run_action(
     action: StackWideAction,
     stack_lease: lease::StackLease,
 ) {
+    let passed = match super::plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
     let stack_action = action.stack_action();
     let names: BTreeSet<String> = snapshot(&target.resources)
         .values()
@@ -194,6 +201,7 @@ async fn run_action(
         Err(reason) => (ActionStatus::Failed, reason),
     };
     conclude(&mut stack, status, reason, stack_lease).await;
+    super::plugins::after(&shared, &stack, stack_action, passed).await;
 }
 
 async fn act_on_one(

@@ -26,6 +26,8 @@ pub struct Shared {
     pub registry: Arc<ResourceTypeRegistry>,
     pub writer: TransitionWriter,
     pub engine_id: Uuid,
+    /// The lifecycle plugins called around root stack operations.
+    pub plugins: super::plugins::PluginGate,
     /// Updates this engine runs, so cancel_update can stop them.
     pub running_updates: Mutex<BTreeMap<Uuid, tokio_util::sync::CancellationToken>>,
 }

@@ -72,6 +72,13 @@ impl StackLease {
         }
     }
 
+    /// Stops the heartbeat for an operation whose final transaction
+    /// releases the lease itself; returns the engine id it was taken for.
+    pub fn hand_over(self) -> Uuid {
+        self.heartbeat.cancel();
+        self.engine_id
+    }
+
     /// Stops the heartbeat and deletes the lease row.
     pub async fn release(self) {
         self.heartbeat.cancel();

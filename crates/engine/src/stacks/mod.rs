@@ -9,8 +9,12 @@ mod context;
 pub mod definition;
 mod executor;
 mod lease;
+mod lock;
+mod mark_unhealthy;
 mod nested;
+mod plugins;
 mod queries;
+mod signal;
 mod update;
 mod writer;
 
@@ -27,7 +31,11 @@ pub use allowed::{Operation, ensure_allowed};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub use lease::LEASE_TTL;
+pub use lock::OperationCheck;
+pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
+pub use plugins::{PluginGate, RegistryUnavailable};
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
+pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
 
 use crate::domain::template::{StackIdentity, TemplateError};
@@ -106,6 +114,15 @@ impl StackOperations {
         store: Arc<dyn StackStore>,
         registry: Arc<ResourceTypeRegistry>,
     ) -> Arc<StackOperations> {
+        StackOperations::with_plugins(store, registry, PluginGate::Disabled)
+    }
+
+    /// The same, calling lifecycle plugins around every root operation.
+    pub fn with_plugins(
+        store: Arc<dyn StackStore>,
+        registry: Arc<ResourceTypeRegistry>,
+        plugins: PluginGate,
+    ) -> Arc<StackOperations> {
         let writer = writer::TransitionWriter::start(store.clone());
         Arc::new_cyclic(|this: &std::sync::Weak<StackOperations>| {
             let host: std::sync::Weak<dyn crate::resources::NestedStackHost> = this.clone();
@@ -116,6 +133,7 @@ impl StackOperations {
                     registry,
                     writer,
                     engine_id: Uuid::now_v7(),
+                    plugins,
                     running_updates: Default::default(),
                 }),
             }
@@ -266,6 +284,7 @@ impl StackOperations {
             nested_depth: 0,
             parent_resource: None,
             deleted_at: None,
+            maintenance_lock: None,
         };
         Ok((stack, definition, parsed))
     }
@@ -501,6 +520,16 @@ async fn run_create(
     stack_lease: lease::StackLease,
     adopt_data: Option<Arc<Map<String, Value>>>,
 ) {
+    let passed = match plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            // Nothing was created: the plugin stopped the operation first.
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let operation_action = stack.action;
+    let mut rollback_plugins = None;
     let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
     let operation = stack.action.as_str();
     let running = async {
@@ -532,16 +561,31 @@ async fn run_create(
                 format!("Stack ROLLBACK started: {reason}"),
             )
             .await;
-            match executor::delete_resources(shared.clone(), target, StackAction::Rollback).await {
-                Ok(()) => (
-                    ActionStatus::Complete,
-                    "Stack ROLLBACK completed successfully".to_owned(),
-                ),
+            match plugins::before(&shared, &stack, None).await {
                 Err(reason) => (ActionStatus::Failed, reason),
+                Ok(rollback_passed) => {
+                    let result =
+                        executor::delete_resources(shared.clone(), target, StackAction::Rollback)
+                            .await;
+                    let outcome = match result {
+                        Ok(()) => (
+                            ActionStatus::Complete,
+                            "Stack ROLLBACK completed successfully".to_owned(),
+                        ),
+                        Err(reason) => (ActionStatus::Failed, reason),
+                    };
+                    // The rollback's own post-operations come with the create's, below.
+                    rollback_plugins = Some(rollback_passed);
+                    outcome
+                }
             }
         }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
+    plugins::after(&shared, &stack, operation_action, passed).await;
+    if let Some(rollback_passed) = rollback_plugins {
+        plugins::after(&shared, &stack, StackAction::Rollback, rollback_passed).await;
+    }
 }
 
 async fn run_delete(
@@ -550,6 +594,13 @@ async fn run_delete(
     target: RunTarget,
     stack_lease: lease::StackLease,
 ) {
+    let passed = match plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
     let deleting = async {
         executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
         update::retire_superseded(&shared, &target).await
@@ -565,4 +616,5 @@ async fn run_delete(
         Err(reason) => (ActionStatus::Failed, reason),
     };
     conclude(&mut stack, status, reason, stack_lease).await;
+    plugins::after(&shared, &stack, StackAction::Delete, passed).await;
 }

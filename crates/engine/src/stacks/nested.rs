@@ -11,10 +11,10 @@ use uuid::Uuid;
 use super::definition::ParsedStack;
 use super::{StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::StackIdentity;
-use crate::domain::{ActionStatus, Stack, StackAction, StackDefinition};
+use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::resources::{
-    MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackOutcome, NestedTemplate,
-    ResourceFailure, ResourceRequest,
+    LockRequest, MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackOutcome,
+    NestedTemplate, ResourceFailure, ResourceRequest,
 };
 
 fn failure(error: impl std::fmt::Display) -> ResourceFailure {
@@ -137,6 +137,7 @@ impl NestedStackHost for StackOperations {
             nested_depth: depth,
             parent_resource: Some(owner.resource_name.clone()),
             deleted_at: None,
+            maintenance_lock: None,
         };
         let (stack, run) = self
             .begin_create(stack, &definition, parsed, None)
@@ -195,6 +196,30 @@ impl NestedStackHost for StackOperations {
         }
     }
 
+    async fn lock_nested_stack(
+        &self,
+        stack_id: Uuid,
+        request: &LockRequest,
+        lock: bool,
+    ) -> Result<(), ResourceFailure> {
+        let Some(stack) = self.nested_stack(stack_id).await? else {
+            return Err(ResourceFailure(format!(
+                "nested stack {stack_id} not found"
+            )));
+        };
+        let (_, run) = self
+            .begin_lock(stack, request.clone(), lock)
+            .await
+            .map_err(failure)?;
+        run.await;
+        let expected = if lock {
+            StackAction::Lock
+        } else {
+            StackAction::Unlock
+        };
+        self.nested_outcome(stack_id, expected).await.map(|_| ())
+    }
+
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,
@@ -216,5 +241,16 @@ impl NestedStackHost for StackOperations {
             .map_err(failure)?;
         run.await;
         self.nested_outcome(stack_id, expected).await.map(|_| ())
+    }
+
+    async fn nested_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>, ResourceFailure> {
+        let rows = self
+            .store()
+            .list_resources(stack_id)
+            .await
+            .map_err(failure)?;
+        Ok(super::mark_unhealthy::current_rows(rows)
+            .into_values()
+            .collect())
     }
 }

@@ -217,6 +217,12 @@ impl StackOperations {
             if let Some(tags) = &request.tags {
                 stack.tags = tags.clone();
             }
+            // What plugins see as "previous": the stack before this update.
+            let previous_snapshot = if stack.nested_depth == 0 {
+                Some(super::plugins::snapshot(&self.shared, &stack).await)
+            } else {
+                None
+            };
             self.store()
                 .begin_stack_update(
                     &stack,
@@ -225,10 +231,10 @@ impl StackOperations {
                     &stack_event(&stack, "Stack UPDATE started"),
                 )
                 .await?;
-            Ok((stack, target))
+            Ok((stack, target, previous_snapshot))
         }
         .await;
-        let (stack, target) = match prepared {
+        let (stack, target, previous_snapshot) = match prepared {
             Ok(prepared) => prepared,
             Err(error) => {
                 stack_lease.release().await;
@@ -237,12 +243,16 @@ impl StackOperations {
         };
         let cancel = CancellationToken::new();
         self.shared.register_update(stack.id, cancel.clone());
+        let previous = Previous {
+            parsed: previous.map(Arc::new),
+            definition: previous_definition,
+            snapshot: previous_snapshot,
+        };
         let run: super::Run = Box::pin(run_update(
             self.shared.clone(),
             stack.clone(),
             target,
-            previous.map(Arc::new),
-            previous_definition,
+            previous,
             stack_lease,
             cancel,
         ));
@@ -270,15 +280,35 @@ impl StackOperations {
     }
 }
 
+/// The stack as it was before an update: what rollback returns to and what
+/// plugins see as "previous".
+struct Previous {
+    parsed: Option<Arc<ParsedStack>>,
+    definition: StackDefinition,
+    snapshot: Option<ember_proto::plugin::v1::StackSnapshot>,
+}
+
 async fn run_update(
     shared: Arc<Shared>,
     mut stack: Stack,
     target: RunTarget,
-    previous: Option<Arc<ParsedStack>>,
-    previous_definition: StackDefinition,
+    previous: Previous,
     stack_lease: lease::StackLease,
     cancel: CancellationToken,
 ) {
+    let Previous {
+        parsed: previous,
+        definition: previous_definition,
+        snapshot: previous_snapshot,
+    } = previous;
+    let passed = match super::plugins::before(&shared, &stack, previous_snapshot).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            shared.forget_update(stack.id);
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
     let old_graph = previous.as_ref().map_or_else(
         || target.parsed.graph.clone(),
         |parsed| parsed.graph.clone(),
@@ -318,6 +348,7 @@ async fn run_update(
     };
     shared.forget_update(stack.id);
     conclude(&mut stack, status, reason, stack_lease).await;
+    super::plugins::after(&shared, &stack, StackAction::Update, passed).await;
 }
 
 /// Moves the stack back to `previous`: an update towards the old definition.
@@ -554,12 +585,20 @@ async fn update_one(
         .get(&new_type)
         .ok_or_else(|| format!("resources.{name}: unknown resource type {new_type:?}"))?;
     let old_properties = current.properties.as_object().cloned().unwrap_or_default();
+    // A nested stack is replaced only when marked unhealthy; any other
+    // failure is repaired by updating it, which replaces its failed members.
+    let nested = resource_type.is_nested_stack();
+    let failed = if nested {
+        (current.action, current.status) == (StackAction::Check, ActionStatus::Failed)
+    } else {
+        current.status == ActionStatus::Failed
+    };
     let replace = current.type_name != new_type
-        || current.status == ActionStatus::Failed
+        || failed
         || current.physical_id.is_none()
         || resource_type.needs_replacement(&old_properties, &properties);
     if !replace {
-        if old_properties == properties {
+        if old_properties == properties && !nested {
             return Ok(());
         }
         let in_progress = transition(

@@ -29,6 +29,11 @@ pub mod stacks {
         pub nested_depth: i32,
         pub parent_resource: Option<String>,
         pub deleted_at: Option<ChronoDateTimeUtc>,
+        pub lock_level: Option<String>,
+        pub locked_by_user: Option<String>,
+        pub locked_by_admin: Option<bool>,
+        pub locked_at: Option<ChronoDateTimeUtc>,
+        pub lock_reason: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

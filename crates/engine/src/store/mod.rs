@@ -32,6 +32,8 @@ pub struct StackListQuery {
     pub name: Option<String>,
     /// Include nested stacks.
     pub show_nested: bool,
+    /// Only locked (true) or only unlocked (false) stacks.
+    pub locked: Option<bool>,
 }
 
 impl StackListQuery {
@@ -110,6 +112,8 @@ pub trait StackStore: Send + Sync + 'static {
         event: &Event,
         engine_id: Uuid,
     ) -> Result<()>;
+    /// Records events that change no state (plugin calls, refused signals).
+    async fn record_events(&self, events: &[Event]) -> Result<()>;
     /// Writes the stack's new state and its event in one transaction.
     async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()>;
     /// Writes resources' new states and their events in one transaction.
@@ -141,4 +145,25 @@ pub trait StackStore: Send + Sync + 'static {
     /// A page of `project_id`'s stacks, newest first; `Error::NotFound` if
     /// the marker names no stack of the project.
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>>;
+    /// Records a resource's new health state (mark unhealthy, or its reset)
+    /// with its event, and releases `engine_id`'s lease on `stack_id`, in
+    /// one transaction. `Error::NotFound` if the row is gone (then only the
+    /// lease is released).
+    async fn mark_resource_health(
+        &self,
+        resource: &Resource,
+        event: &Event,
+        stack_id: Uuid,
+        engine_id: Uuid,
+    ) -> Result<()>;
+    /// Ends a scaling signal: writes the group's final row and its event
+    /// and releases `engine_id`'s lease on `stack_id`, in one transaction —
+    /// whoever sees the group settled can start the next operation at once.
+    async fn finish_scaling(
+        &self,
+        group: &Resource,
+        event: &Event,
+        stack_id: Uuid,
+        engine_id: Uuid,
+    ) -> Result<()>;
 }

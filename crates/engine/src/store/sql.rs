@@ -15,7 +15,9 @@ use uuid::Uuid;
 
 use super::entity::{events, resources, stack_leases, stacks};
 use super::{EventListQuery, StackListQuery, StackStore};
-use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
+use crate::domain::{
+    ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
+};
 use crate::error::{Error, Result};
 
 pub struct SqlStackStore {
@@ -62,6 +64,23 @@ fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel
         nested_depth: Set(i32::try_from(stack.nested_depth).unwrap_or(i32::MAX)),
         parent_resource: Set(stack.parent_resource.clone()),
         deleted_at: Set(stack.deleted_at),
+        lock_level: Set(stack
+            .maintenance_lock
+            .as_ref()
+            .map(|lock| lock.level.as_str().to_owned())),
+        locked_by_user: Set(stack
+            .maintenance_lock
+            .as_ref()
+            .map(|lock| lock.locked_by_user.clone())),
+        locked_by_admin: Set(stack
+            .maintenance_lock
+            .as_ref()
+            .map(|lock| lock.locked_by_admin)),
+        locked_at: Set(stack.maintenance_lock.as_ref().map(|lock| lock.locked_at)),
+        lock_reason: Set(stack
+            .maintenance_lock
+            .as_ref()
+            .and_then(|lock| lock.reason.clone())),
     }
 }
 
@@ -178,6 +197,11 @@ impl StackStore for SqlStackStore {
         if let Some(name) = &query.name {
             select = select.filter(stacks::Column::Name.eq(name.as_str()));
         }
+        match query.locked {
+            Some(true) => select = select.filter(stacks::Column::LockLevel.is_not_null()),
+            Some(false) => select = select.filter(stacks::Column::LockLevel.is_null()),
+            None => {}
+        }
         if let Some(marker) = query.marker {
             let marker_row = stacks::Entity::find_by_id(marker)
                 .filter(stacks::Column::ProjectId.eq(project_id))
@@ -269,6 +293,16 @@ impl StackStore for SqlStackStore {
             .exec(&transaction)
             .await?;
         transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn record_events(&self, events: &[Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        events::Entity::insert_many(events.iter().map(event_row))
+            .exec(&self.connection)
+            .await?;
         Ok(())
     }
 
@@ -466,6 +500,79 @@ impl StackStore for SqlStackStore {
         }
         Ok(orphaned)
     }
+
+    async fn mark_resource_health(
+        &self,
+        resource: &Resource,
+        event: &Event,
+        stack_id: Uuid,
+        engine_id: Uuid,
+    ) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        let updated = resources::Entity::update_many()
+            .col_expr(
+                resources::Column::Action,
+                Expr::value(resource.action.as_str()),
+            )
+            .col_expr(
+                resources::Column::Status,
+                Expr::value(resource.status.as_str()),
+            )
+            .col_expr(
+                resources::Column::StatusReason,
+                Expr::value(resource.status_reason.clone()),
+            )
+            .col_expr(
+                resources::Column::UpdatedAt,
+                Expr::value(resource.updated_at),
+            )
+            .filter(resources::Column::Id.eq(resource.id))
+            .exec(&transaction)
+            .await?;
+        if updated.rows_affected == 1 {
+            events::Entity::insert(event_row(event))
+                .exec(&transaction)
+                .await?;
+        }
+        stack_leases::Entity::delete_many()
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        if updated.rows_affected == 1 {
+            Ok(())
+        } else {
+            Err(Error::NotFound(format!(
+                "resource {:?} not found (it was replaced or deleted meanwhile)",
+                resource.name
+            )))
+        }
+    }
+
+    async fn finish_scaling(
+        &self,
+        group: &Resource,
+        event: &Event,
+        stack_id: Uuid,
+        engine_id: Uuid,
+    ) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        resources::Entity::insert(resource_row(group))
+            .on_conflict(resource_upsert())
+            .exec_without_returning(&transaction)
+            .await?;
+        events::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
+        stack_leases::Entity::delete_many()
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
 }
 
 /// The columns an operation changes on a stack's row.
@@ -482,6 +589,46 @@ async fn write_stack_state(
         )
         .col_expr(stacks::Column::UpdatedAt, Expr::value(stack.updated_at))
         .col_expr(stacks::Column::DeletedAt, Expr::value(stack.deleted_at))
+        .col_expr(
+            stacks::Column::LockLevel,
+            Expr::value(
+                stack
+                    .maintenance_lock
+                    .as_ref()
+                    .map(|lock| lock.level.as_str().to_owned()),
+            ),
+        )
+        .col_expr(
+            stacks::Column::LockedByUser,
+            Expr::value(
+                stack
+                    .maintenance_lock
+                    .as_ref()
+                    .map(|lock| lock.locked_by_user.clone()),
+            ),
+        )
+        .col_expr(
+            stacks::Column::LockedByAdmin,
+            Expr::value(
+                stack
+                    .maintenance_lock
+                    .as_ref()
+                    .map(|lock| lock.locked_by_admin),
+            ),
+        )
+        .col_expr(
+            stacks::Column::LockedAt,
+            Expr::value(stack.maintenance_lock.as_ref().map(|lock| lock.locked_at)),
+        )
+        .col_expr(
+            stacks::Column::LockReason,
+            Expr::value(
+                stack
+                    .maintenance_lock
+                    .as_ref()
+                    .and_then(|lock| lock.reason.clone()),
+            ),
+        )
         .filter(stacks::Column::Id.eq(stack.id))
         .exec(transaction)
         .await?;
@@ -524,6 +671,16 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
         nested_depth: u32::try_from(row.nested_depth).unwrap_or(0),
         parent_resource: row.parent_resource,
         deleted_at: row.deleted_at,
+        maintenance_lock: match (row.lock_level.as_deref(), row.locked_by_user, row.locked_at) {
+            (Some(level), Some(locked_by_user), Some(locked_at)) => Some(MaintenanceLock {
+                level: LockLevel::parse(level).ok_or_else(|| corrupt("lock level", row.id))?,
+                locked_by_user,
+                locked_by_admin: row.locked_by_admin.unwrap_or(false),
+                locked_at,
+                reason: row.lock_reason,
+            }),
+            _ => None,
+        },
     })
 }
 

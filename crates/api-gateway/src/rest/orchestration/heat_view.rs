@@ -117,7 +117,19 @@ pub fn stack_summary(urls: &HeatUrls, stack: &pb::Stack) -> Value {
         "timeout_mins": if stack.timeout_mins == 0 { Value::Null } else { json!(stack.timeout_mins) },
         "disable_rollback": stack.disable_rollback,
         "project": stack.project_id,
+        "stack_lock": stack.stack_lock.as_ref().map(stack_lock),
         "links": [link(urls.stack(&stack.name, &stack.id), "self")],
+    })
+}
+
+/// Who locked a stack (Ember's addition to Heat's stack view).
+pub fn stack_lock(lock: &pb::StackLock) -> Value {
+    json!({
+        "level": lock.level,
+        "locked_by_user": lock.locked_by_user,
+        "locked_by_role": lock.locked_by_role,
+        "locked_at": heat_time(lock.locked_at.as_ref()),
+        "reason": null_if_empty(&lock.reason),
     })
 }
 

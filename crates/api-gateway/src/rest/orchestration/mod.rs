@@ -82,6 +82,10 @@ pub fn routes() -> Router<GatewayState> {
             post(stacks::run_stack_action),
         )
         .route(
+            "/stacks/{stack_name}/{stack_id}/actions/{action}/allowed",
+            get(stacks::check_stack_operation),
+        )
+        .route(
             "/stacks/{stack_name}/{stack_id}/template",
             get(stack_data::template),
         )

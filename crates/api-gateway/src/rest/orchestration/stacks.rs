@@ -39,6 +39,7 @@ pub async fn list_stacks(
             .unwrap_or_default()
             .to_owned(),
         show_nested: query.boolean("show_nested")?.unwrap_or(false),
+        locked: query.boolean("locked")?,
     };
     let mut stacks = Vec::new();
     let next_marker = loop {
@@ -187,7 +188,9 @@ pub async fn abandon_stack(
 }
 
 /// `POST /stacks/{name}/{id}/actions` with one of `{"suspend": null}`,
-/// `{"resume": null}`, `{"check": null}`, `{"cancel_update": null}` → 200.
+/// `{"resume": null}`, `{"check": null}`, `{"cancel_update": null}`,
+/// `{"lock": {"level": "stacks"|"all", "reason": …}}` (or `{"lock": null}`
+/// = all) and `{"unlock": null}` → 200.
 pub async fn run_stack_action(
     State(state): State<GatewayState>,
     caller: HeatCaller,
@@ -196,12 +199,78 @@ pub async fn run_stack_action(
 ) -> Result<Response, RestError> {
     let action = heat_request::stack_action(heat_request::parse_body(&body)?)?;
     let stack = identified_stack(&state, &caller.identity, &path).await?;
-    let request = pb::StackActionRequest {
-        stack: stack.id,
-        action: action.kind as i32,
+    let option = |key: &str| {
+        action
+            .options
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     };
-    stack_service(&state)
-        .run_stack_action(state.internal_request(&caller.identity, request))
-        .await?;
+    let mut client = stack_service(&state);
+    match action.kind {
+        heat_request::ActionKind::Run(kind) => {
+            let request = pb::StackActionRequest {
+                stack: stack.id,
+                action: kind as i32,
+            };
+            client
+                .run_stack_action(state.internal_request(&caller.identity, request))
+                .await?;
+        }
+        heat_request::ActionKind::Lock => {
+            let request = pb::LockStackRequest {
+                stack: stack.id,
+                level: option("level"),
+                reason: option("reason"),
+            };
+            client
+                .lock_stack(state.internal_request(&caller.identity, request))
+                .await?;
+        }
+        heat_request::ActionKind::Unlock => {
+            let request = pb::GetStackRequest { stack: stack.id };
+            client
+                .unlock_stack(state.internal_request(&caller.identity, request))
+                .await?;
+        }
+    }
     Ok(http::StatusCode::OK.into_response())
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct OperationPath {
+    stack_name: String,
+    stack_id: String,
+    action: String,
+}
+
+/// `GET /stacks/{name}/{id}/actions/{action}/allowed`: would the action be
+/// allowed now? `{"allowed", "reason", "stack_lock"}`.
+pub async fn check_stack_operation(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<OperationPath>,
+) -> Result<Json<serde_json::Value>, RestError> {
+    let operation = path.action;
+    let path = StackPath {
+        stack_name: path.stack_name,
+        stack_id: path.stack_id,
+    };
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let response = stack_service(&state)
+        .check_operation(state.internal_request(
+            &caller.identity,
+            pb::CheckOperationRequest {
+                stack: stack.id,
+                operation,
+            },
+        ))
+        .await?
+        .into_inner();
+    Ok(Json(serde_json::json!({
+        "allowed": response.allowed,
+        "reason": if response.reason.is_empty() { serde_json::Value::Null } else { response.reason.into() },
+        "stack_lock": response.stack_lock.as_ref().map(heat_view::stack_lock),
+    })))
 }

@@ -33,6 +33,7 @@ pub async fn list(client: &Client, nested: bool, limit: u32) -> Result<(), Strin
             marker: String::new(),
             name: String::new(),
             show_nested: nested,
+            locked: None,
         })?)
         .await
         .map_err(describe)?

@@ -221,6 +221,67 @@ pub async fn action(
     follow(client, &started, marker, wait).await
 }
 
+pub async fn lock(
+    client: &Client,
+    stack: String,
+    level: String,
+    reason: Option<String>,
+    wait: &WaitArgs,
+) -> Result<(), String> {
+    let marker = watch::latest_event_id(client, &stack).await?;
+    let started = stacks(client)
+        .lock_stack(client.request(pb::LockStackRequest {
+            stack,
+            level,
+            reason: reason.unwrap_or_default(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    follow(client, &started, marker, wait).await
+}
+
+pub async fn unlock(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), String> {
+    let marker = watch::latest_event_id(client, &stack).await?;
+    let started = stacks(client)
+        .unlock_stack(client.request(pb::GetStackRequest { stack })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    follow(client, &started, marker, wait).await
+}
+
+pub async fn allowed(client: &Client, stack: String, operation: String) -> Result<(), String> {
+    let answer = stacks(client)
+        .check_operation(client.request(pb::CheckOperationRequest {
+            stack,
+            operation: operation.clone(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    if answer.allowed {
+        println!("{operation}: allowed");
+    } else {
+        println!("{operation}: not allowed: {}", answer.reason);
+    }
+    if let Some(lock) = answer.stack_lock {
+        let reason = if lock.reason.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", lock.reason)
+        };
+        println!(
+            "locked at level {} by {} {} at {}{reason}",
+            lock.level,
+            lock.locked_by_role,
+            lock.locked_by_user,
+            super::format_time(lock.locked_at.as_ref())
+        );
+    }
+    Ok(())
+}
+
 pub async fn abandon(client: &Client, stack: String) -> Result<(), String> {
     let response = stacks(client)
         .abandon_stack(client.request(pb::GetStackRequest { stack })?)

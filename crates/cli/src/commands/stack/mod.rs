@@ -99,6 +99,17 @@ pub enum StackCommand {
     Check(ActionArgs),
     /// Stop an update in progress and roll back to the previous template
     CancelUpdate(ActionArgs),
+    /// Put a stack in maintenance: only lock (to change the level) and unlock are allowed
+    Lock(LockArgs),
+    /// Lift a stack's maintenance lock (an admin's lock needs an admin)
+    Unlock(ActionArgs),
+    /// Would an operation be allowed on a stack now? (update, delete, suspend, lock, unlock, …)
+    Allowed {
+        stack: String,
+        operation: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// Validate a template (and environments, parameters) without creating anything
     Validate(ValidateArgs),
 }
@@ -121,6 +132,21 @@ impl WaitArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    stack: String,
+    /// stacks: the stack and its nested stacks; all: also lock instances
+    #[arg(long, default_value = "all", value_parser = ["stacks", "all"])]
+    level: String,
+    /// Why (shown with the lock)
+    #[arg(long)]
+    reason: Option<String>,
+    #[command(flatten)]
+    wait: WaitArgs,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+#[derive(Debug, Clone, clap::Args)]
 pub struct ActionArgs {
     stack: String,
     #[command(flatten)]
@@ -182,6 +208,22 @@ pub async fn run(command: StackCommand) -> Result<(), String> {
         StackCommand::Resume(args) => run_action(args, StackActionKind::Resume).await,
         StackCommand::Check(args) => run_action(args, StackActionKind::Check).await,
         StackCommand::CancelUpdate(args) => run_action(args, StackActionKind::CancelUpdate).await,
+        StackCommand::Lock(args) => {
+            let client = connect(&args.connect).await?;
+            lifecycle::lock(&client, args.stack, args.level, args.reason, &args.wait).await
+        }
+        StackCommand::Unlock(args) => {
+            let client = connect(&args.connect).await?;
+            lifecycle::unlock(&client, args.stack, &args.wait).await
+        }
+        StackCommand::Allowed {
+            stack,
+            operation,
+            connect: connect_args,
+        } => {
+            let client = connect(&connect_args).await?;
+            lifecycle::allowed(&client, stack, operation).await
+        }
         StackCommand::Validate(args) => {
             lifecycle::validate(&connect(&args.connect).await?, args).await
         }

@@ -9,12 +9,12 @@ use super::{Node, NodeStatus};
 
 /// Picks `count` victims among `nodes` (fewer if there are fewer nodes).
 /// `profile_created` gives each node's profile creation time order key.
-pub fn select_victims<'a>(
-    nodes: &'a [Node],
+pub fn select_victims(
+    nodes: &[Node],
     count: usize,
     criteria: Criteria,
     profile_rank: impl Fn(&Node) -> i64,
-) -> Vec<&'a Node> {
+) -> Vec<&Node> {
     let candidates: Vec<&Node> = nodes
         .iter()
         .filter(|node| node.status != NodeStatus::Deleting)

@@ -11,30 +11,51 @@ use crate::error::RestError;
 /// operation it starts, and the options its value may carry.
 struct StackActionRule {
     name: &'static str,
-    kind: pb::StackActionKind,
+    kind: ActionKind,
     options: &'static [&'static str],
+}
+
+/// Which engine call an action becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    /// `StackService.RunStackAction` with this kind.
+    Run(pb::StackActionKind),
+    /// `StackService.LockStack` (options: level, reason).
+    Lock,
+    /// `StackService.UnlockStack`.
+    Unlock,
 }
 
 /// Every action of the actions endpoint. A new action is one line here.
 const STACK_ACTIONS: &[StackActionRule] = &[
     StackActionRule {
         name: "suspend",
-        kind: pb::StackActionKind::Suspend,
+        kind: ActionKind::Run(pb::StackActionKind::Suspend),
         options: &[],
     },
     StackActionRule {
         name: "resume",
-        kind: pb::StackActionKind::Resume,
+        kind: ActionKind::Run(pb::StackActionKind::Resume),
         options: &[],
     },
     StackActionRule {
         name: "check",
-        kind: pb::StackActionKind::Check,
+        kind: ActionKind::Run(pb::StackActionKind::Check),
         options: &[],
     },
     StackActionRule {
         name: "cancel_update",
-        kind: pb::StackActionKind::CancelUpdate,
+        kind: ActionKind::Run(pb::StackActionKind::CancelUpdate),
+        options: &[],
+    },
+    StackActionRule {
+        name: "lock",
+        kind: ActionKind::Lock,
+        options: &["level", "reason"],
+    },
+    StackActionRule {
+        name: "unlock",
+        kind: ActionKind::Unlock,
         options: &[],
     },
 ];
@@ -42,7 +63,7 @@ const STACK_ACTIONS: &[StackActionRule] = &[
 /// A parsed actions body: what to run and the options given with it.
 #[derive(Debug, PartialEq)]
 pub struct StackAction {
-    pub kind: pb::StackActionKind,
+    pub kind: ActionKind,
     pub options: Map<String, Value>,
 }
 
@@ -98,6 +119,36 @@ pub fn stack_action(map: Map<String, Value>) -> Result<StackAction, RestError> {
             )
         }));
     }
+    if rule.kind == ActionKind::Lock {
+        match options.get("level") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(level)) if level == "stacks" || level == "all" => {}
+            Some(Value::String(level)) => {
+                return Err(invalid(format!(
+                    "lock level {level:?} is not one of stacks, all"
+                )));
+            }
+            Some(other) => {
+                return Err(invalid(format!(
+                    "lock level must be a string, got {}",
+                    kind_of(other)
+                )));
+            }
+        }
+        match options.get("reason") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(reason)) if !reason.is_empty() && reason.chars().count() <= 255 => {}
+            Some(Value::String(_)) => {
+                return Err(invalid("lock reason must be 1-255 characters".to_owned()));
+            }
+            Some(other) => {
+                return Err(invalid(format!(
+                    "lock reason must be a string, got {}",
+                    kind_of(other)
+                )));
+            }
+        }
+    }
     Ok(StackAction {
         kind: rule.kind,
         options,
@@ -114,16 +165,26 @@ mod tests {
     #[test]
     fn an_actions_body_names_exactly_one_known_action() {
         for (name, kind) in [
-            ("suspend", pb::StackActionKind::Suspend),
-            ("resume", pb::StackActionKind::Resume),
-            ("check", pb::StackActionKind::Check),
-            ("cancel_update", pb::StackActionKind::CancelUpdate),
+            ("suspend", ActionKind::Run(pb::StackActionKind::Suspend)),
+            ("resume", ActionKind::Run(pb::StackActionKind::Resume)),
+            ("check", ActionKind::Run(pb::StackActionKind::Check)),
+            (
+                "cancel_update",
+                ActionKind::Run(pb::StackActionKind::CancelUpdate),
+            ),
+            ("lock", ActionKind::Lock),
+            ("unlock", ActionKind::Unlock),
         ] {
             let parsed = stack_action(body(json!({ name: null }))).expect(name);
             assert_eq!(parsed.kind, kind);
             assert!(parsed.options.is_empty());
         }
         stack_action(body(json!({"check": {}}))).expect("an empty object is no options");
+        let lock = stack_action(body(
+            json!({"lock": {"level": "stacks", "reason": "db upgrade"}}),
+        ))
+        .expect("lock");
+        assert_eq!(lock.options["level"], json!("stacks"));
 
         let cases = [
             (json!({}), "no action given"),
@@ -131,7 +192,19 @@ mod tests {
                 json!({"suspend": null, "resume": null}),
                 "one action at a time",
             ),
-            (json!({"lock": null}), "unknown action \"lock\""),
+            (
+                json!({"lock": {"level": "everything"}}),
+                "lock level \"everything\" is not one of stacks, all",
+            ),
+            (json!({"lock": {"level": 3}}), "lock level must be a string"),
+            (
+                json!({"lock": {"reason": ""}}),
+                "lock reason must be 1-255 characters",
+            ),
+            (
+                json!({"unlock": {"force": true}}),
+                "action \"unlock\" takes no options",
+            ),
             (json!({"cancel_without_rollback": null}), "unknown action"),
             (
                 json!({"check": {"deep": true}}),

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::error::RestError;
 
-pub use actions::stack_action;
+pub use actions::{ActionKind, stack_action};
 pub use stack_body::{create_stack_request, update_stack_request, validate_template_request};
 
 /// Heat's limit on one tag.

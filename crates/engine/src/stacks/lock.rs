@@ -1,0 +1,290 @@
+//! Maintenance lock and unlock of stacks (spec heat-lock-stack). Locking
+//! records who locked, when, how far and why, then asks every resource to
+//! lock what it manages — nested stacks lock with their root at the same
+//! level; at level `all` instances are locked as the caller. A resource
+//! that fails leaves LOCK_FAILED, from which unlock brings everything back.
+//! An admin's lock can only be lifted by an admin.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use ember_runtime::Identity;
+
+use super::executor::{Direction, RunTarget, Shared, snapshot, transition, walk};
+use super::{
+    Operation, StackOperations, conclude, ensure_allowed, lease, operation_timeout, stack_event,
+};
+use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
+use crate::error::{Error, Result};
+use crate::resources::LockRequest;
+
+/// Whether an operation would be allowed now, and which lock blocks it.
+#[derive(Debug, Clone)]
+pub struct OperationCheck {
+    pub allowed: bool,
+    pub reason: String,
+    pub lock: Option<MaintenanceLock>,
+}
+
+impl StackOperations {
+    pub async fn lock_stack(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+        level: LockLevel,
+        reason: Option<String>,
+    ) -> Result<Stack> {
+        if let Some(reason) = &reason
+            && (reason.is_empty() || reason.chars().count() > 255)
+        {
+            return Err(Error::InvalidInput(
+                "reason: must be 1-255 characters".to_owned(),
+            ));
+        }
+        let found = self.find_stack(identity, name_or_id).await?;
+        let request = LockRequest {
+            level,
+            caller: identity.clone(),
+            reason,
+        };
+        let (stack, run) = self.begin_lock(found, request, true).await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    pub async fn unlock_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
+        let found = self.find_stack(identity, name_or_id).await?;
+        let level = found
+            .maintenance_lock
+            .as_ref()
+            .map_or(LockLevel::All, |lock| lock.level);
+        let request = LockRequest {
+            level,
+            caller: identity.clone(),
+            reason: None,
+        };
+        let (stack, run) = self.begin_lock(found, request, false).await?;
+        tokio::spawn(run);
+        Ok(stack)
+    }
+
+    /// The dry run: would `operation` be allowed on the stack now?
+    pub async fn check_operation(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+        operation: Operation,
+    ) -> Result<OperationCheck> {
+        let stack = self.find_stack(identity, name_or_id).await?;
+        let verdict = ensure_allowed(&stack, operation)
+            .and_then(|()| admin_lock_rule(&stack, identity, operation));
+        Ok(OperationCheck {
+            allowed: verdict.is_ok(),
+            reason: verdict
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default(),
+            lock: stack.maintenance_lock,
+        })
+    }
+
+    /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
+    pub(crate) async fn begin_lock(
+        &self,
+        found: Stack,
+        request: LockRequest,
+        locking: bool,
+    ) -> Result<(Stack, super::Run)> {
+        let operation = if locking {
+            Operation::Lock
+        } else {
+            Operation::Unlock
+        };
+        ensure_allowed(&found, operation)?;
+        admin_lock_rule(&found, &request.caller, operation)?;
+        let label = if locking { "LOCK" } else { "UNLOCK" };
+        let stack_lease = lease::StackLease::take(
+            self.store().clone(),
+            found.id,
+            &found.name,
+            self.shared.engine_id,
+            label,
+        )
+        .await?;
+        let started = async {
+            let mut stack = self
+                .store()
+                .get_stack(found.id)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("stack {:?} not found", found.name)))?;
+            ensure_allowed(&stack, operation)?;
+            admin_lock_rule(&stack, &request.caller, operation)?;
+            let target = self.load_target(&stack).await?;
+            let now = ember_runtime::time::now();
+            stack.action = if locking {
+                StackAction::Lock
+            } else {
+                StackAction::Unlock
+            };
+            stack.status = ActionStatus::InProgress;
+            stack.status_reason = format!("Stack {label} started");
+            stack.updated_at = now;
+            if locking {
+                stack.maintenance_lock = Some(MaintenanceLock {
+                    level: request.level,
+                    locked_by_user: request.caller.user_id.clone(),
+                    locked_by_admin: request.caller.is_admin(),
+                    locked_at: now,
+                    reason: request.reason.clone(),
+                });
+            }
+            self.store()
+                .record_stack_transition(&stack, &stack_event(&stack, &stack.status_reason))
+                .await?;
+            Ok((stack, target))
+        }
+        .await;
+        match started {
+            Ok((stack, target)) => {
+                let run: super::Run = Box::pin(run_lock(
+                    self.shared.clone(),
+                    stack.clone(),
+                    target,
+                    request,
+                    stack_lease,
+                ));
+                Ok((stack, run))
+            }
+            Err(error) => {
+                stack_lease.release().await;
+                Err(error)
+            }
+        }
+    }
+}
+
+/// An admin's lock is lifted (or changed) only by an admin.
+fn admin_lock_rule(stack: &Stack, caller: &Identity, operation: Operation) -> Result<()> {
+    match (&stack.maintenance_lock, operation) {
+        (Some(lock), Operation::Lock | Operation::Unlock)
+            if lock.locked_by_admin && !caller.is_admin() =>
+        {
+            Err(Error::Forbidden(format!(
+                "stack {:?} was locked by admin {:?}: only an admin can {} it",
+                stack.name,
+                lock.locked_by_user,
+                operation.as_str()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+async fn run_lock(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    request: LockRequest,
+    stack_lease: lease::StackLease,
+) {
+    let locking = stack.action == StackAction::Lock;
+    let passed = match super::plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let names: BTreeSet<String> = snapshot(&target.resources)
+        .values()
+        .filter(|resource| resource.action != StackAction::Init && resource.physical_id.is_some())
+        .map(|resource| resource.name.clone())
+        .collect();
+    let graph = target.parsed.graph.clone();
+    let action = stack.action;
+    let walking = walk(&graph, &names, Direction::DependenciesFirst, |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        let request = request.clone();
+        async move { lock_one(&shared, &target, &name, action, &request).await }
+    });
+    let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
+        .await
+        .unwrap_or_else(|_| Err(format!("{} timed out", action.as_str())));
+    let (status, reason) = match outcome {
+        Ok(()) => {
+            if !locking {
+                stack.maintenance_lock = None;
+            }
+            (
+                ActionStatus::Complete,
+                format!("Stack {} completed successfully", action.as_str()),
+            )
+        }
+        // The lock stays recorded so unlock can clean the dirty state up.
+        Err(reason) => (ActionStatus::Failed, reason),
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
+    super::plugins::after(&shared, &stack, action, passed).await;
+}
+
+async fn lock_one(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    action: StackAction,
+    request: &LockRequest,
+) -> std::result::Result<(), String> {
+    let current = snapshot(&target.resources)
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let in_progress = transition(
+        shared,
+        target,
+        current,
+        action,
+        ActionStatus::InProgress,
+        "state changed",
+    )
+    .await?;
+    let result = match shared.registry.get(&in_progress.type_name) {
+        Some(resource_type) if action == StackAction::Lock => {
+            resource_type.lock(&in_progress, request).await
+        }
+        Some(resource_type) => resource_type.unlock(&in_progress, request).await,
+        None => Err(crate::resources::ResourceFailure(format!(
+            "unknown resource type {:?}",
+            in_progress.type_name
+        ))),
+    };
+    match result {
+        Ok(data) => {
+            let mut done = in_progress;
+            done.data = data;
+            transition(
+                shared,
+                target,
+                done,
+                action,
+                ActionStatus::Complete,
+                "state changed",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(failure) => {
+            let reason = format!("resources.{name}: {failure}");
+            transition(
+                shared,
+                target,
+                in_progress,
+                action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            Err(format!("Resource {} failed: {reason}", action.as_str()))
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! Maintenance lock and unlock of stacks (spec heat-lock-stack) on SQLite
+//! and PostgreSQL: the allowed-action table, nested stacks locked with their
+//! root, instances locked at level `all` (and only those the stack locked
+//! unlocked again), a failing resource leaving LOCK_FAILED that unlock
+//! cleans up, and the admin rule.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ember_engine::Error;
+use ember_engine::compute::simulated::SimulatedComputeConfig;
+use ember_engine::domain::instance::{InstanceStatus, NewInstance};
+use ember_engine::domain::{LockLevel, Stack};
+use ember_engine::instances::InstanceService;
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::{CreateStack, Operation, StackOperations, StackWideAction, UpdateStack};
+use ember_engine::store::instances::SqlInstanceStore;
+use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+async fn engine(
+    database: &TestDatabase,
+) -> (
+    Arc<StackOperations>,
+    Arc<InstanceService>,
+    Arc<dyn StackStore>,
+) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let driver = SimulatedComputeConfig {
+        build_latency: Duration::from_millis(2),
+        power_latency: Duration::from_millis(2),
+        reboot_latency: Duration::from_millis(2),
+        delete_latency: Duration::from_millis(2),
+        fail_builds_matching: String::new(),
+    };
+    let instances = InstanceService::start(
+        Arc::new(SqlInstanceStore::new(connection.clone())),
+        &driver,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("instances");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
+    let operations = StackOperations::new(
+        store.clone(),
+        Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
+    );
+    (operations, instances, store)
+}
+
+fn owner() -> Identity {
+    Identity::new("demo", "demo", vec!["member".to_owned()])
+}
+
+fn admin() -> Identity {
+    Identity::new(
+        "root",
+        "demo",
+        vec!["admin".to_owned(), "member".to_owned()],
+    )
+}
+
+async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stack = operations
+            .find_stack(&owner(), name_or_id)
+            .await
+            .expect("stack");
+        if !stack.stack_status().ends_with("IN_PROGRESS") {
+            return stack;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name_or_id} still {}",
+            stack.stack_status()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+const CHILD: &str = "heat_template_version: 2021-04-16\nresources:\n  inner: {type: OS::Heat::TestResource}\n  server: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian}}\n";
+
+const ROOT: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  fail_lock: {type: boolean, default: false}
+resources:
+  web: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian, name: web-1}}
+  flaky: {type: OS::Heat::TestResource, properties: {fail_lock: {get_param: fail_lock}}}
+  tier: {type: child.yaml}
+"#;
+
+async fn create_root(operations: &StackOperations, name: &str) -> Stack {
+    let mut create = CreateStack {
+        name: name.to_owned(),
+        template: ROOT.to_owned(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    };
+    create.files.insert("child.yaml".into(), CHILD.into());
+    operations
+        .create_stack(&owner(), create)
+        .await
+        .expect("create");
+    let stack = settled(operations, name).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    stack
+}
+
+async fn server_ids(operations: &StackOperations, stack: &Stack) -> Vec<Uuid> {
+    operations
+        .resources(stack, 1)
+        .await
+        .expect("resources")
+        .into_iter()
+        .filter(|view| view.resource.type_name == "OS::Nova::Server")
+        .map(|view| {
+            Uuid::parse_str(view.resource.physical_id.as_deref().expect("id")).expect("uuid")
+        })
+        .collect()
+}
+
+async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
+    database: &TestDatabase,
+) {
+    let (operations, instances, store) = engine(database).await;
+    let stack = create_root(&operations, "locked").await;
+    operations
+        .lock_stack(
+            &owner(),
+            "locked",
+            LockLevel::Stacks,
+            Some("db maintenance".into()),
+        )
+        .await
+        .expect("lock accepted");
+    let locked = settled(&operations, "locked").await;
+    assert_eq!(
+        locked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        locked.status_reason
+    );
+    let lock = locked.maintenance_lock.clone().expect("lock recorded");
+    assert_eq!(
+        (
+            lock.level,
+            lock.locked_by_user.as_str(),
+            lock.locked_by_admin
+        ),
+        (LockLevel::Stacks, "demo", false)
+    );
+    assert_eq!(lock.reason.as_deref(), Some("db maintenance"));
+    let children = store.list_child_stacks(stack.id).await.expect("children");
+    assert!(
+        children
+            .iter()
+            .all(|child| child.stack_status() == "LOCK_COMPLETE"),
+        "nested stacks lock with the root"
+    );
+    for id in server_ids(&operations, &stack).await {
+        assert!(
+            !instances
+                .get(&owner(), id)
+                .await
+                .expect("instance")
+                .is_locked(),
+            "level stacks leaves instances alone"
+        );
+    }
+
+    // Everything but lock and unlock is refused, naming the lock.
+    let error = operations
+        .delete_stack(&owner(), "locked")
+        .await
+        .expect_err("locked");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    assert!(
+        error
+            .to_string()
+            .contains("is locked (level stacks, by owner \"demo\" at"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("db maintenance"), "{error}");
+    let update = UpdateStack {
+        name_or_id: "locked".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    assert!(matches!(
+        operations.update_stack(&owner(), update).await,
+        Err(Error::Conflict(_))
+    ));
+    for action in [StackWideAction::Suspend, StackWideAction::Check] {
+        assert!(matches!(
+            operations
+                .run_stack_wide_action(&owner(), "locked", action)
+                .await,
+            Err(Error::Conflict(_))
+        ));
+    }
+    assert!(matches!(
+        operations.abandon_stack(&owner(), "locked").await,
+        Err(Error::Conflict(_))
+    ));
+    let child = &children[0];
+    let error = operations
+        .delete_stack(&owner(), &child.id.to_string())
+        .await
+        .expect_err("a nested stack addressed directly is locked too");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    let check = operations
+        .check_operation(&owner(), "locked", Operation::Delete)
+        .await
+        .expect("check");
+    assert!(!check.allowed && check.lock.is_some(), "{check:?}");
+    let check = operations
+        .check_operation(&owner(), "locked", Operation::Unlock)
+        .await
+        .expect("check");
+    assert!(check.allowed, "{check:?}");
+
+    // Lock again to change the level: instances now lock too.
+    operations
+        .lock_stack(&owner(), "locked", LockLevel::All, None)
+        .await
+        .expect("relock");
+    let relocked = settled(&operations, "locked").await;
+    assert_eq!(
+        relocked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        relocked.status_reason
+    );
+    for id in server_ids(&operations, &stack).await {
+        let instance = instances.get(&owner(), id).await.expect("instance");
+        assert!(instance.is_locked(), "level all locks instance {id}");
+    }
+
+    operations
+        .unlock_stack(&owner(), "locked")
+        .await
+        .expect("unlock accepted");
+    let unlocked = settled(&operations, "locked").await;
+    assert_eq!(
+        unlocked.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        unlocked.status_reason
+    );
+    assert!(unlocked.maintenance_lock.is_none());
+    for id in server_ids(&operations, &stack).await {
+        assert!(
+            !instances
+                .get(&owner(), id)
+                .await
+                .expect("instance")
+                .is_locked(),
+            "unlock lifts the stack's instance locks"
+        );
+    }
+    let error = operations
+        .unlock_stack(&owner(), "locked")
+        .await
+        .expect_err("not locked");
+    assert!(error.to_string().contains("is not locked"), "{error}");
+    operations
+        .delete_stack(&owner(), "locked")
+        .await
+        .expect("delete allowed again");
+}
+
+async fn unlock_lifts_only_the_instance_locks_the_stack_placed(database: &TestDatabase) {
+    let (operations, instances, _) = engine(database).await;
+    let stack = create_root(&operations, "mine").await;
+    let ids = server_ids(&operations, &stack).await;
+    // The user locked one instance on their own before the stack lock.
+    instances
+        .lock(&owner(), ids[0], Some("my own".into()))
+        .await
+        .expect("own lock");
+    operations
+        .lock_stack(&owner(), "mine", LockLevel::All, None)
+        .await
+        .expect("lock");
+    assert_eq!(
+        settled(&operations, "mine").await.stack_status(),
+        "LOCK_COMPLETE"
+    );
+    operations
+        .unlock_stack(&owner(), "mine")
+        .await
+        .expect("unlock");
+    assert_eq!(
+        settled(&operations, "mine").await.stack_status(),
+        "UNLOCK_COMPLETE"
+    );
+    let own = instances.get(&owner(), ids[0]).await.expect("instance");
+    assert!(own.is_locked(), "the user's own lock stays");
+    assert!(
+        !instances
+            .get(&owner(), ids[1])
+            .await
+            .expect("instance")
+            .is_locked()
+    );
+}
+
+async fn a_failing_resource_leaves_lock_failed_and_unlock_cleans_up(database: &TestDatabase) {
+    let (operations, instances, _) = engine(database).await;
+    let mut create = CreateStack {
+        name: "dirty".into(),
+        template: ROOT.to_owned(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    };
+    create.files.insert("child.yaml".into(), CHILD.into());
+    create.parameters.insert("fail_lock".into(), json!(true));
+    operations
+        .create_stack(&owner(), create)
+        .await
+        .expect("create");
+    let stack = settled(&operations, "dirty").await;
+    operations
+        .lock_stack(&owner(), "dirty", LockLevel::All, None)
+        .await
+        .expect("lock");
+    let failed = settled(&operations, "dirty").await;
+    assert_eq!(failed.stack_status(), "LOCK_FAILED");
+    assert!(
+        failed
+            .status_reason
+            .contains("Test Resource failed to lock"),
+        "{}",
+        failed.status_reason
+    );
+    let error = operations
+        .update_stack(
+            &owner(),
+            UpdateStack {
+                name_or_id: "dirty".into(),
+                existing: true,
+                ..UpdateStack::default()
+            },
+        )
+        .await
+        .expect_err("LOCK_FAILED allows only unlock, delete, lock");
+    assert!(error.to_string().contains("LOCK_FAILED"), "{error}");
+    operations
+        .unlock_stack(&owner(), "dirty")
+        .await
+        .expect("unlock from LOCK_FAILED");
+    let clean = settled(&operations, "dirty").await;
+    assert_eq!(
+        clean.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        clean.status_reason
+    );
+    for id in server_ids(&operations, &stack).await {
+        assert!(
+            !instances
+                .get(&owner(), id)
+                .await
+                .expect("instance")
+                .is_locked()
+        );
+    }
+}
+
+async fn an_admin_lock_is_lifted_only_by_an_admin(database: &TestDatabase) {
+    let (operations, instances, _) = engine(database).await;
+    let stack = create_root(&operations, "admin-locked").await;
+    operations
+        .lock_stack(
+            &admin(),
+            "admin-locked",
+            LockLevel::All,
+            Some("audit".into()),
+        )
+        .await
+        .expect("lock");
+    let locked = settled(&operations, "admin-locked").await;
+    assert!(
+        locked
+            .maintenance_lock
+            .as_ref()
+            .is_some_and(|lock| lock.locked_by_admin)
+    );
+    let error = operations
+        .unlock_stack(&owner(), "admin-locked")
+        .await
+        .expect_err("owner refused");
+    assert!(matches!(error, Error::Forbidden(_)), "{error:?}");
+    assert!(
+        error.to_string().contains("only an admin can unlock"),
+        "{error}"
+    );
+    operations
+        .unlock_stack(&admin(), "admin-locked")
+        .await
+        .expect("admin unlocks");
+    assert_eq!(
+        settled(&operations, "admin-locked").await.stack_status(),
+        "UNLOCK_COMPLETE"
+    );
+    for id in server_ids(&operations, &stack).await {
+        assert!(
+            !instances
+                .get(&owner(), id)
+                .await
+                .expect("instance")
+                .is_locked()
+        );
+    }
+}
+
+async fn lock_needs_a_created_stack(database: &TestDatabase) {
+    let (operations, instances, _) = engine(database).await;
+    let template = "heat_template_version: 2021-04-16\nresources:\n  slow: {type: OS::Heat::TestResource, properties: {action_wait_secs: {create: 1}}}\n";
+    let create = CreateStack {
+        name: "young".into(),
+        template: template.into(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    };
+    operations
+        .create_stack(&owner(), create)
+        .await
+        .expect("create");
+    let error = operations
+        .lock_stack(&owner(), "young", LockLevel::All, None)
+        .await
+        .expect_err("in progress");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    settled(&operations, "young").await;
+    let error = operations
+        .lock_stack(&owner(), "young", LockLevel::All, Some(String::new()))
+        .await
+        .expect_err("empty reason");
+    assert!(matches!(error, Error::InvalidInput(_)), "{error:?}");
+    // An unrelated instance in the project is never touched by stack locks.
+    let loose = instances
+        .create(
+            &owner(),
+            NewInstance {
+                name: "loose".into(),
+                flavor: "f".into(),
+                image: "i".into(),
+                metadata: Default::default(),
+            },
+        )
+        .await
+        .expect("instance");
+    operations
+        .lock_stack(&owner(), "young", LockLevel::All, None)
+        .await
+        .expect("lock");
+    settled(&operations, "young").await;
+    let loose = instances.get(&owner(), loose.uuid).await.expect("instance");
+    assert!(!loose.is_locked() && loose.status != InstanceStatus::Error);
+}
+
+ember_runtime::store_suite!(
+    a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow,
+    unlock_lifts_only_the_instance_locks_the_stack_placed,
+    a_failing_resource_leaves_lock_failed_and_unlock_cleans_up,
+    an_admin_lock_is_lifted_only_by_an_admin,
+    lock_needs_a_created_stack,
+);
