@@ -6,6 +6,8 @@
 
 mod grpc_flow;
 mod heatclient;
+mod locks;
+mod policy_plugin;
 mod rest_errors;
 mod rest_flow;
 
