@@ -450,3 +450,66 @@ fn template_resources_and_environment_aliases_are_sent_from_their_directories() 
         );
     }
 }
+
+#[test]
+fn a_stack_is_locked_checked_and_unlocked_from_the_cli() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let template = write_templates(dir);
+    let _dev = Dev::start(dir);
+    succeed(
+        &[
+            "stack",
+            "create",
+            "kept",
+            "-t",
+            &template,
+            "-P",
+            "greeting=hi",
+            "--wait",
+        ],
+        dir,
+    );
+    let locked = succeed(
+        &[
+            "stack",
+            "lock",
+            "kept",
+            "--level",
+            "stacks",
+            "--reason",
+            "db upgrade",
+            "--wait",
+        ],
+        dir,
+    );
+    assert_eq!(
+        locked.lines().last(),
+        Some("stack kept LOCK_COMPLETE"),
+        "{locked}"
+    );
+    let allowed = succeed(&["stack", "allowed", "kept", "delete"], dir);
+    assert!(
+        allowed.starts_with("delete: not allowed: stack \"kept\" is locked"),
+        "{allowed}"
+    );
+    assert!(
+        allowed.contains("locked at level stacks by owner demo"),
+        "{allowed}"
+    );
+    assert!(allowed.contains(": db upgrade"), "{allowed}");
+    let refused = ember(&["stack", "delete", "kept"], dir);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("unlock it first"),
+        "{}",
+        text(&refused)
+    );
+    let unlocked = succeed(&["stack", "unlock", "kept", "--wait"], dir);
+    assert_eq!(
+        unlocked.lines().last(),
+        Some("stack kept UNLOCK_COMPLETE"),
+        "{unlocked}"
+    );
+    assert!(succeed(&["stack", "allowed", "kept", "delete"], dir).starts_with("delete: allowed"));
+}
