@@ -126,7 +126,10 @@ async fn events_of(operations: &StackOperations, stack: &Stack) -> Vec<Event> {
 /// The nested stack a nested-stack or group resource points at.
 async fn nested_stack_of(operations: &StackOperations, resource: &Resource) -> Stack {
     let id = resource.physical_id.clone().expect("a nested stack id");
-    operations.find_stack(&alice(), &id).await.expect("nested stack")
+    operations
+        .find_stack(&alice(), &id)
+        .await
+        .expect("nested stack")
 }
 
 const REPLACED: &str = r#"
@@ -163,7 +166,11 @@ async fn a_marked_resource_is_replaced_by_the_next_update_and_dependents_follow(
     let events = events_of(&operations, &stack).await;
     let last = events.last().expect("an event");
     assert_eq!(
-        (last.resource_name.as_str(), last.resource_status().as_str(), last.reason.as_str()),
+        (
+            last.resource_name.as_str(),
+            last.resource_status().as_str(),
+            last.reason.as_str()
+        ),
         ("flaky", "CHECK_FAILED", DEFAULT_HEALTH_REASON)
     );
 
@@ -193,7 +200,13 @@ async fn a_marked_resource_is_replaced_by_the_next_update_and_dependents_follow(
     assert_eq!(unchanged.resource_status(), "CREATE_COMPLETE");
 
     let marked = operations
-        .mark_unhealthy(&alice(), &stack.id.to_string(), "flaky", true, Some("disk broken".into()))
+        .mark_unhealthy(
+            &alice(),
+            &stack.id.to_string(),
+            "flaky",
+            true,
+            Some("disk broken".into()),
+        )
         .await
         .expect("marked by stack id");
     assert_eq!(marked.status_reason, "disk broken");
@@ -204,7 +217,10 @@ async fn a_marked_resource_is_replaced_by_the_next_update_and_dependents_follow(
     let flaky = &after["flaky"];
     assert_eq!(flaky.resource_status(), "CREATE_COMPLETE");
     assert_ne!(flaky.id, before["flaky"].id, "a new resource");
-    assert_ne!(flaky.attributes["value"], before["flaky"].attributes["value"]);
+    assert_ne!(
+        flaky.attributes["value"],
+        before["flaky"].attributes["value"]
+    );
     assert_eq!(
         after["user"].attributes["value"], flaky.attributes["value"],
         "the dependent was updated with the new value"
@@ -237,7 +253,13 @@ resources:
     let now = ember_runtime::time::now();
     assert!(
         store
-            .take_stack_lease(stack.id, other_engine, "UPDATE", now, now + chrono::Duration::seconds(30))
+            .take_stack_lease(
+                stack.id,
+                other_engine,
+                "UPDATE",
+                now,
+                now + chrono::Duration::seconds(30)
+            )
             .await
             .expect("lease")
     );
@@ -290,7 +312,13 @@ resources:
         .expect("marked");
     assert!(
         store
-            .take_stack_lease(stack.id, other_engine, "UPDATE", now, now + chrono::Duration::seconds(30))
+            .take_stack_lease(
+                stack.id,
+                other_engine,
+                "UPDATE",
+                now,
+                now + chrono::Duration::seconds(30)
+            )
             .await
             .expect("lease"),
         "marking released the lease in its transaction"
@@ -309,7 +337,10 @@ resources:
         .mark_unhealthy(&alice(), "nope", "other", true, None)
         .await
         .expect_err("unknown stack");
-    assert!(matches!(unknown_stack, Error::NotFound(_)), "{unknown_stack:?}");
+    assert!(
+        matches!(unknown_stack, Error::NotFound(_)),
+        "{unknown_stack:?}"
+    );
     let foreign = operations
         .mark_unhealthy(
             &Identity::new("bob", "project-b", vec!["member".to_owned()]),
@@ -383,7 +414,13 @@ async fn nested_members_and_nested_stacks_can_be_marked(database: &TestDatabase)
 
     // A member is addressed inside its nested stack, by name or id.
     let marked = operations
-        .mark_unhealthy(&alice(), &nested.name, "a", true, Some("app says no".into()))
+        .mark_unhealthy(
+            &alice(),
+            &nested.name,
+            "a",
+            true,
+            Some("app says no".into()),
+        )
         .await
         .expect("member marked");
     assert_eq!(marked.resource_status(), "CHECK_FAILED");
@@ -395,9 +432,15 @@ async fn nested_members_and_nested_stacks_can_be_marked(database: &TestDatabase)
         "the nested stack was updated in place"
     );
     let members_after = resources_of(&operations, &nested).await;
-    assert_ne!(members_after["a"].physical_id, members["a"].physical_id, "a replaced");
+    assert_ne!(
+        members_after["a"].physical_id, members["a"].physical_id,
+        "a replaced"
+    );
     assert_eq!(members_after["a"].resource_status(), "CREATE_COMPLETE");
-    assert_eq!(members_after["b"].physical_id, members["b"].physical_id, "b kept");
+    assert_eq!(
+        members_after["b"].physical_id, members["b"].physical_id,
+        "b kept"
+    );
     assert_eq!(members_after.len(), 2, "the old a was retired");
     assert_eq!(
         top_after["reader"].attributes["value"],
@@ -423,7 +466,10 @@ async fn nested_members_and_nested_stacks_can_be_marked(database: &TestDatabase)
         .await
         .expect_err("root busy");
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
-    assert!(error.to_string().contains("outer"), "names the busy root: {error}");
+    assert!(
+        error.to_string().contains("outer"),
+        "names the busy root: {error}"
+    );
     settled(&operations, "outer").await;
 
     // The nested stack resource itself: replaced as a whole.
@@ -443,7 +489,11 @@ async fn nested_members_and_nested_stacks_can_be_marked(database: &TestDatabase)
         .await
         .expect("read")
         .expect("row");
-    assert_eq!(old_nested.stack_status(), "DELETE_COMPLETE", "the old one is gone");
+    assert_eq!(
+        old_nested.stack_status(),
+        "DELETE_COMPLETE",
+        "the old one is gone"
+    );
     let new_nested = nested_stack_of(&operations, &top_replaced["inner"]).await;
     assert_eq!(resources_of(&operations, &new_nested).await.len(), 2);
 }
@@ -470,7 +520,10 @@ outputs:
   removed: {value: {get_attr: [group, removed_rsrc_list]}}
 "#;
 
-async fn outputs_of(operations: &StackOperations, stack: &Stack) -> std::collections::BTreeMap<String, Value> {
+async fn outputs_of(
+    operations: &StackOperations,
+    stack: &Stack,
+) -> std::collections::BTreeMap<String, Value> {
     operations
         .outputs(stack)
         .await
@@ -483,7 +536,10 @@ async fn outputs_of(operations: &StackOperations, stack: &Stack) -> std::collect
 async fn a_resource_group_replaces_only_its_failed_members(database: &TestDatabase) {
     let (operations, _) = operations(database).await;
     let stack = create(&operations, "grouped", RESOURCE_GROUP).await;
-    let group = resources_of(&operations, &stack).await.remove("group").expect("group");
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("group")
+        .expect("group");
     let nested = nested_stack_of(&operations, &group).await;
     assert_eq!(nested.parent_resource.as_deref(), Some("group"));
     let members = resources_of(&operations, &nested).await;
@@ -509,20 +565,38 @@ async fn a_resource_group_replaces_only_its_failed_members(database: &TestDataba
         .expect("member marked");
     let updated = update_existing(&operations, "grouped", json!({})).await;
     let after = resources_of(&operations, &nested).await;
-    assert_eq!(after.keys().collect::<Vec<_>>(), ["0", "1", "2"], "names kept");
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        ["0", "1", "2"],
+        "names kept"
+    );
     assert_eq!(ids(&after, "0"), ids(&members, "0"), "healthy members kept");
     assert_eq!(ids(&after, "2"), ids(&members, "2"), "healthy members kept");
-    assert_ne!(ids(&after, "1"), ids(&members, "1"), "the failed member replaced");
+    assert_ne!(
+        ids(&after, "1"),
+        ids(&members, "1"),
+        "the failed member replaced"
+    );
     assert_eq!(after["1"].resource_status(), "CREATE_COMPLETE");
-    assert_eq!(after["0"].updated_at, members["0"].updated_at, "not even updated");
+    assert_eq!(
+        after["0"].updated_at, members["0"].updated_at,
+        "not even updated"
+    );
     let outputs = outputs_of(&operations, &updated).await;
-    assert_eq!(outputs["refs"][1], json!(ids(&after, "1")), "the group's refs follow");
+    assert_eq!(
+        outputs["refs"][1],
+        json!(ids(&after, "1")),
+        "the group's refs follow"
+    );
 
     // A removal policy takes "0" out for good; the count is kept with "3".
     let removed = update_existing(&operations, "grouped", json!({"removed": "0"})).await;
     let after_removal = resources_of(&operations, &nested).await;
     assert_eq!(after_removal.keys().collect::<Vec<_>>(), ["1", "2", "3"]);
-    assert_eq!(outputs_of(&operations, &removed).await["removed"], json!(["0"]));
+    assert_eq!(
+        outputs_of(&operations, &removed).await["removed"],
+        json!(["0"])
+    );
     // Scaling down drops the highest index.
     update_existing(&operations, "grouped", json!({"count": 2})).await;
     let smaller = resources_of(&operations, &nested).await;
@@ -584,13 +658,19 @@ async fn an_autoscaling_group_removes_failed_members_first_and_keeps_names(
 ) {
     let (operations, _) = operations(database).await;
     let stack = create(&operations, "scaled", SCALING).await;
-    let group = resources_of(&operations, &stack).await.remove("asg").expect("asg");
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("asg")
+        .expect("asg");
     let nested = nested_stack_of(&operations, &group).await;
     let members = resources_of(&operations, &nested).await;
     assert_eq!(members.keys().collect::<Vec<_>>(), ["0", "1", "2", "3"]);
     let outputs = outputs_of(&operations, &stack).await;
     assert_eq!(outputs["size"], json!(4));
-    assert_eq!(outputs["values"], json!(["member", "member", "member", "member"]));
+    assert_eq!(
+        outputs["values"],
+        json!(["member", "member", "member", "member"])
+    );
     assert_eq!(
         outputs["url"],
         json!(format!(
@@ -608,7 +688,10 @@ async fn an_autoscaling_group_removes_failed_members_first_and_keeps_names(
     let after = resources_of(&operations, &nested).await;
     assert_eq!(after.keys().collect::<Vec<_>>(), ["0", "1", "3"]);
     for name in ["0", "1", "3"] {
-        assert_eq!(after[name].physical_id, members[name].physical_id, "{name} kept");
+        assert_eq!(
+            after[name].physical_id, members[name].physical_id,
+            "{name} kept"
+        );
     }
 
     // A failed member that stays is replaced under its name.
@@ -618,8 +701,15 @@ async fn an_autoscaling_group_removes_failed_members_first_and_keeps_names(
         .expect("marked");
     let updated = update_existing(&operations, "scaled", json!({})).await;
     let replaced = resources_of(&operations, &nested).await;
-    assert_eq!(replaced.keys().collect::<Vec<_>>(), ["0", "1", "3"], "names continuous");
-    assert_ne!(replaced["1"].physical_id, members["1"].physical_id, "1 replaced");
+    assert_eq!(
+        replaced.keys().collect::<Vec<_>>(),
+        ["0", "1", "3"],
+        "names continuous"
+    );
+    assert_ne!(
+        replaced["1"].physical_id, members["1"].physical_id,
+        "1 replaced"
+    );
     assert_eq!(replaced["1"].resource_status(), "CREATE_COMPLETE");
     assert_eq!(replaced["0"].physical_id, members["0"].physical_id);
     assert_eq!(outputs_of(&operations, &updated).await["size"], json!(3));
@@ -627,23 +717,38 @@ async fn an_autoscaling_group_removes_failed_members_first_and_keeps_names(
     // Without a failed member, the oldest leaves.
     update_existing(&operations, "scaled", json!({"desired": 2})).await;
     let oldest_gone = resources_of(&operations, &nested).await;
-    assert_eq!(oldest_gone.keys().collect::<Vec<_>>(), ["1", "3"], "0 was the oldest");
+    assert_eq!(
+        oldest_gone.keys().collect::<Vec<_>>(),
+        ["1", "3"],
+        "0 was the oldest"
+    );
 }
 
 /// Polls until the group is no longer UPDATE_IN_PROGRESS; returns it.
 async fn group_settled(operations: &StackOperations, stack: &Stack) -> Resource {
     let deadline = Instant::now() + SETTLE;
     loop {
-        let group = resources_of(operations, stack).await.remove("asg").expect("asg");
+        let group = resources_of(operations, stack)
+            .await
+            .remove("asg")
+            .expect("asg");
         if group.status != ActionStatus::InProgress {
             return group;
         }
-        assert!(Instant::now() < deadline, "group still {}", group.resource_status());
+        assert!(
+            Instant::now() < deadline,
+            "group still {}",
+            group.resource_status()
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
-async fn signal(operations: &Arc<StackOperations>, policy: &str, details: Value) -> ember_engine::stacks::SignalOutcome {
+async fn signal(
+    operations: &Arc<StackOperations>,
+    policy: &str,
+    details: Value,
+) -> ember_engine::stacks::SignalOutcome {
     operations
         .signal_resource(&alice(), "signalled", policy, details)
         .await
@@ -652,21 +757,41 @@ async fn signal(operations: &Arc<StackOperations>, policy: &str, details: Value)
 
 async fn scaling_policies_resize_the_group_within_bounds_and_cooldown(database: &TestDatabase) {
     let (operations, _) = operations(database).await;
-    let stack = create(&operations, "signalled", &SCALING.replace("default: 4", "default: 2")).await;
-    let group = resources_of(&operations, &stack).await.remove("asg").expect("asg");
+    let stack = create(
+        &operations,
+        "signalled",
+        &SCALING.replace("default: 4", "default: 2"),
+    )
+    .await;
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("asg")
+        .expect("asg");
     let nested = nested_stack_of(&operations, &group).await;
 
     let out = signal(&operations, "scale_out", json!({})).await;
     let scaling = out.scaling.expect("scaling started");
     assert_eq!((scaling.from_capacity, scaling.to_capacity), (2, 4));
     let group = group_settled(&operations, &stack).await;
-    assert_eq!(group.resource_status(), "UPDATE_COMPLETE", "{}", group.status_reason);
+    assert_eq!(
+        group.resource_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        group.status_reason
+    );
     assert_eq!(group.attributes["current_size"], json!(4));
     assert_eq!(
-        resources_of(&operations, &nested).await.keys().collect::<Vec<_>>(),
+        resources_of(&operations, &nested)
+            .await
+            .keys()
+            .collect::<Vec<_>>(),
         ["0", "1", "2", "3"]
     );
-    assert_eq!(nested.id.to_string(), group.physical_id.clone().expect("id"), "same members stack");
+    assert_eq!(
+        nested.id.to_string(),
+        group.physical_id.clone().expect("id"),
+        "same members stack"
+    );
 
     // Clamped to max_size, then nothing left to add.
     let clamped = signal(&operations, "scale_out", json!(null)).await;
@@ -674,12 +799,22 @@ async fn scaling_policies_resize_the_group_within_bounds_and_cooldown(database: 
     group_settled(&operations, &stack).await;
     let at_max = signal(&operations, "scale_out", json!({"current": "alarm"})).await;
     assert_eq!(at_max.scaling, None);
-    assert!(at_max.message.starts_with("signal ignored: group \"asg\" stays at 5"), "{}", at_max.message);
+    assert!(
+        at_max
+            .message
+            .starts_with("signal ignored: group \"asg\" stays at 5"),
+        "{}",
+        at_max.message
+    );
 
     // An alarm that is not in alarm state changes nothing.
     let ok = signal(&operations, "scale_in", json!({"current": "ok"})).await;
     assert_eq!(ok.scaling, None);
-    assert!(ok.message.contains("alarm state is \"ok\""), "{}", ok.message);
+    assert!(
+        ok.message.contains("alarm state is \"ok\""),
+        "{}",
+        ok.message
+    );
 
     // Clamped to min_size.
     let shrunk = signal(&operations, "scale_in", json!({})).await;
@@ -696,19 +831,35 @@ async fn scaling_policies_resize_the_group_within_bounds_and_cooldown(database: 
     group_settled(&operations, &stack).await;
     let cooling = signal(&operations, "exactly_three", json!({})).await;
     assert_eq!(cooling.scaling, None);
-    assert!(cooling.message.contains("policy \"exactly_three\" is in cooldown"), "{}", cooling.message);
+    assert!(
+        cooling
+            .message
+            .contains("policy \"exactly_three\" is in cooldown"),
+        "{}",
+        cooling.message
+    );
     let events = events_of(&operations, &stack).await;
     assert!(
-        events.iter().any(|event| event.resource_name == "exactly_three"
-            && event.reason.starts_with("signal ignored: policy \"exactly_three\" is in cooldown")),
+        events
+            .iter()
+            .any(|event| event.resource_name == "exactly_three"
+                && event
+                    .reason
+                    .starts_with("signal ignored: policy \"exactly_three\" is in cooldown")),
         "the ignored signal left an event"
     );
-    assert_eq!(group_settled(&operations, &stack).await.attributes["current_size"], json!(3));
+    assert_eq!(
+        group_settled(&operations, &stack).await.attributes["current_size"],
+        json!(3)
+    );
 
     // The capacity a signal reached survives an update that does not
     // change desired_capacity.
     update_existing(&operations, "signalled", json!({})).await;
-    let group = resources_of(&operations, &stack).await.remove("asg").expect("asg");
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("asg")
+        .expect("asg");
     assert_eq!(group.attributes["current_size"], json!(3));
 
     // Only scaling policies take signals.
@@ -724,13 +875,12 @@ async fn scaling_policies_resize_the_group_within_bounds_and_cooldown(database: 
     assert!(matches!(error, Error::NotFound(_)), "{error:?}");
 }
 
-async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(
-    database: &TestDatabase,
-) {
+async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(database: &TestDatabase) {
     let (operations, _) = operations(database).await;
-    let template = SCALING
-        .replace("default: 4", "default: 1")
-        .replace("member_wait: {type: number, default: 0}", "member_wait: {type: number, default: 1}");
+    let template = SCALING.replace("default: 4", "default: 1").replace(
+        "member_wait: {type: number, default: 0}",
+        "member_wait: {type: number, default: 1}",
+    );
     let stack = create(&operations, "signalled", &template).await;
 
     let out = signal(&operations, "scale_out", json!({})).await;
@@ -744,11 +894,17 @@ async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(
     let events = events_of(&operations, &stack).await;
     assert!(
         events.iter().any(|event| event.resource_name == "signalled"
-            && event.reason.starts_with("signal ignored: stack \"signalled")),
+            && event
+                .reason
+                .starts_with("signal ignored: stack \"signalled")),
         "a stack event says the signal was ignored"
     );
     let group = group_settled(&operations, &stack).await;
-    assert_eq!(group.attributes["current_size"], json!(3), "only the first signal scaled");
+    assert_eq!(
+        group.attributes["current_size"],
+        json!(3),
+        "only the first signal scaled"
+    );
 
     // While the stack updates, the gate refuses signals.
     operations
@@ -770,12 +926,22 @@ async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(
     assert!(error.to_string().contains("UPDATE_IN_PROGRESS"), "{error}");
     let events = events_of(&operations, &stack).await;
     assert!(
-        events.iter().any(|event| event.reason.starts_with("signal ignored: stack \"signalled\" is UPDATE_IN_PROGRESS")),
+        events.iter().any(|event| event
+            .reason
+            .starts_with("signal ignored: stack \"signalled\" is UPDATE_IN_PROGRESS")),
         "refused by the gate, with an event"
     );
     let updated = settled(&operations, "signalled").await;
-    assert_eq!(updated.stack_status(), "UPDATE_COMPLETE", "{}", updated.status_reason);
-    let group = resources_of(&operations, &updated).await.remove("asg").expect("asg");
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+    let group = resources_of(&operations, &updated)
+        .await
+        .remove("asg")
+        .expect("asg");
     assert_eq!(group.attributes["current_size"], json!(4));
 }
 
@@ -785,8 +951,16 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     let engine = Uuid::new_v4();
     let now = ember_runtime::time::now();
     let later = now + chrono::Duration::seconds(30);
-    assert!(store.take_stack_lease(stack.id, engine, "MARK_UNHEALTHY", now, later).await.expect("lease"));
-    let mut resource = resources_of(&operations, &stack).await.remove("bystander").expect("row");
+    assert!(
+        store
+            .take_stack_lease(stack.id, engine, "MARK_UNHEALTHY", now, later)
+            .await
+            .expect("lease")
+    );
+    let mut resource = resources_of(&operations, &stack)
+        .await
+        .remove("bystander")
+        .expect("row");
     resource.action = StackAction::Check;
     resource.status = ActionStatus::Failed;
     resource.status_reason = "stored".into();
@@ -796,9 +970,18 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
         .mark_resource_health(&resource, &event, stack.id, engine)
         .await
         .expect("written");
-    let row = resources_of(&operations, &stack).await.remove("bystander").expect("row");
-    assert_eq!((row.resource_status().as_str(), row.status_reason.as_str()), ("CHECK_FAILED", "stored"));
-    assert_eq!(row.physical_id, resource.physical_id, "only the state changed");
+    let row = resources_of(&operations, &stack)
+        .await
+        .remove("bystander")
+        .expect("row");
+    assert_eq!(
+        (row.resource_status().as_str(), row.status_reason.as_str()),
+        ("CHECK_FAILED", "stored")
+    );
+    assert_eq!(
+        row.physical_id, resource.physical_id,
+        "only the state changed"
+    );
     assert_eq!(
         row.updated_at.timestamp_micros(),
         resource.updated_at.timestamp_micros()
@@ -807,7 +990,10 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     assert_eq!(events.last().map(|event| event.id), Some(event.id));
     let other = Uuid::new_v4();
     assert!(
-        store.take_stack_lease(stack.id, other, "UPDATE", now, later).await.expect("lease"),
+        store
+            .take_stack_lease(stack.id, other, "UPDATE", now, later)
+            .await
+            .expect("lease"),
         "the lease was released in the same transaction"
     );
 
@@ -821,7 +1007,42 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
         .expect_err("gone");
     assert!(matches!(error, Error::NotFound(_)), "{error:?}");
     assert_eq!(events_of(&operations, &stack).await.len(), count);
-    assert!(store.take_stack_lease(stack.id, engine, "UPDATE", now, later).await.expect("lease"));
+    assert!(
+        store
+            .take_stack_lease(stack.id, engine, "UPDATE", now, later)
+            .await
+            .expect("lease")
+    );
+
+    // The end of a scaling: the whole row, its event and the release.
+    let mut scaled = resource.clone();
+    scaled.action = StackAction::Update;
+    scaled.status = ActionStatus::Complete;
+    scaled.attributes = json!({"current_size": 7});
+    scaled.data = json!({"capacity": 7});
+    let event = Event::for_resource(&scaled, ember_runtime::time::now());
+    store
+        .finish_scaling(&scaled, &event, stack.id, engine)
+        .await
+        .expect("written");
+    let row = resources_of(&operations, &stack)
+        .await
+        .remove("bystander")
+        .expect("row");
+    assert_eq!(row.resource_status(), "UPDATE_COMPLETE");
+    assert_eq!(
+        (row.attributes.clone(), row.data.clone()),
+        (scaled.attributes, scaled.data)
+    );
+    let events = events_of(&operations, &stack).await;
+    assert_eq!(events.last().map(|event| event.id), Some(event.id));
+    assert!(
+        store
+            .take_stack_lease(stack.id, other, "UPDATE", now, later)
+            .await
+            .expect("lease"),
+        "released with the final state"
+    );
 }
 
 ember_runtime::store_suite!(

@@ -388,7 +388,6 @@ impl StackOperations {
             tracing::error!(stack_id = %stack.id, %error, "cannot record the end of a scaling");
         }
     }
-    }
 
     /// "signal ignored: …" on the stack, for a refused scaling signal.
     async fn signal_refused(&self, stack: &Stack, error: &Error) {
