@@ -14,6 +14,11 @@ pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
     "ember.engine.v1.InstanceService",
+    "ember.engine.v1.ProfileService",
+    "ember.engine.v1.PolicyService",
+    "ember.engine.v1.ClusterService",
+    "ember.engine.v1.NodeService",
+    "ember.engine.v1.ActionService",
 ];
 pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
 pub const PLUGIN_REGISTRY_SERVICES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];

@@ -106,6 +106,9 @@ pub struct EngineSection {
     pub plugin_registry_url: String,
     /// `fail` (default) or `allow` when the plugin-registry is unreachable.
     pub plugin_registry_unavailable: String,
+    /// lifecycle-hook, handed the pending lifecycle actions of scale-ins
+    /// under a deletion policy with hooks; empty = such removals wait.
+    pub lifecycle_hook_url: String,
     /// The compute driver behind instances.
     pub compute: ComputeSection,
 }
@@ -118,6 +121,7 @@ impl Default for EngineSection {
             request_timeout_ms: 30_000,
             plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
             plugin_registry_unavailable: "fail".to_owned(),
+            lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
             compute: ComputeSection::default(),
         }
     }
@@ -161,6 +165,12 @@ pub struct LifecycleHookSection {
     pub database_url: String,
     /// NATS server for queue targets; empty = the embedded queue.
     pub nats_url: String,
+    /// The engine, told when lifecycle deadlines pass.
+    pub engine_url: String,
+    /// Key of the `X-Ember-Signature` HMAC on webhook deliveries (at least
+    /// 32 characters); unset = webhooks are not delivered (`ember dev`
+    /// makes one).
+    pub webhook_secret: Option<String>,
     pub request_timeout_ms: u64,
 }
 
@@ -170,6 +180,8 @@ impl Default for LifecycleHookSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 50053)),
             database_url: String::new(),
             nats_url: String::new(),
+            engine_url: "http://127.0.0.1:50052".to_owned(),
+            webhook_secret: None,
             request_timeout_ms: 30_000,
         }
     }
@@ -203,6 +215,10 @@ impl Validate for EmberConfig {
         for (key, secret) in [
             ("auth.signing_key", &self.auth.signing_key),
             ("auth.internal_credential", &self.auth.internal_credential),
+            (
+                "lifecycle_hook.webhook_secret",
+                &self.lifecycle_hook.webhook_secret,
+            ),
         ] {
             if let Some(secret) = secret
                 && secret.len() < MIN_SECRET_LENGTH
@@ -225,14 +241,19 @@ impl Validate for EmberConfig {
                 self.engine.plugin_registry_unavailable
             ));
         }
-        let plugin_registry_url = &self.engine.plugin_registry_url;
-        if !plugin_registry_url.is_empty()
-            && !(plugin_registry_url.starts_with("http://")
-                || plugin_registry_url.starts_with("https://"))
-        {
-            problems.push(format!(
-                "engine.plugin_registry_url: {plugin_registry_url:?} must be an http:// or https:// URL (or empty)"
-            ));
+        for (key, url) in [
+            (
+                "engine.plugin_registry_url",
+                &self.engine.plugin_registry_url,
+            ),
+            ("engine.lifecycle_hook_url", &self.engine.lifecycle_hook_url),
+            ("lifecycle_hook.engine_url", &self.lifecycle_hook.engine_url),
+        ] {
+            if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+                problems.push(format!(
+                    "{key}: {url:?} must be an http:// or https:// URL (or empty)"
+                ));
+            }
         }
         for (key, url) in [
             ("gateway.engine_url", &self.gateway.engine_url),
@@ -350,6 +371,7 @@ impl EmberConfig {
             internal_credential: secrets.internal_credential.clone(),
             request_timeout: Duration::from_millis(self.engine.request_timeout_ms),
             plugin_registry_url: self.engine.plugin_registry_url.clone(),
+            lifecycle_hook_url: self.engine.lifecycle_hook_url.clone(),
             plugin_registry_unavailable: if self.engine.plugin_registry_unavailable == "allow" {
                 ember_engine::stacks::RegistryUnavailable::Allow
             } else {
@@ -370,6 +392,13 @@ impl EmberConfig {
             database_url: self.database_url(&self.lifecycle_hook.database_url, "lifecycle-hook.db"),
             internal_credential: secrets.internal_credential.clone(),
             request_timeout: Duration::from_millis(self.lifecycle_hook.request_timeout_ms),
+            engine_url: self.lifecycle_hook.engine_url.clone(),
+            webhook_secret: self
+                .lifecycle_hook
+                .webhook_secret
+                .clone()
+                .unwrap_or_default(),
+            nats_url: self.lifecycle_hook.nats_url.clone(),
         }
     }
 
@@ -451,6 +480,26 @@ mod tests {
         );
         assert!(text.contains("gateway.engine_url"), "{text}");
         assert!(text.contains("engine.database_url"), "{text}");
+    }
+
+    #[test]
+    fn lifecycle_hook_keys_are_validated() {
+        let mut config = EmberConfig::default();
+        config.lifecycle_hook.webhook_secret = Some("short".into());
+        config.lifecycle_hook.engine_url = "engine:50052".into();
+        config.engine.lifecycle_hook_url = "lifecycle-hook:50053".into();
+        config.lifecycle_hook.nats_url = "http://nats:4222".into();
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        let text = problems.join("\n");
+        for key in [
+            "lifecycle_hook.webhook_secret: must be at least 32",
+            "lifecycle_hook.engine_url",
+            "engine.lifecycle_hook_url",
+            "lifecycle_hook.nats_url",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct RunningEmber {
     pub lifecycle_hook_addr: SocketAddr,
     pub plugin_registry_addr: SocketAddr,
     pub secrets: Secrets,
+    /// The key webhook deliveries are signed with (configured, or made up
+    /// at start).
+    pub webhook_secret: String,
     pub shutdown: CancellationToken,
     tasks: JoinSet<(ServiceName, Result<(), StartError>)>,
 }
@@ -102,6 +105,15 @@ impl RunningEmber {
         config.gateway.plugin_registry_url = format!("http://{plugin_registry_addr}");
         // The engine's plugin runner calls go to the same plugin-registry.
         config.engine.plugin_registry_url = format!("http://{plugin_registry_addr}");
+        // The engine hands lifecycle hooks over; lifecycle-hook calls back
+        // when their deadlines pass.
+        config.engine.lifecycle_hook_url = format!("http://{lifecycle_hook_addr}");
+        config.lifecycle_hook.engine_url = format!("http://{engine_addr}");
+        let webhook_secret = config
+            .lifecycle_hook
+            .webhook_secret
+            .get_or_insert_with(random_secret)
+            .clone();
 
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
@@ -125,6 +137,7 @@ impl RunningEmber {
             lifecycle_hook_addr,
             plugin_registry_addr,
             secrets,
+            webhook_secret,
             shutdown,
             tasks,
         })

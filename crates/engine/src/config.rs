@@ -14,6 +14,10 @@ pub struct Config {
     /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins
     /// around stack operations; empty = no plugins.
     pub plugin_registry_url: String,
+    /// gRPC URL of lifecycle-hook, handed the pending lifecycle actions of
+    /// scale-ins under a deletion policy with hooks; empty = such removals
+    /// wait until one is configured.
+    pub lifecycle_hook_url: String,
     /// What to do when the plugin-registry cannot be reached.
     pub plugin_registry_unavailable: crate::stacks::RegistryUnavailable,
     /// How the simulated compute driver behaves (latencies, failure

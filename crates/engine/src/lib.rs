@@ -16,9 +16,15 @@ pub mod store;
 
 use std::sync::Arc;
 
+use ember_proto::engine::v1::action_service_server::ActionServiceServer;
+use ember_proto::engine::v1::cluster_lifecycle_callback_service_server::ClusterLifecycleCallbackServiceServer;
+use ember_proto::engine::v1::cluster_service_server::ClusterServiceServer;
 use ember_proto::engine::v1::event_service_server::EventServiceServer;
 use ember_proto::engine::v1::identity_service_server::IdentityServiceServer;
 use ember_proto::engine::v1::instance_service_server::InstanceServiceServer;
+use ember_proto::engine::v1::node_service_server::NodeServiceServer;
+use ember_proto::engine::v1::policy_service_server::PolicyServiceServer;
+use ember_proto::engine::v1::profile_service_server::ProfileServiceServer;
 use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
 use ember_proto::engine::v1::stack_service_server::StackServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
@@ -37,7 +43,16 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.EventService",
     "ember.engine.v1.IdentityService",
     "ember.engine.v1.InstanceService",
+    "ember.engine.v1.ProfileService",
+    "ember.engine.v1.PolicyService",
+    "ember.engine.v1.ClusterService",
+    "ember.engine.v1.NodeService",
+    "ember.engine.v1.ActionService",
 ];
+
+/// Served on the engine's own port only, for lifecycle-hook: telling the
+/// engine a lifecycle deadline passed is not for users.
+pub const INTERNAL_SERVICE_NAMES: &[&str] = &["ember.engine.v1.ClusterLifecycleCallbackService"];
 
 /// Runs the engine until `shutdown` is cancelled: migrates its database,
 /// then serves gRPC on `listener`.
@@ -57,6 +72,8 @@ pub async fn serve(
     )
     .await
     .map_err(StartError::Config)?;
+    let cluster_store: Arc<dyn store::clusters::ClusterStore> =
+        Arc::new(store::clusters::SqlClusterStore::new(connection.clone()));
     let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
     let plugin_gate = if config.plugin_registry_url.is_empty() {
         stacks::PluginGate::Disabled
@@ -76,6 +93,19 @@ pub async fn serve(
         plugin_gate,
     );
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
+    let hook_client = clusters::hooks::HookClient::connect_lazy(
+        &config.lifecycle_hook_url,
+        InternalCredential::new(&config.internal_credential),
+    )
+    .map_err(StartError::Config)?;
+    let cluster_service = clusters::ClusterService::new(
+        cluster_store,
+        instance_service.clone(),
+        stack_operations.clone(),
+        hook_client,
+    );
+    clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
+    let clustering = grpc::clusters::ClusteringHandler::new(cluster_service);
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
         grpc::stacks::StackHandler::new(stack_operations.clone()),
@@ -93,6 +123,30 @@ pub async fn serve(
         grpc::instances::InstanceHandler::new(instance_service.clone()),
         auth.clone(),
     ))
+    .add_service(ProfileServiceServer::with_interceptor(
+        clustering.clone(),
+        auth.clone(),
+    ))
+    .add_service(PolicyServiceServer::with_interceptor(
+        clustering.clone(),
+        auth.clone(),
+    ))
+    .add_service(ClusterServiceServer::with_interceptor(
+        clustering.clone(),
+        auth.clone(),
+    ))
+    .add_service(NodeServiceServer::with_interceptor(
+        clustering.clone(),
+        auth.clone(),
+    ))
+    .add_service(ActionServiceServer::with_interceptor(
+        clustering.clone(),
+        auth.clone(),
+    ))
+    .add_service(ClusterLifecycleCallbackServiceServer::with_interceptor(
+        clustering,
+        auth.clone(),
+    ))
     .add_service(IdentityServiceServer::with_interceptor(
         grpc::identity::IdentityHandler,
         auth,
@@ -101,7 +155,11 @@ pub async fn serve(
         listener,
         GrpcService {
             routes,
-            service_names: SERVICE_NAMES.to_vec(),
+            service_names: SERVICE_NAMES
+                .iter()
+                .chain(INTERNAL_SERVICE_NAMES)
+                .copied()
+                .collect(),
             request_timeout: config.request_timeout,
         },
         shutdown,

@@ -11,4 +11,12 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// gRPC URL of the engine, told when a deadline passes; empty = deadlines
+    /// are not fired (they wait, durably, until one is configured).
+    pub engine_url: String,
+    /// Key of the `X-Ember-Signature` HMAC-SHA256 on webhook deliveries;
+    /// empty = webhook targets are refused (recorded as delivery failures).
+    pub webhook_secret: String,
+    /// NATS server for queue targets (JetStream); empty = the embedded queue.
+    pub nats_url: String,
 }

@@ -8,10 +8,13 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod grpc_internal;
 pub mod store;
+pub mod workers;
 
 use std::sync::Arc;
 
+use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_server::LifecycleHookInternalServiceServer;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_service_server::LifecycleHookServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
 use ember_runtime::server::{GrpcService, StartError, serve_grpc};
@@ -21,11 +24,16 @@ use tokio_util::sync::CancellationToken;
 pub use config::Config;
 pub use error::{Error, Result};
 
-/// The fully qualified gRPC service names this service serves.
+/// The public gRPC services this service serves (the gateway forwards them).
 pub const SERVICE_NAMES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
 
+/// Served on lifecycle-hook's own port only, for the engine: recording,
+/// resolving and extending pending actions is not for users.
+pub const INTERNAL_SERVICE_NAMES: &[&str] =
+    &["ember.lifecyclehook.v1.LifecycleHookInternalService"];
+
 /// Runs lifecycle-hook until `shutdown` is cancelled: migrates its database,
-/// then serves gRPC on `listener`.
+/// starts the delivery and deadline workers, then serves gRPC on `listener`.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
@@ -37,16 +45,37 @@ pub async fn serve(
     .await?;
     let store: Arc<dyn store::PendingActionStore> =
         Arc::new(store::SqlPendingActionStore::new(connection));
+    let wake = workers::Wake::default();
+    workers::spawn(
+        store.clone(),
+        workers::WorkerConfig {
+            engine_url: config.engine_url.clone(),
+            internal_credential: config.internal_credential.clone(),
+            webhook_secret: config.webhook_secret.clone(),
+            nats_url: config.nats_url.clone(),
+        },
+        wake.clone(),
+        shutdown.clone(),
+    )
+    .map_err(StartError::Config)?;
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(LifecycleHookServiceServer::with_interceptor(
-        grpc::LifecycleHookHandler::new(store),
+        grpc::LifecycleHookHandler::new(store.clone()),
+        auth.clone(),
+    ))
+    .add_service(LifecycleHookInternalServiceServer::with_interceptor(
+        grpc_internal::LifecycleHookInternalHandler::new(store, wake),
         auth,
     ));
     serve_grpc(
         listener,
         GrpcService {
             routes,
-            service_names: SERVICE_NAMES.to_vec(),
+            service_names: SERVICE_NAMES
+                .iter()
+                .chain(INTERNAL_SERVICE_NAMES)
+                .copied()
+                .collect(),
             request_timeout: config.request_timeout,
         },
         shutdown,

@@ -1,0 +1,322 @@
+//! Delivering lifecycle messages. Each due action is claimed (its next
+//! attempt pushed past the attempt's own time limit), sent once, and its
+//! outcome recorded: delivered, retrying at a backed-off moment, or failed
+//! for good (a 4xx from a webhook, or no time left before the deadline).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use tokio::sync::{Mutex, Notify};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
+use crate::store::{DeliveryResult, HookEvent, PendingActionStore};
+
+/// Header carrying `sha256=<hex HMAC-SHA256 of the body>`.
+pub const SIGNATURE_HEADER: &str = "X-Ember-Signature";
+/// NATS subjects are `ember.lifecycle.<queue>`, in this stream.
+pub const NATS_SUBJECT_PREFIX: &str = "ember.lifecycle.";
+pub const NATS_STREAM: &str = "EMBER_LIFECYCLE";
+/// How long one attempt (HTTP request or JetStream publish + ack) may take.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// A claimed attempt belongs to this replica for this long; a replica that
+/// dies mid-attempt leaves the action to be retried after it.
+const CLAIM: Duration = Duration::from_secs(30);
+/// Retry backoff: first retry after this, doubling, at most [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Actions claimed per pass.
+const BATCH: u64 = 256;
+
+/// `sha256=<hex>` of `body` under `secret` (`None` only for a key HMAC
+/// refuses, which it does not for any length).
+pub fn signature(secret: &[u8], body: &[u8]) -> Option<String> {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret).ok()?;
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let mut text = String::with_capacity(7 + digest.len() * 2);
+    text.push_str("sha256=");
+    for byte in digest {
+        text.push_str(&format!("{byte:02x}"));
+    }
+    Some(text)
+}
+
+/// How one attempt ended.
+enum Attempt {
+    Delivered(String),
+    /// Worth trying again (5xx, connection error, broker unavailable).
+    Retryable(String),
+    /// The target refused it for good.
+    Final(String),
+}
+
+pub struct Deliverer {
+    store: Arc<dyn PendingActionStore>,
+    http: reqwest::Client,
+    webhook_secret: Vec<u8>,
+    nats_url: String,
+    jetstream: Mutex<Option<async_nats::jetstream::Context>>,
+}
+
+impl Deliverer {
+    pub fn new(
+        store: Arc<dyn PendingActionStore>,
+        webhook_secret: Vec<u8>,
+        nats_url: String,
+    ) -> Result<Deliverer, String> {
+        let http = reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| format!("cannot build the webhook HTTP client: {error}"))?;
+        Ok(Deliverer {
+            store,
+            http,
+            webhook_secret,
+            nats_url,
+            jetstream: Mutex::new(None),
+        })
+    }
+
+    pub async fn run(self, wake: Arc<Notify>, shutdown: CancellationToken) {
+        loop {
+            let full = match self.pass().await {
+                Ok(claimed) => claimed == BATCH as usize,
+                Err(error) => {
+                    warn!(%error, "lifecycle delivery pass failed");
+                    false
+                }
+            };
+            if full && !shutdown.is_cancelled() {
+                continue;
+            }
+            let due = self.store.next_due().await.ok().flatten();
+            if !super::idle(due, &wake, &shutdown).await {
+                return;
+            }
+        }
+    }
+
+    /// Claims and delivers what is due; returns how many were claimed.
+    pub async fn pass(&self) -> crate::Result<usize> {
+        let now = ember_runtime::time::now();
+        let claim_until = now + chrono::Duration::from_std(CLAIM).unwrap_or_default();
+        let claimed = self
+            .store
+            .claim_due_deliveries(now, claim_until, BATCH)
+            .await?;
+        let count = claimed.len();
+        let (embedded, sent): (Vec<_>, Vec<_>) = claimed.into_iter().partition(|action| {
+            matches!(action.target, Target::Queue { .. }) && self.nats_url.is_empty()
+        });
+        if !embedded.is_empty() {
+            let messages: Vec<(PendingLifecycleAction, String)> = embedded
+                .into_iter()
+                .map(|action| {
+                    let body = action.message_body();
+                    (action, body)
+                })
+                .collect();
+            self.store.enqueue_messages(&messages).await?;
+            info!(
+                count = messages.len(),
+                "lifecycle messages queued (embedded)"
+            );
+        }
+        if !sent.is_empty() {
+            let results =
+                futures::future::join_all(sent.iter().map(|action| self.deliver(action))).await;
+            self.store.record_deliveries(&results).await?;
+        }
+        Ok(count)
+    }
+
+    async fn deliver(&self, action: &PendingLifecycleAction) -> DeliveryResult {
+        let body = action.message_body();
+        let attempt = match &action.target {
+            Target::Webhook { url } => self.post(url, body).await,
+            Target::Queue { queue } => self.publish(queue, action, body).await,
+        };
+        outcome(action, attempt, ember_runtime::time::now())
+    }
+
+    async fn post(&self, url: &str, body: String) -> Attempt {
+        if self.webhook_secret.is_empty() {
+            return Attempt::Final(
+                "no lifecycle_hook.webhook_secret is configured: webhooks cannot be signed".into(),
+            );
+        }
+        let Some(signature) = signature(&self.webhook_secret, body.as_bytes()) else {
+            return Attempt::Final("the webhook secret cannot key an HMAC".into());
+        };
+        let response = self
+            .http
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await;
+        match response {
+            Ok(response) if response.status().is_success() => {
+                Attempt::Delivered(format!("POST {url} answered {}", response.status()))
+            }
+            // Busy or timed out on its side: worth another try.
+            Ok(response)
+                if response.status().is_server_error()
+                    || response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS
+                    || response.status() == reqwest::StatusCode::REQUEST_TIMEOUT =>
+            {
+                Attempt::Retryable(format!("POST {url} answered {}", response.status()))
+            }
+            Ok(response) => Attempt::Final(format!(
+                "POST {url} answered {}: not retried",
+                response.status()
+            )),
+            Err(error) => Attempt::Retryable(format!("POST {url} failed: {error}")),
+        }
+    }
+
+    async fn jetstream(&self) -> Result<async_nats::jetstream::Context, String> {
+        let mut slot = self.jetstream.lock().await;
+        if let Some(context) = slot.as_ref() {
+            return Ok(context.clone());
+        }
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(ATTEMPT_TIMEOUT)
+            .connect(self.nats_url.as_str())
+            .await
+            .map_err(|error| format!("cannot connect to NATS at {}: {error}", self.nats_url))?;
+        let context = async_nats::jetstream::new(client);
+        context
+            .get_or_create_stream(async_nats::jetstream::stream::Config {
+                name: NATS_STREAM.to_owned(),
+                subjects: vec![format!("{NATS_SUBJECT_PREFIX}>")],
+                ..Default::default()
+            })
+            .await
+            .map_err(|error| format!("cannot create the NATS stream {NATS_STREAM}: {error}"))?;
+        *slot = Some(context.clone());
+        Ok(context)
+    }
+
+    async fn publish(&self, queue: &str, action: &PendingLifecycleAction, body: String) -> Attempt {
+        let context = match self.jetstream().await {
+            Ok(context) => context,
+            Err(error) => return Attempt::Retryable(error),
+        };
+        let subject = format!("{NATS_SUBJECT_PREFIX}{queue}");
+        let message = async_nats::jetstream::message::PublishMessage::build()
+            .payload(body.into())
+            .message_id(action.token.to_string());
+        let acknowledged = async {
+            context
+                .send_publish(subject.clone(), message)
+                .await
+                .map_err(|error| error.to_string())?
+                .await
+                .map_err(|error| error.to_string())
+        };
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, acknowledged).await {
+            Ok(Ok(ack)) => Attempt::Delivered(format!(
+                "published to {subject} (stream {}, sequence {})",
+                ack.stream, ack.sequence
+            )),
+            Ok(Err(error)) => Attempt::Retryable(format!("publishing to {subject}: {error}")),
+            Err(_) => Attempt::Retryable(format!(
+                "publishing to {subject}: no acknowledgement within {ATTEMPT_TIMEOUT:?}"
+            )),
+        }
+    }
+}
+
+/// The backoff before retry number `attempts + 1`.
+fn backoff(attempts: u32) -> Duration {
+    FIRST_BACKOFF
+        .saturating_mul(2u32.saturating_pow(attempts.min(16)))
+        .min(MAX_BACKOFF)
+}
+
+fn outcome(
+    action: &PendingLifecycleAction,
+    attempt: Attempt,
+    now: DateTime<Utc>,
+) -> DeliveryResult {
+    let attempt_number = action.delivery_attempts + 1;
+    let result = |state, error: Option<String>, next, kind: &str, detail: String| DeliveryResult {
+        token: action.token,
+        state,
+        error,
+        next_attempt_at: next,
+        event: HookEvent::about(action, kind, detail),
+    };
+    match attempt {
+        Attempt::Delivered(detail) => {
+            info!(token = %action.token, target = action.target.type_name(), "lifecycle message delivered");
+            result(DeliveryState::Delivered, None, None, "SENT", detail)
+        }
+        Attempt::Final(error) => {
+            warn!(token = %action.token, %error, "lifecycle delivery refused");
+            result(
+                DeliveryState::Failed,
+                Some(error.clone()),
+                None,
+                "DELIVERY_FAILED",
+                format!("attempt {attempt_number}: {error}"),
+            )
+        }
+        Attempt::Retryable(error) => {
+            let next = now
+                + chrono::Duration::from_std(backoff(action.delivery_attempts)).unwrap_or_default();
+            if next >= action.deadline {
+                warn!(token = %action.token, %error, "lifecycle delivery given up: deadline");
+                result(
+                    DeliveryState::Failed,
+                    Some(error.clone()),
+                    None,
+                    "DELIVERY_FAILED",
+                    format!(
+                        "attempt {attempt_number}: {error}; the deadline comes before another attempt"
+                    ),
+                )
+            } else {
+                result(
+                    DeliveryState::Retrying,
+                    Some(error.clone()),
+                    Some(next),
+                    "DELIVERY_RETRY",
+                    format!(
+                        "attempt {attempt_number}: {error}; next attempt at {}",
+                        next.to_rfc3339()
+                    ),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_are_hex_hmac_sha256() {
+        // RFC 4231 test case 2.
+        assert_eq!(
+            signature(b"Jefe", b"what do ya want for nothing?").as_deref(),
+            Some("sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        assert_eq!(backoff(0), Duration::from_millis(200));
+        assert_eq!(backoff(1), Duration::from_millis(400));
+        assert_eq!(backoff(30), MAX_BACKOFF);
+    }
+}

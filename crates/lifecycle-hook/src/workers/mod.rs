@@ -1,0 +1,94 @@
+//! lifecycle-hook's two background loops. Both work from rows, not from
+//! sleeping tasks: whatever is due in the database (a delivery attempt, a
+//! passed deadline) is claimed with one conditional update and handled, so
+//! work survives restarts (an expired deadline fires at start-up) and each
+//! piece of work goes to exactly one replica.
+//!
+//! - [`delivery`]: sends each pending action's message to its target
+//!   (signed webhook, NATS JetStream, or the embedded queue), retrying with
+//!   backoff until the deadline.
+//! - [`deadlines`]: tells the engine when deadlines pass; the engine's
+//!   conditional update decides whether the deadline or `complete_lifecycle`
+//!   won.
+
+pub mod deadlines;
+pub mod delivery;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::PendingActionStore;
+
+/// The longest a loop sleeps without looking at the database: another
+/// replica may have recorded work this one was not woken for.
+pub const MAX_IDLE: Duration = Duration::from_millis(500);
+
+/// The shortest pause: work due now may be the other loop's (the store's
+/// next-due moment covers deliveries and deadlines alike).
+const MIN_IDLE: Duration = Duration::from_millis(20);
+
+/// Wakes both loops when new work was recorded or a deadline moved.
+#[derive(Clone, Default)]
+pub struct Wake {
+    delivery: Arc<Notify>,
+    deadlines: Arc<Notify>,
+}
+
+impl Wake {
+    pub fn notify(&self) {
+        self.delivery.notify_one();
+        self.deadlines.notify_one();
+    }
+}
+
+/// What the loops need besides the store.
+pub struct WorkerConfig {
+    pub engine_url: String,
+    pub internal_credential: String,
+    pub webhook_secret: String,
+    pub nats_url: String,
+}
+
+/// Starts both loops; they stop with `shutdown`.
+pub fn spawn(
+    store: Arc<dyn PendingActionStore>,
+    config: WorkerConfig,
+    wake: Wake,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    let deliverer = delivery::Deliverer::new(
+        store.clone(),
+        config.webhook_secret.into_bytes(),
+        config.nats_url,
+    )?;
+    let firer = deadlines::DeadlineFirer::new(
+        store,
+        &config.engine_url,
+        ember_runtime::identity::InternalCredential::new(&config.internal_credential),
+    )?;
+    tokio::spawn(deliverer.run(wake.delivery.clone(), shutdown.clone()));
+    tokio::spawn(firer.run(wake.deadlines, shutdown));
+    Ok(())
+}
+
+/// Sleeps until `due` (at most [`MAX_IDLE`]), a wake-up, or shutdown;
+/// returns false on shutdown.
+async fn idle(due: Option<DateTime<Utc>>, wake: &Notify, shutdown: &CancellationToken) -> bool {
+    let pause = due
+        .map(|due| {
+            (due - ember_runtime::time::now())
+                .to_std()
+                .unwrap_or_default()
+        })
+        .unwrap_or(MAX_IDLE)
+        .clamp(MIN_IDLE, MAX_IDLE);
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        () = wake.notified() => true,
+        () = tokio::time::sleep(pause) => true,
+    }
+}
