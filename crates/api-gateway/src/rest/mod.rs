@@ -2,6 +2,7 @@
 //! APIs. Handlers authenticate with the [`Authenticated`] extractor and call
 //! the engine with the caller's identity attached.
 
+mod clustering;
 mod compute;
 pub mod orchestration;
 
@@ -26,6 +27,7 @@ pub fn router(state: GatewayState) -> Router {
         .route("/metrics", get(metrics))
         .nest("/orchestration/v1/{project_id}", orchestration::routes())
         .nest("/compute/v1", compute::routes())
+        .nest(clustering::PREFIX, clustering::routes())
         .fallback(not_found)
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             http::StatusCode::GATEWAY_TIMEOUT,

@@ -1,0 +1,316 @@
+//! Clusters and `POST /clusters/{id}/actions`: Senlin's one-key action
+//! bodies (`{"scale_in": {"count": 2}}`), including the lifecycle hooks'
+//! `complete_lifecycle` and `record_lifecycle_heartbeat`.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
+use serde_json::{Map, Value, json};
+
+use super::{
+    accepted, bad_request, boolean, int32, integer, json_text, list_parameters, required, string,
+    views, wrapped,
+};
+use crate::GatewayState;
+use crate::error::RestError;
+use crate::rest::Authenticated;
+
+fn client(state: &GatewayState) -> ClusterServiceClient<tonic::transport::Channel> {
+    ClusterServiceClient::new(state.upstreams.engine.clone())
+}
+
+pub async fn create_cluster(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let body = wrapped(&body, "cluster")?;
+    let desired = int32(&body, "desired_capacity")?;
+    let min_size = int32(&body, "min_size")?.unwrap_or(0);
+    let request = pb::CreateClusterRequest {
+        name: required(&body, "name")?,
+        profile: match string(&body, "profile_id")? {
+            Some(profile) => profile,
+            None => required(&body, "profile")?,
+        },
+        min_size,
+        max_size: int32(&body, "max_size")?.unwrap_or(-1),
+        desired_capacity: desired.unwrap_or(min_size),
+        metadata: json_text(&body, "metadata")?,
+    };
+    let response = client(&state)
+        .create_cluster(state.internal_request(&identity, request))
+        .await?
+        .into_inner();
+    Ok(accepted(
+        &response.action_id,
+        json!({ "cluster": response.cluster.as_ref().map(views::cluster) }),
+    ))
+}
+
+pub async fn list_clusters(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, RestError> {
+    let (limit, marker) = list_parameters(&query, &["name", "status"])?;
+    let request = pb::ListObjectsRequest {
+        limit,
+        marker,
+        name: query.get("name").cloned().unwrap_or_default(),
+    };
+    let clusters = client(&state)
+        .list_clusters(state.internal_request(&identity, request))
+        .await?
+        .into_inner()
+        .clusters;
+    let status = query.get("status");
+    Ok(Json(json!({
+        "clusters": clusters
+            .iter()
+            .filter(|cluster| status.is_none_or(|status| &cluster.status == status))
+            .map(views::cluster)
+            .collect::<Vec<_>>()
+    })))
+}
+
+pub async fn show_cluster(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, RestError> {
+    let cluster = client(&state)
+        .get_cluster(state.internal_request(&identity, pb::GetObjectRequest { id }))
+        .await?
+        .into_inner();
+    Ok(Json(json!({ "cluster": views::cluster(&cluster) })))
+}
+
+pub async fn delete_cluster(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Response, RestError> {
+    let response = client(&state)
+        .delete_cluster(state.internal_request(&identity, pb::GetObjectRequest { id }))
+        .await?
+        .into_inner();
+    Ok(accepted(&response.action_id, json!({})))
+}
+
+pub async fn cluster_policies(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, RestError> {
+    let policies = client(&state)
+        .list_cluster_policies(state.internal_request(&identity, pb::GetObjectRequest { id }))
+        .await?
+        .into_inner()
+        .policies;
+    Ok(Json(json!({
+        "cluster_policies": policies.iter().map(views::cluster_policy).collect::<Vec<_>>()
+    })))
+}
+
+/// The cluster actions this API takes, for error messages.
+const ACTIONS: &[&str] = &[
+    "scale_in",
+    "scale_out",
+    "resize",
+    "del_nodes",
+    "add_nodes",
+    "policy_attach",
+    "policy_detach",
+    "check",
+    "recover",
+    "complete_lifecycle",
+    "record_lifecycle_heartbeat",
+];
+
+fn nodes(body: &Map<String, Value>) -> Result<Vec<String>, RestError> {
+    match body.get("nodes") {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| bad_request("nodes: must be a list of node names or ids"))
+            })
+            .collect(),
+        _ => Err(bad_request(
+            "nodes: give a non-empty list of node names or ids",
+        )),
+    }
+}
+
+fn count(body: &Map<String, Value>) -> Result<u32, RestError> {
+    match integer(body, "count")? {
+        None => Ok(0),
+        Some(count) => u32::try_from(count)
+            .map_err(|_| bad_request(format!("count: {count} must be a positive integer"))),
+    }
+}
+
+/// `POST /clusters/{id}/actions`.
+pub async fn cluster_action(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(cluster): Path<String>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|error| bad_request(format!("the body is not JSON: {error}")))?;
+    let Some((name, parameters)) = value
+        .as_object()
+        .filter(|object| object.len() == 1)
+        .and_then(|object| {
+            object
+                .iter()
+                .next()
+                .map(|(name, value)| (name.clone(), value.clone()))
+        })
+    else {
+        return Err(bad_request(format!(
+            "the body must hold exactly one action: {}",
+            ACTIONS.join(", ")
+        )));
+    };
+    let parameters = match parameters {
+        Value::Object(parameters) => parameters,
+        Value::Null => Map::new(),
+        _ => {
+            return Err(bad_request(format!(
+                "{name}: its parameters must be an object"
+            )));
+        }
+    };
+    let mut client = client(&state);
+    let response = match name.as_str() {
+        "scale_in" | "scale_out" => {
+            let message = pb::ScaleRequest {
+                cluster,
+                count: count(&parameters)?,
+            };
+            if name == "scale_in" {
+                client
+                    .scale_in(state.internal_request(&identity, message))
+                    .await?
+            } else {
+                client
+                    .scale_out(state.internal_request(&identity, message))
+                    .await?
+            }
+        }
+        "resize" => {
+            let number = match parameters.get("number") {
+                None | Some(Value::Null) => 0.0,
+                Some(Value::Number(number)) => number.as_f64().unwrap_or(0.0),
+                Some(Value::String(text)) => text
+                    .parse()
+                    .map_err(|_| bad_request(format!("number: {text:?} is not a number")))?,
+                Some(_) => return Err(bad_request("number: must be a number")),
+            };
+            let message = pb::ResizeRequest {
+                cluster,
+                adjustment_type: string(&parameters, "adjustment_type")?.unwrap_or_default(),
+                number,
+                min_size: int32(&parameters, "min_size")?,
+                max_size: int32(&parameters, "max_size")?,
+                min_step: int32(&parameters, "min_step")?.unwrap_or(0),
+                strict: boolean(&parameters, "strict")?.unwrap_or(true),
+            };
+            client
+                .resize(state.internal_request(&identity, message))
+                .await?
+        }
+        "del_nodes" | "add_nodes" => {
+            let message = pb::NodesRequest {
+                cluster,
+                nodes: nodes(&parameters)?,
+            };
+            if name == "del_nodes" {
+                client
+                    .del_nodes(state.internal_request(&identity, message))
+                    .await?
+            } else {
+                client
+                    .add_nodes(state.internal_request(&identity, message))
+                    .await?
+            }
+        }
+        "policy_attach" => {
+            let message = pb::AttachPolicyRequest {
+                cluster,
+                policy: required(&parameters, "policy_id")?,
+                priority: int32(&parameters, "priority")?.unwrap_or(0),
+                enabled: boolean(&parameters, "enabled")?,
+            };
+            client
+                .attach_policy(state.internal_request(&identity, message))
+                .await?
+        }
+        "policy_detach" => {
+            let message = pb::DetachPolicyRequest {
+                cluster,
+                policy: required(&parameters, "policy_id")?,
+            };
+            client
+                .detach_policy(state.internal_request(&identity, message))
+                .await?
+        }
+        "check" | "recover" => {
+            let message = pb::GetObjectRequest { id: cluster };
+            if name == "check" {
+                client
+                    .check(state.internal_request(&identity, message))
+                    .await?
+            } else {
+                client
+                    .recover(state.internal_request(&identity, message))
+                    .await?
+            }
+        }
+        "complete_lifecycle" => {
+            let message = pb::LifecycleTokenRequest {
+                cluster,
+                lifecycle_action_token: required(&parameters, "lifecycle_action_token")?,
+            };
+            client
+                .complete_lifecycle(state.internal_request(&identity, message))
+                .await?
+        }
+        "record_lifecycle_heartbeat" => {
+            let token = required(&parameters, "lifecycle_action_token")?;
+            let message = pb::LifecycleTokenRequest {
+                cluster,
+                lifecycle_action_token: token.clone(),
+            };
+            let response = client
+                .record_lifecycle_heartbeat(state.internal_request(&identity, message))
+                .await?
+                .into_inner();
+            return Ok(Json(json!({
+                "lifecycle_action_token": token,
+                "deadline": views::deadline(response.deadline.as_ref()),
+            }))
+            .into_response());
+        }
+        other => {
+            return Err(bad_request(format!(
+                "unknown cluster action {other:?}: use one of {}",
+                ACTIONS.join(", ")
+            )));
+        }
+    }
+    .into_inner();
+    Ok(accepted(
+        &response.action_id,
+        json!({ "action": response.action_id }),
+    ))
+}

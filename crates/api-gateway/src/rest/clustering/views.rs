@@ -1,0 +1,174 @@
+//! Senlin's JSON shapes for the engine's clustering messages.
+
+use ember_proto::engine::v1 as pb;
+use serde_json::{Value, json};
+
+/// A prost timestamp as Senlin's ISO 8601 text, or null.
+fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
+    timestamp
+        .and_then(|t| {
+            chrono::DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0))
+        })
+        .map_or(Value::Null, |t| {
+            Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        })
+}
+
+/// JSON text as a value; empty = `{}`; not JSON = the text.
+fn document(text: &str) -> Value {
+    if text.is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+fn optional(text: &str) -> Value {
+    if text.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text.to_owned())
+    }
+}
+
+pub fn profile(profile: &pb::Profile) -> Value {
+    json!({
+        "id": profile.id,
+        "name": profile.name,
+        "type": profile.r#type,
+        "spec": document(&profile.spec),
+        "metadata": document(&profile.metadata),
+        "project": profile.project_id,
+        "user": profile.user_id,
+        "domain": null,
+        "created_at": time(profile.created_at.as_ref()),
+        "updated_at": null,
+    })
+}
+
+pub fn policy(policy: &pb::Policy) -> Value {
+    json!({
+        "id": policy.id,
+        "name": policy.name,
+        "type": policy.r#type,
+        "spec": document(&policy.spec),
+        "data": {},
+        "project": policy.project_id,
+        "user": policy.user_id,
+        "domain": null,
+        "created_at": time(policy.created_at.as_ref()),
+        "updated_at": null,
+    })
+}
+
+pub fn cluster(cluster: &pb::Cluster) -> Value {
+    json!({
+        "id": cluster.id,
+        "name": cluster.name,
+        "profile_id": cluster.profile_id,
+        "profile_name": cluster.profile_name,
+        "min_size": cluster.min_size,
+        "max_size": cluster.max_size,
+        "desired_capacity": cluster.desired_capacity,
+        "status": cluster.status,
+        "status_reason": cluster.status_reason,
+        "metadata": document(&cluster.metadata),
+        "nodes": cluster.node_ids,
+        "policies": cluster.policy_ids,
+        "project": cluster.project_id,
+        "user": cluster.user_id,
+        "domain": null,
+        "timeout": null,
+        "config": {},
+        "data": {},
+        "dependents": {},
+        "init_at": time(cluster.created_at.as_ref()),
+        "created_at": time(cluster.created_at.as_ref()),
+        "updated_at": time(cluster.updated_at.as_ref()),
+    })
+}
+
+pub fn node(node: &pb::Node) -> Value {
+    json!({
+        "id": node.id,
+        "name": node.name,
+        "cluster_id": node.cluster_id,
+        "profile_id": node.profile_id,
+        "index": node.index,
+        "role": node.role,
+        "status": node.status,
+        "status_reason": node.status_reason,
+        "physical_id": optional(&node.physical_id),
+        "tainted": node.tainted,
+        "project": node.project_id,
+        "user": node.user_id,
+        "domain": null,
+        "metadata": {},
+        "data": {},
+        "dependents": {},
+        "init_at": time(node.created_at.as_ref()),
+        "created_at": time(node.created_at.as_ref()),
+        "updated_at": time(node.updated_at.as_ref()),
+    })
+}
+
+pub fn action(action: &pb::Action) -> Value {
+    json!({
+        "id": action.id,
+        "name": action.name,
+        "action": action.action,
+        "target": action.target_id,
+        "cluster_id": action.cluster_id,
+        "status": action.status,
+        "status_reason": action.status_reason,
+        "inputs": document(&action.inputs),
+        "outputs": document(&action.outputs),
+        "depends_on": action.depends_on,
+        "depended_by": action.depended_by,
+        "owner": optional(&action.owner),
+        "lifecycle_outcome": optional(&action.lifecycle_outcome),
+        "project": action.project_id,
+        "user": action.user_id,
+        "interval": -1,
+        "timeout": null,
+        "created_at": time(action.created_at.as_ref()),
+        "updated_at": time(action.updated_at.as_ref()),
+    })
+}
+
+pub fn event(event: &pb::ClusterEvent) -> Value {
+    json!({
+        "id": event.id,
+        "generated_at": time(event.generated_at.as_ref()),
+        "timestamp": time(event.generated_at.as_ref()),
+        "obj_id": event.obj_id,
+        "oid": event.obj_id,
+        "obj_type": event.obj_type,
+        "otype": event.obj_type,
+        "obj_name": event.obj_name,
+        "oname": event.obj_name,
+        "cluster_id": event.cluster_id,
+        "action": event.action,
+        "status": event.status,
+        "status_reason": event.status_reason,
+        "level": event.level,
+        "project": event.project_id,
+        "user": event.user_id,
+    })
+}
+
+pub fn cluster_policy(binding: &pb::ClusterPolicy) -> Value {
+    json!({
+        "id": format!("{}:{}", binding.cluster_id, binding.policy_id),
+        "cluster_id": binding.cluster_id,
+        "policy_id": binding.policy_id,
+        "policy_name": binding.policy_name,
+        "policy_type": binding.policy_type,
+        "priority": binding.priority,
+        "enabled": binding.enabled,
+    })
+}
+
+/// A deadline for heartbeat answers.
+pub fn deadline(deadline: Option<&prost_types::Timestamp>) -> Value {
+    time(deadline)
+}
