@@ -8,3 +8,4 @@ mod instances;
 mod internal_services;
 mod orchestration;
 mod plugins;
+mod unhealthy;

@@ -6,6 +6,7 @@ mod instance;
 mod plugin;
 pub(crate) mod plugin_bench;
 mod probe;
+mod resource;
 mod run;
 mod stack;
 mod token;
@@ -49,6 +50,9 @@ pub enum Command {
     /// Stacks: create, watch, change, inspect and delete
     #[command(subcommand)]
     Stack(stack::StackCommand),
+    /// One resource of a stack: mark it unhealthy, signal it
+    #[command(subcommand)]
+    Resource(resource::ResourceCommand),
     /// Compute instances: create, list, show, delete, power, lock, unlock
     #[command(subcommand)]
     Instance(instance::InstanceCommand),
@@ -74,6 +78,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Token(command) => token::run(config_file, command),
         Command::Whoami { connect } => whoami(&connect).await,
         Command::Stack(command) => stack::run(command).await,
+        Command::Resource(command) => resource::run(command).await,
         Command::Instance(command) => instance::run(command).await,
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,

@@ -152,7 +152,10 @@ pub fn resource_to_proto(
         required_by,
         nested_stack_id: if resource.type_name == "OS::Heat::Stack"
             || crate::resources::is_template_file(&resource.type_name)
-        {
+            || matches!(
+                resource.type_name.as_str(),
+                "OS::Heat::ResourceGroup" | crate::resources::AUTOSCALING_GROUP_TYPE
+            ) {
             resource.physical_id.clone().unwrap_or_default()
         } else {
             String::new()

@@ -1,4 +1,5 @@
-//! `ResourceService`: resources of the caller's stacks.
+//! `ResourceService`: resources of the caller's stacks — listing and
+//! showing them, marking them unhealthy, and signalling them.
 
 use std::sync::Arc;
 
@@ -6,7 +7,7 @@ use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
 use tonic::{Request, Response, Status};
 
-use super::convert::resource_to_proto;
+use super::convert::{proto_to_json, resource_to_proto};
 use crate::stacks::StackOperations;
 
 /// How deep nested stacks are listed at most.
@@ -78,5 +79,64 @@ impl pb::resource_service_server::ResourceService for ResourceHandler {
                 .retain(|name, _| request.attributes.contains(name));
         }
         Ok(Response::new(resource))
+    }
+
+    async fn mark_unhealthy(
+        &self,
+        request: Request<pb::MarkUnhealthyRequest>,
+    ) -> Result<Response<pb::Resource>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let reason = Some(request.resource_status_reason).filter(|reason| !reason.is_empty());
+        let resource = self
+            .operations
+            .mark_unhealthy(
+                &identity,
+                &request.stack,
+                &request.resource,
+                request.mark_unhealthy,
+                reason,
+            )
+            .await?;
+        let stack = self
+            .operations
+            .find_stack(&identity, &resource.stack_id.to_string())
+            .await?;
+        Ok(Response::new(resource_to_proto(
+            &resource,
+            &stack.name,
+            Vec::new(),
+            true,
+        )))
+    }
+
+    async fn signal(
+        &self,
+        request: Request<pb::SignalResourceRequest>,
+    ) -> Result<Response<pb::SignalResourceResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let details = request
+            .details
+            .as_ref()
+            .map_or(serde_json::Value::Null, proto_to_json);
+        let outcome = self
+            .operations
+            .signal_resource(&identity, &request.stack, &request.resource, details)
+            .await?;
+        let capacity = |capacity: u64| u32::try_from(capacity).unwrap_or(u32::MAX);
+        Ok(Response::new(match outcome.scaling {
+            Some(scaling) => pb::SignalResourceResponse {
+                scaling: true,
+                group: scaling.group,
+                from_capacity: capacity(scaling.from_capacity),
+                to_capacity: capacity(scaling.to_capacity),
+                message: outcome.message,
+            },
+            None => pb::SignalResourceResponse {
+                message: outcome.message,
+                ..Default::default()
+            },
+        }))
     }
 }

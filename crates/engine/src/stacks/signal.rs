@@ -45,12 +45,12 @@ pub struct Scaling {
 /// What the policy's signal comes to, decided under the stack lease.
 enum Decision {
     Ignore {
-        row: Resource,
+        row: Box<Resource>,
         message: String,
     },
     Scale {
-        policy: Resource,
-        group: Resource,
+        policy: Box<Resource>,
+        group: Box<Resource>,
         scaling: Scaling,
     },
 }
@@ -212,7 +212,7 @@ impl StackOperations {
                 group,
                 scaling,
             }) => self
-                .start_scaling(policy, group, &scaling)
+                .start_scaling(*policy, *group, &scaling)
                 .await
                 .map(|group| {
                     let message = format!(
@@ -284,7 +284,7 @@ impl StackOperations {
                 message: format!(
                     "signal ignored: {whose} is in cooldown for another {left} s (cooldown {cooldown} s since its last scaling)"
                 ),
-                row: policy,
+                row: Box::new(policy),
             });
         }
         let from_capacity = recorded_capacity(&group).unwrap_or(sizes.min_size);
@@ -295,7 +295,7 @@ impl StackOperations {
                     "signal ignored: group {:?} stays at {from_capacity} members (min_size {}, max_size {})",
                     group.name, sizes.min_size, sizes.max_size
                 ),
-                row: policy,
+                row: Box::new(policy),
             });
         }
         Ok(Decision::Scale {
@@ -304,8 +304,8 @@ impl StackOperations {
                 from_capacity,
                 to_capacity,
             },
-            policy,
-            group,
+            policy: Box::new(policy),
+            group: Box::new(group),
         })
     }
 

@@ -111,7 +111,11 @@ pub fn routes() -> Router<GatewayState> {
         )
         .route(
             "/stacks/{stack_name}/{stack_id}/resources/{resource_name}",
-            get(resources::show_resource),
+            get(resources::show_resource).patch(resources::mark_unhealthy),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/resources/{resource_name}/signal",
+            post(resources::signal_resource),
         )
         .route(
             "/stacks/{stack_name}/{stack_id}/resources/{resource_name}/metadata",

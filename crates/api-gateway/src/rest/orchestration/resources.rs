@@ -1,20 +1,24 @@
 //! A stack's resources: the list (with Heat's filters), one resource with
 //! its attributes, and its metadata. The engine filters by type; Heat's
 //! other filters (name, action, status, physical id) apply here, on the
-//! whole list the engine returns.
+//! whole list the engine returns. Also marking a resource unhealthy (PATCH)
+//! and signalling it (POST …/signal), both 200 with an empty body as Heat
+//! answers.
 
 use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Path, State};
+use bytes::Bytes;
 use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::heat_request::QueryParams;
+use super::heat_request::{self, QueryParams, invalid};
 use super::heat_view;
-use super::protobuf_json::struct_to_json;
+use super::protobuf_json::{json_to_value, struct_to_json};
 use super::{HeatCaller, StackPath, get_stack, identified_stack, resource_service};
 use crate::GatewayState;
 use crate::error::RestError;
@@ -220,6 +224,68 @@ pub async fn resource_metadata(
     ))
 }
 
+/// `PATCH …/resources/{name or physical id}` with `{"mark_unhealthy":
+/// bool, "resource_status_reason": "…"}`: 200; 400 for a bad body, 404 for
+/// an unknown resource, 409 while the stack is busy or locked.
+pub async fn mark_unhealthy(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<ResourcePath>,
+    body: Bytes,
+) -> Result<StatusCode, RestError> {
+    let body = heat_request::mark_unhealthy_body(heat_request::parse_body(&body)?)?;
+    let stack_path = StackPath {
+        stack_name: path.stack_name,
+        stack_id: path.stack_id,
+    };
+    let stack = identified_stack(&state, &caller.identity, &stack_path).await?;
+    let request = pb::MarkUnhealthyRequest {
+        stack: stack.id,
+        resource: path.resource_name,
+        mark_unhealthy: body.mark_unhealthy,
+        resource_status_reason: body.resource_status_reason,
+    };
+    resource_service(&state)
+        .mark_unhealthy(state.internal_request(&caller.identity, request))
+        .await?;
+    Ok(StatusCode::OK)
+}
+
+/// A signal's body: any JSON, or nothing.
+fn signal_details(body: &[u8]) -> Result<Value, RestError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(body)
+        .map_err(|error| invalid(format!("the signal body must be JSON (or empty): {error}")))
+}
+
+/// `POST …/resources/{name or physical id}/signal` with any JSON body:
+/// 200 once the signal is taken (a scaling runs on); 400 for a resource
+/// that takes no signals, 409 while the stack is busy or locked.
+pub async fn signal_resource(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<ResourcePath>,
+    body: Bytes,
+) -> Result<StatusCode, RestError> {
+    let details = signal_details(&body)?;
+    let stack_path = StackPath {
+        stack_name: path.stack_name,
+        stack_id: path.stack_id,
+    };
+    let stack = identified_stack(&state, &caller.identity, &stack_path).await?;
+    let request = pb::SignalResourceRequest {
+        stack: stack.id,
+        resource: path.resource_name,
+        details: Some(json_to_value(details)),
+    };
+    resource_service(&state)
+        .signal(state.internal_request(&caller.identity, request))
+        .await?;
+    Ok(StatusCode::OK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +297,19 @@ mod tests {
             physical_resource_id: format!("{name}-id"),
             ..pb::Resource::default()
         }
+    }
+
+    #[test]
+    fn signal_bodies_are_any_json_or_nothing() {
+        assert_eq!(signal_details(b"").expect("empty"), Value::Null);
+        assert_eq!(signal_details(b" \n").expect("blank"), Value::Null);
+        assert_eq!(
+            signal_details(br#"{"current": "alarm"}"#).expect("object"),
+            json!({"current": "alarm"})
+        );
+        assert_eq!(signal_details(b"[1, 2]").expect("list"), json!([1, 2]));
+        let error = signal_details(b"{nope").expect_err("not JSON");
+        assert!(format!("{error:?}").contains("must be JSON"), "{error:?}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! or as strings, and the one-action-per-body rule of `…/actions`.
 
 mod actions;
+mod mark_unhealthy;
 mod stack_body;
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::error::RestError;
 
 pub use actions::{ActionKind, stack_action};
+pub use mark_unhealthy::mark_unhealthy_body;
 pub use stack_body::{create_stack_request, update_stack_request, validate_template_request};
 
 /// Heat's limit on one tag.
