@@ -1,6 +1,7 @@
 //! End-to-end tests: real services on ephemeral ports, called through the
 //! gateway the way users and operators call them.
 
+mod clusters;
 mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;

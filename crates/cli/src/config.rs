@@ -249,7 +249,7 @@ impl Validate for EmberConfig {
             ("engine.lifecycle_hook_url", &self.engine.lifecycle_hook_url),
             ("lifecycle_hook.engine_url", &self.lifecycle_hook.engine_url),
         ] {
-            if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
                 problems.push(format!(
                     "{key}: {url:?} must be an http:// or https:// URL (or empty)"
                 ));

@@ -1,0 +1,340 @@
+//! Clusters and scale-in lifecycle hooks through the Clustering REST API,
+//! with a real webhook target: the messages arrive signed, completions and
+//! the deadline race through the engine's one conditional update, and every
+//! victim node is deleted exactly once.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use ember_runtime::Identity;
+use ember_runtime::auth::TokenSigner;
+use ember_tests::{TestEmber, wait_for};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+/// What the webhook target received: (signature header, body).
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+async fn receive(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    let signature = headers
+        .get("x-ember-signature")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    received
+        .lock()
+        .expect("lock")
+        .push((signature, body.to_vec()));
+    StatusCode::OK
+}
+
+/// An HTTP server on 127.0.0.1:0 recording every POST to `/hook`.
+async fn webhook_target() -> (String, Received) {
+    let received: Received = Arc::default();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{address}/hook"), received)
+}
+
+fn hex_hmac(secret: &str, body: &[u8]) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(body);
+    let digest = mac.finalize().into_bytes();
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("sha256={hex}")
+}
+
+struct Rest<'a> {
+    ember: &'a TestEmber,
+    token: String,
+}
+
+impl Rest<'_> {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, HeaderMap, Value) {
+        let mut request = self
+            .ember
+            .http
+            .request(method, self.ember.url(&format!("/clustering/v1{path}")))
+            .header("X-Auth-Token", &self.token)
+            .header("OpenStack-API-Version", "clustering 1.12");
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("body");
+        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        (status, headers, value)
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (status, _, body) = self.call(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::OK, "GET {path}: {body}");
+        body
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, HeaderMap, Value) {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// Polls an action until it ends; returns its final status.
+    async fn wait_action(&self, location: &str, expected: &str) {
+        let path = location.trim_start_matches("/clustering/v1").to_owned();
+        wait_for(
+            &format!("action {path} to be {expected}"),
+            Duration::from_secs(30),
+            || {
+                let path = path.clone();
+                async move {
+                    let action = self.get(&path).await;
+                    let status = action["action"]["status"].as_str().unwrap_or("").to_owned();
+                    assert!(
+                        status != "FAILED" || expected == "FAILED",
+                        "action failed: {action}"
+                    );
+                    status == expected
+                }
+            },
+        )
+        .await;
+    }
+
+    async fn nodes(&self, cluster_id: &str) -> Vec<Value> {
+        self.get(&format!("/nodes?cluster_id={cluster_id}")).await["nodes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn location(headers: &HeaderMap) -> String {
+    headers
+        .get("location")
+        .and_then(|value| value.to_str().ok())
+        .expect("Location header")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (hook_url, received) = webhook_target().await;
+
+    let (status, _, body) = rest
+        .post(
+            "/profiles",
+            json!({"profile": {"name": "web", "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["profile"]["type"], "ember.instance-1.0", "{body}");
+
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": "web", "profile_id": "web", "min_size": 0, "max_size": 10, "desired_capacity": 3}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let cluster_id = body["cluster"]["id"]
+        .as_str()
+        .expect("cluster id")
+        .to_owned();
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let nodes = rest.nodes(&cluster_id).await;
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    assert!(
+        nodes.iter().all(|node| node["status"] == "ACTIVE"),
+        "{nodes:?}"
+    );
+
+    let (status, _, body) = rest
+        .post(
+            "/policies",
+            json!({"policy": {"name": "drain", "spec": {"type": "senlin.policy.deletion", "version": "1.1",
+                "properties": {"criteria": "OLDEST_FIRST",
+                    "hooks": {"type": "webhook", "params": {"url": hook_url}, "timeout": 4}}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"policy_attach": {"policy_id": "drain"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 3}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let scale_in = location(&headers);
+
+    wait_for("3 webhook messages", Duration::from_secs(15), || {
+        let received = received.clone();
+        async move { received.lock().expect("lock").len() >= 3 }
+    })
+    .await;
+    let messages = received.lock().expect("lock").clone();
+    assert_eq!(messages.len(), 3, "one message per node");
+    let mut tokens = Vec::new();
+    let node_ids: Vec<&str> = nodes
+        .iter()
+        .filter_map(|node| node["id"].as_str())
+        .collect();
+    for (signature, body) in &messages {
+        assert_eq!(
+            signature,
+            &hex_hmac(&ember.running.webhook_secret, body),
+            "signed with the deployment's secret"
+        );
+        let message: Value = serde_json::from_slice(body).expect("JSON message");
+        assert_eq!(
+            message["lifecycle_transition_type"], "termination",
+            "{message}"
+        );
+        assert_eq!(message["cluster_id"], cluster_id.as_str(), "{message}");
+        assert!(
+            node_ids.contains(&message["node_id"].as_str().unwrap_or("")),
+            "{message}"
+        );
+        assert!(
+            message["resource_id"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty()),
+            "{message}"
+        );
+        assert!(message["deadline"].as_str().is_some(), "{message}");
+        tokens.push(
+            message["lifecycle_action_token"]
+                .as_str()
+                .expect("token")
+                .to_owned(),
+        );
+    }
+
+    // Another project cannot see the cluster, so not the token either.
+    let outsider = TokenSigner::new(&ember.secrets().signing_key)
+        .issue(
+            &Identity::new("mallory", "other", vec!["member".into()]),
+            Duration::from_secs(600),
+        )
+        .expect("token");
+    let foreign = Rest {
+        ember: &ember,
+        token: outsider,
+    };
+    let (status, _, body) = foreign
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"complete_lifecycle": {"lifecycle_action_token": tokens[0]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    // An unknown token of the right cluster is 404 too, not a silent 202.
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"complete_lifecycle": {"lifecycle_action_token": uuid::Uuid::now_v7().to_string()}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+
+    for token in &tokens[..2] {
+        let (status, headers, body) = rest
+            .post(
+                &format!("/clusters/{cluster_id}/actions"),
+                json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(
+            location(&headers),
+            format!("/clustering/v1/actions/{token}")
+        );
+    }
+    // Completing twice: 409, saying it was already completed.
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"complete_lifecycle": {"lifecycle_action_token": tokens[0]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already completed"),
+        "{body}"
+    );
+
+    // The third is left to its deadline (4 s).
+    rest.wait_action(&scale_in, "SUCCEEDED").await;
+    wait_for("every node deleted", Duration::from_secs(20), || async {
+        rest.nodes(&cluster_id).await.is_empty()
+    })
+    .await;
+    for (index, token) in tokens.iter().enumerate() {
+        let action = rest.get(&format!("/actions/{token}")).await;
+        assert_eq!(action["action"]["action"], "NODE_DELETE", "{action}");
+        assert_eq!(action["action"]["status"], "SUCCEEDED", "{action}");
+        let outcome = if index < 2 { "COMPLETED" } else { "EXPIRED" };
+        assert_eq!(action["action"]["lifecycle_outcome"], outcome, "{action}");
+    }
+    // Late completion of the expired one: 409, saying it expired.
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"complete_lifecycle": {"lifecycle_action_token": tokens[2]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("expired"),
+        "{body}"
+    );
+
+    // Exactly one delete per node: one NODE_DELETE action each, and the
+    // instances behind them are gone.
+    let actions = rest.get(&format!("/actions?cluster_id={cluster_id}")).await;
+    let deletes = actions["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|action| action["action"] == "NODE_DELETE")
+        .count();
+    assert_eq!(deletes, 3, "{actions}");
+    let cluster = rest.get(&format!("/clusters/{cluster_id}")).await;
+    assert_eq!(cluster["cluster"]["desired_capacity"], 0, "{cluster}");
+    ember.stop().await;
+}
