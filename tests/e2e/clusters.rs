@@ -338,3 +338,231 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
     assert_eq!(cluster["cluster"]["desired_capacity"], 0, "{cluster}");
     ember.stop().await;
 }
+
+/// A cluster of `size` ACTIVE nodes with a deletion-1.1 policy whose hooks
+/// are `hooks` attached; returns the cluster id and its nodes.
+async fn cluster_with_hooks(rest: &Rest<'_>, size: u32, hooks: Value) -> (String, Vec<Value>) {
+    let (status, _, body) = rest
+        .post(
+            "/profiles",
+            json!({"profile": {"name": "web", "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": "web", "profile_id": "web", "desired_capacity": size}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let cluster_id = body["cluster"]["id"]
+        .as_str()
+        .expect("cluster id")
+        .to_owned();
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let (status, _, body) = rest
+        .post(
+            "/policies",
+            json!({"policy": {"name": "drain", "spec": {"type": "senlin.policy.deletion", "version": "1.1",
+                "properties": {"hooks": hooks}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"policy_attach": {"policy_id": "drain"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let nodes = rest.nodes(&cluster_id).await;
+    assert_eq!(nodes.len(), size as usize, "{nodes:?}");
+    (cluster_id, nodes)
+}
+
+async fn complete_all(rest: &Rest<'_>, cluster_id: &str, tokens: &[String]) {
+    for token in tokens {
+        let (status, _, body) = rest
+            .post(
+                &format!("/clusters/{cluster_id}/actions"),
+                json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    wait_for("every node deleted", Duration::from_secs(20), || async {
+        rest.nodes(cluster_id).await.is_empty()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
+    use ember_proto::lifecyclehook::v1 as hook_pb;
+    use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
+
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (cluster_id, _) = cluster_with_hooks(
+        &rest,
+        2,
+        json!({"type": "zaqar", "params": {"queue": "drain-web"}, "timeout": 120}),
+    )
+    .await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 2}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    let mut hooks = LifecycleHookServiceClient::new(ember.gateway_channel().await);
+    let mut messages = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while messages.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "2 queued messages, got {messages:?}"
+        );
+        messages = hooks
+            .list_queue_messages(ember_tests::with_bearer(
+                hook_pb::ListQueueMessagesRequest {
+                    queue: "drain-web".into(),
+                    after_id: 0,
+                    limit: 10,
+                },
+                ember.member_token(),
+            ))
+            .await
+            .expect("ListQueueMessages")
+            .into_inner()
+            .messages;
+        if messages.len() < 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let tokens: Vec<String> = messages
+        .iter()
+        .map(|message| message.token.clone())
+        .collect();
+    for message in &messages {
+        let body: Value = serde_json::from_str(&message.body).expect("JSON body");
+        assert_eq!(body["lifecycle_action_token"], message.token.as_str());
+        assert_eq!(body["cluster_id"], cluster_id.as_str());
+    }
+    let pending = hooks
+        .list_pending(ember_tests::with_bearer(
+            hook_pb::ListPendingRequest {
+                cluster_id: cluster_id.clone(),
+                ..Default::default()
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect("ListPending")
+        .into_inner()
+        .actions;
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    assert!(
+        pending
+            .iter()
+            .all(|action| action.delivery_state == hook_pb::DeliveryState::Delivered as i32),
+        "{pending:?}"
+    );
+    complete_all(&rest, &cluster_id, &tokens).await;
+    ember.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
+    use futures::StreamExt;
+
+    let Ok(nats_url) = std::env::var("EMBER_TEST_NATS_URL") else {
+        eprintln!("EMBER_TEST_NATS_URL is not set: skipping the NATS lifecycle-hook test");
+        return;
+    };
+    let queue = format!("e2e-{}", uuid::Uuid::now_v7().simple());
+    let configured_url = nats_url.clone();
+    let ember = TestEmber::start_configured(move |config| {
+        config.lifecycle_hook.nats_url = configured_url;
+    })
+    .await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (cluster_id, _) = cluster_with_hooks(
+        &rest,
+        2,
+        json!({"type": "zaqar", "params": {"queue": queue}, "timeout": 120}),
+    )
+    .await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 2}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    let client = async_nats::connect(nats_url.as_str()).await.expect("NATS");
+    let jetstream = async_nats::jetstream::new(client);
+    let subject = format!("ember.lifecycle.{queue}");
+    let stream = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            match jetstream.get_stream("EMBER_LIFECYCLE").await {
+                Ok(stream) => break stream,
+                Err(error) => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "stream EMBER_LIFECYCLE: {error}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    };
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::Config {
+            filter_subject: subject.clone(),
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    let mut incoming = consumer.messages().await.expect("messages");
+    let mut tokens = Vec::new();
+    while tokens.len() < 2 {
+        let message = tokio::time::timeout(Duration::from_secs(15), incoming.next())
+            .await
+            .expect("a message within 15 s")
+            .expect("stream open")
+            .expect("message");
+        let body: Value = serde_json::from_slice(&message.payload).expect("JSON body");
+        let token = body["lifecycle_action_token"]
+            .as_str()
+            .expect("token")
+            .to_owned();
+        let message_id = message
+            .headers
+            .as_ref()
+            .and_then(|headers| headers.get("Nats-Msg-Id"))
+            .map(|value| value.as_str().to_owned());
+        assert_eq!(
+            message_id.as_deref(),
+            Some(token.as_str()),
+            "message id = token"
+        );
+        message.ack().await.expect("ack");
+        tokens.push(token);
+    }
+    complete_all(&rest, &cluster_id, &tokens).await;
+    ember.stop().await;
+}

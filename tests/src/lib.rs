@@ -21,8 +21,17 @@ impl TestEmber {
     /// Starts Ember on SQLite in a temporary data directory and waits until
     /// `/healthz` reports every service serving.
     pub async fn start() -> TestEmber {
+        TestEmber::start_configured(|_| {}).await
+    }
+
+    /// Like [`TestEmber::start`], with `configure` applied to the
+    /// configuration first (e.g. a NATS server for lifecycle-hook).
+    pub async fn start_configured(
+        configure: impl FnOnce(&mut ember::config::EmberConfig),
+    ) -> TestEmber {
         let data_dir = tempfile::tempdir().expect("temporary data dir");
-        let (config, secrets) = ember::dev::ephemeral_config(data_dir.path());
+        let (mut config, secrets) = ember::dev::ephemeral_config(data_dir.path());
+        configure(&mut config);
         let running = RunningEmber::start(config, secrets.clone())
             .await
             .expect("ember starts");
