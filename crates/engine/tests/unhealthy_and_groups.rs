@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::Error;
-use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction};
+use ember_engine::domain::{ActionStatus, Event, LockLevel, Resource, Stack, StackAction};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, DEFAULT_HEALTH_REASON, StackOperations, UpdateStack};
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
@@ -945,6 +945,77 @@ async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(databas
     assert_eq!(group.attributes["current_size"], json!(4));
 }
 
+async fn a_locked_stack_refuses_marks_and_signals_with_an_event(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let stack = create(&operations, "signalled", SCALING).await;
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("asg")
+        .expect("asg");
+    let nested = nested_stack_of(&operations, &group).await;
+    operations
+        .lock_stack(
+            &alice(),
+            "signalled",
+            LockLevel::Stacks,
+            Some("maintenance".into()),
+        )
+        .await
+        .expect("lock accepted");
+    let locked = settled(&operations, "signalled").await;
+    assert_eq!(
+        locked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        locked.status_reason
+    );
+
+    let error = operations
+        .mark_unhealthy(&alice(), "signalled", "asg", true, None)
+        .await
+        .expect_err("locked");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    assert!(error.to_string().contains("is locked"), "{error}");
+    let error = operations
+        .mark_unhealthy(&alice(), &nested.id.to_string(), "0", true, None)
+        .await
+        .expect_err("a member of a locked stack");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    assert_ne!(
+        resources_of(&operations, &nested).await["0"].resource_status(),
+        "CHECK_FAILED",
+        "nothing changed"
+    );
+
+    let error = operations
+        .signal_resource(&alice(), "signalled", "scale_out", json!({}))
+        .await
+        .expect_err("locked");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    let events = events_of(&operations, &stack).await;
+    assert!(
+        events.iter().any(|event| event.resource_name == "signalled"
+            && event
+                .reason
+                .starts_with("signal ignored: stack \"signalled\" is locked")),
+        "the refused signal left a stack event"
+    );
+    let group = resources_of(&operations, &stack)
+        .await
+        .remove("asg")
+        .expect("asg");
+    assert_eq!(group.attributes["current_size"], json!(4), "no scaling");
+
+    operations
+        .unlock_stack(&alice(), "signalled")
+        .await
+        .expect("unlock accepted");
+    settled(&operations, "signalled").await;
+    let out = signal(&operations, "scale_out", json!({})).await;
+    assert_eq!(out.scaling.map(|scaling| scaling.to_capacity), Some(5));
+    group_settled(&operations, &stack).await;
+}
+
 async fn the_health_store_call_writes_row_event_and_lease_release_at_once(database: &TestDatabase) {
     let (operations, store) = operations(database).await;
     let stack = create(&operations, "stored", REPLACED).await;
@@ -1053,5 +1124,6 @@ ember_runtime::store_suite!(
     an_autoscaling_group_removes_failed_members_first_and_keeps_names,
     scaling_policies_resize_the_group_within_bounds_and_cooldown,
     a_signal_during_a_scaling_or_an_update_is_refused_with_an_event,
+    a_locked_stack_refuses_marks_and_signals_with_an_event,
     the_health_store_call_writes_row_event_and_lease_release_at_once,
 );
