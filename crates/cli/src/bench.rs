@@ -15,10 +15,17 @@ use tonic::transport::Channel;
 use crate::dev::{DevCredentials, RunningEmber};
 
 mod instances;
-mod stacks;
+mod locks;
+pub(crate) mod stacks;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
+    /// Lock/unlock of 10 nested stacks x 100 resources, and the cost of the lock check
+    Locks {
+        /// Lock/unlock rounds
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+    },
     /// Stack create/delete of 100 resources, a chain of 20, and GET latencies
     Stacks {
         /// Runs per create/delete case
@@ -65,6 +72,7 @@ pub enum BenchCommand {
 
 pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
+        BenchCommand::Locks { runs } => locks::run(runs.max(1)).await,
         BenchCommand::Stacks { runs, postgres } => stacks::run(runs.max(1), postgres).await,
         BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
         BenchCommand::Startup { runs } => startup(runs.max(1)).await,

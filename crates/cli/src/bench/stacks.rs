@@ -54,6 +54,7 @@ async fn measure(
         .await
         .map_err(|error| error.to_string())?;
     let client = Stacks {
+        channel: channel.clone(),
         client: StackServiceClient::new(channel),
         token: credentials.member.token.clone(),
     };
@@ -87,6 +88,69 @@ async fn measure(
         client.delete_and_wait(&stack_id).await?;
     }
     print_row("chain of 20 OS::Heat::TestResource: create", &mut chains);
+
+    // A chain of 5 lifecycle plugins around each create: their cost per call.
+    let small = template_of_independent_resources(10);
+    let mut without_plugins = Vec::new();
+    for run in 0..runs {
+        let (stack_id, created) = client
+            .create_and_wait(&format!("no-plugins-{run}"), &small)
+            .await?;
+        without_plugins.push(created);
+        client.delete_and_wait(&stack_id).await?;
+    }
+    let journal = ember_plugin_registry::testing::CallJournal::default();
+    let mut plugins = Vec::new();
+    for index in 0..5 {
+        let plugin = ember_plugin_registry::testing::TestPlugin::start(
+            &format!("bench-plugin-{index}"),
+            ember_plugin_registry::testing::Behaviour::Allow,
+            &journal,
+        )
+        .await
+        .map_err(|error| error.to_string())?;
+        let mut registration =
+            tonic::Request::new(ember_proto::pluginregistry::v1::RegisterPluginRequest {
+                name: plugin.name.clone(),
+                endpoint: plugin.endpoint.clone(),
+                ordinal: index,
+                ..Default::default()
+            });
+        let header = format!("Bearer {}", credentials.admin.token)
+            .parse()
+            .map_err(|_| "token is not a valid header".to_owned())?;
+        registration.metadata_mut().insert("authorization", header);
+        ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegistryServiceClient::new(
+            client.channel.clone(),
+        )
+        .register_plugin(registration)
+        .await
+        .map_err(|status| format!("register plugin: {}", status.message()))?;
+        plugins.push(plugin);
+    }
+    let mut with_plugins = Vec::new();
+    for run in 0..runs {
+        let (stack_id, created) = client
+            .create_and_wait(&format!("plugins-{run}"), &small)
+            .await?;
+        with_plugins.push(created);
+        client.delete_and_wait(&stack_id).await?;
+    }
+    let plain = summarize(&mut without_plugins);
+    let chained = summarize(&mut with_plugins);
+    print_row(
+        "10 OS::Heat::None: create, no plugins",
+        &mut without_plugins,
+    );
+    print_row("10 OS::Heat::None: create, 5 plugins", &mut with_plugins);
+    println!(
+        "{:<48} {:>10.2}",
+        "  pre-operation overhead per plugin (median)",
+        (chained.median_us - plain.median_us) / 5.0 / 1000.0
+    );
+    for plugin in plugins {
+        plugin.stop().await;
+    }
 
     let single = template_of_independent_resources(1);
     let mut last = String::new();
@@ -142,6 +206,7 @@ fn print_row(label: &str, samples: &mut [Duration]) {
 }
 
 struct Stacks {
+    channel: Channel,
     client: StackServiceClient<Channel>,
     token: String,
 }

@@ -124,6 +124,13 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`ResourceType::lock`]/[`ResourceType::unlock`] do anything:
+    /// a resource with nothing to lock goes straight to LOCK_COMPLETE, one
+    /// transition instead of two.
+    fn has_lock_handler(&self) -> bool {
+        false
+    }
+
     /// Applies a stack's maintenance lock to what this resource manages.
     /// Returns the resource's private data afterwards (to remember what it
     /// locked). Nothing to lock by default.

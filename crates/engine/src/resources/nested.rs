@@ -254,6 +254,10 @@ impl ResourceType for StackResource {
     }
 
     /// A nested stack is updated in place; only a failed one is replaced.
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
     async fn lock(
         &self,
         current: &Resource,
@@ -376,6 +380,10 @@ impl ResourceType for TemplateResource {
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
         act(&self.host, current, "RESUME").await
+    }
+
+    fn has_lock_handler(&self) -> bool {
+        true
     }
 
     async fn lock(

@@ -347,6 +347,10 @@ impl ResourceType for ServerResource {
 
     /// Level `all` locks the instance as the stack's locker; the resource
     /// remembers that it placed the lock so unlock lifts only that one.
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
     async fn lock(
         &self,
         current: &Resource,

@@ -172,6 +172,10 @@ impl ResourceType for TestResource {
         pause(&properties, "delete").await
     }
 
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
     async fn lock(
         &self,
         current: &Resource,

@@ -239,6 +239,25 @@ async fn lock_one(
         .get(name)
         .cloned()
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let Some(resource_type) = shared.registry.get(&current.type_name) else {
+        return Err(format!(
+            "resources.{name}: unknown resource type {:?}",
+            current.type_name
+        ));
+    };
+    if !resource_type.has_lock_handler() {
+        // Nothing to lock: one transition, straight to the final state.
+        transition(
+            shared,
+            target,
+            current,
+            action,
+            ActionStatus::Complete,
+            "state changed",
+        )
+        .await?;
+        return Ok(());
+    }
     let in_progress = transition(
         shared,
         target,
