@@ -17,6 +17,7 @@ use crate::dev::{DevCredentials, RunningEmber};
 mod instances;
 mod locks;
 pub(crate) mod stacks;
+mod unhealthy;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
@@ -34,6 +35,15 @@ pub enum BenchCommand {
         /// Run the engine on PostgreSQL (a fresh schema on this server)
         #[arg(long)]
         postgres: Option<String>,
+    },
+    /// Mark one member of a 100-member AutoScalingGroup unhealthy then update; scaling signals of 10 members
+    Unhealthy {
+        /// Runs per case
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Members of the group
+        #[arg(long, default_value_t = 100)]
+        members: usize,
     },
     /// Latency of gRPC calls through the gateway versus straight to the engine
     Gateway {
@@ -74,6 +84,9 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
         BenchCommand::Locks { runs } => locks::run(runs.max(1)).await,
         BenchCommand::Stacks { runs, postgres } => stacks::run(runs.max(1), postgres).await,
+        BenchCommand::Unhealthy { runs, members } => {
+            unhealthy::run(runs.max(1), members.max(1)).await
+        }
         BenchCommand::Gateway { calls } => gateway(calls.max(10)).await,
         BenchCommand::Startup { runs } => startup(runs.max(1)).await,
         BenchCommand::Instances { instances, calls } => {

@@ -311,6 +311,10 @@ impl ResourceType for AutoScalingGroup {
         group_members::act(&self.host, current, "RESUME").await
     }
 
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
     async fn lock(
         &self,
         current: &Resource,

@@ -328,6 +328,10 @@ impl ResourceType for ResourceGroup {
         group_members::act(&self.host, current, "RESUME").await
     }
 
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
     async fn lock(
         &self,
         current: &Resource,
