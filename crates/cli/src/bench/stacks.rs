@@ -148,9 +148,7 @@ async fn measure(
         "  pre-operation overhead per plugin (median)",
         (chained.median_us - plain.median_us) / 5.0 / 1000.0
     );
-    for plugin in plugins {
-        plugin.stop().await;
-    }
+    // The plugins stay registered (FAIL mode) and running for the rest.
 
     let single = template_of_independent_resources(1);
     let mut last = String::new();
@@ -192,6 +190,9 @@ async fn measure(
             }
         }
         print_row(label, &mut samples);
+    }
+    for plugin in plugins {
+        plugin.stop().await;
     }
     Ok(())
 }

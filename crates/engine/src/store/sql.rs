@@ -218,14 +218,18 @@ impl StackStore for SqlStackStore {
                     ),
             );
         }
+        // A list needs no templates: leave the large JSON columns unread.
         select
+            .select_only()
+            .columns(LIST_COLUMNS)
             .order_by_desc(stacks::Column::CreatedAt)
             .order_by_desc(stacks::Column::Id)
             .limit(u64::from(query.page_size()))
+            .into_model::<StackListRow>()
             .all(&self.connection)
             .await?
             .into_iter()
-            .map(stack_from_row)
+            .map(|row| stack_from_row(row.into_model()))
             .collect()
     }
 
@@ -637,6 +641,92 @@ async fn write_stack_state(
 
 fn corrupt(what: &str, id: Uuid) -> Error {
     Error::Database(format!("{id}: stored {what} is invalid"))
+}
+
+/// The columns a stack list reads: all but what the stack is built from.
+const LIST_COLUMNS: [stacks::Column; 22] = [
+    stacks::Column::Id,
+    stacks::Column::Name,
+    stacks::Column::ProjectId,
+    stacks::Column::UserId,
+    stacks::Column::ParentId,
+    stacks::Column::Action,
+    stacks::Column::Status,
+    stacks::Column::StatusReason,
+    stacks::Column::Description,
+    stacks::Column::Tags,
+    stacks::Column::TimeoutMins,
+    stacks::Column::DisableRollback,
+    stacks::Column::CreatedAt,
+    stacks::Column::UpdatedAt,
+    stacks::Column::NestedDepth,
+    stacks::Column::ParentResource,
+    stacks::Column::DeletedAt,
+    stacks::Column::LockLevel,
+    stacks::Column::LockedByUser,
+    stacks::Column::LockedByAdmin,
+    stacks::Column::LockedAt,
+    stacks::Column::LockReason,
+];
+
+/// A stack row as a list reads it (see [`LIST_COLUMNS`]).
+#[derive(Debug, sea_orm::FromQueryResult)]
+struct StackListRow {
+    id: Uuid,
+    name: String,
+    project_id: String,
+    user_id: String,
+    parent_id: Option<Uuid>,
+    action: String,
+    status: String,
+    status_reason: String,
+    description: String,
+    tags: Value,
+    timeout_mins: Option<i32>,
+    disable_rollback: bool,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    nested_depth: i32,
+    parent_resource: Option<String>,
+    deleted_at: Option<DateTime<Utc>>,
+    lock_level: Option<String>,
+    locked_by_user: Option<String>,
+    locked_by_admin: Option<bool>,
+    locked_at: Option<DateTime<Utc>>,
+    lock_reason: Option<String>,
+}
+
+impl StackListRow {
+    fn into_model(self) -> stacks::Model {
+        stacks::Model {
+            id: self.id,
+            name: self.name,
+            project_id: self.project_id,
+            user_id: self.user_id,
+            parent_id: self.parent_id,
+            action: self.action,
+            status: self.status,
+            status_reason: self.status_reason,
+            description: self.description,
+            tags: self.tags,
+            timeout_mins: self.timeout_mins,
+            disable_rollback: self.disable_rollback,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            template: Value::Null,
+            environment: Value::Null,
+            files: Value::Null,
+            parameters: Value::Null,
+            nested_depth: self.nested_depth,
+            parent_resource: self.parent_resource,
+            deleted_at: self.deleted_at,
+            lock_level: self.lock_level,
+            locked_by_user: self.locked_by_user,
+            locked_by_admin: self.locked_by_admin,
+            locked_at: self.locked_at,
+            lock_reason: self.lock_reason,
+        }
+    }
 }
 
 fn stack_from_row(row: stacks::Model) -> Result<Stack> {
