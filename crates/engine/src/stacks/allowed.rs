@@ -123,9 +123,17 @@ pub fn ensure_allowed(stack: &Stack, operation: Operation) -> Result<()> {
                 stack.name,
                 stack.stack_status()
             )),
-            Operation::Lock if action == StackAction::Init || action == StackAction::Delete => {
+            Operation::Lock
+                if matches!(
+                    (action, stack.status),
+                    (
+                        StackAction::Init | StackAction::Delete,
+                        ActionStatus::Complete
+                    )
+                ) =>
+            {
                 refuse(format!(
-                    "stack {:?} is {}: a stack can be locked only once it was created",
+                    "stack {:?} is {}: only a stack in a final state other than INIT_COMPLETE and DELETE_COMPLETE can be locked",
                     stack.name,
                     stack.stack_status()
                 ))
@@ -207,6 +215,71 @@ mod tests {
             allowed(Create, Failed).contains(&"lock"),
             "a FAILED state is final"
         );
+    }
+
+    /// The spec's table, written out independently of the implementation:
+    /// every state × every operation.
+    fn expected(action: StackAction, status: ActionStatus, operation: Operation) -> bool {
+        use ActionStatus::*;
+        use Operation::*;
+        match (action, status) {
+            (StackAction::Update, InProgress) => operation == CancelUpdate,
+            (_, InProgress) => false,
+            (StackAction::Lock, Complete) => matches!(operation, Lock | Unlock),
+            (StackAction::Lock, Failed) => matches!(operation, Lock | Unlock | Delete),
+            (StackAction::Unlock, Failed) => matches!(operation, Unlock | Delete),
+            (StackAction::Init | StackAction::Delete, Complete) => {
+                !matches!(operation, Lock | Unlock)
+            }
+            _ => operation != Unlock,
+        }
+    }
+
+    #[test]
+    fn every_cell_of_the_allowed_action_table() {
+        let statuses = [
+            ActionStatus::InProgress,
+            ActionStatus::Complete,
+            ActionStatus::Failed,
+        ];
+        let mut cells = 0;
+        for action in StackAction::ALL {
+            for status in statuses {
+                let stack = stack(action, status);
+                for operation in Operation::ALL {
+                    let verdict = ensure_allowed(&stack, operation);
+                    assert_eq!(
+                        verdict.is_ok(),
+                        expected(action, status, operation),
+                        "{}_{} × {}: {verdict:?}",
+                        action.as_str(),
+                        status.as_str(),
+                        operation.as_str()
+                    );
+                    if let Err(error) = verdict {
+                        assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+                        assert!(
+                            error.to_string().contains("\"web\""),
+                            "names the stack: {error}"
+                        );
+                    }
+                    cells += 1;
+                }
+            }
+        }
+        assert_eq!(cells, 12 * 3 * 11);
+    }
+
+    #[test]
+    fn a_deleted_stack_is_not_found_for_every_operation() {
+        let mut deleted = stack(StackAction::Delete, ActionStatus::Complete);
+        deleted.deleted_at = Some(chrono::Utc::now());
+        for operation in Operation::ALL {
+            assert!(matches!(
+                ensure_allowed(&deleted, operation),
+                Err(Error::NotFound(_))
+            ));
+        }
     }
 
     #[test]
