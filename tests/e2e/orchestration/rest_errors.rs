@@ -78,7 +78,11 @@ async fn bad_bodies_and_bad_templates_are_400_naming_what_is_wrong() {
 
     let stack_path = heat.create_stack("web", json!({"greeting": "hi"})).await;
     for (body, expected) in [
-        (json!({"lock": null}), "unknown action \"lock\""),
+        (json!({"launch": null}), "unknown action \"launch\""),
+        (
+            json!({"lock": {"level": "galaxy"}}),
+            "lock level \"galaxy\" is not one of stacks, all",
+        ),
         (
             json!({"suspend": null, "resume": null}),
             "one action at a time",
