@@ -113,61 +113,111 @@ async fn act(
     }
 }
 
-pub struct StackResource {
-    schema: ResourceTypeSchema,
+/// What differs between the kinds of nested-stack resources: the schema,
+/// how a request becomes the nested stack's definition, and which
+/// attributes the nested stack's outcome gives. Everything else — every
+/// action is the nested stack's own — is [`NestedStackResource`]'s.
+pub trait NestedStackKind: Send + Sync + 'static {
+    fn schema(&self) -> &ResourceTypeSchema;
+    fn definition(&self, request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure>;
+    fn outcome(&self, nested: NestedStackOutcome) -> ResourceOutcome;
+}
+
+/// A resource that is a nested stack, of kind `K`.
+pub struct NestedStackResource<K> {
+    kind: K,
     host: NestedStackHostSlot,
+}
+
+/// `OS::Heat::Stack`: the template is a property.
+pub type StackResource = NestedStackResource<InlineTemplate>;
+/// A template resource: the type is a template file.
+pub type TemplateResource = NestedStackResource<TemplateFile>;
+
+pub struct InlineTemplate {
+    schema: ResourceTypeSchema,
+}
+
+pub struct TemplateFile {
+    schema: ResourceTypeSchema,
 }
 
 impl StackResource {
     pub fn new(host: NestedStackHostSlot) -> Self {
-        StackResource {
-            schema: ResourceTypeSchema {
-                type_name: "OS::Heat::Stack",
-                description: "A nested stack from a template given as a property.",
-                properties: vec![
-                    PropertySchema::new(
-                        "template",
-                        PropertyType::String,
-                        "The nested template (YAML or JSON).",
-                    )
-                    .required()
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "parameters",
-                        PropertyType::Map,
-                        "Parameter values for the nested stack.",
-                    )
-                    .default(json!({}))
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "timeout",
-                        PropertyType::Number,
-                        "Minutes (accepted for compatibility).",
-                    ),
-                    PropertySchema::new(
-                        "context",
-                        PropertyType::Map,
-                        "Remote region context (not supported).",
-                    ),
-                ],
-                attributes: vec![
-                    AttributeSchema {
-                        name: "outputs",
-                        description: "The nested stack's outputs as a map.",
-                    },
-                    AttributeSchema {
-                        name: "stack_name",
-                        description: "The nested stack's name.",
-                    },
-                ],
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
+        NestedStackResource {
+            kind: InlineTemplate {
+                schema: ResourceTypeSchema {
+                    type_name: "OS::Heat::Stack",
+                    description: "A nested stack from a template given as a property.",
+                    properties: vec![
+                        PropertySchema::new(
+                            "template",
+                            PropertyType::String,
+                            "The nested template (YAML or JSON).",
+                        )
+                        .required()
+                        .update_allowed(),
+                        PropertySchema::new(
+                            "parameters",
+                            PropertyType::Map,
+                            "Parameter values for the nested stack.",
+                        )
+                        .default(json!({}))
+                        .update_allowed(),
+                        PropertySchema::new(
+                            "timeout",
+                            PropertyType::Number,
+                            "Minutes (accepted for compatibility).",
+                        ),
+                        PropertySchema::new(
+                            "context",
+                            PropertyType::Map,
+                            "Remote region context (not supported).",
+                        ),
+                    ],
+                    attributes: vec![
+                        AttributeSchema {
+                            name: "outputs",
+                            description: "The nested stack's outputs as a map.",
+                        },
+                        AttributeSchema {
+                            name: "stack_name",
+                            description: "The nested stack's name.",
+                        },
+                    ],
+                    accepts_any_properties: false,
+                    accepts_any_attributes: false,
+                },
             },
             host,
         }
     }
+}
 
-    fn definition(request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure> {
+impl TemplateResource {
+    pub fn new(host: NestedStackHostSlot) -> Self {
+        NestedStackResource {
+            kind: TemplateFile {
+                schema: ResourceTypeSchema {
+                    type_name: "Ember::TemplateResource",
+                    description: "A nested stack from a template file; properties are its parameters, attributes its outputs.",
+                    properties: vec![],
+                    attributes: vec![],
+                    accepts_any_properties: true,
+                    accepts_any_attributes: true,
+                },
+            },
+            host,
+        }
+    }
+}
+
+impl NestedStackKind for InlineTemplate {
+    fn schema(&self) -> &ResourceTypeSchema {
+        &self.schema
+    }
+
+    fn definition(&self, request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure> {
         if request
             .properties
             .get("context")
@@ -195,7 +245,7 @@ impl StackResource {
         })
     }
 
-    fn outcome(nested: NestedStackOutcome) -> ResourceOutcome {
+    fn outcome(&self, nested: NestedStackOutcome) -> ResourceOutcome {
         let mut attributes = Map::new();
         attributes.insert("outputs".to_owned(), Value::Object(nested.outputs));
         attributes.insert("stack_name".to_owned(), Value::String(nested.stack_name));
@@ -207,122 +257,19 @@ impl StackResource {
     }
 }
 
-#[async_trait]
-impl ResourceType for StackResource {
+impl NestedStackKind for TemplateFile {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }
 
-    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let nested = host(&self.host)?
-            .create_nested_stack(request, Self::definition(request)?)
-            .await?;
-        Ok(Self::outcome(nested))
-    }
-
-    async fn update(
-        &self,
-        request: &ResourceRequest,
-        current: &Resource,
-    ) -> Result<ResourceOutcome, ResourceFailure> {
-        let Some(stack_id) = nested_id(current) else {
-            return self.create(request).await;
-        };
-        let nested = host(&self.host)?
-            .update_nested_stack(request, stack_id, Self::definition(request)?)
-            .await?;
-        Ok(Self::outcome(nested))
-    }
-
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        match nested_id(current) {
-            Some(stack_id) => host(&self.host)?.delete_nested_stack(stack_id).await,
-            None => Ok(()),
-        }
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "CHECK").await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "SUSPEND").await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "RESUME").await
-    }
-
-    /// A nested stack is updated in place; only a failed one is replaced.
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &super::LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        if let Some(stack_id) = nested_id(current) {
-            host(&self.host)?
-                .lock_nested_stack(stack_id, request, true)
-                .await?;
-        }
-        Ok(current.data.clone())
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &super::LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        if let Some(stack_id) = nested_id(current) {
-            host(&self.host)?
-                .lock_nested_stack(stack_id, request, false)
-                .await?;
-        }
-        Ok(current.data.clone())
-    }
-
-    fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
-        false
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
-    }
-}
-
-/// A resource whose type is a template file: the file is the nested
-/// template, the properties its parameters, the outputs its attributes.
-pub struct TemplateResource {
-    schema: ResourceTypeSchema,
-    host: NestedStackHostSlot,
-}
-
-impl TemplateResource {
-    pub fn new(host: NestedStackHostSlot) -> Self {
-        TemplateResource {
-            schema: ResourceTypeSchema {
-                type_name: "Ember::TemplateResource",
-                description: "A nested stack from a template file; properties are its parameters, attributes its outputs.",
-                properties: vec![],
-                attributes: vec![],
-                accepts_any_properties: true,
-                accepts_any_attributes: true,
-            },
-            host,
-        }
-    }
-
-    fn definition(request: &ResourceRequest) -> NestedDefinition {
-        NestedDefinition {
+    fn definition(&self, request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure> {
+        Ok(NestedDefinition {
             template: NestedTemplate::File(request.type_name.clone()),
             parameters: request.properties.clone(),
-        }
+        })
     }
 
-    fn outcome(nested: NestedStackOutcome) -> ResourceOutcome {
+    fn outcome(&self, nested: NestedStackOutcome) -> ResourceOutcome {
         let mut attributes = nested.outputs;
         attributes.insert(
             "OS::stack_id".to_owned(),
@@ -337,16 +284,16 @@ impl TemplateResource {
 }
 
 #[async_trait]
-impl ResourceType for TemplateResource {
+impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
     fn schema(&self) -> &ResourceTypeSchema {
-        &self.schema
+        self.kind.schema()
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         let nested = host(&self.host)?
-            .create_nested_stack(request, Self::definition(request))
+            .create_nested_stack(request, self.kind.definition(request)?)
             .await?;
-        Ok(Self::outcome(nested))
+        Ok(self.kind.outcome(nested))
     }
 
     async fn update(
@@ -358,9 +305,9 @@ impl ResourceType for TemplateResource {
             return self.create(request).await;
         };
         let nested = host(&self.host)?
-            .update_nested_stack(request, stack_id, Self::definition(request))
+            .update_nested_stack(request, stack_id, self.kind.definition(request)?)
             .await?;
-        Ok(Self::outcome(nested))
+        Ok(self.kind.outcome(nested))
     }
 
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
@@ -382,6 +329,7 @@ impl ResourceType for TemplateResource {
         act(&self.host, current, "RESUME").await
     }
 
+    /// The nested stack locks with its parent.
     fn has_lock_handler(&self) -> bool {
         true
     }
@@ -412,6 +360,7 @@ impl ResourceType for TemplateResource {
         Ok(current.data.clone())
     }
 
+    /// A nested stack is updated in place; only a failed one is replaced.
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
     }
