@@ -4,88 +4,10 @@
 //! `--wait` exit non-zero with the reason.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+mod support;
 
-/// A running `ember dev`, stopped with SIGTERM when dropped.
-struct Dev {
-    child: Child,
-}
-
-impl Dev {
-    fn start(data_dir: &Path) -> Dev {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("address")
-            .port();
-        let child = Command::new(EMBER)
-            .args([
-                "dev",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ember dev starts");
-        let dev = Dev { child };
-        // Ready once the CLI can list stacks through it.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if data_dir.join("dev-credentials.json").exists()
-                && ember(&["stack", "list"], data_dir).status.success()
-            {
-                return dev;
-            }
-            assert!(Instant::now() < deadline, "ember dev not ready within 20 s");
-            std::thread::park_timeout(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let _ = self.child.wait();
-    }
-}
-
-fn ember(args: &[&str], data_dir: &Path) -> Output {
-    Command::new(EMBER)
-        .args(args)
-        .env("EMBER_DATA_DIR", data_dir)
-        .env_remove("EMBER_URL")
-        .env_remove("EMBER_TOKEN")
-        .output()
-        .expect("ember runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// Runs a command that must succeed and returns its stdout.
-fn succeed(args: &[&str], data_dir: &Path) -> String {
-    let output = ember(args, data_dir);
-    assert!(output.status.success(), "ember {args:?}: {}", text(&output));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use support::{Dev, ember, succeed, text};
 
 const TEMPLATE: &str = "\
 heat_template_version: 2018-08-31

@@ -1,0 +1,100 @@
+//! What the CLI test binaries share: a real `ember dev` in a temporary
+//! data directory, and running `ember` commands against it.
+
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const EMBER: &str = env!("CARGO_BIN_EXE_ember");
+
+/// A running `ember dev`, stopped with SIGTERM when dropped.
+pub struct Dev {
+    child: Child,
+}
+
+impl Dev {
+    pub fn start(data_dir: &Path) -> Dev {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("address")
+            .port();
+        let child = Command::new(EMBER)
+            .args([
+                "dev",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ember dev starts");
+        let dev = Dev { child };
+        // Ready once the CLI reaches the engine through the gateway.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if data_dir.join("dev-credentials.json").exists()
+                && ember(&["whoami"], data_dir).status.success()
+            {
+                return dev;
+            }
+            assert!(Instant::now() < deadline, "ember dev not ready within 20 s");
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = self.child.wait();
+    }
+}
+
+pub fn ember(args: &[&str], data_dir: &Path) -> Output {
+    Command::new(EMBER)
+        .args(args)
+        .env("EMBER_DATA_DIR", data_dir)
+        .env_remove("EMBER_URL")
+        .env_remove("EMBER_TOKEN")
+        .output()
+        .expect("ember runs")
+}
+
+pub fn text(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs a command that must succeed and returns its stdout.
+pub fn succeed(args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert!(output.status.success(), "ember {args:?}: {}", text(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs a command that must fail and returns its stderr.
+pub fn fail(args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert!(
+        !output.status.success(),
+        "ember {args:?} succeeded: {}",
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
