@@ -4,7 +4,6 @@
 //! unlock rule, power and delete with `--wait`, and a failed build making
 //! `--wait` exit non-zero with the fault.
 
-
 mod support;
 
 use support::{Dev, fail, succeed};
