@@ -1,8 +1,12 @@
-//! `ember hook …`: pending scale-in lifecycle actions.
+//! `ember hook …`: pending scale-in lifecycle actions, the embedded queue's
+//! messages, and completing or extending a lifecycle action by its token.
 
+use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
+use ember_proto::engine::v1::{GetObjectRequest, LifecycleTokenRequest};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
 
+use super::cluster::{ActionWaitArgs, wait_for_action};
 use super::stack::format_time;
 use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
 
@@ -10,9 +14,45 @@ use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
 pub enum HookCommand {
     /// Pending lifecycle actions with their delivery state
     List {
-        /// Only this cluster's
+        /// Only this cluster's (name or id)
         #[arg(long)]
         cluster: Option<String>,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Messages of the embedded queue (no NATS configured), oldest first
+    Messages {
+        queue: String,
+        /// Only messages after this id
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+        /// At most this many
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Complete a lifecycle action: its node is deleted now
+    Complete {
+        /// The cluster the token belongs to (name or id)
+        cluster: String,
+        /// The lifecycle_action_token of the message (not named `token`:
+        /// that is the global --token flag)
+        #[arg(value_name = "TOKEN")]
+        lifecycle_action_token: String,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Extend a waiting lifecycle action's deadline by the hook timeout
+    Heartbeat {
+        /// The cluster the token belongs to (name or id)
+        cluster: String,
+        /// The lifecycle_action_token of the message (not named `token`:
+        /// that is the global --token flag)
+        #[arg(value_name = "TOKEN")]
+        lifecycle_action_token: String,
         #[command(flatten)]
         connect: ConnectArgs,
     },
@@ -22,9 +62,21 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
     match command {
         HookCommand::List { cluster, connect } => {
             let client = Client::connect(&connect, DevIdentity::Member).await?;
+            // lifecycle-hook knows clusters by id only; the engine resolves names.
+            let cluster_id = match cluster {
+                Some(cluster) => {
+                    ClusterServiceClient::new(client.channel.clone())
+                        .get_cluster(client.request(GetObjectRequest { id: cluster })?)
+                        .await
+                        .map_err(describe)?
+                        .into_inner()
+                        .id
+                }
+                None => String::new(),
+            };
             let response = LifecycleHookServiceClient::new(client.channel.clone())
                 .list_pending(client.request(pb::ListPendingRequest {
-                    cluster_id: cluster.unwrap_or_default(),
+                    cluster_id,
                     limit: 0,
                     marker: String::new(),
                     include_resolved: false,
@@ -66,6 +118,83 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
                     "LAST ERROR",
                 ],
                 &rows,
+            );
+            Ok(())
+        }
+        HookCommand::Messages {
+            queue,
+            after,
+            limit,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let response = LifecycleHookServiceClient::new(client.channel.clone())
+                .list_queue_messages(client.request(pb::ListQueueMessagesRequest {
+                    queue,
+                    after_id: after,
+                    limit,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            let rows: Vec<Vec<String>> = response
+                .messages
+                .iter()
+                .map(|message| {
+                    vec![
+                        message.id.to_string(),
+                        message.token.clone(),
+                        format_time(message.created_at.as_ref()),
+                        message.body.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["ID", "TOKEN", "CREATED", "BODY"], &rows);
+            Ok(())
+        }
+        HookCommand::Complete {
+            cluster,
+            lifecycle_action_token: token,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let response = ClusterServiceClient::new(client.channel.clone())
+                .complete_lifecycle(client.request(LifecycleTokenRequest {
+                    cluster,
+                    lifecycle_action_token: token.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            if wait.wait {
+                wait_for_action(&client, &response.action_id, &wait).await?;
+                println!("lifecycle action {token} completed: node deleted");
+            } else {
+                println!(
+                    "lifecycle action {token} completed: deleting the node (action {})",
+                    response.action_id
+                );
+            }
+            Ok(())
+        }
+        HookCommand::Heartbeat {
+            cluster,
+            lifecycle_action_token: token,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let response = ClusterServiceClient::new(client.channel.clone())
+                .record_lifecycle_heartbeat(client.request(LifecycleTokenRequest {
+                    cluster,
+                    lifecycle_action_token: token.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!(
+                "lifecycle action {token}: deadline now {}",
+                format_time(response.deadline.as_ref())
             );
             Ok(())
         }

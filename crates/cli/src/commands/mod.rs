@@ -1,6 +1,7 @@
 //! The command line: `ember dev`, `ember serve`, `ember token`, and the
 //! client commands that talk to a running Ember through its gateway.
 
+mod cluster;
 mod hook;
 mod instance;
 mod plugin;
@@ -56,6 +57,9 @@ pub enum Command {
     /// Compute instances: create, list, show, delete, power, lock, unlock
     #[command(subcommand)]
     Instance(instance::InstanceCommand),
+    /// Clusters of nodes: profiles, policies, create, scale, resize
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Lifecycle plugins (admin)
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -80,6 +84,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Stack(command) => stack::run(command).await,
         Command::Resource(command) => resource::run(command).await,
         Command::Instance(command) => instance::run(command).await,
+        Command::Cluster(command) => cluster::run(command).await,
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,
         Command::Probe(command) => probe::run(command).await,

@@ -1,0 +1,498 @@
+//! `ember cluster …`: profiles, policies and clusters through the gateway's
+//! `ProfileService`, `PolicyService` and `ClusterService`. Clusters,
+//! profiles and policies are named by name or id. Operations that change a
+//! cluster are actions the engine runs later; `--wait` polls the action
+//! until it ends and fails when it does not succeed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::action_service_client::ActionServiceClient;
+use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
+use ember_proto::engine::v1::node_service_client::NodeServiceClient;
+use ember_proto::engine::v1::policy_service_client::PolicyServiceClient;
+use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
+use tonic::transport::Channel;
+
+mod display;
+
+use self::display::{print_cluster, print_cluster_policies, print_clusters, print_nodes};
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+
+const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Action statuses after which nothing more happens.
+const FINAL_ACTION_STATUSES: [&str; 3] = ["SUCCEEDED", "FAILED", "CANCELLED"];
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ActionWaitArgs {
+    /// Wait until the action ends; fail if it does not succeed
+    #[arg(long)]
+    pub wait: bool,
+    /// Stop waiting after this many seconds (the action goes on)
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AdjustmentType {
+    ExactCapacity,
+    ChangeInCapacity,
+    ChangeInPercentage,
+}
+
+impl AdjustmentType {
+    fn api_name(self) -> &'static str {
+        match self {
+            AdjustmentType::ExactCapacity => "EXACT_CAPACITY",
+            AdjustmentType::ChangeInCapacity => "CHANGE_IN_CAPACITY",
+            AdjustmentType::ChangeInPercentage => "CHANGE_IN_PERCENTAGE",
+        }
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ClusterCommand {
+    /// Create a profile (what a node is) from a YAML or JSON spec file
+    ProfileCreate {
+        name: String,
+        /// `{type: ember.instance, version: "1.0", properties: {…}}`
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Create a policy (deletion, scaling) from a YAML or JSON spec file
+    PolicyCreate {
+        name: String,
+        /// `{type: senlin.policy.deletion, version: "1.1", properties: {…}}`
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Create a cluster of --desired nodes of a profile
+    Create {
+        name: String,
+        /// Profile name or id
+        #[arg(long)]
+        profile: String,
+        #[arg(long, default_value_t = 0)]
+        desired: i32,
+        #[arg(long, default_value_t = 0)]
+        min: i32,
+        /// -1 = unlimited
+        #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+        max: i32,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List your project's clusters
+    List {
+        /// Only clusters with exactly this name
+        #[arg(long)]
+        name: Option<String>,
+        /// At most this many
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Show one cluster with its nodes and policies
+    Show {
+        cluster: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Remove nodes (the deletion policy and its hooks apply)
+    ScaleIn {
+        cluster: String,
+        /// How many [default: the scaling policy's adjustment, else 1]
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Add nodes
+    ScaleOut {
+        cluster: String,
+        /// How many [default: the scaling policy's adjustment, else 1]
+        #[arg(long)]
+        count: Option<u32>,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Change the capacity and/or the size limits
+    Resize {
+        cluster: String,
+        /// How --number changes the desired capacity
+        #[arg(long, value_enum, requires = "number")]
+        adjustment_type: Option<AdjustmentType>,
+        /// The new capacity, or the change in nodes or percent
+        #[arg(long, allow_negative_numbers = true, requires = "adjustment_type")]
+        number: Option<f64>,
+        /// New minimum size
+        #[arg(long)]
+        min_size: Option<i32>,
+        /// New maximum size (-1 = unlimited)
+        #[arg(long, allow_negative_numbers = true)]
+        max_size: Option<i32>,
+        /// For change-in-percentage: the smallest step
+        #[arg(long, default_value_t = 0)]
+        min_step: i32,
+        /// Refuse a size outside min/max instead of clamping into them
+        #[arg(long)]
+        strict: bool,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Remove the named nodes (the deletion policy and its hooks apply)
+    DelNodes {
+        cluster: String,
+        /// Node names or ids
+        #[arg(required = true)]
+        nodes: Vec<String>,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Attach a policy to a cluster
+    PolicyAttach {
+        cluster: String,
+        /// Policy name or id
+        policy: String,
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        /// Attach it disabled
+        #[arg(long)]
+        disabled: bool,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+pub async fn run(command: ClusterCommand) -> Result<(), String> {
+    match command {
+        ClusterCommand::ProfileCreate {
+            name,
+            spec,
+            connect,
+        } => {
+            let spec = read_spec(&spec)?;
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let profile = ProfileServiceClient::new(client.channel.clone())
+                .create_profile(client.request(pb::CreateProfileRequest {
+                    name,
+                    spec,
+                    metadata: String::new(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!(
+                "profile {} created ({}, id {})",
+                profile.name, profile.r#type, profile.id
+            );
+            Ok(())
+        }
+        ClusterCommand::PolicyCreate {
+            name,
+            spec,
+            connect,
+        } => {
+            let spec = read_spec(&spec)?;
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let policy = PolicyServiceClient::new(client.channel.clone())
+                .create_policy(client.request(pb::CreatePolicyRequest { name, spec })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!(
+                "policy {} created ({}, id {})",
+                policy.name, policy.r#type, policy.id
+            );
+            Ok(())
+        }
+        ClusterCommand::Create {
+            name,
+            profile,
+            desired,
+            min,
+            max,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let request = pb::CreateClusterRequest {
+                name,
+                profile,
+                min_size: min,
+                max_size: max,
+                desired_capacity: desired,
+                metadata: String::new(),
+            };
+            let response = service(&client)
+                .create_cluster(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::List {
+            name,
+            limit,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .list_clusters(client.request(pb::ListObjectsRequest {
+                    limit,
+                    marker: String::new(),
+                    name: name.unwrap_or_default(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            print_clusters(&response.clusters);
+            Ok(())
+        }
+        ClusterCommand::Show { cluster, connect } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let cluster = get(&client, &cluster).await?;
+            print_cluster(&cluster, None);
+            let nodes = NodeServiceClient::new(client.channel.clone())
+                .list_nodes(client.request(pb::ListNodesRequest {
+                    cluster: cluster.id.clone(),
+                    limit: 1000,
+                    marker: String::new(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .nodes;
+            println!();
+            print_nodes(&nodes);
+            let policies = service(&client)
+                .list_cluster_policies(client.request(pb::GetObjectRequest {
+                    id: cluster.id.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .policies;
+            if !policies.is_empty() {
+                println!();
+                print_cluster_policies(&policies);
+            }
+            Ok(())
+        }
+        ClusterCommand::ScaleIn {
+            cluster,
+            count,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let request = pb::ScaleRequest {
+                cluster,
+                count: count.unwrap_or(0),
+            };
+            let response = service(&client)
+                .scale_in(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::ScaleOut {
+            cluster,
+            count,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let request = pb::ScaleRequest {
+                cluster,
+                count: count.unwrap_or(0),
+            };
+            let response = service(&client)
+                .scale_out(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::Resize {
+            cluster,
+            adjustment_type,
+            number,
+            min_size,
+            max_size,
+            min_step,
+            strict,
+            wait,
+            connect,
+        } => {
+            if adjustment_type.is_none() && min_size.is_none() && max_size.is_none() {
+                return Err(
+                    "nothing to resize: give --adjustment-type with --number, --min-size or --max-size"
+                        .to_owned(),
+                );
+            }
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let request = pb::ResizeRequest {
+                cluster,
+                adjustment_type: adjustment_type
+                    .map(|kind| kind.api_name().to_owned())
+                    .unwrap_or_default(),
+                number: number.unwrap_or(0.0),
+                min_size,
+                max_size,
+                min_step,
+                strict,
+            };
+            let response = service(&client)
+                .resize(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::DelNodes {
+            cluster,
+            nodes,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .del_nodes(client.request(pb::NodesRequest { cluster, nodes })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::PolicyAttach {
+            cluster,
+            policy,
+            priority,
+            disabled,
+            wait,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let request = pb::AttachPolicyRequest {
+                cluster,
+                policy,
+                priority,
+                enabled: disabled.then_some(false),
+            };
+            let response = service(&client)
+                .attach_policy(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+    }
+}
+
+fn service(client: &Client) -> ClusterServiceClient<Channel> {
+    ClusterServiceClient::new(client.channel.clone())
+}
+
+async fn get(client: &Client, name_or_id: &str) -> Result<pb::Cluster, String> {
+    Ok(service(client)
+        .get_cluster(client.request(pb::GetObjectRequest {
+            id: name_or_id.to_owned(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner())
+}
+
+/// The spec file as the JSON text the API takes; YAML is accepted too
+/// (JSON is YAML).
+fn read_spec(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("--spec {}: {error}", path.display()))?;
+    let document: serde_json::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|error| format!("--spec {}: not YAML or JSON: {error}", path.display()))?;
+    if !document.is_object() {
+        return Err(format!(
+            "--spec {}: write a mapping with type, version and properties",
+            path.display()
+        ));
+    }
+    serde_json::to_string(&document).map_err(|error| format!("--spec {}: {error}", path.display()))
+}
+
+/// Prints the cluster and the action it started, after waiting for the
+/// action to end if asked.
+async fn finish(
+    client: &Client,
+    response: pb::ClusterActionResponse,
+    wait: &ActionWaitArgs,
+) -> Result<(), String> {
+    let cluster = response
+        .cluster
+        .ok_or("the engine answered without the cluster")?;
+    if !wait.wait {
+        print_cluster(&cluster, Some(&response.action_id));
+        return Ok(());
+    }
+    let action = wait_for_action(client, &response.action_id, wait).await;
+    // The cluster may be gone (CLUSTER_DELETE) or the action failed: show
+    // what there is, then say how the action ended.
+    let current = get(client, &cluster.id).await.unwrap_or(cluster);
+    print_cluster(&current, Some(&response.action_id));
+    action.map(|_| ())
+}
+
+/// Polls an action until it reaches a final status; an error unless it
+/// SUCCEEDED.
+pub(super) async fn wait_for_action(
+    client: &Client,
+    action_id: &str,
+    wait: &ActionWaitArgs,
+) -> Result<pb::Action, String> {
+    let deadline = Instant::now() + Duration::from_secs(wait.timeout);
+    let mut actions = ActionServiceClient::new(client.channel.clone());
+    loop {
+        let action = actions
+            .get_action(client.request(pb::GetObjectRequest {
+                id: action_id.to_owned(),
+            })?)
+            .await
+            .map_err(describe)?
+            .into_inner();
+        if FINAL_ACTION_STATUSES.contains(&action.status.as_str()) {
+            if action.status == "SUCCEEDED" {
+                return Ok(action);
+            }
+            return Err(format!(
+                "action {} ({}) is {}: {}",
+                action.id, action.action, action.status, action.status_reason
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "action {} ({}) still {} after {} s: stopped waiting (it goes on)",
+                action.id, action.action, action.status, wait.timeout
+            ));
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}

@@ -1,0 +1,144 @@
+//! `ember cluster …` as an operator runs it, against a real `ember dev`:
+//! create a profile and a cluster of 2 nodes with `--wait`, list and show
+//! it, scale in by one without a hook policy and see one node left, and an
+//! unknown cluster failing with a message that names it; the `hook`
+//! commands refuse a token that is not one of the cluster's.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{Dev, fail, succeed};
+
+/// The VALUE column of a `show` table's FIELD row.
+fn field(shown: &str, name: &str) -> String {
+    shown
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)
+                .filter(|rest| rest.starts_with("  "))
+                .map(|rest| rest.trim().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// Rows of the node table `show` prints under the cluster.
+fn node_rows(shown: &str) -> Vec<String> {
+    shown
+        .lines()
+        .skip_while(|line| !line.starts_with("NODE "))
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn clusters_through_the_cli() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+
+    let spec = dir.join("web-profile.yaml");
+    std::fs::write(
+        &spec,
+        "type: ember.instance\nversion: \"1.0\"\nproperties:\n  flavor: m1.small\n  image: debian-12\n",
+    )
+    .expect("write spec");
+    let spec = spec.to_str().expect("utf-8 path");
+    let created = succeed(&["cluster", "profile-create", "web", "--spec", spec], dir);
+    assert!(
+        created.contains("profile web created (ember.instance-1.0"),
+        "{created}"
+    );
+
+    let created = succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "2",
+            "--min",
+            "0",
+            "--max",
+            "5",
+            "--wait",
+            "--timeout",
+            "30",
+        ],
+        dir,
+    );
+    assert_eq!(field(&created, "status"), "ACTIVE", "{created}");
+    assert_eq!(field(&created, "desired capacity"), "2", "{created}");
+    assert_eq!(field(&created, "nodes"), "2", "{created}");
+    assert!(!field(&created, "action").is_empty(), "{created}");
+
+    let listed = succeed(&["cluster", "list"], dir);
+    assert!(listed.starts_with("ID"), "{listed}");
+    let row = listed
+        .lines()
+        .find(|line| line.contains(" web "))
+        .unwrap_or_else(|| panic!("web missing: {listed}"));
+    assert!(row.contains("ACTIVE"), "{row}");
+
+    let shown = succeed(&["cluster", "show", "web"], dir);
+    assert_eq!(field(&shown, "profile"), "web", "{shown}");
+    let nodes = node_rows(&shown);
+    assert_eq!(nodes.len(), 2, "{shown}");
+    assert!(nodes.iter().all(|node| node.contains("ACTIVE")), "{shown}");
+
+    // No deletion policy with hooks: the victim is deleted right away.
+    let scaled = succeed(
+        &[
+            "cluster",
+            "scale-in",
+            "web",
+            "--count",
+            "1",
+            "--wait",
+            "--timeout",
+            "30",
+        ],
+        dir,
+    );
+    assert_eq!(field(&scaled, "desired capacity"), "1", "{scaled}");
+    // The node row goes once its delete finishes; poll with a deadline.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let shown = succeed(&["cluster", "show", "web"], dir);
+        if field(&shown, "nodes") == "1" && node_rows(&shown).len() == 1 {
+            assert_eq!(field(&shown, "status"), "ACTIVE", "{shown}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still not one node after 20 s: {shown}"
+        );
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+
+    let unknown = fail(&["cluster", "scale-in", "nope"], dir);
+    assert!(unknown.contains("not found"), "{unknown}");
+    assert!(unknown.contains("nope"), "{unknown}");
+    let unknown = fail(&["cluster", "show", "nope"], dir);
+    assert!(unknown.contains("not found"), "{unknown}");
+    let unknown_token = "01a201ea-4194-738c-a929-e884c0e53ed9";
+    for command in ["complete", "heartbeat"] {
+        let refused = fail(&["hook", command, "web", unknown_token], dir);
+        assert!(
+            refused.contains(&format!(
+                "not found: lifecycle action token \"{unknown_token}\" is not a lifecycle action of cluster \"web\""
+            )),
+            "{refused}"
+        );
+    }
+    let pending = succeed(&["hook", "list", "--cluster", "web"], dir);
+    assert_eq!(pending.lines().count(), 1, "no hook policy: {pending}");
+    let messages = succeed(&["hook", "messages", "drain"], dir);
+    assert_eq!(messages.trim(), "ID  TOKEN  CREATED  BODY", "{messages}");
+    let nothing = fail(&["cluster", "resize", "web"], dir);
+    assert!(nothing.contains("nothing to resize"), "{nothing}");
+}
