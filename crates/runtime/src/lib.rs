@@ -9,6 +9,7 @@ pub mod config;
 pub mod database;
 pub mod error;
 pub mod identity;
+pub mod protobuf_json;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;

@@ -1,34 +1,19 @@
-//! Conversions between the engine's domain types and protobuf messages,
-//! including JSON ↔ `google.protobuf.Struct`.
+//! Conversions between the engine's domain types and protobuf messages
+//! (JSON ↔ `Struct` comes from `ember_runtime::protobuf_json`).
 
 use ember_proto::engine::v1 as pb;
+use ember_runtime::protobuf_json;
 use ember_runtime::time::to_timestamp;
-use prost_types::value::Kind;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 
 pub fn json_to_proto(value: &Value) -> prost_types::Value {
-    let kind = match value {
-        Value::Null => Kind::NullValue(0),
-        Value::Bool(flag) => Kind::BoolValue(*flag),
-        Value::Number(number) => Kind::NumberValue(number.as_f64().unwrap_or(0.0)),
-        Value::String(text) => Kind::StringValue(text.clone()),
-        Value::Array(items) => Kind::ListValue(prost_types::ListValue {
-            values: items.iter().map(json_to_proto).collect(),
-        }),
-        Value::Object(map) => Kind::StructValue(map_to_struct(map)),
-    };
-    prost_types::Value { kind: Some(kind) }
+    protobuf_json::json_to_value(value.clone())
 }
 
 pub fn map_to_struct(map: &Map<String, Value>) -> prost_types::Struct {
-    prost_types::Struct {
-        fields: map
-            .iter()
-            .map(|(key, value)| (key.clone(), json_to_proto(value)))
-            .collect(),
-    }
+    protobuf_json::map_to_struct(map.clone())
 }
 
 /// A JSON value as a Struct: objects map directly, anything else is empty.
@@ -39,32 +24,8 @@ pub fn value_to_struct(value: &Value) -> prost_types::Struct {
     }
 }
 
-pub fn proto_to_json(value: &prost_types::Value) -> Value {
-    match &value.kind {
-        None | Some(Kind::NullValue(_)) => Value::Null,
-        Some(Kind::BoolValue(flag)) => Value::Bool(*flag),
-        // Whole numbers come back as integers, as users wrote them.
-        Some(Kind::NumberValue(number)) => {
-            if number.fract() == 0.0 && number.abs() < 9.0e15 {
-                Value::Number(Number::from(*number as i64))
-            } else {
-                Number::from_f64(*number).map_or(Value::Null, Value::Number)
-            }
-        }
-        Some(Kind::StringValue(text)) => Value::String(text.clone()),
-        Some(Kind::ListValue(list)) => {
-            Value::Array(list.values.iter().map(proto_to_json).collect())
-        }
-        Some(Kind::StructValue(fields)) => Value::Object(struct_to_map(fields)),
-    }
-}
-
 pub fn struct_to_map(fields: &prost_types::Struct) -> Map<String, Value> {
-    fields
-        .fields
-        .iter()
-        .map(|(key, value)| (key.clone(), proto_to_json(value)))
-        .collect()
+    protobuf_json::struct_to_map(Some(fields))
 }
 
 pub fn action_to_proto(action: StackAction) -> pb::StackAction {

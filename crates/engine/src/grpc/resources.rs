@@ -7,8 +7,9 @@ use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
 use tonic::{Request, Response, Status};
 
-use super::convert::{proto_to_json, resource_to_proto};
+use super::convert::resource_to_proto;
 use crate::stacks::StackOperations;
+use ember_runtime::protobuf_json::value_to_json;
 
 /// How deep nested stacks are listed at most.
 const MAX_NESTED_DEPTH: u32 = 10;
@@ -119,7 +120,7 @@ impl pb::resource_service_server::ResourceService for ResourceHandler {
         let details = request
             .details
             .as_ref()
-            .map_or(serde_json::Value::Null, proto_to_json);
+            .map_or(serde_json::Value::Null, value_to_json);
         let outcome = self
             .operations
             .signal_resource(&identity, &request.stack, &request.resource, details)
