@@ -285,34 +285,28 @@ impl pb::stack_service_server::StackService for StackHandler {
         let action = pb::StackActionKind::try_from(request.action).map_err(|_| {
             Error::InvalidInput(format!("action: unknown value {}", request.action))
         })?;
-        let stack = match action {
+        let wide_action = match action {
             pb::StackActionKind::Unspecified => {
                 return Err(Error::InvalidInput(
                     "action: give suspend, resume, check or cancel_update".to_owned(),
                 )
                 .into());
             }
-            pb::StackActionKind::Suspend => {
-                self.operations
-                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Suspend)
-                    .await?
-            }
-            pb::StackActionKind::Resume => {
-                self.operations
-                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Resume)
-                    .await?
-            }
-            pb::StackActionKind::Check => {
-                self.operations
-                    .run_stack_wide_action(&identity, &request.stack, StackWideAction::Check)
-                    .await?
-            }
             pb::StackActionKind::CancelUpdate => {
-                self.operations
+                let stack = self
+                    .operations
                     .cancel_update(&identity, &request.stack)
-                    .await?
+                    .await?;
+                return Ok(Response::new(stack_to_proto(&stack)));
             }
+            pb::StackActionKind::Suspend => StackWideAction::Suspend,
+            pb::StackActionKind::Resume => StackWideAction::Resume,
+            pb::StackActionKind::Check => StackWideAction::Check,
         };
+        let stack = self
+            .operations
+            .run_stack_wide_action(&identity, &request.stack, wide_action)
+            .await?;
         Ok(Response::new(stack_to_proto(&stack)))
     }
 
