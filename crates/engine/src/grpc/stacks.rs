@@ -187,6 +187,18 @@ impl pb::stack_service_server::StackService for StackHandler {
         }))
     }
 
+    async fn identify_stack(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let stack = self
+            .operations
+            .find_stack(&identity, &request.get_ref().stack)
+            .await?;
+        Ok(Response::new(stack_to_proto(&stack)))
+    }
+
     async fn list_stacks(
         &self,
         request: Request<pb::ListStacksRequest>,

@@ -275,7 +275,17 @@ pub async fn identified_stack(
     identity: &Identity,
     path: &StackPath,
 ) -> Result<pb::Stack, RestError> {
-    let found = get_stack(state, identity, path.stack_id.clone()).await?;
+    // Only the name is checked here: the cheap lookup, not the full view
+    // with outputs resolved.
+    let found = stack_service(state)
+        .identify_stack(state.internal_request(
+            identity,
+            pb::GetStackRequest {
+                stack: path.stack_id.clone(),
+            },
+        ))
+        .await?
+        .into_inner();
     if found.name != path.stack_name || found.id != path.stack_id {
         return Err(RestError::new(
             ErrorKind::NotFound,

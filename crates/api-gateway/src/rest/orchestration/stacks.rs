@@ -114,7 +114,17 @@ pub async fn show_stack(
     caller: HeatCaller,
     Path(path): Path<StackPath>,
 ) -> Result<Json<Value>, RestError> {
-    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    // The full view: outputs and parameters resolved.
+    let stack = super::get_stack(&state, &caller.identity, path.stack_id.clone()).await?;
+    if stack.name != path.stack_name {
+        return Err(RestError::new(
+            ember_runtime::ErrorKind::NotFound,
+            format!(
+                "stack {:?} with id {} not found",
+                path.stack_name, path.stack_id
+            ),
+        ));
+    }
     Ok(Json(
         json!({ "stack": heat_view::stack_detail(&caller.urls, &stack) }),
     ))
