@@ -1,0 +1,434 @@
+//! Crash and restart with lifecycle hooks pending, on the deployment shape:
+//! each service is its own `ember serve` process (as in docker-compose),
+//! killed with SIGKILL and started again on the same port and data.
+//!
+//! What must hold (issue: scale-in lifecycle hooks): nothing is lost while a
+//! service is down, deadlines still fire (one that passed while
+//! lifecycle-hook was down fires when it starts), and no node is deleted
+//! twice.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{EMBER, text};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Service {
+    Gateway,
+    Engine,
+    LifecycleHook,
+    PluginRegistry,
+}
+
+impl Service {
+    const ALL: [Service; 4] = [
+        Service::Engine,
+        Service::LifecycleHook,
+        Service::PluginRegistry,
+        Service::Gateway,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Service::Gateway => "api-gateway",
+            Service::Engine => "engine",
+            Service::LifecycleHook => "lifecycle-hook",
+            Service::PluginRegistry => "plugin-registry",
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Four `ember serve` processes sharing one data directory (one SQLite
+/// database per service) and one set of secrets.
+struct Deployment {
+    data_dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+    ports: HashMap<Service, u16>,
+    children: HashMap<Service, Child>,
+    http: reqwest::Client,
+    token: String,
+}
+
+impl Deployment {
+    fn start() -> Deployment {
+        let data_dir = tempfile::tempdir().expect("data dir");
+        let ports: HashMap<Service, u16> = Service::ALL
+            .iter()
+            .map(|service| (*service, free_port()))
+            .collect();
+        let url = |service: Service| format!("http://127.0.0.1:{}", ports[&service]);
+        let env: Vec<(String, String)> = [
+            ("EMBER_DATA_DIR", data_dir.path().display().to_string()),
+            ("EMBER_AUTH__SIGNING_KEY", "s".repeat(40)),
+            ("EMBER_AUTH__INTERNAL_CREDENTIAL", "i".repeat(40)),
+            ("EMBER_LIFECYCLE_HOOK__WEBHOOK_SECRET", "w".repeat(40)),
+            ("EMBER_GATEWAY__ENGINE_URL", url(Service::Engine)),
+            (
+                "EMBER_GATEWAY__LIFECYCLE_HOOK_URL",
+                url(Service::LifecycleHook),
+            ),
+            (
+                "EMBER_GATEWAY__PLUGIN_REGISTRY_URL",
+                url(Service::PluginRegistry),
+            ),
+            (
+                "EMBER_ENGINE__LIFECYCLE_HOOK_URL",
+                url(Service::LifecycleHook),
+            ),
+            (
+                "EMBER_ENGINE__PLUGIN_REGISTRY_URL",
+                url(Service::PluginRegistry),
+            ),
+            ("EMBER_ENGINE__COMPUTE__BUILD_MS", "0".into()),
+            ("EMBER_ENGINE__COMPUTE__DELETE_MS", "0".into()),
+            ("EMBER_LIFECYCLE_HOOK__ENGINE_URL", url(Service::Engine)),
+            ("EMBER_LIFECYCLE_HOOK__NATS_URL", String::new()),
+            ("RUST_LOG", "warn".into()),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+        let token = {
+            let output = Command::new(EMBER)
+                .args(["token", "issue", "--user", "demo", "--project", "demo"])
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .output()
+                .expect("ember token issue runs");
+            assert!(output.status.success(), "{}", text(&output));
+            String::from_utf8_lossy(&output.stdout).trim().to_owned()
+        };
+        let mut deployment = Deployment {
+            data_dir,
+            env,
+            ports,
+            children: HashMap::new(),
+            http: reqwest::Client::new(),
+            token,
+        };
+        for service in Service::ALL {
+            deployment.spawn(service);
+        }
+        deployment
+    }
+
+    fn spawn(&mut self, service: Service) {
+        let child = Command::new(EMBER)
+            .args([
+                "serve",
+                service.name(),
+                "--listen",
+                &format!("127.0.0.1:{}", self.ports[&service]),
+            ])
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ember serve starts");
+        self.children.insert(service, child);
+    }
+
+    /// SIGKILL: no drain, no clean-up, exactly a crash.
+    fn kill(&mut self, service: Service) {
+        let mut child = self.children.remove(&service).expect("running");
+        child.kill().expect("killed");
+        child.wait().expect("reaped");
+    }
+
+    fn gateway(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.ports[&Service::Gateway])
+    }
+
+    /// Waits until `/healthz` reports every service serving.
+    async fn wait_healthy(&self) {
+        let url = self.gateway("/healthz");
+        wait_until("every service healthy", Duration::from_secs(30), || async {
+            self.http
+                .get(&url)
+                .send()
+                .await
+                .is_ok_and(|response| response.status().is_success())
+        })
+        .await;
+    }
+
+    /// Runs the CLI as the member user against this deployment.
+    fn ember(&self, args: &[&str]) -> String {
+        let output = Command::new(EMBER)
+            .args(args)
+            .env("EMBER_URL", self.gateway(""))
+            .env("EMBER_TOKEN", &self.token)
+            .env("EMBER_DATA_DIR", self.data_dir.path())
+            .output()
+            .expect("ember runs");
+        assert!(output.status.success(), "ember {args:?}: {}", text(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    async fn rest(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, self.gateway(&format!("/clustering/v1{path}")))
+            .header("X-Auth-Token", &self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let body = response.json().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (status, body) = self.rest(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// A cluster `web` of `size` nodes with a deletion-1.1 policy whose
+    /// queue hook times out after `timeout` seconds.
+    async fn hooked_cluster(&self, size: u32, timeout: u32) -> Vec<String> {
+        let dir = self.data_dir.path();
+        let profile = write(
+            dir,
+            "profile.yaml",
+            "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+        );
+        let policy = write(
+            dir,
+            "drain.yaml",
+            &format!(
+                "type: senlin.policy.deletion\nversion: \"1.1\"\nproperties:\n  criteria: OLDEST_FIRST\n  hooks: {{type: zaqar, params: {{queue: drain}}, timeout: {timeout}}}\n"
+            ),
+        );
+        self.ember(&["cluster", "profile-create", "web", "--spec", &profile]);
+        self.ember(&["cluster", "policy-create", "drain", "--spec", &policy]);
+        let size = size.to_string();
+        self.ember(&[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            &size,
+            "--wait",
+        ]);
+        self.ember(&["cluster", "policy-attach", "web", "drain", "--wait"]);
+        self.node_ids().await
+    }
+
+    async fn node_ids(&self) -> Vec<String> {
+        let nodes = self.get("/nodes?cluster_id=web").await;
+        nodes["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|node| node["id"].as_str().expect("id").to_owned())
+            .collect()
+    }
+
+    /// Tokens of the pending (unresolved) lifecycle actions, from
+    /// `ember hook list`.
+    fn pending_tokens(&self) -> Vec<String> {
+        self.ember(&["hook", "list", "--cluster", "web"])
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+            .collect()
+    }
+
+    /// Every NODE_DELETE action of the cluster, and how often each node's
+    /// deletion succeeded (the SUCCEEDED events about its actions).
+    async fn node_deletions(&self) -> HashMap<String, usize> {
+        let actions = self.get("/actions?cluster_id=web&limit=1000").await;
+        let mut deleted = HashMap::new();
+        for action in actions["actions"].as_array().expect("actions") {
+            if action["action"] != "NODE_DELETE" {
+                continue;
+            }
+            let id = action["id"].as_str().expect("id");
+            let events = self.get(&format!("/events?obj_id={id}&limit=1000")).await;
+            let succeeded = events["events"]
+                .as_array()
+                .expect("events")
+                .iter()
+                .filter(|event| event["status"] == "SUCCEEDED")
+                .count();
+            *deleted
+                .entry(action["target"].as_str().expect("target").to_owned())
+                .or_insert(0) += succeeded;
+        }
+        deleted
+    }
+}
+
+impl Drop for Deployment {
+    fn drop(&mut self) {
+        for child in self.children.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn write(dir: &Path, name: &str, contents: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("spec written");
+    path.display().to_string()
+}
+
+async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn assert_each_deleted_once(deletions: &HashMap<String, usize>, victims: &[String]) {
+    for victim in victims {
+        assert_eq!(
+            deletions.get(victim),
+            Some(&1),
+            "node {victim} must be deleted exactly once: {deletions:?}"
+        );
+    }
+    assert_eq!(deletions.len(), victims.len(), "{deletions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fire_after_restart() {
+    let mut deployment = Deployment::start();
+    deployment.wait_healthy().await;
+    let nodes = deployment.hooked_cluster(4, 3).await;
+    assert_eq!(nodes.len(), 4);
+
+    // Down before the scale-in: the engine cannot hand the hooks over, the
+    // nodes wait, and the hand-over happens once lifecycle-hook is back.
+    deployment.kill(Service::LifecycleHook);
+    deployment.ember(&["cluster", "scale-in", "web", "--count", "2"]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(deployment.node_ids().await.len(), 4, "nodes wait for hooks");
+    deployment.spawn(Service::LifecycleHook);
+    deployment.wait_healthy().await;
+    let mut tokens = Vec::new();
+    wait_until("both hooks recorded", Duration::from_secs(20), || {
+        tokens = deployment.pending_tokens();
+        std::future::ready(tokens.len() == 2)
+    })
+    .await;
+    let messages = deployment.ember(&["hook", "messages", "drain"]);
+    for token in &tokens {
+        assert!(messages.contains(token.as_str()), "{token} in {messages}");
+    }
+
+    // Killed again with both pending: one is completed while it is down
+    // (the engine decides), the other's deadline passes while it is down
+    // and fires when it starts.
+    deployment.kill(Service::LifecycleHook);
+    deployment.ember(&["hook", "complete", "web", &tokens[0]]);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(
+        deployment.node_ids().await.len(),
+        3,
+        "the completed node is deleted, the other waits for its deadline"
+    );
+    deployment.spawn(Service::LifecycleHook);
+    wait_until(
+        "the expired deadline to fire after the restart",
+        Duration::from_secs(20),
+        || async { deployment.node_ids().await.len() == 2 },
+    )
+    .await;
+
+    let remaining = deployment.node_ids().await;
+    let victims: Vec<String> = nodes
+        .iter()
+        .filter(|node| !remaining.contains(node))
+        .cloned()
+        .collect();
+    // OLDEST_FIRST: the first two nodes created.
+    assert_eq!(victims, nodes[..2].to_vec());
+    assert_each_deleted_once(&deployment.node_deletions().await, &victims);
+    wait_until(
+        "both lifecycle actions resolved",
+        Duration::from_secs(10),
+        || std::future::ready(deployment.pending_tokens().is_empty()),
+    )
+    .await;
+    let scale_in = deployment.get("/actions?cluster_id=web&limit=1000").await["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .find(|action| action["action"] == "CLUSTER_SCALE_IN")
+        .cloned()
+        .expect("the scale-in action");
+    assert_eq!(scale_in["status"], "SUCCEEDED", "{scale_in}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_each_node_once() {
+    let mut deployment = Deployment::start();
+    deployment.wait_healthy().await;
+    let nodes = deployment.hooked_cluster(3, 3).await;
+    deployment.ember(&["cluster", "scale-in", "web", "--count", "2"]);
+    let mut tokens = Vec::new();
+    wait_until("both hooks delivered", Duration::from_secs(20), || {
+        tokens = deployment.pending_tokens();
+        std::future::ready(tokens.len() == 2)
+    })
+    .await;
+
+    // The engine dies with both nodes waiting; their deadlines pass while
+    // it is down (lifecycle-hook keeps firing them until it answers).
+    deployment.kill(Service::Engine);
+    let (status, body) = deployment
+        .rest(
+            reqwest::Method::POST,
+            "/clusters/web/actions",
+            Some(json!({"complete_lifecycle": {"lifecycle_action_token": tokens[0]}})),
+        )
+        .await;
+    assert_eq!(status, 503, "the engine is down: {body}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    deployment.spawn(Service::Engine);
+    deployment.wait_healthy().await;
+    wait_until(
+        "both nodes deleted after the engine restarts",
+        Duration::from_secs(30),
+        || async { deployment.node_ids().await.len() == 1 },
+    )
+    .await;
+    let victims = nodes[..2].to_vec();
+    assert_eq!(deployment.node_ids().await, nodes[2..].to_vec());
+    // Completing after the deadline won is a conflict, not a second delete.
+    let (status, body) = deployment
+        .rest(
+            reqwest::Method::POST,
+            "/clusters/web/actions",
+            Some(json!({"complete_lifecycle": {"lifecycle_action_token": tokens[0]}})),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.to_string().contains("expired"),
+        "the conflict says the deadline won: {body}"
+    );
+    assert_each_deleted_once(&deployment.node_deletions().await, &victims);
+}
