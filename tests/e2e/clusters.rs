@@ -566,3 +566,275 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
     complete_all(&rest, &cluster_id, &tokens).await;
     ember.stop().await;
 }
+
+/// The hook's pending actions of a cluster, resolved ones too if asked.
+async fn pending_hooks(
+    ember: &TestEmber,
+    cluster_id: &str,
+    include_resolved: bool,
+) -> Vec<ember_proto::lifecyclehook::v1::PendingLifecycleAction> {
+    use ember_proto::lifecyclehook::v1 as hook_pb;
+    use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
+    LifecycleHookServiceClient::new(ember.gateway_channel().await)
+        .list_pending(ember_tests::with_bearer(
+            hook_pb::ListPendingRequest {
+                cluster_id: cluster_id.to_owned(),
+                include_resolved,
+                ..Default::default()
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect("ListPending")
+        .into_inner()
+        .actions
+}
+
+/// The kinds of the hook events about `token`, oldest first.
+async fn hook_event_kinds(ember: &TestEmber, cluster_id: &str, token: &str) -> Vec<String> {
+    use ember_proto::lifecyclehook::v1 as hook_pb;
+    use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
+    let mut events = LifecycleHookServiceClient::new(ember.gateway_channel().await)
+        .list_hook_events(ember_tests::with_bearer(
+            hook_pb::ListHookEventsRequest {
+                cluster_id: cluster_id.to_owned(),
+                token: token.to_owned(),
+                limit: 100,
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect("ListHookEvents")
+        .into_inner()
+        .events;
+    events.sort_by_key(|event| event.created_at.map(|at| (at.seconds, at.nanos)));
+    events.into_iter().map(|event| event.kind).collect()
+}
+
+/// Unlike Senlin (scale_in only), every way of removing a node waits for
+/// the hook: del_nodes, resize and deleting the node itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (cluster_id, nodes) = cluster_with_hooks(
+        &rest,
+        4,
+        json!({"type": "zaqar", "params": {"queue": "drain-all"}, "timeout": 120}),
+    )
+    .await;
+    let node_id = |index: usize| nodes[index]["id"].as_str().expect("id").to_owned();
+    let actions = format!("/clusters/{cluster_id}/actions");
+
+    let (status, _, body) = rest
+        .post(&actions, json!({"del_nodes": {"nodes": [node_id(0)]}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "del_nodes: {body}");
+    wait_for("the del_nodes hook", Duration::from_secs(10), || async {
+        pending_hooks(&ember, &cluster_id, false).await.len() == 1
+    })
+    .await;
+    // Deleting a node that already waits is refused, not a second delete.
+    let (status, _, body) = rest
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/nodes/{}", node_id(0)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.to_string().contains("already being deleted"), "{body}");
+
+    let (status, _, body) = rest
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/nodes/{}", node_id(3)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "node delete: {body}");
+    wait_for("the node delete hook", Duration::from_secs(10), || async {
+        pending_hooks(&ember, &cluster_id, false).await.len() == 2
+    })
+    .await;
+    let (status, _, body) = rest
+        .post(
+            &actions,
+            json!({"resize": {"adjustment_type": "CHANGE_IN_CAPACITY", "number": -1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "resize: {body}");
+    wait_for("the resize hook", Duration::from_secs(10), || async {
+        pending_hooks(&ember, &cluster_id, false).await.len() == 3
+    })
+    .await;
+
+    // All three wait: nothing is deleted until they are completed. The
+    // resize picks one of the two nodes not already going (RANDOM, the
+    // deletion policy's default criteria).
+    let pending = pending_hooks(&ember, &cluster_id, false).await;
+    let waiting: Vec<String> = pending.iter().map(|hook| hook.node_id.clone()).collect();
+    assert!(waiting.contains(&node_id(0)), "{pending:?}");
+    assert!(waiting.contains(&node_id(3)), "{pending:?}");
+    let resized: Vec<&String> = waiting
+        .iter()
+        .filter(|id| **id == node_id(1) || **id == node_id(2))
+        .collect();
+    assert_eq!(resized.len(), 1, "{pending:?}");
+    let survivor = if *resized[0] == node_id(1) {
+        node_id(2)
+    } else {
+        node_id(1)
+    };
+    let listed = rest.nodes(&cluster_id).await;
+    assert_eq!(listed.len(), 4, "nothing deleted yet: {listed:?}");
+    for node in &listed {
+        let id = node["id"].as_str().unwrap_or("");
+        if waiting.iter().any(|victim| victim == id) {
+            assert_eq!(node["status"], "DELETING", "{node}");
+            assert_eq!(
+                node["status_reason"], "waiting for lifecycle completion",
+                "{node}"
+            );
+        } else {
+            assert_eq!(node["status"], "ACTIVE", "{node}");
+        }
+    }
+    let waiting_actions = rest
+        .get(&format!(
+            "/actions?cluster_id={cluster_id}&status=WAITING_LIFECYCLE_COMPLETION"
+        ))
+        .await;
+    assert_eq!(
+        waiting_actions["actions"].as_array().map(Vec::len),
+        Some(3),
+        "{waiting_actions}"
+    );
+
+    let tokens: Vec<String> = pending.iter().map(|hook| hook.token.clone()).collect();
+    for token in &tokens {
+        let (status, _, body) = rest
+            .post(
+                &actions,
+                json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    wait_for(
+        "the three victims deleted",
+        Duration::from_secs(20),
+        || async { rest.nodes(&cluster_id).await.len() == 1 },
+    )
+    .await;
+    assert_eq!(rest.nodes(&cluster_id).await[0]["id"], survivor.as_str());
+    for token in &tokens {
+        let kinds = hook_event_kinds(&ember, &cluster_id, token).await;
+        assert_eq!(kinds.first().map(String::as_str), Some("SENT"), "{kinds:?}");
+        wait_for("the completion event", Duration::from_secs(10), || async {
+            hook_event_kinds(&ember, &cluster_id, token)
+                .await
+                .iter()
+                .any(|kind| kind == "COMPLETED")
+        })
+        .await;
+    }
+    let cluster = rest.get(&format!("/clusters/{cluster_id}")).await;
+    assert_eq!(cluster["cluster"]["desired_capacity"], 1, "{cluster}");
+    ember.stop().await;
+}
+
+/// A webhook target that is down when the hook is sent gets the message
+/// once it is up: connection errors are retried with backoff, each failure
+/// recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_target_down_then_up_gets_the_message_by_retry() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    // A port with nothing listening yet.
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port");
+    let hook_url = format!("http://{address}/hook");
+    let (cluster_id, _) = cluster_with_hooks(
+        &rest,
+        1,
+        json!({"type": "webhook", "params": {"url": hook_url}, "timeout": 60}),
+    )
+    .await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+
+    wait_for("two failed attempts", Duration::from_secs(15), || async {
+        pending_hooks(&ember, &cluster_id, false)
+            .await
+            .first()
+            .is_some_and(|hook| hook.delivery_attempts >= 2)
+    })
+    .await;
+    let hook = pending_hooks(&ember, &cluster_id, false).await.remove(0);
+    assert_eq!(
+        hook.delivery_state,
+        ember_proto::lifecyclehook::v1::DeliveryState::Retrying as i32,
+        "{hook:?}"
+    );
+    assert!(
+        !hook.last_error.is_empty(),
+        "the error is recorded: {hook:?}"
+    );
+    assert!(hook.delivered_at.is_none(), "{hook:?}");
+
+    // The target comes up on that address.
+    let received: Received = Arc::default();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .expect("bind the target's address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    wait_for("the retried delivery", Duration::from_secs(20), || {
+        let received = received.clone();
+        async move { !received.lock().expect("lock").is_empty() }
+    })
+    .await;
+    let (signature, body) = received.lock().expect("lock")[0].clone();
+    assert_eq!(signature, hex_hmac(&ember.running.webhook_secret, &body));
+    let message: Value = serde_json::from_slice(&body).expect("JSON message");
+    assert_eq!(message["lifecycle_action_token"], hook.token.as_str());
+    wait_for("delivery recorded", Duration::from_secs(10), || async {
+        pending_hooks(&ember, &cluster_id, false)
+            .await
+            .first()
+            .is_some_and(|hook| {
+                hook.delivery_state
+                    == ember_proto::lifecyclehook::v1::DeliveryState::Delivered as i32
+                    && hook.delivered_at.is_some()
+            })
+    })
+    .await;
+    let kinds = hook_event_kinds(&ember, &cluster_id, &hook.token).await;
+    assert!(
+        kinds
+            .iter()
+            .filter(|kind| *kind == "DELIVERY_RETRY")
+            .count()
+            >= 2,
+        "each failed attempt is an event: {kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("SENT"), "{kinds:?}");
+    assert_eq!(received.lock().expect("lock").len(), 1, "delivered once");
+    complete_all(&rest, &cluster_id, std::slice::from_ref(&hook.token)).await;
+    ember.stop().await;
+}
