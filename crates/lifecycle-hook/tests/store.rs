@@ -1,9 +1,9 @@
 //! The pending-action store's conformance suite, on SQLite and PostgreSQL.
 
 use chrono::Duration;
-use ember_lifecycle_hook::domain::{DeliveryState, PendingLifecycleAction, Target};
+use ember_lifecycle_hook::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target};
 use ember_lifecycle_hook::store::{
-    PendingActionStore, PendingListQuery, SqlPendingActionStore, migrations::Migrator,
+    HookEvent, PendingActionStore, PendingListQuery, SqlPendingActionStore, migrations::Migrator,
 };
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use uuid::Uuid;
@@ -135,7 +135,117 @@ async fn listing_filters_by_project_and_cluster_earliest_deadline_first(database
     assert_eq!(tokens(second_page), vec![late.token]);
 }
 
+/// Two replicas (two connection pools) claim the same expired deadlines
+/// and due deliveries at once: every action goes to exactly one of them.
+async fn racing_replicas_claim_each_deadline_and_delivery_once(database: &TestDatabase) {
+    let one = store(database).await;
+    let two = store(database).await;
+    let cluster = Uuid::now_v7();
+    let batch: Vec<PendingLifecycleAction> = (0..200)
+        .map(|_| pending("project-a", cluster, -1))
+        .collect();
+    one.record_pending_actions(&batch).await.expect("recorded");
+    let now = ember_runtime::time::now();
+    let until = now + Duration::seconds(30);
+    let tokens = |claimed: Vec<PendingLifecycleAction>| -> Vec<Uuid> {
+        claimed.into_iter().map(|action| action.token).collect()
+    };
+    let (first, second) = tokio::join!(
+        one.claim_expired(now, until, 150),
+        two.claim_expired(now, until, 150)
+    );
+    let (first, second) = (
+        tokens(first.expect("claimed")),
+        tokens(second.expect("claimed")),
+    );
+    let mut all: Vec<Uuid> = first.iter().chain(&second).copied().collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        first.len() + second.len(),
+        "a deadline claimed twice"
+    );
+    // Whatever the first pass left (each took at most 150) is claimed now,
+    // and nothing is claimed again while the claims hold.
+    let rest = tokens(one.claim_expired(now, until, 500).await.expect("claimed"));
+    assert_eq!(all.len() + rest.len(), batch.len());
+    assert!(
+        two.claim_expired(now, until, 500)
+            .await
+            .expect("claimed")
+            .is_empty()
+    );
+    // Deliveries: the deadlines passed, so nothing is due for delivery.
+    assert!(
+        one.claim_due_deliveries(now, until, 500)
+            .await
+            .expect("claimed")
+            .is_empty()
+    );
+
+    let deliverable: Vec<PendingLifecycleAction> = (0..200)
+        .map(|_| pending("project-a", cluster, 60))
+        .collect();
+    one.record_pending_actions(&deliverable)
+        .await
+        .expect("recorded");
+    let now = ember_runtime::time::now();
+    let until = now + Duration::seconds(30);
+    let (first, second) = tokio::join!(
+        one.claim_due_deliveries(now, until, 500),
+        two.claim_due_deliveries(now, until, 500)
+    );
+    let (first, second) = (
+        tokens(first.expect("claimed")),
+        tokens(second.expect("claimed")),
+    );
+    assert_eq!(first.len() + second.len(), deliverable.len());
+    assert!(
+        first.iter().all(|token| !second.contains(token)),
+        "a delivery claimed twice"
+    );
+}
+
+/// Resolving what another replica already resolved changes nothing and
+/// records no second event.
+async fn resolving_twice_resolves_and_records_once(database: &TestDatabase) {
+    let one = store(database).await;
+    let two = store(database).await;
+    let cluster = Uuid::now_v7();
+    let action = pending("project-a", cluster, -1);
+    one.record_pending_actions(std::slice::from_ref(&action))
+        .await
+        .expect("recorded");
+    let tokens = [action.token];
+    let events_one = [HookEvent::about(&action, "EXPIRED", "replica one")];
+    let events_two = [HookEvent::about(&action, "EXPIRED", "replica two")];
+    let (first, second) = tokio::join!(
+        one.resolve(&tokens, Resolution::Expired, "deadline", &events_one),
+        two.resolve(&tokens, Resolution::Expired, "deadline", &events_two)
+    );
+    assert_eq!(
+        first.expect("resolved") + second.expect("resolved"),
+        1,
+        "exactly one replica resolves it"
+    );
+    let events = one
+        .list_events(None, Some(cluster), Some(action.token), 10)
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    let resolved = one
+        .get_pending(action.token)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(resolved.resolution, Some(Resolution::Expired));
+    assert_eq!(resolved.resolved_by.as_deref(), Some("deadline"));
+}
+
 ember_runtime::store_suite!(
+    racing_replicas_claim_each_deadline_and_delivery_once,
+    resolving_twice_resolves_and_records_once,
     recorded_actions_read_back_unchanged,
     recording_the_same_batch_twice_keeps_one_row_each,
     listing_filters_by_project_and_cluster_earliest_deadline_first,

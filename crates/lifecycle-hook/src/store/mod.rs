@@ -103,8 +103,8 @@ pub trait PendingActionStore: Send + Sync + 'static {
     async fn record_pending_actions(&self, actions: &[PendingLifecycleAction]) -> Result<()>;
     async fn list_pending(&self, query: &PendingListQuery) -> Result<Vec<PendingLifecycleAction>>;
     async fn get_pending(&self, token: Uuid) -> Result<Option<PendingLifecycleAction>>;
-    /// Claims up to `limit` unresolved actions whose delivery is due, each
-    /// with one conditional update that pushes its next attempt to
+    /// Claims up to `limit` unresolved actions whose delivery is due, in
+    /// one conditional update that pushes their next attempt to
     /// `claim_until`, so two replicas never deliver the same attempt.
     async fn claim_due_deliveries(
         &self,
@@ -123,16 +123,17 @@ pub trait PendingActionStore: Send + Sync + 'static {
         after_id: i64,
         limit: u64,
     ) -> Result<Vec<QueueMessage>>;
-    /// Claims up to `limit` unresolved actions whose deadline passed, each
-    /// with one conditional update (claim free or expired → `claim_until`):
-    /// with several replicas each deadline fires once.
+    /// Claims up to `limit` unresolved actions whose deadline passed, in
+    /// one conditional update (claim free or expired → `claim_until`): with
+    /// several replicas each deadline fires once.
     async fn claim_expired(
         &self,
         now: DateTime<Utc>,
         claim_until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<PendingLifecycleAction>>;
-    /// Marks actions resolved (only those still unresolved), with events.
+    /// Marks actions resolved (only those still unresolved) and records the
+    /// events about those; returns how many this call resolved.
     async fn resolve(
         &self,
         tokens: &[Uuid],

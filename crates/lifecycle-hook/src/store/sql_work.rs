@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, TransactionTrait,
+    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -41,38 +41,42 @@ pub async fn record_events(
     Ok(())
 }
 
+/// Claims up to `limit` due deliveries in one statement: the rows still
+/// due when the UPDATE reaches them are moved past `claim_until` and
+/// returned, so concurrent replicas never claim the same row (PostgreSQL
+/// re-checks the conditions on a row another claim just changed; SQLite
+/// runs writers one at a time).
 pub async fn claim_due_deliveries(
     connection: &DatabaseConnection,
     now: DateTime<Utc>,
     claim_until: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<PendingLifecycleAction>> {
-    let due = PendingActions::find()
-        .filter(entity::Column::Resolution.is_null())
-        .filter(entity::Column::DeliveryState.is_in([
-            DeliveryState::Pending.as_str(),
-            DeliveryState::Retrying.as_str(),
-        ]))
-        .filter(entity::Column::NextAttemptAt.lte(now))
-        .filter(entity::Column::Deadline.gt(now))
+    let due = || {
+        Condition::all()
+            .add(entity::Column::Resolution.is_null())
+            .add(entity::Column::DeliveryState.is_in([
+                DeliveryState::Pending.as_str(),
+                DeliveryState::Retrying.as_str(),
+            ]))
+            .add(entity::Column::NextAttemptAt.lte(now))
+            .add(entity::Column::Deadline.gt(now))
+    };
+    let candidates = PendingActions::find()
+        .select_only()
+        .column(entity::Column::Token)
+        .filter(due())
         .order_by_asc(entity::Column::NextAttemptAt)
         .limit(limit)
-        .all(connection)
+        .into_query();
+    let mut claimed = PendingActions::update_many()
+        .col_expr(entity::Column::NextAttemptAt, Expr::value(claim_until))
+        .filter(entity::Column::Token.in_subquery(candidates))
+        .filter(due())
+        .exec_with_returning(connection)
         .await?;
-    let mut claimed = Vec::with_capacity(due.len());
-    for row in due {
-        let result = PendingActions::update_many()
-            .col_expr(entity::Column::NextAttemptAt, Expr::value(claim_until))
-            .filter(entity::Column::Token.eq(row.token))
-            .filter(entity::Column::NextAttemptAt.eq(row.next_attempt_at))
-            .filter(entity::Column::Resolution.is_null())
-            .exec(connection)
-            .await?;
-        if result.rows_affected == 1 {
-            claimed.push(action_from_row(row)?);
-        }
-    }
-    Ok(claimed)
+    claimed.sort_by_key(|row| row.deadline);
+    claimed.into_iter().map(action_from_row).collect()
 }
 
 pub async fn record_deliveries(
@@ -190,41 +194,44 @@ pub async fn list_queue_messages(
         .collect())
 }
 
+/// Claims up to `limit` expired, unresolved actions in one statement (see
+/// [`claim_due_deliveries`] for why replicas never claim the same row).
 pub async fn claim_expired(
     connection: &DatabaseConnection,
     now: DateTime<Utc>,
     claim_until: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<PendingLifecycleAction>> {
-    let free = || {
-        Condition::any()
-            .add(entity::Column::FireClaimedUntil.is_null())
-            .add(entity::Column::FireClaimedUntil.lt(now))
+    let expired = || {
+        Condition::all()
+            .add(entity::Column::Resolution.is_null())
+            .add(entity::Column::Deadline.lte(now))
+            .add(
+                Condition::any()
+                    .add(entity::Column::FireClaimedUntil.is_null())
+                    .add(entity::Column::FireClaimedUntil.lt(now)),
+            )
     };
-    let expired = PendingActions::find()
-        .filter(entity::Column::Resolution.is_null())
-        .filter(entity::Column::Deadline.lte(now))
-        .filter(free())
+    let candidates = PendingActions::find()
+        .select_only()
+        .column(entity::Column::Token)
+        .filter(expired())
         .order_by_asc(entity::Column::Deadline)
         .limit(limit)
-        .all(connection)
+        .into_query();
+    let mut claimed = PendingActions::update_many()
+        .col_expr(entity::Column::FireClaimedUntil, Expr::value(claim_until))
+        .filter(entity::Column::Token.in_subquery(candidates))
+        .filter(expired())
+        .exec_with_returning(connection)
         .await?;
-    let mut claimed = Vec::with_capacity(expired.len());
-    for row in expired {
-        let result = PendingActions::update_many()
-            .col_expr(entity::Column::FireClaimedUntil, Expr::value(claim_until))
-            .filter(entity::Column::Token.eq(row.token))
-            .filter(entity::Column::Resolution.is_null())
-            .filter(free())
-            .exec(connection)
-            .await?;
-        if result.rows_affected == 1 {
-            claimed.push(action_from_row(row)?);
-        }
-    }
-    Ok(claimed)
+    claimed.sort_by_key(|row| row.deadline);
+    claimed.into_iter().map(action_from_row).collect()
 }
 
+/// Resolves the still unresolved of `tokens`; records the events about
+/// those only (another replica may have resolved the rest meanwhile) and
+/// returns how many it resolved.
 pub async fn resolve(
     connection: &DatabaseConnection,
     tokens: &[Uuid],
@@ -233,7 +240,7 @@ pub async fn resolve(
     events: &[HookEvent],
 ) -> Result<u64> {
     let transaction = connection.begin().await?;
-    let result = PendingActions::update_many()
+    let resolved: std::collections::HashSet<Uuid> = PendingActions::update_many()
         .col_expr(entity::Column::Resolution, Expr::value(resolution.as_str()))
         .col_expr(
             entity::Column::ResolvedAt,
@@ -242,11 +249,19 @@ pub async fn resolve(
         .col_expr(entity::Column::ResolvedBy, Expr::value(resolved_by))
         .filter(entity::Column::Token.is_in(tokens.iter().copied()))
         .filter(entity::Column::Resolution.is_null())
-        .exec(&transaction)
-        .await?;
-    record_events(&transaction, events).await?;
+        .exec_with_returning(&transaction)
+        .await?
+        .into_iter()
+        .map(|row| row.token)
+        .collect();
+    let events: Vec<HookEvent> = events
+        .iter()
+        .filter(|event| resolved.contains(&event.token))
+        .cloned()
+        .collect();
+    record_events(&transaction, &events).await?;
     transaction.commit().await?;
-    Ok(result.rows_affected)
+    Ok(resolved.len() as u64)
 }
 
 pub async fn extend_deadline(
