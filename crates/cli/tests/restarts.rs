@@ -57,12 +57,19 @@ struct Deployment {
     env: Vec<(String, String)>,
     ports: HashMap<Service, u16>,
     children: HashMap<Service, Child>,
+    /// More lifecycle-hook replicas, sharing the first one's database.
+    replicas: Vec<Child>,
     http: reqwest::Client,
     token: String,
 }
 
 impl Deployment {
     fn start() -> Deployment {
+        Deployment::start_with(&[])
+    }
+
+    /// Starts with extra `EMBER_*` settings.
+    fn start_with(settings: &[(&str, &str)]) -> Deployment {
         let data_dir = tempfile::tempdir().expect("data dir");
         let ports: HashMap<Service, u16> = Service::ALL
             .iter()
@@ -98,6 +105,11 @@ impl Deployment {
             ("RUST_LOG", "warn".into()),
         ]
         .into_iter()
+        .chain(
+            settings
+                .iter()
+                .map(|(key, value)| (*key, (*value).to_owned())),
+        )
         .map(|(key, value)| (key.to_owned(), value))
         .collect();
         let token = {
@@ -114,6 +126,7 @@ impl Deployment {
             env,
             ports,
             children: HashMap::new(),
+            replicas: Vec::new(),
             http: reqwest::Client::new(),
             token,
         };
@@ -124,19 +137,29 @@ impl Deployment {
     }
 
     fn spawn(&mut self, service: Service) {
-        let child = Command::new(EMBER)
+        let child = self.serve(service, self.ports[&service]);
+        self.children.insert(service, child);
+    }
+
+    /// Another lifecycle-hook on its own port and the same database.
+    fn spawn_lifecycle_hook_replica(&mut self) {
+        let child = self.serve(Service::LifecycleHook, free_port());
+        self.replicas.push(child);
+    }
+
+    fn serve(&self, service: Service, port: u16) -> Child {
+        Command::new(EMBER)
             .args([
                 "serve",
                 service.name(),
                 "--listen",
-                &format!("127.0.0.1:{}", self.ports[&service]),
+                &format!("127.0.0.1:{port}"),
             ])
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("ember serve starts");
-        self.children.insert(service, child);
+            .expect("ember serve starts")
     }
 
     /// SIGKILL: no drain, no clean-up, exactly a crash.
@@ -276,7 +299,7 @@ impl Deployment {
 
 impl Drop for Deployment {
     fn drop(&mut self) {
-        for child in self.children.values_mut() {
+        for child in self.children.values_mut().chain(&mut self.replicas) {
             let _ = child.kill();
             let _ = child.wait();
         }
@@ -299,6 +322,15 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    request
 }
 
 fn assert_each_deleted_once(deletions: &HashMap<String, usize>, victims: &[String]) {
@@ -431,4 +463,76 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
         "the conflict says the deadline won: {body}"
     );
     assert_each_deleted_once(&deployment.node_deletions().await, &victims);
+}
+
+/// Two lifecycle-hook replicas on one database (PostgreSQL when
+/// `EMBER_TEST_DATABASE_URL` is set, else a shared SQLite file): each
+/// deadline fires once, from one replica, and each node is deleted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_lifecycle_hook_replicas_each_deadline_fires_once() {
+    use ember_proto::lifecyclehook::v1 as pb;
+    use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
+
+    let database = ember_runtime::database::testing::TestDatabase::postgres().await;
+    let settings: Vec<(&str, &str)> = database
+        .as_ref()
+        .map(|database| ("EMBER_LIFECYCLE_HOOK__DATABASE_URL", database.url.as_str()))
+        .into_iter()
+        .collect();
+    let mut deployment = Deployment::start_with(&settings);
+    deployment.spawn_lifecycle_hook_replica();
+    deployment.wait_healthy().await;
+    let nodes = deployment.hooked_cluster(6, 2).await;
+    deployment.ember(&["cluster", "scale-in", "web", "--count", "6"]);
+    wait_until(
+        "every node deleted after the deadlines",
+        Duration::from_secs(30),
+        || async { deployment.node_ids().await.is_empty() },
+    )
+    .await;
+    assert_each_deleted_once(&deployment.node_deletions().await, &nodes);
+
+    let channel = tonic::transport::Channel::from_shared(deployment.gateway(""))
+        .expect("url")
+        .connect()
+        .await
+        .expect("gateway");
+    let mut hooks = LifecycleHookServiceClient::new(channel);
+    let resolved = hooks
+        .list_pending(bearer(
+            pb::ListPendingRequest {
+                include_resolved: true,
+                ..Default::default()
+            },
+            &deployment.token,
+        ))
+        .await
+        .expect("ListPending")
+        .into_inner()
+        .actions;
+    assert_eq!(resolved.len(), nodes.len(), "{resolved:?}");
+    for action in &resolved {
+        assert_eq!(action.resolution, "EXPIRED", "{action:?}");
+        let events = hooks
+            .list_hook_events(bearer(
+                pb::ListHookEventsRequest {
+                    token: action.token.clone(),
+                    ..Default::default()
+                },
+                &deployment.token,
+            ))
+            .await
+            .expect("ListHookEvents")
+            .into_inner()
+            .events;
+        let fired = events
+            .iter()
+            .filter(|event| event.kind == "EXPIRED")
+            .count();
+        assert_eq!(fired, 1, "one deadline firing per token: {events:?}");
+    }
+    drop(deployment);
+    if let Some(database) = database {
+        database.drop_schema().await;
+    }
 }
