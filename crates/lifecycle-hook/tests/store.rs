@@ -243,7 +243,22 @@ async fn resolving_twice_resolves_and_records_once(database: &TestDatabase) {
     assert_eq!(resolved.resolved_by.as_deref(), Some("deadline"));
 }
 
+/// Replicas started together on a fresh database: every one of them
+/// migrates successfully (the migrations run once, under a lock).
+async fn replicas_starting_together_all_migrate(database: &TestDatabase) {
+    let migrate = || connect_and_migrate::<Migrator>(&database.url);
+    let started = futures::future::join_all((0..4).map(|_| migrate())).await;
+    for connection in started {
+        let store = SqlPendingActionStore::new(connection.expect("migrated"));
+        store
+            .list_pending(&PendingListQuery::default())
+            .await
+            .expect("the schema is complete");
+    }
+}
+
 ember_runtime::store_suite!(
+    replicas_starting_together_all_migrate,
     racing_replicas_claim_each_deadline_and_delivery_once,
     resolving_twice_resolves_and_records_once,
     recorded_actions_read_back_unchanged,

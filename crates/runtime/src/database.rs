@@ -112,17 +112,88 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
 }
 
 /// Connects and applies every pending migration of `M` (idempotent).
+///
+/// Replicas of a service may start at the same moment on one database, so
+/// migrations run under a lock that spans processes: a PostgreSQL advisory
+/// lock keyed by the database and schema, or an exclusive file lock next to
+/// the SQLite file. The replica that waited finds everything applied.
 pub async fn connect_and_migrate<M: MigratorTrait>(
     url: &str,
 ) -> Result<DatabaseConnection, DatabaseError> {
     let connection = connect(url).await?;
-    M::up(&connection, None)
-        .await
-        .map_err(|source| DatabaseError::Migrate {
-            url: redact(url),
-            source,
-        })?;
+    let failed = |source| DatabaseError::Migrate {
+        url: redact(url),
+        source,
+    };
+    let lock = MigrationLock::acquire(url).await.map_err(failed)?;
+    let migrated = M::up(&connection, None).await;
+    lock.release().await;
+    migrated.map_err(failed)?;
     Ok(connection)
+}
+
+/// Held while migrations run: an exclusive lock on a file next to the
+/// SQLite database, or a PostgreSQL advisory lock held by a session of its
+/// own (it ends with that session, should the process die).
+enum MigrationLock {
+    Sqlite(std::fs::File),
+    Postgres(DatabaseConnection),
+    None,
+}
+
+impl MigrationLock {
+    async fn acquire(url: &str) -> Result<MigrationLock, DbErr> {
+        match Backend::of(url) {
+            Some(Backend::Sqlite) => {
+                let Some(path) = sqlite_path(url) else {
+                    return Ok(MigrationLock::None);
+                };
+                let mut lock_path = path.into_os_string();
+                lock_path.push(".migrate-lock");
+                let file = tokio::task::spawn_blocking(move || {
+                    let file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true)
+                        .open(&lock_path)?;
+                    file.lock()?;
+                    Ok::<_, std::io::Error>(file)
+                })
+                .await
+                .map_err(|error| DbErr::Custom(format!("migration lock: {error}")))?
+                .map_err(|error| DbErr::Custom(format!("migration lock file: {error}")))?;
+                Ok(MigrationLock::Sqlite(file))
+            }
+            Some(Backend::Postgres) => {
+                use sea_orm::ConnectionTrait;
+                let mut options = ConnectOptions::new(url.to_owned());
+                options
+                    .sqlx_logging(false)
+                    .max_connections(1)
+                    .min_connections(1);
+                let session = Database::connect(options).await?;
+                session
+                    .execute_unprepared(
+                        "SELECT pg_advisory_lock(hashtext(current_database() || '.' || current_schema() || '.ember-migrations'))",
+                    )
+                    .await?;
+                Ok(MigrationLock::Postgres(session))
+            }
+            None => Ok(MigrationLock::None),
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            // Closing the file releases its lock.
+            MigrationLock::Sqlite(file) => drop(file),
+            // Closing the session releases its advisory lock.
+            MigrationLock::Postgres(session) => {
+                let _ = session.close().await;
+            }
+            MigrationLock::None => {}
+        }
+    }
 }
 
 fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
