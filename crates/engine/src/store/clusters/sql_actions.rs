@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait,
+    QuerySelect, QueryTrait, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -94,6 +94,10 @@ pub async fn list_by_status(
         .collect()
 }
 
+/// Claims up to `limit` READY actions in one statement: the rows still
+/// READY when the UPDATE reaches them become this engine's and are
+/// returned. Replicas never both win a row (PostgreSQL re-checks the status
+/// of a row another claim just changed; SQLite runs writers one at a time).
 pub async fn claim_ready_actions(
     connection: &DatabaseConnection,
     engine_id: Uuid,
@@ -106,33 +110,24 @@ pub async fn claim_ready_actions(
         .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
         .order_by_asc(action::Column::CreatedAt)
         .limit(limit)
-        .into_tuple::<Uuid>()
-        .all(connection)
+        .into_query();
+    let mut claimed = action::Entity::update_many()
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Running.as_str()),
+        )
+        .col_expr(action::Column::Owner, Expr::value(engine_id))
+        .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
+        .filter(action::Column::Id.in_subquery(candidates))
+        .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
+        .exec_with_returning(connection)
         .await?;
-    let mut claimed = Vec::with_capacity(candidates.len());
-    for id in candidates {
-        let result = action::Entity::update_many()
-            .col_expr(
-                action::Column::Status,
-                Expr::value(ActionStatus::Running.as_str()),
-            )
-            .col_expr(action::Column::Owner, Expr::value(engine_id))
-            .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
-            .col_expr(
-                action::Column::UpdatedAt,
-                Expr::value(ember_runtime::time::now()),
-            )
-            .filter(action::Column::Id.eq(id))
-            .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
-            .exec(connection)
-            .await?;
-        if result.rows_affected == 1
-            && let Some(row) = action::Entity::find_by_id(id).one(connection).await?
-        {
-            claimed.push(action_from(row)?);
-        }
-    }
-    Ok(claimed)
+    claimed.sort_by_key(|row| row.created_at);
+    claimed.into_iter().map(action_from).collect()
 }
 
 pub async fn renew_action_leases(
