@@ -838,3 +838,175 @@ async fn a_webhook_target_down_then_up_gets_the_message_by_retry() {
     complete_all(&rest, &cluster_id, std::slice::from_ref(&hook.token)).await;
     ember.stop().await;
 }
+
+/// A certificate authority of the test's own and a server certificate it
+/// signed for 127.0.0.1: (CA PEM, server certificate DER, server key DER).
+fn private_ca() -> (String, Vec<u8>, Vec<u8>) {
+    let ca_key = rcgen::KeyPair::generate().expect("CA key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "Ember test CA");
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA");
+    let server_key = rcgen::KeyPair::generate().expect("server key");
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .expect("server params")
+        .signed_by(&server_key, &ca)
+        .expect("server certificate");
+    (ca.pem(), server.der().to_vec(), server_key.serialize_der())
+}
+
+/// An HTTPS server on 127.0.0.1:0 with this certificate, recording every
+/// POST to `/hook`.
+async fn https_webhook_target(certificate: Vec<u8>, key: Vec<u8>) -> (String, Received) {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![CertificateDer::from(certificate)],
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key)),
+    )
+    .expect("server TLS config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let received: Received = Arc::default();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let app = app.clone();
+            tokio::spawn(async move {
+                // A client that does not trust the certificate hangs up here.
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(
+                    hyper_util::rt::TokioIo::new(stream),
+                    hyper_util::service::TowerToHyperService::new(app),
+                )
+                .await;
+            });
+        }
+    });
+    (format!("https://{address}/hook"), received)
+}
+
+/// `https://` webhooks: delivered when the target's certificate chains to
+/// a trusted CA (`lifecycle_hook.webhook_ca_file` adds a private one), and
+/// retried with the TLS error recorded when it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
+    let (ca_pem, certificate, key) = private_ca();
+    let (_, untrusted_certificate, untrusted_key) = private_ca();
+    let ca_dir = tempfile::tempdir().expect("dir");
+    let ca_file = ca_dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca_pem).expect("CA file");
+    let ember = TestEmber::start_configured(|config| {
+        config.lifecycle_hook.webhook_ca_file = ca_file.display().to_string();
+    })
+    .await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (trusted_url, received) = https_webhook_target(certificate, key).await;
+    let (untrusted_url, untrusted_received) =
+        https_webhook_target(untrusted_certificate, untrusted_key).await;
+
+    let (cluster_id, _) = cluster_with_hooks(
+        &rest,
+        1,
+        json!({"type": "webhook", "params": {"url": trusted_url}, "timeout": 60}),
+    )
+    .await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    wait_for("the HTTPS delivery", Duration::from_secs(15), || {
+        let received = received.clone();
+        async move { !received.lock().expect("lock").is_empty() }
+    })
+    .await;
+    let (signature, body) = received.lock().expect("lock")[0].clone();
+    assert_eq!(signature, hex_hmac(&ember.running.webhook_secret, &body));
+    let message: Value = serde_json::from_slice(&body).expect("JSON message");
+    let token = message["lifecycle_action_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    complete_all(&rest, &cluster_id, &[token]).await;
+
+    // A target whose certificate no trusted CA signed: never delivered,
+    // the TLS failure recorded and retried (the certificate may be fixed).
+    let (status, _, body) = rest
+        .post(
+            "/policies",
+            json!({"policy": {"name": "drain-untrusted", "spec": {"type": "senlin.policy.deletion", "version": "1.1",
+                "properties": {"hooks": {"type": "webhook", "params": {"url": untrusted_url}, "timeout": 60}}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": "untrusted", "profile_id": "web", "desired_capacity": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let untrusted_cluster = body["cluster"]["id"].as_str().expect("id").to_owned();
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{untrusted_cluster}/actions"),
+            json!({"policy_attach": {"policy_id": "drain-untrusted"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{untrusted_cluster}/actions"),
+            json!({"scale_in": {"count": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    wait_for("a failed TLS attempt", Duration::from_secs(15), || async {
+        pending_hooks(&ember, &untrusted_cluster, false)
+            .await
+            .first()
+            .is_some_and(|hook| hook.delivery_attempts >= 1)
+    })
+    .await;
+    let hook = pending_hooks(&ember, &untrusted_cluster, false)
+        .await
+        .remove(0);
+    assert_eq!(
+        hook.delivery_state,
+        ember_proto::lifecyclehook::v1::DeliveryState::Retrying as i32,
+        "{hook:?}"
+    );
+    assert!(
+        hook.last_error.contains("certificate"),
+        "the TLS failure is named: {hook:?}"
+    );
+    assert!(untrusted_received.lock().expect("lock").is_empty());
+    ember.stop().await;
+}

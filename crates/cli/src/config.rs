@@ -171,6 +171,9 @@ pub struct LifecycleHookSection {
     /// 32 characters); unset = webhooks are not delivered (`ember dev`
     /// makes one).
     pub webhook_secret: Option<String>,
+    /// PEM file of CA certificates trusted for `https://` webhooks besides
+    /// the system's; empty = the system's only.
+    pub webhook_ca_file: String,
     pub request_timeout_ms: u64,
 }
 
@@ -182,6 +185,7 @@ impl Default for LifecycleHookSection {
             nats_url: String::new(),
             engine_url: "http://127.0.0.1:50052".to_owned(),
             webhook_secret: None,
+            webhook_ca_file: String::new(),
             request_timeout_ms: 30_000,
         }
     }
@@ -299,6 +303,12 @@ impl Validate for EmberConfig {
         ) {
             problems.push(problem);
         }
+        let ca_file = &self.lifecycle_hook.webhook_ca_file;
+        if !ca_file.is_empty() && !std::path::Path::new(ca_file).is_file() {
+            problems.push(format!(
+                "lifecycle_hook.webhook_ca_file: {ca_file:?} is not a readable file"
+            ));
+        }
         if !self.lifecycle_hook.nats_url.is_empty()
             && !self.lifecycle_hook.nats_url.starts_with("nats://")
         {
@@ -399,6 +409,7 @@ impl EmberConfig {
                 .clone()
                 .unwrap_or_default(),
             nats_url: self.lifecycle_hook.nats_url.clone(),
+            webhook_ca_file: self.lifecycle_hook.webhook_ca_file.clone(),
         }
     }
 
@@ -489,6 +500,7 @@ mod tests {
         config.lifecycle_hook.engine_url = "engine:50052".into();
         config.engine.lifecycle_hook_url = "lifecycle-hook:50053".into();
         config.lifecycle_hook.nats_url = "http://nats:4222".into();
+        config.lifecycle_hook.webhook_ca_file = "/nonexistent/ca.pem".into();
         let mut problems = Vec::new();
         config.validate(&mut problems);
         let text = problems.join("\n");
@@ -497,6 +509,7 @@ mod tests {
             "lifecycle_hook.engine_url",
             "engine.lifecycle_hook_url",
             "lifecycle_hook.nats_url",
+            "lifecycle_hook.webhook_ca_file: \"/nonexistent/ca.pem\" is not a readable file",
         ] {
             assert!(text.contains(key), "{key} in {text}");
         }

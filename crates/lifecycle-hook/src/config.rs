@@ -19,4 +19,7 @@ pub struct Config {
     pub webhook_secret: String,
     /// NATS server for queue targets (JetStream); empty = the embedded queue.
     pub nats_url: String,
+    /// PEM file of CA certificates trusted for `https://` webhooks besides
+    /// the system's (a private CA); empty = the system's only.
+    pub webhook_ca_file: String,
 }

@@ -53,6 +53,7 @@ pub async fn serve(
             internal_credential: config.internal_credential.clone(),
             webhook_secret: config.webhook_secret.clone(),
             nats_url: config.nats_url.clone(),
+            webhook_ca_file: config.webhook_ca_file.clone(),
         },
         wake.clone(),
         shutdown.clone(),

@@ -13,6 +13,7 @@ use tokio::sync::{Mutex, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::webhook::WebhookClient;
 use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
 use crate::store::{DeliveryResult, HookEvent, PendingActionStore};
 
@@ -57,7 +58,7 @@ enum Attempt {
 
 pub struct Deliverer {
     store: Arc<dyn PendingActionStore>,
-    http: reqwest::Client,
+    http: WebhookClient,
     webhook_secret: Vec<u8>,
     nats_url: String,
     jetstream: Mutex<Option<async_nats::jetstream::Context>>,
@@ -68,12 +69,9 @@ impl Deliverer {
         store: Arc<dyn PendingActionStore>,
         webhook_secret: Vec<u8>,
         nats_url: String,
+        webhook_ca_file: &str,
     ) -> Result<Deliverer, String> {
-        let http = reqwest::Client::builder()
-            .timeout(ATTEMPT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| format!("cannot build the webhook HTTP client: {error}"))?;
+        let http = WebhookClient::new(webhook_ca_file, ATTEMPT_TIMEOUT)?;
         Ok(Deliverer {
             store,
             http,
@@ -156,28 +154,21 @@ impl Deliverer {
         };
         let response = self
             .http
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(SIGNATURE_HEADER, signature)
-            .body(body)
-            .send()
+            .post(url, &[(SIGNATURE_HEADER, signature.as_str())], body)
             .await;
         match response {
-            Ok(response) if response.status().is_success() => {
-                Attempt::Delivered(format!("POST {url} answered {}", response.status()))
+            Ok(status) if status.is_success() => {
+                Attempt::Delivered(format!("POST {url} answered {status}"))
             }
             // Busy or timed out on its side: worth another try.
-            Ok(response)
-                if response.status().is_server_error()
-                    || response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS
-                    || response.status() == reqwest::StatusCode::REQUEST_TIMEOUT =>
+            Ok(status)
+                if status.is_server_error()
+                    || status == http::StatusCode::TOO_MANY_REQUESTS
+                    || status == http::StatusCode::REQUEST_TIMEOUT =>
             {
-                Attempt::Retryable(format!("POST {url} answered {}", response.status()))
+                Attempt::Retryable(format!("POST {url} answered {status}"))
             }
-            Ok(response) => Attempt::Final(format!(
-                "POST {url} answered {}: not retried",
-                response.status()
-            )),
+            Ok(status) => Attempt::Final(format!("POST {url} answered {status}: not retried")),
             Err(error) => Attempt::Retryable(format!("POST {url} failed: {error}")),
         }
     }

@@ -13,6 +13,7 @@
 
 pub mod deadlines;
 pub mod delivery;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +52,7 @@ pub struct WorkerConfig {
     pub internal_credential: String,
     pub webhook_secret: String,
     pub nats_url: String,
+    pub webhook_ca_file: String,
 }
 
 /// Starts both loops; they stop with `shutdown`.
@@ -64,6 +66,7 @@ pub fn spawn(
         store.clone(),
         config.webhook_secret.into_bytes(),
         config.nats_url,
+        &config.webhook_ca_file,
     )?;
     let firer = deadlines::DeadlineFirer::new(
         store,
