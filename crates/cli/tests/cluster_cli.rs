@@ -2,13 +2,15 @@
 //! create a profile and a cluster of 2 nodes with `--wait`, list and show
 //! it, scale in by one without a hook policy and see one node left, and an
 //! unknown cluster failing with a message that names it; the `hook`
-//! commands refuse a token that is not one of the cluster's.
+//! commands refuse a token that is not one of the cluster's. With a hooked
+//! deletion policy, `del-nodes --wait` waits, names the token, and ends
+//! when `ember hook complete` is run.
 
 mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{Dev, fail, succeed};
+use support::{Dev, EMBER, fail, succeed, text};
 
 /// The VALUE column of a `show` table's FIELD row.
 fn field(shown: &str, name: &str) -> String {
@@ -141,4 +143,115 @@ fn clusters_through_the_cli() {
     assert_eq!(messages.trim(), "ID  TOKEN  CREATED  BODY", "{messages}");
     let nothing = fail(&["cluster", "resize", "web"], dir);
     assert!(nothing.contains("nothing to resize"), "{nothing}");
+}
+
+#[test]
+fn a_hooked_removal_waits_for_hook_complete() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let profile = dir.join("web.yaml");
+    std::fs::write(
+        &profile,
+        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+    )
+    .expect("profile spec");
+    let policy = dir.join("drain.yaml");
+    std::fs::write(
+        &policy,
+        "type: senlin.policy.deletion\nversion: \"1.1\"\nproperties:\n  hooks: {type: zaqar, params: {queue: drain}, timeout: 300}\n",
+    )
+    .expect("policy spec");
+    let path = |file: &std::path::Path| file.display().to_string();
+    succeed(
+        &[
+            "cluster",
+            "profile-create",
+            "web",
+            "--spec",
+            &path(&profile),
+        ],
+        dir,
+    );
+    succeed(
+        &[
+            "cluster",
+            "policy-create",
+            "drain",
+            "--spec",
+            &path(&policy),
+        ],
+        dir,
+    );
+    succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "2",
+            "--wait",
+        ],
+        dir,
+    );
+    succeed(&["cluster", "policy-attach", "web", "drain", "--wait"], dir);
+    let shown = succeed(&["cluster", "show", "web"], dir);
+    let victim = node_rows(&shown)[0]
+        .split_whitespace()
+        .next()
+        .expect("node id")
+        .to_owned();
+
+    // The removal waits in the background until the hook is completed.
+    let waiting = std::process::Command::new(EMBER)
+        .args([
+            "cluster",
+            "del-nodes",
+            "web",
+            &victim,
+            "--wait",
+            "--timeout",
+            "60",
+        ])
+        .env("EMBER_DATA_DIR", dir)
+        .env_remove("EMBER_URL")
+        .env_remove("EMBER_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("del-nodes runs");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let token = loop {
+        let pending = succeed(&["hook", "list", "--cluster", "web"], dir);
+        if let Some(row) = pending.lines().nth(1) {
+            assert!(row.contains(&victim), "{pending}");
+            break row.split_whitespace().next().expect("token").to_owned();
+        }
+        assert!(Instant::now() < deadline, "no pending hook: {pending}");
+        std::thread::park_timeout(Duration::from_millis(50));
+    };
+    let messages = succeed(&["hook", "messages", "drain"], dir);
+    assert!(messages.contains(&token), "{messages}");
+    let shown = succeed(&["cluster", "show", "web"], dir);
+    assert_eq!(node_rows(&shown).len(), 2, "the node waits: {shown}");
+    assert!(
+        shown.contains("waiting for lifecycle completion"),
+        "{shown}"
+    );
+
+    succeed(&["hook", "complete", "web", &token], dir);
+    let output = waiting.wait_with_output().expect("del-nodes ends");
+    assert!(output.status.success(), "{}", text(&output));
+    let told = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        told.contains("waiting for the lifecycle hooks of 1 node(s)") && told.contains(&token),
+        "{told}"
+    );
+    let shown = succeed(&["cluster", "show", "web"], dir);
+    assert_eq!(node_rows(&shown).len(), 1, "{shown}");
+    assert!(!shown.contains(&victim), "{shown}");
+    let again = fail(&["hook", "complete", "web", &token], dir);
+    assert!(again.contains("already completed"), "{again}");
 }

@@ -461,6 +461,34 @@ async fn finish(
     action.map(|_| ())
 }
 
+/// Tells the user (on stderr) which lifecycle hooks a waiting removal
+/// waits for and how to complete them; true once told.
+fn tell_about_hooks(action: &pb::Action) -> bool {
+    let outputs: serde_json::Value = serde_json::from_str(&action.outputs).unwrap_or_default();
+    let tokens: Vec<&str> = outputs["lifecycle_action_tokens"]
+        .as_array()
+        .map(|tokens| {
+            tokens
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect()
+        })
+        .unwrap_or_default();
+    if tokens.is_empty() {
+        return false;
+    }
+    eprintln!(
+        "waiting for the lifecycle hooks of {} node(s); the application completes each with \
+         `ember hook complete {} TOKEN` (or its deadline passes):",
+        tokens.len(),
+        action.cluster_id
+    );
+    for token in tokens {
+        eprintln!("  {token}");
+    }
+    true
+}
+
 /// Polls an action until it reaches a final status; an error unless it
 /// SUCCEEDED.
 pub(super) async fn wait_for_action(
@@ -470,6 +498,7 @@ pub(super) async fn wait_for_action(
 ) -> Result<pb::Action, String> {
     let deadline = Instant::now() + Duration::from_secs(wait.timeout);
     let mut actions = ActionServiceClient::new(client.channel.clone());
+    let mut told_about_hooks = false;
     loop {
         let action = actions
             .get_action(client.request(pb::GetObjectRequest {
@@ -486,6 +515,9 @@ pub(super) async fn wait_for_action(
                 "action {} ({}) is {}: {}",
                 action.id, action.action, action.status, action.status_reason
             ));
+        }
+        if !told_about_hooks && action.status == "WAITING" {
+            told_about_hooks = tell_about_hooks(&action);
         }
         if Instant::now() >= deadline {
             return Err(format!(
