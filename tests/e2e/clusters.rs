@@ -1010,3 +1010,133 @@ async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
     assert!(untrusted_received.lock().expect("lock").is_empty());
     ember.stop().await;
 }
+
+/// A profile `web` and a cluster `name` of `size` nodes; returns its id.
+async fn plain_cluster(rest: &Rest<'_>, name: &str, size: u32) -> String {
+    let (status, _, body) = rest
+        .post(
+            "/profiles",
+            json!({"profile": {"name": format!("{name}-profile"), "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": name, "profile_id": format!("{name}-profile"), "desired_capacity": size}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    body["cluster"]["id"].as_str().expect("id").to_owned()
+}
+
+async fn attach(rest: &Rest<'_>, cluster_id: &str, name: &str, spec: Value) {
+    let (status, _, body) = rest
+        .post("/policies", json!({"policy": {"name": name, "spec": spec}}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"policy_attach": {"policy_id": name}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+}
+
+/// A scaling policy's cooldown: the next scale of its event is refused
+/// (409, naming the policy and the time left) until it has passed; the
+/// other event is not held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scaling_policy_cooldown_holds_the_next_scale_of_its_event() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let cluster_id = plain_cluster(&rest, "cool", 1).await;
+    attach(
+        &rest,
+        &cluster_id,
+        "out-by-one",
+        json!({"type": "senlin.policy.scaling", "version": "1.0", "properties": {
+            "event": "CLUSTER_SCALE_OUT",
+            "adjustment": {"type": "CHANGE_IN_CAPACITY", "number": 1, "cooldown": 2}}}),
+    )
+    .await;
+    let actions = format!("/clusters/{cluster_id}/actions");
+    let (status, headers, body) = rest.post(&actions, json!({"scale_out": {}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let started = std::time::Instant::now();
+    assert_eq!(rest.nodes(&cluster_id).await.len(), 2);
+
+    let (status, _, body) = rest.post(&actions, json!({"scale_out": {}})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("\"out-by-one\"") && message.contains("cooldown"),
+        "{body}"
+    );
+    // Scaling in is not held by a scale-out policy.
+    let (status, headers, body) = rest.post(&actions, json!({"scale_in": {"count": 1}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+
+    // Once the cooldown has passed, the policy scales again.
+    tokio::time::sleep(Duration::from_secs(2).saturating_sub(started.elapsed())).await;
+    let (status, headers, body) = rest.post(&actions, json!({"scale_out": {}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    wait_for("two nodes again", Duration::from_secs(10), || async {
+        rest.nodes(&cluster_id).await.len() == 2
+    })
+    .await;
+    ember.stop().await;
+}
+
+/// A deletion policy's grace period (no hooks): the victim stays DELETING
+/// for that long before it is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_grace_period_delays_the_delete() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let cluster_id = plain_cluster(&rest, "graceful", 2).await;
+    attach(
+        &rest,
+        &cluster_id,
+        "graceful-delete",
+        json!({"type": "senlin.policy.deletion", "version": "1.0",
+            "properties": {"criteria": "OLDEST_FIRST", "grace_period": 1}}),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let (status, headers, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"scale_in": {"count": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    wait_for("the victim DELETING", Duration::from_secs(5), || async {
+        rest.nodes(&cluster_id)
+            .await
+            .iter()
+            .any(|node| node["status"] == "DELETING")
+    })
+    .await;
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "deleted after {:?}, before the grace period",
+        started.elapsed()
+    );
+    assert_eq!(rest.nodes(&cluster_id).await.len(), 1);
+    ember.stop().await;
+}

@@ -66,6 +66,8 @@ impl ClusterService {
                 )))
             }
             ActionKind::ClusterScaleOut => {
+                self.check_cooldown(&cluster, ScalingEvent::ScaleOut)
+                    .await?;
                 let count = match count_input {
                     Some(count) => count,
                     None => {
@@ -91,6 +93,7 @@ impl ClusterService {
                 )))
             }
             ActionKind::ClusterScaleIn => {
+                self.check_cooldown(&cluster, ScalingEvent::ScaleIn).await?;
                 let count = match count_input {
                     Some(count) => count,
                     None => {
@@ -277,6 +280,44 @@ impl ClusterService {
                 Err(Error::InvalidInput("not a cluster action".into()))
             }
         }
+    }
+
+    /// Refuses a scale while an enabled scaling policy for its event is in
+    /// its cooldown after the last such scale that succeeded (Senlin's
+    /// scaling policy check; AWS Auto Scaling's cooldown).
+    pub(super) async fn check_cooldown(
+        &self,
+        cluster: &crate::domain::cluster::Cluster,
+        event: ScalingEvent,
+    ) -> Result<()> {
+        let kind = match event {
+            ScalingEvent::ScaleIn => ActionKind::ClusterScaleIn,
+            ScalingEvent::ScaleOut => ActionKind::ClusterScaleOut,
+        };
+        for (binding, policy) in self.store.list_bindings(cluster.id).await? {
+            let PolicyKind::Scaling(scaling) = &policy.kind else {
+                continue;
+            };
+            if !binding.enabled || scaling.event != event || scaling.cooldown == 0 {
+                continue;
+            }
+            let Some(last) = self.store.last_success(cluster.id, kind).await? else {
+                return Ok(());
+            };
+            let until = last + chrono::Duration::seconds(i64::from(scaling.cooldown));
+            let now = ember_runtime::time::now();
+            if now < until {
+                return Err(Error::Conflict(format!(
+                    "scaling policy {:?} is in its cooldown of {} s: {} s left after the last {} at {}",
+                    policy.name,
+                    scaling.cooldown,
+                    (until - now).num_seconds().max(1),
+                    kind.as_str(),
+                    last.to_rfc3339()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Nodes a scaling policy adds or removes by default (1 without one).
@@ -505,6 +546,12 @@ impl ClusterService {
             .get("destroy")
             .and_then(Value::as_bool)
             .unwrap_or(true);
+        let grace_period = action.input_u64("grace_period").unwrap_or(0);
+        if grace_period > 0 {
+            // The lease is renewed meanwhile; if this engine dies, the
+            // engine taking the action over waits again (never less).
+            tokio::time::sleep(std::time::Duration::from_secs(grace_period)).await;
+        }
         if destroy {
             if let Some(profile) = self.store.get_profile(node.profile_id).await? {
                 self.delete_physical(&action.caller(), &node, &profile)

@@ -59,6 +59,13 @@ impl ClusterService {
         let destroy = policy
             .as_ref()
             .is_none_or(|policy| policy.destroy_after_deletion);
+        // Senlin's grace period: time for the node to finish what it does
+        // before it goes. A lifecycle hook replaces it (the application
+        // says when it is done), as in Senlin.
+        let grace_period = match (&policy, &hooks) {
+            (Some(policy), None) => policy.grace_period,
+            _ => 0,
+        };
         let mut children = Vec::with_capacity(victims.len());
         let mut nodes = Vec::with_capacity(victims.len());
         let mut events = Vec::with_capacity(victims.len() + 1);
@@ -75,7 +82,11 @@ impl ClusterService {
                 node.id,
                 Some(cluster.id),
                 status,
-                json_object(json!({"destroy": destroy, "node_name": node.name})),
+                json_object(json!({
+                    "destroy": destroy,
+                    "node_name": node.name,
+                    "grace_period": grace_period,
+                })),
                 &caller,
                 now,
             );

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{ClusterService, action_event, event};
+use crate::domain::cluster::policy::ScalingEvent;
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Node,
@@ -251,6 +252,17 @@ impl ClusterService {
         } else {
             ActionKind::ClusterScaleIn
         };
+        // Said now rather than as a FAILED action later (the dispatcher
+        // checks again when the action runs).
+        self.check_cooldown(
+            &cluster,
+            if out {
+                ScalingEvent::ScaleOut
+            } else {
+                ScalingEvent::ScaleIn
+            },
+        )
+        .await?;
         let inputs = if count == 0 {
             Map::new()
         } else {

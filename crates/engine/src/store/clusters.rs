@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::domain::cluster::{
-    ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node, PolicyBinding,
-    PolicyDefinition, Profile,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node,
+    PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::Result;
 
@@ -195,6 +195,13 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// the cluster back to ACTIVE. Returns the parent if this call finished it.
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>>;
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>>;
+    /// When the cluster's last `kind` action that SUCCEEDED finished (a
+    /// scaling policy's cooldown runs from there).
+    async fn last_success(
+        &self,
+        cluster_id: Uuid,
+        kind: ActionKind,
+    ) -> Result<Option<DateTime<Utc>>>;
     /// RUNNING actions whose lease ended before `now`.
     async fn list_expired_leases(
         &self,

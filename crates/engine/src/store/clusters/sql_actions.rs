@@ -17,7 +17,8 @@ use super::ReadyOutcome;
 use super::convert::{action_from, action_row, cluster_row, event_row, node_row, uuids_json};
 use super::entity::{action, cluster, event, node};
 use crate::domain::cluster::{
-    ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, LifecycleOutcome, Node,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus,
+    LifecycleOutcome, Node,
 };
 use crate::error::Result;
 
@@ -128,6 +129,24 @@ pub async fn claim_ready_actions(
         .await?;
     claimed.sort_by_key(|row| row.created_at);
     claimed.into_iter().map(action_from).collect()
+}
+
+pub async fn last_success(
+    connection: &DatabaseConnection,
+    cluster_id: Uuid,
+    kind: ActionKind,
+) -> Result<Option<DateTime<Utc>>> {
+    Ok(action::Entity::find()
+        .select_only()
+        .column(action::Column::UpdatedAt)
+        .filter(action::Column::ClusterId.eq(cluster_id))
+        .filter(action::Column::Kind.eq(kind.as_str()))
+        .filter(action::Column::Status.eq(ActionStatus::Succeeded.as_str()))
+        .order_by_desc(action::Column::UpdatedAt)
+        .limit(1)
+        .into_tuple::<DateTime<Utc>>()
+        .one(connection)
+        .await?)
 }
 
 pub async fn renew_action_leases(

@@ -16,8 +16,8 @@ use super::{
     ActionQuery, ClusterStore, EventQuery, NodeQuery, ObjectQuery, ReadyOutcome, sql_actions,
 };
 use crate::domain::cluster::{
-    ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node, PolicyBinding,
-    PolicyDefinition, Profile,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node,
+    PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
 
@@ -487,6 +487,14 @@ impl ClusterStore for SqlClusterStore {
 
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>> {
         sql_actions::finish_parent_if_done(&self.connection, parent_id).await
+    }
+
+    async fn last_success(
+        &self,
+        cluster_id: Uuid,
+        kind: ActionKind,
+    ) -> Result<Option<DateTime<Utc>>> {
+        sql_actions::last_success(&self.connection, cluster_id, kind).await
     }
 
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>> {
