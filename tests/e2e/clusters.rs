@@ -93,6 +93,16 @@ impl Rest<'_> {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
+    /// POSTs a cluster action (`{"scale_in": {…}}`), which must be
+    /// accepted; returns its `Location`.
+    async fn act(&self, cluster_id: &str, action: Value) -> String {
+        let (status, headers, body) = self
+            .post(&format!("/clusters/{cluster_id}/actions"), action)
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        location(&headers)
+    }
+
     /// Polls an action until it ends; returns its final status.
     async fn wait_action(&self, location: &str, expected: &str) {
         let path = location.trim_start_matches("/clustering/v1").to_owned();
@@ -178,23 +188,17 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
+    let done = rest
+        .act(
+            &cluster_id,
             json!({"policy_attach": {"policy_id": "drain"}}),
         )
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    rest.wait_action(&done, "SUCCEEDED").await;
 
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 3}}),
-        )
+    let scale_in = rest
+        .act(&cluster_id, json!({"scale_in": {"count": 3}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let scale_in = location(&headers);
 
     wait_for("3 webhook messages", Duration::from_secs(15), || {
         let received = received.clone();
@@ -362,22 +366,13 @@ async fn cluster_with_hooks(rest: &Rest<'_>, size: u32, hooks: Value) -> (String
         .expect("cluster id")
         .to_owned();
     rest.wait_action(&location(&headers), "SUCCEEDED").await;
-    let (status, _, body) = rest
-        .post(
-            "/policies",
-            json!({"policy": {"name": "drain", "spec": {"type": "senlin.policy.deletion", "version": "1.1",
-                "properties": {"hooks": hooks}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"policy_attach": {"policy_id": "drain"}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    attach(
+        rest,
+        &cluster_id,
+        "drain",
+        json!({"type": "senlin.policy.deletion", "version": "1.1", "properties": {"hooks": hooks}}),
+    )
+    .await;
     let nodes = rest.nodes(&cluster_id).await;
     assert_eq!(nodes.len(), size as usize, "{nodes:?}");
     (cluster_id, nodes)
@@ -415,13 +410,8 @@ async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
         json!({"type": "zaqar", "params": {"queue": "drain-web"}, "timeout": 120}),
     )
     .await;
-    let (status, _, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 2}}),
-        )
+    rest.act(&cluster_id, json!({"scale_in": {"count": 2}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 
     let mut hooks = LifecycleHookServiceClient::new(ember.gateway_channel().await);
     let mut messages = Vec::new();
@@ -504,13 +494,8 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
         json!({"type": "zaqar", "params": {"queue": queue}, "timeout": 120}),
     )
     .await;
-    let (status, _, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 2}}),
-        )
+    rest.act(&cluster_id, json!({"scale_in": {"count": 2}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 
     let client = async_nats::connect(nats_url.as_str()).await.expect("NATS");
     let jetstream = async_nats::jetstream::new(client);
@@ -768,13 +753,8 @@ async fn a_webhook_target_down_then_up_gets_the_message_by_retry() {
         json!({"type": "webhook", "params": {"url": hook_url}, "timeout": 60}),
     )
     .await;
-    let (status, _, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 1}}),
-        )
+    rest.act(&cluster_id, json!({"scale_in": {"count": 1}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
 
     wait_for("two failed attempts", Duration::from_secs(15), || async {
         pending_hooks(&ember, &cluster_id, false)
@@ -933,13 +913,8 @@ async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
         json!({"type": "webhook", "params": {"url": trusted_url}, "timeout": 60}),
     )
     .await;
-    let (status, _, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 1}}),
-        )
+    rest.act(&cluster_id, json!({"scale_in": {"count": 1}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     wait_for("the HTTPS delivery", Duration::from_secs(15), || {
         let received = received.clone();
         async move { !received.lock().expect("lock").is_empty() }
@@ -956,38 +931,17 @@ async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
 
     // A target whose certificate no trusted CA signed: never delivered,
     // the TLS failure recorded and retried (the certificate may be fixed).
-    let (status, _, body) = rest
-        .post(
-            "/policies",
-            json!({"policy": {"name": "drain-untrusted", "spec": {"type": "senlin.policy.deletion", "version": "1.1",
-                "properties": {"hooks": {"type": "webhook", "params": {"url": untrusted_url}, "timeout": 60}}}}}),
-        )
+    let untrusted_cluster = plain_cluster(&rest, "untrusted", 1).await;
+    attach(
+        &rest,
+        &untrusted_cluster,
+        "drain-untrusted",
+        json!({"type": "senlin.policy.deletion", "version": "1.1", "properties": {
+            "hooks": {"type": "webhook", "params": {"url": untrusted_url}, "timeout": 60}}}),
+    )
+    .await;
+    rest.act(&untrusted_cluster, json!({"scale_in": {"count": 1}}))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, headers, body) = rest
-        .post(
-            "/clusters",
-            json!({"cluster": {"name": "untrusted", "profile_id": "web", "desired_capacity": 1}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let untrusted_cluster = body["cluster"]["id"].as_str().expect("id").to_owned();
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{untrusted_cluster}/actions"),
-            json!({"policy_attach": {"policy_id": "drain-untrusted"}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
-    let (status, _, body) = rest
-        .post(
-            &format!("/clusters/{untrusted_cluster}/actions"),
-            json!({"scale_in": {"count": 1}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     wait_for("a failed TLS attempt", Duration::from_secs(15), || async {
         pending_hooks(&ember, &untrusted_cluster, false)
             .await
@@ -1037,14 +991,10 @@ async fn attach(rest: &Rest<'_>, cluster_id: &str, name: &str, spec: Value) {
         .post("/policies", json!({"policy": {"name": name, "spec": spec}}))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"policy_attach": {"policy_id": name}}),
-        )
+    let done = rest
+        .act(cluster_id, json!({"policy_attach": {"policy_id": name}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    rest.wait_action(&done, "SUCCEEDED").await;
 }
 
 /// A scaling policy's cooldown: the next scale of its event is refused
@@ -1117,13 +1067,9 @@ async fn a_deletion_grace_period_delays_the_delete() {
     )
     .await;
     let started = std::time::Instant::now();
-    let (status, headers, body) = rest
-        .post(
-            &format!("/clusters/{cluster_id}/actions"),
-            json!({"scale_in": {"count": 1}}),
-        )
+    let scale_in = rest
+        .act(&cluster_id, json!({"scale_in": {"count": 1}}))
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     wait_for("the victim DELETING", Duration::from_secs(5), || async {
         rest.nodes(&cluster_id)
             .await
@@ -1131,7 +1077,7 @@ async fn a_deletion_grace_period_delays_the_delete() {
             .any(|node| node["status"] == "DELETING")
     })
     .await;
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    rest.wait_action(&scale_in, "SUCCEEDED").await;
     assert!(
         started.elapsed() >= Duration::from_secs(1),
         "deleted after {:?}, before the grace period",
