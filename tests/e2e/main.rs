@@ -2,6 +2,7 @@
 //! gateway the way users and operators call them.
 
 mod clusters;
+mod clusters_compat;
 mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;

@@ -8,6 +8,7 @@
 //!
 //! | call | success |
 //! |---|---|
+//! | `GET /` (no token: version discovery) | 200 `{"version": {…}}` |
 //! | `POST /profiles` `{"profile": {name, spec, metadata?}}` | 201 `{"profile": …}` |
 //! | `GET /profiles`, `GET\|DELETE /profiles/{id}` | 200 / 204 |
 //! | `POST /policies` `{"policy": {name, spec}}` | 201 `{"policy": …}` |
@@ -17,11 +18,12 @@
 //! | `POST /clusters/{id}/actions` `{"<action>": {…}}` | 202 `{"action": id}` |
 //! | `GET /clusters/{id}/policies` | 200 `{"cluster_policies": […]}` |
 //! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 200 / 202 |
-//! | `GET /actions?cluster_id=&status=`, `GET /actions/{id}` | 200 |
-//! | `GET /events?cluster_id=&obj_id=` | 200 `{"events": […]}` |
+//! | `GET /actions?cluster_id=&target=&status=&name=&action=`, `GET /actions/{id}` | 200 |
+//! | `GET /events?cluster_id=&oid=&otype=&oname=&action=&level=` | 200 `{"events": […]}` |
 
 mod clusters;
 mod objects;
+mod version;
 mod views;
 
 use std::collections::HashMap;
@@ -38,6 +40,7 @@ use crate::error::RestError;
 
 pub fn routes() -> Router<GatewayState> {
     Router::new()
+        .route("/", get(version::show_version))
         .route(
             "/profiles",
             get(objects::list_profiles).post(objects::create_profile),

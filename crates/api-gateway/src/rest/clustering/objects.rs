@@ -274,7 +274,10 @@ pub async fn list_actions(
     Authenticated(identity): Authenticated,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, RestError> {
-    let (limit, marker) = list_parameters(&query, &["cluster_id", "target", "status"])?;
+    let (limit, marker) = list_parameters(
+        &query,
+        &["cluster_id", "target", "status", "name", "action"],
+    )?;
     let request = pb::ListActionsRequest {
         cluster: query
             .get("cluster_id")
@@ -290,9 +293,17 @@ pub async fn list_actions(
         .await?
         .into_inner()
         .actions;
-    Ok(Json(
-        json!({ "actions": list.iter().map(views::action).collect::<Vec<_>>() }),
-    ))
+    // Senlin's filters the engine does not take, applied to the page it gave.
+    let name = query.get("name");
+    let kind = query.get("action");
+    Ok(Json(json!({
+        "actions": list
+            .iter()
+            .filter(|action| name.is_none_or(|name| &action.name == name))
+            .filter(|action| kind.is_none_or(|kind| &action.action == kind))
+            .map(views::action)
+            .collect::<Vec<_>>()
+    })))
 }
 
 pub async fn show_action(
@@ -312,10 +323,27 @@ pub async fn list_events(
     Authenticated(identity): Authenticated,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, RestError> {
-    let (limit, marker) = list_parameters(&query, &["cluster_id", "obj_id"])?;
+    // Senlin names the object filters `oid`, `otype` and `oname` (what
+    // openstacksdk sends); `obj_id` is kept for callers of earlier Ember.
+    let (limit, marker) = list_parameters(
+        &query,
+        &[
+            "cluster_id",
+            "oid",
+            "obj_id",
+            "otype",
+            "oname",
+            "action",
+            "level",
+        ],
+    )?;
     let request = pb::ListClusterEventsRequest {
         cluster: query.get("cluster_id").cloned().unwrap_or_default(),
-        obj_id: query.get("obj_id").cloned().unwrap_or_default(),
+        obj_id: query
+            .get("oid")
+            .or_else(|| query.get("obj_id"))
+            .cloned()
+            .unwrap_or_default(),
         limit,
         marker,
     };
@@ -324,7 +352,18 @@ pub async fn list_events(
         .await?
         .into_inner()
         .events;
-    Ok(Json(
-        json!({ "events": list.iter().map(views::event).collect::<Vec<_>>() }),
-    ))
+    let object_type = query.get("otype");
+    let object_name = query.get("oname");
+    let action = query.get("action");
+    let level = query.get("level");
+    Ok(Json(json!({
+        "events": list
+            .iter()
+            .filter(|event| object_type.is_none_or(|wanted| &event.obj_type == wanted))
+            .filter(|event| object_name.is_none_or(|wanted| &event.obj_name == wanted))
+            .filter(|event| action.is_none_or(|wanted| &event.action == wanted))
+            .filter(|event| level.is_none_or(|wanted| &event.level == wanted))
+            .map(views::event)
+            .collect::<Vec<_>>()
+    })))
 }
