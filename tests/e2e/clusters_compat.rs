@@ -126,9 +126,14 @@ async fn openstacksdk_drives_a_cluster_through_its_whole_life() {
 
     // Every change the SDK asked for ran once, as the action it was, and
     // the refused resize made none. (Node actions are the engine's detail:
-    // not counted here. `?cluster_id=` of a deleted cluster is a 404 from
-    // the engine, so all actions are listed.)
-    let (status, actions) = get(&ember, "/clustering/v1/actions", Some(&token)).await;
+    // not counted here.) The deleted cluster's history stays listable by
+    // its id.
+    let (status, actions) = get(
+        &ember,
+        &format!("/clustering/v1/actions?cluster_id={cluster_id}"),
+        Some(&token),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{actions}");
     let actions = actions["actions"].as_array().cloned().unwrap_or_default();
     let cluster_actions: Vec<&Value> = actions

@@ -525,6 +525,18 @@ impl ClusterService {
         Ok(action)
     }
 
+    /// The cluster whose actions or events are asked for: a live one by
+    /// name or id, or, by id, one already deleted (its history stays
+    /// listable, still only within the caller's project).
+    async fn history_cluster_id(&self, caller: &Identity, name_or_id: &str) -> Result<Uuid> {
+        match self.find_cluster(caller, name_or_id).await {
+            Err(Error::NotFound(message)) => {
+                Uuid::parse_str(name_or_id).map_err(|_| Error::NotFound(message))
+            }
+            other => other.map(|cluster| cluster.id),
+        }
+    }
+
     pub async fn list_actions(
         &self,
         caller: &Identity,
@@ -534,7 +546,7 @@ impl ClusterService {
         marker: Option<Uuid>,
     ) -> Result<Vec<ClusterAction>> {
         let cluster_id = match cluster {
-            Some(name) => Some(self.find_cluster(caller, name).await?.id),
+            Some(name) => Some(self.history_cluster_id(caller, name).await?),
             None => None,
         };
         let query = ActionQuery {
@@ -556,7 +568,7 @@ impl ClusterService {
         marker: Option<Uuid>,
     ) -> Result<Vec<ClusterEvent>> {
         let cluster_id = match cluster {
-            Some(name) => Some(self.find_cluster(caller, name).await?.id),
+            Some(name) => Some(self.history_cluster_id(caller, name).await?),
             None => None,
         };
         let query = EventQuery {

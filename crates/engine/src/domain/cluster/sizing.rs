@@ -73,7 +73,8 @@ pub fn desired_after(
 pub fn fit(desired: i32, min_size: i32, max_size: i32, strict: bool) -> Result<i32> {
     let above_max = max_size != -1 && desired > max_size;
     if strict && (desired < min_size || above_max) {
-        return Err(Error::Conflict(format!(
+        // A bad request, as Senlin answers it (400), not a state conflict.
+        return Err(Error::InvalidInput(format!(
             "the new capacity {desired} is outside min_size {min_size} and max_size {max_size}"
         )));
     }
