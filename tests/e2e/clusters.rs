@@ -338,6 +338,31 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
         .filter(|action| action["action"] == "NODE_DELETE")
         .count();
     assert_eq!(deletes, 3, "{actions}");
+    // Each node's own history: created once, deleted once.
+    for node in &nodes {
+        let id = node["id"].as_str().expect("id");
+        let events = rest.get(&format!("/events?obj_id={id}")).await;
+        let steps: Vec<(String, String)> = events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|event| {
+                (
+                    event["action"].as_str().unwrap_or("").to_owned(),
+                    event["status"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        let step = |action: &str, status: &str| (action.to_owned(), status.to_owned());
+        assert_eq!(
+            steps,
+            vec![
+                step("NODE_CREATE", "ACTIVE"),
+                step("NODE_DELETE", "DELETED")
+            ],
+            "{events}"
+        );
+    }
     let cluster = rest.get(&format!("/clusters/{cluster_id}")).await;
     assert_eq!(cluster["cluster"]["desired_capacity"], 0, "{cluster}");
     ember.stop().await;

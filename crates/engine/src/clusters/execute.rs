@@ -446,6 +446,7 @@ impl ClusterService {
                 };
                 node.updated_at = ember_runtime::time::now();
                 self.store.save_node(&node).await?;
+                self.node_event(&node, "NODE_CREATE", caller).await;
                 Ok::<bool, Error>(outcome.is_ok())
             }
         }))
@@ -510,6 +511,8 @@ impl ClusterService {
             Err(error) => (NodeStatus::Error, error.to_string()),
         };
         self.store.save_node(&node).await?;
+        self.node_event(&node, "NODE_CREATE", &action.caller())
+            .await;
         outcome.map(|()| Ran::Succeeded(format!("node {} created", node.name)))
     }
 
@@ -558,7 +561,11 @@ impl ClusterService {
                     .await?;
             }
             self.store.delete_node(node.id).await?;
-            Ok(Ran::Succeeded(format!("node {} deleted", node.name)))
+            let mut deleted = node;
+            deleted.status_reason = "deleted".into();
+            self.node_event_as(&deleted, "NODE_DELETE", "DELETED", &action.caller())
+                .await;
+            Ok(Ran::Succeeded(format!("node {} deleted", deleted.name)))
         } else {
             let mut node = node;
             node.cluster_id = None;
@@ -566,10 +573,43 @@ impl ClusterService {
             node.status_reason =
                 "removed from its cluster, kept (destroy_after_deletion false)".into();
             self.store.save_node(&node).await?;
+            self.node_event_as(&node, "NODE_DELETE", "REMOVED", &action.caller())
+                .await;
             Ok(Ran::Succeeded(format!(
                 "node {} removed from the cluster",
                 node.name
             )))
+        }
+    }
+}
+
+impl ClusterService {
+    /// Records what happened to a node (Senlin's node events), with its
+    /// status; best effort, like every event after the fact.
+    async fn node_event(&self, node: &Node, action: &str, caller: &ember_runtime::Identity) {
+        self.node_event_as(node, action, node.status.as_str(), caller)
+            .await;
+    }
+
+    async fn node_event_as(
+        &self,
+        node: &Node,
+        action: &str,
+        status: &str,
+        caller: &ember_runtime::Identity,
+    ) {
+        let event = super::event(
+            "NODE",
+            node.id,
+            &node.name,
+            node.cluster_id,
+            action,
+            status,
+            node.status_reason.clone(),
+            caller,
+        );
+        if let Err(error) = self.store.record_events(&[event]).await {
+            tracing::warn!(node_id = %node.id, %error, "cannot record a node event");
         }
     }
 }
