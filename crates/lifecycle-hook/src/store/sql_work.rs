@@ -3,7 +3,7 @@
 //! the embedded queue and events.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
@@ -68,6 +68,10 @@ pub async fn claim_due_deliveries(
         .filter(due())
         .order_by_asc(entity::Column::NextAttemptAt)
         .limit(limit)
+        // Rows another claim holds are skipped, not waited for: claims
+        // never queue behind each other or deadlock (PostgreSQL; SQLite
+        // runs writers one at a time and has no row locks).
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
         .into_query();
     let mut claimed = PendingActions::update_many()
         .col_expr(entity::Column::NextAttemptAt, Expr::value(claim_until))
@@ -218,6 +222,10 @@ pub async fn claim_expired(
         .filter(expired())
         .order_by_asc(entity::Column::Deadline)
         .limit(limit)
+        // Rows another claim holds are skipped, not waited for: claims
+        // never queue behind each other or deadlock (PostgreSQL; SQLite
+        // runs writers one at a time and has no row locks).
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
         .into_query();
     let mut claimed = PendingActions::update_many()
         .col_expr(entity::Column::FireClaimedUntil, Expr::value(claim_until))

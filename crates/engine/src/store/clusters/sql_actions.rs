@@ -4,7 +4,7 @@
 //! this caller won.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, QueryTrait, TransactionTrait,
@@ -111,6 +111,10 @@ pub async fn claim_ready_actions(
         .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
         .order_by_asc(action::Column::CreatedAt)
         .limit(limit)
+        // Rows another claim holds are skipped, not waited for: claims
+        // never queue behind each other or deadlock (PostgreSQL; SQLite
+        // runs writers one at a time and has no row locks).
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
         .into_query();
     let mut claimed = action::Entity::update_many()
         .col_expr(
