@@ -64,8 +64,10 @@ impl ErrorKind {
             Code::PermissionDenied => ErrorKind::Forbidden,
             Code::NotFound => ErrorKind::NotFound,
             Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => ErrorKind::Conflict,
-            Code::Unavailable | Code::ResourceExhausted => ErrorKind::Unavailable,
-            Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Timeout,
+            // Cancelled reaches the gateway when the upstream's connection
+            // dropped mid-call (the service died): unavailable, not slow.
+            Code::Unavailable | Code::ResourceExhausted | Code::Cancelled => ErrorKind::Unavailable,
+            Code::DeadlineExceeded => ErrorKind::Timeout,
             Code::Ok | Code::Unknown | Code::Unimplemented | Code::Internal | Code::DataLoss => {
                 ErrorKind::Internal
             }
