@@ -37,6 +37,23 @@ impl RestError {
 
 impl From<tonic::Status> for RestError {
     fn from(status: tonic::Status) -> Self {
+        // A status made on this side of the call, from a failed or dropped
+        // connection (the service is down, or died mid-call), carries the
+        // transport error as its source: the service is unavailable,
+        // whatever code tonic gave it ("transport error" is Unknown).
+        if let Some(source) = std::error::Error::source(&status) {
+            let mut cause = source.to_string();
+            let mut next = source.source();
+            while let Some(inner) = next {
+                cause.push_str(": ");
+                cause.push_str(&inner.to_string());
+                next = inner.source();
+            }
+            return RestError::new(
+                ErrorKind::Unavailable,
+                format!("an Ember service behind the gateway is unavailable: {cause}"),
+            );
+        }
         RestError::new(ErrorKind::from_grpc_code(status.code()), status.message())
     }
 }
@@ -58,5 +75,33 @@ impl IntoResponse for RestError {
             }
         });
         (status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_connection_is_unavailable_whatever_its_code() {
+        let dropped = tonic::Status::from_error(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset by peer",
+        )));
+        let error = RestError::from(dropped);
+        assert_eq!(error.kind, ErrorKind::Unavailable);
+        assert!(
+            error.message.contains("connection reset by peer"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_status_the_service_answered_keeps_its_kind() {
+        let answered = tonic::Status::not_found("cluster \"web\" not found");
+        let error = RestError::from(answered);
+        assert_eq!(error.kind, ErrorKind::NotFound);
+        assert_eq!(error.message, "cluster \"web\" not found");
     }
 }
