@@ -14,6 +14,7 @@ use tonic::transport::Channel;
 
 use crate::dev::{DevCredentials, RunningEmber};
 
+mod hooks;
 mod instances;
 mod locks;
 pub(crate) mod stacks;
@@ -66,6 +67,18 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2000)]
         calls: usize,
     },
+    /// Scale-in lifecycle hooks: scale_in to every message delivered, complete_lifecycle to the node deleted, many pending deadlines firing
+    Hooks {
+        /// Clusters scaled in (one scale-in of every node each)
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Nodes per cluster, all removed by the scale-in
+        #[arg(long, default_value_t = 100)]
+        nodes: usize,
+        /// Pending actions held by lifecycle-hook until their deadline
+        #[arg(long, default_value_t = 10_000)]
+        pending: usize,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -92,6 +105,11 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
         BenchCommand::Instances { instances, calls } => {
             instances::run(instances.max(100), calls.max(10)).await
         }
+        BenchCommand::Hooks {
+            runs,
+            nodes,
+            pending,
+        } => hooks::run(runs.max(1), nodes.max(1), pending.max(1)).await,
         BenchCommand::Plugins {
             calls,
             plugins,
