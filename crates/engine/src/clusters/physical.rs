@@ -26,7 +26,9 @@ async fn pause(started: Instant, what: &str) -> Result<()> {
         )));
     }
     let waited = started.elapsed().as_millis();
-    let step = if waited < 200 {
+    let step = if waited < 20 {
+        1
+    } else if waited < 200 {
         5
     } else if waited < 2000 {
         25

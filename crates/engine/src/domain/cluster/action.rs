@@ -121,11 +121,15 @@ impl ActionStatus {
             .find(|status| status.as_str().eq_ignore_ascii_case(text))
     }
 
+    /// The statuses an action ends in.
+    pub const FINAL: [ActionStatus; 3] = [
+        ActionStatus::Succeeded,
+        ActionStatus::Failed,
+        ActionStatus::Cancelled,
+    ];
+
     pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            ActionStatus::Succeeded | ActionStatus::Failed | ActionStatus::Cancelled
-        )
+        ActionStatus::FINAL.contains(&self)
     }
 }
 

@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, TransactionTrait,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -356,20 +356,23 @@ pub async fn finish_parent_if_done(
     if parent.status != ActionStatus::Waiting {
         return Ok(None);
     }
-    let children = action::Entity::find()
-        .filter(action::Column::Id.is_in(parent.depends_on.iter().copied()))
-        .all(connection)
-        .await?
-        .into_iter()
-        .map(action_from)
-        .collect::<Result<Vec<_>>>()?;
-    if children.iter().any(|child| !child.status.is_final()) {
+    // Counted, not loaded: this runs after every child, so loading the
+    // children would make a removal of n nodes cost n² rows.
+    let children = || {
+        action::Entity::find().filter(action::Column::Id.is_in(parent.depends_on.iter().copied()))
+    };
+    let unfinished = children()
+        .filter(action::Column::Status.is_not_in(ActionStatus::FINAL.map(ActionStatus::as_str)))
+        .count(connection)
+        .await?;
+    if unfinished > 0 {
         return Ok(None);
     }
-    let failed = children
-        .iter()
-        .filter(|child| child.status != ActionStatus::Succeeded)
-        .count();
+    let failed = children()
+        .filter(action::Column::Status.ne(ActionStatus::Succeeded.as_str()))
+        .count(connection)
+        .await?;
+    let children = parent.depends_on.len();
     let (status, reason) = if failed == 0 {
         (
             ActionStatus::Succeeded,
@@ -378,7 +381,7 @@ pub async fn finish_parent_if_done(
     } else {
         (
             ActionStatus::Failed,
-            format!("{failed} of {} node action(s) failed", children.len()),
+            format!("{failed} of {children} node action(s) failed"),
         )
     };
     let now = ember_runtime::time::now();
