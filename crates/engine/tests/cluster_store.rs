@@ -302,7 +302,92 @@ async fn a_waiting_parent_finishes_once_after_its_last_child(database: &TestData
     );
 }
 
+/// Deadlines fired in one batch: the waiting actions move (one event
+/// each), one completed meanwhile is reported as it is, an unknown id is
+/// absent; racing `complete_lifecycle` on one of them, exactly one wins.
+async fn a_batch_of_deadlines_moves_only_the_waiting(database: &TestDatabase) {
+    let one = store(database).await;
+    let two = store(database).await;
+    let cluster = Uuid::now_v7();
+    let waiting: Vec<ClusterAction> = (0..50)
+        .map(|_| {
+            action(
+                ActionKind::NodeDelete,
+                ActionStatus::WaitingLifecycleCompletion,
+                cluster,
+            )
+        })
+        .collect();
+    one.insert_actions(&waiting, &[]).await.expect("inserted");
+    let contested = &waiting[7];
+    let completion = event_about(contested, "READY");
+    let mut ids: Vec<Uuid> = waiting.iter().map(|action| action.id).collect();
+    let unknown = Uuid::now_v7();
+    ids.push(unknown);
+    let expired_event = |action: &ClusterAction| event_about(action, "READY");
+    let (by_user, by_deadline) = tokio::join!(
+        one.make_ready(
+            contested.id,
+            ActionStatus::WaitingLifecycleCompletion,
+            Some((LifecycleOutcome::Completed, "completed by alice")),
+            Some(&completion),
+        ),
+        two.expire_waiting(&ids, "deadline passed", &expired_event)
+    );
+    let (moved, others) = by_deadline.expect("expired");
+    let user_won = matches!(by_user.expect("answered"), ReadyOutcome::Moved(_));
+    assert_eq!(
+        moved.len() + others.len(),
+        waiting.len(),
+        "the unknown id is absent"
+    );
+    assert!(
+        moved
+            .iter()
+            .chain(&others)
+            .all(|action| action.id != unknown)
+    );
+    if user_won {
+        assert_eq!(moved.len(), waiting.len() - 1);
+        assert_eq!(others.len(), 1);
+        assert_eq!(others[0].id, contested.id);
+        assert_eq!(
+            others[0].lifecycle_outcome,
+            Some(LifecycleOutcome::Completed)
+        );
+    } else {
+        assert_eq!(moved.len(), waiting.len());
+    }
+    assert!(
+        moved
+            .iter()
+            .all(|action| action.status == ActionStatus::Ready
+                && action.lifecycle_outcome == Some(LifecycleOutcome::Expired)
+                && action.lifecycle_detail == "deadline passed")
+    );
+    let events = one
+        .list_events(&ember_engine::store::clusters::EventQuery {
+            cluster_id: Some(cluster),
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .expect("events");
+    assert_eq!(
+        events.len(),
+        waiting.len(),
+        "one event per action, by whichever won"
+    );
+    // Firing again changes nothing.
+    let (again, _) = one
+        .expire_waiting(&ids, "deadline passed again", &expired_event)
+        .await
+        .expect("expired");
+    assert!(again.is_empty());
+}
+
 ember_runtime::store_suite!(
+    a_batch_of_deadlines_moves_only_the_waiting,
     racing_engines_claim_each_ready_action_once,
     completion_and_deadline_race_and_exactly_one_wins,
     an_expired_lease_is_recovered_by_one_engine_only,

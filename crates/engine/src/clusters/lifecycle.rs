@@ -128,52 +128,42 @@ impl ClusterService {
         self.hooks.extend(&action.project_id, token).await
     }
 
-    /// Called by lifecycle-hook when deadlines pass.
+    /// Called by lifecycle-hook when deadlines pass: every waiting action
+    /// of `tokens` moves to READY in one conditional update; each token's
+    /// answer says whether the deadline or `complete_lifecycle` won.
     pub async fn continue_after_deadline(&self, tokens: &[String]) -> Result<Vec<DeadlineResult>> {
-        let mut results = Vec::with_capacity(tokens.len());
-        for token in tokens {
-            let Ok(id) = Uuid::parse_str(token) else {
-                results.push(DeadlineResult::Unknown);
-                continue;
-            };
-            let detail = format!(
-                "deadline passed at {}",
-                ember_runtime::time::now().to_rfc3339()
-            );
-            let event = match self.store.get_action(id).await? {
-                Some(action) => {
-                    super::action_event(&action, "READY", format!("lifecycle expired: {detail}"))
-                }
-                None => {
-                    results.push(DeadlineResult::Unknown);
-                    continue;
-                }
-            };
-            let outcome = self
-                .store
-                .make_ready(
-                    id,
-                    ActionStatus::WaitingLifecycleCompletion,
-                    Some((LifecycleOutcome::Expired, &detail)),
-                    Some(&event),
-                )
-                .await?;
-            results.push(match outcome {
-                ReadyOutcome::Moved(_) => DeadlineResult::Continued,
-                ReadyOutcome::NotWaiting(action)
-                    if action.lifecycle_outcome == Some(LifecycleOutcome::Completed) =>
-                {
-                    DeadlineResult::AlreadyCompleted
-                }
-                ReadyOutcome::NotWaiting(action)
-                    if action.lifecycle_outcome == Some(LifecycleOutcome::Expired) =>
-                {
-                    DeadlineResult::Continued
-                }
-                ReadyOutcome::NotWaiting(_) | ReadyOutcome::Unknown => DeadlineResult::Unknown,
-            });
+        let ids: Vec<Option<Uuid>> = tokens
+            .iter()
+            .map(|token| Uuid::parse_str(token).ok())
+            .collect();
+        let known: Vec<Uuid> = ids.iter().flatten().copied().collect();
+        let detail = format!(
+            "deadline passed at {}",
+            ember_runtime::time::now().to_rfc3339()
+        );
+        let reason = format!("lifecycle expired: {detail}");
+        let event = |action: &ClusterAction| super::action_event(action, "READY", reason.clone());
+        let (moved, others) = self.store.expire_waiting(&known, &detail, &event).await?;
+        if !moved.is_empty() {
+            self.wake_dispatcher();
         }
-        self.wake_dispatcher();
-        Ok(results)
+        let moved: std::collections::HashSet<Uuid> = moved.iter().map(|action| action.id).collect();
+        let others: std::collections::HashMap<Uuid, Option<LifecycleOutcome>> = others
+            .into_iter()
+            .map(|action| (action.id, action.lifecycle_outcome))
+            .collect();
+        Ok(ids
+            .into_iter()
+            .map(|id| match id {
+                Some(id) if moved.contains(&id) => DeadlineResult::Continued,
+                Some(id) => match others.get(&id) {
+                    Some(Some(LifecycleOutcome::Completed)) => DeadlineResult::AlreadyCompleted,
+                    // Fired before (a retried call): the deadline won then.
+                    Some(Some(LifecycleOutcome::Expired)) => DeadlineResult::Continued,
+                    _ => DeadlineResult::Unknown,
+                },
+                None => DeadlineResult::Unknown,
+            })
+            .collect())
     }
 }

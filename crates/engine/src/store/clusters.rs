@@ -187,6 +187,17 @@ pub trait ClusterStore: Send + Sync + 'static {
         outcome: Option<(LifecycleOutcome, &str)>,
         event: Option<&ClusterEvent>,
     ) -> Result<ReadyOutcome>;
+    /// The deadline passed for `ids`: those still
+    /// WAITING_LIFECYCLE_COMPLETION move to READY (outcome EXPIRED,
+    /// `detail`) in one conditional update, each with the event `event`
+    /// makes of it, in one transaction. Returns the actions this call
+    /// moved, and the others of `ids` that exist, as they are.
+    async fn expire_waiting<'a>(
+        &'a self,
+        ids: &[Uuid],
+        detail: &str,
+        event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+    ) -> Result<(Vec<ClusterAction>, Vec<ClusterAction>)>;
     async fn mark_hooks_recorded(&self, action_ids: &[Uuid]) -> Result<()>;
     /// WAITING_LIFECYCLE_COMPLETION actions not yet handed to lifecycle-hook.
     async fn list_unrecorded_hooks(&self, limit: u64) -> Result<Vec<ClusterAction>>;

@@ -311,6 +311,51 @@ pub async fn make_ready(
     })
 }
 
+pub async fn expire_waiting<'a>(
+    connection: &DatabaseConnection,
+    ids: &[Uuid],
+    detail: &str,
+    event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+) -> Result<(Vec<ClusterAction>, Vec<ClusterAction>)> {
+    if ids.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let transaction = connection.begin().await?;
+    let moved = action::Entity::update_many()
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Ready.as_str()),
+        )
+        .col_expr(
+            action::Column::LifecycleOutcome,
+            Expr::value(LifecycleOutcome::Expired.as_str()),
+        )
+        .col_expr(action::Column::LifecycleDetail, Expr::value(detail))
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
+        .filter(action::Column::Id.is_in(ids.iter().copied()))
+        .filter(action::Column::Status.eq(ActionStatus::WaitingLifecycleCompletion.as_str()))
+        .exec_with_returning(&transaction)
+        .await?
+        .into_iter()
+        .map(action_from)
+        .collect::<Result<Vec<_>>>()?;
+    let events: Vec<ClusterEvent> = moved.iter().map(event).collect();
+    insert_events(&transaction, &events).await?;
+    let moved_ids: std::collections::HashSet<Uuid> = moved.iter().map(|action| action.id).collect();
+    let others = action::Entity::find()
+        .filter(action::Column::Id.is_in(ids.iter().copied().filter(|id| !moved_ids.contains(id))))
+        .all(&transaction)
+        .await?
+        .into_iter()
+        .map(action_from)
+        .collect::<Result<Vec<_>>>()?;
+    transaction.commit().await?;
+    Ok((moved, others))
+}
+
 pub async fn mark_hooks_recorded(
     connection: &DatabaseConnection,
     action_ids: &[Uuid],

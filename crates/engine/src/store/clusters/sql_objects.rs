@@ -477,6 +477,15 @@ impl ClusterStore for SqlClusterStore {
         sql_actions::make_ready(&self.connection, action_id, from, outcome, event).await
     }
 
+    async fn expire_waiting<'a>(
+        &'a self,
+        ids: &[Uuid],
+        detail: &str,
+        event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+    ) -> Result<(Vec<ClusterAction>, Vec<ClusterAction>)> {
+        sql_actions::expire_waiting(&self.connection, ids, detail, event).await
+    }
+
     async fn mark_hooks_recorded(&self, action_ids: &[Uuid]) -> Result<()> {
         sql_actions::mark_hooks_recorded(&self.connection, action_ids).await
     }
