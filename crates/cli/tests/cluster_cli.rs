@@ -10,7 +10,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{Dev, EMBER, fail, succeed, text};
+use support::{Dev, EMBER, fail, hooked_cluster_commands, succeed, text};
 
 /// The VALUE column of a `show` table's FIELD row.
 fn field(shown: &str, name: &str) -> String {
@@ -150,53 +150,10 @@ fn a_hooked_removal_waits_for_hook_complete() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let dir = data_dir.path();
     let _dev = Dev::start(dir);
-    let profile = dir.join("web.yaml");
-    std::fs::write(
-        &profile,
-        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
-    )
-    .expect("profile spec");
-    let policy = dir.join("drain.yaml");
-    std::fs::write(
-        &policy,
-        "type: senlin.policy.deletion\nversion: \"1.1\"\nproperties:\n  hooks: {type: zaqar, params: {queue: drain}, timeout: 300}\n",
-    )
-    .expect("policy spec");
-    let path = |file: &std::path::Path| file.display().to_string();
-    succeed(
-        &[
-            "cluster",
-            "profile-create",
-            "web",
-            "--spec",
-            &path(&profile),
-        ],
-        dir,
-    );
-    succeed(
-        &[
-            "cluster",
-            "policy-create",
-            "drain",
-            "--spec",
-            &path(&policy),
-        ],
-        dir,
-    );
-    succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "2",
-            "--wait",
-        ],
-        dir,
-    );
-    succeed(&["cluster", "policy-attach", "web", "drain", "--wait"], dir);
+    for command in hooked_cluster_commands(dir, 2, 300) {
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        succeed(&command, dir);
+    }
     let shown = succeed(&["cluster", "show", "web"], dir);
     let victim = node_rows(&shown)[0]
         .split_whitespace()

@@ -10,12 +10,11 @@
 mod support;
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{EMBER, text};
+use support::{EMBER, hooked_cluster_commands, text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Service {
@@ -222,33 +221,10 @@ impl Deployment {
     /// A cluster `web` of `size` nodes with a deletion-1.1 policy whose
     /// queue hook times out after `timeout` seconds.
     async fn hooked_cluster(&self, size: u32, timeout: u32) -> Vec<String> {
-        let dir = self.data_dir.path();
-        let profile = write(
-            dir,
-            "profile.yaml",
-            "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
-        );
-        let policy = write(
-            dir,
-            "drain.yaml",
-            &format!(
-                "type: senlin.policy.deletion\nversion: \"1.1\"\nproperties:\n  criteria: OLDEST_FIRST\n  hooks: {{type: zaqar, params: {{queue: drain}}, timeout: {timeout}}}\n"
-            ),
-        );
-        self.ember(&["cluster", "profile-create", "web", "--spec", &profile]);
-        self.ember(&["cluster", "policy-create", "drain", "--spec", &policy]);
-        let size = size.to_string();
-        self.ember(&[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            &size,
-            "--wait",
-        ]);
-        self.ember(&["cluster", "policy-attach", "web", "drain", "--wait"]);
+        for command in hooked_cluster_commands(self.data_dir.path(), size, timeout) {
+            let command: Vec<&str> = command.iter().map(String::as_str).collect();
+            self.ember(&command);
+        }
         self.node_ids().await
     }
 
@@ -304,12 +280,6 @@ impl Drop for Deployment {
             let _ = child.wait();
         }
     }
-}
-
-fn write(dir: &Path, name: &str, contents: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, contents).expect("spec written");
-    path.display().to_string()
 }
 
 async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)

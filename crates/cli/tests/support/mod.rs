@@ -98,3 +98,44 @@ pub fn fail(args: &[&str], data_dir: &Path) -> String {
     );
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// Writes under `dir` an `ember.instance` 1.0 profile spec and a
+/// deletion-1.1 policy spec (OLDEST_FIRST) whose hook is the queue `drain`
+/// with `timeout` seconds, and returns the `ember` commands that make the
+/// cluster `web` of `size` nodes with that policy attached.
+pub fn hooked_cluster_commands(dir: &Path, size: u32, timeout: u32) -> Vec<Vec<String>> {
+    let write = |name: &str, contents: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).expect("spec written");
+        path.display().to_string()
+    };
+    let profile = write(
+        "web-profile.yaml",
+        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+    );
+    let policy = write(
+        "drain-policy.yaml",
+        &format!(
+            "type: senlin.policy.deletion\nversion: \"1.1\"\nproperties:\n  criteria: OLDEST_FIRST\n  hooks: {{type: zaqar, params: {{queue: drain}}, timeout: {timeout}}}\n"
+        ),
+    );
+    let size = size.to_string();
+    [
+        vec!["cluster", "profile-create", "web", "--spec", &profile],
+        vec!["cluster", "policy-create", "drain", "--spec", &policy],
+        vec![
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            &size,
+            "--wait",
+        ],
+        vec!["cluster", "policy-attach", "web", "drain", "--wait"],
+    ]
+    .into_iter()
+    .map(|command| command.into_iter().map(str::to_owned).collect())
+    .collect()
+}
