@@ -1,6 +1,6 @@
 //! Firing deadlines. Expired, unresolved actions are claimed (one
-//! conditional update each, so with several replicas each deadline fires
-//! once) and handed to the engine in one call. The engine's conditional
+//! conditional update for the batch, so with several replicas each
+//! deadline fires once) and handed to the engine in one call. The engine's conditional
 //! update WAITING_LIFECYCLE_COMPLETION → READY decides the race with
 //! `complete_lifecycle`; its answer says which side won, and that is what
 //! gets recorded. If the engine cannot be reached the claim simply runs

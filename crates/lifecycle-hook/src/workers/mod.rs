@@ -6,7 +6,7 @@
 //!
 //! - [`delivery`]: sends each pending action's message to its target
 //!   (signed webhook, NATS JetStream, or the embedded queue), retrying with
-//!   backoff until the deadline.
+//!   backoff until the deadline; [`webhook`] is its HTTP(S) client.
 //! - [`deadlines`]: tells the engine when deadlines pass; the engine's
 //!   conditional update decides whether the deadline or `complete_lifecycle`
 //!   won.
