@@ -42,13 +42,7 @@ impl From<tonic::Status> for RestError {
         // transport error as its source: the service is unavailable,
         // whatever code tonic gave it ("transport error" is Unknown).
         if let Some(source) = std::error::Error::source(&status) {
-            let mut cause = source.to_string();
-            let mut next = source.source();
-            while let Some(inner) = next {
-                cause.push_str(": ");
-                cause.push_str(&inner.to_string());
-                next = inner.source();
-            }
+            let cause = ember_runtime::error::with_causes(source.to_string(), source.source());
             return RestError::new(
                 ErrorKind::Unavailable,
                 format!("an Ember service behind the gateway is unavailable: {cause}"),

@@ -80,9 +80,61 @@ impl ErrorKind {
     }
 }
 
+/// `text` followed by every cause in `source`'s chain that it does not
+/// already say, joined with ": " — tonic and hyper keep the useful part
+/// ("invalid peer certificate: UnknownIssuer", "connection reset") in the
+/// causes of an error whose own text is just "transport error".
+pub fn with_causes(
+    text: impl Into<String>,
+    mut source: Option<&(dyn std::error::Error + 'static)>,
+) -> String {
+    let mut text = text.into();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error whose own text says nothing, with the real cause behind it.
+    #[derive(Debug)]
+    struct Opaque(std::io::Error);
+
+    impl std::fmt::Display for Opaque {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("transport error")
+        }
+    }
+
+    impl std::error::Error for Opaque {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn causes_are_appended_once() {
+        let error = Opaque(std::io::Error::other("connection reset"));
+        assert_eq!(
+            with_causes(error.to_string(), std::error::Error::source(&error)),
+            "transport error: connection reset"
+        );
+        assert_eq!(
+            with_causes(
+                "failed: connection reset",
+                std::error::Error::source(&error)
+            ),
+            "failed: connection reset"
+        );
+    }
 
     const ALL: [ErrorKind; 8] = [
         ErrorKind::InvalidInput,

@@ -96,21 +96,11 @@ impl WebhookClient {
             .map_err(|error| format!("invalid request: {error}"))?;
         match tokio::time::timeout(self.timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok(response.status()),
-            Ok(Err(error)) => Err(describe(&error)),
+            Ok(Err(error)) => Err(ember_runtime::error::with_causes(
+                error.to_string(),
+                std::error::Error::source(&error),
+            )),
             Err(_) => Err(format!("no answer within {} s", self.timeout.as_secs())),
         }
     }
-}
-
-/// The error with its causes ("client error (Connect): invalid peer
-/// certificate: UnknownIssuer" rather than just "client error").
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

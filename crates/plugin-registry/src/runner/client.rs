@@ -174,16 +174,7 @@ async fn bounded<T>(
 
 /// The status message with its transport cause, which tonic keeps apart.
 fn describe(status: &tonic::Status) -> String {
-    let mut text = status.message().to_owned();
-    let mut source = std::error::Error::source(status);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
+    ember_runtime::error::with_causes(status.message(), std::error::Error::source(status))
 }
 
 fn verdict(response: plugin_pb::PreOperationResponse) -> (CallResult, String) {
