@@ -120,16 +120,23 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
 pub async fn connect_and_migrate<M: MigratorTrait>(
     url: &str,
 ) -> Result<DatabaseConnection, DatabaseError> {
-    let connection = connect(url).await?;
     let failed = |source| DatabaseError::Migrate {
         url: redact(url),
         source,
     };
+    // Taken before connecting: the first connection to a new SQLite file
+    // switches it to WAL, which fails with "database is locked" when
+    // another process does the same at that moment.
     let lock = MigrationLock::acquire(url).await.map_err(failed)?;
-    let migrated = M::up(&connection, None).await;
+    let migrated = match connect(url).await {
+        Ok(connection) => M::up(&connection, None)
+            .await
+            .map(|()| connection)
+            .map_err(failed),
+        Err(error) => Err(error),
+    };
     lock.release().await;
-    migrated.map_err(failed)?;
-    Ok(connection)
+    migrated
 }
 
 /// Held while migrations run: an exclusive lock on a file next to the
@@ -148,9 +155,14 @@ impl MigrationLock {
                 let Some(path) = sqlite_path(url) else {
                     return Ok(MigrationLock::None);
                 };
-                let mut lock_path = path.into_os_string();
+                let mut lock_path = path.clone().into_os_string();
                 lock_path.push(".migrate-lock");
                 let file = tokio::task::spawn_blocking(move || {
+                    if let Some(parent) = path.parent()
+                        && !parent.as_os_str().is_empty()
+                    {
+                        std::fs::create_dir_all(parent)?;
+                    }
                     let file = std::fs::OpenOptions::new()
                         .create(true)
                         .truncate(false)
