@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 /// What the webhook target received: (signature header, body).
-type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+pub(crate) type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
 
 async fn receive(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let signature = headers
@@ -33,7 +33,7 @@ async fn receive(State(received): State<Received>, headers: HeaderMap, body: Byt
 }
 
 /// An HTTP server on 127.0.0.1:0 recording every POST to `/hook`.
-async fn webhook_target() -> (String, Received) {
+pub(crate) async fn webhook_target() -> (String, Received) {
     let received: Received = Arc::default();
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(receive))
@@ -54,13 +54,13 @@ fn hex_hmac(secret: &str, body: &[u8]) -> String {
     format!("sha256={hex}")
 }
 
-struct Rest<'a> {
-    ember: &'a TestEmber,
-    token: String,
+pub(crate) struct Rest<'a> {
+    pub(crate) ember: &'a TestEmber,
+    pub(crate) token: String,
 }
 
 impl Rest<'_> {
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -83,19 +83,19 @@ impl Rest<'_> {
         (status, headers, value)
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         let (status, _, body) = self.call(reqwest::Method::GET, path, None).await;
         assert_eq!(status, StatusCode::OK, "GET {path}: {body}");
         body
     }
 
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, HeaderMap, Value) {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> (StatusCode, HeaderMap, Value) {
         self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
     /// POSTs a cluster action (`{"scale_in": {…}}`), which must be
     /// accepted; returns its `Location`.
-    async fn act(&self, cluster_id: &str, action: Value) -> String {
+    pub(crate) async fn act(&self, cluster_id: &str, action: Value) -> String {
         let (status, headers, body) = self
             .post(&format!("/clusters/{cluster_id}/actions"), action)
             .await;
@@ -104,7 +104,7 @@ impl Rest<'_> {
     }
 
     /// Polls an action until it ends; returns its final status.
-    async fn wait_action(&self, location: &str, expected: &str) {
+    pub(crate) async fn wait_action(&self, location: &str, expected: &str) {
         let path = location.trim_start_matches("/clustering/v1").to_owned();
         wait_for(
             &format!("action {path} to be {expected}"),
@@ -125,7 +125,7 @@ impl Rest<'_> {
         .await;
     }
 
-    async fn nodes(&self, cluster_id: &str) -> Vec<Value> {
+    pub(crate) async fn nodes(&self, cluster_id: &str) -> Vec<Value> {
         self.get(&format!("/nodes?cluster_id={cluster_id}")).await["nodes"]
             .as_array()
             .cloned()
@@ -133,7 +133,7 @@ impl Rest<'_> {
     }
 }
 
-fn location(headers: &HeaderMap) -> String {
+pub(crate) fn location(headers: &HeaderMap) -> String {
     headers
         .get("location")
         .and_then(|value| value.to_str().ok())
@@ -452,6 +452,7 @@ async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
                     queue: "drain-web".into(),
                     after_id: 0,
                     limit: 10,
+                    ..Default::default()
                 },
                 ember.member_token(),
             ))
@@ -471,7 +472,39 @@ async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
         let body: Value = serde_json::from_str(&message.body).expect("JSON body");
         assert_eq!(body["lifecycle_action_token"], message.token.as_str());
         assert_eq!(body["cluster_id"], cluster_id.as_str());
+        assert_eq!(message.project_id, "demo");
     }
+    // The queue is the project's: another project's member reading a
+    // queue of the same name reads its own (empty) one, and may not name
+    // the owner's project; an admin may.
+    let outsider = TokenSigner::new(&ember.secrets().signing_key)
+        .issue(
+            &Identity::new("mallory", "other", vec!["member".into()]),
+            Duration::from_secs(600),
+        )
+        .expect("token");
+    let read = |project: &str, token: &str| {
+        let request = ember_tests::with_bearer(
+            hook_pb::ListQueueMessagesRequest {
+                queue: "drain-web".into(),
+                limit: 10,
+                project_id: project.into(),
+                ..Default::default()
+            },
+            token,
+        );
+        let mut hooks = hooks.clone();
+        async move { hooks.list_queue_messages(request).await }
+    };
+    let theirs = read("", &outsider).await.expect("own queue").into_inner();
+    assert!(theirs.messages.is_empty(), "{:?}", theirs.messages);
+    let refused = read("demo", &outsider).await.expect_err("not theirs");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied, "{refused:?}");
+    let by_admin = read("demo", ember.admin_token())
+        .await
+        .expect("admin")
+        .into_inner();
+    assert_eq!(by_admin.messages.len(), 2);
     let pending = hooks
         .list_pending(ember_tests::with_bearer(
             hook_pb::ListPendingRequest {
@@ -524,7 +557,8 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
 
     let client = async_nats::connect(nats_url.as_str()).await.expect("NATS");
     let jetstream = async_nats::jetstream::new(client);
-    let subject = format!("ember.lifecycle.{queue}");
+    // The project's subject: ember.lifecycle.<project>.<queue>.
+    let subject = format!("ember.lifecycle.demo.{queue}");
     let stream = {
         let deadline = std::time::Instant::now() + Duration::from_secs(15);
         loop {
@@ -622,7 +656,10 @@ async fn hook_event_kinds(ember: &TestEmber, cluster_id: &str, token: &str) -> V
 }
 
 /// Unlike Senlin (scale_in only), every way of removing a node waits for
-/// the hook: del_nodes, resize and deleting the node itself.
+/// the hook: del_nodes, resize and deleting the node itself. As in Senlin,
+/// a removal holds the cluster's lock while it waits, so the removals asked
+/// for meanwhile queue (accepted, READY) and run in turn, each waiting for
+/// its own hook.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     let ember = TestEmber::start().await;
@@ -638,13 +675,37 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     .await;
     let node_id = |index: usize| nodes[index]["id"].as_str().expect("id").to_owned();
     let actions = format!("/clusters/{cluster_id}/actions");
+    let unresolved = || pending_hooks(&ember, &cluster_id, false);
+    let complete = |token: String| {
+        let rest = &rest;
+        let actions = actions.clone();
+        async move {
+            let (status, _, body) = rest
+                .post(
+                    &actions,
+                    json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        }
+    };
+    let action_status = |location: String| {
+        let rest = &rest;
+        async move {
+            let path = location.trim_start_matches("/clustering/v1").to_owned();
+            rest.get(&path).await["action"]["status"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        }
+    };
 
     let (status, _, body) = rest
         .post(&actions, json!({"del_nodes": {"nodes": [node_id(0)]}}))
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "del_nodes: {body}");
     wait_for("the del_nodes hook", Duration::from_secs(10), || async {
-        pending_hooks(&ember, &cluster_id, false).await.len() == 1
+        unresolved().await.len() == 1
     })
     .await;
     // Deleting a node that already waits is refused, not a second delete.
@@ -658,7 +719,8 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(body.to_string().contains("already being deleted"), "{body}");
 
-    let (status, _, body) = rest
+    // Accepted, but queued behind the del_nodes that holds the lock.
+    let (status, headers, body) = rest
         .call(
             reqwest::Method::DELETE,
             &format!("/nodes/{}", node_id(3)),
@@ -666,44 +728,22 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "node delete: {body}");
-    wait_for("the node delete hook", Duration::from_secs(10), || async {
-        pending_hooks(&ember, &cluster_id, false).await.len() == 2
-    })
-    .await;
-    let (status, _, body) = rest
-        .post(
-            &actions,
+    let node_delete = location(&headers);
+    let resize = rest
+        .act(
+            &cluster_id,
             json!({"resize": {"adjustment_type": "CHANGE_IN_CAPACITY", "number": -1}}),
         )
         .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "resize: {body}");
-    wait_for("the resize hook", Duration::from_secs(10), || async {
-        pending_hooks(&ember, &cluster_id, false).await.len() == 3
-    })
-    .await;
-
-    // All three wait: nothing is deleted until they are completed. The
-    // resize picks one of the two nodes not already going (RANDOM, the
-    // deletion policy's default criteria).
-    let pending = pending_hooks(&ember, &cluster_id, false).await;
-    let waiting: Vec<String> = pending.iter().map(|hook| hook.node_id.clone()).collect();
-    assert!(waiting.contains(&node_id(0)), "{pending:?}");
-    assert!(waiting.contains(&node_id(3)), "{pending:?}");
-    let resized: Vec<&String> = waiting
-        .iter()
-        .filter(|id| **id == node_id(1) || **id == node_id(2))
-        .collect();
-    assert_eq!(resized.len(), 1, "{pending:?}");
-    let survivor = if *resized[0] == node_id(1) {
-        node_id(2)
-    } else {
-        node_id(1)
-    };
+    assert_eq!(action_status(node_delete.clone()).await, "READY");
+    assert_eq!(action_status(resize.clone()).await, "READY");
+    let first = unresolved().await;
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].node_id, node_id(0));
     let listed = rest.nodes(&cluster_id).await;
     assert_eq!(listed.len(), 4, "nothing deleted yet: {listed:?}");
     for node in &listed {
-        let id = node["id"].as_str().unwrap_or("");
-        if waiting.iter().any(|victim| victim == id) {
+        if node["id"] == node_id(0).as_str() {
             assert_eq!(node["status"], "DELETING", "{node}");
             assert_eq!(
                 node["status_reason"], "waiting for lifecycle completion",
@@ -720,27 +760,46 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
         .await;
     assert_eq!(
         waiting_actions["actions"].as_array().map(Vec::len),
-        Some(3),
+        Some(1),
         "{waiting_actions}"
     );
 
-    let tokens: Vec<String> = pending.iter().map(|hook| hook.token.clone()).collect();
-    for token in &tokens {
-        let (status, _, body) = rest
-            .post(
-                &actions,
-                json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    }
-    wait_for(
-        "the three victims deleted",
-        Duration::from_secs(20),
-        || async { rest.nodes(&cluster_id).await.len() == 1 },
-    )
+    // Completing it lets the node delete run: its hook comes next.
+    let mut tokens = vec![first[0].token.clone()];
+    complete(first[0].token.clone()).await;
+    wait_for("the node delete hook", Duration::from_secs(20), || async {
+        let pending = unresolved().await;
+        pending.len() == 1 && pending[0].node_id == node_id(3)
+    })
     .await;
-    assert_eq!(rest.nodes(&cluster_id).await[0]["id"], survivor.as_str());
+    assert_eq!(rest.nodes(&cluster_id).await.len(), 3, "node 0 deleted");
+    assert_eq!(action_status(resize.clone()).await, "READY", "still queued");
+    let second = unresolved().await;
+    tokens.push(second[0].token.clone());
+    complete(second[0].token.clone()).await;
+    rest.wait_action(&node_delete, "SUCCEEDED").await;
+
+    // Then the resize, which picks one of the two nodes left (RANDOM, the
+    // deletion policy's default criteria).
+    wait_for("the resize hook", Duration::from_secs(20), || async {
+        let pending = unresolved().await;
+        pending.len() == 1 && pending[0].node_id != node_id(3)
+    })
+    .await;
+    let third = unresolved().await;
+    let victim = third[0].node_id.clone();
+    assert!(victim == node_id(1) || victim == node_id(2), "{third:?}");
+    let survivor = if victim == node_id(1) {
+        node_id(2)
+    } else {
+        node_id(1)
+    };
+    tokens.push(third[0].token.clone());
+    complete(third[0].token.clone()).await;
+    rest.wait_action(&resize, "SUCCEEDED").await;
+    let left = rest.nodes(&cluster_id).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["id"], survivor.as_str());
     for token in &tokens {
         let kinds = hook_event_kinds(&ember, &cluster_id, token).await;
         assert_eq!(kinds.first().map(String::as_str), Some("SENT"), "{kinds:?}");
@@ -754,6 +813,7 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     }
     let cluster = rest.get(&format!("/clusters/{cluster_id}")).await;
     assert_eq!(cluster["cluster"]["desired_capacity"], 1, "{cluster}");
+    assert_eq!(cluster["cluster"]["status"], "ACTIVE", "{cluster}");
     ember.stop().await;
 }
 
@@ -1011,7 +1071,7 @@ async fn plain_cluster(rest: &Rest<'_>, name: &str, size: u32) -> String {
     body["cluster"]["id"].as_str().expect("id").to_owned()
 }
 
-async fn attach(rest: &Rest<'_>, cluster_id: &str, name: &str, spec: Value) {
+pub(crate) async fn attach(rest: &Rest<'_>, cluster_id: &str, name: &str, spec: Value) {
     let (status, _, body) = rest
         .post("/policies", json!({"policy": {"name": name, "spec": spec}}))
         .await;

@@ -182,3 +182,55 @@ async fn metrics_count_requests_and_refusals() {
     );
     ember.stop().await;
 }
+
+/// Tokens from the future (issue 13): an `nbf` an hour ahead or an `iat` a
+/// year ahead is refused at the gateway with a 401 saying so; a little
+/// ahead (a replica's clock) is fine.
+#[tokio::test]
+async fn tokens_not_yet_valid_or_issued_in_the_future_are_refused() {
+    let ember = TestEmber::start().await;
+    let key = ember.secrets().signing_key.clone();
+    let now = chrono::Utc::now().timestamp();
+    let token = |iat: i64, nbf: i64| {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &serde_json::json!({"sub": "alice", "project": "demo", "roles": ["member"],
+                "iss": "ember", "iat": iat, "nbf": nbf, "exp": now + 7200}),
+            &jsonwebtoken::EncodingKey::from_secret(key.as_bytes()),
+        )
+        .expect("encoded")
+    };
+    for (iat, nbf, expected) in [
+        (now, now + 3600, "not valid before"),
+        (now + 365 * 86_400, now, "issued at"),
+    ] {
+        let response = ember
+            .http
+            .get(ember.url("/orchestration/v1/demo/stacks"))
+            .header("X-Auth-Token", token(iat, nbf))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(response.status(), 401);
+        let body: Value = response.json().await.expect("json");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains(expected)),
+            "{body}"
+        );
+    }
+    let response = ember
+        .http
+        .get(ember.url("/orchestration/v1/demo/stacks"))
+        .header("X-Auth-Token", token(now + 20, now + 20))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(
+        response.status(),
+        200,
+        "a clock 20 s ahead is within the skew"
+    );
+    ember.stop().await;
+}

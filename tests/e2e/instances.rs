@@ -130,6 +130,32 @@ pub async fn wait_for_status(ember: &TestEmber, token: &str, uuid: &str, status:
     show(ember, token, uuid).await
 }
 
+/// Polls the instance until its delete has completed: GET answers 404
+/// (as Nova does; openstacksdk's `wait_for_delete` waits for it), and a
+/// second DELETE is a 404 too. Returns the 404 body of the GET.
+pub async fn wait_until_deleted(ember: &TestEmber, token: &str, uuid: &str) -> Value {
+    let path = format!("/instances/{uuid}");
+    wait_for(
+        &format!("instance {uuid} to answer 404"),
+        DRIVER_DEADLINE,
+        || async {
+            let (status, body) = call(ember, Method::GET, &path, token, None).await;
+            assert!(
+                status == 404 || (status == 200 && body["instance"]["status"] == "DELETING"),
+                "a deleted instance is DELETING, then gone: {status} {body}"
+            );
+            status == 404
+        },
+    )
+    .await;
+    let (status, body) = call(ember, Method::GET, &path, token, None).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(message(&body).contains(uuid), "{body}");
+    let (status, again) = call(ember, Method::DELETE, &path, token, None).await;
+    assert_eq!(status, 404, "a second delete: {again}");
+    body
+}
+
 /// Creates an instance and waits until it is ACTIVE.
 pub async fn create_active(ember: &TestEmber, token: &str, name: &str) -> String {
     let uuid = create(ember, token, name, json!({})).await;

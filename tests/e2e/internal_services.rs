@@ -86,3 +86,54 @@ fn the_gateway_forwards_exactly_the_services_the_services_serve() {
     forwarded.sort_unstable();
     assert_eq!(served, forwarded);
 }
+
+/// Reflection on an internal port would list the internal services to
+/// anyone who reaches it: it answers only the internal credential (health
+/// stays open, above).
+#[tokio::test]
+async fn internal_ports_answer_reflection_only_with_the_internal_credential() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::{ServerReflectionRequest, server_reflection_response};
+
+    let ember = TestEmber::start().await;
+    let list = || ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    for address in [
+        ember.running.engine_addr,
+        ember.running.lifecycle_hook_addr,
+        ember.running.plugin_registry_addr,
+    ] {
+        let mut client = ServerReflectionClient::new(channel(address).await);
+        let refused = client
+            .server_reflection_info(futures::stream::iter([list()]))
+            .await
+            .expect_err("no credential");
+        assert_eq!(
+            refused.code(),
+            Code::Unauthenticated,
+            "{address}: {refused:?}"
+        );
+
+        let mut request = tonic::Request::new(futures::stream::iter([list()]));
+        Identity::new("gateway", "demo", vec!["admin".into()]).attach(
+            &InternalCredential::new(&ember.secrets().internal_credential),
+            &mut request,
+        );
+        let mut answers = client
+            .server_reflection_info(request)
+            .await
+            .expect("with the credential")
+            .into_inner();
+        let answer = answers.message().await.expect("answer").expect("one");
+        let Some(server_reflection_response::MessageResponse::ListServicesResponse(services)) =
+            answer.message_response
+        else {
+            panic!("{address}: not a list: {answer:?}");
+        };
+        assert!(!services.service.is_empty(), "{address}");
+    }
+    ember.stop().await;
+}

@@ -1,13 +1,20 @@
 //! End-to-end tests: real services on ephemeral ports, called through the
 //! gateway the way users and operators call them.
 
+mod body_fuzz;
 mod clusters;
 mod clusters_compat;
+mod concurrency;
+mod containers;
+mod cross_project;
 mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;
+mod health;
+mod hostile;
 mod instances;
 mod internal_services;
 mod orchestration;
 mod plugins;
+mod quotas;
 mod unhealthy;

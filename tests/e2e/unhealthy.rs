@@ -284,6 +284,7 @@ async fn a_signal_to_a_scaling_policy_resizes_its_group_over_rest_and_grpc() {
                 stack: stack_id.clone(),
                 resource: "grow".into(),
                 details: None,
+                signal_token: String::new(),
             },
             token,
         ))

@@ -10,6 +10,8 @@ use ember::config::Secrets;
 use ember::dev::{DevCredentials, RunningEmber};
 use tonic::transport::Channel;
 
+pub mod containers;
+
 pub struct TestEmber {
     pub running: RunningEmber,
     pub credentials: DevCredentials,

@@ -14,4 +14,6 @@ pub struct Config {
     pub plugin_registry_url: String,
     /// Deadline for a REST request, and for a gRPC call that sets none.
     pub request_timeout: Duration,
+    /// How far ahead of this clock a token's `iat` or `nbf` may be.
+    pub clock_skew: Duration,
 }

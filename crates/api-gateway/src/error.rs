@@ -10,13 +10,22 @@ use ember_runtime::ErrorKind;
 pub struct RestError {
     kind: ErrorKind,
     message: String,
+    /// The call to an internal service failed on the way (the gateway's
+    /// metrics count these).
+    upstream_failure: bool,
 }
+
+/// Marks a response whose call to an internal service failed on the way;
+/// the router's metrics layer counts it.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamFailure;
 
 impl RestError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         RestError {
             kind,
             message: message.into(),
+            upstream_failure: false,
         }
     }
 
@@ -43,10 +52,13 @@ impl From<tonic::Status> for RestError {
         // whatever code tonic gave it ("transport error" is Unknown).
         if let Some(source) = std::error::Error::source(&status) {
             let cause = ember_runtime::error::with_causes(source.to_string(), source.source());
-            return RestError::new(
-                ErrorKind::Unavailable,
-                format!("an Ember service behind the gateway is unavailable: {cause}"),
-            );
+            return RestError {
+                upstream_failure: true,
+                ..RestError::new(
+                    ErrorKind::Unavailable,
+                    format!("an Ember service behind the gateway is unavailable: {cause}"),
+                )
+            };
         }
         RestError::new(ErrorKind::from_grpc_code(status.code()), status.message())
     }
@@ -68,7 +80,11 @@ impl IntoResponse for RestError {
                 "traceback": null,
             }
         });
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if self.upstream_failure {
+            response.extensions_mut().insert(UpstreamFailure);
+        }
+        response
     }
 }
 
@@ -89,6 +105,11 @@ mod tests {
             "{}",
             error.message
         );
+        let response = error.into_response();
+        assert!(
+            response.extensions().get::<UpstreamFailure>().is_some(),
+            "marked for the upstream-errors metric"
+        );
     }
 
     #[test]
@@ -97,5 +118,13 @@ mod tests {
         let error = RestError::from(answered);
         assert_eq!(error.kind, ErrorKind::NotFound);
         assert_eq!(error.message, "cluster \"web\" not found");
+        assert!(
+            error
+                .into_response()
+                .extensions()
+                .get::<UpstreamFailure>()
+                .is_none(),
+            "an answer is not an upstream failure"
+        );
     }
 }

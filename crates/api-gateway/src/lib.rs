@@ -59,7 +59,7 @@ impl GatewayState {
             .add_service(reflection_v1alpha)
             .into_axum_router();
         Ok(GatewayState {
-            signer: TokenSigner::new(&config.signing_key),
+            signer: TokenSigner::new(&config.signing_key).with_clock_skew(config.clock_skew),
             credential: InternalCredential::new(&config.internal_credential),
             upstreams,
             local_grpc,

@@ -19,6 +19,9 @@ pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.ClusterService",
     "ember.engine.v1.NodeService",
     "ember.engine.v1.ActionService",
+    "ember.engine.v1.QuotaService",
+    "ember.engine.v1.SoftwareConfigService",
+    "ember.engine.v1.SoftwareDeploymentService",
 ];
 pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
 pub const PLUGIN_REGISTRY_SERVICES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];
@@ -64,6 +67,16 @@ impl Upstreams {
         })
     }
 
+    /// Every upstream with its service name.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, Channel)> {
+        [
+            ("engine", self.engine.clone()),
+            ("lifecycle-hook", self.lifecycle_hook.clone()),
+            ("plugin-registry", self.plugin_registry.clone()),
+        ]
+        .into_iter()
+    }
+
     /// The channel serving a gRPC path, if the service is public.
     pub fn for_path(&self, path: &str) -> Option<&Channel> {
         let service = path.strip_prefix('/')?.split('/').next()?;
@@ -87,6 +100,9 @@ fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
     })?;
     Ok(endpoint
         .connect_timeout(Duration::from_secs(5))
+        // What the gateway accepts from a service in one header block;
+        // services cap their status messages far below it.
+        .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(30))
         .keep_alive_while_idle(true)

@@ -14,9 +14,13 @@ use tonic::transport::Channel;
 
 use crate::dev::{DevCredentials, RunningEmber};
 
+mod compute;
 mod hooks;
 mod instances;
+pub mod invariants;
+mod load;
 mod locks;
+mod quotas;
 pub(crate) mod stacks;
 mod unhealthy;
 
@@ -79,6 +83,45 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 10_000)]
         pending: usize,
     },
+    /// Many clients at once for a fixed time (70% reads, 20% stack create/delete, 10% cluster scaling), then the invariant check of everything they touched
+    Load {
+        /// Concurrent clients, each with its own keep-alive connection
+        #[arg(long, default_value_t = 32)]
+        clients: usize,
+        /// How long the load runs
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Run the engine on PostgreSQL (a fresh schema on this server)
+        #[arg(long)]
+        postgres: Option<String>,
+        /// Seed of the clients' random choices (a run is reproducible in what it asks)
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// What the quota checks add to a stack create
+    Quotas {
+        /// Stacks the project already holds
+        #[arg(long, default_value_t = 500)]
+        stacks: usize,
+        /// Measured checks
+        #[arg(long, default_value_t = 5000)]
+        checks: usize,
+    },
+    /// The docker compute driver on a real engine: instance create/delete beside the engine's own create+start and stop+remove, and a container cluster's scale-out
+    Compute {
+        /// Measured creates and deletes of each kind
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+        /// Nodes of the scaled-out cluster
+        #[arg(long, default_value_t = 20)]
+        nodes: usize,
+        /// The engine's API [default: $DOCKER_HOST, else unix:///var/run/docker.sock]
+        #[arg(long)]
+        docker_host: Option<String>,
+        /// The image instances run (it must be on the engine)
+        #[arg(long, default_value = compute::DEFAULT_IMAGE)]
+        image: String,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -110,6 +153,35 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             nodes,
             pending,
         } => hooks::run(runs.max(1), nodes.max(1), pending.max(1)).await,
+        BenchCommand::Load {
+            clients,
+            seconds,
+            postgres,
+            seed,
+        } => {
+            load::run(load::LoadSettings {
+                clients: clients.max(1),
+                duration: Duration::from_secs(seconds.max(1)),
+                postgres,
+                seed,
+            })
+            .await
+        }
+        BenchCommand::Quotas { stacks, checks } => quotas::run(stacks, checks.max(10)).await,
+        BenchCommand::Compute {
+            runs,
+            nodes,
+            docker_host,
+            image,
+        } => {
+            compute::run(compute::ComputeBench {
+                runs: runs.max(1),
+                nodes: nodes.max(1),
+                docker_host,
+                image,
+            })
+            .await
+        }
         BenchCommand::Plugins {
             calls,
             plugins,

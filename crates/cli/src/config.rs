@@ -16,6 +16,7 @@
 //! database_url = "postgres://ember@db/engine"
 //! ```
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -60,6 +61,9 @@ pub struct AuthConfig {
     pub internal_credential: Option<String>,
     /// Default lifetime of `ember token issue` tokens, in seconds.
     pub token_ttl_secs: u64,
+    /// How far ahead of the gateway's clock a token's `iat` or `nbf` may
+    /// be, in seconds (clocks of machines drift a little).
+    pub clock_skew_secs: u64,
 }
 
 impl Default for AuthConfig {
@@ -68,6 +72,7 @@ impl Default for AuthConfig {
             signing_key: None,
             internal_credential: None,
             token_ttl_secs: 24 * 3600,
+            clock_skew_secs: 60,
         }
     }
 }
@@ -109,8 +114,21 @@ pub struct EngineSection {
     /// lifecycle-hook, handed the pending lifecycle actions of scale-ins
     /// under a deletion policy with hooks; empty = such removals wait.
     pub lifecycle_hook_url: String,
+    /// How long a stack lease lives without its heartbeat: after an engine
+    /// dies, its in-progress stacks are failed this long (plus a third) later.
+    pub stack_lease_ttl_ms: u64,
+    /// How long a claimed cluster action stays an engine's without renewal:
+    /// after an engine dies, another takes its actions over this much later.
+    pub cluster_action_lease_ms: u64,
+    /// Every project's quotas unless an admin set others for it.
+    pub quotas: QuotaSection,
     /// The compute driver behind instances.
     pub compute: ComputeSection,
+    /// The gateway's URL as users reach it (behind a proxy: the proxy's),
+    /// for the URLs the engine hands out — wait condition signal URLs.
+    /// Empty = `http://` and the gateway's listen address (`ember dev`
+    /// fills in the address it bound).
+    pub public_url: String,
 }
 
 impl Default for EngineSection {
@@ -122,24 +140,121 @@ impl Default for EngineSection {
             plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
             plugin_registry_unavailable: "fail".to_owned(),
             lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            stack_lease_ttl_ms: 30_000,
+            cluster_action_lease_ms: 10_000,
+            quotas: QuotaSection::default(),
             compute: ComputeSection::default(),
+            public_url: String::new(),
         }
     }
 }
 
-/// `[engine.compute]`: the simulated compute driver (the only one so far):
-/// how long each task takes, and which builds fail.
+/// `[engine.quotas]`: each project's limits unless an admin set others
+/// (`ember quota set`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotaSection {
+    pub stacks: u64,
+    pub resources_per_stack: u64,
+    pub nested_depth: u64,
+    pub clusters: u64,
+    pub nodes_per_cluster: u64,
+    pub nodes: u64,
+    pub instances: u64,
+    pub concurrent_operations: u64,
+}
+
+impl Default for QuotaSection {
+    fn default() -> Self {
+        let limits = ember_engine::domain::quota::QuotaLimits::default();
+        QuotaSection {
+            stacks: limits.stacks,
+            resources_per_stack: limits.resources_per_stack,
+            nested_depth: limits.nested_depth,
+            clusters: limits.clusters,
+            nodes_per_cluster: limits.nodes_per_cluster,
+            nodes: limits.nodes,
+            instances: limits.instances,
+            concurrent_operations: limits.concurrent_operations,
+        }
+    }
+}
+
+impl QuotaSection {
+    fn limits(&self) -> ember_engine::domain::quota::QuotaLimits {
+        ember_engine::domain::quota::QuotaLimits {
+            stacks: self.stacks,
+            resources_per_stack: self.resources_per_stack,
+            nested_depth: self.nested_depth,
+            clusters: self.clusters,
+            nodes_per_cluster: self.nodes_per_cluster,
+            nodes: self.nodes,
+            instances: self.instances,
+            concurrent_operations: self.concurrent_operations,
+        }
+    }
+}
+
+/// `[engine.compute]`: the compute driver behind instances, and the flavor
+/// table.
+///
+/// ```toml
+/// [engine.compute]
+/// driver = "docker"                 # or "simulated" (the default)
+/// docker_host = "unix:///run/podman/podman.sock"   # default: $DOCKER_HOST, else /var/run/docker.sock
+/// network = "ember"                 # created if missing; "" = the engine's default
+/// name_prefix = "ember-"
+/// pull = "never"                    # or "missing"
+/// [engine.compute.flavors.small]
+/// vcpus = 1
+/// memory_mb = 256
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ComputeSection {
-    /// `simulated`.
+    /// `simulated` or `docker`.
     pub driver: String,
+    /// Simulated driver: how long each task takes, and which builds fail.
     pub build_ms: u64,
     pub power_ms: u64,
     pub reboot_ms: u64,
     pub delete_ms: u64,
     /// A regular expression: builds of instances whose name matches fail.
     pub fail_builds_matching: String,
+    /// Docker driver: the engine's API (`unix://…`, `tcp://…`); empty =
+    /// `$DOCKER_HOST`, else `unix:///var/run/docker.sock`.
+    pub docker_host: String,
+    /// The network containers join (created if missing); empty = the
+    /// engine's default network.
+    pub network: String,
+    /// Containers are named `<name_prefix><instance uuid>`.
+    pub name_prefix: String,
+    /// `never` (a missing image fails the build, naming it) or `missing`.
+    pub pull: String,
+    /// Seconds a stop (power off, delete) waits after SIGTERM before SIGKILL.
+    pub stop_grace_secs: u64,
+    /// Run an init process as each container's PID 1 (forwards signals).
+    pub init: bool,
+    /// Seconds one container engine call may take to answer.
+    pub api_timeout_secs: u64,
+    /// How often every settled instance is compared with its machine, in
+    /// milliseconds (besides the engine's event stream).
+    pub resync_ms: u64,
+    /// `[engine.compute.flavors.<name>] vcpus, memory_mb`. Empty: the
+    /// docker driver uses Nova's m1.tiny … m1.xlarge, the simulated driver
+    /// accepts any name. `unlimited` (no limits) always exists.
+    pub flavors: BTreeMap<String, FlavorSection>,
+}
+
+/// One flavor: CPUs (fractions allowed; 0 = no limit) and MiB of memory
+/// (0 = no limit).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlavorSection {
+    #[serde(default)]
+    pub vcpus: f64,
+    #[serde(default)]
+    pub memory_mb: u64,
 }
 
 impl Default for ComputeSection {
@@ -153,6 +268,112 @@ impl Default for ComputeSection {
             reboot_ms: millis(simulated.reboot_latency),
             delete_ms: millis(simulated.delete_latency),
             fail_builds_matching: simulated.fail_builds_matching,
+            docker_host: String::new(),
+            network: "ember".to_owned(),
+            name_prefix: "ember-".to_owned(),
+            pull: "never".to_owned(),
+            stop_grace_secs: 10,
+            init: true,
+            api_timeout_secs: 120,
+            resync_ms: millis(ember_engine::compute::DEFAULT_RESYNC_INTERVAL),
+            flavors: BTreeMap::new(),
+        }
+    }
+}
+
+impl ComputeSection {
+    fn flavor_table(&self) -> BTreeMap<String, ember_engine::compute::flavors::Flavor> {
+        self.flavors
+            .iter()
+            .map(|(name, flavor)| {
+                (
+                    name.clone(),
+                    ember_engine::compute::flavors::Flavor {
+                        vcpus: flavor.vcpus,
+                        memory_mb: flavor.memory_mb,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn docker(&self) -> ember_engine::compute::docker::DockerComputeConfig {
+        use ember_engine::compute::docker::{DockerComputeConfig, PullPolicy};
+        DockerComputeConfig {
+            docker_host: if self.docker_host.is_empty() {
+                DockerComputeConfig::default_host()
+            } else {
+                self.docker_host.clone()
+            },
+            network: self.network.clone(),
+            name_prefix: self.name_prefix.clone(),
+            pull: PullPolicy::parse(&self.pull).unwrap_or(PullPolicy::Never),
+            stop_grace: Duration::from_secs(self.stop_grace_secs),
+            init: self.init,
+            api_timeout: Duration::from_secs(self.api_timeout_secs),
+        }
+    }
+
+    /// The engine's compute configuration (validated before).
+    pub fn resolve(&self) -> ember_engine::compute::ComputeConfig {
+        use ember_engine::compute::flavors::FlavorTable;
+        use ember_engine::compute::{ComputeConfig, DriverConfig};
+        let docker = self.driver == "docker";
+        let flavors = match (self.flavors.is_empty(), docker) {
+            (false, _) => FlavorTable::new(self.flavor_table()),
+            (true, true) => FlavorTable::nova_defaults(),
+            (true, false) => FlavorTable::accepting_any(),
+        };
+        ComputeConfig {
+            driver: if docker {
+                DriverConfig::Docker(self.docker())
+            } else {
+                DriverConfig::Simulated(ember_engine::compute::simulated::SimulatedComputeConfig {
+                    build_latency: Duration::from_millis(self.build_ms),
+                    power_latency: Duration::from_millis(self.power_ms),
+                    reboot_latency: Duration::from_millis(self.reboot_ms),
+                    delete_latency: Duration::from_millis(self.delete_ms),
+                    fail_builds_matching: self.fail_builds_matching.clone(),
+                })
+            },
+            flavors,
+            resync_interval: Duration::from_millis(self.resync_ms),
+        }
+    }
+
+    fn validate(&self, problems: &mut Vec<String>) {
+        match self.driver.as_str() {
+            "simulated" => {}
+            "docker" => {
+                if let Err(problem) = self.docker().validate() {
+                    problems.push(problem);
+                }
+            }
+            other => problems.push(format!(
+                "engine.compute.driver: {other:?} is not a compute driver: use \"simulated\" or \"docker\""
+            )),
+        }
+        if ember_engine::compute::docker::PullPolicy::parse(&self.pull).is_none() {
+            problems.push(format!(
+                "engine.compute.pull: {:?} must be \"never\" or \"missing\"",
+                self.pull
+            ));
+        }
+        if let Err(problem) =
+            ember_engine::compute::simulated::validate_failure_pattern(&self.fail_builds_matching)
+        {
+            problems.push(problem);
+        }
+        if let Err(problem) =
+            ember_engine::compute::flavors::FlavorTable::validate(&self.flavor_table())
+        {
+            problems.push(problem);
+        }
+        if self.resync_ms == 0 {
+            problems.push("engine.compute.resync_ms: must be more than 0".to_owned());
+        }
+        if self.api_timeout_secs == 0 {
+            problems.push("engine.compute.api_timeout_secs: must be more than 0".to_owned());
         }
     }
 }
@@ -292,17 +513,7 @@ impl Validate for EmberConfig {
                 ));
             }
         }
-        if self.engine.compute.driver != "simulated" {
-            problems.push(format!(
-                "engine.compute.driver: {:?} is not a compute driver: use \"simulated\"",
-                self.engine.compute.driver
-            ));
-        }
-        if let Err(problem) = ember_engine::compute::simulated::validate_failure_pattern(
-            &self.engine.compute.fail_builds_matching,
-        ) {
-            problems.push(problem);
-        }
+        self.engine.compute.validate(problems);
         let ca_file = &self.lifecycle_hook.webhook_ca_file;
         if !ca_file.is_empty() && !std::path::Path::new(ca_file).is_file() {
             problems.push(format!(
@@ -323,6 +534,11 @@ impl Validate for EmberConfig {
                 self.gateway.request_timeout_ms,
             ),
             ("engine.request_timeout_ms", self.engine.request_timeout_ms),
+            ("engine.stack_lease_ttl_ms", self.engine.stack_lease_ttl_ms),
+            (
+                "engine.cluster_action_lease_ms",
+                self.engine.cluster_action_lease_ms,
+            ),
             (
                 "lifecycle_hook.request_timeout_ms",
                 self.lifecycle_hook.request_timeout_ms,
@@ -380,6 +596,9 @@ impl EmberConfig {
             database_url: self.database_url(&self.engine.database_url, "engine.db"),
             internal_credential: secrets.internal_credential.clone(),
             request_timeout: Duration::from_millis(self.engine.request_timeout_ms),
+            stack_lease_ttl: Duration::from_millis(self.engine.stack_lease_ttl_ms),
+            cluster_action_lease: Duration::from_millis(self.engine.cluster_action_lease_ms),
+            quotas: self.engine.quotas.limits(),
             plugin_registry_url: self.engine.plugin_registry_url.clone(),
             lifecycle_hook_url: self.engine.lifecycle_hook_url.clone(),
             plugin_registry_unavailable: if self.engine.plugin_registry_unavailable == "allow" {
@@ -387,12 +606,11 @@ impl EmberConfig {
             } else {
                 ember_engine::stacks::RegistryUnavailable::Fail
             },
-            compute: ember_engine::compute::simulated::SimulatedComputeConfig {
-                build_latency: Duration::from_millis(self.engine.compute.build_ms),
-                power_latency: Duration::from_millis(self.engine.compute.power_ms),
-                reboot_latency: Duration::from_millis(self.engine.compute.reboot_ms),
-                delete_latency: Duration::from_millis(self.engine.compute.delete_ms),
-                fail_builds_matching: self.engine.compute.fail_builds_matching.clone(),
+            compute: self.engine.compute.resolve(),
+            public_url: if self.engine.public_url.is_empty() {
+                format!("http://{}", self.gateway.listen)
+            } else {
+                self.engine.public_url.clone()
             },
         }
     }
@@ -430,6 +648,7 @@ impl EmberConfig {
             lifecycle_hook_url: self.gateway.lifecycle_hook_url.clone(),
             plugin_registry_url: self.gateway.plugin_registry_url.clone(),
             request_timeout: Duration::from_millis(self.gateway.request_timeout_ms),
+            clock_skew: Duration::from_secs(self.auth.clock_skew_secs),
         }
     }
 }
@@ -441,6 +660,19 @@ pub struct FlagOverrides {
     pub data_dir: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gateway: Option<ListenOverride>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineOverride>,
+}
+
+/// `ember dev --compute docker`.
+#[derive(Debug, Serialize)]
+pub struct EngineOverride {
+    pub compute: ComputeOverride,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ComputeOverride {
+    pub driver: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -534,10 +766,74 @@ mod tests {
         config.validate(&mut problems);
         let text = problems.join("\n");
         assert!(text.contains("engine.compute.driver: \"ironic\""), "{text}");
+        assert!(text.contains("use \"simulated\" or \"docker\""), "{text}");
         assert!(
             text.contains("engine.compute.fail_builds_matching"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_docker_driver_and_flavors_load_from_toml() {
+        let directory = tempfile::tempdir().expect("dir");
+        let file = directory.path().join("ember.toml");
+        std::fs::write(
+            &file,
+            "[engine.compute]\ndriver = \"docker\"\ndocker_host = \"unix:///run/podman/podman.sock\"\n\
+             network = \"workers\"\npull = \"missing\"\n\
+             [engine.compute.flavors.small]\nvcpus = 1\nmemory_mb = 256\n\
+             [engine.compute.flavors.half]\nvcpus = 0.5\nmemory_mb = 64\n",
+        )
+        .expect("write");
+        let config: EmberConfig =
+            ember_runtime::config::load(Some(&file), &FlagOverrides::default()).expect("loads");
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let compute = config.engine.compute.resolve();
+        let ember_engine::compute::DriverConfig::Docker(docker) = &compute.driver else {
+            panic!("docker");
+        };
+        assert_eq!(docker.docker_host, "unix:///run/podman/podman.sock");
+        assert_eq!(docker.network, "workers");
+        assert_eq!(
+            docker.pull,
+            ember_engine::compute::docker::PullPolicy::Missing
+        );
+        assert_eq!(
+            compute.flavors.resolve("small").expect("small").memory_mb,
+            256
+        );
+        assert_eq!(compute.flavors.resolve("half").expect("half").vcpus, 0.5);
+        assert!(
+            compute.flavors.resolve("m1.small").is_err(),
+            "a table replaces the defaults"
+        );
+    }
+
+    #[test]
+    fn bad_docker_settings_are_reported_by_key() {
+        let mut config = EmberConfig::default();
+        config.engine.compute.driver = "docker".into();
+        config.engine.compute.docker_host = "ftp://engine".into();
+        config.engine.compute.pull = "always".into();
+        config.engine.compute.flavors.insert(
+            "tiny".into(),
+            FlavorSection {
+                vcpus: -1.0,
+                memory_mb: 0,
+            },
+        );
+        let mut problems = Vec::new();
+        config.validate(&mut problems);
+        let text = problems.join("\n");
+        for key in [
+            "engine.compute.docker_host",
+            "engine.compute.pull",
+            "engine.compute.flavors.tiny.vcpus",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
     }
 
     #[test]

@@ -109,6 +109,11 @@ impl RunningEmber {
         // when their deadlines pass.
         config.engine.lifecycle_hook_url = format!("http://{lifecycle_hook_addr}");
         config.lifecycle_hook.engine_url = format!("http://{engine_addr}");
+        // URLs the engine hands out (wait condition signals) point at this
+        // gateway unless the configuration says where users reach it.
+        if config.engine.public_url.is_empty() {
+            config.engine.public_url = format!("http://{gateway_addr}");
+        }
         let webhook_secret = config
             .lifecycle_hook
             .webhook_secret

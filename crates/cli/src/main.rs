@@ -2,6 +2,14 @@
 
 use clap::Parser;
 
+/// jemalloc: the services allocate many small, short-lived buffers from
+/// many threads — glibc's malloc spent ~15% of a loaded engine's CPU in its
+/// arena locks and consolidation (`ember bench load` under perf) — and its
+/// background threads give freed memory back to the system while the
+/// process is idle (after a burst, RSS returns to where it was).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = ember::commands::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

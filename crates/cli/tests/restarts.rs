@@ -10,214 +10,13 @@
 mod support;
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{EMBER, hooked_cluster_commands, text};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Service {
-    Gateway,
-    Engine,
-    LifecycleHook,
-    PluginRegistry,
-}
-
-impl Service {
-    const ALL: [Service; 4] = [
-        Service::Engine,
-        Service::LifecycleHook,
-        Service::PluginRegistry,
-        Service::Gateway,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Service::Gateway => "api-gateway",
-            Service::Engine => "engine",
-            Service::LifecycleHook => "lifecycle-hook",
-            Service::PluginRegistry => "plugin-registry",
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// Four `ember serve` processes sharing one data directory (one SQLite
-/// database per service) and one set of secrets.
-struct Deployment {
-    data_dir: tempfile::TempDir,
-    env: Vec<(String, String)>,
-    ports: HashMap<Service, u16>,
-    children: HashMap<Service, Child>,
-    /// More lifecycle-hook replicas, sharing the first one's database.
-    replicas: Vec<Child>,
-    http: reqwest::Client,
-    token: String,
-}
+use support::deployment::{Deployment, Service, bearer, wait_until};
+use support::hooked_cluster_commands;
 
 impl Deployment {
-    fn start() -> Deployment {
-        Deployment::start_with(&[])
-    }
-
-    /// Starts with extra `EMBER_*` settings.
-    fn start_with(settings: &[(&str, &str)]) -> Deployment {
-        let data_dir = tempfile::tempdir().expect("data dir");
-        let ports: HashMap<Service, u16> = Service::ALL
-            .iter()
-            .map(|service| (*service, free_port()))
-            .collect();
-        let url = |service: Service| format!("http://127.0.0.1:{}", ports[&service]);
-        let env: Vec<(String, String)> = [
-            ("EMBER_DATA_DIR", data_dir.path().display().to_string()),
-            ("EMBER_AUTH__SIGNING_KEY", "s".repeat(40)),
-            ("EMBER_AUTH__INTERNAL_CREDENTIAL", "i".repeat(40)),
-            ("EMBER_LIFECYCLE_HOOK__WEBHOOK_SECRET", "w".repeat(40)),
-            ("EMBER_GATEWAY__ENGINE_URL", url(Service::Engine)),
-            (
-                "EMBER_GATEWAY__LIFECYCLE_HOOK_URL",
-                url(Service::LifecycleHook),
-            ),
-            (
-                "EMBER_GATEWAY__PLUGIN_REGISTRY_URL",
-                url(Service::PluginRegistry),
-            ),
-            (
-                "EMBER_ENGINE__LIFECYCLE_HOOK_URL",
-                url(Service::LifecycleHook),
-            ),
-            (
-                "EMBER_ENGINE__PLUGIN_REGISTRY_URL",
-                url(Service::PluginRegistry),
-            ),
-            ("EMBER_ENGINE__COMPUTE__BUILD_MS", "0".into()),
-            ("EMBER_ENGINE__COMPUTE__DELETE_MS", "0".into()),
-            ("EMBER_LIFECYCLE_HOOK__ENGINE_URL", url(Service::Engine)),
-            ("EMBER_LIFECYCLE_HOOK__NATS_URL", String::new()),
-            ("RUST_LOG", "warn".into()),
-        ]
-        .into_iter()
-        .chain(
-            settings
-                .iter()
-                .map(|(key, value)| (*key, (*value).to_owned())),
-        )
-        .map(|(key, value)| (key.to_owned(), value))
-        .collect();
-        let token = {
-            let output = Command::new(EMBER)
-                .args(["token", "issue", "--user", "demo", "--project", "demo"])
-                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .output()
-                .expect("ember token issue runs");
-            assert!(output.status.success(), "{}", text(&output));
-            String::from_utf8_lossy(&output.stdout).trim().to_owned()
-        };
-        let mut deployment = Deployment {
-            data_dir,
-            env,
-            ports,
-            children: HashMap::new(),
-            replicas: Vec::new(),
-            http: reqwest::Client::new(),
-            token,
-        };
-        for service in Service::ALL {
-            deployment.spawn(service);
-        }
-        deployment
-    }
-
-    fn spawn(&mut self, service: Service) {
-        let child = self.serve(service, self.ports[&service]);
-        self.children.insert(service, child);
-    }
-
-    /// Another lifecycle-hook on its own port and the same database.
-    fn spawn_lifecycle_hook_replica(&mut self) {
-        let child = self.serve(Service::LifecycleHook, free_port());
-        self.replicas.push(child);
-    }
-
-    fn serve(&self, service: Service, port: u16) -> Child {
-        Command::new(EMBER)
-            .args([
-                "serve",
-                service.name(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ember serve starts")
-    }
-
-    /// SIGKILL: no drain, no clean-up, exactly a crash.
-    fn kill(&mut self, service: Service) {
-        let mut child = self.children.remove(&service).expect("running");
-        child.kill().expect("killed");
-        child.wait().expect("reaped");
-    }
-
-    fn gateway(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.ports[&Service::Gateway])
-    }
-
-    /// Waits until `/healthz` reports every service serving.
-    async fn wait_healthy(&self) {
-        let url = self.gateway("/healthz");
-        wait_until("every service healthy", Duration::from_secs(30), || async {
-            self.http
-                .get(&url)
-                .send()
-                .await
-                .is_ok_and(|response| response.status().is_success())
-        })
-        .await;
-    }
-
-    /// Runs the CLI as the member user against this deployment.
-    fn ember(&self, args: &[&str]) -> String {
-        let output = Command::new(EMBER)
-            .args(args)
-            .env("EMBER_URL", self.gateway(""))
-            .env("EMBER_TOKEN", &self.token)
-            .env("EMBER_DATA_DIR", self.data_dir.path())
-            .output()
-            .expect("ember runs");
-        assert!(output.status.success(), "ember {args:?}: {}", text(&output));
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-
-    async fn rest(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, self.gateway(&format!("/clustering/v1{path}")))
-            .header("X-Auth-Token", &self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.expect("request");
-        let status = response.status().as_u16();
-        let body = response.json().await.unwrap_or(Value::Null);
-        (status, body)
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let (status, body) = self.rest(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {body}");
-        body
-    }
-
     /// A cluster `web` of `size` nodes with a deletion-1.1 policy whose
     /// queue hook times out after `timeout` seconds.
     async fn hooked_cluster(&self, size: u32, timeout: u32) -> Vec<String> {
@@ -271,36 +70,6 @@ impl Deployment {
         }
         deleted
     }
-}
-
-impl Drop for Deployment {
-    fn drop(&mut self) {
-        for child in self.children.values_mut().chain(&mut self.replicas) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn bearer<T>(message: T, token: &str) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().expect("header"),
-    );
-    request
 }
 
 fn assert_each_deleted_once(deletions: &HashMap<String, usize>, victims: &[String]) {
@@ -408,6 +177,32 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
         )
         .await;
     assert_eq!(status, 503, "the engine is down: {body}");
+    // The gateway says so: its readiness names the engine, and the failed
+    // call is counted.
+    let health = reqwest::get(deployment.gateway("/healthz"))
+        .await
+        .expect("healthz");
+    assert_eq!(health.status(), 503);
+    let health: Value = health.json().await.expect("json");
+    assert!(
+        health["services"]["engine"]
+            .as_str()
+            .is_some_and(|status| status.starts_with("UNAVAILABLE")),
+        "{health}"
+    );
+    assert_eq!(health["services"]["lifecycle-hook"], "SERVING", "{health}");
+    let metrics = reqwest::get(deployment.gateway("/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let upstream_errors: u64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("ember_gateway_upstream_errors_total "))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("the upstream errors counter");
+    assert!(upstream_errors >= 1, "{metrics}");
     tokio::time::sleep(Duration::from_secs(4)).await;
     deployment.spawn(Service::Engine);
     deployment.wait_healthy().await;

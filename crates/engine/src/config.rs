@@ -11,6 +11,12 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// How long a stack lease lives without its heartbeat.
+    pub stack_lease_ttl: Duration,
+    /// How long a claimed cluster action stays an engine's without renewal.
+    pub cluster_action_lease: Duration,
+    /// Every project's quotas unless an admin set others for it.
+    pub quotas: crate::domain::quota::QuotaLimits,
     /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins
     /// around stack operations; empty = no plugins.
     pub plugin_registry_url: String,
@@ -20,7 +26,10 @@ pub struct Config {
     pub lifecycle_hook_url: String,
     /// What to do when the plugin-registry cannot be reached.
     pub plugin_registry_unavailable: crate::stacks::RegistryUnavailable,
-    /// How the simulated compute driver behaves (latencies, failure
-    /// injection).
-    pub compute: crate::compute::simulated::SimulatedComputeConfig,
+    /// The compute driver behind instances (simulated or docker), the
+    /// flavor table, and how often machines are resynced.
+    pub compute: crate::compute::ComputeConfig,
+    /// The gateway's URL as users reach it, for the URLs the engine hands
+    /// out (wait condition signal URLs).
+    pub public_url: String,
 }

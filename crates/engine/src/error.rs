@@ -4,7 +4,7 @@ use ember_runtime::ErrorKind;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
@@ -21,6 +21,11 @@ pub enum Error {
     Unavailable(String),
     #[error("database error: {0}")]
     Database(String),
+    /// This engine no longer holds the stack lease the write was fenced
+    /// with: another engine took the stack over (or the lease was released).
+    /// The operation stops; nothing was written.
+    #[error("stack lease lost: {0}")]
+    LeaseLost(String),
 }
 
 impl Error {
@@ -33,6 +38,7 @@ impl Error {
             Error::DatabaseUnavailable(_) => ErrorKind::Unavailable,
             Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::Database(_) => ErrorKind::Internal,
+            Error::LeaseLost(_) => ErrorKind::Conflict,
         }
     }
 }

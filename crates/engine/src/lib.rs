@@ -10,7 +10,9 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod instances;
+pub mod quotas;
 pub mod resources;
+pub mod software;
 pub mod stacks;
 pub mod store;
 
@@ -25,9 +27,13 @@ use ember_proto::engine::v1::instance_service_server::InstanceServiceServer;
 use ember_proto::engine::v1::node_service_server::NodeServiceServer;
 use ember_proto::engine::v1::policy_service_server::PolicyServiceServer;
 use ember_proto::engine::v1::profile_service_server::ProfileServiceServer;
+use ember_proto::engine::v1::quota_service_server::QuotaServiceServer;
 use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
+use ember_proto::engine::v1::software_config_service_server::SoftwareConfigServiceServer;
+use ember_proto::engine::v1::software_deployment_service_server::SoftwareDeploymentServiceServer;
 use ember_proto::engine::v1::stack_service_server::StackServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
+use ember_runtime::readiness::{Check, DATABASE_STARVED_AFTER, Readiness};
 use ember_runtime::server::{GrpcService, StartError, serve_grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -48,11 +54,18 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.ClusterService",
     "ember.engine.v1.NodeService",
     "ember.engine.v1.ActionService",
+    "ember.engine.v1.QuotaService",
+    "ember.engine.v1.SoftwareConfigService",
+    "ember.engine.v1.SoftwareDeploymentService",
 ];
 
 /// Served on the engine's own port only, for lifecycle-hook: telling the
 /// engine a lifecycle deadline passed is not for users.
 pub const INTERNAL_SERVICE_NAMES: &[&str] = &["ember.engine.v1.ClusterLifecycleCallbackService"];
+
+/// Resource transitions waiting for a commit from which the engine is not
+/// ready: its database is far behind the work it runs.
+const TRANSITIONS_SATURATED_AT: u64 = 50_000;
 
 /// Runs the engine until `shutdown` is cancelled: migrates its database,
 /// then serves gRPC on `listener`.
@@ -65,16 +78,60 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
-    let instance_service = instances::InstanceService::start(
-        Arc::new(store::instances::SqlInstanceStore::new(connection.clone())),
+    // SQLite: reads get a pool of their own beside the one writer.
+    let reader = ember_runtime::database::connect_reader(&config.database_url, &connection).await?;
+    let mut readiness = Readiness::new("engine").with(Check::database(
+        "writer",
+        connection.clone(),
+        DATABASE_STARVED_AFTER,
+    ));
+    if ember_runtime::database::has_reader_pool(&config.database_url) {
+        readiness = readiness.with(Check::database(
+            "reader",
+            reader.clone(),
+            DATABASE_STARVED_AFTER,
+        ));
+    }
+    let instance_service = instances::InstanceService::start_with(
+        Arc::new(store::instances::SqlInstanceStore::with_reader(
+            connection.clone(),
+            reader.clone(),
+        )),
         &config.compute,
         shutdown.clone(),
     )
     .await
     .map_err(StartError::Config)?;
-    let cluster_store: Arc<dyn store::clusters::ClusterStore> =
-        Arc::new(store::clusters::SqlClusterStore::new(connection.clone()));
-    let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::new(connection));
+    let cluster_store: Arc<dyn store::clusters::ClusterStore> = Arc::new(
+        store::clusters::SqlClusterStore::with_reader(connection.clone(), reader.clone()),
+    );
+    let quotas = quotas::Quotas::new(
+        Arc::new(store::quotas::SqlQuotaStore::new(
+            connection.clone(),
+            reader.clone(),
+        )),
+        config.quotas,
+    );
+    instance_service.enforce_quotas(quotas.clone());
+    let wait_signals: Arc<dyn store::signals::WaitSignalStore> = Arc::new(
+        store::signals::SqlWaitSignalStore::new(connection.clone(), reader.clone()),
+    );
+    let stack_store: Arc<dyn store::StackStore> = Arc::new(store::SqlStackStore::with_reader(
+        connection.clone(),
+        reader.clone(),
+    ));
+    let wait_conditions = resources::wait_condition::WaitConditions::new(
+        wait_signals,
+        stack_store.clone(),
+        &config.public_url,
+    );
+    let software = software::SoftwareService::new(
+        Arc::new(store::software::SqlSoftwareStore::new(
+            connection.clone(),
+            reader.clone(),
+        )),
+        wait_conditions.clone(),
+    );
     let plugin_gate = if config.plugin_registry_url.is_empty() {
         stacks::PluginGate::Disabled
     } else {
@@ -85,25 +142,52 @@ pub async fn serve(
         )
         .map_err(StartError::Config)?
     };
-    let stack_operations = stacks::StackOperations::with_plugins(
+    let stack_operations = stacks::StackOperations::configured(
         stack_store,
-        Arc::new(resources::ResourceTypeRegistry::with_compute(
-            instance_service.clone(),
-        )),
-        plugin_gate,
+        Arc::new(
+            resources::ResourceTypeRegistry::with_compute(instance_service.clone())
+                .with_wait_conditions(wait_conditions.clone())
+                .with_software(software.clone(), wait_conditions),
+        ),
+        stacks::StackSettings {
+            plugins: plugin_gate,
+            lease_ttl: config.stack_lease_ttl,
+        },
     );
+    stack_operations.enforce_quotas(quotas.clone());
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
+    let readiness = {
+        let stacks = stack_operations.clone();
+        readiness.with(Check::queue(
+            "stack transitions",
+            TRANSITIONS_SATURATED_AT,
+            move || {
+                let waiting = stacks.transitions_waiting() as u64;
+                async move { Ok(waiting) }
+            },
+        ))
+    };
     let hook_client = clusters::hooks::HookClient::connect_lazy(
         &config.lifecycle_hook_url,
         InternalCredential::new(&config.internal_credential),
     )
     .map_err(StartError::Config)?;
-    let cluster_service = clusters::ClusterService::new(
+    let cluster_service = clusters::ClusterService::with_settings(
         cluster_store,
         instance_service.clone(),
         stack_operations.clone(),
         hook_client,
+        clusters::dispatcher::DispatcherSettings {
+            action_lease: config.cluster_action_lease,
+            // Renewals and sweeps several times per lease.
+            sweep_interval: (config.cluster_action_lease / 5).clamp(
+                std::time::Duration::from_millis(50),
+                std::time::Duration::from_secs(1),
+            ),
+            ..clusters::dispatcher::DispatcherSettings::default()
+        },
     );
+    cluster_service.enforce_quotas(quotas.clone());
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
     let clustering = grpc::clusters::ClusteringHandler::new(cluster_service);
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
@@ -147,6 +231,18 @@ pub async fn serve(
         clustering,
         auth.clone(),
     ))
+    .add_service(QuotaServiceServer::with_interceptor(
+        grpc::quotas::QuotaHandler::new(quotas),
+        auth.clone(),
+    ))
+    .add_service(SoftwareConfigServiceServer::with_interceptor(
+        grpc::software::SoftwareHandler::new(software.clone()),
+        auth.clone(),
+    ))
+    .add_service(SoftwareDeploymentServiceServer::with_interceptor(
+        grpc::software::SoftwareHandler::new(software),
+        auth.clone(),
+    ))
     .add_service(IdentityServiceServer::with_interceptor(
         grpc::identity::IdentityHandler,
         auth,
@@ -161,6 +257,10 @@ pub async fn serve(
                 .copied()
                 .collect(),
             request_timeout: config.request_timeout,
+            reflection_auth: Some(ember_runtime::identity::InternalAuth::new(
+                ember_runtime::identity::InternalCredential::new(&config.internal_credential),
+            )),
+            readiness: Some(readiness),
         },
         shutdown,
     )

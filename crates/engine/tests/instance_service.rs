@@ -1,6 +1,8 @@
 //! The instance service over a real store, on SQLite and PostgreSQL: driver
-//! tasks left in progress by a previous run are resumed at start, and a lock
-//! racing a delete never lets both through.
+//! tasks left in progress by a previous run are resumed at start, a lock
+//! racing a delete never lets both through, a completed delete answers 404
+//! (as Nova does; clients wait for it), and a create with a chosen uuid is
+//! idempotent.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 use ember_engine::Error;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::instance::{Instance, InstanceStatus, NewInstance, PowerState};
-use ember_engine::instances::InstanceService;
+use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::store::instances::{InstanceStore, SqlInstanceStore};
 use ember_engine::store::migrations::Migrator;
 use ember_runtime::Identity;
@@ -42,6 +44,7 @@ fn new_instance(name: &str) -> NewInstance {
         flavor: "m1.small".to_owned(),
         image: "debian-12".to_owned(),
         metadata: Default::default(),
+        workload: Default::default(),
     }
 }
 
@@ -119,22 +122,25 @@ async fn a_lock_racing_a_delete_never_lets_both_through(database: &TestDatabase)
             service.lock(&owner, instance.uuid, Some("keep".to_owned())),
             service.delete(&colleague, instance.uuid),
         );
-        let stored = store
-            .get_instance(instance.uuid)
-            .await
-            .expect("read")
-            .expect("exists");
+        // None once the delete has completed (it answers 404 then).
+        let stored = store.get_instance(instance.uuid).await.expect("read");
         match (&locked, &deleted) {
             (Ok(_), Err(Error::Conflict(message))) => {
                 assert!(message.contains("is locked"), "{message}");
+                let stored = stored.expect("kept");
                 assert!(stored.is_locked());
                 assert!(!stored.status.is_going_away());
             }
             (Err(Error::Conflict(message)), Ok(_)) => {
                 assert!(message.contains("cannot be locked"), "{message}");
-                assert!(!stored.is_locked());
-                assert!(stored.status.is_going_away());
+                assert!(
+                    stored
+                        .is_none_or(|stored| !stored.is_locked() && stored.status.is_going_away())
+                );
             }
+            // The delete won and completed before the lock, decided again
+            // on the changed instance, read it: it is gone.
+            (Err(Error::NotFound(_)), Ok(_)) => assert!(stored.is_none()),
             other => panic!("round {round}: exactly one may win, got {other:?}"),
         }
     }
@@ -142,7 +148,127 @@ async fn a_lock_racing_a_delete_never_lets_both_through(database: &TestDatabase)
     service.drain().await;
 }
 
+async fn a_completed_delete_answers_not_found(database: &TestDatabase) {
+    let store = store(database).await;
+    let shutdown = CancellationToken::new();
+    let service = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
+        .await
+        .expect("started");
+    let owner = member("demo");
+    let instance = service
+        .create(&owner, new_instance("short-lived"))
+        .await
+        .expect("created");
+    wait_for_status(&store, &instance, InstanceStatus::Active).await;
+    let deleting = service
+        .delete(&owner, instance.uuid)
+        .await
+        .expect("deleting");
+    assert_eq!(deleting.status, InstanceStatus::Deleting);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match service.get(&owner, instance.uuid).await {
+            Err(Error::NotFound(message)) => {
+                assert!(message.contains(&instance.uuid.to_string()), "{message}");
+                break;
+            }
+            Ok(seen) => {
+                assert_eq!(seen.status, InstanceStatus::Deleting, "never DELETED");
+                assert!(Instant::now() < deadline, "still {:?}", seen.status);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(matches!(
+        service.delete(&owner, instance.uuid).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        service.lock(&owner, instance.uuid, None).await,
+        Err(Error::NotFound(_))
+    ));
+    for status in [None, Some(InstanceStatus::Deleted)] {
+        let page = service
+            .list(
+                &owner,
+                &InstanceFilter {
+                    status,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("listed");
+        assert!(
+            page.instances
+                .iter()
+                .all(|listed| listed.uuid != instance.uuid),
+            "listed after its delete ({status:?})"
+        );
+    }
+    shutdown.cancel();
+    service.drain().await;
+}
+
+async fn a_create_with_a_chosen_uuid_is_idempotent(database: &TestDatabase) {
+    let store = store(database).await;
+    let shutdown = CancellationToken::new();
+    let service = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
+        .await
+        .expect("started");
+    let owner = member("demo");
+    let uuid = uuid::Uuid::now_v7();
+    let (first, second) = tokio::join!(
+        service.create_with_uuid(&owner, uuid, new_instance("node-1")),
+        service.create_with_uuid(&owner, uuid, new_instance("node-1")),
+    );
+    let (first, second) = (first.expect("created"), second.expect("found"));
+    assert_eq!((first.uuid, second.uuid), (uuid, uuid));
+    wait_for_status(&store, &first, InstanceStatus::Active).await;
+    let again = service
+        .create_with_uuid(&owner, uuid, new_instance("node-1"))
+        .await
+        .expect("found");
+    assert_eq!(
+        again.status,
+        InstanceStatus::Active,
+        "the existing one, as it is"
+    );
+    let listed = service
+        .list(&owner, &InstanceFilter::default())
+        .await
+        .expect("listed");
+    assert_eq!(listed.instances.len(), 1, "one instance, not two");
+    // Another project cannot take it over, and a deleted one is not
+    // created again.
+    let stranger = Identity::new("eve", "other", vec!["member".to_owned()]);
+    assert!(matches!(
+        service
+            .create_with_uuid(&stranger, uuid, new_instance("node-1"))
+            .await,
+        Err(Error::Conflict(_))
+    ));
+    service.delete(&owner, uuid).await.expect("deleting");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while service.get(&owner, uuid).await.is_ok() {
+        assert!(Instant::now() < deadline, "not deleted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let error = service
+        .create_with_uuid(&owner, uuid, new_instance("node-1"))
+        .await
+        .expect_err("deleted");
+    assert!(
+        matches!(&error, Error::Conflict(message) if message.contains("was deleted")),
+        "{error:?}"
+    );
+    shutdown.cancel();
+    service.drain().await;
+}
+
 ember_runtime::store_suite!(
+    a_completed_delete_answers_not_found,
+    a_create_with_a_chosen_uuid_is_idempotent,
     tasks_left_in_progress_are_resumed_at_start,
     a_lock_racing_a_delete_never_lets_both_through,
 );

@@ -27,6 +27,7 @@ fn instance(project: &str, name: &str, seconds_after_start: i64) -> Instance {
         flavor: "m1.small".to_owned(),
         image: "debian-12".to_owned(),
         metadata: BTreeMap::from([("role".to_owned(), "web".to_owned())]),
+        workload: Default::default(),
     };
     Instance::new_building(project, "alice", new, created_at).expect("valid")
 }
@@ -195,7 +196,15 @@ async fn a_late_build_result_cannot_undo_a_delete(database: &TestDatabase) {
             .await
             .expect("written")
     );
-    assert_eq!(read(&store, &web).await.status, InstanceStatus::Deleted);
+    // Deleted: kept as history, but no read returns it any more (404).
+    assert_eq!(store.get_instance(web.uuid).await.expect("read"), None);
+    // Its uuid is not taken again.
+    assert!(
+        !store
+            .insert_instance_if_absent(&web)
+            .await
+            .expect("answered")
+    );
 }
 
 async fn a_failed_task_leaves_the_fault(database: &TestDatabase) {
@@ -259,7 +268,8 @@ async fn listing_filters_by_project_status_lock_and_name(database: &TestDatabase
             ..project_a()
         })
         .await,
-        vec![pair("project-a", "old")]
+        Vec::<(String, String)>::new(),
+        "a deleted instance is never listed, even asked for by status"
     );
     assert_eq!(
         list(InstanceListQuery {

@@ -13,7 +13,9 @@ use ember_engine::domain::instance::{InstanceStatus, NewInstance};
 use ember_engine::domain::{LockLevel, Stack};
 use ember_engine::instances::InstanceService;
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, Operation, StackOperations, StackWideAction, UpdateStack};
+use ember_engine::stacks::{
+    CreateStack, StackOperation as Operation, StackOperations, StackWideAction, UpdateStack,
+};
 use ember_engine::store::instances::SqlInstanceStore;
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
@@ -460,6 +462,7 @@ async fn lock_needs_a_created_stack(database: &TestDatabase) {
                 flavor: "f".into(),
                 image: "i".into(),
                 metadata: Default::default(),
+                workload: Default::default(),
             },
         )
         .await

@@ -13,7 +13,7 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, LockLevel, Resource, Stack, StackAction};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, DEFAULT_HEALTH_REASON, StackOperations, UpdateStack};
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_engine::store::{FencedTransition, SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use serde_json::{Value, json};
@@ -251,18 +251,17 @@ resources:
     // Another engine holds the lease: Conflict, nothing written.
     let other_engine = Uuid::new_v4();
     let now = ember_runtime::time::now();
-    assert!(
-        store
-            .take_stack_lease(
-                stack.id,
-                other_engine,
-                "UPDATE",
-                now,
-                now + chrono::Duration::seconds(30)
-            )
-            .await
-            .expect("lease")
-    );
+    let held = store
+        .take_stack_lease(
+            stack.id,
+            other_engine,
+            "UPDATE",
+            now,
+            now + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("lease")
+        .expect("taken");
     let count = events_of(&operations, &stack).await.len();
     let error = operations
         .mark_unhealthy(&alice(), "busy", "other", true, None)
@@ -275,10 +274,7 @@ resources:
         resources_of(&operations, &stack).await["other"].resource_status(),
         "CREATE_COMPLETE"
     );
-    store
-        .release_stack_lease(stack.id, other_engine)
-        .await
-        .expect("released");
+    store.release_stack_lease(held).await.expect("released");
 
     // A running update: Conflict too.
     operations
@@ -310,23 +306,18 @@ resources:
         .mark_unhealthy(&alice(), "busy", "other", true, None)
         .await
         .expect("marked");
-    assert!(
-        store
-            .take_stack_lease(
-                stack.id,
-                other_engine,
-                "UPDATE",
-                now,
-                now + chrono::Duration::seconds(30)
-            )
-            .await
-            .expect("lease"),
-        "marking released the lease in its transaction"
-    );
-    store
-        .release_stack_lease(stack.id, other_engine)
+    let held = store
+        .take_stack_lease(
+            stack.id,
+            other_engine,
+            "UPDATE",
+            now,
+            now + chrono::Duration::seconds(30),
+        )
         .await
-        .expect("released");
+        .expect("lease")
+        .expect("marking released the lease in its transaction");
+    store.release_stack_lease(held).await.expect("released");
 
     let unknown = operations
         .mark_unhealthy(&alice(), "busy", "nope", true, None)
@@ -362,13 +353,34 @@ resources:
     let mut twin = rows.remove("slow").expect("slow");
     twin.physical_id = deleting.physical_id.clone();
     let at = ember_runtime::time::now();
-    store
+    let fence = store
+        .take_stack_lease(
+            stack.id,
+            other_engine,
+            "TEST",
+            at,
+            at + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("lease")
+        .expect("free");
+    let lost = store
         .record_resource_transitions(&[
-            (deleting.clone(), Event::for_resource(&deleting, at)),
-            (twin.clone(), Event::for_resource(&twin, at)),
+            FencedTransition {
+                fence,
+                event: Event::for_resource(&deleting, at),
+                resource: deleting.clone(),
+            },
+            FencedTransition {
+                fence,
+                event: Event::for_resource(&twin, at),
+                resource: twin.clone(),
+            },
         ])
         .await
         .expect("recorded");
+    assert!(lost.is_empty(), "{lost:?}");
+    store.release_stack_lease(fence).await.expect("released");
     let left = operations
         .mark_unhealthy(&alice(), "busy", "other", true, None)
         .await
@@ -893,11 +905,11 @@ async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(databas
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
     let events = events_of(&operations, &stack).await;
     assert!(
-        events.iter().any(|event| event.resource_name == "signalled"
+        events.iter().any(|event| event.resource_name == "scale_out"
             && event
                 .reason
                 .starts_with("signal ignored: stack \"signalled")),
-        "a stack event says the signal was ignored"
+        "an event of the signalled policy says the signal was ignored"
     );
     let group = group_settled(&operations, &stack).await;
     assert_eq!(
@@ -994,11 +1006,11 @@ async fn a_locked_stack_refuses_marks_and_signals_with_an_event(database: &TestD
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
     let events = events_of(&operations, &stack).await;
     assert!(
-        events.iter().any(|event| event.resource_name == "signalled"
+        events.iter().any(|event| event.resource_name == "scale_out"
             && event
                 .reason
                 .starts_with("signal ignored: stack \"signalled\" is locked")),
-        "the refused signal left a stack event"
+        "the refused signal left an event on the policy"
     );
     let group = resources_of(&operations, &stack)
         .await
@@ -1022,12 +1034,16 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     let engine = Uuid::new_v4();
     let now = ember_runtime::time::now();
     let later = now + chrono::Duration::seconds(30);
-    assert!(
-        store
-            .take_stack_lease(stack.id, engine, "MARK_UNHEALTHY", now, later)
-            .await
-            .expect("lease")
-    );
+    let take = |engine: Uuid| {
+        let store = store.clone();
+        async move {
+            store
+                .take_stack_lease(stack.id, engine, "UPDATE", now, later)
+                .await
+                .expect("lease")
+        }
+    };
+    let fence = take(engine).await.expect("free");
     let mut resource = resources_of(&operations, &stack)
         .await
         .remove("bystander")
@@ -1038,7 +1054,7 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     resource.updated_at = ember_runtime::time::now();
     let event = Event::for_resource(&resource, resource.updated_at);
     store
-        .mark_resource_health(&resource, &event, stack.id, engine)
+        .mark_resource_health(&resource, &event, fence)
         .await
         .expect("written");
     let row = resources_of(&operations, &stack)
@@ -1060,30 +1076,29 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     let events = events_of(&operations, &stack).await;
     assert_eq!(events.last().map(|event| event.id), Some(event.id));
     let other = Uuid::new_v4();
-    assert!(
-        store
-            .take_stack_lease(stack.id, other, "UPDATE", now, later)
-            .await
-            .expect("lease"),
-        "the lease was released in the same transaction"
-    );
+    let other_fence = take(other)
+        .await
+        .expect("the lease was released in the same transaction");
+
+    // A stale fence (the lease moved on): refused, nothing written.
+    let count = events_of(&operations, &stack).await.len();
+    let error = store
+        .mark_resource_health(&resource, &Event::for_resource(&resource, now), fence)
+        .await
+        .expect_err("stale");
+    assert!(matches!(error, Error::LeaseLost(_)), "{error:?}");
+    assert_eq!(events_of(&operations, &stack).await.len(), count);
 
     // A row that is gone: NotFound, nothing recorded, the lease released.
     let mut gone = resource.clone();
     gone.id = Uuid::new_v4();
-    let count = events_of(&operations, &stack).await.len();
     let error = store
-        .mark_resource_health(&gone, &Event::for_resource(&gone, now), stack.id, other)
+        .mark_resource_health(&gone, &Event::for_resource(&gone, now), other_fence)
         .await
         .expect_err("gone");
     assert!(matches!(error, Error::NotFound(_)), "{error:?}");
     assert_eq!(events_of(&operations, &stack).await.len(), count);
-    assert!(
-        store
-            .take_stack_lease(stack.id, engine, "UPDATE", now, later)
-            .await
-            .expect("lease")
-    );
+    let fence = take(engine).await.expect("released");
 
     // The end of a scaling: the whole row, its event and the release.
     let mut scaled = resource.clone();
@@ -1093,7 +1108,7 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     scaled.data = json!({"capacity": 7});
     let event = Event::for_resource(&scaled, ember_runtime::time::now());
     store
-        .finish_scaling(&scaled, &event, stack.id, engine)
+        .finish_scaling(&scaled, &event, fence)
         .await
         .expect("written");
     let row = resources_of(&operations, &stack)
@@ -1107,13 +1122,7 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
     );
     let events = events_of(&operations, &stack).await;
     assert_eq!(events.last().map(|event| event.id), Some(event.id));
-    assert!(
-        store
-            .take_stack_lease(stack.id, other, "UPDATE", now, later)
-            .await
-            .expect("lease"),
-        "released with the final state"
-    );
+    assert!(take(other).await.is_some(), "released with the final state");
 }
 
 ember_runtime::store_suite!(

@@ -67,11 +67,25 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         &self,
         request: Request<pb::ListQueueMessagesRequest>,
     ) -> Result<Response<pb::ListQueueMessagesResponse>, Status> {
-        Identity::of(&request)?;
+        let identity = Identity::of(&request)?.clone();
         let request = request.into_inner();
         if request.queue.is_empty() {
             return Err(Error::InvalidInput("queue: give a queue name".into()).into());
         }
+        // A queue belongs to a project: the caller's, unless an admin names
+        // another.
+        let project_id = match request.project_id.as_str() {
+            "" => identity.project_id.clone(),
+            own if own == identity.project_id => identity.project_id.clone(),
+            other if identity.is_admin() => other.to_owned(),
+            other => {
+                return Err(Error::Forbidden(format!(
+                    "project_id {:?}: only an admin may read another project's queues",
+                    ember_runtime::quote::quoted(other)
+                ))
+                .into());
+            }
+        };
         let after_id = i64::try_from(request.after_id).map_err(|_| {
             Error::InvalidInput(format!("after_id {} is too large", request.after_id))
         })?;
@@ -81,13 +95,14 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         });
         let messages = self
             .store
-            .list_queue_messages(&request.queue, after_id, limit)
+            .list_queue_messages(&project_id, &request.queue, after_id, limit)
             .await?;
         Ok(Response::new(pb::ListQueueMessagesResponse {
             messages: messages
                 .into_iter()
                 .map(|message| pb::QueueMessage {
                     id: u64::try_from(message.id).unwrap_or(0),
+                    project_id: message.project_id,
                     queue: message.queue,
                     token: message.token.to_string(),
                     body: message.body,

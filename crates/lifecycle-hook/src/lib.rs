@@ -17,6 +17,7 @@ use std::sync::Arc;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_server::LifecycleHookInternalServiceServer;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_service_server::LifecycleHookServiceServer;
 use ember_runtime::identity::{InternalAuth, InternalCredential};
+use ember_runtime::readiness::{Check, DATABASE_STARVED_AFTER, Readiness};
 use ember_runtime::server::{GrpcService, StartError, serve_grpc};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,51 @@ pub const SERVICE_NAMES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookServic
 pub const INTERNAL_SERVICE_NAMES: &[&str] =
     &["ember.lifecyclehook.v1.LifecycleHookInternalService"];
 
+/// Work more than this late counts as overdue.
+const OVERDUE_AFTER: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
+/// Overdue deliveries or deadlines from which the workers are saturated.
+const OVERDUE_SATURATED_AT: u64 = 10_000;
+
+fn readiness(connection: &sea_orm::DatabaseConnection) -> Readiness {
+    Readiness::new("lifecycle-hook").with(Check::database(
+        "writer",
+        connection.clone(),
+        DATABASE_STARVED_AFTER,
+    ))
+}
+
+/// Deliveries and deadlines overdue by more than [`OVERDUE_AFTER`]: the
+/// workers are behind.
+fn with_overdue_work(readiness: Readiness, store: Arc<dyn store::PendingActionStore>) -> Readiness {
+    let overdue = move || {
+        let store = store.clone();
+        async move {
+            store
+                .count_overdue(ember_runtime::time::now() - OVERDUE_AFTER)
+                .await
+                .map_err(|error| error.to_string())
+        }
+    };
+    let deadlines = overdue.clone();
+    readiness
+        .with(Check::queue(
+            "overdue deliveries",
+            OVERDUE_SATURATED_AT,
+            move || {
+                let overdue = overdue();
+                async move { overdue.await.map(|work| work.deliveries) }
+            },
+        ))
+        .with(Check::queue(
+            "overdue deadlines",
+            OVERDUE_SATURATED_AT,
+            move || {
+                let overdue = deadlines();
+                async move { overdue.await.map(|work| work.deadlines) }
+            },
+        ))
+}
+
 /// Runs lifecycle-hook until `shutdown` is cancelled: migrates its database,
 /// starts the delivery and deadline workers, then serves gRPC on `listener`.
 pub async fn serve(
@@ -43,8 +89,10 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
+    let readiness = readiness(&connection);
     let store: Arc<dyn store::PendingActionStore> =
         Arc::new(store::SqlPendingActionStore::new(connection));
+    let readiness = with_overdue_work(readiness, store.clone());
     let wake = workers::Wake::default();
     workers::spawn(
         store.clone(),
@@ -78,6 +126,10 @@ pub async fn serve(
                 .copied()
                 .collect(),
             request_timeout: config.request_timeout,
+            reflection_auth: Some(ember_runtime::identity::InternalAuth::new(
+                ember_runtime::identity::InternalCredential::new(&config.internal_credential),
+            )),
+            readiness: Some(readiness),
         },
         shutdown,
     )

@@ -257,7 +257,51 @@ async fn replicas_starting_together_all_migrate(database: &TestDatabase) {
     }
 }
 
+async fn queues_of_one_name_in_two_projects_are_two_queues(database: &TestDatabase) {
+    let store = store(database).await;
+    let queued = |project: &str| {
+        let mut action = pending(project, Uuid::now_v7(), 60);
+        action.target = Target::Queue {
+            queue: "drain".to_owned(),
+        };
+        action
+    };
+    let (ours, theirs) = (queued("project-a"), queued("project-b"));
+    store
+        .record_pending_actions(&[ours.clone(), theirs.clone()])
+        .await
+        .expect("recorded");
+    store
+        .enqueue_messages(&[
+            (ours.clone(), "for a".to_owned()),
+            (theirs.clone(), "for b".to_owned()),
+        ])
+        .await
+        .expect("queued");
+    for (project, action, body) in [
+        ("project-a", &ours, "for a"),
+        ("project-b", &theirs, "for b"),
+    ] {
+        let messages = store
+            .list_queue_messages(project, "drain", 0, 100)
+            .await
+            .expect("listed");
+        assert_eq!(messages.len(), 1, "{project}: {messages:?}");
+        assert_eq!(messages[0].token, action.token);
+        assert_eq!(messages[0].body, body);
+        assert_eq!(messages[0].project_id, project);
+    }
+    assert!(
+        store
+            .list_queue_messages("project-c", "drain", 0, 100)
+            .await
+            .expect("listed")
+            .is_empty()
+    );
+}
+
 ember_runtime::store_suite!(
+    queues_of_one_name_in_two_projects_are_two_queues,
     replicas_starting_together_all_migrate,
     racing_replicas_claim_each_deadline_and_delivery_once,
     resolving_twice_resolves_and_records_once,

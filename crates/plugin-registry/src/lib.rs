@@ -44,6 +44,13 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
+    let readiness = ember_runtime::readiness::Readiness::new("plugin-registry").with(
+        ember_runtime::readiness::Check::database(
+            "writer",
+            connection.clone(),
+            ember_runtime::readiness::DATABASE_STARVED_AFTER,
+        ),
+    );
     let store: Arc<dyn store::PluginStore> = Arc::new(store::SqlPluginStore::new(connection));
     let cache = Arc::new(runner::RegistryCache::new(Arc::clone(&store)));
     let registry = grpc::PluginRegistryHandler::new(store, Arc::clone(&cache));
@@ -64,6 +71,10 @@ pub async fn serve(
                 .copied()
                 .collect(),
             request_timeout: config.request_timeout,
+            reflection_auth: Some(ember_runtime::identity::InternalAuth::new(
+                ember_runtime::identity::InternalCredential::new(&config.internal_credential),
+            )),
+            readiness: Some(readiness),
         },
         shutdown,
     )

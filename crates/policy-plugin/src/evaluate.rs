@@ -57,11 +57,15 @@ pub fn evaluate(policy: &Policy, operation: &str, stack: &StackView) -> Decision
     }
 
     for rule in &policy.max_resources {
-        let count = resources
+        let existing = resources
             .iter()
             .filter(|(_, resource)| resource.resource_type == rule.resource_type)
-            .count();
-        if count > rule.limit as usize {
+            .count() as u64;
+        // What the operation will bring (a group of 101 servers is 101
+        // servers before any exists), else what the tree holds.
+        let planned = stack.planned.get(&rule.resource_type).copied().unwrap_or(0);
+        let count = existing.max(planned);
+        if count > u64::from(rule.limit) {
             report(
                 rule.verdict,
                 format!(
@@ -166,13 +170,35 @@ mod tests {
             nested: vec![StackView {
                 name: "group".into(),
                 resources: servers(total - in_root),
-                nested: vec![],
+                ..StackView::default()
             }],
+            ..StackView::default()
         }
     }
 
     const LIMIT_100: &str =
         "[[max_resources]]\ntype = \"OS::Nova::Server\"\nlimit = 100\nverdict = \"deny\"\n";
+
+    #[test]
+    fn max_resources_counts_what_the_operation_will_bring() {
+        // A create: one ResourceGroup exists in the template, its 101
+        // servers only in the engine's planned count.
+        let policy = policy(LIMIT_100);
+        let mut stack = StackView {
+            name: "web".into(),
+            ..StackView::default()
+        };
+        stack.planned.insert("OS::Nova::Server".into(), 101);
+        assert_eq!(
+            evaluate(&policy, "create", &stack),
+            Decision::Deny(
+                "101 OS::Nova::Server resources (nested stacks included) exceed the limit of 100"
+                    .into()
+            )
+        );
+        stack.planned.insert("OS::Nova::Server".into(), 100);
+        assert_eq!(evaluate(&policy, "create", &stack), Decision::Allow);
+    }
 
     #[test]
     fn max_resources_counts_nested_stacks_and_denies_above_the_limit() {

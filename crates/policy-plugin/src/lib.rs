@@ -50,6 +50,11 @@ pub async fn serve(
             routes,
             service_names: SERVICE_NAMES.to_vec(),
             request_timeout: REQUEST_TIMEOUT,
+            // A plugin: called by the registry, which presents no Ember
+            // credential; nothing internal to hide.
+            reflection_auth: None,
+            // No database, no queue: ready while it runs.
+            readiness: None,
         },
         shutdown,
     )

@@ -17,6 +17,10 @@ pub struct StackView {
     pub name: String,
     pub resources: Vec<ResourceView>,
     pub nested: Vec<StackView>,
+    /// What the whole tree will hold once the operation completes, by
+    /// type (the engine's count from the templates, group members and
+    /// nested stacks included); empty when not given.
+    pub planned: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +47,11 @@ impl From<&StackSnapshot> for StackView {
             name: snapshot.stack_name.clone(),
             resources,
             nested: snapshot.nested_stacks.iter().map(StackView::from).collect(),
+            planned: snapshot
+                .planned_resources
+                .iter()
+                .map(|(type_name, count)| (type_name.clone(), *count))
+                .collect(),
         }
     }
 }

@@ -25,6 +25,12 @@ pub enum TokenError {
     Malformed(String),
     #[error("the token's identity is invalid: {0}")]
     InvalidIdentity(String),
+    #[error("the token is not valid before {not_before}: wait, or check this machine's clock")]
+    NotYetValid { not_before: String },
+    #[error(
+        "the token was issued at {issued_at}, in the future: check the clock of the machine that issued it"
+    )]
+    IssuedInTheFuture { issued_at: String },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -35,7 +41,14 @@ struct Claims {
     iss: String,
     iat: i64,
     exp: i64,
+    /// Not before: tokens Ember issues have none; others may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nbf: Option<i64>,
 }
+
+/// How far ahead of this machine's clock a token's `iat` or `nbf` may be
+/// (clocks of replicas drift a little), by default.
+pub const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(60);
 
 /// Issues and verifies tokens with one deployment-wide secret.
 #[derive(Clone)]
@@ -43,6 +56,7 @@ pub struct TokenSigner {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    clock_skew: i64,
 }
 
 impl std::fmt::Debug for TokenSigner {
@@ -57,11 +71,20 @@ impl TokenSigner {
         validation.set_issuer(&[ISSUER]);
         validation.set_required_spec_claims(&["exp", "iss", "sub"]);
         validation.leeway = 0;
+        // `nbf` and `iat` are checked below, with the clock skew.
+        validation.validate_nbf = false;
         TokenSigner {
             encoding: EncodingKey::from_secret(signing_key.as_bytes()),
             decoding: DecodingKey::from_secret(signing_key.as_bytes()),
             validation,
+            clock_skew: DEFAULT_CLOCK_SKEW.as_secs() as i64,
         }
+    }
+
+    /// Accepts `iat` and `nbf` at most `skew` ahead of this machine's clock.
+    pub fn with_clock_skew(mut self, skew: Duration) -> Self {
+        self.clock_skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX / 2);
+        self
     }
 
     pub fn issue(&self, identity: &Identity, ttl: Duration) -> Result<String, TokenError> {
@@ -79,6 +102,7 @@ impl TokenSigner {
             iss: ISSUER.to_owned(),
             iat: now,
             exp: now.saturating_add(ttl_secs),
+            nbf: None,
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|error| TokenError::Malformed(error.to_string()))
@@ -93,6 +117,24 @@ impl TokenSigner {
                 JwtErrorKind::InvalidSignature => TokenError::Forged,
                 other => TokenError::Malformed(format!("{other:?}").to_lowercase()),
             })?;
+        let horizon = chrono::Utc::now()
+            .timestamp()
+            .saturating_add(self.clock_skew);
+        let when = |at: i64| {
+            chrono::DateTime::from_timestamp(at, 0)
+                .map(|time| time.to_rfc3339())
+                .unwrap_or_else(|| at.to_string())
+        };
+        if let Some(not_before) = data.claims.nbf.filter(|not_before| *not_before > horizon) {
+            return Err(TokenError::NotYetValid {
+                not_before: when(not_before),
+            });
+        }
+        if data.claims.iat > horizon {
+            return Err(TokenError::IssuedInTheFuture {
+                issued_at: when(data.claims.iat),
+            });
+        }
         let identity = Identity {
             user_id: data.claims.sub,
             project_id: data.claims.project,
@@ -183,6 +225,60 @@ mod tests {
         let error = signer.verify(&token).expect_err("expired");
         assert!(matches!(error, TokenError::Expired { .. }), "{error:?}");
         assert!(error.to_string().contains("expired at 20"), "{error}");
+    }
+
+    /// A token signed with the right key but claims this signer would not
+    /// write (another issuer's `nbf`, a clock far ahead).
+    fn token_with(signer_key: &str, claims: serde_json::Value) -> String {
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(signer_key.as_bytes()),
+        )
+        .expect("encoded")
+    }
+
+    #[test]
+    fn tokens_from_the_future_are_refused_beyond_the_clock_skew() {
+        let key = "a-signing-key-of-enough-length-000";
+        let signer = TokenSigner::new(key);
+        let now = chrono::Utc::now().timestamp();
+        let claims = |iat: i64, nbf: Option<i64>| {
+            let mut claims = serde_json::json!({"sub": "alice", "project": "project-a",
+                "roles": ["member"], "iss": "ember", "iat": iat, "exp": now + 3600});
+            if let Some(nbf) = nbf {
+                claims["nbf"] = serde_json::json!(nbf);
+            }
+            claims
+        };
+        // An hour ahead: refused, naming the time.
+        let error = signer
+            .verify(&token_with(key, claims(now, Some(now + 3600))))
+            .expect_err("not yet valid");
+        assert!(matches!(error, TokenError::NotYetValid { .. }), "{error:?}");
+        assert!(error.to_string().contains("not valid before 20"), "{error}");
+        let error = signer
+            .verify(&token_with(key, claims(now + 365 * 86_400, None)))
+            .expect_err("issued in the future");
+        assert!(
+            matches!(error, TokenError::IssuedInTheFuture { .. }),
+            "{error:?}"
+        );
+        // Within the skew (a replica's clock a little ahead): accepted.
+        signer
+            .verify(&token_with(key, claims(now + 30, Some(now + 30))))
+            .expect("within the default 60 s");
+        let strict = TokenSigner::new(key).with_clock_skew(Duration::from_secs(5));
+        assert!(
+            strict
+                .verify(&token_with(key, claims(now + 30, None)))
+                .is_err(),
+            "the skew is configurable"
+        );
+        // A past nbf is fine.
+        signer
+            .verify(&token_with(key, claims(now - 10, Some(now - 10))))
+            .expect("valid");
     }
 
     #[test]

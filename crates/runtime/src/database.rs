@@ -111,6 +111,48 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
         })
 }
 
+/// How many connections serve reads of a SQLite database.
+pub const SQLITE_READ_CONNECTIONS: u32 = 4;
+
+/// Whether [`connect_reader`] opens a pool of its own for `url` (a SQLite
+/// file) rather than handing the writer back.
+pub fn has_reader_pool(url: &str) -> bool {
+    Backend::of(url) == Some(Backend::Sqlite) && sqlite_path(url).is_some()
+}
+
+/// A pool for reads beside `writer`. SQLite in WAL mode lets readers run
+/// while the one writer commits, but a single pooled connection queues
+/// every read behind every write: reads get their own read-only pool.
+/// PostgreSQL's pool already serves both; an in-memory SQLite database
+/// exists only in its one connection. Both get `writer` back.
+pub async fn connect_reader(
+    url: &str,
+    writer: &DatabaseConnection,
+) -> Result<DatabaseConnection, DatabaseError> {
+    if !has_reader_pool(url) {
+        return Ok(writer.clone());
+    }
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .sqlx_logging(false)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(30))
+        .max_connections(SQLITE_READ_CONNECTIONS)
+        .min_connections(1)
+        .map_sqlx_sqlite_opts(|sqlite| {
+            sqlite
+                .read_only(true)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10))
+        });
+    Database::connect(options)
+        .await
+        .map_err(|source| DatabaseError::Connect {
+            url: redact(url),
+            source,
+        })
+}
+
 /// Connects and applies every pending migration of `M` (idempotent).
 ///
 /// Replicas of a service may start at the same moment on one database, so

@@ -74,11 +74,20 @@ impl ErrorKind {
         }
     }
 
-    /// Builds the gRPC status for this kind with a caller-readable message.
+    /// Builds the gRPC status for this kind with a caller-readable message,
+    /// at most [`MAX_STATUS_MESSAGE_BYTES`] long: the message travels in an
+    /// HTTP/2 header, and one too large fails the whole connection it
+    /// shares with other callers' requests.
     pub fn status(self, message: impl Into<String>) -> tonic::Status {
+        let message = message.into();
+        let message =
+            crate::quote::bounded_message(&message, MAX_STATUS_MESSAGE_BYTES).into_owned();
         tonic::Status::new(self.grpc_code(), message)
     }
 }
+
+/// The longest message a gRPC status carries (before percent-encoding).
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
 
 /// `text` followed by every cause in `source`'s chain that it does not
 /// already say, joined with ": " — tonic and hyper keep the useful part

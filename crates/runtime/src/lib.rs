@@ -10,6 +10,8 @@ pub mod database;
 pub mod error;
 pub mod identity;
 pub mod protobuf_json;
+pub mod quote;
+pub mod readiness;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;

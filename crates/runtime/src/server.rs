@@ -5,12 +5,16 @@
 
 use std::time::Duration;
 
+use ember_proto::readiness::v1::readiness_service_server::ReadinessServiceServer;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::service::Routes;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tonic_reflection::server::{v1, v1alpha};
+
+use crate::readiness::{CHECK_INTERVAL, Readiness, ReadinessHandler};
 
 /// How long in-flight calls may take to finish once shutdown starts.
 pub const DRAIN_GRACE_PERIOD: Duration = Duration::from_secs(4);
@@ -43,7 +47,21 @@ pub struct GrpcService {
     pub routes: Routes,
     pub service_names: Vec<&'static str>,
     pub request_timeout: Duration,
+    /// Internal services: reflection and readiness answer only callers
+    /// presenting the internal credential (reflection would list the
+    /// internal services to anyone who reaches the port); health stays
+    /// open for probes.
+    pub reflection_auth: Option<crate::identity::InternalAuth>,
+    /// The checks that decide whether the service is ready; health says
+    /// NOT_SERVING while one fails. `None`: ready while it runs.
+    pub readiness: Option<Readiness>,
 }
+
+/// The largest header block a peer may send (gRPC metadata, status
+/// messages). Set on both sides deliberately: status messages are capped
+/// far below it (see `ember_runtime::error`), so no answer on one stream
+/// can break the connection that other streams share.
+pub const MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
 
 /// Serves `service` on `listener` until `shutdown` is cancelled, then reports
 /// NOT_SERVING and drains for at most [`DRAIN_GRACE_PERIOD`].
@@ -53,34 +71,71 @@ pub async fn serve_grpc(
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    for name in service.service_names.iter().copied().chain([""]) {
-        health_reporter
-            .set_service_status(name, ServingStatus::Serving)
-            .await;
-    }
+    let names: Vec<&'static str> = service.service_names.iter().copied().chain([""]).collect();
+    set_health(&health_reporter, &names, ServingStatus::Serving).await;
     let (reflection_v1, reflection_v1alpha) = reflection(&service.service_names)?;
 
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut routes = service.routes.add_service(health_service);
+    let readiness_server = service
+        .readiness
+        .clone()
+        .map(|readiness| ReadinessServiceServer::new(ReadinessHandler(readiness)));
+    routes = match service.reflection_auth {
+        Some(auth) => {
+            if let Some(server) = readiness_server {
+                routes = routes.add_service(InterceptedService::new(server, auth.clone()));
+            }
+            routes
+                .add_service(InterceptedService::new(reflection_v1, auth.clone()))
+                .add_service(InterceptedService::new(reflection_v1alpha, auth))
+        }
+        None => {
+            if let Some(server) = readiness_server {
+                routes = routes.add_service(server);
+            }
+            routes
+                .add_service(reflection_v1)
+                .add_service(reflection_v1alpha)
+        }
+    };
     let server = tonic::transport::Server::builder()
         .timeout(service.request_timeout)
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
         .layer(tower_http::trace::TraceLayer::new_for_grpc())
-        .add_routes(service.routes)
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha);
+        .add_routes(routes);
 
+    // One task owns the health status: readiness moves it while serving,
+    // shutdown sets NOT_SERVING for good — no update can come after that.
     let drain_started = CancellationToken::new();
     let signal = {
         let shutdown = shutdown.clone();
         let drain_started = drain_started.clone();
-        let names = service.service_names.clone();
+        let readiness = service.readiness;
         async move {
-            shutdown.cancelled().await;
-            for name in names.into_iter().chain([""]) {
-                health_reporter
-                    .set_service_status(name, ServingStatus::NotServing)
-                    .await;
+            let mut serving = true;
+            let mut ticks = tokio::time::interval(CHECK_INTERVAL);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                let round = async {
+                    ticks.tick().await;
+                    match &readiness {
+                        Some(readiness) => readiness.refresh().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    ready = round => {
+                        if ready != serving {
+                            serving = ready;
+                            let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };
+                            set_health(&health_reporter, &names, status).await;
+                        }
+                    }
+                }
             }
+            set_health(&health_reporter, &names, ServingStatus::NotServing).await;
             drain_started.cancel();
         }
     };
@@ -96,6 +151,16 @@ pub async fn serve_grpc(
             tracing::warn!("calls still running after the grace period were dropped");
             Ok(())
         }
+    }
+}
+
+async fn set_health(
+    reporter: &tonic_health::server::HealthReporter,
+    names: &[&'static str],
+    status: ServingStatus,
+) {
+    for name in names {
+        reporter.set_service_status(*name, status).await;
     }
 }
 

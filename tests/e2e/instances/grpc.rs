@@ -56,6 +56,7 @@ async fn the_instance_service_works_over_grpc_with_the_same_rules() {
                 flavor: "m1.small".into(),
                 image: "debian-12".into(),
                 metadata: [("role".to_owned(), "web".to_owned())].into(),
+                ..Default::default()
             },
             &callers.member,
         ))
@@ -210,7 +211,54 @@ async fn the_instance_service_works_over_grpc_with_the_same_rules() {
         .expect("deleting")
         .into_inner();
     assert_eq!(deleting.status, pb::InstanceStatus::Deleting as i32);
-    wait_for_grpc_status(&ember, &callers.member, &uuid, pb::InstanceStatus::Deleted).await;
+    // Once deleted, the instance is not found (as in Nova), not DELETED.
+    let request = |uuid: &str| {
+        with_bearer(
+            pb::GetInstanceRequest {
+                uuid: uuid.to_owned(),
+            },
+            &callers.member,
+        )
+    };
+    wait_for(
+        "the deleted instance to be NOT_FOUND",
+        Duration::from_secs(15),
+        || async {
+            match client(&ember).await.get_instance(request(&uuid)).await {
+                Err(status) => status.code() == Code::NotFound,
+                Ok(instance) => {
+                    assert_eq!(
+                        instance.into_inner().status,
+                        pb::InstanceStatus::Deleting as i32
+                    );
+                    false
+                }
+            }
+        },
+    )
+    .await;
+    let again = instances
+        .delete_instance(with_bearer(
+            pb::DeleteInstanceRequest { uuid: uuid.clone() },
+            &callers.member,
+        ))
+        .await
+        .expect_err("deleted");
+    assert_eq!(again.code(), Code::NotFound, "{again:?}");
+    let listed = instances
+        .list_instances(with_bearer(
+            pb::ListInstancesRequest::default(),
+            &callers.member,
+        ))
+        .await
+        .expect("listed")
+        .into_inner();
+    assert!(
+        listed
+            .instances
+            .iter()
+            .all(|instance| instance.uuid != uuid)
+    );
     ember.stop().await;
 }
 

@@ -5,11 +5,14 @@
 //! `crates/cli/tests/stack_cli.rs`.
 
 mod grpc_flow;
+mod heat_resources;
 mod heatclient;
 mod locks;
 mod policy_plugin;
 mod rest_errors;
 mod rest_flow;
+mod software;
+mod wait_conditions;
 
 use std::time::{Duration, Instant};
 

@@ -109,6 +109,40 @@ async fn the_policy_plugin_denies_101_servers_through_the_rest_api() {
         assert!(std::time::Instant::now() < deadline, "still {status}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    // The limit holds through nesting: a ResourceGroup of 101 servers (one
+    // group in the template, its members not yet created) is denied
+    // before anything is made, as 101 top-level servers are.
+    let grouped = json!({"heat_template_version": "2021-04-16",
+        "parameters": {"size": {"type": "number", "default": 101}},
+        "resources": {"fleet": {"type": "OS::Heat::ResourceGroup", "properties": {
+            "count": {"get_param": "size"},
+            "resource_def": {"type": "OS::Nova::Server",
+                "properties": {"flavor": "m1.tiny", "image": "cirros"}}}}}});
+    let answer = member
+        .post(
+            "/stacks",
+            json!({"stack_name": "nested-too-big", "template": grouped}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let id = answer.body["stack"]["id"].as_str().expect("id").to_owned();
+    let stack = member
+        .wait_until_settled(&format!("/stacks/nested-too-big/{id}"))
+        .await;
+    assert_eq!(stack["stack_status"], "CREATE_FAILED", "{stack}");
+    let reason = stack["stack_status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("plugin policy: ") && reason.contains("101 OS::Nova::Server"),
+        "{reason}"
+    );
+    let resources = member
+        .get(&format!("/stacks/nested-too-big/{id}/resources"))
+        .await;
+    assert_eq!(
+        resources.body["resources"][0]["resource_status"], "INIT_COMPLETE",
+        "the group was never created: {resources:?}"
+    );
     shutdown.cancel();
     ember.stop().await;
 }

@@ -382,8 +382,9 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
     let generated = heat
         .get("/resource_types/OS::Heat::RandomString/template?template_type=hot")
         .await;
+    // Heat keys the generated resource by its class name.
     assert_eq!(
-        generated.body["resources"]["OS::Heat::RandomString"]["type"],
+        generated.body["resources"]["RandomString"]["type"],
         "OS::Heat::RandomString"
     );
     let unknown = heat.get("/resource_types/OS::No::Such").await;

@@ -13,6 +13,8 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use ember_proto::readiness::v1::readiness_service_client::ReadinessServiceClient;
+use ember_proto::readiness::v1::{GetReadinessRequest, ReadinessReport};
 use ember_runtime::{ErrorKind, Identity};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -25,15 +27,42 @@ pub fn router(state: GatewayState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route(
+            "/orchestration/v1/signals/{stack_id}/{handle_id}",
+            axum::routing::post(orchestration::resources::signal_url)
+                .put(orchestration::resources::signal_url),
+        )
         .nest("/orchestration/v1/{project_id}", orchestration::routes())
         .nest("/compute/v1", compute::routes())
         .nest(clustering::PREFIX, clustering::routes())
         .fallback(not_found)
+        .layer(axum::middleware::map_response_with_state(
+            state.clone(),
+            count_upstream_failures,
+        ))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             http::StatusCode::GATEWAY_TIMEOUT,
             state.request_timeout,
         ))
         .with_state(state)
+}
+
+/// Counts answers whose call to an internal service failed on the way.
+async fn count_upstream_failures(
+    State(state): State<GatewayState>,
+    response: Response,
+) -> Response {
+    if response
+        .extensions()
+        .get::<crate::error::UpstreamFailure>()
+        .is_some()
+    {
+        state
+            .metrics
+            .upstream_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    response
 }
 
 /// The caller, authenticated from `X-Auth-Token` or `Authorization: Bearer`.
@@ -69,33 +98,39 @@ impl GatewayState {
 }
 
 /// Readiness: 200 when every service behind the gateway answers its health
-/// check as SERVING, 503 naming the ones that do not.
+/// check as SERVING, 503 naming the ones that do not and why — each
+/// service's own readiness checks (its database pools, its work queues)
+/// decide its health, and their findings are shown.
 async fn healthz(State(state): State<GatewayState>) -> Response {
-    let upstreams = [
-        ("engine", state.upstreams.engine.clone()),
-        ("lifecycle-hook", state.upstreams.lifecycle_hook.clone()),
-        ("plugin-registry", state.upstreams.plugin_registry.clone()),
-    ];
-    let checks = upstreams.map(|(name, channel)| async move {
-        let mut client = HealthClient::new(channel);
-        let mut request = tonic::Request::new(HealthCheckRequest {
-            service: String::new(),
-        });
-        request.set_timeout(std::time::Duration::from_secs(2));
-        let status = match client.check(request).await {
-            Ok(response) if response.get_ref().status == ServingStatus::Serving as i32 => {
-                "SERVING".to_owned()
-            }
-            Ok(_) => "NOT_SERVING".to_owned(),
-            Err(status) => format!("UNAVAILABLE: {}", status.message()),
-        };
-        (name, status)
-    });
-    let results = futures::future::join_all(checks).await;
-    let healthy = results.iter().all(|(_, status)| status == "SERVING");
+    let results = futures::future::join_all(
+        state
+            .upstreams
+            .named()
+            .map(|(name, channel)| upstream_health(&state, name, channel)),
+    )
+    .await;
+    let healthy = results.iter().all(|health| health.status == "SERVING");
     let services: serde_json::Map<String, serde_json::Value> = results
-        .into_iter()
-        .map(|(name, status)| (name.to_owned(), status.into()))
+        .iter()
+        .map(|health| (health.name.to_owned(), health.status.clone().into()))
+        .collect();
+    let checks: serde_json::Map<String, serde_json::Value> = results
+        .iter()
+        .filter_map(|health| {
+            let report = health.report.as_ref()?;
+            let checks = report
+                .checks
+                .iter()
+                .map(|check| {
+                    serde_json::json!({
+                        "name": check.name,
+                        "healthy": check.healthy,
+                        "detail": check.detail,
+                    })
+                })
+                .collect::<Vec<_>>();
+            Some((health.name.to_owned(), checks.into()))
+        })
         .collect();
     let code = if healthy {
         http::StatusCode::OK
@@ -105,14 +140,96 @@ async fn healthz(State(state): State<GatewayState>) -> Response {
     let body = serde_json::json!({
         "status": if healthy { "ok" } else { "degraded" },
         "services": services,
+        "checks": checks,
     });
     (code, Json(body)).into_response()
 }
 
+/// What one upstream said of its health, and its readiness report.
+struct UpstreamHealth {
+    name: &'static str,
+    /// `SERVING`, or `NOT_SERVING: <the failing checks>`, or
+    /// `UNAVAILABLE: <why it could not be reached>`.
+    status: String,
+    report: Option<ReadinessReport>,
+}
+
+async fn upstream_health(
+    state: &GatewayState,
+    name: &'static str,
+    channel: tonic::transport::Channel,
+) -> UpstreamHealth {
+    let mut health = HealthClient::new(channel.clone());
+    let mut request = tonic::Request::new(HealthCheckRequest {
+        service: String::new(),
+    });
+    request.set_timeout(HEALTH_CHECK_TIMEOUT);
+    let serving = health.check(request).await;
+    let report = readiness_report(state, channel).await;
+    let status = match serving {
+        Ok(response) if response.get_ref().status == ServingStatus::Serving as i32 => {
+            "SERVING".to_owned()
+        }
+        Ok(_) => {
+            let failing: Vec<String> = report
+                .iter()
+                .flat_map(|report| report.checks.iter())
+                .filter(|check| !check.healthy)
+                .map(|check| format!("{}: {}", check.name, check.detail))
+                .collect();
+            if failing.is_empty() {
+                "NOT_SERVING".to_owned()
+            } else {
+                format!("NOT_SERVING: {}", failing.join("; "))
+            }
+        }
+        Err(status) => format!("UNAVAILABLE: {}", status.message()),
+    };
+    UpstreamHealth {
+        name,
+        status,
+        report,
+    }
+}
+
+const HEALTH_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// An upstream's readiness report, or `None` when it cannot be read.
+async fn readiness_report(
+    state: &GatewayState,
+    channel: tonic::transport::Channel,
+) -> Option<ReadinessReport> {
+    let mut client = ReadinessServiceClient::new(channel);
+    let mut request = state.internal_request(&gateway_identity(), GetReadinessRequest {});
+    request.set_timeout(HEALTH_CHECK_TIMEOUT);
+    client
+        .get_readiness(request)
+        .await
+        .ok()
+        .map(tonic::Response::into_inner)
+}
+
+/// Who the gateway is when it asks on its own behalf (readiness).
+fn gateway_identity() -> Identity {
+    Identity::new("api-gateway", "ember-internal", vec!["service".to_owned()])
+}
+
+/// Prometheus text: the gateway's counters, then the gauges of every
+/// service behind it (database pools, work queues), labelled by service.
 async fn metrics(State(state): State<GatewayState>) -> Response {
+    let reports = futures::future::join_all(
+        state
+            .upstreams
+            .named()
+            .map(|(_, channel)| readiness_report(&state, channel)),
+    )
+    .await;
+    let reports: Vec<ReadinessReport> = reports.into_iter().flatten().collect();
+    let mut text = state.metrics.render();
+    text.push_str(&ember_runtime::readiness::render_gauges(&reports));
     (
         [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.metrics.render(),
+        text,
     )
         .into_response()
 }

@@ -155,6 +155,7 @@ async fn seed(database_url: &str, count: usize) -> Result<Vec<uuid::Uuid>, Strin
             flavor: "m1.small".to_owned(),
             image: "debian-12".to_owned(),
             metadata: [("bench".to_owned(), "true".to_owned())].into(),
+            workload: Default::default(),
         };
         let offset = chrono::Duration::milliseconds(i64::try_from(index).unwrap_or(i64::MAX));
         let instance = Instance {

@@ -5,8 +5,9 @@
 
 use std::time::{Duration, Instant};
 
+use ember_engine::domain::admission::{Subject, admit};
 use ember_engine::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
-use ember_engine::stacks::{Operation, ensure_allowed};
+use ember_engine::stacks::{StackCaller, StackOperation};
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
 use tonic::transport::Channel;
@@ -180,13 +181,16 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
                 reason: Some("maintenance".into()),
             });
         }
+        let caller = ember_runtime::Identity::new("demo", "demo", vec!["member".into()]);
         let started = Instant::now();
         let mut refused = 0u32;
         for _ in 0..iterations {
-            if ensure_allowed(
-                std::hint::black_box(&stack),
-                std::hint::black_box(Operation::Update),
-            )
+            if admit(Subject::Stack {
+                stack: std::hint::black_box(&stack),
+                ancestors: &[],
+                operation: std::hint::black_box(StackOperation::Update),
+                caller: StackCaller::User(&caller),
+            })
             .is_err()
             {
                 refused += 1;

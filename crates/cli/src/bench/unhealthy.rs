@@ -240,6 +240,7 @@ async fn measure(
                     stack: created.id.clone(),
                     resource: policy.to_owned(),
                     details: None,
+                    signal_token: String::new(),
                 })?)
                 .await
                 .map_err(|status| format!("signal {policy}: {}", status.message()))?;

@@ -20,9 +20,12 @@ pub enum HookCommand {
         #[command(flatten)]
         connect: ConnectArgs,
     },
-    /// Messages of the embedded queue (no NATS configured), oldest first
+    /// Messages of one of your project's queues on the embedded queue (no NATS configured), oldest first
     Messages {
         queue: String,
+        /// Another project's queue (admins only)
+        #[arg(long, default_value = "")]
+        project: String,
         /// Only messages after this id
         #[arg(long, default_value_t = 0)]
         after: u64,
@@ -123,6 +126,7 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
         }
         HookCommand::Messages {
             queue,
+            project,
             after,
             limit,
             connect,
@@ -133,6 +137,7 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
                     queue,
                     after_id: after,
                     limit,
+                    project_id: project,
                 })?)
                 .await
                 .map_err(describe)?

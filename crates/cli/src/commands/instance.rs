@@ -42,17 +42,35 @@ pub enum InstanceCommand {
         flavor: String,
         #[arg(long)]
         image: String,
-        /// Metadata item KEY=VALUE (repeatable)
+        /// Metadata item KEY=VALUE (repeatable); container labels with the docker driver
         #[arg(long = "meta", value_name = "KEY=VALUE")]
         metadata: Vec<String>,
+        /// Environment variable NAME=VALUE of the machine (repeatable)
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// A file of user data (a script starting with #! runs as the container's process)
+        #[arg(long, value_name = "FILE")]
+        user_data: Option<std::path::PathBuf>,
         #[command(flatten)]
         wait: InstanceWaitArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The command the machine runs, after `--` (default: the image's own)
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// What happened to an instance's machine: task outcomes and observations (it died, was removed…)
+    Events {
+        instance: String,
+        /// The newest this many (at most 1000)
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
         #[command(flatten)]
         connect: ConnectArgs,
     },
     /// List your project's instances, newest first
     List {
-        /// Only this status (BUILDING, ACTIVE, STOPPED, REBOOTING, ERROR, DELETING, DELETED)
+        /// Only this status (BUILDING, ACTIVE, STOPPED, REBOOTING, ERROR, DELETING)
         #[arg(long)]
         status: Option<String>,
         /// Only locked (true) or unlocked (false) instances
@@ -76,7 +94,7 @@ pub enum InstanceCommand {
         #[command(flatten)]
         connect: ConnectArgs,
     },
-    /// Delete an instance (DELETING, then DELETED)
+    /// Delete an instance (DELETING, then gone: not found)
     Delete {
         instance: String,
         #[command(flatten)]
@@ -118,23 +136,36 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             flavor,
             image,
             metadata,
+            env,
+            user_data,
             wait,
             connect,
+            command,
         } => {
             let client = Client::connect(&connect, DevIdentity::Member).await?;
-            let metadata = metadata
-                .iter()
-                .map(|item| {
-                    item.split_once('=')
-                        .map(|(key, value)| (key.to_owned(), value.to_owned()))
-                        .ok_or_else(|| format!("--meta {item:?}: write KEY=VALUE"))
-                })
-                .collect::<Result<_, _>>()?;
+            let pairs = |flag: &str, items: &[String]| {
+                items
+                    .iter()
+                    .map(|item| {
+                        item.split_once('=')
+                            .map(|(key, value)| (key.to_owned(), value.to_owned()))
+                            .ok_or_else(|| format!("{flag} {item:?}: write KEY=VALUE"))
+                    })
+                    .collect::<Result<std::collections::HashMap<_, _>, _>>()
+            };
+            let user_data = match user_data {
+                None => String::new(),
+                Some(path) => std::fs::read_to_string(&path)
+                    .map_err(|error| format!("--user-data {}: {error}", path.display()))?,
+            };
             let request = pb::CreateInstanceRequest {
                 name,
                 flavor,
                 image,
-                metadata,
+                metadata: pairs("--meta", &metadata)?,
+                user_data,
+                command,
+                env: pairs("--env", &env)?,
             };
             let instance = service(&client)
                 .create_instance(client.request(request)?)
@@ -192,6 +223,41 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
                 &["UUID", "NAME", "STATUS", "POWER", "LOCKED", "CREATED"],
                 &rows,
             );
+            Ok(())
+        }
+        InstanceCommand::Events {
+            instance,
+            limit,
+            connect,
+        } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let events = service(&client)
+                .list_instance_events(
+                    client.request(pb::ListInstanceEventsRequest { uuid, limit })?,
+                )
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .events;
+            let rows: Vec<Vec<String>> = events
+                .iter()
+                .map(|event| {
+                    vec![
+                        event
+                            .at
+                            .as_ref()
+                            .and_then(|at| chrono::DateTime::from_timestamp(at.seconds, 0))
+                            .map(|at| at.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                            .unwrap_or_default(),
+                        event.kind.clone(),
+                        status_name(event.status),
+                        power_state_name(event.power_state),
+                        event.reason.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["at", "kind", "status", "power", "reason"], &rows);
             Ok(())
         }
         InstanceCommand::Show { instance, connect } => {
@@ -332,7 +398,21 @@ async fn finish(
             ));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
-        current = get(client, &current.uuid).await?;
+        let deleting = current.status == pb::InstanceStatus::Deleting as i32;
+        current = match service(client)
+            .get_instance(client.request(pb::GetInstanceRequest {
+                uuid: current.uuid.clone(),
+            })?)
+            .await
+        {
+            Ok(response) => response.into_inner(),
+            // A completed delete answers NotFound (as Nova's 404).
+            Err(status) if deleting && status.code() == tonic::Code::NotFound => {
+                println!("instance {:?} ({}) deleted", current.name, current.uuid);
+                return Ok(());
+            }
+            Err(status) => return Err(describe(status)),
+        };
     }
     print_instance(&current);
     if current.status == pb::InstanceStatus::Error as i32 {

@@ -7,6 +7,7 @@ mod instance;
 mod plugin;
 pub(crate) mod plugin_bench;
 mod probe;
+mod quota;
 mod resource;
 mod run;
 mod stack;
@@ -66,6 +67,9 @@ pub enum Command {
     /// Scale-in lifecycle hooks
     #[command(subcommand)]
     Hook(hook::HookCommand),
+    /// Project quotas: show, set (admin)
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
     /// Health probes for containers
     #[command(subcommand)]
     Probe(probe::ProbeCommand),
@@ -87,6 +91,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Cluster(command) => cluster::run(command).await,
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,
+        Command::Quota(command) => quota::run(command).await,
         Command::Probe(command) => probe::run(command).await,
         Command::Bench(command) => crate::bench::run(command).await,
     }

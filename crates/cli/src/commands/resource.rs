@@ -84,6 +84,7 @@ pub async fn run(command: ResourceCommand) -> Result<(), String> {
                 stack,
                 resource,
                 details: Some(json_to_value(details)),
+                signal_token: String::new(),
             };
             let answer = ResourceServiceClient::new(client.channel.clone())
                 .signal(client.request(request)?)

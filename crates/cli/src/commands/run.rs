@@ -17,6 +17,11 @@ pub struct DevArgs {
     /// Gateway address (REST and gRPC) [default: 127.0.0.1:8004]
     #[arg(long)]
     pub listen: Option<SocketAddr>,
+    /// The compute driver: `simulated`, or `docker` (each instance a
+    /// container on the engine at `engine.compute.docker_host`, default
+    /// $DOCKER_HOST) [default: from configuration, else simulated]
+    #[arg(long, value_parser = ["simulated", "docker"])]
+    pub compute: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,27 +41,43 @@ pub async fn dev(config_file: Option<&Path>, args: DevArgs) -> Result<(), String
     let flags = FlagOverrides {
         data_dir: args.data_dir,
         gateway: args.listen.map(|listen| ListenOverride { listen }),
+        engine: args.compute.map(|driver| config::EngineOverride {
+            compute: config::ComputeOverride { driver },
+        }),
     };
     let config = config::load(config_file, &flags)?;
     ember_runtime::telemetry::init(&config.log);
     let secrets = dev::dev_secrets(&config)?;
     let data_dir = config.data_dir.clone();
     let token_ttl = Duration::from_secs(config.auth.token_ttl_secs);
+    let compute = match &config.engine.compute.resolve().driver {
+        ember_engine::compute::DriverConfig::Docker(docker) => format!(
+            "docker (containers on {}, network {:?})",
+            docker.docker_host, docker.network
+        ),
+        ember_engine::compute::DriverConfig::Simulated(_) => "simulated".to_owned(),
+    };
     let running = RunningEmber::start(config, secrets).await?;
     ember_runtime::shutdown::cancel_on_signal(running.shutdown.clone());
 
     let credentials = DevCredentials::mint(running.gateway_addr, &running.secrets, token_ttl)?;
     credentials.write(&data_dir)?;
-    print_banner(&running, &credentials, &data_dir);
+    print_banner(&running, &credentials, &data_dir, &compute);
     running.wait().await
 }
 
-fn print_banner(running: &RunningEmber, credentials: &DevCredentials, data_dir: &Path) {
+fn print_banner(
+    running: &RunningEmber,
+    credentials: &DevCredentials,
+    data_dir: &Path,
+    compute: &str,
+) {
     let gateway = running.gateway_addr;
     println!(
         "Ember is running (embedded SQLite under {})",
         data_dir.display()
     );
+    println!("  compute driver         {compute}");
     println!("  gateway (REST + gRPC)  http://{gateway}");
     println!(
         "  engine                 {} (internal)",
@@ -91,6 +112,7 @@ pub async fn serve(config_file: Option<&Path>, args: ServeArgs) -> Result<(), St
     let flags = FlagOverrides {
         data_dir: args.data_dir,
         gateway: None,
+        engine: None,
     };
     let config = config::load(config_file, &flags)?;
     ember_runtime::telemetry::init(&config.log);

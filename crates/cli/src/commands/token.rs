@@ -42,6 +42,7 @@ pub fn run(config_file: Option<&Path>, command: TokenCommand) -> Result<(), Stri
                 &FlagOverrides {
                     data_dir,
                     gateway: None,
+                    engine: None,
                 },
             )?;
             // Outside dev the key comes from configuration; with `ember dev`

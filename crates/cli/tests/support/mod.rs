@@ -4,6 +4,8 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod deployment;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +18,11 @@ pub struct Dev {
 }
 
 impl Dev {
+    /// The `ember dev` process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn start(data_dir: &Path) -> Dev {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("bind")

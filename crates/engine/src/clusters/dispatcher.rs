@@ -1,19 +1,26 @@
-//! The action dispatcher: claims READY actions (one conditional update
-//! each, so replicas sharing a database never run the same action), runs
-//! them under a lease it keeps renewing, and sweeps up after engines that
-//! died: their RUNNING actions, once the lease has expired, are taken over
-//! (idempotent node deletes) or failed with a reason that says so.
+//! The action dispatcher: claims READY actions (one transaction that also
+//! takes each cluster's lock, so replicas sharing a database never run the
+//! same action, nor two actions of one cluster), runs them under a lease it
+//! keeps renewing while their task lives, and sweeps up after engines that
+//! died: their RUNNING actions, once the lease has expired, are queued
+//! again — keeping their cluster's lock — and taken over by the next claim,
+//! which runs them from their durable steps (see `execute`), up to
+//! [`MAX_RUN_ATTEMPTS`] runs; then they are failed, the cluster settled
+//! and its lock released.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
+use uuid::Uuid;
 
-use super::execute::Ran;
+use super::run::{Ran, Run, Stop};
 use super::{ClusterService, action_event};
-use crate::domain::cluster::{ActionStatus, ClusterAction};
+use crate::domain::cluster::{ActionStatus, ClusterAction, MAX_RUN_ATTEMPTS};
 
 /// How long a claimed action stays this engine's without renewal.
 pub const ACTION_LEASE: Duration = Duration::from_secs(10);
@@ -22,27 +29,105 @@ pub const MAX_RUNNING_ACTIONS: usize = 64;
 /// How often leases are renewed and dead engines' work is swept.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-fn lease_until() -> chrono::DateTime<chrono::Utc> {
-    ember_runtime::time::now()
-        + chrono::Duration::from_std(ACTION_LEASE).unwrap_or(chrono::Duration::seconds(10))
+/// The dispatcher's timings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DispatcherSettings {
+    /// How long a claim holds without renewal.
+    pub action_lease: Duration,
+    /// How often leases are renewed and expired ones swept; well under the
+    /// lease.
+    pub sweep_interval: Duration,
+    /// How many actions one engine runs at once.
+    pub max_running: usize,
 }
 
-/// Starts the dispatcher and the sweeper; they stop with `shutdown`.
+impl Default for DispatcherSettings {
+    fn default() -> Self {
+        DispatcherSettings {
+            action_lease: ACTION_LEASE,
+            sweep_interval: SWEEP_INTERVAL,
+            max_running: MAX_RUNNING_ACTIONS,
+        }
+    }
+}
+
+impl ClusterService {
+    fn lease_until(&self) -> chrono::DateTime<chrono::Utc> {
+        ember_runtime::time::now()
+            + chrono::Duration::from_std(self.settings.action_lease)
+                .unwrap_or(chrono::Duration::seconds(10))
+    }
+}
+
+/// The actions this engine's tasks are running: only their leases are
+/// renewed, so an action whose task ended without finishing it (a database
+/// error on the last write) expires and is taken over.
+#[derive(Clone, Default)]
+struct Running(Arc<Mutex<HashSet<Uuid>>>);
+
+/// Held by a run's task: the action's lease is renewed while it lives.
+struct RunningGuard {
+    running: Running,
+    action_id: Uuid,
+}
+
+impl Running {
+    fn hold(&self, action_id: Uuid) -> RunningGuard {
+        if let Ok(mut ids) = self.0.lock() {
+            ids.insert(action_id);
+        }
+        RunningGuard {
+            running: self.clone(),
+            action_id,
+        }
+    }
+
+    fn ids(&self) -> Vec<Uuid> {
+        self.0
+            .lock()
+            .map(|ids| ids.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        if let Ok(mut ids) = self.running.0.lock() {
+            ids.remove(&self.action_id);
+        }
+    }
+}
+
+/// Starts the dispatcher and the sweeper; they stop with `shutdown`, and
+/// the runs under way are abandoned then (their leases expire and another
+/// engine, or this one after a restart, takes them over).
 pub fn spawn(service: Arc<ClusterService>, shutdown: CancellationToken) {
-    tokio::spawn(dispatch_loop(service.clone(), shutdown.clone()));
-    tokio::spawn(sweep_loop(service, shutdown));
+    super::health::spawn(service.clone(), shutdown.clone());
+    let running = Running::default();
+    tokio::spawn(dispatch_loop(
+        service.clone(),
+        running.clone(),
+        shutdown.clone(),
+    ));
+    tokio::spawn(sweep_loop(service, running, shutdown));
 }
 
-async fn dispatch_loop(service: Arc<ClusterService>, shutdown: CancellationToken) {
-    let permits = Arc::new(Semaphore::new(MAX_RUNNING_ACTIONS));
+async fn dispatch_loop(
+    service: Arc<ClusterService>,
+    running: Running,
+    shutdown: CancellationToken,
+) {
+    let permits = Arc::new(Semaphore::new(service.settings.max_running));
+    let mut tasks = JoinSet::new();
     loop {
+        while tasks.try_join_next().is_some() {}
         let free = permits.available_permits() as u64;
-        let claimed = if free == 0 {
+        let claimed = if free == 0 || shutdown.is_cancelled() {
             Vec::new()
         } else {
             match service
                 .store
-                .claim_ready_actions(service.engine_id, lease_until(), free)
+                .claim_ready_actions(service.engine_id, service.lease_until(), free)
                 .await
             {
                 Ok(claimed) => claimed,
@@ -58,51 +143,77 @@ async fn dispatch_loop(service: Arc<ClusterService>, shutdown: CancellationToken
                 return;
             };
             let service = service.clone();
-            tokio::spawn(async move {
+            let guard = running.hold(action.id);
+            tasks.spawn(async move {
                 run_one(&service, action).await;
+                drop(guard);
                 drop(permit);
             });
         }
         if idle {
             tokio::select! {
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => {
+                    tasks.abort_all();
+                    return;
+                }
                 () = service.wake.notified() => {}
                 () = tokio::time::sleep(Duration::from_millis(500)) => {}
             }
         } else if shutdown.is_cancelled() {
+            tasks.abort_all();
             return;
         }
     }
 }
 
 async fn run_one(service: &ClusterService, action: ClusterAction) {
-    info!(action_id = %action.id, kind = action.kind.as_str(), "running cluster action");
-    let outcome = service.execute(&action).await;
-    let (status, reason) = match outcome {
-        Ok(Ran::Waiting) => return,
-        Ok(Ran::Succeeded(reason)) => (ActionStatus::Succeeded, reason),
-        Err(error) => (ActionStatus::Failed, error.to_string()),
+    info!(action_id = %action.id, kind = action.kind.as_str(), attempt = action.attempt, "running cluster action");
+    let depended_by = action.depended_by.clone();
+    let Some(run) = Run::new(action) else {
+        warn!("a claimed action has no owner");
+        return;
     };
-    let event = action_event(&action, status.as_str(), reason.clone());
+    let (status, reason, change, settle) = match service.execute(&run).await {
+        Ok(Ran::Handed) => return,
+        Ok(Ran::Finished {
+            status,
+            reason,
+            change,
+            settle,
+        }) => (status, reason, change, settle),
+        Err(Stop::Lost) => {
+            warn!(action_id = %run.action.id, attempt = run.fence.attempt, "action was taken from this run: it stops without writing");
+            return;
+        }
+        Err(Stop::Failed(error)) => {
+            let (change, settle) = service.failure_finish(&run, &error).await;
+            (ActionStatus::Failed, error.to_string(), change, settle)
+        }
+    };
+    let mut change = change;
+    change
+        .events
+        .push(action_event(&run.action, status.as_str(), reason.clone()));
     match service
         .store
-        .finish_action(&action, service.engine_id, status, &reason, &[event])
+        .finish_action(&run.action, status, &reason, &change, &settle)
         .await
     {
-        Ok(true) => {}
+        // The cluster's lock may be free now: the next action of it can go.
+        Ok(true) => service.wake_dispatcher(),
         Ok(false) => {
-            warn!(action_id = %action.id, "action was taken from this engine before it finished")
+            warn!(action_id = %run.action.id, "action was taken from this run before it finished")
         }
         Err(error) => {
-            warn!(action_id = %action.id, %error, "cannot record the end of an action; its lease will expire")
+            warn!(action_id = %run.action.id, %error, "cannot record the end of an action; its lease will expire and it is taken over")
         }
     }
-    for parent in &action.depended_by {
+    for parent in &depended_by {
         finish_parent(service, *parent).await;
     }
 }
 
-async fn finish_parent(service: &ClusterService, parent: uuid::Uuid) {
+async fn finish_parent(service: &ClusterService, parent: Uuid) {
     match service.store.finish_parent_if_done(parent).await {
         Ok(Some(parent)) => {
             let event = action_event(
@@ -113,6 +224,7 @@ async fn finish_parent(service: &ClusterService, parent: uuid::Uuid) {
             if let Err(error) = service.store.record_events(&[event]).await {
                 warn!(%error, "cannot record an action event");
             }
+            service.wake_dispatcher();
         }
         Ok(None) => {}
         Err(error) => {
@@ -121,12 +233,14 @@ async fn finish_parent(service: &ClusterService, parent: uuid::Uuid) {
     }
 }
 
-async fn sweep_loop(service: Arc<ClusterService>, shutdown: CancellationToken) {
+async fn sweep_loop(service: Arc<ClusterService>, running: Running, shutdown: CancellationToken) {
     loop {
-        if let Err(error) = service
-            .store
-            .renew_action_leases(service.engine_id, lease_until())
-            .await
+        let ids = running.ids();
+        if !ids.is_empty()
+            && let Err(error) = service
+                .store
+                .renew_action_leases(service.engine_id, &ids, service.lease_until())
+                .await
         {
             warn!(%error, "cannot renew action leases");
         }
@@ -135,7 +249,7 @@ async fn sweep_loop(service: Arc<ClusterService>, shutdown: CancellationToken) {
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(SWEEP_INTERVAL) => {}
+            () = tokio::time::sleep(service.settings.sweep_interval) => {}
         }
     }
 }
@@ -145,11 +259,11 @@ pub async fn sweep(service: &ClusterService) -> crate::error::Result<()> {
     let now = ember_runtime::time::now();
     let mut requeued = false;
     for action in service.store.list_expired_leases(now, 100).await? {
-        let requeue = action.kind.can_be_taken_over();
+        let requeue = action.attempt < MAX_RUN_ATTEMPTS;
         let reason = if requeue {
             "taken over: its engine went away"
         } else {
-            "failed: its engine went away while running it"
+            "failed: its engine went away while running it, too many times"
         };
         let event = action_event(&action, if requeue { "READY" } else { "FAILED" }, reason);
         if service
@@ -157,7 +271,7 @@ pub async fn sweep(service: &ClusterService) -> crate::error::Result<()> {
             .recover_expired_action(&action, now, requeue, &event)
             .await?
         {
-            warn!(action_id = %action.id, kind = action.kind.as_str(), requeue, "recovered an action of a dead engine");
+            warn!(action_id = %action.id, kind = action.kind.as_str(), attempt = action.attempt, requeue, "recovered an action of a dead engine");
             requeued |= requeue;
             if !requeue {
                 for parent in &action.depended_by {

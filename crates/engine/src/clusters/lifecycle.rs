@@ -7,6 +7,7 @@ use ember_runtime::Identity;
 use uuid::Uuid;
 
 use super::ClusterService;
+use crate::domain::admission::cluster::{ClusterOperation, admit, lifecycle_not_waiting};
 use crate::domain::cluster::{ActionKind, ActionStatus, ClusterAction, LifecycleOutcome};
 use crate::error::{Error, Result};
 use crate::store::clusters::ReadyOutcome;
@@ -51,24 +52,6 @@ impl ClusterService {
         }
     }
 
-    fn already_finished(action: &ClusterAction) -> Error {
-        match action.lifecycle_outcome {
-            Some(LifecycleOutcome::Completed) => Error::Conflict(format!(
-                "lifecycle action {} was already completed ({}): the node is deleted or being deleted",
-                action.id, action.lifecycle_detail
-            )),
-            Some(LifecycleOutcome::Expired) => Error::Conflict(format!(
-                "lifecycle action {} already expired ({}): the node is deleted or being deleted",
-                action.id, action.lifecycle_detail
-            )),
-            None => Error::Conflict(format!(
-                "lifecycle action {} is not waiting for completion (status {})",
-                action.id,
-                action.status.as_str()
-            )),
-        }
-    }
-
     pub async fn complete_lifecycle(
         &self,
         caller: &Identity,
@@ -76,6 +59,7 @@ impl ClusterService {
         token: &str,
     ) -> Result<ClusterAction> {
         let action = self.lifecycle_action(caller, cluster, token).await?;
+        admit(&ClusterOperation::CompleteLifecycle(&action), caller)?;
         let detail = format!(
             "completed by {} at {}",
             caller.user_id,
@@ -108,7 +92,7 @@ impl ClusterService {
                 });
                 Ok(action)
             }
-            ReadyOutcome::NotWaiting(action) => Err(Self::already_finished(&action)),
+            ReadyOutcome::NotWaiting(action) => Err(lifecycle_not_waiting(&action)),
             ReadyOutcome::Unknown => Err(Error::NotFound(format!(
                 "lifecycle action token {token:?} not found"
             ))),
@@ -122,9 +106,7 @@ impl ClusterService {
         token: &str,
     ) -> Result<prost_types::Timestamp> {
         let action = self.lifecycle_action(caller, cluster, token).await?;
-        if action.status != ActionStatus::WaitingLifecycleCompletion {
-            return Err(Self::already_finished(&action));
-        }
+        admit(&ClusterOperation::LifecycleHeartbeat(&action), caller)?;
         self.hooks.extend(&action.project_id, token).await
     }
 

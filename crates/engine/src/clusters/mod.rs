@@ -1,16 +1,24 @@
 //! The clustering service (Senlin's model): what every entry point calls to
 //! manage profiles, policies, clusters and nodes on behalf of a caller.
-//! Requests that change a cluster or node only record a durable action and
-//! wake the [`dispatcher`]; the action runs there, on whichever engine
-//! claims it.
+//! Requests are admitted by [`crate::domain::admission::cluster::admit`]
+//! (the one place that decides what may run when, for whom), and those
+//! that change a cluster or node only record a durable action and wake the
+//! [`dispatcher`]; the action runs there, on whichever engine claims it,
+//! one at a time per cluster (the cluster lock), each write fenced by the
+//! run's token (see `execute` for the durable steps of each kind).
 
 pub mod dispatcher;
 mod execute;
+mod grow;
+mod health;
 pub mod hooks;
 pub mod lifecycle;
+mod maintenance;
+mod membership;
 mod physical;
 mod removal;
 mod requests;
+mod run;
 
 use std::sync::Arc;
 
@@ -36,6 +44,8 @@ pub struct ClusterService {
     hooks: hooks::HookClient,
     wake: Arc<tokio::sync::Notify>,
     engine_id: Uuid,
+    settings: dispatcher::DispatcherSettings,
+    quotas: crate::quotas::QuotaSlot,
 }
 
 impl ClusterService {
@@ -45,6 +55,24 @@ impl ClusterService {
         stacks: Arc<StackOperations>,
         hooks: hooks::HookClient,
     ) -> Arc<ClusterService> {
+        ClusterService::with_settings(
+            store,
+            instances,
+            stacks,
+            hooks,
+            dispatcher::DispatcherSettings::default(),
+        )
+    }
+
+    /// Like [`ClusterService::new`], with the dispatcher's lease and sweep
+    /// timings given (tests shorten them).
+    pub fn with_settings(
+        store: Arc<dyn ClusterStore>,
+        instances: Arc<InstanceService>,
+        stacks: Arc<StackOperations>,
+        hooks: hooks::HookClient,
+        settings: dispatcher::DispatcherSettings,
+    ) -> Arc<ClusterService> {
         Arc::new(ClusterService {
             store,
             instances,
@@ -52,7 +80,58 @@ impl ClusterService {
             hooks,
             wake: Arc::new(tokio::sync::Notify::new()),
             engine_id: Uuid::now_v7(),
+            settings,
+            quotas: Default::default(),
         })
+    }
+
+    /// Enforces `quotas` on every request from now on (once, at start-up).
+    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
+        self.quotas.install(quotas);
+    }
+
+    /// Refuses a cluster growing to `to` nodes from `from` when that is
+    /// over the project's nodes-per-cluster or nodes quota.
+    pub(crate) async fn admit_growth(&self, cluster: &Cluster, from: i64, to: i64) -> Result<()> {
+        let Some(quotas) = self.quotas.get() else {
+            return Ok(());
+        };
+        if to <= from {
+            return Ok(());
+        }
+        let (to, more) = (
+            u64::try_from(to).unwrap_or(u64::MAX),
+            u64::try_from(to - from).unwrap_or(u64::MAX),
+        );
+        use crate::domain::quota::QuotaKind;
+        quotas
+            .admit_size(&cluster.project_id, QuotaKind::NodesPerCluster, to)
+            .await?;
+        quotas
+            .admit(
+                &cluster.project_id,
+                QuotaKind::Nodes,
+                crate::store::quotas::Usage::Nodes,
+                more,
+            )
+            .await
+    }
+
+    pub(crate) fn quotas(&self) -> Option<&Arc<crate::quotas::Quotas>> {
+        self.quotas.get()
+    }
+
+    /// Refuses one more of `kind` (counted by `usage`) over the quota.
+    pub(crate) async fn admit_one(
+        &self,
+        project_id: &str,
+        kind: crate::domain::quota::QuotaKind,
+        usage: crate::store::quotas::Usage,
+    ) -> Result<()> {
+        match self.quotas.get() {
+            Some(quotas) => quotas.admit(project_id, kind, usage, 1).await,
+            None => Ok(()),
+        }
     }
 
     pub fn engine_id(&self) -> Uuid {
@@ -105,6 +184,13 @@ impl ClusterService {
             .ok_or_else(|| Error::NotFound(format!("node {name_or_id:?} not found")))
     }
 
+    /// The cluster's members, however many (the cluster view lists them
+    /// all).
+    pub async fn cluster_members(&self, caller: &Identity, name_or_id: &str) -> Result<Vec<Node>> {
+        let cluster = self.find_cluster(caller, name_or_id).await?;
+        self.store.list_cluster_nodes(cluster.id).await
+    }
+
     pub async fn get_action(&self, caller: &Identity, id: &str) -> Result<ClusterAction> {
         let not_found = || Error::NotFound(format!("action {id:?} not found"));
         let id = Uuid::parse_str(id).map_err(|_| not_found())?;
@@ -124,6 +210,26 @@ impl ClusterService {
     }
 }
 
+/// At most this many nodes' physical resources are created, recovered or
+/// deleted at once by one action: a 1,000-node growth runs in waves, not
+/// as 1,000 driver calls at the same moment.
+pub(crate) const NODES_IN_FLIGHT: usize = 32;
+
+/// Runs `work` (one future per node, not yet started), at most
+/// [`NODES_IN_FLIGHT`] at a time; the results in the order they finish.
+pub(crate) async fn for_each_node<Fut: std::future::Future>(
+    work: impl IntoIterator<Item = Fut>,
+) -> Vec<Fut::Output> {
+    use futures::StreamExt;
+    // Collected first: a stream mapping borrowed items to futures trips
+    // the compiler's Send check on the spawned dispatcher task.
+    let work: Vec<Fut> = work.into_iter().collect();
+    futures::stream::iter(work)
+        .buffer_unordered(NODES_IN_FLIGHT)
+        .collect()
+        .await
+}
+
 /// An event about an object, by `caller`.
 #[allow(clippy::too_many_arguments)] // Senlin's event fields, in Senlin's order
 pub(crate) fn event(
@@ -136,26 +242,17 @@ pub(crate) fn event(
     reason: impl Into<String>,
     caller: &Identity,
 ) -> ClusterEvent {
-    let status_reason = reason.into();
-    let level = if status == "FAILED" || status == "ERROR" {
-        "ERROR"
-    } else {
-        "INFO"
-    };
-    ClusterEvent {
-        id: Uuid::now_v7(),
-        generated_at: ember_runtime::time::now(),
-        obj_id: obj_id.to_string(),
-        obj_type: obj_type.to_owned(),
-        obj_name: obj_name.to_owned(),
+    ClusterEvent::new(
+        obj_type,
+        obj_id,
+        obj_name,
         cluster_id,
-        action: action.to_owned(),
-        status: status.to_owned(),
-        status_reason,
-        level: level.to_owned(),
-        project_id: caller.project_id.clone(),
-        user_id: caller.user_id.clone(),
-    }
+        action,
+        status,
+        reason.into(),
+        &caller.project_id,
+        &caller.user_id,
+    )
 }
 
 /// An event about an action.

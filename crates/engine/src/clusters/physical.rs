@@ -1,8 +1,17 @@
 //! A node's physical resource: an instance (`ember.instance-1.0`) or a
 //! stack (`os.heat.stack-1.0`), created, checked and deleted through the
 //! engine's own instance service and stack operations, as the node's
-//! owner. Waits poll the resource with a deadline; deletes of a resource
-//! already gone succeed, so a NODE_DELETE can safely run twice.
+//! owner. Waits poll the resource with a deadline.
+//!
+//! Every call here may run again — a run taken over after its engine died
+//! repeats the step it was in — so each is idempotent:
+//! - an instance is created with the uuid chosen when the node was planned
+//!   (its physical id from the start): creating it again finds it;
+//! - a stack is named after its node (`node-<node id>`) and looked up by
+//!   that name before another is created; its id is recorded on the node
+//!   (a fenced write) as soon as it is known;
+//! - deleting something already gone succeeds (an instance whose delete
+//!   completed answers 404).
 
 use std::time::{Duration, Instant};
 
@@ -10,11 +19,13 @@ use ember_runtime::Identity;
 use uuid::Uuid;
 
 use super::ClusterService;
+use super::run::{Run, RunResult, Stop};
 use crate::domain::cluster::{Node, NodeStatus, Profile, ProfileKind};
 use crate::domain::instance::{InstanceStatus, NewInstance};
 use crate::domain::stack::{ActionStatus as StackStatus, StackAction};
 use crate::error::{Error, Result};
 use crate::stacks::CreateStack;
+use crate::store::clusters::{ClusterChange, NodeStatusChange};
 
 /// How long a physical create or delete may take before the node is ERROR.
 pub const PHYSICAL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -39,54 +50,88 @@ async fn pause(started: Instant, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The name of the stack behind a node of a stack profile.
+pub fn node_stack_name(node_id: Uuid) -> String {
+    format!("node-{}", node_id.simple())
+}
+
+/// How a create ended for the node.
+pub(super) enum Built {
+    /// The resource is ACTIVE / CREATE_COMPLETE.
+    Ready,
+    /// It failed (the node becomes ERROR with this reason).
+    Failed(String),
+}
+
 impl ClusterService {
-    /// Creates the node's resource and waits for it: Ok(physical id) when
-    /// it is ACTIVE / CREATE_COMPLETE, Err with the reason otherwise (the
-    /// physical id, if any, is in the node already).
-    pub(super) async fn create_physical(
+    /// Makes sure the node's resource exists (creating it with its planned
+    /// identity if not) and waits until it is ready or failed.
+    pub(super) async fn ensure_physical(
         &self,
+        run: &Run,
         caller: &Identity,
-        node: &mut Node,
+        node: &Node,
         profile: &Profile,
-    ) -> Result<()> {
+    ) -> RunResult<Built> {
         let started = Instant::now();
         match &profile.spec.kind {
             ProfileKind::Instance {
                 flavor,
                 image,
                 metadata,
+                workload,
+                ..
             } => {
-                let instance = self
-                    .instances
-                    .create(
-                        caller,
-                        NewInstance {
-                            name: node.name.clone(),
-                            flavor: flavor.clone(),
-                            image: image.clone(),
-                            metadata: metadata.clone(),
-                        },
-                    )
-                    .await?;
-                node.physical_id = Some(instance.uuid.to_string());
-                self.store.save_node(node).await?;
+                let Some(uuid) = node
+                    .physical_id
+                    .as_deref()
+                    .and_then(|id| Uuid::parse_str(id).ok())
+                else {
+                    return Ok(Built::Failed(format!(
+                        "node {} has no planned instance id",
+                        node.name
+                    )));
+                };
+                // Right before the call that makes something: a run that
+                // lost its action makes nothing.
+                run.check_still_owned(self).await?;
+                let new = NewInstance {
+                    name: node.name.clone(),
+                    flavor: flavor.clone(),
+                    image: image.clone(),
+                    metadata: metadata.clone(),
+                    workload: workload.clone(),
+                };
+                if let Err(error) = self.instances.create_with_uuid(caller, uuid, new).await {
+                    return Ok(Built::Failed(error.to_string()));
+                }
                 loop {
-                    let instance = self.instances.get(caller, instance.uuid).await?;
-                    match instance.status {
-                        InstanceStatus::Active => return Ok(()),
-                        InstanceStatus::Error => {
-                            return Err(Error::Conflict(format!(
-                                "instance {} failed: {}",
-                                instance.uuid, instance.status_reason
-                            )));
+                    let outcome = match self.instances.get(caller, uuid).await {
+                        Ok(instance) => match instance.status {
+                            InstanceStatus::Active => Some(Built::Ready),
+                            InstanceStatus::Error => Some(Built::Failed(format!(
+                                "instance {uuid} failed: {}",
+                                instance.status_reason
+                            ))),
+                            InstanceStatus::Deleting | InstanceStatus::Deleted => {
+                                Some(Built::Failed(format!(
+                                    "instance {uuid} was deleted while building"
+                                )))
+                            }
+                            _ => None,
+                        },
+                        Err(Error::NotFound(_)) => Some(Built::Failed(format!(
+                            "instance {uuid} was deleted while building"
+                        ))),
+                        Err(error) => return Err(Stop::Failed(error)),
+                    };
+                    match outcome {
+                        Some(built) => return Ok(built),
+                        None => {
+                            if let Err(error) = pause(started, "instance build").await {
+                                return Ok(Built::Failed(error.to_string()));
+                            }
                         }
-                        InstanceStatus::Deleting | InstanceStatus::Deleted => {
-                            return Err(Error::Conflict(format!(
-                                "instance {} was deleted while building",
-                                instance.uuid
-                            )));
-                        }
-                        _ => pause(started, "instance build").await?,
                     }
                 }
             }
@@ -97,72 +142,123 @@ impl ClusterService {
                 files,
                 timeout_mins,
             } => {
-                let stack = self
-                    .stacks
-                    .create_stack(
-                        caller,
-                        CreateStack {
-                            name: format!("node-{}", node.id.simple()),
-                            template: template.clone(),
-                            environment: environment.clone(),
-                            environment_files: Vec::new(),
-                            files: files.clone(),
-                            parameters: parameters.clone(),
-                            timeout_mins: *timeout_mins,
-                            disable_rollback: true,
-                            tags: vec![format!("cluster_node={}", node.id)],
-                            adopt_data: None,
+                let name = node_stack_name(node.id);
+                let stack = match self.stacks.find_stack(caller, &name).await {
+                    Ok(stack) => stack,
+                    Err(Error::NotFound(_)) => {
+                        run.check_still_owned(self).await?;
+                        let created = self
+                            .stacks
+                            .create_stack(
+                                caller,
+                                CreateStack {
+                                    name: name.clone(),
+                                    template: template.clone(),
+                                    environment: environment.clone(),
+                                    environment_files: Vec::new(),
+                                    files: files.clone(),
+                                    parameters: parameters.clone(),
+                                    timeout_mins: *timeout_mins,
+                                    disable_rollback: true,
+                                    tags: vec![format!("cluster_node={}", node.id)],
+                                    adopt_data: None,
+                                },
+                            )
+                            .await;
+                        match created {
+                            Ok(stack) => stack,
+                            // Created meanwhile by another run of this step.
+                            Err(Error::Conflict(_)) => {
+                                match self.stacks.find_stack(caller, &name).await {
+                                    Ok(stack) => stack,
+                                    Err(error) => return Ok(Built::Failed(error.to_string())),
+                                }
+                            }
+                            Err(error) => return Ok(Built::Failed(error.to_string())),
+                        }
+                    }
+                    Err(error) => return Err(Stop::Failed(error)),
+                };
+                let physical_id = stack.id.to_string();
+                if node.physical_id.as_deref() != Some(physical_id.as_str()) {
+                    let mut recorded =
+                        NodeStatusChange::new(node.id, node.status, node.status_reason.clone());
+                    recorded.physical_id = Some(Some(physical_id.clone()));
+                    run.apply(
+                        self,
+                        &ClusterChange {
+                            node_changes: vec![recorded],
+                            ..ClusterChange::default()
                         },
                     )
                     .await?;
-                node.physical_id = Some(stack.id.to_string());
-                self.store.save_node(node).await?;
+                }
                 loop {
-                    let stack = self
-                        .stacks
-                        .find_stack(caller, &stack.id.to_string())
-                        .await?;
-                    match stack.status {
-                        StackStatus::Complete => return Ok(()),
-                        StackStatus::Failed => {
-                            return Err(Error::Conflict(format!(
+                    let stack = match self.stacks.find_stack(caller, &physical_id).await {
+                        Ok(stack) => stack,
+                        Err(Error::NotFound(_)) => {
+                            return Ok(Built::Failed(format!(
+                                "stack {physical_id} was deleted while being created"
+                            )));
+                        }
+                        Err(error) => return Err(Stop::Failed(error)),
+                    };
+                    match (stack.action, stack.status) {
+                        (StackAction::Delete, _) => {
+                            return Ok(Built::Failed(format!(
+                                "stack {physical_id} was deleted while being created"
+                            )));
+                        }
+                        (_, StackStatus::Complete) => return Ok(Built::Ready),
+                        (_, StackStatus::Failed) => {
+                            return Ok(Built::Failed(format!(
                                 "stack {} failed: {}",
                                 stack.id, stack.status_reason
                             )));
                         }
-                        StackStatus::InProgress => pause(started, "stack create").await?,
+                        (_, StackStatus::InProgress) => {
+                            if let Err(error) = pause(started, "stack create").await {
+                                return Ok(Built::Failed(error.to_string()));
+                            }
+                        }
                     }
                 }
             }
         }
     }
 
-    /// Deletes the node's resource and waits until it is gone.
+    /// Deletes the node's resource and waits until it is gone; a resource
+    /// already gone (or never created) is a success.
     pub(super) async fn delete_physical(
         &self,
         caller: &Identity,
         node: &Node,
         profile: &Profile,
     ) -> Result<()> {
-        let Some(physical_id) = node.physical_id.as_deref() else {
-            return Ok(());
-        };
         let started = Instant::now();
         match &profile.spec.kind {
             ProfileKind::Instance { .. } => {
-                let Ok(uuid) = Uuid::parse_str(physical_id) else {
+                let Some(uuid) = node
+                    .physical_id
+                    .as_deref()
+                    .and_then(|id| Uuid::parse_str(id).ok())
+                else {
                     return Ok(());
                 };
                 match self.instances.delete(caller, uuid).await {
                     Ok(_) | Err(Error::NotFound(_)) => {}
                     // Already being deleted (a NODE_DELETE run again): wait.
-                    Err(Error::Conflict(_)) => {}
+                    // Anything else (a maintenance lock) is the failure.
+                    Err(Error::Conflict(message)) => match self.instances.get(caller, uuid).await {
+                        Ok(instance) if instance.status == InstanceStatus::Deleting => {}
+                        Err(Error::NotFound(_)) => return Ok(()),
+                        _ => return Err(Error::Conflict(message)),
+                    },
                     Err(error) => return Err(error),
                 }
                 loop {
                     match self.instances.get(caller, uuid).await {
                         Err(Error::NotFound(_)) => return Ok(()),
-                        Ok(instance) if instance.status == InstanceStatus::Deleted => return Ok(()),
                         Ok(instance) if instance.status == InstanceStatus::Error => {
                             return Err(Error::Conflict(format!(
                                 "instance {uuid} failed to delete: {}",
@@ -175,13 +271,27 @@ impl ClusterService {
                 }
             }
             ProfileKind::Stack { .. } => {
-                match self.stacks.delete_stack(caller, physical_id).await {
+                // Found by its name when the run that created it went away
+                // before recording its id.
+                let physical_id = match node.physical_id.clone() {
+                    Some(id) => id,
+                    None => match self
+                        .stacks
+                        .find_stack(caller, &node_stack_name(node.id))
+                        .await
+                    {
+                        Ok(stack) => stack.id.to_string(),
+                        Err(Error::NotFound(_)) => return Ok(()),
+                        Err(error) => return Err(error),
+                    },
+                };
+                match self.stacks.delete_stack(caller, &physical_id).await {
                     Ok(_) | Err(Error::NotFound(_)) => {}
                     Err(Error::Conflict(_)) => {}
                     Err(error) => return Err(error),
                 }
                 loop {
-                    match self.stacks.find_stack(caller, physical_id).await {
+                    match self.stacks.find_stack(caller, &physical_id).await {
                         Err(Error::NotFound(_)) => return Ok(()),
                         Ok(stack)
                             if stack.action == StackAction::Delete

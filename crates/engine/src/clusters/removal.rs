@@ -3,27 +3,33 @@
 //! `hooks`, a child whose node is ACTIVE with a physical id waits in
 //! WAITING_LIFECYCLE_COMPLETION and the whole batch is handed to
 //! lifecycle-hook in one call; the others are READY at once. The parent
-//! waits on its children and finishes when the last one does.
+//! waits on its children, keeping the cluster's lock, and finishes when the
+//! last one does — settling the cluster and releasing the lock then.
+//!
+//! Durable steps: the parent's one fenced transaction records the children,
+//! the victims DELETING and the cluster's new size and makes the parent
+//! WAITING; a run taken over before it commits starts again from the
+//! cluster as it is. After it, nothing runs the parent any more: the
+//! children are claimed by any engine and each deletes its node
+//! idempotently (a node already gone after a takeover is a success), and
+//! the parent is finished by whichever engine sees its last child end (or
+//! by the sweeper).
 
 use chrono::Duration;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::hooks::PendingHook;
 use super::requests::json_object;
+use super::run::{Ran, Run, RunResult, Stop};
 use super::{ClusterService, action_event, event};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterStatus, DeletionPolicy, HookTarget,
     LifecycleHooks, Node, NodeStatus, PolicyKind,
 };
-use crate::error::Result;
-
-/// What became of the parent.
-pub(super) enum Removal {
-    /// The parent now waits on its children.
-    Waiting,
-    /// Another engine took the parent: nothing was written.
-    Lost,
-}
+use crate::error::{Error, Result};
+use crate::store::clusters::{
+    ClusterChange, ClusterColumns, KEEP_DESIRED_OUTPUT, NodeStatusChange, Settle,
+};
 
 impl ClusterService {
     /// The cluster's deletion policy: the enabled one of highest priority.
@@ -43,22 +49,27 @@ impl ClusterService {
             }))
     }
 
-    /// Records the children and makes `parent` wait on them, with the
-    /// cluster's new desired capacity.
+    /// Records the children and makes the run's action wait on them, with
+    /// the cluster's new desired capacity and `columns`.
     pub(super) async fn remove_nodes(
         &self,
-        parent: &ClusterAction,
-        mut cluster: Cluster,
+        run: &Run,
+        cluster: &Cluster,
         victims: Vec<Node>,
         desired_capacity: i32,
+        mut columns: ClusterColumns,
         policy: Option<DeletionPolicy>,
-    ) -> Result<Removal> {
+    ) -> RunResult<Ran> {
+        let parent = &run.action;
         let now = ember_runtime::time::now();
         let caller = parent.caller();
         let hooks = policy.as_ref().and_then(|policy| policy.hooks.clone());
         let destroy = policy
             .as_ref()
             .is_none_or(|policy| policy.destroy_after_deletion);
+        let keep_desired = policy
+            .as_ref()
+            .is_some_and(|policy| !policy.reduce_desired_capacity);
         // Senlin's grace period: time for the node to finish what it does
         // before it goes. A lifecycle hook replaces it (the application
         // says when it is done), as in Senlin.
@@ -67,9 +78,9 @@ impl ClusterService {
             _ => 0,
         };
         let mut children = Vec::with_capacity(victims.len());
-        let mut nodes = Vec::with_capacity(victims.len());
+        let mut node_changes = Vec::with_capacity(victims.len());
         let mut events = Vec::with_capacity(victims.len() + 1);
-        for mut node in victims {
+        for node in &victims {
             let waits =
                 hooks.is_some() && node.status == NodeStatus::Active && node.physical_id.is_some();
             let status = if waits {
@@ -107,24 +118,26 @@ impl ClusterService {
                 status.as_str(),
                 format!("node {} chosen for removal", node.name),
             ));
-            node.status = NodeStatus::Deleting;
-            node.status_reason = if waits {
-                "waiting for lifecycle completion".into()
-            } else {
-                "being deleted".into()
-            };
-            node.updated_at = now;
-            nodes.push(node);
+            let mut deleting = NodeStatusChange::new(
+                node.id,
+                NodeStatus::Deleting,
+                if waits {
+                    "waiting for lifecycle completion"
+                } else {
+                    "being deleted"
+                },
+            );
+            deleting.only_in_cluster = Some(Some(cluster.id));
+            node_changes.push(deleting);
             children.push(child);
         }
-        cluster.desired_capacity = desired_capacity;
-        cluster.status = ClusterStatus::Resizing;
-        cluster.status_reason = format!(
+        let reason = format!(
             "{}: removing {} node(s)",
             parent.kind.as_str(),
             children.len()
         );
-        cluster.updated_at = now;
+        columns.desired_capacity = Some(desired_capacity);
+        columns.status = Some((ClusterStatus::Resizing, reason.clone()));
         events.push(event(
             "CLUSTER",
             cluster.id,
@@ -132,20 +145,20 @@ impl ClusterService {
             Some(cluster.id),
             parent.kind.as_str(),
             "RESIZING",
-            cluster.status_reason.clone(),
+            reason,
             &caller,
         ));
-        let mut parent = parent.clone();
-        parent.outputs.insert(
+        let mut outputs = parent.outputs.clone();
+        outputs.insert(
             "nodes_removed".into(),
             json!(
-                nodes
+                victims
                     .iter()
                     .map(|node| node.id.to_string())
                     .collect::<Vec<_>>()
             ),
         );
-        parent.outputs.insert(
+        outputs.insert(
             "lifecycle_action_tokens".into(),
             json!(
                 children
@@ -155,24 +168,28 @@ impl ClusterService {
                     .collect::<Vec<_>>()
             ),
         );
+        if keep_desired {
+            outputs.insert(KEEP_DESIRED_OUTPUT.into(), Value::Bool(true));
+        }
+        let change = ClusterChange {
+            cluster_id: Some(cluster.id),
+            cluster: columns,
+            node_changes,
+            outputs: Some(outputs),
+            events,
+            ..ClusterChange::default()
+        };
         if !self
             .store
-            .start_waiting_on_children(
-                &parent,
-                self.engine_id,
-                &children,
-                Some(&cluster),
-                &nodes,
-                &events,
-            )
+            .start_waiting_on_children(parent, &children, &change)
             .await?
         {
-            return Ok(Removal::Lost);
+            return Err(Stop::Lost);
         }
         if let Some(hooks) = &hooks {
             let pending: Vec<PendingHook<'_>> = children
                 .iter()
-                .zip(&nodes)
+                .zip(&victims)
                 .filter(|(child, _)| child.status == ActionStatus::WaitingLifecycleCompletion)
                 .map(|(child, node)| PendingHook {
                     action: child,
@@ -187,7 +204,198 @@ impl ClusterService {
             tracing::info!(action_id = %parent.id, "removal finished with nothing to wait for");
         }
         self.wake_dispatcher();
-        Ok(Removal::Waiting)
+        Ok(Ran::Handed)
+    }
+
+    /// NODE_DELETE: a child of a removal deletes its node; a standalone
+    /// delete of a member goes through the removal (deletion policy and
+    /// hooks included) with itself as the parent; a standalone delete of a
+    /// node of no cluster marks it DELETING (once: the mark is in the
+    /// outputs) and deletes it.
+    pub(super) async fn run_node_delete(&self, run: &Run) -> RunResult<Ran> {
+        let action = &run.action;
+        let Some(node) = self.store.get_node(action.target_id).await? else {
+            let name = action
+                .inputs
+                .get("node_name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return if run.is_rerun() {
+                // Deleted by an earlier run of this action (taken over).
+                Ok(Ran::succeeded(
+                    format!("node {name} already deleted"),
+                    Settle::Unchanged,
+                ))
+            } else {
+                Err(Stop::Failed(Error::NotFound(format!(
+                    "node {} {name} no longer exists: another action deleted it first",
+                    action.target_id
+                ))))
+            };
+        };
+        let standalone = action
+            .inputs
+            .get("standalone")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if standalone
+            && let Some(cluster_id) = node.cluster_id
+            && let Some(cluster) = self.store.get_cluster(cluster_id).await?
+        {
+            if action.cluster_id != Some(cluster_id) {
+                return Err(Stop::Failed(Error::Conflict(format!(
+                    "node {} moved to cluster {cluster_id} after the delete was asked for: ask again",
+                    node.name
+                ))));
+            }
+            if node.status == NodeStatus::Deleting {
+                return Err(Stop::Failed(Error::Conflict(format!(
+                    "node {} is already being deleted",
+                    node.name
+                ))));
+            }
+            // A member: through the deletion policy, as del_nodes would.
+            let policy = self.deletion_policy(&cluster).await?;
+            let members = self.counted_members(cluster.id).await?;
+            let live = i32::try_from(members.len()).unwrap_or(i32::MAX);
+            let desired = if policy
+                .as_ref()
+                .is_none_or(|policy| policy.reduce_desired_capacity)
+            {
+                live.saturating_sub(1).max(0)
+            } else {
+                cluster.desired_capacity
+            };
+            return self
+                .remove_nodes(
+                    run,
+                    &cluster,
+                    vec![node],
+                    desired,
+                    ClusterColumns::default(),
+                    policy,
+                )
+                .await;
+        }
+        if standalone && !run.action.outputs.contains_key("marked") {
+            let mut deleting =
+                NodeStatusChange::new(node.id, NodeStatus::Deleting, "being deleted");
+            deleting.only_from = vec![NodeStatus::Active, NodeStatus::Error, NodeStatus::Warning];
+            deleting.only_in_cluster = Some(None);
+            let mut outputs = run.action.outputs.clone();
+            outputs.insert("marked".into(), Value::Bool(true));
+            let outcome = run
+                .apply(
+                    self,
+                    &ClusterChange {
+                        node_changes: vec![deleting],
+                        outputs: Some(outputs),
+                        ..ClusterChange::default()
+                    },
+                )
+                .await?;
+            if outcome.changed_nodes.is_empty() {
+                return Err(Stop::Failed(Error::Conflict(format!(
+                    "node {} is being deleted, created or added to a cluster by another action",
+                    node.name
+                ))));
+            }
+        }
+        self.delete_one_node(run, node).await
+    }
+
+    async fn delete_one_node(&self, run: &Run, node: Node) -> RunResult<Ran> {
+        let action = &run.action;
+        let caller = action.caller();
+        let destroy = action
+            .inputs
+            .get("destroy")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let grace_period = action.input_u64("grace_period").unwrap_or(0);
+        if grace_period > 0 {
+            // The lease is renewed meanwhile; if this engine dies, the
+            // engine taking the action over waits again (never less).
+            tokio::time::sleep(std::time::Duration::from_secs(grace_period)).await;
+        }
+        if !destroy {
+            let reason = "removed from its cluster, kept (destroy_after_deletion false)";
+            return Ok(Ran::Finished {
+                status: ActionStatus::Succeeded,
+                reason: format!("node {} removed from the cluster", node.name),
+                change: ClusterChange {
+                    release_nodes: vec![(node.id, NodeStatus::Active, reason.to_owned())],
+                    events: vec![event(
+                        "NODE",
+                        node.id,
+                        &node.name,
+                        node.cluster_id,
+                        "NODE_DELETE",
+                        "REMOVED",
+                        reason,
+                        &caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+                settle: Settle::Unchanged,
+            });
+        }
+        let profile = self
+            .store
+            .get_profile(node.profile_id)
+            .await?
+            .ok_or_else(|| {
+                Stop::Failed(Error::NotFound(format!(
+                    "the profile of node {} is gone",
+                    node.name
+                )))
+            })?;
+        run.check_still_owned(self).await?;
+        match self.delete_physical(&caller, &node, &profile).await {
+            Ok(()) => Ok(Ran::Finished {
+                status: ActionStatus::Succeeded,
+                reason: format!("node {} deleted", node.name),
+                change: ClusterChange {
+                    delete_nodes: vec![node.id],
+                    events: vec![event(
+                        "NODE",
+                        node.id,
+                        &node.name,
+                        node.cluster_id,
+                        "NODE_DELETE",
+                        "DELETED",
+                        "deleted",
+                        &caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+                settle: Settle::Unchanged,
+            }),
+            Err(error) => {
+                let reason = format!("not deleted: {error}");
+                let mut failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
+                failed.only_from = vec![NodeStatus::Deleting];
+                Ok(Ran::Finished {
+                    status: ActionStatus::Failed,
+                    reason: format!("node {} {reason}", node.name),
+                    change: ClusterChange {
+                        node_changes: vec![failed],
+                        events: vec![event(
+                            "NODE",
+                            node.id,
+                            &node.name,
+                            node.cluster_id,
+                            "NODE_DELETE",
+                            "ERROR",
+                            reason,
+                            &caller,
+                        )],
+                        ..ClusterChange::default()
+                    },
+                    settle: Settle::Unchanged,
+                })
+            }
+        }
     }
 
     /// Hands waiting actions to lifecycle-hook; on failure they stay

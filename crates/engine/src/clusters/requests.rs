@@ -6,12 +6,14 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{ClusterService, action_event, event};
+use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::policy::ScalingEvent;
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Node,
     NodeStatus, PolicyBinding, PolicyDefinition, PolicyKind, Profile, ProfileSpec, validate_name,
 };
+use crate::domain::quota::QuotaKind;
 use crate::error::{Error, Result};
 use crate::store::clusters::{ActionQuery, EventQuery, NodeQuery, ObjectQuery};
 
@@ -40,16 +42,12 @@ pub struct ResizeRequest {
     pub strict: bool,
 }
 
-fn refuse_read_only(caller: &Identity) -> Result<()> {
-    if caller.roles.iter().any(|role| role == "reader")
-        && !caller
-            .roles
-            .iter()
-            .any(|role| role == "member" || role == "admin")
-    {
-        return Err(Error::Forbidden("a reader may not change clusters".into()));
-    }
-    Ok(())
+/// Admits `operation` for `caller` (the one place that decides).
+fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
+    crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
+        operation: &operation,
+        caller,
+    })
 }
 
 impl ClusterService {
@@ -60,12 +58,18 @@ impl ClusterService {
         spec: Value,
         metadata: Map<String, Value>,
     ) -> Result<Profile> {
-        refuse_read_only(caller)?;
+        admit(ClusterOperation::CreateProfile, caller)?;
         validate_name("profile", name)?;
+        let spec = ProfileSpec::parse(spec)?;
+        // Senlin validates a profile's flavor when it is made: an unknown
+        // one is a 400 now, not a cluster of failed nodes later.
+        if let Some(flavor) = spec.flavor() {
+            self.instances.check_flavor(flavor)?;
+        }
         let profile = Profile {
             id: Uuid::now_v7(),
             name: name.to_owned(),
-            spec: ProfileSpec::parse(spec)?,
+            spec,
             metadata,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
@@ -85,7 +89,7 @@ impl ClusterService {
     }
 
     pub async fn delete_profile(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
-        refuse_read_only(caller)?;
+        admit(ClusterOperation::DeleteProfile, caller)?;
         let profile = self.find_profile(caller, name_or_id).await?;
         self.store.delete_profile(profile.id).await
     }
@@ -96,7 +100,7 @@ impl ClusterService {
         name: &str,
         spec: Value,
     ) -> Result<PolicyDefinition> {
-        refuse_read_only(caller)?;
+        admit(ClusterOperation::CreatePolicy, caller)?;
         validate_name("policy", name)?;
         let policy = PolicyDefinition {
             id: Uuid::now_v7(),
@@ -121,7 +125,7 @@ impl ClusterService {
     }
 
     pub async fn delete_policy(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
-        refuse_read_only(caller)?;
+        admit(ClusterOperation::DeletePolicy, caller)?;
         let policy = self.find_policy(caller, name_or_id).await?;
         self.store.delete_policy(policy.id).await
     }
@@ -131,7 +135,7 @@ impl ClusterService {
         caller: &Identity,
         new: NewCluster,
     ) -> Result<(Cluster, ClusterAction)> {
-        refuse_read_only(caller)?;
+        admit(ClusterOperation::CreateCluster, caller)?;
         validate_name("cluster", &new.name)?;
         Cluster::validate_sizes(new.min_size, new.max_size, new.desired_capacity)?;
         let profile = self.find_profile(caller, &new.profile).await?;
@@ -146,6 +150,12 @@ impl ClusterService {
                 new.name
             )));
         }
+        self.admit_one(
+            &caller.project_id,
+            QuotaKind::Clusters,
+            crate::store::quotas::Usage::Clusters,
+        )
+        .await?;
         let now = ember_runtime::time::now();
         let cluster = Cluster {
             id: Uuid::now_v7(),
@@ -182,6 +192,8 @@ impl ClusterService {
             "cluster recorded",
             caller,
         );
+        self.admit_growth(&cluster, 0, i64::from(cluster.desired_capacity))
+            .await?;
         self.store
             .create_cluster(&cluster, &action, &created)
             .await?;
@@ -198,8 +210,8 @@ impl ClusterService {
         self.store.list_clusters(&query).await
     }
 
-    /// Records a cluster action READY; the cluster must exist and not be
-    /// going away.
+    /// Records a cluster action READY (admitted by the caller): it runs
+    /// when the cluster's earlier actions have.
     async fn cluster_action(
         &self,
         caller: &Identity,
@@ -207,13 +219,12 @@ impl ClusterService {
         kind: ActionKind,
         inputs: Map<String, Value>,
     ) -> Result<ClusterAction> {
-        refuse_read_only(caller)?;
-        if cluster.status == ClusterStatus::Deleting {
-            return Err(Error::Conflict(format!(
-                "cluster {:?} is being deleted",
-                cluster.name
-            )));
-        }
+        self.admit_one(
+            &caller.project_id,
+            QuotaKind::ConcurrentOperations,
+            crate::store::quotas::Usage::RunningOperations,
+        )
+        .await?;
         let action = ClusterAction::new(
             kind,
             cluster.id,
@@ -235,6 +246,7 @@ impl ClusterService {
         name_or_id: &str,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
+        admit(ClusterOperation::DeleteCluster(&cluster), caller)?;
         self.cluster_action(caller, &cluster, ActionKind::ClusterDelete, Map::new())
             .await
     }
@@ -247,22 +259,37 @@ impl ClusterService {
         count: u32,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let kind = if out {
-            ActionKind::ClusterScaleOut
+        let count = u64::from(count);
+        let (kind, operation, event) = if out {
+            (
+                ActionKind::ClusterScaleOut,
+                ClusterOperation::ScaleOut {
+                    cluster: &cluster,
+                    count,
+                },
+                ScalingEvent::ScaleOut,
+            )
         } else {
-            ActionKind::ClusterScaleIn
+            (
+                ActionKind::ClusterScaleIn,
+                ClusterOperation::ScaleIn {
+                    cluster: &cluster,
+                    count,
+                },
+                ScalingEvent::ScaleIn,
+            )
         };
+        admit(operation, caller)?;
+        if out {
+            // A policy's step (count 0) is known when the action runs: 1 here.
+            let growth = i64::from(count.clamp(1, u64::from(u32::MAX)) as u32);
+            let current = i64::from(cluster.desired_capacity);
+            self.admit_growth(&cluster, current, current.saturating_add(growth))
+                .await?;
+        }
         // Said now rather than as a FAILED action later (the dispatcher
         // checks again when the action runs).
-        self.check_cooldown(
-            &cluster,
-            if out {
-                ScalingEvent::ScaleOut
-            } else {
-                ScalingEvent::ScaleIn
-            },
-        )
-        .await?;
+        self.check_cooldown(&cluster, event).await?;
         let inputs = if count == 0 {
             Map::new()
         } else {
@@ -271,6 +298,10 @@ impl ClusterService {
         self.cluster_action(caller, &cluster, kind, inputs).await
     }
 
+    /// Checks the resize against the cluster now (a strict resize that does
+    /// not fit is refused at once) and records it with its adjustment: the
+    /// action computes the capacity again from the cluster as it is when it
+    /// runs.
     pub async fn resize(
         &self,
         caller: &Identity,
@@ -278,6 +309,7 @@ impl ClusterService {
         request: ResizeRequest,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
+        admit(ClusterOperation::Resize(&cluster), caller)?;
         let min_size = request.min_size.unwrap_or(cluster.min_size);
         let max_size = request.max_size.unwrap_or(cluster.max_size);
         if min_size < 0 || (max_size != -1 && max_size < min_size) {
@@ -285,19 +317,31 @@ impl ClusterService {
                 "min_size {min_size} and max_size {max_size} do not fit: need 0 <= min_size <= max_size (or max_size -1)"
             )));
         }
+        let min_step = request.min_step.max(1);
         let desired = match request.adjustment {
-            Some((adjustment, number)) => sizing::desired_after(
-                cluster.desired_capacity,
-                adjustment,
-                number,
-                request.min_step.max(1),
-            )?,
+            Some((adjustment, number)) => {
+                sizing::desired_after(cluster.desired_capacity, adjustment, number, min_step)?
+            }
             None => cluster.desired_capacity,
         };
         let desired = sizing::fit(desired, min_size, max_size, request.strict)?;
-        let inputs = json_object(
-            json!({"desired_capacity": desired, "min_size": min_size, "max_size": max_size}),
-        );
+        self.admit_growth(
+            &cluster,
+            i64::from(cluster.desired_capacity),
+            i64::from(desired),
+        )
+        .await?;
+        let mut inputs = json_object(json!({
+            "requested_capacity": desired,
+            "min_size": min_size,
+            "max_size": max_size,
+            "strict": request.strict,
+            "min_step": min_step,
+        }));
+        if let Some((adjustment, number)) = request.adjustment {
+            inputs.insert("adjustment_type".into(), json!(adjustment.as_str()));
+            inputs.insert("number".into(), json!(number));
+        }
         self.cluster_action(caller, &cluster, ActionKind::ClusterResize, inputs)
             .await
     }
@@ -310,36 +354,47 @@ impl ClusterService {
         add: bool,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        if nodes.is_empty() {
-            return Err(Error::InvalidInput(
-                "nodes must name at least one node".into(),
-            ));
-        }
-        let mut ids = Vec::with_capacity(nodes.len());
+        let mut found = Vec::with_capacity(nodes.len());
         for name in nodes {
-            let node = self.find_node(caller, name).await?;
-            match (add, node.cluster_id) {
-                (false, Some(id)) if id == cluster.id => {}
-                (false, _) => {
-                    return Err(Error::InvalidInput(format!(
-                        "node {name:?} is not a member of cluster {:?}",
-                        cluster.name
-                    )));
-                }
-                (true, None) => {}
-                (true, Some(_)) => {
-                    return Err(Error::Conflict(format!(
-                        "node {name:?} already belongs to a cluster"
-                    )));
-                }
-            }
-            ids.push(Value::String(node.id.to_string()));
+            found.push(self.find_node(caller, name).await?);
         }
-        let kind = if add {
-            ActionKind::ClusterAddNodes
+        let (kind, operation) = if add {
+            (
+                ActionKind::ClusterAddNodes,
+                ClusterOperation::AddNodes {
+                    cluster: &cluster,
+                    nodes: &found,
+                },
+            )
         } else {
-            ActionKind::ClusterDelNodes
+            (
+                ActionKind::ClusterDelNodes,
+                ClusterOperation::DelNodes {
+                    cluster: &cluster,
+                    nodes: &found,
+                },
+            )
         };
+        admit(operation, caller)?;
+        if add {
+            // Adopted nodes already count in the project's nodes; the
+            // cluster's size grows.
+            let current = i64::from(cluster.desired_capacity);
+            let size = current.saturating_add(i64::try_from(found.len()).unwrap_or(i64::MAX));
+            if let Some(quotas) = self.quotas() {
+                quotas
+                    .admit_size(
+                        &cluster.project_id,
+                        QuotaKind::NodesPerCluster,
+                        u64::try_from(size).unwrap_or(u64::MAX),
+                    )
+                    .await?;
+            }
+        }
+        let ids: Vec<Value> = found
+            .iter()
+            .map(|node| Value::String(node.id.to_string()))
+            .collect();
         self.cluster_action(caller, &cluster, kind, json_object(json!({"nodes": ids})))
             .await
     }
@@ -353,6 +408,7 @@ impl ClusterService {
         enabled: bool,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
+        admit(ClusterOperation::AttachPolicy(&cluster), caller)?;
         let policy = self.find_policy(caller, policy).await?;
         let inputs = json_object(
             json!({"policy_id": policy.id.to_string(), "priority": priority, "enabled": enabled}),
@@ -368,6 +424,7 @@ impl ClusterService {
         policy: &str,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
+        admit(ClusterOperation::DetachPolicy(&cluster), caller)?;
         let policy = self.find_policy(caller, policy).await?;
         let inputs = json_object(json!({"policy_id": policy.id.to_string()}));
         self.cluster_action(caller, &cluster, ActionKind::ClusterDetachPolicy, inputs)
@@ -390,41 +447,63 @@ impl ClusterService {
         recover: bool,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let kind = if recover {
-            ActionKind::ClusterRecover
+        let (kind, operation) = if recover {
+            (
+                ActionKind::ClusterRecover,
+                ClusterOperation::Recover(&cluster),
+            )
         } else {
-            ActionKind::ClusterCheck
+            (ActionKind::ClusterCheck, ClusterOperation::Check(&cluster))
         };
+        admit(operation, caller)?;
         self.cluster_action(caller, &cluster, kind, Map::new())
             .await
     }
 
+    /// Records the node INIT (a member of its cluster with the next index,
+    /// if it names one) with its NODE_CREATE action; the node counts in the
+    /// cluster's size once the action runs, under the cluster's lock.
     pub async fn create_node(
         &self,
         caller: &Identity,
         new: NewNode,
     ) -> Result<(Node, ClusterAction)> {
-        refuse_read_only(caller)?;
-        validate_name("node", &new.name)?;
-        let profile = self.find_profile(caller, &new.profile).await?;
         let cluster = match &new.cluster {
             Some(name) => Some(self.find_cluster(caller, name).await?),
             None => None,
         };
-        let index = match &cluster {
-            Some(cluster) => self.store.take_node_indexes(cluster.id, 1).await?,
-            None => -1,
-        };
+        admit(
+            ClusterOperation::CreateNode {
+                cluster: cluster.as_ref(),
+            },
+            caller,
+        )?;
+        validate_name("node", &new.name)?;
+        let profile = self.find_profile(caller, &new.profile).await?;
+        match &cluster {
+            Some(cluster) => {
+                let current = i64::from(cluster.desired_capacity);
+                self.admit_growth(cluster, current, current + 1).await?;
+            }
+            None => {
+                self.admit_one(
+                    &caller.project_id,
+                    QuotaKind::Nodes,
+                    crate::store::quotas::Usage::Nodes,
+                )
+                .await?
+            }
+        }
         let now = ember_runtime::time::now();
         let node = Node {
             id: Uuid::now_v7(),
             name: new.name,
             cluster_id: cluster.as_ref().map(|cluster| cluster.id),
             profile_id: profile.id,
-            index,
+            index: -1,
             role: new.role,
-            status: NodeStatus::Creating,
-            status_reason: "creating".into(),
+            status: NodeStatus::Init,
+            status_reason: "waiting to be created".into(),
             physical_id: None,
             tainted: false,
             metadata: new.metadata,
@@ -433,21 +512,20 @@ impl ClusterService {
             created_at: now,
             updated_at: now,
         };
-        self.store.save_node(&node).await?;
         let action = ClusterAction::new(
             ActionKind::NodeCreate,
             node.id,
             node.cluster_id,
             ActionStatus::Ready,
-            Map::new(),
+            json_object(json!({"node_name": node.name})),
             caller,
             now,
         );
-        self.submit(
-            std::slice::from_ref(&action),
-            &[action_event(&action, "READY", "accepted")],
-        )
-        .await?;
+        let node = self
+            .store
+            .create_node(&node, &action, &action_event(&action, "READY", "accepted"))
+            .await?;
+        self.wake_dispatcher();
         Ok((node, action))
     }
 
@@ -471,6 +549,8 @@ impl ClusterService {
         self.store.list_nodes(&query).await
     }
 
+    /// Renames, re-roles or taints a node: only those columns are written,
+    /// so a running action's writes to the node are never undone.
     pub async fn update_node(
         &self,
         caller: &Identity,
@@ -479,41 +559,39 @@ impl ClusterService {
         role: Option<String>,
         tainted: Option<bool>,
     ) -> Result<Node> {
-        refuse_read_only(caller)?;
-        let mut node = self.find_node(caller, name_or_id).await?;
-        if let Some(name) = name {
-            validate_name("node", &name)?;
-            node.name = name;
+        let node = self.find_node(caller, name_or_id).await?;
+        admit(ClusterOperation::UpdateNode(&node), caller)?;
+        if let Some(name) = &name {
+            validate_name("node", name)?;
         }
-        if let Some(role) = role {
-            node.role = role;
-        }
-        if let Some(tainted) = tainted {
-            node.tainted = tainted;
-        }
-        node.updated_at = ember_runtime::time::now();
-        self.store.save_node(&node).await?;
-        Ok(node)
+        self.store
+            .update_node_details(node.id, name, role, tainted)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("node {name_or_id:?} not found")))
     }
 
     /// NODE_DELETE for one node: through the cluster's deletion policy
-    /// (hooks included) when it is a member.
+    /// (hooks included) when it is a member, under the cluster's lock.
     pub async fn delete_node(&self, caller: &Identity, name_or_id: &str) -> Result<ClusterAction> {
-        refuse_read_only(caller)?;
         let node = self.find_node(caller, name_or_id).await?;
-        if node.status == NodeStatus::Deleting {
-            return Err(Error::Conflict(format!(
-                "node {:?} is already being deleted",
-                node.name
-            )));
-        }
+        let cluster = match node.cluster_id {
+            Some(cluster_id) => self.store.get_cluster(cluster_id).await?,
+            None => None,
+        };
+        admit(
+            ClusterOperation::DeleteNode {
+                node: &node,
+                cluster: cluster.as_ref(),
+            },
+            caller,
+        )?;
         let now = ember_runtime::time::now();
         let action = ClusterAction::new(
             ActionKind::NodeDelete,
             node.id,
             node.cluster_id,
             ActionStatus::Ready,
-            json_object(json!({"standalone": true})),
+            json_object(json!({"standalone": true, "node_name": node.name})),
             caller,
             now,
         );

@@ -1,23 +1,38 @@
 //! The simulated compute driver: every call takes a configurable time and
 //! then succeeds — or fails, when asked to, so failures can be tested end to
-//! end without hardware.
+//! end without hardware. It keeps its fleet in memory and reports it like a
+//! real one (observations and resync), so a simulated machine can be made
+//! to die behind the engine's back.
 //!
 //! Failure injection, per instance through its metadata:
 //! - `ember:simulate_failure` = a comma-separated list of tasks that fail
 //!   (`build`, `power_on`, `power_off`, `reboot`, `delete`, or `all`);
 //! - `ember:simulate_build_ms` = how long this instance's build takes;
+//! - `ember:simulate_exit_after_ms` = the machine exits this long after
+//!   each time it starts (build, power on, reboot), with
+//!   `ember:simulate_exit_code` (default 137, as if killed);
 //!
 //! and for the whole engine through configuration:
 //! `engine.compute.fail_builds_matching`, a regular expression; builds of
 //! instances whose name matches it fail.
+//!
+//! The fleet lives in memory: after a restart the simulated machines the
+//! engine does not know any more are taken to be as their instances say
+//! (a fleet that kept running), never reported missing.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::stream::BoxStream;
 use regex::Regex;
+use tokio::sync::broadcast;
+use uuid::Uuid;
 
-use super::{ComputeDriver, ComputeError};
-use crate::domain::instance::{Instance, InstanceTask};
+use super::flavors::Flavor;
+use super::{BuildAttempt, ComputeDriver, ComputeError, MachineExit, MachinePower, MachineState};
+use crate::domain::instance::{Instance, InstanceTask, PowerState};
 
 /// Metadata key listing the tasks that fail for this instance.
 pub const SIMULATE_FAILURE_KEY: &str = "ember:simulate_failure";
@@ -25,6 +40,12 @@ pub const SIMULATE_FAILURE_KEY: &str = "ember:simulate_failure";
 pub const SIMULATE_BUILD_MS_KEY: &str = "ember:simulate_build_ms";
 /// The longest build time metadata may ask for.
 pub const MAX_SIMULATED_BUILD: Duration = Duration::from_secs(3600);
+/// Metadata key: the machine exits this many milliseconds after it starts.
+pub const SIMULATE_EXIT_AFTER_MS_KEY: &str = "ember:simulate_exit_after_ms";
+/// Metadata key: the exit code of such an exit (default 137).
+pub const SIMULATE_EXIT_CODE_KEY: &str = "ember:simulate_exit_code";
+/// How many observations wait for a slow watcher before it must resync.
+const OBSERVATION_BUFFER: usize = 1024;
 
 /// How the simulated fleet behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +87,22 @@ fn compile_pattern(pattern: &str) -> Result<Option<Regex>, String> {
     })
 }
 
+/// What the simulated fleet remembers of a machine: how many times it has
+/// started (so a scheduled exit of an earlier start does not stop a later
+/// one) and, when it died by injection, how.
+#[derive(Debug, Clone, Default)]
+struct SimulatedMachine {
+    starts: u64,
+    died: Option<MachineExit>,
+}
+
+type Fleet = Arc<Mutex<HashMap<Uuid, SimulatedMachine>>>;
+
 pub struct SimulatedDriver {
     config: SimulatedComputeConfig,
     fail_builds_matching: Option<Regex>,
+    fleet: Fleet,
+    observations: broadcast::Sender<Uuid>,
 }
 
 impl SimulatedDriver {
@@ -77,6 +111,8 @@ impl SimulatedDriver {
         Ok(SimulatedDriver {
             config,
             fail_builds_matching,
+            fleet: Fleet::default(),
+            observations: broadcast::channel(OBSERVATION_BUFFER).0,
         })
     }
 
@@ -131,6 +167,86 @@ impl SimulatedDriver {
             None => Ok(()),
         }
     }
+
+    /// The machine is gone (deleted): forgotten.
+    fn forget(&self, uuid: Uuid) {
+        if let Ok(mut fleet) = self.fleet.lock() {
+            fleet.remove(&uuid);
+        }
+    }
+
+    /// The machine (re)started: alive again, and set to exit later if its
+    /// metadata says so.
+    fn started(&self, instance: &Instance) {
+        let starts = match self.fleet.lock() {
+            Ok(mut fleet) => {
+                let machine = fleet.entry(instance.uuid).or_default();
+                machine.died = None;
+                machine.starts += 1;
+                machine.starts
+            }
+            Err(_) => return,
+        };
+        let Some(after) = instance
+            .metadata
+            .get(SIMULATE_EXIT_AFTER_MS_KEY)
+            .and_then(|millis| millis.trim().parse::<u64>().ok())
+        else {
+            return;
+        };
+        let exit_code = instance
+            .metadata
+            .get(SIMULATE_EXIT_CODE_KEY)
+            .and_then(|code| code.trim().parse::<i64>().ok())
+            .unwrap_or(137);
+        let (fleet, observations, uuid) =
+            (self.fleet.clone(), self.observations.clone(), instance.uuid);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after).min(MAX_SIMULATED_BUILD)).await;
+            let died = match fleet.lock() {
+                Ok(mut fleet) => match fleet.get_mut(&uuid) {
+                    Some(machine) if machine.starts == starts && machine.died.is_none() => {
+                        machine.died = Some(MachineExit {
+                            exit_code,
+                            finished_at: Some(ember_runtime::time::now()),
+                            ..MachineExit::default()
+                        });
+                        true
+                    }
+                    _ => false,
+                },
+                Err(_) => false,
+            };
+            if died {
+                // Nobody watching is fine.
+                let _ = observations.send(uuid);
+            }
+        });
+    }
+
+    /// A simulated machine is as its instance says — several engine
+    /// replicas each keep a fleet of their own, and a restarted engine
+    /// knows none — except one this fleet made die after the instance's
+    /// last change.
+    fn state_of(&self, instance: &Instance) -> MachineState {
+        let died = self.fleet.lock().ok().and_then(|fleet| {
+            fleet
+                .get(&instance.uuid)
+                .and_then(|machine| machine.died.clone())
+        });
+        match died {
+            Some(exit) if exit.finished_at.is_some_and(|at| at > instance.updated_at) => {
+                MachineState::Exited(exit)
+            }
+            _ => match instance.power_state {
+                PowerState::On | PowerState::PoweringOff => MachineState::Running,
+                PowerState::Off | PowerState::PoweringOn => {
+                    MachineState::Exited(MachineExit::default())
+                }
+                PowerState::NoState => MachineState::Missing,
+            },
+        }
+    }
 }
 
 #[async_trait]
@@ -139,24 +255,91 @@ impl ComputeDriver for SimulatedDriver {
         "simulated"
     }
 
-    async fn build(&self, instance: &Instance) -> Result<(), ComputeError> {
-        self.simulate(InstanceTask::Build, instance).await
+    fn machine_noun(&self) -> &'static str {
+        "simulated machine"
+    }
+
+    async fn build(
+        &self,
+        instance: &Instance,
+        _flavor: &Flavor,
+        _attempt: BuildAttempt,
+    ) -> Result<(), ComputeError> {
+        self.simulate(InstanceTask::Build, instance).await?;
+        self.started(instance);
+        Ok(())
     }
 
     async fn power_on(&self, instance: &Instance) -> Result<(), ComputeError> {
-        self.simulate(InstanceTask::PowerOn, instance).await
+        self.simulate(InstanceTask::PowerOn, instance).await?;
+        self.started(instance);
+        Ok(())
     }
 
     async fn power_off(&self, instance: &Instance) -> Result<(), ComputeError> {
-        self.simulate(InstanceTask::PowerOff, instance).await
+        self.simulate(InstanceTask::PowerOff, instance).await?;
+        if let Ok(mut fleet) = self.fleet.lock()
+            && let Some(machine) = fleet.get_mut(&instance.uuid)
+        {
+            // Stopped on request: a pending injected exit no longer applies.
+            machine.starts += 1;
+            machine.died = None;
+        }
+        Ok(())
     }
 
     async fn reboot(&self, instance: &Instance) -> Result<(), ComputeError> {
-        self.simulate(InstanceTask::Reboot, instance).await
+        self.simulate(InstanceTask::Reboot, instance).await?;
+        self.started(instance);
+        Ok(())
     }
 
     async fn delete(&self, instance: &Instance) -> Result<(), ComputeError> {
-        self.simulate(InstanceTask::Delete, instance).await
+        self.simulate(InstanceTask::Delete, instance).await?;
+        self.forget(instance.uuid);
+        Ok(())
+    }
+
+    async fn inspect(&self, instance: &Instance) -> Result<MachineState, ComputeError> {
+        Ok(self.state_of(instance))
+    }
+
+    async fn sync(
+        &self,
+        instances: &[Instance],
+    ) -> Result<Vec<(Uuid, MachinePower)>, ComputeError> {
+        Ok(instances
+            .iter()
+            .map(|instance| {
+                let power = match self.state_of(instance) {
+                    MachineState::Running => MachinePower::Running,
+                    MachineState::Exited(_) => MachinePower::Stopped,
+                    MachineState::Missing => MachinePower::Missing,
+                };
+                (instance.uuid, power)
+            })
+            .collect())
+    }
+
+    async fn observe(
+        &self,
+    ) -> Result<BoxStream<'static, Result<Uuid, ComputeError>>, ComputeError> {
+        let receiver = self.observations.subscribe();
+        Ok(Box::pin(futures::stream::unfold(
+            receiver,
+            |mut receiver| async move {
+                match receiver.recv().await {
+                    Ok(uuid) => Some((Ok(uuid), receiver)),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Some((
+                        Err(ComputeError(format!(
+                            "the watcher fell {missed} observations behind"
+                        ))),
+                        receiver,
+                    )),
+                    Err(broadcast::error::RecvError::Closed) => None,
+                }
+            },
+        )))
     }
 }
 
@@ -176,6 +359,7 @@ mod tests {
                 .iter()
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
+            workload: Default::default(),
         };
         Instance::new_building("demo", "demo", new, chrono::Utc::now()).expect("valid")
     }
@@ -196,7 +380,14 @@ mod tests {
         let healthy = instance("web-1", &[]);
         for task in InstanceTask::ALL {
             assert_eq!(
-                super::super::run_task(&driver, task, &healthy).await,
+                super::super::run_task(
+                    &driver,
+                    task,
+                    &healthy,
+                    &Flavor::UNLIMITED,
+                    BuildAttempt::First
+                )
+                .await,
                 Ok(())
             );
         }
@@ -209,7 +400,12 @@ mod tests {
         assert!(driver.reboot(&flaky).await.is_err());
         let error = driver.delete(&flaky).await.expect_err("fails");
         assert!(error.0.contains("simulated delete failure"), "{error}");
-        assert!(driver.build(&flaky).await.is_ok());
+        assert!(
+            driver
+                .build(&flaky, &Flavor::UNLIMITED, BuildAttempt::First)
+                .await
+                .is_ok()
+        );
         let broken = instance("web-1", &[(SIMULATE_FAILURE_KEY, "all")]);
         assert!(driver.power_on(&broken).await.is_err());
     }
@@ -218,11 +414,71 @@ mod tests {
     async fn builds_of_matching_names_fail() {
         let driver = SimulatedDriver::new(instant()).expect("valid");
         let error = driver
-            .build(&instance("doomed-1", &[]))
+            .build(
+                &instance("doomed-1", &[]),
+                &Flavor::UNLIMITED,
+                BuildAttempt::First,
+            )
             .await
             .expect_err("fails");
         assert!(error.0.contains("fail_builds_matching"), "{error}");
         assert!(driver.power_on(&instance("doomed-1", &[])).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_machine_told_to_exit_dies_and_is_observed() {
+        use futures::StreamExt;
+        let driver = SimulatedDriver::new(instant()).expect("valid");
+        let mut observations = driver.observe().await.expect("observe");
+        let doomed = instance(
+            "worker-1",
+            &[
+                (SIMULATE_EXIT_AFTER_MS_KEY, "20"),
+                (SIMULATE_EXIT_CODE_KEY, "3"),
+            ],
+        );
+        let mut active = doomed.clone();
+        active.status = crate::domain::instance::InstanceStatus::Active;
+        active.power_state = PowerState::On;
+        driver
+            .build(&doomed, &Flavor::UNLIMITED, BuildAttempt::First)
+            .await
+            .expect("built");
+        assert_eq!(
+            driver.inspect(&active).await.expect("inspect"),
+            MachineState::Running
+        );
+        assert_eq!(
+            observations.next().await.expect("exited").expect("ok"),
+            doomed.uuid
+        );
+        let MachineState::Exited(exit) = driver.inspect(&active).await.expect("inspect") else {
+            panic!("exited");
+        };
+        assert_eq!(exit.exit_code, 3);
+        assert_eq!(
+            driver
+                .sync(std::slice::from_ref(&active))
+                .await
+                .expect("sync"),
+            vec![(active.uuid, MachinePower::Stopped)]
+        );
+        // Recorded after the death (the watcher wrote it): as recorded.
+        let mut recorded = active.clone();
+        recorded.updated_at = ember_runtime::time::now() + chrono::Duration::seconds(1);
+        assert_eq!(
+            driver.inspect(&recorded).await.expect("inspect"),
+            MachineState::Running
+        );
+        driver.delete(&doomed).await.expect("deleted");
+        // Unknown to the fleet: as its record says (here BUILDING, nostate).
+        assert_eq!(
+            driver
+                .sync(std::slice::from_ref(&doomed))
+                .await
+                .expect("sync"),
+            vec![(doomed.uuid, MachinePower::Missing)]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! state — a delete that arrived meanwhile wins over a build that finishes
 //! late.
 
+pub mod observation;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -21,6 +22,13 @@ use crate::error::{Error, Result};
 pub const MAX_TEXT_LENGTH: usize = 255;
 /// The most metadata items one instance carries (Nova's default quota).
 pub const MAX_METADATA_ITEMS: usize = 128;
+/// The most bytes of user data (Nova's limit on the encoded field).
+pub const MAX_USER_DATA_BYTES: usize = 65_535;
+/// The most arguments of a command, and environment variables.
+pub const MAX_COMMAND_ARGUMENTS: usize = 256;
+pub const MAX_ENV_ITEMS: usize = 256;
+/// The longest command argument or environment value.
+pub const MAX_ARGUMENT_LENGTH: usize = 4096;
 
 /// Where an instance is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -257,6 +265,94 @@ impl InstanceTask {
     }
 }
 
+/// What runs on the machine. The docker driver makes it the container's
+/// command and environment: `command` when given, else `user_data` run by
+/// `/bin/sh -c` (a container's life is its first boot), else the image's
+/// own command. The simulated driver only records it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Workload {
+    /// Cloud-init style user data, as text.
+    pub user_data: String,
+    /// The command and its arguments (empty = not given).
+    pub command: Vec<String>,
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl Workload {
+    /// Checks sizes and characters, naming the field at fault.
+    pub fn validate(&self) -> Result<()> {
+        if self.user_data.len() > MAX_USER_DATA_BYTES {
+            return Err(Error::InvalidInput(format!(
+                "user_data: must be at most {MAX_USER_DATA_BYTES} bytes (got {})",
+                self.user_data.len()
+            )));
+        }
+        if self.user_data.contains('\0') {
+            return Err(Error::InvalidInput(
+                "user_data: must not contain NUL characters".to_owned(),
+            ));
+        }
+        if self.command.len() > MAX_COMMAND_ARGUMENTS {
+            return Err(Error::InvalidInput(format!(
+                "command: at most {MAX_COMMAND_ARGUMENTS} arguments (got {})",
+                self.command.len()
+            )));
+        }
+        if self
+            .command
+            .first()
+            .is_some_and(|program| program.trim().is_empty())
+        {
+            return Err(Error::InvalidInput(
+                "command: the first argument (the program) must not be empty".to_owned(),
+            ));
+        }
+        for (index, argument) in self.command.iter().enumerate() {
+            check_argument(&format!("command[{index}]"), argument)?;
+        }
+        if self.env.len() > MAX_ENV_ITEMS {
+            return Err(Error::InvalidInput(format!(
+                "env: at most {MAX_ENV_ITEMS} variables (got {})",
+                self.env.len()
+            )));
+        }
+        for (name, value) in &self.env {
+            let valid_name = !name.is_empty()
+                && name.len() <= MAX_TEXT_LENGTH
+                && !name.contains('=')
+                && !name.chars().any(char::is_control)
+                && !name.chars().any(char::is_whitespace);
+            if !valid_name {
+                return Err(Error::InvalidInput(format!(
+                    "env: {name:?} is not a variable name (1-{MAX_TEXT_LENGTH} characters, no '=', spaces or control characters)"
+                )));
+            }
+            check_argument(&format!("env {name:?}"), value)?;
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.user_data.is_empty() && self.command.is_empty() && self.env.is_empty()
+    }
+}
+
+fn check_argument(what: &str, value: &str) -> Result<()> {
+    let length = value.chars().count();
+    if length > MAX_ARGUMENT_LENGTH {
+        return Err(Error::InvalidInput(format!(
+            "{what}: must be at most {MAX_ARGUMENT_LENGTH} characters (got {length})"
+        )));
+    }
+    if value.contains('\0') {
+        return Err(Error::InvalidInput(format!(
+            "{what}: must not contain NUL characters"
+        )));
+    }
+    Ok(())
+}
+
 /// A compute instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instance {
@@ -267,6 +363,8 @@ pub struct Instance {
     pub flavor: String,
     pub image: String,
     pub metadata: BTreeMap<String, String>,
+    /// What runs on the machine (fixed at create).
+    pub workload: Workload,
     pub status: InstanceStatus,
     pub power_state: PowerState,
     /// The maintenance lock, when locked.
@@ -288,6 +386,7 @@ pub struct NewInstance {
     pub flavor: String,
     pub image: String,
     pub metadata: BTreeMap<String, String>,
+    pub workload: Workload,
 }
 
 /// What a caller may change on an existing instance. `metadata` replaces
@@ -310,6 +409,7 @@ impl Instance {
         validate_text("flavor", &new.flavor)?;
         validate_text("image", &new.image)?;
         validate_metadata(&new.metadata)?;
+        new.workload.validate()?;
         Ok(Instance {
             uuid: Uuid::now_v7(),
             name: new.name,
@@ -318,6 +418,7 @@ impl Instance {
             flavor: new.flavor,
             image: new.image,
             metadata: new.metadata,
+            workload: new.workload,
             status: InstanceStatus::Building,
             power_state: PowerState::NoState,
             maintenance_lock: None,
@@ -415,6 +516,7 @@ mod tests {
             flavor: "m1.small".into(),
             image: "debian-12".into(),
             metadata: BTreeMap::from([("role".into(), "web".into())]),
+            workload: Default::default(),
         }
     }
 
@@ -520,6 +622,58 @@ mod tests {
         }
         assert_eq!(LockedBy::parse("admin"), Some(LockedBy::Admin));
         assert_eq!(LockedBy::parse("root"), None);
+    }
+
+    #[test]
+    fn workloads_are_checked_naming_the_field() {
+        let cases = [
+            (
+                Workload {
+                    user_data: "x".repeat(MAX_USER_DATA_BYTES + 1),
+                    ..Workload::default()
+                },
+                "user_data",
+            ),
+            (
+                Workload {
+                    command: vec![String::new()],
+                    ..Workload::default()
+                },
+                "command",
+            ),
+            (
+                Workload {
+                    command: vec!["sh".into(), "a\0b".into()],
+                    ..Workload::default()
+                },
+                "command[1]",
+            ),
+            (
+                Workload {
+                    env: BTreeMap::from([("A=B".into(), "c".into())]),
+                    ..Workload::default()
+                },
+                "env",
+            ),
+        ];
+        for (workload, field) in cases {
+            let new = NewInstance {
+                workload,
+                ..new_instance()
+            };
+            let error =
+                Instance::new_building("demo", "alice", new, Utc::now()).expect_err("invalid");
+            assert!(
+                matches!(&error, Error::InvalidInput(message) if message.starts_with(field)),
+                "{field}: {error:?}"
+            );
+        }
+        let fine = Workload {
+            user_data: "#!/bin/sh\necho hi\n".into(),
+            command: vec!["/bin/sleep".into(), "60".into()],
+            env: BTreeMap::from([("MODE".into(), "work".into())]),
+        };
+        assert!(fine.validate().is_ok());
     }
 
     #[test]

@@ -87,6 +87,22 @@ impl Event {
         }
     }
 
+    /// An event of the stack itself (its resource type is
+    /// `OS::Heat::Stack`, as Heat records stack events).
+    pub fn for_stack(stack: &crate::domain::Stack, reason: &str, now: DateTime<Utc>) -> Event {
+        Event {
+            id: Uuid::now_v7(),
+            stack_id: stack.id,
+            resource_name: stack.name.clone(),
+            physical_resource_id: stack.id.to_string(),
+            resource_type: "OS::Heat::Stack".to_owned(),
+            action: stack.action,
+            status: stack.status,
+            reason: reason.to_owned(),
+            created_at: now,
+        }
+    }
+
     pub fn resource_status(&self) -> String {
         format!("{}_{}", self.action.as_str(), self.status.as_str())
     }

@@ -59,7 +59,7 @@ impl ClusteringHandler {
             .unwrap_or_default();
         let nodes = self
             .service
-            .list_nodes(caller, Some(&cluster.id.to_string()), 1000, None)
+            .cluster_members(caller, &cluster.id.to_string())
             .await?;
         let policies: Vec<_> = self
             .service

@@ -12,9 +12,11 @@ use uuid::Uuid;
 
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, LockedBy, NewInstance, PowerAction, PowerState,
+    Workload,
 };
 use crate::error::Error;
 use crate::instances::{InstanceFilter, InstanceService};
+use crate::store::instances::InstanceEvent;
 
 pub struct InstanceHandler {
     instances: Arc<InstanceService>,
@@ -45,6 +47,11 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
             flavor: request.flavor,
             image: request.image,
             metadata: request.metadata.into_iter().collect(),
+            workload: Workload {
+                user_data: request.user_data,
+                command: request.command,
+                env: request.env.into_iter().collect(),
+            },
         };
         reply(&self.instances.create(&caller, new).await?)
     }
@@ -140,6 +147,22 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         reply(&outcome.instance)
     }
 
+    async fn list_instance_events(
+        &self,
+        request: Request<pb::ListInstanceEventsRequest>,
+    ) -> Reply<pb::ListInstanceEventsResponse> {
+        let caller = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let uuid = parse_uuid("uuid", &request.uuid)?;
+        let events = self
+            .instances
+            .events(&caller, uuid, u64::from(request.limit))
+            .await?;
+        Ok(Response::new(pb::ListInstanceEventsResponse {
+            events: events.iter().map(event_to_proto).collect(),
+        }))
+    }
+
     async fn unlock_instance(
         &self,
         request: Request<pb::UnlockInstanceRequest>,
@@ -199,6 +222,18 @@ fn power_state_to_proto(power_state: PowerState) -> pb::PowerState {
     }
 }
 
+fn event_to_proto(event: &InstanceEvent) -> pb::InstanceEvent {
+    pb::InstanceEvent {
+        id: event.id.to_string(),
+        instance_uuid: event.instance_uuid.to_string(),
+        kind: event.kind.clone(),
+        status: status_to_proto(event.status) as i32,
+        power_state: power_state_to_proto(event.power_state) as i32,
+        reason: event.reason.clone(),
+        at: Some(to_timestamp(event.at)),
+    }
+}
+
 pub fn instance_to_proto(instance: &Instance) -> pb::Instance {
     let lock = instance.maintenance_lock.as_ref();
     pb::Instance {
@@ -229,5 +264,13 @@ pub fn instance_to_proto(instance: &Instance) -> pb::Instance {
             .unwrap_or_default(),
         created_at: Some(to_timestamp(instance.created_at)),
         updated_at: Some(to_timestamp(instance.updated_at)),
+        command: instance.workload.command.clone(),
+        env: instance
+            .workload
+            .env
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect(),
+        has_user_data: !instance.workload.user_data.is_empty(),
     }
 }

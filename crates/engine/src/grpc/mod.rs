@@ -6,5 +6,7 @@ pub mod convert;
 pub mod events;
 pub mod identity;
 pub mod instances;
+pub mod quotas;
 pub mod resources;
+pub mod software;
 pub mod stacks;

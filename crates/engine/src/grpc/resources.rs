@@ -121,10 +121,21 @@ impl pb::resource_service_server::ResourceService for ResourceHandler {
             .details
             .as_ref()
             .map_or(serde_json::Value::Null, value_to_json);
-        let outcome = self
-            .operations
-            .signal_resource(&identity, &request.stack, &request.resource, details)
-            .await?;
+        let outcome = if request.signal_token.is_empty() {
+            self.operations
+                .signal_resource(&identity, &request.stack, &request.resource, details)
+                .await?
+        } else {
+            self.operations
+                .signal_wait_handle_with_token(
+                    None,
+                    &request.stack,
+                    &request.resource,
+                    &request.signal_token,
+                    details,
+                )
+                .await?
+        };
         let capacity = |capacity: u64| u32::try_from(capacity).unwrap_or(u32::MAX);
         Ok(Response::new(match outcome.scaling {
             Some(scaling) => pb::SignalResourceResponse {

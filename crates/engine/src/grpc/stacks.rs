@@ -12,9 +12,10 @@ use super::convert::{
     json_to_proto, map_to_struct, stack_to_proto, struct_to_map, value_to_struct,
 };
 use crate::domain::LockLevel;
+use crate::domain::template::{TemplateVersion, template_functions};
 use crate::error::Error;
 use crate::stacks::{
-    CreateStack, DefinitionInput, Operation, OutputValue, StackDetails, StackOperations,
+    CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperation, StackOperations,
     StackWideAction, UpdateStack,
 };
 use crate::store::StackListQuery;
@@ -170,7 +171,7 @@ impl pb::stack_service_server::StackService for StackHandler {
     ) -> Result<Response<pb::CheckOperationResponse>, Status> {
         let identity = Identity::of(&request)?.clone();
         let request = request.into_inner();
-        let operation = Operation::parse(&request.operation).ok_or_else(|| {
+        let operation = StackOperation::parse(&request.operation).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "operation {:?} is not one of update, delete, abandon, suspend, resume, check, cancel_update, signal, mark_unhealthy, lock, unlock",
                 request.operation
@@ -238,24 +239,7 @@ impl pb::stack_service_server::StackService for StackHandler {
         request: Request<pb::UpdateStackRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
         let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let update = UpdateStack {
-            name_or_id: request.stack,
-            template: request.template,
-            environment: request.environment,
-            environment_files: request.environment_files,
-            files: request.files.into_iter().collect(),
-            parameters: request
-                .parameters
-                .as_ref()
-                .map(struct_to_map)
-                .unwrap_or_default(),
-            timeout_mins: (request.timeout_mins > 0).then_some(request.timeout_mins),
-            disable_rollback: request.disable_rollback,
-            existing: request.existing,
-            clear_parameters: request.clear_parameters,
-            tags: (!request.tags.is_empty()).then_some(request.tags),
-        };
+        let update = update_of(request.into_inner());
         let stack = self.operations.update_stack(&identity, update).await?;
         tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack update started");
         Ok(Response::new(stack_to_proto(&stack)))
@@ -441,6 +425,102 @@ impl pb::stack_service_server::StackService for StackHandler {
             properties: Some(map_to_struct(&properties)),
             attributes: Some(map_to_struct(&attributes)),
             description: schema.description.to_owned(),
+            template_resource_name: crate::resources::template_resource_name(schema.type_name)
+                .to_owned(),
+        }))
+    }
+
+    async fn preview_stack_update(
+        &self,
+        request: Request<pb::UpdateStackRequest>,
+    ) -> Result<Response<pb::StackUpdatePreview>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let update = update_of(request.into_inner());
+        let (stack, preview) = self.operations.preview_update(&identity, &update).await?;
+        let view = |rows: &[crate::domain::Resource]| -> Vec<pb::Resource> {
+            rows.iter()
+                .map(|row| super::convert::resource_to_proto(row, &stack.name, Vec::new(), false))
+                .collect()
+        };
+        Ok(Response::new(pb::StackUpdatePreview {
+            added: view(&preview.added),
+            deleted: view(&preview.deleted),
+            replaced: view(&preview.replaced),
+            updated: view(&preview.updated),
+            unchanged: view(&preview.unchanged),
+        }))
+    }
+
+    async fn list_template_versions(
+        &self,
+        _request: Request<pb::ListTemplateVersionsRequest>,
+    ) -> Result<Response<pb::ListTemplateVersionsResponse>, Status> {
+        let template_versions = TemplateVersion::ALL
+            .iter()
+            .map(|version| pb::TemplateVersionInfo {
+                version: format!("{HOT_VERSION_KEY}.{}", version.date()),
+                r#type: "hot".to_owned(),
+                aliases: version
+                    .release_name()
+                    .map(|name| format!("{HOT_VERSION_KEY}.{name}"))
+                    .into_iter()
+                    .collect(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListTemplateVersionsResponse {
+            template_versions,
+        }))
+    }
+
+    async fn list_template_functions(
+        &self,
+        request: Request<pb::ListTemplateFunctionsRequest>,
+    ) -> Result<Response<pb::ListTemplateFunctionsResponse>, Status> {
+        let request = request.into_inner();
+        let version = request
+            .template_version
+            .strip_prefix(HOT_VERSION_KEY)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(TemplateVersion::parse)
+            .ok_or_else(|| {
+                Error::NotFound(format!(
+                    "Template with version {} not found",
+                    ember_runtime::quote::quoted(&request.template_version)
+                ))
+            })?;
+        let functions = template_functions(version, request.with_condition_functions)
+            .into_iter()
+            .map(|(function, description)| pb::TemplateFunction {
+                function: function.to_owned(),
+                description: description.to_owned(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListTemplateFunctionsResponse {
+            functions,
         }))
     }
 }
+
+/// The update a request asks for.
+fn update_of(request: pb::UpdateStackRequest) -> UpdateStack {
+    UpdateStack {
+        name_or_id: request.stack,
+        template: request.template,
+        environment: request.environment,
+        environment_files: request.environment_files,
+        files: request.files.into_iter().collect(),
+        parameters: request
+            .parameters
+            .as_ref()
+            .map(struct_to_map)
+            .unwrap_or_default(),
+        timeout_mins: (request.timeout_mins > 0).then_some(request.timeout_mins),
+        disable_rollback: request.disable_rollback,
+        existing: request.existing,
+        clear_parameters: request.clear_parameters,
+        tags: (!request.tags.is_empty()).then_some(request.tags),
+    }
+}
+
+/// How Heat names HOT versions in its template-version API.
+const HOT_VERSION_KEY: &str = "heat_template_version";

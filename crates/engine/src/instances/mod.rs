@@ -7,9 +7,11 @@
 //! update on the revision it was decided on. If another change landed in
 //! between, the request is decided again on the new state, so a lock placed
 //! concurrently is never bypassed. Driver work then runs in the background
-//! ([`tasks::TaskRunner`]).
+//! ([`tasks::TaskRunner`]), and a watcher ([`watch::MachineWatcher`])
+//! records what the machines really do.
 
 pub mod tasks;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -18,14 +20,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::compute::ComputeDriver;
-use crate::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
+use crate::compute::flavors::FlavorTable;
+use crate::compute::simulated::SimulatedComputeConfig;
+use crate::compute::{ComputeConfig, ComputeDriver};
+use crate::domain::instance::observation::Observation;
 use crate::domain::instance::policy::{self, Decision, InstanceRequest};
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, MaintenanceLock, NewInstance, PowerAction,
 };
 use crate::error::{Error, Result};
-use crate::store::instances::{InstanceListQuery, InstanceStore};
+use crate::store::instances::{InstanceEvent, InstanceListQuery, InstanceStore, MAX_EVENTS_LISTED};
 
 /// How many times a request is decided again when the instance keeps
 /// changing under it before the caller is told to retry.
@@ -34,7 +38,8 @@ pub const DECISION_ATTEMPTS: u32 = 5;
 /// Which instances to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InstanceFilter {
-    /// Only this status; `None` = every status but DELETED.
+    /// Only this status (instances whose delete completed are never
+    /// listed).
     pub status: Option<InstanceStatus>,
     pub locked: Option<bool>,
     /// Exact name.
@@ -72,34 +77,75 @@ struct Applied {
 
 pub struct InstanceService {
     store: Arc<dyn InstanceStore>,
+    driver: Arc<dyn ComputeDriver>,
+    flavors: FlavorTable,
     tasks: tasks::TaskRunner,
+    quotas: crate::quotas::QuotaSlot,
+    /// Machines found in another state than recorded (see `watch`).
+    observed: tokio::sync::broadcast::Sender<Observation>,
 }
+
+/// How many observations wait for a slow subscriber.
+const OBSERVATION_BUFFER: usize = 1024;
 
 impl InstanceService {
     /// Driver tasks stop when `shutdown` is cancelled; call
     /// [`InstanceService::resume_unfinished_tasks`] at start-up to pick up
-    /// the ones a previous run left in progress.
+    /// the ones a previous run left in progress. Any flavor name is
+    /// accepted, and nothing watches the machines (see
+    /// [`InstanceService::start_with`]).
     pub fn new(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
         shutdown: CancellationToken,
     ) -> InstanceService {
+        InstanceService::with_flavors(store, driver, FlavorTable::accepting_any(), shutdown)
+    }
+
+    /// Like [`InstanceService::new`], accepting only `flavors`.
+    pub fn with_flavors(
+        store: Arc<dyn InstanceStore>,
+        driver: Arc<dyn ComputeDriver>,
+        flavors: FlavorTable,
+        shutdown: CancellationToken,
+    ) -> InstanceService {
         InstanceService {
-            tasks: tasks::TaskRunner::new(store.clone(), driver, shutdown),
+            tasks: tasks::TaskRunner::new(store.clone(), driver.clone(), flavors.clone(), shutdown),
             store,
+            driver,
+            flavors,
+            quotas: Default::default(),
+            observed: tokio::sync::broadcast::channel(OBSERVATION_BUFFER).0,
         }
     }
 
-    /// The service as the engine runs it: on the simulated driver
-    /// configured by `compute`, with the tasks a previous run left in
-    /// progress resumed. Fails only on a bad configuration.
+    /// The service on the simulated driver configured by `compute` (see
+    /// [`InstanceService::start_with`]).
     pub async fn start(
         store: Arc<dyn InstanceStore>,
         compute: &SimulatedComputeConfig,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        let driver = Arc::new(SimulatedDriver::new(compute.clone())?);
-        let service = Arc::new(InstanceService::new(store, driver, shutdown));
+        InstanceService::start_with(store, &ComputeConfig::simulated(compute.clone()), shutdown)
+            .await
+    }
+
+    /// The service as the engine runs it: on the configured driver, with
+    /// the tasks a previous run left in progress resumed and a watcher
+    /// following the machines until `shutdown`. Fails only on a bad
+    /// configuration.
+    pub async fn start_with(
+        store: Arc<dyn InstanceStore>,
+        compute: &ComputeConfig,
+        shutdown: CancellationToken,
+    ) -> std::result::Result<Arc<InstanceService>, String> {
+        let driver = compute.driver()?;
+        let service = Arc::new(InstanceService::with_flavors(
+            store,
+            driver,
+            compute.flavors.clone(),
+            shutdown.clone(),
+        ));
         // A database that is down now fails the first requests too; the
         // tasks are resumed at the next start.
         match service.resume_unfinished_tasks().await {
@@ -107,13 +153,66 @@ impl InstanceService {
             Ok(resumed) => info!(resumed, "resumed unfinished instance tasks"),
             Err(failure) => warn!(%failure, "cannot resume unfinished instance tasks"),
         }
+        Arc::new(service.watcher(compute.resync_interval)).spawn(shutdown);
+        info!(driver = service.driver.name(), "compute driver ready");
         Ok(service)
+    }
+
+    /// A watcher of this service's machines (started by
+    /// [`InstanceService::start_with`]; tests drive one by hand).
+    pub fn watcher(&self, resync_interval: std::time::Duration) -> watch::MachineWatcher {
+        watch::MachineWatcher::new(
+            self.store.clone(),
+            self.driver.clone(),
+            resync_interval,
+            self.observed.clone(),
+        )
+    }
+
+    /// Every machine found in another state than recorded, from now on.
+    pub fn subscribe_observations(&self) -> tokio::sync::broadcast::Receiver<Observation> {
+        self.observed.subscribe()
+    }
+
+    /// Refuses a flavor this cloud does not have (400 naming the known
+    /// ones).
+    pub fn check_flavor(&self, flavor: &str) -> Result<()> {
+        self.flavors.resolve(flavor).map(|_| ())
+    }
+
+    /// The compute driver's name.
+    pub fn driver_name(&self) -> &'static str {
+        self.driver.name()
+    }
+
+    /// Enforces `quotas` on every create from now on (once, at start-up).
+    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
+        self.quotas.install(quotas);
+    }
+
+    async fn admit_one_more(&self, caller: &Identity) -> Result<()> {
+        match self.quotas.get() {
+            Some(quotas) => {
+                quotas
+                    .admit(
+                        &caller.project_id,
+                        crate::domain::quota::QuotaKind::Instances,
+                        crate::store::quotas::Usage::Instances,
+                        1,
+                    )
+                    .await
+            }
+            None => Ok(()),
+        }
     }
 
     /// Records a BUILDING instance of the caller's project and starts
     /// building it.
     pub async fn create(&self, caller: &Identity, new: NewInstance) -> Result<Instance> {
         policy::refuse_read_only(caller, "create")?;
+        crate::domain::instance::validate_text("flavor", &new.flavor)?;
+        self.check_flavor(&new.flavor)?;
+        self.admit_one_more(caller).await?;
         let instance = Instance::new_building(
             &caller.project_id,
             &caller.user_id,
@@ -135,12 +234,79 @@ impl InstanceService {
         Ok(instance)
     }
 
-    /// One instance the caller can see.
+    /// Creates the instance with `uuid` unless it exists, so a caller that
+    /// runs again (a cluster action taken over after its engine died) finds
+    /// what it created instead of creating another: an existing instance
+    /// of the caller's project is returned as it is. An instance with this
+    /// uuid that was deleted is not created again (409).
+    pub async fn create_with_uuid(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        new: NewInstance,
+    ) -> Result<Instance> {
+        policy::refuse_read_only(caller, "create")?;
+        crate::domain::instance::validate_text("flavor", &new.flavor)?;
+        self.check_flavor(&new.flavor)?;
+        if self.store.get_instance(uuid).await?.is_none() {
+            self.admit_one_more(caller).await?;
+        }
+        let mut instance = Instance::new_building(
+            &caller.project_id,
+            &caller.user_id,
+            new,
+            ember_runtime::time::now(),
+        )?;
+        instance.uuid = uuid;
+        if self.store.insert_instance_if_absent(&instance).await? {
+            info!(
+                instance_uuid = %instance.uuid,
+                name = %instance.name,
+                project_id = %instance.project_id,
+                user_id = %caller.user_id,
+                "instance created"
+            );
+            self.tasks.start(
+                crate::domain::instance::InstanceTask::Build,
+                instance.clone(),
+            );
+            return Ok(instance);
+        }
+        match self.store.get_instance(uuid).await? {
+            Some(existing) if policy::Access::of(caller, &existing).is_some() => Ok(existing),
+            Some(_) => Err(Error::Conflict(format!(
+                "instance uuid {uuid} is taken by another project's instance"
+            ))),
+            None => Err(Error::Conflict(format!(
+                "instance {uuid} was deleted: it is not created again"
+            ))),
+        }
+    }
+
+    /// One instance the caller can see; one whose delete completed is not
+    /// found.
     pub async fn get(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
         match self.store.get_instance(uuid).await? {
             Some(instance) if policy::Access::of(caller, &instance).is_some() => Ok(instance),
             _ => Err(policy::not_found(uuid)),
         }
+    }
+
+    /// What happened to the instance's machine (task outcomes and
+    /// observations), oldest first: at most `limit` of the newest (0 = the
+    /// most kept listable).
+    pub async fn events(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        limit: u64,
+    ) -> Result<Vec<InstanceEvent>> {
+        let instance = self.get(caller, uuid).await?;
+        let limit = match limit {
+            0 => MAX_EVENTS_LISTED,
+            limit => limit.min(MAX_EVENTS_LISTED),
+        };
+        self.store.list_instance_events(instance.uuid, limit).await
     }
 
     /// A page of the caller's project's instances (every project's with
@@ -187,7 +353,8 @@ impl InstanceService {
         Ok(applied.after)
     }
 
-    /// Starts deleting the instance (DELETING, then DELETED).
+    /// Starts deleting the instance: DELETING, then, once the driver is
+    /// done, gone (not found, as in Nova: clients wait for the 404).
     pub async fn delete(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
         Ok(self
             .apply(caller, uuid, InstanceRequest::Delete)

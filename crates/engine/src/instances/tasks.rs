@@ -7,15 +7,24 @@
 //! Recording retries while the database is unavailable, with backoff, up to
 //! [`RECORD_ATTEMPTS`]; after that the instance stays in progress until the
 //! next start resumes it.
+//!
+//! Tasks of one instance run one after another, never at once: a delete
+//! that arrives while the build is still making the machine waits for it,
+//! then removes what it made — a real machine is never left behind by a
+//! build that finished after its delete.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use crate::compute::{ComputeDriver, run_task};
+use uuid::Uuid;
+
+use crate::compute::flavors::FlavorTable;
+use crate::compute::{BuildAttempt, ComputeDriver, ComputeError, run_task};
 use crate::domain::instance::{Instance, InstanceTask};
 use crate::error::{Error, Result};
 use crate::store::instances::{InstanceStore, TaskOutcome};
@@ -24,37 +33,83 @@ use crate::store::instances::{InstanceStore, TaskOutcome};
 pub const RECORD_ATTEMPTS: u32 = 6;
 const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(100);
 
+/// One lock per instance with a task running or waiting.
+type InstanceLocks = Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>;
+
 #[derive(Clone)]
 pub struct TaskRunner {
     store: Arc<dyn InstanceStore>,
     driver: Arc<dyn ComputeDriver>,
+    flavors: FlavorTable,
     shutdown: CancellationToken,
     tracker: TaskTracker,
+    instance_locks: InstanceLocks,
 }
 
 impl TaskRunner {
     pub fn new(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
+        flavors: FlavorTable,
         shutdown: CancellationToken,
     ) -> TaskRunner {
         TaskRunner {
             store,
             driver,
+            flavors,
             shutdown,
             tracker: TaskTracker::new(),
+            instance_locks: InstanceLocks::default(),
         }
+    }
+
+    /// Runs `task` on the driver once no other task of the instance runs.
+    async fn run_serialised(
+        &self,
+        task: InstanceTask,
+        instance: &Instance,
+        attempt: BuildAttempt,
+    ) -> Result<(), ComputeError> {
+        let lock = match self.instance_locks.lock() {
+            Ok(mut locks) => locks.entry(instance.uuid).or_default().clone(),
+            Err(_) => Arc::default(),
+        };
+        let result = async {
+            let _turn = lock.lock().await;
+            // Only a build applies the flavor (a flavor since removed from
+            // the configuration does not stop a delete).
+            let flavor = match task {
+                InstanceTask::Build => self
+                    .flavors
+                    .resolve(&instance.flavor)
+                    .map_err(|error| ComputeError(error.to_string()))?,
+                _ => crate::compute::flavors::Flavor::UNLIMITED,
+            };
+            run_task(self.driver.as_ref(), task, instance, &flavor, attempt).await
+        }
+        .await;
+        if let Ok(mut locks) = self.instance_locks.lock() {
+            // Ours and the map's: nobody else waits on it.
+            if Arc::strong_count(&lock) == 2 {
+                locks.remove(&instance.uuid);
+            }
+        }
+        result
     }
 
     /// Starts `task` for `instance` (already written in the task's
     /// in-progress state). On shutdown the call is abandoned and the
     /// instance stays in progress for the next start to resume.
     pub fn start(&self, task: InstanceTask, instance: Instance) {
+        self.spawn(task, instance, BuildAttempt::First);
+    }
+
+    fn spawn(&self, task: InstanceTask, instance: Instance, attempt: BuildAttempt) {
         let runner = self.clone();
         self.tracker.spawn(async move {
             let result = tokio::select! {
                 () = runner.shutdown.cancelled() => return,
-                result = run_task(runner.driver.as_ref(), task, &instance) => result,
+                result = runner.run_serialised(task, &instance, attempt) => result,
             };
             let (status, power_state) = match &result {
                 Ok(()) => task.succeeded(),
@@ -129,7 +184,7 @@ impl TaskRunner {
         for instance in unfinished {
             if let Some(task) = instance.unfinished_task() {
                 info!(instance_uuid = %instance.uuid, task = task.as_str(), driver = self.driver.name(), "resuming instance task");
-                self.start(task, instance);
+                self.spawn(task, instance, BuildAttempt::Resumed);
                 resumed += 1;
             }
         }

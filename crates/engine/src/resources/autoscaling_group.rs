@@ -338,6 +338,16 @@ impl ResourceType for AutoScalingGroup {
     fn is_nested_stack(&self) -> bool {
         true
     }
+
+    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
+        let sizes = GroupSizes::of(properties).ok()?;
+        let definition = member_definition(
+            "resource",
+            properties.get("resource").unwrap_or(&Value::Null),
+        )
+        .ok()?;
+        Some((sizes.desired_capacity.unwrap_or(sizes.min_size), definition))
+    }
 }
 
 #[cfg(test)]

@@ -4,16 +4,20 @@
 //! resolved properties against, and that the API serves.
 
 mod autoscaling_group;
+mod delay;
 mod group_members;
 mod nested;
 mod none;
 mod random_string;
+mod resource_chain;
 mod resource_group;
 mod scaling_policy;
 mod schema;
 mod server;
+pub mod software;
 mod test_resource;
 mod value;
+pub mod wait_condition;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,10 +34,27 @@ pub use nested::{
 };
 pub use scaling_policy::{AdjustmentType, PolicySettings, SCALING_POLICY_TYPE, new_capacity};
 pub use schema::{
-    AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, validate_properties,
+    AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, check_literal_property,
+    validate_properties,
 };
 
 use crate::domain::Resource;
+
+/// The key of the resource in the starter template Heat generates for a
+/// type (`GET /resource_types/{type}/template`): Heat's class name for its
+/// types, else the type's last segment (`My::Custom::Thing` → `Thing`).
+pub fn template_resource_name(type_name: &str) -> &str {
+    match type_name {
+        "OS::Heat::None" => "NoneResource",
+        "OS::Heat::AutoScalingGroup" => "AutoScalingResourceGroup",
+        "OS::Heat::ScalingPolicy" => "AutoScalingPolicy",
+        "OS::Heat::Stack" => "RemoteStack",
+        "OS::Heat::WaitCondition" => "HeatWaitCondition",
+        "OS::Heat::WaitConditionHandle" => "HeatWaitConditionHandle",
+        "Ember::Compute::Instance" => "Instance",
+        other => other.rsplit("::").next().unwrap_or(other),
+    }
+}
 
 /// What a resource type is asked to act on.
 #[derive(Debug, Clone)]
@@ -176,6 +197,14 @@ pub trait ResourceType: Send + Sync + 'static {
     fn is_nested_stack(&self) -> bool {
         false
     }
+
+    /// For a scaling group: how many members `properties` make it create
+    /// and their definition (`{type, properties}`), so plug-points can
+    /// count what an operation will bring before it runs.
+    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
+        let _ = properties;
+        None
+    }
 }
 
 /// Every resource type the engine knows, by name.
@@ -186,6 +215,10 @@ pub struct ResourceTypeRegistry {
     template_resource: Arc<dyn ResourceType>,
     /// Where the engine installs itself for nested stacks.
     nested_stack_host: NestedStackHostSlot,
+    /// What the wait condition types share, when they are registered.
+    wait_conditions: Option<Arc<wait_condition::WaitConditions>>,
+    /// The software configuration service behind the software types.
+    software: Option<Arc<crate::software::SoftwareService>>,
 }
 
 impl ResourceTypeRegistry {
@@ -196,6 +229,8 @@ impl ResourceTypeRegistry {
             types: BTreeMap::new(),
             template_resource: Arc::new(nested::TemplateResource::new(nested_stack_host.clone())),
             nested_stack_host: nested_stack_host.clone(),
+            wait_conditions: None,
+            software: None,
         };
         registry.register(Arc::new(nested::StackResource::new(nested_stack_host)));
         registry.register(Arc::new(none::NoneResource::new()));
@@ -205,10 +240,14 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(resource_group::ResourceGroup::new(
             registry.nested_stack_host.clone(),
         )));
+        registry.register(Arc::new(resource_chain::ResourceChain::new(
+            registry.nested_stack_host.clone(),
+        )));
         registry.register(Arc::new(autoscaling_group::AutoScalingGroup::new(
             registry.nested_stack_host.clone(),
         )));
         registry.register(Arc::new(scaling_policy::ScalingPolicy::new()));
+        registry.register(Arc::new(delay::Delay::new()));
         registry
     }
 
@@ -223,6 +262,70 @@ impl ResourceTypeRegistry {
             )));
         }
         registry
+    }
+
+    /// Adds the wait condition types and their handles, backed by
+    /// `conditions`.
+    pub fn with_wait_conditions(
+        mut self,
+        conditions: Arc<wait_condition::WaitConditions>,
+    ) -> ResourceTypeRegistry {
+        self.register(Arc::new(wait_condition::WaitConditionHandle::heat(
+            conditions.clone(),
+        )));
+        self.register(Arc::new(
+            wait_condition::WaitConditionHandle::replaced_on_every_update(conditions.clone()),
+        ));
+        self.register(Arc::new(wait_condition::WaitConditionHandle::aws(
+            conditions.clone(),
+        )));
+        self.register(Arc::new(wait_condition::WaitCondition::heat(
+            conditions.clone(),
+        )));
+        self.register(Arc::new(wait_condition::WaitCondition::aws(
+            conditions.clone(),
+        )));
+        self.wait_conditions = Some(conditions);
+        self
+    }
+
+    /// Adds the software configuration types (configs and deployments).
+    pub fn with_software(
+        mut self,
+        software: Arc<crate::software::SoftwareService>,
+        conditions: Arc<wait_condition::WaitConditions>,
+    ) -> ResourceTypeRegistry {
+        self.register(Arc::new(software::ConfigResource::software(
+            software.clone(),
+        )));
+        self.register(Arc::new(software::ConfigResource::structured(
+            software.clone(),
+        )));
+        self.register(Arc::new(software::ConfigResource::cloud(software.clone())));
+        self.register(Arc::new(software::ConfigResource::multipart(
+            software.clone(),
+        )));
+        self.register(Arc::new(software::DeploymentResource::software(
+            software.clone(),
+            conditions.clone(),
+        )));
+        self.register(Arc::new(software::DeploymentResource::structured(
+            software.clone(),
+            conditions,
+        )));
+        self.software = Some(software);
+        self
+    }
+
+    /// The software configuration service, when the software types are
+    /// registered.
+    pub fn software(&self) -> Option<&Arc<crate::software::SoftwareService>> {
+        self.software.as_ref()
+    }
+
+    /// What the wait condition types share (signals are recorded there).
+    pub fn wait_conditions(&self) -> Option<&Arc<wait_condition::WaitConditions>> {
+        self.wait_conditions.as_ref()
     }
 
     pub fn register(&mut self, resource_type: Arc<dyn ResourceType>) {

@@ -152,8 +152,8 @@ impl StackResource {
                     properties: vec![
                         PropertySchema::new(
                             "template",
-                            PropertyType::String,
-                            "The nested template (YAML or JSON).",
+                            PropertyType::Any,
+                            "The nested template: YAML or JSON text, or a map.",
                         )
                         .required()
                         .update_allowed(),
@@ -227,13 +227,18 @@ impl NestedStackKind for InlineTemplate {
                 "context: remote stacks in other regions are not supported".to_owned(),
             ));
         }
-        let text = request
-            .properties
-            .get("template")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ResourceFailure("template: a template is required".to_owned()))?;
-        let template = parse_document(text, "template")
-            .map_err(|error| ResourceFailure(format!("template: {error}")))?;
+        // The template as text (YAML or JSON), or — Ember accepts it too —
+        // written inline as a map.
+        let template = match request.properties.get("template") {
+            Some(Value::String(text)) => parse_document(text, "template")
+                .map_err(|error| ResourceFailure(format!("template: {error}")))?,
+            Some(Value::Object(map)) => map.clone(),
+            _ => {
+                return Err(ResourceFailure(
+                    "template: a template is required".to_owned(),
+                ));
+            }
+        };
         Ok(NestedDefinition {
             template: NestedTemplate::Inline(Value::Object(template)),
             parameters: request

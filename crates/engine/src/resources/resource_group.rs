@@ -356,6 +356,16 @@ impl ResourceType for ResourceGroup {
     fn is_nested_stack(&self) -> bool {
         true
     }
+
+    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
+        let count = group_members::whole(properties.get("count")).unwrap_or(1);
+        let definition = member_definition(
+            "resource_def",
+            properties.get("resource_def").unwrap_or(&Value::Null),
+        )
+        .ok()?;
+        Some((count, definition))
+    }
 }
 
 #[cfg(test)]

@@ -200,6 +200,16 @@ pub fn validate_properties(
     Ok(validated)
 }
 
+/// Checks one property's value as written in a template (no function in
+/// it): its type and its constraints, as the run would.
+pub fn check_literal_property(property: &PropertySchema, value: &Value) -> Result<(), String> {
+    if value.is_null() {
+        return Ok(());
+    }
+    let value = coerce(property, value)?;
+    check_constraints(property, &value)
+}
+
 fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -301,11 +311,16 @@ fn check_constraints(property: &PropertySchema, value: &Value) -> Result<(), Str
             ));
         }
     }
-    if let Some(allowed) = &property.allowed_values
-        && !allowed.contains(value)
-    {
-        let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
-        return Err(format!("{value} is not one of {}", listed.join(", ")));
+    if let Some(allowed) = &property.allowed_values {
+        // As Heat: a list's allowed values constrain each of its items.
+        let items = match (property.kind, value) {
+            (PropertyType::List, Value::Array(items)) => items.iter().collect(),
+            _ => vec![value],
+        };
+        if let Some(refused) = items.into_iter().find(|item| !allowed.contains(item)) {
+            let listed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+            return Err(format!("{refused} is not one of {}", listed.join(", ")));
+        }
     }
     Ok(())
 }

@@ -2,7 +2,11 @@
 //! created through the same [`InstanceService`] as the Compute API, on
 //! behalf of the stack's owner. Create and delete wait for the instance to
 //! become ACTIVE or DELETED; suspend and resume power it off and on; name
-//! and metadata change in place, anything else replaces it.
+//! and metadata change in place, anything else replaces it (a new image,
+//! flavor, user data, command or environment is a new machine). A check
+//! fails unless the instance is ACTIVE, or STOPPED on request: a machine
+//! that died or stopped by itself is CHECK_FAILED, so the next update
+//! replaces it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +22,7 @@ use super::{
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
 use crate::domain::instance::{
-    Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction,
+    Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction, Workload,
 };
 use crate::domain::{LockLevel, Resource};
 use crate::error::Error;
@@ -76,7 +80,26 @@ impl ServerResource {
                         PropertyType::String,
                         "Key pair name (recorded).",
                     ),
-                    PropertySchema::new("user_data", PropertyType::String, "User data (recorded)."),
+                    PropertySchema::new(
+                        "user_data",
+                        PropertyType::String,
+                        "User data; with the docker driver, a script (#!…) is the container's process and the text is in EMBER_USER_DATA.",
+                    ),
+                    PropertySchema::new(
+                        "user_data_format",
+                        PropertyType::String,
+                        "How user data is given (recorded; only RAW has a meaning here).",
+                    ),
+                    PropertySchema::new(
+                        "command",
+                        PropertyType::List,
+                        "The command the machine runs (Ember extension; with the docker driver, the container's command).",
+                    ),
+                    PropertySchema::new(
+                        "env",
+                        PropertyType::Map,
+                        "Environment variables of the machine (Ember extension).",
+                    ),
                     PropertySchema::new(
                         "availability_zone",
                         PropertyType::String,
@@ -159,6 +182,43 @@ fn string_metadata(properties: &Map<String, Value>) -> BTreeMap<String, String> 
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The machine's workload from the properties: `command` as a list of
+/// strings (numbers become text), `env` as a map of strings.
+fn workload_of(properties: &Map<String, Value>) -> Result<Workload, ResourceFailure> {
+    let text = |value: &Value| match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let command = match properties.get("command") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(text).collect(),
+        Some(other) => {
+            return Err(ResourceFailure(format!(
+                "command: must be a list of strings, got {other}"
+            )));
+        }
+    };
+    let env = properties
+        .get("env")
+        .and_then(Value::as_object)
+        .map(|env| {
+            env.iter()
+                .map(|(name, value)| (name.clone(), text(value)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let user_data = properties
+        .get("user_data")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Ok(Workload {
+        user_data,
+        command,
+        env,
+    })
 }
 
 fn attributes_of(instance: &Instance) -> Map<String, Value> {
@@ -256,6 +316,7 @@ impl ResourceType for ServerResource {
                 .unwrap_or_default()
                 .to_owned(),
             metadata: string_metadata(&request.properties),
+            workload: workload_of(&request.properties)?,
         };
         let instance = self.instances.create(&caller, new).await.map_err(failure)?;
         let active = self
@@ -332,10 +393,18 @@ impl ResourceType for ServerResource {
             .await
             .map_err(failure)?;
         match instance.status {
-            InstanceStatus::Active | InstanceStatus::Stopped => Ok(()),
-            other => Err(ResourceFailure(format!(
+            InstanceStatus::Active => Ok(()),
+            // Stopped on request (a suspended stack) is healthy; a machine
+            // that stopped by itself carries the reason and is not.
+            InstanceStatus::Stopped if instance.status_reason.is_empty() => Ok(()),
+            other if instance.status_reason.is_empty() => Err(ResourceFailure(format!(
                 "instance {uuid} is {}",
                 other.as_str()
+            ))),
+            other => Err(ResourceFailure(format!(
+                "instance {uuid} is {}: {}",
+                other.as_str(),
+                instance.status_reason
             ))),
         }
     }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 
-use super::executor::{RunTarget, Shared, resolve_properties, snapshot, transition};
-use super::{StackOperations, lease};
+use super::executor::{RunTarget, Shared, current, resolve_properties, snapshot, transition};
+use super::failure::RunResult;
+use super::{StackCaller, StackOperation, StackOperations};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
 
@@ -17,46 +18,46 @@ impl StackOperations {
     /// deleted stack), its resources stay where they are.
     pub async fn abandon_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Value> {
         let found = self.find_stack(identity, name_or_id).await?;
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            found.id,
-            &found.name,
-            self.shared.engine_id,
-            "ABANDON",
-        )
-        .await?;
-        match self.abandon_data(found.id, name_or_id).await {
-            Ok((mut stack, data)) => {
-                stack.action = StackAction::Abandon;
-                let passed = match super::plugins::before(&self.shared, &stack, None).await {
-                    Ok(passed) => passed,
-                    Err(reason) => {
-                        // The stack stays as it was; the refusal is the answer.
-                        stack_lease.release().await;
-                        return Err(Error::Conflict(format!("abandon refused: {reason}")));
-                    }
-                };
-                let reason = "Stack ABANDON completed successfully".to_owned();
-                super::conclude(&mut stack, ActionStatus::Complete, reason, stack_lease).await;
-                super::plugins::after(&self.shared, &stack, StackAction::Abandon, passed).await;
-                Ok(data)
-            }
-            Err(error) => {
+        let caller = StackCaller::User(identity);
+        self.admit(&found, StackOperation::Abandon, caller).await?;
+        let stack_lease = self
+            .shared
+            .take_lease(found.id, &found.name, "ABANDON")
+            .await?;
+        let fence = stack_lease.fence();
+        let ((mut stack, data), stack_lease) = stack_lease
+            .start(self.abandon_data(found.id, name_or_id, fence, caller))
+            .await?;
+        stack.action = StackAction::Abandon;
+        let passed = match super::plugins::before(&self.shared, &stack, None).await {
+            Ok(passed) => passed,
+            Err(reason) => {
+                // The stack stays as it was; the refusal is the answer.
                 stack_lease.release().await;
-                Err(error)
+                return Err(Error::Conflict(format!("abandon refused: {reason}")));
             }
-        }
+        };
+        let reason = "Stack ABANDON completed successfully".to_owned();
+        super::conclude(&mut stack, ActionStatus::Complete, reason, stack_lease).await;
+        super::plugins::after(&self.shared, &stack, StackAction::Abandon, passed).await;
+        Ok(data)
     }
 
-    async fn abandon_data(&self, stack_id: uuid::Uuid, name_or_id: &str) -> Result<(Stack, Value)> {
+    async fn abandon_data(
+        &self,
+        stack_id: uuid::Uuid,
+        name_or_id: &str,
+        fence: crate::store::LeaseFence,
+        caller: StackCaller<'_>,
+    ) -> Result<(Stack, Value)> {
         let stack = self
             .store()
             .get_stack(stack_id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
-        super::ensure_allowed(&stack, super::Operation::Abandon)?;
+        self.admit(&stack, StackOperation::Abandon, caller).await?;
         let definition = self.store().load_definition(stack.id).await?;
-        let target = self.load_target(&stack).await?;
+        let target = self.load_target(&stack, fence).await?;
         let resources: Map<String, Value> = snapshot(&target.resources)
             .into_values()
             .map(|resource| {
@@ -113,10 +114,8 @@ pub async fn adopt_one(
     target: &RunTarget,
     name: &str,
     adopt_data: &Map<String, Value>,
-) -> std::result::Result<(), String> {
-    let current = snapshot(&target.resources)
-        .get(name)
-        .cloned()
+) -> RunResult {
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let in_progress = transition(
         shared,
@@ -175,7 +174,7 @@ pub async fn adopt_one(
                 &reason,
             )
             .await?;
-            Err(format!("Resource ADOPT failed: {reason}"))
+            Err(format!("Resource ADOPT failed: {reason}").into())
         }
     }
 }
@@ -185,7 +184,7 @@ pub async fn adopt_resources(
     shared: Arc<Shared>,
     target: RunTarget,
     adopt_data: Arc<Map<String, Value>>,
-) -> std::result::Result<(), String> {
+) -> RunResult {
     let names = target.parsed.enabled.iter().cloned().collect();
     let graph = target.parsed.graph.clone();
     super::executor::walk(

@@ -8,8 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use ember_runtime::Identity;
 
-use super::executor::{Direction, RunTarget, Shared, snapshot, transition, walk};
-use super::{StackOperations, conclude, lease, operation_timeout, stack_event};
+use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
+use super::failure::{RunFailure, RunResult};
+use super::{
+    StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
+};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
 
@@ -30,11 +33,11 @@ impl StackWideAction {
         }
     }
 
-    fn operation(self) -> super::Operation {
+    fn operation(self) -> StackOperation {
         match self {
-            StackWideAction::Suspend => super::Operation::Suspend,
-            StackWideAction::Resume => super::Operation::Resume,
-            StackWideAction::Check => super::Operation::Check,
+            StackWideAction::Suspend => StackOperation::Suspend,
+            StackWideAction::Resume => StackOperation::Resume,
+            StackWideAction::Check => StackOperation::Check,
         }
     }
 
@@ -42,26 +45,6 @@ impl StackWideAction {
         match self {
             StackWideAction::Suspend => Direction::DependentsFirst,
             StackWideAction::Resume | StackWideAction::Check => Direction::DependenciesFirst,
-        }
-    }
-
-    /// Why the stack's state does not allow this action, if it does not.
-    fn refused_in(self, stack: &Stack) -> Option<String> {
-        let suspended =
-            stack.action == StackAction::Suspend && stack.status == ActionStatus::Complete;
-        match self {
-            StackWideAction::Suspend if suspended => Some("it is already suspended".to_owned()),
-            StackWideAction::Resume
-                if !(suspended
-                    || (stack.action == StackAction::Resume
-                        && stack.status == ActionStatus::Failed)) =>
-            {
-                Some("only a suspended stack can be resumed".to_owned())
-            }
-            _ if stack.deleted_at.is_some() || stack.action == StackAction::Delete => {
-                Some("it is being or was deleted".to_owned())
-            }
-            _ => None,
         }
     }
 }
@@ -74,8 +57,10 @@ impl StackOperations {
         action: StackWideAction,
     ) -> Result<Stack> {
         let found = self.find_stack(identity, name_or_id).await?;
+        let caller = StackCaller::User(identity);
+        self.admit(&found, action.operation(), caller).await?;
         let (stack, run) = self
-            .begin_stack_wide_action(found, name_or_id, action)
+            .begin_stack_wide_action(found, name_or_id, action, caller)
             .await?;
         tokio::spawn(run);
         Ok(stack)
@@ -87,58 +72,44 @@ impl StackOperations {
         found: Stack,
         name_or_id: &str,
         action: StackWideAction,
+        caller: StackCaller<'_>,
     ) -> Result<(Stack, super::Run)> {
         let operation = action.stack_action().as_str();
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            found.id,
-            &found.name,
-            self.shared.engine_id,
-            operation,
-        )
-        .await?;
-        let started = async {
-            let mut stack = self
-                .store()
-                .get_stack(found.id)
-                .await?
-                .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
-            super::ensure_allowed(&stack, action.operation())?;
-            if let Some(why) = action.refused_in(&stack) {
-                return Err(Error::Conflict(format!(
-                    "stack {:?} is {}: cannot {}: {why}",
-                    stack.name,
-                    stack.stack_status(),
-                    operation.to_lowercase()
-                )));
-            }
-            let target = self.load_target(&stack).await?;
-            stack.action = action.stack_action();
-            stack.status = ActionStatus::InProgress;
-            stack.status_reason = format!("Stack {operation} started");
-            stack.updated_at = ember_runtime::time::now();
-            self.store()
-                .record_stack_transition(&stack, &stack_event(&stack, &stack.status_reason))
-                .await?;
-            Ok((stack, target))
-        }
-        .await;
-        match started {
-            Ok((stack, target)) => {
-                let run: super::Run = Box::pin(run_action(
-                    self.shared.clone(),
-                    stack.clone(),
-                    target,
-                    action,
-                    stack_lease,
-                ));
-                Ok((stack, run))
-            }
-            Err(error) => {
-                stack_lease.release().await;
-                Err(error)
-            }
-        }
+        let stack_lease = self
+            .shared
+            .take_lease(found.id, &found.name, operation)
+            .await?;
+        let fence = stack_lease.fence();
+        let ((stack, target), stack_lease) = stack_lease
+            .start(async {
+                let mut stack =
+                    self.store().get_stack(found.id).await?.ok_or_else(|| {
+                        Error::NotFound(format!("stack {name_or_id:?} not found"))
+                    })?;
+                self.admit(&stack, action.operation(), caller).await?;
+                let target = self.load_target(&stack, fence).await?;
+                stack.action = action.stack_action();
+                stack.status = ActionStatus::InProgress;
+                stack.status_reason = format!("Stack {operation} started");
+                stack.updated_at = ember_runtime::time::now();
+                self.store()
+                    .record_stack_transition(
+                        &stack,
+                        &stack_event(&stack, &stack.status_reason),
+                        fence,
+                    )
+                    .await?;
+                Ok((stack, target))
+            })
+            .await?;
+        let run: super::Run = Box::pin(run_action(
+            self.shared.clone(),
+            stack.clone(),
+            target,
+            action,
+            stack_lease,
+        ));
+        Ok((stack, run))
     }
 }
 
@@ -172,7 +143,7 @@ async fn run_action(
             let result = act_on_one(&shared, &target, &name, action).await;
             match (action, result) {
                 // Check goes on after a failure and reports every one.
-                (StackWideAction::Check, Err(reason)) => {
+                (StackWideAction::Check, Err(RunFailure::Failed(reason))) => {
                     if let Ok(mut failures) = check_failures.lock() {
                         failures.push(reason);
                     }
@@ -184,21 +155,24 @@ async fn run_action(
     });
     let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
         .await
-        .unwrap_or_else(|_| Err(format!("{} timed out", stack_action.as_str())));
+        .unwrap_or_else(|_| {
+            Err(RunFailure::Failed(format!(
+                "{} timed out",
+                stack_action.as_str()
+            )))
+        });
+    let outcome = super::executor::settled(&target, outcome).await;
     let check_failures = check_failures
         .lock()
         .map(|failures| failures.clone())
         .unwrap_or_default();
     let outcome = match outcome {
-        Ok(()) if !check_failures.is_empty() => Err(check_failures.join("; ")),
+        Ok(()) if !check_failures.is_empty() => Err(RunFailure::Failed(check_failures.join("; "))),
         other => other,
     };
-    let (status, reason) = match outcome {
-        Ok(()) => (
-            ActionStatus::Complete,
-            format!("Stack {} completed successfully", stack_action.as_str()),
-        ),
-        Err(reason) => (ActionStatus::Failed, reason),
+    let Some((status, reason)) = super::final_state(outcome, stack_action.as_str()) else {
+        super::stopped_by_takeover(&stack);
+        return;
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     super::plugins::after(&shared, &stack, stack_action, passed).await;
@@ -209,11 +183,9 @@ async fn act_on_one(
     target: &RunTarget,
     name: &str,
     action: StackWideAction,
-) -> std::result::Result<(), String> {
+) -> RunResult {
     let stack_action = action.stack_action();
-    let current = snapshot(&target.resources)
-        .get(name)
-        .cloned()
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let in_progress = transition(
         shared,
@@ -257,10 +229,10 @@ async fn act_on_one(
                 &reason,
             )
             .await?;
-            Err(format!(
+            Err(RunFailure::Failed(format!(
                 "Resource {} failed: {reason}",
                 stack_action.as_str()
-            ))
+            )))
         }
     }
 }

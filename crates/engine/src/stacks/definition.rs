@@ -98,7 +98,8 @@ impl ParsedStack {
                 return Err(TemplateError::new(
                     path,
                     format!(
-                        "unknown resource type {type_name:?}: GET /resource_types lists the available ones"
+                        "unknown resource type {:?}: GET /resource_types lists the available ones",
+                        ember_runtime::quote::quoted(&type_name)
                     ),
                 ));
             };
@@ -201,8 +202,38 @@ fn check_property_names(
                 "property is required".to_owned(),
             ));
         }
+        // A value written out (no function in it) is checked now, as Heat
+        // validates a stack before creating it.
+        if let Some(value) = given.get(property.name)
+            && !contains_function(value)
+        {
+            crate::resources::check_literal_property(property, value).map_err(|message| {
+                TemplateError::new(format!("{path}.{}", property.name), message)
+            })?;
+        }
     }
     Ok(())
+}
+
+/// Whether a value holds an intrinsic function anywhere (its value is
+/// known only once the function resolves).
+fn contains_function(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            (map.len() == 1
+                && map.keys().next().is_some_and(|key| {
+                    is_function_name(key)
+                        || key.starts_with("Fn::")
+                        || key == "Ref"
+                        || crate::domain::template::function_versions()
+                            .iter()
+                            .any(|(name, _, _)| name == key)
+                }))
+                || map.values().any(contains_function)
+        }
+        Value::Array(items) => items.iter().any(contains_function),
+        _ => false,
+    }
 }
 
 fn is_function_name(key: &str) -> bool {

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::context::{RuntimeContext, usable};
 use super::definition::ParsedStack;
+use super::failure::{RunFailure, RunResult};
 use super::writer::TransitionWriter;
 use crate::domain::template::{DeletionPolicy, DependencyGraph, resolve};
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
@@ -30,9 +31,73 @@ pub struct Shared {
     pub plugins: super::plugins::PluginGate,
     /// Updates this engine runs, so cancel_update can stop them.
     pub running_updates: Mutex<BTreeMap<Uuid, tokio_util::sync::CancellationToken>>,
+    /// How long a stack lease lives without its heartbeat.
+    pub lease_ttl: std::time::Duration,
+    /// The quotas creates and updates are checked against.
+    pub quotas: crate::quotas::QuotaSlot,
+    /// Recently parsed stored definitions.
+    pub parsed_cache: ParsedCache,
+}
+
+/// Parsed stored definitions by stack and the `updated_at` they were read
+/// at; at most [`PARSED_CACHE_STACKS`] (then emptied: cheap, and a busy
+/// engine refills it with what is read now).
+#[derive(Default)]
+pub struct ParsedCache(Mutex<std::collections::HashMap<Uuid, ParsedAt>>);
+
+/// A parsed definition and the `updated_at` of the row it was parsed from.
+type ParsedAt = (chrono::DateTime<chrono::Utc>, Arc<ParsedStack>);
+
+/// How many stacks' parsed definitions are kept.
+const PARSED_CACHE_STACKS: usize = 256;
+
+impl ParsedCache {
+    pub fn get(
+        &self,
+        stack_id: Uuid,
+        updated_at: chrono::DateTime<chrono::Utc>,
+    ) -> Option<Arc<ParsedStack>> {
+        let cache = self.0.lock().ok()?;
+        cache
+            .get(&stack_id)
+            .filter(|(at, _)| *at == updated_at)
+            .map(|(_, parsed)| parsed.clone())
+    }
+
+    pub fn put(
+        &self,
+        stack_id: Uuid,
+        updated_at: chrono::DateTime<chrono::Utc>,
+        parsed: Arc<ParsedStack>,
+    ) {
+        if let Ok(mut cache) = self.0.lock() {
+            if cache.len() >= PARSED_CACHE_STACKS && !cache.contains_key(&stack_id) {
+                cache.clear();
+            }
+            cache.insert(stack_id, (updated_at, parsed));
+        }
+    }
 }
 
 impl Shared {
+    /// Takes the stack lease for `operation` as this engine.
+    pub async fn take_lease(
+        &self,
+        stack_id: Uuid,
+        stack_name: &str,
+        operation: &str,
+    ) -> crate::error::Result<super::StackLease> {
+        super::StackLease::take(
+            self.store.clone(),
+            stack_id,
+            stack_name,
+            self.engine_id,
+            operation,
+            self.lease_ttl,
+        )
+        .await
+    }
+
     pub fn register_update(&self, stack_id: Uuid, cancel: tokio_util::sync::CancellationToken) {
         if let Ok(mut running) = self.running_updates.lock() {
             running.insert(stack_id, cancel);
@@ -72,6 +137,11 @@ pub struct RunTarget {
     pub resources: ResourceStates,
     /// Older rows of replaced resources, still to be deleted.
     pub superseded: Arc<Mutex<Vec<Resource>>>,
+    /// The lease the run holds: every write it makes is fenced with it.
+    pub fence: crate::store::LeaseFence,
+    /// Final transitions (COMPLETE, FAILED) queued but not yet known to be
+    /// committed; see [`transition`] and [`RunTarget::settle`].
+    pending: Arc<Mutex<Vec<tokio::sync::oneshot::Receiver<crate::error::Result<()>>>>>,
 }
 
 impl RunTarget {
@@ -81,6 +151,7 @@ impl RunTarget {
         stack: &crate::domain::Stack,
         parsed: Arc<ParsedStack>,
         rows: Vec<Resource>,
+        fence: crate::store::LeaseFence,
     ) -> RunTarget {
         let mut current: BTreeMap<String, Resource> = BTreeMap::new();
         let mut superseded = Vec::new();
@@ -107,15 +178,58 @@ impl RunTarget {
             parsed,
             resources: Arc::new(Mutex::new(current)),
             superseded: Arc::new(Mutex::new(superseded)),
+            fence,
+            pending: Arc::default(),
         }
+    }
+
+    /// Waits until every final transition the run queued is committed;
+    /// the first that failed fails the run. A run settles before any write
+    /// of its own outside the transition writer (the stack's state, its
+    /// end), so those never get ahead of the resources'.
+    pub async fn settle(&self) -> RunResult {
+        let pending = match self.pending.lock() {
+            Ok(mut guard) => std::mem::take(&mut *guard),
+            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+        };
+        let mut first_failure = None;
+        for committed in pending {
+            let outcome = match committed.await {
+                Ok(outcome) => outcome.map_err(RunFailure::from),
+                Err(_) => Err(RunFailure::Store(crate::error::Error::DatabaseUnavailable(
+                    "the transition writer has stopped".to_owned(),
+                ))),
+            };
+            if let Err(failure) = outcome {
+                RunFailure::keep_worst(&mut first_failure, failure);
+            }
+        }
+        first_failure.map_or(Ok(()), Err)
     }
 }
 
+/// A copy of every resource's state: O(n) — for a whole-stack view at the
+/// start of a run, never per resource (that made a run O(n²)).
 pub(super) fn snapshot(resources: &ResourceStates) -> BTreeMap<String, Resource> {
+    with_states(resources, BTreeMap::clone)
+}
+
+/// Runs `read` on the states under their lock (it must not wait on
+/// anything): resolving one resource's properties reads a few others,
+/// without copying them all.
+pub(super) fn with_states<R>(
+    resources: &ResourceStates,
+    read: impl FnOnce(&BTreeMap<String, Resource>) -> R,
+) -> R {
     match resources.lock() {
-        Ok(guard) => guard.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
+        Ok(guard) => read(&guard),
+        Err(poisoned) => read(&poisoned.into_inner()),
     }
+}
+
+/// One resource's current state.
+pub(super) fn current(resources: &ResourceStates, name: &str) -> Option<Resource> {
+    with_states(resources, |states| states.get(name).cloned())
 }
 
 pub(super) fn store_state(resources: &ResourceStates, resource: Resource) {
@@ -133,20 +247,52 @@ pub(super) async fn transition(
     action: StackAction,
     status: ActionStatus,
     reason: &str,
-) -> Result<Resource, String> {
+) -> RunResult<Resource> {
     let now = ember_runtime::time::now();
     resource.action = action;
     resource.status = status;
     resource.status_reason = reason.to_owned();
     resource.updated_at = now;
     let event = Event::for_resource(&resource, now);
-    shared
-        .writer
-        .record(resource.clone(), event)
-        .await
-        .map_err(|error| error.to_string())?;
+    if status == ActionStatus::InProgress {
+        // Durable before the resource is acted on: a crash then knows it
+        // was in progress. It also proves every transition queued before it
+        // committed (the writer commits in order), the predecessors' ends
+        // included.
+        shared
+            .writer
+            .record(target.fence, resource.clone(), event)
+            .await?;
+    } else {
+        // An end: the run goes on at once (its successors' IN_PROGRESS will
+        // be committed with it or after it); the run settles before writing
+        // anything else. A chain of n dependent steps costs n + 1 commits,
+        // not 2n.
+        let committed = shared
+            .writer
+            .enqueue(target.fence, resource.clone(), event)?;
+        match target.pending.lock() {
+            Ok(mut pending) => pending.push(committed),
+            Err(poisoned) => poisoned.into_inner().push(committed),
+        }
+    }
     store_state(&target.resources, resource.clone());
     Ok(resource)
+}
+
+/// `outcome`, once every end the run queued is committed (a commit that
+/// failed fails the run; the worse failure wins).
+pub async fn settled(target: &RunTarget, outcome: RunResult) -> RunResult {
+    let settled = target.settle().await;
+    match (outcome, settled) {
+        (Ok(()), settled) => settled,
+        (Err(failure), Ok(())) => Err(failure),
+        (Err(failure), Err(other)) => {
+            let mut worst = Some(failure);
+            RunFailure::keep_worst(&mut worst, other);
+            Err(worst.unwrap_or(RunFailure::LeaseLost))
+        }
+    }
 }
 
 /// Which way a walk follows the graph.
@@ -166,10 +312,10 @@ pub async fn walk<F, Fut>(
     names: &BTreeSet<String>,
     direction: Direction,
     action: F,
-) -> Result<(), String>
+) -> RunResult
 where
     F: Fn(String) -> Fut,
-    Fut: Future<Output = Result<(), String>> + Send + 'static,
+    Fut: Future<Output = RunResult> + Send + 'static,
 {
     let predecessors = |name: &str| -> BTreeSet<String> {
         match direction {
@@ -203,7 +349,7 @@ where
         .map(|(name, _)| name.clone())
         .collect();
     let mut running = JoinSet::new();
-    let mut first_failure: Option<String> = None;
+    let mut first_failure: Option<RunFailure> = None;
     loop {
         if first_failure.is_none() {
             for name in ready.drain(..) {
@@ -225,12 +371,11 @@ where
                     }
                 }
             }
-            Ok((_, Err(reason))) => {
-                first_failure.get_or_insert(reason);
-            }
-            Err(error) => {
-                first_failure.get_or_insert(format!("a resource task failed: {error}"));
-            }
+            Ok((_, Err(failure))) => RunFailure::keep_worst(&mut first_failure, failure),
+            Err(error) => RunFailure::keep_worst(
+                &mut first_failure,
+                RunFailure::Failed(format!("a resource task failed: {error}")),
+            ),
         }
     }
     first_failure.map_or(Ok(()), Err)
@@ -242,7 +387,7 @@ pub async fn create_resources(
     shared: Arc<Shared>,
     target: RunTarget,
     names: BTreeSet<String>,
-) -> Result<(), String> {
+) -> RunResult {
     let graph = target.parsed.graph.clone();
     walk(&graph, &names, Direction::DependenciesFirst, |name| {
         let shared = shared.clone();
@@ -252,12 +397,16 @@ pub async fn create_resources(
     .await
 }
 
-async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> Result<(), String> {
-    let current = snapshot(&target.resources)
-        .get(name)
-        .cloned()
+/// A resource of a stack create: breakpoint hooks (pre-create, post-create)
+/// around its create.
+async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResult {
+    super::breakpoints::break_if_required(shared, target, name, StackAction::Create, "pre-create")
+        .await?;
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
-    create_row(shared, target, current, "state changed").await
+    create_row(shared, target, current, "state changed").await?;
+    super::breakpoints::break_if_required(shared, target, name, StackAction::Create, "post-create")
+        .await
 }
 
 /// Creates the resource `row` stands for (a new row when replacing).
@@ -266,7 +415,7 @@ pub(super) async fn create_row(
     target: &RunTarget,
     row: Resource,
     reason: &str,
-) -> Result<(), String> {
+) -> RunResult {
     let name = row.name.clone();
     let name = name.as_str();
     let in_progress = transition(
@@ -306,7 +455,7 @@ pub(super) async fn create_row(
                 &reason,
             )
             .await?;
-            Err(format!("Resource CREATE failed: {reason}"))
+            Err(format!("Resource CREATE failed: {reason}").into())
         }
     }
 }
@@ -330,27 +479,27 @@ pub(super) fn resolve_properties(
         .get(name)
         .ok_or_else(|| format!("resources.{name}: not in the template"))?;
     let path = format!("resources.{name}.properties");
-    let states = snapshot(&target.resources);
-    for dependency in target
-        .parsed
-        .graph
-        .dependencies_of(name)
-        .into_iter()
-        .flatten()
-    {
-        if states.get(dependency).is_some_and(|state| !usable(state)) {
-            return Err(format!(
-                "resources.{name}: dependency {dependency:?} is not ready"
-            ));
+    let resolved = with_states(&target.resources, |states| {
+        for dependency in target
+            .parsed
+            .graph
+            .dependencies_of(name)
+            .into_iter()
+            .flatten()
+        {
+            if states.get(dependency).is_some_and(|state| !usable(state)) {
+                return Err(format!(
+                    "resources.{name}: dependency {dependency:?} is not ready"
+                ));
+            }
         }
-    }
-    let context = RuntimeContext {
-        parsed: &target.parsed,
-        resources: &states,
-        registry: &shared.registry,
-    };
-    let resolved =
-        resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())?;
+        let context = RuntimeContext {
+            parsed: &target.parsed,
+            resources: states,
+            registry: &shared.registry,
+        };
+        resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())
+    })?;
     validate_properties(resource_type.schema(), &resolved, &path)
 }
 
@@ -365,10 +514,12 @@ pub(super) fn request_for(
         project_id: target.project_id.clone(),
         user_id: target.user_id.clone(),
         nested_depth: target.nested_depth,
-        type_name: snapshot(&target.resources)
-            .get(name)
-            .map(|resource| resource.type_name.clone())
-            .unwrap_or_default(),
+        type_name: with_states(&target.resources, |states| {
+            states
+                .get(name)
+                .map(|resource| resource.type_name.clone())
+                .unwrap_or_default()
+        }),
         resource_name: name.to_owned(),
         properties,
     }
@@ -401,7 +552,7 @@ pub async fn delete_resources(
     shared: Arc<Shared>,
     target: RunTarget,
     action: StackAction,
-) -> Result<(), String> {
+) -> RunResult {
     let names: BTreeSet<String> = snapshot(&target.resources)
         .values()
         .filter(|resource| {
@@ -413,7 +564,31 @@ pub async fn delete_resources(
     walk(&graph, &names, Direction::DependentsFirst, |name| {
         let shared = shared.clone();
         let target = target.clone();
-        async move { delete_one(&shared, &target, &name, action).await }
+        async move {
+            // Breakpoint hooks stop a stack delete, not a rollback.
+            if action == StackAction::Delete {
+                super::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "pre-delete",
+                )
+                .await?;
+            }
+            delete_one(&shared, &target, &name, action).await?;
+            if action == StackAction::Delete {
+                super::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "post-delete",
+                )
+                .await?;
+            }
+            Ok(())
+        }
     })
     .await
 }
@@ -423,24 +598,21 @@ async fn delete_one(
     target: &RunTarget,
     name: &str,
     action: StackAction,
-) -> Result<(), String> {
-    let states = snapshot(&target.resources);
-    let current = states
-        .get(name)
-        .cloned()
+) -> RunResult {
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let never_created = current.action == StackAction::Init || current.physical_id.is_none();
     let retained = match target.parsed.template.resources.get(name) {
-        Some(definition) => {
+        Some(definition) => with_states(&target.resources, |states| {
             let context = RuntimeContext {
                 parsed: &target.parsed,
-                resources: &states,
+                resources: states,
                 registry: &shared.registry,
             };
             definition
                 .resolve_deletion_policy(&context)
                 .is_ok_and(|policy| policy == DeletionPolicy::Retain)
-        }
+        }),
         None => false,
     };
     let in_progress = transition(
@@ -500,7 +672,7 @@ async fn delete_one(
                 &reason,
             )
             .await?;
-            Err(format!("Resource {} failed: {reason}", action.as_str()))
+            Err(format!("Resource {} failed: {reason}", action.as_str()).into())
         }
     }
 }

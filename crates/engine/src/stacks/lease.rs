@@ -1,122 +1,212 @@
 //! The stack lease: the engine's internal mutex that serialises operations on
-//! one stack (Heat's "stack lock"). Taken with one conditional write, renewed
-//! by a heartbeat while the operation runs, and stolen by another engine only
-//! after it expired — so a crashed engine's stacks are not stuck forever.
+//! one stack (Heat's "stack lock"). Taken with one conditional write that
+//! moves its generation on, renewed by a heartbeat while the operation runs,
+//! and taken over by another engine only after it expired — so a crashed
+//! engine's stacks are not stuck forever.
+//!
+//! [`StackLease`] is a guard. It moves into the task that runs the
+//! operation; dropping it (the run ended, panicked, or the request that
+//! took it went away before the run started) stops the heartbeat and
+//! releases the lease unless a final write already did. Every state write of
+//! the operation carries the lease's [`LeaseFence`]: once the lease was
+//! taken over, those writes are refused (`Error::LeaseLost`) and the run
+//! stops — a holder that lost its lease cannot overwrite the next holder.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::domain::{Event, Stack};
 use crate::error::{Error, Result};
-use crate::store::StackStore;
+use crate::store::{LeaseFence, StackStore};
 
-/// How long a lease lives without a heartbeat.
+/// How long a lease lives without a heartbeat, by default.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
 
+/// How often the final write of an operation is tried before the lease is
+/// left to the sweep (a database that is briefly away).
+const FINAL_WRITE_ATTEMPTS: u32 = 5;
+
+fn expiry_after(
+    now: chrono::DateTime<chrono::Utc>,
+    ttl: Duration,
+) -> chrono::DateTime<chrono::Utc> {
+    now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::seconds(30))
+}
+
+/// A held stack lease. See the module documentation.
 pub struct StackLease {
     store: Arc<dyn StackStore>,
-    stack_id: Uuid,
-    engine_id: Uuid,
-    heartbeat: CancellationToken,
+    fence: LeaseFence,
+    /// Cancelled on drop: the heartbeat stops and releases the lease
+    /// unless `settled`.
+    stop: CancellationToken,
+    /// A final write released the lease already (or it was lost).
+    settled: Arc<AtomicBool>,
 }
 
 impl StackLease {
     /// Takes the lease for `operation`, or `Error::Conflict` naming the stack
-    /// when another operation holds it (Heat's ActionInProgress).
+    /// when another operation holds it (Heat's ActionInProgress). It lives
+    /// `ttl` without a heartbeat; the heartbeat renews it every third of it.
     pub async fn take(
         store: Arc<dyn StackStore>,
         stack_id: Uuid,
         stack_name: &str,
         engine_id: Uuid,
         operation: &str,
+        ttl: Duration,
     ) -> Result<StackLease> {
         let now = ember_runtime::time::now();
-        let expires_at =
-            now + chrono::Duration::from_std(LEASE_TTL).unwrap_or(chrono::Duration::seconds(30));
-        if !store
-            .take_stack_lease(stack_id, engine_id, operation, now, expires_at)
+        let Some(fence) = store
+            .take_stack_lease(stack_id, engine_id, operation, now, expiry_after(now, ttl))
             .await?
-        {
+        else {
             return Err(Error::Conflict(format!(
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
             )));
-        }
-        let heartbeat = CancellationToken::new();
-        tokio::spawn(renew_until_released(
+        };
+        let stop = CancellationToken::new();
+        let settled = Arc::new(AtomicBool::new(false));
+        tokio::spawn(keep_alive(
             store.clone(),
-            stack_id,
-            engine_id,
-            heartbeat.clone(),
+            fence,
+            ttl,
+            stop.clone(),
+            settled.clone(),
         ));
         Ok(StackLease {
             store,
-            stack_id,
-            engine_id,
-            heartbeat,
+            fence,
+            stop,
+            settled,
         })
     }
 
-    /// Ends the operation: the stack's final state, its event and the
-    /// release of this lease in one transaction.
-    pub async fn finish(self, stack: &crate::domain::Stack, event: &crate::domain::Event) {
-        self.heartbeat.cancel();
-        if let Err(error) = self
-            .store
-            .finish_stack_operation(stack, event, self.engine_id)
-            .await
-        {
-            // The lease then expires and the sweeper marks the stack failed.
-            tracing::error!(stack_id = %self.stack_id, %error, "cannot record the end of an operation");
+    /// What every state write of the operation is fenced with.
+    pub fn fence(&self) -> LeaseFence {
+        self.fence
+    }
+
+    /// Runs the start of an operation (reading, checking, recording that it
+    /// started) under the lease: on success the lease comes back with the
+    /// result, for the run; on failure it is released before the error is
+    /// returned, so the caller's next attempt finds the stack free.
+    pub async fn start<T>(
+        self,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<(T, StackLease)> {
+        match work.await {
+            Ok(started) => Ok((started, self)),
+            Err(error) => {
+                self.release().await;
+                Err(error)
+            }
         }
     }
 
-    /// Stops the heartbeat for an operation whose final transaction
-    /// releases the lease itself; returns the engine id it was taken for.
-    pub fn hand_over(self) -> Uuid {
-        self.heartbeat.cancel();
-        self.engine_id
+    /// Ends the operation: the stack's final state, its event and the
+    /// release of this lease in one transaction. A transient failure is
+    /// retried; if the lease was lost meanwhile nothing is written (the
+    /// engine that took the stack over decides its state).
+    pub async fn finish(self, stack: &Stack, event: &Event) {
+        let mut pause = Duration::from_millis(50);
+        for attempt in 1..=FINAL_WRITE_ATTEMPTS {
+            match self
+                .store
+                .finish_stack_operation(stack, event, self.fence)
+                .await
+            {
+                Ok(()) => {
+                    self.settled.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Err(Error::LeaseLost(message)) => {
+                    self.settled.store(true, Ordering::SeqCst);
+                    tracing::error!(stack_id = %stack.id, %message, "operation ended after its stack lease was taken over; its final state is not recorded");
+                    return;
+                }
+                Err(error) if attempt < FINAL_WRITE_ATTEMPTS => {
+                    tracing::warn!(stack_id = %stack.id, %error, attempt, "cannot record the end of an operation; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                Err(error) => {
+                    // Released on drop: the sweep then fails the stack.
+                    tracing::error!(stack_id = %stack.id, %error, "cannot record the end of an operation");
+                }
+            }
+        }
     }
 
-    /// Stops the heartbeat and deletes the lease row.
+    /// For operations whose own final transaction released the lease (it
+    /// was fenced with [`Self::fence`]): nothing is left to release.
+    pub fn settle(self) {
+        self.settled.store(true, Ordering::SeqCst);
+    }
+
+    /// Releases the lease now and waits for it (error paths that want the
+    /// stack free before they answer). Dropping the guard releases too, in
+    /// the background.
     pub async fn release(self) {
-        self.heartbeat.cancel();
-        if let Err(error) = self
-            .store
-            .release_stack_lease(self.stack_id, self.engine_id)
-            .await
-        {
-            // It expires on its own after LEASE_TTL.
-            tracing::warn!(stack_id = %self.stack_id, %error, "cannot release the stack lease");
+        self.settled.store(true, Ordering::SeqCst);
+        if let Err(error) = self.store.release_stack_lease(self.fence).await {
+            // It expires on its own after its TTL.
+            tracing::warn!(stack_id = %self.fence.stack_id, %error, "cannot release the stack lease");
         }
     }
 }
 
-async fn renew_until_released(
+impl Drop for StackLease {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Renews the lease every third of its lifetime until the guard is
+/// dropped, then releases it unless a final write settled it. Stops renewing
+/// once the lease is lost: from then on the run's fenced writes fail.
+async fn keep_alive(
     store: Arc<dyn StackStore>,
-    stack_id: Uuid,
-    engine_id: Uuid,
+    fence: LeaseFence,
+    ttl: Duration,
     stop: CancellationToken,
+    settled: Arc<AtomicBool>,
 ) {
-    let period = LEASE_TTL / 3;
+    let period = ttl / 3;
+    let mut lost = false;
     loop {
         tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(period) => {}
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(period), if !lost => {}
         }
-        let expires_at = ember_runtime::time::now()
-            + chrono::Duration::from_std(LEASE_TTL).unwrap_or(chrono::Duration::seconds(30));
-        match store
-            .renew_stack_lease(stack_id, engine_id, expires_at)
-            .await
-        {
+        let expires_at = expiry_after(ember_runtime::time::now(), ttl);
+        match store.renew_stack_lease(fence, expires_at).await {
             Ok(true) => {}
             Ok(false) => {
-                tracing::error!(%stack_id, "stack lease lost: another engine took it over");
-                return;
+                tracing::error!(stack_id = %fence.stack_id, generation = fence.generation, "stack lease lost: another engine took the stack over; this operation's writes are refused from now on");
+                lost = true;
             }
-            Err(error) => tracing::warn!(%stack_id, %error, "stack lease renewal failed; retrying"),
+            Err(error) => {
+                tracing::warn!(stack_id = %fence.stack_id, %error, "stack lease renewal failed; retrying")
+            }
+        }
+    }
+    if lost || settled.load(Ordering::SeqCst) {
+        return;
+    }
+    let mut pause = Duration::from_millis(20);
+    for _ in 0..FINAL_WRITE_ATTEMPTS {
+        match store.release_stack_lease(fence).await {
+            Ok(()) => return,
+            Err(error) => {
+                tracing::warn!(stack_id = %fence.stack_id, %error, "cannot release a dropped stack lease; retrying");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
         }
     }
 }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use ember_runtime::Identity;
 
-use super::executor::{Direction, RunTarget, Shared, snapshot, transition, walk};
+use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
+use super::failure::{RunFailure, RunResult};
 use super::{
-    Operation, StackOperations, conclude, ensure_allowed, lease, operation_timeout, stack_event,
+    StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
 };
 use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
 use crate::error::{Error, Result};
@@ -47,7 +48,7 @@ impl StackOperations {
             caller: identity.clone(),
             reason,
         };
-        let (stack, run) = self.begin_lock(found, request, true).await?;
+        let (stack, run) = self.begin_lock(found, request, true, true).await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -63,7 +64,7 @@ impl StackOperations {
             caller: identity.clone(),
             reason: None,
         };
-        let (stack, run) = self.begin_lock(found, request, false).await?;
+        let (stack, run) = self.begin_lock(found, request, false, true).await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -73,11 +74,13 @@ impl StackOperations {
         &self,
         identity: &Identity,
         name_or_id: &str,
-        operation: Operation,
+        operation: StackOperation,
     ) -> Result<OperationCheck> {
         let stack = self.find_stack(identity, name_or_id).await?;
-        let verdict = ensure_allowed(&stack, operation)
-            .and_then(|()| admin_lock_rule(&stack, identity, operation));
+        // The very function the operation asks: they cannot disagree.
+        let verdict = self
+            .admit(&stack, operation, StackCaller::User(identity))
+            .await;
         Ok(OperationCheck {
             allowed: verdict.is_ok(),
             reason: verdict
@@ -89,94 +92,73 @@ impl StackOperations {
     }
 
     /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
+    /// `by_user`: the user's own request (else the lock of the stack above
+    /// reaching this nested stack, still on behalf of that user).
     pub(crate) async fn begin_lock(
         &self,
         found: Stack,
         request: LockRequest,
         locking: bool,
+        by_user: bool,
     ) -> Result<(Stack, super::Run)> {
         let operation = if locking {
-            Operation::Lock
+            StackOperation::Lock
         } else {
-            Operation::Unlock
+            StackOperation::Unlock
         };
-        ensure_allowed(&found, operation)?;
-        admin_lock_rule(&found, &request.caller, operation)?;
+        let caller = if by_user {
+            StackCaller::User(&request.caller)
+        } else {
+            StackCaller::ParentOperation(Some(&request.caller))
+        };
+        self.admit(&found, operation, caller).await?;
         let label = if locking { "LOCK" } else { "UNLOCK" };
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            found.id,
-            &found.name,
-            self.shared.engine_id,
-            label,
-        )
-        .await?;
-        let started = async {
-            let mut stack = self
-                .store()
-                .get_stack(found.id)
-                .await?
-                .ok_or_else(|| Error::NotFound(format!("stack {:?} not found", found.name)))?;
-            ensure_allowed(&stack, operation)?;
-            admin_lock_rule(&stack, &request.caller, operation)?;
-            let target = self.load_target(&stack).await?;
-            let now = ember_runtime::time::now();
-            stack.action = if locking {
-                StackAction::Lock
-            } else {
-                StackAction::Unlock
-            };
-            stack.status = ActionStatus::InProgress;
-            stack.status_reason = format!("Stack {label} started");
-            stack.updated_at = now;
-            if locking {
-                stack.maintenance_lock = Some(MaintenanceLock {
-                    level: request.level,
-                    locked_by_user: request.caller.user_id.clone(),
-                    locked_by_admin: request.caller.is_admin(),
-                    locked_at: now,
-                    reason: request.reason.clone(),
-                });
-            }
-            self.store()
-                .record_stack_transition(&stack, &stack_event(&stack, &stack.status_reason))
-                .await?;
-            Ok((stack, target))
-        }
-        .await;
-        match started {
-            Ok((stack, target)) => {
-                let run: super::Run = Box::pin(run_lock(
-                    self.shared.clone(),
-                    stack.clone(),
-                    target,
-                    request,
-                    stack_lease,
-                ));
-                Ok((stack, run))
-            }
-            Err(error) => {
-                stack_lease.release().await;
-                Err(error)
-            }
-        }
-    }
-}
-
-/// An admin's lock is lifted (or changed) only by an admin.
-fn admin_lock_rule(stack: &Stack, caller: &Identity, operation: Operation) -> Result<()> {
-    match (&stack.maintenance_lock, operation) {
-        (Some(lock), Operation::Lock | Operation::Unlock)
-            if lock.locked_by_admin && !caller.is_admin() =>
-        {
-            Err(Error::Forbidden(format!(
-                "stack {:?} was locked by admin {:?}: only an admin can {} it",
-                stack.name,
-                lock.locked_by_user,
-                operation.as_str()
-            )))
-        }
-        _ => Ok(()),
+        let stack_lease = self.shared.take_lease(found.id, &found.name, label).await?;
+        let fence = stack_lease.fence();
+        let ((stack, target), stack_lease) = stack_lease
+            .start(async {
+                let mut stack =
+                    self.store().get_stack(found.id).await?.ok_or_else(|| {
+                        Error::NotFound(format!("stack {:?} not found", found.name))
+                    })?;
+                self.admit(&stack, operation, caller).await?;
+                let target = self.load_target(&stack, fence).await?;
+                let now = ember_runtime::time::now();
+                stack.action = if locking {
+                    StackAction::Lock
+                } else {
+                    StackAction::Unlock
+                };
+                stack.status = ActionStatus::InProgress;
+                stack.status_reason = format!("Stack {label} started");
+                stack.updated_at = now;
+                if locking {
+                    stack.maintenance_lock = Some(MaintenanceLock {
+                        level: request.level,
+                        locked_by_user: request.caller.user_id.clone(),
+                        locked_by_admin: request.caller.is_admin(),
+                        locked_at: now,
+                        reason: request.reason.clone(),
+                    });
+                }
+                self.store()
+                    .record_stack_transition(
+                        &stack,
+                        &stack_event(&stack, &stack.status_reason),
+                        fence,
+                    )
+                    .await?;
+                Ok((stack, target))
+            })
+            .await?;
+        let run: super::Run = Box::pin(run_lock(
+            self.shared.clone(),
+            stack.clone(),
+            target,
+            request,
+            stack_lease,
+        ));
+        Ok((stack, run))
     }
 }
 
@@ -210,20 +192,17 @@ async fn run_lock(
     });
     let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
         .await
-        .unwrap_or_else(|_| Err(format!("{} timed out", action.as_str())));
-    let (status, reason) = match outcome {
-        Ok(()) => {
-            if !locking {
-                stack.maintenance_lock = None;
-            }
-            (
-                ActionStatus::Complete,
-                format!("Stack {} completed successfully", action.as_str()),
-            )
-        }
-        // The lock stays recorded so unlock can clean the dirty state up.
-        Err(reason) => (ActionStatus::Failed, reason),
+        .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{} timed out", action.as_str()))));
+    let outcome = super::executor::settled(&target, outcome).await;
+    // A failure leaves the lock recorded so unlock can clean the dirty
+    // state up.
+    let Some((status, reason)) = super::final_state(outcome, action.as_str()) else {
+        super::stopped_by_takeover(&stack);
+        return;
     };
+    if status == ActionStatus::Complete && !locking {
+        stack.maintenance_lock = None;
+    }
     conclude(&mut stack, status, reason, stack_lease).await;
     super::plugins::after(&shared, &stack, action, passed).await;
 }
@@ -234,16 +213,14 @@ async fn lock_one(
     name: &str,
     action: StackAction,
     request: &LockRequest,
-) -> std::result::Result<(), String> {
-    let current = snapshot(&target.resources)
-        .get(name)
-        .cloned()
+) -> RunResult {
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let Some(resource_type) = shared.registry.get(&current.type_name) else {
-        return Err(format!(
+        return Err(RunFailure::Failed(format!(
             "resources.{name}: unknown resource type {:?}",
             current.type_name
-        ));
+        )));
     };
     if !resource_type.has_lock_handler() {
         // Nothing to lock: one transition, straight to the final state.
@@ -303,7 +280,10 @@ async fn lock_one(
                 &reason,
             )
             .await?;
-            Err(format!("Resource {} failed: {reason}", action.as_str()))
+            Err(RunFailure::Failed(format!(
+                "Resource {} failed: {reason}",
+                action.as_str()
+            )))
         }
     }
 }

@@ -11,15 +11,12 @@ use std::collections::BTreeMap;
 
 use ember_runtime::Identity;
 
-use super::{LEASE_TTL, Operation, StackOperations, ensure_allowed};
-use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
+use super::{StackCaller, StackOperation, StackOperations};
+use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::error::{Error, Result};
 
 /// Heat's reason when the caller gives none (an empty one counts as none).
 pub const DEFAULT_HEALTH_REASON: &str = "state changed by resource_mark_unhealthy api";
-
-/// How deep parents are followed up to the root (nested stacks stop at 5).
-const MOST_ANCESTORS: usize = 16;
 
 /// The current row of each resource: the newest one of each name (older
 /// ones were replaced and await retirement).
@@ -101,28 +98,6 @@ pub(crate) fn health_change(
 }
 
 impl StackOperations {
-    /// The gate for `stack` and every stack above it: a nested stack is
-    /// locked — or busy — with its root.
-    pub(crate) async fn ensure_allowed_with_ancestors(
-        &self,
-        stack: &Stack,
-        operation: Operation,
-    ) -> Result<()> {
-        ensure_allowed(stack, operation)?;
-        let mut parent = stack.parent_id;
-        for _ in 0..MOST_ANCESTORS {
-            let Some(parent_id) = parent else {
-                return Ok(());
-            };
-            let Some(ancestor) = self.store().get_stack(parent_id).await? else {
-                return Ok(());
-            };
-            ensure_allowed(&ancestor, operation)?;
-            parent = ancestor.parent_id;
-        }
-        Ok(())
-    }
-
     /// Marks a resource of `stack` (name or id; a nested stack is addressed
     /// like any other) unhealthy, or resets the mark. `resource` is the
     /// logical name or the physical id. Returns the resource as it is now.
@@ -135,7 +110,8 @@ impl StackOperations {
         reason: Option<String>,
     ) -> Result<Resource> {
         let stack = self.find_stack(identity, stack).await?;
-        self.ensure_allowed_with_ancestors(&stack, Operation::MarkUnhealthy)
+        let caller = StackCaller::User(identity);
+        self.admit(&stack, StackOperation::MarkUnhealthy, caller)
             .await?;
         let found = find_resource(
             &stack.name,
@@ -146,21 +122,11 @@ impl StackOperations {
             .filter(|reason| !reason.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_HEALTH_REASON.to_owned());
 
-        let engine_id = self.shared.engine_id;
-        let now = ember_runtime::time::now();
-        let expires_at =
-            now + chrono::Duration::from_std(LEASE_TTL).unwrap_or(chrono::Duration::seconds(30));
-        // Held for one transaction: no heartbeat needed.
-        if !self
-            .store()
-            .take_stack_lease(stack.id, engine_id, "MARK_UNHEALTHY", now, expires_at)
-            .await?
-        {
-            return Err(Error::Conflict(format!(
-                "stack {:?} is busy: another operation is in progress on it (try again when it finishes)",
-                stack.name
-            )));
-        }
+        // Held for one transaction, which also releases it.
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "MARK_UNHEALTHY")
+            .await?;
         // Under the lease: the state may have moved since it was read.
         let decided = async {
             let stack = self
@@ -168,7 +134,8 @@ impl StackOperations {
                 .get_stack(stack.id)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("stack {:?} not found", stack.name)))?;
-            ensure_allowed(&stack, Operation::MarkUnhealthy)?;
+            self.admit(&stack, StackOperation::MarkUnhealthy, caller)
+                .await?;
             let current = current_rows(self.store().list_resources(stack.id).await?)
                 .remove(&found.name)
                 .ok_or_else(|| {
@@ -181,48 +148,36 @@ impl StackOperations {
                 current.clone(),
                 health_change(&current, mark_unhealthy, &reason),
             ))
-        }
-        .await;
-        match decided {
-            Ok((_, Some(changed))) => {
-                let event = Event::for_resource(&changed, changed.updated_at);
-                let written = self
-                    .store()
-                    .mark_resource_health(&changed, &event, stack.id, engine_id)
-                    .await;
-                if let Err(error) = written {
-                    self.release_lease_quietly(stack.id).await;
-                    return Err(error);
-                }
-                tracing::info!(
-                    stack_id = %stack.id,
-                    resource = %changed.name,
-                    status = %changed.resource_status(),
-                    "resource health marked"
-                );
-                Ok(changed)
-            }
-            Ok((current, None)) => {
-                self.release_lease_quietly(stack.id).await;
-                Ok(current)
-            }
-            Err(error) => {
-                self.release_lease_quietly(stack.id).await;
-                Err(error)
-            }
-        }
-    }
-
-    /// Releases this engine's lease on a stack; it expires on its own if
-    /// the database cannot be reached.
-    async fn release_lease_quietly(&self, stack_id: uuid::Uuid) {
-        if let Err(error) = self
+        };
+        let ((current, change), stack_lease) = stack_lease.start(decided).await?;
+        let Some(changed) = change else {
+            stack_lease.release().await;
+            return Ok(current);
+        };
+        let event = Event::for_resource(&changed, changed.updated_at);
+        match self
             .store()
-            .release_stack_lease(stack_id, self.shared.engine_id)
+            .mark_resource_health(&changed, &event, stack_lease.fence())
             .await
         {
-            tracing::warn!(%stack_id, %error, "cannot release the stack lease");
+            Ok(()) => stack_lease.settle(),
+            Err(error) => {
+                // The write rolled back; a NotFound still released the lease.
+                if matches!(error, Error::NotFound(_)) {
+                    stack_lease.settle();
+                } else {
+                    stack_lease.release().await;
+                }
+                return Err(error);
+            }
         }
+        tracing::info!(
+            stack_id = %stack.id,
+            resource = %changed.name,
+            status = %changed.resource_status(),
+            "resource health marked"
+        );
+        Ok(changed)
     }
 }
 

@@ -4,15 +4,18 @@
 
 mod abandon;
 mod actions;
-mod allowed;
+mod breakpoints;
 mod context;
 pub mod definition;
 mod executor;
+mod failure;
 mod lease;
 mod lock;
 mod mark_unhealthy;
 mod nested;
+mod planning;
 mod plugins;
+mod preview_update;
 mod queries;
 mod signal;
 mod update;
@@ -26,14 +29,19 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+pub use crate::domain::admission::{StackCaller, StackOperation};
 pub use actions::StackWideAction;
-pub use allowed::{Operation, ensure_allowed};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
-pub use lease::LEASE_TTL;
+use failure::{RunFailure, RunResult};
+pub use lease::{LEASE_TTL, StackLease};
+
+/// How many orphaned stacks one sweep pass looks at.
+const ORPHAN_SWEEP_BATCH: u64 = 500;
 pub use lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
 pub use plugins::{PluginGate, RegistryUnavailable};
+pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
@@ -68,6 +76,25 @@ pub struct StackOperations {
     shared: Arc<Shared>,
 }
 
+/// How stack operations run.
+pub struct StackSettings {
+    /// The lifecycle plugins called around every root operation.
+    pub plugins: PluginGate,
+    /// How long a stack lease lives without its heartbeat: after a crash,
+    /// the stacks the engine was working on are failed by the sweep once
+    /// this has passed.
+    pub lease_ttl: Duration,
+}
+
+impl Default for StackSettings {
+    fn default() -> Self {
+        StackSettings {
+            plugins: PluginGate::Disabled,
+            lease_ttl: LEASE_TTL,
+        }
+    }
+}
+
 impl From<TemplateError> for Error {
     fn from(error: TemplateError) -> Self {
         Error::InvalidInput(error.to_string())
@@ -88,23 +115,14 @@ fn validate_stack_name(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidInput(format!(
-            "stack_name {name:?} is invalid: it must start with a letter and contain only letters, digits, '_', '-' and '.' (at most 255)"
+            "stack_name {:?} is invalid: it must start with a letter and contain only letters, digits, '_', '-' and '.' (at most 255)",
+            ember_runtime::quote::quoted(name)
         )))
     }
 }
 
 pub(crate) fn stack_event(stack: &Stack, reason: &str) -> Event {
-    Event {
-        id: Uuid::now_v7(),
-        stack_id: stack.id,
-        resource_name: stack.name.clone(),
-        physical_resource_id: stack.id.to_string(),
-        resource_type: "OS::Heat::Stack".to_owned(),
-        action: stack.action,
-        status: stack.status,
-        reason: reason.to_owned(),
-        created_at: ember_runtime::time::now(),
-    }
+    Event::for_stack(stack, reason, ember_runtime::time::now())
 }
 
 impl StackOperations {
@@ -123,6 +141,23 @@ impl StackOperations {
         registry: Arc<ResourceTypeRegistry>,
         plugins: PluginGate,
     ) -> Arc<StackOperations> {
+        StackOperations::configured(
+            store,
+            registry,
+            StackSettings {
+                plugins,
+                ..StackSettings::default()
+            },
+        )
+    }
+
+    /// The engine's stack operations with every setting given.
+    pub fn configured(
+        store: Arc<dyn StackStore>,
+        registry: Arc<ResourceTypeRegistry>,
+        settings: StackSettings,
+    ) -> Arc<StackOperations> {
+        let StackSettings { plugins, lease_ttl } = settings;
         let writer = writer::TransitionWriter::start(store.clone());
         Arc::new_cyclic(|this: &std::sync::Weak<StackOperations>| {
             let host: std::sync::Weak<dyn crate::resources::NestedStackHost> = this.clone();
@@ -135,6 +170,9 @@ impl StackOperations {
                     engine_id: Uuid::now_v7(),
                     plugins,
                     running_updates: Default::default(),
+                    lease_ttl,
+                    quotas: Default::default(),
+                    parsed_cache: Default::default(),
                 }),
             }
         })
@@ -142,6 +180,63 @@ impl StackOperations {
 
     pub fn engine_id(&self) -> Uuid {
         self.shared.engine_id
+    }
+
+    /// Resource transitions queued for the next group commit.
+    pub fn transitions_waiting(&self) -> usize {
+        self.shared.writer.waiting()
+    }
+
+    /// Enforces `quotas` on creates and updates from now on (once, at
+    /// start-up).
+    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
+        self.shared.quotas.install(quotas);
+    }
+
+    /// The quota checks of a stack about to hold `resources` resources;
+    /// a new root stack (`new_root`) also counts against the project's
+    /// stacks, and every root operation against its concurrent operations.
+    pub(crate) async fn admit_quotas(
+        &self,
+        stack: &Stack,
+        resources: usize,
+        new_root: bool,
+    ) -> Result<()> {
+        use crate::domain::quota::QuotaKind;
+        use crate::store::quotas::Usage;
+        let Some(quotas) = self.shared.quotas.get() else {
+            return Ok(());
+        };
+        let project = stack.project_id.as_str();
+        let resources = u64::try_from(resources).unwrap_or(u64::MAX);
+        if new_root && stack.parent_id.is_none() {
+            return quotas.admit_stack_create(project, resources).await;
+        }
+        quotas
+            .admit_size(project, QuotaKind::ResourcesPerStack, resources)
+            .await?;
+        if stack.parent_id.is_none() {
+            quotas
+                .admit(
+                    project,
+                    QuotaKind::ConcurrentOperations,
+                    Usage::RunningOperations,
+                    1,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The deepest nesting the quotas of `project_id` allow.
+    pub(crate) async fn nesting_limit(&self, project_id: &str) -> Result<u32> {
+        let limit = match self.shared.quotas.get() {
+            Some(quotas) => quotas.limits(project_id).await?.nested_depth,
+            None => u64::from(crate::resources::MAX_NESTED_DEPTH),
+        };
+        Ok(u32::try_from(limit)
+            .unwrap_or(u32::MAX)
+            .min(crate::resources::MAX_NESTED_DEPTH))
     }
 
     pub fn registry(&self) -> &ResourceTypeRegistry {
@@ -155,6 +250,9 @@ impl StackOperations {
     /// Validates everything, records the stack CREATE_IN_PROGRESS with its
     /// resources INIT_COMPLETE, and starts creating them.
     pub async fn create_stack(&self, identity: &Identity, request: CreateStack) -> Result<Stack> {
+        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
+            caller: identity,
+        })?;
         let (mut stack, definition, parsed) = self.prepare(identity, &request)?;
         let adopt_data = request
             .adopt_data
@@ -165,6 +263,8 @@ impl StackOperations {
         if adopt_data.is_some() {
             abandon::mark_adopting(&mut stack);
         }
+        self.admit_quotas(&stack, parsed.enabled.len(), true)
+            .await?;
         let (stack, run) = self
             .begin_create(stack, &definition, parsed, adopt_data)
             .await?;
@@ -189,24 +289,19 @@ impl StackOperations {
             .collect();
         // The lease is taken before the stack exists, so no sweeper can see
         // it in progress without an owner.
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            stack.id,
-            &stack.name,
-            self.shared.engine_id,
-            "CREATE",
-        )
-        .await?;
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "CREATE")
+            .await?;
         let event = stack_event(&stack, &stack.status_reason);
-        if let Err(error) = self
-            .store()
-            .create_stack(&stack, definition, &resources, &event)
-            .await
-        {
-            stack_lease.release().await;
-            return Err(error);
-        }
-        let target = RunTarget::new(&stack, Arc::new(parsed), resources);
+        let fence = stack_lease.fence();
+        let ((), stack_lease) = stack_lease
+            .start(
+                self.store()
+                    .create_stack(&stack, definition, &resources, &event, fence),
+            )
+            .await?;
+        let target = RunTarget::new(&stack, Arc::new(parsed), resources, fence);
         let run = Box::pin(run_create(
             self.shared.clone(),
             stack.clone(),
@@ -302,15 +397,51 @@ impl StackOperations {
             .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))
     }
 
+    /// Whether `operation` may start on `stack` now for `caller`: the
+    /// admission rules of `domain::admission`, with the stacks above a
+    /// nested stack read for users. Asked before the lease is taken (a
+    /// refusal costs no lease) and again under it.
+    pub(crate) async fn admit(
+        &self,
+        stack: &Stack,
+        operation: StackOperation,
+        caller: StackCaller<'_>,
+    ) -> Result<()> {
+        let ancestors = match caller {
+            StackCaller::User(_) if stack.parent_id.is_some() => self.ancestors(stack).await?,
+            _ => Vec::new(),
+        };
+        crate::domain::admission::admit(crate::domain::admission::Subject::Stack {
+            stack,
+            ancestors: &ancestors,
+            operation,
+            caller,
+        })
+    }
+
+    /// The stacks above `stack`, nearest first.
+    async fn ancestors(&self, stack: &Stack) -> Result<Vec<Stack>> {
+        let mut ancestors = Vec::new();
+        let mut parent = stack.parent_id;
+        while let Some(parent_id) = parent {
+            if ancestors.len() > crate::resources::MAX_NESTED_DEPTH as usize {
+                break;
+            }
+            let Some(ancestor) = self.store().get_stack(parent_id).await? else {
+                break;
+            };
+            parent = ancestor.parent_id;
+            ancestors.push(ancestor);
+        }
+        Ok(ancestors)
+    }
+
     /// Starts deleting a stack and its resources.
     pub async fn delete_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
         let stack = self.find_stack(identity, name_or_id).await?;
-        if stack.deleted_at.is_some() {
-            return Err(Error::NotFound(format!(
-                "stack {name_or_id:?} not found (already deleted)"
-            )));
-        }
-        let (stack, run) = self.begin_delete(stack, name_or_id).await?;
+        let caller = StackCaller::User(identity);
+        self.admit(&stack, StackOperation::Delete, caller).await?;
+        let (stack, run) = self.begin_delete(stack, name_or_id, caller).await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -319,52 +450,38 @@ impl StackOperations {
     /// deletes the resources; the caller spawns or awaits it.
     pub(crate) async fn begin_delete(
         &self,
-        mut stack: Stack,
+        stack: Stack,
         name_or_id: &str,
+        caller: StackCaller<'_>,
     ) -> Result<(Stack, Run)> {
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            stack.id,
-            &stack.name,
-            self.shared.engine_id,
-            "DELETE",
-        )
-        .await?;
-        // Re-read under the lease: the state may have moved since.
-        stack = match self.store().get_stack(stack.id).await {
-            Ok(Some(current)) => current,
-            Ok(None) => {
-                stack_lease.release().await;
-                return Err(Error::NotFound(format!("stack {name_or_id:?} not found")));
-            }
-            Err(error) => {
-                stack_lease.release().await;
-                return Err(error);
-            }
-        };
-        if let Err(error) = ensure_allowed(&stack, Operation::Delete) {
-            stack_lease.release().await;
-            return Err(error);
-        }
-        let target = match self.load_target(&stack).await {
-            Ok(target) => target,
-            Err(error) => {
-                stack_lease.release().await;
-                return Err(error);
-            }
-        };
-        stack.action = StackAction::Delete;
-        stack.status = ActionStatus::InProgress;
-        stack.status_reason = "Stack DELETE started".to_owned();
-        stack.updated_at = ember_runtime::time::now();
-        if let Err(error) = self
-            .store()
-            .record_stack_transition(&stack, &stack_event(&stack, "Stack DELETE started"))
-            .await
-        {
-            stack_lease.release().await;
-            return Err(error);
-        }
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "DELETE")
+            .await?;
+        let fence = stack_lease.fence();
+        let ((stack, target), stack_lease) = stack_lease
+            .start(async {
+                // Re-read under the lease: the state may have moved since.
+                let mut stack =
+                    self.store().get_stack(stack.id).await?.ok_or_else(|| {
+                        Error::NotFound(format!("stack {name_or_id:?} not found"))
+                    })?;
+                self.admit(&stack, StackOperation::Delete, caller).await?;
+                let target = self.load_target(&stack, fence).await?;
+                stack.action = StackAction::Delete;
+                stack.status = ActionStatus::InProgress;
+                stack.status_reason = "Stack DELETE started".to_owned();
+                stack.updated_at = ember_runtime::time::now();
+                self.store()
+                    .record_stack_transition(
+                        &stack,
+                        &stack_event(&stack, "Stack DELETE started"),
+                        fence,
+                    )
+                    .await?;
+                Ok((stack, target))
+            })
+            .await?;
         let run = Box::pin(run_delete(
             self.shared.clone(),
             stack.clone(),
@@ -375,15 +492,26 @@ impl StackOperations {
     }
 
     /// The parsed definition and current resources of a recorded stack.
-    pub(crate) async fn load_target(&self, stack: &Stack) -> Result<RunTarget> {
+    pub(crate) async fn load_target(
+        &self,
+        stack: &Stack,
+        fence: crate::store::LeaseFence,
+    ) -> Result<RunTarget> {
         let parsed = self.parse_recorded(stack).await?;
         let rows = self.store().list_resources(stack.id).await?;
-        Ok(RunTarget::new(stack, Arc::new(parsed), rows))
+        Ok(RunTarget::new(stack, parsed, rows, fence))
     }
 
-    async fn parse_recorded(&self, stack: &Stack) -> Result<ParsedStack> {
+    /// The stack's stored definition, parsed — from memory when the stack
+    /// has not changed since it was last parsed (its `updated_at` moves with
+    /// every definition it is given), so a `GET` does not read and parse
+    /// the template each time.
+    async fn parse_recorded(&self, stack: &Stack) -> Result<Arc<ParsedStack>> {
+        if let Some(parsed) = self.shared.parsed_cache.get(stack.id, stack.updated_at) {
+            return Ok(parsed);
+        }
         let definition = self.store().load_definition(stack.id).await?;
-        ParsedStack::build(
+        let parsed = ParsedStack::build(
             &definition,
             StackIdentity {
                 stack_name: stack.name.clone(),
@@ -397,56 +525,62 @@ impl StackOperations {
                 "stack {}: its stored template no longer parses: {error}",
                 stack.id
             ))
-        })
+        })?;
+        let parsed = Arc::new(parsed);
+        self.shared
+            .parsed_cache
+            .put(stack.id, stack.updated_at, parsed.clone());
+        Ok(parsed)
     }
 
-    /// Marks stacks whose engine went away (in progress, lease expired) as
-    /// failed, with their in-progress resources. Returns how many.
+    /// Marks stacks whose engine went away (in progress, lease expired or
+    /// released) as failed, with their in-progress resources. Each one is a
+    /// single decision in the store — take the expired lease over and mark
+    /// the stack only while it is still in that operation — so a stack that
+    /// finished meanwhile, or that another replica swept, is left alone.
+    /// Returns how many this call marked.
     pub async fn recover_orphaned_stacks(&self) -> Result<usize> {
-        let orphaned = self
+        let now = ember_runtime::time::now();
+        let candidates = self
             .store()
-            .find_orphaned_stacks(ember_runtime::time::now())
+            .list_orphan_candidates(now, ORPHAN_SWEEP_BATCH)
             .await?;
-        let count = orphaned.len();
-        for (mut stack, engine) in orphaned {
-            let engine = engine.map_or_else(
+        let mut marked = 0;
+        for candidate in candidates {
+            let engine = candidate.holder.map_or_else(
                 || "an unknown engine".to_owned(),
                 |id| format!("engine {id}"),
             );
             let reason = format!(
                 "{} interrupted: {engine} went away while it ran (its stack lease expired)",
-                stack.action.as_str()
+                candidate.stack.action.as_str()
             );
-            let resources = self.store().list_resources(stack.id).await?;
-            let now = ember_runtime::time::now();
-            let interrupted: Vec<(Resource, Event)> = resources
-                .into_iter()
-                .filter(|resource| resource.status == ActionStatus::InProgress)
-                .map(|mut resource| {
-                    resource.status = ActionStatus::Failed;
-                    resource.status_reason = reason.clone();
-                    resource.updated_at = now;
-                    let event = Event::for_resource(&resource, now);
-                    (resource, event)
-                })
-                .collect();
-            self.store()
-                .record_resource_transitions(&interrupted)
-                .await?;
-            stack.status = ActionStatus::Failed;
-            stack.status_reason = reason.clone();
-            stack.updated_at = now;
-            self.store()
-                .record_stack_transition(&stack, &stack_event(&stack, &reason))
-                .await?;
-            tracing::warn!(stack_id = %stack.id, %reason, "orphaned stack marked failed");
+            if let Some(stack) = self
+                .store()
+                .fail_orphaned_stack(&candidate, self.shared.engine_id, now, &reason)
+                .await?
+            {
+                marked += 1;
+                tracing::warn!(stack_id = %stack.id, %reason, "orphaned stack marked failed");
+            }
         }
-        Ok(count)
+        Ok(marked)
     }
 
-    /// Runs [`Self::recover_orphaned_stacks`] now and then every
-    /// `LEASE_TTL`, until `shutdown`.
+    /// Runs [`Self::recover_orphaned_stacks`] now and then every third of
+    /// the lease TTL, until `shutdown`.
     pub fn spawn_orphan_sweeper(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        // A third of the TTL: an orphan waits at most 4/3 of it.
+        self.spawn_orphan_sweeper_every(self.shared.lease_ttl / 3, shutdown);
+    }
+
+    /// [`Self::spawn_orphan_sweeper`] with another period (tests that run
+    /// with short leases).
+    pub fn spawn_orphan_sweeper_every(
+        self: &Arc<Self>,
+        period: Duration,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
         let operations = self.clone();
         tokio::spawn(async move {
             loop {
@@ -455,29 +589,28 @@ impl StackOperations {
                 }
                 tokio::select! {
                     () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(LEASE_TTL) => {}
+                    () = tokio::time::sleep(period) => {}
                 }
             }
         });
     }
 }
 
-/// Records a new state of a running operation (e.g. ROLLBACK_IN_PROGRESS).
+/// Records a new state of a running operation (e.g. ROLLBACK_IN_PROGRESS),
+/// fenced with the run's lease.
 pub(crate) async fn finish(
     shared: &Shared,
     stack: &mut Stack,
     status: ActionStatus,
     reason: String,
-) {
+    fence: crate::store::LeaseFence,
+) -> RunResult {
     set_state(stack, status, &reason);
-    if let Err(error) = shared
+    shared
         .store
-        .record_stack_transition(stack, &stack_event(stack, &reason))
+        .record_stack_transition(stack, &stack_event(stack, &reason), fence)
         .await
-    {
-        // The lease then expires and the sweeper marks the stack failed.
-        tracing::error!(stack_id = %stack.id, %error, "cannot record a stack transition");
-    }
+        .map_err(RunFailure::from)
 }
 
 /// Records the final state of an operation and releases its lease in the
@@ -492,6 +625,25 @@ pub(crate) async fn conclude(
     stack_lease
         .finish(stack, &stack_event(stack, &reason))
         .await;
+}
+
+/// How a run's outcome ends the operation: its final status and reason,
+/// or `None` when the lease was lost (another engine owns the stack now:
+/// write nothing, the dropped lease guard stops the heartbeat).
+pub(crate) fn final_state(outcome: RunResult, operation: &str) -> Option<(ActionStatus, String)> {
+    match outcome {
+        Ok(()) => Some((
+            ActionStatus::Complete,
+            format!("Stack {operation} completed successfully"),
+        )),
+        Err(RunFailure::LeaseLost) => None,
+        Err(failure) => Some((ActionStatus::Failed, failure.reason())),
+    }
+}
+
+/// Logs a run that stops because its lease was taken over.
+pub(crate) fn stopped_by_takeover(stack: &Stack) {
+    tracing::error!(stack_id = %stack.id, action = stack.action.as_str(), "stack lease taken over by another engine: this run stops without writing");
 }
 
 fn set_state(stack: &mut Stack, status: ActionStatus, reason: &str) {
@@ -542,44 +694,42 @@ async fn run_create(
     };
     let outcome = tokio::time::timeout(operation_timeout(&stack), running)
         .await
-        .unwrap_or_else(|_| Err(format!("{} timed out", operation)));
-    let (status, reason) = match outcome {
-        Ok(()) => (
-            ActionStatus::Complete,
-            format!("Stack {operation} completed successfully"),
-        ),
-        Err(reason) if stack.disable_rollback => (ActionStatus::Failed, reason),
-        Err(reason) => {
+        .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{operation} timed out"))));
+    let outcome = executor::settled(&target, outcome).await;
+    let outcome = match outcome {
+        Err(RunFailure::LeaseLost) => Err(RunFailure::LeaseLost),
+        Err(failure) if !stack.disable_rollback => {
             // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
             // client polling for a final state must not stop at a FAILED
             // that is about to be rolled back.
             stack.action = StackAction::Rollback;
-            finish(
-                &shared,
-                &mut stack,
-                ActionStatus::InProgress,
-                format!("Stack ROLLBACK started: {reason}"),
-            )
-            .await;
-            match plugins::before(&shared, &stack, None).await {
-                Err(reason) => (ActionStatus::Failed, reason),
-                Ok(rollback_passed) => {
-                    let result =
-                        executor::delete_resources(shared.clone(), target, StackAction::Rollback)
-                            .await;
-                    let outcome = match result {
-                        Ok(()) => (
-                            ActionStatus::Complete,
-                            "Stack ROLLBACK completed successfully".to_owned(),
-                        ),
-                        Err(reason) => (ActionStatus::Failed, reason),
-                    };
-                    // The rollback's own post-operations come with the create's, below.
-                    rollback_plugins = Some(rollback_passed);
-                    outcome
-                }
+            async {
+                finish(
+                    &shared,
+                    &mut stack,
+                    ActionStatus::InProgress,
+                    format!("Stack ROLLBACK started: {}", failure.reason()),
+                    target.fence,
+                )
+                .await?;
+                let rollback_passed = plugins::before(&shared, &stack, None).await?;
+                // The rollback's own post-operations come with the create's, below.
+                rollback_plugins = Some(rollback_passed);
+                let rolled_back = executor::delete_resources(
+                    shared.clone(),
+                    target.clone(),
+                    StackAction::Rollback,
+                )
+                .await;
+                executor::settled(&target, rolled_back).await
             }
+            .await
         }
+        other => other,
+    };
+    let Some((status, reason)) = final_state(outcome, stack.action.as_str()) else {
+        stopped_by_takeover(&stack);
+        return;
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, operation_action, passed).await;
@@ -607,13 +757,11 @@ async fn run_delete(
     };
     let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
         .await
-        .unwrap_or_else(|_| Err("Delete timed out".to_owned()));
-    let (status, reason) = match outcome {
-        Ok(()) => (
-            ActionStatus::Complete,
-            "Stack DELETE completed successfully".to_owned(),
-        ),
-        Err(reason) => (ActionStatus::Failed, reason),
+        .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
+    let outcome = executor::settled(&target, outcome).await;
+    let Some((status, reason)) = final_state(outcome, "DELETE") else {
+        stopped_by_takeover(&stack);
+        return;
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, StackAction::Delete, passed).await;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::definition::ParsedStack;
-use super::{StackOperations, StackWideAction, UpdateStack};
+use super::{StackCaller, StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::resources::{
@@ -98,9 +98,18 @@ impl NestedStackHost for StackOperations {
         nested: NestedDefinition,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
         let depth = owner.nested_depth + 1;
-        if depth > MAX_NESTED_DEPTH {
+        let limit = self
+            .nesting_limit(&owner.project_id)
+            .await
+            .map_err(failure)?;
+        if depth > limit {
+            let why = if limit < MAX_NESTED_DEPTH {
+                format!("the project's nested_depth quota is {limit}")
+            } else {
+                "does a template include itself?".to_owned()
+            };
             return Err(ResourceFailure(format!(
-                "nested stack depth {depth} exceeds the maximum of {MAX_NESTED_DEPTH} (does a template include itself?)"
+                "nested stack depth {depth} exceeds the maximum of {limit} ({why})"
             )));
         }
         let definition = self.nested_definition(owner.stack_id, &nested).await?;
@@ -139,6 +148,9 @@ impl NestedStackHost for StackOperations {
             deleted_at: None,
             maintenance_lock: None,
         };
+        self.admit_quotas(&stack, parsed.enabled.len(), false)
+            .await
+            .map_err(failure)?;
         let (stack, run) = self
             .begin_create(stack, &definition, parsed, None)
             .await
@@ -171,7 +183,7 @@ impl NestedStackHost for StackOperations {
             tags: None,
         };
         let (_, run) = self
-            .begin_update_stack(stack, &request)
+            .begin_update_stack(stack, &request, StackCaller::ParentOperation(None))
             .await
             .map_err(failure)?;
         run.await;
@@ -186,7 +198,11 @@ impl NestedStackHost for StackOperations {
             return Ok(());
         }
         let (_, run) = self
-            .begin_delete(stack, &stack_id.to_string())
+            .begin_delete(
+                stack,
+                &stack_id.to_string(),
+                StackCaller::ParentOperation(None),
+            )
             .await
             .map_err(failure)?;
         run.await;
@@ -208,7 +224,7 @@ impl NestedStackHost for StackOperations {
             )));
         };
         let (_, run) = self
-            .begin_lock(stack, request.clone(), lock)
+            .begin_lock(stack, request.clone(), lock, false)
             .await
             .map_err(failure)?;
         run.await;
@@ -236,7 +252,12 @@ impl NestedStackHost for StackOperations {
             _ => (StackWideAction::Check, StackAction::Check),
         };
         let (_, run) = self
-            .begin_stack_wide_action(stack, &stack_id.to_string(), wide_action)
+            .begin_stack_wide_action(
+                stack,
+                &stack_id.to_string(),
+                wide_action,
+                StackCaller::ParentOperation(None),
+            )
             .await
             .map_err(failure)?;
         run.await;

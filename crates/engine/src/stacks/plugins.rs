@@ -106,6 +106,7 @@ fn request_as_owner<T>(
 /// with the template's), and its nested stacks, recursively.
 pub async fn snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnapshot {
     let mut root = stack_snapshot(shared, stack).await;
+    root.planned_resources = planned(shared, stack).await;
     let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(stack.id, Vec::new())];
     // Breadth-first over children; `path` locates each snapshot in the tree.
     while let Some((stack_id, path)) = pending.pop() {
@@ -124,6 +125,25 @@ pub async fn snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnapsho
         }
     }
     root
+}
+
+/// What the stack's tree will hold once its definition is in place (see
+/// `planning`); empty when the stored definition no longer parses.
+async fn planned(shared: &Shared, stack: &Stack) -> std::collections::HashMap<String, u64> {
+    let Ok(definition) = shared.store.load_definition(stack.id).await else {
+        return Default::default();
+    };
+    let identity = crate::domain::template::StackIdentity {
+        stack_name: stack.name.clone(),
+        stack_id: stack.id.to_string(),
+        project_id: stack.project_id.clone(),
+    };
+    match super::definition::ParsedStack::build(&definition, identity, &shared.registry) {
+        Ok(parsed) => super::planning::planned_resources(&parsed, &definition, &shared.registry)
+            .into_iter()
+            .collect(),
+        Err(_) => Default::default(),
+    }
 }
 
 async fn stack_snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnapshot {
@@ -173,6 +193,7 @@ async fn stack_snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnaps
         parameters: Some(value_to_struct(&Value::Object(definition.parameters))),
         resources,
         nested_stacks: Vec::new(),
+        planned_resources: Default::default(),
     }
 }
 

@@ -152,7 +152,7 @@ impl StackOperations {
                     .parse_recorded(current)
                     .await
                     .ok()
-                    .map(|parsed| parsed.graph);
+                    .map(|parsed| parsed.graph.clone());
                 for resource in self.store().list_resources(current.id).await? {
                     let required_by = graph
                         .as_ref()
@@ -174,7 +174,8 @@ impl StackOperations {
     }
 
     pub async fn resource(&self, stack: &Stack, name: &str) -> Result<ResourceView> {
-        self.resources(stack, 0)
+        let mut view = self
+            .resources(stack, 0)
             .await?
             .into_iter()
             .find(|view| view.resource.name == name)
@@ -183,7 +184,41 @@ impl StackOperations {
                     "resource {name:?} not found in stack {:?}",
                     stack.name
                 ))
-            })
+            })?;
+        // A wait condition handle's metadata is the signals it received,
+        // by id, as Heat shows it.
+        if let (Some(style), Some(conditions), Some(handle_id)) = (
+            crate::resources::wait_condition::handle_style(&view.resource.type_name),
+            self.shared.registry.wait_conditions(),
+            view.resource.physical_id.as_deref(),
+        ) {
+            let signals = conditions
+                .signals()
+                .list_wait_signals(view.resource.stack_id, handle_id)
+                .await?;
+            let (status, reason, data) = match style {
+                crate::domain::wait_condition::HandleStyle::Heat => ("status", "reason", "data"),
+                crate::domain::wait_condition::HandleStyle::CloudFormation => {
+                    ("Status", "Reason", "Data")
+                }
+            };
+            view.resource.metadata = Value::Object(
+                signals
+                    .into_iter()
+                    .map(|signal| {
+                        (
+                            signal.unique_id,
+                            serde_json::json!({
+                                status: signal.status.as_str(),
+                                reason: signal.reason,
+                                data: signal.data,
+                            }),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        Ok(view)
     }
 
     /// Events of the stack (and nested stacks down to `nested_depth`).

@@ -1,7 +1,7 @@
 //! Resource signals (Heat's `POST …/resources/{name}/signal`). A signal to
 //! an `OS::Heat::ScalingPolicy` resizes the AutoScalingGroup the policy
-//! names. The gate (`ensure_allowed`, Operation::Signal) is asked for the
-//! policy's stack, every stack above it and the group's nested stack; then
+//! names. Admission (`StackOperation::Signal`) is asked for the policy's
+//! stack (with every stack above it) and the group's nested stack; then
 //! the policy's stack lease is taken (the group's row lives there), the
 //! cooldown is respected (the policy's, else the group's), the capacity is
 //! clamped to min_size..max_size, and the group's nested stack is updated
@@ -18,13 +18,29 @@ use tokio::sync::oneshot;
 
 use super::lease::StackLease;
 use super::mark_unhealthy::{current_rows, find_resource};
-use super::{Operation, StackOperations, ensure_allowed, stack_event};
+use super::{StackCaller, StackOperation, StackOperations};
+use crate::domain::wait_condition::{
+    HandleStyle, parse_signal, signal_reason as wait_signal_reason,
+};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 use crate::error::{Error, Result};
+use crate::resources::software::is_deployment;
+use crate::resources::wait_condition::{handle_style, signal_token};
 use crate::resources::{
     AUTOSCALING_GROUP_TYPE, GroupSizes, PolicySettings, ResourceRequest, SCALING_POLICY_TYPE,
     new_capacity, recorded_capacity, resize_autoscaling_group,
 };
+use crate::store::FencedTransition;
+
+/// Compares secrets in time independent of where they differ.
+fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
+    left.len() == right.len()
+        && left
+            .iter()
+            .zip(right)
+            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
+            == 0
+}
 
 /// What a signal did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,23 +114,40 @@ impl StackOperations {
         resource: &str,
         details: Value,
     ) -> Result<SignalOutcome> {
+        if let Some(hook) = super::breakpoints::unset_hook_of(&details) {
+            let message = self
+                .clear_breakpoint(identity, stack, resource, hook)
+                .await?;
+            return Ok(SignalOutcome {
+                scaling: None,
+                message,
+            });
+        }
         let stack = self.find_stack(identity, stack).await?;
         let policy = find_resource(
             &stack.name,
             self.store().list_resources(stack.id).await?,
             resource,
         )?;
+        if let Some(style) = handle_style(&policy.type_name) {
+            return self.signal_wait_handle(&policy, style, &details).await;
+        }
+        if is_deployment(&policy.type_name) {
+            return self
+                .signal_deployment(&policy, Some(&stack.project_id), &details)
+                .await;
+        }
         if policy.type_name != SCALING_POLICY_TYPE {
             return Err(Error::InvalidInput(format!(
-                "resource {:?} ({}) does not accept signals: only {SCALING_POLICY_TYPE} resources do",
+                "resource {:?} ({}) does not accept signals: {SCALING_POLICY_TYPE} resources and wait condition handles do",
                 policy.name, policy.type_name
             )));
         }
         if let Err(error) = self
-            .ensure_allowed_with_ancestors(&stack, Operation::Signal)
+            .admit(&stack, StackOperation::Signal, StackCaller::User(identity))
             .await
         {
-            self.signal_refused(&stack, &error).await;
+            self.signal_refused(&policy, &error).await;
             return Err(error);
         }
         if let Some(state) = alarm_state(&details).filter(|state| state != "alarm") {
@@ -154,18 +187,27 @@ impl StackOperations {
                 group.resource_status()
             )));
         };
-        if let Err(error) = ensure_allowed(&nested, Operation::Signal) {
-            self.signal_refused(&stack, &error).await;
+        // The members' stack belongs to the group: its own state decides.
+        if let Err(error) = self
+            .admit(
+                &nested,
+                StackOperation::Signal,
+                StackCaller::ParentOperation(None),
+            )
+            .await
+        {
+            self.signal_refused(&policy, &error).await;
             return Err(error);
         }
         // The rest runs in its own task, so the lease is always released
         // even if the caller goes away.
         let (answer, answered) = oneshot::channel();
         let operations = self.clone();
-        let (policy_name, group_name) = (policy.name.clone(), group.name.clone());
+        let group_name = group.name.clone();
+        let identity = identity.clone();
         tokio::spawn(async move {
             operations
-                .scale_with_lease(stack, policy_name, group_name, answer)
+                .scale_with_lease(&identity, stack, policy, group_name, answer)
                 .await;
         });
         answered.await.map_err(|_| {
@@ -175,28 +217,28 @@ impl StackOperations {
 
     async fn scale_with_lease(
         self: Arc<Self>,
+        identity: &Identity,
         stack: Stack,
-        policy_name: String,
+        policy: Resource,
         group_name: String,
         answer: oneshot::Sender<Result<SignalOutcome>>,
     ) {
-        let stack_lease = match StackLease::take(
-            self.store().clone(),
-            stack.id,
-            &stack.name,
-            self.shared.engine_id,
-            "SIGNAL",
-        )
-        .await
+        let stack_lease = match self
+            .shared
+            .take_lease(stack.id, &stack.name, "SIGNAL")
+            .await
         {
             Ok(stack_lease) => stack_lease,
             Err(error) => {
-                self.signal_refused(&stack, &error).await;
+                self.signal_refused(&policy, &error).await;
                 let _ = answer.send(Err(error));
                 return;
             }
         };
-        let started = match self.decide(&stack, &policy_name, &group_name).await {
+        let started = match self
+            .decide(identity, &stack, &policy.name, &group_name)
+            .await
+        {
             Ok(Decision::Ignore { row, message }) => {
                 self.resource_event(&row, &message).await;
                 Ok((
@@ -212,7 +254,7 @@ impl StackOperations {
                 group,
                 scaling,
             }) => self
-                .start_scaling(*policy, *group, &scaling)
+                .start_scaling(*policy, *group, &scaling, stack_lease.fence())
                 .await
                 .map(|group| {
                     let message = format!(
@@ -237,24 +279,33 @@ impl StackOperations {
                     .await;
             }
             Ok((outcome, None)) => {
-                let _ = answer.send(Ok(outcome));
+                // Released before the answer: the caller's next call finds
+                // the stack free.
                 stack_lease.release().await;
+                let _ = answer.send(Ok(outcome));
             }
             Err(error) => {
-                let _ = answer.send(Err(error));
                 stack_lease.release().await;
+                let _ = answer.send(Err(error));
             }
         }
     }
 
     /// Reads the policy and the group again under the lease and decides.
-    async fn decide(&self, stack: &Stack, policy_name: &str, group_name: &str) -> Result<Decision> {
+    async fn decide(
+        &self,
+        identity: &Identity,
+        stack: &Stack,
+        policy_name: &str,
+        group_name: &str,
+    ) -> Result<Decision> {
         let stack = self
             .store()
             .get_stack(stack.id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {:?} not found", stack.name)))?;
-        ensure_allowed(&stack, Operation::Signal)?;
+        self.admit(&stack, StackOperation::Signal, StackCaller::User(identity))
+            .await?;
         let mut rows = current_rows(self.store().list_resources(stack.id).await?);
         let missing = |name: &str| {
             Error::NotFound(format!(
@@ -316,6 +367,7 @@ impl StackOperations {
         mut policy: Resource,
         mut group: Resource,
         scaling: &Scaling,
+        fence: crate::store::LeaseFence,
     ) -> Result<Resource> {
         let now = ember_runtime::time::now();
         policy.data = with_last_scaled(&policy, now);
@@ -333,12 +385,27 @@ impl StackOperations {
         );
         group.updated_at = now;
         let transitions = [
-            (policy.clone(), Event::for_resource(&policy, now)),
-            (group.clone(), Event::for_resource(&group, now)),
+            FencedTransition {
+                fence,
+                event: Event::for_resource(&policy, now),
+                resource: policy,
+            },
+            FencedTransition {
+                fence,
+                event: Event::for_resource(&group, now),
+                resource: group.clone(),
+            },
         ];
-        self.store()
+        let lost = self
+            .store()
             .record_resource_transitions(&transitions)
             .await?;
+        if !lost.is_empty() {
+            return Err(Error::LeaseLost(format!(
+                "stack {} was taken over while its signal was decided",
+                fence.stack_id
+            )));
+        }
         Ok(group)
     }
 
@@ -378,25 +445,226 @@ impl StackOperations {
         }
         finished.updated_at = ember_runtime::time::now();
         let event = Event::for_resource(&finished, finished.updated_at);
-        let engine_id = stack_lease.hand_over();
-        if let Err(error) = self
+        match self
             .store()
-            .finish_scaling(&finished, &event, stack.id, engine_id)
+            .finish_scaling(&finished, &event, stack_lease.fence())
             .await
         {
-            // The lease then expires on its own.
-            tracing::error!(stack_id = %stack.id, %error, "cannot record the end of a scaling");
+            Ok(()) => stack_lease.settle(),
+            Err(error) => {
+                // The guard releases the lease as it drops.
+                tracing::error!(stack_id = %stack.id, %error, "cannot record the end of a scaling");
+            }
         }
     }
 
-    /// "signal ignored: …" on the stack, for a refused scaling signal.
-    async fn signal_refused(&self, stack: &Stack, error: &Error) {
+    /// "signal ignored: …" on the policy, for a refused scaling signal.
+    async fn signal_refused(&self, policy: &Resource, error: &Error) {
         if matches!(error, Error::Conflict(_)) {
-            let event = stack_event(stack, &format!("signal ignored: {error}"));
-            if let Err(error) = self.store().record_events(&[event]).await {
-                tracing::warn!(stack_id = %stack.id, %error, "cannot record a refused signal");
+            // An event of the resource that received the signal, as the
+            // other ignored signals are: the stack's own events record only
+            // its state transitions.
+            self.resource_event(policy, &format!("signal ignored: {error}"))
+                .await;
+        }
+    }
+
+    /// Signals a wait condition handle with its secret instead of a user's
+    /// token: `project_id` (when the URL names one) must be the stack's,
+    /// `stack_id` is the stack's id, `handle` the handle's name or id.
+    /// A wrong secret is answered as an unknown handle.
+    pub async fn signal_wait_handle_with_token(
+        &self,
+        project_id: Option<&str>,
+        stack_id: &str,
+        handle: &str,
+        token: &str,
+        details: Value,
+    ) -> Result<SignalOutcome> {
+        let not_found = || {
+            Error::NotFound(format!(
+                "no wait condition handle {:?} of stack {:?} takes signals with this token",
+                ember_runtime::quote::quoted(handle),
+                ember_runtime::quote::quoted(stack_id)
+            ))
+        };
+        let stack_uuid = uuid::Uuid::parse_str(stack_id).map_err(|_| not_found())?;
+        let stack = self
+            .store()
+            .get_stack(stack_uuid)
+            .await?
+            .filter(|stack| project_id.is_none_or(|project| stack.project_id == project))
+            .ok_or_else(not_found)?;
+        let resource = match find_resource(
+            &stack.name,
+            self.store().list_resources(stack.id).await?,
+            handle,
+        ) {
+            Ok(resource) => resource,
+            // A deployment being created has no physical id yet: its
+            // signal URL names the deployment, whose derived config holds
+            // the secret.
+            Err(_) => {
+                return self
+                    .signal_deployment_with_token(&stack, handle, token, &details)
+                    .await
+                    .map_err(|error| match error {
+                        Error::NotFound(_) => not_found(),
+                        other => other,
+                    });
+            }
+        };
+        let style = handle_style(&resource.type_name);
+        if style.is_none() && !is_deployment(&resource.type_name) {
+            return Err(not_found());
+        }
+        let expected = signal_token(&resource).ok_or_else(not_found)?;
+        if !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
+            return Err(not_found());
+        }
+        match style {
+            Some(style) => self.signal_wait_handle(&resource, style, &details).await,
+            None => {
+                self.signal_deployment(&resource, Some(&stack.project_id), &details)
+                    .await
             }
         }
+    }
+
+    /// A signal to deployment `deployment` of `stack` with its secret (the
+    /// token of the signal URL in its derived config).
+    async fn signal_deployment_with_token(
+        &self,
+        stack: &Stack,
+        deployment: &str,
+        token: &str,
+        details: &Value,
+    ) -> Result<SignalOutcome> {
+        let unknown = || Error::NotFound("no such deployment".to_owned());
+        let deployment_id = uuid::Uuid::parse_str(deployment).map_err(|_| unknown())?;
+        let software =
+            self.shared.registry.software().ok_or_else(|| {
+                Error::Unavailable("software deployments are not enabled".to_owned())
+            })?;
+        let record = software
+            .store()
+            .get_deployment(Some(&stack.project_id), deployment_id)
+            .await?
+            .ok_or_else(unknown)?;
+        let config = software
+            .store()
+            .get_config(Some(&stack.project_id), record.config_id)
+            .await?
+            .ok_or_else(unknown)?;
+        let input = |name: &str| {
+            config
+                .inputs
+                .iter()
+                .find(|input| input.get("name").and_then(Value::as_str) == Some(name))
+                .and_then(|input| input.get("value"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let expected = input("deploy_signal_id")
+            .and_then(|url| url.split_once("token=").map(|(_, token)| token.to_owned()))
+            .ok_or_else(unknown)?;
+        let stack_matches =
+            input("deploy_stack_id").is_some_and(|path| path.ends_with(&format!("/{}", stack.id)));
+        if !stack_matches || !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
+            return Err(unknown());
+        }
+        let message = software
+            .signal_deployment(Some(&stack.project_id), deployment_id, details)
+            .await?;
+        if let Some(name) = input("deploy_resource_name")
+            && let Ok(resource) = find_resource(
+                &stack.name,
+                self.store().list_resources(stack.id).await?,
+                &name,
+            )
+        {
+            self.resource_event(&resource, &message).await;
+        }
+        Ok(SignalOutcome {
+            scaling: None,
+            message,
+        })
+    }
+
+    /// An agent's outputs for a deployment resource: decide its deployment
+    /// (the resource waiting on it is woken) and leave an event.
+    async fn signal_deployment(
+        &self,
+        resource: &Resource,
+        project_id: Option<&str>,
+        details: &Value,
+    ) -> Result<SignalOutcome> {
+        let deployment = resource
+            .data
+            .get("deployment_id")
+            .and_then(Value::as_str)
+            .and_then(|id| uuid::Uuid::parse_str(id).ok())
+            .ok_or_else(|| {
+                Error::Conflict(format!(
+                    "deployment {:?} is {}: it takes signals once created",
+                    resource.name,
+                    resource.resource_status()
+                ))
+            })?;
+        let software =
+            self.shared.registry.software().ok_or_else(|| {
+                Error::Unavailable("software deployments are not enabled".to_owned())
+            })?;
+        let message = software
+            .signal_deployment(project_id, deployment, details)
+            .await?;
+        self.resource_event(resource, &message).await;
+        Ok(SignalOutcome {
+            scaling: None,
+            message,
+        })
+    }
+
+    /// Stores a signal of a wait condition handle and wakes what waits on
+    /// it. Signals are data, not a change of the stack: no lease, and a
+    /// maintenance lock does not stop them.
+    async fn signal_wait_handle(
+        &self,
+        handle: &Resource,
+        style: HandleStyle,
+        details: &Value,
+    ) -> Result<SignalOutcome> {
+        let Some(handle_id) = handle.physical_id.as_deref() else {
+            return Err(Error::Conflict(format!(
+                "wait condition handle {:?} is {}: it takes signals once created",
+                handle.name,
+                handle.resource_status()
+            )));
+        };
+        if handle.action == StackAction::Delete {
+            return Err(Error::Conflict(format!(
+                "wait condition handle {:?} is {}: it takes no more signals",
+                handle.name,
+                handle.resource_status()
+            )));
+        }
+        let conditions = self
+            .shared
+            .registry
+            .wait_conditions()
+            .ok_or_else(|| Error::Unavailable("wait conditions are not enabled".to_owned()))?;
+        let signal = parse_signal(details, style).map_err(Error::InvalidInput)?;
+        let stored = conditions
+            .signals()
+            .record_wait_signal(handle.stack_id, handle_id, &signal)
+            .await?;
+        conditions.wake(handle_id);
+        let message = wait_signal_reason(&stored);
+        self.resource_event(handle, &message).await;
+        Ok(SignalOutcome {
+            scaling: None,
+            message,
+        })
     }
 
     /// An event of `resource` that changes nothing.

@@ -15,10 +15,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::definition::{ParsedStack, merge_environment_documents};
 use super::executor::{
-    Direction, RunTarget, Shared, create_row, request_for, resolve_properties, snapshot,
+    Direction, RunTarget, Shared, create_row, current, request_for, resolve_properties, snapshot,
     transition, walk,
 };
-use super::{StackOperations, conclude, lease, operation_timeout, stack_event};
+use super::failure::{RunFailure, RunResult};
+use super::{
+    StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
+};
 use crate::domain::template::{DeletionPolicy, DependencyGraph, StackIdentity, parse_document};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
@@ -42,7 +45,10 @@ pub struct UpdateStack {
 }
 
 /// The definition the update moves the stack to.
-fn updated_definition(current: &StackDefinition, request: &UpdateStack) -> Result<StackDefinition> {
+pub(super) fn updated_definition(
+    current: &StackDefinition,
+    request: &UpdateStack,
+) -> Result<StackDefinition> {
     let mut files = if request.existing {
         current.files.clone()
     } else {
@@ -98,7 +104,12 @@ fn updated_definition(current: &StackDefinition, request: &UpdateStack) -> Resul
 impl StackOperations {
     pub async fn update_stack(&self, identity: &Identity, request: UpdateStack) -> Result<Stack> {
         let found = self.find_stack(identity, &request.name_or_id).await?;
-        let (stack, run) = self.begin_update_stack(found, &request).await?;
+        let caller = StackCaller::User(identity);
+        self.admit(&found, StackOperation::Update, caller).await?;
+        // The operation counts against the concurrent ones here; the size of
+        // the new template once it is parsed, below.
+        self.admit_quotas(&found, 0, false).await?;
+        let (stack, run) = self.begin_update_stack(found, &request, caller).await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -109,13 +120,8 @@ impl StackOperations {
         &self,
         found: Stack,
         request: &UpdateStack,
+        caller: StackCaller<'_>,
     ) -> Result<(Stack, super::Run)> {
-        if found.deleted_at.is_some() {
-            return Err(Error::NotFound(format!(
-                "stack {:?} not found (it was deleted)",
-                request.name_or_id
-            )));
-        }
         let current_definition = self.store().load_definition(found.id).await?;
         let definition = updated_definition(&current_definition, request)?;
         let identity_of_stack = StackIdentity {
@@ -128,6 +134,15 @@ impl StackOperations {
             identity_of_stack.clone(),
             &self.shared.registry,
         )?;
+        if let Some(quotas) = self.shared.quotas.get() {
+            quotas
+                .admit_size(
+                    &found.project_id,
+                    crate::domain::quota::QuotaKind::ResourcesPerStack,
+                    u64::try_from(parsed.enabled.len()).unwrap_or(u64::MAX),
+                )
+                .await?;
+        }
         let previous = ParsedStack::build(
             &current_definition,
             identity_of_stack,
@@ -135,14 +150,10 @@ impl StackOperations {
         )
         .ok();
 
-        let stack_lease = lease::StackLease::take(
-            self.store().clone(),
-            found.id,
-            &found.name,
-            self.shared.engine_id,
-            "UPDATE",
-        )
-        .await?;
+        let stack_lease = self
+            .shared
+            .take_lease(found.id, &found.name, "UPDATE")
+            .await?;
         let (stack, run) = self
             .begin_update(
                 found.id,
@@ -152,6 +163,7 @@ impl StackOperations {
                 previous,
                 current_definition,
                 stack_lease,
+                caller,
             )
             .await?;
         Ok((stack, run))
@@ -167,23 +179,18 @@ impl StackOperations {
         previous: Option<ParsedStack>,
         previous_definition: StackDefinition,
         stack_lease: lease::StackLease,
+        caller: StackCaller<'_>,
     ) -> Result<(Stack, super::Run)> {
+        let fence = stack_lease.fence();
         let prepared = async {
             let mut stack = self
                 .store()
                 .get_stack(stack_id)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-            super::ensure_allowed(&stack, super::Operation::Update)?;
-            if stack.action == StackAction::Delete {
-                return Err(Error::Conflict(format!(
-                    "stack {:?} is {}: it cannot be updated",
-                    stack.name,
-                    stack.stack_status()
-                )));
-            }
+            self.admit(&stack, StackOperation::Update, caller).await?;
             let rows = self.store().list_resources(stack.id).await?;
-            let target = RunTarget::new(&stack, Arc::new(parsed), rows);
+            let target = RunTarget::new(&stack, Arc::new(parsed), rows, fence);
             let now = ember_runtime::time::now();
             let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
             let new_rows: Vec<Resource> = target
@@ -229,18 +236,12 @@ impl StackOperations {
                     &definition,
                     &new_rows,
                     &stack_event(&stack, "Stack UPDATE started"),
+                    fence,
                 )
                 .await?;
             Ok((stack, target, previous_snapshot))
-        }
-        .await;
-        let (stack, target, previous_snapshot) = match prepared {
-            Ok(prepared) => prepared,
-            Err(error) => {
-                stack_lease.release().await;
-                return Err(error);
-            }
         };
+        let ((stack, target, previous_snapshot), stack_lease) = stack_lease.start(prepared).await?;
         let cancel = CancellationToken::new();
         self.shared.register_update(stack.id, cancel.clone());
         let previous = Previous {
@@ -262,14 +263,12 @@ impl StackOperations {
     /// Stops a running update and rolls it back.
     pub async fn cancel_update(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
         let stack = self.find_stack(identity, name_or_id).await?;
-        super::ensure_allowed(&stack, super::Operation::CancelUpdate)?;
-        if !(stack.action == StackAction::Update && stack.status == ActionStatus::InProgress) {
-            return Err(Error::Conflict(format!(
-                "stack {:?} is {}: only an UPDATE_IN_PROGRESS can be cancelled",
-                stack.name,
-                stack.stack_status()
-            )));
-        }
+        self.admit(
+            &stack,
+            StackOperation::CancelUpdate,
+            StackCaller::User(identity),
+        )
+        .await?;
         if !self.shared.cancel_update(stack.id) {
             return Err(Error::Conflict(format!(
                 "the update of stack {:?} is run by another engine or just finished: try again",
@@ -324,29 +323,29 @@ async fn run_update(
         ),
     )
     .await
-    .unwrap_or_else(|_| Err("Update timed out".to_owned()));
-    let (status, reason) = match outcome {
-        Ok(()) => (
-            ActionStatus::Complete,
-            "Stack UPDATE completed successfully".to_owned(),
-        ),
-        Err(reason) => match previous {
-            // No FAILED in between: pollers must not stop before the rollback.
-            Some(previous) if cancel.is_cancelled() || !stack.disable_rollback => {
-                rollback(
-                    &shared,
-                    &mut stack,
-                    previous,
-                    previous_definition,
-                    &target.parsed.graph,
-                    &reason,
-                )
-                .await
-            }
-            _ => (ActionStatus::Failed, reason),
-        },
+    .unwrap_or_else(|_| Err(RunFailure::Failed("Update timed out".to_owned())));
+    let outcome = super::executor::settled(&target, outcome).await;
+    let outcome = match (outcome, previous) {
+        (Err(RunFailure::LeaseLost), _) => Err(RunFailure::LeaseLost),
+        // No FAILED in between: pollers must not stop before the rollback.
+        (Err(failure), Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
+            rollback(
+                &shared,
+                &mut stack,
+                previous,
+                previous_definition,
+                &target,
+                &failure.reason(),
+            )
+            .await
+        }
+        (outcome, _) => outcome,
     };
     shared.forget_update(stack.id);
+    let Some((status, reason)) = super::final_state(outcome, stack.action.as_str()) else {
+        super::stopped_by_takeover(&stack);
+        return;
+    };
     conclude(&mut stack, status, reason, stack_lease).await;
     super::plugins::after(&shared, &stack, StackAction::Update, passed).await;
 }
@@ -357,64 +356,45 @@ async fn rollback(
     stack: &mut Stack,
     previous: Arc<ParsedStack>,
     previous_definition: StackDefinition,
-    failed_graph: &DependencyGraph,
+    failed: &RunTarget,
     failure: &str,
-) -> (ActionStatus, String) {
+) -> RunResult {
     stack.action = StackAction::Rollback;
     stack.status = ActionStatus::InProgress;
     stack.status_reason = format!("Stack ROLLBACK started: {failure}");
     stack.updated_at = ember_runtime::time::now();
-    let prepared = async {
-        let rows = shared
-            .store
-            .list_resources(stack.id)
-            .await
-            .map_err(|error| error.to_string())?;
-        let target = RunTarget::new(stack, previous.clone(), rows);
-        let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
-        let now = ember_runtime::time::now();
-        let new_rows: Vec<Resource> = previous
-            .enabled
-            .iter()
-            .filter(|name| !existing.contains(*name))
-            .map(|name| Resource::initial(stack.id, name, &previous.resource_types[name], now))
-            .collect();
-        for row in &new_rows {
-            super::executor::store_state(&target.resources, row.clone());
-        }
-        shared
-            .store
-            .begin_stack_update(
-                stack,
-                &previous_definition,
-                &new_rows,
-                &stack_event(stack, &stack.status_reason),
-            )
-            .await
-            .map_err(|error| error.to_string())?;
-        Ok::<_, String>(target)
+    let rows = shared.store.list_resources(stack.id).await?;
+    let target = RunTarget::new(stack, previous.clone(), rows, failed.fence);
+    let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
+    let now = ember_runtime::time::now();
+    let new_rows: Vec<Resource> = previous
+        .enabled
+        .iter()
+        .filter(|name| !existing.contains(*name))
+        .map(|name| Resource::initial(stack.id, name, &previous.resource_types[name], now))
+        .collect();
+    for row in &new_rows {
+        super::executor::store_state(&target.resources, row.clone());
     }
+    shared
+        .store
+        .begin_stack_update(
+            stack,
+            &previous_definition,
+            &new_rows,
+            &stack_event(stack, &stack.status_reason),
+            target.fence,
+        )
+        .await?;
+    let rolled_back = update_resources(
+        shared.clone(),
+        target.clone(),
+        failed.parsed.graph.clone(),
+        StackAction::Rollback,
+        CancellationToken::new(),
+    )
     .await;
-    let result = match prepared {
-        Ok(target) => {
-            update_resources(
-                shared.clone(),
-                target,
-                failed_graph.clone(),
-                StackAction::Rollback,
-                CancellationToken::new(),
-            )
-            .await
-        }
-        Err(reason) => Err(reason),
-    };
-    match result {
-        Ok(()) => (
-            ActionStatus::Complete,
-            "Stack ROLLBACK completed successfully".to_owned(),
-        ),
-        Err(reason) => (ActionStatus::Failed, reason),
-    }
+    super::executor::settled(&target, rolled_back).await
 }
 
 /// Brings every enabled resource to the target definition, then deletes
@@ -426,14 +406,42 @@ pub async fn update_resources(
     old_graph: DependencyGraph,
     action: StackAction,
     cancel: CancellationToken,
-) -> std::result::Result<(), String> {
+) -> RunResult {
     let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
     let graph = target.parsed.graph.clone();
     walk(&graph, &names, Direction::DependenciesFirst, |name| {
         let shared = shared.clone();
         let target = target.clone();
         let cancel = cancel.clone();
-        async move { update_one(&shared, &target, &name, action, &cancel).await }
+        async move {
+            // Breakpoint hooks stop an update of an existing resource (a
+            // new one is just created), not a rollback.
+            let hooked = action == StackAction::Update
+                && current(&target.resources, &name)
+                    .is_some_and(|row| row.action != StackAction::Init);
+            if hooked {
+                super::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "pre-update",
+                )
+                .await?;
+            }
+            update_one(&shared, &target, &name, action, &cancel).await?;
+            if hooked {
+                super::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "post-update",
+                )
+                .await?;
+            }
+            Ok(())
+        }
     })
     .await?;
 
@@ -446,10 +454,9 @@ pub async fn update_resources(
         let shared = shared.clone();
         let target = target.clone();
         async move {
-            let row = snapshot(&target.resources)
-                .get(&name)
-                .cloned()
-                .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+            let row = current(&target.resources, &name).ok_or_else(|| {
+                RunFailure::Failed(format!("resources.{name}: no state recorded"))
+            })?;
             retire(&shared, &target, row, DeletionPolicy::Delete).await
         }
     })
@@ -458,18 +465,26 @@ pub async fn update_resources(
 }
 
 /// Deletes the old rows of replaced resources and forgets them.
-pub async fn retire_superseded(
-    shared: &Arc<Shared>,
-    target: &RunTarget,
-) -> std::result::Result<(), String> {
+pub async fn retire_superseded(shared: &Arc<Shared>, target: &RunTarget) -> RunResult {
     let superseded = match target.superseded.lock() {
         Ok(mut guard) => std::mem::take(&mut *guard),
         Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
     };
+    // Old rows have no dependents left: they go in parallel (bounded), so
+    // their transitions share group commits instead of one commit each.
+    use futures::StreamExt;
+    let results: Vec<(Resource, RunResult)> = futures::stream::iter(superseded)
+        .map(|row| async move {
+            let result = retire(shared, target, row.clone(), DeletionPolicy::Delete).await;
+            (row, result)
+        })
+        .buffer_unordered(PARALLEL_RETIREMENTS)
+        .collect()
+        .await;
     let mut first_failure = None;
-    for row in superseded {
-        if let Err(reason) = retire(shared, target, row.clone(), DeletionPolicy::Delete).await {
-            first_failure.get_or_insert(reason);
+    for (row, result) in results {
+        if let Err(failure) = result {
+            RunFailure::keep_worst(&mut first_failure, failure);
             if let Ok(mut guard) = target.superseded.lock() {
                 guard.push(row);
             }
@@ -478,6 +493,9 @@ pub async fn retire_superseded(
     first_failure.map_or(Ok(()), Err)
 }
 
+/// How many replaced rows are deleted at once.
+const PARALLEL_RETIREMENTS: usize = 64;
+
 /// Deletes one resource for good: DELETE_IN_PROGRESS, the type's delete,
 /// then the row goes (its events stay).
 async fn retire(
@@ -485,7 +503,7 @@ async fn retire(
     target: &RunTarget,
     row: Resource,
     policy: DeletionPolicy,
-) -> std::result::Result<(), String> {
+) -> RunResult {
     let name = row.name.clone();
     let never_created = row.action == StackAction::Init || row.physical_id.is_none();
     let now = ember_runtime::time::now();
@@ -496,9 +514,12 @@ async fn retire(
     deleting.updated_at = now;
     shared
         .writer
-        .record(deleting.clone(), Event::for_resource(&deleting, now))
-        .await
-        .map_err(|error| error.to_string())?;
+        .record(
+            target.fence,
+            deleting.clone(),
+            Event::for_resource(&deleting, now),
+        )
+        .await?;
     if !never_created && policy == DeletionPolicy::Delete {
         let result = match shared.registry.get(&deleting.type_name) {
             Some(resource_type) => resource_type
@@ -516,12 +537,14 @@ async fn retire(
             shared
                 .writer
                 .record(
+                    target.fence,
                     failed.clone(),
                     Event::for_resource(&failed, failed.updated_at),
                 )
-                .await
-                .map_err(|error| error.to_string())?;
-            return Err(format!("Resource DELETE failed: {reason}"));
+                .await?;
+            return Err(RunFailure::Failed(format!(
+                "Resource DELETE failed: {reason}"
+            )));
         }
     }
     let mut deleted = deleting;
@@ -530,9 +553,8 @@ async fn retire(
     let event = Event::for_resource(&deleted, deleted.updated_at);
     shared
         .store
-        .retire_resources(&[(deleted, event)])
-        .await
-        .map_err(|error| error.to_string())?;
+        .retire_resources(&[(deleted, event)], target.fence)
+        .await?;
     // Forget it unless a newer row of the same name is the current one.
     if let Ok(mut guard) = target.resources.lock()
         && guard.get(&name).is_some_and(|current| current.id == row.id)
@@ -548,13 +570,11 @@ async fn update_one(
     name: &str,
     action: StackAction,
     cancel: &CancellationToken,
-) -> std::result::Result<(), String> {
+) -> RunResult {
     if cancel.is_cancelled() {
-        return Err("Stack UPDATE cancelled".to_owned());
+        return Err(RunFailure::Failed("Stack UPDATE cancelled".to_owned()));
     }
-    let current = snapshot(&target.resources)
-        .get(name)
-        .cloned()
+    let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let new_type = target
         .parsed
@@ -577,7 +597,10 @@ async fn update_one(
                 &reason,
             )
             .await?;
-            return Err(format!("Resource {} failed: {reason}", action.as_str()));
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: {reason}",
+                action.as_str()
+            )));
         }
     };
     let resource_type = shared
@@ -642,7 +665,10 @@ async fn update_one(
                     &reason,
                 )
                 .await?;
-                Err(format!("Resource {} failed: {reason}", action.as_str()))
+                Err(RunFailure::Failed(format!(
+                    "Resource {} failed: {reason}",
+                    action.as_str()
+                )))
             }
         };
     }
@@ -658,11 +684,12 @@ async fn update_one(
     let fresh = Resource::initial(target.stack_id, name, &new_type, now);
     create_row(shared, target, fresh, &format!("replacing {replaced}"))
         .await
-        .map_err(|reason| {
-            reason.replacen(
+        .map_err(|failure| match failure {
+            RunFailure::Failed(reason) => RunFailure::Failed(reason.replacen(
                 "Resource CREATE failed",
                 &format!("Resource {} failed", action.as_str()),
                 1,
-            )
+            )),
+            other => other,
         })
 }

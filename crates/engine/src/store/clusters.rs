@@ -3,23 +3,46 @@
 //! and its sea-orm implementation. Every state change that must happen once
 //! (claiming an action, completion versus deadline, finishing a parent) is
 //! one conditional update whose affected row count decides who won.
+//!
+//! Two rules keep concurrent runs and replicas apart:
+//! - **The cluster lock.** An action that needs it (see
+//!   [`ClusterAction::takes_cluster_lock`]) is claimed only in the
+//!   transaction that takes its cluster's lock (`clusters.lock_action_id`),
+//!   and only when it is the cluster's oldest READY such action; the lock
+//!   is released in the transaction that makes the action (or the parent
+//!   waiting on its NODE_DELETE children) final, and kept when an expired
+//!   run is queued again for takeover.
+//! - **Fenced writes.** Every write of a run ([`ClusterStore::apply_cluster_change`],
+//!   [`ClusterStore::finish_action`], …) first updates the action row
+//!   `WHERE id = ? AND status = RUNNING AND owner = ? AND attempt = ?` and
+//!   writes nothing unless that matched: a run whose lease was taken over
+//!   (even by its own engine) stops without writing.
+//!
+//! Transactions that read before they write begin as write transactions on
+//! SQLite (`BEGIN IMMEDIATE`), so two replicas on one SQLite file queue on
+//! its lock instead of failing with a stale snapshot.
 
+mod changes;
 mod convert;
 mod entity;
 mod sql_actions;
 mod sql_objects;
+mod sql_runs;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use serde_json::{Map, Value};
+
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node,
-    PolicyBinding, PolicyDefinition, Profile,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Fence,
+    LifecycleOutcome, Node, NodeStatus, PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::Result;
 
 pub use sql_objects::SqlClusterStore;
+pub use sql_runs::KEEP_DESIRED_OUTPUT;
 
 /// A page of objects, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -77,6 +100,97 @@ pub enum ReadyOutcome {
     Unknown,
 }
 
+/// The columns of a cluster a run sets; `None` leaves a column as it is.
+/// `next_index` is never among them (only the atomic allocator moves it),
+/// nor the lock (only claims and final writes move it).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterColumns {
+    pub desired_capacity: Option<i32>,
+    pub min_size: Option<i32>,
+    pub max_size: Option<i32>,
+    pub status: Option<(ClusterStatus, String)>,
+}
+
+/// A node status a run records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeStatusChange {
+    pub node_id: Uuid,
+    pub status: NodeStatus,
+    pub status_reason: String,
+    /// `Some` sets the physical id as given.
+    pub physical_id: Option<Option<String>>,
+    /// Only from one of these statuses (empty: from any).
+    pub only_from: Vec<NodeStatus>,
+    /// Only while the node's cluster is this (`Some(None)`: no cluster).
+    pub only_in_cluster: Option<Option<Uuid>>,
+}
+
+impl NodeStatusChange {
+    pub fn new(node_id: Uuid, status: NodeStatus, reason: impl Into<String>) -> Self {
+        NodeStatusChange {
+            node_id,
+            status,
+            status_reason: reason.into(),
+            physical_id: None,
+            only_from: Vec::new(),
+            only_in_cluster: None,
+        }
+    }
+}
+
+/// Everything one write of a run changes, in one transaction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterChange {
+    /// The cluster whose columns, new members and adoptions these are.
+    pub cluster_id: Option<Uuid>,
+    pub cluster: ClusterColumns,
+    /// Inserted as members of `cluster_id`: each gets the next index
+    /// (allocated in the same transaction) and, if its name is empty, the
+    /// member name of that index.
+    pub new_members: Vec<Node>,
+    /// Nodes of no cluster, not being deleted, that join `cluster_id`
+    /// with the next indexes; those no longer free are left out.
+    pub adopt_nodes: Vec<Uuid>,
+    pub node_changes: Vec<NodeStatusChange>,
+    /// Node rows that go.
+    pub delete_nodes: Vec<Uuid>,
+    /// Nodes that leave their cluster and stay, in this status, with this
+    /// reason.
+    pub release_nodes: Vec<(Uuid, NodeStatus, String)>,
+    pub bind_policy: Option<PolicyBinding>,
+    /// The policy detached from `cluster_id`.
+    pub unbind_policy: Option<Uuid>,
+    /// Replaces the action's outputs.
+    pub outputs: Option<Map<String, Value>>,
+    pub events: Vec<ClusterEvent>,
+}
+
+/// What a change did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChangeOutcome {
+    /// The new members as inserted (indexes and names given).
+    pub new_members: Vec<Node>,
+    /// The nodes adopted.
+    pub adopted: Vec<Uuid>,
+    /// The nodes whose status changed (a conditional change that did not
+    /// match is absent).
+    pub changed_nodes: Vec<Uuid>,
+}
+
+/// How an action's final write leaves its cluster (when the action holds
+/// the cluster's lock; otherwise the cluster is not touched).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settle {
+    /// Status and desired capacity recomputed from the member nodes
+    /// ([`crate::domain::cluster::settle::settle`]); nodes left CREATING or
+    /// DELETING become ERROR first. `lead` opens the status reason.
+    FromNodes { keep_desired: bool, lead: String },
+    /// This status and reason.
+    Status(ClusterStatus, String),
+    /// As it is.
+    Unchanged,
+}
+
 #[async_trait]
 pub trait ClusterStore: Send + Sync + 'static {
     async fn insert_profile(&self, profile: &Profile) -> Result<()>;
@@ -115,22 +229,40 @@ pub trait ClusterStore: Send + Sync + 'static {
     ) -> Result<Option<Cluster>>;
     async fn get_cluster(&self, id: Uuid) -> Result<Option<Cluster>>;
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>>;
-    async fn save_cluster(&self, cluster: &Cluster) -> Result<()>;
-    /// The cluster row and its policy bindings.
-    async fn delete_cluster(&self, id: Uuid) -> Result<()>;
-    /// Reserves `count` node indexes; returns the first.
+    /// The action holding the cluster's lock, if any.
+    async fn cluster_lock_holder(&self, cluster_id: Uuid) -> Result<Option<Uuid>>;
+    /// Reserves `count` node indexes of the cluster with one atomic
+    /// `UPDATE … SET next_index = next_index + count RETURNING`; returns
+    /// the first. Concurrent callers get disjoint ranges.
     async fn take_node_indexes(&self, cluster_id: Uuid, count: i32) -> Result<i32>;
 
+    /// A node create request: the node (INIT; given the next index of its
+    /// cluster, if it names one), its NODE_CREATE action and event, in one
+    /// transaction. Returns the node as recorded.
+    async fn create_node(
+        &self,
+        node: &Node,
+        action: &ClusterAction,
+        event: &ClusterEvent,
+    ) -> Result<Node>;
     async fn find_node(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Node>>;
     async fn get_node(&self, id: Uuid) -> Result<Option<Node>>;
+    /// These nodes, those that exist.
+    async fn get_nodes(&self, ids: &[Uuid]) -> Result<Vec<Node>>;
+    /// A page of nodes (the API's listing).
     async fn list_nodes(&self, query: &NodeQuery) -> Result<Vec<Node>>;
-    /// Inserts or replaces.
-    async fn save_node(&self, node: &Node) -> Result<()>;
-    async fn delete_node(&self, id: Uuid) -> Result<()>;
+    /// Every node of the cluster, however many (what actions read).
+    async fn list_cluster_nodes(&self, cluster_id: Uuid) -> Result<Vec<Node>>;
+    /// Changes a node's name, role and taint (only those columns); `None`
+    /// when it is gone.
+    async fn update_node_details(
+        &self,
+        id: Uuid,
+        name: Option<String>,
+        role: Option<String>,
+        tainted: Option<bool>,
+    ) -> Result<Option<Node>>;
 
-    /// Inserts or replaces the binding.
-    async fn bind_policy(&self, binding: &PolicyBinding) -> Result<()>;
-    async fn unbind_policy(&self, cluster_id: Uuid, policy_id: Uuid) -> Result<bool>;
     /// The cluster's bindings with their policies, highest priority first.
     async fn list_bindings(
         &self,
@@ -145,38 +277,66 @@ pub trait ClusterStore: Send + Sync + 'static {
     ) -> Result<()>;
     async fn get_action(&self, id: Uuid) -> Result<Option<ClusterAction>>;
     async fn list_actions(&self, query: &ActionQuery) -> Result<Vec<ClusterAction>>;
-    /// Claims up to `limit` READY actions for `engine_id`, each with one
-    /// conditional update (READY → RUNNING): two engines never both win.
+    /// Claims up to `limit` READY actions for `engine_id` in one
+    /// transaction: first each free cluster with READY work is locked for
+    /// its oldest READY lock-taking action, then the READY actions that
+    /// need no lock or hold their cluster's lock become RUNNING (attempt
+    /// + 1). Rows another claim holds are skipped on PostgreSQL (`FOR
+    /// UPDATE SKIP LOCKED`), so claims never wait on each other.
     async fn claim_ready_actions(
         &self,
         engine_id: Uuid,
         lease_until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<ClusterAction>>;
-    /// Extends the lease of every action `engine_id` runs.
-    async fn renew_action_leases(&self, engine_id: Uuid, lease_until: DateTime<Utc>)
-    -> Result<u64>;
-    /// RUNNING (owned by `engine_id`) → a final status; false when the
-    /// action is no longer this engine's.
+    /// Extends the lease of those of `action_ids` that `engine_id` runs.
+    async fn renew_action_leases(
+        &self,
+        engine_id: Uuid,
+        action_ids: &[Uuid],
+        lease_until: DateTime<Utc>,
+    ) -> Result<u64>;
+    /// Whether the run `fence` still owns its action.
+    async fn still_owned(&self, fence: &Fence) -> Result<bool>;
+    /// One fenced write of a run; `None` when the run lost its action
+    /// (nothing was written).
+    async fn apply_cluster_change(
+        &self,
+        fence: &Fence,
+        change: &ClusterChange,
+    ) -> Result<Option<ChangeOutcome>>;
+    /// RUNNING (under `action`'s fence) → `status`, with `change`, and —
+    /// when the action holds its cluster's lock — the cluster settled as
+    /// `settle` says and the lock released, all in one transaction. False
+    /// when the run lost the action (nothing written).
     async fn finish_action(
         &self,
         action: &ClusterAction,
-        engine_id: Uuid,
         status: ActionStatus,
+        reason: &str,
+        change: &ClusterChange,
+        settle: &Settle,
+    ) -> Result<bool>;
+    /// The end of a CLUSTER_DELETE whose nodes are gone: in one
+    /// transaction, the action SUCCEEDED, the cluster row and its
+    /// bindings deleted (nodes still INIT with it), and the actions queued
+    /// on it FAILED. Conflict if other nodes remain; false when the run
+    /// lost the action.
+    async fn finish_cluster_delete(
+        &self,
+        action: &ClusterAction,
         reason: &str,
         events: &[ClusterEvent],
     ) -> Result<bool>;
-    /// In one transaction: the parent (RUNNING, owned by `engine_id`) waits
-    /// for `children`, which are inserted, and the cluster and the nodes are
-    /// saved as given. False when the parent is no longer this engine's.
+    /// In one fenced transaction: `parent` waits for `children`, which are
+    /// inserted, with `change` (the cluster's new size, the victims
+    /// DELETING, the parent's outputs). It keeps the cluster's lock. False
+    /// when the run lost the parent.
     async fn start_waiting_on_children(
         &self,
         parent: &ClusterAction,
-        engine_id: Uuid,
         children: &[ClusterAction],
-        cluster: Option<&Cluster>,
-        nodes: &[Node],
-        events: &[ClusterEvent],
+        change: &ClusterChange,
     ) -> Result<bool>;
     /// `from` → READY in one conditional update, recording the lifecycle
     /// outcome when given.
@@ -202,8 +362,9 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// WAITING_LIFECYCLE_COMPLETION actions not yet handed to lifecycle-hook.
     async fn list_unrecorded_hooks(&self, limit: u64) -> Result<Vec<ClusterAction>>;
     /// When every action `parent_id` depends on is final, WAITING →
-    /// SUCCEEDED (or FAILED if one failed) in one conditional update, and
-    /// the cluster back to ACTIVE. Returns the parent if this call finished it.
+    /// SUCCEEDED (or FAILED if one failed) in one conditional update, the
+    /// cluster settled from its nodes and its lock released, in one
+    /// transaction. Returns the parent if this call finished it.
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>>;
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>>;
     /// When the cluster's last `kind` action that SUCCEEDED finished (a
@@ -219,8 +380,12 @@ pub trait ClusterStore: Send + Sync + 'static {
         now: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<ClusterAction>>;
-    /// An action whose engine died: READY again (`requeue`) or FAILED, by
-    /// one conditional update on its expired lease.
+    /// An action whose engine died, by one conditional update on its
+    /// expired lease: READY again (`requeue`; it keeps its cluster's lock,
+    /// so the next claim of it takes it over) or FAILED — then, in the same
+    /// transaction, a NODE_DELETE child's node ERROR and, if it holds its
+    /// cluster's lock, the cluster settled from its nodes and the lock
+    /// released.
     async fn recover_expired_action(
         &self,
         action: &ClusterAction,
@@ -230,5 +395,15 @@ pub trait ClusterStore: Send + Sync + 'static {
     ) -> Result<bool>;
 
     async fn record_events(&self, events: &[ClusterEvent]) -> Result<()>;
+    /// The ACTIVE node whose physical resource is `physical_id` becomes
+    /// ERROR with `reason` (its machine died or was removed), with its
+    /// NODE_CHECK event, in one conditional write; returns the node as it
+    /// was, `None` when no ACTIVE node has that physical id.
+    async fn mark_node_machine_failed(
+        &self,
+        physical_id: &str,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<Node>>;
     async fn list_events(&self, query: &EventQuery) -> Result<Vec<ClusterEvent>>;
 }

@@ -106,6 +106,8 @@ pub mod stack_leases {
         pub engine_id: Uuid,
         pub operation: String,
         pub expires_at: ChronoDateTimeUtc,
+        /// The fencing token: bumped by every take.
+        pub generation: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -11,6 +11,9 @@
 //! - a driver outcome is written only if the instance is still in that
 //!   task's in-progress status (so a late build result cannot resurrect an
 //!   instance being deleted).
+//!
+//! An instance whose delete completed stays as a DELETED row (its history)
+//! that no read returns: getting it is `None` (404), lists leave it out.
 
 mod entity;
 mod sql;
@@ -20,6 +23,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use crate::domain::instance::observation::Observation;
 use crate::domain::instance::{Instance, InstanceStatus, InstanceTask, PowerState};
 use crate::error::Result;
 
@@ -31,7 +35,7 @@ pub struct InstanceListQuery {
     /// The project to list; `None` lists every project (admins only: the
     /// caller checks).
     pub project_id: Option<String>,
-    /// Only this status; `None` = every status but DELETED.
+    /// Only this status (DELETED instances are never listed).
     pub status: Option<InstanceStatus>,
     /// Only locked (`true`) or unlocked (`false`) instances.
     pub locked: Option<bool>,
@@ -63,16 +67,43 @@ pub struct TaskOutcome {
     pub at: DateTime<Utc>,
 }
 
+/// Something that happened to an instance's machine: a driver task's
+/// outcome (`kind` is the task: build, power_on, …) or an observation of
+/// the machine (`observed`), with the state the instance went into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceEvent {
+    pub id: Uuid,
+    pub instance_uuid: Uuid,
+    pub project_id: String,
+    pub kind: String,
+    pub status: InstanceStatus,
+    pub power_state: PowerState,
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
+/// The kind of an observation event.
+pub const OBSERVED_EVENT: &str = "observed";
+
+/// The most events one instance keeps listable (the newest).
+pub const MAX_EVENTS_LISTED: u64 = 1000;
+
 #[async_trait]
 pub trait InstanceStore: Send + Sync + 'static {
     /// Records a new instance.
     async fn insert_instance(&self, instance: &Instance) -> Result<()>;
+    /// Records a new instance unless one with its uuid exists (deleted ones
+    /// included); returns whether it did.
+    async fn insert_instance_if_absent(&self, instance: &Instance) -> Result<bool>;
     /// Records many instances in one transaction (imports, benchmarks).
     async fn insert_instances(&self, instances: &[Instance]) -> Result<()>;
-    /// Any instance by uuid, DELETED ones included.
+    /// The instance with this uuid, unless its delete has completed: a
+    /// DELETED instance is kept for its history but no read returns it
+    /// (its uuid answers 404, as in Nova).
     async fn get_instance(&self, uuid: Uuid) -> Result<Option<Instance>>;
-    /// A page of instances, newest first; `Error::InvalidInput` if the
-    /// marker names no instance of the listed project(s).
+    /// A page of instances, newest first, DELETED ones never among them;
+    /// `Error::InvalidInput` if the marker names no instance of the listed
+    /// project(s).
     async fn list_instances(&self, query: &InstanceListQuery) -> Result<Vec<Instance>>;
     /// Places (or replaces) `next`'s maintenance lock. Each of these
     /// writes `next` only if the stored revision is `next.revision - 1`,
@@ -85,8 +116,22 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// Moves the instance into a task's in-progress status and power state.
     async fn start_instance_task(&self, next: &Instance) -> Result<bool>;
     /// Records a driver's outcome if `uuid` is still in the task's
-    /// in-progress state; returns whether it was.
+    /// in-progress state, with its event; returns whether it was.
     async fn finish_instance_task(&self, uuid: Uuid, outcome: &TaskOutcome) -> Result<bool>;
+    /// Records what the machine was found doing (`observation.next`, if
+    /// the stored revision is still the one before it) and its event, in
+    /// one transaction; returns whether it was written.
+    async fn record_observation(&self, observation: &Observation) -> Result<bool>;
+    /// The instance's newest events (at most `limit`), oldest first.
+    async fn list_instance_events(&self, uuid: Uuid, limit: u64) -> Result<Vec<InstanceEvent>>;
+    /// Settled instances whose machine can contradict them (ACTIVE on,
+    /// STOPPED off, ERROR off), by uuid after `after`, at most `limit`:
+    /// what the periodic resync compares with the driver.
+    async fn list_watched_instances(
+        &self,
+        after: Option<Uuid>,
+        limit: u64,
+    ) -> Result<Vec<Instance>>;
     /// Every instance waiting for a driver task (after a restart, nobody is
     /// running those tasks any more).
     async fn list_unfinished_instances(&self) -> Result<Vec<Instance>>;

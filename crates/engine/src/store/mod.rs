@@ -6,6 +6,9 @@ pub mod clusters;
 mod entity;
 pub mod instances;
 pub mod migrations;
+pub mod quotas;
+pub mod signals;
+pub mod software;
 mod sql;
 
 use async_trait::async_trait;
@@ -17,6 +20,36 @@ use crate::domain::{Event, Resource, Stack, StackDefinition};
 use crate::error::Result;
 
 pub use sql::SqlStackStore;
+
+/// What proves an operation still holds its stack lease: the stack and the
+/// generation its take was given. Every state write of the operation
+/// carries it and is refused once another take (a takeover by the sweep,
+/// or a new operation after this lease was released) moved the generation
+/// on — so a holder that lost its lease can never overwrite the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LeaseFence {
+    pub stack_id: Uuid,
+    pub generation: i64,
+}
+
+/// A resource's new state and its event, written under `fence`.
+#[derive(Debug, Clone)]
+pub struct FencedTransition {
+    pub fence: LeaseFence,
+    pub resource: Resource,
+    pub event: Event,
+}
+
+/// A stack left `*_IN_PROGRESS` under a lease that expired or was
+/// released: its operation's engine went away (or dropped the run).
+#[derive(Debug, Clone)]
+pub struct OrphanCandidate {
+    pub stack: Stack,
+    /// The engine that held the lease last, if any lease was ever taken.
+    pub holder: Option<Uuid>,
+    /// The generation the sweep expects to take over (0: no lease row).
+    pub generation: i64,
+}
 
 /// The most items one list call returns.
 pub const MAX_PAGE_SIZE: u32 = 1000;
@@ -73,13 +106,15 @@ pub trait StackStore: Send + Sync + 'static {
     /// a live stack of that name.
     async fn insert_stack(&self, stack: &Stack) -> Result<()>;
     /// Records a new stack with what it is built from, its resources (all
-    /// INIT_COMPLETE) and its first event, in one transaction.
+    /// INIT_COMPLETE) and its first event, in one transaction, under the
+    /// lease taken for it beforehand.
     async fn create_stack(
         &self,
         stack: &Stack,
         definition: &StackDefinition,
         resources: &[Resource],
         event: &Event,
+        fence: LeaseFence,
     ) -> Result<()>;
     /// A stack of `project_id` by name (live stacks only) or id (deleted
     /// ones too, as Heat shows DELETE_COMPLETE stacks by id).
@@ -98,31 +133,48 @@ pub trait StackStore: Send + Sync + 'static {
         definition: &StackDefinition,
         new_resources: &[Resource],
         event: &Event,
+        fence: LeaseFence,
     ) -> Result<()>;
     /// Records the last transitions of resources that are gone for good
     /// (removed from the template, or replaced) and removes their rows, in
     /// one transaction. Their events stay.
-    async fn retire_resources(&self, transitions: &[(Resource, Event)]) -> Result<()>;
+    async fn retire_resources(
+        &self,
+        transitions: &[(Resource, Event)],
+        fence: LeaseFence,
+    ) -> Result<()>;
     /// Ends an operation: writes the stack's final state and event and
-    /// releases `engine_id`'s lease, in one transaction — so whoever sees the
-    /// final state can start the next operation at once.
+    /// releases the lease, in one transaction — so whoever sees the final
+    /// state can start the next operation at once.
     async fn finish_stack_operation(
         &self,
         stack: &Stack,
         event: &Event,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()>;
     /// Records events that change no state (plugin calls, refused signals).
     async fn record_events(&self, events: &[Event]) -> Result<()>;
     /// Writes the stack's new state and its event in one transaction.
-    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()>;
-    /// Writes resources' new states and their events in one transaction.
-    async fn record_resource_transitions(&self, transitions: &[(Resource, Event)]) -> Result<()>;
+    async fn record_stack_transition(
+        &self,
+        stack: &Stack,
+        event: &Event,
+        fence: LeaseFence,
+    ) -> Result<()>;
+    /// Writes resources' new states and their events in one transaction,
+    /// each under its own stack's fence (a batch may span stacks).
+    /// Transitions whose fence no longer holds are not written; their
+    /// fences are returned, and the rest is committed.
+    async fn record_resource_transitions(
+        &self,
+        transitions: &[FencedTransition],
+    ) -> Result<Vec<LeaseFence>>;
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
     async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>>;
     async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>>;
-    /// Takes the stack's lease for `engine_id` unless another engine holds
-    /// an unexpired one: one conditional write. Returns whether it was taken.
+    /// Takes the stack's lease for `engine_id` unless an unexpired one is
+    /// held: one conditional write that also moves the generation on.
+    /// Returns the fence of the new holder, or `None` when the stack is busy.
     async fn take_stack_lease(
         &self,
         stack_id: Uuid,
@@ -130,40 +182,54 @@ pub trait StackStore: Send + Sync + 'static {
         operation: &str,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
-    ) -> Result<bool>;
-    /// Extends a lease this engine holds; false if it no longer holds it.
-    async fn renew_stack_lease(
+    ) -> Result<Option<LeaseFence>>;
+    /// Extends a lease while `fence` holds; false if it no longer does.
+    async fn renew_stack_lease(&self, fence: LeaseFence, expires_at: DateTime<Utc>)
+    -> Result<bool>;
+    /// Releases the lease `fence` holds (a no-op once it no longer holds).
+    /// The row stays, expired, so generations never repeat.
+    async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;
+    /// Stacks left `*_IN_PROGRESS` whose lease expired or was released (or
+    /// that have no lease at all), in one read.
+    async fn list_orphan_candidates(
         &self,
-        stack_id: Uuid,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OrphanCandidate>>;
+    /// The sweep's one decision about an orphan, in one transaction: takes
+    /// the lease over from the generation the candidate was seen with (only
+    /// if it is still expired), and — only while the stack is still in
+    /// that `*_IN_PROGRESS` — marks it and its in-progress resources FAILED
+    /// with `reason` and their events, then releases the lease. Returns the
+    /// stack as written, or `None` when anything moved meanwhile (nothing
+    /// is written then).
+    async fn fail_orphaned_stack(
+        &self,
+        candidate: &OrphanCandidate,
         engine_id: Uuid,
-        expires_at: DateTime<Utc>,
-    ) -> Result<bool>;
-    async fn release_stack_lease(&self, stack_id: Uuid, engine_id: Uuid) -> Result<()>;
-    /// Stacks left `*_IN_PROGRESS` with no unexpired lease: their engine went
-    /// away. Returns them with the engine that last held the lease, if known.
-    async fn find_orphaned_stacks(&self, now: DateTime<Utc>) -> Result<Vec<(Stack, Option<Uuid>)>>;
+        now: DateTime<Utc>,
+        reason: &str,
+    ) -> Result<Option<Stack>>;
     /// A page of `project_id`'s stacks, newest first; `Error::NotFound` if
     /// the marker names no stack of the project.
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>>;
     /// Records a resource's new health state (mark unhealthy, or its reset)
-    /// with its event, and releases `engine_id`'s lease on `stack_id`, in
-    /// one transaction. `Error::NotFound` if the row is gone (then only the
-    /// lease is released).
+    /// with its event, and releases the lease, in one transaction.
+    /// `Error::NotFound` if the row is gone (then only the lease is
+    /// released).
     async fn mark_resource_health(
         &self,
         resource: &Resource,
         event: &Event,
-        stack_id: Uuid,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()>;
     /// Ends a scaling signal: writes the group's final row and its event
-    /// and releases `engine_id`'s lease on `stack_id`, in one transaction —
-    /// whoever sees the group settled can start the next operation at once.
+    /// and releases the lease, in one transaction — whoever sees the group
+    /// settled can start the next operation at once.
     async fn finish_scaling(
         &self,
         group: &Resource,
         event: &Event,
-        stack_id: Uuid,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()>;
 }

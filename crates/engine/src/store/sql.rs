@@ -7,26 +7,41 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, ExprTrait,
-    QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
+    DatabaseTransaction, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
+    SqlErr, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::entity::{events, resources, stack_leases, stacks};
-use super::{EventListQuery, StackListQuery, StackStore};
+use super::{
+    EventListQuery, FencedTransition, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
+};
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
 };
 use crate::error::{Error, Result};
 
 pub struct SqlStackStore {
+    /// Every write, and reads inside a write's transaction.
     connection: DatabaseConnection,
+    /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
+    reader: DatabaseConnection,
 }
 
 impl SqlStackStore {
+    /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
-        SqlStackStore { connection }
+        SqlStackStore {
+            reader: connection.clone(),
+            connection,
+        }
+    }
+
+    /// Writes through `connection`, reads through `reader`.
+    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
+        SqlStackStore { connection, reader }
     }
 }
 
@@ -150,14 +165,17 @@ impl StackStore for SqlStackStore {
         definition: &StackDefinition,
         resources: &[Resource],
         event: &Event,
+        fence: LeaseFence,
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        hold_fence(&transaction, fence).await?;
         stacks::Entity::insert(stack_row(stack, definition))
             .exec(&transaction)
             .await
             .map_err(|error| duplicate_name(error, &stack.name))?;
-        if !resources.is_empty() {
-            resources::Entity::insert_many(resources.iter().map(resource_row))
+        // Bounded statement sizes: SQLite allows 32766 bound values.
+        for chunk in resources.chunks(500) {
+            resources::Entity::insert_many(chunk.iter().map(resource_row))
                 .exec(&transaction)
                 .await?;
         }
@@ -181,7 +199,7 @@ impl StackStore for SqlStackStore {
         stacks::Entity::find()
             .filter(stacks::Column::ProjectId.eq(project_id))
             .filter(by)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(stack_from_row)
             .transpose()
@@ -205,7 +223,7 @@ impl StackStore for SqlStackStore {
         if let Some(marker) = query.marker {
             let marker_row = stacks::Entity::find_by_id(marker)
                 .filter(stacks::Column::ProjectId.eq(project_id))
-                .one(&self.connection)
+                .one(&self.reader)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("marker {marker} names no stack")))?;
             select = select.filter(
@@ -226,7 +244,7 @@ impl StackStore for SqlStackStore {
             .order_by_desc(stacks::Column::Id)
             .limit(u64::from(query.page_size()))
             .into_model::<StackListRow>()
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(|row| stack_from_row(row.into_model()))
@@ -235,7 +253,7 @@ impl StackStore for SqlStackStore {
 
     async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>> {
         stacks::Entity::find_by_id(stack_id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(stack_from_row)
             .transpose()
@@ -246,7 +264,7 @@ impl StackStore for SqlStackStore {
             .filter(stacks::Column::ParentId.eq(stack_id))
             .filter(stacks::Column::DeletedAt.is_null())
             .order_by_asc(stacks::Column::CreatedAt)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(stack_from_row)
@@ -255,7 +273,7 @@ impl StackStore for SqlStackStore {
 
     async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {
         let row = stacks::Entity::find_by_id(stack_id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
         let files: BTreeMap<String, String> =
@@ -284,16 +302,13 @@ impl StackStore for SqlStackStore {
         &self,
         stack: &Stack,
         event: &Event,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        // The release is the fence: it matches only while this lease holds.
+        release_fenced(&transaction, fence).await?;
         write_stack_state(&transaction, stack).await?;
         events::Entity::insert(event_row(event))
-            .exec(&transaction)
-            .await?;
-        stack_leases::Entity::delete_many()
-            .filter(stack_leases::Column::StackId.eq(stack.id))
-            .filter(stack_leases::Column::EngineId.eq(engine_id))
             .exec(&transaction)
             .await?;
         transaction.commit().await?;
@@ -304,14 +319,22 @@ impl StackStore for SqlStackStore {
         if events.is_empty() {
             return Ok(());
         }
-        events::Entity::insert_many(events.iter().map(event_row))
-            .exec(&self.connection)
-            .await?;
+        for chunk in events.chunks(500) {
+            events::Entity::insert_many(chunk.iter().map(event_row))
+                .exec(&self.connection)
+                .await?;
+        }
         Ok(())
     }
 
-    async fn record_stack_transition(&self, stack: &Stack, event: &Event) -> Result<()> {
+    async fn record_stack_transition(
+        &self,
+        stack: &Stack,
+        event: &Event,
+        fence: LeaseFence,
+    ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        hold_fence(&transaction, fence).await?;
         write_stack_state(&transaction, stack).await?;
         events::Entity::insert(event_row(event))
             .exec(&transaction)
@@ -326,13 +349,15 @@ impl StackStore for SqlStackStore {
         definition: &StackDefinition,
         new_resources: &[Resource],
         event: &Event,
+        fence: LeaseFence,
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        hold_fence(&transaction, fence).await?;
         stacks::Entity::update(stack_row(stack, definition))
             .exec(&transaction)
             .await?;
-        if !new_resources.is_empty() {
-            resources::Entity::insert_many(new_resources.iter().map(resource_row))
+        for chunk in new_resources.chunks(500) {
+            resources::Entity::insert_many(chunk.iter().map(resource_row))
                 .exec(&transaction)
                 .await?;
         }
@@ -343,38 +368,23 @@ impl StackStore for SqlStackStore {
         Ok(())
     }
 
-    async fn retire_resources(&self, transitions: &[(Resource, Event)]) -> Result<()> {
+    async fn retire_resources(
+        &self,
+        transitions: &[(Resource, Event)],
+        fence: LeaseFence,
+    ) -> Result<()> {
         if transitions.is_empty() {
             return Ok(());
         }
         let transaction = self.connection.begin().await?;
-        events::Entity::insert_many(transitions.iter().map(|(_, event)| event_row(event)))
-            .exec(&transaction)
-            .await?;
-        resources::Entity::delete_many()
-            .filter(
-                resources::Column::Id.is_in(transitions.iter().map(|(resource, _)| resource.id)),
-            )
-            .exec(&transaction)
-            .await?;
-        transaction.commit().await?;
-        Ok(())
-    }
-
-    async fn record_resource_transitions(&self, transitions: &[(Resource, Event)]) -> Result<()> {
-        if transitions.is_empty() {
-            return Ok(());
-        }
-        let transaction = self.connection.begin().await?;
+        hold_fence(&transaction, fence).await?;
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
-            resources::Entity::insert_many(
-                chunk.iter().map(|(resource, _)| resource_row(resource)),
-            )
-            .on_conflict(resource_upsert())
-            .exec(&transaction)
-            .await?;
             events::Entity::insert_many(chunk.iter().map(|(_, event)| event_row(event)))
+                .exec(&transaction)
+                .await?;
+            resources::Entity::delete_many()
+                .filter(resources::Column::Id.is_in(chunk.iter().map(|(resource, _)| resource.id)))
                 .exec(&transaction)
                 .await?;
         }
@@ -382,12 +392,52 @@ impl StackStore for SqlStackStore {
         Ok(())
     }
 
+    async fn record_resource_transitions(
+        &self,
+        transitions: &[FencedTransition],
+    ) -> Result<Vec<LeaseFence>> {
+        if transitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fences: std::collections::BTreeSet<LeaseFence> = transitions
+            .iter()
+            .map(|transition| transition.fence)
+            .collect();
+        let transaction = self.connection.begin().await?;
+        let held = held_fences(&transaction, &fences).await?;
+        let kept: Vec<&FencedTransition> = transitions
+            .iter()
+            .filter(|transition| held.contains(&transition.fence))
+            .collect();
+        // Bounded statement sizes: SQLite allows 32766 bound values.
+        for chunk in kept.chunks(500) {
+            resources::Entity::insert_many(
+                chunk
+                    .iter()
+                    .map(|transition| resource_row(&transition.resource)),
+            )
+            .on_conflict(resource_upsert())
+            .exec(&transaction)
+            .await?;
+            events::Entity::insert_many(
+                chunk.iter().map(|transition| event_row(&transition.event)),
+            )
+            .exec(&transaction)
+            .await?;
+        }
+        transaction.commit().await?;
+        Ok(fences
+            .into_iter()
+            .filter(|fence| !held.contains(fence))
+            .collect())
+    }
+
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>> {
         resources::Entity::find()
             .filter(resources::Column::StackId.eq(stack_id))
             .order_by_asc(resources::Column::CreatedAt)
             .order_by_asc(resources::Column::Name)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(resource_from_row)
@@ -414,7 +464,7 @@ impl StackStore for SqlStackStore {
         };
         select
             .limit(u64::from(query.page_size()))
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(event_from_row)
@@ -424,7 +474,7 @@ impl StackStore for SqlStackStore {
     async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>> {
         events::Entity::find_by_id(event_id)
             .filter(events::Column::StackId.eq(stack_id))
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(event_from_row)
             .transpose()
@@ -437,14 +487,16 @@ impl StackStore for SqlStackStore {
         operation: &str,
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
-    ) -> Result<bool> {
+    ) -> Result<Option<LeaseFence>> {
         let row = stack_leases::ActiveModel {
             stack_id: Set(stack_id),
             engine_id: Set(engine_id),
             operation: Set(operation.to_owned()),
             expires_at: Set(expires_at),
+            generation: Set(1),
         };
-        // Insert, or steal an expired lease — never an unexpired one.
+        // Insert, or take over an expired (or released) lease — never an
+        // unexpired one — moving the generation on in the same statement.
         let taken = stack_leases::Entity::insert(row)
             .on_conflict(
                 OnConflict::column(stack_leases::Column::StackId)
@@ -453,66 +505,204 @@ impl StackStore for SqlStackStore {
                         stack_leases::Column::Operation,
                         stack_leases::Column::ExpiresAt,
                     ])
+                    .value(
+                        stack_leases::Column::Generation,
+                        Expr::col((stack_leases::Entity, stack_leases::Column::Generation)).add(1),
+                    )
                     .action_and_where(
                         Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now),
                     )
                     .to_owned(),
             )
-            .exec_without_returning(&self.connection)
-            .await?;
-        Ok(taken == 1)
+            .exec_with_returning(&self.connection)
+            .await;
+        match taken {
+            Ok(lease) => Ok(Some(LeaseFence {
+                stack_id,
+                generation: lease.generation,
+            })),
+            // The conflict's WHERE kept the row: nothing inserted, nothing
+            // returned (sea-orm names it either way).
+            Err(DbErr::RecordNotInserted | DbErr::RecordNotFound(_)) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
     }
 
     async fn renew_stack_lease(
         &self,
-        stack_id: Uuid,
-        engine_id: Uuid,
+        fence: LeaseFence,
         expires_at: DateTime<Utc>,
     ) -> Result<bool> {
         let renewed = stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
-            .filter(stack_leases::Column::StackId.eq(stack_id))
-            .filter(stack_leases::Column::EngineId.eq(engine_id))
+            .filter(stack_leases::Column::StackId.eq(fence.stack_id))
+            .filter(stack_leases::Column::Generation.eq(fence.generation))
             .exec(&self.connection)
             .await?;
         Ok(renewed.rows_affected == 1)
     }
 
-    async fn release_stack_lease(&self, stack_id: Uuid, engine_id: Uuid) -> Result<()> {
-        stack_leases::Entity::delete_many()
-            .filter(stack_leases::Column::StackId.eq(stack_id))
-            .filter(stack_leases::Column::EngineId.eq(engine_id))
-            .exec(&self.connection)
-            .await?;
+    async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()> {
+        release_lease(&self.connection, fence).await?;
         Ok(())
     }
 
-    async fn find_orphaned_stacks(&self, now: DateTime<Utc>) -> Result<Vec<(Stack, Option<Uuid>)>> {
-        let in_progress = stacks::Entity::find()
+    async fn list_orphan_candidates(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OrphanCandidate>> {
+        let in_progress: Vec<Stack> = stacks::Entity::find()
             .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
-            .all(&self.connection)
-            .await?;
-        let mut orphaned = Vec::new();
-        for row in in_progress {
-            let lease = stack_leases::Entity::find_by_id(row.id)
-                .one(&self.connection)
-                .await?;
-            match lease {
-                Some(lease) if lease.expires_at >= now => {}
-                lease => orphaned.push((stack_from_row(row)?, lease.map(|lease| lease.engine_id))),
-            }
+            .select_only()
+            .columns(LIST_COLUMNS)
+            .order_by_asc(stacks::Column::UpdatedAt)
+            .limit(limit)
+            .into_model::<StackListRow>()
+            .all(&self.reader)
+            .await?
+            .into_iter()
+            .map(|row| stack_from_row(row.into_model()))
+            .collect::<Result<_>>()?;
+        if in_progress.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(orphaned)
+        let leases: std::collections::HashMap<Uuid, stack_leases::Model> =
+            stack_leases::Entity::find()
+                .filter(
+                    stack_leases::Column::StackId.is_in(in_progress.iter().map(|stack| stack.id)),
+                )
+                .all(&self.reader)
+                .await?
+                .into_iter()
+                .map(|lease| (lease.stack_id, lease))
+                .collect();
+        Ok(in_progress
+            .into_iter()
+            .filter_map(|stack| match leases.get(&stack.id) {
+                Some(lease) if lease.expires_at >= now => None,
+                Some(lease) => Some(OrphanCandidate {
+                    stack,
+                    holder: Some(lease.engine_id),
+                    generation: lease.generation,
+                }),
+                None => Some(OrphanCandidate {
+                    stack,
+                    holder: None,
+                    generation: 0,
+                }),
+            })
+            .collect())
+    }
+
+    async fn fail_orphaned_stack(
+        &self,
+        candidate: &OrphanCandidate,
+        engine_id: Uuid,
+        now: DateTime<Utc>,
+        reason: &str,
+    ) -> Result<Option<Stack>> {
+        let stack_id = candidate.stack.id;
+        let transaction = self.connection.begin().await?;
+        // Take the lease over: only from the generation the sweep saw, and
+        // only while it is still expired. Its old holder's writes are fenced
+        // out from here on.
+        let taken = if candidate.generation == 0 {
+            let row = stack_leases::ActiveModel {
+                stack_id: Set(stack_id),
+                engine_id: Set(engine_id),
+                operation: Set("SWEEP".to_owned()),
+                expires_at: Set(now),
+                generation: Set(1),
+            };
+            match stack_leases::Entity::insert(row)
+                .on_conflict_do_nothing()
+                .exec_without_returning(&transaction)
+                .await?
+            {
+                sea_orm::TryInsertResult::Inserted(count) => count == 1,
+                _ => false,
+            }
+        } else {
+            stack_leases::Entity::update_many()
+                .col_expr(stack_leases::Column::EngineId, Expr::value(engine_id))
+                .col_expr(stack_leases::Column::Operation, Expr::value("SWEEP"))
+                .col_expr(
+                    stack_leases::Column::Generation,
+                    Expr::col(stack_leases::Column::Generation).add(1),
+                )
+                .filter(stack_leases::Column::StackId.eq(stack_id))
+                .filter(stack_leases::Column::Generation.eq(candidate.generation))
+                .filter(stack_leases::Column::ExpiresAt.lt(now))
+                .exec(&transaction)
+                .await?
+                .rows_affected
+                == 1
+        };
+        if !taken {
+            return Ok(None);
+        }
+        // Only while the stack is still in the operation the sweep saw.
+        let marked = stacks::Entity::update_many()
+            .col_expr(
+                stacks::Column::Status,
+                Expr::value(ActionStatus::Failed.as_str()),
+            )
+            .col_expr(stacks::Column::StatusReason, Expr::value(reason))
+            .col_expr(stacks::Column::UpdatedAt, Expr::value(now))
+            .filter(stacks::Column::Id.eq(stack_id))
+            .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
+            .filter(stacks::Column::Action.eq(candidate.stack.action.as_str()))
+            .exec(&transaction)
+            .await?;
+        if marked.rows_affected != 1 {
+            return Ok(None);
+        }
+        let interrupted = resources::Entity::update_many()
+            .col_expr(
+                resources::Column::Status,
+                Expr::value(ActionStatus::Failed.as_str()),
+            )
+            .col_expr(resources::Column::StatusReason, Expr::value(reason))
+            .col_expr(resources::Column::UpdatedAt, Expr::value(now))
+            .filter(resources::Column::StackId.eq(stack_id))
+            .filter(resources::Column::Status.eq(ActionStatus::InProgress.as_str()))
+            .exec_with_returning(&transaction)
+            .await?
+            .into_iter()
+            .map(resource_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        let mut stack = candidate.stack.clone();
+        stack.status = ActionStatus::Failed;
+        stack.status_reason = reason.to_owned();
+        stack.updated_at = now;
+        let mut events: Vec<Event> = interrupted
+            .iter()
+            .map(|resource| Event::for_resource(resource, now))
+            .collect();
+        events.push(Event::for_stack(&stack, reason, now));
+        for chunk in events.chunks(500) {
+            events::Entity::insert_many(chunk.iter().map(event_row))
+                .exec(&transaction)
+                .await?;
+        }
+        stack_leases::Entity::update_many()
+            .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(Some(stack))
     }
 
     async fn mark_resource_health(
         &self,
         resource: &Resource,
         event: &Event,
-        stack_id: Uuid,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        release_fenced(&transaction, fence).await?;
         let updated = resources::Entity::update_many()
             .col_expr(
                 resources::Column::Action,
@@ -538,11 +728,6 @@ impl StackStore for SqlStackStore {
                 .exec(&transaction)
                 .await?;
         }
-        stack_leases::Entity::delete_many()
-            .filter(stack_leases::Column::StackId.eq(stack_id))
-            .filter(stack_leases::Column::EngineId.eq(engine_id))
-            .exec(&transaction)
-            .await?;
         transaction.commit().await?;
         if updated.rows_affected == 1 {
             Ok(())
@@ -558,10 +743,10 @@ impl StackStore for SqlStackStore {
         &self,
         group: &Resource,
         event: &Event,
-        stack_id: Uuid,
-        engine_id: Uuid,
+        fence: LeaseFence,
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
+        release_fenced(&transaction, fence).await?;
         resources::Entity::insert(resource_row(group))
             .on_conflict(resource_upsert())
             .exec_without_returning(&transaction)
@@ -569,13 +754,105 @@ impl StackStore for SqlStackStore {
         events::Entity::insert(event_row(event))
             .exec(&transaction)
             .await?;
-        stack_leases::Entity::delete_many()
-            .filter(stack_leases::Column::StackId.eq(stack_id))
-            .filter(stack_leases::Column::EngineId.eq(engine_id))
-            .exec(&transaction)
-            .await?;
         transaction.commit().await?;
         Ok(())
+    }
+}
+
+/// When a released lease "expired": long ago, so any take may have it.
+fn released_at() -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH
+}
+
+fn lease_lost(fence: LeaseFence) -> Error {
+    Error::LeaseLost(format!(
+        "stack {} is no longer held by generation {} of its lease: another engine took it over",
+        fence.stack_id, fence.generation
+    ))
+}
+
+/// The fences of `fences` that still hold, checked inside `transaction` so
+/// that no takeover can move them on before it commits: PostgreSQL takes a
+/// share lock on each lease row (a takeover's UPDATE waits for the commit;
+/// writers never block each other); SQLite's first write takes the
+/// database's write lock for the whole transaction, so the check is a
+/// no-op UPDATE (which also keeps a second process's transaction from
+/// failing on a stale read snapshot).
+async fn held_fences(
+    transaction: &DatabaseTransaction,
+    fences: &std::collections::BTreeSet<LeaseFence>,
+) -> Result<std::collections::HashSet<LeaseFence>> {
+    let mut held = std::collections::HashSet::with_capacity(fences.len());
+    let fences: Vec<LeaseFence> = fences.iter().copied().collect();
+    for chunk in fences.chunks(200) {
+        let matching = chunk.iter().fold(Condition::any(), |any, fence| {
+            any.add(
+                Condition::all()
+                    .add(stack_leases::Column::StackId.eq(fence.stack_id))
+                    .add(stack_leases::Column::Generation.eq(fence.generation)),
+            )
+        });
+        let rows: Vec<(Uuid, i64)> = match transaction.get_database_backend() {
+            DatabaseBackend::Postgres => {
+                stack_leases::Entity::find()
+                    .select_only()
+                    .column(stack_leases::Column::StackId)
+                    .column(stack_leases::Column::Generation)
+                    .filter(matching)
+                    .order_by_asc(stack_leases::Column::StackId)
+                    .lock_shared()
+                    .into_tuple()
+                    .all(transaction)
+                    .await?
+            }
+            _ => stack_leases::Entity::update_many()
+                .col_expr(
+                    stack_leases::Column::Generation,
+                    Expr::col(stack_leases::Column::Generation),
+                )
+                .filter(matching)
+                .exec_with_returning(transaction)
+                .await?
+                .into_iter()
+                .map(|lease| (lease.stack_id, lease.generation))
+                .collect(),
+        };
+        held.extend(rows.into_iter().map(|(stack_id, generation)| LeaseFence {
+            stack_id,
+            generation,
+        }));
+    }
+    Ok(held)
+}
+
+/// `Error::LeaseLost` unless `fence` still holds (see [`held_fences`]).
+async fn hold_fence(transaction: &DatabaseTransaction, fence: LeaseFence) -> Result<()> {
+    let held = held_fences(transaction, &std::collections::BTreeSet::from([fence])).await?;
+    if held.contains(&fence) {
+        Ok(())
+    } else {
+        Err(lease_lost(fence))
+    }
+}
+
+/// Releases the lease `fence` holds; returns whether it still held.
+async fn release_lease(connection: &impl ConnectionTrait, fence: LeaseFence) -> Result<bool> {
+    let released = stack_leases::Entity::update_many()
+        .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
+        .filter(stack_leases::Column::StackId.eq(fence.stack_id))
+        .filter(stack_leases::Column::Generation.eq(fence.generation))
+        .exec(connection)
+        .await?;
+    Ok(released.rows_affected == 1)
+}
+
+/// Releases the lease as the fence of a final write: `Error::LeaseLost`
+/// (and the caller's transaction rolled back) if it no longer held.
+async fn release_fenced(transaction: &DatabaseTransaction, fence: LeaseFence) -> Result<()> {
+    if release_lease(transaction, fence).await? {
+        Ok(())
+    } else {
+        Err(lease_lost(fence))
     }
 }
 

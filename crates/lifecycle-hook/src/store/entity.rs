@@ -41,6 +41,8 @@ pub mod queue_message {
     pub struct Model {
         #[sea_orm(primary_key)]
         pub id: i64,
+        /// The project the queue belongs to (its lifecycle action's).
+        pub project_id: String,
         pub queue: String,
         pub token: Uuid,
         pub body: String,

@@ -37,6 +37,7 @@ pub struct PendingListQuery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueMessage {
     pub id: i64,
+    pub project_id: String,
     pub queue: String,
     pub token: Uuid,
     pub body: String,
@@ -96,6 +97,13 @@ impl PendingListQuery {
     }
 }
 
+/// How much work is overdue, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OverdueWork {
+    pub deliveries: u64,
+    pub deadlines: u64,
+}
+
 #[async_trait]
 pub trait PendingActionStore: Send + Sync + 'static {
     /// Records pending actions in one transaction; a token already recorded
@@ -117,8 +125,11 @@ pub trait PendingActionStore: Send + Sync + 'static {
     /// Appends messages to the embedded queue and marks them delivered, in
     /// one transaction (a token is queued once).
     async fn enqueue_messages(&self, messages: &[(PendingLifecycleAction, String)]) -> Result<()>;
+    /// Messages of `project_id`'s queue `queue` (queues of the same name in
+    /// other projects are other queues).
     async fn list_queue_messages(
         &self,
+        project_id: &str,
         queue: &str,
         after_id: i64,
         limit: u64,
@@ -149,6 +160,9 @@ pub trait PendingActionStore: Send + Sync + 'static {
     ) -> Result<PendingLifecycleAction>;
     /// The earliest moment some work (a delivery or a deadline) is due.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
+    /// Work that fell behind: deliveries due and deadlines passed before
+    /// `due_before` and still not done (readiness reports them).
+    async fn count_overdue(&self, due_before: DateTime<Utc>) -> Result<OverdueWork>;
     async fn record_events(&self, events: &[HookEvent]) -> Result<()>;
     async fn list_events(
         &self,

@@ -127,11 +127,12 @@ impl PendingActionStore for SqlPendingActionStore {
 
     async fn list_queue_messages(
         &self,
+        project_id: &str,
         queue: &str,
         after_id: i64,
         limit: u64,
     ) -> Result<Vec<QueueMessage>> {
-        sql_work::list_queue_messages(&self.connection, queue, after_id, limit).await
+        sql_work::list_queue_messages(&self.connection, project_id, queue, after_id, limit).await
     }
 
     async fn claim_expired(
@@ -163,6 +164,10 @@ impl PendingActionStore for SqlPendingActionStore {
 
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
         sql_work::next_due(&self.connection).await
+    }
+
+    async fn count_overdue(&self, due_before: DateTime<Utc>) -> Result<super::OverdueWork> {
+        sql_work::count_overdue(&self.connection, due_before).await
     }
 
     async fn record_events(&self, events: &[HookEvent]) -> Result<()> {

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -39,6 +39,33 @@ pub async fn record_events(
             .await?;
     }
     Ok(())
+}
+
+/// Deliveries due and deadlines passed before `due_before`, still not done.
+pub async fn count_overdue(
+    connection: &DatabaseConnection,
+    due_before: DateTime<Utc>,
+) -> Result<super::OverdueWork> {
+    let now = ember_runtime::time::now();
+    let deliveries = PendingActions::find()
+        .filter(entity::Column::Resolution.is_null())
+        .filter(entity::Column::DeliveryState.is_in([
+            DeliveryState::Pending.as_str(),
+            DeliveryState::Retrying.as_str(),
+        ]))
+        .filter(entity::Column::NextAttemptAt.lte(due_before))
+        .filter(entity::Column::Deadline.gt(now))
+        .count(connection)
+        .await?;
+    let deadlines = PendingActions::find()
+        .filter(entity::Column::Resolution.is_null())
+        .filter(entity::Column::Deadline.lte(due_before))
+        .count(connection)
+        .await?;
+    Ok(super::OverdueWork {
+        deliveries,
+        deadlines,
+    })
 }
 
 /// Claims up to `limit` due deliveries in one statement: the rows still
@@ -132,6 +159,7 @@ pub async fn enqueue_messages(
         .iter()
         .map(|(action, body)| queue_message::ActiveModel {
             id: sea_orm::ActiveValue::NotSet,
+            project_id: Set(action.project_id.clone()),
             queue: Set(action.target.address().to_owned()),
             token: Set(action.token),
             body: Set(body.clone()),
@@ -176,11 +204,13 @@ pub async fn enqueue_messages(
 
 pub async fn list_queue_messages(
     connection: &DatabaseConnection,
+    project_id: &str,
     queue: &str,
     after_id: i64,
     limit: u64,
 ) -> Result<Vec<QueueMessage>> {
     Ok(queue_message::Entity::find()
+        .filter(queue_message::Column::ProjectId.eq(project_id))
         .filter(queue_message::Column::Queue.eq(queue))
         .filter(queue_message::Column::Id.gt(after_id))
         .order_by_asc(queue_message::Column::Id)
@@ -190,6 +220,7 @@ pub async fn list_queue_messages(
         .into_iter()
         .map(|row| QueueMessage {
             id: row.id,
+            project_id: row.project_id,
             queue: row.queue,
             token: row.token,
             body: row.body,

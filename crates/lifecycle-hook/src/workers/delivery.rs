@@ -19,8 +19,29 @@ use crate::store::{DeliveryResult, HookEvent, PendingActionStore};
 
 /// Header carrying `sha256=<hex HMAC-SHA256 of the body>`.
 pub const SIGNATURE_HEADER: &str = "X-Ember-Signature";
-/// NATS subjects are `ember.lifecycle.<queue>`, in this stream.
+/// NATS subjects are `ember.lifecycle.<project>.<queue>` (see
+/// [`nats_subject`]), in this stream.
 pub const NATS_SUBJECT_PREFIX: &str = "ember.lifecycle.";
+
+/// The subject of `project_id`'s queue `queue`: queues belong to a
+/// project, so two projects' queues of one name never share a subject.
+/// Queue names are letters, digits, `_` and `-` (checked with the policy);
+/// in a project id every other byte is written `%XX`, so no project id can
+/// add a token or a wildcard to the subject.
+pub fn nats_subject(project_id: &str, queue: &str) -> String {
+    let mut project = String::with_capacity(project_id.len());
+    for byte in project_id.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-' {
+            project.push(char::from(byte));
+        } else {
+            project.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    if project.is_empty() {
+        project.push('%');
+    }
+    format!("{NATS_SUBJECT_PREFIX}{project}.{queue}")
+}
 pub const NATS_STREAM: &str = "EMBER_LIFECYCLE";
 /// How long one attempt (HTTP request or JetStream publish + ack) may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -201,7 +222,7 @@ impl Deliverer {
             Ok(context) => context,
             Err(error) => return Attempt::Retryable(error),
         };
-        let subject = format!("{NATS_SUBJECT_PREFIX}{queue}");
+        let subject = nats_subject(&action.project_id, queue);
         let message = async_nats::jetstream::message::PublishMessage::build()
             .payload(body.into())
             .message_id(action.token.to_string());
@@ -223,6 +244,23 @@ impl Deliverer {
                 "publishing to {subject}: no acknowledgement within {ATTEMPT_TIMEOUT:?}"
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod subject_tests {
+    use super::nats_subject;
+
+    #[test]
+    fn subjects_are_per_project_and_cannot_be_steered() {
+        assert_eq!(nats_subject("demo", "drain"), "ember.lifecycle.demo.drain");
+        assert_ne!(nats_subject("a", "q"), nats_subject("b", "q"));
+        assert_eq!(
+            nats_subject("x.y*>", "q"),
+            "ember.lifecycle.x%2Ey%2A%3E.q",
+            "dots and wildcards are escaped"
+        );
+        assert_eq!(nats_subject("", "q"), "ember.lifecycle.%.q");
     }
 }
 

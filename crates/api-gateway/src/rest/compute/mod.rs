@@ -5,13 +5,18 @@
 //!
 //! | call | success |
 //! |---|---|
-//! | `POST /instances` `{"instance": {name, flavor, image, metadata?}}` | 202 `{"instance": …}` |
+//! | `POST /instances` `{"instance": {name, flavor, image, metadata?, user_data?, command?, env?}}` | 202 `{"instance": …}` |
 //! | `GET /instances?status=&locked=&name=&limit=&marker=&all_projects=` | 200 `{"instances": […]}` |
 //! | `GET /instances/{uuid}` | 200 `{"instance": …}` |
 //! | `PATCH /instances/{uuid}` `{name?, metadata?}` | 200 `{"instance": …}` |
-//! | `DELETE /instances/{uuid}` | 202 |
+//! | `DELETE /instances/{uuid}` | 202 (DELETING; once done, the instance answers 404, as in Nova) |
 //! | `PUT /instances/{uuid}/states/power` `{"target": "on"\|"off"\|"reboot"}` | 202 |
 //! | `PUT /instances/{uuid}/lock` `{"target": true\|false, "reason"?}` | 202 |
+//! | `GET /instances/{uuid}/events?limit=` | 200 `{"events": […]}` (task outcomes and observations of the machine, oldest first) |
+//!
+//! `user_data` is base64, as Nova and Mogan take it; `command` is a list of
+//! strings and `env` an object of strings (Ember's additions: with the
+//! docker driver, the container's command and environment).
 
 mod request_body;
 mod view;
@@ -30,9 +35,9 @@ use serde_json::{Value, json};
 
 use self::request_body::{
     bad_request, json_object, metadata, parse_uuid, query_bool, refuse_unknown_keys,
-    required_string, unwrap_instance,
+    required_string, string_list, string_map, unwrap_instance, user_data,
 };
-use self::view::{instance_view, self_link};
+use self::view::{event_view, instance_view, self_link};
 use super::Authenticated;
 use crate::GatewayState;
 use crate::error::RestError;
@@ -48,6 +53,7 @@ pub fn routes() -> Router<GatewayState> {
         )
         .route("/instances/{uuid}/states/power", put(set_power_state))
         .route("/instances/{uuid}/lock", put(set_lock))
+        .route("/instances/{uuid}/events", get(list_events))
 }
 
 fn client(state: &GatewayState) -> InstanceServiceClient<tonic::transport::Channel> {
@@ -62,7 +68,15 @@ async fn create_instance(
     let body = unwrap_instance(json_object(&body)?)?;
     refuse_unknown_keys(
         &body,
-        &["name", "flavor", "image", "metadata"],
+        &[
+            "name",
+            "flavor",
+            "image",
+            "metadata",
+            "user_data",
+            "command",
+            "env",
+        ],
         "an instance",
     )?;
     let request = pb::CreateInstanceRequest {
@@ -72,6 +86,18 @@ async fn create_instance(
         metadata: match body.get("metadata") {
             None | Some(Value::Null) => HashMap::new(),
             Some(value) => metadata(value)?,
+        },
+        user_data: match body.get("user_data") {
+            None | Some(Value::Null) => String::new(),
+            Some(value) => user_data(value)?,
+        },
+        command: match body.get("command") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => string_list("command", value)?,
+        },
+        env: match body.get("env") {
+            None | Some(Value::Null) => HashMap::new(),
+            Some(value) => string_map("env", value)?,
         },
     };
     let instance = client(&state)
@@ -131,7 +157,7 @@ async fn list_instances(
         .filter(|status| *status != pb::InstanceStatus::Unspecified)
         .ok_or_else(|| {
             bad_request(format!(
-                "status: {text:?} is not an instance status: use BUILDING, ACTIVE, STOPPED, REBOOTING, ERROR, DELETING or DELETED"
+                "status: {text:?} is not an instance status: use BUILDING, ACTIVE, STOPPED, REBOOTING, ERROR or DELETING (an instance whose delete completed is gone: never listed, 404)"
             ))
         })?,
     };
@@ -178,6 +204,41 @@ async fn show_instance(
         .await?
         .into_inner();
     Ok(Json(json!({ "instance": instance_view(&instance) })))
+}
+
+async fn list_events(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(uuid): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, RestError> {
+    let uuid = parse_uuid("instance uuid", &uuid)?.to_string();
+    if let Some(unknown) = query.keys().find(|key| key.as_str() != "limit") {
+        return Err(bad_request(format!(
+            "unknown query parameter {unknown:?}: only limit is known"
+        )));
+    }
+    let limit = match query.get("limit") {
+        None => 0,
+        Some(text) => text
+            .parse::<u32>()
+            .ok()
+            .filter(|limit| (1..=1000).contains(limit))
+            .ok_or_else(|| {
+                bad_request(format!(
+                    "limit: must be a number from 1 to 1000 (got {text:?})"
+                ))
+            })?,
+    };
+    let response = client(&state)
+        .list_instance_events(
+            state.internal_request(&identity, pb::ListInstanceEventsRequest { uuid, limit }),
+        )
+        .await?
+        .into_inner();
+    Ok(Json(json!({
+        "events": response.events.iter().map(event_view).collect::<Vec<_>>(),
+    })))
 }
 
 async fn update_instance(

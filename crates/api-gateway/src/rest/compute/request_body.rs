@@ -66,22 +66,68 @@ pub fn required_string(body: &Map<String, Value>, key: &str) -> Result<String, R
 }
 
 pub fn metadata(value: &Value) -> Result<HashMap<String, String>, RestError> {
+    string_map("metadata", value)
+}
+
+/// An object whose values are all strings (`metadata`, `env`).
+pub fn string_map(key: &str, value: &Value) -> Result<HashMap<String, String>, RestError> {
     let Value::Object(items) = value else {
         return Err(bad_request(format!(
-            "metadata: must be an object of strings (got {})",
+            "{key}: must be an object of strings (got {})",
             kind_of(value)
         )));
     };
     items
         .iter()
-        .map(|(key, value)| match value {
-            Value::String(text) => Ok((key.clone(), text.clone())),
+        .map(|(name, value)| match value {
+            Value::String(text) => Ok((name.clone(), text.clone())),
             other => Err(bad_request(format!(
-                "metadata {key:?}: values must be strings (got {})",
+                "{key} {name:?}: values must be strings (got {})",
                 kind_of(other)
             ))),
         })
         .collect()
+}
+
+/// A list of strings (`command`).
+pub fn string_list(key: &str, value: &Value) -> Result<Vec<String>, RestError> {
+    let Value::Array(items) = value else {
+        return Err(bad_request(format!(
+            "{key}: must be a list of strings (got {})",
+            kind_of(value)
+        )));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::String(text) => Ok(text.clone()),
+            other => Err(bad_request(format!(
+                "{key}[{index}]: must be a string (got {})",
+                kind_of(other)
+            ))),
+        })
+        .collect()
+}
+
+/// `user_data` as Nova and Mogan take it: base64 of UTF-8 text.
+pub fn user_data(value: &Value) -> Result<String, RestError> {
+    use base64::Engine;
+    let Value::String(encoded) = value else {
+        return Err(bad_request(format!(
+            "user_data: must be a base64 string (got {})",
+            kind_of(value)
+        )));
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|error| {
+            bad_request(format!(
+                "user_data: is not base64 ({error}): encode it, as Nova requires"
+            ))
+        })?;
+    String::from_utf8(bytes)
+        .map_err(|_| bad_request("user_data: the decoded user data is not UTF-8 text"))
 }
 
 pub fn parse_uuid(what: &str, text: &str) -> Result<uuid::Uuid, RestError> {

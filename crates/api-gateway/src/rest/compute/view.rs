@@ -23,9 +23,8 @@ fn text_or_null(text: &str) -> Value {
     }
 }
 
-/// An instance as this API shows it.
-pub fn instance_view(instance: &pb::Instance) -> Value {
-    let status = pb::InstanceStatus::try_from(instance.status)
+fn status_name(status: i32) -> String {
+    pb::InstanceStatus::try_from(status)
         .ok()
         .and_then(|status| {
             status
@@ -33,8 +32,11 @@ pub fn instance_view(instance: &pb::Instance) -> Value {
                 .strip_prefix("INSTANCE_STATUS_")
                 .map(str::to_owned)
         })
-        .unwrap_or_default();
-    let power_state = pb::PowerState::try_from(instance.power_state)
+        .unwrap_or_default()
+}
+
+fn power_state_name(power_state: i32) -> String {
+    pb::PowerState::try_from(power_state)
         .ok()
         .and_then(|state| {
             state
@@ -42,7 +44,32 @@ pub fn instance_view(instance: &pb::Instance) -> Value {
                 .strip_prefix("POWER_STATE_")
                 .map(|name| name.to_ascii_lowercase().replace('_', "-"))
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// An instance event as this API shows it.
+pub fn event_view(event: &pb::InstanceEvent) -> Value {
+    let at = event
+        .at
+        .as_ref()
+        .and_then(|time| chrono::DateTime::from_timestamp(time.seconds, time.nanos.max(0) as u32))
+        .map(|time| Value::String(time.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()))
+        .unwrap_or(Value::Null);
+    json!({
+        "id": event.id,
+        "instance_uuid": event.instance_uuid,
+        "kind": event.kind,
+        "status": status_name(event.status),
+        "power_state": power_state_name(event.power_state),
+        "reason": event.reason,
+        "at": at,
+    })
+}
+
+/// An instance as this API shows it.
+pub fn instance_view(instance: &pb::Instance) -> Value {
+    let status = status_name(instance.status);
+    let power_state = power_state_name(instance.power_state);
     let locked_by = match pb::LockedBy::try_from(instance.locked_by) {
         Ok(pb::LockedBy::Owner) => json!("owner"),
         Ok(pb::LockedBy::Admin) => json!("admin"),
@@ -66,6 +93,8 @@ pub fn instance_view(instance: &pb::Instance) -> Value {
         "locked_reason": text_or_null(&instance.locked_reason),
         "created_at": time(instance.created_at.as_ref()),
         "updated_at": time(instance.updated_at.as_ref()),
+        "command": instance.command,
+        "env": instance.env.iter().collect::<std::collections::BTreeMap<_, _>>(),
         "links": [{ "href": self_link(&instance.uuid), "rel": "self" }],
     })
 }

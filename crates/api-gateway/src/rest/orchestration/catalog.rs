@@ -110,6 +110,58 @@ pub async fn resource_type_template(
     Ok(Json(starter_template(&schema, format)))
 }
 
+/// `GET /template_versions`: every template version Ember parses.
+pub async fn list_template_versions(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+) -> Result<Json<Value>, RestError> {
+    let versions = stack_service(&state)
+        .list_template_versions(
+            state.internal_request(&caller.identity, pb::ListTemplateVersionsRequest {}),
+        )
+        .await?
+        .into_inner()
+        .template_versions;
+    let versions: Vec<Value> = versions
+        .into_iter()
+        .map(|version| {
+            json!({"version": version.version, "type": version.r#type, "aliases": version.aliases})
+        })
+        .collect();
+    Ok(Json(json!({ "template_versions": versions })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TemplateVersionPath {
+    template_version: String,
+}
+
+/// `GET /template_versions/{version}/functions[?with_condition_func=true]`.
+pub async fn list_template_functions(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<TemplateVersionPath>,
+    query: QueryParams,
+) -> Result<Json<Value>, RestError> {
+    let with_condition_functions = query.boolean("with_condition_func")?.unwrap_or(false);
+    let request = pb::ListTemplateFunctionsRequest {
+        template_version: path.template_version,
+        with_condition_functions,
+    };
+    let functions = stack_service(&state)
+        .list_template_functions(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner()
+        .functions;
+    let functions: Vec<Value> = functions
+        .into_iter()
+        .map(
+            |function| json!({"functions": function.function, "description": function.description}),
+        )
+        .collect();
+    Ok(Json(json!({ "template_functions": functions })))
+}
+
 /// `POST /validate` → Heat's `{"Description", "Parameters",
 /// "ParameterGroups"}`; an invalid template is a 400 saying where.
 pub async fn validate_template(
@@ -151,7 +203,14 @@ fn parameter_type(property_type: &str, format: TemplateFormat) -> &'static str {
 }
 
 fn starter_template(schema: &pb::ResourceTypeSchema, format: TemplateFormat) -> Value {
-    let name = &schema.resource_type;
+    let type_name = &schema.resource_type;
+    // Heat keys the resource (and its outputs' references) by the type's
+    // class name, not by the type.
+    let name = if schema.template_resource_name.is_empty() {
+        type_name
+    } else {
+        &schema.template_resource_name
+    };
     let text = |value: Option<&Value>| value.and_then(Value::as_str).unwrap_or_default().to_owned();
     let mut parameters = Map::new();
     let mut properties = Map::new();
@@ -192,14 +251,14 @@ fn starter_template(schema: &pb::ResourceTypeSchema, format: TemplateFormat) -> 
             "heat_template_version": "2016-10-14",
             "description": description,
             "parameters": parameters,
-            "resources": { name.clone(): { "type": name, "properties": properties } },
+            "resources": { name.clone(): { "type": type_name, "properties": properties } },
             "outputs": outputs,
         }),
         TemplateFormat::Cfn => json!({
             "HeatTemplateFormatVersion": "2012-12-12",
             "Description": description,
             "Parameters": parameters,
-            "Resources": { name.clone(): { "Type": name, "Properties": properties } },
+            "Resources": { name.clone(): { "Type": type_name, "Properties": properties } },
             "Outputs": outputs,
         }),
     }
@@ -224,23 +283,31 @@ mod tests {
             attributes: Some(map_to_struct(object(
                 json!({"value": {"description": "the string"}}),
             ))),
+            template_resource_name: "RandomString".into(),
             ..pb::ResourceTypeSchema::default()
         };
+        // As Heat: the resource is keyed by the type's class name.
         let hot = starter_template(&schema, TemplateFormat::Hot);
         assert_eq!(hot["parameters"]["length"]["type"], "number");
         assert_eq!(
-            hot["resources"]["OS::Heat::RandomString"]["properties"]["length"],
-            json!({"get_param": "length"})
+            hot["resources"]["RandomString"],
+            json!({"type": "OS::Heat::RandomString",
+                "properties": {"length": {"get_param": "length"}}})
         );
         assert_eq!(
             hot["outputs"]["value"]["value"],
-            json!({"get_attr": ["OS::Heat::RandomString", "value"]})
+            json!({"get_attr": ["RandomString", "value"]})
         );
+        assert_eq!(hot["description"], "Initial template of RandomString");
         let cfn = starter_template(&schema, TemplateFormat::Cfn);
         assert_eq!(cfn["Parameters"]["length"]["Type"], "Number");
         assert_eq!(
+            cfn["Resources"]["RandomString"]["Type"],
+            "OS::Heat::RandomString"
+        );
+        assert_eq!(
             cfn["Outputs"]["value"]["Value"],
-            json!({"Fn::GetAtt": ["OS::Heat::RandomString", "value"]})
+            json!({"Fn::GetAtt": ["RandomString", "value"]})
         );
     }
 }

@@ -17,7 +17,8 @@ mod events;
 mod heat_request;
 mod heat_view;
 pub mod protobuf_json;
-mod resources;
+pub mod resources;
+mod software;
 mod stack_data;
 mod stacks;
 
@@ -72,6 +73,10 @@ pub fn routes() -> Router<GatewayState> {
                 .put(stacks::update_stack)
                 .patch(stacks::patch_stack)
                 .delete(stacks::delete_stack),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/preview",
+            axum::routing::put(stacks::preview_update).patch(stacks::preview_update),
         )
         .route(
             "/stacks/{stack_name}/{stack_id}/abandon",
@@ -141,6 +146,33 @@ pub fn routes() -> Router<GatewayState> {
         .route(
             "/resource_types/{type_name}/template",
             get(catalog::resource_type_template),
+        )
+        .route(
+            "/software_configs",
+            get(software::list_configs).post(software::create_config),
+        )
+        .route(
+            "/software_configs/{config_id}",
+            get(software::show_config).delete(software::delete_config),
+        )
+        .route(
+            "/software_deployments",
+            get(software::list_deployments).post(software::create_deployment),
+        )
+        .route(
+            "/software_deployments/metadata/{server_id}",
+            get(software::server_metadata),
+        )
+        .route(
+            "/software_deployments/{deployment_id}",
+            get(software::show_deployment)
+                .put(software::update_deployment)
+                .delete(software::delete_deployment),
+        )
+        .route("/template_versions", get(catalog::list_template_versions))
+        .route(
+            "/template_versions/{template_version}/functions",
+            get(catalog::list_template_functions),
         )
         .route("/validate", post(catalog::validate_template))
         .route("/build_info", get(catalog::build_info));

@@ -265,26 +265,123 @@ fn signal_details(body: &[u8]) -> Result<Value, RestError> {
 /// that takes no signals, 409 while the stack is busy or locked.
 pub async fn signal_resource(
     State(state): State<GatewayState>,
-    caller: HeatCaller,
+    caller: SignalCaller,
     Path(path): Path<ResourcePath>,
     body: Bytes,
 ) -> Result<StatusCode, RestError> {
     let details = signal_details(&body)?;
-    let stack_path = StackPath {
-        stack_name: path.stack_name,
-        stack_id: path.stack_id,
+    let request = match caller {
+        SignalCaller::User(caller) => {
+            let stack_path = StackPath {
+                stack_name: path.stack_name,
+                stack_id: path.stack_id,
+            };
+            let stack = identified_stack(&state, &caller.identity, &stack_path).await?;
+            let request = pb::SignalResourceRequest {
+                stack: stack.id,
+                resource: path.resource_name,
+                details: Some(json_to_value(details)),
+                signal_token: String::new(),
+            };
+            state.internal_request(&caller.identity, request)
+        }
+        // A wait condition handle's secret as X-Auth-Token (its curl_cli).
+        SignalCaller::HandleToken(token) => state.internal_request(
+            &signal_identity(),
+            pb::SignalResourceRequest {
+                stack: path.stack_id,
+                resource: path.resource_name,
+                details: Some(json_to_value(details)),
+                signal_token: token,
+            },
+        ),
     };
-    let stack = identified_stack(&state, &caller.identity, &stack_path).await?;
-    let request = pb::SignalResourceRequest {
-        stack: stack.id,
-        resource: path.resource_name,
-        details: Some(json_to_value(details)),
-    };
-    resource_service(&state)
-        .signal(state.internal_request(&caller.identity, request))
-        .await?;
+    resource_service(&state).signal(request).await?;
     Ok(StatusCode::OK)
 }
+
+#[derive(Debug, Deserialize)]
+pub struct SignalUrlPath {
+    stack_id: String,
+    handle_id: String,
+}
+
+/// `POST`/`PUT /orchestration/v1/signals/{stack_id}/{handle_id}?token=…`:
+/// the signal URL a wait condition handle hands out (TEMP_URL_SIGNAL,
+/// CFN_SIGNAL, and the CloudFormation handles' reference). The token in
+/// the URL is the credential; no user token is needed.
+pub async fn signal_url(
+    State(state): State<GatewayState>,
+    Path(path): Path<SignalUrlPath>,
+    query: QueryParams,
+    body: Bytes,
+) -> Result<StatusCode, RestError> {
+    let token = query
+        .first("token")
+        .filter(|token| !token.is_empty())
+        .ok_or_else(|| {
+            RestError::new(
+                ember_runtime::ErrorKind::Unauthenticated,
+                "a signal URL carries its token: use the whole URL the handle gave",
+            )
+        })?
+        .to_owned();
+    let details = signal_details(&body)?;
+    let request = state.internal_request(
+        &signal_identity(),
+        pb::SignalResourceRequest {
+            stack: path.stack_id,
+            resource: path.handle_id,
+            details: Some(json_to_value(details)),
+            signal_token: token,
+        },
+    );
+    resource_service(&state).signal(request).await?;
+    Ok(StatusCode::OK)
+}
+
+/// Who signals with a handle's secret: no user (the engine checks the
+/// secret against the handle instead).
+fn signal_identity() -> Identity {
+    Identity::new(
+        "wait-condition-signal",
+        "ember-signals",
+        vec!["signal".to_owned()],
+    )
+}
+
+/// The caller of a resource signal: a user, or whoever holds a wait
+/// condition handle's secret (sent as X-Auth-Token, as Heat's curl_cli
+/// sends the handle's token).
+pub enum SignalCaller {
+    User(HeatCaller),
+    HandleToken(String),
+}
+
+impl axum::extract::FromRequestParts<GatewayState> for SignalCaller {
+    type Rejection = RestError;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        state: &GatewayState,
+    ) -> Result<Self, RestError> {
+        let handle_token = parts
+            .headers
+            .get(crate::auth::AUTH_TOKEN_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::trim)
+            .filter(|token| token.starts_with(SIGNAL_TOKEN_PREFIX));
+        if let Some(token) = handle_token {
+            return Ok(SignalCaller::HandleToken(token.to_owned()));
+        }
+        Ok(SignalCaller::User(
+            HeatCaller::from_request_parts(parts, state).await?,
+        ))
+    }
+}
+
+/// The prefix of wait condition handle secrets (the engine makes them).
+const SIGNAL_TOKEN_PREFIX: &str = "ember-signal-";
 
 #[cfg(test)]
 mod tests {

@@ -166,6 +166,41 @@ async fn update(
     Ok(http::StatusCode::ACCEPTED.into_response())
 }
 
+/// `PUT /stacks/{name}/{id}/preview` (PATCH: on top of the current
+/// definition): what the update would do, changing nothing →
+/// `{"resource_changes": {added, deleted, replaced, updated, unchanged}}`.
+pub async fn preview_update(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+    method: http::Method,
+    body: Bytes,
+) -> Result<Json<Value>, RestError> {
+    let existing = method == http::Method::PATCH;
+    let map = heat_request::parse_body(&body)?;
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let request = heat_request::update_stack_request(&stack.name, &stack.id, map, existing)?;
+    let preview = stack_service(&state)
+        .preview_stack_update(state.internal_request(&caller.identity, request))
+        .await?
+        .into_inner();
+    let view = |resources: &[pb::Resource]| -> Vec<Value> {
+        resources
+            .iter()
+            .map(|resource| heat_view::resource_view(&caller.urls, resource, None, false))
+            .collect()
+    };
+    Ok(Json(json!({
+        "resource_changes": {
+            "added": view(&preview.added),
+            "deleted": view(&preview.deleted),
+            "replaced": view(&preview.replaced),
+            "updated": view(&preview.updated),
+            "unchanged": view(&preview.unchanged),
+        }
+    })))
+}
+
 /// `DELETE /stacks/{name}/{id}` → 204.
 pub async fn delete_stack(
     State(state): State<GatewayState>,

@@ -69,6 +69,7 @@ pub(super) async fn holding(running: &RunningEmber, count: usize) -> Result<(), 
                 queue: queue.to_owned(),
                 after_id,
                 limit: 1000,
+                project_id: String::new(),
             }))
             .await
             .map_err(|status| format!("ListQueueMessages: {}", status.message()))?

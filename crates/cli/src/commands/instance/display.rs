@@ -55,6 +55,20 @@ pub fn print_instance(instance: &pb::Instance) {
         vec!["flavor".to_owned(), instance.flavor.clone()],
         vec!["image".to_owned(), instance.image.clone()],
         vec!["metadata".to_owned(), metadata.join(", ")],
+        vec!["command".to_owned(), instance.command.join(" ")],
+        vec!["env".to_owned(), {
+            let mut env: Vec<String> = instance
+                .env
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect();
+            env.sort();
+            env.join(", ")
+        }],
+        vec![
+            "user data".to_owned(),
+            if instance.has_user_data { "given" } else { "" }.to_owned(),
+        ],
         vec!["locked".to_owned(), locked_by_name(instance)],
         vec!["locked by user".to_owned(), instance.locked_by_user.clone()],
         vec![

@@ -64,13 +64,22 @@ impl ActionKind {
             .into_iter()
             .find(|kind| kind.as_str() == text)
     }
+}
 
-    /// Node actions are idempotent (a delete of a gone resource succeeds),
-    /// so another engine may run them again after their engine died; a
-    /// cluster action is failed instead, never run twice.
-    pub fn can_be_taken_over(self) -> bool {
-        matches!(self, ActionKind::NodeDelete)
-    }
+/// How many times an action is run (claimed) before an engine that keeps
+/// going away while running it fails it instead of taking it over again.
+pub const MAX_RUN_ATTEMPTS: i32 = 5;
+
+/// The fencing token of one run of an action: which engine claimed it and
+/// which claim this is. Every write the run makes is conditional on the
+/// action still being RUNNING under this token, so a run that lost its
+/// action (its lease expired and another claim took it, possibly by the
+/// same engine) cannot write over the run that took it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub action_id: Uuid,
+    pub owner: Uuid,
+    pub attempt: i32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +188,9 @@ pub struct ClusterAction {
     pub lifecycle_detail: String,
     /// Handed to lifecycle-hook (for WAITING_LIFECYCLE_COMPLETION actions).
     pub hook_recorded: bool,
+    /// How many times the action was claimed: the fencing token of the
+    /// current run.
+    pub attempt: i32,
     /// The caller the action acts for.
     pub project_id: String,
     pub user_id: String,
@@ -220,6 +232,7 @@ impl ClusterAction {
             lifecycle_outcome: None,
             lifecycle_detail: String::new(),
             hook_recorded: false,
+            attempt: 0,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             roles: caller.roles.clone(),
@@ -236,6 +249,23 @@ impl ClusterAction {
     pub fn input_u64(&self, key: &str) -> Option<u64> {
         self.inputs.get(key).and_then(Value::as_u64)
     }
+
+    /// Whether running the action needs its cluster's lock: every cluster
+    /// action, and a node action on a member (it changes the membership),
+    /// but not the NODE_DELETE children of a removal, which run under the
+    /// lock their parent holds (needing it would deadlock the parent).
+    pub fn takes_cluster_lock(&self) -> bool {
+        self.cluster_id.is_some() && self.depended_by.is_empty()
+    }
+
+    /// The fencing token of the run that claimed this action.
+    pub fn fence(&self) -> Option<Fence> {
+        self.owner.map(|owner| Fence {
+            action_id: self.id,
+            owner,
+            attempt: self.attempt,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -250,7 +280,31 @@ mod tests {
         for status in ActionStatus::ALL {
             assert_eq!(ActionStatus::parse(status.as_str()), Some(status));
         }
-        assert!(ActionKind::NodeDelete.can_be_taken_over());
-        assert!(!ActionKind::ClusterScaleIn.can_be_taken_over());
+    }
+
+    #[test]
+    fn the_children_of_a_removal_run_under_their_parents_lock() {
+        let caller = ember_runtime::Identity::new("u", "p", vec!["member".into()]);
+        let now = chrono::Utc::now();
+        let cluster = Some(Uuid::now_v7());
+        let new = |kind, cluster_id| {
+            ClusterAction::new(
+                kind,
+                Uuid::now_v7(),
+                cluster_id,
+                ActionStatus::Ready,
+                Map::new(),
+                &caller,
+                now,
+            )
+        };
+        assert!(new(ActionKind::ClusterScaleIn, cluster).takes_cluster_lock());
+        assert!(new(ActionKind::NodeDelete, cluster).takes_cluster_lock());
+        assert!(new(ActionKind::NodeCreate, cluster).takes_cluster_lock());
+        assert!(!new(ActionKind::NodeDelete, None).takes_cluster_lock());
+        let mut child = new(ActionKind::NodeDelete, cluster);
+        child.depended_by = vec![Uuid::now_v7()];
+        assert!(!child.takes_cluster_lock());
+        assert_eq!(child.fence(), None);
     }
 }

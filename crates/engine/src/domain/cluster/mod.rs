@@ -4,6 +4,7 @@
 pub mod action;
 pub mod policy;
 pub mod profile;
+pub mod settle;
 pub mod sizing;
 pub mod victims;
 
@@ -13,7 +14,9 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
-pub use action::{ActionKind, ActionStatus, ClusterAction, LifecycleOutcome};
+pub use action::{
+    ActionKind, ActionStatus, ClusterAction, Fence, LifecycleOutcome, MAX_RUN_ATTEMPTS,
+};
 pub use policy::{DeletionPolicy, HookTarget, LifecycleHooks, PolicyKind, ScalingPolicy};
 pub use profile::{ProfileKind, ProfileSpec};
 
@@ -57,6 +60,9 @@ impl ClusterStatus {
 /// Where a node is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeStatus {
+    /// Recorded by a node create request whose NODE_CREATE has not run yet
+    /// (Senlin's INIT): not yet counted as a member of its cluster.
+    Init,
     Creating,
     Active,
     Error,
@@ -65,7 +71,8 @@ pub enum NodeStatus {
 }
 
 impl NodeStatus {
-    pub const ALL: [NodeStatus; 5] = [
+    pub const ALL: [NodeStatus; 6] = [
+        NodeStatus::Init,
         NodeStatus::Creating,
         NodeStatus::Active,
         NodeStatus::Error,
@@ -75,6 +82,7 @@ impl NodeStatus {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            NodeStatus::Init => "INIT",
             NodeStatus::Creating => "CREATING",
             NodeStatus::Active => "ACTIVE",
             NodeStatus::Error => "ERROR",
@@ -176,6 +184,21 @@ pub struct Node {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Node {
+    /// Whether the node counts in its cluster's size: a member that is not
+    /// still waiting for its NODE_CREATE (INIT).
+    pub fn is_counted_member(&self) -> bool {
+        self.cluster_id.is_some() && self.status != NodeStatus::Init
+    }
+}
+
+/// The name a cluster gives the member with `index` (Senlin's
+/// `node-<cluster>-<index>`): unique within the cluster because the index
+/// is (indexes are allocated atomically and never reused).
+pub fn member_node_name(cluster_id: Uuid, index: i32) -> String {
+    format!("node-{}-{index:03}", &cluster_id.simple().to_string()[..8])
+}
+
 /// A policy attached to a cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyBinding {
@@ -202,6 +225,43 @@ pub struct ClusterEvent {
     pub user_id: String,
 }
 
+impl ClusterEvent {
+    /// An event about an object, by the caller `project_id`/`user_id`
+    /// (ERROR level for FAILED and ERROR statuses).
+    #[allow(clippy::too_many_arguments)] // Senlin's event fields, in Senlin's order
+    pub fn new(
+        obj_type: &str,
+        obj_id: impl ToString,
+        obj_name: &str,
+        cluster_id: Option<Uuid>,
+        action: &str,
+        status: &str,
+        status_reason: String,
+        project_id: &str,
+        user_id: &str,
+    ) -> ClusterEvent {
+        let level = if status == "FAILED" || status == "ERROR" {
+            "ERROR"
+        } else {
+            "INFO"
+        };
+        ClusterEvent {
+            id: Uuid::now_v7(),
+            generated_at: ember_runtime::time::now(),
+            obj_id: obj_id.to_string(),
+            obj_type: obj_type.to_owned(),
+            obj_name: obj_name.to_owned(),
+            cluster_id,
+            action: action.to_owned(),
+            status: status.to_owned(),
+            status_reason,
+            level: level.to_owned(),
+            project_id: project_id.to_owned(),
+            user_id: user_id.to_owned(),
+        }
+    }
+}
+
 /// Senlin's rule for names: 1-255 characters, starting with a letter or
 /// digit, then letters, digits and `_-.~`.
 pub fn validate_name(what: &str, name: &str) -> Result<()> {
@@ -218,7 +278,8 @@ pub fn validate_name(what: &str, name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidInput(format!(
-            "{what} name {name:?} is invalid: use 1-255 letters, digits and _-.~, starting with a letter or digit"
+            "{what} name {:?} is invalid: use 1-255 letters, digits and _-.~, starting with a letter or digit",
+            ember_runtime::quote::quoted(name)
         )))
     }
 }

@@ -1,18 +1,53 @@
-//! Profile specs: what a node is. `ember.instance-1.0` makes each node a
-//! compute instance; `os.heat.stack-1.0` makes it a stack from a template.
+//! Profile specs: what a node is. Three profile types make each node a
+//! compute instance (on whatever compute driver the engine runs: with the
+//! docker driver, a container):
+//! - `ember.instance-1.0`: flavor, image, metadata, user_data, command, env;
+//! - Senlin's `os.nova.server-1.0`: flavor, image, name, metadata,
+//!   user_data (networks, security groups, key name and the rest of its
+//!   schema are accepted and have no effect here);
+//! - Senlin's `container.dockerinc.docker-1.0`: image, command (a shell-style
+//!   string, or a list), name, host_node, host_cluster, context, port, and
+//!   Ember's additions flavor (default `unlimited`), env and metadata.
+//!   host_node/host_cluster are recorded as labels (the engine's one
+//!   container engine runs every container); name, context and port have
+//!   no effect (containers are named after their instance, so retries find
+//!   them).
+//!
+//! `os.heat.stack-1.0` makes a node a stack from a template.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::domain::instance::Workload;
 use crate::error::{Error, Result};
+
+/// Which profile type made an instance node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstanceProfileType {
+    Ember,
+    NovaServer,
+    Docker,
+}
+
+impl InstanceProfileType {
+    pub fn type_name(self) -> &'static str {
+        match self {
+            InstanceProfileType::Ember => "ember.instance-1.0",
+            InstanceProfileType::NovaServer => "os.nova.server-1.0",
+            InstanceProfileType::Docker => "container.dockerinc.docker-1.0",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProfileKind {
     Instance {
+        profile_type: InstanceProfileType,
         flavor: String,
         image: String,
         metadata: BTreeMap<String, String>,
+        workload: Workload,
     },
     Stack {
         /// The template as text (YAML or JSON).
@@ -33,9 +68,17 @@ pub struct ProfileSpec {
 
 impl ProfileSpec {
     pub fn type_name(&self) -> &'static str {
-        match self.kind {
-            ProfileKind::Instance { .. } => "ember.instance-1.0",
+        match &self.kind {
+            ProfileKind::Instance { profile_type, .. } => profile_type.type_name(),
             ProfileKind::Stack { .. } => "os.heat.stack-1.0",
+        }
+    }
+
+    /// The flavor of an instance profile's nodes.
+    pub fn flavor(&self) -> Option<&str> {
+        match &self.kind {
+            ProfileKind::Instance { flavor, .. } => Some(flavor),
+            ProfileKind::Stack { .. } => None,
         }
     }
 
@@ -77,6 +120,15 @@ impl ProfileSpec {
                 ))),
             }
         };
+        let refuse_unknown = |known: &[&str], profile: &str| -> Result<()> {
+            match properties.keys().find(|key| !known.contains(&key.as_str())) {
+                Some(unknown) => Err(invalid(format!(
+                    "{profile}: unknown property {unknown:?} (known: {})",
+                    known.join(", ")
+                ))),
+                None => Ok(()),
+            }
+        };
         let kind = match (type_name, version.as_str()) {
             ("ember.instance", "1.0") => {
                 let flavor = text("flavor")?;
@@ -86,10 +138,92 @@ impl ProfileSpec {
                         "ember.instance-1.0 needs properties.flavor and properties.image".into(),
                     ));
                 }
+                let workload = Workload {
+                    user_data: text("user_data")?,
+                    command: command(properties.get("command"))?,
+                    env: string_map("env")?,
+                };
+                workload.validate()?;
                 ProfileKind::Instance {
+                    profile_type: InstanceProfileType::Ember,
                     flavor,
                     image,
                     metadata: string_map("metadata")?,
+                    workload,
+                }
+            }
+            ("os.nova.server", "1.0") => {
+                refuse_unknown(NOVA_SERVER_PROPERTIES, "os.nova.server-1.0")?;
+                let flavor = text("flavor")?;
+                let image = text("image")?;
+                if flavor.is_empty() || image.is_empty() {
+                    return Err(invalid(
+                        "os.nova.server-1.0 needs properties.flavor and properties.image (booting from a volume is not supported)".into(),
+                    ));
+                }
+                let _ = text("name")?;
+                let workload = Workload {
+                    user_data: text("user_data")?,
+                    ..Workload::default()
+                };
+                workload.validate()?;
+                ProfileKind::Instance {
+                    profile_type: InstanceProfileType::NovaServer,
+                    flavor,
+                    image,
+                    metadata: string_map("metadata")?,
+                    workload,
+                }
+            }
+            ("container.dockerinc.docker", "1.0") => {
+                refuse_unknown(DOCKER_PROPERTIES, "container.dockerinc.docker-1.0")?;
+                let image = text("image")?;
+                if image.is_empty() {
+                    return Err(invalid(
+                        "container.dockerinc.docker-1.0 needs properties.image".into(),
+                    ));
+                }
+                let flavor = match text("flavor")? {
+                    flavor if flavor.is_empty() => crate::compute::flavors::UNLIMITED.to_owned(),
+                    flavor => flavor,
+                };
+                let _ = text("name")?;
+                match properties.get("context") {
+                    None | Some(Value::Null) | Some(Value::Object(_)) => {}
+                    Some(other) => {
+                        return Err(invalid(format!(
+                            "properties.context must be an object, got {other}"
+                        )));
+                    }
+                }
+                match properties.get("port") {
+                    None | Some(Value::Null) => {}
+                    Some(value) if value.as_u64().is_some_and(|port| port <= 65_535) => {}
+                    Some(other) => {
+                        return Err(invalid(format!(
+                            "properties.port must be a port number, got {other}"
+                        )));
+                    }
+                }
+                let mut metadata = string_map("metadata")?;
+                for key in ["host_node", "host_cluster"] {
+                    let value = text(key)?;
+                    if !value.is_empty() {
+                        metadata.insert(key.to_owned(), value);
+                    }
+                }
+                let workload = Workload {
+                    command: command(properties.get("command"))?,
+                    env: string_map("env")?,
+                    ..Workload::default()
+                };
+                workload.validate()?;
+                ProfileKind::Instance {
+                    profile_type: InstanceProfileType::Docker,
+                    flavor,
+                    image,
+                    metadata,
+                    workload,
                 }
             }
             ("os.heat.stack", "1.0") => {
@@ -137,12 +271,133 @@ impl ProfileSpec {
             }
             _ => {
                 return Err(invalid(format!(
-                    "profile type {type_name:?} version {version:?} is not supported: use ember.instance 1.0 or os.heat.stack 1.0"
+                    "profile type {type_name:?} version {version:?} is not supported: use ember.instance, os.nova.server, container.dockerinc.docker or os.heat.stack, version 1.0"
                 )));
             }
         };
         Ok(ProfileSpec { kind, spec })
     }
+}
+
+/// Every property of Senlin's `os.nova.server-1.0` (most have no effect).
+const NOVA_SERVER_PROPERTIES: &[&str] = &[
+    "context",
+    "adminPass",
+    "auto_disk_config",
+    "availability_zone",
+    "block_device_mapping",
+    "block_device_mapping_v2",
+    "config_drive",
+    "flavor",
+    "image",
+    "key_name",
+    "metadata",
+    "name",
+    "networks",
+    "personality",
+    "scheduler_hints",
+    "security_groups",
+    "user_data",
+];
+
+/// Senlin's `container.dockerinc.docker-1.0` properties and Ember's
+/// additions (flavor, env, metadata).
+const DOCKER_PROPERTIES: &[&str] = &[
+    "context",
+    "image",
+    "name",
+    "command",
+    "host_node",
+    "host_cluster",
+    "port",
+    "flavor",
+    "env",
+    "metadata",
+];
+
+/// A command: a list of arguments, or a string split as a shell would
+/// (quotes and backslashes), as Docker clients do.
+fn command(value: Option<&Value>) -> Result<Vec<String>> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) => split_shell_words(text).map_err(|problem| {
+            Error::InvalidInput(format!("properties.command: {problem} in {text:?}"))
+        }),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => Ok(text.clone()),
+                other => Err(Error::InvalidInput(format!(
+                    "properties.command: arguments must be strings, got {other}"
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(Error::InvalidInput(format!(
+            "properties.command must be a string or a list of strings, got {other}"
+        ))),
+    }
+}
+
+/// Splits `sleep 60 'a b' "c \"d\""` into words as a POSIX shell would
+/// (no expansions).
+pub fn split_shell_words(text: &str) -> std::result::Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut characters = text.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match characters.next() {
+                        Some('\'') => break,
+                        Some(inner) => word.push(inner),
+                        None => return Err("unterminated single quote".to_owned()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match characters.next() {
+                        Some('"') => break,
+                        Some('\\') => match characters.next() {
+                            Some(escaped @ ('"' | '\\' | '$' | '`')) => word.push(escaped),
+                            Some(other) => {
+                                word.push('\\');
+                                word.push(other);
+                            }
+                            None => return Err("unterminated double quote".to_owned()),
+                        },
+                        Some(inner) => word.push(inner),
+                        None => return Err("unterminated double quote".to_owned()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match characters.next() {
+                    Some(escaped) => word.push(escaped),
+                    None => return Err("a trailing backslash".to_owned()),
+                }
+            }
+            blank if blank.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            other => {
+                in_word = true;
+                word.push(other);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
 }
 
 #[cfg(test)]
@@ -160,9 +415,105 @@ mod tests {
             "properties": {"template": {"heat_template_version": "2018-08-31"}}}))
         .expect("stack");
         assert_eq!(stack.type_name(), "os.heat.stack-1.0");
-        let error = ProfileSpec::parse(json!({"type": "os.nova.server", "version": "1.0"}))
+        let error = ProfileSpec::parse(json!({"type": "os.nova.server", "version": "2.0"}))
             .expect_err("unsupported")
             .to_string();
         assert!(error.contains("os.nova.server"), "{error}");
+    }
+
+    #[test]
+    fn senlin_server_and_docker_profiles_make_instance_nodes() {
+        let server = ProfileSpec::parse(json!({"type": "os.nova.server", "version": 1.0,
+            "properties": {"flavor": "m1.small", "image": "cirros", "name": "web",
+                "networks": [{"network": "private"}], "key_name": "oskey",
+                "metadata": {"role": "web"}, "user_data": "#!/bin/sh\necho hi"}}))
+        .expect("server");
+        assert_eq!(server.type_name(), "os.nova.server-1.0");
+        let ProfileKind::Instance {
+            flavor,
+            workload,
+            metadata,
+            ..
+        } = &server.kind
+        else {
+            panic!("an instance profile");
+        };
+        assert_eq!(
+            (flavor.as_str(), metadata["role"].as_str()),
+            ("m1.small", "web")
+        );
+        assert!(workload.user_data.starts_with("#!/bin/sh"));
+
+        let docker = ProfileSpec::parse(
+            json!({"type": "container.dockerinc.docker", "version": "1.0",
+            "properties": {"image": "localhost/worker:1", "name": "worker",
+                "command": "/bin/sh -c 'echo \"hello world\"; sleep 60'",
+                "host_node": "node-1", "context": {"region_name": "RegionOne"}, "port": 2375,
+                "env": {"MODE": "work"}}}),
+        )
+        .expect("docker");
+        assert_eq!(docker.type_name(), "container.dockerinc.docker-1.0");
+        assert_eq!(docker.flavor(), Some("unlimited"));
+        let ProfileKind::Instance {
+            workload, metadata, ..
+        } = &docker.kind
+        else {
+            panic!("an instance profile");
+        };
+        assert_eq!(
+            workload.command,
+            vec!["/bin/sh", "-c", "echo \"hello world\"; sleep 60"]
+        );
+        assert_eq!(workload.env["MODE"], "work");
+        assert_eq!(metadata["host_node"], "node-1");
+    }
+
+    #[test]
+    fn senlin_profiles_refuse_what_they_do_not_know() {
+        let cases = [
+            (
+                json!({"type": "container.dockerinc.docker", "version": "1.0",
+                "properties": {"command": "sleep 1"}}),
+                "needs properties.image",
+            ),
+            (
+                json!({"type": "container.dockerinc.docker", "version": "1.0",
+                "properties": {"image": "x", "volumes": []}}),
+                "unknown property \"volumes\"",
+            ),
+            (
+                json!({"type": "container.dockerinc.docker", "version": "1.0",
+                "properties": {"image": "x", "command": "echo 'oops"}}),
+                "unterminated single quote",
+            ),
+            (
+                json!({"type": "container.dockerinc.docker", "version": "1.0",
+                "properties": {"image": "x", "port": "http"}}),
+                "properties.port",
+            ),
+            (
+                json!({"type": "os.nova.server", "version": "1.0",
+                "properties": {"flavor": "m1.small"}}),
+                "needs properties.flavor and properties.image",
+            ),
+        ];
+        for (spec, expected) in cases {
+            let error = ProfileSpec::parse(spec).expect_err("invalid").to_string();
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
+    }
+
+    #[test]
+    fn shell_words_split_like_a_shell() {
+        assert_eq!(
+            split_shell_words(r#"a  'b c' "d \"e\" \n" f\ g"#).expect("valid"),
+            vec!["a", "b c", r#"d "e" \n"#, "f g"]
+        );
+        assert_eq!(
+            split_shell_words("   ").expect("valid"),
+            Vec::<String>::new()
+        );
+        assert_eq!(split_shell_words("''").expect("valid"), vec![""]);
+        assert!(split_shell_words("trailing\\").is_err());
     }
 }

@@ -21,9 +21,18 @@ impl AdjustmentType {
             ))),
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdjustmentType::ExactCapacity => "EXACT_CAPACITY",
+            AdjustmentType::ChangeInCapacity => "CHANGE_IN_CAPACITY",
+            AdjustmentType::ChangeInPercentage => "CHANGE_IN_PERCENTAGE",
+        }
+    }
 }
 
-/// The desired capacity an adjustment asks for, from `current`.
+/// The desired capacity an adjustment asks for, from `current`. Never
+/// below 0; a result beyond `i32` is an error, never an overflow.
 pub fn desired_after(
     current: i32,
     adjustment: AdjustmentType,
@@ -35,6 +44,20 @@ pub fn desired_after(
             "number {number} is not a number"
         )));
     }
+    let out_of_range = || {
+        Error::InvalidInput(format!(
+            "number {number} is out of range: the new capacity must fit in {} nodes",
+            i32::MAX
+        ))
+    };
+    // Every magnitude that fits an i32 capacity fits an i64 exactly as a
+    // whole f64; anything larger is refused before it is converted.
+    let whole = |value: f64| -> Result<i64> {
+        if value.abs() > f64::from(i32::MAX) * 2.0 {
+            return Err(out_of_range());
+        }
+        Ok(value as i64)
+    };
     let desired = match adjustment {
         AdjustmentType::ExactCapacity => {
             if number < 0.0 || number.fract() != 0.0 {
@@ -42,7 +65,7 @@ pub fn desired_after(
                     "number {number} must be a non-negative integer for EXACT_CAPACITY"
                 )));
             }
-            number as i64
+            whole(number)?
         }
         AdjustmentType::ChangeInCapacity => {
             if number.fract() != 0.0 {
@@ -50,23 +73,67 @@ pub fn desired_after(
                     "number {number} must be an integer for CHANGE_IN_CAPACITY"
                 )));
             }
-            i64::from(current) + number as i64
+            i64::from(current)
+                .checked_add(whole(number)?)
+                .ok_or_else(out_of_range)?
         }
         AdjustmentType::ChangeInPercentage => {
             let delta = f64::from(current) * number / 100.0;
-            let mut step = if delta > 0.0 {
+            let mut step = whole(if delta > 0.0 {
                 delta.floor()
             } else {
                 delta.ceil()
-            } as i64;
+            })?;
             if step.abs() < i64::from(min_step) && number != 0.0 {
-                step = i64::from(min_step) * number.signum() as i64;
+                step = if number > 0.0 {
+                    i64::from(min_step)
+                } else {
+                    -i64::from(min_step)
+                };
             }
-            i64::from(current) + step
+            i64::from(current)
+                .checked_add(step)
+                .ok_or_else(out_of_range)?
         }
     };
-    i32::try_from(desired.max(0))
-        .map_err(|_| Error::InvalidInput(format!("number {number} is out of range")))
+    i32::try_from(desired.max(0)).map_err(|_| out_of_range())
+}
+
+/// The capacity `count` more nodes make from `current`, checked against
+/// `max_size` (-1 = unlimited): a count beyond `i32` or beyond the maximum
+/// is refused naming both.
+pub fn grown_by(current: i32, count: u64, max_size: i32) -> Result<i32> {
+    let too_many = || {
+        Error::InvalidInput(format!(
+            "count {count} is out of range: a cluster holds at most {} nodes",
+            i32::MAX
+        ))
+    };
+    let count = i32::try_from(count).map_err(|_| too_many())?;
+    let desired = current.checked_add(count).ok_or_else(too_many)?;
+    if max_size != -1 && desired > max_size {
+        return Err(Error::Conflict(format!(
+            "scaling out by {count} would exceed max_size {max_size} (now {current})"
+        )));
+    }
+    Ok(desired)
+}
+
+/// The capacity `count` fewer nodes leave from `current`, checked against
+/// `min_size`.
+pub fn shrunk_by(current: i32, count: u64, min_size: i32) -> Result<i32> {
+    let count = i32::try_from(count).map_err(|_| {
+        Error::InvalidInput(format!(
+            "count {count} is out of range: a cluster holds at most {} nodes",
+            i32::MAX
+        ))
+    })?;
+    match current.checked_sub(count) {
+        Some(desired) if desired >= min_size => Ok(desired),
+        _ => Err(Error::Conflict(format!(
+            "scaling in by {count} would go below min_size {min_size} (now {current})"
+        ))),
+    }
 }
 
 /// Checks `desired` against the sizes: strict refuses, otherwise clamps.
@@ -112,5 +179,130 @@ mod tests {
         assert_eq!(fit(5, 1, 3, false).ok(), Some(3));
         assert!(fit(5, 1, 3, true).is_err());
         assert_eq!(fit(0, 1, -1, false).ok(), Some(1));
+    }
+
+    #[test]
+    fn counts_beyond_i32_or_max_size_are_refused_up_front() {
+        assert_eq!(grown_by(2, 3, 10).ok(), Some(5));
+        assert_eq!(grown_by(2, 3, -1).ok(), Some(5));
+        assert!(matches!(grown_by(2, 9, 10), Err(Error::Conflict(m)) if m.contains("max_size 10")));
+        assert!(matches!(
+            grown_by(2, u64::from(u32::MAX), -1),
+            Err(Error::InvalidInput(_))
+        ));
+        assert!(matches!(
+            grown_by(i32::MAX, 1, -1),
+            Err(Error::InvalidInput(_))
+        ));
+        assert_eq!(shrunk_by(5, 2, 1).ok(), Some(3));
+        assert!(matches!(shrunk_by(5, 5, 1), Err(Error::Conflict(m)) if m.contains("min_size 1")));
+        assert!(shrunk_by(5, u64::MAX, 0).is_err());
+        assert!(desired_after(1, AdjustmentType::ChangeInCapacity, 1e300, 1).is_err());
+        assert!(desired_after(i32::MAX, AdjustmentType::ChangeInCapacity, 1.0, 1).is_err());
+        assert!(desired_after(i32::MAX, AdjustmentType::ChangeInPercentage, 1e12, 1).is_err());
+        assert_eq!(
+            desired_after(3, AdjustmentType::ChangeInCapacity, -1e9, 1).ok(),
+            Some(0)
+        );
+    }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::*;
+
+        fn adjustment() -> impl Strategy<Value = AdjustmentType> {
+            prop_oneof![
+                Just(AdjustmentType::ExactCapacity),
+                Just(AdjustmentType::ChangeInCapacity),
+                Just(AdjustmentType::ChangeInPercentage),
+            ]
+        }
+
+        /// Whole numbers of every size, and fractions for percentages.
+        fn number() -> impl Strategy<Value = f64> {
+            prop_oneof![
+                (-1_000i64..1_000).prop_map(|n| n as f64),
+                any::<i64>().prop_map(|n| n as f64),
+                -1e6f64..1e6,
+                Just(f64::MAX),
+                Just(-f64::MAX),
+            ]
+        }
+
+        proptest! {
+            /// Never a panic or an overflow: a capacity within i32, at least
+            /// 0, or an InvalidInput error.
+            #[test]
+            fn any_adjustment_is_a_capacity_or_a_clear_error(
+                current in 0..=i32::MAX,
+                adjustment in adjustment(),
+                number in number(),
+                min_step in 0..=i32::MAX,
+            ) {
+                match desired_after(current, adjustment, number, min_step) {
+                    Ok(desired) => prop_assert!(desired >= 0),
+                    Err(error) => prop_assert!(matches!(error, Error::InvalidInput(_)), "{error:?}"),
+                }
+            }
+
+            /// An increase never lowers the capacity, a decrease never
+            /// raises it.
+            #[test]
+            fn changes_move_the_capacity_the_way_they_say(
+                current in 0..100_000i32,
+                change in -1_000_000i64..1_000_000,
+                percentage in -1_000.0f64..1_000.0,
+                min_step in 0..100i32,
+            ) {
+                let number = change as f64;
+                if let Ok(desired) = desired_after(current, AdjustmentType::ChangeInCapacity, number, min_step) {
+                    if change >= 0 { prop_assert!(desired >= current) } else { prop_assert!(desired <= current) }
+                }
+                if let Ok(desired) = desired_after(current, AdjustmentType::ChangeInPercentage, percentage, min_step) {
+                    if percentage >= 0.0 { prop_assert!(desired >= current) } else { prop_assert!(desired <= current) }
+                }
+            }
+
+            /// Not strict: always within [min, max] (max -1 = unlimited).
+            /// Strict: accepted exactly when already within, unchanged.
+            #[test]
+            fn fitting_stays_within_the_sizes(
+                desired in any::<i32>(),
+                min_size in 0..1_000i32,
+                extra in prop_oneof![Just(None), (0..1_000i32).prop_map(Some)],
+            ) {
+                let max_size = extra.map_or(-1, |extra| min_size + extra);
+                let fitted = fit(desired, min_size, max_size, false);
+                prop_assert!(fitted.is_ok());
+                let fitted = fitted.unwrap_or_default();
+                prop_assert!(fitted >= min_size);
+                prop_assert!(max_size == -1 || fitted <= max_size);
+                let within = desired >= min_size && (max_size == -1 || desired <= max_size);
+                match fit(desired, min_size, max_size, true) {
+                    Ok(strict) => { prop_assert!(within); prop_assert_eq!(strict, desired) }
+                    Err(_) => prop_assert!(!within),
+                }
+            }
+
+            /// Scaling by a count: within [min, max] or an error, for any
+            /// count a request can carry.
+            #[test]
+            fn scaling_by_a_count_respects_the_sizes_or_says_why(
+                current in 0..=i32::MAX,
+                count in any::<u64>(),
+                min_size in 0..1_000i32,
+                max_size in prop_oneof![Just(-1), 0..=i32::MAX],
+            ) {
+                if let Ok(desired) = grown_by(current, count, max_size) {
+                    prop_assert!(desired >= current);
+                    prop_assert!(max_size == -1 || desired <= max_size);
+                }
+                if let Ok(desired) = shrunk_by(current, count, min_size) {
+                    prop_assert!(desired <= current);
+                    prop_assert!(desired >= min_size);
+                }
+            }
+        }
     }
 }

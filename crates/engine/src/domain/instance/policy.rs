@@ -304,12 +304,16 @@ fn power_task(instance: &Instance, action: PowerAction) -> Result<InstanceTask> 
         ))
     };
     match (action, state) {
-        (PowerAction::On, (Stopped, Off)) => Ok(InstanceTask::PowerOn),
+        // An ERROR instance whose machine is off (it died, or a power on
+        // failed) may be started again, as a container can.
+        (PowerAction::On, (Stopped | InstanceStatus::Error, Off)) => Ok(InstanceTask::PowerOn),
         (PowerAction::On, (Active, On)) => Err(Error::Conflict(format!(
             "{} is already on",
             instance.label()
         ))),
-        (PowerAction::On, _) => Err(refuse("a STOPPED instance")),
+        (PowerAction::On, _) => Err(refuse(
+            "a STOPPED instance (or an ERROR one whose power is off)",
+        )),
         (PowerAction::Off, (Active, On)) => Ok(InstanceTask::PowerOff),
         (PowerAction::Off, (Stopped, Off)) => Err(Error::Conflict(format!(
             "{} is already off",
@@ -362,6 +366,7 @@ mod tests {
             flavor: "m1.small".into(),
             image: "debian-12".into(),
             metadata: BTreeMap::new(),
+            workload: Default::default(),
         };
         Instance {
             status,
@@ -599,6 +604,8 @@ mod tests {
             (Active, On, PowerAction::Off, Active, PoweringOff),
             (Active, On, PowerAction::Reboot, Rebooting, On),
             (Stopped, Off, PowerAction::On, Stopped, PoweringOn),
+            // A machine that died (ERROR, power off) can be started again.
+            (Error, Off, PowerAction::On, Stopped, PoweringOn),
         ];
         for (status, power, action, next_status, next_power) in accepted {
             let Decision::Change { next, task, .. } = decide(
@@ -641,6 +648,7 @@ mod tests {
                 "needs an ACTIVE instance",
             ),
             (Error, NoState, PowerAction::Off, "needs an ACTIVE instance"),
+            (Error, NoState, PowerAction::On, "needs a STOPPED instance"),
             (Deleting, NoState, PowerAction::On, "cannot be powered"),
         ];
         for (status, power, action, expected) in refused {

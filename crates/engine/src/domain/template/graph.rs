@@ -217,7 +217,7 @@ impl Template {
                 .collect();
             dependencies.insert(name.clone(), targets);
         }
-        DependencyGraph { dependencies }
+        DependencyGraph::indexed(dependencies)
     }
 
     /// Resources grouped so that each group only depends on earlier groups;
@@ -232,9 +232,28 @@ impl Template {
 pub struct DependencyGraph {
     /// Each resource with the resources it depends on.
     dependencies: BTreeMap<String, BTreeSet<String>>,
+    /// The same edges reversed, built once: asking for the dependents of
+    /// each resource of a run by scanning every edge made runs O(n²).
+    dependents: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl DependencyGraph {
+    fn indexed(dependencies: BTreeMap<String, BTreeSet<String>>) -> Self {
+        let mut dependents: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (dependent, targets) in &dependencies {
+            for target in targets {
+                dependents
+                    .entry(target.clone())
+                    .or_default()
+                    .insert(dependent.clone());
+            }
+        }
+        Self {
+            dependencies,
+            dependents,
+        }
+    }
+
     /// Builds a graph from explicit edges; dependencies on names that are
     /// not keys of the map are ignored.
     pub fn from_dependencies(dependencies: BTreeMap<String, BTreeSet<String>>) -> Self {
@@ -243,7 +262,7 @@ impl DependencyGraph {
             .into_iter()
             .map(|(name, targets)| (name, targets.intersection(&names).cloned().collect()))
             .collect();
-        Self { dependencies }
+        Self::indexed(dependencies)
     }
 
     pub fn resources(&self) -> impl Iterator<Item = &String> {
@@ -256,11 +275,7 @@ impl DependencyGraph {
 
     /// The resources that depend on `name` directly.
     pub fn dependents_of(&self, name: &str) -> BTreeSet<String> {
-        self.dependencies
-            .iter()
-            .filter(|(_, targets)| targets.contains(name))
-            .map(|(dependent, _)| dependent.clone())
-            .collect()
+        self.dependents.get(name).cloned().unwrap_or_default()
     }
 
     /// A cycle as `[a, b, ..., a]`, if there is one.

@@ -44,7 +44,7 @@ pub use resource_definition::{
     DeletionPolicy, DeletionPolicySetting, OutputDefinition, ResourceDefinition,
 };
 pub use resource_registry::{ResolvedType, ResourceOverrides, ResourceRegistry};
-pub use version::{TemplateVersion, function_versions};
+pub use version::{TemplateVersion, function_versions, template_functions};
 
 #[cfg(test)]
 mod tests {

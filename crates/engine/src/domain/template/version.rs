@@ -356,6 +356,80 @@ pub fn classify(key: &str, version: TemplateVersion, mode: EvaluationMode) -> Cl
     }
 }
 
+/// What a function does, in the words Heat's function listing uses (the
+/// first line of its implementation's documentation; clients and
+/// conformance suites compare them).
+fn description(function: FunctionName, version: TemplateVersion) -> &'static str {
+    match function {
+        FunctionName::GetParam => "A function for resolving parameter references.",
+        FunctionName::GetResource => "A function for resolving resource references.",
+        FunctionName::GetAttr => "A function for resolving resource attributes.",
+        FunctionName::GetFile => "A function for including a file inline.",
+        FunctionName::ListJoin if version.supports_json_in_string_functions() => {
+            "A function for joining one or more lists of strings."
+        }
+        FunctionName::ListJoin => "A function for joining strings.",
+        FunctionName::StrReplace
+        | FunctionName::StrReplaceStrict
+        | FunctionName::StrReplaceVstrict => "A function for performing string substitutions.",
+        FunctionName::ResourceFacade => {
+            "A function for retrieving data in a parent provider template."
+        }
+        FunctionName::Digest => "A function for performing digest operations.",
+        FunctionName::Repeat if version.supports_repeat_over_maps() => {
+            "A function for iterating over a list of items or a dict of keys."
+        }
+        FunctionName::Repeat => "A function for iterating over a list of items.",
+        FunctionName::StrSplit => "A function for splitting delimited strings into a list.",
+        FunctionName::MapMerge => "A function for merging maps.",
+        // Heat's make_url shares map_replace's description.
+        FunctionName::MapReplace | FunctionName::MakeUrl => {
+            "A function for performing substitutions on maps."
+        }
+        FunctionName::If => {
+            "A function to return corresponding value based on condition evaluation."
+        }
+        FunctionName::Yaql => "A function for executing a yaql expression.",
+        FunctionName::Filter => "A function for filtering out values from lists.",
+        FunctionName::ListConcat => "A function for extending lists.",
+        FunctionName::ListConcatUnique => "A function for extending lists with unique items.",
+        FunctionName::Contains => "A function for checking whether specific value is in sequence.",
+        FunctionName::Equals => "A function for comparing whether two values are equal.",
+        FunctionName::Not => "A function that acts as a NOT operator on a condition.",
+        FunctionName::And => "A function that acts as an AND operator on conditions.",
+        FunctionName::Or => "A function that acts as an OR operator on conditions.",
+        FunctionName::CloudFormation => "A CloudFormation function.",
+    }
+}
+
+/// The functions a template of `version` may use, with their
+/// descriptions, as Heat lists them: those of values, plus (with
+/// `with_conditions`) those only conditions may use. Functions Ember
+/// refuses (yaql; CloudFormation functions in HOT) are not listed.
+pub fn template_functions(
+    version: TemplateVersion,
+    with_conditions: bool,
+) -> Vec<(&'static str, &'static str)> {
+    FUNCTIONS
+        .iter()
+        .filter(|spec| {
+            !matches!(
+                spec.function,
+                FunctionName::CloudFormation | FunctionName::Yaql
+            )
+        })
+        .filter(|spec| {
+            let in_values = spec.in_values_since.is_some_and(|since| since <= version);
+            let in_conditions = with_conditions
+                && spec
+                    .in_conditions_since
+                    .is_some_and(|since| since <= version);
+            in_values || in_conditions
+        })
+        .map(|spec| (spec.name, description(spec.function, version)))
+        .collect()
+}
+
 /// `(name, first version in values, first version in conditions)` for every
 /// HOT function Ember resolves; used by documentation and tests.
 pub fn function_versions() -> Vec<(
@@ -373,6 +447,47 @@ pub fn function_versions() -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn functions_are_listed_per_version_as_heat_lists_them() {
+        let names = |version, conditions| -> Vec<&str> {
+            template_functions(version, conditions)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        let oldest = names(V::V2013_05_23, false);
+        assert!(oldest.contains(&"get_file") && oldest.contains(&"str_replace"));
+        assert!(!oldest.contains(&"repeat") && !oldest.contains(&"Fn::Join"));
+        assert!(names(V::V2015_04_30, false).contains(&"repeat"));
+        let newton = names(V::V2016_10_14, false);
+        assert!(newton.contains(&"if") && !newton.contains(&"equals"));
+        assert!(!newton.contains(&"yaql"), "Ember refuses yaql");
+        let with_conditions = names(V::V2016_10_14, true);
+        assert!(with_conditions.contains(&"equals") && with_conditions.contains(&"or"));
+        assert_eq!(
+            with_conditions
+                .iter()
+                .filter(|name| **name == "get_param")
+                .count(),
+            1
+        );
+        let described: std::collections::HashMap<_, _> = template_functions(V::V2016_10_14, false)
+            .into_iter()
+            .collect();
+        assert_eq!(
+            described["get_file"],
+            "A function for including a file inline."
+        );
+        assert_eq!(
+            described["repeat"],
+            "A function for iterating over a list of items or a dict of keys."
+        );
+        let described: std::collections::HashMap<_, _> = template_functions(V::V2015_04_30, false)
+            .into_iter()
+            .collect();
+        assert_eq!(described["list_join"], "A function for joining strings.");
+    }
 
     #[test]
     fn parses_dates_and_release_names() {

@@ -125,6 +125,7 @@ pub fn cluster_row(cluster: &Cluster) -> cluster::ActiveModel {
         user_id: Set(cluster.user_id.clone()),
         created_at: Set(cluster.created_at),
         updated_at: Set(cluster.updated_at),
+        lock_action_id: Set(None),
     }
 }
 
@@ -210,6 +211,8 @@ pub fn action_row(action: &ClusterAction) -> action::ActiveModel {
         project_id: Set(action.project_id.clone()),
         user_id: Set(action.user_id.clone()),
         roles: Set(action.roles.join(",")),
+        attempt: Set(action.attempt),
+        takes_cluster_lock: Set(action.takes_cluster_lock()),
         created_at: Set(action.created_at),
         updated_at: Set(action.updated_at),
     }
@@ -239,6 +242,7 @@ pub fn action_from(row: action::Model) -> Result<ClusterAction> {
         lifecycle_outcome,
         lifecycle_detail: row.lifecycle_detail,
         hook_recorded: row.hook_recorded,
+        attempt: row.attempt,
         project_id: row.project_id,
         user_id: row.user_id,
         roles: row

@@ -83,6 +83,8 @@ pub mod cluster {
         pub user_id: String,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,
+        /// The action holding the cluster's lock, if any.
+        pub lock_action_id: Option<Uuid>,
     }
     no_relations!();
 }
@@ -139,6 +141,10 @@ pub mod action {
         pub project_id: String,
         pub user_id: String,
         pub roles: String,
+        /// The fencing token: incremented by each claim.
+        pub attempt: i32,
+        /// Whether running it needs the cluster's lock.
+        pub takes_cluster_lock: bool,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,
     }

@@ -1,42 +1,29 @@
-//! The action half of [`super::ClusterStore`] on sea-orm. Each move that
-//! must happen once is an `UPDATE … WHERE id = ? AND status = ?` (plus the
-//! owner or lease where it matters) whose affected row count says whether
-//! this caller won.
+//! The action half of [`super::ClusterStore`] on sea-orm: recording,
+//! listing, lifecycle waits (completion versus deadline) and hooks. Each
+//! move that must happen once is an `UPDATE … WHERE id = ? AND status = ?`
+//! whose affected row count says whether this caller won. What runs do
+//! (claims, fenced writes, ends, takeovers) is in `sql_runs`.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, LockBehavior, LockType};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
-};
-use serde_json::Value;
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use uuid::Uuid;
 
-use super::ActionQuery;
-use super::ReadyOutcome;
-use super::convert::{action_from, action_row, cluster_row, event_row, node_row, uuids_json};
-use super::entity::{action, cluster, event, node};
+use super::changes::{begin_write, insert_events};
+use super::convert::{action_from, action_row};
+use super::entity::action;
+use super::{ActionQuery, ReadyOutcome};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus,
-    LifecycleOutcome, Node,
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, LifecycleOutcome,
 };
 use crate::error::Result;
-
-async fn insert_events(connection: &impl ConnectionTrait, events: &[ClusterEvent]) -> Result<()> {
-    if !events.is_empty() {
-        event::Entity::insert_many(events.iter().map(event_row))
-            .exec(connection)
-            .await?;
-    }
-    Ok(())
-}
 
 pub async fn insert_actions(
     connection: &DatabaseConnection,
     actions: &[ClusterAction],
     events: &[ClusterEvent],
 ) -> Result<()> {
-    let transaction = connection.begin().await?;
+    let transaction = begin_write(connection).await?;
     if !actions.is_empty() {
         action::Entity::insert_many(actions.iter().map(action_row))
             .exec(&transaction)
@@ -95,46 +82,6 @@ pub async fn list_by_status(
         .collect()
 }
 
-/// Claims up to `limit` READY actions in one statement: the rows still
-/// READY when the UPDATE reaches them become this engine's and are
-/// returned. Replicas never both win a row (PostgreSQL re-checks the status
-/// of a row another claim just changed; SQLite runs writers one at a time).
-pub async fn claim_ready_actions(
-    connection: &DatabaseConnection,
-    engine_id: Uuid,
-    lease_until: DateTime<Utc>,
-    limit: u64,
-) -> Result<Vec<ClusterAction>> {
-    let candidates = action::Entity::find()
-        .select_only()
-        .column(action::Column::Id)
-        .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
-        .order_by_asc(action::Column::CreatedAt)
-        .limit(limit)
-        // Rows another claim holds are skipped, not waited for: claims
-        // never queue behind each other or deadlock (PostgreSQL; SQLite
-        // runs writers one at a time and has no row locks).
-        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
-        .into_query();
-    let mut claimed = action::Entity::update_many()
-        .col_expr(
-            action::Column::Status,
-            Expr::value(ActionStatus::Running.as_str()),
-        )
-        .col_expr(action::Column::Owner, Expr::value(engine_id))
-        .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
-        .col_expr(
-            action::Column::UpdatedAt,
-            Expr::value(ember_runtime::time::now()),
-        )
-        .filter(action::Column::Id.in_subquery(candidates))
-        .filter(action::Column::Status.eq(ActionStatus::Ready.as_str()))
-        .exec_with_returning(connection)
-        .await?;
-    claimed.sort_by_key(|row| row.created_at);
-    claimed.into_iter().map(action_from).collect()
-}
-
 pub async fn last_success(
     connection: &DatabaseConnection,
     cluster_id: Uuid,
@@ -153,119 +100,6 @@ pub async fn last_success(
         .await?)
 }
 
-pub async fn renew_action_leases(
-    connection: &DatabaseConnection,
-    engine_id: Uuid,
-    lease_until: DateTime<Utc>,
-) -> Result<u64> {
-    let result = action::Entity::update_many()
-        .col_expr(action::Column::LeaseExpiresAt, Expr::value(lease_until))
-        .filter(action::Column::Owner.eq(engine_id))
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .exec(connection)
-        .await?;
-    Ok(result.rows_affected)
-}
-
-pub async fn finish_action(
-    connection: &DatabaseConnection,
-    action: &ClusterAction,
-    engine_id: Uuid,
-    status: ActionStatus,
-    reason: &str,
-    events: &[ClusterEvent],
-) -> Result<bool> {
-    let transaction = connection.begin().await?;
-    let result = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(status.as_str()))
-        .col_expr(action::Column::StatusReason, Expr::value(reason))
-        .col_expr(
-            action::Column::Outputs,
-            Expr::value(Value::Object(action.outputs.clone())),
-        )
-        .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(
-            action::Column::LeaseExpiresAt,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(
-            action::Column::UpdatedAt,
-            Expr::value(ember_runtime::time::now()),
-        )
-        .filter(action::Column::Id.eq(action.id))
-        .filter(action::Column::Owner.eq(engine_id))
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .exec(&transaction)
-        .await?;
-    if result.rows_affected != 1 {
-        return Ok(false);
-    }
-    insert_events(&transaction, events).await?;
-    transaction.commit().await?;
-    Ok(true)
-}
-
-pub async fn start_waiting_on_children(
-    connection: &DatabaseConnection,
-    parent: &ClusterAction,
-    engine_id: Uuid,
-    children: &[ClusterAction],
-    cluster: Option<&Cluster>,
-    nodes: &[Node],
-    events: &[ClusterEvent],
-) -> Result<bool> {
-    let transaction = connection.begin().await?;
-    let child_ids: Vec<Uuid> = children.iter().map(|child| child.id).collect();
-    let result = action::Entity::update_many()
-        .col_expr(
-            action::Column::Status,
-            Expr::value(ActionStatus::Waiting.as_str()),
-        )
-        .col_expr(
-            action::Column::DependsOn,
-            Expr::value(uuids_json(&child_ids)),
-        )
-        .col_expr(
-            action::Column::Outputs,
-            Expr::value(Value::Object(parent.outputs.clone())),
-        )
-        .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(
-            action::Column::LeaseExpiresAt,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(
-            action::Column::UpdatedAt,
-            Expr::value(ember_runtime::time::now()),
-        )
-        .filter(action::Column::Id.eq(parent.id))
-        .filter(action::Column::Owner.eq(engine_id))
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .exec(&transaction)
-        .await?;
-    if result.rows_affected != 1 {
-        return Ok(false);
-    }
-    if !children.is_empty() {
-        action::Entity::insert_many(children.iter().map(action_row))
-            .exec(&transaction)
-            .await?;
-    }
-    if let Some(cluster) = cluster {
-        cluster::Entity::update(cluster_row(cluster))
-            .exec(&transaction)
-            .await?;
-    }
-    for node in nodes {
-        node::Entity::update(node_row(node))
-            .exec(&transaction)
-            .await?;
-    }
-    insert_events(&transaction, events).await?;
-    transaction.commit().await?;
-    Ok(true)
-}
-
 pub async fn make_ready(
     connection: &DatabaseConnection,
     action_id: Uuid,
@@ -273,7 +107,7 @@ pub async fn make_ready(
     outcome: Option<(LifecycleOutcome, &str)>,
     event: Option<&ClusterEvent>,
 ) -> Result<ReadyOutcome> {
-    let transaction = connection.begin().await?;
+    let transaction = begin_write(connection).await?;
     let mut update = action::Entity::update_many()
         .col_expr(
             action::Column::Status,
@@ -320,7 +154,7 @@ pub async fn expire_waiting<'a>(
     if ids.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let transaction = connection.begin().await?;
+    let transaction = begin_write(connection).await?;
     let moved = action::Entity::update_many()
         .col_expr(
             action::Column::Status,
@@ -385,152 +219,4 @@ pub async fn list_unrecorded_hooks(
         .into_iter()
         .map(action_from)
         .collect()
-}
-
-pub async fn finish_parent_if_done(
-    connection: &DatabaseConnection,
-    parent_id: Uuid,
-) -> Result<Option<ClusterAction>> {
-    let Some(parent) = action::Entity::find_by_id(parent_id)
-        .one(connection)
-        .await?
-    else {
-        return Ok(None);
-    };
-    let parent = action_from(parent)?;
-    if parent.status != ActionStatus::Waiting {
-        return Ok(None);
-    }
-    // Counted, not loaded: this runs after every child, so loading the
-    // children would make a removal of n nodes cost n² rows.
-    let children = || {
-        action::Entity::find().filter(action::Column::Id.is_in(parent.depends_on.iter().copied()))
-    };
-    let unfinished = children()
-        .filter(action::Column::Status.is_not_in(ActionStatus::FINAL.map(ActionStatus::as_str)))
-        .count(connection)
-        .await?;
-    if unfinished > 0 {
-        return Ok(None);
-    }
-    let failed = children()
-        .filter(action::Column::Status.ne(ActionStatus::Succeeded.as_str()))
-        .count(connection)
-        .await?;
-    let children = parent.depends_on.len();
-    let (status, reason) = if failed == 0 {
-        (
-            ActionStatus::Succeeded,
-            format!("{} completed", parent.kind.as_str()),
-        )
-    } else {
-        (
-            ActionStatus::Failed,
-            format!("{failed} of {children} node action(s) failed"),
-        )
-    };
-    let now = ember_runtime::time::now();
-    let transaction = connection.begin().await?;
-    let result = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(status.as_str()))
-        .col_expr(action::Column::StatusReason, Expr::value(reason.as_str()))
-        .col_expr(action::Column::UpdatedAt, Expr::value(now))
-        .filter(action::Column::Id.eq(parent_id))
-        .filter(action::Column::Status.eq(ActionStatus::Waiting.as_str()))
-        .exec(&transaction)
-        .await?;
-    if result.rows_affected != 1 {
-        return Ok(None);
-    }
-    if let Some(cluster_id) = parent.cluster_id {
-        let cluster_status = if failed == 0 {
-            ClusterStatus::Active
-        } else {
-            ClusterStatus::Warning
-        };
-        cluster::Entity::update_many()
-            .col_expr(
-                cluster::Column::Status,
-                Expr::value(cluster_status.as_str()),
-            )
-            .col_expr(cluster::Column::StatusReason, Expr::value(reason.as_str()))
-            .col_expr(cluster::Column::UpdatedAt, Expr::value(now))
-            .filter(cluster::Column::Id.eq(cluster_id))
-            .filter(cluster::Column::Status.ne(ClusterStatus::Deleting.as_str()))
-            .exec(&transaction)
-            .await?;
-    }
-    transaction.commit().await?;
-    Ok(Some(ClusterAction {
-        status,
-        status_reason: reason,
-        ..parent
-    }))
-}
-
-pub async fn list_expired_leases(
-    connection: &DatabaseConnection,
-    now: DateTime<Utc>,
-    limit: u64,
-) -> Result<Vec<ClusterAction>> {
-    action::Entity::find()
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .filter(action::Column::LeaseExpiresAt.lt(now))
-        .limit(limit)
-        .all(connection)
-        .await?
-        .into_iter()
-        .map(action_from)
-        .collect()
-}
-
-pub async fn recover_expired_action(
-    connection: &DatabaseConnection,
-    action: &ClusterAction,
-    now: DateTime<Utc>,
-    requeue: bool,
-    event: &ClusterEvent,
-) -> Result<bool> {
-    let (status, reason) = if requeue {
-        (
-            ActionStatus::Ready,
-            format!("taken over: engine {} went away", display_owner(action)),
-        )
-    } else {
-        (
-            ActionStatus::Failed,
-            format!(
-                "engine {} went away while running it",
-                display_owner(action)
-            ),
-        )
-    };
-    let transaction = connection.begin().await?;
-    let result = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(status.as_str()))
-        .col_expr(action::Column::StatusReason, Expr::value(reason))
-        .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(
-            action::Column::LeaseExpiresAt,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(action::Column::UpdatedAt, Expr::value(now))
-        .filter(action::Column::Id.eq(action.id))
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .filter(action::Column::LeaseExpiresAt.lt(now))
-        .exec(&transaction)
-        .await?;
-    if result.rows_affected != 1 {
-        return Ok(false);
-    }
-    insert_events(&transaction, std::slice::from_ref(event)).await?;
-    transaction.commit().await?;
-    Ok(true)
-}
-
-fn display_owner(action: &ClusterAction) -> String {
-    action
-        .owner
-        .map(|owner| owner.to_string())
-        .unwrap_or_else(|| "(unknown)".to_owned())
 }

@@ -3,31 +3,45 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait,
+    QuerySelect,
 };
 use uuid::Uuid;
 
+use super::changes::{begin_write, take_node_indexes_in};
 use super::convert::*;
 use super::entity::{action, binding, cluster, event, node, policy, profile};
 use super::{
-    ActionQuery, ClusterStore, EventQuery, NodeQuery, ObjectQuery, ReadyOutcome, sql_actions,
+    ActionQuery, ChangeOutcome, ClusterChange, ClusterStore, EventQuery, NodeQuery, ObjectQuery,
+    ReadyOutcome, Settle, sql_actions, sql_runs,
 };
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, LifecycleOutcome, Node,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, Fence, LifecycleOutcome, Node,
     PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
 
 pub struct SqlClusterStore {
+    /// Every write, and reads inside a write's transaction.
     pub(super) connection: DatabaseConnection,
+    /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
+    pub(super) reader: DatabaseConnection,
 }
 
 impl SqlClusterStore {
+    /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
-        SqlClusterStore { connection }
+        SqlClusterStore {
+            reader: connection.clone(),
+            connection,
+        }
+    }
+
+    /// Writes through `connection`, reads through `reader`.
+    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
+        SqlClusterStore { connection, reader }
     }
 }
 
@@ -77,14 +91,14 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<Profile>> {
-        find_by_name_or_id!(&self.connection, profile, "profile", project_id, name_or_id)
+        find_by_name_or_id!(&self.reader, profile, "profile", project_id, name_or_id)
             .map(profile_from)
             .transpose()
     }
 
     async fn get_profile(&self, id: Uuid) -> Result<Option<Profile>> {
         profile::Entity::find_by_id(id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(profile_from)
             .transpose()
@@ -104,7 +118,7 @@ impl ClusterStore for SqlClusterStore {
         select
             .order_by_asc(profile::Column::Id)
             .limit(query.page_size())
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(profile_from)
@@ -112,7 +126,7 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn delete_profile(&self, id: Uuid) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = begin_write(&self.connection).await?;
         let clusters = cluster::Entity::find()
             .filter(cluster::Column::ProfileId.eq(id))
             .count(&transaction)
@@ -143,7 +157,7 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<PolicyDefinition>> {
-        find_by_name_or_id!(&self.connection, policy, "policy", project_id, name_or_id)
+        find_by_name_or_id!(&self.reader, policy, "policy", project_id, name_or_id)
             .map(policy_from)
             .transpose()
     }
@@ -162,7 +176,7 @@ impl ClusterStore for SqlClusterStore {
         select
             .order_by_asc(policy::Column::Id)
             .limit(query.page_size())
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(policy_from)
@@ -170,7 +184,7 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn delete_policy(&self, id: Uuid) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = begin_write(&self.connection).await?;
         let bound = binding::Entity::find()
             .filter(binding::Column::PolicyId.eq(id))
             .count(&transaction)
@@ -191,7 +205,7 @@ impl ClusterStore for SqlClusterStore {
         action: &ClusterAction,
         event: &ClusterEvent,
     ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = begin_write(&self.connection).await?;
         cluster::Entity::insert(cluster_row(cluster))
             .exec(&transaction)
             .await?;
@@ -210,14 +224,14 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<Cluster>> {
-        find_by_name_or_id!(&self.connection, cluster, "cluster", project_id, name_or_id)
+        find_by_name_or_id!(&self.reader, cluster, "cluster", project_id, name_or_id)
             .map(cluster_from)
             .transpose()
     }
 
     async fn get_cluster(&self, id: Uuid) -> Result<Option<Cluster>> {
         cluster::Entity::find_by_id(id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(cluster_from)
             .transpose()
@@ -237,63 +251,87 @@ impl ClusterStore for SqlClusterStore {
         select
             .order_by_asc(cluster::Column::Id)
             .limit(query.page_size())
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(cluster_from)
             .collect()
     }
 
-    async fn save_cluster(&self, cluster: &Cluster) -> Result<()> {
-        cluster::Entity::update(cluster_row(cluster))
-            .exec(&self.connection)
-            .await?;
-        Ok(())
-    }
-
-    async fn delete_cluster(&self, id: Uuid) -> Result<()> {
-        let transaction = self.connection.begin().await?;
-        binding::Entity::delete_many()
-            .filter(binding::Column::ClusterId.eq(id))
-            .exec(&transaction)
-            .await?;
-        cluster::Entity::delete_by_id(id).exec(&transaction).await?;
-        transaction.commit().await?;
-        Ok(())
+    async fn cluster_lock_holder(&self, cluster_id: Uuid) -> Result<Option<Uuid>> {
+        Ok(cluster::Entity::find_by_id(cluster_id)
+            .one(&self.reader)
+            .await?
+            .and_then(|row| row.lock_action_id))
     }
 
     async fn take_node_indexes(&self, cluster_id: Uuid, count: i32) -> Result<i32> {
-        // Increment first, then read: the increment is atomic on both
-        // backends, so concurrent callers get disjoint ranges.
-        let transaction = self.connection.begin().await?;
-        cluster::Entity::update_many()
-            .col_expr(
-                cluster::Column::NextIndex,
-                Expr::col(cluster::Column::NextIndex).add(count),
-            )
-            .filter(cluster::Column::Id.eq(cluster_id))
+        take_node_indexes_in(&self.connection, cluster_id, count).await
+    }
+
+    async fn create_node(
+        &self,
+        node: &Node,
+        action: &ClusterAction,
+        event: &ClusterEvent,
+    ) -> Result<Node> {
+        let transaction = begin_write(&self.connection).await?;
+        let mut node = node.clone();
+        if let Some(cluster_id) = node.cluster_id {
+            node.index = take_node_indexes_in(&transaction, cluster_id, 1).await?;
+        }
+        node::Entity::insert(node_row(&node))
             .exec(&transaction)
             .await?;
-        let row = cluster::Entity::find_by_id(cluster_id)
-            .one(&transaction)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("cluster {cluster_id} not found")))?;
+        action::Entity::insert(action_row(action))
+            .exec(&transaction)
+            .await?;
+        event::Entity::insert(event_row(event))
+            .exec(&transaction)
+            .await?;
         transaction.commit().await?;
-        Ok(row.next_index - count)
+        Ok(node)
     }
 
     async fn find_node(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Node>> {
-        find_by_name_or_id!(&self.connection, node, "node", project_id, name_or_id)
+        find_by_name_or_id!(&self.reader, node, "node", project_id, name_or_id)
             .map(node_from)
             .transpose()
     }
 
     async fn get_node(&self, id: Uuid) -> Result<Option<Node>> {
         node::Entity::find_by_id(id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(node_from)
             .transpose()
+    }
+
+    async fn get_nodes(&self, ids: &[Uuid]) -> Result<Vec<Node>> {
+        let mut nodes = Vec::with_capacity(ids.len());
+        // In chunks: well under every backend's limit on bound values.
+        for chunk in ids.chunks(500) {
+            for row in node::Entity::find()
+                .filter(node::Column::Id.is_in(chunk.iter().copied()))
+                .all(&self.reader)
+                .await?
+            {
+                nodes.push(node_from(row)?);
+            }
+        }
+        Ok(nodes)
+    }
+
+    async fn list_cluster_nodes(&self, cluster_id: Uuid) -> Result<Vec<Node>> {
+        node::Entity::find()
+            .filter(node::Column::ClusterId.eq(cluster_id))
+            .order_by_asc(node::Column::NodeIndex)
+            .order_by_asc(node::Column::Id)
+            .all(&self.reader)
+            .await?
+            .into_iter()
+            .map(node_from)
+            .collect()
     }
 
     async fn list_nodes(&self, query: &NodeQuery) -> Result<Vec<Node>> {
@@ -315,65 +353,41 @@ impl ClusterStore for SqlClusterStore {
         select
             .order_by_asc(node::Column::Id)
             .limit(page)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(node_from)
             .collect()
     }
 
-    async fn save_node(&self, node: &Node) -> Result<()> {
-        let mut columns = vec![
-            node::Column::Name,
-            node::Column::ClusterId,
-            node::Column::ProfileId,
-            node::Column::NodeIndex,
-            node::Column::Role,
-            node::Column::Status,
-            node::Column::StatusReason,
-            node::Column::PhysicalId,
-            node::Column::Tainted,
-            node::Column::Metadata,
+    async fn update_node_details(
+        &self,
+        id: Uuid,
+        name: Option<String>,
+        role: Option<String>,
+        tainted: Option<bool>,
+    ) -> Result<Option<Node>> {
+        let mut update = node::Entity::update_many().col_expr(
             node::Column::UpdatedAt,
-        ];
-        columns.shrink_to_fit();
-        node::Entity::insert(node_row(node))
-            .on_conflict(
-                OnConflict::column(node::Column::Id)
-                    .update_columns(columns)
-                    .to_owned(),
-            )
-            .exec(&self.connection)
-            .await?;
-        Ok(())
-    }
-
-    async fn delete_node(&self, id: Uuid) -> Result<()> {
-        node::Entity::delete_by_id(id)
-            .exec(&self.connection)
-            .await?;
-        Ok(())
-    }
-
-    async fn bind_policy(&self, binding: &PolicyBinding) -> Result<()> {
-        binding::Entity::insert(binding_row(binding))
-            .on_conflict(
-                OnConflict::columns([binding::Column::ClusterId, binding::Column::PolicyId])
-                    .update_columns([binding::Column::Priority, binding::Column::Enabled])
-                    .to_owned(),
-            )
-            .exec(&self.connection)
-            .await?;
-        Ok(())
-    }
-
-    async fn unbind_policy(&self, cluster_id: Uuid, policy_id: Uuid) -> Result<bool> {
-        let result = binding::Entity::delete_many()
-            .filter(binding::Column::ClusterId.eq(cluster_id))
-            .filter(binding::Column::PolicyId.eq(policy_id))
-            .exec(&self.connection)
-            .await?;
-        Ok(result.rows_affected > 0)
+            Expr::value(ember_runtime::time::now()),
+        );
+        if let Some(name) = name {
+            update = update.col_expr(node::Column::Name, Expr::value(name));
+        }
+        if let Some(role) = role {
+            update = update.col_expr(node::Column::Role, Expr::value(role));
+        }
+        if let Some(tainted) = tainted {
+            update = update.col_expr(node::Column::Tainted, Expr::value(tainted));
+        }
+        update
+            .filter(node::Column::Id.eq(id))
+            .exec_with_returning(&self.connection)
+            .await?
+            .into_iter()
+            .next()
+            .map(node_from)
+            .transpose()
     }
 
     async fn list_bindings(
@@ -383,12 +397,12 @@ impl ClusterStore for SqlClusterStore {
         let rows = binding::Entity::find()
             .filter(binding::Column::ClusterId.eq(cluster_id))
             .order_by_desc(binding::Column::Priority)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?;
         let mut bindings = Vec::with_capacity(rows.len());
         for row in rows {
             if let Some(policy) = policy::Entity::find_by_id(row.policy_id)
-                .one(&self.connection)
+                .one(&self.reader)
                 .await?
             {
                 bindings.push((binding_from(row), policy_from(policy)?));
@@ -407,14 +421,14 @@ impl ClusterStore for SqlClusterStore {
 
     async fn get_action(&self, id: Uuid) -> Result<Option<ClusterAction>> {
         action::Entity::find_by_id(id)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(action_from)
             .transpose()
     }
 
     async fn list_actions(&self, query: &ActionQuery) -> Result<Vec<ClusterAction>> {
-        sql_actions::list_actions(&self.connection, query).await
+        sql_actions::list_actions(&self.reader, query).await
     }
 
     async fn claim_ready_actions(
@@ -423,48 +437,57 @@ impl ClusterStore for SqlClusterStore {
         lease_until: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<ClusterAction>> {
-        sql_actions::claim_ready_actions(&self.connection, engine_id, lease_until, limit).await
+        sql_runs::claim_ready_actions(&self.connection, engine_id, lease_until, limit).await
     }
 
     async fn renew_action_leases(
         &self,
         engine_id: Uuid,
+        action_ids: &[Uuid],
         lease_until: DateTime<Utc>,
     ) -> Result<u64> {
-        sql_actions::renew_action_leases(&self.connection, engine_id, lease_until).await
+        sql_runs::renew_action_leases(&self.connection, engine_id, action_ids, lease_until).await
+    }
+
+    async fn still_owned(&self, fence: &Fence) -> Result<bool> {
+        sql_runs::still_owned(&self.connection, fence).await
+    }
+
+    async fn apply_cluster_change(
+        &self,
+        fence: &Fence,
+        change: &ClusterChange,
+    ) -> Result<Option<ChangeOutcome>> {
+        sql_runs::apply_cluster_change(&self.connection, fence, change).await
     }
 
     async fn finish_action(
         &self,
         action: &ClusterAction,
-        engine_id: Uuid,
         status: ActionStatus,
+        reason: &str,
+        change: &ClusterChange,
+        settle: &Settle,
+    ) -> Result<bool> {
+        sql_runs::finish_action(&self.connection, action, status, reason, change, settle).await
+    }
+
+    async fn finish_cluster_delete(
+        &self,
+        action: &ClusterAction,
         reason: &str,
         events: &[ClusterEvent],
     ) -> Result<bool> {
-        sql_actions::finish_action(&self.connection, action, engine_id, status, reason, events)
-            .await
+        sql_runs::finish_cluster_delete(&self.connection, action, reason, events).await
     }
 
     async fn start_waiting_on_children(
         &self,
         parent: &ClusterAction,
-        engine_id: Uuid,
         children: &[ClusterAction],
-        cluster: Option<&Cluster>,
-        nodes: &[Node],
-        events: &[ClusterEvent],
+        change: &ClusterChange,
     ) -> Result<bool> {
-        sql_actions::start_waiting_on_children(
-            &self.connection,
-            parent,
-            engine_id,
-            children,
-            cluster,
-            nodes,
-            events,
-        )
-        .await
+        sql_runs::start_waiting_on_children(&self.connection, parent, children, change).await
     }
 
     async fn make_ready(
@@ -491,11 +514,11 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_unrecorded_hooks(&self, limit: u64) -> Result<Vec<ClusterAction>> {
-        sql_actions::list_unrecorded_hooks(&self.connection, limit).await
+        sql_actions::list_unrecorded_hooks(&self.reader, limit).await
     }
 
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>> {
-        sql_actions::finish_parent_if_done(&self.connection, parent_id).await
+        sql_runs::finish_parent_if_done(&self.connection, parent_id).await
     }
 
     async fn last_success(
@@ -503,11 +526,11 @@ impl ClusterStore for SqlClusterStore {
         cluster_id: Uuid,
         kind: ActionKind,
     ) -> Result<Option<DateTime<Utc>>> {
-        sql_actions::last_success(&self.connection, cluster_id, kind).await
+        sql_actions::last_success(&self.reader, cluster_id, kind).await
     }
 
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>> {
-        sql_actions::list_by_status(&self.connection, ActionStatus::Waiting, limit).await
+        sql_actions::list_by_status(&self.reader, ActionStatus::Waiting, limit).await
     }
 
     async fn list_expired_leases(
@@ -515,7 +538,7 @@ impl ClusterStore for SqlClusterStore {
         now: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<ClusterAction>> {
-        sql_actions::list_expired_leases(&self.connection, now, limit).await
+        sql_runs::list_expired_leases(&self.reader, now, limit).await
     }
 
     async fn recover_expired_action(
@@ -525,7 +548,7 @@ impl ClusterStore for SqlClusterStore {
         requeue: bool,
         event: &ClusterEvent,
     ) -> Result<bool> {
-        sql_actions::recover_expired_action(&self.connection, action, now, requeue, event).await
+        sql_runs::recover_expired_action(&self.connection, action, now, requeue, event).await
     }
 
     async fn record_events(&self, events: &[ClusterEvent]) -> Result<()> {
@@ -536,6 +559,55 @@ impl ClusterStore for SqlClusterStore {
             .exec(&self.connection)
             .await?;
         Ok(())
+    }
+
+    async fn mark_node_machine_failed(
+        &self,
+        physical_id: &str,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<Node>> {
+        let active = crate::domain::cluster::NodeStatus::Active.as_str();
+        let transaction = begin_write(&self.connection).await?;
+        let Some(row) = node::Entity::find()
+            .filter(node::Column::PhysicalId.eq(physical_id))
+            .filter(node::Column::Status.eq(active))
+            .one(&transaction)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let written = node::Entity::update_many()
+            .col_expr(
+                node::Column::Status,
+                Expr::value(crate::domain::cluster::NodeStatus::Error.as_str()),
+            )
+            .col_expr(node::Column::StatusReason, Expr::value(reason))
+            .col_expr(node::Column::UpdatedAt, Expr::value(at))
+            .filter(node::Column::Id.eq(row.id))
+            .filter(node::Column::Status.eq(active))
+            .exec(&transaction)
+            .await?;
+        if written.rows_affected != 1 {
+            return Ok(None);
+        }
+        let node = node_from(row)?;
+        let event = ClusterEvent::new(
+            "NODE",
+            node.id,
+            &node.name,
+            node.cluster_id,
+            "NODE_CHECK",
+            "ERROR",
+            reason.to_owned(),
+            &node.project_id,
+            &node.user_id,
+        );
+        event::Entity::insert(event_row(&event))
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(Some(node))
     }
 
     async fn list_events(&self, query: &EventQuery) -> Result<Vec<ClusterEvent>> {
@@ -560,7 +632,7 @@ impl ClusterStore for SqlClusterStore {
         Ok(select
             .order_by_asc(event::Column::Id)
             .limit(page)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(event_from)

@@ -1,4 +1,4 @@
-//! The `instances` table (sea-orm entity).
+//! The `instances` and `instance_events` tables (sea-orm entities).
 
 pub mod instances {
     use sea_orm::entity::prelude::*;
@@ -24,9 +24,38 @@ pub mod instances {
         pub locked_at: Option<ChronoDateTimeUtc>,
         pub locked_reason: Option<String>,
         pub status_reason: String,
+        /// User data; NULL = none.
+        pub user_data: Option<String>,
+        /// JSON array of strings; NULL = no command.
+        pub command: Option<Json>,
+        /// JSON object of strings; NULL = no variables.
+        pub env: Option<Json>,
         pub revision: i64,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
+pub mod instance_events {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "instance_events")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub id: Uuid,
+        pub instance_uuid: Uuid,
+        pub project_id: String,
+        pub kind: String,
+        pub status: String,
+        pub power_state: String,
+        pub reason: String,
+        pub at: ChronoDateTimeUtc,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use sea_orm::sea_query::{Expr, SimpleExpr};
+use sea_orm::sea_query::{Expr, OnConflict, SimpleExpr};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, ExprTrait,
     QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
@@ -12,10 +12,11 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::entity::instances;
-use super::{InstanceListQuery, InstanceStore, TaskOutcome};
+use super::entity::{instance_events, instances};
+use super::{InstanceEvent, InstanceListQuery, InstanceStore, OBSERVED_EVENT, TaskOutcome};
+use crate::domain::instance::observation::Observation;
 use crate::domain::instance::{
-    Instance, InstanceStatus, InstanceTask, LockedBy, MaintenanceLock, PowerState,
+    Instance, InstanceStatus, InstanceTask, LockedBy, MaintenanceLock, PowerState, Workload,
 };
 use crate::error::{Error, Result};
 
@@ -24,12 +25,24 @@ use crate::error::{Error, Result};
 const INSERT_CHUNK: usize = 500;
 
 pub struct SqlInstanceStore {
+    /// Every write, and reads inside a write's transaction.
     connection: DatabaseConnection,
+    /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
+    reader: DatabaseConnection,
 }
 
 impl SqlInstanceStore {
+    /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
-        SqlInstanceStore { connection }
+        SqlInstanceStore {
+            reader: connection.clone(),
+            connection,
+        }
+    }
+
+    /// Writes through `connection`, reads through `reader`.
+    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
+        SqlInstanceStore { connection, reader }
     }
 
     /// Sets `columns` (plus revision and updated_at) on `next`'s row if its
@@ -61,6 +74,56 @@ fn metadata_json(metadata: &BTreeMap<String, String>) -> Value {
             .map(|(key, value)| (key.clone(), Value::String(value.clone())))
             .collect(),
     )
+}
+
+fn string_list_json(items: &[String]) -> Option<Value> {
+    (!items.is_empty()).then(|| Value::Array(items.iter().cloned().map(Value::String).collect()))
+}
+
+fn event_row(
+    instance_uuid: Uuid,
+    project_id: &str,
+    kind: &str,
+    status: InstanceStatus,
+    power_state: PowerState,
+    reason: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> instance_events::ActiveModel {
+    instance_events::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        instance_uuid: Set(instance_uuid),
+        project_id: Set(project_id.to_owned()),
+        kind: Set(kind.to_owned()),
+        status: Set(status.as_str().to_owned()),
+        power_state: Set(power_state.as_str().to_owned()),
+        reason: Set(reason.to_owned()),
+        at: Set(at),
+    }
+}
+
+fn event_from_row(row: instance_events::Model) -> Result<InstanceEvent> {
+    let status = InstanceStatus::parse(&row.status).ok_or_else(|| {
+        Error::Database(format!(
+            "instance event {}: unknown status {:?}",
+            row.id, row.status
+        ))
+    })?;
+    let power_state = PowerState::parse(&row.power_state).ok_or_else(|| {
+        Error::Database(format!(
+            "instance event {}: unknown power state {:?}",
+            row.id, row.power_state
+        ))
+    })?;
+    Ok(InstanceEvent {
+        id: row.id,
+        instance_uuid: row.instance_uuid,
+        project_id: row.project_id,
+        kind: row.kind,
+        status,
+        power_state,
+        reason: row.reason,
+        at: row.at,
+    })
 }
 
 fn lock_columns(lock: Option<&MaintenanceLock>) -> Vec<(instances::Column, SimpleExpr)> {
@@ -103,6 +166,11 @@ fn instance_row(instance: &Instance) -> instances::ActiveModel {
         locked_at: Set(lock.map(|lock| lock.locked_at)),
         locked_reason: Set(lock.and_then(|lock| lock.reason.clone())),
         status_reason: Set(instance.status_reason.clone()),
+        user_data: Set(
+            (!instance.workload.user_data.is_empty()).then(|| instance.workload.user_data.clone())
+        ),
+        command: Set(string_list_json(&instance.workload.command)),
+        env: Set((!instance.workload.env.is_empty()).then(|| metadata_json(&instance.workload.env))),
         revision: Set(instance.revision),
         created_at: Set(instance.created_at),
         updated_at: Set(instance.updated_at),
@@ -127,16 +195,31 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
         }),
         (true, _, _) => return Err(corrupt("lock", "locked without locked_by/locked_at")),
     };
-    let metadata = match &row.metadata {
-        Value::Object(map) => map
+    let string_map = |what: &str, value: &Value| -> Result<BTreeMap<String, String>> {
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .map(|(key, value)| match value {
+                    Value::String(text) => Ok((key.clone(), text.clone())),
+                    other => Err(corrupt(what, &other.to_string())),
+                })
+                .collect::<Result<BTreeMap<_, _>>>(),
+            Value::Null => Ok(BTreeMap::new()),
+            other => Err(corrupt(what, &other.to_string())),
+        }
+    };
+    let metadata = string_map("metadata", &row.metadata)?;
+    let env = string_map("env", row.env.as_ref().unwrap_or(&Value::Null))?;
+    let command = match &row.command {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
             .iter()
-            .map(|(key, value)| match value {
-                Value::String(text) => Ok((key.clone(), text.clone())),
-                other => Err(corrupt("metadata value", &other.to_string())),
+            .map(|item| match item {
+                Value::String(text) => Ok(text.clone()),
+                other => Err(corrupt("command argument", &other.to_string())),
             })
-            .collect::<Result<BTreeMap<_, _>>>()?,
-        Value::Null => BTreeMap::new(),
-        other => return Err(corrupt("metadata", &other.to_string())),
+            .collect::<Result<Vec<_>>>()?,
+        Some(other) => return Err(corrupt("command", &other.to_string())),
     };
     Ok(Instance {
         uuid: row.uuid,
@@ -146,6 +229,11 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
         flavor: row.flavor,
         image: row.image,
         metadata,
+        workload: Workload {
+            user_data: row.user_data.unwrap_or_default(),
+            command,
+            env,
+        },
         status,
         power_state,
         maintenance_lock,
@@ -165,6 +253,18 @@ impl InstanceStore for SqlInstanceStore {
         Ok(())
     }
 
+    async fn insert_instance_if_absent(&self, instance: &Instance) -> Result<bool> {
+        let inserted = instances::Entity::insert(instance_row(instance))
+            .on_conflict(
+                OnConflict::column(instances::Column::Uuid)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_without_returning(&self.connection)
+            .await?;
+        Ok(inserted == 1)
+    }
+
     async fn insert_instances(&self, instances_to_insert: &[Instance]) -> Result<()> {
         let transaction = self.connection.begin().await?;
         for chunk in instances_to_insert.chunks(INSERT_CHUNK) {
@@ -178,7 +278,8 @@ impl InstanceStore for SqlInstanceStore {
 
     async fn get_instance(&self, uuid: Uuid) -> Result<Option<Instance>> {
         instances::Entity::find_by_id(uuid)
-            .one(&self.connection)
+            .filter(instances::Column::Status.ne(InstanceStatus::Deleted.as_str()))
+            .one(&self.reader)
             .await?
             .map(instance_from_row)
             .transpose()
@@ -189,10 +290,10 @@ impl InstanceStore for SqlInstanceStore {
         if let Some(project_id) = &query.project_id {
             select = select.filter(instances::Column::ProjectId.eq(project_id.as_str()));
         }
-        select = match query.status {
-            Some(status) => select.filter(instances::Column::Status.eq(status.as_str())),
-            None => select.filter(instances::Column::Status.ne(InstanceStatus::Deleted.as_str())),
-        };
+        select = select.filter(instances::Column::Status.ne(InstanceStatus::Deleted.as_str()));
+        if let Some(status) = query.status {
+            select = select.filter(instances::Column::Status.eq(status.as_str()));
+        }
         if let Some(locked) = query.locked {
             select = select.filter(instances::Column::Locked.eq(locked));
         }
@@ -205,7 +306,7 @@ impl InstanceStore for SqlInstanceStore {
                 marker_query =
                     marker_query.filter(instances::Column::ProjectId.eq(project_id.as_str()));
             }
-            let marker_row = marker_query.one(&self.connection).await?.ok_or_else(|| {
+            let marker_row = marker_query.one(&self.reader).await?.ok_or_else(|| {
                 Error::InvalidInput(format!("marker: {marker} names no instance"))
             })?;
             select = select.filter(
@@ -222,7 +323,7 @@ impl InstanceStore for SqlInstanceStore {
             .order_by_desc(instances::Column::CreatedAt)
             .order_by_desc(instances::Column::Uuid)
             .limit(u64::from(query.page_size()))
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(instance_from_row)
@@ -295,8 +396,118 @@ impl InstanceStore for SqlInstanceStore {
         if let Some(power_state) = in_progress_power {
             update = update.filter(instances::Column::PowerState.eq(power_state.as_str()));
         }
-        let written = update.exec(&self.connection).await?;
-        Ok(written.rows_affected == 1)
+        let transaction = self.connection.begin().await?;
+        let written = update.exec(&transaction).await?;
+        if written.rows_affected != 1 {
+            return Ok(false);
+        }
+        let project_id: Option<String> = instances::Entity::find_by_id(uuid)
+            .select_only()
+            .column(instances::Column::ProjectId)
+            .into_tuple()
+            .one(&transaction)
+            .await?;
+        let reason = if outcome.status_reason.is_empty() {
+            format!("{} succeeded", outcome.task.as_str())
+        } else {
+            outcome.status_reason.clone()
+        };
+        instance_events::Entity::insert(event_row(
+            uuid,
+            project_id.as_deref().unwrap_or_default(),
+            outcome.task.as_str(),
+            outcome.status,
+            outcome.power_state,
+            &reason,
+            outcome.at,
+        ))
+        .exec_without_returning(&transaction)
+        .await?;
+        transaction.commit().await?;
+        Ok(true)
+    }
+
+    async fn record_observation(&self, observation: &Observation) -> Result<bool> {
+        let next = &observation.next;
+        let update = instances::Entity::update_many()
+            .col_expr(instances::Column::Status, Expr::value(next.status.as_str()))
+            .col_expr(
+                instances::Column::PowerState,
+                Expr::value(next.power_state.as_str()),
+            )
+            .col_expr(
+                instances::Column::StatusReason,
+                Expr::value(next.status_reason.clone()),
+            )
+            .col_expr(instances::Column::Revision, Expr::value(next.revision))
+            .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at))
+            .filter(instances::Column::Uuid.eq(next.uuid))
+            .filter(instances::Column::Revision.eq(next.revision - 1));
+        let transaction = self.connection.begin().await?;
+        if update.exec(&transaction).await?.rows_affected != 1 {
+            return Ok(false);
+        }
+        instance_events::Entity::insert(event_row(
+            next.uuid,
+            &next.project_id,
+            OBSERVED_EVENT,
+            next.status,
+            next.power_state,
+            &observation.reason,
+            next.updated_at,
+        ))
+        .exec_without_returning(&transaction)
+        .await?;
+        transaction.commit().await?;
+        Ok(true)
+    }
+
+    async fn list_instance_events(&self, uuid: Uuid, limit: u64) -> Result<Vec<InstanceEvent>> {
+        let mut events = instance_events::Entity::find()
+            .filter(instance_events::Column::InstanceUuid.eq(uuid))
+            .order_by_desc(instance_events::Column::At)
+            .order_by_desc(instance_events::Column::Id)
+            .limit(limit)
+            .all(&self.reader)
+            .await?
+            .into_iter()
+            .map(event_from_row)
+            .collect::<Result<Vec<_>>>()?;
+        events.reverse();
+        Ok(events)
+    }
+
+    async fn list_watched_instances(
+        &self,
+        after: Option<Uuid>,
+        limit: u64,
+    ) -> Result<Vec<Instance>> {
+        let watched = Condition::any()
+            .add(
+                Condition::all()
+                    .add(instances::Column::Status.eq(InstanceStatus::Active.as_str()))
+                    .add(instances::Column::PowerState.eq(PowerState::On.as_str())),
+            )
+            .add(
+                Condition::all()
+                    .add(instances::Column::Status.is_in([
+                        InstanceStatus::Stopped.as_str(),
+                        InstanceStatus::Error.as_str(),
+                    ]))
+                    .add(instances::Column::PowerState.eq(PowerState::Off.as_str())),
+            );
+        let mut select = instances::Entity::find().filter(watched);
+        if let Some(after) = after {
+            select = select.filter(instances::Column::Uuid.gt(after));
+        }
+        select
+            .order_by_asc(instances::Column::Uuid)
+            .limit(limit)
+            .all(&self.reader)
+            .await?
+            .into_iter()
+            .map(instance_from_row)
+            .collect()
     }
 
     async fn list_unfinished_instances(&self) -> Result<Vec<Instance>> {

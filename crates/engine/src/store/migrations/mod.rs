@@ -7,6 +7,14 @@ mod m20261122_000002_create_resources_events_leases;
 mod m20261122_000003_add_stack_maintenance_locks;
 mod m20261122_100001_create_instances;
 mod m20261122_200001_create_clusters;
+mod m20261123_000001_add_stack_lease_generations;
+mod m20261123_000002_index_live_root_stacks;
+mod m20261123_100001_add_cluster_locks_and_action_attempts;
+mod m20261123_200001_create_project_quotas;
+mod m20261124_100001_add_instance_workloads_and_events;
+mod m20261124_200001_create_wait_condition_signals;
+mod m20261124_200002_create_breakpoint_hooks;
+mod m20261124_200003_create_software_configs_and_deployments;
 
 pub struct Migrator;
 
@@ -19,6 +27,14 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000003_add_stack_maintenance_locks::Migration),
             Box::new(m20261122_100001_create_instances::Migration),
             Box::new(m20261122_200001_create_clusters::Migration),
+            Box::new(m20261123_000001_add_stack_lease_generations::Migration),
+            Box::new(m20261123_000002_index_live_root_stacks::Migration),
+            Box::new(m20261123_100001_add_cluster_locks_and_action_attempts::Migration),
+            Box::new(m20261123_200001_create_project_quotas::Migration),
+            Box::new(m20261124_100001_add_instance_workloads_and_events::Migration),
+            Box::new(m20261124_200001_create_wait_condition_signals::Migration),
+            Box::new(m20261124_200002_create_breakpoint_hooks::Migration),
+            Box::new(m20261124_200003_create_software_configs_and_deployments::Migration),
         ]
     }
 }

@@ -4,6 +4,7 @@ use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_pending_lifecycle_actions;
 mod m20261122_200002_add_deadlines_queue_events;
+mod m20261123_000001_add_queue_projects;
 
 pub struct Migrator;
 
@@ -13,6 +14,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_create_pending_lifecycle_actions::Migration),
             Box::new(m20261122_200002_add_deadlines_queue_events::Migration),
+            Box::new(m20261123_000001_add_queue_projects::Migration),
         ]
     }
 }

@@ -97,13 +97,13 @@ struct StackBody {
 fn parse_stack_body(map: Map<String, Value>, operation: Operation) -> Result<StackBody, RestError> {
     let mut body = StackBody::default();
     let mut adopted = None;
+    let mut ignored = Vec::new();
     for (key, value) in map {
         if !operation.accepts(&key) {
-            return Err(invalid(format!(
-                "unknown key {key:?} in the {} body: expected {}",
-                operation.name(),
-                operation.accepted_keys().join(", ")
-            )));
+            // As Heat: a key the operation does not take is ignored (clients
+            // such as TripleO's send `existing`), and said in the log.
+            ignored.push(format!("{:?}", ember_runtime::quote::quoted(&key)));
+            continue;
         }
         if value.is_null() {
             continue;
@@ -147,6 +147,15 @@ fn parse_stack_body(map: Map<String, Value>, operation: Operation) -> Result<Sta
             }
             _ => return Err(invalid(format!("unknown key {key:?}"))),
         }
+    }
+    if !ignored.is_empty() {
+        tracing::info!(
+            operation = operation.name(),
+            keys = %ignored.iter().take(10).cloned().collect::<Vec<_>>().join(", "),
+            count = ignored.len(),
+            expected = %operation.accepted_keys().join(", "),
+            "unknown keys in the request body ignored, as Heat ignores them"
+        );
     }
     if let Some(adopted) = adopted {
         // As in Heat, adopted stacks take their template from the adopt
@@ -354,13 +363,29 @@ mod tests {
     }
 
     #[test]
-    fn unknown_and_malformed_keys_are_refused_by_name() {
-        let unknown = create_stack_request(
-            body(json!({"stack_name": "web", "template": {}, "templtae": {}})),
+    fn unknown_keys_are_ignored_as_heat_ignores_them_and_malformed_ones_refused() {
+        let with_unknown = create_stack_request(
+            body(
+                json!({"stack_name": "web", "template": {"heat_template_version": "2021-04-16"},
+                "existing": true, "templtae": {}}),
+            ),
             false,
         )
-        .expect_err("unknown key");
-        assert!(message(unknown).contains("\"templtae\""));
+        .expect("unknown keys are ignored");
+        let without = create_stack_request(
+            body(json!({"stack_name": "web", "template": {"heat_template_version": "2021-04-16"}})),
+            false,
+        )
+        .expect("valid");
+        assert_eq!(with_unknown, without);
+        // A wrong value of a known key is still refused.
+        let wrong = create_stack_request(
+            body(json!({"stack_name": "web", "template": {}, "timeout_mins": "soon"})),
+            false,
+        )
+        .expect_err("wrong value");
+        let wrong = message(wrong);
+        assert!(wrong.contains("timeout_mins"), "{wrong}");
 
         let url = create_stack_request(
             body(json!({"stack_name": "web", "template_url": "http://x/t.yaml"})),
@@ -509,14 +534,15 @@ mod tests {
         assert!(patch.template.is_empty());
         assert_eq!(patch.clear_parameters, ["b"]);
 
+        // PUT does not take clear_parameters: ignored, as Heat ignores it.
         let clear_on_put = update_stack_request(
             "web",
             "id-1",
             body(json!({"template": {}, "clear_parameters": ["b"]})),
             false,
         )
-        .expect_err("clear_parameters is PATCH only");
-        assert!(message(clear_on_put).contains("\"clear_parameters\""));
+        .expect("ignored on PUT");
+        assert!(clear_on_put.clear_parameters.is_empty());
 
         let renamed = update_stack_request(
             "web",
@@ -543,8 +569,8 @@ mod tests {
         })))
         .expect("valid");
         assert!(request.template.contains("2018-08-31"));
-        let error = validate_template_request(body(json!({"template": {}, "stack_name": "x"})))
-            .expect_err("stack_name is not a validate key");
-        assert!(message(error).contains("\"stack_name\""));
+        // stack_name is not a validate key: ignored, as Heat ignores it.
+        validate_template_request(body(json!({"template": {}, "stack_name": "x"})))
+            .expect("ignored");
     }
 }

@@ -107,7 +107,16 @@ pub(crate) struct Resolver<'a> {
     /// chains of named conditions all count, so no input can exhaust the
     /// stack.
     depth: Cell<usize>,
+    /// Shared output budget: what every function that builds (repeat,
+    /// str_replace, list_join, …) produces in this resolution is taken
+    /// from it *before* it is allocated, so nested expansions cannot
+    /// multiply past [`MAX_RESOLUTION_BYTES`] together.
+    produced: Cell<usize>,
 }
+
+/// The most bytes one resolution may build, all functions together
+/// (values count their bytes plus a fixed cost for each JSON node).
+pub(crate) const MAX_RESOLUTION_BYTES: usize = 8 * 1024 * 1024;
 
 /// Deeper recursion than this is refused; parsed templates are at most
 /// 128 levels deep, which leaves room for chains of named conditions.
@@ -124,6 +133,7 @@ impl<'a> Resolver<'a> {
             version: context.template_version(),
             lookup,
             depth: Cell::new(starting_depth),
+            produced: Cell::new(0),
         }
     }
 
@@ -140,7 +150,35 @@ impl<'a> Resolver<'a> {
             version,
             lookup,
             depth: Cell::new(starting_depth),
+            produced: Cell::new(0),
         }
+    }
+
+    /// What is left of the output budget.
+    pub(super) fn remaining_output(&self) -> usize {
+        MAX_RESOLUTION_BYTES.saturating_sub(self.produced.get())
+    }
+
+    /// Takes `bytes` from the output budget before they are built;
+    /// refuses (naming `what` and the sizes) when they do not fit.
+    pub(super) fn spend_output(
+        &self,
+        bytes: usize,
+        what: &str,
+        path: &str,
+    ) -> Result<(), TemplateError> {
+        let total = self.produced.get().saturating_add(bytes);
+        if total > MAX_RESOLUTION_BYTES {
+            return Err(TemplateError::new(
+                path,
+                format!(
+                    "{what} would take the template past {MAX_RESOLUTION_BYTES} bytes of generated values (this snippet already built {} bytes, {what} needs {bytes} more)",
+                    self.produced.get()
+                ),
+            ));
+        }
+        self.produced.set(total);
+        Ok(())
     }
 
     pub(crate) fn resolve_value(&self, value: &Value, path: &str) -> Result<Value, TemplateError> {

@@ -13,8 +13,8 @@ use super::{Resolver, fail};
 /// `repeat` may produce at most this many items.
 pub(super) const MAX_REPEAT_ITEMS: usize = 10_000;
 
-/// ...and at most roughly this many bytes in total.
-const MAX_REPEAT_BYTES: usize = 64 * 1024 * 1024;
+/// What each generated JSON node costs besides its text (its `Value`).
+const NODE_COST: usize = 32;
 
 impl Resolver<'_> {
     pub(super) fn repeat(&self, args: &Value, path: &str) -> Result<Value, TemplateError> {
@@ -128,7 +128,11 @@ impl Resolver<'_> {
         if nesting_depth(&template) > 2 * MAX_NESTING_DEPTH {
             return fail(path, "the repeat template is nested too deeply");
         }
-        let mut budget = MAX_REPEAT_BYTES;
+        // The output's nodes are charged before the list is allocated; the
+        // text as it is built.
+        self.spend_output(count.saturating_mul(NODE_COST), "repeat", path)?;
+        let granted = self.remaining_output();
+        let mut budget = granted;
         let mut output = Vec::with_capacity(count);
         for item in 0..count {
             let mut remaining = item;
@@ -148,11 +152,15 @@ impl Resolver<'_> {
             let expanded = substitute(&template, &replacements, &mut budget).ok_or_else(|| {
                 TemplateError::new(
                     path,
-                    format!("repeat would produce more than {MAX_REPEAT_BYTES} bytes"),
+                    format!(
+                        "repeat would take the template past {} bytes of generated values",
+                        super::MAX_RESOLUTION_BYTES
+                    ),
                 )
             })?;
             output.push(expanded);
         }
+        self.spend_output(granted - budget, "repeat", path)?;
         Ok(Value::Array(output))
     }
 }
@@ -182,7 +190,7 @@ fn substitute(
             Value::Object(output)
         }
         other => {
-            *budget = budget.checked_sub(8)?;
+            *budget = budget.checked_sub(NODE_COST)?;
             other.clone()
         }
     };
@@ -210,7 +218,7 @@ fn replace_all(text: &str, replacements: &[(&str, &str)], budget: &mut usize) ->
         }
         output = output.replace(variable, value);
     }
-    *budget = budget.checked_sub(output.len() + 2)?;
+    *budget = budget.checked_sub(output.len() + NODE_COST)?;
     Some(output)
 }
 
@@ -318,6 +326,30 @@ mod tests {
             )
             .message
             .contains("permutations must be true or false")
+        );
+    }
+
+    #[test]
+    fn nested_repeats_share_one_output_budget() {
+        // Each repeat alone stays under its item limit and under the
+        // budget; nested, they would multiply into gigabytes. The shared
+        // budget refuses before the outer expansion is allocated.
+        let thousand: Vec<String> = (0..1000).map(|n| format!("{n:0>200}")).collect();
+        let inner =
+            json!({"repeat": {"for_each": {"<%i%>": thousand}, "template": "<%i%>-<%j%>-<%k%>"}});
+        let middle = json!({"repeat": {"for_each": {"<%j%>": thousand}, "template": inner}});
+        let outer = json!({"repeat": {"for_each": {"<%k%>": thousand}, "template": middle}});
+        let started = std::time::Instant::now();
+        let error = err(outer);
+        assert!(
+            error.message.contains("bytes of generated values"),
+            "{}",
+            error.message
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "refused early: {:?}",
+            started.elapsed()
         );
     }
 

@@ -153,6 +153,7 @@ impl Resolver<'_> {
                 ),
             );
         }
+        self.spend_output(total, name, path)?;
         let mut output = String::with_capacity(total);
         for piece in &pieces {
             match piece {
@@ -281,6 +282,7 @@ impl Resolver<'_> {
                 ),
             );
         }
+        self.spend_output(total, "list_join", path)?;
         Ok(Value::String(strings.join(delimiter)))
     }
 

@@ -1,0 +1,195 @@
+//! The stacks benchmark's client: Heat's REST API through the gateway, one
+//! keep-alive connection per client, as python-heatclient or a script
+//! would call it. Waiting is polling the stack's status.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::GATEWAY_POLL;
+
+/// A stack the benchmark made: its name and id, for its canonical URL.
+#[derive(Debug, Clone)]
+pub struct StackRef {
+    name: String,
+    id: String,
+}
+
+pub struct RestStacks {
+    http: reqwest::Client,
+    pub base: String,
+    token: String,
+}
+
+impl RestStacks {
+    pub fn new(gateway: SocketAddr, token: &str) -> RestStacks {
+        RestStacks {
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .tcp_nodelay(true)
+                .build()
+                .unwrap_or_default(),
+            base: format!("http://{gateway}/orchestration/v1/demo"),
+            token: token.to_owned(),
+        }
+    }
+
+    pub fn stack_url(&self, stack: &StackRef) -> String {
+        format!("{}/stacks/{}/{}", self.base, stack.name, stack.id)
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), String> {
+        let mut request = self
+            .http
+            .request(method.clone(), url)
+            .header("X-Auth-Token", &self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|error| format!("{method} {url}: {error}"))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|error| format!("{method} {url}: {error}"))?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    async fn expect(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+        expected: u16,
+    ) -> Result<Value, String> {
+        let (status, answer) = self.call(method.clone(), url, body).await?;
+        if status != expected {
+            return Err(format!(
+                "{method} {url} answered {status} (expected {expected}): {answer}"
+            ));
+        }
+        Ok(answer)
+    }
+
+    /// A GET that must succeed; the body is read and dropped.
+    pub async fn get_ok(&self, url: &str) -> Result<(), String> {
+        let response = self
+            .http
+            .get(url)
+            .header("X-Auth-Token", &self.token)
+            .send()
+            .await
+            .map_err(|error| format!("GET {url}: {error}"))?;
+        let status = response.status();
+        response
+            .bytes()
+            .await
+            .map_err(|error| format!("GET {url}: {error}"))?;
+        if !status.is_success() {
+            return Err(format!("GET {url} answered {status}"));
+        }
+        Ok(())
+    }
+
+    /// Creates a stack (`template` is YAML text, as clients send files) and
+    /// waits until it is no longer in progress: its reference and the wall
+    /// time from the call to CREATE_COMPLETE.
+    pub async fn create_and_wait(
+        &self,
+        name: &str,
+        template: &str,
+    ) -> Result<(StackRef, Duration), String> {
+        let started = Instant::now();
+        let answer = self
+            .expect(
+                reqwest::Method::POST,
+                &format!("{}/stacks", self.base),
+                Some(json!({"stack_name": name, "template": template})),
+                201,
+            )
+            .await?;
+        let id = answer["stack"]["id"]
+            .as_str()
+            .ok_or_else(|| format!("create {name}: no id in {answer}"))?;
+        let stack = StackRef {
+            name: name.to_owned(),
+            id: id.to_owned(),
+        };
+        self.wait_for(&stack, "CREATE_COMPLETE").await?;
+        Ok((stack, started.elapsed()))
+    }
+
+    pub async fn delete_and_wait(&self, stack: &StackRef) -> Result<Duration, String> {
+        let started = Instant::now();
+        self.expect(reqwest::Method::DELETE, &self.stack_url(stack), None, 204)
+            .await?;
+        self.wait_for(stack, "DELETE_COMPLETE").await?;
+        Ok(started.elapsed())
+    }
+
+    /// Marks `resource` unhealthy, then updates the stack with its own
+    /// template (PATCH, `existing`): the time until UPDATE_COMPLETE.
+    pub async fn mark_unhealthy_and_update(
+        &self,
+        stack: &StackRef,
+        resource: &str,
+    ) -> Result<Duration, String> {
+        let started = Instant::now();
+        self.expect(
+            reqwest::Method::PATCH,
+            &format!("{}/resources/{resource}", self.stack_url(stack)),
+            Some(json!({"mark_unhealthy": true, "resource_status_reason": "bench"})),
+            200,
+        )
+        .await?;
+        self.expect(
+            reqwest::Method::PATCH,
+            &self.stack_url(stack),
+            Some(json!({})),
+            202,
+        )
+        .await?;
+        self.wait_for(stack, "UPDATE_COMPLETE").await?;
+        Ok(started.elapsed())
+    }
+
+    async fn wait_for(&self, stack: &StackRef, expected: &str) -> Result<(), String> {
+        let url = self.stack_url(stack);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (status, answer) = self.call(reqwest::Method::GET, &url, None).await?;
+            let stack_status = answer["stack"]["stack_status"].as_str().unwrap_or_default();
+            if status == 200 && !stack_status.is_empty() && !stack_status.ends_with("_IN_PROGRESS")
+            {
+                return if stack_status == expected {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "stack {} ended {stack_status}, not {expected}: {}",
+                        stack.name, answer["stack"]["stack_status_reason"]
+                    ))
+                };
+            }
+            if status == 404 && expected == "DELETE_COMPLETE" {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "stack {} still {stack_status} after 120 s",
+                    stack.name
+                ));
+            }
+            tokio::time::sleep(GATEWAY_POLL).await;
+        }
+    }
+}

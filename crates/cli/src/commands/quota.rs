@@ -1,0 +1,123 @@
+//! `ember quota …`: a project's quotas and what it uses; setting them
+//! (admins). Under `ember dev`, `show` acts as the dev member and `set` as
+//! the dev admin.
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::quota_service_client::QuotaServiceClient;
+
+use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum QuotaCommand {
+    /// A project's limits and what it uses now (yours; any project for an admin)
+    Show {
+        /// Another project (admins only)
+        #[arg(long, default_value = "")]
+        project: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Set limits of a project (admins only): `ember quota set demo --limit stacks=10 --limit nodes=500`
+    Set {
+        /// The project
+        project: String,
+        /// NAME=LIMIT, repeatable: stacks, resources_per_stack, nested_depth, clusters, nodes_per_cluster, nodes, instances, concurrent_operations
+        #[arg(long = "limit", value_name = "NAME=LIMIT")]
+        limits: Vec<String>,
+        /// Return a limit to the configured default (repeatable)
+        #[arg(long, value_name = "NAME")]
+        reset: Vec<String>,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+fn parse_limit(text: &str) -> Result<(String, i64), String> {
+    let (name, limit) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--limit {text:?}: write NAME=LIMIT, e.g. stacks=10"))?;
+    let limit = limit
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("--limit {text:?}: {limit:?} is not a whole number"))?;
+    Ok((name.trim().to_owned(), limit))
+}
+
+fn print_quota(quota: &pb::ProjectQuota) {
+    println!("project {}", quota.project_id);
+    let rows: Vec<Vec<String>> = quota
+        .limits
+        .iter()
+        .map(|limit| {
+            vec![
+                limit.name.clone(),
+                limit.limit.to_string(),
+                limit
+                    .used
+                    .map_or_else(|| "-".to_owned(), |used| used.to_string()),
+                if limit.overridden {
+                    "set for the project".to_owned()
+                } else {
+                    "default".to_owned()
+                },
+            ]
+        })
+        .collect();
+    print_table(&["QUOTA", "LIMIT", "USED", "SOURCE"], &rows);
+}
+
+pub async fn run(command: QuotaCommand) -> Result<(), String> {
+    match command {
+        QuotaCommand::Show { project, connect } => {
+            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let quota = QuotaServiceClient::new(client.channel.clone())
+                .get_quota(client.request(pb::GetQuotaRequest {
+                    project_id: project,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            print_quota(&quota);
+            Ok(())
+        }
+        QuotaCommand::Set {
+            project,
+            limits,
+            reset,
+            connect,
+        } => {
+            let limits = limits
+                .iter()
+                .map(|text| parse_limit(text))
+                .collect::<Result<_, _>>()?;
+            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let quota = QuotaServiceClient::new(client.channel.clone())
+                .set_quota(client.request(pb::SetQuotaRequest {
+                    project_id: project,
+                    limits,
+                    reset,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            print_quota(&quota);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_name_equals_number() {
+        assert_eq!(parse_limit("stacks=10"), Ok(("stacks".into(), 10)));
+        assert!(parse_limit("stacks").unwrap_err().contains("NAME=LIMIT"));
+        assert!(
+            parse_limit("stacks=ten")
+                .unwrap_err()
+                .contains("not a whole number")
+        );
+    }
+}

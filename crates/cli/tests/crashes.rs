@@ -1,0 +1,234 @@
+//! The crash suite: on the deployment shape (four `ember serve` processes),
+//! stack and cluster operations are started and the engine is killed with
+//! SIGKILL at seeded random moments — twenty of them a run — and started
+//! again on the same data. Once everything has settled (short leases: a
+//! dead engine's work is taken over within seconds), the invariant checker
+//! reads every stack and the cluster through the REST API: nothing left in
+//! progress, no finished stack changed without an operation, desired
+//! capacity equal to the nodes and to their instances, no node deleted
+//! twice, no name repeated.
+//!
+//! The seed is printed; `CRASH_SUITE_SEED=<n>` replays a run's choices.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use ember::bench::invariants::{Checker, StackRef};
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use support::deployment::{Deployment, Service};
+
+const KILLS: usize = 20;
+
+const TEMPLATE: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  word: {type: string, default: one}
+resources:
+  first:
+    type: OS::Heat::TestResource
+    properties: {value: {get_param: word}, action_wait_secs: {create: 0.05, update: 0.05, delete: 0.03}}
+  second:
+    type: OS::Heat::TestResource
+    properties: {value: {get_attr: [first, output]}, action_wait_secs: {create: 0.05, update: 0.05, delete: 0.03}}
+  third:
+    type: OS::Heat::TestResource
+    properties: {value: {get_attr: [second, output]}, action_wait_secs: {create: 0.05, delete: 0.03}}
+"#;
+
+async fn call(
+    deployment: &Deployment,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = deployment
+        .http
+        .request(method, deployment.gateway(path))
+        .header("X-Auth-Token", &deployment.token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    match request.send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.json().await.unwrap_or(Value::Null))
+        }
+        Err(error) => (0, json!(error.to_string())),
+    }
+}
+
+/// Calls until the gateway answers something other than 503 (the engine
+/// may still be starting).
+async fn call_when_up(
+    deployment: &Deployment,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = call(deployment, method.clone(), path, body.clone()).await;
+        if !matches!(answer.0, 0 | 503) || Instant::now() > deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+const STACKS: &str = "/orchestration/v1/demo/stacks";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_killed_at_random_moments_leaves_everything_consistent() {
+    kill_at_random_moments(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_on_postgres_killed_at_random_moments_leaves_everything_consistent() {
+    let Some(database) = ember_runtime::database::testing::TestDatabase::postgres().await else {
+        eprintln!("PostgreSQL variant not run: EMBER_TEST_DATABASE_URL is not set");
+        return;
+    };
+    kill_at_random_moments(Some(&database.url)).await;
+    database.drop_schema().await;
+}
+
+/// The engine's database is `engine_database` (PostgreSQL), else its
+/// SQLite file in the deployment's data directory.
+async fn kill_at_random_moments(engine_database: Option<&str>) {
+    let seed: u64 = std::env::var("CRASH_SUITE_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+        .unwrap_or(20261123);
+    eprintln!("crash suite seed {seed} (CRASH_SUITE_SEED replays it)");
+    let mut random = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut settings = vec![
+        ("EMBER_ENGINE__STACK_LEASE_TTL_MS", "1500"),
+        ("EMBER_ENGINE__CLUSTER_ACTION_LEASE_MS", "1500"),
+        ("EMBER_ENGINE__COMPUTE__BUILD_MS", "40"),
+        ("EMBER_ENGINE__COMPUTE__DELETE_MS", "20"),
+    ];
+    if let Some(url) = engine_database {
+        settings.push(("EMBER_ENGINE__DATABASE_URL", url));
+    }
+    let mut deployment = Deployment::start_with(&settings);
+    deployment.wait_healthy().await;
+
+    let (status, body) = call_when_up(
+        &deployment,
+        reqwest::Method::POST,
+        "/clustering/v1/profiles",
+        Some(
+            json!({"profile": {"name": "crash", "spec": {"type": "ember.instance", "version": "1.0",
+            "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = call_when_up(
+        &deployment,
+        reqwest::Method::POST,
+        "/clustering/v1/clusters",
+        Some(json!({"cluster": {"name": "crash", "profile_id": "crash",
+            "min_size": 0, "max_size": 8, "desired_capacity": 2}})),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let cluster = body["cluster"]["id"].as_str().expect("id").to_owned();
+
+    let mut stacks: Vec<StackRef> = Vec::new();
+    let mut kill_points = Vec::new();
+    for round in 0..KILLS {
+        // A stack operation: a new stack, or an update or delete of one.
+        let live: Vec<&StackRef> = stacks.iter().collect();
+        let choice = random.random_range(0..3);
+        if choice == 0 || live.is_empty() {
+            let name = format!("crash-{round}");
+            let (status, body) = call_when_up(
+                &deployment,
+                reqwest::Method::POST,
+                STACKS,
+                Some(json!({"stack_name": name, "template": TEMPLATE, "disable_rollback": true})),
+            )
+            .await;
+            if status == 201 {
+                stacks.push(StackRef {
+                    name,
+                    id: body["stack"]["id"].as_str().expect("id").to_owned(),
+                });
+            }
+        } else {
+            let stack = live[random.random_range(0..live.len())];
+            let path = format!("{STACKS}/{}/{}", stack.name, stack.id);
+            if choice == 1 {
+                call_when_up(
+                    &deployment,
+                    reqwest::Method::PATCH,
+                    &path,
+                    Some(json!({"parameters": {"word": format!("round-{round}")}})),
+                )
+                .await;
+            } else {
+                call_when_up(&deployment, reqwest::Method::DELETE, &path, None).await;
+            }
+        }
+        // A cluster operation.
+        let body = if random.random_bool(0.5) {
+            json!({"scale_out": {"count": random.random_range(1..3)}})
+        } else {
+            json!({"scale_in": {"count": random.random_range(1..3)}})
+        };
+        call_when_up(
+            &deployment,
+            reqwest::Method::POST,
+            &format!("/clustering/v1/clusters/{cluster}/actions"),
+            Some(body),
+        )
+        .await;
+        // The kill, somewhere inside what was just started.
+        let after = Duration::from_millis(random.random_range(0..300));
+        kill_points.push(after.as_millis());
+        tokio::time::sleep(after).await;
+        deployment.kill(Service::Engine);
+        deployment.spawn(Service::Engine);
+    }
+    eprintln!("killed the engine {KILLS} times, at {kill_points:?} ms into each round");
+    deployment.wait_healthy().await;
+
+    let checker = Checker::new(&deployment.gateway(""), &deployment.token, "demo");
+    let clusters = [cluster];
+    checker
+        .wait_for_quiescence(&stacks, &clusters, Duration::from_secs(120))
+        .await
+        .expect("everything settles after the crashes");
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for stack in &stacks {
+        let (_, body) = call(
+            &deployment,
+            reqwest::Method::GET,
+            &format!("{STACKS}/{}/{}", stack.name, stack.id),
+            None,
+        )
+        .await;
+        let reason = body["stack"]["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default();
+        let key = format!(
+            "{}{}",
+            body["stack"]["stack_status"].as_str().unwrap_or("?"),
+            if reason.contains("went away") {
+                " (engine went away)"
+            } else {
+                ""
+            }
+        );
+        *outcomes.entry(key).or_default() += 1;
+    }
+    eprintln!("stacks after the crashes: {outcomes:?}");
+    let anomalies = checker.check(&stacks, &clusters).await.expect("checked");
+    assert!(
+        anomalies.is_empty(),
+        "seed {seed}: anomalies after {KILLS} kills: {anomalies:#?}"
+    );
+}

@@ -1,0 +1,77 @@
+//! `ember quota show|set` against a real `ember dev`: a member reads its
+//! project's quotas, the dev admin sets and resets them, bad input is
+//! refused by name, and a stack over the quota is refused naming it.
+
+mod support;
+
+use support::{Dev, fail, succeed};
+
+#[test]
+fn quotas_through_the_cli() {
+    let data_dir = tempfile::tempdir().expect("data dir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+
+    let shown = succeed(&["quota", "show"], dir);
+    assert!(shown.contains("project demo"), "{shown}");
+    assert!(
+        shown.lines().any(|line| line.starts_with("stacks")
+            && line.contains("512")
+            && line.contains("default")),
+        "{shown}"
+    );
+
+    let set = succeed(
+        &[
+            "quota",
+            "set",
+            "demo",
+            "--limit",
+            "stacks=1",
+            "--limit",
+            "clusters=2",
+        ],
+        dir,
+    );
+    assert!(
+        set.lines().any(|line| line.starts_with("stacks")
+            && line.contains(" 1 ")
+            && line.contains("set for the project")),
+        "{set}"
+    );
+    let refused = fail(&["quota", "set", "demo", "--limit", "stacks"], dir);
+    assert!(refused.contains("NAME=LIMIT"), "{refused}");
+    let refused = fail(&["quota", "set", "demo", "--limit", "planets=3"], dir);
+    assert!(
+        refused.contains("quota \"planets\" does not exist"),
+        "{refused}"
+    );
+
+    std::fs::write(
+        dir.join("one.yaml"),
+        "heat_template_version: 2021-04-16\nresources:\n  a: {type: OS::Heat::None}\n",
+    )
+    .expect("template");
+    let template = dir.join("one.yaml").display().to_string();
+    succeed(
+        &["stack", "create", "first", "-t", &template, "--wait"],
+        dir,
+    );
+    let refused = fail(&["stack", "create", "second", "-t", &template], dir);
+    assert!(
+        refused.contains("quota exceeded") && refused.contains("(quota stacks)"),
+        "{refused}"
+    );
+
+    let reset = succeed(&["quota", "set", "demo", "--reset", "stacks"], dir);
+    assert!(
+        reset.lines().any(|line| line.starts_with("stacks")
+            && line.contains("512")
+            && line.contains("default")),
+        "{reset}"
+    );
+    succeed(
+        &["stack", "create", "second", "-t", &template, "--wait"],
+        dir,
+    );
+}

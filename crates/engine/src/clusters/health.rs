@@ -1,0 +1,60 @@
+//! Node health from the machines: when the instance watcher finds a node's
+//! machine dead (its container exited or was removed behind Ember's back),
+//! the node becomes ERROR with the reason and a NODE_CHECK event, at once
+//! — without waiting for a CLUSTER_CHECK — so `cluster recover` and
+//! Senlin's health tooling see it. Nothing is recreated here: recovering
+//! is the operator's (or a health policy's) decision.
+//!
+//! The write is conditional on the node being ACTIVE: a node being
+//! created, deleted or recovered by a running action is that action's.
+
+use std::sync::Arc;
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::ClusterService;
+
+pub(super) fn spawn(service: Arc<ClusterService>, shutdown: CancellationToken) {
+    let mut observations = service.instances.subscribe_observations();
+    tokio::spawn(async move {
+        loop {
+            let observation = tokio::select! {
+                () = shutdown.cancelled() => return,
+                received = observations.recv() => match received {
+                    Ok(observation) => observation,
+                    Err(RecvError::Lagged(missed)) => {
+                        // A CLUSTER_CHECK finds what was missed.
+                        warn!(missed, "node health fell behind the machine observations");
+                        continue;
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+            };
+            if !observation.machine_failed() {
+                continue;
+            }
+            let instance = &observation.next;
+            let reason = format!(
+                "instance {} is {}: {}",
+                instance.uuid,
+                instance.status.as_str(),
+                observation.reason
+            );
+            match service
+                .store
+                .mark_node_machine_failed(&instance.uuid.to_string(), &reason, instance.updated_at)
+                .await
+            {
+                Ok(Some(node)) => {
+                    info!(node_id = %node.id, node = %node.name, %reason, "node is ERROR: its machine failed")
+                }
+                Ok(None) => {}
+                Err(failure) => {
+                    warn!(instance_uuid = %instance.uuid, %failure, "cannot mark the node of a failed machine ERROR")
+                }
+            }
+        }
+    });
+}

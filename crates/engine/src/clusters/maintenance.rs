@@ -1,0 +1,291 @@
+//! Checking, recovering and deleting a cluster's nodes.
+//!
+//! - CLUSTER_CHECK reads each member's resource and records what it found
+//!   in its final write: a rerun just looks again.
+//! - CLUSTER_RECOVER recovers each member found unhealthy in two durable
+//!   steps: its old resource is deleted (if that fails the node stays
+//!   ERROR with the reason, and nothing new is created — nothing leaks),
+//!   then one fenced write makes it CREATING with the id of its new
+//!   resource; the create follows. A rerun first finishes the members left
+//!   CREATING, then checks and recovers the rest again.
+//! - CLUSTER_DELETE makes the cluster DELETING, deletes every node's
+//!   resource (each node row goes in a fenced write once its resource is
+//!   gone; deletes of gone resources succeed, so a rerun just carries on)
+//!   and ends with one transaction that deletes the cluster and fails the
+//!   actions queued on it. A node whose resource cannot be deleted stays,
+//!   ERROR, and the cluster is left ERROR saying so.
+
+use uuid::Uuid;
+
+use super::ClusterService;
+use super::run::{Ran, Run, RunResult, Stop};
+use crate::domain::cluster::{
+    ActionKind, ActionStatus, Cluster, ClusterStatus, Node, NodeStatus, ProfileKind,
+};
+use crate::error::Error;
+use crate::store::clusters::{ClusterChange, ClusterColumns, NodeStatusChange, Settle};
+
+impl ClusterService {
+    pub(super) async fn check_or_recover_nodes(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        members: Vec<Node>,
+    ) -> RunResult<Ran> {
+        let action = &run.action;
+        let recover = action.kind == ActionKind::ClusterRecover;
+        let profile = self.cluster_profile(cluster).await?;
+        let caller = action.caller();
+        // Members a dead run of this recover left CREATING: finish them
+        // with the resource id it recorded.
+        let left_creating: Vec<Uuid> = members
+            .iter()
+            .filter(|node| node.status == NodeStatus::Creating)
+            .map(|node| node.id)
+            .collect();
+        if recover && !left_creating.is_empty() {
+            self.converge_nodes(run, &profile, &left_creating).await?;
+        }
+        let mut checked = Vec::new();
+        let mut events = Vec::new();
+        for node in members
+            .iter()
+            .filter(|node| !matches!(node.status, NodeStatus::Deleting | NodeStatus::Creating))
+        {
+            let (status, reason) = self.check_physical(&caller, node, &profile).await;
+            if status != node.status || reason != node.status_reason {
+                events.push(super::event(
+                    "NODE",
+                    node.id,
+                    &node.name,
+                    Some(cluster.id),
+                    "NODE_CHECK",
+                    status.as_str(),
+                    reason.clone(),
+                    &caller,
+                ));
+            }
+            checked.push((node, status, reason));
+        }
+        if !recover {
+            let unhealthy = checked
+                .iter()
+                .filter(|(_, status, _)| *status != NodeStatus::Active)
+                .count();
+            let mut change = ClusterChange {
+                events,
+                ..ClusterChange::default()
+            };
+            for (node, status, reason) in &checked {
+                let mut found = NodeStatusChange::new(node.id, *status, reason.clone());
+                found.only_from = vec![node.status];
+                change.node_changes.push(found);
+            }
+            return Ok(Ran::Finished {
+                status: ActionStatus::Succeeded,
+                reason: format!("{unhealthy} node(s) unhealthy"),
+                change,
+                settle: Settle::FromNodes {
+                    keep_desired: false,
+                    lead: "CLUSTER_CHECK completed".into(),
+                },
+            });
+        }
+        run.apply(
+            self,
+            &ClusterChange {
+                events,
+                ..ClusterChange::default()
+            },
+        )
+        .await?;
+        let unhealthy: Vec<&Node> = checked
+            .iter()
+            .filter(|(_, status, _)| *status != NodeStatus::Active)
+            .map(|(node, _, _)| *node)
+            .collect();
+        let results = super::for_each_node(
+            unhealthy
+                .iter()
+                .map(|node| self.recover_node(run, &caller, &profile, node)),
+        )
+        .await;
+        let mut recovered = 0;
+        for result in results {
+            if result? {
+                recovered += 1;
+            }
+        }
+        Ok(Ran::succeeded(
+            format!(
+                "{recovered} of {} unhealthy node(s) recovered",
+                unhealthy.len()
+            ),
+            Settle::FromNodes {
+                keep_desired: false,
+                lead: "CLUSTER_RECOVER completed".into(),
+            },
+        ))
+    }
+
+    /// Replaces one unhealthy node's resource; true when it is ACTIVE
+    /// again.
+    async fn recover_node(
+        &self,
+        run: &Run,
+        caller: &ember_runtime::Identity,
+        profile: &crate::domain::cluster::Profile,
+        node: &Node,
+    ) -> RunResult<bool> {
+        run.check_still_owned(self).await?;
+        if let Err(error) = self.delete_physical(caller, node, profile).await {
+            let reason = format!(
+                "recovery failed: its resource {} could not be deleted: {error}",
+                node.physical_id.as_deref().unwrap_or("(none)")
+            );
+            let failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
+            run.apply(
+                self,
+                &ClusterChange {
+                    node_changes: vec![failed],
+                    events: vec![super::event(
+                        "NODE",
+                        node.id,
+                        &node.name,
+                        node.cluster_id,
+                        "NODE_RECOVER",
+                        "ERROR",
+                        reason,
+                        caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+            )
+            .await?;
+            return Ok(false);
+        }
+        let mut recreating = NodeStatusChange::new(node.id, NodeStatus::Creating, "recovering");
+        recreating.physical_id = Some(match profile.spec.kind {
+            ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
+            ProfileKind::Stack { .. } => None,
+        });
+        run.apply(
+            self,
+            &ClusterChange {
+                node_changes: vec![recreating],
+                ..ClusterChange::default()
+            },
+        )
+        .await?;
+        let (active, _) = self.converge_nodes(run, profile, &[node.id]).await?;
+        Ok(active == 1)
+    }
+
+    pub(super) async fn delete_cluster_nodes(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+    ) -> RunResult<Ran> {
+        let caller = run.action.caller();
+        if cluster.status != ClusterStatus::Deleting {
+            run.apply(
+                self,
+                &ClusterChange {
+                    cluster_id: Some(cluster.id),
+                    cluster: ClusterColumns {
+                        status: Some((ClusterStatus::Deleting, "deleting".into())),
+                        ..ClusterColumns::default()
+                    },
+                    events: vec![super::event(
+                        "CLUSTER",
+                        cluster.id,
+                        &cluster.name,
+                        Some(cluster.id),
+                        "CLUSTER_DELETE",
+                        "DELETING",
+                        "deleting",
+                        &caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+            )
+            .await?;
+        }
+        let profile = self.cluster_profile(cluster).await?;
+        let nodes: Vec<Node> = self
+            .store
+            .list_cluster_nodes(cluster.id)
+            .await?
+            .into_iter()
+            // INIT nodes have no resource: they go with the cluster row.
+            .filter(|node| node.status != NodeStatus::Init)
+            .collect();
+        run.check_still_owned(self).await?;
+        let results = super::for_each_node(nodes.iter().map(|node| async {
+            let outcome = self.delete_physical(&caller, node, &profile).await;
+            let change = match &outcome {
+                Ok(()) => ClusterChange {
+                    delete_nodes: vec![node.id],
+                    events: vec![super::event(
+                        "NODE",
+                        node.id,
+                        &node.name,
+                        Some(cluster.id),
+                        "NODE_DELETE",
+                        "DELETED",
+                        "deleted with its cluster",
+                        &caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+                Err(error) => ClusterChange {
+                    node_changes: vec![NodeStatusChange::new(
+                        node.id,
+                        NodeStatus::Error,
+                        format!("not deleted: {error}"),
+                    )],
+                    ..ClusterChange::default()
+                },
+            };
+            run.apply(self, &change).await?;
+            Ok::<_, Stop>(outcome.err().map(|error| (node.name.clone(), error)))
+        }))
+        .await;
+        let mut failures = Vec::new();
+        for result in results {
+            if let Some(failure) = result? {
+                failures.push(failure);
+            }
+        }
+        if let Some((name, error)) = failures.first() {
+            return Err(Stop::Failed(Error::Conflict(format!(
+                "{} node(s) could not be deleted (node {name}: {error}): the cluster stays",
+                failures.len()
+            ))));
+        }
+        let reason = "cluster deleted";
+        let event = super::event(
+            "CLUSTER",
+            cluster.id,
+            &cluster.name,
+            Some(cluster.id),
+            "CLUSTER_DELETE",
+            "DELETED",
+            reason,
+            &caller,
+        );
+        let finished = self
+            .store
+            .finish_cluster_delete(
+                &run.action,
+                reason,
+                &[event, super::action_event(&run.action, "SUCCEEDED", reason)],
+            )
+            .await?;
+        if finished {
+            Ok(Ran::Handed)
+        } else {
+            Err(Stop::Lost)
+        }
+    }
+}

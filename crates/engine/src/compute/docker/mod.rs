@@ -1,0 +1,480 @@
+//! The docker compute driver: each instance is a container, made and
+//! watched through the Docker Engine API with the bollard crate — the same
+//! calls work against Docker and against Podman's compatible API service.
+//!
+//! | instance | container |
+//! |---|---|
+//! | build | create (`<name_prefix><uuid>`, see [`spec`]) + start |
+//! | power off | stop: SIGTERM, `stop_grace`, then SIGKILL |
+//! | power on | start |
+//! | reboot | restart (the same grace) |
+//! | delete | stop (the same grace), then remove; gone already is success |
+//!
+//! Idempotent: a build that runs again (resumed after a restart, or by an
+//! engine that took over) looks for the container already made for the
+//! instance by its `ember.instance_id` label and only starts it; a first
+//! build creates at once, and if the name is taken by an earlier try it
+//! finds that one by the label too. Every other call finds the container by its name, else by the
+//! label, so containers made under another `name_prefix` are still found.
+//!
+//! The client connects lazily: an engine that is unreachable at start-up or
+//! later fails each call with a message naming the socket (the instance
+//! goes to ERROR), and the next call tries again. Images are never pulled
+//! unless `pull = "missing"`; a missing image is a build failure naming it.
+
+pub mod config;
+mod prepare;
+pub mod spec;
+mod state;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::models::{ContainerInspectResponse, ContainerSummary};
+use bollard::query_parameters::{
+    CreateContainerOptions, EventsOptions, ListContainersOptions, RemoveContainerOptions,
+    RestartContainerOptions, StopContainerOptions,
+};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tokio::sync::OnceCell;
+use tracing::{info, warn};
+use uuid::Uuid;
+
+pub use config::{DEFAULT_DOCKER_HOST, DockerComputeConfig, PullPolicy};
+pub use spec::{INSTANCE_ID_LABEL, PROJECT_ID_LABEL, container_name};
+
+use super::flavors::Flavor;
+use super::{BuildAttempt, ComputeDriver, ComputeError, MachinePower, MachineState};
+use crate::domain::instance::Instance;
+
+pub struct DockerDriver {
+    config: DockerComputeConfig,
+    /// Made at the first call that succeeds in connecting.
+    client: OnceCell<Docker>,
+    /// Set once the network is known to exist.
+    network_ready: AtomicBool,
+}
+
+/// A container operation besides create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Start,
+    Stop,
+    Restart,
+    Remove,
+}
+
+impl Operation {
+    fn verb(self) -> &'static str {
+        match self {
+            Operation::Start => "start",
+            Operation::Stop => "stop",
+            Operation::Restart => "restart",
+            Operation::Remove => "remove",
+        }
+    }
+}
+
+impl DockerDriver {
+    pub fn new(config: DockerComputeConfig) -> Result<DockerDriver, String> {
+        config.validate()?;
+        Ok(DockerDriver {
+            config,
+            client: OnceCell::new(),
+            network_ready: AtomicBool::new(false),
+        })
+    }
+
+    fn failure(&self, what: &str, error: &bollard::errors::Error) -> ComputeError {
+        ComputeError(format!(
+            "{what}: {}",
+            state::describe(error, &self.config.docker_host)
+        ))
+    }
+
+    /// The connected client (connecting, and agreeing on an API version
+    /// both sides speak, at the first call).
+    async fn client(&self) -> Result<&Docker, ComputeError> {
+        self.client
+            .get_or_try_init(|| async {
+                let host = &self.config.docker_host;
+                let timeout = self.config.api_timeout.as_secs().max(1);
+                let connected = if host.starts_with("unix://") {
+                    Docker::connect_with_unix(host, timeout, bollard::API_DEFAULT_VERSION)
+                } else {
+                    Docker::connect_with_http(host, timeout, bollard::API_DEFAULT_VERSION)
+                };
+                let docker = connected.map_err(|error| {
+                    self.failure("cannot connect to the container engine", &error)
+                })?;
+                let docker = docker.negotiate_version().await.map_err(|error| {
+                    self.failure("cannot connect to the container engine", &error)
+                })?;
+                info!(docker_host = %host, "connected to the container engine");
+                Ok(docker)
+            })
+            .await
+    }
+
+    /// Lists containers. Podman names some passing states in ways the
+    /// Docker API does not ("stopped" between a container's exit and its
+    /// clean-up), which no Docker client can decode: such an answer is
+    /// asked again a moment later.
+    async fn list(
+        &self,
+        docker: &Docker,
+        options: ListContainersOptions,
+    ) -> Result<Vec<ContainerSummary>, bollard::errors::Error> {
+        let mut attempt = 0;
+        loop {
+            match docker.list_containers(Some(options.clone())).await {
+                Err(error) if undecodable(&error) && attempt < TRANSIENT_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(TRANSIENT_PAUSE).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// Inspects a container, asking again while its state is a passing one
+    /// the Docker API cannot name (see [`DockerDriver::list`]).
+    async fn inspect_container(
+        &self,
+        docker: &Docker,
+        container: &str,
+    ) -> Result<ContainerInspectResponse, bollard::errors::Error> {
+        let mut attempt = 0;
+        loop {
+            match docker.inspect_container(container, None).await {
+                Err(error) if undecodable(&error) && attempt < TRANSIENT_ATTEMPTS => {
+                    attempt += 1;
+                    tokio::time::sleep(TRANSIENT_PAUSE).await;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// The id of the container labelled as `uuid`'s, if any.
+    async fn find_by_label(
+        &self,
+        docker: &Docker,
+        uuid: Uuid,
+    ) -> Result<Option<String>, ComputeError> {
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([(
+                "label".to_owned(),
+                vec![format!("{INSTANCE_ID_LABEL}={uuid}")],
+            )])),
+            ..ListContainersOptions::default()
+        };
+        let containers = self
+            .list(docker, options)
+            .await
+            .map_err(|error| self.failure("cannot list containers", &error))?;
+        // Podman may ignore a label filter it cannot parse: check the label.
+        Ok(containers.into_iter().find_map(|summary| {
+            let labelled = summary
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(INSTANCE_ID_LABEL))
+                .is_some_and(|label| *label == uuid.to_string());
+            if labelled { summary.id } else { None }
+        }))
+    }
+
+    async fn run(
+        &self,
+        docker: &Docker,
+        container: &str,
+        operation: Operation,
+    ) -> Result<(), bollard::errors::Error> {
+        let grace = i32::try_from(self.config.stop_grace.as_secs()).unwrap_or(i32::MAX);
+        match operation {
+            Operation::Start => docker.start_container(container, None).await,
+            Operation::Stop => {
+                let options = StopContainerOptions {
+                    t: Some(grace),
+                    ..StopContainerOptions::default()
+                };
+                docker.stop_container(container, Some(options)).await
+            }
+            Operation::Restart => {
+                let options = RestartContainerOptions {
+                    t: Some(grace),
+                    ..RestartContainerOptions::default()
+                };
+                docker.restart_container(container, Some(options)).await
+            }
+            Operation::Remove => {
+                let options = RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..RemoveContainerOptions::default()
+                };
+                docker.remove_container(container, Some(options)).await
+            }
+        }
+    }
+
+    /// Runs `operation` on the instance's container, found by name or by
+    /// label. `Ok(false)` when the instance has no container.
+    async fn on_container(
+        &self,
+        instance: &Instance,
+        operation: Operation,
+    ) -> Result<bool, ComputeError> {
+        let docker = self.client().await?;
+        let name = container_name(&self.config, instance);
+        let what = || format!("cannot {} container {name}", operation.verb());
+        match self.run(docker, &name, operation).await {
+            Ok(()) => return Ok(true),
+            Err(error) if state::status_code(&error) == Some(404) => {}
+            Err(error) => return Err(self.failure(&what(), &error)),
+        }
+        let Some(id) = self.find_by_label(docker, instance.uuid).await? else {
+            return Ok(false);
+        };
+        match self.run(docker, &id, operation).await {
+            Ok(()) => Ok(true),
+            Err(error) if state::status_code(&error) == Some(404) => Ok(false),
+            Err(error) => Err(self.failure(&what(), &error)),
+        }
+    }
+
+    /// Creates the instance's container, or finds the one an earlier try
+    /// made; returns its id.
+    async fn create(
+        &self,
+        docker: &Docker,
+        instance: &Instance,
+        flavor: &Flavor,
+        attempt: BuildAttempt,
+    ) -> Result<String, ComputeError> {
+        // A build that runs again (after a restart, or taken over by
+        // another engine) finds what an earlier try made, whatever it was
+        // named then. A first build skips the look-up: its create fails on
+        // the name if another try made it meanwhile, and finds it then.
+        if attempt == BuildAttempt::Resumed
+            && let Some(id) = self.find_by_label(docker, instance.uuid).await?
+        {
+            info!(instance_uuid = %instance.uuid, container = %id, "found the container an earlier build made");
+            return Ok(id);
+        }
+        let name = container_name(&self.config, instance);
+        let mut tried_network = false;
+        let mut tried_image = false;
+        loop {
+            let options = CreateContainerOptions {
+                name: Some(name.clone()),
+                ..CreateContainerOptions::default()
+            };
+            let body = spec::container_body(&self.config, instance, flavor);
+            let error = match docker.create_container(Some(options), body).await {
+                Ok(created) => return Ok(created.id),
+                Err(error) => error,
+            };
+            // Made by an earlier try of this build (Docker answers 409,
+            // Podman 500 "name already in use"): use it.
+            if let Some(id) = self.find_by_label(docker, instance.uuid).await? {
+                info!(instance_uuid = %instance.uuid, container = %id, "found the container an earlier build made");
+                return Ok(id);
+            }
+            let message = error.to_string();
+            if state::status_code(&error) == Some(404)
+                && !tried_image
+                && !message.contains("network")
+            {
+                tried_image = true;
+                self.missing_image(docker, instance, &error).await?;
+                continue;
+            }
+            if message.contains("network") && !tried_network && !self.config.network.is_empty() {
+                // Removed behind our back since we made sure of it.
+                tried_network = true;
+                self.network_ready.store(false, Ordering::Release);
+                self.ensure_network(docker).await?;
+                continue;
+            }
+            return Err(self.failure(&format!("cannot create container {name}"), &error));
+        }
+    }
+}
+
+#[async_trait]
+impl ComputeDriver for DockerDriver {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    fn machine_noun(&self) -> &'static str {
+        "container"
+    }
+
+    async fn build(
+        &self,
+        instance: &Instance,
+        flavor: &Flavor,
+        attempt: BuildAttempt,
+    ) -> Result<(), ComputeError> {
+        let docker = self.client().await?;
+        self.ensure_network(docker).await?;
+        let id = self.create(docker, instance, flavor, attempt).await?;
+        docker.start_container(&id, None).await.map_err(|error| {
+            self.failure(
+                &format!(
+                    "cannot start container {}",
+                    container_name(&self.config, instance)
+                ),
+                &error,
+            )
+        })
+    }
+
+    async fn power_on(&self, instance: &Instance) -> Result<(), ComputeError> {
+        match self.on_container(instance, Operation::Start).await? {
+            true => Ok(()),
+            false => Err(gone(&self.config, instance)),
+        }
+    }
+
+    async fn power_off(&self, instance: &Instance) -> Result<(), ComputeError> {
+        match self.on_container(instance, Operation::Stop).await? {
+            true => Ok(()),
+            false => Err(gone(&self.config, instance)),
+        }
+    }
+
+    async fn reboot(&self, instance: &Instance) -> Result<(), ComputeError> {
+        match self.on_container(instance, Operation::Restart).await? {
+            true => Ok(()),
+            false => Err(gone(&self.config, instance)),
+        }
+    }
+
+    async fn delete(&self, instance: &Instance) -> Result<(), ComputeError> {
+        // The workload gets its SIGTERM and grace first, as on power off.
+        if !self.on_container(instance, Operation::Stop).await? {
+            return Ok(());
+        }
+        self.on_container(instance, Operation::Remove)
+            .await
+            .map(|_| ())
+    }
+
+    async fn inspect(&self, instance: &Instance) -> Result<MachineState, ComputeError> {
+        let docker = self.client().await?;
+        let name = container_name(&self.config, instance);
+        let inspected = match self.inspect_container(docker, &name).await {
+            Ok(inspected) => inspected,
+            Err(error) if state::status_code(&error) == Some(404) => {
+                let Some(id) = self.find_by_label(docker, instance.uuid).await? else {
+                    return Ok(MachineState::Missing);
+                };
+                match self.inspect_container(docker, &id).await {
+                    Ok(inspected) => inspected,
+                    Err(error) if state::status_code(&error) == Some(404) => {
+                        return Ok(MachineState::Missing);
+                    }
+                    Err(error) => {
+                        return Err(self.failure(&format!("cannot inspect container {id}"), &error));
+                    }
+                }
+            }
+            Err(error) => {
+                return Err(self.failure(&format!("cannot inspect container {name}"), &error));
+            }
+        };
+        Ok(state::machine_state(inspected.state.as_ref()))
+    }
+
+    async fn sync(
+        &self,
+        instances: &[Instance],
+    ) -> Result<Vec<(Uuid, MachinePower)>, ComputeError> {
+        let docker = self.client().await?;
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(HashMap::from([(
+                "label".to_owned(),
+                vec![INSTANCE_ID_LABEL.to_owned()],
+            )])),
+            ..ListContainersOptions::default()
+        };
+        let containers = self
+            .list(docker, options)
+            .await
+            .map_err(|error| self.failure("cannot list containers", &error))?;
+        let mut found: HashMap<Uuid, MachinePower> = HashMap::new();
+        for (uuid, power) in containers.iter().filter_map(state::listed) {
+            let entry = found.entry(uuid).or_insert(power);
+            if power == MachinePower::Running {
+                *entry = power;
+            }
+        }
+        Ok(instances
+            .iter()
+            .map(|instance| {
+                let power = found
+                    .get(&instance.uuid)
+                    .copied()
+                    .unwrap_or(MachinePower::Missing);
+                (instance.uuid, power)
+            })
+            .collect())
+    }
+
+    async fn observe(
+        &self,
+    ) -> Result<BoxStream<'static, Result<Uuid, ComputeError>>, ComputeError> {
+        let docker = self.client().await?.clone();
+        let host = self.config.docker_host.clone();
+        let options = EventsOptions {
+            filters: Some(HashMap::from([(
+                "type".to_owned(),
+                vec!["container".to_owned()],
+            )])),
+            ..EventsOptions::default()
+        };
+        let events = docker.events(Some(options));
+        Ok(Box::pin(events.filter_map(move |event| {
+            let host = host.clone();
+            async move {
+                match event {
+                    Ok(event) => state::changed_instance(&event).map(Ok),
+                    Err(error) => {
+                        warn!(%error, "the container engine's event stream failed");
+                        Some(Err(ComputeError(format!(
+                            "event stream: {}",
+                            state::describe(&error, &host)
+                        ))))
+                    }
+                }
+            }
+        })))
+    }
+}
+
+/// How often, and how far apart, an answer naming a passing state the
+/// Docker API does not know is asked again (2 s in all).
+const TRANSIENT_ATTEMPTS: u32 = 20;
+const TRANSIENT_PAUSE: Duration = Duration::from_millis(100);
+
+/// An answer the client cannot decode (an unknown state name).
+fn undecodable(error: &bollard::errors::Error) -> bool {
+    matches!(error, bollard::errors::Error::JsonDataError { .. })
+}
+
+fn gone(config: &DockerComputeConfig, instance: &Instance) -> ComputeError {
+    ComputeError(format!(
+        "container {} of {} is gone (removed outside Ember?)",
+        container_name(config, instance),
+        instance.label()
+    ))
+}

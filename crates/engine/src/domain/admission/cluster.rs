@@ -1,0 +1,610 @@
+//! Whether a clustering operation may be asked for now, by this caller, on
+//! this cluster or node — decided here, once, for every entry point (gRPC,
+//! the REST gateway through it, the CLI, lifecycle callbacks). Pure: the
+//! caller looks the objects up (a cluster or node of another project is
+//! not found before it gets here) and passes them in.
+//!
+//! The rules:
+//! - Reading is always admitted.
+//! - A caller whose roles hold `reader` but neither `member` nor `admin`
+//!   may change nothing (403).
+//! - A cluster being deleted (DELETING) admits no further action, member
+//!   node create or delete (409); its nodes may still be renamed or
+//!   tainted.
+//! - Scale counts must fit in a cluster (`i32`, 400), and a count that
+//!   would cross `max_size` (out) or `min_size` (in) from the current
+//!   desired capacity is refused at once (409) rather than as a FAILED
+//!   action, as is a member node for a cluster at its `max_size`; the
+//!   action checks again when it runs under the cluster lock.
+//! - del_nodes names members of the cluster (400); add_nodes names nodes
+//!   of no cluster that are not being deleted (409).
+//! - A node being deleted cannot be deleted again, and one whose
+//!   NODE_CREATE has not finished (INIT, CREATING) cannot be deleted
+//!   before it does (409): node actions are serialised by the cluster lock
+//!   only for members, so this keeps a create and a delete of one orphan
+//!   from running at once.
+//! - Lifecycle completion and heartbeats are for tokens still
+//!   WAITING_LIFECYCLE_COMPLETION (409 naming how the token ended).
+//!
+//! Everything else (queueing behind a running action, sizes at run time)
+//! is the dispatcher's: requests are never refused because the cluster is
+//! busy — Senlin queues them too.
+
+use ember_runtime::Identity;
+
+use crate::domain::cluster::sizing;
+use crate::domain::cluster::{
+    ActionStatus, Cluster, ClusterAction, ClusterStatus, LifecycleOutcome, Node, NodeStatus,
+};
+use crate::error::{Error, Result};
+
+/// What a caller asks for, with the objects it is asked of.
+#[derive(Debug, Clone, Copy)]
+pub enum ClusterOperation<'a> {
+    /// Show or list anything of a cluster, node, profile, policy, action
+    /// or event.
+    Read,
+    CreateProfile,
+    DeleteProfile,
+    CreatePolicy,
+    DeletePolicy,
+    CreateCluster,
+    DeleteCluster(&'a Cluster),
+    /// `count` 0 = the scaling policy's step (or 1).
+    ScaleOut {
+        cluster: &'a Cluster,
+        count: u64,
+    },
+    ScaleIn {
+        cluster: &'a Cluster,
+        count: u64,
+    },
+    Resize(&'a Cluster),
+    AddNodes {
+        cluster: &'a Cluster,
+        nodes: &'a [Node],
+    },
+    DelNodes {
+        cluster: &'a Cluster,
+        nodes: &'a [Node],
+    },
+    AttachPolicy(&'a Cluster),
+    DetachPolicy(&'a Cluster),
+    Check(&'a Cluster),
+    Recover(&'a Cluster),
+    /// A node, as a member of `cluster` when given.
+    CreateNode {
+        cluster: Option<&'a Cluster>,
+    },
+    /// Rename, re-role or taint a node.
+    UpdateNode(&'a Node),
+    DeleteNode {
+        node: &'a Node,
+        cluster: Option<&'a Cluster>,
+    },
+    CompleteLifecycle(&'a ClusterAction),
+    LifecycleHeartbeat(&'a ClusterAction),
+}
+
+impl ClusterOperation<'_> {
+    /// How messages name the operation.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            ClusterOperation::Read => "read",
+            ClusterOperation::CreateProfile => "create a profile",
+            ClusterOperation::DeleteProfile => "delete a profile",
+            ClusterOperation::CreatePolicy => "create a policy",
+            ClusterOperation::DeletePolicy => "delete a policy",
+            ClusterOperation::CreateCluster => "create a cluster",
+            ClusterOperation::DeleteCluster(_) => "delete a cluster",
+            ClusterOperation::ScaleOut { .. } => "scale out",
+            ClusterOperation::ScaleIn { .. } => "scale in",
+            ClusterOperation::Resize(_) => "resize",
+            ClusterOperation::AddNodes { .. } => "add nodes",
+            ClusterOperation::DelNodes { .. } => "delete nodes",
+            ClusterOperation::AttachPolicy(_) => "attach a policy",
+            ClusterOperation::DetachPolicy(_) => "detach a policy",
+            ClusterOperation::Check(_) => "check",
+            ClusterOperation::Recover(_) => "recover",
+            ClusterOperation::CreateNode { .. } => "create a node",
+            ClusterOperation::UpdateNode(_) => "update a node",
+            ClusterOperation::DeleteNode { .. } => "delete a node",
+            ClusterOperation::CompleteLifecycle(_) => "complete a lifecycle action",
+            ClusterOperation::LifecycleHeartbeat(_) => "extend a lifecycle action",
+        }
+    }
+
+    /// The cluster whose DELETING status refuses the operation.
+    fn cluster_acted_on(&self) -> Option<&Cluster> {
+        match *self {
+            ClusterOperation::DeleteCluster(cluster)
+            | ClusterOperation::ScaleOut { cluster, .. }
+            | ClusterOperation::ScaleIn { cluster, .. }
+            | ClusterOperation::Resize(cluster)
+            | ClusterOperation::AddNodes { cluster, .. }
+            | ClusterOperation::DelNodes { cluster, .. }
+            | ClusterOperation::AttachPolicy(cluster)
+            | ClusterOperation::DetachPolicy(cluster)
+            | ClusterOperation::Check(cluster)
+            | ClusterOperation::Recover(cluster) => Some(cluster),
+            ClusterOperation::CreateNode { cluster }
+            | ClusterOperation::DeleteNode { cluster, .. } => cluster,
+            ClusterOperation::Read
+            | ClusterOperation::CreateProfile
+            | ClusterOperation::DeleteProfile
+            | ClusterOperation::CreatePolicy
+            | ClusterOperation::DeletePolicy
+            | ClusterOperation::CreateCluster
+            | ClusterOperation::UpdateNode(_)
+            | ClusterOperation::CompleteLifecycle(_)
+            | ClusterOperation::LifecycleHeartbeat(_) => None,
+        }
+    }
+}
+
+/// The role that may read but not change.
+pub const READER_ROLE: &str = "reader";
+
+/// Whether the caller may read but not change anything.
+pub fn is_read_only(caller: &Identity) -> bool {
+    caller.roles.iter().any(|role| role == READER_ROLE)
+        && !caller
+            .roles
+            .iter()
+            .any(|role| role == "member" || role == "admin")
+}
+
+/// Admits `operation` by `caller` now, or says why not.
+pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
+    if matches!(operation, ClusterOperation::Read) {
+        return Ok(());
+    }
+    if is_read_only(caller) {
+        return Err(Error::Forbidden(format!(
+            "user {:?} has only the {READER_ROLE} role in project {:?}: a reader may not change clusters ({})",
+            caller.user_id,
+            caller.project_id,
+            operation.verb()
+        )));
+    }
+    if let Some(cluster) = operation.cluster_acted_on()
+        && cluster.status == ClusterStatus::Deleting
+    {
+        return Err(Error::Conflict(format!(
+            "cluster {:?} is being deleted: it accepts no {}",
+            cluster.name,
+            operation.verb()
+        )));
+    }
+    match *operation {
+        ClusterOperation::ScaleOut { cluster, count } if count > 0 => {
+            sizing::grown_by(cluster.desired_capacity, count, cluster.max_size).map(|_| ())
+        }
+        ClusterOperation::ScaleIn { cluster, count } if count > 0 => {
+            sizing::shrunk_by(cluster.desired_capacity, count, cluster.min_size).map(|_| ())
+        }
+        ClusterOperation::CreateNode {
+            cluster: Some(cluster),
+        } => sizing::grown_by(cluster.desired_capacity, 1, cluster.max_size)
+            .map(|_| ())
+            .map_err(|_| {
+                Error::Conflict(format!(
+                    "cluster {:?} is at its max_size {}: it takes no more nodes",
+                    cluster.name, cluster.max_size
+                ))
+            }),
+        ClusterOperation::DelNodes { cluster, nodes } => {
+            if nodes.is_empty() {
+                return Err(Error::InvalidInput(
+                    "nodes must name at least one node".into(),
+                ));
+            }
+            match nodes
+                .iter()
+                .find(|node| node.cluster_id != Some(cluster.id))
+            {
+                Some(node) => Err(Error::InvalidInput(format!(
+                    "node {:?} is not a member of cluster {:?}",
+                    node.name, cluster.name
+                ))),
+                None => Ok(()),
+            }
+        }
+        ClusterOperation::AddNodes { nodes, .. } => {
+            if nodes.is_empty() {
+                return Err(Error::InvalidInput(
+                    "nodes must name at least one node".into(),
+                ));
+            }
+            if let Some(node) = nodes.iter().find(|node| node.cluster_id.is_some()) {
+                return Err(Error::Conflict(format!(
+                    "node {:?} already belongs to a cluster",
+                    node.name
+                )));
+            }
+            match nodes
+                .iter()
+                .find(|node| node.status == NodeStatus::Deleting)
+            {
+                Some(node) => Err(Error::Conflict(format!(
+                    "node {:?} is being deleted",
+                    node.name
+                ))),
+                None => Ok(()),
+            }
+        }
+        ClusterOperation::DeleteNode { node, .. } => match node.status {
+            NodeStatus::Deleting => Err(Error::Conflict(format!(
+                "node {:?} is already being deleted",
+                node.name
+            ))),
+            NodeStatus::Init | NodeStatus::Creating => Err(Error::Conflict(format!(
+                "node {:?} is {}: delete it once its creation has finished",
+                node.name,
+                node.status.as_str()
+            ))),
+            NodeStatus::Active | NodeStatus::Error | NodeStatus::Warning => Ok(()),
+        },
+        ClusterOperation::CompleteLifecycle(action)
+        | ClusterOperation::LifecycleHeartbeat(action) => {
+            if action.status == ActionStatus::WaitingLifecycleCompletion {
+                Ok(())
+            } else {
+                Err(lifecycle_not_waiting(action))
+            }
+        }
+        ClusterOperation::Read
+        | ClusterOperation::CreateProfile
+        | ClusterOperation::DeleteProfile
+        | ClusterOperation::CreatePolicy
+        | ClusterOperation::DeletePolicy
+        | ClusterOperation::CreateCluster
+        | ClusterOperation::DeleteCluster(_)
+        | ClusterOperation::ScaleOut { .. }
+        | ClusterOperation::ScaleIn { .. }
+        | ClusterOperation::Resize(_)
+        | ClusterOperation::AttachPolicy(_)
+        | ClusterOperation::DetachPolicy(_)
+        | ClusterOperation::Check(_)
+        | ClusterOperation::Recover(_)
+        | ClusterOperation::CreateNode { cluster: None }
+        | ClusterOperation::UpdateNode(_) => Ok(()),
+    }
+}
+
+/// The conflict for a lifecycle token that no longer waits, naming how it
+/// ended.
+pub fn lifecycle_not_waiting(action: &ClusterAction) -> Error {
+    match action.lifecycle_outcome {
+        Some(LifecycleOutcome::Completed) => Error::Conflict(format!(
+            "lifecycle action {} was already completed ({}): the node is deleted or being deleted",
+            action.id, action.lifecycle_detail
+        )),
+        Some(LifecycleOutcome::Expired) => Error::Conflict(format!(
+            "lifecycle action {} already expired ({}): the node is deleted or being deleted",
+            action.id, action.lifecycle_detail
+        )),
+        None => Error::Conflict(format!(
+            "lifecycle action {} is not waiting for completion (status {})",
+            action.id,
+            action.status.as_str()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Map;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::domain::cluster::ActionKind;
+
+    fn caller(roles: &[&str]) -> Identity {
+        Identity::new(
+            "alice",
+            "project-a",
+            roles.iter().map(|role| (*role).to_owned()).collect(),
+        )
+    }
+
+    fn cluster(status: ClusterStatus) -> Cluster {
+        let now = chrono::Utc::now();
+        Cluster {
+            id: Uuid::now_v7(),
+            name: "web".into(),
+            profile_id: Uuid::now_v7(),
+            min_size: 1,
+            max_size: 5,
+            desired_capacity: 3,
+            status,
+            status_reason: String::new(),
+            metadata: Map::new(),
+            next_index: 4,
+            project_id: "project-a".into(),
+            user_id: "alice".into(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn node(cluster_id: Option<Uuid>, status: NodeStatus) -> Node {
+        let now = chrono::Utc::now();
+        Node {
+            id: Uuid::now_v7(),
+            name: "node-1".into(),
+            cluster_id,
+            profile_id: Uuid::now_v7(),
+            index: 1,
+            role: String::new(),
+            status,
+            status_reason: String::new(),
+            physical_id: None,
+            tainted: false,
+            metadata: Map::new(),
+            project_id: "project-a".into(),
+            user_id: "alice".into(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn token(status: ActionStatus) -> ClusterAction {
+        ClusterAction::new(
+            ActionKind::NodeDelete,
+            Uuid::now_v7(),
+            Some(Uuid::now_v7()),
+            status,
+            Map::new(),
+            &caller(&["member"]),
+            chrono::Utc::now(),
+        )
+    }
+
+    /// The expected answer for an operation that passes the role and
+    /// DELETING checks.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Answer {
+        Ok,
+        Forbidden,
+        Conflict,
+        InvalidInput,
+    }
+
+    fn answer(result: Result<()>) -> Answer {
+        match result {
+            Ok(()) => Answer::Ok,
+            Err(Error::Forbidden(_)) => Answer::Forbidden,
+            Err(Error::Conflict(_)) => Answer::Conflict,
+            Err(Error::InvalidInput(_)) => Answer::InvalidInput,
+            Err(other) => panic!("unexpected error kind {other:?}"),
+        }
+    }
+
+    /// Every operation × every cluster status × reader/member/admin.
+    #[test]
+    fn every_operation_every_status_every_role() {
+        let roles: [(&[&str], bool); 4] = [
+            (&["reader"], true),
+            (&["member"], false),
+            (&["admin"], false),
+            (&["reader", "member"], false),
+        ];
+        for status in ClusterStatus::ALL {
+            let cluster = cluster(status);
+            let member = node(Some(cluster.id), NodeStatus::Active);
+            let orphan = node(None, NodeStatus::Active);
+            let waiting = token(ActionStatus::WaitingLifecycleCompletion);
+            let members = [member.clone()];
+            let orphans = [orphan.clone()];
+            let deleting = status == ClusterStatus::Deleting;
+            // (operation, refused while the cluster is DELETING)
+            let operations: Vec<(ClusterOperation<'_>, bool)> = vec![
+                (ClusterOperation::Read, false),
+                (ClusterOperation::CreateProfile, false),
+                (ClusterOperation::DeleteProfile, false),
+                (ClusterOperation::CreatePolicy, false),
+                (ClusterOperation::DeletePolicy, false),
+                (ClusterOperation::CreateCluster, false),
+                (ClusterOperation::DeleteCluster(&cluster), true),
+                (
+                    ClusterOperation::ScaleOut {
+                        cluster: &cluster,
+                        count: 2,
+                    },
+                    true,
+                ),
+                (
+                    ClusterOperation::ScaleOut {
+                        cluster: &cluster,
+                        count: 0,
+                    },
+                    true,
+                ),
+                (
+                    ClusterOperation::ScaleIn {
+                        cluster: &cluster,
+                        count: 2,
+                    },
+                    true,
+                ),
+                (ClusterOperation::Resize(&cluster), true),
+                (
+                    ClusterOperation::AddNodes {
+                        cluster: &cluster,
+                        nodes: &orphans,
+                    },
+                    true,
+                ),
+                (
+                    ClusterOperation::DelNodes {
+                        cluster: &cluster,
+                        nodes: &members,
+                    },
+                    true,
+                ),
+                (ClusterOperation::AttachPolicy(&cluster), true),
+                (ClusterOperation::DetachPolicy(&cluster), true),
+                (ClusterOperation::Check(&cluster), true),
+                (ClusterOperation::Recover(&cluster), true),
+                (
+                    ClusterOperation::CreateNode {
+                        cluster: Some(&cluster),
+                    },
+                    true,
+                ),
+                (ClusterOperation::CreateNode { cluster: None }, false),
+                (ClusterOperation::UpdateNode(&member), false),
+                (
+                    ClusterOperation::DeleteNode {
+                        node: &member,
+                        cluster: Some(&cluster),
+                    },
+                    true,
+                ),
+                (
+                    ClusterOperation::DeleteNode {
+                        node: &orphan,
+                        cluster: None,
+                    },
+                    false,
+                ),
+                (ClusterOperation::CompleteLifecycle(&waiting), false),
+                (ClusterOperation::LifecycleHeartbeat(&waiting), false),
+            ];
+            for (operation, refused_while_deleting) in operations {
+                for (roles, read_only) in roles {
+                    let got = answer(admit(&operation, &caller(roles)));
+                    let expected = if matches!(operation, ClusterOperation::Read) {
+                        Answer::Ok
+                    } else if read_only {
+                        Answer::Forbidden
+                    } else if deleting && refused_while_deleting {
+                        Answer::Conflict
+                    } else {
+                        Answer::Ok
+                    };
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{} on a {} cluster by {roles:?}",
+                        operation.verb(),
+                        status.as_str()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scale_counts_are_checked_against_the_sizes_up_front() {
+        let cluster = cluster(ClusterStatus::Active);
+        let member = caller(&["member"]);
+        let scale_out = |count| ClusterOperation::ScaleOut {
+            cluster: &cluster,
+            count,
+        };
+        let scale_in = |count| ClusterOperation::ScaleIn {
+            cluster: &cluster,
+            count,
+        };
+        assert_eq!(answer(admit(&scale_out(2), &member)), Answer::Ok);
+        assert_eq!(answer(admit(&scale_out(3), &member)), Answer::Conflict);
+        assert_eq!(
+            answer(admit(&scale_out(u64::from(u32::MAX)), &member)),
+            Answer::InvalidInput
+        );
+        assert_eq!(answer(admit(&scale_in(2), &member)), Answer::Ok);
+        assert_eq!(answer(admit(&scale_in(3), &member)), Answer::Conflict);
+        assert_eq!(
+            answer(admit(&scale_in(u64::MAX), &member)),
+            Answer::InvalidInput
+        );
+    }
+
+    #[test]
+    fn node_lists_and_node_states_are_checked() {
+        let cluster = cluster(ClusterStatus::Active);
+        let member = caller(&["member"]);
+        let other_member = node(Some(Uuid::now_v7()), NodeStatus::Active);
+        let orphan_deleting = node(None, NodeStatus::Deleting);
+        let ours = node(Some(cluster.id), NodeStatus::Active);
+        let check = |operation: ClusterOperation<'_>| answer(admit(&operation, &member));
+        assert_eq!(
+            check(ClusterOperation::DelNodes {
+                cluster: &cluster,
+                nodes: &[]
+            }),
+            Answer::InvalidInput
+        );
+        assert_eq!(
+            check(ClusterOperation::DelNodes {
+                cluster: &cluster,
+                nodes: std::slice::from_ref(&other_member)
+            }),
+            Answer::InvalidInput
+        );
+        assert_eq!(
+            check(ClusterOperation::AddNodes {
+                cluster: &cluster,
+                nodes: std::slice::from_ref(&ours)
+            }),
+            Answer::Conflict
+        );
+        assert_eq!(
+            check(ClusterOperation::AddNodes {
+                cluster: &cluster,
+                nodes: std::slice::from_ref(&orphan_deleting)
+            }),
+            Answer::Conflict
+        );
+        for status in NodeStatus::ALL {
+            let target = node(None, status);
+            let expected = match status {
+                NodeStatus::Active | NodeStatus::Error | NodeStatus::Warning => Answer::Ok,
+                NodeStatus::Init | NodeStatus::Creating | NodeStatus::Deleting => Answer::Conflict,
+            };
+            assert_eq!(
+                check(ClusterOperation::DeleteNode {
+                    node: &target,
+                    cluster: None
+                }),
+                expected,
+                "{status:?}"
+            );
+            assert_eq!(check(ClusterOperation::UpdateNode(&target)), Answer::Ok);
+        }
+    }
+
+    #[test]
+    fn only_waiting_tokens_complete_or_beat() {
+        let member = caller(&["member"]);
+        for status in ActionStatus::ALL {
+            let action = token(status);
+            let expected = if status == ActionStatus::WaitingLifecycleCompletion {
+                Answer::Ok
+            } else {
+                Answer::Conflict
+            };
+            assert_eq!(
+                answer(admit(
+                    &ClusterOperation::CompleteLifecycle(&action),
+                    &member
+                )),
+                expected
+            );
+            assert_eq!(
+                answer(admit(
+                    &ClusterOperation::LifecycleHeartbeat(&action),
+                    &member
+                )),
+                expected
+            );
+        }
+        let mut completed = token(ActionStatus::Ready);
+        completed.lifecycle_outcome = Some(LifecycleOutcome::Completed);
+        let error = admit(&ClusterOperation::CompleteLifecycle(&completed), &member)
+            .expect_err("completed");
+        assert!(error.to_string().contains("already completed"), "{error}");
+    }
+}

@@ -1,0 +1,44 @@
+//! Stack leases become fenced: each take bumps a generation (the fencing
+//! token every state write of the operation checks), and a released lease
+//! keeps its row (expired) so the generation never goes back.
+
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum StackLeases {
+    Table,
+    Generation,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(StackLeases::Table)
+                    .add_column(
+                        ColumnDef::new(StackLeases::Generation)
+                            .big_integer()
+                            .not_null()
+                            .default(1),
+                    )
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(StackLeases::Table)
+                    .drop_column(StackLeases::Generation)
+                    .to_owned(),
+            )
+            .await
+    }
+}

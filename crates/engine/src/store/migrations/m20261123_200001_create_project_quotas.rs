@@ -1,0 +1,75 @@
+//! Per-project quota overrides (the defaults live in the configuration):
+//! one row per project and limit an admin set.
+
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum ProjectQuotas {
+    Table,
+    ProjectId,
+    Kind,
+    QuotaLimit,
+    UpdatedAt,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(ProjectQuotas::Table)
+                    .if_not_exists()
+                    .col(
+                        ColumnDef::new(ProjectQuotas::ProjectId)
+                            .string_len(64)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(ProjectQuotas::Kind)
+                            .string_len(32)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(ProjectQuotas::QuotaLimit)
+                            .big_integer()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(ProjectQuotas::UpdatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .primary_key(
+                        Index::create()
+                            .col(ProjectQuotas::ProjectId)
+                            .col(ProjectQuotas::Kind),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        // The quota checks count a project's running operations: the
+        // stacks in progress, straight from an index of just those.
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE INDEX IF NOT EXISTS stacks_in_progress_roots_by_project ON stacks (project_id) \
+                 WHERE status = 'IN_PROGRESS' AND parent_id IS NULL",
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .get_connection()
+            .execute_unprepared("DROP INDEX IF EXISTS stacks_in_progress_roots_by_project")
+            .await?;
+        manager
+            .drop_table(Table::drop().table(ProjectQuotas::Table).to_owned())
+            .await
+    }
+}

@@ -1,0 +1,139 @@
+//! What runs on an instance's machine (user data, command, environment:
+//! the docker driver makes them the container's), and the instance's
+//! events: each driver task's outcome and each time the machine was found
+//! in another state than recorded (it died, was removed or started outside
+//! Ember), with the reason.
+
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum Instances {
+    Table,
+    UserData,
+    Command,
+    Env,
+}
+
+#[derive(DeriveIden)]
+enum InstanceEvents {
+    Table,
+    Id,
+    InstanceUuid,
+    ProjectId,
+    Kind,
+    Status,
+    PowerState,
+    Reason,
+    At,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        // One column per statement: SQLite alters one at a time. NULL is
+        // "none given", so existing rows need no default.
+        for column in [
+            ColumnDef::new(Instances::UserData).text().null().to_owned(),
+            ColumnDef::new(Instances::Command).json().null().to_owned(),
+            ColumnDef::new(Instances::Env).json().null().to_owned(),
+        ] {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(Instances::Table)
+                        .add_column_if_not_exists(column)
+                        .to_owned(),
+                )
+                .await?;
+        }
+        manager
+            .create_table(
+                Table::create()
+                    .table(InstanceEvents::Table)
+                    .if_not_exists()
+                    .col(
+                        ColumnDef::new(InstanceEvents::Id)
+                            .uuid()
+                            .not_null()
+                            .primary_key(),
+                    )
+                    .col(
+                        ColumnDef::new(InstanceEvents::InstanceUuid)
+                            .uuid()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(InstanceEvents::ProjectId)
+                            .string_len(64)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(InstanceEvents::Kind)
+                            .string_len(32)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(InstanceEvents::Status)
+                            .string_len(16)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(InstanceEvents::PowerState)
+                            .string_len(16)
+                            .not_null(),
+                    )
+                    .col(ColumnDef::new(InstanceEvents::Reason).text().not_null())
+                    .col(
+                        ColumnDef::new(InstanceEvents::At)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("instance_events_by_instance")
+                    .table(InstanceEvents::Table)
+                    .col(InstanceEvents::InstanceUuid)
+                    .col(InstanceEvents::At)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        // A machine found dead is traced to its cluster node by the node's
+        // physical id.
+        manager
+            .get_connection()
+            .execute_unprepared(
+                "CREATE INDEX IF NOT EXISTS cluster_nodes_by_physical_id ON cluster_nodes (physical_id)",
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .get_connection()
+            .execute_unprepared("DROP INDEX IF EXISTS cluster_nodes_by_physical_id")
+            .await?;
+        manager
+            .drop_table(Table::drop().table(InstanceEvents::Table).to_owned())
+            .await?;
+        for column in [Instances::UserData, Instances::Command, Instances::Env] {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(Instances::Table)
+                        .drop_column(column)
+                        .to_owned(),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+}

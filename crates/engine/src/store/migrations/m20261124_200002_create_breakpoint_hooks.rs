@@ -1,0 +1,59 @@
+//! Breakpoint hooks a stack operation is paused at (Heat's `hooks` in the
+//! environment): one row while a resource waits at its hook, removed when
+//! `{"unset_hook": …}` clears it — on any engine replica.
+
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum BreakpointHooks {
+    Table,
+    StackId,
+    ResourceName,
+    Hook,
+    SetAt,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(BreakpointHooks::Table)
+                    .if_not_exists()
+                    .col(ColumnDef::new(BreakpointHooks::StackId).uuid().not_null())
+                    .col(
+                        ColumnDef::new(BreakpointHooks::ResourceName)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(BreakpointHooks::Hook)
+                            .string_len(16)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(BreakpointHooks::SetAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .primary_key(
+                        Index::create()
+                            .col(BreakpointHooks::StackId)
+                            .col(BreakpointHooks::ResourceName)
+                            .col(BreakpointHooks::Hook),
+                    )
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(Table::drop().table(BreakpointHooks::Table).to_owned())
+            .await
+    }
+}

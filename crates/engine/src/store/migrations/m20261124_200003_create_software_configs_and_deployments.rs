@@ -1,0 +1,187 @@
+//! Software configs (immutable: created, read, deleted) and software
+//! deployments (a config applied to a server, with its inputs and the
+//! outputs its agent reports), each belonging to a project.
+
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum SoftwareConfigs {
+    Table,
+    Id,
+    ProjectId,
+    Name,
+    GroupName,
+    Config,
+    Inputs,
+    Outputs,
+    Options,
+    CreatedAt,
+}
+
+#[derive(DeriveIden)]
+enum SoftwareDeployments {
+    Table,
+    Id,
+    ProjectId,
+    ServerId,
+    ConfigId,
+    InputValues,
+    OutputValues,
+    Action,
+    Status,
+    StatusReason,
+    CreatedAt,
+    UpdatedAt,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(SoftwareConfigs::Table)
+                    .if_not_exists()
+                    .col(
+                        ColumnDef::new(SoftwareConfigs::Id)
+                            .uuid()
+                            .not_null()
+                            .primary_key(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareConfigs::ProjectId)
+                            .string_len(64)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareConfigs::Name)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareConfigs::GroupName)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(ColumnDef::new(SoftwareConfigs::Config).text().not_null())
+                    .col(ColumnDef::new(SoftwareConfigs::Inputs).text().not_null())
+                    .col(ColumnDef::new(SoftwareConfigs::Outputs).text().not_null())
+                    .col(ColumnDef::new(SoftwareConfigs::Options).text().not_null())
+                    .col(
+                        ColumnDef::new(SoftwareConfigs::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("software_configs_by_project")
+                    .table(SoftwareConfigs::Table)
+                    .col(SoftwareConfigs::ProjectId)
+                    .col(SoftwareConfigs::Id)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(SoftwareDeployments::Table)
+                    .if_not_exists()
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::Id)
+                            .uuid()
+                            .not_null()
+                            .primary_key(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::ProjectId)
+                            .string_len(64)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::ServerId)
+                            .string_len(255)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::ConfigId)
+                            .uuid()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::InputValues)
+                            .text()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::OutputValues)
+                            .text()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::Action)
+                            .string_len(32)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::Status)
+                            .string_len(32)
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::StatusReason)
+                            .text()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::CreatedAt)
+                            .timestamp_with_time_zone()
+                            .not_null(),
+                    )
+                    .col(
+                        ColumnDef::new(SoftwareDeployments::UpdatedAt)
+                            .timestamp_with_time_zone()
+                            .null(),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("software_deployments_by_server")
+                    .table(SoftwareDeployments::Table)
+                    .col(SoftwareDeployments::ServerId)
+                    .col(SoftwareDeployments::ProjectId)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("software_deployments_by_config")
+                    .table(SoftwareDeployments::Table)
+                    .col(SoftwareDeployments::ConfigId)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(Table::drop().table(SoftwareDeployments::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(SoftwareConfigs::Table).to_owned())
+            .await
+    }
+}

@@ -1,0 +1,446 @@
+//! Persistence of software configs and deployments. Every read is scoped
+//! to a project (`None` only for the engine's own lookups, e.g. a signal
+//! that proved itself with a secret); a config still used by a deployment
+//! cannot be deleted; a deployment's update can be made conditional on its
+//! status, so two signals racing on one deployment apply once.
+
+use async_trait::async_trait;
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, QueryResult, Statement};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::domain::software::{DeploymentStatus, SoftwareConfig, SoftwareDeployment};
+use crate::error::{Error, Result};
+
+/// The columns of a deployment an update sets (`None` = unchanged).
+#[derive(Debug, Clone, Default)]
+pub struct DeploymentChange {
+    pub config_id: Option<Uuid>,
+    pub input_values: Option<Map<String, Value>>,
+    pub output_values: Option<Map<String, Value>>,
+    pub action: Option<String>,
+    pub status: Option<DeploymentStatus>,
+    pub status_reason: Option<String>,
+    /// Apply only while the deployment has this status.
+    pub only_if_status: Option<DeploymentStatus>,
+}
+
+#[async_trait]
+pub trait SoftwareStore: Send + Sync + 'static {
+    async fn create_config(&self, config: &SoftwareConfig) -> Result<()>;
+    async fn get_config(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+    ) -> Result<Option<SoftwareConfig>>;
+    /// A page of configs, newest last, after `marker`.
+    async fn list_configs(
+        &self,
+        project_id: Option<&str>,
+        limit: u64,
+        marker: Option<Uuid>,
+    ) -> Result<Vec<SoftwareConfig>>;
+    /// Deletes a config no deployment uses; false when there was none.
+    async fn delete_config(&self, project_id: Option<&str>, id: Uuid) -> Result<bool>;
+    async fn create_deployment(&self, deployment: &SoftwareDeployment) -> Result<()>;
+    async fn get_deployment(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+    ) -> Result<Option<SoftwareDeployment>>;
+    /// The project's deployments, of one server when given.
+    async fn list_deployments(
+        &self,
+        project_id: Option<&str>,
+        server_id: Option<&str>,
+    ) -> Result<Vec<SoftwareDeployment>>;
+    /// Applies `change`; `None` when the deployment is gone or (with
+    /// `only_if_status`) no longer in that status.
+    async fn update_deployment(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+        change: &DeploymentChange,
+    ) -> Result<Option<SoftwareDeployment>>;
+    async fn delete_deployment(&self, project_id: Option<&str>, id: Uuid) -> Result<bool>;
+}
+
+pub struct SqlSoftwareStore {
+    connection: DatabaseConnection,
+    reader: DatabaseConnection,
+}
+
+impl SqlSoftwareStore {
+    pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
+        SqlSoftwareStore { connection, reader }
+    }
+}
+
+/// A statement written with `$1`, `$2`… for either backend.
+fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
+    let sql = match backend {
+        DatabaseBackend::Sqlite => sql.replace('$', "?"),
+        _ => sql.to_owned(),
+    };
+    Statement::from_sql_and_values(backend, sql, values)
+}
+
+fn json_text(value: &Value) -> String {
+    value.to_string()
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|error| Error::Database(format!("stored {what}: {error}")))
+}
+
+fn parse_object(text: &str, what: &str) -> Result<Map<String, Value>> {
+    match parse_json(text, what)? {
+        Value::Object(map) => Ok(map),
+        Value::Null => Ok(Map::new()),
+        other => Err(Error::Database(format!(
+            "stored {what} is not a map: {other}"
+        ))),
+    }
+}
+
+fn parse_list(text: &str, what: &str) -> Result<Vec<Value>> {
+    match parse_json(text, what)? {
+        Value::Array(items) => Ok(items),
+        Value::Null => Ok(Vec::new()),
+        other => Err(Error::Database(format!(
+            "stored {what} is not a list: {other}"
+        ))),
+    }
+}
+
+const CONFIG_COLUMNS: &str =
+    "id, project_id, name, group_name, config, inputs, outputs, options, created_at";
+const DEPLOYMENT_COLUMNS: &str = "id, project_id, server_id, config_id, input_values, output_values, action, status, status_reason, created_at, updated_at";
+
+fn config_from_row(row: &QueryResult) -> Result<SoftwareConfig> {
+    let config: String = row.try_get("", "config")?;
+    let inputs: String = row.try_get("", "inputs")?;
+    let outputs: String = row.try_get("", "outputs")?;
+    let options: String = row.try_get("", "options")?;
+    Ok(SoftwareConfig {
+        id: row.try_get("", "id")?,
+        project_id: row.try_get("", "project_id")?,
+        name: row.try_get("", "name")?,
+        group: row.try_get("", "group_name")?,
+        config: parse_json(&config, "config")?,
+        inputs: parse_list(&inputs, "inputs")?,
+        outputs: parse_list(&outputs, "outputs")?,
+        options: parse_object(&options, "options")?,
+        created_at: row.try_get("", "created_at")?,
+    })
+}
+
+fn deployment_from_row(row: &QueryResult) -> Result<SoftwareDeployment> {
+    let status: String = row.try_get("", "status")?;
+    let inputs: String = row.try_get("", "input_values")?;
+    let outputs: String = row.try_get("", "output_values")?;
+    Ok(SoftwareDeployment {
+        id: row.try_get("", "id")?,
+        project_id: row.try_get("", "project_id")?,
+        server_id: row.try_get("", "server_id")?,
+        config_id: row.try_get("", "config_id")?,
+        input_values: parse_object(&inputs, "input values")?,
+        output_values: parse_object(&outputs, "output values")?,
+        action: row.try_get("", "action")?,
+        status: DeploymentStatus::parse(&status).ok_or_else(|| {
+            Error::Database(format!("stored deployment status {status:?} is unknown"))
+        })?,
+        status_reason: row.try_get("", "status_reason")?,
+        created_at: row.try_get("", "created_at")?,
+        updated_at: row.try_get("", "updated_at")?,
+    })
+}
+
+/// `AND project_id = $n` when scoped, with its value.
+fn project_filter(
+    project_id: Option<&str>,
+    next: usize,
+    values: &mut Vec<sea_orm::Value>,
+) -> String {
+    match project_id {
+        Some(project_id) => {
+            values.push(project_id.into());
+            format!(" AND project_id = ${next}")
+        }
+        None => String::new(),
+    }
+}
+
+#[async_trait]
+impl SoftwareStore for SqlSoftwareStore {
+    async fn create_config(&self, config: &SoftwareConfig) -> Result<()> {
+        let backend = self.connection.get_database_backend();
+        self.connection
+            .execute_raw(statement(
+                backend,
+                &format!("INSERT INTO software_configs ({CONFIG_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"),
+                vec![
+                    config.id.into(),
+                    config.project_id.clone().into(),
+                    config.name.clone().into(),
+                    config.group.clone().into(),
+                    json_text(&config.config).into(),
+                    json_text(&Value::Array(config.inputs.clone())).into(),
+                    json_text(&Value::Array(config.outputs.clone())).into(),
+                    json_text(&Value::Object(config.options.clone())).into(),
+                    config.created_at.into(),
+                ],
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn get_config(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+    ) -> Result<Option<SoftwareConfig>> {
+        let backend = self.reader.get_database_backend();
+        let mut values = vec![id.into()];
+        let scope = project_filter(project_id, 2, &mut values);
+        let row = self
+            .reader
+            .query_one_raw(statement(
+                backend,
+                &format!("SELECT {CONFIG_COLUMNS} FROM software_configs WHERE id = $1{scope}"),
+                values,
+            ))
+            .await?;
+        row.as_ref().map(config_from_row).transpose()
+    }
+
+    async fn list_configs(
+        &self,
+        project_id: Option<&str>,
+        limit: u64,
+        marker: Option<Uuid>,
+    ) -> Result<Vec<SoftwareConfig>> {
+        let backend = self.reader.get_database_backend();
+        let mut values = Vec::new();
+        let mut conditions = Vec::new();
+        if let Some(project_id) = project_id {
+            values.push(project_id.into());
+            conditions.push(format!("project_id = ${}", values.len()));
+        }
+        if let Some(marker) = marker {
+            values.push(marker.into());
+            conditions.push(format!(
+                "(created_at, id) > (SELECT created_at, id FROM software_configs WHERE id = ${})",
+                values.len()
+            ));
+        }
+        values.push(i64::try_from(limit).unwrap_or(i64::MAX).into());
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        let rows = self
+            .reader
+            .query_all_raw(statement(
+                backend,
+                &format!(
+                    "SELECT {CONFIG_COLUMNS} FROM software_configs{filter} ORDER BY created_at, id LIMIT ${}",
+                    values.len()
+                ),
+                values,
+            ))
+            .await?;
+        rows.iter().map(config_from_row).collect()
+    }
+
+    async fn delete_config(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
+        let backend = self.connection.get_database_backend();
+        let mut values = vec![id.into()];
+        let scope = project_filter(project_id, 2, &mut values);
+        // One statement: a deployment created meanwhile cannot be left
+        // pointing at nothing.
+        let deleted = self
+            .connection
+            .execute_raw(statement(
+                backend,
+                &format!(
+                    "DELETE FROM software_configs WHERE id = $1{scope} \
+                     AND NOT EXISTS (SELECT 1 FROM software_deployments WHERE config_id = $1)"
+                ),
+                values,
+            ))
+            .await?
+            .rows_affected();
+        if deleted > 0 {
+            return Ok(true);
+        }
+        if self.get_config(project_id, id).await?.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "Software config with id {id} can not be deleted as it is referenced."
+            )));
+        }
+        Ok(false)
+    }
+
+    async fn create_deployment(&self, deployment: &SoftwareDeployment) -> Result<()> {
+        let backend = self.connection.get_database_backend();
+        self.connection
+            .execute_raw(statement(
+                backend,
+                &format!("INSERT INTO software_deployments ({DEPLOYMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"),
+                vec![
+                    deployment.id.into(),
+                    deployment.project_id.clone().into(),
+                    deployment.server_id.clone().into(),
+                    deployment.config_id.into(),
+                    json_text(&Value::Object(deployment.input_values.clone())).into(),
+                    json_text(&Value::Object(deployment.output_values.clone())).into(),
+                    deployment.action.clone().into(),
+                    deployment.status.as_str().into(),
+                    deployment.status_reason.clone().into(),
+                    deployment.created_at.into(),
+                    deployment.updated_at.into(),
+                ],
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn get_deployment(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+    ) -> Result<Option<SoftwareDeployment>> {
+        // On the writer: a deployment's status is what waiters poll, and a
+        // signal committed a moment ago must be seen.
+        let backend = self.connection.get_database_backend();
+        let mut values = vec![id.into()];
+        let scope = project_filter(project_id, 2, &mut values);
+        let row = self
+            .connection
+            .query_one_raw(statement(
+                backend,
+                &format!(
+                    "SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments WHERE id = $1{scope}"
+                ),
+                values,
+            ))
+            .await?;
+        row.as_ref().map(deployment_from_row).transpose()
+    }
+
+    async fn list_deployments(
+        &self,
+        project_id: Option<&str>,
+        server_id: Option<&str>,
+    ) -> Result<Vec<SoftwareDeployment>> {
+        let backend = self.reader.get_database_backend();
+        let mut values = Vec::new();
+        let mut conditions = Vec::new();
+        if let Some(project_id) = project_id {
+            values.push(project_id.into());
+            conditions.push(format!("project_id = ${}", values.len()));
+        }
+        if let Some(server_id) = server_id {
+            values.push(server_id.into());
+            conditions.push(format!("server_id = ${}", values.len()));
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        let rows = self
+            .reader
+            .query_all_raw(statement(
+                backend,
+                &format!(
+                    "SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments{filter} ORDER BY created_at, id"
+                ),
+                values,
+            ))
+            .await?;
+        rows.iter().map(deployment_from_row).collect()
+    }
+
+    async fn update_deployment(
+        &self,
+        project_id: Option<&str>,
+        id: Uuid,
+        change: &DeploymentChange,
+    ) -> Result<Option<SoftwareDeployment>> {
+        let backend = self.connection.get_database_backend();
+        let mut values: Vec<sea_orm::Value> = Vec::new();
+        let mut sets = Vec::new();
+        let mut set = |column: &str, value: sea_orm::Value, values: &mut Vec<sea_orm::Value>| {
+            values.push(value);
+            sets.push(format!("{column} = ${}", values.len()));
+        };
+        if let Some(config_id) = change.config_id {
+            set("config_id", config_id.into(), &mut values);
+        }
+        if let Some(inputs) = &change.input_values {
+            set(
+                "input_values",
+                json_text(&Value::Object(inputs.clone())).into(),
+                &mut values,
+            );
+        }
+        if let Some(outputs) = &change.output_values {
+            set(
+                "output_values",
+                json_text(&Value::Object(outputs.clone())).into(),
+                &mut values,
+            );
+        }
+        if let Some(action) = &change.action {
+            set("action", action.clone().into(), &mut values);
+        }
+        if let Some(status) = change.status {
+            set("status", status.as_str().into(), &mut values);
+        }
+        if let Some(reason) = &change.status_reason {
+            set("status_reason", reason.clone().into(), &mut values);
+        }
+        set("updated_at", chrono::Utc::now().into(), &mut values);
+        values.push(id.into());
+        let mut conditions = format!("id = ${}", values.len());
+        if let Some(project_id) = project_id {
+            values.push(project_id.into());
+            conditions.push_str(&format!(" AND project_id = ${}", values.len()));
+        }
+        if let Some(status) = change.only_if_status {
+            values.push(status.as_str().into());
+            conditions.push_str(&format!(" AND status = ${}", values.len()));
+        }
+        let row = self
+            .connection
+            .query_one_raw(statement(
+                backend,
+                &format!(
+                    "UPDATE software_deployments SET {} WHERE {conditions} RETURNING {DEPLOYMENT_COLUMNS}",
+                    sets.join(", ")
+                ),
+                values,
+            ))
+            .await?;
+        row.as_ref().map(deployment_from_row).transpose()
+    }
+
+    async fn delete_deployment(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
+        let backend = self.connection.get_database_backend();
+        let mut values = vec![id.into()];
+        let scope = project_filter(project_id, 2, &mut values);
+        let deleted = self
+            .connection
+            .execute_raw(statement(
+                backend,
+                &format!("DELETE FROM software_deployments WHERE id = $1{scope}"),
+                values,
+            ))
+            .await?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+}

@@ -1,0 +1,519 @@
+//! The stack lease conformance suite, on SQLite and PostgreSQL: takes race
+//! to one winner, a fence that moved on writes nothing, the orphan sweep
+//! decides once and never overwrites a stack that finished, a dropped guard
+//! frees the stack, and an engine that lost its lease stops writing. Races
+//! run two connection pools, as two engine replicas would.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use ember_engine::Error;
+use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::{CreateStack, StackLease, StackOperations, StackSettings};
+use ember_engine::store::{
+    EventListQuery, FencedTransition, LeaseFence, SqlStackStore, StackStore, migrations::Migrator,
+};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, Statement};
+use uuid::Uuid;
+
+/// Runs `sql` (written with `$1`, `$2`… placeholders) on either backend.
+async fn execute(connection: &DatabaseConnection, sql: &str, values: Vec<sea_orm::Value>) {
+    let backend = connection.get_database_backend();
+    let sql = match backend {
+        DatabaseBackend::Sqlite => (1..=values.len()).rev().fold(sql.to_owned(), |sql, index| {
+            sql.replace(&format!("${index}"), "?")
+        }),
+        _ => sql.to_owned(),
+    };
+    connection
+        .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+        .await
+        .expect("executed");
+}
+
+async fn store(database: &TestDatabase) -> Arc<dyn StackStore> {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    Arc::new(SqlStackStore::new(connection))
+}
+
+fn alice() -> Identity {
+    Identity::new("alice", "project-a", vec!["member".to_owned()])
+}
+
+fn new_stack(name: &str) -> Stack {
+    let now = ember_runtime::time::now();
+    Stack {
+        id: Uuid::new_v4(),
+        name: name.into(),
+        project_id: "project-a".into(),
+        user_id: "alice".into(),
+        parent_id: None,
+        action: StackAction::Create,
+        status: ActionStatus::InProgress,
+        status_reason: "Stack CREATE started".into(),
+        description: String::new(),
+        tags: vec![],
+        timeout_mins: None,
+        disable_rollback: true,
+        created_at: now,
+        updated_at: now,
+        nested_depth: 0,
+        parent_resource: None,
+        deleted_at: None,
+        maintenance_lock: None,
+    }
+}
+
+/// Takes a lease that already expired (its engine "died" a minute ago).
+async fn expired_lease(store: &Arc<dyn StackStore>, stack_id: Uuid, engine: Uuid) -> LeaseFence {
+    let long_ago = ember_runtime::time::now() - chrono::Duration::seconds(60);
+    store
+        .take_stack_lease(
+            stack_id,
+            engine,
+            "CREATE",
+            long_ago,
+            long_ago + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("take")
+        .expect("free")
+}
+
+/// A stack recorded CREATE_IN_PROGRESS with one resource in progress,
+/// under `fence`.
+async fn recorded(store: &Arc<dyn StackStore>, stack: &Stack, fence: LeaseFence) -> Resource {
+    let mut resource = Resource::initial(stack.id, "server", "OS::Heat::None", stack.created_at);
+    store
+        .create_stack(
+            stack,
+            &StackDefinition::default(),
+            std::slice::from_ref(&resource),
+            &Event::for_stack(stack, "Stack CREATE started", stack.created_at),
+            fence,
+        )
+        .await
+        .expect("created");
+    resource.action = StackAction::Create;
+    resource.status = ActionStatus::InProgress;
+    let lost = store
+        .record_resource_transitions(&[FencedTransition {
+            fence,
+            event: Event::for_resource(&resource, Utc::now()),
+            resource: resource.clone(),
+        }])
+        .await
+        .expect("recorded");
+    assert!(lost.is_empty());
+    resource
+}
+
+async fn stack_events(store: &Arc<dyn StackStore>, stack: &Stack) -> Vec<Event> {
+    store
+        .list_events(&EventListQuery {
+            stack_ids: vec![stack.id],
+            limit: 1000,
+            ..EventListQuery::default()
+        })
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|event| event.resource_type == "OS::Heat::Stack")
+        .collect()
+}
+
+fn complete(stack: &Stack) -> (Stack, Event) {
+    let mut done = stack.clone();
+    done.status = ActionStatus::Complete;
+    done.status_reason = "Stack CREATE completed successfully".into();
+    done.updated_at = Utc::now();
+    let event = Event::for_stack(&done, &done.status_reason, done.updated_at);
+    (done, event)
+}
+
+async fn racing_takes_give_the_lease_to_one(database: &TestDatabase) {
+    let pools = [store(database).await, store(database).await];
+    for _ in 0..10 {
+        let stack_id = Uuid::new_v4();
+        let now = ember_runtime::time::now();
+        let takes = (0..8).map(|index| {
+            let store = pools[index % 2].clone();
+            async move {
+                store
+                    .take_stack_lease(
+                        stack_id,
+                        Uuid::new_v4(),
+                        "UPDATE",
+                        now,
+                        now + chrono::Duration::seconds(30),
+                    )
+                    .await
+                    .expect("take")
+            }
+        });
+        let winners = futures::future::join_all(takes)
+            .await
+            .into_iter()
+            .flatten()
+            .count();
+        assert_eq!(winners, 1, "exactly one take wins");
+    }
+}
+
+async fn a_fence_that_moved_on_writes_nothing(database: &TestDatabase) {
+    let store = store(database).await;
+    let stack = new_stack("fenced");
+    let old = expired_lease(&store, stack.id, Uuid::new_v4()).await;
+    let resource = recorded(&store, &stack, old).await;
+    // Another engine takes the expired lease over.
+    let now = ember_runtime::time::now();
+    let new = store
+        .take_stack_lease(
+            stack.id,
+            Uuid::new_v4(),
+            "DELETE",
+            now,
+            now + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("take")
+        .expect("expired, so taken over");
+    assert!(new.generation > old.generation);
+    let before = stack_events(&store, &stack).await.len();
+
+    let (done, event) = complete(&stack);
+    for result in [
+        store.record_stack_transition(&done, &event, old).await,
+        store.finish_stack_operation(&done, &event, old).await,
+        store
+            .begin_stack_update(&done, &StackDefinition::default(), &[], &event, old)
+            .await,
+        store
+            .retire_resources(
+                &[(resource.clone(), Event::for_resource(&resource, now))],
+                old,
+            )
+            .await,
+    ] {
+        assert!(matches!(result, Err(Error::LeaseLost(_))), "{result:?}");
+    }
+    let current = store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("stack");
+    assert_eq!(
+        current.stack_status(),
+        "CREATE_IN_PROGRESS",
+        "nothing written"
+    );
+    assert_eq!(stack_events(&store, &stack).await.len(), before);
+    assert_eq!(store.list_resources(stack.id).await.expect("rows").len(), 1);
+
+    // A batch that spans stacks: the stale fence's transitions are dropped,
+    // the other stack's are committed.
+    let other = new_stack("other");
+    let held = store
+        .take_stack_lease(
+            other.id,
+            Uuid::new_v4(),
+            "CREATE",
+            now,
+            now + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("take")
+        .expect("free");
+    let other_resource = recorded(&store, &other, held).await;
+    let mut stale = resource.clone();
+    stale.status = ActionStatus::Complete;
+    let mut fresh = other_resource.clone();
+    fresh.status = ActionStatus::Complete;
+    let lost = store
+        .record_resource_transitions(&[
+            FencedTransition {
+                fence: old,
+                event: Event::for_resource(&stale, now),
+                resource: stale,
+            },
+            FencedTransition {
+                fence: held,
+                event: Event::for_resource(&fresh, now),
+                resource: fresh,
+            },
+        ])
+        .await
+        .expect("batch");
+    assert_eq!(lost, vec![old]);
+    let rows = store.list_resources(stack.id).await.expect("rows");
+    assert_eq!(
+        rows[0].status,
+        ActionStatus::InProgress,
+        "stale row unchanged"
+    );
+    let rows = store.list_resources(other.id).await.expect("rows");
+    assert_eq!(rows[0].status, ActionStatus::Complete, "held row written");
+
+    // The new holder writes; the old one cannot release it.
+    store.release_stack_lease(old).await.expect("no-op");
+    store
+        .record_stack_transition(&done, &event, new)
+        .await
+        .expect("the new holder writes");
+}
+
+async fn the_sweep_never_overwrites_a_finished_stack(database: &TestDatabase) {
+    let holder_pool = store(database).await;
+    let sweeper_pool = store(database).await;
+    let sweeper = Uuid::new_v4();
+    let (mut finished, mut swept) = (0, 0);
+    for round in 0..25 {
+        let stack = new_stack(&format!("race-{round}"));
+        let engine = Uuid::new_v4();
+        let fence = expired_lease(&holder_pool, stack.id, engine).await;
+        recorded(&holder_pool, &stack, fence).await;
+        // The sweep has seen the orphan; now the slow holder finishes at
+        // the same moment the sweep decides.
+        let candidate = sweeper_pool
+            .list_orphan_candidates(ember_runtime::time::now(), 1000)
+            .await
+            .expect("candidates")
+            .into_iter()
+            .find(|candidate| candidate.stack.id == stack.id)
+            .expect("an orphan");
+        assert_eq!(candidate.holder, Some(engine));
+        let (done, event) = complete(&stack);
+        let (finish, sweep) = tokio::join!(
+            holder_pool.finish_stack_operation(&done, &event, fence),
+            sweeper_pool.fail_orphaned_stack(
+                &candidate,
+                sweeper,
+                ember_runtime::time::now(),
+                "CREATE interrupted: engine went away",
+            ),
+        );
+        let sweep = sweep.expect("sweep ran");
+        let current = holder_pool
+            .get_stack(stack.id)
+            .await
+            .expect("read")
+            .expect("stack");
+        let statuses: Vec<String> = stack_events(&holder_pool, &stack)
+            .await
+            .iter()
+            .map(Event::resource_status)
+            .collect();
+        match (finish, sweep) {
+            (Ok(()), None) => {
+                finished += 1;
+                assert_eq!(current.stack_status(), "CREATE_COMPLETE");
+                assert_eq!(statuses, ["CREATE_IN_PROGRESS", "CREATE_COMPLETE"]);
+            }
+            (Err(Error::LeaseLost(_)), Some(failed)) => {
+                swept += 1;
+                assert_eq!(failed.stack_status(), "CREATE_FAILED");
+                assert_eq!(current.stack_status(), "CREATE_FAILED");
+                assert_eq!(statuses, ["CREATE_IN_PROGRESS", "CREATE_FAILED"]);
+                let rows = holder_pool.list_resources(stack.id).await.expect("rows");
+                assert_eq!(rows[0].resource_status(), "CREATE_FAILED");
+            }
+            other => panic!("round {round}: both or neither decided: {other:?} ({statuses:?})"),
+        }
+        // Either way the stack is free for the next operation.
+        let now = ember_runtime::time::now();
+        assert!(
+            holder_pool
+                .take_stack_lease(
+                    stack.id,
+                    Uuid::new_v4(),
+                    "DELETE",
+                    now,
+                    now + chrono::Duration::seconds(30)
+                )
+                .await
+                .expect("take")
+                .is_some(),
+            "round {round}: the lease was released with the decision"
+        );
+    }
+    eprintln!("the holder won {finished} rounds, the sweep {swept}");
+    assert_eq!(finished + swept, 25);
+}
+
+async fn two_sweepers_fail_an_orphan_once(database: &TestDatabase) {
+    let pools = [store(database).await, store(database).await];
+    for round in 0..10 {
+        let stack = new_stack(&format!("orphan-{round}"));
+        let fence = expired_lease(&pools[0], stack.id, Uuid::new_v4()).await;
+        recorded(&pools[0], &stack, fence).await;
+        let candidates = pools[1]
+            .list_orphan_candidates(ember_runtime::time::now(), 1000)
+            .await
+            .expect("candidates");
+        let candidate = candidates
+            .iter()
+            .find(|candidate| candidate.stack.id == stack.id)
+            .expect("orphan");
+        let now = ember_runtime::time::now();
+        let (one, two) = tokio::join!(
+            pools[0].fail_orphaned_stack(candidate, Uuid::new_v4(), now, "interrupted"),
+            pools[1].fail_orphaned_stack(candidate, Uuid::new_v4(), now, "interrupted"),
+        );
+        let decided = [one.expect("one"), two.expect("two")]
+            .into_iter()
+            .flatten()
+            .count();
+        assert_eq!(decided, 1, "round {round}");
+        let failed = stack_events(&pools[0], &stack)
+            .await
+            .iter()
+            .filter(|event| event.resource_status() == "CREATE_FAILED")
+            .count();
+        assert_eq!(failed, 1, "one FAILED event");
+    }
+}
+
+async fn a_dropped_guard_frees_the_stack(database: &TestDatabase) {
+    let store = store(database).await;
+    let stack_id = Uuid::new_v4();
+    let take = || {
+        StackLease::take(
+            store.clone(),
+            stack_id,
+            "guarded",
+            Uuid::new_v4(),
+            "UPDATE",
+            Duration::from_secs(30),
+        )
+    };
+    let lease = take().await.expect("free");
+    let busy = take().await.err().expect("busy while held");
+    assert!(matches!(busy, Error::Conflict(_)), "{busy:?}");
+    // A request that went away between the take and the run: the guard is
+    // dropped, the lease is released in the background.
+    drop(lease);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let lease = loop {
+        match take().await {
+            Ok(lease) => break lease,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "never released: {error}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    // A start that fails releases before it answers.
+    let failed = lease
+        .start(async { Err::<(), _>(Error::Conflict("refused".into())) })
+        .await;
+    assert!(failed.is_err());
+    take().await.expect("free at once after a failed start");
+}
+
+const SLOW: &str = "heat_template_version: 2021-04-16\nresources:\n  quick: {type: OS::Heat::None}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: quick\n    properties: {action_wait_secs: {create: 2}}\n  after:\n    type: OS::Heat::None\n    depends_on: slow\n";
+
+async fn an_engine_that_lost_its_lease_stops_writing(database: &TestDatabase) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let settings = || StackSettings {
+        lease_ttl: Duration::from_secs(3),
+        ..StackSettings::default()
+    };
+    let engine_a = StackOperations::configured(
+        store.clone(),
+        Arc::new(ResourceTypeRegistry::builtin()),
+        settings(),
+    );
+    let engine_b = StackOperations::configured(
+        store.clone(),
+        Arc::new(ResourceTypeRegistry::builtin()),
+        settings(),
+    );
+    let stack = engine_a
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "stolen".into(),
+                template: SLOW.into(),
+                disable_rollback: true,
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("accepted");
+    // Engine B takes the stack over while A is inside the slow resource
+    // (as the sweep does once A's lease expired: the generation moves on).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    execute(
+        &connection,
+        "UPDATE stack_leases SET generation = generation + 1, engine_id = $1 WHERE stack_id = $2",
+        vec![engine_b.engine_id().into(), stack.id.into()],
+    )
+    .await;
+    // A finishes its slow resource and stops: nothing more is written.
+    tokio::time::sleep(Duration::from_millis(2700)).await;
+    let current = engine_a
+        .find_stack(&alice(), "stolen")
+        .await
+        .expect("stack");
+    assert_eq!(
+        current.stack_status(),
+        "CREATE_IN_PROGRESS",
+        "A may not write the end"
+    );
+    let rows: std::collections::BTreeMap<String, String> = store
+        .list_resources(stack.id)
+        .await
+        .expect("rows")
+        .into_iter()
+        .map(|row| (row.name.clone(), row.resource_status()))
+        .collect();
+    assert_eq!(rows["quick"], "CREATE_COMPLETE");
+    assert_eq!(rows["slow"], "CREATE_IN_PROGRESS", "its end was refused");
+    assert_eq!(
+        rows["after"], "INIT_COMPLETE",
+        "nothing started after the loss"
+    );
+    // The new holder's lease lapses; B's sweep fails the stack, once.
+    let long_ago = ember_runtime::time::now() - chrono::Duration::hours(1);
+    execute(
+        &connection,
+        "UPDATE stack_leases SET expires_at = $1 WHERE stack_id = $2",
+        vec![long_ago.into(), stack.id.into()],
+    )
+    .await;
+    assert_eq!(engine_b.recover_orphaned_stacks().await.expect("swept"), 1);
+    let current = engine_b
+        .find_stack(&alice(), "stolen")
+        .await
+        .expect("stack");
+    assert_eq!(current.stack_status(), "CREATE_FAILED");
+    let statuses: Vec<String> = stack_events(&store, &stack)
+        .await
+        .iter()
+        .map(Event::resource_status)
+        .collect();
+    assert_eq!(statuses, ["CREATE_IN_PROGRESS", "CREATE_FAILED"]);
+    // And the stack can be deleted.
+    engine_b
+        .delete_stack(&alice(), "stolen")
+        .await
+        .expect("delete accepted");
+}
+
+ember_runtime::store_suite!(
+    racing_takes_give_the_lease_to_one,
+    a_fence_that_moved_on_writes_nothing,
+    the_sweep_never_overwrites_a_finished_stack,
+    two_sweepers_fail_an_orphan_once,
+    a_dropped_guard_frees_the_stack,
+    an_engine_that_lost_its_lease_stops_writing,
+);

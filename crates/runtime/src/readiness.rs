@@ -1,0 +1,452 @@
+//! Readiness that tells the truth. A service is not ready just because its
+//! port answers: a starved database pool or a saturated work queue means
+//! its callers wait for seconds, and a probe must say so. Every service
+//! registers its checks (its database pools, its queues); a monitor runs
+//! them every [`CHECK_INTERVAL`], keeps the last report, and drives the
+//! service's `grpc.health.v1` status: SERVING only while every check
+//! passes (and the service is not shutting down). The report — each
+//! check's finding in words, and the figures behind it as gauges — is
+//! served by `ember.readiness.v1.ReadinessService`, which the gateway reads
+//! for `/healthz` and `/metrics`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use ember_proto::readiness::v1 as pb;
+use sea_orm::{ConnectionTrait, DatabaseConnection};
+
+/// How often the checks run.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A database whose pool gives no connection within this long is starved:
+/// callers wait at least that long for any query. (The probe's own wait is
+/// cut there, so a stuck pool is reported after this long, not after the
+/// pool's acquire timeout.)
+pub const DATABASE_STARVED_AFTER: Duration = Duration::from_secs(5);
+
+/// What one check found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub healthy: bool,
+    pub detail: String,
+    pub gauges: Vec<Gauge>,
+}
+
+/// One figure for Prometheus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gauge {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
+}
+
+type CheckFuture = Pin<Box<dyn Future<Output = Finding> + Send>>;
+
+/// A named check, run by the monitor.
+#[derive(Clone)]
+pub struct Check {
+    name: String,
+    run: Arc<dyn Fn() -> CheckFuture + Send + Sync>,
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check").field("name", &self.name).finish()
+    }
+}
+
+impl Check {
+    pub fn new<F, Fut>(name: impl Into<String>, run: F) -> Check
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Finding> + Send + 'static,
+    {
+        Check {
+            name: name.into(),
+            run: Arc::new(move || Box::pin(run())),
+        }
+    }
+
+    /// A connection of `pool` answers `SELECT 1` within `starved_after`.
+    /// `pool` names it in the report (`writer`, `reader`).
+    pub fn database(
+        pool: &'static str,
+        connection: DatabaseConnection,
+        starved_after: Duration,
+    ) -> Check {
+        Check::new(format!("database ({pool})"), move || {
+            let connection = connection.clone();
+            async move { probe_database(pool, &connection, starved_after).await }
+        })
+    }
+
+    /// A work queue whose depth `depth` reads; unhealthy from `saturated_at`
+    /// items on. `depth` failing (its own database is down) is unhealthy.
+    pub fn queue<F, Fut>(name: &'static str, saturated_at: u64, depth: F) -> Check
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<u64, String>> + Send + 'static,
+    {
+        let depth = Arc::new(depth);
+        Check::new(format!("queue {name}"), move || {
+            let depth = depth.clone();
+            async move { queue_finding(name, saturated_at, depth().await) }
+        })
+    }
+}
+
+async fn probe_database(
+    pool: &'static str,
+    connection: &DatabaseConnection,
+    starved_after: Duration,
+) -> Finding {
+    // The pool as the service's own work left it, before the probe takes
+    // a connection.
+    let (connections, idle) = pool_size(connection);
+    let started = Instant::now();
+    let answer =
+        tokio::time::timeout(starved_after, connection.execute_unprepared("SELECT 1")).await;
+    let waited = started.elapsed();
+    let mut gauges = vec![Gauge {
+        name: "ember_database_probe_seconds",
+        help: "how long the last probe waited for a connection and its SELECT 1",
+        labels: vec![("pool", pool.to_owned())],
+        value: waited.as_secs_f64(),
+    }];
+    if let (Some(connections), Some(idle)) = (connections, idle) {
+        gauges.push(Gauge {
+            name: "ember_database_connections",
+            help: "connections the pool holds",
+            labels: vec![("pool", pool.to_owned()), ("state", "idle".to_owned())],
+            value: idle as f64,
+        });
+        gauges.push(Gauge {
+            name: "ember_database_connections",
+            help: "connections the pool holds",
+            labels: vec![("pool", pool.to_owned()), ("state", "busy".to_owned())],
+            value: (connections as usize).saturating_sub(idle) as f64,
+        });
+    }
+    let (healthy, detail) = match answer {
+        Ok(Ok(_)) => (
+            true,
+            format!("a connection answered in {:.1} ms", millis(waited)),
+        ),
+        Ok(Err(error)) => (false, format!("the database refused the probe: {error}")),
+        Err(_) => (
+            false,
+            format!(
+                "waited more than {} s for a database connection: the pool is starved",
+                starved_after.as_secs_f64()
+            ),
+        ),
+    };
+    Finding {
+        healthy,
+        detail,
+        gauges,
+    }
+}
+
+/// Connections in the pool and how many are idle, when the backend says.
+fn pool_size(connection: &DatabaseConnection) -> (Option<u32>, Option<usize>) {
+    match connection.get_database_backend() {
+        sea_orm::DatabaseBackend::Sqlite => {
+            let pool = connection.get_sqlite_connection_pool();
+            (Some(pool.size()), Some(pool.num_idle()))
+        }
+        sea_orm::DatabaseBackend::Postgres => {
+            let pool = connection.get_postgres_connection_pool();
+            (Some(pool.size()), Some(pool.num_idle()))
+        }
+        _ => (None, None),
+    }
+}
+
+fn queue_finding(name: &'static str, saturated_at: u64, depth: Result<u64, String>) -> Finding {
+    match depth {
+        Ok(depth) => Finding {
+            healthy: depth < saturated_at,
+            detail: if depth < saturated_at {
+                format!("{depth} waiting")
+            } else {
+                format!("{depth} waiting, saturated from {saturated_at} on")
+            },
+            gauges: vec![Gauge {
+                name: "ember_work_queue_depth",
+                help: "items waiting in a work queue",
+                labels: vec![("queue", name.to_owned())],
+                value: depth as f64,
+            }],
+        },
+        Err(error) => Finding {
+            healthy: false,
+            detail: format!("cannot read the queue's depth: {error}"),
+            gauges: Vec::new(),
+        },
+    }
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// A service's checks and the last report of them.
+#[derive(Clone, Debug)]
+pub struct Readiness {
+    service: &'static str,
+    checks: Vec<Check>,
+    last: Arc<RwLock<Vec<(String, Finding)>>>,
+}
+
+impl Readiness {
+    pub fn new(service: &'static str) -> Readiness {
+        Readiness {
+            service,
+            checks: Vec::new(),
+            last: Arc::default(),
+        }
+    }
+
+    pub fn with(mut self, check: Check) -> Readiness {
+        self.checks.push(check);
+        self
+    }
+
+    /// Runs every check once (concurrently, each bounded by its own
+    /// timeout) and keeps the findings. True when all are healthy.
+    pub async fn refresh(&self) -> bool {
+        let findings = futures_join_all(
+            self.checks
+                .iter()
+                .map(|check| {
+                    let run = check.run.clone();
+                    let name = check.name.clone();
+                    async move { (name, run().await) }
+                })
+                .collect(),
+        )
+        .await;
+        let ready = findings.iter().all(|(_, finding)| finding.healthy);
+        for (name, finding) in &findings {
+            if !finding.healthy {
+                tracing::warn!(service = self.service, check = %name, detail = %finding.detail, "not ready");
+            }
+        }
+        if let Ok(mut last) = self.last.write() {
+            *last = findings;
+        }
+        ready
+    }
+
+    /// The last findings, as the readiness service answers them.
+    pub fn report(&self) -> pb::ReadinessReport {
+        let last = self
+            .last
+            .read()
+            .map(|last| last.clone())
+            .unwrap_or_default();
+        pb::ReadinessReport {
+            service: self.service.to_owned(),
+            ready: last.iter().all(|(_, finding)| finding.healthy),
+            checks: last
+                .iter()
+                .map(|(name, finding)| pb::ReadinessCheck {
+                    name: name.clone(),
+                    healthy: finding.healthy,
+                    detail: finding.detail.clone(),
+                })
+                .collect(),
+            gauges: last
+                .iter()
+                .flat_map(|(_, finding)| finding.gauges.iter())
+                .map(|gauge| pb::Gauge {
+                    name: gauge.name.to_owned(),
+                    help: gauge.help.to_owned(),
+                    labels: gauge
+                        .labels
+                        .iter()
+                        .map(|(key, value)| ((*key).to_owned(), value.clone()))
+                        .collect::<HashMap<_, _>>(),
+                    value: gauge.value,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `join_all` without a dependency on `futures` in this crate.
+async fn futures_join_all<T: Send + 'static>(
+    futures: Vec<impl Future<Output = T> + Send + 'static>,
+) -> Vec<T> {
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        if let Ok(result) = handle.await {
+            results.push(result);
+        }
+    }
+    results
+}
+
+/// `ember.readiness.v1.ReadinessService`, answering from the last report.
+#[derive(Clone, Debug)]
+pub struct ReadinessHandler(pub Readiness);
+
+#[tonic::async_trait]
+impl pb::readiness_service_server::ReadinessService for ReadinessHandler {
+    async fn get_readiness(
+        &self,
+        _request: tonic::Request<pb::GetReadinessRequest>,
+    ) -> Result<tonic::Response<pb::ReadinessReport>, tonic::Status> {
+        Ok(tonic::Response::new(self.0.report()))
+    }
+}
+
+/// Renders gauges in Prometheus' text format, each with a `service` label;
+/// one HELP/TYPE header per metric name.
+pub fn render_gauges(reports: &[pb::ReadinessReport]) -> String {
+    use std::fmt::Write;
+    let mut by_name: Vec<(&str, &str, Vec<String>)> = Vec::new();
+    for report in reports {
+        for gauge in &report.gauges {
+            let mut labels: Vec<(&String, &String)> = gauge.labels.iter().collect();
+            labels.sort();
+            let mut rendered = format!("service=\"{}\"", escape_label(&report.service));
+            for (key, value) in labels {
+                // Writing to a String cannot fail.
+                let _ = write!(rendered, ",{key}=\"{}\"", escape_label(value));
+            }
+            let line = format!("{}{{{rendered}}} {}", gauge.name, gauge.value);
+            match by_name.iter_mut().find(|(name, _, _)| *name == gauge.name) {
+                Some((_, _, lines)) => lines.push(line),
+                None => by_name.push((&gauge.name, &gauge.help, vec![line])),
+            }
+        }
+    }
+    let mut text = String::new();
+    for (name, help, lines) in by_name {
+        let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for line in lines {
+            let _ = writeln!(text, "{line}");
+        }
+    }
+    text
+}
+
+fn escape_label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::TransactionTrait;
+
+    use super::*;
+
+    async fn single_connection_database() -> DatabaseConnection {
+        let mut options = sea_orm::ConnectOptions::new("sqlite::memory:");
+        options
+            .max_connections(1)
+            .min_connections(1)
+            .sqlx_logging(false);
+        sea_orm::Database::connect(options)
+            .await
+            .expect("in-memory SQLite")
+    }
+
+    #[tokio::test]
+    async fn a_database_that_answers_is_ready() {
+        let readiness = Readiness::new("engine").with(Check::database(
+            "writer",
+            single_connection_database().await,
+            Duration::from_secs(2),
+        ));
+        assert!(readiness.refresh().await);
+        let report = readiness.report();
+        assert!(report.ready);
+        assert_eq!(report.checks[0].name, "database (writer)");
+        assert!(
+            report.checks[0].detail.contains("answered in"),
+            "{report:?}"
+        );
+        let busy = report
+            .gauges
+            .iter()
+            .find(|gauge| gauge.labels.get("state").map(String::as_str) == Some("busy"))
+            .expect("busy gauge");
+        // The pool may still be opening its first connection.
+        assert!(busy.value <= 1.0, "{report:?}");
+    }
+
+    #[tokio::test]
+    async fn a_pool_whose_connections_are_all_held_is_starved() {
+        let database = single_connection_database().await;
+        // A transaction holds the pool's only connection.
+        let holder = database.begin().await.expect("begin");
+        let readiness = Readiness::new("engine").with(Check::database(
+            "writer",
+            database.clone(),
+            Duration::from_millis(150),
+        ));
+        assert!(!readiness.refresh().await);
+        let report = readiness.report();
+        assert!(!report.ready);
+        assert!(
+            report.checks[0].detail.contains("the pool is starved"),
+            "{report:?}"
+        );
+        let busy = report
+            .gauges
+            .iter()
+            .find(|gauge| gauge.labels.get("state").map(String::as_str) == Some("busy"))
+            .expect("busy gauge");
+        assert_eq!(busy.value, 1.0);
+        holder.rollback().await.expect("rollback");
+        assert!(readiness.refresh().await, "ready again once released");
+    }
+
+    #[tokio::test]
+    async fn a_queue_is_saturated_at_its_limit_and_unreadable_is_unhealthy() {
+        let readiness = Readiness::new("lifecycle-hook")
+            .with(Check::queue("deliveries", 10, || async { Ok(9) }))
+            .with(Check::queue("deadlines", 10, || async { Ok(10) }))
+            .with(Check::queue("broken", 10, || async {
+                Err("no such table".to_owned())
+            }));
+        assert!(!readiness.refresh().await);
+        let report = readiness.report();
+        let health: Vec<(String, bool)> = report
+            .checks
+            .iter()
+            .map(|check| (check.name.clone(), check.healthy))
+            .collect();
+        assert_eq!(
+            health,
+            vec![
+                ("queue deliveries".to_owned(), true),
+                ("queue deadlines".to_owned(), false),
+                ("queue broken".to_owned(), false),
+            ]
+        );
+        assert!(report.checks[1].detail.contains("saturated from 10"));
+        let text = render_gauges(&[report]);
+        assert!(
+            text.contains(
+                "ember_work_queue_depth{service=\"lifecycle-hook\",queue=\"deadlines\"} 10"
+            ),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("# TYPE ember_work_queue_depth gauge").count(),
+            1
+        );
+    }
+}

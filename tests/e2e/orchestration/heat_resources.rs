@@ -1,0 +1,179 @@
+//! Heat-native resources templates lean on (issue 16): `OS::Heat::Delay`
+//! holding its place in the graph, and `OS::Heat::ResourceChain` creating
+//! its members in order with their references and attributes.
+
+use std::time::{Duration, Instant};
+
+use ember_tests::TestEmber;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use super::HeatRest;
+
+async fn create(heat: &HeatRest, name: &str, template: Value) -> String {
+    let answer = heat
+        .post("/stacks", json!({"stack_name": name, "template": template}))
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    format!(
+        "/stacks/{name}/{}",
+        answer.body["stack"]["id"].as_str().expect("id")
+    )
+}
+
+async fn output(heat: &HeatRest, stack: &str, key: &str) -> Value {
+    heat.get(&format!("{stack}/outputs/{key}")).await.body["output"]["output_value"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_holds_its_place_and_a_chain_creates_its_members_in_order() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let started = Instant::now();
+    let stack = create(
+        &heat,
+        "paced",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {
+                "first": {"type": "OS::Heat::None"},
+                "pause": {
+                    "type": "OS::Heat::Delay",
+                    "properties": {"min_wait": 0.4, "max_jitter": 0.1, "actions": ["CREATE"]},
+                    "depends_on": "first",
+                },
+                "chain": {
+                    "type": "OS::Heat::ResourceChain",
+                    "depends_on": "pause",
+                    "properties": {
+                        "resources": ["OS::Heat::TestResource", "OS::Heat::TestResource",
+                                      "OS::Heat::TestResource"],
+                        "resource_properties": {"value": "link"},
+                    },
+                },
+            },
+            "outputs": {
+                "refs": {"value": {"get_attr": ["chain", "refs"]}},
+                "outputs": {"value": {"get_attr": ["chain", "attributes", "output"]}},
+                "second": {"value": {"get_attr": ["chain", "resource.1.output"]}},
+            },
+        }),
+    )
+    .await;
+    let done = heat.wait_until_settled(&stack).await;
+    assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "the delay held the create for min_wait"
+    );
+    let refs = output(&heat, &stack, "refs").await;
+    assert_eq!(refs.as_array().map(Vec::len), Some(3), "{refs}");
+    assert_eq!(
+        output(&heat, &stack, "outputs").await,
+        json!({"0": "link", "1": "link", "2": "link"})
+    );
+    assert_eq!(output(&heat, &stack, "second").await, "link");
+
+    // The members are a nested stack whose resources were created in
+    // order: each one's create started after the previous one completed.
+    let nested = heat.get(&format!("{stack}/resources?nested_depth=1")).await;
+    let members: Vec<&Value> = nested.body["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter(|resource| resource["resource_type"] == "OS::Heat::TestResource")
+        .collect();
+    assert_eq!(members.len(), 3, "{nested:?}");
+    let chain_id = members[0]["stack_identity"]["stack_id"]
+        .as_str()
+        .or_else(|| {
+            members[0]["links"]
+                .as_array()
+                .and_then(|links| links.iter().find(|link| link["rel"] == "stack"))
+                .and_then(|link| link["href"].as_str())
+                .and_then(|href| href.rsplit('/').next())
+        })
+        .expect("the members' stack")
+        .to_owned();
+    let events = heat
+        .get(&format!(
+            "{stack}/events?nested_depth=1&sort_dir=asc&limit=200"
+        ))
+        .await;
+    let order: Vec<String> = events.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|event| event["resource_status"] == "CREATE_COMPLETE")
+        .filter(|event| {
+            event["links"].as_array().is_some_and(|links| {
+                links.iter().any(|link| {
+                    link["href"]
+                        .as_str()
+                        .is_some_and(|href| href.contains(&chain_id))
+                })
+            })
+        })
+        .filter_map(|event| event["resource_name"].as_str().map(str::to_owned))
+        .filter(|name| name.parse::<u32>().is_ok())
+        .collect();
+    assert_eq!(order, ["0", "1", "2"], "{events:?}");
+    ember.stop().await;
+}
+
+#[tokio::test]
+async fn bad_delay_and_chain_properties_are_refused() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    // Values written out are checked before anything runs (as Heat
+    // validates a stack), by /validate too.
+    for (resources, expected) in [
+        (
+            json!({"d": {"type": "OS::Heat::Delay", "properties": {"actions": ["REBOOT"]}}}),
+            "resources.d.properties.actions: \"REBOOT\" is not one of",
+        ),
+        (
+            json!({"d": {"type": "OS::Heat::Delay", "properties": {"min_wait": -1}}}),
+            "resources.d.properties.min_wait",
+        ),
+        (
+            json!({"c": {"type": "OS::Heat::ResourceChain", "properties": {}}}),
+            "resources.c.properties.resources: property is required",
+        ),
+        (
+            json!({"w": {"type": "OS::Heat::WaitCondition",
+                "properties": {"handle": "h", "timeout": 50000}}}),
+            "resources.w.properties.timeout",
+        ),
+    ] {
+        for path in ["/stacks", "/validate"] {
+            let answer = heat
+                .post(
+                    path,
+                    json!({"stack_name": "refused", "template": {"heat_template_version": "2021-04-16", "resources": resources}}),
+                )
+                .await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{path}: {answer:?}");
+            assert!(answer.message().contains(expected), "{path}: {answer:?}");
+        }
+    }
+    // A value from a parameter is checked once it resolves.
+    let stack = create(
+        &heat,
+        "late",
+        json!({"heat_template_version": "2021-04-16",
+            "parameters": {"wait": {"type": "number", "default": -1}},
+            "resources": {"d": {"type": "OS::Heat::Delay",
+                "properties": {"min_wait": {"get_param": "wait"}}}}}),
+    )
+    .await;
+    let failed = heat.wait_until_settled(&stack).await;
+    assert_eq!(failed["stack_status"], "CREATE_FAILED", "{failed}");
+    assert!(
+        failed["stack_status_reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("min_wait")),
+        "{failed}"
+    );
+    ember.stop().await;
+}
