@@ -264,17 +264,27 @@ async fn victim_state(ember: &TestEmber, victim: &Victim) -> Value {
 
 /// Every path of the gateway's REST router, from its path table (axum
 /// prints it as `RouteId(n): "/path"`).
-fn router_paths() -> Vec<String> {
-    let state = ember_api_gateway::GatewayState::new(&ember_api_gateway::Config {
-        signing_key: "cross-project-test-signing-key-0123456789".to_owned(),
-        internal_credential: "cross-project-test-credential-0123456789".to_owned(),
-        engine_url: "http://127.0.0.1:9".to_owned(),
-        lifecycle_hook_url: "http://127.0.0.1:9".to_owned(),
-        plugin_registry_url: "http://127.0.0.1:9".to_owned(),
-        request_timeout: Duration::from_secs(5),
-        clock_skew: Duration::from_secs(60),
-    })
+async fn router_paths() -> Vec<String> {
+    let data_dir = tempfile::tempdir().expect("a temporary directory");
+    let database_url = ember_runtime::database::sqlite_url(&data_dir.path().join("gateway.db"));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let state = ember_api_gateway::GatewayState::new(
+        &ember_api_gateway::Config {
+            signing_key: "cross-project-test-signing-key-0123456789".to_owned(),
+            internal_credential: "cross-project-test-credential-0123456789".to_owned(),
+            engine_url: "http://127.0.0.1:9".to_owned(),
+            lifecycle_hook_url: "http://127.0.0.1:9".to_owned(),
+            plugin_registry_url: "http://127.0.0.1:9".to_owned(),
+            request_timeout: Duration::from_secs(5),
+            clock_skew: Duration::from_secs(60),
+            auth: ember_api_gateway::AuthMode::BuiltIn { database_url },
+            identity: ember_api_gateway::IdentitySettings::default(),
+        },
+        stop.clone(),
+    )
+    .await
     .expect("a gateway state");
+    stop.cancel();
     let printed = format!("{:?}", ember_api_gateway::rest::router(state));
     let mut paths = BTreeSet::new();
     for piece in printed.split("RouteId(").skip(1) {
@@ -413,7 +423,7 @@ async fn another_project_reaches_nothing_through_any_route_or_method() {
     // Every REST route.
     let mut walked = 0;
     let mut problems = Vec::new();
-    for pattern in router_paths() {
+    for pattern in router_paths().await {
         if pattern == "/healthz" || pattern == "/metrics" {
             continue;
         }

@@ -4,23 +4,43 @@
 //! internal services see; anything the caller sent in identity headers is
 //! discarded.
 
+use std::sync::Arc;
+
 use http::HeaderMap;
 
-use ember_runtime::Identity;
-use ember_runtime::auth::{TokenError, TokenSigner};
+use ember_runtime::auth::{TokenDetails, TokenError, TokenSigner};
+use ember_runtime::{ErrorKind, Identity};
+
+use crate::identity::Directory;
+use crate::identity::keystone::{KeystoneError, KeystoneValidator};
 
 pub const AUTH_TOKEN_HEADER: &str = "x-auth-token";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum AuthError {
     #[error(
-        "authentication required: send a token as X-Auth-Token or Authorization: Bearer (mint one with `ember token issue`)"
+        "authentication required: send a token as X-Auth-Token or Authorization: Bearer (get one with `openstack token issue`, POST /identity/v3/auth/tokens or `ember token issue`)"
     )]
     Missing,
     #[error("authorization header must be `Bearer <token>`")]
     WrongScheme,
     #[error("{0}")]
     Invalid(#[from] TokenError),
+    #[error("the token was revoked: authenticate again")]
+    Revoked,
+    #[error("{0}")]
+    KeystoneRefused(String),
+    #[error("{0}")]
+    KeystoneUnavailable(String),
+}
+
+impl AuthError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AuthError::KeystoneUnavailable(_) => ErrorKind::Unavailable,
+            _ => ErrorKind::Unauthenticated,
+        }
+    }
 }
 
 /// The token a request carries, if any.
@@ -43,12 +63,91 @@ pub fn token_of(headers: &HeaderMap) -> Result<&str, AuthError> {
     }
 }
 
+/// The request's token, checked against `signer` (revocations aside).
 pub fn authenticate(signer: &TokenSigner, headers: &HeaderMap) -> Result<Identity, AuthError> {
     let token = token_of(headers)?;
     if token.is_empty() {
         return Err(AuthError::Missing);
     }
     Ok(signer.verify(token)?)
+}
+
+/// Who may be behind a token: the built-in identity (Ember's signed
+/// tokens, minus revoked ones) or an existing Keystone.
+#[derive(Clone, Debug)]
+pub enum Authenticator {
+    BuiltIn {
+        signer: TokenSigner,
+        directory: Directory,
+    },
+    /// Tokens are Keystone's; Ember's own signed tokens (`ember token
+    /// issue`, for operators) are still accepted.
+    Keystone {
+        signer: TokenSigner,
+        validator: Arc<KeystoneValidator>,
+    },
+}
+
+impl Authenticator {
+    pub fn signer(&self) -> &TokenSigner {
+        match self {
+            Authenticator::BuiltIn { signer, .. } | Authenticator::Keystone { signer, .. } => {
+                signer
+            }
+        }
+    }
+
+    /// The built-in identity, when this gateway serves it.
+    pub fn directory(&self) -> Option<&Directory> {
+        match self {
+            Authenticator::BuiltIn { directory, .. } => Some(directory),
+            Authenticator::Keystone { .. } => None,
+        }
+    }
+
+    /// The identity behind the request's token.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
+        let token = token_of(headers)?;
+        if token.is_empty() {
+            return Err(AuthError::Missing);
+        }
+        self.verify(token).await
+    }
+
+    pub async fn verify(&self, token: &str) -> Result<Identity, AuthError> {
+        match self {
+            Authenticator::BuiltIn { .. } => {
+                self.verify_details(token).map(|details| details.identity)
+            }
+            Authenticator::Keystone { signer, validator } => {
+                // Ember's own tokens are JWTs (three dot-separated parts);
+                // Keystone's (Fernet) are not.
+                if token.split('.').count() == 3 {
+                    return Ok(signer.verify(token)?);
+                }
+                validator
+                    .validate(token)
+                    .await
+                    .map_err(|error| match error {
+                        KeystoneError::Refused(reason) => AuthError::KeystoneRefused(reason),
+                        KeystoneError::Unavailable(reason) => {
+                            AuthError::KeystoneUnavailable(reason)
+                        }
+                    })
+            }
+        }
+    }
+
+    /// Everything a built-in token says, when it is valid and not revoked.
+    pub fn verify_details(&self, token: &str) -> Result<TokenDetails, AuthError> {
+        let details = self.signer().verify_details(token)?;
+        if let Some(directory) = self.directory()
+            && directory.is_revoked(&details)
+        {
+            return Err(AuthError::Revoked);
+        }
+        Ok(details)
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,10 @@ impl RestError {
         }
     }
 
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The OpenStack exception type name clients may switch on.
     fn error_type(&self) -> &'static str {
         match self.kind {

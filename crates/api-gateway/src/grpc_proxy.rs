@@ -14,7 +14,6 @@ use http::Request;
 use tower::ServiceExt;
 
 use crate::GatewayState;
-use crate::auth::authenticate;
 
 const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
 const REFLECTION_PREFIX: &str = "/grpc.reflection.";
@@ -37,6 +36,9 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
             Err(never) => match never {},
         };
     }
+    if path.starts_with(IDENTITY_ADMIN_PREFIX) {
+        return identity_admin(state, request).await;
+    }
     let Some(channel) = state.upstreams.for_path(path).cloned() else {
         let service = path
             .trim_start_matches('/')
@@ -47,15 +49,9 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
             "unknown service {service:?}: `grpcurl -plaintext HOST:PORT list` shows the public ones"
         )));
     };
-    let identity = match authenticate(&state.signer, request.headers()) {
+    let identity = match state.authenticator.authenticate(request.headers()).await {
         Ok(identity) => identity,
-        Err(error) => {
-            state
-                .metrics
-                .unauthenticated
-                .fetch_add(1, Ordering::Relaxed);
-            return status_response(tonic::Status::unauthenticated(error.to_string()));
-        }
+        Err(error) => return refused(&state, &error),
     };
     identity.write_headers(&state.credential, request.headers_mut());
     request.headers_mut().remove(http::header::AUTHORIZATION);
@@ -72,6 +68,41 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
                 "the service behind the gateway is unavailable: {error}"
             )))
         }
+    }
+}
+
+const IDENTITY_ADMIN_PREFIX: &str = "/ember.identity.v1.IdentityAdminService/";
+
+fn refused(state: &GatewayState, error: &crate::auth::AuthError) -> Response {
+    state
+        .metrics
+        .unauthenticated
+        .fetch_add(1, Ordering::Relaxed);
+    status_response(tonic::Status::new(
+        error.kind().grpc_code(),
+        error.to_string(),
+    ))
+}
+
+/// The built-in identity's admin service, served here: admins only.
+async fn identity_admin(state: GatewayState, request: Request<Body>) -> Response {
+    let Some(service) = state.identity_grpc.clone() else {
+        return status_response(tonic::Status::unimplemented(
+            "this gateway validates tokens against an external Keystone: manage identities there",
+        ));
+    };
+    let identity = match state.authenticator.authenticate(request.headers()).await {
+        Ok(identity) => identity,
+        Err(error) => return refused(&state, &error),
+    };
+    if !identity.is_admin() {
+        return status_response(tonic::Status::permission_denied(
+            "managing identities needs the admin role",
+        ));
+    }
+    match service.oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
     }
 }
 

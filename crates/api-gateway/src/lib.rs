@@ -9,6 +9,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod grpc_proxy;
+pub mod identity;
 pub mod metrics;
 pub mod rest;
 pub mod upstream;
@@ -19,6 +20,7 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::serve::ListenerExt;
+use ember_proto::identity::v1::identity_admin_service_server::IdentityAdminServiceServer;
 use ember_runtime::auth::TokenSigner;
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::server::{DRAIN_GRACE_PERIOD, StartError};
@@ -26,30 +28,68 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
-pub use config::Config;
+pub use config::{AuthMode, Config, IdentitySettings};
 
 /// What every request handler shares.
 #[derive(Clone)]
 pub struct GatewayState {
-    pub signer: TokenSigner,
+    pub authenticator: auth::Authenticator,
     pub credential: InternalCredential,
     pub upstreams: upstream::Upstreams,
     /// Health and reflection, answered by the gateway itself.
     pub local_grpc: axum::Router,
+    /// The identity admin service (built-in identity only), behind the
+    /// gRPC door's admin check.
+    pub identity_grpc: Option<axum::Router>,
+    pub identity: Arc<IdentitySettings>,
     pub metrics: Arc<metrics::Metrics>,
     pub request_timeout: std::time::Duration,
 }
 
 impl GatewayState {
-    pub fn new(config: &Config) -> Result<GatewayState, StartError> {
+    /// Connects what the gateway needs; the built-in identity's store is
+    /// opened (and migrated) and followed for revocations until `shutdown`.
+    pub async fn new(
+        config: &Config,
+        shutdown: CancellationToken,
+    ) -> Result<GatewayState, StartError> {
         let upstreams = upstream::Upstreams::connect_lazy(
             &config.engine_url,
             &config.lifecycle_hook_url,
             &config.plugin_registry_url,
         )
         .map_err(|error| StartError::Config(error.to_string()))?;
-        let (reflection_v1, reflection_v1alpha) =
-            ember_runtime::server::reflection(&upstream::public_service_names())?;
+        let signer = TokenSigner::new(&config.signing_key).with_clock_skew(config.clock_skew);
+        let (authenticator, identity_grpc) = match &config.auth {
+            AuthMode::BuiltIn { database_url } => {
+                let directory = identity::Directory::open(database_url, shutdown)
+                    .await
+                    .map_err(|error| StartError::Config(format!("identity store: {error}")))?;
+                let admin = IdentityAdminServiceServer::new(identity::admin::AdminHandler::new(
+                    directory.clone(),
+                ));
+                (
+                    auth::Authenticator::BuiltIn { signer, directory },
+                    Some(tonic::service::Routes::new(admin).into_axum_router()),
+                )
+            }
+            AuthMode::Keystone(keystone) => {
+                let validator = identity::keystone::KeystoneValidator::new(keystone.clone())
+                    .map_err(StartError::Config)?;
+                (
+                    auth::Authenticator::Keystone {
+                        signer,
+                        validator: Arc::new(validator),
+                    },
+                    None,
+                )
+            }
+        };
+        let mut public = upstream::public_service_names();
+        if identity_grpc.is_some() {
+            public.push(identity::admin::SERVICE_NAME);
+        }
+        let (reflection_v1, reflection_v1alpha) = ember_runtime::server::reflection(&public)?;
         let (health_reporter, health_service) = tonic_health::server::health_reporter();
         // The gateway reports itself as serving; `/healthz` checks the
         // services behind it.
@@ -59,10 +99,12 @@ impl GatewayState {
             .add_service(reflection_v1alpha)
             .into_axum_router();
         Ok(GatewayState {
-            signer: TokenSigner::new(&config.signing_key).with_clock_skew(config.clock_skew),
+            authenticator,
             credential: InternalCredential::new(&config.internal_credential),
             upstreams,
             local_grpc,
+            identity_grpc,
+            identity: Arc::new(config.identity.clone()),
             metrics: Arc::default(),
             request_timeout: config.request_timeout,
         })
@@ -99,7 +141,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let state = GatewayState::new(&config)?;
+    let state = GatewayState::new(&config, shutdown.clone()).await?;
     let listener = listener.tap_io(|tcp| {
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");

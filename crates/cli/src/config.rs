@@ -64,6 +64,52 @@ pub struct AuthConfig {
     /// How far ahead of the gateway's clock a token's `iat` or `nbf` may
     /// be, in seconds (clocks of machines drift a little).
     pub clock_skew_secs: u64,
+    /// `builtin` (the gateway keeps users, projects and roles and serves
+    /// the Keystone v3 front door at `/identity`) or `keystone` (tokens
+    /// are an existing Keystone's: see `[auth.keystone]`).
+    pub mode: String,
+    /// Lifetime of tokens from `POST /identity/v3/auth/tokens`, in seconds
+    /// (Keystone's default: an hour).
+    pub identity_token_ttl_secs: u64,
+    pub keystone: KeystoneSection,
+}
+
+/// `[auth.keystone]`: the existing Keystone tokens are validated against
+/// (`auth.mode = "keystone"`), and the service user the gateway asks as.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeystoneSection {
+    /// Keystone's URL, with or without `/v3`.
+    pub url: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub project: String,
+    pub user_domain: String,
+    pub project_domain: String,
+    /// How long a validation is trusted, in seconds (0 = ask every time).
+    pub cache_ttl_secs: u64,
+    /// At most this many validations are cached.
+    pub cache_size: usize,
+    /// Extra CA certificates (PEM) for an https:// Keystone.
+    pub ca_file: String,
+    pub timeout_ms: u64,
+}
+
+impl Default for KeystoneSection {
+    fn default() -> Self {
+        KeystoneSection {
+            url: String::new(),
+            user: "ember".to_owned(),
+            password: None,
+            project: "service".to_owned(),
+            user_domain: "Default".to_owned(),
+            project_domain: "Default".to_owned(),
+            cache_ttl_secs: 60,
+            cache_size: 10_000,
+            ca_file: String::new(),
+            timeout_ms: 5_000,
+        }
+    }
 }
 
 impl Default for AuthConfig {
@@ -73,6 +119,9 @@ impl Default for AuthConfig {
             internal_credential: None,
             token_ttl_secs: 24 * 3600,
             clock_skew_secs: 60,
+            mode: "builtin".to_owned(),
+            identity_token_ttl_secs: 3600,
+            keystone: KeystoneSection::default(),
         }
     }
 }
@@ -85,6 +134,14 @@ pub struct GatewaySection {
     pub lifecycle_hook_url: String,
     pub plugin_registry_url: String,
     pub request_timeout_ms: u64,
+    /// The built-in identity's store. Empty = SQLite at
+    /// `<data_dir>/gateway.db`.
+    pub database_url: String,
+    /// The URL users reach the gateway at (behind a proxy: the proxy's),
+    /// for the service catalog; empty = `http://` and the request's Host.
+    pub public_url: String,
+    /// The region of every catalog endpoint.
+    pub region: String,
 }
 
 impl Default for GatewaySection {
@@ -95,6 +152,9 @@ impl Default for GatewaySection {
             lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
             plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
             request_timeout_ms: 30_000,
+            database_url: String::new(),
+            public_url: String::new(),
+            region: "RegionOne".to_owned(),
         }
     }
 }
@@ -457,6 +517,57 @@ impl Validate for EmberConfig {
         if self.auth.token_ttl_secs == 0 {
             problems.push("auth.token_ttl_secs: must be more than 0".to_owned());
         }
+        if self.auth.identity_token_ttl_secs == 0 {
+            problems.push("auth.identity_token_ttl_secs: must be more than 0".to_owned());
+        }
+        match self.auth.mode.as_str() {
+            "builtin" => {}
+            "keystone" => {
+                let keystone = &self.auth.keystone;
+                if !(keystone.url.starts_with("http://") || keystone.url.starts_with("https://")) {
+                    problems.push(format!(
+                        "auth.keystone.url: {:?} must be Keystone's http:// or https:// URL (auth.mode is keystone)",
+                        keystone.url
+                    ));
+                }
+                if keystone.password.as_deref().unwrap_or_default().is_empty() {
+                    problems.push(
+                        "auth.keystone.password: the service user's password is required (auth.mode is keystone; EMBER_AUTH__KEYSTONE__PASSWORD)"
+                            .to_owned(),
+                    );
+                }
+                for (key, value) in [
+                    ("auth.keystone.user", &keystone.user),
+                    ("auth.keystone.project", &keystone.project),
+                ] {
+                    if value.is_empty() {
+                        problems.push(format!("{key}: must not be empty (auth.mode is keystone)"));
+                    }
+                }
+                if keystone.timeout_ms == 0 {
+                    problems.push("auth.keystone.timeout_ms: must be more than 0".to_owned());
+                }
+                if !keystone.ca_file.is_empty() && !Path::new(&keystone.ca_file).is_file() {
+                    problems.push(format!(
+                        "auth.keystone.ca_file: {:?} is not a readable file",
+                        keystone.ca_file
+                    ));
+                }
+            }
+            other => problems.push(format!("auth.mode: {other:?} must be builtin or keystone")),
+        }
+        if !(self.gateway.public_url.is_empty()
+            || self.gateway.public_url.starts_with("http://")
+            || self.gateway.public_url.starts_with("https://"))
+        {
+            problems.push(format!(
+                "gateway.public_url: {:?} must be an http:// or https:// URL (or empty)",
+                self.gateway.public_url
+            ));
+        }
+        if self.gateway.region.is_empty() {
+            problems.push("gateway.region: must not be empty".to_owned());
+        }
         if !matches!(
             self.engine.plugin_registry_unavailable.as_str(),
             "fail" | "allow"
@@ -496,6 +607,7 @@ impl Validate for EmberConfig {
             }
         }
         for (key, url) in [
+            ("gateway.database_url", &self.gateway.database_url),
             ("engine.database_url", &self.engine.database_url),
             (
                 "lifecycle_hook.database_url",
@@ -649,6 +761,32 @@ impl EmberConfig {
             plugin_registry_url: self.gateway.plugin_registry_url.clone(),
             request_timeout: Duration::from_millis(self.gateway.request_timeout_ms),
             clock_skew: Duration::from_secs(self.auth.clock_skew_secs),
+            auth: if self.auth.mode == "keystone" {
+                let keystone = &self.auth.keystone;
+                ember_api_gateway::AuthMode::Keystone(
+                    ember_api_gateway::identity::keystone::KeystoneConfig {
+                        url: keystone.url.clone(),
+                        user: keystone.user.clone(),
+                        password: keystone.password.clone().unwrap_or_default(),
+                        project: keystone.project.clone(),
+                        user_domain: keystone.user_domain.clone(),
+                        project_domain: keystone.project_domain.clone(),
+                        cache_ttl: Duration::from_secs(keystone.cache_ttl_secs),
+                        cache_size: keystone.cache_size,
+                        ca_file: keystone.ca_file.clone(),
+                        timeout: Duration::from_millis(keystone.timeout_ms),
+                    },
+                )
+            } else {
+                ember_api_gateway::AuthMode::BuiltIn {
+                    database_url: self.database_url(&self.gateway.database_url, "gateway.db"),
+                }
+            },
+            identity: ember_api_gateway::IdentitySettings {
+                public_url: self.gateway.public_url.clone(),
+                region: self.gateway.region.clone(),
+                token_ttl: Duration::from_secs(self.auth.identity_token_ttl_secs),
+            },
         }
     }
 }

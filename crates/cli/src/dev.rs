@@ -291,6 +291,99 @@ fn write_private(path: &Path, value: &impl Serialize) -> Result<(), String> {
             .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
     }
     let text = serde_json::to_string_pretty(value).map_err(|error| error.to_string())?;
+    write_private_text(path, &text)
+}
+
+/// The dev users' passwords, kept in `<data-dir>/dev-identity.json` so
+/// they survive a restart.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DevPasswords {
+    pub admin: String,
+    pub demo: String,
+}
+
+pub const DEV_IDENTITY_FILE: &str = "dev-identity.json";
+/// The `clouds.yaml` `ember dev` writes: clouds `ember` (user demo) and
+/// `ember-admin` (user admin), both in project demo, password auth.
+pub const CLOUDS_FILE: &str = "clouds.yaml";
+
+/// Makes sure the built-in identity has the dev project `demo`, the users
+/// `admin` (roles admin and member) and `demo` (role member) with the
+/// passwords of `dev-identity.json` (made up the first time), and writes
+/// `clouds.yaml` for the gateway at `gateway_addr`. Nothing to do when the
+/// gateway validates tokens against an external Keystone.
+pub async fn seed_dev_identity(
+    config: &EmberConfig,
+    secrets: &Secrets,
+    gateway_addr: SocketAddr,
+) -> Result<Option<DevPasswords>, String> {
+    let ember_api_gateway::AuthMode::BuiltIn { database_url } = config.gateway(secrets).auth else {
+        return Ok(None);
+    };
+    let path = config.data_dir.join(DEV_IDENTITY_FILE);
+    let kept = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<DevPasswords>(&text).ok());
+    let passwords = kept.clone().unwrap_or_else(|| DevPasswords {
+        admin: random_secret()[..20].to_owned(),
+        demo: random_secret()[..20].to_owned(),
+    });
+    let stop = CancellationToken::new();
+    let directory = ember_api_gateway::identity::Directory::open(&database_url, stop.clone())
+        .await
+        .map_err(|error| format!("identity store: {error}"))?;
+    let seeded = async {
+        if directory.find_project(DEV_PROJECT).await.is_err() {
+            directory
+                .create_project(DEV_PROJECT, "Ember's dev project", DEV_PROJECT)
+                .await?;
+        }
+        for (user, password, roles) in [
+            ("admin", &passwords.admin, &["admin", "member"][..]),
+            ("demo", &passwords.demo, &["member"][..]),
+        ] {
+            match directory.find_user(user).await {
+                Ok(_) if kept.is_some() => {}
+                Ok(_) => {
+                    directory.set_password(user, password).await?;
+                }
+                Err(_) => {
+                    directory
+                        .create_user(user, password, user, DEV_PROJECT)
+                        .await?;
+                }
+            }
+            for role in roles {
+                directory.add_role(user, DEV_PROJECT, role).await?;
+            }
+        }
+        Ok::<(), ember_api_gateway::identity::IdentityError>(())
+    }
+    .await;
+    stop.cancel();
+    seeded.map_err(|error| format!("seeding the dev identities: {error}"))?;
+    write_private(&path, &passwords)?;
+    let clouds = clouds_yaml(&format!("http://{gateway_addr}"), &passwords);
+    let clouds_path = config.data_dir.join(CLOUDS_FILE);
+    write_private_text(&clouds_path, &clouds)?;
+    Ok(Some(passwords))
+}
+
+/// A `clouds.yaml` for the gateway at `url`.
+pub fn clouds_yaml(url: &str, passwords: &DevPasswords) -> String {
+    let cloud = |name: &str, user: &str, password: &str| {
+        format!(
+            "  {name}:\n    auth:\n      auth_url: {url}/identity\n      username: {user}\n      password: \"{password}\"\n      project_name: {DEV_PROJECT}\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: RegionOne\n    identity_api_version: 3\n    interface: public\n"
+        )
+    };
+    format!(
+        "# Written by `ember dev`: OS_CLIENT_CONFIG_FILE=<this file> openstack --os-cloud ember stack list\nclouds:\n{}{}",
+        cloud("ember", "demo", &passwords.demo),
+        cloud("ember-admin", "admin", &passwords.admin),
+    )
+}
+
+fn write_private_text(path: &Path, text: &str) -> Result<(), String> {
     let temporary = path.with_extension("tmp");
     std::fs::write(&temporary, text)
         .map_err(|error| format!("cannot write {}: {error}", temporary.display()))?;

@@ -42,6 +42,15 @@ pub mod pluginregistry {
     }
 }
 
+pub mod identity {
+    // Generated code: proto comments are prose for grpcurl readers, not
+    // rustdoc, so clippy's doc lints do not apply.
+    #[allow(clippy::all)]
+    pub mod v1 {
+        tonic::include_proto!("ember.identity.v1");
+    }
+}
+
 pub mod readiness {
     // Generated code: proto comments are prose for grpcurl readers, not
     // rustdoc, so clippy's doc lints do not apply.

@@ -44,6 +44,64 @@ struct Claims {
     /// Not before: tokens Ember issues have none; others may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     nbf: Option<i64>,
+    /// The token's own id, by which it can be revoked.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    jti: String,
+    /// The user's and the project's names, when they differ from the ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    project_name: Option<String>,
+    /// How the token was obtained (Keystone's `methods`: `password`,
+    /// `token`); empty for tokens `ember token issue` minted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    methods: Vec<String>,
+}
+
+/// Everything a token says: the identity, and what a Keystone client is
+/// told of the token itself (its id, names, methods and lifetime).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenDetails {
+    pub identity: Identity,
+    /// The token's id (`jti`), by which it is revoked; tokens minted before
+    /// ids existed have an empty one.
+    pub token_id: String,
+    pub user_name: Option<String>,
+    pub project_name: Option<String>,
+    pub methods: Vec<String>,
+    /// Seconds since the epoch.
+    pub issued_at: i64,
+    pub expires_at: i64,
+}
+
+impl TokenDetails {
+    /// Details for a new token of `identity`, valid from now for `ttl`.
+    pub fn new(identity: Identity, ttl: Duration) -> TokenDetails {
+        let now = chrono::Utc::now().timestamp();
+        let ttl_secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
+        TokenDetails {
+            identity,
+            token_id: new_token_id(),
+            user_name: None,
+            project_name: None,
+            methods: Vec::new(),
+            issued_at: now,
+            expires_at: now.saturating_add(ttl_secs),
+        }
+    }
+}
+
+/// A fresh token id: 22 URL-safe characters (128 random bits), the shape
+/// of Keystone's audit ids.
+pub fn new_token_id() -> String {
+    use rand::RngCore;
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bytes = [0u8; 22];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+        .iter()
+        .map(|byte| char::from(ALPHABET[usize::from(byte & 63)]))
+        .collect()
 }
 
 /// How far ahead of this machine's clock a token's `iat` or `nbf` may be
@@ -88,27 +146,46 @@ impl TokenSigner {
     }
 
     pub fn issue(&self, identity: &Identity, ttl: Duration) -> Result<String, TokenError> {
-        self.issue_at(identity, chrono::Utc::now().timestamp(), ttl)
+        self.issue_details(&TokenDetails::new(identity.clone(), ttl))
     }
 
     /// Issues a token as if it were `now` (seconds since the epoch).
+    #[cfg(test)]
     fn issue_at(&self, identity: &Identity, now: i64, ttl: Duration) -> Result<String, TokenError> {
-        identity.validate().map_err(TokenError::InvalidIdentity)?;
+        let mut details = TokenDetails::new(identity.clone(), ttl);
         let ttl_secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
+        details.issued_at = now;
+        details.expires_at = now.saturating_add(ttl_secs);
+        self.issue_details(&details)
+    }
+
+    /// Issues the token `details` describe.
+    pub fn issue_details(&self, details: &TokenDetails) -> Result<String, TokenError> {
+        let identity = &details.identity;
+        identity.validate().map_err(TokenError::InvalidIdentity)?;
         let claims = Claims {
             sub: identity.user_id.clone(),
             project: identity.project_id.clone(),
             roles: identity.roles.clone(),
             iss: ISSUER.to_owned(),
-            iat: now,
-            exp: now.saturating_add(ttl_secs),
+            iat: details.issued_at,
+            exp: details.expires_at,
             nbf: None,
+            jti: details.token_id.clone(),
+            user_name: details.user_name.clone(),
+            project_name: details.project_name.clone(),
+            methods: details.methods.clone(),
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .map_err(|error| TokenError::Malformed(error.to_string()))
     }
 
     pub fn verify(&self, token: &str) -> Result<Identity, TokenError> {
+        self.verify_details(token).map(|details| details.identity)
+    }
+
+    /// Verifies a token and returns everything it says.
+    pub fn verify_details(&self, token: &str) -> Result<TokenDetails, TokenError> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|error| match error.kind() {
                 JwtErrorKind::ExpiredSignature => TokenError::Expired {
@@ -135,13 +212,22 @@ impl TokenSigner {
                 issued_at: when(data.claims.iat),
             });
         }
+        let claims = data.claims;
         let identity = Identity {
-            user_id: data.claims.sub,
-            project_id: data.claims.project,
-            roles: data.claims.roles,
+            user_id: claims.sub,
+            project_id: claims.project,
+            roles: claims.roles,
         };
         identity.validate().map_err(TokenError::InvalidIdentity)?;
-        Ok(identity)
+        Ok(TokenDetails {
+            identity,
+            token_id: claims.jti,
+            user_name: claims.user_name,
+            project_name: claims.project_name,
+            methods: claims.methods,
+            issued_at: claims.iat,
+            expires_at: claims.exp,
+        })
     }
 }
 
@@ -202,6 +288,24 @@ mod tests {
             .issue(&alice(), Duration::from_secs(60))
             .expect("issued");
         assert_eq!(signer.verify(&token).expect("valid"), alice());
+    }
+
+    #[test]
+    fn a_tokens_details_survive_the_round_trip_and_each_token_has_its_own_id() {
+        let signer = TokenSigner::new("a-signing-key-of-enough-length-000");
+        let mut details = TokenDetails::new(alice(), Duration::from_secs(60));
+        details.user_name = Some("Alice".into());
+        details.project_name = Some("Project A".into());
+        details.methods = vec!["password".into()];
+        let token = signer.issue_details(&details).expect("issued");
+        assert_eq!(signer.verify_details(&token).expect("valid"), details);
+        assert_eq!(details.token_id.len(), 22);
+        let minted = signer
+            .issue(&alice(), Duration::from_secs(60))
+            .expect("issued");
+        let minted = signer.verify_details(&minted).expect("valid");
+        assert_ne!(minted.token_id, details.token_id);
+        assert!(minted.methods.is_empty() && minted.user_name.is_none());
     }
 
     #[test]

@@ -45,15 +45,20 @@ where
         }
         figment = figment.merge(Toml::file_exact(path));
     }
+    let sections = top_level_keys(&T::default());
     let config: T = figment
         .merge(
             Env::prefixed(ENV_PREFIX)
                 .split("__")
-                // EMBER_TEST_* belong to the test suite, EMBER_CONFIG names
-                // the file: neither is a configuration key.
-                .filter(|key| {
+                // Only variables naming a configuration key configure Ember:
+                // others share the prefix for other purposes (EMBER_URL and
+                // EMBER_TOKEN for the client commands, EMBER_TEST_* for the
+                // test suite, EMBER_CONFIG naming the file). A misspelt key
+                // *inside* a section is still an error naming it.
+                .filter(move |key| {
                     let key = key.as_str().to_ascii_lowercase();
-                    !key.starts_with("test_") && key != "config"
+                    let first = key.split('.').next().unwrap_or_default();
+                    sections.iter().any(|section| section == first)
                 }),
         )
         .merge(Serialized::defaults(overrides))
@@ -65,6 +70,14 @@ where
         Ok(config)
     } else {
         Err(ConfigError::Invalid(problems))
+    }
+}
+
+/// The top-level keys of a configuration tree, from its defaults.
+fn top_level_keys<T: Serialize>(defaults: &T) -> Vec<String> {
+    match figment::value::Value::serialize(defaults) {
+        Ok(figment::value::Value::Dict(_, dict)) => dict.into_keys().collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -192,6 +205,26 @@ mod tests {
             .expect_err("invalid")
             .to_string();
         assert!(message.contains("prot"), "{message}");
+    }
+
+    #[test]
+    // figment's Jail dictates the closure's error type.
+    #[allow(clippy::result_large_err)]
+    fn environment_variables_that_are_not_keys_are_left_alone() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("EMBER_URL", "http://127.0.0.1:1");
+            jail.set_env("EMBER_TOKEN", "abc");
+            jail.set_env("EMBER_NAME", "from-env");
+            jail.set_env("EMBER_PORT", "7");
+            let loaded: Sample = load(None, &Flags { name: None }).expect("loads");
+            assert_eq!(loaded.name, "from-env");
+            jail.set_env("EMBER_LOG__FILTRE", "debug");
+            let message = load::<Sample>(None, &Flags { name: None })
+                .expect_err("a misspelt key inside a section")
+                .to_string();
+            assert!(message.contains("filtre"), "{message}");
+            Ok(())
+        });
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod config;
 pub mod database;
 pub mod error;
+pub mod https;
 pub mod identity;
 pub mod protobuf_json;
 pub mod quote;

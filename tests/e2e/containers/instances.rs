@@ -180,8 +180,10 @@ async fn a_container_killed_or_removed_behind_embers_back_shows_up_with_the_reas
     let (status, body) = lock(&ember, &token, &uuid, json!({"target": true})).await;
     assert_eq!(status, 202, "{body}");
     engine.remove_behind_the_back(&name).await;
+    // `rm -f` stops the container first: the engine may report it died
+    // (SIGTERM) before it reports it gone, so wait for the final state.
     let removed = wait_instance(&ember, &token, &uuid, "ERROR (removed)", |instance| {
-        instance["status"] == "ERROR"
+        instance["status"] == "ERROR" && instance["power_state"] == "nostate"
     })
     .await;
     assert_eq!(

@@ -4,6 +4,7 @@
 
 mod clustering;
 mod compute;
+pub mod identity;
 pub mod orchestration;
 
 use std::sync::atomic::Ordering;
@@ -20,7 +21,6 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 use crate::GatewayState;
-use crate::auth::authenticate;
 use crate::error::RestError;
 
 pub fn router(state: GatewayState) -> Router {
@@ -32,6 +32,12 @@ pub fn router(state: GatewayState) -> Router {
             axum::routing::post(orchestration::resources::signal_url)
                 .put(orchestration::resources::signal_url),
         )
+        .route("/orchestration", get(orchestration::versions))
+        .route("/orchestration/", get(orchestration::versions))
+        .route("/clustering", get(clustering::versions))
+        .route("/clustering/", get(clustering::versions))
+        .route("/clustering/v1/", get(clustering::version))
+        .merge(identity_routes(&state))
         .nest("/orchestration/v1/{project_id}", orchestration::routes())
         .nest("/compute/v1", compute::routes())
         .nest(clustering::PREFIX, clustering::routes())
@@ -45,6 +51,15 @@ pub fn router(state: GatewayState) -> Router {
             state.request_timeout,
         ))
         .with_state(state)
+}
+
+/// The Keystone front door, when this gateway keeps the identity.
+fn identity_routes(state: &GatewayState) -> Router<GatewayState> {
+    if state.authenticator.directory().is_some() {
+        identity::routes()
+    } else {
+        Router::new()
+    }
 }
 
 /// Counts answers whose call to an internal service failed on the way.
@@ -76,14 +91,17 @@ impl FromRequestParts<GatewayState> for Authenticated {
         state: &GatewayState,
     ) -> Result<Self, RestError> {
         state.metrics.rest_requests.fetch_add(1, Ordering::Relaxed);
-        authenticate(&state.signer, &parts.headers)
+        state
+            .authenticator
+            .authenticate(&parts.headers)
+            .await
             .map(Authenticated)
             .map_err(|error| {
                 state
                     .metrics
                     .unauthenticated
                     .fetch_add(1, Ordering::Relaxed);
-                RestError::new(ErrorKind::Unauthenticated, error.to_string())
+                RestError::new(error.kind(), error.to_string())
             })
     }
 }

@@ -3,6 +3,7 @@
 
 mod cluster;
 mod hook;
+mod identity;
 mod instance;
 mod plugin;
 pub(crate) mod plugin_bench;
@@ -70,6 +71,9 @@ pub enum Command {
     /// Project quotas: show, set (admin)
     #[command(subcommand)]
     Quota(quota::QuotaCommand),
+    /// The built-in identity (admin): projects, users, role assignments
+    #[command(subcommand)]
+    Identity(identity::IdentityCommand),
     /// Health probes for containers
     #[command(subcommand)]
     Probe(probe::ProbeCommand),
@@ -92,6 +96,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Plugin(command) => plugin::run(command).await,
         Command::Hook(command) => hook::run(command).await,
         Command::Quota(command) => quota::run(command).await,
+        Command::Identity(command) => identity::run(command).await,
         Command::Probe(command) => probe::run(command).await,
         Command::Bench(command) => crate::bench::run(command).await,
     }

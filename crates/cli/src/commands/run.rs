@@ -57,12 +57,16 @@ pub async fn dev(config_file: Option<&Path>, args: DevArgs) -> Result<(), String
         ),
         ember_engine::compute::DriverConfig::Simulated(_) => "simulated".to_owned(),
     };
-    let running = RunningEmber::start(config, secrets).await?;
+    let running = RunningEmber::start(config.clone(), secrets).await?;
     ember_runtime::shutdown::cancel_on_signal(running.shutdown.clone());
 
     let credentials = DevCredentials::mint(running.gateway_addr, &running.secrets, token_ttl)?;
     credentials.write(&data_dir)?;
+    let passwords = dev::seed_dev_identity(&config, &running.secrets, running.gateway_addr).await?;
     print_banner(&running, &credentials, &data_dir, &compute);
+    if let Some(passwords) = passwords {
+        print_identity(&running, &passwords, &data_dir);
+    }
     running.wait().await
 }
 
@@ -106,6 +110,19 @@ fn print_banner(
     );
     println!("     grpcurl -plaintext {gateway} list");
     println!("Stop with Ctrl-C.");
+}
+
+fn print_identity(running: &RunningEmber, passwords: &dev::DevPasswords, data_dir: &Path) {
+    let gateway = running.gateway_addr;
+    println!();
+    println!("Keystone v3 at http://{gateway}/identity (domain Default, project demo):");
+    println!("  user admin  password {}", passwords.admin);
+    println!("  user demo   password {}", passwords.demo);
+    let clouds = data_dir.join(dev::CLOUDS_FILE);
+    println!(
+        "  OS_CLIENT_CONFIG_FILE={} openstack --os-cloud ember stack list",
+        clouds.display()
+    );
 }
 
 pub async fn serve(config_file: Option<&Path>, args: ServeArgs) -> Result<(), String> {

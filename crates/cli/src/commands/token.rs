@@ -49,6 +49,14 @@ pub fn run(config_file: Option<&Path>, command: TokenCommand) -> Result<(), Stri
             // it is the one kept in its data directory.
             let secrets = crate::dev::dev_secrets(&config)?;
             let ttl = ttl.unwrap_or(Duration::from_secs(config.auth.token_ttl_secs));
+            // Revoking a user's or project's tokens is remembered this long.
+            let longest = ember_api_gateway::identity::MAX_TOKEN_LIFETIME;
+            if ttl > longest {
+                return Err(format!(
+                    "--ttl: at most {} days (a token must not outlive the revocations of its user or project)",
+                    longest.as_secs() / 86_400
+                ));
+            }
             let identity = Identity::new(user, project, roles);
             let token = TokenSigner::new(&secrets.signing_key)
                 .issue(&identity, ttl)

@@ -38,6 +38,8 @@ use serde_json::{Map, Value};
 use crate::GatewayState;
 use crate::error::RestError;
 
+pub use version::{list_versions as versions, show_version as version};
+
 pub fn routes() -> Router<GatewayState> {
     Router::new()
         .route("/", get(version::show_version))

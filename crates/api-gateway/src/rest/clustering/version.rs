@@ -35,7 +35,18 @@ fn description() -> Value {
     })
 }
 
-/// `GET /clustering/v1`: `{"version": {…}}`, no token needed.
+/// `GET /clustering` and `/clustering/`: 300 `{"versions": [{…}]}`, as
+/// Senlin's root answers — what clients probe when the catalog gives the
+/// unversioned endpoint. No token needed.
+pub async fn list_versions() -> (http::StatusCode, Json<Value>) {
+    (
+        http::StatusCode::MULTIPLE_CHOICES,
+        Json(json!({ "versions": [description()] })),
+    )
+}
+
+/// `GET /clustering/v1` (and `/clustering/v1/`): `{"version": {…}}`, no
+/// token needed.
 pub async fn show_version() -> Json<Value> {
     Json(json!({ "version": description() }))
 }
@@ -43,6 +54,17 @@ pub async fn show_version() -> Json<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_root_lists_the_one_version() {
+        let (status, Json(document)) = list_versions().await;
+        assert_eq!(status, http::StatusCode::MULTIPLE_CHOICES);
+        assert_eq!(document["versions"][0]["id"], "1.0");
+        assert_eq!(
+            document["versions"][0]["links"][0]["href"],
+            "/clustering/v1"
+        );
+    }
 
     #[tokio::test]
     async fn the_version_document_names_this_prefix_and_the_microversion_range() {

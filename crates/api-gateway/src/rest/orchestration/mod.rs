@@ -56,6 +56,29 @@ const LOOKUP_SUBPATHS_GET: &[&str] = &[
 /// The ones `POST` redirects (only `actions` has a POST handler behind it).
 const LOOKUP_SUBPATHS_POST: &[&str] = &["resources", "events", "template", "actions"];
 
+/// `GET /orchestration` and `/orchestration/`: Heat's root, 300 with its
+/// one API version (`v1.0`, at `/orchestration/v1/`), no token needed.
+pub async fn versions(State(state): State<GatewayState>, headers: http::HeaderMap) -> Response {
+    let base = if state.identity.public_url.is_empty() {
+        headers
+            .get(http::header::HOST)
+            .and_then(|host| host.to_str().ok())
+            .map(|host| format!("http://{host}"))
+            .unwrap_or_default()
+    } else {
+        state.identity.public_url.trim_end_matches('/').to_owned()
+    };
+    (
+        http::StatusCode::MULTIPLE_CHOICES,
+        axum::Json(serde_json::json!({"versions": [{
+            "id": "v1.0",
+            "status": "CURRENT",
+            "links": [{"rel": "self", "href": format!("{base}/orchestration/v1/")}],
+        }]})),
+    )
+        .into_response()
+}
+
 pub fn routes() -> Router<GatewayState> {
     let mut router = Router::new()
         .route(

@@ -1,0 +1,338 @@
+//! `ember identity …`: the built-in identity behind the Keystone v3 front
+//! door — projects, users (with passwords) and role assignments. Admins
+//! only; under `ember dev` these act as the dev admin.
+
+use ember_proto::identity::v1 as pb;
+use ember_proto::identity::v1::identity_admin_service_client::IdentityAdminServiceClient;
+
+use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum IdentityCommand {
+    /// Projects: create, list, delete
+    #[command(subcommand)]
+    Project(ProjectCommand),
+    /// Users: create (with a password), list, delete, password
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Role assignments: add, remove, list
+    #[command(subcommand)]
+    Role(RoleCommand),
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ProjectCommand {
+    /// Create a project: `ember identity project create NAME`
+    Create {
+        name: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// The project's id [default: generated, 32 hex digits]
+        #[arg(long, default_value = "")]
+        id: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List projects
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Delete a project (by name or id) and its role assignments; its tokens stop working
+    Delete {
+        project: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum UserCommand {
+    /// Create a user: `ember identity user create NAME --password PW`
+    Create {
+        name: String,
+        /// At least 8 characters (or set EMBER_IDENTITY_PASSWORD)
+        #[arg(long, env = "EMBER_IDENTITY_PASSWORD", hide_env_values = true)]
+        password: String,
+        /// The project a token request without a scope gets
+        #[arg(long, default_value = "")]
+        project: String,
+        /// The user's id [default: generated, 32 hex digits]
+        #[arg(long, default_value = "")]
+        id: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List users
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Delete a user (by name or id); its tokens stop working
+    Delete {
+        user: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Set a user's password; its tokens stop working
+    Password {
+        user: String,
+        #[arg(long, env = "EMBER_IDENTITY_PASSWORD", hide_env_values = true)]
+        password: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RoleCommand {
+    /// Give USER the role ROLE on PROJECT: `ember identity role add USER PROJECT ROLE`
+    Add {
+        user: String,
+        project: String,
+        role: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Take a role away; the user's tokens for the project stop working
+    Remove {
+        user: String,
+        project: String,
+        role: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List role assignments (of one user and/or project)
+    List {
+        #[arg(long, default_value = "")]
+        user: String,
+        #[arg(long, default_value = "")]
+        project: String,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+}
+
+fn when(timestamp: Option<&prost_types::Timestamp>) -> String {
+    timestamp
+        .and_then(|time| {
+            chrono::DateTime::from_timestamp(time.seconds, u32::try_from(time.nanos).unwrap_or(0))
+        })
+        .map(|time| time.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
+}
+
+async fn admin(
+    connect: &ConnectArgs,
+) -> Result<
+    (
+        IdentityAdminServiceClient<tonic::transport::Channel>,
+        Client,
+    ),
+    String,
+> {
+    let client = Client::connect(connect, DevIdentity::Admin).await?;
+    Ok((
+        IdentityAdminServiceClient::new(client.channel.clone()),
+        client,
+    ))
+}
+
+pub async fn run(command: IdentityCommand) -> Result<(), String> {
+    match command {
+        IdentityCommand::Project(command) => project(command).await,
+        IdentityCommand::User(command) => user(command).await,
+        IdentityCommand::Role(command) => role(command).await,
+    }
+}
+
+async fn project(command: ProjectCommand) -> Result<(), String> {
+    match command {
+        ProjectCommand::Create {
+            name,
+            description,
+            id,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            let project = service
+                .create_project(client.request(pb::CreateProjectRequest {
+                    name,
+                    description,
+                    id,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!("project {} created (id {})", project.name, project.id);
+        }
+        ProjectCommand::List { connect } => {
+            let (mut service, client) = admin(&connect).await?;
+            let projects = service
+                .list_projects(client.request(pb::ListProjectsRequest {})?)
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .projects;
+            let rows: Vec<Vec<String>> = projects
+                .iter()
+                .map(|project| {
+                    vec![
+                        project.name.clone(),
+                        project.id.clone(),
+                        when(project.created_at.as_ref()),
+                        project.description.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["NAME", "ID", "CREATED", "DESCRIPTION"], &rows);
+        }
+        ProjectCommand::Delete { project, connect } => {
+            let (mut service, client) = admin(&connect).await?;
+            service
+                .delete_project(client.request(pb::DeleteProjectRequest {
+                    project: project.clone(),
+                })?)
+                .await
+                .map_err(describe)?;
+            println!("project {project} deleted");
+        }
+    }
+    Ok(())
+}
+
+async fn user(command: UserCommand) -> Result<(), String> {
+    match command {
+        UserCommand::Create {
+            name,
+            password,
+            project,
+            id,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            let user = service
+                .create_user(client.request(pb::CreateUserRequest {
+                    name,
+                    password,
+                    id,
+                    default_project: project,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            println!("user {} created (id {})", user.name, user.id);
+        }
+        UserCommand::List { connect } => {
+            let (mut service, client) = admin(&connect).await?;
+            let users = service
+                .list_users(client.request(pb::ListUsersRequest {})?)
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .users;
+            let rows: Vec<Vec<String>> = users
+                .iter()
+                .map(|user| {
+                    vec![
+                        user.name.clone(),
+                        user.id.clone(),
+                        user.default_project_id.clone(),
+                        when(user.created_at.as_ref()),
+                    ]
+                })
+                .collect();
+            print_table(&["NAME", "ID", "DEFAULT PROJECT", "CREATED"], &rows);
+        }
+        UserCommand::Delete { user, connect } => {
+            let (mut service, client) = admin(&connect).await?;
+            service
+                .delete_user(client.request(pb::DeleteUserRequest { user: user.clone() })?)
+                .await
+                .map_err(describe)?;
+            println!("user {user} deleted");
+        }
+        UserCommand::Password {
+            user,
+            password,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            service
+                .set_password(client.request(pb::SetPasswordRequest {
+                    user: user.clone(),
+                    password,
+                })?)
+                .await
+                .map_err(describe)?;
+            println!("password of {user} changed; its earlier tokens no longer work");
+        }
+    }
+    Ok(())
+}
+
+async fn role(command: RoleCommand) -> Result<(), String> {
+    match command {
+        RoleCommand::Add {
+            user,
+            project,
+            role,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            service
+                .add_role(client.request(pb::RoleAssignment {
+                    user: user.clone(),
+                    project: project.clone(),
+                    role: role.clone(),
+                })?)
+                .await
+                .map_err(describe)?;
+            println!("{user} has role {role} on project {project}");
+        }
+        RoleCommand::Remove {
+            user,
+            project,
+            role,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            service
+                .remove_role(client.request(pb::RoleAssignment {
+                    user: user.clone(),
+                    project: project.clone(),
+                    role: role.clone(),
+                })?)
+                .await
+                .map_err(describe)?;
+            println!("{user} no longer has role {role} on project {project}");
+        }
+        RoleCommand::List {
+            user,
+            project,
+            connect,
+        } => {
+            let (mut service, client) = admin(&connect).await?;
+            let assignments = service
+                .list_role_assignments(
+                    client.request(pb::ListRoleAssignmentsRequest { user, project })?,
+                )
+                .await
+                .map_err(describe)?
+                .into_inner()
+                .assignments;
+            let rows: Vec<Vec<String>> = assignments
+                .iter()
+                .map(|assignment| {
+                    vec![
+                        assignment.user.clone(),
+                        assignment.project.clone(),
+                        assignment.role.clone(),
+                    ]
+                })
+                .collect();
+            print_table(&["USER", "PROJECT", "ROLE"], &rows);
+        }
+    }
+    Ok(())
+}
