@@ -12,6 +12,7 @@ mod gateway_rest;
 mod grpcurl;
 mod health;
 mod hostile;
+mod identity;
 mod instances;
 mod internal_services;
 mod orchestration;

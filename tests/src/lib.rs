@@ -14,6 +14,9 @@ pub mod containers;
 
 pub struct TestEmber {
     pub running: RunningEmber,
+    /// The configuration it was started with (ephemeral ports resolved by
+    /// the running services, not here).
+    pub config: ember::config::EmberConfig,
     pub credentials: DevCredentials,
     pub http: reqwest::Client,
     pub data_dir: tempfile::TempDir,
@@ -34,7 +37,7 @@ impl TestEmber {
         let data_dir = tempfile::tempdir().expect("temporary data dir");
         let (mut config, secrets) = ember::dev::ephemeral_config(data_dir.path());
         configure(&mut config);
-        let running = RunningEmber::start(config, secrets.clone())
+        let running = RunningEmber::start(config.clone(), secrets.clone())
             .await
             .expect("ember starts");
         let credentials =
@@ -42,6 +45,7 @@ impl TestEmber {
                 .expect("tokens");
         let ember = TestEmber {
             running,
+            config,
             credentials,
             http: reqwest::Client::new(),
             data_dir,
@@ -64,6 +68,21 @@ impl TestEmber {
         )
         .await;
         ember
+    }
+
+    /// Seeds the built-in identity as `ember dev` does (project demo,
+    /// users admin and demo with passwords) and writes `clouds.yaml` into
+    /// the data dir; returns the passwords.
+    pub async fn seed_identity(&self) -> ember::dev::DevPasswords {
+        ember::dev::seed_dev_identity(&self.config, self.secrets(), self.running.gateway_addr)
+            .await
+            .expect("dev identities seeded")
+            .expect("the built-in identity")
+    }
+
+    /// The `clouds.yaml` [`TestEmber::seed_identity`] wrote.
+    pub fn clouds_yaml(&self) -> std::path::PathBuf {
+        self.data_dir.path().join(ember::dev::CLOUDS_FILE)
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -47,6 +47,11 @@ struct Claims {
     /// The token's own id, by which it can be revoked.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     jti: String,
+    /// `iat` in milliseconds: a revocation of a user's tokens "issued up
+    /// to now" must not catch the token issued a moment later in the same
+    /// second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iat_ms: Option<i64>,
     /// The user's and the project's names, when they differ from the ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     user_name: Option<String>,
@@ -71,13 +76,16 @@ pub struct TokenDetails {
     pub methods: Vec<String>,
     /// Seconds since the epoch.
     pub issued_at: i64,
+    /// Milliseconds since the epoch (tokens without it: `issued_at` × 1000).
+    pub issued_at_ms: i64,
     pub expires_at: i64,
 }
 
 impl TokenDetails {
     /// Details for a new token of `identity`, valid from now for `ttl`.
     pub fn new(identity: Identity, ttl: Duration) -> TokenDetails {
-        let now = chrono::Utc::now().timestamp();
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now = now_ms.div_euclid(1000);
         let ttl_secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
         TokenDetails {
             identity,
@@ -86,6 +94,7 @@ impl TokenDetails {
             project_name: None,
             methods: Vec::new(),
             issued_at: now,
+            issued_at_ms: now_ms,
             expires_at: now.saturating_add(ttl_secs),
         }
     }
@@ -155,6 +164,7 @@ impl TokenSigner {
         let mut details = TokenDetails::new(identity.clone(), ttl);
         let ttl_secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
         details.issued_at = now;
+        details.issued_at_ms = now.saturating_mul(1000);
         details.expires_at = now.saturating_add(ttl_secs);
         self.issue_details(&details)
     }
@@ -172,6 +182,7 @@ impl TokenSigner {
             exp: details.expires_at,
             nbf: None,
             jti: details.token_id.clone(),
+            iat_ms: Some(details.issued_at_ms),
             user_name: details.user_name.clone(),
             project_name: details.project_name.clone(),
             methods: details.methods.clone(),
@@ -226,6 +237,10 @@ impl TokenSigner {
             project_name: claims.project_name,
             methods: claims.methods,
             issued_at: claims.iat,
+            issued_at_ms: claims
+                .iat_ms
+                .filter(|ms| ms.div_euclid(1000) == claims.iat)
+                .unwrap_or(claims.iat.saturating_mul(1000)),
             expires_at: claims.exp,
         })
     }

@@ -65,7 +65,7 @@ pub struct Assignment {
 }
 
 /// One token (by id), or every token of a user and/or a project issued at
-/// or before `issued_before` (seconds since the epoch).
+/// or before `issued_before` (milliseconds since the epoch).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Revocation {
     pub id: i64,
@@ -85,7 +85,7 @@ impl Revocation {
         if self.user_id.is_none() && self.project_id.is_none() {
             return false;
         }
-        details.issued_at <= self.issued_before
+        details.issued_at_ms <= self.issued_before
             && self
                 .user_id
                 .as_ref()
@@ -545,7 +545,8 @@ mod tests {
             Identity::new(user, project, vec!["member".into()]),
             Duration::from_secs(60),
         );
-        details.issued_at = issued_at;
+        details.issued_at = issued_at / 1000;
+        details.issued_at_ms = issued_at;
         details
     }
 

@@ -495,7 +495,7 @@ async fn insert_revocation(
                 token_id.map(str::to_owned).into(),
                 user_id.map(str::to_owned).into(),
                 project_id.map(str::to_owned).into(),
-                Utc::now().timestamp().into(),
+                Utc::now().timestamp_millis().into(),
                 expires_at.into(),
             ],
         ))

@@ -1,6 +1,6 @@
 //! Projects, users (with argon2 password hashes, never the password), role
 //! assignments, and revocations: one token by its id, or every token of a
-//! user and/or project issued up to a moment (what losing a role, a
+//! user and/or project issued up to a moment (in milliseconds) (what losing a role, a
 //! password change or a deletion revokes, as Keystone's revocation events).
 
 use sea_orm_migration::prelude::*;
