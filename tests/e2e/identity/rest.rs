@@ -618,7 +618,6 @@ async fn a_token_revoked_on_one_gateway_replica_is_refused_by_the_other() {
         "the second gateway to serve",
         Duration::from_secs(10),
         || {
-            let on_second = on_second.clone();
             let token = token.clone();
             async move { on_second(token).await == Some(StatusCode::OK) }
         },
@@ -638,7 +637,6 @@ async fn a_token_revoked_on_one_gateway_replica_is_refused_by_the_other() {
         "the second replica to refuse the token",
         Duration::from_secs(5),
         || {
-            let on_second = on_second.clone();
             let token = token.clone();
             async move { on_second(token).await == Some(StatusCode::UNAUTHORIZED) }
         },
