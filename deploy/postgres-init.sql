@@ -2,3 +2,4 @@
 CREATE DATABASE engine;
 CREATE DATABASE lifecycle_hook;
 CREATE DATABASE plugin_registry;
+CREATE DATABASE gateway;

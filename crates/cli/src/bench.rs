@@ -16,6 +16,7 @@ use crate::dev::{DevCredentials, RunningEmber};
 
 mod compute;
 mod hooks;
+mod identity;
 mod instances;
 pub mod invariants;
 mod load;
@@ -122,6 +123,18 @@ pub enum BenchCommand {
         #[arg(long, default_value = compute::DEFAULT_IMAGE)]
         image: String,
     },
+    /// The Keystone front door: POST /identity/v3/auth/tokens, and what token validation adds per request (built-in, and keystone mode against a real Keystone with a warm cache)
+    Identity {
+        /// Tokens issued (measured)
+        #[arg(long, default_value_t = 200)]
+        tokens: usize,
+        /// Measured validations and REST calls per case
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        /// Python of a venv with Keystone (tests/keystone/setup.sh) [default: target/test-tools/keystone-venv/bin/python when present]
+        #[arg(long)]
+        keystone_python: Option<std::path::PathBuf>,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -179,6 +192,18 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
                 nodes: nodes.max(1),
                 docker_host,
                 image,
+            })
+            .await
+        }
+        BenchCommand::Identity {
+            tokens,
+            calls,
+            keystone_python,
+        } => {
+            identity::run(identity::IdentityBench {
+                tokens: tokens.max(10),
+                calls: calls.max(10),
+                keystone_python,
             })
             .await
         }
