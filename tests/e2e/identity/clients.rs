@@ -243,3 +243,135 @@ async fn openstacksdk_connects_with_the_generated_clouds_yaml() {
     );
     ember.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openstack_stack_snapshots_and_export_through_the_cli() {
+    let ember = TestEmber::start().await;
+    ember.seed_identity().await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("word.yaml"),
+        "heat_template_version: 2018-08-31\nresources:\n  word: {type: OS::Heat::RandomString}\noutputs:\n  word: {value: {get_attr: [word, value]}}\n",
+    )
+    .expect("template");
+    openstack(
+        &ember,
+        dir.path(),
+        &["stack", "create", "-t", "word.yaml", "snapped", "--wait"],
+    )
+    .await;
+    let word = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "stack",
+            "output",
+            "show",
+            "snapped",
+            "word",
+            "-f",
+            "value",
+            "-c",
+            "output_value",
+        ],
+    )
+    .await;
+    let created = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "stack", "snapshot", "create", "snapped", "--name", "first", "-f", "value", "-c", "id",
+        ],
+    )
+    .await;
+    let snapshot_id = created.trim().to_owned();
+    assert_eq!(snapshot_id.len(), 36, "{created}");
+    let listed = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "stack", "snapshot", "list", "snapped", "-f", "value", "-c", "id", "-c", "name", "-c",
+            "status",
+        ],
+    )
+    .await;
+    assert!(
+        listed.contains(&format!("{snapshot_id} first COMPLETE")),
+        "{listed}"
+    );
+    let shown = openstack(
+        &ember,
+        dir.path(),
+        &["stack", "snapshot", "show", "snapped", &snapshot_id],
+    )
+    .await;
+    assert!(
+        shown.contains(word.trim()),
+        "the snapshot holds the word: {shown}"
+    );
+    openstack(
+        &ember,
+        dir.path(),
+        &["stack", "snapshot", "restore", "snapped", &snapshot_id],
+    )
+    .await;
+    ember_tests::wait_for("the restore", std::time::Duration::from_secs(30), || {
+        let ember = &ember;
+        let dir = dir.path();
+        async move {
+            openstack(
+                ember,
+                dir,
+                &[
+                    "stack",
+                    "show",
+                    "snapped",
+                    "-f",
+                    "value",
+                    "-c",
+                    "stack_status",
+                ],
+            )
+            .await
+            .trim()
+                == "RESTORE_COMPLETE"
+        }
+    })
+    .await;
+    openstack(
+        &ember,
+        dir.path(),
+        &[
+            "stack",
+            "export",
+            "snapped",
+            "--output-file",
+            "snapped.json",
+        ],
+    )
+    .await;
+    let exported: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("snapped.json")).expect("exported file"),
+    )
+    .expect("json");
+    assert_eq!(
+        exported["resources"]["word"]["attributes"]["value"],
+        word.trim()
+    );
+    openstack(
+        &ember,
+        dir.path(),
+        &["stack", "snapshot", "delete", "snapped", &snapshot_id],
+    )
+    .await;
+    let listed = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "stack", "snapshot", "list", "snapped", "-f", "value", "-c", "id",
+        ],
+    )
+    .await;
+    assert!(!listed.contains(&snapshot_id), "{listed}");
+    ember.stop().await;
+}

@@ -177,3 +177,57 @@ async fn bad_delay_and_chain_properties_are_refused() {
     );
     ember.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_gives_the_abandon_data_and_the_stack_stays() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack = create(
+        &heat,
+        "exported",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"word": {"type": "OS::Heat::RandomString", "properties": {"length": 12}}},
+            "outputs": {"word": {"value": {"get_attr": ["word", "value"]}}},
+        }),
+    )
+    .await;
+    heat.wait_until_settled(&stack).await;
+    let word = output(&heat, &stack, "word").await;
+    let exported = heat.get(&format!("{stack}/export")).await;
+    assert_eq!(exported.status, StatusCode::OK, "{exported:?}");
+    let data = &exported.body;
+    assert_eq!(data["name"], "exported");
+    assert_eq!(data["status"], "COMPLETE");
+    assert_eq!(
+        data["template"]["resources"]["word"]["type"],
+        "OS::Heat::RandomString"
+    );
+    let resource = &data["resources"]["word"];
+    assert_eq!(resource["type"], "OS::Heat::RandomString");
+    assert!(resource["resource_id"].is_string(), "{resource}");
+    assert_eq!(resource["attributes"]["value"], word, "{resource}");
+    // The stack is still there, unchanged.
+    let shown = heat.get(&stack).await;
+    assert_eq!(shown.status, StatusCode::OK);
+    assert_eq!(shown.body["stack"]["stack_status"], "CREATE_COMPLETE");
+    // Another project cannot export it; an unknown stack is 404.
+    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let id = stack.rsplit('/').next().expect("id");
+    let refused = other.get(&format!("/stacks/exported/{id}/export")).await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{refused:?}");
+    let missing = heat
+        .get("/stacks/missing/01a20000-0000-7000-8000-000000000000/export")
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    ember.stop().await;
+}
+
+fn other_token(ember: &TestEmber) -> String {
+    ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
+        .issue(
+            &ember_runtime::Identity::new("eve", "other", vec!["member".into()]),
+            Duration::from_secs(600),
+        )
+        .expect("token")
+}

@@ -11,6 +11,7 @@ mod locks;
 mod policy_plugin;
 mod rest_errors;
 mod rest_flow;
+mod snapshots;
 mod software;
 mod wait_conditions;
 

@@ -187,7 +187,13 @@ async fn keystone_mode(python: &std::path::Path, calls: usize) -> Result<(), Str
     .map_err(|error| error.to_string())?;
     let described: Value =
         serde_json::from_str(&line).map_err(|error| format!("Keystone did not start: {error}"))?;
-    let text = |pointer: &str| described.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |pointer: &str| {
+        described
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let keystone = KeystoneConfig {
         url: text("/url"),
         user: text("/service/user"),
@@ -203,7 +209,11 @@ async fn keystone_mode(python: &std::path::Path, calls: usize) -> Result<(), Str
     let http = reqwest::Client::new();
     let response = http
         .post(format!("{}/auth/tokens?nocatalog", keystone.url))
-        .json(&password_body(&text("/demo/user"), &text("/demo/password"), &text("/demo/project")))
+        .json(&password_body(
+            &text("/demo/user"),
+            &text("/demo/password"),
+            &text("/demo/project"),
+        ))
         .send()
         .await
         .map_err(|error| error.to_string())?;
@@ -216,7 +226,10 @@ async fn keystone_mode(python: &std::path::Path, calls: usize) -> Result<(), Str
     let project = text("/demo/project_id");
 
     let validator = KeystoneValidator::new(keystone.clone())?;
-    validator.validate(&token).await.map_err(|error| error.to_string())?;
+    validator
+        .validate(&token)
+        .await
+        .map_err(|error| error.to_string())?;
     let warm = time_calls(calls, || validator.validate(&token)).await?;
     println!(
         "  keystone mode, warm cache, in-process: p50 {:.1} µs   p99 {:.1} µs",
@@ -238,7 +251,10 @@ async fn keystone_mode(python: &std::path::Path, calls: usize) -> Result<(), Str
             Duration::from_secs(3600),
         )
         .map_err(|error| error.to_string())?;
-    let stacks = format!("http://{}/orchestration/v1/{project}/stacks", running.gateway_addr);
+    let stacks = format!(
+        "http://{}/orchestration/v1/{project}/stacks",
+        running.gateway_addr
+    );
     let get = |token: String| {
         let http = http.clone();
         let stacks = stacks.clone();

@@ -11,4 +11,6 @@ pub mod template;
 pub mod wait_condition;
 
 pub use resource::{Event, Resource};
-pub use stack::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction, StackDefinition};
+pub use stack::{
+    ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction, StackDefinition, StackSnapshot,
+};

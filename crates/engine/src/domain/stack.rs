@@ -18,10 +18,14 @@ pub enum StackAction {
     Abandon,
     Lock,
     Unlock,
+    /// Heat's snapshot: the stack's data saved, nothing changed.
+    Snapshot,
+    /// Heat's restore: an update back to a snapshot.
+    Restore,
 }
 
 impl StackAction {
-    pub const ALL: [StackAction; 12] = [
+    pub const ALL: [StackAction; 14] = [
         StackAction::Init,
         StackAction::Create,
         StackAction::Update,
@@ -34,6 +38,8 @@ impl StackAction {
         StackAction::Abandon,
         StackAction::Lock,
         StackAction::Unlock,
+        StackAction::Snapshot,
+        StackAction::Restore,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +56,8 @@ impl StackAction {
             StackAction::Abandon => "ABANDON",
             StackAction::Lock => "LOCK",
             StackAction::Unlock => "UNLOCK",
+            StackAction::Snapshot => "SNAPSHOT",
+            StackAction::Restore => "RESTORE",
         }
     }
 
@@ -223,4 +231,21 @@ mod tests {
             assert_eq!(ActionStatus::parse(status.as_str()), Some(status));
         }
     }
+}
+
+/// A stack's data at one moment (Heat's snapshot): what restore brings the
+/// stack back to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackSnapshot {
+    pub id: Uuid,
+    pub stack_id: Uuid,
+    pub project_id: String,
+    pub name: String,
+    /// `COMPLETE`, or `FAILED` with the reason.
+    pub status: String,
+    pub status_reason: String,
+    /// The stack's definition and its resources' state, as export gives
+    /// them.
+    pub data: serde_json::Value,
+    pub created_at: DateTime<Utc>,
 }

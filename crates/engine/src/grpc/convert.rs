@@ -42,6 +42,8 @@ pub fn action_to_proto(action: StackAction) -> pb::StackAction {
         StackAction::Abandon => pb::StackAction::Abandon,
         StackAction::Lock => pb::StackAction::Lock,
         StackAction::Unlock => pb::StackAction::Unlock,
+        StackAction::Snapshot => pb::StackAction::Snapshot,
+        StackAction::Restore => pb::StackAction::Restore,
     }
 }
 

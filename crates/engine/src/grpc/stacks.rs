@@ -272,6 +272,87 @@ impl pb::stack_service_server::StackService for StackHandler {
         }))
     }
 
+    async fn export_stack(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let data = self
+            .operations
+            .export_stack(&identity, &request.get_ref().stack)
+            .await?;
+        Ok(Response::new(pb::AbandonStackResponse {
+            data: Some(value_to_struct(&data)),
+        }))
+    }
+
+    async fn create_snapshot(
+        &self,
+        request: Request<pb::CreateSnapshotRequest>,
+    ) -> Result<Response<pb::StackSnapshot>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let snapshot = self
+            .operations
+            .snapshot_stack(&identity, &request.stack, &request.name)
+            .await?;
+        tracing::info!(stack_id = %snapshot.stack_id, snapshot_id = %snapshot.id, "stack snapshot saved");
+        Ok(Response::new(snapshot_to_proto(&snapshot)))
+    }
+
+    async fn list_snapshots(
+        &self,
+        request: Request<pb::GetStackRequest>,
+    ) -> Result<Response<pb::ListSnapshotsResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let snapshots = self
+            .operations
+            .list_snapshots(&identity, &request.get_ref().stack)
+            .await?;
+        Ok(Response::new(pb::ListSnapshotsResponse {
+            snapshots: snapshots.iter().map(snapshot_to_proto).collect(),
+        }))
+    }
+
+    async fn get_snapshot(
+        &self,
+        request: Request<pb::SnapshotRequest>,
+    ) -> Result<Response<pb::StackSnapshot>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let snapshot = self
+            .operations
+            .show_snapshot(&identity, &request.stack, &request.snapshot_id)
+            .await?;
+        Ok(Response::new(snapshot_to_proto(&snapshot)))
+    }
+
+    async fn delete_snapshot(
+        &self,
+        request: Request<pb::SnapshotRequest>,
+    ) -> Result<Response<pb::DeleteSnapshotResponse>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        self.operations
+            .delete_snapshot(&identity, &request.stack, &request.snapshot_id)
+            .await?;
+        Ok(Response::new(pb::DeleteSnapshotResponse {}))
+    }
+
+    async fn restore_snapshot(
+        &self,
+        request: Request<pb::SnapshotRequest>,
+    ) -> Result<Response<pb::Stack>, Status> {
+        let identity = Identity::of(&request)?.clone();
+        let request = request.into_inner();
+        let stack = self
+            .operations
+            .restore_snapshot(&identity, &request.stack, &request.snapshot_id)
+            .await?;
+        tracing::info!(stack_id = %stack.id, snapshot_id = %request.snapshot_id, "stack restore started");
+        Ok(Response::new(stack_to_proto(&stack)))
+    }
+
     async fn run_stack_action(
         &self,
         request: Request<pb::StackActionRequest>,
@@ -524,3 +605,15 @@ fn update_of(request: pb::UpdateStackRequest) -> UpdateStack {
 
 /// How Heat names HOT versions in its template-version API.
 const HOT_VERSION_KEY: &str = "heat_template_version";
+
+fn snapshot_to_proto(snapshot: &crate::domain::StackSnapshot) -> pb::StackSnapshot {
+    pb::StackSnapshot {
+        id: snapshot.id.to_string(),
+        stack_id: snapshot.stack_id.to_string(),
+        name: snapshot.name.clone(),
+        status: snapshot.status.clone(),
+        status_reason: snapshot.status_reason.clone(),
+        data: Some(value_to_struct(&snapshot.data)),
+        created_at: Some(ember_runtime::time::to_timestamp(snapshot.created_at)),
+    }
+}

@@ -58,39 +58,67 @@ impl StackOperations {
         self.admit(&stack, StackOperation::Abandon, caller).await?;
         let definition = self.store().load_definition(stack.id).await?;
         let target = self.load_target(&stack, fence).await?;
-        let resources: Map<String, Value> = snapshot(&target.resources)
-            .into_values()
-            .map(|resource| {
-                let entry = json!({
-                    "name": resource.name,
-                    "type": resource.type_name,
-                    "resource_id": resource.physical_id,
-                    "action": resource.action.as_str(),
-                    "status": resource.status.as_str(),
-                    "metadata": resource.metadata,
-                    "resource_data": resource.data,
-                    // Ember keeps attributes so an adopted resource answers
-                    // get_attr as before.
-                    "attributes": resource.attributes,
-                });
-                (resource.name, entry)
-            })
-            .collect();
-        let data = json!({
-            "name": stack.name,
-            "id": stack.id.to_string(),
-            "action": stack.action.as_str(),
-            "status": stack.status.as_str(),
-            "project_id": stack.project_id,
-            "stack_user_project_id": stack.project_id,
-            "template": definition.template,
-            "environment": definition.environment,
-            "files": definition.files,
-            "parameters": definition.parameters,
-            "resources": resources,
-        });
+        let data = stack_data(&stack, &definition, snapshot(&target.resources));
         Ok((stack, data))
     }
+
+    /// Heat's export: the abandon data of a stack, which stays as it is
+    /// (what `openstack stack export` saves, and adopt takes).
+    pub async fn export_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Value> {
+        let stack = self.find_stack(identity, name_or_id).await?;
+        let definition = self.store().load_definition(stack.id).await?;
+        let mut current: std::collections::BTreeMap<String, crate::domain::Resource> =
+            std::collections::BTreeMap::new();
+        for row in self.store().list_resources(stack.id).await? {
+            let newer = current.get(&row.name).is_none_or(|existing| {
+                (existing.created_at, existing.id) < (row.created_at, row.id)
+            });
+            if newer {
+                current.insert(row.name.clone(), row);
+            }
+        }
+        Ok(stack_data(&stack, &definition, current))
+    }
+}
+
+/// A stack as abandon and export describe it: its definition and each
+/// resource's physical id, state, metadata, data and attributes.
+pub fn stack_data(
+    stack: &Stack,
+    definition: &crate::domain::StackDefinition,
+    resources: std::collections::BTreeMap<String, crate::domain::Resource>,
+) -> Value {
+    let resources: Map<String, Value> = resources
+        .into_values()
+        .map(|resource| {
+            let entry = json!({
+                "name": resource.name,
+                "type": resource.type_name,
+                "resource_id": resource.physical_id,
+                "action": resource.action.as_str(),
+                "status": resource.status.as_str(),
+                "metadata": resource.metadata,
+                "resource_data": resource.data,
+                // Ember keeps attributes so an adopted resource answers
+                // get_attr as before.
+                "attributes": resource.attributes,
+            });
+            (resource.name, entry)
+        })
+        .collect();
+    json!({
+        "name": stack.name,
+        "id": stack.id.to_string(),
+        "action": stack.action.as_str(),
+        "status": stack.status.as_str(),
+        "project_id": stack.project_id,
+        "stack_user_project_id": stack.project_id,
+        "template": definition.template,
+        "environment": definition.environment,
+        "files": definition.files,
+        "parameters": definition.parameters,
+        "resources": resources,
+    })
 }
 
 /// Parses abandon data given to adopt: a JSON object with `resources`.

@@ -18,6 +18,7 @@ mod plugins;
 mod preview_update;
 mod queries;
 mod signal;
+mod snapshots;
 mod update;
 mod writer;
 

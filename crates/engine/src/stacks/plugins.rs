@@ -82,6 +82,9 @@ pub fn operation_of(action: StackAction) -> StackOperation {
         StackAction::Abandon => StackOperation::Abandon,
         StackAction::Lock => StackOperation::Lock,
         StackAction::Unlock => StackOperation::Unlock,
+        // A snapshot changes nothing plugins guard; a restore is an update.
+        StackAction::Snapshot => StackOperation::Check,
+        StackAction::Restore => StackOperation::Update,
     }
 }
 

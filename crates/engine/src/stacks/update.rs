@@ -122,6 +122,18 @@ impl StackOperations {
         request: &UpdateStack,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, super::Run)> {
+        self.begin_update_stack_as(found, request, caller, UpdateKind::Update)
+            .await
+    }
+
+    /// [`Self::begin_update_stack`] for an update or a restore.
+    pub(crate) async fn begin_update_stack_as(
+        &self,
+        found: Stack,
+        request: &UpdateStack,
+        caller: StackCaller<'_>,
+        kind: UpdateKind,
+    ) -> Result<(Stack, super::Run)> {
         let current_definition = self.store().load_definition(found.id).await?;
         let definition = updated_definition(&current_definition, request)?;
         let identity_of_stack = StackIdentity {
@@ -152,7 +164,7 @@ impl StackOperations {
 
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, "UPDATE")
+            .take_lease(found.id, &found.name, kind.action().as_str())
             .await?;
         let (stack, run) = self
             .begin_update(
@@ -164,6 +176,7 @@ impl StackOperations {
                 current_definition,
                 stack_lease,
                 caller,
+                kind,
             )
             .await?;
         Ok((stack, run))
@@ -180,6 +193,7 @@ impl StackOperations {
         previous_definition: StackDefinition,
         stack_lease: lease::StackLease,
         caller: StackCaller<'_>,
+        kind: UpdateKind,
     ) -> Result<(Stack, super::Run)> {
         let fence = stack_lease.fence();
         let prepared = async {
@@ -188,7 +202,7 @@ impl StackOperations {
                 .get_stack(stack_id)
                 .await?
                 .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-            self.admit(&stack, StackOperation::Update, caller).await?;
+            self.admit(&stack, kind.operation(), caller).await?;
             let rows = self.store().list_resources(stack.id).await?;
             let target = RunTarget::new(&stack, Arc::new(parsed), rows, fence);
             let now = ember_runtime::time::now();
@@ -205,9 +219,9 @@ impl StackOperations {
             for row in &new_rows {
                 super::executor::store_state(&target.resources, row.clone());
             }
-            stack.action = StackAction::Update;
+            stack.action = kind.action();
             stack.status = ActionStatus::InProgress;
-            stack.status_reason = "Stack UPDATE started".to_owned();
+            stack.status_reason = format!("Stack {} started", kind.action().as_str());
             stack.updated_at = now;
             stack.description = target
                 .parsed
@@ -235,7 +249,7 @@ impl StackOperations {
                     &stack,
                     &definition,
                     &new_rows,
-                    &stack_event(&stack, "Stack UPDATE started"),
+                    &stack_event(&stack, &stack.status_reason),
                     fence,
                 )
                 .await?;
@@ -256,6 +270,7 @@ impl StackOperations {
             previous,
             stack_lease,
             cancel,
+            kind,
         ));
         Ok((stack, run))
     }
@@ -279,6 +294,31 @@ impl StackOperations {
     }
 }
 
+/// What an update is for: a new definition, or a snapshot's (a restore,
+/// which also puts back the data of resources whose state is Ember's own).
+#[derive(Debug, Clone)]
+pub(crate) enum UpdateKind {
+    Update,
+    /// The snapshot's `resources` (name → its recorded state).
+    Restore(Arc<Map<String, Value>>),
+}
+
+impl UpdateKind {
+    fn action(&self) -> StackAction {
+        match self {
+            UpdateKind::Update => StackAction::Update,
+            UpdateKind::Restore(_) => StackAction::Restore,
+        }
+    }
+
+    fn operation(&self) -> StackOperation {
+        match self {
+            UpdateKind::Update => StackOperation::Update,
+            UpdateKind::Restore(_) => StackOperation::Restore,
+        }
+    }
+}
+
 /// The stack as it was before an update: what rollback returns to and what
 /// plugins see as "previous".
 struct Previous {
@@ -294,6 +334,7 @@ async fn run_update(
     previous: Previous,
     stack_lease: lease::StackLease,
     cancel: CancellationToken,
+    kind: UpdateKind,
 ) {
     let Previous {
         parsed: previous,
@@ -324,6 +365,12 @@ async fn run_update(
     )
     .await
     .unwrap_or_else(|_| Err(RunFailure::Failed("Update timed out".to_owned())));
+    let outcome = match (outcome, &kind) {
+        (Ok(()), UpdateKind::Restore(recorded)) => {
+            super::snapshots::restore_data(&shared, &target, recorded).await
+        }
+        (outcome, _) => outcome,
+    };
     let outcome = super::executor::settled(&target, outcome).await;
     let outcome = match (outcome, previous) {
         (Err(RunFailure::LeaseLost), _) => Err(RunFailure::LeaseLost),
@@ -347,7 +394,7 @@ async fn run_update(
         return;
     };
     conclude(&mut stack, status, reason, stack_lease).await;
-    super::plugins::after(&shared, &stack, StackAction::Update, passed).await;
+    super::plugins::after(&shared, &stack, kind.action(), passed).await;
 }
 
 /// Moves the stack back to `previous`: an update towards the old definition.

@@ -8,6 +8,7 @@ pub mod instances;
 pub mod migrations;
 pub mod quotas;
 pub mod signals;
+mod snapshots;
 pub mod software;
 mod sql;
 
@@ -170,6 +171,17 @@ pub trait StackStore: Send + Sync + 'static {
         transitions: &[FencedTransition],
     ) -> Result<Vec<LeaseFence>>;
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
+    /// Stores a snapshot of a stack (deleting the stack deletes them).
+    async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;
+    /// A stack's snapshots, oldest first.
+    async fn list_snapshots(&self, stack_id: Uuid) -> Result<Vec<crate::domain::StackSnapshot>>;
+    async fn get_snapshot(
+        &self,
+        stack_id: Uuid,
+        snapshot_id: Uuid,
+    ) -> Result<Option<crate::domain::StackSnapshot>>;
+    /// False when the stack has no such snapshot.
+    async fn delete_snapshot(&self, stack_id: Uuid, snapshot_id: Uuid) -> Result<bool>;
     async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>>;
     async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>>;
     /// Takes the stack's lease for `engine_id` unless an unexpired one is

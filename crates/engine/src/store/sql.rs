@@ -432,6 +432,26 @@ impl StackStore for SqlStackStore {
             .collect())
     }
 
+    async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()> {
+        super::snapshots::insert(&self.connection, snapshot).await
+    }
+
+    async fn list_snapshots(&self, stack_id: Uuid) -> Result<Vec<crate::domain::StackSnapshot>> {
+        super::snapshots::list(&self.reader, stack_id).await
+    }
+
+    async fn get_snapshot(
+        &self,
+        stack_id: Uuid,
+        snapshot_id: Uuid,
+    ) -> Result<Option<crate::domain::StackSnapshot>> {
+        super::snapshots::get(&self.reader, stack_id, snapshot_id).await
+    }
+
+    async fn delete_snapshot(&self, stack_id: Uuid, snapshot_id: Uuid) -> Result<bool> {
+        super::snapshots::delete(&self.connection, stack_id, snapshot_id).await
+    }
+
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>> {
         resources::Entity::find()
             .filter(resources::Column::StackId.eq(stack_id))
@@ -856,11 +876,15 @@ async fn release_fenced(transaction: &DatabaseTransaction, fence: LeaseFence) ->
     }
 }
 
-/// The columns an operation changes on a stack's row.
+/// The columns an operation changes on a stack's row; a deleted stack's
+/// snapshots go with it.
 async fn write_stack_state(
     transaction: &sea_orm::DatabaseTransaction,
     stack: &Stack,
 ) -> Result<()> {
+    if stack.deleted_at.is_some() {
+        super::snapshots::delete_all(transaction, stack.id).await?;
+    }
     stacks::Entity::update_many()
         .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
         .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))

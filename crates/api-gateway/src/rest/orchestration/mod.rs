@@ -18,6 +18,7 @@ mod heat_request;
 mod heat_view;
 pub mod protobuf_json;
 pub mod resources;
+mod snapshots;
 mod software;
 mod stack_data;
 mod stacks;
@@ -100,6 +101,22 @@ pub fn routes() -> Router<GatewayState> {
         .route(
             "/stacks/{stack_name}/{stack_id}/preview",
             axum::routing::put(stacks::preview_update).patch(stacks::preview_update),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/export",
+            get(stacks::export_stack),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/snapshots",
+            get(snapshots::list_snapshots).post(snapshots::create_snapshot),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/snapshots/{snapshot_id}",
+            get(snapshots::show_snapshot).delete(snapshots::delete_snapshot),
+        )
+        .route(
+            "/stacks/{stack_name}/{stack_id}/snapshots/{snapshot_id}/restore",
+            post(snapshots::restore_snapshot),
         )
         .route(
             "/stacks/{stack_name}/{stack_id}/abandon",

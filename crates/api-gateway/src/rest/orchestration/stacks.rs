@@ -232,6 +232,23 @@ pub async fn abandon_stack(
     Ok(Json(struct_to_json(response.data.as_ref())))
 }
 
+/// `GET /stacks/{name}/{id}/export` → 200 with the stack's abandon data;
+/// the stack stays as it is.
+pub async fn export_stack(
+    State(state): State<GatewayState>,
+    caller: HeatCaller,
+    Path(path): Path<StackPath>,
+) -> Result<Json<Value>, RestError> {
+    let stack = identified_stack(&state, &caller.identity, &path).await?;
+    let response = stack_service(&state)
+        .export_stack(
+            state.internal_request(&caller.identity, pb::GetStackRequest { stack: stack.id }),
+        )
+        .await?
+        .into_inner();
+    Ok(Json(struct_to_json(response.data.as_ref())))
+}
+
 /// `POST /stacks/{name}/{id}/actions` with one of `{"suspend": null}`,
 /// `{"resume": null}`, `{"check": null}`, `{"cancel_update": null}`,
 /// `{"lock": {"level": "stacks"|"all", "reason": …}}` (or `{"lock": null}`

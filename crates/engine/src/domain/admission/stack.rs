@@ -45,10 +45,14 @@ pub enum StackOperation {
     MarkUnhealthy,
     Lock,
     Unlock,
+    /// Save the stack's data (Heat's snapshot).
+    Snapshot,
+    /// Update the stack back to a snapshot.
+    Restore,
 }
 
 impl StackOperation {
-    pub const ALL: [StackOperation; 11] = [
+    pub const ALL: [StackOperation; 13] = [
         StackOperation::Update,
         StackOperation::Delete,
         StackOperation::Abandon,
@@ -60,6 +64,8 @@ impl StackOperation {
         StackOperation::MarkUnhealthy,
         StackOperation::Lock,
         StackOperation::Unlock,
+        StackOperation::Snapshot,
+        StackOperation::Restore,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +81,8 @@ impl StackOperation {
             StackOperation::MarkUnhealthy => "mark_unhealthy",
             StackOperation::Lock => "lock",
             StackOperation::Unlock => "unlock",
+            StackOperation::Snapshot => "snapshot",
+            StackOperation::Restore => "restore",
         }
     }
 
@@ -243,6 +251,8 @@ fn operation_needs(stack: &Stack, operation: StackOperation) -> Result<()> {
         | StackOperation::Resume
         | StackOperation::Check
         | StackOperation::Update
+        | StackOperation::Snapshot
+        | StackOperation::Restore
             if stack.action == StackAction::Delete =>
         {
             Some("its delete began; only delete can finish it")
@@ -372,7 +382,7 @@ mod tests {
                 (action, status),
                 (StackAction::Suspend, Complete) | (StackAction::Resume, Failed)
             ),
-            Check | Update => action != StackAction::Delete,
+            Check | Update | Snapshot | Restore => action != StackAction::Delete,
             CancelUpdate => (action, status) == (StackAction::Update, InProgress),
             _ => true,
         };
@@ -433,7 +443,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cells, 12 * 3 * 2 * 11 * 3);
+        assert_eq!(cells, 14 * 3 * 2 * 13 * 3);
     }
 
     #[test]

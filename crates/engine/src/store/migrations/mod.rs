@@ -15,6 +15,7 @@ mod m20261124_100001_add_instance_workloads_and_events;
 mod m20261124_200001_create_wait_condition_signals;
 mod m20261124_200002_create_breakpoint_hooks;
 mod m20261124_200003_create_software_configs_and_deployments;
+mod m20261125_000001_create_stack_snapshots;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_200001_create_wait_condition_signals::Migration),
             Box::new(m20261124_200002_create_breakpoint_hooks::Migration),
             Box::new(m20261124_200003_create_software_configs_and_deployments::Migration),
+            Box::new(m20261125_000001_create_stack_snapshots::Migration),
         ]
     }
 }
