@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 use crate::dev::{DevCredentials, RunningEmber};
 
 mod compute;
+mod heat;
 mod hooks;
 mod identity;
 mod instances;
@@ -135,6 +136,18 @@ pub enum BenchCommand {
         #[arg(long)]
         keystone_python: Option<std::path::PathBuf>,
     },
+    /// Heat-native paths: 50 WaitConditions signalled by 50 concurrent curls; an agent's metadata poll with 1,000 deployments stored
+    Heat {
+        /// WaitConditions (each with its own handle)
+        #[arg(long, default_value_t = 50)]
+        conditions: usize,
+        /// Software deployments stored
+        #[arg(long, default_value_t = 1000)]
+        deployments: usize,
+        /// Measured metadata polls per case
+        #[arg(long, default_value_t = 2000)]
+        polls: usize,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -207,6 +220,11 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             })
             .await
         }
+        BenchCommand::Heat {
+            conditions,
+            deployments,
+            polls,
+        } => heat::run(conditions.max(1), deployments.max(100), polls.max(10)).await,
         BenchCommand::Plugins {
             calls,
             plugins,

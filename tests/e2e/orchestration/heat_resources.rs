@@ -231,3 +231,104 @@ fn other_token(ember: &TestEmber) -> String {
         )
         .expect("token")
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_resource_is_adopted_never_changed_and_left_in_place() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    // An instance made outside the stack.
+    let made = ember
+        .http
+        .post(ember.url("/compute/v1/instances"))
+        .header("X-Auth-Token", ember.member_token())
+        .json(&json!({"instance": {"name": "outside", "flavor": "m1.small", "image": "debian-12"}}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(made.status(), StatusCode::ACCEPTED);
+    let uuid = made.json::<Value>().await.expect("json")["instance"]["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_owned();
+    let template = |external: &str| {
+        json!({
+            "heat_template_version": "2021-04-16",
+            "parameters": {"server": {"type": "string", "default": external}},
+            "resources": {
+                "server": {"type": "OS::Nova::Server", "external_id": {"get_param": "server"},
+                           "properties": {"flavor": "m1.small", "image": "debian-12"}},
+                "note": {"type": "OS::Heat::Value", "properties": {"value": {"get_resource": "server"}}},
+            },
+            "outputs": {"server": {"value": {"get_resource": "server"}}},
+        })
+    };
+    let stack = create(&heat, "adopter", template(&uuid)).await;
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "CREATE_COMPLETE", "{settled}");
+    let server = heat.get(&format!("{stack}/resources/server")).await;
+    assert_eq!(
+        server.body["resource"]["resource_status"], "ADOPT_COMPLETE",
+        "{server:?}"
+    );
+    assert_eq!(
+        server.body["resource"]["physical_resource_id"],
+        uuid.as_str()
+    );
+    assert_eq!(output(&heat, &stack, "server").await, uuid.as_str());
+
+    // Its id cannot change.
+    let changed = heat
+        .call(
+            reqwest::Method::PUT,
+            &stack,
+            Some(json!({"template": template("another-one")})),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::ACCEPTED, "{changed:?}");
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "UPDATE_FAILED", "{settled}");
+    assert!(
+        settled["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("external_id: an external resource's id cannot be updated"),
+        "{settled}"
+    );
+    // A bad id is refused by name.
+    let bad = create(
+        &heat,
+        "bad-external",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"n": {"type": "OS::Heat::None", "external_id": {"list_join": [",", []]}}},
+        }),
+    )
+    .await;
+    let settled = heat.wait_until_settled(&bad).await;
+    assert_eq!(settled["stack_status"], "CREATE_FAILED", "{settled}");
+    assert!(
+        settled["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("external_id"),
+        "{settled}"
+    );
+
+    // Deleting the stack leaves the instance where it was.
+    let deleted = heat.call(reqwest::Method::DELETE, &stack, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    heat.wait_until_deleted(&stack).await;
+    let still = ember
+        .http
+        .get(ember.url(&format!("/compute/v1/instances/{uuid}")))
+        .header("X-Auth-Token", ember.member_token())
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        still.status(),
+        StatusCode::OK,
+        "the external instance stays"
+    );
+    ember.stop().await;
+}

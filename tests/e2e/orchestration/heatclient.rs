@@ -178,6 +178,13 @@ async fn the_openstack_cli_lists_template_versions_functions_and_starter_templat
         .find(|version| version["Version"] == "heat_template_version.2016-10-14")
         .unwrap_or_else(|| panic!("2016-10-14 listed: {versions}"));
     assert_eq!(newton["Type"], "hot");
+    let cfn = versions
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|version| version["Version"] == "AWSTemplateFormatVersion.2010-09-09")
+        .unwrap_or_else(|| panic!("the CFN format listed: {versions}"));
+    assert_eq!(cfn["Type"], "cfn");
     assert_eq!(
         newton["Aliases"],
         json!(["heat_template_version.newton"]),

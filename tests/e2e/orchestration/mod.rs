@@ -4,6 +4,7 @@
 //! flow (`tests/compat/`). The `ember stack` CLI has its own binary tests in
 //! `crates/cli/tests/stack_cli.rs`.
 
+mod cfn;
 mod grpc_flow;
 mod heat_resources;
 mod heatclient;

@@ -505,3 +505,171 @@ async fn a_structured_deployment_fills_its_inputs_and_heat_signal_takes_the_toke
     assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
     ember.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_group_deploys_to_each_server_and_gathers_their_outputs() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {
+            "web": {"type": "OS::Heat::None"},
+            "db": {"type": "OS::Heat::None"},
+            "config": {"type": "OS::Heat::SoftwareConfig",
+                       "properties": {"group": "script", "config": "#!/bin/sh\necho hi"}},
+            "deploys": {
+                "type": "OS::Heat::SoftwareDeploymentGroup",
+                "properties": {
+                    "config": {"get_resource": "config"},
+                    "servers": {"web": {"get_resource": "web"}, "db": {"get_resource": "db"}},
+                    "signal_transport": "CFN_SIGNAL",
+                },
+            },
+        },
+        "outputs": {
+            "stdouts": {"value": {"get_attr": ["deploys", "deploy_stdouts"]}},
+            "codes": {"value": {"get_attr": ["deploys", "deploy_status_codes"]}},
+        },
+    });
+    let stack = create(&heat, "grouped", template).await;
+    // Each server's agent sees its own deployment and signals it.
+    for server_name in ["web", "db"] {
+        let server = loop {
+            let answer = heat.get(&format!("{stack}/resources/{server_name}")).await;
+            if let Some(id) = answer.body["resource"]["physical_resource_id"]
+                .as_str()
+                .filter(|id| !id.is_empty())
+            {
+                break id.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        };
+        let configs = agent_metadata(&heat, &server).await;
+        assert_eq!(configs.len(), 1, "{configs:?}");
+        assert_eq!(input(&configs[0], "deploy_resource_name"), server_name);
+        let signal_url = input(&configs[0], "deploy_signal_id")
+            .as_str()
+            .expect("a signal URL")
+            .to_owned();
+        let body = format!(
+            r#"{{"deploy_stdout": "{server_name} ok", "deploy_stderr": "", "deploy_status_code": 0}}"#
+        );
+        let status = curl(&[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            &body,
+            &signal_url,
+        ])
+        .await;
+        assert_eq!(status, "200");
+    }
+    let done = heat.wait_until_settled(&stack).await;
+    assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
+    let output = |key: &'static str| {
+        let heat = &heat;
+        let stack = stack.clone();
+        async move {
+            heat.get(&format!("{stack}/outputs/{key}")).await.body["output"]["output_value"].clone()
+        }
+    };
+    assert_eq!(
+        output("stdouts").await,
+        json!({"web": "web ok", "db": "db ok"})
+    );
+    assert_eq!(output("codes").await, json!({"web": 0, "db": 0}));
+
+    // A server id that is not a string fails the stack, naming it.
+    let bad = create(
+        &heat,
+        "bad-group",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"deploys": {"type": "OS::Heat::SoftwareDeploymentGroup",
+                "properties": {"servers": {"web": 7}, "signal_transport": "NO_SIGNAL"}}},
+        }),
+    )
+    .await;
+    let failed = heat.wait_until_settled(&bad).await;
+    assert_eq!(failed["stack_status"], "CREATE_FAILED", "{failed}");
+    assert!(
+        failed["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("servers.web"),
+        "{failed}"
+    );
+    ember.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployed_server_is_a_target_ember_does_not_create() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {
+            "server": {"type": "OS::Heat::DeployedServer", "properties": {"name": "bare-metal-1"}},
+            "config": {"type": "OS::Heat::SoftwareConfig",
+                       "properties": {"group": "script", "config": "#!/bin/sh\necho hi"}},
+            "deploy": {"type": "OS::Heat::SoftwareDeployment",
+                       "properties": {"config": {"get_resource": "config"},
+                                      "server": {"get_resource": "server"},
+                                      "signal_transport": "NO_SIGNAL"}},
+        },
+        "outputs": {
+            "collect": {"value": {"get_attr": ["server", "os_collect_config"]}},
+            "name": {"value": {"get_attr": ["server", "name"]}},
+            "server": {"value": {"get_resource": "server"}},
+        },
+    });
+    let stack = create(&heat, "deployed-server", template).await;
+    let done = heat.wait_until_settled(&stack).await;
+    assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
+    let output = |key: &'static str| {
+        let heat = &heat;
+        let stack = stack.clone();
+        async move {
+            heat.get(&format!("{stack}/outputs/{key}")).await.body["output"]["output_value"].clone()
+        }
+    };
+    let server = output("server").await.as_str().expect("an id").to_owned();
+    assert_eq!(output("name").await, "bare-metal-1");
+    let metadata_url = output("collect").await["request"]["metadata_url"]
+        .as_str()
+        .expect("a metadata URL")
+        .to_owned();
+    assert_eq!(
+        metadata_url,
+        ember.url(&format!(
+            "/orchestration/v1/demo/software_deployments/metadata/{server}"
+        ))
+    );
+    // The agent (with its own token) reads its deployments there.
+    let configs = agent_metadata(&heat, &server).await;
+    assert_eq!(configs[0]["config"], "#!/bin/sh\necho hi");
+
+    // A transport Ember cannot serve fails by name.
+    let bad = create(
+        &heat,
+        "bad-transport",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"server": {"type": "OS::Heat::DeployedServer",
+                "properties": {"software_config_transport": "ZAQAR_MESSAGE"}}},
+        }),
+    )
+    .await;
+    let failed = heat.wait_until_settled(&bad).await;
+    assert_eq!(failed["stack_status"], "CREATE_FAILED", "{failed}");
+    assert!(
+        failed["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ZAQAR_MESSAGE"),
+        "{failed}"
+    );
+    ember.stop().await;
+}

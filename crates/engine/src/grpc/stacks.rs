@@ -536,17 +536,24 @@ impl pb::stack_service_server::StackService for StackHandler {
         &self,
         _request: Request<pb::ListTemplateVersionsRequest>,
     ) -> Result<Response<pb::ListTemplateVersionsResponse>, Status> {
-        let template_versions = TemplateVersion::ALL
+        let template_versions = crate::domain::template::CFN_VERSIONS
             .iter()
             .map(|version| pb::TemplateVersionInfo {
-                version: format!("{HOT_VERSION_KEY}.{}", version.date()),
-                r#type: "hot".to_owned(),
-                aliases: version
-                    .release_name()
-                    .map(|name| format!("{HOT_VERSION_KEY}.{name}"))
-                    .into_iter()
-                    .collect(),
+                version: (*version).to_owned(),
+                r#type: "cfn".to_owned(),
+                aliases: Vec::new(),
             })
+            .chain(TemplateVersion::ALL.iter().map(|version| {
+                pb::TemplateVersionInfo {
+                    version: format!("{HOT_VERSION_KEY}.{}", version.date()),
+                    r#type: "hot".to_owned(),
+                    aliases: version
+                        .release_name()
+                        .map(|name| format!("{HOT_VERSION_KEY}.{name}"))
+                        .into_iter()
+                        .collect(),
+                }
+            }))
             .collect();
         Ok(Response::new(pb::ListTemplateVersionsResponse {
             template_versions,
@@ -558,6 +565,19 @@ impl pb::stack_service_server::StackService for StackHandler {
         request: Request<pb::ListTemplateFunctionsRequest>,
     ) -> Result<Response<pb::ListTemplateFunctionsResponse>, Status> {
         let request = request.into_inner();
+        if crate::domain::template::CFN_VERSIONS.contains(&request.template_version.as_str()) {
+            let functions =
+                crate::domain::template::cfn_functions(request.with_condition_functions)
+                    .into_iter()
+                    .map(|(function, description)| pb::TemplateFunction {
+                        function: function.to_owned(),
+                        description: description.to_owned(),
+                    })
+                    .collect();
+            return Ok(Response::new(pb::ListTemplateFunctionsResponse {
+                functions,
+            }));
+        }
         let version = request
             .template_version
             .strip_prefix(HOT_VERSION_KEY)

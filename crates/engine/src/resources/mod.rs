@@ -5,6 +5,8 @@
 
 mod autoscaling_group;
 mod delay;
+mod deployed_server;
+mod deployment_group;
 mod group_members;
 mod nested;
 mod none;
@@ -311,7 +313,14 @@ impl ResourceTypeRegistry {
         )));
         self.register(Arc::new(software::DeploymentResource::structured(
             software.clone(),
-            conditions,
+            conditions.clone(),
+        )));
+        self.register(Arc::new(deployed_server::DeployedServer::new(conditions)));
+        self.register(Arc::new(deployment_group::DeploymentGroup::software(
+            self.nested_stack_host.clone(),
+        )));
+        self.register(Arc::new(deployment_group::DeploymentGroup::structured(
+            self.nested_stack_host.clone(),
         )));
         self.software = Some(software);
         self

@@ -353,6 +353,82 @@ impl DeploymentTransport {
     }
 }
 
+/// The properties of a software (or structured) deployment; a deployment
+/// group has them too, with `servers` instead of `server`.
+pub(super) fn deployment_properties(structured: bool) -> Vec<PropertySchema> {
+    let mut properties = vec![
+        PropertySchema::new(
+            "config",
+            PropertyType::String,
+            "ID of software configuration resource to execute when applying to the server.",
+        )
+        .update_allowed(),
+        PropertySchema::new(
+            "server",
+            PropertyType::String,
+            "ID of resource to apply configuration to. Normally this should be a Nova server ID.",
+        )
+        .required(),
+        PropertySchema::new(
+            "input_values",
+            PropertyType::Map,
+            "Input values to apply to the software configuration on this server.",
+        )
+        .update_allowed(),
+        PropertySchema::new(
+            "actions",
+            PropertyType::List,
+            "Which lifecycle actions of the deployment resource will result in this deployment being triggered.",
+        )
+        .default(json!(["CREATE", "UPDATE"]))
+        .allowed_values(
+            ["CREATE", "UPDATE", "DELETE", "SUSPEND", "RESUME"]
+                .into_iter()
+                .map(|action| json!(action))
+                .collect(),
+        )
+        .update_allowed(),
+        PropertySchema::new(
+            "name",
+            PropertyType::String,
+            "Name of the derived config associated with this deployment. This is used to apply a sort order to the list of configurations currently deployed to a server.",
+        )
+        .update_allowed(),
+        PropertySchema::new(
+            "signal_transport",
+            PropertyType::String,
+            "How the server should signal the deployment output values: CFN_SIGNAL (an HTTP POST to deploy_signal_id), TEMP_URL_SIGNAL (an HTTP PUT there), HEAT_SIGNAL (an HTTP POST to deploy_signal_id, whose token is also deploy_signal_token), NO_SIGNAL (complete without waiting).",
+        )
+        .default(json!("CFN_SIGNAL"))
+        .allowed_values(
+            ["CFN_SIGNAL", "TEMP_URL_SIGNAL", "HEAT_SIGNAL", "NO_SIGNAL", "ZAQAR_SIGNAL"]
+                .into_iter()
+                .map(|transport| json!(transport))
+                .collect(),
+        ),
+    ];
+    if structured {
+        properties.push(
+            PropertySchema::new(
+                "input_key",
+                PropertyType::String,
+                "Name of key to use for substituting inputs during deployment.",
+            )
+            .default(json!("get_input")),
+        );
+        properties.push(
+            PropertySchema::new(
+                "input_values_validate",
+                PropertyType::String,
+                "Perform a check on the input values passed to verify that each required input has a corresponding value. STRICT fails the deployment when one is missing.",
+            )
+            .default(json!("LAX"))
+            .allowed_values(vec![json!("LAX"), json!("STRICT")]),
+        );
+    }
+    properties
+}
+
 pub struct DeploymentResource {
     schema: ResourceTypeSchema,
     /// StructuredDeployment: `get_input` calls in a structured config are
@@ -369,76 +445,7 @@ impl DeploymentResource {
         software: Arc<SoftwareService>,
         conditions: Arc<WaitConditions>,
     ) -> Self {
-        let mut properties = vec![
-            PropertySchema::new(
-                "config",
-                PropertyType::String,
-                "ID of software configuration resource to execute when applying to the server.",
-            )
-            .update_allowed(),
-            PropertySchema::new(
-                "server",
-                PropertyType::String,
-                "ID of resource to apply configuration to. Normally this should be a Nova server ID.",
-            )
-            .required(),
-            PropertySchema::new(
-                "input_values",
-                PropertyType::Map,
-                "Input values to apply to the software configuration on this server.",
-            )
-            .update_allowed(),
-            PropertySchema::new(
-                "actions",
-                PropertyType::List,
-                "Which lifecycle actions of the deployment resource will result in this deployment being triggered.",
-            )
-            .default(json!(["CREATE", "UPDATE"]))
-            .allowed_values(
-                ["CREATE", "UPDATE", "DELETE", "SUSPEND", "RESUME"]
-                    .into_iter()
-                    .map(|action| json!(action))
-                    .collect(),
-            )
-            .update_allowed(),
-            PropertySchema::new(
-                "name",
-                PropertyType::String,
-                "Name of the derived config associated with this deployment. This is used to apply a sort order to the list of configurations currently deployed to a server.",
-            )
-            .update_allowed(),
-            PropertySchema::new(
-                "signal_transport",
-                PropertyType::String,
-                "How the server should signal the deployment output values: CFN_SIGNAL (an HTTP POST to deploy_signal_id), TEMP_URL_SIGNAL (an HTTP PUT there), HEAT_SIGNAL (an HTTP POST to deploy_signal_id, whose token is also deploy_signal_token), NO_SIGNAL (complete without waiting).",
-            )
-            .default(json!("CFN_SIGNAL"))
-            .allowed_values(
-                ["CFN_SIGNAL", "TEMP_URL_SIGNAL", "HEAT_SIGNAL", "NO_SIGNAL", "ZAQAR_SIGNAL"]
-                    .into_iter()
-                    .map(|transport| json!(transport))
-                    .collect(),
-            ),
-        ];
-        if structured {
-            properties.push(
-                PropertySchema::new(
-                    "input_key",
-                    PropertyType::String,
-                    "Name of key to use for substituting inputs during deployment.",
-                )
-                .default(json!("get_input")),
-            );
-            properties.push(
-                PropertySchema::new(
-                    "input_values_validate",
-                    PropertyType::String,
-                    "Perform a check on the input values passed to verify that each required input has a corresponding value. STRICT fails the deployment when one is missing.",
-                )
-                .default(json!("LAX"))
-                .allowed_values(vec![json!("LAX"), json!("STRICT")]),
-            );
-        }
+        let properties = deployment_properties(structured);
         DeploymentResource {
             schema: ResourceTypeSchema {
                 type_name,

@@ -90,6 +90,11 @@ impl WaitConditions {
         })
     }
 
+    /// The URL users reach the gateway at.
+    pub fn public_url(&self) -> &str {
+        &self.public_url
+    }
+
     pub fn signals(&self) -> &Arc<dyn WaitSignalStore> {
         &self.signals
     }

@@ -409,6 +409,75 @@ async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResul
         .await
 }
 
+/// The resource's `external_id`, resolved: an existing physical resource
+/// the stack takes as it is (Heat: not created, not updated, not deleted).
+pub(super) fn external_id_of(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+) -> Result<Option<String>, String> {
+    let Some(expression) = target
+        .parsed
+        .template
+        .resources
+        .get(name)
+        .and_then(|definition| definition.external_id.clone())
+    else {
+        return Ok(None);
+    };
+    let path = format!("resources.{name}.external_id");
+    let value = with_states(&target.resources, |states| {
+        let context = RuntimeContext {
+            parsed: &target.parsed,
+            resources: states,
+            registry: &shared.registry,
+        };
+        resolve(&expression, &context, &path).map_err(|error| error.to_string())
+    })?;
+    match value {
+        Value::Null => Ok(None),
+        Value::String(id) if !id.trim().is_empty() && id.len() <= 255 => Ok(Some(id)),
+        other => Err(format!(
+            "{path}: must be the id of the existing resource (a string of 1 to 255 characters), got {}",
+            ember_runtime::quote::quoted(&other.to_string())
+        )),
+    }
+}
+
+/// Takes an external resource into the stack: ADOPT_IN_PROGRESS, then
+/// ADOPT_COMPLETE with the external id as its physical id (Heat's create
+/// of a resource with `external_id`).
+async fn adopt_external(
+    shared: &Shared,
+    target: &RunTarget,
+    row: Resource,
+    external_id: String,
+) -> RunResult {
+    let in_progress = transition(
+        shared,
+        target,
+        row,
+        StackAction::Adopt,
+        ActionStatus::InProgress,
+        "state changed",
+    )
+    .await?;
+    let mut adopted = in_progress;
+    adopted.physical_id = Some(external_id);
+    adopted.attributes = Value::Object(Map::new());
+    adopted.data = Value::Null;
+    transition(
+        shared,
+        target,
+        adopted,
+        StackAction::Adopt,
+        ActionStatus::Complete,
+        "external resource: not managed by the stack",
+    )
+    .await?;
+    Ok(())
+}
+
 /// Creates the resource `row` stands for (a new row when replacing).
 pub(super) async fn create_row(
     shared: &Shared,
@@ -418,6 +487,22 @@ pub(super) async fn create_row(
 ) -> RunResult {
     let name = row.name.clone();
     let name = name.as_str();
+    match external_id_of(shared, target, name) {
+        Ok(Some(external_id)) => return adopt_external(shared, target, row, external_id).await,
+        Ok(None) => {}
+        Err(failure) => {
+            transition(
+                shared,
+                target,
+                row,
+                StackAction::Create,
+                ActionStatus::Failed,
+                &failure,
+            )
+            .await?;
+            return Err(format!("Resource CREATE failed: {failure}").into());
+        }
+    }
     let in_progress = transition(
         shared,
         target,
@@ -602,6 +687,12 @@ async fn delete_one(
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let never_created = current.action == StackAction::Init || current.physical_id.is_none();
+    let external = target
+        .parsed
+        .template
+        .resources
+        .get(name)
+        .is_some_and(|definition| definition.external_id.is_some());
     let retained = match target.parsed.template.resources.get(name) {
         Some(definition) => with_states(&target.resources, |states| {
             let context = RuntimeContext {
@@ -624,8 +715,10 @@ async fn delete_one(
         "state changed",
     )
     .await?;
-    if never_created || retained {
-        let reason = if retained {
+    if never_created || retained || external {
+        let reason = if external {
+            "external resource: left in place"
+        } else if retained {
             "resource retained (deletion_policy Retain)"
         } else {
             "state changed"

@@ -632,6 +632,36 @@ async fn update_one(
     if current.action == StackAction::Init {
         return create_row(shared, target, current, "state changed").await;
     }
+    // An external resource is not the stack's to change: its id cannot
+    // change (Heat refuses it), and its properties are not applied.
+    match super::executor::external_id_of(shared, target, name) {
+        Ok(None) => {}
+        Ok(Some(external_id)) if current.physical_id.as_deref() == Some(external_id.as_str()) => {
+            return Ok(());
+        }
+        outcome => {
+            let reason = match outcome {
+                Err(reason) => reason,
+                _ => format!(
+                    "resources.{name}.external_id: an external resource's id cannot be updated (it is {:?})",
+                    current.physical_id.as_deref().unwrap_or_default()
+                ),
+            };
+            transition(
+                shared,
+                target,
+                current,
+                action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: {reason}",
+                action.as_str()
+            )));
+        }
+    }
     let properties = match resolve_properties(shared, target, name, &new_type) {
         Ok(properties) => properties,
         Err(reason) => {

@@ -63,6 +63,12 @@ impl Template {
     }
 
     fn from_map(document: Map<String, Value>) -> Result<Template, TemplateError> {
+        // A CloudFormation-format template is read as its HOT equivalent.
+        let document = if super::cfn::is_cfn(&document) {
+            super::cfn::translate(&document)?
+        } else {
+            document
+        };
         let version = parse_version(&document)?;
         for key in document.keys() {
             if !TOP_LEVEL_KEYS.contains(&key.as_str()) {

@@ -8,6 +8,7 @@
 //! properties with a `ResolveContext` while walking
 //! `Template::dependency_graph_for(enabled).levels()`.
 
+mod cfn;
 mod conditions;
 mod constraint_parsing;
 mod constraints;
@@ -25,6 +26,7 @@ mod resource_registry;
 mod version;
 mod walk;
 
+pub use cfn::{CFN_VERSIONS, cfn_functions};
 pub use conditions::evaluate_conditions;
 pub use constraints::{ConstraintRule, ParameterConstraint};
 pub use definition::{ParameterGroup, Template};
