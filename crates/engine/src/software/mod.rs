@@ -328,22 +328,9 @@ impl SoftwareService {
                 "server_id must be specified".to_owned(),
             ));
         }
-        let deployments = self
-            .store
-            .list_deployments(Some(&identity.project_id), Some(server_id))
-            .await?;
-        let mut configs = Vec::with_capacity(deployments.len());
-        for deployment in deployments {
-            if let Some(config) = self
-                .store
-                .get_config(Some(&identity.project_id), deployment.config_id)
-                .await?
-            {
-                configs.push(config);
-            }
-        }
-        configs.sort_by(|left, right| left.name.cmp(&right.name));
-        Ok(configs)
+        self.store
+            .server_configs(Some(&identity.project_id), server_id)
+            .await
     }
 
     /// An agent's signal with a deployment's outputs (Heat's

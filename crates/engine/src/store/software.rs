@@ -48,6 +48,13 @@ pub trait SoftwareStore: Send + Sync + 'static {
         project_id: Option<&str>,
         id: Uuid,
     ) -> Result<Option<SoftwareDeployment>>;
+    /// The configs of a server's deployments (one per deployment), in one
+    /// query: what its agent polls.
+    async fn server_configs(
+        &self,
+        project_id: Option<&str>,
+        server_id: &str,
+    ) -> Result<Vec<SoftwareConfig>>;
     /// The project's deployments, of one server when given.
     async fn list_deployments(
         &self,
@@ -212,6 +219,40 @@ impl SoftwareStore for SqlSoftwareStore {
             ))
             .await?;
         row.as_ref().map(config_from_row).transpose()
+    }
+
+    async fn server_configs(
+        &self,
+        project_id: Option<&str>,
+        server_id: &str,
+    ) -> Result<Vec<SoftwareConfig>> {
+        let backend = self.reader.get_database_backend();
+        let columns = CONFIG_COLUMNS
+            .split(", ")
+            .map(|column| format!("c.{column}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut values = vec![server_id.into()];
+        let scope = match project_id {
+            Some(project_id) => {
+                values.push(project_id.into());
+                " AND d.project_id = $2"
+            }
+            None => "",
+        };
+        let rows = self
+            .reader
+            .query_all_raw(statement(
+                backend,
+                &format!(
+                    "SELECT {columns} FROM software_deployments d \
+                     JOIN software_configs c ON c.id = d.config_id \
+                     WHERE d.server_id = $1{scope} ORDER BY c.name, d.created_at, d.id"
+                ),
+                values,
+            ))
+            .await?;
+        rows.iter().map(config_from_row).collect()
     }
 
     async fn list_configs(
