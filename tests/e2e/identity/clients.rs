@@ -375,3 +375,146 @@ async fn openstack_stack_snapshots_and_export_through_the_cli() {
     assert!(!listed.contains(&snapshot_id), "{listed}");
     ember.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openstack_software_configs_and_deployments_through_the_cli() {
+    let ember = TestEmber::start().await;
+    ember.seed_identity().await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dir.path().join("configure.sh"),
+        "#!/bin/sh\necho configured\n",
+    )
+    .expect("script");
+    let config_id = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "software",
+            "config",
+            "create",
+            "--config-file",
+            "configure.sh",
+            "--group",
+            "script",
+            "configure",
+            "-f",
+            "value",
+            "-c",
+            "id",
+        ],
+    )
+    .await
+    // heatclient prints every field of the new config, the id first.
+    .lines()
+    .next()
+    .unwrap_or_default()
+    .trim()
+    .to_owned();
+    assert_eq!(config_id.len(), 36, "{config_id}");
+    let listed = openstack(
+        &ember,
+        dir.path(),
+        &["software", "config", "list", "-f", "value", "-c", "id"],
+    )
+    .await;
+    assert!(listed.contains(&config_id), "{listed}");
+    let shown = openstack(
+        &ember,
+        dir.path(),
+        &["software", "config", "show", &config_id, "--config-only"],
+    )
+    .await;
+    assert!(shown.contains("echo configured"), "{shown}");
+
+    let deployment = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "software",
+            "deployment",
+            "create",
+            "--config",
+            &config_id,
+            "--server",
+            "server-1",
+            "--signal-transport",
+            "NO_SIGNAL",
+            "--input-value",
+            "port=8080",
+            "web-deploy",
+            "-f",
+            "json",
+        ],
+    )
+    .await;
+    // heatclient prints every field whatever -c asks: read the id.
+    let deployment: serde_json::Value = serde_json::from_str(&deployment).expect("json");
+    let deployment = deployment["id"].as_str().expect("an id").to_owned();
+    assert_eq!(deployment.len(), 36, "{deployment}");
+    let listed = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "software",
+            "deployment",
+            "list",
+            "--server",
+            "server-1",
+            "-f",
+            "value",
+            "-c",
+            "id",
+        ],
+    )
+    .await;
+    assert!(listed.contains(&deployment), "{listed}");
+    let shown = openstack(
+        &ember,
+        dir.path(),
+        &["software", "deployment", "show", &deployment, "-f", "json"],
+    )
+    .await;
+    let shown: serde_json::Value = serde_json::from_str(&shown).expect("json");
+    assert_eq!(shown["server_id"], "server-1", "{shown}");
+    let metadata = openstack(
+        &ember,
+        dir.path(),
+        &["software", "deployment", "metadata", "show", "server-1"],
+    )
+    .await;
+    assert!(
+        metadata.contains("echo configured") && metadata.contains("8080"),
+        "{metadata}"
+    );
+    openstack(
+        &ember,
+        dir.path(),
+        &["software", "deployment", "delete", &deployment],
+    )
+    .await;
+    let listed = openstack(
+        &ember,
+        dir.path(),
+        &[
+            "software",
+            "deployment",
+            "list",
+            "--server",
+            "server-1",
+            "-f",
+            "value",
+            "-c",
+            "id",
+        ],
+    )
+    .await;
+    assert!(!listed.contains(&deployment), "{listed}");
+    openstack(
+        &ember,
+        dir.path(),
+        &["software", "config", "delete", &config_id],
+    )
+    .await;
+    ember.stop().await;
+}

@@ -332,3 +332,87 @@ async fn an_external_resource_is_adopted_never_changed_and_left_in_place() {
     );
     ember.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_group_launches_servers_from_its_launch_configuration_and_resizes() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = |size: u64| {
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {
+                "launch": {"type": "AWS::AutoScaling::LaunchConfiguration",
+                           "properties": {"ImageId": "debian-12", "InstanceType": "m1.small",
+                                          "UserData": "#!/bin/sh\necho hi"}},
+                "group": {"type": "OS::Heat::InstanceGroup",
+                          "properties": {"AvailabilityZones": ["nova"], "Size": size,
+                                         "LaunchConfigurationName": {"get_resource": "launch"},
+                                         "Tags": [{"Key": "team", "Value": "web"}]}},
+            },
+            "outputs": {"list": {"value": {"get_attr": ["group", "InstanceList"]}}},
+        })
+    };
+    let stack = create(&heat, "launched", template(2)).await;
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "CREATE_COMPLETE", "{settled}");
+    let servers: Vec<String> = output(&heat, &stack, "list")
+        .await
+        .as_str()
+        .expect("a list")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(servers.len(), 2, "{servers:?}");
+    // Each is a real instance, made from the launch configuration.
+    for server in &servers {
+        let instance = ember
+            .http
+            .get(ember.url(&format!("/compute/v1/instances/{server}")))
+            .header("X-Auth-Token", ember.member_token())
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(instance.status(), StatusCode::OK);
+        let instance = instance.json::<Value>().await.expect("json");
+        assert_eq!(instance["instance"]["flavor"], "m1.small", "{instance}");
+        assert_eq!(instance["instance"]["image"], "debian-12", "{instance}");
+        assert_eq!(
+            instance["instance"]["metadata"]["team"], "web",
+            "{instance}"
+        );
+    }
+    // Resized by an update.
+    let updated = heat
+        .call(
+            reqwest::Method::PUT,
+            &stack,
+            Some(json!({"template": template(3)})),
+        )
+        .await;
+    assert_eq!(updated.status, StatusCode::ACCEPTED, "{updated:?}");
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "UPDATE_COMPLETE", "{settled}");
+    let list = output(&heat, &stack, "list").await;
+    assert_eq!(
+        list.as_str().map(|list| list.split(',').count()),
+        Some(3),
+        "{list}"
+    );
+    // A group naming something that is not a launch configuration fails by name.
+    let bad = create(&heat, "unlaunched", json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {"group": {"type": "OS::Heat::InstanceGroup",
+            "properties": {"AvailabilityZones": ["nova"], "Size": 1, "LaunchConfigurationName": "nothing"}}},
+    }))
+    .await;
+    let failed = heat.wait_until_settled(&bad).await;
+    assert_eq!(failed["stack_status"], "CREATE_FAILED", "{failed}");
+    assert!(
+        failed["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("LaunchConfiguration"),
+        "{failed}"
+    );
+    ember.stop().await;
+}

@@ -8,6 +8,7 @@ mod delay;
 mod deployed_server;
 mod deployment_group;
 mod group_members;
+mod instance_group;
 mod nested;
 mod none;
 mod random_string;
@@ -250,6 +251,7 @@ impl ResourceTypeRegistry {
         )));
         registry.register(Arc::new(scaling_policy::ScalingPolicy::new()));
         registry.register(Arc::new(delay::Delay::new()));
+        registry.register(Arc::new(instance_group::LaunchConfiguration::new()));
         registry
     }
 
@@ -263,6 +265,9 @@ impl ResourceTypeRegistry {
                 instances.clone(),
             )));
         }
+        registry.register(Arc::new(instance_group::InstanceGroup::new(
+            registry.nested_stack_host.clone(),
+        )));
         registry
     }
 
