@@ -237,3 +237,97 @@ fn other_token(ember: &TestEmber) -> String {
         )
         .expect("token")
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_powers_a_server_back_as_the_snapshot_found_it() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "resources": {
+            "word": {"type": "OS::Heat::RandomString"},
+            "server": {"type": "OS::Nova::Server", "properties": {"flavor": "m1.small", "image": "debian-12"}},
+        },
+        "outputs": {"server": {"value": {"get_resource": "server"}}},
+    });
+    let created = heat
+        .post(
+            "/stacks",
+            json!({"stack_name": "powered", "template": template}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+    let stack = format!(
+        "/stacks/powered/{}",
+        created.body["stack"]["id"].as_str().expect("id")
+    );
+    assert_eq!(
+        heat.wait_until_settled(&stack).await["stack_status"],
+        "CREATE_COMPLETE"
+    );
+    let server = heat.get(&format!("{stack}/outputs/server")).await.body["output"]["output_value"]
+        .as_str()
+        .expect("a server")
+        .to_owned();
+    let saved = heat
+        .post(&format!("{stack}/snapshots"), json!({"name": "running"}))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{saved:?}");
+    assert_eq!(
+        saved.body["data"]["resources"]["server"]["state"]["status"], "ACTIVE",
+        "{saved:?}"
+    );
+    let snapshot_id = saved.body["id"].as_str().expect("id").to_owned();
+
+    // Someone powers the server off; the restore powers it back on.
+    let instance_status = |ember: &TestEmber, server: String| {
+        let http = ember.http.clone();
+        let url = ember.url(&format!("/compute/v1/instances/{server}"));
+        let token = ember.member_token().to_owned();
+        async move {
+            let body: Value = http
+                .get(url)
+                .header("X-Auth-Token", token)
+                .send()
+                .await
+                .expect("request")
+                .json()
+                .await
+                .expect("json");
+            body["instance"]["status"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    let off = ember
+        .http
+        .put(ember.url(&format!("/compute/v1/instances/{server}/states/power")))
+        .header("X-Auth-Token", ember.member_token())
+        .json(&json!({"target": "off"}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(off.status(), StatusCode::ACCEPTED);
+    ember_tests::wait_for(
+        "the server to stop",
+        std::time::Duration::from_secs(10),
+        || {
+            let status = instance_status(&ember, server.clone());
+            async move { status.await == "STOPPED" }
+        },
+    )
+    .await;
+    let restored = heat
+        .call(
+            Method::POST,
+            &format!("{stack}/snapshots/{snapshot_id}/restore"),
+            None,
+        )
+        .await;
+    assert_eq!(restored.status, StatusCode::ACCEPTED, "{restored:?}");
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "RESTORE_COMPLETE", "{settled}");
+    assert_eq!(instance_status(&ember, server.clone()).await, "ACTIVE");
+    ember.stop().await;
+}

@@ -133,6 +133,25 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// What a stack snapshot records of the resource's live state, beyond
+    /// its stored data (a server's power state); `None` when its stored
+    /// data is all there is.
+    async fn snapshot_state(&self, current: &Resource) -> Result<Option<Value>, ResourceFailure> {
+        let _ = current;
+        Ok(None)
+    }
+
+    /// Brings the resource back to the state a snapshot recorded, after a
+    /// restore's update kept it (the same physical resource).
+    async fn restore_state(
+        &self,
+        current: &Resource,
+        recorded: &Value,
+    ) -> Result<(), ResourceFailure> {
+        let _ = (current, recorded);
+        Ok(())
+    }
+
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let _ = current;
         Ok(())

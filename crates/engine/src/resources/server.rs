@@ -469,4 +469,46 @@ impl ResourceType for ServerResource {
         self.power(current, PowerAction::On, InstanceStatus::Active)
             .await
     }
+
+    /// The instance's status now: a restore powers it back to it.
+    async fn snapshot_state(&self, current: &Resource) -> Result<Option<Value>, ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(None);
+        };
+        match self.instances.get(&owner_of(current)?, uuid).await {
+            Ok(instance) => Ok(Some(json!({
+                "status": instance.status.as_str(),
+                "power_state": instance.power_state.as_str(),
+            }))),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(error) => Err(failure(error)),
+        }
+    }
+
+    /// Powers the instance on or off as the snapshot found it.
+    async fn restore_state(
+        &self,
+        current: &Resource,
+        recorded: &Value,
+    ) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(());
+        };
+        let live = self
+            .instances
+            .get(&owner_of(current)?, uuid)
+            .await
+            .map_err(failure)?;
+        match (recorded["status"].as_str(), live.status) {
+            (Some("STOPPED"), InstanceStatus::Active) => {
+                self.power(current, PowerAction::Off, InstanceStatus::Stopped)
+                    .await
+            }
+            (Some("ACTIVE"), InstanceStatus::Stopped) => {
+                self.power(current, PowerAction::On, InstanceStatus::Active)
+                    .await
+            }
+            _ => Ok(()),
+        }
+    }
 }

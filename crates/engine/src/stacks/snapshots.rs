@@ -3,7 +3,8 @@
 //! stack action SNAPSHOT; `restore` is an update back to a snapshot's
 //! definition (the stack action RESTORE) that then puts back the data of
 //! resources whose state is Ember's own — a `RandomString` gets its value
-//! back even when it was replaced since.
+//! back even when it was replaced since — and the live state resources
+//! record (a server kept since is powered back on or off as it was).
 //!
 //! Unlike Heat, whose snapshot answers IN_PROGRESS and completes in the
 //! background, the snapshot is complete when the call answers: it only
@@ -72,11 +73,28 @@ impl StackOperations {
                     .await?;
                 let definition = self.store().load_definition(stack.id).await?;
                 let target = self.load_target(&stack, fence).await?;
-                let data = super::abandon::stack_data(
-                    &stack,
-                    &definition,
-                    resource_states(&target.resources),
-                );
+                let resources = resource_states(&target.resources);
+                let mut live = Map::new();
+                for resource in resources.values() {
+                    let Some(resource_type) = self.shared.registry.get(&resource.type_name) else {
+                        continue;
+                    };
+                    let state = resource_type.snapshot_state(resource).await.map_err(|failure| {
+                        Error::Conflict(format!(
+                            "resources.{}: its state cannot be read for the snapshot: {failure}",
+                            resource.name
+                        ))
+                    })?;
+                    if let Some(state) = state {
+                        live.insert(resource.name.clone(), state);
+                    }
+                }
+                let mut data = super::abandon::stack_data(&stack, &definition, resources);
+                for (name, state) in live {
+                    if let Some(entry) = data["resources"].get_mut(&name) {
+                        entry["state"] = state;
+                    }
+                }
                 let saved = StackSnapshot {
                     id: Uuid::now_v7(),
                     stack_id: stack.id,
@@ -221,7 +239,21 @@ pub(super) async fn restore_data(
             continue;
         };
         let same_type = entry["type"].as_str() == Some(resource.type_name.as_str());
-        if !same_type || !RESTORED_TYPES.contains(&resource.type_name.as_str()) {
+        if !same_type {
+            continue;
+        }
+        // The same physical resource as then: its live state goes back.
+        if let Some(state) = entry.get("state")
+            && entry["resource_id"].as_str().is_some()
+            && entry["resource_id"].as_str() == resource.physical_id.as_deref()
+            && let Some(resource_type) = shared.registry.get(&resource.type_name)
+        {
+            resource_type
+                .restore_state(&resource, state)
+                .await
+                .map_err(|failure| format!("resources.{name}: restoring its state: {failure}"))?;
+        }
+        if !RESTORED_TYPES.contains(&resource.type_name.as_str()) {
             continue;
         }
         let mut restored = resource;
