@@ -607,6 +607,21 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
         message.ack().await.expect("ack");
         tokens.push(token);
     }
+    // Once lifecycle-hook published, the stream keeps messages a bounded
+    // time and size (a stream an earlier version made gets the limits too).
+    let limits = jetstream
+        .get_stream("EMBER_LIFECYCLE")
+        .await
+        .expect("the stream")
+        .cached_info()
+        .config
+        .clone();
+    assert_eq!(
+        limits.max_age,
+        Duration::from_secs(7 * 24 * 3600),
+        "{limits:?}"
+    );
+    assert_eq!(limits.max_bytes, 1024 * 1024 * 1024, "{limits:?}");
     complete_all(&rest, &cluster_id, &tokens).await;
     ember.stop().await;
 }

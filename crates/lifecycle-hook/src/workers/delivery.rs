@@ -43,6 +43,11 @@ pub fn nats_subject(project_id: &str, queue: &str) -> String {
     format!("{NATS_SUBJECT_PREFIX}{project}.{queue}")
 }
 pub const NATS_STREAM: &str = "EMBER_LIFECYCLE";
+/// How long the stream keeps a lifecycle message: longer than any hook
+/// waits (a deadline is at most a day), short enough not to grow forever.
+pub const NATS_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The most the stream holds; the oldest messages go first.
+pub const NATS_MAX_BYTES: i64 = 1024 * 1024 * 1024;
 /// How long one attempt (HTTP request or JetStream publish + ack) may take.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A claimed attempt belongs to this replica for this long; a replica that
@@ -205,14 +210,22 @@ impl Deliverer {
             .await
             .map_err(|error| format!("cannot connect to NATS at {}: {error}", self.nats_url))?;
         let context = async_nats::jetstream::new(client);
+        // Lifecycle messages are kept a bounded time and size: a stream
+        // made by an earlier version without limits gets them too.
+        let config = async_nats::jetstream::stream::Config {
+            name: NATS_STREAM.to_owned(),
+            subjects: vec![format!("{NATS_SUBJECT_PREFIX}>")],
+            max_age: NATS_MAX_AGE,
+            max_bytes: NATS_MAX_BYTES,
+            ..Default::default()
+        };
         context
-            .get_or_create_stream(async_nats::jetstream::stream::Config {
-                name: NATS_STREAM.to_owned(),
-                subjects: vec![format!("{NATS_SUBJECT_PREFIX}>")],
-                ..Default::default()
-            })
+            .get_or_create_stream(config.clone())
             .await
             .map_err(|error| format!("cannot create the NATS stream {NATS_STREAM}: {error}"))?;
+        context.update_stream(&config).await.map_err(|error| {
+            format!("cannot set the limits of the NATS stream {NATS_STREAM}: {error}")
+        })?;
         *slot = Some(context.clone());
         Ok(context)
     }
@@ -286,7 +299,7 @@ fn outcome(
     };
     match attempt {
         Attempt::Delivered(detail) => {
-            info!(token = %action.token, target = action.target.type_name(), "lifecycle message delivered");
+            info!(token = %action.token, delivered_to = action.target.type_name(), "lifecycle message delivered");
             result(DeliveryState::Delivered, None, None, "SENT", detail)
         }
         Attempt::Final(error) => {
