@@ -142,6 +142,11 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
     let state = GatewayState::new(&config, shutdown.clone()).await?;
+    // Logged once the identity store is migrated and the state is ready.
+    match listener.local_addr() {
+        Ok(address) => tracing::info!(%address, service = "api-gateway", "serving"),
+        Err(_) => tracing::info!(service = "api-gateway", "serving"),
+    }
     let listener = listener.tap_io(|tcp| {
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");

@@ -25,7 +25,7 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(ember::commands::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("{}", ember_runtime::telemetry::fatal_line(&error));
             std::process::ExitCode::FAILURE
         }
     }

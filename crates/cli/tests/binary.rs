@@ -325,6 +325,27 @@ fn bad_configuration_is_reported_by_key_before_anything_starts() {
         .expect("runs");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("EMBER_AUTH__SIGNING_KEY"));
+
+    // With JSON logs, the fatal error is a JSON line too.
+    let output = Command::new(EMBER)
+        .args(["serve", "engine"])
+        .env_remove("EMBER_AUTH__SIGNING_KEY")
+        .env("EMBER_LOG__FORMAT", "json")
+        .output()
+        .expect("runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line: serde_json::Value =
+        serde_json::from_str(stderr.trim().lines().last().unwrap_or_default())
+            .unwrap_or_else(|error| panic!("not a JSON line ({error}): {stderr}"));
+    assert_eq!(line["level"], "ERROR", "{stderr}");
+    assert!(
+        line["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("EMBER_AUTH__SIGNING_KEY"),
+        "{stderr}"
+    );
 }
 
 #[test]

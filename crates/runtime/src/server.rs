@@ -70,6 +70,11 @@ pub async fn serve_grpc(
     service: GrpcService,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
+    // Logged here, once migrations and start-up are behind the service.
+    match listener.local_addr() {
+        Ok(address) => tracing::info!(%address, services = ?service.service_names, "serving"),
+        Err(_) => tracing::info!(services = ?service.service_names, "serving"),
+    }
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     let names: Vec<&'static str> = service.service_names.iter().copied().chain([""]).collect();
     set_health(&health_reporter, &names, ServingStatus::Serving).await;

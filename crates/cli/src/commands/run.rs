@@ -143,7 +143,7 @@ pub async fn serve(config_file: Option<&Path>, args: ServeArgs) -> Result<(), St
     let listener = dev::bind(args.service.as_str(), address).await?;
     let shutdown = CancellationToken::new();
     ember_runtime::shutdown::cancel_on_signal(shutdown.clone());
-    tracing::info!(service = args.service.as_str(), %address, "serving");
+    tracing::info!(service = args.service.as_str(), %address, "starting");
     dev::serve_one(args.service, &config, &secrets, listener, shutdown)
         .await
         .map_err(|error| format!("{}: {error}", args.service.as_str()))
