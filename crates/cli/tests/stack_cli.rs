@@ -435,3 +435,53 @@ fn a_stack_is_locked_checked_and_unlocked_from_the_cli() {
     );
     assert!(succeed(&["stack", "allowed", "kept", "delete"], dir).starts_with("delete: allowed"));
 }
+
+/// The README's quick start, as written: the shipped example template with
+/// a parameter, its outputs, and the delete.
+#[test]
+fn the_quick_start_works_with_the_shipped_example() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/web.yaml")
+        .display()
+        .to_string();
+    let created = ember(
+        &[
+            "stack",
+            "create",
+            "web",
+            "-t",
+            &example,
+            "-P",
+            "length=20",
+            "--wait",
+        ],
+        dir,
+    );
+    assert!(created.status.success(), "{}", text(&created));
+    assert!(
+        String::from_utf8_lossy(&created.stdout).contains("CREATE_COMPLETE"),
+        "{}",
+        text(&created)
+    );
+    let outputs = ember(&["stack", "outputs", "web"], dir);
+    assert!(outputs.status.success(), "{}", text(&outputs));
+    let printed = String::from_utf8_lossy(&outputs.stdout).into_owned();
+    let secret = printed
+        .lines()
+        .find(|line| line.starts_with("secret"))
+        .unwrap_or_else(|| panic!("no secret output: {printed}"));
+    assert_eq!(
+        secret.split_whitespace().nth(1).map(str::len),
+        Some(20),
+        "the parameter reached the RandomString: {printed}"
+    );
+    assert!(
+        printed.lines().any(|line| line.starts_with("server")),
+        "{printed}"
+    );
+    let deleted = ember(&["stack", "delete", "web", "--wait"], dir);
+    assert!(deleted.status.success(), "{}", text(&deleted));
+}
