@@ -25,6 +25,21 @@ pub enum DatabaseError {
     Migrate { url: String, source: DbErr },
 }
 
+/// A raw statement written with PostgreSQL's `$1`, `$2`… placeholders, for
+/// either backend (SQLite's numbered `?1`, `?2`…: a placeholder may appear
+/// more than once).
+pub fn statement(
+    backend: sea_orm::DatabaseBackend,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+) -> sea_orm::Statement {
+    let sql = match backend {
+        sea_orm::DatabaseBackend::Sqlite => sql.replace('$', "?"),
+        _ => sql.to_owned(),
+    };
+    sea_orm::Statement::from_sql_and_values(backend, sql, values)
+}
+
 /// Which database a URL names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {

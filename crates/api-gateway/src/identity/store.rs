@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, QueryResult, Statement,
-    TransactionTrait,
+    ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, QueryResult, TransactionTrait,
 };
+
+use ember_runtime::database::statement;
 
 use super::{Assignment, IdentityError, Project, Revocation, User};
 
@@ -25,15 +26,6 @@ impl From<DbErr> for IdentityError {
 #[derive(Clone, Debug)]
 pub struct IdentityStore {
     connection: DatabaseConnection,
-}
-
-fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        // `?N` binds the N-th value wherever it appears.
-        DatabaseBackend::Sqlite => sql.replace('$', "?"),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
 }
 
 fn is_unique_violation(error: &DbErr) -> bool {

@@ -4,11 +4,12 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
-use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, Statement, TransactionTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 use uuid::Uuid;
 
 use crate::domain::quota::QuotaKind;
 use crate::error::{Error, Result};
+use ember_runtime::database::statement;
 
 /// What a quota counts, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,17 +50,6 @@ impl SqlQuotaStore {
     pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
         SqlQuotaStore { connection, reader }
     }
-}
-
-/// A statement written with `$1`, `$2`… for either backend.
-fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DatabaseBackend::Sqlite => (1..=values.len()).rev().fold(sql.to_owned(), |sql, index| {
-            sql.replace(&format!("${index}"), "?")
-        }),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
 }
 
 #[async_trait]

@@ -5,11 +5,12 @@
 //! under the next one — never one silently replacing the other.
 
 use async_trait::async_trait;
-use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, Statement};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
 use uuid::Uuid;
 
 use crate::domain::wait_condition::{SignalInput, SignalStatus, WaitSignal};
 use crate::error::{Error, Result};
+use ember_runtime::database::statement;
 
 #[async_trait]
 pub trait WaitSignalStore: Send + Sync + 'static {
@@ -45,16 +46,6 @@ impl SqlWaitSignalStore {
 
 /// How often a signal without an id is numbered again after losing a race.
 const NUMBERING_ATTEMPTS: usize = 20;
-
-/// A statement written with `$1`, `$2`… for either backend (SQLite's
-/// numbered `?1`, so a parameter may appear twice).
-fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DatabaseBackend::Sqlite => sql.replace('$', "?"),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
-}
 
 #[async_trait]
 impl WaitSignalStore for SqlWaitSignalStore {

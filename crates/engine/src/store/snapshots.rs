@@ -1,20 +1,12 @@
 //! Stack snapshots in SQL: one row each, the data as JSON text. Deleting a
 //! stack deletes its snapshots in the same transaction (`sql.rs`).
 
-use sea_orm::{ConnectionTrait, DatabaseBackend, QueryResult, Statement};
+use sea_orm::{ConnectionTrait, QueryResult};
 use uuid::Uuid;
 
 use crate::domain::StackSnapshot;
 use crate::error::{Error, Result};
-
-/// A statement written with `$1`, `$2`… for either backend.
-fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DatabaseBackend::Sqlite => sql.replace('$', "?"),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
-}
+use ember_runtime::database::statement;
 
 const COLUMNS: &str = "id, stack_id, project_id, name, status, status_reason, data, created_at";
 

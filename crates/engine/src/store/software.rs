@@ -5,12 +5,13 @@
 //! status, so two signals racing on one deployment apply once.
 
 use async_trait::async_trait;
-use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, QueryResult, Statement};
+use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::domain::software::{DeploymentStatus, SoftwareConfig, SoftwareDeployment};
 use crate::error::{Error, Result};
+use ember_runtime::database::statement;
 
 /// The columns of a deployment an update sets (`None` = unchanged).
 #[derive(Debug, Clone, Default)]
@@ -81,15 +82,6 @@ impl SqlSoftwareStore {
     pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
         SqlSoftwareStore { connection, reader }
     }
-}
-
-/// A statement written with `$1`, `$2`… for either backend.
-fn statement(backend: DatabaseBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DatabaseBackend::Sqlite => sql.replace('$', "?"),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
 }
 
 fn json_text(value: &Value) -> String {

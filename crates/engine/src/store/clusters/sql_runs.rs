@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, PaginatorTrait,
-    QueryFilter, QuerySelect, Statement,
+    QueryFilter, QuerySelect,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -20,15 +20,7 @@ use super::entity::{action, binding, cluster, node};
 use super::{ClusterChange, Settle};
 use crate::domain::cluster::{ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus};
 use crate::error::{Error, Result};
-
-/// `$n` placeholders as the backend wants them (`?n` on SQLite).
-fn statement(backend: DbBackend, sql: &str, values: Vec<sea_orm::Value>) -> Statement {
-    let sql = match backend {
-        DbBackend::Sqlite => sql.replace('$', "?"),
-        _ => sql.to_owned(),
-    };
-    Statement::from_sql_and_values(backend, sql, values)
-}
+use ember_runtime::database::statement;
 
 /// Claims up to `limit` READY actions: two statements in one transaction.
 ///
