@@ -1,6 +1,9 @@
-//! Authentication at the door: every request except health, metrics and
-//! reflection must carry a token, as `X-Auth-Token` (OpenStack clients) or
-//! `Authorization: Bearer` (gRPC, curl). The verified identity is what the
+//! Authentication at the door: every request except health, metrics,
+//! reflection, version discovery and the Keystone front door's token
+//! requests must carry a token, as `X-Auth-Token` (OpenStack clients) or
+//! `Authorization: Bearer` (gRPC, curl). [`Authenticator`] decides who is
+//! behind it — the built-in identity (Ember's signed tokens, minus revoked
+//! ones) or an external Keystone. The verified identity is what the
 //! internal services see; anything the caller sent in identity headers is
 //! discarded.
 

@@ -1,7 +1,8 @@
 //! The public gRPC door. Health and reflection are answered here (no token
-//! needed, so `grpcurl list` works); every other call must carry a token,
-//! and is forwarded byte for byte to the internal service that serves it,
-//! with the verified identity and the internal credential in its metadata.
+//! needed, so `grpcurl list` works), and so is the built-in identity's
+//! admin service (admins only); every other call must carry a token, and
+//! is forwarded byte for byte to the internal service that serves it, with
+//! the verified identity and the internal credential in its metadata.
 //! Forwarding at the HTTP/2 level keeps the gateway free of per-RPC code: a
 //! new RPC in a proto is public as soon as its service is listed in
 //! [`crate::upstream`].

@@ -2,7 +2,7 @@
 //! serves the OpenStack-compatible REST APIs by calling the engine over gRPC,
 //! and forwards the public gRPC services (with reflection for grpcurl) — all
 //! on one port, telling gRPC apart by its content type. It holds no domain
-//! state.
+//! state; its one store is the built-in identity (`identity`).
 #![forbid(unsafe_code)]
 
 pub mod auth;

@@ -7,7 +7,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use ember_tests::TestEmber;
 use reqwest::{Method, StatusCode};
@@ -211,6 +210,5 @@ async fn tokens_of_a_real_keystone_are_validated_cached_and_refused_as_it_says()
         answer.body
     );
     assert!(answer.message().contains("Keystone at"), "{}", answer.body);
-    tokio::time::sleep(Duration::from_millis(10)).await;
     ember.stop().await;
 }

@@ -318,8 +318,13 @@ async fn curl(args: &[&str]) -> String {
 }
 
 async fn server_of(heat: &HeatRest, stack: &str) -> String {
+    physical_id_of(heat, stack, "server").await
+}
+
+/// A resource's physical id, once it has one (5 s at most).
+async fn physical_id_of(heat: &HeatRest, stack: &str, resource: &str) -> String {
     for _ in 0..200 {
-        let answer = heat.get(&format!("{stack}/resources/server")).await;
+        let answer = heat.get(&format!("{stack}/resources/{resource}")).await;
         if let Some(id) = answer.body["resource"]["physical_resource_id"]
             .as_str()
             .filter(|id| !id.is_empty())
@@ -328,7 +333,7 @@ async fn server_of(heat: &HeatRest, stack: &str) -> String {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("the server of {stack} never got an id");
+    panic!("{resource} of {stack} never got an id");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -534,16 +539,7 @@ async fn a_deployment_group_deploys_to_each_server_and_gathers_their_outputs() {
     let stack = create(&heat, "grouped", template).await;
     // Each server's agent sees its own deployment and signals it.
     for server_name in ["web", "db"] {
-        let server = loop {
-            let answer = heat.get(&format!("{stack}/resources/{server_name}")).await;
-            if let Some(id) = answer.body["resource"]["physical_resource_id"]
-                .as_str()
-                .filter(|id| !id.is_empty())
-            {
-                break id.to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        };
+        let server = physical_id_of(&heat, &stack, server_name).await;
         let configs = agent_metadata(&heat, &server).await;
         assert_eq!(configs.len(), 1, "{configs:?}");
         assert_eq!(input(&configs[0], "deploy_resource_name"), server_name);

@@ -3,7 +3,7 @@
 //! project, changed password). Read from the store at start, then every
 //! [`super::REVOCATION_POLL`], and at once after this replica writes one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 
 use chrono::Utc;
@@ -26,7 +26,11 @@ struct Index {
     tokens: HashSet<String>,
     /// Token revocations with their expiry, to forget them later.
     token_expiry: Vec<(chrono::DateTime<Utc>, String)>,
-    broad: Vec<Revocation>,
+    /// Revocations of a user's tokens (on one project or all), by user:
+    /// a request looks at its own user's only, however many there are.
+    by_user: HashMap<String, Vec<Revocation>>,
+    /// Revocations of every token of a project, by project.
+    by_project: HashMap<String, Vec<Revocation>>,
 }
 
 impl Revocations {
@@ -35,11 +39,16 @@ impl Revocations {
             Ok(index) => index,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let identity = &details.identity;
         (!details.token_id.is_empty() && index.tokens.contains(&details.token_id))
-            || index
-                .broad
-                .iter()
-                .any(|revocation| revocation.revokes(details))
+            || [
+                index.by_user.get(&identity.user_id),
+                index.by_project.get(&identity.project_id),
+            ]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|revocation| revocation.revokes(details))
     }
 
     /// Applies the revocations written since the last refresh, and forgets
@@ -65,7 +74,19 @@ impl Revocations {
                         .token_expiry
                         .push((revocation.expires_at, token_id.clone()));
                 }
-                None => index.broad.push(revocation),
+                None => match (&revocation.user_id, &revocation.project_id) {
+                    (Some(user), _) => index
+                        .by_user
+                        .entry(user.clone())
+                        .or_default()
+                        .push(revocation),
+                    (None, Some(project)) => index
+                        .by_project
+                        .entry(project.clone())
+                        .or_default()
+                        .push(revocation),
+                    (None, None) => {}
+                },
             }
         }
         if index
@@ -81,9 +102,13 @@ impl Revocations {
             }
             index.token_expiry = live;
         }
-        index
-            .broad
-            .retain(|revocation| revocation.expires_at >= now);
+        let index = &mut *index;
+        for revocations in [&mut index.by_user, &mut index.by_project] {
+            revocations.retain(|_, list| {
+                list.retain(|revocation| revocation.expires_at >= now);
+                !list.is_empty()
+            });
+        }
         Ok(())
     }
 
