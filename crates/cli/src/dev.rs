@@ -211,7 +211,7 @@ pub struct DevCredentials {
 }
 
 pub const DEV_CREDENTIALS_FILE: &str = "dev-credentials.json";
-const DEV_SECRETS_FILE: &str = "dev-secrets.json";
+pub const DEV_SECRETS_FILE: &str = "dev-secrets.json";
 
 impl DevCredentials {
     pub fn mint(

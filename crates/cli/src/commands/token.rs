@@ -6,7 +6,8 @@ use std::time::Duration;
 use ember_runtime::Identity;
 use ember_runtime::auth::TokenSigner;
 
-use crate::config::{self, FlagOverrides};
+use crate::config::{self, EmberConfig, FlagOverrides, Secrets};
+use crate::dev::DEV_SECRETS_FILE;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TokenCommand {
@@ -45,9 +46,7 @@ pub fn run(config_file: Option<&Path>, command: TokenCommand) -> Result<(), Stri
                     engine: None,
                 },
             )?;
-            // Outside dev the key comes from configuration; with `ember dev`
-            // it is the one kept in its data directory.
-            let secrets = crate::dev::dev_secrets(&config)?;
+            let signing_key = signing_key(&config, config_file)?;
             let ttl = ttl.unwrap_or(Duration::from_secs(config.auth.token_ttl_secs));
             // Revoking a user's or project's tokens is remembered this long.
             let longest = ember_api_gateway::identity::MAX_TOKEN_LIFETIME;
@@ -58,12 +57,44 @@ pub fn run(config_file: Option<&Path>, command: TokenCommand) -> Result<(), Stri
                 ));
             }
             let identity = Identity::new(user, project, roles);
-            let token = TokenSigner::new(&secrets.signing_key)
+            let token = TokenSigner::new(&signing_key)
                 .issue(&identity, ttl)
                 .map_err(|error| error.to_string())?;
             println!("{token}");
             Ok(())
         }
+    }
+}
+
+/// The key tokens are signed with: the configured `auth.signing_key`, else
+/// the one an `ember dev` keeps in its data directory. Never a new one: a
+/// token signed with a key no server has would be refused by every server.
+fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<String, String> {
+    if let Some(key) = &config.auth.signing_key {
+        return Ok(key.clone());
+    }
+    let dev_secrets = config.data_dir.join(DEV_SECRETS_FILE);
+    let dev_secrets = std::path::absolute(&dev_secrets).unwrap_or(dev_secrets);
+    match std::fs::read_to_string(&dev_secrets) {
+        Ok(text) => serde_json::from_str::<Secrets>(&text)
+            .map(|secrets| secrets.signing_key)
+            .map_err(|error| format!("{}: {error}", dev_secrets.display())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let configuration = match config_file
+                .map(Path::to_path_buf)
+                .or_else(|| std::env::var_os("EMBER_CONFIG").map(Into::into))
+            {
+                Some(file) => format!("not in {}, ", file.display()),
+                None => "no --config file, ".to_owned(),
+            };
+            Err(format!(
+                "no signing key: auth.signing_key is not configured ({configuration}EMBER_AUTH__SIGNING_KEY not set) \
+                 and there is no {} (not an `ember dev` data directory): set EMBER_AUTH__SIGNING_KEY to the \
+                 deployment's key, or pass --data-dir of the running `ember dev`",
+                dev_secrets.display()
+            ))
+        }
+        Err(error) => Err(format!("cannot read {}: {error}", dev_secrets.display())),
     }
 }
 
