@@ -14,26 +14,57 @@ pub enum DevIdentity {
     Member,
 }
 
-#[derive(Debug, Clone, clap::Args)]
+/// The flags that say where a client command connects and as whom. They
+/// are global: they may stand anywhere on the line (`ember --url X stack
+/// list` and `ember stack list --url X` are the same).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConnectArgs {
     /// Gateway URL [default: the running `ember dev`, else http://127.0.0.1:8004]
-    #[arg(long, env = "EMBER_URL", global = true)]
+    #[arg(
+        long,
+        env = "EMBER_URL",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub url: Option<String>,
     /// Bearer token [default: a token from the running `ember dev`]
-    #[arg(long, env = "EMBER_TOKEN", global = true, hide_env_values = true)]
+    #[arg(
+        long,
+        env = "EMBER_TOKEN",
+        global = true,
+        hide_env_values = true,
+        help_heading = "Global options"
+    )]
     pub token: Option<String>,
     /// Which `ember dev` identity to use when no token is given
-    #[arg(long = "as", value_enum, global = true)]
+    #[arg(
+        long = "as",
+        value_enum,
+        global = true,
+        help_heading = "Global options"
+    )]
     pub identity: Option<DevIdentity>,
-    /// The `ember dev` data directory holding dev-credentials.json
+    /// The data directory: where `ember dev` keeps its databases, secrets and
+    /// the dev-credentials.json client commands read [default: ./ember-data]
     #[arg(
         long,
         env = "EMBER_DATA_DIR",
         global = true,
-        default_value = "./ember-data"
+        help_heading = "Global options"
     )]
-    pub data_dir: PathBuf,
+    pub data_dir: Option<PathBuf>,
 }
+
+impl ConnectArgs {
+    /// Where `ember dev` keeps its files, as client commands look for them.
+    pub fn dev_data_dir(&self) -> PathBuf {
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))
+    }
+}
+
+const DEFAULT_DATA_DIR: &str = "./ember-data";
 
 /// An authenticated connection to the gateway.
 #[derive(Clone)]
@@ -47,7 +78,8 @@ impl Client {
         args: &ConnectArgs,
         default_identity: DevIdentity,
     ) -> Result<Client, String> {
-        let dev = DevCredentials::read(&args.data_dir).ok();
+        let data_dir = args.dev_data_dir();
+        let dev = DevCredentials::read(&data_dir).ok();
         let url = args
             .url
             .clone()
@@ -62,7 +94,7 @@ impl Client {
             (None, None) => {
                 return Err(format!(
                     "no token: pass --token or set EMBER_TOKEN (or run `ember dev` with --data-dir {})",
-                    args.data_dir.display()
+                    data_dir.display()
                 ));
             }
         };

@@ -58,3 +58,86 @@ fn token_issue_without_a_signing_key_refuses_and_names_where_it_looked() {
         text(&output)
     );
 }
+
+/// The gateway URL and the member's token `ember dev` wrote.
+fn dev_url_and_token(data_dir: &std::path::Path) -> (String, String) {
+    let text = std::fs::read_to_string(data_dir.join("dev-credentials.json")).expect("credentials");
+    let credentials: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    (
+        credentials["gateway_url"].as_str().expect("url").to_owned(),
+        credentials["member"]["token"]
+            .as_str()
+            .expect("token")
+            .to_owned(),
+    )
+}
+
+/// Runs `ember` with nothing from the environment saying where Ember is.
+fn ember_bare(args: &[&str]) -> std::process::Output {
+    Command::new(EMBER)
+        .args(args)
+        .env_remove("EMBER_DATA_DIR")
+        .env_remove("EMBER_URL")
+        .env_remove("EMBER_TOKEN")
+        .env_remove("EMBER_CONFIG")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .expect("ember runs")
+}
+
+/// `--url`, `--token`, `--as` and `--data-dir` may stand before the command
+/// or after it.
+#[test]
+fn global_flags_work_anywhere_on_the_line() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = support::Dev::start(dir);
+    let (url, token) = dev_url_and_token(dir);
+    let dir_text = dir.display().to_string();
+
+    for args in [
+        vec!["--url", &url, "--token", &token, "stack", "list"],
+        vec!["stack", "--url", &url, "--token", &token, "list"],
+        vec!["stack", "list", "--url", &url, "--token", &token],
+    ] {
+        let output = ember_bare(&args);
+        assert!(output.status.success(), "{args:?}: {}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).starts_with("ID"),
+            "{args:?}: {}",
+            text(&output)
+        );
+    }
+    for args in [
+        vec!["--data-dir", &dir_text, "--as", "admin", "whoami"],
+        vec!["whoami", "--data-dir", &dir_text, "--as", "admin"],
+    ] {
+        let output = ember_bare(&args);
+        assert!(output.status.success(), "{args:?}: {}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("roles admin,member"),
+            "{args:?}: {}",
+            text(&output)
+        );
+    }
+    // `token issue` reads the dev signing key from a --data-dir given first.
+    let output = ember_bare(&[
+        "--data-dir",
+        &dir_text,
+        "token",
+        "issue",
+        "--user",
+        "ops",
+        "--project",
+        "demo",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let minted = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let output = ember_bare(&["--url", &url, "--token", &minted, "whoami"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("user ops"),
+        "{}",
+        text(&output)
+    );
+}

@@ -60,8 +60,6 @@ pub enum ClusterCommand {
         /// `{type: ember.instance, version: "1.0", properties: {…}}`
         #[arg(long, value_name = "FILE")]
         spec: PathBuf,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Create a policy (deletion, scaling) from a YAML or JSON spec file
     PolicyCreate {
@@ -69,8 +67,6 @@ pub enum ClusterCommand {
         /// `{type: senlin.policy.deletion, version: "1.1", properties: {…}}`
         #[arg(long, value_name = "FILE")]
         spec: PathBuf,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Create a cluster of --desired nodes of a profile
     Create {
@@ -87,8 +83,6 @@ pub enum ClusterCommand {
         max: i32,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List your project's clusters
     List {
@@ -98,15 +92,9 @@ pub enum ClusterCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Show one cluster with its nodes and policies
-    Show {
-        cluster: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Show { cluster: String },
     /// Remove nodes (the deletion policy and its hooks apply)
     ScaleIn {
         cluster: String,
@@ -115,8 +103,6 @@ pub enum ClusterCommand {
         count: Option<u32>,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Add nodes
     ScaleOut {
@@ -126,8 +112,6 @@ pub enum ClusterCommand {
         count: Option<u32>,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Change the capacity and/or the size limits
     Resize {
@@ -152,8 +136,6 @@ pub enum ClusterCommand {
         strict: bool,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Remove the named nodes (the deletion policy and its hooks apply)
     DelNodes {
@@ -163,8 +145,6 @@ pub enum ClusterCommand {
         nodes: Vec<String>,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Attach a policy to a cluster
     PolicyAttach {
@@ -178,20 +158,14 @@ pub enum ClusterCommand {
         disabled: bool,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
-pub async fn run(command: ClusterCommand) -> Result<(), String> {
+pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        ClusterCommand::ProfileCreate {
-            name,
-            spec,
-            connect,
-        } => {
+        ClusterCommand::ProfileCreate { name, spec } => {
             let spec = read_spec(&spec)?;
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let profile = ProfileServiceClient::new(client.channel.clone())
                 .create_profile(client.request(pb::CreateProfileRequest {
                     name,
@@ -207,13 +181,9 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             );
             Ok(())
         }
-        ClusterCommand::PolicyCreate {
-            name,
-            spec,
-            connect,
-        } => {
+        ClusterCommand::PolicyCreate { name, spec } => {
             let spec = read_spec(&spec)?;
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let policy = PolicyServiceClient::new(client.channel.clone())
                 .create_policy(client.request(pb::CreatePolicyRequest { name, spec })?)
                 .await
@@ -232,9 +202,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             min,
             max,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::CreateClusterRequest {
                 name,
                 profile,
@@ -250,12 +219,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
                 .into_inner();
             finish(&client, response, &wait).await
         }
-        ClusterCommand::List {
-            name,
-            limit,
-            connect,
-        } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        ClusterCommand::List { name, limit } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = service(&client)
                 .list_clusters(client.request(pb::ListObjectsRequest {
                     limit,
@@ -268,8 +233,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             print_clusters(&response.clusters);
             Ok(())
         }
-        ClusterCommand::Show { cluster, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        ClusterCommand::Show { cluster } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let cluster = get(&client, &cluster).await?;
             print_cluster(&cluster, None);
             let nodes = NodeServiceClient::new(client.channel.clone())
@@ -302,9 +267,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             cluster,
             count,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::ScaleRequest {
                 cluster,
                 count: count.unwrap_or(0),
@@ -320,9 +284,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             cluster,
             count,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::ScaleRequest {
                 cluster,
                 count: count.unwrap_or(0),
@@ -343,7 +306,6 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             min_step,
             strict,
             wait,
-            connect,
         } => {
             if adjustment_type.is_none() && min_size.is_none() && max_size.is_none() {
                 return Err(
@@ -351,7 +313,7 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
                         .to_owned(),
                 );
             }
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::ResizeRequest {
                 cluster,
                 adjustment_type: adjustment_type
@@ -374,9 +336,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             cluster,
             nodes,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = service(&client)
                 .del_nodes(client.request(pb::NodesRequest { cluster, nodes })?)
                 .await
@@ -390,9 +351,8 @@ pub async fn run(command: ClusterCommand) -> Result<(), String> {
             priority,
             disabled,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::AttachPolicyRequest {
                 cluster,
                 policy,

@@ -17,8 +17,6 @@ pub enum HookCommand {
         /// Only this cluster's (name or id)
         #[arg(long)]
         cluster: Option<String>,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Messages of one of your project's queues on the embedded queue (no NATS configured), oldest first
     Messages {
@@ -32,8 +30,6 @@ pub enum HookCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Complete a lifecycle action: its node is deleted now
     Complete {
@@ -45,8 +41,6 @@ pub enum HookCommand {
         lifecycle_action_token: String,
         #[command(flatten)]
         wait: ActionWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Extend a waiting lifecycle action's deadline by the hook timeout
     Heartbeat {
@@ -56,15 +50,13 @@ pub enum HookCommand {
         /// that is the global --token flag)
         #[arg(value_name = "TOKEN")]
         lifecycle_action_token: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
-pub async fn run(command: HookCommand) -> Result<(), String> {
+pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        HookCommand::List { cluster, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        HookCommand::List { cluster } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             // lifecycle-hook knows clusters by id only; the engine resolves names.
             let cluster_id = match cluster {
                 Some(cluster) => {
@@ -129,9 +121,8 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
             project,
             after,
             limit,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = LifecycleHookServiceClient::new(client.channel.clone())
                 .list_queue_messages(client.request(pb::ListQueueMessagesRequest {
                     queue,
@@ -161,9 +152,8 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
             cluster,
             lifecycle_action_token: token,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = ClusterServiceClient::new(client.channel.clone())
                 .complete_lifecycle(client.request(LifecycleTokenRequest {
                     cluster,
@@ -186,9 +176,8 @@ pub async fn run(command: HookCommand) -> Result<(), String> {
         HookCommand::Heartbeat {
             cluster,
             lifecycle_action_token: token,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = ClusterServiceClient::new(client.channel.clone())
                 .record_lifecycle_heartbeat(client.request(LifecycleTokenRequest {
                     cluster,

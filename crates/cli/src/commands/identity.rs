@@ -30,20 +30,11 @@ pub enum ProjectCommand {
         /// The project's id [default: generated, 32 hex digits]
         #[arg(long, default_value = "")]
         id: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List projects
-    List {
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    List,
     /// Delete a project (by name or id) and its role assignments; its tokens stop working
-    Delete {
-        project: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Delete { project: String },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -60,27 +51,16 @@ pub enum UserCommand {
         /// The user's id [default: generated, 32 hex digits]
         #[arg(long, default_value = "")]
         id: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List users
-    List {
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    List,
     /// Delete a user (by name or id); its tokens stop working
-    Delete {
-        user: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Delete { user: String },
     /// Set a user's password; its tokens stop working
     Password {
         user: String,
         #[arg(long, env = "EMBER_IDENTITY_PASSWORD", hide_env_values = true)]
         password: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
@@ -91,16 +71,12 @@ pub enum RoleCommand {
         user: String,
         project: String,
         role: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Take a role away; the user's tokens for the project stop working
     Remove {
         user: String,
         project: String,
         role: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List role assignments (of one user and/or project)
     List {
@@ -108,8 +84,6 @@ pub enum RoleCommand {
         user: String,
         #[arg(long, default_value = "")]
         project: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
@@ -138,23 +112,22 @@ async fn admin(
     ))
 }
 
-pub async fn run(command: IdentityCommand) -> Result<(), String> {
+pub async fn run(command: IdentityCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        IdentityCommand::Project(command) => project(command).await,
-        IdentityCommand::User(command) => user(command).await,
-        IdentityCommand::Role(command) => role(command).await,
+        IdentityCommand::Project(command) => project(command, connect).await,
+        IdentityCommand::User(command) => user(command, connect).await,
+        IdentityCommand::Role(command) => role(command, connect).await,
     }
 }
 
-async fn project(command: ProjectCommand) -> Result<(), String> {
+async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         ProjectCommand::Create {
             name,
             description,
             id,
-            connect,
         } => {
-            let (mut service, client) = admin(&connect).await?;
+            let (mut service, client) = admin(connect).await?;
             let project = service
                 .create_project(client.request(pb::CreateProjectRequest {
                     name,
@@ -166,8 +139,8 @@ async fn project(command: ProjectCommand) -> Result<(), String> {
                 .into_inner();
             println!("project {} created (id {})", project.name, project.id);
         }
-        ProjectCommand::List { connect } => {
-            let (mut service, client) = admin(&connect).await?;
+        ProjectCommand::List => {
+            let (mut service, client) = admin(connect).await?;
             let projects = service
                 .list_projects(client.request(pb::ListProjectsRequest {})?)
                 .await
@@ -187,8 +160,8 @@ async fn project(command: ProjectCommand) -> Result<(), String> {
                 .collect();
             print_table(&["NAME", "ID", "CREATED", "DESCRIPTION"], &rows);
         }
-        ProjectCommand::Delete { project, connect } => {
-            let (mut service, client) = admin(&connect).await?;
+        ProjectCommand::Delete { project } => {
+            let (mut service, client) = admin(connect).await?;
             service
                 .delete_project(client.request(pb::DeleteProjectRequest {
                     project: project.clone(),
@@ -201,16 +174,15 @@ async fn project(command: ProjectCommand) -> Result<(), String> {
     Ok(())
 }
 
-async fn user(command: UserCommand) -> Result<(), String> {
+async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         UserCommand::Create {
             name,
             password,
             project,
             id,
-            connect,
         } => {
-            let (mut service, client) = admin(&connect).await?;
+            let (mut service, client) = admin(connect).await?;
             let user = service
                 .create_user(client.request(pb::CreateUserRequest {
                     name,
@@ -223,8 +195,8 @@ async fn user(command: UserCommand) -> Result<(), String> {
                 .into_inner();
             println!("user {} created (id {})", user.name, user.id);
         }
-        UserCommand::List { connect } => {
-            let (mut service, client) = admin(&connect).await?;
+        UserCommand::List => {
+            let (mut service, client) = admin(connect).await?;
             let users = service
                 .list_users(client.request(pb::ListUsersRequest {})?)
                 .await
@@ -244,20 +216,16 @@ async fn user(command: UserCommand) -> Result<(), String> {
                 .collect();
             print_table(&["NAME", "ID", "DEFAULT PROJECT", "CREATED"], &rows);
         }
-        UserCommand::Delete { user, connect } => {
-            let (mut service, client) = admin(&connect).await?;
+        UserCommand::Delete { user } => {
+            let (mut service, client) = admin(connect).await?;
             service
                 .delete_user(client.request(pb::DeleteUserRequest { user: user.clone() })?)
                 .await
                 .map_err(describe)?;
             println!("user {user} deleted");
         }
-        UserCommand::Password {
-            user,
-            password,
-            connect,
-        } => {
-            let (mut service, client) = admin(&connect).await?;
+        UserCommand::Password { user, password } => {
+            let (mut service, client) = admin(connect).await?;
             service
                 .set_password(client.request(pb::SetPasswordRequest {
                     user: user.clone(),
@@ -271,15 +239,14 @@ async fn user(command: UserCommand) -> Result<(), String> {
     Ok(())
 }
 
-async fn role(command: RoleCommand) -> Result<(), String> {
+async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         RoleCommand::Add {
             user,
             project,
             role,
-            connect,
         } => {
-            let (mut service, client) = admin(&connect).await?;
+            let (mut service, client) = admin(connect).await?;
             service
                 .add_role(client.request(pb::RoleAssignment {
                     user: user.clone(),
@@ -294,9 +261,8 @@ async fn role(command: RoleCommand) -> Result<(), String> {
             user,
             project,
             role,
-            connect,
         } => {
-            let (mut service, client) = admin(&connect).await?;
+            let (mut service, client) = admin(connect).await?;
             service
                 .remove_role(client.request(pb::RoleAssignment {
                     user: user.clone(),
@@ -307,12 +273,8 @@ async fn role(command: RoleCommand) -> Result<(), String> {
                 .map_err(describe)?;
             println!("{user} no longer has role {role} on project {project}");
         }
-        RoleCommand::List {
-            user,
-            project,
-            connect,
-        } => {
-            let (mut service, client) = admin(&connect).await?;
+        RoleCommand::List { user, project } => {
+            let (mut service, client) = admin(connect).await?;
             let assignments = service
                 .list_role_assignments(
                     client.request(pb::ListRoleAssignmentsRequest { user, project })?,

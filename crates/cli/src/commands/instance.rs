@@ -53,8 +53,6 @@ pub enum InstanceCommand {
         user_data: Option<std::path::PathBuf>,
         #[command(flatten)]
         wait: InstanceWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
         /// The command the machine runs, after `--` (default: the image's own)
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -65,8 +63,6 @@ pub enum InstanceCommand {
         /// The newest this many (at most 1000)
         #[arg(long, default_value_t = 100)]
         limit: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List your project's instances, newest first
     List {
@@ -85,22 +81,14 @@ pub enum InstanceCommand {
         /// Every project's instances (admins)
         #[arg(long)]
         all_projects: bool,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Show one instance by uuid or name
-    Show {
-        instance: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Show { instance: String },
     /// Delete an instance (DELETING, then gone: not found)
     Delete {
         instance: String,
         #[command(flatten)]
         wait: InstanceWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Power an instance on or off, or reboot it
     Power {
@@ -109,8 +97,6 @@ pub enum InstanceCommand {
         target: PowerTarget,
         #[command(flatten)]
         wait: InstanceWaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Lock an instance against changes (locked_by owner, or admin for another project's admin)
     Lock {
@@ -118,18 +104,12 @@ pub enum InstanceCommand {
         /// Why, shown to whoever the lock stops (1-255 characters)
         #[arg(long)]
         reason: Option<String>,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Lift an instance's lock (an admin lock only as an admin)
-    Unlock {
-        instance: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Unlock { instance: String },
 }
 
-pub async fn run(command: InstanceCommand) -> Result<(), String> {
+pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         InstanceCommand::Create {
             name,
@@ -139,10 +119,9 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             env,
             user_data,
             wait,
-            connect,
             command,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let pairs = |flag: &str, items: &[String]| {
                 items
                     .iter()
@@ -180,9 +159,8 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             name,
             limit,
             all_projects,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let status = match status {
                 None => pb::InstanceStatus::Unspecified,
                 Some(text) => pb::InstanceStatus::from_str_name(&format!(
@@ -225,12 +203,8 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             );
             Ok(())
         }
-        InstanceCommand::Events {
-            instance,
-            limit,
-            connect,
-        } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        InstanceCommand::Events { instance, limit } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let events = service(&client)
                 .list_instance_events(
@@ -260,19 +234,15 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             print_table(&["at", "kind", "status", "power", "reason"], &rows);
             Ok(())
         }
-        InstanceCommand::Show { instance, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        InstanceCommand::Show { instance } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let instance = get(&client, &uuid).await?;
             print_instance(&instance);
             Ok(())
         }
-        InstanceCommand::Delete {
-            instance,
-            wait,
-            connect,
-        } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        InstanceCommand::Delete { instance, wait } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let instance = service(&client)
                 .delete_instance(client.request(pb::DeleteInstanceRequest { uuid })?)
@@ -285,9 +255,8 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             instance,
             target,
             wait,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let target = match target {
                 PowerTarget::On => pb::PowerAction::On,
@@ -305,12 +274,8 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
                 .into_inner();
             finish(&client, instance, &wait).await
         }
-        InstanceCommand::Lock {
-            instance,
-            reason,
-            connect,
-        } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        InstanceCommand::Lock { instance, reason } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let instance = service(&client)
                 .lock_instance(client.request(pb::LockInstanceRequest { uuid, reason })?)
@@ -324,8 +289,8 @@ pub async fn run(command: InstanceCommand) -> Result<(), String> {
             );
             Ok(())
         }
-        InstanceCommand::Unlock { instance, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        InstanceCommand::Unlock { instance } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let instance = service(&client)
                 .unlock_instance(client.request(pb::UnlockInstanceRequest { uuid })?)

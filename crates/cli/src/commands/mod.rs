@@ -30,8 +30,15 @@ use crate::client::{Client, ConnectArgs, DevIdentity, describe};
 pub struct Cli {
     /// Configuration file (TOML); defaults, then this file, then EMBER_*
     /// environment variables, then flags
-    #[arg(long, env = "EMBER_CONFIG", global = true)]
+    #[arg(
+        long,
+        env = "EMBER_CONFIG",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -46,10 +53,7 @@ pub enum Command {
     #[command(subcommand)]
     Token(token::TokenCommand),
     /// Show the identity your token carries
-    Whoami {
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Whoami,
     /// Stacks: create, watch, change, inspect and delete
     #[command(subcommand)]
     Stack(stack::StackCommand),
@@ -84,19 +88,22 @@ pub enum Command {
 
 pub async fn run(cli: Cli) -> Result<(), String> {
     let config_file = cli.config.as_deref();
+    let connect = &cli.connect;
+    // dev, serve and token take --data-dir as a configuration override.
+    let data_dir = cli.connect.data_dir.clone();
     match cli.command {
-        Command::Dev(args) => run::dev(config_file, args).await,
-        Command::Serve(args) => run::serve(config_file, args).await,
-        Command::Token(command) => token::run(config_file, command),
-        Command::Whoami { connect } => whoami(&connect).await,
-        Command::Stack(command) => stack::run(command).await,
-        Command::Resource(command) => resource::run(command).await,
-        Command::Instance(command) => instance::run(command).await,
-        Command::Cluster(command) => cluster::run(command).await,
-        Command::Plugin(command) => plugin::run(command).await,
-        Command::Hook(command) => hook::run(command).await,
-        Command::Quota(command) => quota::run(command).await,
-        Command::Identity(command) => identity::run(command).await,
+        Command::Dev(args) => run::dev(config_file, data_dir, args).await,
+        Command::Serve(args) => run::serve(config_file, data_dir, args).await,
+        Command::Token(command) => token::run(config_file, data_dir, command),
+        Command::Whoami => whoami(connect).await,
+        Command::Stack(command) => stack::run(command, connect).await,
+        Command::Resource(command) => resource::run(command, connect).await,
+        Command::Instance(command) => instance::run(command, connect).await,
+        Command::Cluster(command) => cluster::run(command, connect).await,
+        Command::Plugin(command) => plugin::run(command, connect).await,
+        Command::Hook(command) => hook::run(command, connect).await,
+        Command::Quota(command) => quota::run(command, connect).await,
+        Command::Identity(command) => identity::run(command, connect).await,
         Command::Probe(command) => probe::run(command).await,
         Command::Bench(command) => crate::bench::run(command).await,
     }
@@ -116,4 +123,47 @@ async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
         identity.roles.join(",")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// Clap's own consistency checks over every command: a global flag that
+    /// a subcommand defines again, a duplicate short flag, … fail here
+    /// rather than when a user runs that command.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn connection_flags_parse_before_and_after_the_command() {
+        for line in [
+            &[
+                "ember",
+                "--url",
+                "http://h:1",
+                "--as",
+                "admin",
+                "stack",
+                "list",
+            ][..],
+            &[
+                "ember",
+                "stack",
+                "list",
+                "--url",
+                "http://h:1",
+                "--as",
+                "admin",
+            ][..],
+        ] {
+            let cli = Cli::try_parse_from(line).expect("parses");
+            assert_eq!(cli.connect.url.as_deref(), Some("http://h:1"), "{line:?}");
+            assert_eq!(cli.connect.identity, Some(DevIdentity::Admin), "{line:?}");
+        }
+    }
 }

@@ -37,20 +37,11 @@ pub enum PluginCommand {
         /// Register without enabling
         #[arg(long)]
         disabled: bool,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// List plugins in calling order
-    List {
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    List,
     /// Show one plugin
-    Show {
-        name: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Show { name: String },
     /// Change some of a plugin's settings; the others are kept
     Update {
         name: String,
@@ -77,15 +68,9 @@ pub enum PluginCommand {
         /// Disable the plugin (it stays registered but is not called)
         #[arg(long)]
         disable: bool,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Deregister a plugin: it is not called for any later operation
-    Remove {
-        name: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Remove { name: String },
 }
 
 /// `["all"]` (or nothing) clears a filter.
@@ -111,7 +96,7 @@ fn parse_operation(text: &str) -> Result<StackOperation, String> {
     }
 }
 
-pub async fn run(command: PluginCommand) -> Result<(), String> {
+pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         PluginCommand::Register {
             name,
@@ -122,13 +107,12 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
             failure_mode,
             timeout_ms,
             disabled,
-            connect,
         } => {
             let operations = operations
                 .iter()
                 .map(|text| parse_operation(text).map(|operation| operation as i32))
                 .collect::<Result<Vec<_>, _>>()?;
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .register_plugin(client.request(pb::RegisterPluginRequest {
                     name,
@@ -146,8 +130,8 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
             print_plugins(&[plugin]);
             Ok(())
         }
-        PluginCommand::List { connect } => {
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+        PluginCommand::List => {
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let response = PluginRegistryServiceClient::new(client.channel.clone())
                 .list_plugins(client.request(pb::ListPluginsRequest {})?)
                 .await
@@ -156,8 +140,8 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
             print_plugins(&response.plugins);
             Ok(())
         }
-        PluginCommand::Show { name, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+        PluginCommand::Show { name } => {
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .get_plugin(client.request(pb::GetPluginRequest { name })?)
                 .await
@@ -176,7 +160,6 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
             timeout_ms,
             enable,
             disable,
-            connect,
         } => {
             let operations = match operations {
                 None => None,
@@ -218,7 +201,7 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
                     _ => None,
                 },
             };
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .update_plugin(client.request(request)?)
                 .await
@@ -227,8 +210,8 @@ pub async fn run(command: PluginCommand) -> Result<(), String> {
             print_plugins(&[plugin]);
             Ok(())
         }
-        PluginCommand::Remove { name, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+        PluginCommand::Remove { name } => {
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let removed = PluginRegistryServiceClient::new(client.channel.clone())
                 .deregister_plugin(
                     client.request(pb::DeregisterPluginRequest { name: name.clone() })?,

@@ -14,8 +14,6 @@ pub enum QuotaCommand {
         /// Another project (admins only)
         #[arg(long, default_value = "")]
         project: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Set limits of a project (admins only): `ember quota set demo --limit stacks=10 --limit nodes=500`
     Set {
@@ -27,8 +25,6 @@ pub enum QuotaCommand {
         /// Return a limit to the configured default (repeatable)
         #[arg(long, value_name = "NAME")]
         reset: Vec<String>,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
@@ -66,10 +62,10 @@ fn print_quota(quota: &pb::ProjectQuota) {
     print_table(&["QUOTA", "LIMIT", "USED", "SOURCE"], &rows);
 }
 
-pub async fn run(command: QuotaCommand) -> Result<(), String> {
+pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        QuotaCommand::Show { project, connect } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+        QuotaCommand::Show { project } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
                 .get_quota(client.request(pb::GetQuotaRequest {
                     project_id: project,
@@ -84,13 +80,12 @@ pub async fn run(command: QuotaCommand) -> Result<(), String> {
             project,
             limits,
             reset,
-            connect,
         } => {
             let limits = limits
                 .iter()
                 .map(|text| parse_limit(text))
                 .collect::<Result<_, _>>()?;
-            let client = Client::connect(&connect, DevIdentity::Admin).await?;
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
                 .set_quota(client.request(pb::SetQuotaRequest {
                     project_id: project,

@@ -24,8 +24,6 @@ pub enum ResourceCommand {
         /// Undo a mark instead: CHECK_FAILED becomes CHECK_COMPLETE
         #[arg(long)]
         reset: bool,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Signal a resource; a scaling policy resizes its AutoScalingGroup
     Signal {
@@ -36,21 +34,18 @@ pub enum ResourceCommand {
         /// The signal's details, as JSON (e.g. '{"current": "alarm"}')
         #[arg(long, value_name = "JSON")]
         data: Option<String>,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
 }
 
-pub async fn run(command: ResourceCommand) -> Result<(), String> {
+pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
         ResourceCommand::MarkUnhealthy {
             stack,
             resource,
             reason,
             reset,
-            connect,
         } => {
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::MarkUnhealthyRequest {
                 stack,
                 resource,
@@ -76,10 +71,9 @@ pub async fn run(command: ResourceCommand) -> Result<(), String> {
             stack,
             resource,
             data,
-            connect,
         } => {
             let details = parse_details(data.as_deref())?;
-            let client = Client::connect(&connect, DevIdentity::Member).await?;
+            let client = Client::connect(connect, DevIdentity::Member).await?;
             let request = pb::SignalResourceRequest {
                 stack,
                 resource,

@@ -11,9 +11,6 @@ use crate::dev::{self, DevCredentials, RunningEmber, ServiceName};
 
 #[derive(Debug, clap::Args)]
 pub struct DevArgs {
-    /// Where the SQLite databases, dev secrets and dev-credentials.json live
-    #[arg(long, env = "EMBER_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
     /// Gateway address (REST and gRPC) [default: 127.0.0.1:8004]
     #[arg(long)]
     pub listen: Option<SocketAddr>,
@@ -32,14 +29,15 @@ pub struct ServeArgs {
     /// Address to listen on [default: the service's from configuration]
     #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// Where SQLite databases live when no database_url is configured
-    #[arg(long, env = "EMBER_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
 }
 
-pub async fn dev(config_file: Option<&Path>, args: DevArgs) -> Result<(), String> {
+pub async fn dev(
+    config_file: Option<&Path>,
+    data_dir: Option<PathBuf>,
+    args: DevArgs,
+) -> Result<(), String> {
     let flags = FlagOverrides {
-        data_dir: args.data_dir,
+        data_dir,
         gateway: args.listen.map(|listen| ListenOverride { listen }),
         engine: args.compute.map(|driver| config::EngineOverride {
             compute: config::ComputeOverride { driver },
@@ -125,9 +123,13 @@ fn print_identity(running: &RunningEmber, passwords: &dev::DevPasswords, data_di
     );
 }
 
-pub async fn serve(config_file: Option<&Path>, args: ServeArgs) -> Result<(), String> {
+pub async fn serve(
+    config_file: Option<&Path>,
+    data_dir: Option<PathBuf>,
+    args: ServeArgs,
+) -> Result<(), String> {
     let flags = FlagOverrides {
-        data_dir: args.data_dir,
+        data_dir,
         gateway: None,
         engine: None,
     };

@@ -1,6 +1,6 @@
 //! `ember token issue`: mint a token with the deployment's signing key.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ember_runtime::Identity;
@@ -23,20 +23,22 @@ pub enum TokenCommand {
         /// Lifetime such as 30m, 12h, 7d [default: auth.token_ttl_secs]
         #[arg(long, value_parser = parse_duration)]
         ttl: Option<Duration>,
-        /// Data directory of an `ember dev` whose signing key to use
-        #[arg(long, env = "EMBER_DATA_DIR")]
-        data_dir: Option<std::path::PathBuf>,
     },
 }
 
-pub fn run(config_file: Option<&Path>, command: TokenCommand) -> Result<(), String> {
+/// `data_dir` is the global `--data-dir`: an `ember dev` data directory
+/// whose signing key to use when none is configured.
+pub fn run(
+    config_file: Option<&Path>,
+    data_dir: Option<PathBuf>,
+    command: TokenCommand,
+) -> Result<(), String> {
     match command {
         TokenCommand::Issue {
             user,
             project,
             roles,
             ttl,
-            data_dir,
         } => {
             let config = config::load(
                 config_file,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::template_files::{self, TemplateBundle};
 use super::{WaitArgs, watch};
-use crate::client::{Client, ConnectArgs, describe};
+use crate::client::{Client, describe};
 
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
@@ -34,8 +34,6 @@ pub struct CreateArgs {
     tags: Vec<String>,
     #[command(flatten)]
     wait: WaitArgs,
-    #[command(flatten)]
-    pub connect: ConnectArgs,
 }
 
 /// Environments and parameters, as heat takes them.
@@ -72,8 +70,6 @@ pub struct UpdateArgs {
     tags: Vec<String>,
     #[command(flatten)]
     wait: WaitArgs,
-    #[command(flatten)]
-    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -88,8 +84,6 @@ pub struct AdoptArgs {
     timeout: Option<u32>,
     #[command(flatten)]
     wait: WaitArgs,
-    #[command(flatten)]
-    pub connect: ConnectArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,8 +93,6 @@ pub struct ValidateArgs {
     template: PathBuf,
     #[command(flatten)]
     inputs: InputArgs,
-    #[command(flatten)]
-    pub connect: ConnectArgs,
 }
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {

@@ -24,15 +24,9 @@ pub enum StackCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// Show one stack by name or id: status, parameters, outputs
-    Show {
-        stack: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Show { stack: String },
     /// Create a stack from a template (files it references are sent along)
     Create(CreateArgs),
     /// Update a stack: a new template, or --existing to change only what is given
@@ -42,8 +36,6 @@ pub enum StackCommand {
         stack: String,
         #[command(flatten)]
         wait: WaitArgs,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// What happened to a stack and its resources, oldest first
     Events {
@@ -57,16 +49,12 @@ pub enum StackCommand {
         /// At most this many
         #[arg(long, default_value_t = 1000)]
         limit: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// A stack's outputs, or the value of one
     Outputs {
         stack: String,
         /// Print only this output's value
         key: Option<String>,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// A stack's resources
     Resources {
@@ -74,21 +62,11 @@ pub enum StackCommand {
         /// Include nested stacks' resources down to this depth
         #[arg(long, default_value_t = 0)]
         nested_depth: u32,
-        #[command(flatten)]
-        connect: ConnectArgs,
     },
     /// The template a stack was created or last updated from (YAML)
-    Template {
-        stack: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Template { stack: String },
     /// Delete a stack's records but keep its resources; prints the data adopt takes
-    Abandon {
-        stack: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Abandon { stack: String },
     /// Create a stack that takes over the resources of abandon data
     Adopt(AdoptArgs),
     /// Suspend a stack's resources
@@ -104,12 +82,7 @@ pub enum StackCommand {
     /// Lift a stack's maintenance lock (an admin's lock needs an admin)
     Unlock(ActionArgs),
     /// Would an operation be allowed on a stack now? (update, delete, suspend, lock, unlock, …)
-    Allowed {
-        stack: String,
-        operation: String,
-        #[command(flatten)]
-        connect: ConnectArgs,
-    },
+    Allowed { stack: String, operation: String },
     /// Validate a template (and environments, parameters) without creating anything
     Validate(ValidateArgs),
 }
@@ -142,8 +115,6 @@ pub struct LockArgs {
     reason: Option<String>,
     #[command(flatten)]
     wait: WaitArgs,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -151,90 +122,76 @@ pub struct ActionArgs {
     stack: String,
     #[command(flatten)]
     wait: WaitArgs,
-    #[command(flatten)]
-    connect: ConnectArgs,
 }
 
-async fn connect(args: &ConnectArgs) -> Result<Client, String> {
-    Client::connect(args, DevIdentity::Member).await
+async fn client(connect: &ConnectArgs) -> Result<Client, String> {
+    Client::connect(connect, DevIdentity::Member).await
 }
 
-pub async fn run(command: StackCommand) -> Result<(), String> {
+pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), String> {
     use ember_proto::engine::v1::StackActionKind;
     match command {
-        StackCommand::List {
-            nested,
-            limit,
-            connect: args,
-        } => inspect::list(&connect(&args).await?, nested, limit).await,
-        StackCommand::Show {
-            stack,
-            connect: args,
-        } => inspect::show(&connect(&args).await?, stack).await,
-        StackCommand::Create(args) => lifecycle::create(&connect(&args.connect).await?, args).await,
-        StackCommand::Update(args) => lifecycle::update(&connect(&args.connect).await?, args).await,
-        StackCommand::Delete {
-            stack,
-            wait,
-            connect: args,
-        } => lifecycle::delete(&connect(&args).await?, stack, &wait).await,
+        StackCommand::List { nested, limit } => {
+            inspect::list(&client(connect).await?, nested, limit).await
+        }
+        StackCommand::Show { stack } => inspect::show(&client(connect).await?, stack).await,
+        StackCommand::Create(args) => lifecycle::create(&client(connect).await?, args).await,
+        StackCommand::Update(args) => lifecycle::update(&client(connect).await?, args).await,
+        StackCommand::Delete { stack, wait } => {
+            lifecycle::delete(&client(connect).await?, stack, &wait).await
+        }
         StackCommand::Events {
             stack,
             resource,
             nested_depth,
             limit,
-            connect: args,
-        } => inspect::events(&connect(&args).await?, stack, resource, nested_depth, limit).await,
-        StackCommand::Outputs {
-            stack,
-            key,
-            connect: args,
-        } => inspect::outputs(&connect(&args).await?, stack, key).await,
+        } => {
+            inspect::events(
+                &client(connect).await?,
+                stack,
+                resource,
+                nested_depth,
+                limit,
+            )
+            .await
+        }
+        StackCommand::Outputs { stack, key } => {
+            inspect::outputs(&client(connect).await?, stack, key).await
+        }
         StackCommand::Resources {
             stack,
             nested_depth,
-            connect: args,
-        } => inspect::resources(&connect(&args).await?, stack, nested_depth).await,
-        StackCommand::Template {
-            stack,
-            connect: args,
-        } => inspect::template(&connect(&args).await?, stack).await,
-        StackCommand::Abandon {
-            stack,
-            connect: args,
-        } => lifecycle::abandon(&connect(&args).await?, stack).await,
-        StackCommand::Adopt(args) => lifecycle::adopt(&connect(&args.connect).await?, args).await,
-        StackCommand::Suspend(args) => run_action(args, StackActionKind::Suspend).await,
-        StackCommand::Resume(args) => run_action(args, StackActionKind::Resume).await,
-        StackCommand::Check(args) => run_action(args, StackActionKind::Check).await,
-        StackCommand::CancelUpdate(args) => run_action(args, StackActionKind::CancelUpdate).await,
+        } => inspect::resources(&client(connect).await?, stack, nested_depth).await,
+        StackCommand::Template { stack } => inspect::template(&client(connect).await?, stack).await,
+        StackCommand::Abandon { stack } => lifecycle::abandon(&client(connect).await?, stack).await,
+        StackCommand::Adopt(args) => lifecycle::adopt(&client(connect).await?, args).await,
+        StackCommand::Suspend(args) => run_action(connect, args, StackActionKind::Suspend).await,
+        StackCommand::Resume(args) => run_action(connect, args, StackActionKind::Resume).await,
+        StackCommand::Check(args) => run_action(connect, args, StackActionKind::Check).await,
+        StackCommand::CancelUpdate(args) => {
+            run_action(connect, args, StackActionKind::CancelUpdate).await
+        }
         StackCommand::Lock(args) => {
-            let client = connect(&args.connect).await?;
+            let client = client(connect).await?;
             lifecycle::lock(&client, args.stack, args.level, args.reason, &args.wait).await
         }
         StackCommand::Unlock(args) => {
-            let client = connect(&args.connect).await?;
+            let client = client(connect).await?;
             lifecycle::unlock(&client, args.stack, &args.wait).await
         }
-        StackCommand::Allowed {
-            stack,
-            operation,
-            connect: connect_args,
-        } => {
-            let client = connect(&connect_args).await?;
-            lifecycle::allowed(&client, stack, operation).await
+        StackCommand::Allowed { stack, operation } => {
+            lifecycle::allowed(&client(connect).await?, stack, operation).await
         }
-        StackCommand::Validate(args) => {
-            lifecycle::validate(&connect(&args.connect).await?, args).await
-        }
+        StackCommand::Validate(args) => lifecycle::validate(&client(connect).await?, args).await,
     }
 }
 
 async fn run_action(
+    connect: &ConnectArgs,
     args: ActionArgs,
     kind: ember_proto::engine::v1::StackActionKind,
 ) -> Result<(), String> {
-    let client = connect(&args.connect).await?;
+    let client = client(connect).await?;
     lifecycle::action(&client, args.stack, kind, &args.wait).await
 }
 
