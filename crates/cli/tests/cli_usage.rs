@@ -141,3 +141,46 @@ fn global_flags_work_anywhere_on_the_line() {
         text(&output)
     );
 }
+
+/// A `--wait` on a cluster action that ends FAILED exits non-zero and says
+/// why; one that succeeds exits 0.
+#[test]
+fn a_failed_cluster_action_makes_wait_exit_non_zero_with_the_reason() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = support::Dev::start(dir);
+    for (name, failure) in [("stuck", "delete"), ("fine", "power_off")] {
+        let spec = dir.join(format!("{name}.yaml"));
+        std::fs::write(
+            &spec,
+            format!("type: ember.instance\nversion: \"1.0\"\nproperties:\n  flavor: m1.small\n  image: debian-12\n  metadata: {{\"ember:simulate_failure\": {failure}}}\n"),
+        )
+        .expect("spec written");
+        let spec = spec.display().to_string();
+        support::succeed(&["cluster", "profile-create", name, "--spec", &spec], dir);
+        support::succeed(
+            &[
+                "cluster",
+                "create",
+                name,
+                "--profile",
+                name,
+                "--desired",
+                "1",
+                "--wait",
+            ],
+            dir,
+        );
+    }
+    // The node's machine cannot be deleted: CLUSTER_DELETE fails.
+    let output = support::ember(&["cluster", "delete", "stuck", "--wait"], dir);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("(CLUSTER_DELETE) is FAILED") && stderr.contains("could not be deleted"),
+        "{}",
+        text(&output)
+    );
+    let deleted = support::succeed(&["cluster", "delete", "fine", "--wait"], dir);
+    assert_eq!(deleted.trim(), "cluster fine deleted", "{deleted}");
+}

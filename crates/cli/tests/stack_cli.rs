@@ -410,7 +410,16 @@ fn a_stack_is_locked_checked_and_unlocked_from_the_cli() {
         Some("stack kept LOCK_COMPLETE"),
         "{locked}"
     );
-    let allowed = succeed(&["stack", "allowed", "kept", "delete"], dir);
+    // Not allowed exits non-zero, so a script can test it.
+    let not_allowed = ember(&["stack", "allowed", "kept", "delete"], dir);
+    assert!(!not_allowed.status.success(), "{}", text(&not_allowed));
+    assert!(
+        String::from_utf8_lossy(&not_allowed.stderr)
+            .contains("delete is not allowed on stack kept"),
+        "{}",
+        text(&not_allowed)
+    );
+    let allowed = String::from_utf8_lossy(&not_allowed.stdout).into_owned();
     assert!(
         allowed.starts_with("delete: not allowed: stack \"kept\" is locked"),
         "{allowed}"

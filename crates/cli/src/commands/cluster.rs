@@ -84,6 +84,12 @@ pub enum ClusterCommand {
         #[command(flatten)]
         wait: ActionWaitArgs,
     },
+    /// Delete a cluster and its nodes
+    Delete {
+        cluster: String,
+        #[command(flatten)]
+        wait: ActionWaitArgs,
+    },
     /// List your project's clusters
     List {
         /// Only clusters with exactly this name
@@ -218,6 +224,36 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .map_err(describe)?
                 .into_inner();
             finish(&client, response, &wait).await
+        }
+        ClusterCommand::Delete { cluster, wait } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .delete_cluster(client.request(pb::GetObjectRequest {
+                    id: cluster.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            if !wait.wait {
+                println!(
+                    "cluster {cluster}: deleting (action {})",
+                    response.action_id
+                );
+                return Ok(());
+            }
+            match wait_for_action(&client, &response.action_id, &wait).await {
+                Ok(_) => {
+                    println!("cluster {cluster} deleted");
+                    Ok(())
+                }
+                Err(failed) => {
+                    // Show what is left of it, then say how the action ended.
+                    if let Ok(current) = get(&client, &cluster).await {
+                        print_cluster(&current, Some(&response.action_id));
+                    }
+                    Err(failed)
+                }
+            }
         }
         ClusterCommand::List { name, limit } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -414,8 +450,7 @@ async fn finish(
         return Ok(());
     }
     let action = wait_for_action(client, &response.action_id, wait).await;
-    // The cluster may be gone (CLUSTER_DELETE) or the action failed: show
-    // what there is, then say how the action ended.
+    // Show the cluster as the action left it, then say how the action ended.
     let current = get(client, &cluster.id).await.unwrap_or(cluster);
     print_cluster(&current, Some(&response.action_id));
     action.map(|_| ())

@@ -243,10 +243,13 @@ pub async fn unlock(client: &Client, stack: String, wait: &WaitArgs) -> Result<(
     follow(client, &started, marker, wait).await
 }
 
+/// Says whether `operation` would be allowed on `stack` now, with the lock
+/// that stops it. Not allowed is an error, so scripts can test the exit
+/// code: `ember stack allowed web delete && ember stack delete web`.
 pub async fn allowed(client: &Client, stack: String, operation: String) -> Result<(), String> {
     let answer = stacks(client)
         .check_operation(client.request(pb::CheckOperationRequest {
-            stack,
+            stack: stack.clone(),
             operation: operation.clone(),
         })?)
         .await
@@ -271,7 +274,11 @@ pub async fn allowed(client: &Client, stack: String, operation: String) -> Resul
             super::format_time(lock.locked_at.as_ref())
         );
     }
-    Ok(())
+    if answer.allowed {
+        Ok(())
+    } else {
+        Err(format!("{operation} is not allowed on stack {stack} now"))
+    }
 }
 
 pub async fn abandon(client: &Client, stack: String) -> Result<(), String> {

@@ -82,6 +82,8 @@ pub enum StackCommand {
     /// Lift a stack's maintenance lock (an admin's lock needs an admin)
     Unlock(ActionArgs),
     /// Would an operation be allowed on a stack now? (update, delete, suspend, lock, unlock, …)
+    ///
+    /// Exits 0 when it would be, non-zero when not (or when it cannot tell).
     Allowed { stack: String, operation: String },
     /// Validate a template (and environments, parameters) without creating anything
     Validate(ValidateArgs),
