@@ -184,3 +184,217 @@ fn a_failed_cluster_action_makes_wait_exit_non_zero_with_the_reason() {
     let deleted = support::succeed(&["cluster", "delete", "fine", "--wait"], dir);
     assert_eq!(deleted.trim(), "cluster fine deleted", "{deleted}");
 }
+
+/// Parses what a command printed as JSON.
+fn json_of(args: &[&str], dir: &std::path::Path) -> serde_json::Value {
+    let printed = support::succeed(args, dir);
+    serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{args:?}: {error}: {printed}"))
+}
+
+/// `-f json|yaml|value` and `-c` on the show and list commands: the output
+/// parses back, `-c` picks fields in the order given, and a wrong column or
+/// format is refused naming the right ones.
+#[test]
+fn show_and_list_print_json_yaml_and_single_values_for_scripts() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = support::Dev::start(dir);
+    let template = dir.join("small.yaml");
+    std::fs::write(
+        &template,
+        "heat_template_version: 2018-08-31\nparameters:\n  length: {type: number, default: 8}\nresources:\n  secret:\n    type: OS::Heat::RandomString\n    properties: {length: {get_param: length}}\noutputs:\n  secret: {value: {get_attr: [secret, value]}}\n",
+    )
+    .expect("template written");
+    let template = template.display().to_string();
+    support::succeed(
+        &[
+            "stack",
+            "create",
+            "small",
+            "-t",
+            &template,
+            "-P",
+            "length=12",
+            "--wait",
+        ],
+        dir,
+    );
+    support::succeed(
+        &[
+            "stack", "lock", "small", "--level", "stacks", "--reason", "backup", "--wait",
+        ],
+        dir,
+    );
+
+    let shown = json_of(&["stack", "show", "small", "-f", "json"], dir);
+    assert_eq!(shown["name"], "small", "{shown}");
+    assert_eq!(shown["status"], "LOCK_COMPLETE", "{shown}");
+    assert_eq!(shown["parameters"]["length"], 12, "{shown}");
+    assert_eq!(
+        shown["outputs"]["secret"].as_str().map(str::len),
+        Some(12),
+        "{shown}"
+    );
+    assert_eq!(shown["lock"]["level"], "stacks", "{shown}");
+    assert_eq!(shown["lock"]["reason"], "backup", "{shown}");
+    assert_eq!(shown["lock"]["locked_by_user"], "demo", "{shown}");
+    let table = support::succeed(&["stack", "show", "small"], dir);
+    assert!(
+        table.lines().any(|line| line.starts_with("lock ")
+            && line.contains("level stacks by owner demo at ")
+            && line.ends_with(": backup")),
+        "{table}"
+    );
+    assert_eq!(
+        support::succeed(
+            &[
+                "stack", "show", "small", "-f", "value", "-c", "status", "-c", "name"
+            ],
+            dir
+        ),
+        "LOCK_COMPLETE\nsmall\n"
+    );
+    let listed = json_of(&["stack", "list", "-f", "json"], dir);
+    assert_eq!(listed[0]["name"], "small", "{listed}");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let yaml: serde_json::Value = serde_yaml_ng::from_str(&support::succeed(
+        &["stack", "list", "-f", "yaml", "-c", "name", "-c", "status"],
+        dir,
+    ))
+    .expect("YAML");
+    assert_eq!(
+        yaml,
+        serde_json::json!([{"name": "small", "status": "LOCK_COMPLETE"}])
+    );
+    assert_eq!(
+        support::succeed(&["stack", "list", "-f", "value", "-c", "name"], dir),
+        "small\n"
+    );
+
+    // A column that does not exist, and a format that does not.
+    let refused = support::fail(&["stack", "list", "-c", "colour"], dir);
+    assert!(
+        refused
+            .contains("-c \"colour\": no such column; the columns are id, name, status, created"),
+        "{refused}"
+    );
+    let refused = support::fail(&["stack", "show", "small", "-f", "xml"], dir);
+    assert!(
+        refused.contains("invalid value 'xml'") && refused.contains("json"),
+        "{refused}"
+    );
+
+    // Clusters: show carries its nodes in JSON.
+    let spec = dir.join("profile.yaml");
+    std::fs::write(
+        &spec,
+        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+    )
+    .expect("spec written");
+    let spec = spec.display().to_string();
+    support::succeed(&["cluster", "profile-create", "web", "--spec", &spec], dir);
+    support::succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "2",
+            "--max",
+            "-1",
+            "--wait",
+        ],
+        dir,
+    );
+    let cluster = json_of(&["cluster", "show", "web", "-f", "json"], dir);
+    assert_eq!(cluster["desired_capacity"], 2, "{cluster}");
+    assert_eq!(cluster["max_size"], -1, "{cluster}");
+    let nodes = cluster["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 2, "{cluster}");
+    assert!(
+        nodes.iter().all(|node| node["status"] == "ACTIVE"),
+        "{cluster}"
+    );
+    assert_eq!(
+        support::succeed(
+            &["cluster", "show", "web", "-c", "max size", "-f", "value"],
+            dir
+        ),
+        "unlimited\n"
+    );
+    assert_eq!(
+        support::succeed(
+            &[
+                "cluster", "list", "-f", "value", "-c", "name", "-c", "nodes"
+            ],
+            dir
+        ),
+        "web 2\n"
+    );
+
+    // Instances: the nodes' machines.
+    let instances = json_of(&["instance", "list", "-f", "json"], dir);
+    assert_eq!(instances.as_array().map(Vec::len), Some(2), "{instances}");
+    let first = instances[0]["uuid"].as_str().expect("uuid").to_owned();
+    let instance = json_of(&["instance", "show", &first, "-f", "json"], dir);
+    assert_eq!(instance["status"], "ACTIVE", "{instance}");
+    assert_eq!(instance["locked"], serde_json::Value::Null, "{instance}");
+    assert_eq!(instance["flavor"], "m1.small", "{instance}");
+
+    // Plugins: every setting, the filters included.
+    support::succeed(
+        &[
+            "plugin",
+            "register",
+            "audit",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--operations",
+            "delete",
+            "--projects",
+            "demo",
+            "--failure-mode",
+            "warn",
+            "--disabled",
+        ],
+        dir,
+    );
+    let plugin = json_of(&["plugin", "show", "audit", "-f", "json"], dir);
+    assert_eq!(
+        plugin["operations"],
+        serde_json::json!(["delete"]),
+        "{plugin}"
+    );
+    assert_eq!(plugin["projects"], serde_json::json!(["demo"]), "{plugin}");
+    assert_eq!(plugin["failure_mode"], "WARN", "{plugin}");
+    assert_eq!(plugin["enabled"], false, "{plugin}");
+    let plugins = json_of(&["plugin", "list", "-f", "json", "-c", "name"], dir);
+    assert_eq!(plugins, serde_json::json!([{"name": "audit"}]));
+    let removed = support::succeed(&["plugin", "remove", "audit"], dir);
+    assert_eq!(
+        removed, "plugin \"audit\" removed\n",
+        "nothing printed back"
+    );
+
+    // The built-in identity.
+    let users = json_of(&["identity", "user", "list", "-f", "json"], dir);
+    let names: Vec<&str> = users
+        .as_array()
+        .expect("users")
+        .iter()
+        .filter_map(|user| user["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"admin") && names.contains(&"demo"),
+        "{users}"
+    );
+    let roles = support::succeed(
+        &[
+            "identity", "role", "list", "--user", "demo", "-f", "value", "-c", "role",
+        ],
+        dir,
+    );
+    assert_eq!(roles, "member\n");
+}

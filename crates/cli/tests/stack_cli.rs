@@ -98,9 +98,8 @@ fn a_stack_is_created_with_live_progress_inspected_and_deleted() {
         "{listed}"
     );
     let shown = succeed(&["stack", "show", "cli"], dir);
-    assert!(shown.contains("parameter greeting"), "{shown}");
-    assert!(shown.contains("hi there"), "{shown}");
-    assert!(shown.contains("output script"), "{shown}");
+    assert!(shown.contains("greeting=hi there"), "{shown}");
+    assert!(shown.contains("script=echo hello"), "{shown}");
 
     assert_eq!(
         succeed(&["stack", "outputs", "cli", "greeting"], dir),

@@ -17,8 +17,9 @@ use tonic::transport::Channel;
 
 mod display;
 
-use self::display::{print_cluster, print_cluster_policies, print_clusters, print_nodes};
+use self::display::{cluster_record, cluster_row, print_cluster};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::OutputArgs;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -98,9 +99,15 @@ pub enum ClusterCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Show one cluster with its nodes and policies
-    Show { cluster: String },
+    Show {
+        cluster: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Remove nodes (the deletion policy and its hooks apply)
     ScaleIn {
         cluster: String,
@@ -249,13 +256,17 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 Err(failed) => {
                     // Show what is left of it, then say how the action ended.
                     if let Ok(current) = get(&client, &cluster).await {
-                        print_cluster(&current, Some(&response.action_id));
+                        print_changed(&current, &response.action_id)?;
                     }
                     Err(failed)
                 }
             }
         }
-        ClusterCommand::List { name, limit } => {
+        ClusterCommand::List {
+            name,
+            limit,
+            output,
+        } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = service(&client)
                 .list_clusters(client.request(pb::ListObjectsRequest {
@@ -266,13 +277,11 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_clusters(&response.clusters);
-            Ok(())
+            output.print_list(&response.clusters, cluster_row)
         }
-        ClusterCommand::Show { cluster } => {
+        ClusterCommand::Show { cluster, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let cluster = get(&client, &cluster).await?;
-            print_cluster(&cluster, None);
             let nodes = NodeServiceClient::new(client.channel.clone())
                 .list_nodes(client.request(pb::ListNodesRequest {
                     cluster: cluster.id.clone(),
@@ -283,8 +292,6 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .map_err(describe)?
                 .into_inner()
                 .nodes;
-            println!();
-            print_nodes(&nodes);
             let policies = service(&client)
                 .list_cluster_policies(client.request(pb::GetObjectRequest {
                     id: cluster.id.clone(),
@@ -293,11 +300,7 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .map_err(describe)?
                 .into_inner()
                 .policies;
-            if !policies.is_empty() {
-                println!();
-                print_cluster_policies(&policies);
-            }
-            Ok(())
+            print_cluster(&output, &cluster, &nodes, &policies)
         }
         ClusterCommand::ScaleIn {
             cluster,
@@ -446,14 +449,20 @@ async fn finish(
         .cluster
         .ok_or("the engine answered without the cluster")?;
     if !wait.wait {
-        print_cluster(&cluster, Some(&response.action_id));
+        print_changed(&cluster, &response.action_id)?;
         return Ok(());
     }
     let action = wait_for_action(client, &response.action_id, wait).await;
     // Show the cluster as the action left it, then say how the action ended.
     let current = get(client, &cluster.id).await.unwrap_or(cluster);
-    print_cluster(&current, Some(&response.action_id));
+    print_changed(&current, &response.action_id)?;
     action.map(|_| ())
+}
+
+/// A cluster a command changed, with the action it started.
+fn print_changed(cluster: &pb::Cluster, action_id: &str) -> Result<(), String> {
+    OutputArgs::default()
+        .print_record(&cluster_record(cluster, &[], &[]).field("action", action_id))
 }
 
 /// Tells the user (on stderr) which lifecycle hooks a waiting removal

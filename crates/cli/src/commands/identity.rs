@@ -5,7 +5,8 @@
 use ember_proto::identity::v1 as pb;
 use ember_proto::identity::v1::identity_admin_service_client::IdentityAdminServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum IdentityCommand {
@@ -32,7 +33,10 @@ pub enum ProjectCommand {
         id: String,
     },
     /// List projects
-    List,
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Delete a project (by name or id) and its role assignments; its tokens stop working
     Delete { project: String },
 }
@@ -53,7 +57,10 @@ pub enum UserCommand {
         id: String,
     },
     /// List users
-    List,
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Delete a user (by name or id); its tokens stop working
     Delete { user: String },
     /// Set a user's password; its tokens stop working
@@ -84,16 +91,32 @@ pub enum RoleCommand {
         user: String,
         #[arg(long, default_value = "")]
         project: String,
+        #[command(flatten)]
+        output: OutputArgs,
     },
 }
 
-fn when(timestamp: Option<&prost_types::Timestamp>) -> String {
-    timestamp
-        .and_then(|time| {
-            chrono::DateTime::from_timestamp(time.seconds, u32::try_from(time.nanos).unwrap_or(0))
-        })
-        .map(|time| time.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_default()
+fn project_row(project: &pb::Project) -> Record {
+    Record::new()
+        .field("name", project.name.as_str())
+        .field("id", project.id.as_str())
+        .field("created", Cell::time(project.created_at.as_ref()))
+        .field("description", project.description.as_str())
+}
+
+fn user_row(user: &pb::User) -> Record {
+    Record::new()
+        .field("name", user.name.as_str())
+        .field("id", user.id.as_str())
+        .field("default_project", user.default_project_id.as_str())
+        .field("created", Cell::time(user.created_at.as_ref()))
+}
+
+fn role_row(assignment: &pb::RoleAssignment) -> Record {
+    Record::new()
+        .field("user", assignment.user.as_str())
+        .field("project", assignment.project.as_str())
+        .field("role", assignment.role.as_str())
 }
 
 async fn admin(
@@ -139,7 +162,7 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
                 .into_inner();
             println!("project {} created (id {})", project.name, project.id);
         }
-        ProjectCommand::List => {
+        ProjectCommand::List { output } => {
             let (mut service, client) = admin(connect).await?;
             let projects = service
                 .list_projects(client.request(pb::ListProjectsRequest {})?)
@@ -147,18 +170,7 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
                 .map_err(describe)?
                 .into_inner()
                 .projects;
-            let rows: Vec<Vec<String>> = projects
-                .iter()
-                .map(|project| {
-                    vec![
-                        project.name.clone(),
-                        project.id.clone(),
-                        when(project.created_at.as_ref()),
-                        project.description.clone(),
-                    ]
-                })
-                .collect();
-            print_table(&["NAME", "ID", "CREATED", "DESCRIPTION"], &rows);
+            output.print_list(&projects, project_row)?;
         }
         ProjectCommand::Delete { project } => {
             let (mut service, client) = admin(connect).await?;
@@ -195,7 +207,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                 .into_inner();
             println!("user {} created (id {})", user.name, user.id);
         }
-        UserCommand::List => {
+        UserCommand::List { output } => {
             let (mut service, client) = admin(connect).await?;
             let users = service
                 .list_users(client.request(pb::ListUsersRequest {})?)
@@ -203,18 +215,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                 .map_err(describe)?
                 .into_inner()
                 .users;
-            let rows: Vec<Vec<String>> = users
-                .iter()
-                .map(|user| {
-                    vec![
-                        user.name.clone(),
-                        user.id.clone(),
-                        user.default_project_id.clone(),
-                        when(user.created_at.as_ref()),
-                    ]
-                })
-                .collect();
-            print_table(&["NAME", "ID", "DEFAULT PROJECT", "CREATED"], &rows);
+            output.print_list(&users, user_row)?;
         }
         UserCommand::Delete { user } => {
             let (mut service, client) = admin(connect).await?;
@@ -273,7 +274,11 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
                 .map_err(describe)?;
             println!("{user} no longer has role {role} on project {project}");
         }
-        RoleCommand::List { user, project } => {
+        RoleCommand::List {
+            user,
+            project,
+            output,
+        } => {
             let (mut service, client) = admin(connect).await?;
             let assignments = service
                 .list_role_assignments(
@@ -283,17 +288,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
                 .map_err(describe)?
                 .into_inner()
                 .assignments;
-            let rows: Vec<Vec<String>> = assignments
-                .iter()
-                .map(|assignment| {
-                    vec![
-                        assignment.user.clone(),
-                        assignment.project.clone(),
-                        assignment.role.clone(),
-                    ]
-                })
-                .collect();
-            print_table(&["USER", "PROJECT", "ROLE"], &rows);
+            output.print_list(&assignments, role_row)?;
         }
     }
     Ok(())

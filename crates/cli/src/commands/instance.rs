@@ -11,8 +11,11 @@ use tonic::transport::Channel;
 
 mod display;
 
-use self::display::{locked_by_name, power_state_name, print_instance, status_name};
+use self::display::{
+    instance_record, instance_row, locked_by_name, power_state_name, print_instance, status_name,
+};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::commands::output::OutputArgs;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -81,9 +84,15 @@ pub enum InstanceCommand {
         /// Every project's instances (admins)
         #[arg(long)]
         all_projects: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Show one instance by uuid or name
-    Show { instance: String },
+    Show {
+        instance: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Delete an instance (DELETING, then gone: not found)
     Delete {
         instance: String,
@@ -159,6 +168,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             name,
             limit,
             all_projects,
+            output,
         } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let status = match status {
@@ -183,25 +193,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 .await
                 .map_err(describe)?
                 .into_inner();
-            let rows: Vec<Vec<String>> = response
-                .instances
-                .iter()
-                .map(|instance| {
-                    vec![
-                        instance.uuid.clone(),
-                        instance.name.clone(),
-                        status_name(instance.status),
-                        power_state_name(instance.power_state),
-                        locked_by_name(instance),
-                        super::stack::format_time(instance.created_at.as_ref()),
-                    ]
-                })
-                .collect();
-            print_table(
-                &["UUID", "NAME", "STATUS", "POWER", "LOCKED", "CREATED"],
-                &rows,
-            );
-            Ok(())
+            output.print_list(&response.instances, instance_row)
         }
         InstanceCommand::Events { instance, limit } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -234,12 +226,11 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             print_table(&["at", "kind", "status", "power", "reason"], &rows);
             Ok(())
         }
-        InstanceCommand::Show { instance } => {
+        InstanceCommand::Show { instance, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
             let instance = get(&client, &uuid).await?;
-            print_instance(&instance);
-            Ok(())
+            output.print_record(&instance_record(&instance))
         }
         InstanceCommand::Delete { instance, wait } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -348,8 +339,7 @@ async fn finish(
     wait: &InstanceWaitArgs,
 ) -> Result<(), String> {
     if !wait.wait {
-        print_instance(&instance);
-        return Ok(());
+        return print_instance(&instance);
     }
     let deadline = Instant::now() + Duration::from_secs(wait.timeout);
     let mut current = instance;
@@ -379,7 +369,7 @@ async fn finish(
             Err(status) => return Err(describe(status)),
         };
     }
-    print_instance(&current);
+    print_instance(&current)?;
     if current.status == pb::InstanceStatus::Error as i32 {
         return Err(format!(
             "instance {} is ERROR: {}",

@@ -5,6 +5,7 @@ mod cluster;
 mod hook;
 mod identity;
 mod instance;
+mod output;
 mod plugin;
 pub(crate) mod plugin_bench;
 mod probe;

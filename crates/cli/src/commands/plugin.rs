@@ -4,7 +4,8 @@ use ember_proto::common::v1::StackOperation;
 use ember_proto::pluginregistry::v1 as pb;
 use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegistryServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum FailureModeArg {
@@ -39,9 +40,16 @@ pub enum PluginCommand {
         disabled: bool,
     },
     /// List plugins in calling order
-    List,
-    /// Show one plugin
-    Show { name: String },
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Show one plugin: every setting, its filters included
+    Show {
+        name: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Change some of a plugin's settings; the others are kept
     Update {
         name: String,
@@ -127,28 +135,25 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_plugins(&[plugin]);
-            Ok(())
+            OutputArgs::default().print_record(&plugin_record(&plugin))
         }
-        PluginCommand::List => {
+        PluginCommand::List { output } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let response = PluginRegistryServiceClient::new(client.channel.clone())
                 .list_plugins(client.request(pb::ListPluginsRequest {})?)
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_plugins(&response.plugins);
-            Ok(())
+            output.print_list(&response.plugins, plugin_record)
         }
-        PluginCommand::Show { name } => {
+        PluginCommand::Show { name, output } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .get_plugin(client.request(pb::GetPluginRequest { name })?)
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_plugins(&[plugin]);
-            Ok(())
+            output.print_record(&plugin_record(&plugin))
         }
         PluginCommand::Update {
             name,
@@ -207,75 +212,73 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_plugins(&[plugin]);
-            Ok(())
+            OutputArgs::default().print_record(&plugin_record(&plugin))
         }
         PluginCommand::Remove { name } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
-            let removed = PluginRegistryServiceClient::new(client.channel.clone())
+            PluginRegistryServiceClient::new(client.channel.clone())
                 .deregister_plugin(
                     client.request(pb::DeregisterPluginRequest { name: name.clone() })?,
                 )
                 .await
-                .map_err(describe)?
-                .into_inner();
+                .map_err(describe)?;
             println!("plugin {name:?} removed");
-            if let Some(plugin) = removed.plugin {
-                print_plugins(&[plugin]);
-            }
             Ok(())
         }
     }
 }
 
-fn print_plugins(plugins: &[pb::Plugin]) {
-    let rows: Vec<Vec<String>> = plugins
+/// A plugin's every field, the filters included (empty = all).
+fn plugin_record(plugin: &pb::Plugin) -> Record {
+    let operations: Vec<String> = plugin
+        .operations
         .iter()
-        .map(|plugin| {
-            let operations = if plugin.operations.is_empty() {
-                "all".to_owned()
-            } else {
-                plugin
-                    .operations
-                    .iter()
-                    .filter_map(|value| StackOperation::try_from(*value).ok())
-                    .map(|operation| {
-                        operation
-                            .as_str_name()
-                            .trim_start_matches("STACK_OPERATION_")
-                            .to_ascii_lowercase()
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            let mode = pb::FailureMode::try_from(plugin.failure_mode)
-                .map(|mode| {
-                    mode.as_str_name()
-                        .trim_start_matches("FAILURE_MODE_")
-                        .to_owned()
-                })
-                .unwrap_or_default();
-            vec![
-                plugin.ordinal.to_string(),
-                plugin.name.clone(),
-                plugin.endpoint.clone(),
-                operations,
-                mode,
-                format!("{}ms", plugin.timeout_ms),
-                if plugin.enabled { "yes" } else { "no" }.to_owned(),
-            ]
+        .filter_map(|value| StackOperation::try_from(*value).ok())
+        .map(|operation| {
+            operation
+                .as_str_name()
+                .trim_start_matches("STACK_OPERATION_")
+                .to_ascii_lowercase()
         })
         .collect();
-    print_table(
-        &[
-            "ORDINAL",
-            "NAME",
-            "ENDPOINT",
-            "OPERATIONS",
-            "MODE",
-            "TIMEOUT",
-            "ENABLED",
-        ],
-        &rows,
-    );
+    let all_if_empty = |values: &[String]| {
+        if values.is_empty() {
+            "all".to_owned()
+        } else {
+            values.join(",")
+        }
+    };
+    let mode = pb::FailureMode::try_from(plugin.failure_mode)
+        .map(|mode| {
+            mode.as_str_name()
+                .trim_start_matches("FAILURE_MODE_")
+                .to_owned()
+        })
+        .unwrap_or_default();
+    Record::new()
+        .field("ordinal", plugin.ordinal)
+        .field("name", plugin.name.as_str())
+        .field("endpoint", plugin.endpoint.as_str())
+        .field(
+            "operations",
+            Cell::shown_as(operations.clone(), all_if_empty(&operations)),
+        )
+        .field(
+            "projects",
+            Cell::shown_as(
+                plugin.project_ids.clone(),
+                all_if_empty(&plugin.project_ids),
+            ),
+        )
+        .field("failure_mode", mode)
+        .field(
+            "timeout_ms",
+            Cell::shown_as(plugin.timeout_ms, format!("{}ms", plugin.timeout_ms)),
+        )
+        .field(
+            "enabled",
+            Cell::shown_as(plugin.enabled, if plugin.enabled { "yes" } else { "no" }),
+        )
+        .field("created", Cell::time(plugin.created_at.as_ref()))
+        .field("updated", Cell::time(plugin.updated_at.as_ref()))
 }

@@ -1,119 +1,122 @@
-//! How `ember cluster` prints clusters, their nodes and policies: the
-//! FIELD/VALUE table of `show` and the node table under it.
+//! How `ember cluster` describes clusters, their nodes and policies to the
+//! shared output module: the fields of `show` (with its nodes and policies)
+//! and the columns of `list`.
 
 use ember_proto::engine::v1 as pb;
+use serde_json::Value;
 
-use super::super::stack::format_time;
-use crate::client::print_table;
+use crate::commands::output::{Cell, OutputArgs, Record};
 
-/// `-1` (unlimited) reads as `unlimited`.
-fn max_size_name(max_size: i32) -> String {
+/// `-1` (unlimited) reads as `unlimited` in a table.
+fn max_size_cell(max_size: i32) -> Cell {
     if max_size < 0 {
-        "unlimited".to_owned()
+        Cell::shown_as(max_size, "unlimited")
     } else {
-        max_size.to_string()
+        Cell::from(max_size)
     }
 }
 
-/// The cluster as a FIELD/VALUE table; `action_id` is the action an
-/// operation started, when there is one.
-pub fn print_cluster(cluster: &pb::Cluster, action_id: Option<&str>) {
-    let mut rows = vec![
-        vec!["id".to_owned(), cluster.id.clone()],
-        vec!["name".to_owned(), cluster.name.clone()],
-        vec!["status".to_owned(), cluster.status.clone()],
-        vec!["reason".to_owned(), cluster.status_reason.clone()],
-        vec!["profile".to_owned(), cluster.profile_name.clone()],
-        vec![
-            "desired capacity".to_owned(),
-            cluster.desired_capacity.to_string(),
-        ],
-        vec!["min size".to_owned(), cluster.min_size.to_string()],
-        vec!["max size".to_owned(), max_size_name(cluster.max_size)],
-        vec!["nodes".to_owned(), cluster.node_ids.len().to_string()],
-        vec!["policies".to_owned(), cluster.policy_ids.join(", ")],
-        vec!["metadata".to_owned(), cluster.metadata.clone()],
-        vec!["project".to_owned(), cluster.project_id.clone()],
-        vec![
-            "created".to_owned(),
-            format_time(cluster.created_at.as_ref()),
-        ],
-        vec![
-            "updated".to_owned(),
-            format_time(cluster.updated_at.as_ref()),
-        ],
-    ];
-    if let Some(action_id) = action_id {
-        rows.push(vec!["action".to_owned(), action_id.to_owned()]);
+/// The cluster's metadata (JSON text in the API) as a JSON value.
+fn metadata_cell(metadata: &str) -> Cell {
+    match serde_json::from_str::<Value>(metadata) {
+        Ok(value) => Cell::shown_as(value, metadata),
+        Err(_) => Cell::from(metadata),
     }
-    print_table(&["FIELD", "VALUE"], &rows);
 }
 
-pub fn print_clusters(clusters: &[pb::Cluster]) {
-    let rows: Vec<Vec<String>> = clusters
+/// The cluster's fields; `nodes` and `policies` are the lists JSON and YAML
+/// carry (a table shows how many and which, and the tables under it).
+pub fn cluster_record(
+    cluster: &pb::Cluster,
+    nodes: &[pb::Node],
+    policies: &[pb::ClusterPolicy],
+) -> Record {
+    let node_list: Vec<Value> = nodes.iter().map(|node| node_row(node).to_json()).collect();
+    let policy_list: Vec<Value> = policies
         .iter()
-        .map(|cluster| {
-            vec![
-                cluster.id.clone(),
-                cluster.name.clone(),
-                cluster.status.clone(),
-                cluster.profile_name.clone(),
-                cluster.desired_capacity.to_string(),
-                cluster.node_ids.len().to_string(),
-                cluster.min_size.to_string(),
-                max_size_name(cluster.max_size),
-                format_time(cluster.created_at.as_ref()),
-            ]
-        })
+        .map(|policy| policy_row(policy).to_json())
         .collect();
-    print_table(
-        &[
-            "ID", "NAME", "STATUS", "PROFILE", "DESIRED", "NODES", "MIN", "MAX", "CREATED",
-        ],
-        &rows,
-    );
+    let policy_names: Vec<&str> = policies
+        .iter()
+        .map(|policy| policy.policy_name.as_str())
+        .collect();
+    Record::new()
+        .field("id", cluster.id.as_str())
+        .field("name", cluster.name.as_str())
+        .field("status", cluster.status.as_str())
+        .field("reason", cluster.status_reason.as_str())
+        .field("profile", cluster.profile_name.as_str())
+        .field("desired_capacity", cluster.desired_capacity)
+        .field("min_size", cluster.min_size)
+        .field("max_size", max_size_cell(cluster.max_size))
+        .field(
+            "nodes",
+            Cell::shown_as(node_list, cluster.node_ids.len().to_string()),
+        )
+        .field(
+            "policies",
+            Cell::shown_as(policy_list, policy_names.join(", ")),
+        )
+        .field("metadata", metadata_cell(&cluster.metadata))
+        .field("project", cluster.project_id.as_str())
+        .field("created", Cell::time(cluster.created_at.as_ref()))
+        .field("updated", Cell::time(cluster.updated_at.as_ref()))
 }
 
-pub fn print_nodes(nodes: &[pb::Node]) {
-    let rows: Vec<Vec<String>> = nodes
-        .iter()
-        .map(|node| {
-            vec![
-                node.id.clone(),
-                node.name.clone(),
-                node.index.to_string(),
-                node.status.clone(),
-                node.physical_id.clone(),
-                if node.tainted { "yes" } else { "-" }.to_owned(),
-                node.status_reason.clone(),
-            ]
-        })
-        .collect();
-    print_table(
-        &[
-            "NODE",
-            "NAME",
-            "INDEX",
-            "STATUS",
-            "PHYSICAL ID",
-            "TAINTED",
-            "REASON",
-        ],
-        &rows,
-    );
+/// `cluster show`: the cluster, then (as a table, without `-c`) its nodes
+/// and policies.
+pub fn print_cluster(
+    output: &OutputArgs,
+    cluster: &pb::Cluster,
+    nodes: &[pb::Node],
+    policies: &[pb::ClusterPolicy],
+) -> Result<(), String> {
+    output.print_record(&cluster_record(cluster, nodes, policies))?;
+    if output.is_whole_table() {
+        println!();
+        output.print_list(nodes, node_row)?;
+        if !policies.is_empty() {
+            println!();
+            output.print_list(policies, policy_row)?;
+        }
+    }
+    Ok(())
 }
 
-pub fn print_cluster_policies(policies: &[pb::ClusterPolicy]) {
-    let rows: Vec<Vec<String>> = policies
-        .iter()
-        .map(|policy| {
-            vec![
-                policy.policy_name.clone(),
-                policy.policy_type.clone(),
-                policy.priority.to_string(),
-                if policy.enabled { "yes" } else { "no" }.to_owned(),
-            ]
-        })
-        .collect();
-    print_table(&["POLICY", "TYPE", "PRIORITY", "ENABLED"], &rows);
+pub fn cluster_row(cluster: &pb::Cluster) -> Record {
+    Record::new()
+        .field("id", cluster.id.as_str())
+        .field("name", cluster.name.as_str())
+        .field("status", cluster.status.as_str())
+        .field("profile", cluster.profile_name.as_str())
+        .field("desired", cluster.desired_capacity)
+        .field("nodes", cluster.node_ids.len())
+        .field("min", cluster.min_size)
+        .field("max", max_size_cell(cluster.max_size))
+        .field("created", Cell::time(cluster.created_at.as_ref()))
+}
+
+pub fn node_row(node: &pb::Node) -> Record {
+    Record::new()
+        .field("node", node.id.as_str())
+        .field("name", node.name.as_str())
+        .field("index", node.index)
+        .field("status", node.status.as_str())
+        .field("physical_id", node.physical_id.as_str())
+        .field(
+            "tainted",
+            Cell::shown_as(node.tainted, if node.tainted { "yes" } else { "-" }),
+        )
+        .field("reason", node.status_reason.as_str())
+}
+
+pub fn policy_row(policy: &pb::ClusterPolicy) -> Record {
+    Record::new()
+        .field("policy", policy.policy_name.as_str())
+        .field("type", policy.policy_type.as_str())
+        .field("priority", policy.priority)
+        .field(
+            "enabled",
+            Cell::shown_as(policy.enabled, if policy.enabled { "yes" } else { "no" }),
+        )
 }

@@ -1,9 +1,12 @@
-//! How `ember instance` prints instances: status and power names as the
-//! REST API shows them, and the FIELD/VALUE table of `show`.
+//! How `ember instance` describes instances to the shared output module:
+//! status and power names as the REST API shows them, the fields of `show`
+//! and the columns of `list`.
 
 use ember_proto::engine::v1 as pb;
 
-use crate::client::print_table;
+use serde_json::Value;
+
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 pub fn status_name(status: i32) -> String {
     pb::InstanceStatus::try_from(status)
@@ -37,54 +40,71 @@ pub fn locked_by_name(instance: &pb::Instance) -> String {
     }
 }
 
-pub fn print_instance(instance: &pb::Instance) {
-    let metadata: Vec<String> = {
-        let mut items: Vec<_> = instance.metadata.iter().collect();
-        items.sort();
-        items
-            .into_iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect()
-    };
-    let rows = vec![
-        vec!["uuid".to_owned(), instance.uuid.clone()],
-        vec!["name".to_owned(), instance.name.clone()],
-        vec!["status".to_owned(), status_name(instance.status)],
-        vec!["power".to_owned(), power_state_name(instance.power_state)],
-        vec!["reason".to_owned(), instance.status_reason.clone()],
-        vec!["flavor".to_owned(), instance.flavor.clone()],
-        vec!["image".to_owned(), instance.image.clone()],
-        vec!["metadata".to_owned(), metadata.join(", ")],
-        vec!["command".to_owned(), instance.command.join(" ")],
-        vec!["env".to_owned(), {
-            let mut env: Vec<String> = instance
-                .env
-                .iter()
-                .map(|(name, value)| format!("{name}={value}"))
-                .collect();
-            env.sort();
-            env.join(", ")
-        }],
-        vec![
-            "user data".to_owned(),
-            if instance.has_user_data { "given" } else { "" }.to_owned(),
-        ],
-        vec!["locked".to_owned(), locked_by_name(instance)],
-        vec!["locked by user".to_owned(), instance.locked_by_user.clone()],
-        vec![
-            "locked at".to_owned(),
-            super::super::stack::format_time(instance.locked_at.as_ref()),
-        ],
-        vec!["lock reason".to_owned(), instance.locked_reason.clone()],
-        vec!["project".to_owned(), instance.project_id.clone()],
-        vec![
-            "created".to_owned(),
-            super::super::stack::format_time(instance.created_at.as_ref()),
-        ],
-        vec![
-            "updated".to_owned(),
-            super::super::stack::format_time(instance.updated_at.as_ref()),
-        ],
-    ];
-    print_table(&["FIELD", "VALUE"], &rows);
+/// A `-` in a table for an unlocked instance; null in JSON.
+fn locked_cell(instance: &pb::Instance) -> Cell {
+    match locked_by_name(instance).as_str() {
+        "-" => Cell::shown_as(Value::Null, "-"),
+        locked_by => Cell::from(locked_by),
+    }
+}
+
+/// Sorted `KEY=VALUE` pairs as a JSON object.
+fn pairs_cell(pairs: &std::collections::HashMap<String, String>) -> Cell {
+    let mut sorted: Vec<_> = pairs.iter().collect();
+    sorted.sort();
+    let object: serde_json::Map<String, Value> = sorted
+        .iter()
+        .map(|(key, value)| ((*key).clone(), Value::from(value.as_str())))
+        .collect();
+    let text: Vec<String> = sorted
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    Cell::shown_as(object, text.join(", "))
+}
+
+pub fn instance_record(instance: &pb::Instance) -> Record {
+    Record::new()
+        .field("uuid", instance.uuid.as_str())
+        .field("name", instance.name.as_str())
+        .field("status", status_name(instance.status))
+        .field("power", power_state_name(instance.power_state))
+        .field("reason", instance.status_reason.as_str())
+        .field("flavor", instance.flavor.as_str())
+        .field("image", instance.image.as_str())
+        .field("metadata", pairs_cell(&instance.metadata))
+        .field(
+            "command",
+            Cell::shown_as(instance.command.clone(), instance.command.join(" ")),
+        )
+        .field("env", pairs_cell(&instance.env))
+        .field(
+            "user_data",
+            Cell::shown_as(
+                instance.has_user_data,
+                if instance.has_user_data { "given" } else { "" },
+            ),
+        )
+        .field("locked", locked_cell(instance))
+        .field("locked_by_user", instance.locked_by_user.as_str())
+        .field("locked_at", Cell::time(instance.locked_at.as_ref()))
+        .field("lock_reason", instance.locked_reason.as_str())
+        .field("project", instance.project_id.as_str())
+        .field("created", Cell::time(instance.created_at.as_ref()))
+        .field("updated", Cell::time(instance.updated_at.as_ref()))
+}
+
+pub fn instance_row(instance: &pb::Instance) -> Record {
+    Record::new()
+        .field("uuid", instance.uuid.as_str())
+        .field("name", instance.name.as_str())
+        .field("status", status_name(instance.status))
+        .field("power", power_state_name(instance.power_state))
+        .field("locked", locked_cell(instance))
+        .field("created", Cell::time(instance.created_at.as_ref()))
+}
+
+/// An instance a command changed or waited for, as a table.
+pub fn print_instance(instance: &pb::Instance) -> Result<(), String> {
+    OutputArgs::default().print_record(&instance_record(instance))
 }

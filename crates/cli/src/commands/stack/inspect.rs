@@ -8,11 +8,12 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::event_service_client::EventServiceClient;
 use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::lifecycle::pretty;
 use super::{format_time, watch};
 use crate::client::{Client, describe, print_table};
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
     StackServiceClient::new(client.channel.clone())
@@ -26,7 +27,21 @@ fn inline(value: &Value) -> String {
     }
 }
 
-pub async fn list(client: &Client, nested: bool, limit: u32) -> Result<(), String> {
+/// A stack as `stack list` shows it.
+fn stack_row(stack: &pb::Stack) -> Record {
+    Record::new()
+        .field("id", stack.id.as_str())
+        .field("name", stack.name.as_str())
+        .field("status", stack.stack_status.as_str())
+        .field("created", Cell::time(stack.created_at.as_ref()))
+}
+
+pub async fn list(
+    client: &Client,
+    nested: bool,
+    limit: u32,
+    output: &OutputArgs,
+) -> Result<(), String> {
     let response = stacks(client)
         .list_stacks(client.request(pb::ListStacksRequest {
             limit,
@@ -38,64 +53,93 @@ pub async fn list(client: &Client, nested: bool, limit: u32) -> Result<(), Strin
         .await
         .map_err(describe)?
         .into_inner();
-    let rows: Vec<Vec<String>> = response
-        .stacks
-        .iter()
-        .map(|stack| {
-            vec![
-                stack.id.clone(),
-                stack.name.clone(),
-                stack.stack_status.clone(),
-                format_time(stack.created_at.as_ref()),
-            ]
-        })
-        .collect();
-    print_table(&["ID", "NAME", "STATUS", "CREATED"], &rows);
-    Ok(())
+    output.print_list(&response.stacks, stack_row)
 }
 
-pub async fn show(client: &Client, stack: String) -> Result<(), String> {
+/// The maintenance lock: who, with which role, when, how far and why.
+fn lock_cell(lock: Option<&pb::StackLock>) -> Cell {
+    let Some(lock) = lock else {
+        return Cell::from(Value::Null);
+    };
+    let locked_at = format_time(lock.locked_at.as_ref());
+    let reason = if lock.reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", lock.reason)
+    };
+    Cell::shown_as(
+        json!({
+            "level": lock.level,
+            "locked_by_user": lock.locked_by_user,
+            "locked_by_role": lock.locked_by_role,
+            "locked_at": locked_at,
+            "reason": lock.reason,
+        }),
+        format!(
+            "level {} by {} {} at {locked_at}{reason}",
+            lock.level, lock.locked_by_role, lock.locked_by_user
+        ),
+    )
+}
+
+/// A stack as `stack show` shows it: parameters and outputs as mappings.
+fn stack_record(stack: &pb::Stack) -> Record {
+    let mut outputs = serde_json::Map::new();
+    let mut output_lines = Vec::new();
+    for output in &stack.outputs {
+        let value = optional_value_to_json(output.output_value.as_ref());
+        let text = if output.output_error.is_empty() {
+            inline(&value)
+        } else {
+            format!("(error: {})", output.output_error)
+        };
+        output_lines.push(format!("{}={text}", output.output_key));
+        outputs.insert(
+            output.output_key.clone(),
+            if output.output_error.is_empty() {
+                value
+            } else {
+                json!({"error": output.output_error})
+            },
+        );
+    }
+    Record::new()
+        .field("id", stack.id.as_str())
+        .field("name", stack.name.as_str())
+        .field("status", stack.stack_status.as_str())
+        .field("reason", stack.status_reason.as_str())
+        .field("description", stack.description.as_str())
+        .field("parent", stack.parent_id.as_str())
+        .field(
+            "tags",
+            Cell::shown_as(stack.tags.clone(), stack.tags.join(",")),
+        )
+        .field(
+            "timeout",
+            if stack.timeout_mins == 0 {
+                Cell::from(Value::Null)
+            } else {
+                Cell::shown_as(stack.timeout_mins, format!("{} min", stack.timeout_mins))
+            },
+        )
+        .field("rollback", !stack.disable_rollback)
+        .field("lock", lock_cell(stack.stack_lock.as_ref()))
+        .field("created", Cell::time(stack.created_at.as_ref()))
+        .field("updated", Cell::time(stack.updated_at.as_ref()))
+        .field("parameters", Cell::object(stack.parameters.as_ref()))
+        .field(
+            "outputs",
+            Cell::shown_as(Value::Object(outputs), output_lines.join("\n")),
+        )
+}
+
+pub async fn show(client: &Client, stack: String, output: &OutputArgs) -> Result<(), String> {
     let stack = stacks(client)
         .get_stack(client.request(pb::GetStackRequest { stack })?)
         .await
         .map_err(describe)?
         .into_inner();
-    let field = |name: &str, value: String| vec![name.to_owned(), value];
-    let mut rows = vec![
-        field("id", stack.id.clone()),
-        field("name", stack.name.clone()),
-        field("status", stack.stack_status.clone()),
-        field("reason", stack.status_reason.clone()),
-        field("description", stack.description.clone()),
-        field("parent", stack.parent_id.clone()),
-        field("tags", stack.tags.join(",")),
-        field(
-            "timeout",
-            if stack.timeout_mins == 0 {
-                String::new()
-            } else {
-                format!("{} min", stack.timeout_mins)
-            },
-        ),
-        field("rollback", (!stack.disable_rollback).to_string()),
-        field("created", format_time(stack.created_at.as_ref())),
-        field("updated", format_time(stack.updated_at.as_ref())),
-    ];
-    if let Value::Object(parameters) = struct_to_json(stack.parameters.as_ref()) {
-        for (name, value) in parameters {
-            rows.push(field(&format!("parameter {name}"), inline(&value)));
-        }
-    }
-    for output in &stack.outputs {
-        let value = if output.output_error.is_empty() {
-            inline(&optional_value_to_json(output.output_value.as_ref()))
-        } else {
-            format!("(error: {})", output.output_error)
-        };
-        rows.push(field(&format!("output {}", output.output_key), value));
-    }
-    print_table(&["FIELD", "VALUE"], &rows);
-    Ok(())
+    output.print_record(&stack_record(&stack))
 }
 
 pub async fn resources(client: &Client, stack: String, nested_depth: u32) -> Result<(), String> {

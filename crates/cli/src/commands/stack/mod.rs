@@ -11,6 +11,7 @@ mod watch;
 use std::time::Duration;
 
 use crate::client::{Client, ConnectArgs, DevIdentity};
+use crate::commands::output::OutputArgs;
 
 pub use lifecycle::{AdoptArgs, CreateArgs, UpdateArgs, ValidateArgs};
 
@@ -24,9 +25,15 @@ pub enum StackCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
     },
-    /// Show one stack by name or id: status, parameters, outputs
-    Show { stack: String },
+    /// Show one stack by name or id: status, lock, parameters, outputs
+    Show {
+        stack: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Create a stack from a template (files it references are sent along)
     Create(CreateArgs),
     /// Update a stack: a new template, or --existing to change only what is given
@@ -133,10 +140,14 @@ async fn client(connect: &ConnectArgs) -> Result<Client, String> {
 pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), String> {
     use ember_proto::engine::v1::StackActionKind;
     match command {
-        StackCommand::List { nested, limit } => {
-            inspect::list(&client(connect).await?, nested, limit).await
+        StackCommand::List {
+            nested,
+            limit,
+            output,
+        } => inspect::list(&client(connect).await?, nested, limit, &output).await,
+        StackCommand::Show { stack, output } => {
+            inspect::show(&client(connect).await?, stack, &output).await
         }
-        StackCommand::Show { stack } => inspect::show(&client(connect).await?, stack).await,
         StackCommand::Create(args) => lifecycle::create(&client(connect).await?, args).await,
         StackCommand::Update(args) => lifecycle::update(&client(connect).await?, args).await,
         StackCommand::Delete { stack, wait } => {
