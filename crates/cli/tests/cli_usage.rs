@@ -398,3 +398,58 @@ fn show_and_list_print_json_yaml_and_single_values_for_scripts() {
     );
     assert_eq!(roles, "member\n");
 }
+
+/// Waiting is `--wait [--wait-timeout SECONDS]` everywhere; `--timeout` is
+/// only ever the operation's own limit (a stack's, in minutes).
+#[test]
+fn waiting_is_wait_and_wait_timeout_on_every_command_that_waits() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    for command in [
+        &["stack", "delete", "web"][..],
+        &["cluster", "scale-out", "web"][..],
+        &["instance", "delete", "web-1"][..],
+        &["hook", "complete", "web", "token"][..],
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--wait-timeout", "5"]);
+        let refused = support::fail(&args, dir);
+        assert!(
+            refused.contains("the following required arguments were not provided")
+                && refused.contains("--wait"),
+            "{args:?}: {refused}"
+        );
+        args.push("--wait");
+        let refused = support::fail(&args, dir);
+        assert!(
+            refused.contains("no token"),
+            "{args:?} parses, then needs a server: {refused}"
+        );
+    }
+    // Clusters and instances have no operation timeout: --timeout is refused
+    // rather than taken for a wait.
+    let refused = support::fail(
+        &["cluster", "scale-out", "web", "--wait", "--timeout", "5"],
+        dir,
+    );
+    assert!(
+        refused.contains("unexpected argument '--timeout'"),
+        "{refused}"
+    );
+    let refused = support::fail(
+        &[
+            "stack",
+            "create",
+            "web",
+            "-t",
+            "web.yaml",
+            "--timeout",
+            "soon",
+        ],
+        dir,
+    );
+    assert!(
+        refused.contains("'soon'") && refused.contains("--timeout <MINUTES>"),
+        "{refused}"
+    );
+}

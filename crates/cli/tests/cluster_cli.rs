@@ -68,7 +68,7 @@ fn clusters_through_the_cli() {
             "--max",
             "5",
             "--wait",
-            "--timeout",
+            "--wait-timeout",
             "30",
         ],
         dir,
@@ -101,7 +101,7 @@ fn clusters_through_the_cli() {
             "--count",
             "1",
             "--wait",
-            "--timeout",
+            "--wait-timeout",
             "30",
         ],
         dir,
@@ -169,7 +169,7 @@ fn a_hooked_removal_waits_for_hook_complete() {
             "web",
             &victim,
             "--wait",
-            "--timeout",
+            "--wait-timeout",
             "60",
         ])
         .env("EMBER_DATA_DIR", dir)

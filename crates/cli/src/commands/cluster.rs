@@ -20,21 +20,12 @@ mod display;
 use self::display::{cluster_record, cluster_row, print_cluster};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
 use crate::commands::output::OutputArgs;
+pub use crate::commands::wait::WaitArgs;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Action statuses after which nothing more happens.
 const FINAL_ACTION_STATUSES: [&str; 3] = ["SUCCEEDED", "FAILED", "CANCELLED"];
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct ActionWaitArgs {
-    /// Wait until the action ends; fail if it does not succeed
-    #[arg(long)]
-    pub wait: bool,
-    /// Stop waiting after this many seconds (the action goes on)
-    #[arg(long, default_value_t = 600)]
-    pub timeout: u64,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AdjustmentType {
@@ -83,13 +74,13 @@ pub enum ClusterCommand {
         #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
         max: i32,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Delete a cluster and its nodes
     Delete {
         cluster: String,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// List your project's clusters
     List {
@@ -115,7 +106,7 @@ pub enum ClusterCommand {
         #[arg(long)]
         count: Option<u32>,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Add nodes
     ScaleOut {
@@ -124,7 +115,7 @@ pub enum ClusterCommand {
         #[arg(long)]
         count: Option<u32>,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Change the capacity and/or the size limits
     Resize {
@@ -148,7 +139,7 @@ pub enum ClusterCommand {
         #[arg(long)]
         strict: bool,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Remove the named nodes (the deletion policy and its hooks apply)
     DelNodes {
@@ -157,7 +148,7 @@ pub enum ClusterCommand {
         #[arg(required = true)]
         nodes: Vec<String>,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Attach a policy to a cluster
     PolicyAttach {
@@ -170,7 +161,7 @@ pub enum ClusterCommand {
         #[arg(long)]
         disabled: bool,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
 }
 
@@ -443,7 +434,7 @@ fn read_spec(path: &Path) -> Result<String, String> {
 async fn finish(
     client: &Client,
     response: pb::ClusterActionResponse,
-    wait: &ActionWaitArgs,
+    wait: &WaitArgs,
 ) -> Result<(), String> {
     let cluster = response
         .cluster
@@ -498,9 +489,9 @@ fn tell_about_hooks(action: &pb::Action) -> bool {
 pub(super) async fn wait_for_action(
     client: &Client,
     action_id: &str,
-    wait: &ActionWaitArgs,
+    wait: &WaitArgs,
 ) -> Result<pb::Action, String> {
-    let deadline = Instant::now() + Duration::from_secs(wait.timeout);
+    let deadline = Instant::now() + wait.timeout();
     let mut actions = ActionServiceClient::new(client.channel.clone());
     let mut told_about_hooks = false;
     loop {
@@ -526,7 +517,7 @@ pub(super) async fn wait_for_action(
         if Instant::now() >= deadline {
             return Err(format!(
                 "action {} ({}) still {} after {} s: stopped waiting (it goes on)",
-                action.id, action.action, action.status, wait.timeout
+                action.id, action.action, action.status, wait.wait_timeout
             ));
         }
         tokio::time::sleep(POLL_INTERVAL).await;

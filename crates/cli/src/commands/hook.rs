@@ -6,7 +6,7 @@ use ember_proto::engine::v1::{GetObjectRequest, LifecycleTokenRequest};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
 
-use super::cluster::{ActionWaitArgs, wait_for_action};
+use super::cluster::{WaitArgs, wait_for_action};
 use super::stack::format_time;
 use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
 
@@ -40,7 +40,7 @@ pub enum HookCommand {
         #[arg(value_name = "TOKEN")]
         lifecycle_action_token: String,
         #[command(flatten)]
-        wait: ActionWaitArgs,
+        wait: WaitArgs,
     },
     /// Extend a waiting lifecycle action's deadline by the hook timeout
     Heartbeat {

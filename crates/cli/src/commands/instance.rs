@@ -16,18 +16,9 @@ use self::display::{
 };
 use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
 use crate::commands::output::OutputArgs;
+use crate::commands::wait::WaitArgs;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct InstanceWaitArgs {
-    /// Wait until the instance is no longer in progress; fail if it ends in ERROR
-    #[arg(long)]
-    wait: bool,
-    /// Stop waiting after this many seconds (the instance goes on)
-    #[arg(long, default_value_t = 600)]
-    timeout: u64,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum PowerTarget {
@@ -55,7 +46,7 @@ pub enum InstanceCommand {
         #[arg(long, value_name = "FILE")]
         user_data: Option<std::path::PathBuf>,
         #[command(flatten)]
-        wait: InstanceWaitArgs,
+        wait: WaitArgs,
         /// The command the machine runs, after `--` (default: the image's own)
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -97,7 +88,7 @@ pub enum InstanceCommand {
     Delete {
         instance: String,
         #[command(flatten)]
-        wait: InstanceWaitArgs,
+        wait: WaitArgs,
     },
     /// Power an instance on or off, or reboot it
     Power {
@@ -105,7 +96,7 @@ pub enum InstanceCommand {
         #[arg(value_enum)]
         target: PowerTarget,
         #[command(flatten)]
-        wait: InstanceWaitArgs,
+        wait: WaitArgs,
     },
     /// Lock an instance against changes (locked_by owner, or admin for another project's admin)
     Lock {
@@ -333,15 +324,11 @@ async fn resolve(client: &Client, name_or_uuid: &str) -> Result<String, String> 
 }
 
 /// Prints the instance, after waiting for it to settle if asked.
-async fn finish(
-    client: &Client,
-    instance: pb::Instance,
-    wait: &InstanceWaitArgs,
-) -> Result<(), String> {
+async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Result<(), String> {
     if !wait.wait {
         return print_instance(&instance);
     }
-    let deadline = Instant::now() + Duration::from_secs(wait.timeout);
+    let deadline = Instant::now() + wait.timeout();
     let mut current = instance;
     while in_progress(&current) {
         if Instant::now() >= deadline {
@@ -349,7 +336,7 @@ async fn finish(
                 "instance {} still {} after {} s: stopped waiting (it goes on)",
                 current.name,
                 status_name(current.status),
-                wait.timeout
+                wait.wait_timeout
             ));
         }
         tokio::time::sleep(POLL_INTERVAL).await;

@@ -14,6 +14,7 @@ mod resource;
 mod run;
 mod stack;
 mod token;
+mod wait;
 
 use std::path::PathBuf;
 

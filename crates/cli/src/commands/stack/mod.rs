@@ -8,10 +8,9 @@ mod lifecycle;
 mod template_files;
 mod watch;
 
-use std::time::Duration;
-
 use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::OutputArgs;
+pub use crate::commands::wait::WaitArgs;
 
 pub use lifecycle::{AdoptArgs, CreateArgs, UpdateArgs, ValidateArgs};
 
@@ -94,23 +93,6 @@ pub enum StackCommand {
     Allowed { stack: String, operation: String },
     /// Validate a template (and environments, parameters) without creating anything
     Validate(ValidateArgs),
-}
-
-/// `--wait` and how long to wait.
-#[derive(Debug, Clone, clap::Args)]
-pub struct WaitArgs {
-    /// Show the operation's progress and wait until it ends; exit non-zero if it fails
-    #[arg(long)]
-    pub wait: bool,
-    /// Stop waiting after this many seconds (the operation goes on)
-    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
-    pub wait_timeout: u64,
-}
-
-impl WaitArgs {
-    pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.wait_timeout)
-    }
 }
 
 #[derive(Debug, clap::Args)]
