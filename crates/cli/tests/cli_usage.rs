@@ -453,3 +453,136 @@ fn waiting_is_wait_and_wait_timeout_on_every_command_that_waits() {
         "{refused}"
     );
 }
+
+/// A change without `--wait` prints the action the engine accepted and how
+/// to follow it — not the cluster as it was before the change — and
+/// `ember cluster action show|list` follow it.
+#[test]
+fn a_cluster_change_without_wait_prints_the_accepted_action_to_follow() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = support::Dev::start(dir);
+    let spec = dir.join("profile.yaml");
+    std::fs::write(
+        &spec,
+        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+    )
+    .expect("spec written");
+    let spec = spec.display().to_string();
+    support::succeed(&["cluster", "profile-create", "web", "--spec", &spec], dir);
+    support::succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "1",
+            "--wait",
+        ],
+        dir,
+    );
+    let accepted = support::succeed(
+        &[
+            "cluster",
+            "resize",
+            "web",
+            "--min-size",
+            "2",
+            "--adjustment-type",
+            "exact-capacity",
+            "--number",
+            "2",
+        ],
+        dir,
+    );
+    let mut lines = accepted.lines();
+    let action_id = lines
+        .next()
+        .and_then(|line| line.strip_prefix("cluster web: action "))
+        .and_then(|rest| rest.strip_suffix(" accepted"))
+        .unwrap_or_else(|| panic!("no accepted action: {accepted}"))
+        .to_owned();
+    assert_eq!(
+        lines.next(),
+        Some(
+            format!(
+                "follow it with `ember cluster action show {action_id}` (or run the command with --wait)"
+            )
+            .as_str()
+        ),
+        "{accepted}"
+    );
+    assert!(
+        !accepted.contains("min size"),
+        "no stale cluster: {accepted}"
+    );
+
+    // Followed as the output says, until it ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let action = loop {
+        let action = json_of(
+            &["cluster", "action", "show", &action_id, "-f", "json"],
+            dir,
+        );
+        if action["status"] == "SUCCEEDED" {
+            break action;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "action not done in 20 s: {action}"
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(action["action"], "CLUSTER_RESIZE", "{action}");
+    assert_eq!(
+        support::succeed(
+            &[
+                "cluster",
+                "show",
+                "web",
+                "-f",
+                "value",
+                "-c",
+                "min_size",
+                "-c",
+                "desired_capacity"
+            ],
+            dir
+        ),
+        "2\n2\n"
+    );
+    let listed = json_of(
+        &[
+            "cluster",
+            "action",
+            "list",
+            "--cluster",
+            "web",
+            "-f",
+            "json",
+        ],
+        dir,
+    );
+    let kinds: Vec<&str> = listed
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter_map(|action| action["action"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"CLUSTER_RESIZE") && kinds.contains(&"CLUSTER_CREATE"),
+        "{listed}"
+    );
+    let missing = support::fail(
+        &[
+            "cluster",
+            "action",
+            "show",
+            "01a201ea-4194-738c-a929-e884c0e53ed9",
+        ],
+        dir,
+    );
+    assert!(missing.contains("not found"), "{missing}");
+}

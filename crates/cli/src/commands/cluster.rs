@@ -17,7 +17,7 @@ use tonic::transport::Channel;
 
 mod display;
 
-use self::display::{cluster_record, cluster_row, print_cluster};
+use self::display::{action_record, action_row, cluster_record, cluster_row, print_cluster};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
 use crate::commands::output::OutputArgs;
 pub use crate::commands::wait::WaitArgs;
@@ -150,6 +150,9 @@ pub enum ClusterCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// The actions the engine runs for clusters: list, show
+    #[command(subcommand)]
+    Action(ActionCommand),
     /// Attach a policy to a cluster
     PolicyAttach {
         cluster: String,
@@ -162,6 +165,30 @@ pub enum ClusterCommand {
         disabled: bool,
         #[command(flatten)]
         wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ActionCommand {
+    /// Your project's cluster actions, newest first
+    List {
+        /// Only this cluster's (name or id)
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Only actions in this status (READY, RUNNING, WAITING, SUCCEEDED, FAILED, …)
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// One action: what it does, its status and why
+    Show {
+        action: String,
+        #[command(flatten)]
+        output: OutputArgs,
     },
 }
 
@@ -233,10 +260,7 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .map_err(describe)?
                 .into_inner();
             if !wait.wait {
-                println!(
-                    "cluster {cluster}: deleting (action {})",
-                    response.action_id
-                );
+                print_accepted(&cluster, &response.action_id);
                 return Ok(());
             }
             match wait_for_action(&client, &response.action_id, &wait).await {
@@ -292,6 +316,39 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .into_inner()
                 .policies;
             print_cluster(&output, &cluster, &nodes, &policies)
+        }
+        ClusterCommand::Action(command) => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let mut actions = ActionServiceClient::new(client.channel.clone());
+            match command {
+                ActionCommand::List {
+                    cluster,
+                    status,
+                    limit,
+                    output,
+                } => {
+                    let listed = actions
+                        .list_actions(client.request(pb::ListActionsRequest {
+                            cluster: cluster.unwrap_or_default(),
+                            status: status.unwrap_or_default().to_ascii_uppercase(),
+                            limit,
+                            marker: String::new(),
+                        })?)
+                        .await
+                        .map_err(describe)?
+                        .into_inner()
+                        .actions;
+                    output.print_list(&listed, action_row)
+                }
+                ActionCommand::Show { action, output } => {
+                    let action = actions
+                        .get_action(client.request(pb::GetObjectRequest { id: action })?)
+                        .await
+                        .map_err(describe)?
+                        .into_inner();
+                    output.print_record(&action_record(&action))
+                }
+            }
         }
         ClusterCommand::ScaleIn {
             cluster,
@@ -440,7 +497,9 @@ async fn finish(
         .cluster
         .ok_or("the engine answered without the cluster")?;
     if !wait.wait {
-        print_changed(&cluster, &response.action_id)?;
+        // The cluster as it was when the action was accepted would be
+        // stale: say what runs and how to follow it instead.
+        print_accepted(&cluster.name, &response.action_id);
         return Ok(());
     }
     let action = wait_for_action(client, &response.action_id, wait).await;
@@ -448,6 +507,15 @@ async fn finish(
     let current = get(client, &cluster.id).await.unwrap_or(cluster);
     print_changed(&current, &response.action_id)?;
     action.map(|_| ())
+}
+
+/// What a change without `--wait` prints: the action the engine accepted
+/// and how to follow it.
+fn print_accepted(cluster: &str, action_id: &str) {
+    println!("cluster {cluster}: action {action_id} accepted");
+    println!(
+        "follow it with `ember cluster action show {action_id}` (or run the command with --wait)"
+    );
 }
 
 /// A cluster a command changed, with the action it started.

@@ -120,3 +120,42 @@ pub fn policy_row(policy: &pb::ClusterPolicy) -> Record {
             Cell::shown_as(policy.enabled, if policy.enabled { "yes" } else { "no" }),
         )
 }
+
+/// An action's inputs or outputs (JSON text in the API) as JSON.
+fn json_text_cell(text: &str) -> Cell {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => Cell::from(value),
+        Err(_) => Cell::from(text),
+    }
+}
+
+pub fn action_row(action: &pb::Action) -> Record {
+    Record::new()
+        .field("id", action.id.as_str())
+        .field("action", action.action.as_str())
+        .field("status", action.status.as_str())
+        .field("cluster", action.cluster_id.as_str())
+        .field("created", Cell::time(action.created_at.as_ref()))
+        .field("reason", action.status_reason.as_str())
+}
+
+pub fn action_record(action: &pb::Action) -> Record {
+    Record::new()
+        .field("id", action.id.as_str())
+        .field("name", action.name.as_str())
+        .field("action", action.action.as_str())
+        .field("status", action.status.as_str())
+        .field("reason", action.status_reason.as_str())
+        .field("cluster", action.cluster_id.as_str())
+        .field("target", action.target_id.as_str())
+        .field("lifecycle_outcome", action.lifecycle_outcome.as_str())
+        .field("inputs", json_text_cell(&action.inputs))
+        .field("outputs", json_text_cell(&action.outputs))
+        .field("depends_on", action.depends_on.clone())
+        .field("depended_by", action.depended_by.clone())
+        .field("owner", action.owner.as_str())
+        .field("project", action.project_id.as_str())
+        .field("user", action.user_id.as_str())
+        .field("created", Cell::time(action.created_at.as_ref()))
+        .field("updated", Cell::time(action.updated_at.as_ref()))
+}
