@@ -80,11 +80,17 @@ impl Client {
     ) -> Result<Client, String> {
         let data_dir = args.dev_data_dir();
         let dev = DevCredentials::read(&data_dir).ok();
-        let url = args
-            .url
-            .clone()
-            .or_else(|| dev.as_ref().map(|dev| dev.gateway_url.clone()))
-            .unwrap_or_else(|| "http://127.0.0.1:8004".to_owned());
+        let (url, url_from) = match (&args.url, &dev) {
+            (Some(url), _) => (url.clone(), "--url or EMBER_URL".to_owned()),
+            (None, Some(dev)) => (
+                dev.gateway_url.clone(),
+                format!(
+                    "the running `ember dev`'s {}",
+                    data_dir.join(crate::dev::DEV_CREDENTIALS_FILE).display()
+                ),
+            ),
+            (None, None) => ("http://127.0.0.1:8004".to_owned(), "the default".to_owned()),
+        };
         let token = match (&args.token, &dev) {
             (Some(token), _) => token.clone(),
             (None, Some(dev)) => match args.identity.unwrap_or(default_identity) {
@@ -93,16 +99,25 @@ impl Client {
             },
             (None, None) => {
                 return Err(format!(
-                    "no token: pass --token or set EMBER_TOKEN (or run `ember dev` with --data-dir {})",
-                    data_dir.display()
+                    "no token: there is no {} to take one from (the file a running `ember dev` writes in its data directory; \
+                     pass --data-dir DIR if it runs with another one); for another deployment pass --token or set EMBER_TOKEN \
+                     (`ember token issue` mints one with the deployment's signing key)",
+                    data_dir.join(crate::dev::DEV_CREDENTIALS_FILE).display()
                 ));
             }
         };
+        GATEWAY_URL.get_or_init(|| url.clone());
         let channel = Endpoint::from_shared(url.clone())
             .map_err(|error| format!("--url {url:?}: {error}"))?
             .connect()
             .await
-            .map_err(|error| format!("cannot reach the gateway at {url}: {error}"))?;
+            .map_err(|error| {
+                format!(
+                    "cannot reach the gateway at {url} (from {url_from}): {}: expected Ember's gateway there \
+                     (the address `ember dev` prints as `gateway`; is it running?)",
+                    error_chain(&error)
+                )
+            })?;
         Ok(Client { channel, token })
     }
 
@@ -117,8 +132,51 @@ impl Client {
     }
 }
 
-/// Turns a gRPC failure into the message a person reads.
+/// An error and its causes: `transport error: tcp connect error: Connection
+/// refused (os error 111)`.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        // Layers often repeat their cause's words.
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The gateway this process talks to, for errors that are about it rather
+/// than about the request (a `ember` command connects to one gateway).
+static GATEWAY_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Turns a gRPC failure into the message a person reads. A failure that no
+/// server sent (the answer was not gRPC at all) or a service the server
+/// does not have means the URL does not lead to Ember's gateway: say so.
 pub fn describe(status: tonic::Status) -> String {
+    let gateway = GATEWAY_URL.get().map_or("the gateway URL", String::as_str);
+    let expected = "expected Ember's gateway (gRPC and REST on one port: the address `ember dev` prints as `gateway`)";
+    if let Some(transport) = std::error::Error::source(&status) {
+        return format!(
+            "the server at {gateway} did not answer in gRPC ({}: {}): {expected}; if it is one, it stopped while answering",
+            status.message(),
+            error_chain(transport)
+        );
+    }
+    if status.code() == tonic::Code::Unimplemented {
+        return format!(
+            "the server at {gateway} does not serve this Ember API (unimplemented{}{}): {expected}, of this version",
+            if status.message().is_empty() {
+                ""
+            } else {
+                ": "
+            },
+            status.message()
+        );
+    }
     format!("{}: {}", code_name(status.code()), status.message())
 }
 

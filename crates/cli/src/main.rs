@@ -11,7 +11,10 @@ use clap::Parser;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> std::process::ExitCode {
-    let cli = ember::commands::Cli::parse();
+    let cli = match ember::commands::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => ember::commands::exit_on_parse_error(error),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -586,3 +586,126 @@ fn a_cluster_change_without_wait_prints_the_accepted_action_to_follow() {
     );
     assert!(missing.contains("not found"), "{missing}");
 }
+
+/// Errors say what was reached, what was expected, and how to go on: a
+/// port nothing listens on, a server that is not Ember, no token, and a
+/// mistyped subcommand that is never answered with a destructive one.
+#[test]
+fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+
+    // Nothing listens on the port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed_url = format!("http://{}", closed.local_addr().expect("address"));
+    drop(closed);
+    let refused = support::fail(
+        &["--url", &closed_url, "--token", "t", "stack", "list"],
+        dir,
+    );
+    assert!(
+        refused.contains(&format!(
+            "cannot reach the gateway at {closed_url} (from --url or EMBER_URL)"
+        )) && refused.contains("Connection refused")
+            && refused.contains("expected Ember's gateway"),
+        "{refused}"
+    );
+
+    // A server that answers, but not in gRPC (an HTTP/1 server).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other_url = format!("http://{}", listener.local_addr().expect("address"));
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut request = [0_u8; 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let refused = support::fail(&["--url", &other_url, "--token", "t", "stack", "list"], dir);
+    assert!(
+        refused.contains(&format!("the server at {other_url} did not answer in gRPC"))
+            && refused.contains("expected Ember's gateway"),
+        "{refused}"
+    );
+    server.join().expect("server thread");
+
+    // A gRPC server, but not the gateway: Ember's plugin-registry alone.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port();
+    let mut registry = Command::new(EMBER)
+        .args([
+            "serve",
+            "plugin-registry",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(dir)
+        .env("EMBER_AUTH__SIGNING_KEY", "s".repeat(40))
+        .env("EMBER_AUTH__INTERNAL_CREDENTIAL", "c".repeat(40))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("plugin-registry starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "plugin-registry did not start"
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(20));
+    }
+    let registry_url = format!("http://127.0.0.1:{port}");
+    let refused = support::fail(
+        &["--url", &registry_url, "--token", "t", "stack", "list"],
+        dir,
+    );
+    let _ = registry.kill();
+    let _ = registry.wait();
+    assert!(
+        refused.contains(&format!(
+            "the server at {registry_url} does not serve this Ember API (unimplemented"
+        )) && refused.contains("expected Ember's gateway"),
+        "{refused}"
+    );
+
+    // No `ember dev` in the data directory and no token.
+    let refused = support::fail(&["stack", "list"], dir);
+    assert!(
+        refused.contains(&format!(
+            "no token: there is no {} to take one from",
+            dir.join("dev-credentials.json").display()
+        )) && refused.contains("--data-dir DIR")
+            && refused.contains("EMBER_TOKEN")
+            && refused.contains("ember token issue")
+            && !refused.contains("run `ember dev`"),
+        "{refused}"
+    );
+
+    // A typo is answered with a harmless suggestion, never a destructive one.
+    let output = support::ember(&["stack", "lst"], dir);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("a similar subcommand exists: 'list'"),
+        "{}",
+        text(&output)
+    );
+    for typo in [
+        &["stack", "delet"][..],
+        &["cluster", "del-node"][..],
+        &["plugin", "remov"][..],
+    ] {
+        let output = support::ember(typo, dir);
+        assert_eq!(output.status.code(), Some(2), "{typo:?}: {}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("unrecognized subcommand"),
+            "{typo:?}: {stderr}"
+        );
+        assert!(!stderr.contains("similar"), "{typo:?}: {stderr}");
+    }
+}

@@ -111,6 +111,49 @@ pub async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// Subcommands that delete, remove or replace things: a typo is never
+/// answered with one of them as "a similar subcommand" (`cluster delet`
+/// must not lead anyone to `del-nodes`).
+const DESTRUCTIVE_SUBCOMMANDS: &[&str] = &[
+    "abandon",
+    "cancel-update",
+    "complete",
+    "del-nodes",
+    "delete",
+    "mark-unhealthy",
+    "password",
+    "power",
+    "remove",
+    "resize",
+    "scale-in",
+];
+
+/// Prints a command-line error as clap does, minus a suggestion of a
+/// destructive subcommand, and exits with clap's code.
+pub fn exit_on_parse_error(error: clap::Error) -> ! {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let suggests_destructive = error.kind() == ErrorKind::InvalidSubcommand
+        && match error.get(ContextKind::SuggestedSubcommand) {
+            Some(ContextValue::String(suggested)) => {
+                DESTRUCTIVE_SUBCOMMANDS.contains(&suggested.as_str())
+            }
+            Some(ContextValue::Strings(suggested)) => suggested
+                .iter()
+                .any(|name| DESTRUCTIVE_SUBCOMMANDS.contains(&name.as_str())),
+            _ => false,
+        };
+    if !suggests_destructive {
+        error.exit();
+    }
+    let rendered = error.render().to_string();
+    let kept: Vec<&str> = rendered
+        .lines()
+        .filter(|line| !(line.contains("tip: ") && line.contains("similar subcommand")))
+        .collect();
+    eprintln!("{}", kept.join("\n").replace("\n\n\n", "\n\n"));
+    std::process::exit(error.exit_code());
+}
+
 async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let identity = IdentityServiceClient::new(client.channel.clone())
