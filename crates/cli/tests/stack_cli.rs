@@ -493,3 +493,56 @@ fn the_quick_start_works_with_the_shipped_example() {
     let deleted = ember(&["stack", "delete", "web", "--wait"], dir);
     assert!(deleted.status.success(), "{}", text(&deleted));
 }
+
+/// `ember stack wait` follows an operation some other client started (here
+/// `stack create` without --wait) to its end; a failure ends it non-zero
+/// with the reason, and a wait cut short by --wait-timeout says so.
+#[test]
+fn stack_wait_follows_an_operation_started_elsewhere() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let template = write_templates(dir);
+    let _dev = Dev::start(dir);
+    std::fs::write(
+        dir.join("templates/slow.yaml"),
+        "heat_template_version: 2018-08-31\nresources:\n  slow:\n    type: OS::Heat::TestResource\n    properties:\n      action_wait_secs: {create: 30}\n",
+    )
+    .expect("slow template");
+
+    succeed(
+        &["stack", "create", "w", "-t", &template, "-P", "greeting=hi"],
+        dir,
+    );
+    let waited = succeed(&["stack", "wait", "w"], dir);
+    assert!(
+        waited.trim_end().ends_with("stack w CREATE_COMPLETE"),
+        "{waited}"
+    );
+    assert_eq!(
+        succeed(&["stack", "show", "w", "-f", "value", "-c", "status"], dir).trim(),
+        "CREATE_COMPLETE"
+    );
+    // Nothing in progress: it returns at once with the status.
+    let settled = succeed(&["stack", "wait", "w"], dir);
+    assert_eq!(settled.trim(), "stack w CREATE_COMPLETE");
+
+    let failing = dir.join("templates/failing.yaml").display().to_string();
+    succeed(&["stack", "create", "broken", "-t", &failing], dir);
+    let failed = ember(&["stack", "wait", "broken"], dir);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("CREATE_FAILED"), "{}", text(&failed));
+
+    let slow = dir.join("templates/slow.yaml").display().to_string();
+    succeed(&["stack", "create", "slow", "-t", &slow], dir);
+    let cut = ember(&["stack", "wait", "slow", "--wait-timeout", "1"], dir);
+    assert_eq!(cut.status.code(), Some(1), "{}", text(&cut));
+    assert!(
+        String::from_utf8_lossy(&cut.stderr).contains("still CREATE_IN_PROGRESS after 1 s"),
+        "{}",
+        text(&cut)
+    );
+
+    let unknown = ember(&["stack", "wait", "nothing-here"], dir);
+    assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown));
+}

@@ -175,6 +175,25 @@ pub async fn update(client: &Client, args: UpdateArgs) -> Result<(), String> {
     follow(client, &stack, marker, &args.wait).await
 }
 
+/// `ember stack wait`: follows whatever operation is in progress, from the
+/// next event on, to its end.
+pub async fn wait(
+    client: &Client,
+    stack: String,
+    timeout: std::time::Duration,
+) -> Result<(), String> {
+    let found = stacks(client)
+        .get_stack(client.request(pb::GetStackRequest {
+            stack: stack.clone(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    let marker = watch::latest_event_id(client, &found.id).await?;
+    let settled = watch::wait_until_settled(client, &found.id, marker, timeout).await?;
+    watch::conclude(&found.name, settled)
+}
+
 pub async fn delete(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), String> {
     let marker = watch::latest_event_id(client, &stack).await?;
     let deleting = stacks(client)

@@ -93,6 +93,17 @@ pub enum StackCommand {
     Allowed { stack: String, operation: String },
     /// Validate a template (and environments, parameters) without creating anything
     Validate(ValidateArgs),
+    /// Wait until the operation in progress on a stack ends — one started
+    /// over REST, gRPC or by another client — printing its events
+    ///
+    /// Exits non-zero when it ends *_FAILED, or is still running after
+    /// --wait-timeout. A stack with nothing in progress returns at once.
+    Wait {
+        stack: String,
+        /// Stop waiting after this many seconds (the operation goes on)
+        #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+        wait_timeout: u64,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -178,6 +189,13 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
             lifecycle::allowed(&client(connect).await?, stack, operation).await
         }
         StackCommand::Validate(args) => lifecycle::validate(&client(connect).await?, args).await,
+        StackCommand::Wait {
+            stack,
+            wait_timeout,
+        } => {
+            let client = client(connect).await?;
+            lifecycle::wait(&client, stack, std::time::Duration::from_secs(wait_timeout)).await
+        }
     }
 }
 
