@@ -368,10 +368,13 @@ fn the_readme_runs_top_to_bottom_against_ember_dev() {
                 log = dev.log_tail(),
             );
         }
+        // Shown with --no-capture (nextest keeps it for failing tests only).
         eprintln!(
-            "README.md line {}: ran in {:.1} s",
+            "README.md line {}: ran in {:.1} s\n{}{}",
             block.line,
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            outcome.stdout,
+            outcome.stderr
         );
         ran += 1;
     }
