@@ -98,34 +98,33 @@ enum Treatment {
     NotShell,
 }
 
-fn treatment(block: &Block) -> Treatment {
+/// What to do with `block`, or why the README breaks the convention.
+fn treatment(block: &Block) -> Result<Treatment, String> {
     let language = block.info.split_whitespace().next().unwrap_or("");
     match language {
         "sh" => {}
-        "bash" | "shell" | "console" | "zsh" | "shell-session" | "shellsession" => panic!(
-            "README.md line {}: shell fenced as ```{}: fence it ```sh (it runs) or ```sh with a \
-             first line `{NOT_RUN} <why>` (an illustration)",
-            block.line, block.info
-        ),
-        _ => return Treatment::NotShell,
+        "bash" | "shell" | "console" | "zsh" | "shell-session" | "shellsession" => {
+            return Err(format!(
+                "README.md line {}: shell fenced as ```{}: fence it ```sh (it runs) or ```sh \
+                 with a first line `{NOT_RUN} <why>` (an illustration)",
+                block.line, block.info
+            ));
+        }
+        _ => return Ok(Treatment::NotShell),
     }
     if block.section.trim() == NOT_WALKED_SECTION {
-        return Treatment::NotRun(format!(
+        return Ok(Treatment::NotRun(format!(
             "in {NOT_WALKED_SECTION}: benchmarks need a release build and minutes of load"
-        ));
+        )));
     }
     let first = block.text.lines().next().unwrap_or("");
     match first.strip_prefix(NOT_RUN) {
-        Some(reason) => {
-            let reason = reason.trim();
-            assert!(
-                !reason.is_empty(),
-                "README.md line {}: `{NOT_RUN}` needs a reason",
-                block.line
-            );
-            Treatment::NotRun(reason.to_owned())
-        }
-        None => Treatment::Run,
+        Some(reason) if reason.trim().is_empty() => Err(format!(
+            "README.md line {}: `{NOT_RUN}` needs a reason",
+            block.line
+        )),
+        Some(reason) => Ok(Treatment::NotRun(reason.trim().to_owned())),
+        None => Ok(Treatment::Run),
     }
 }
 
@@ -281,7 +280,10 @@ fn run_script(script: &Path, walk: &Path, scratch: &Path, path: &str, curl_home:
 fn readme_blocks_tell_their_kind_apart() {
     let readme = "intro\n```sh\nember whoami\n```\n## Other\n```sh\n# not run: needs Podman\npodman ps\n```\n```json\n{}\n```\n## Benchmarks\n```sh\nember bench\n```\n";
     let blocks = fenced_blocks(readme);
-    let kinds: Vec<Treatment> = blocks.iter().map(treatment).collect();
+    let kinds: Vec<Treatment> = blocks
+        .iter()
+        .map(|block| treatment(block).expect("follows the convention"))
+        .collect();
     assert_eq!(
         kinds,
         vec![
@@ -295,10 +297,15 @@ fn readme_blocks_tell_their_kind_apart() {
     );
     assert_eq!(blocks[0].line, 2);
     assert_eq!(blocks[0].text, "ember whoami\n");
-    let refused = std::panic::catch_unwind(|| {
-        treatment(&fenced_blocks("```bash\nls\n```\n")[0]);
-    });
-    assert!(refused.is_err(), "```bash must be refused");
+    let refused = treatment(&fenced_blocks("```bash\nls\n```\n")[0]);
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|why| why.contains("fenced as ```bash")),
+        "{refused:?}"
+    );
+    let no_reason = treatment(&fenced_blocks("```sh\n# not run:\nls\n```\n")[0]);
+    assert!(no_reason.is_err(), "{no_reason:?}");
 }
 
 #[test]
@@ -333,7 +340,7 @@ fn the_readme_runs_top_to_bottom_against_ember_dev() {
     let mut ran = 0;
     let mut not_run = Vec::new();
     for block in &blocks {
-        match treatment(block) {
+        match treatment(block).unwrap_or_else(|why| panic!("{why}")) {
             Treatment::NotShell => continue,
             Treatment::NotRun(reason) => {
                 eprintln!("README.md line {}: NOT RUN ({reason})", block.line);
