@@ -5,12 +5,15 @@ mod cluster;
 mod hook;
 mod identity;
 mod instance;
+mod node;
 mod output;
 mod plugin;
 pub(crate) mod plugin_bench;
 mod probe;
+mod profile;
 mod quota;
 mod resource;
+mod resource_type;
 mod run;
 mod stack;
 mod token;
@@ -62,12 +65,21 @@ pub enum Command {
     /// One resource of a stack: mark it unhealthy, signal it
     #[command(subcommand)]
     Resource(resource::ResourceCommand),
+    /// The resource types templates may use: list, show (schema)
+    #[command(subcommand)]
+    ResourceType(resource_type::ResourceTypeCommand),
     /// Compute instances: create, list, show, delete, power, lock, unlock
     #[command(subcommand)]
     Instance(instance::InstanceCommand),
     /// Clusters of nodes: profiles, policies, create, scale, resize
     #[command(subcommand)]
     Cluster(cluster::ClusterCommand),
+    /// Cluster nodes: list, show
+    #[command(subcommand)]
+    Node(node::NodeCommand),
+    /// Cluster profiles: list, show, delete
+    #[command(subcommand)]
+    Profile(profile::ProfileCommand),
     /// Lifecycle plugins (admin)
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -100,8 +112,11 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Whoami => whoami(connect).await,
         Command::Stack(command) => stack::run(command, connect).await,
         Command::Resource(command) => resource::run(command, connect).await,
+        Command::ResourceType(command) => resource_type::run(command, connect).await,
         Command::Instance(command) => instance::run(command, connect).await,
         Command::Cluster(command) => cluster::run(command, connect).await,
+        Command::Node(command) => node::run(command, connect).await,
+        Command::Profile(command) => profile::run(command, connect).await,
         Command::Plugin(command) => plugin::run(command, connect).await,
         Command::Hook(command) => hook::run(command, connect).await,
         Command::Quota(command) => quota::run(command, connect).await,

@@ -142,7 +142,12 @@ pub async fn show(client: &Client, stack: String, output: &OutputArgs) -> Result
     output.print_record(&stack_record(&stack))
 }
 
-pub async fn resources(client: &Client, stack: String, nested_depth: u32) -> Result<(), String> {
+pub async fn resources(
+    client: &Client,
+    stack: String,
+    nested_depth: u32,
+    output: &OutputArgs,
+) -> Result<(), String> {
     let response = ResourceServiceClient::new(client.channel.clone())
         .list_resources(client.request(pb::ListResourcesRequest {
             stack,
@@ -152,30 +157,26 @@ pub async fn resources(client: &Client, stack: String, nested_depth: u32) -> Res
         .await
         .map_err(describe)?
         .into_inner();
-    let rows: Vec<Vec<String>> = response
-        .resources
-        .iter()
-        .map(|resource| {
-            vec![
-                resource.resource_name.clone(),
-                resource.resource_type.clone(),
-                resource.resource_status.clone(),
-                resource.physical_resource_id.clone(),
-                resource.stack_name.clone(),
-                format_time(
-                    resource
-                        .updated_at
-                        .as_ref()
-                        .or(resource.created_at.as_ref()),
-                ),
-            ]
-        })
-        .collect();
-    print_table(
-        &["NAME", "TYPE", "STATUS", "PHYSICAL ID", "STACK", "UPDATED"],
-        &rows,
-    );
-    Ok(())
+    output.print_list(&response.resources, resource_row)
+}
+
+/// A resource as `stack resources` lists it.
+fn resource_row(resource: &pb::Resource) -> Record {
+    Record::new()
+        .field("name", resource.resource_name.as_str())
+        .field("type", resource.resource_type.as_str())
+        .field("status", resource.resource_status.as_str())
+        .field("physical_id", resource.physical_resource_id.as_str())
+        .field("stack", resource.stack_name.as_str())
+        .field(
+            "updated",
+            Cell::time(
+                resource
+                    .updated_at
+                    .as_ref()
+                    .or(resource.created_at.as_ref()),
+            ),
+        )
 }
 
 pub async fn events(
@@ -184,6 +185,7 @@ pub async fn events(
     resource: Option<String>,
     nested_depth: u32,
     limit: u32,
+    output: &OutputArgs,
 ) -> Result<(), String> {
     let response = EventServiceClient::new(client.channel.clone())
         .list_events(client.request(pb::ListEventsRequest {
@@ -196,10 +198,15 @@ pub async fn events(
         .await
         .map_err(describe)?
         .into_inner();
-    for event in &response.events {
-        println!("{}", watch::event_line(event));
+    // Without -f or -c, one line per event, as `openstack stack event list`
+    // prints them (and `--wait` does).
+    if output.is_whole_table() {
+        for event in &response.events {
+            println!("{}", watch::event_line(event));
+        }
+        return Ok(());
     }
-    Ok(())
+    output.print_list(&response.events, super::detail::event_record)
 }
 
 pub async fn outputs(client: &Client, stack: String, key: Option<String>) -> Result<(), String> {

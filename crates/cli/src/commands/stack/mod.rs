@@ -3,6 +3,7 @@
 //! `inspect`, changing ones in `lifecycle`; templates and environments are
 //! read from disk by `template_files`, and `--wait` is `watch`.
 
+mod detail;
 mod inspect;
 mod lifecycle;
 mod template_files;
@@ -44,6 +45,9 @@ pub enum StackCommand {
         wait: WaitArgs,
     },
     /// What happened to a stack and its resources, oldest first
+    ///
+    /// One line per event, as `openstack stack event list` prints them;
+    /// with -f or -c, records with their ids (for `stack event show`).
     Events {
         stack: String,
         /// Only this resource's events
@@ -55,6 +59,8 @@ pub enum StackCommand {
         /// At most this many
         #[arg(long, default_value_t = 1000)]
         limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// A stack's outputs, or the value of one
     Outputs {
@@ -68,7 +74,15 @@ pub enum StackCommand {
         /// Include nested stacks' resources down to this depth
         #[arg(long, default_value_t = 0)]
         nested_depth: u32,
+        #[command(flatten)]
+        output: OutputArgs,
     },
+    /// One resource of a stack: show
+    #[command(subcommand)]
+    Resource(detail::ResourceCommand),
+    /// One event of a stack: show
+    #[command(subcommand)]
+    Event(detail::EventCommand),
     /// The template a stack was created or last updated from (YAML)
     Template { stack: String },
     /// Delete a stack's records but keep its resources; prints the data adopt takes
@@ -151,6 +165,7 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
             resource,
             nested_depth,
             limit,
+            output,
         } => {
             inspect::events(
                 &client(connect).await?,
@@ -158,6 +173,7 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
                 resource,
                 nested_depth,
                 limit,
+                &output,
             )
             .await
         }
@@ -167,7 +183,10 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
         StackCommand::Resources {
             stack,
             nested_depth,
-        } => inspect::resources(&client(connect).await?, stack, nested_depth).await,
+            output,
+        } => inspect::resources(&client(connect).await?, stack, nested_depth, &output).await,
+        StackCommand::Resource(command) => detail::resource(&client(connect).await?, command).await,
+        StackCommand::Event(command) => detail::event(&client(connect).await?, command).await,
         StackCommand::Template { stack } => inspect::template(&client(connect).await?, stack).await,
         StackCommand::Abandon { stack } => lifecycle::abandon(&client(connect).await?, stack).await,
         StackCommand::Adopt(args) => lifecycle::adopt(&client(connect).await?, args).await,

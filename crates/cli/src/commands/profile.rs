@@ -1,0 +1,94 @@
+//! `ember profile list|show|delete`: cluster profiles (what a node is)
+//! through the gateway's ProfileService, with `-f`/`-c`. Profiles are
+//! created with `ember cluster profile-create`.
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
+use serde_json::Value;
+
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::{Cell, OutputArgs, Record};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ProfileCommand {
+    /// Your project's profiles
+    List {
+        /// At most this many (0: the server's default, 100)
+        #[arg(long, default_value_t = 0)]
+        limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// One profile by name or id, with its spec
+    Show {
+        profile: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Delete a profile (refused while a cluster or node uses it)
+    Delete { profile: String },
+}
+
+/// The spec and metadata are JSON text in the API: shown as JSON values.
+fn json_text_cell(text: &str) -> Cell {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => Cell::from(value),
+        Err(_) => Cell::from(text),
+    }
+}
+
+fn profile_row(profile: &pb::Profile) -> Record {
+    Record::new()
+        .field("id", profile.id.as_str())
+        .field("name", profile.name.as_str())
+        .field("type", profile.r#type.as_str())
+        .field("created", Cell::time(profile.created_at.as_ref()))
+}
+
+fn profile_record(profile: &pb::Profile) -> Record {
+    Record::new()
+        .field("id", profile.id.as_str())
+        .field("name", profile.name.as_str())
+        .field("type", profile.r#type.as_str())
+        .field("spec", json_text_cell(&profile.spec))
+        .field("metadata", json_text_cell(&profile.metadata))
+        .field("project", profile.project_id.as_str())
+        .field("user", profile.user_id.as_str())
+        .field("created", Cell::time(profile.created_at.as_ref()))
+}
+
+pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), String> {
+    let client = Client::connect(connect, DevIdentity::Member).await?;
+    let mut profiles = ProfileServiceClient::new(client.channel.clone());
+    match command {
+        ProfileCommand::List { limit, output } => {
+            let listed = profiles
+                .list_profiles(client.request(pb::ListObjectsRequest {
+                    limit,
+                    ..pb::ListObjectsRequest::default()
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            output.print_list(&listed.profiles, profile_row)
+        }
+        ProfileCommand::Show { profile, output } => {
+            let found = profiles
+                .get_profile(client.request(pb::GetObjectRequest { id: profile })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            output.print_record(&profile_record(&found))
+        }
+        ProfileCommand::Delete { profile } => {
+            profiles
+                .delete_profile(client.request(pb::GetObjectRequest {
+                    id: profile.clone(),
+                })?)
+                .await
+                .map_err(describe)?;
+            println!("profile {profile} deleted");
+            Ok(())
+        }
+    }
+}

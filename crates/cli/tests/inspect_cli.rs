@@ -1,0 +1,239 @@
+//! The read commands that complete the CLI, against a real `ember dev`:
+//! `stack resource show`, `stack event show`, `stack resources|events -f`,
+//! `resource-type list|show`, `node list|show`, `profile list|show|delete`
+//! — each with `-f json` parsed back, `-c`, and exit code 1 naming what
+//! was not found.
+
+mod support;
+
+use serde_json::Value;
+use support::{Dev, ember, fail, succeed};
+
+fn json(args: &[&str], dir: &std::path::Path) -> Value {
+    let printed = succeed(args, dir);
+    serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{args:?}: {error}: {printed}"))
+}
+
+fn example(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_stacks_resources_and_events_are_shown_one_by_one() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let template = example("web.yaml");
+    succeed(
+        &[
+            "stack",
+            "create",
+            "web",
+            "-t",
+            &template,
+            "-P",
+            "length=20",
+            "--wait",
+        ],
+        dir,
+    );
+
+    let resources = json(&["stack", "resources", "web", "-f", "json"], dir);
+    let names: Vec<&str> = resources
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|row| row["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names.len(), 2, "{resources}");
+    assert!(
+        names.contains(&"secret") && names.contains(&"server"),
+        "{resources}"
+    );
+
+    let secret = json(
+        &["stack", "resource", "show", "web", "secret", "-f", "json"],
+        dir,
+    );
+    assert_eq!(secret["type"], "OS::Heat::RandomString", "{secret}");
+    assert_eq!(secret["status"], "CREATE_COMPLETE", "{secret}");
+    assert_eq!(secret["properties"]["length"], 20, "{secret}");
+    let value = secret["attributes"]["value"]
+        .as_str()
+        .expect("value attribute");
+    assert_eq!(value.len(), 20, "{secret}");
+    assert_eq!(
+        succeed(
+            &[
+                "stack",
+                "resource",
+                "show",
+                "web",
+                "secret",
+                "-f",
+                "value",
+                "-c",
+                "physical_id"
+            ],
+            dir
+        )
+        .trim(),
+        secret["physical_id"].as_str().expect("physical id")
+    );
+    let missing = fail(&["stack", "resource", "show", "web", "nothing"], dir);
+    assert!(missing.contains("\"nothing\""), "{missing}");
+
+    // The event ids `stack events -f value -c id` prints are what
+    // `stack event show` takes.
+    let events = json(
+        &[
+            "stack",
+            "events",
+            "web",
+            "--resource",
+            "server",
+            "-f",
+            "json",
+        ],
+        dir,
+    );
+    let last = events
+        .as_array()
+        .and_then(|list| list.last())
+        .expect("events");
+    assert_eq!(last["status"], "CREATE_COMPLETE", "{events}");
+    let id = last["id"].as_str().expect("event id");
+    let shown = json(
+        &["stack", "event", "show", "web", "server", id, "-f", "json"],
+        dir,
+    );
+    assert_eq!(shown["id"], id, "{shown}");
+    assert_eq!(shown["resource"], "server", "{shown}");
+    assert_eq!(shown["type"], "OS::Nova::Server", "{shown}");
+    assert!(shown["time"].is_string(), "{shown}");
+    // Without -f, events stay one line each, as openstack prints them.
+    let lines = succeed(&["stack", "events", "web", "--resource", "server"], dir);
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    let unknown = ember(&["stack", "event", "show", "web", "server", "nope"], dir);
+    assert_eq!(unknown.status.code(), Some(1));
+}
+
+#[test]
+fn resource_types_are_listed_and_their_schemas_shown() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+
+    let all = succeed(&["resource-type", "list", "-f", "value"], dir);
+    for known in [
+        "OS::Heat::RandomString",
+        "OS::Nova::Server",
+        "OS::Heat::AutoScalingGroup",
+    ] {
+        assert!(all.lines().any(|line| line == known), "{known} in:\n{all}");
+    }
+    let filtered = json(
+        &["resource-type", "list", "--name", "Random", "-f", "json"],
+        dir,
+    );
+    assert_eq!(
+        filtered,
+        serde_json::json!([{"resource_type": "OS::Heat::RandomString"}])
+    );
+
+    let schema = json(
+        &[
+            "resource-type",
+            "show",
+            "OS::Heat::RandomString",
+            "-f",
+            "json",
+        ],
+        dir,
+    );
+    assert_eq!(schema["resource_type"], "OS::Heat::RandomString");
+    assert_eq!(
+        schema["properties"]["length"]["type"], "integer",
+        "{schema}"
+    );
+    assert!(schema["attributes"]["value"].is_object(), "{schema}");
+    let unknown = fail(&["resource-type", "show", "OS::Nope::Nothing"], dir);
+    assert!(unknown.contains("OS::Nope::Nothing"), "{unknown}");
+}
+
+#[test]
+fn nodes_and_profiles_are_listed_shown_and_a_profile_deleted() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let profile = example("web-profile.yaml");
+    succeed(
+        &["cluster", "profile-create", "web", "--spec", &profile],
+        dir,
+    );
+    succeed(
+        &["cluster", "profile-create", "spare", "--spec", &profile],
+        dir,
+    );
+    succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "2",
+            "--wait",
+        ],
+        dir,
+    );
+
+    let nodes = json(&["node", "list", "--cluster", "web", "-f", "json"], dir);
+    let nodes = nodes.as_array().expect("a list");
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    assert!(
+        nodes.iter().all(|node| node["status"] == "ACTIVE"),
+        "{nodes:?}"
+    );
+    let name = nodes[0]["name"].as_str().expect("node name");
+    let node = json(&["node", "show", name, "-f", "json"], dir);
+    assert_eq!(node["id"], nodes[0]["id"], "{node}");
+    assert_eq!(node["tainted"], false, "{node}");
+    assert!(
+        !node["physical_id"]
+            .as_str()
+            .expect("physical id")
+            .is_empty()
+    );
+    assert_eq!(
+        succeed(&["node", "show", name, "-f", "value", "-c", "status"], dir).trim(),
+        "ACTIVE"
+    );
+    fail(&["node", "show", "no-such-node"], dir);
+
+    let profiles = succeed(&["profile", "list", "-f", "value", "-c", "name"], dir);
+    let mut listed: Vec<&str> = profiles.lines().collect();
+    listed.sort_unstable();
+    assert_eq!(listed, ["spare", "web"], "{profiles}");
+    let shown = json(&["profile", "show", "web", "-f", "json"], dir);
+    assert_eq!(shown["type"], "ember.instance-1.0", "{shown}");
+    assert_eq!(shown["spec"]["properties"]["flavor"], "m1.small", "{shown}");
+
+    // In use by the cluster: refused, naming why; unused: deleted.
+    let in_use = fail(&["profile", "delete", "web"], dir);
+    assert!(in_use.contains("used by"), "{in_use}");
+    assert_eq!(
+        succeed(&["profile", "delete", "spare"], dir).trim(),
+        "profile spare deleted"
+    );
+    assert_eq!(
+        succeed(&["profile", "list", "-f", "value", "-c", "name"], dir).trim(),
+        "web"
+    );
+    fail(&["profile", "show", "spare"], dir);
+}
