@@ -191,6 +191,53 @@ fn a_hooked_removal_waits_for_hook_complete() {
     };
     let messages = succeed(&["hook", "messages", "drain"], dir);
     assert!(messages.contains(&token), "{messages}");
+    // Scripts read both as JSON: the pending action, and the message a
+    // receiver gets, its body a JSON object.
+    let pending: serde_json::Value = serde_json::from_str(&succeed(
+        &["hook", "list", "--cluster", "web", "-f", "json"],
+        dir,
+    ))
+    .expect("hook list -f json");
+    assert_eq!(pending[0]["token"], token.as_str(), "{pending}");
+    assert_eq!(pending[0]["delivery"], "DELIVERED", "{pending}");
+    assert_eq!(
+        succeed(
+            &[
+                "hook",
+                "list",
+                "--cluster",
+                "web",
+                "-f",
+                "value",
+                "-c",
+                "token"
+            ],
+            dir
+        )
+        .trim(),
+        token
+    );
+    let queued: serde_json::Value =
+        serde_json::from_str(&succeed(&["hook", "messages", "drain", "-f", "json"], dir))
+            .expect("hook messages -f json");
+    let message = queued
+        .as_array()
+        .and_then(|messages| {
+            messages
+                .iter()
+                .find(|message| message["token"] == token.as_str())
+        })
+        .unwrap_or_else(|| panic!("no message for {token}: {queued}"));
+    assert_eq!(
+        message["body"]["lifecycle_action_token"],
+        token.as_str(),
+        "{queued}"
+    );
+    assert_eq!(
+        message["body"]["lifecycle_transition_type"], "termination",
+        "{queued}"
+    );
+    assert_eq!(message["body"]["node_id"], pending[0]["node"], "{queued}");
     let shown = succeed(&["cluster", "show", "web"], dir);
     assert_eq!(node_rows(&shown).len(), 2, "the node waits: {shown}");
     assert!(

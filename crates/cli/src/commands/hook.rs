@@ -8,7 +8,8 @@ use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHook
 
 use super::cluster::{WaitArgs, wait_for_action};
 use super::stack::format_time;
-use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum HookCommand {
@@ -17,6 +18,8 @@ pub enum HookCommand {
         /// Only this cluster's (name or id)
         #[arg(long)]
         cluster: Option<String>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Messages of one of your project's queues on the embedded queue (no NATS configured), oldest first
     Messages {
@@ -30,6 +33,8 @@ pub enum HookCommand {
         /// At most this many
         #[arg(long, default_value_t = 100)]
         limit: u32,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Complete a lifecycle action: its node is deleted now
     Complete {
@@ -53,9 +58,42 @@ pub enum HookCommand {
     },
 }
 
+/// A pending lifecycle action as `hook list` shows it.
+fn pending_row(action: &pb::PendingLifecycleAction) -> Record {
+    let delivery = pb::DeliveryState::try_from(action.delivery_state)
+        .map(|state| {
+            state
+                .as_str_name()
+                .trim_start_matches("DELIVERY_STATE_")
+                .to_owned()
+        })
+        .unwrap_or_default();
+    Record::new()
+        .field("token", action.token.as_str())
+        .field("node", action.node_id.as_str())
+        .field("cluster", action.cluster_id.as_str())
+        .field("deadline", Cell::time(action.deadline.as_ref()))
+        .field("delivery", delivery)
+        .field("attempts", action.delivery_attempts)
+        .field("last_error", action.last_error.as_str())
+}
+
+/// A queued message; its body (JSON text) is a JSON value in `-f json`.
+fn message_row(message: &pb::QueueMessage) -> Record {
+    let body = match serde_json::from_str::<serde_json::Value>(&message.body) {
+        Ok(value) => Cell::shown_as(value, message.body.as_str()),
+        Err(_) => Cell::from(message.body.as_str()),
+    };
+    Record::new()
+        .field("id", message.id)
+        .field("token", message.token.as_str())
+        .field("created", Cell::time(message.created_at.as_ref()))
+        .field("body", body)
+}
+
 pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        HookCommand::List { cluster } => {
+        HookCommand::List { cluster, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             // lifecycle-hook knows clusters by id only; the engine resolves names.
             let cluster_id = match cluster {
@@ -79,48 +117,14 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .await
                 .map_err(describe)?
                 .into_inner();
-            let rows: Vec<Vec<String>> = response
-                .actions
-                .iter()
-                .map(|action| {
-                    let state = pb::DeliveryState::try_from(action.delivery_state)
-                        .map(|state| {
-                            state
-                                .as_str_name()
-                                .trim_start_matches("DELIVERY_STATE_")
-                                .to_owned()
-                        })
-                        .unwrap_or_default();
-                    vec![
-                        action.token.clone(),
-                        action.node_id.clone(),
-                        action.cluster_id.clone(),
-                        format_time(action.deadline.as_ref()),
-                        state,
-                        action.delivery_attempts.to_string(),
-                        action.last_error.clone(),
-                    ]
-                })
-                .collect();
-            print_table(
-                &[
-                    "TOKEN",
-                    "NODE",
-                    "CLUSTER",
-                    "DEADLINE",
-                    "DELIVERY",
-                    "ATTEMPTS",
-                    "LAST ERROR",
-                ],
-                &rows,
-            );
-            Ok(())
+            output.print_list(&response.actions, pending_row)
         }
         HookCommand::Messages {
             queue,
             project,
             after,
             limit,
+            output,
         } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = LifecycleHookServiceClient::new(client.channel.clone())
@@ -133,20 +137,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .await
                 .map_err(describe)?
                 .into_inner();
-            let rows: Vec<Vec<String>> = response
-                .messages
-                .iter()
-                .map(|message| {
-                    vec![
-                        message.id.to_string(),
-                        message.token.clone(),
-                        format_time(message.created_at.as_ref()),
-                        message.body.clone(),
-                    ]
-                })
-                .collect();
-            print_table(&["ID", "TOKEN", "CREATED", "BODY"], &rows);
-            Ok(())
+            output.print_list(&response.messages, message_row)
         }
         HookCommand::Complete {
             cluster,
