@@ -237,3 +237,61 @@ fn nodes_and_profiles_are_listed_shown_and_a_profile_deleted() {
     );
     fail(&["profile", "show", "spare"], dir);
 }
+
+#[test]
+fn policies_are_listed_shown_detached_and_deleted() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let profile = example("web-profile.yaml");
+    let policy = example("drain-policy.yaml");
+    succeed(
+        &["cluster", "profile-create", "web", "--spec", &profile],
+        dir,
+    );
+    succeed(
+        &["cluster", "policy-create", "drain", "--spec", &policy],
+        dir,
+    );
+    succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "1",
+            "--wait",
+        ],
+        dir,
+    );
+    succeed(&["cluster", "policy-attach", "web", "drain", "--wait"], dir);
+
+    let listed = json(&["policy", "list", "-f", "json"], dir);
+    assert_eq!(listed[0]["name"], "drain", "{listed}");
+    assert_eq!(listed[0]["type"], "senlin.policy.deletion-1.1", "{listed}");
+    let shown = json(&["policy", "show", "drain", "-f", "json"], dir);
+    assert_eq!(
+        shown["spec"]["properties"]["hooks"]["params"]["queue"], "drain",
+        "{shown}"
+    );
+
+    let attached = fail(&["policy", "delete", "drain"], dir);
+    assert!(attached.contains("detach it first"), "{attached}");
+    succeed(&["cluster", "policy-detach", "web", "drain", "--wait"], dir);
+    let cluster = json(&["cluster", "show", "web", "-f", "json"], dir);
+    assert_eq!(cluster["policies"], serde_json::json!([]), "{cluster}");
+    assert_eq!(
+        succeed(&["policy", "delete", "drain"], dir).trim(),
+        "policy drain deleted"
+    );
+    assert_eq!(
+        json(&["policy", "list", "-f", "json"], dir),
+        serde_json::json!([])
+    );
+    fail(&["policy", "show", "drain"], dir);
+    // Detaching what is not attached fails, naming it.
+    let again = fail(&["cluster", "policy-detach", "web", "drain", "--wait"], dir);
+    assert!(again.contains("drain"), "{again}");
+}

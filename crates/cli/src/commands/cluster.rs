@@ -166,6 +166,14 @@ pub enum ClusterCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Detach a policy from a cluster (then `ember policy delete` may delete it)
+    PolicyDetach {
+        cluster: String,
+        /// Policy name or id
+        policy: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -448,6 +456,19 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             };
             let response = service(&client)
                 .attach_policy(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::PolicyDetach {
+            cluster,
+            policy,
+            wait,
+        } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .detach_policy(client.request(pb::DetachPolicyRequest { cluster, policy })?)
                 .await
                 .map_err(describe)?
                 .into_inner();

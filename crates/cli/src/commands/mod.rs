@@ -9,6 +9,7 @@ mod node;
 mod output;
 mod plugin;
 pub(crate) mod plugin_bench;
+mod policy;
 mod probe;
 mod profile;
 mod quota;
@@ -80,6 +81,9 @@ pub enum Command {
     /// Cluster profiles: list, show, delete
     #[command(subcommand)]
     Profile(profile::ProfileCommand),
+    /// Cluster policies: list, show, delete
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// Lifecycle plugins (admin)
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -117,6 +121,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Cluster(command) => cluster::run(command, connect).await,
         Command::Node(command) => node::run(command, connect).await,
         Command::Profile(command) => profile::run(command, connect).await,
+        Command::Policy(command) => policy::run(command, connect).await,
         Command::Plugin(command) => plugin::run(command, connect).await,
         Command::Hook(command) => hook::run(command, connect).await,
         Command::Quota(command) => quota::run(command, connect).await,

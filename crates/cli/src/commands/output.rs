@@ -78,6 +78,15 @@ impl Cell {
         Cell::from(struct_to_json(fields))
     }
 
+    /// JSON text (a spec, metadata) as the JSON value it holds; text that
+    /// is not JSON stays text.
+    pub fn json_text(text: &str) -> Cell {
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Cell::from(value),
+            Err(_) => Cell::from(text),
+        }
+    }
+
     /// What a table or `-f value` prints.
     pub fn text(&self) -> String {
         self.text.clone().unwrap_or_else(|| text_of(&self.value))

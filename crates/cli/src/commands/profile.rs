@@ -4,7 +4,6 @@
 
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
-use serde_json::Value;
 
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
 use crate::commands::output::{Cell, OutputArgs, Record};
@@ -29,14 +28,6 @@ pub enum ProfileCommand {
     Delete { profile: String },
 }
 
-/// The spec and metadata are JSON text in the API: shown as JSON values.
-fn json_text_cell(text: &str) -> Cell {
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) => Cell::from(value),
-        Err(_) => Cell::from(text),
-    }
-}
-
 fn profile_row(profile: &pb::Profile) -> Record {
     Record::new()
         .field("id", profile.id.as_str())
@@ -50,8 +41,8 @@ fn profile_record(profile: &pb::Profile) -> Record {
         .field("id", profile.id.as_str())
         .field("name", profile.name.as_str())
         .field("type", profile.r#type.as_str())
-        .field("spec", json_text_cell(&profile.spec))
-        .field("metadata", json_text_cell(&profile.metadata))
+        .field("spec", Cell::json_text(&profile.spec))
+        .field("metadata", Cell::json_text(&profile.metadata))
         .field("project", profile.project_id.as_str())
         .field("user", profile.user_id.as_str())
         .field("created", Cell::time(profile.created_at.as_ref()))
