@@ -84,6 +84,19 @@ fn a_stacks_resources_and_events_are_shown_one_by_one() {
         .trim(),
         secret["physical_id"].as_str().expect("physical id")
     );
+    let outputs = json(&["stack", "outputs", "web", "-f", "json"], dir);
+    let secret_output = outputs
+        .as_array()
+        .and_then(|rows| rows.iter().find(|row| row["key"] == "secret"))
+        .unwrap_or_else(|| panic!("secret in {outputs}"));
+    assert_eq!(secret_output["value"], value, "{outputs}");
+    let server_output = json(&["stack", "outputs", "web", "server", "-f", "json"], dir);
+    assert_eq!(server_output["key"], "server", "{server_output}");
+    assert_eq!(
+        succeed(&["stack", "outputs", "web", "secret"], dir).trim(),
+        value,
+        "a key alone prints the bare value"
+    );
     let missing = fail(&["stack", "resource", "show", "web", "nothing"], dir);
     assert!(missing.contains("\"nothing\""), "{missing}");
 

@@ -21,6 +21,35 @@ fn quotas_through_the_cli() {
         "{shown}"
     );
 
+    // Scripts read it as JSON: a per-project limit has its use, a
+    // per-object one null.
+    let rows: serde_json::Value =
+        serde_json::from_str(&succeed(&["quota", "show", "-f", "json"], dir)).expect("json");
+    let row = |name: &str| {
+        rows.as_array()
+            .and_then(|rows| rows.iter().find(|row| row["quota"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {rows}"))
+    };
+    assert_eq!(
+        row("stacks"),
+        serde_json::json!({"quota": "stacks", "limit": 512, "used": 0, "source": "default"})
+    );
+    assert_eq!(
+        row("nested_depth")["used"],
+        serde_json::Value::Null,
+        "{rows}"
+    );
+    assert_eq!(
+        succeed(
+            &["quota", "show", "-f", "value", "-c", "limit", "-c", "quota"],
+            dir
+        )
+        .lines()
+        .next(),
+        Some("512 stacks")
+    );
+
     let set = succeed(
         &[
             "quota",

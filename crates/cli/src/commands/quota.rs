@@ -5,7 +5,8 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::quota_service_client::QuotaServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::commands::output::{Cell, OutputArgs, Record};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum QuotaCommand {
@@ -14,6 +15,8 @@ pub enum QuotaCommand {
         /// Another project (admins only)
         #[arg(long, default_value = "")]
         project: String,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Set limits of a project (admins only): `ember quota set demo --limit stacks=10 --limit nodes=500`
     Set {
@@ -39,32 +42,40 @@ fn parse_limit(text: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_owned(), limit))
 }
 
-fn print_quota(quota: &pb::ProjectQuota) {
-    println!("project {}", quota.project_id);
-    let rows: Vec<Vec<String>> = quota
-        .limits
-        .iter()
-        .map(|limit| {
-            vec![
-                limit.name.clone(),
-                limit.limit.to_string(),
-                limit
-                    .used
-                    .map_or_else(|| "-".to_owned(), |used| used.to_string()),
-                if limit.overridden {
-                    "set for the project".to_owned()
-                } else {
-                    "default".to_owned()
-                },
-            ]
-        })
-        .collect();
-    print_table(&["QUOTA", "LIMIT", "USED", "SOURCE"], &rows);
+/// One limit as `quota show` lists it; `used` is null (`-`) for limits
+/// counted per object.
+fn limit_row(limit: &pb::QuotaLimit) -> Record {
+    Record::new()
+        .field("quota", limit.name.as_str())
+        .field("limit", limit.limit)
+        .field(
+            "used",
+            match limit.used {
+                Some(used) => Cell::from(used),
+                None => Cell::shown_as(serde_json::Value::Null, "-"),
+            },
+        )
+        .field(
+            "source",
+            if limit.overridden {
+                "set for the project"
+            } else {
+                "default"
+            },
+        )
+}
+
+/// The project's name above the table; `-f`/`-c` print the rows only.
+fn print_quota(quota: &pb::ProjectQuota, output: &OutputArgs) -> Result<(), String> {
+    if output.is_whole_table() {
+        println!("project {}", quota.project_id);
+    }
+    output.print_list(&quota.limits, limit_row)
 }
 
 pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), String> {
     match command {
-        QuotaCommand::Show { project } => {
+        QuotaCommand::Show { project, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
                 .get_quota(client.request(pb::GetQuotaRequest {
@@ -73,8 +84,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_quota(&quota);
-            Ok(())
+            print_quota(&quota, &output)
         }
         QuotaCommand::Set {
             project,
@@ -95,8 +105,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
                 .await
                 .map_err(describe)?
                 .into_inner();
-            print_quota(&quota);
-            Ok(())
+            print_quota(&quota, &OutputArgs::default())
         }
     }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::lifecycle::pretty;
 use super::{format_time, watch};
-use crate::client::{Client, describe, print_table};
+use crate::client::{Client, describe};
 use crate::commands::output::{Cell, OutputArgs, Record};
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
@@ -209,13 +209,23 @@ pub async fn events(
     output.print_list(&response.events, super::detail::event_record)
 }
 
-pub async fn outputs(client: &Client, stack: String, key: Option<String>) -> Result<(), String> {
+pub async fn outputs(
+    client: &Client,
+    stack: String,
+    key: Option<String>,
+    output: &OutputArgs,
+) -> Result<(), String> {
     if let Some(output_key) = key {
-        let output = stacks(client)
+        let found = stacks(client)
             .get_output(client.request(pb::GetOutputRequest { stack, output_key })?)
             .await
             .map_err(describe)?
             .into_inner();
+        // With -f or -c, the output as a record; else its bare value.
+        if !output.is_whole_table() {
+            return output.print_record(&output_row(&found));
+        }
+        let output = found;
         if !output.output_error.is_empty() {
             return Err(format!(
                 "output {} has no value: {}",
@@ -233,20 +243,25 @@ pub async fn outputs(client: &Client, stack: String, key: Option<String>) -> Res
         .await
         .map_err(describe)?
         .into_inner();
-    let rows: Vec<Vec<String>> = response
-        .outputs
-        .iter()
-        .map(|output| {
-            let value = if output.output_error.is_empty() {
-                inline(&optional_value_to_json(output.output_value.as_ref()))
-            } else {
-                format!("(error: {})", output.output_error)
-            };
-            vec![output.output_key.clone(), value, output.description.clone()]
-        })
-        .collect();
-    print_table(&["KEY", "VALUE", "DESCRIPTION"], &rows);
-    Ok(())
+    output.print_list(&response.outputs, output_row)
+}
+
+/// An output as `stack outputs` lists it: its value as JSON in `-f json`,
+/// or `{"error": …}` when it cannot be resolved.
+fn output_row(output: &pb::Output) -> Record {
+    let value = if output.output_error.is_empty() {
+        let value = optional_value_to_json(output.output_value.as_ref());
+        Cell::shown_as(value.clone(), inline(&value))
+    } else {
+        Cell::shown_as(
+            json!({"error": output.output_error}),
+            format!("(error: {})", output.output_error),
+        )
+    };
+    Record::new()
+        .field("key", output.output_key.as_str())
+        .field("value", value)
+        .field("description", output.description.as_str())
 }
 
 pub async fn template(client: &Client, stack: String) -> Result<(), String> {

@@ -67,6 +67,8 @@ pub enum StackCommand {
         stack: String,
         /// Print only this output's value
         key: Option<String>,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// A stack's resources
     Resources {
@@ -177,8 +179,8 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
             )
             .await
         }
-        StackCommand::Outputs { stack, key } => {
-            inspect::outputs(&client(connect).await?, stack, key).await
+        StackCommand::Outputs { stack, key, output } => {
+            inspect::outputs(&client(connect).await?, stack, key, &output).await
         }
         StackCommand::Resources {
             stack,
