@@ -16,6 +16,7 @@ use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
 use tonic::transport::Channel;
 
 mod display;
+mod progress;
 
 use self::display::{action_record, action_row, cluster_record, cluster_row, print_cluster};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
@@ -583,6 +584,7 @@ pub(super) async fn wait_for_action(
     let deadline = Instant::now() + wait.timeout();
     let mut actions = ActionServiceClient::new(client.channel.clone());
     let mut told_about_hooks = false;
+    let mut progress = progress::Progress::new();
     loop {
         let action = actions
             .get_action(client.request(pb::GetObjectRequest {
@@ -591,6 +593,7 @@ pub(super) async fn wait_for_action(
             .await
             .map_err(describe)?
             .into_inner();
+        progress.report(client, &action).await?;
         if FINAL_ACTION_STATUSES.contains(&action.status.as_str()) {
             if action.status == "SUCCEEDED" {
                 return Ok(action);

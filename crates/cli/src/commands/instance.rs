@@ -328,9 +328,26 @@ async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Res
     if !wait.wait {
         return print_instance(&instance);
     }
-    let deadline = Instant::now() + wait.timeout();
+    let started = Instant::now();
+    let deadline = started + wait.timeout();
     let mut current = instance;
+    // Progress on stderr (stdout stays the result): each change of status
+    // or power state, with the time since the wait began.
+    let mut shown = String::new();
     while in_progress(&current) {
+        let state = format!(
+            "{} (power {})",
+            status_name(current.status),
+            power_state_name(current.power_state)
+        );
+        if state != shown {
+            eprintln!(
+                "[{:>5.1} s] instance {}: {state}",
+                started.elapsed().as_secs_f64(),
+                current.name
+            );
+            shown = state;
+        }
         if Instant::now() >= deadline {
             return Err(format!(
                 "instance {} still {} after {} s: stopped waiting (it goes on)",
@@ -350,11 +367,25 @@ async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Res
             Ok(response) => response.into_inner(),
             // A completed delete answers NotFound (as Nova's 404).
             Err(status) if deleting && status.code() == tonic::Code::NotFound => {
+                eprintln!(
+                    "[{:>5.1} s] instance {}: deleted",
+                    started.elapsed().as_secs_f64(),
+                    current.name
+                );
                 println!("instance {:?} ({}) deleted", current.name, current.uuid);
                 return Ok(());
             }
             Err(status) => return Err(describe(status)),
         };
+    }
+    if !shown.is_empty() {
+        eprintln!(
+            "[{:>5.1} s] instance {}: {} (power {})",
+            started.elapsed().as_secs_f64(),
+            current.name,
+            status_name(current.status),
+            power_state_name(current.power_state)
+        );
     }
     print_instance(&current)?;
     if current.status == pb::InstanceStatus::Error as i32 {
