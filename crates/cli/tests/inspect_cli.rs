@@ -308,3 +308,106 @@ fn policies_are_listed_shown_detached_and_deleted() {
     let again = fail(&["cluster", "policy-detach", "web", "drain", "--wait"], dir);
     assert!(again.contains("drain"), "{again}");
 }
+
+#[test]
+fn nodes_are_created_updated_and_deleted_and_clusters_checked_and_recovered() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let _dev = Dev::start(dir);
+    let profile = example("web-profile.yaml");
+    succeed(
+        &["cluster", "profile-create", "web", "--spec", &profile],
+        dir,
+    );
+    succeed(
+        &[
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "1",
+            "--wait",
+        ],
+        dir,
+    );
+
+    // An orphan node, then one that joins the cluster.
+    let created = succeed(
+        &["node", "create", "loner", "--profile", "web", "--wait"],
+        dir,
+    );
+    assert_eq!(created.trim(), "node loner created");
+    let loner = json(&["node", "show", "loner", "-f", "json"], dir);
+    assert_eq!(loner["cluster"], "", "an orphan: {loner}");
+    assert_eq!(loner["status"], "ACTIVE", "{loner}");
+    succeed(
+        &[
+            "node",
+            "create",
+            "joiner",
+            "--profile",
+            "web",
+            "--cluster",
+            "web",
+            "--wait",
+        ],
+        dir,
+    );
+    let cluster = json(&["cluster", "show", "web", "-f", "json"], dir);
+    assert_eq!(
+        cluster["nodes"].as_array().map(Vec::len),
+        Some(2),
+        "{cluster}"
+    );
+
+    let updated = json(
+        &[
+            "node",
+            "update",
+            "joiner",
+            "--role",
+            "db",
+            "--tainted",
+            "true",
+            "-f",
+            "json",
+        ],
+        dir,
+    );
+    assert_eq!(updated["role"], "db", "{updated}");
+    assert_eq!(updated["tainted"], true, "{updated}");
+    let refused = ember(&["node", "update", "joiner", "--tainted", "maybe"], dir);
+    assert_eq!(refused.status.code(), Some(2), "a usage error");
+
+    // Without --wait: the accepted action, and how to follow it.
+    let accepted = succeed(&["node", "delete", "loner"], dir);
+    assert!(
+        accepted.starts_with("node loner: action ")
+            && accepted.contains("ember cluster action show"),
+        "{accepted}"
+    );
+    assert_eq!(
+        succeed(&["node", "delete", "joiner", "--wait"], dir).trim(),
+        "node joiner deleted"
+    );
+    let checked = succeed(&["cluster", "check", "web", "--wait"], dir);
+    assert!(checked.contains("CLUSTER_CHECK completed"), "{checked}");
+    let recovered = succeed(&["cluster", "recover", "web", "--wait"], dir);
+    assert!(recovered.contains("CLUSTER_RECOVER"), "{recovered}");
+    // The delete accepted without --wait ends too.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = succeed(&["node", "list", "-f", "value", "-c", "name"], dir);
+        if left.lines().count() == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only the cluster's first node should be left: {left}"
+        );
+        std::thread::park_timeout(std::time::Duration::from_millis(50));
+    }
+    fail(&["node", "delete", "loner", "--wait"], dir);
+}

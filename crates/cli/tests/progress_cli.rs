@@ -100,4 +100,8 @@ fn waits_show_progress_for_instances_and_clusters() {
         .filter(|line| line.ends_with(": deleted"))
         .collect();
     assert_eq!(gone.len(), 2, "{shrunk:?}");
+    // The cluster's own delete: its nodes vanish with it, and the wait
+    // still ends in success.
+    let deleted = progress(&["cluster", "delete", "web", "--wait"], dir);
+    line_with(&deleted, &["CLUSTER_DELETE SUCCEEDED"]);
 }

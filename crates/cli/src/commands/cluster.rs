@@ -167,6 +167,18 @@ pub enum ClusterCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Check every node's physical resource: ACTIVE, or ERROR with why
+    Check {
+        cluster: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Recreate the cluster's nodes in ERROR
+    Recover {
+        cluster: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Detach a policy from a cluster (then `ember policy delete` may delete it)
     PolicyDetach {
         cluster: String,
@@ -457,6 +469,24 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             };
             let response = service(&client)
                 .attach_policy(client.request(request)?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::Check { cluster, wait } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .check(client.request(pb::GetObjectRequest { id: cluster })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            finish(&client, response, &wait).await
+        }
+        ClusterCommand::Recover { cluster, wait } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let response = service(&client)
+                .recover(client.request(pb::GetObjectRequest { id: cluster })?)
                 .await
                 .map_err(describe)?
                 .into_inner();

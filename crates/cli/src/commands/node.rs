@@ -1,11 +1,12 @@
-//! `ember node list|show`: cluster nodes (and orphan nodes) through the
-//! gateway's NodeService, each with `-f`/`-c`. Nodes are changed through
-//! their cluster (`ember cluster scale-in|del-nodes`), whose deletion
-//! policy and hooks apply.
+//! `ember node …`: cluster nodes (and orphan nodes) through the gateway's
+//! NodeService: list and show with `-f`/`-c`; create, update (name, role,
+//! taint) and delete. Deleting a member of a cluster applies the cluster's
+//! deletion policy and its hooks, as `ember cluster del-nodes` does.
 
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::node_service_client::NodeServiceClient;
 
+use super::cluster::{WaitArgs, wait_for_action};
 use crate::client::{Client, ConnectArgs, DevIdentity, describe};
 use crate::commands::output::{Cell, OutputArgs, Record};
 
@@ -27,6 +28,39 @@ pub enum NodeCommand {
         node: String,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Create a node of a profile, in a cluster or (without --cluster) an orphan
+    Create {
+        name: String,
+        /// Profile name or id
+        #[arg(long)]
+        profile: String,
+        /// The cluster it joins (name or id)
+        #[arg(long, default_value = "")]
+        cluster: String,
+        #[arg(long, default_value = "")]
+        role: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Rename a node, change its role, or taint it (a tainted node is
+    /// removed first on scale-in)
+    Update {
+        node: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long, value_name = "true|false")]
+        tainted: Option<bool>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Delete a node (a cluster member waits for the deletion policy's hooks)
+    Delete {
+        node: String,
+        #[command(flatten)]
+        wait: WaitArgs,
     },
 }
 
@@ -91,5 +125,81 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .into_inner();
             output.print_record(&node_record(&found))
         }
+        NodeCommand::Create {
+            name,
+            profile,
+            cluster,
+            role,
+            wait,
+        } => {
+            let response = nodes
+                .create_node(client.request(pb::CreateNodeRequest {
+                    name,
+                    profile,
+                    cluster,
+                    role,
+                    metadata: String::new(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            follow(&client, response, &wait, "created", "").await
+        }
+        NodeCommand::Update {
+            node,
+            name,
+            role,
+            tainted,
+            output,
+        } => {
+            let updated = nodes
+                .update_node(client.request(pb::UpdateNodeRequest {
+                    id: node,
+                    name,
+                    role,
+                    tainted,
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            output.print_record(&node_record(&updated))
+        }
+        NodeCommand::Delete { node, wait } => {
+            let response = nodes
+                .delete_node(client.request(pb::GetObjectRequest { id: node.clone() })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            follow(&client, response, &wait, "deleted", &node).await
+        }
     }
+}
+
+/// Without --wait, the accepted action and how to follow it; with it, the
+/// action followed to its end (non-zero exit unless it SUCCEEDED).
+async fn follow(
+    client: &Client,
+    response: pb::NodeActionResponse,
+    wait: &WaitArgs,
+    done: &str,
+    named: &str,
+) -> Result<(), String> {
+    // The name the node has, else the one it was given as.
+    let name = response
+        .node
+        .as_ref()
+        .map(|node| node.name.as_str())
+        .filter(|name| !name.is_empty())
+        .unwrap_or(named);
+    if !wait.wait {
+        println!("node {name}: action {} accepted", response.action_id);
+        println!(
+            "follow it with `ember cluster action show {}` (or run the command with --wait)",
+            response.action_id
+        );
+        return Ok(());
+    }
+    wait_for_action(client, &response.action_id, wait).await?;
+    println!("node {name} {done}");
+    Ok(())
 }

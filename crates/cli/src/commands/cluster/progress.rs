@@ -9,7 +9,7 @@ use std::time::Instant;
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::node_service_client::NodeServiceClient;
 
-use crate::client::{Client, describe};
+use crate::client::Client;
 
 /// The most nodes one poll reads (the API's page limit).
 const NODE_PAGE: u32 = 1000;
@@ -51,16 +51,20 @@ impl Progress {
         if action.cluster_id.is_empty() {
             return Ok(());
         }
-        let listed = NodeServiceClient::new(client.channel.clone())
+        // Progress is what can be seen: once the cluster is gone (its own
+        // delete), or its nodes cannot be read, the wait goes on without.
+        let Ok(listed) = NodeServiceClient::new(client.channel.clone())
             .list_nodes(client.request(pb::ListNodesRequest {
                 cluster: action.cluster_id.clone(),
                 limit: NODE_PAGE,
                 marker: String::new(),
             })?)
             .await
-            .map_err(describe)?
-            .into_inner();
+        else {
+            return Ok(());
+        };
         let now: BTreeMap<String, (String, String)> = listed
+            .into_inner()
             .nodes
             .into_iter()
             .map(|node| (node.id, (node.name, node.status)))
