@@ -42,6 +42,9 @@ pub enum BenchCommand {
         /// Run the engine on PostgreSQL (a fresh schema on this server)
         #[arg(long)]
         postgres: Option<String>,
+        /// Only these cases (repeatable; for profiling one path)
+        #[arg(long, value_enum)]
+        only: Vec<stacks::Case>,
     },
     /// Mark one member of a 100-member AutoScalingGroup unhealthy then update; scaling signals of 10 members
     Unhealthy {
@@ -165,7 +168,11 @@ pub enum BenchCommand {
 pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
         BenchCommand::Locks { runs } => locks::run(runs.max(1)).await,
-        BenchCommand::Stacks { runs, postgres } => stacks::run(runs.max(1), postgres).await,
+        BenchCommand::Stacks {
+            runs,
+            postgres,
+            only,
+        } => stacks::run(runs.max(1), postgres, &only).await,
         BenchCommand::Unhealthy { runs, members } => {
             unhealthy::run(runs.max(1), members.max(1)).await
         }

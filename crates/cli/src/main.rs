@@ -6,7 +6,9 @@ use clap::Parser;
 /// many threads — glibc's malloc spent ~15% of a loaded engine's CPU in its
 /// arena locks and consolidation (`ember bench load` under perf) — and its
 /// background threads give freed memory back to the system while the
-/// process is idle (after a burst, RSS returns to where it was).
+/// process is idle (after a burst, RSS returns to where it was). It also
+/// takes `malloc` itself (unprefixed), so SQLite's allocations — a copy of
+/// every column of every row read — use it too instead of glibc's.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

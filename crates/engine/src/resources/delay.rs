@@ -104,6 +104,10 @@ impl ResourceType for Delay {
         &self.schema
     }
 
+    fn acts_outside_its_row(&self) -> bool {
+        false
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         tokio::time::sleep(wait_for(&request.properties, "CREATE")).await;
         Ok(ResourceOutcome {

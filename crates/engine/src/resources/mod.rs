@@ -167,6 +167,19 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the type's actions change anything beyond the resource's own
+    /// row: a container, a webhook, a nested stack, a signal awaited from
+    /// outside. A type that changes nothing else (`OS::Heat::None`,
+    /// `TestResource`, `Value`, `RandomString`, `Delay`) does not need its
+    /// IN_PROGRESS durable before it acts: after a crash there is nothing
+    /// of it to find, and doing it again is harmless. Its transitions are
+    /// group-committed with the next ones; whatever outside effect follows
+    /// (a resource of a type that answers true here) and the stack's own
+    /// end still wait until everything before them is durable.
+    fn acts_outside_its_row(&self) -> bool {
+        true
+    }
+
     /// Whether [`ResourceType::lock`]/[`ResourceType::unlock`] do anything:
     /// a resource with nothing to lock goes straight to LOCK_COMPLETE, one
     /// transition instead of two.

@@ -30,6 +30,10 @@ impl ResourceType for NoneResource {
         &self.schema
     }
 
+    fn acts_outside_its_row(&self) -> bool {
+        false
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         Ok(ResourceOutcome {
             physical_id: request.physical_resource_name(),

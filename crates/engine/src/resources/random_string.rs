@@ -171,6 +171,10 @@ impl ResourceType for RandomString {
         &self.schema
     }
 
+    fn acts_outside_its_row(&self) -> bool {
+        false
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         let value = generate(&request.properties)?;
         let mut attributes = Map::new();

@@ -149,6 +149,10 @@ impl ResourceType for TestResource {
         &self.schema
     }
 
+    fn acts_outside_its_row(&self) -> bool {
+        false
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         pause(&request.properties, "create").await?;
         outcome(request, uuid::Uuid::new_v4().to_string())

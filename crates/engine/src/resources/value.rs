@@ -88,6 +88,10 @@ impl ResourceType for ValueResource {
         &self.schema
     }
 
+    fn acts_outside_its_row(&self) -> bool {
+        false
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         outcome(request, request.physical_resource_name())
     }

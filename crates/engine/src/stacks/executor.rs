@@ -254,20 +254,23 @@ pub(super) async fn transition(
     resource.status_reason = reason.to_owned();
     resource.updated_at = now;
     let event = Event::for_resource(&resource, now);
-    if status == ActionStatus::InProgress {
+    if status == ActionStatus::InProgress && acts_outside_its_row(shared, &resource) {
         // Durable before the resource is acted on: a crash then knows it
         // was in progress. It also proves every transition queued before it
         // committed (the writer commits in order), the predecessors' ends
-        // included.
+        // included — so no outside effect ever rests on state that is not
+        // yet durable.
         shared
             .writer
             .record(target.fence, resource.clone(), event)
             .await?;
     } else {
-        // An end: the run goes on at once (its successors' IN_PROGRESS will
-        // be committed with it or after it); the run settles before writing
-        // anything else. A chain of n dependent steps costs n + 1 commits,
-        // not 2n.
+        // An end, or the start of a resource that changes nothing outside
+        // its row: the run goes on at once (the next outside effect's
+        // IN_PROGRESS is committed with it or after it); the run settles
+        // before writing anything else. A chain of n dependent steps costs
+        // n + 1 commits, not 2n — and a chain of `OS::Heat::None`s as few
+        // as the writer's batches take.
         let committed = shared
             .writer
             .enqueue(target.fence, resource.clone(), event)?;
@@ -278,6 +281,15 @@ pub(super) async fn transition(
     }
     store_state(&target.resources, resource.clone());
     Ok(resource)
+}
+
+/// Whether acting on `resource` can change anything beyond its row (an
+/// unknown type is assumed to).
+fn acts_outside_its_row(shared: &Shared, resource: &Resource) -> bool {
+    shared
+        .registry
+        .get(&resource.type_name)
+        .is_none_or(|resource_type| resource_type.acts_outside_its_row())
 }
 
 /// `outcome`, once every end the run queued is committed (a commit that

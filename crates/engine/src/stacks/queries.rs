@@ -71,8 +71,7 @@ impl StackOperations {
             });
         }
         let parsed = self.parse_recorded(&stack).await?;
-        let resources = self.resource_map(stack.id).await?;
-        let outputs = self.resolve_outputs(&parsed, &resources);
+        let outputs = self.outputs_of(&stack, &parsed).await?;
         // Heat shows the pseudo parameters with the stack's own.
         let mut parameters = parsed.parameters.display_values();
         for name in PSEUDO_PARAMETERS {
@@ -128,8 +127,18 @@ impl StackOperations {
 
     pub async fn outputs(&self, stack: &Stack) -> Result<Vec<OutputValue>> {
         let parsed = self.parse_recorded(stack).await?;
+        self.outputs_of(stack, &parsed).await
+    }
+
+    /// The outputs resolved against the stack's resources as they are now;
+    /// a template without outputs reads no resources (a client polling a
+    /// stack of 10,000 resources for its status must not load them all).
+    async fn outputs_of(&self, stack: &Stack, parsed: &ParsedStack) -> Result<Vec<OutputValue>> {
+        if parsed.template.outputs.is_empty() {
+            return Ok(Vec::new());
+        }
         let resources = self.resource_map(stack.id).await?;
-        Ok(self.resolve_outputs(&parsed, &resources))
+        Ok(self.resolve_outputs(parsed, &resources))
     }
 
     pub async fn output(&self, stack: &Stack, key: &str) -> Result<OutputValue> {

@@ -199,9 +199,12 @@ impl StackStore for SqlStackStore {
         stacks::Entity::find()
             .filter(stacks::Column::ProjectId.eq(project_id))
             .filter(by)
+            .select_only()
+            .columns(LIST_COLUMNS)
+            .into_model::<StackListRow>()
             .one(&self.reader)
             .await?
-            .map(stack_from_row)
+            .map(|row| stack_from_row(row.into_model()))
             .transpose()
     }
 
@@ -253,9 +256,12 @@ impl StackStore for SqlStackStore {
 
     async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>> {
         stacks::Entity::find_by_id(stack_id)
+            .select_only()
+            .columns(LIST_COLUMNS)
+            .into_model::<StackListRow>()
             .one(&self.reader)
             .await?
-            .map(stack_from_row)
+            .map(|row| stack_from_row(row.into_model()))
             .transpose()
     }
 
@@ -264,10 +270,13 @@ impl StackStore for SqlStackStore {
             .filter(stacks::Column::ParentId.eq(stack_id))
             .filter(stacks::Column::DeletedAt.is_null())
             .order_by_asc(stacks::Column::CreatedAt)
+            .select_only()
+            .columns(LIST_COLUMNS)
+            .into_model::<StackListRow>()
             .all(&self.reader)
             .await?
             .into_iter()
-            .map(stack_from_row)
+            .map(|row| stack_from_row(row.into_model()))
             .collect()
     }
 
@@ -409,16 +418,32 @@ impl StackStore for SqlStackStore {
             .iter()
             .filter(|transition| held.contains(&transition.fence))
             .collect();
+        // A batch may hold several transitions of one resource (a resource
+        // that acts only on its row starts and ends before the writer takes
+        // the next batch): its row is written once, as the last of them
+        // left it — PostgreSQL refuses an upsert touching a row twice —
+        // and every transition keeps its event.
+        let mut latest: Vec<&Resource> = Vec::with_capacity(kept.len());
+        let mut position: std::collections::HashMap<Uuid, usize> =
+            std::collections::HashMap::with_capacity(kept.len());
+        for transition in &kept {
+            let resource = &transition.resource;
+            match position.get(&resource.id) {
+                Some(&index) => latest[index] = resource,
+                None => {
+                    position.insert(resource.id, latest.len());
+                    latest.push(resource);
+                }
+            }
+        }
         // Bounded statement sizes: SQLite allows 32766 bound values.
+        for chunk in latest.chunks(500) {
+            resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
+                .on_conflict(resource_upsert())
+                .exec(&transaction)
+                .await?;
+        }
         for chunk in kept.chunks(500) {
-            resources::Entity::insert_many(
-                chunk
-                    .iter()
-                    .map(|transition| resource_row(&transition.resource)),
-            )
-            .on_conflict(resource_upsert())
-            .exec(&transaction)
-            .await?;
             events::Entity::insert_many(
                 chunk.iter().map(|transition| event_row(&transition.event)),
             )
@@ -944,7 +969,9 @@ fn corrupt(what: &str, id: Uuid) -> Error {
     Error::Database(format!("{id}: stored {what} is invalid"))
 }
 
-/// The columns a stack list reads: all but what the stack is built from.
+/// The columns a [`Stack`] is read from: all but what the stack is built
+/// from (its template, environment, files and parameters: large JSON,
+/// decoded only when a run or a template read needs them).
 const LIST_COLUMNS: [stacks::Column; 22] = [
     stacks::Column::Id,
     stacks::Column::Name,
@@ -970,8 +997,8 @@ const LIST_COLUMNS: [stacks::Column; 22] = [
     stacks::Column::LockReason,
 ];
 
-/// A stack row as a list reads it (see [`LIST_COLUMNS`]).
-#[derive(Debug, sea_orm::FromQueryResult)]
+/// A stack row as lookups and lists read it (see [`LIST_COLUMNS`]).
+#[derive(Debug)]
 struct StackListRow {
     id: Uuid,
     name: String,
@@ -995,6 +1022,47 @@ struct StackListRow {
     locked_by_admin: Option<bool>,
     locked_at: Option<DateTime<Utc>>,
     lock_reason: Option<String>,
+}
+
+/// Read by position, in [`LIST_COLUMNS`]' order: the derived reader looks
+/// each of the 22 columns up by name, which was most of a list's cost.
+impl sea_orm::FromQueryResult for StackListRow {
+    fn from_query_result(
+        row: &sea_orm::QueryResult,
+        pre: &str,
+    ) -> std::result::Result<Self, DbErr> {
+        Ok(Self::from_query_result_nullable(row, pre)?)
+    }
+
+    fn from_query_result_nullable(
+        row: &sea_orm::QueryResult,
+        _pre: &str,
+    ) -> std::result::Result<Self, sea_orm::TryGetError> {
+        Ok(StackListRow {
+            id: row.try_get_by_index_nullable(0)?,
+            name: row.try_get_by_index_nullable(1)?,
+            project_id: row.try_get_by_index_nullable(2)?,
+            user_id: row.try_get_by_index_nullable(3)?,
+            parent_id: row.try_get_by_index_nullable(4)?,
+            action: row.try_get_by_index_nullable(5)?,
+            status: row.try_get_by_index_nullable(6)?,
+            status_reason: row.try_get_by_index_nullable(7)?,
+            description: row.try_get_by_index_nullable(8)?,
+            tags: row.try_get_by_index_nullable(9)?,
+            timeout_mins: row.try_get_by_index_nullable(10)?,
+            disable_rollback: row.try_get_by_index_nullable(11)?,
+            created_at: row.try_get_by_index_nullable(12)?,
+            updated_at: row.try_get_by_index_nullable(13)?,
+            nested_depth: row.try_get_by_index_nullable(14)?,
+            parent_resource: row.try_get_by_index_nullable(15)?,
+            deleted_at: row.try_get_by_index_nullable(16)?,
+            lock_level: row.try_get_by_index_nullable(17)?,
+            locked_by_user: row.try_get_by_index_nullable(18)?,
+            locked_by_admin: row.try_get_by_index_nullable(19)?,
+            locked_at: row.try_get_by_index_nullable(20)?,
+            lock_reason: row.try_get_by_index_nullable(21)?,
+        })
+    }
 }
 
 impl StackListRow {

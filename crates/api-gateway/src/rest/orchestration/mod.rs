@@ -316,6 +316,27 @@ struct StackLookupPath {
     stack_name: String,
 }
 
+/// A 200 JSON response written into a buffer of `capacity` bytes (axum's
+/// `Json` starts at 128 and doubles): for large bodies like lists.
+pub fn json_response(body: &impl serde::Serialize, capacity: usize) -> Response {
+    let mut buffer = Vec::with_capacity(capacity);
+    match serde_json::to_writer(&mut buffer, body) {
+        Ok(()) => (
+            [(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            )],
+            buffer,
+        )
+            .into_response(),
+        Err(error) => RestError::new(
+            ErrorKind::Internal,
+            format!("the response could not be written: {error}"),
+        )
+        .into_response(),
+    }
+}
+
 pub fn stack_service(state: &GatewayState) -> StackServiceClient<Channel> {
     StackServiceClient::new(state.upstreams.engine.clone())
 }

@@ -28,7 +28,7 @@ pub async fn list_stacks(
     State(state): State<GatewayState>,
     caller: HeatCaller,
     query: QueryParams,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let limit = query.whole_number("limit")?.filter(|limit| *limit > 0);
     let mut request = pb::ListStacksRequest {
         limit: limit.unwrap_or(ENGINE_PAGE),
@@ -53,23 +53,36 @@ pub async fn list_stacks(
         }
         request.marker = page.next_marker;
     };
-    let stacks: Vec<Value> = stacks
-        .iter()
-        .map(|stack| heat_view::stack_summary(&caller.urls, stack))
-        .collect();
-    let mut body = json!({ "stacks": stacks });
-    if let Some(limit) = limit
-        && !next_marker.is_empty()
-        && let Value::Object(fields) = &mut body
-    {
-        let next = format!(
-            "{}?limit={limit}&marker={}",
-            caller.urls.stacks(),
-            heat_view::path_segment(&next_marker)
-        );
-        fields.insert("links".into(), json!([{ "href": next, "rel": "next" }]));
-    }
-    Ok(Json(body))
+    let links = match limit {
+        Some(limit) if !next_marker.is_empty() => {
+            let next = format!(
+                "{}?limit={limit}&marker={}",
+                caller.urls.stacks(),
+                heat_view::path_segment(&next_marker)
+            );
+            Some(json!([{ "href": next, "rel": "next" }]))
+        }
+        _ => None,
+    };
+    let list = StackList {
+        stacks: stacks
+            .iter()
+            .map(|stack| heat_view::StackSummary::new(&caller.urls, stack))
+            .collect(),
+        links,
+    };
+    // Written into a buffer sized for the list at once (a stack's summary
+    // is ~700 bytes): growing a small one by doubling copied the body
+    // over and over.
+    Ok(super::json_response(&list, 768 * list.stacks.len() + 64))
+}
+
+/// `GET /stacks`'s body: the stacks, and a `next` link when paged.
+#[derive(serde::Serialize)]
+pub struct StackList<'a> {
+    stacks: Vec<heat_view::StackSummary<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    links: Option<Value>,
 }
 
 /// `POST /stacks` → 201 `{"stack": {"id", "links"}}` and `Location`.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegistryServiceClient;
 use tonic::transport::Channel;
 
-use self::client::RestStacks;
+use self::client::{RestStacks, StackRef};
 use super::summarize;
 use crate::dev::{DevCredentials, RunningEmber};
 
@@ -21,7 +21,24 @@ mod client;
 /// How often a waiting client asks for the stack's status.
 pub(super) const GATEWAY_POLL: Duration = Duration::from_micros(500);
 
-pub async fn run(runs: usize, postgres: Option<String>) -> Result<(), String> {
+/// The benchmark's cases, to run one alone (`--only`) under a profiler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Case {
+    /// Create and delete 100 independent resources.
+    Independent,
+    /// A chain of 20 dependent resources, and its mark-unhealthy repair.
+    Chain,
+    /// Create and delete at 10 to 10,000 resources.
+    Scaling,
+    /// 8 clients creating and deleting at once.
+    Throughput,
+    /// A chain of 5 lifecycle plugins on a 10-resource create.
+    Plugins,
+    /// GET one stack, and the list of 200.
+    Reads,
+}
+
+pub async fn run(runs: usize, postgres: Option<String>, only: &[Case]) -> Result<(), String> {
     let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let (mut config, secrets) = crate::dev::ephemeral_config(data_dir.path());
     let schema = EngineSchema::use_postgres(&mut config, postgres.as_deref()).await?;
@@ -29,7 +46,8 @@ pub async fn run(runs: usize, postgres: Option<String>) -> Result<(), String> {
     let running = RunningEmber::start(config, secrets.clone()).await?;
     let credentials =
         DevCredentials::mint(running.gateway_addr, &secrets, Duration::from_secs(3600))?;
-    let result = measure(&running, &credentials, runs, backend).await;
+    let selected = |case: Case| only.is_empty() || only.contains(&case);
+    let result = measure(&running, &credentials, runs, backend, &selected).await;
     let stopped = running.stop().await;
     schema.drop().await;
     result.and(stopped)
@@ -78,6 +96,7 @@ async fn measure(
     credentials: &DevCredentials,
     runs: usize,
     backend: &str,
+    selected: &dyn Fn(Case) -> bool,
 ) -> Result<(), String> {
     let client = RestStacks::new(running.gateway_addr, &credentials.member.token);
     println!(
@@ -87,6 +106,31 @@ async fn measure(
     );
     println!("{:<56} {:>10} {:>10}", "case", "median", "p99");
 
+    if selected(Case::Independent) {
+        independent(&client, runs).await?;
+    }
+    let kept_chain = if selected(Case::Chain) || selected(Case::Reads) {
+        chain(&client, runs).await?
+    } else {
+        None
+    };
+    if selected(Case::Scaling) {
+        scaling(&client, runs).await?;
+    }
+    if selected(Case::Throughput) {
+        throughput(running, credentials, runs).await?;
+    }
+    if selected(Case::Plugins) {
+        plugin_overhead(&client, credentials, running, runs).await?;
+    }
+    if selected(Case::Reads) {
+        let kept_chain = kept_chain.ok_or("no chain was created")?;
+        reads(&client, &kept_chain, runs).await?;
+    }
+    Ok(())
+}
+
+async fn independent(client: &RestStacks, runs: usize) -> Result<(), String> {
     let independent = template_of_independent_resources(100);
     let (mut creates, mut deletes) = (Vec::new(), Vec::new());
     for run in 0..runs {
@@ -98,7 +142,12 @@ async fn measure(
     }
     print_row("100 OS::Heat::None: create → CREATE_COMPLETE", &mut creates);
     print_row("100 OS::Heat::None: delete → DELETE_COMPLETE", &mut deletes);
+    Ok(())
+}
 
+/// The chain of 20 and its repair; the first chain is kept (the stack the
+/// reads show).
+async fn chain(client: &RestStacks, runs: usize) -> Result<Option<StackRef>, String> {
     let chain = template_of_chain(20);
     let (mut chains, mut repairs) = (Vec::new(), Vec::new());
     let mut kept_chain = None;
@@ -120,20 +169,18 @@ async fn measure(
         "mark r10 of the chain unhealthy, PATCH update → COMPLETE",
         &mut repairs,
     );
+    Ok(kept_chain)
+}
 
-    scaling(&client, runs).await?;
-    throughput(running, credentials, runs).await?;
-    plugin_overhead(&client, credentials, running, runs).await?;
-
-    // Reads: one stack of 20 resources, and the list of 200 stacks.
-    let kept_chain = kept_chain.ok_or("no chain was created")?;
+/// Reads: one stack of 20 resources, and the list of 200 stacks.
+async fn reads(client: &RestStacks, kept_chain: &StackRef, runs: usize) -> Result<(), String> {
     let single = template_of_independent_resources(1);
     for index in 0..199 {
         client
             .create_and_wait(&format!("listed-{index}"), &single)
             .await?;
     }
-    let show_url = client.stack_url(&kept_chain);
+    let show_url = client.stack_url(kept_chain);
     let list_url = format!("{}/stacks", client.base);
     for (label, url) in [
         ("GET one stack of 20 resources (one connection)", show_url),
