@@ -84,31 +84,22 @@ pub fn heat_time(timestamp: Option<&prost_types::Timestamp>) -> Value {
     heat_time_text(timestamp).map_or(Value::Null, Value::String)
 }
 
-/// `2026-01-01T00:00:00Z`, written digit by digit: a list of 1,000 stacks
+/// `2026-01-01T00:00:00Z` from the time's fields: a list of 1,000 stacks
 /// formats 2,000 of them, and a `strftime` pattern is parsed for each.
 fn heat_time_text(timestamp: Option<&prost_types::Timestamp>) -> Option<String> {
     use chrono::{Datelike, Timelike};
     let time = chrono::DateTime::from_timestamp(timestamp?.seconds, 0)?;
-    let year = u32::try_from(time.year())
-        .ok()
-        .filter(|year| *year <= 9999)?;
-    let mut text = String::with_capacity(20);
-    for (value, width, separator) in [
-        (year, 4, '-'),
-        (time.month(), 2, '-'),
-        (time.day(), 2, 'T'),
-        (time.hour(), 2, ':'),
-        (time.minute(), 2, ':'),
-        (time.second(), 2, 'Z'),
-    ] {
-        let mut divisor = 10u32.pow(width - 1);
-        while divisor > 0 {
-            text.push(char::from(b'0' + ((value / divisor) % 10) as u8));
-            divisor /= 10;
-        }
-        text.push(separator);
-    }
-    Some(text)
+    (0..=9999).contains(&time.year()).then(|| {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            time.year(),
+            time.month(),
+            time.day(),
+            time.hour(),
+            time.minute(),
+            time.second()
+        )
+    })
 }
 
 /// A stack as Heat lists it, serialized straight from the engine's message
@@ -123,6 +114,7 @@ pub struct StackSummary<'a> {
     stack_status_reason: &'a str,
     creation_time: Option<String>,
     updated_time: Option<String>,
+    /// Always null: a listed stack is a live one.
     deletion_time: (),
     stack_owner: &'a str,
     stack_user_project_id: &'a str,
