@@ -189,7 +189,6 @@ pub async fn serve(
     );
     cluster_service.enforce_quotas(quotas.clone());
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
-    let clustering = grpc::clusters::ClusteringHandler::new(cluster_service);
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
         grpc::stacks::StackHandler::new(stack_operations.clone()),
@@ -208,27 +207,27 @@ pub async fn serve(
         auth.clone(),
     ))
     .add_service(ProfileServiceServer::with_interceptor(
-        clustering.clone(),
+        grpc::profiles::ProfileHandler::new(cluster_service.clone()),
         auth.clone(),
     ))
     .add_service(PolicyServiceServer::with_interceptor(
-        clustering.clone(),
+        grpc::policies::PolicyHandler::new(cluster_service.clone()),
         auth.clone(),
     ))
     .add_service(ClusterServiceServer::with_interceptor(
-        clustering.clone(),
+        grpc::clusters::ClusterHandler::new(cluster_service.clone()),
         auth.clone(),
     ))
     .add_service(NodeServiceServer::with_interceptor(
-        clustering.clone(),
+        grpc::nodes::NodeHandler::new(cluster_service.clone()),
         auth.clone(),
     ))
     .add_service(ActionServiceServer::with_interceptor(
-        clustering.clone(),
+        grpc::cluster_actions::ClusterActionHandler::new(cluster_service.clone()),
         auth.clone(),
     ))
     .add_service(ClusterLifecycleCallbackServiceServer::with_interceptor(
-        clustering,
+        grpc::cluster_lifecycle_callback::ClusterLifecycleCallbackHandler::new(cluster_service),
         auth.clone(),
     ))
     .add_service(QuotaServiceServer::with_interceptor(

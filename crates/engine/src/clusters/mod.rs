@@ -19,6 +19,7 @@ mod physical;
 mod removal;
 mod requests;
 mod run;
+mod views;
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ use crate::stacks::StackOperations;
 use crate::store::clusters::ClusterStore;
 
 pub use requests::{NewCluster, NewNode, ResizeRequest};
+pub use views::ClusterDetails;
 
 /// Everything the clustering code needs, shared by the request side and
 /// the dispatcher.
@@ -182,13 +184,6 @@ impl ClusterService {
             .find_node(Self::scope(caller), name_or_id)
             .await?
             .ok_or_else(|| Error::NotFound(format!("node {name_or_id:?} not found")))
-    }
-
-    /// The cluster's members, however many (the cluster view lists them
-    /// all).
-    pub async fn cluster_members(&self, caller: &Identity, name_or_id: &str) -> Result<Vec<Node>> {
-        let cluster = self.find_cluster(caller, name_or_id).await?;
-        self.store.list_cluster_nodes(cluster.id).await
     }
 
     pub async fn get_action(&self, caller: &Identity, id: &str) -> Result<ClusterAction> {

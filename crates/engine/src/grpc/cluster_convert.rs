@@ -1,15 +1,18 @@
 //! Clustering domain values → protobuf messages, and request parsing
-//! helpers shared by the clustering handlers.
+//! helpers shared by the clustering handlers (`profiles`, `policies`,
+//! `clusters`, `nodes`, `cluster_actions`).
 
 use ember_proto::engine::v1 as pb;
 use ember_runtime::time::to_timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::clusters::ClusterDetails;
 use crate::domain::cluster::{
-    Cluster, ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
+    ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
+use crate::store::clusters::ObjectQuery;
 
 pub fn profile(profile: &Profile) -> pb::Profile {
     pb::Profile {
@@ -36,17 +39,18 @@ pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
     }
 }
 
-pub fn cluster(
-    cluster: &Cluster,
-    profile_name: &str,
-    nodes: &[Node],
-    policies: &[Uuid],
-) -> pb::Cluster {
+pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
+    let ClusterDetails {
+        cluster,
+        profile_name,
+        nodes,
+        policy_ids,
+    } = details;
     pb::Cluster {
         id: cluster.id.to_string(),
         name: cluster.name.clone(),
         profile_id: cluster.profile_id.to_string(),
-        profile_name: profile_name.to_owned(),
+        profile_name: profile_name.clone(),
         min_size: cluster.min_size,
         max_size: cluster.max_size,
         desired_capacity: cluster.desired_capacity,
@@ -54,7 +58,7 @@ pub fn cluster(
         status_reason: cluster.status_reason.clone(),
         metadata: Value::Object(cluster.metadata.clone()).to_string(),
         node_ids: nodes.iter().map(|node| node.id.to_string()).collect(),
-        policy_ids: policies.iter().map(Uuid::to_string).collect(),
+        policy_ids: policy_ids.iter().map(Uuid::to_string).collect(),
         project_id: cluster.project_id.clone(),
         user_id: cluster.user_id.clone(),
         created_at: Some(to_timestamp(cluster.created_at)),
@@ -158,4 +162,23 @@ pub fn marker(text: &str) -> Result<Option<Uuid>> {
 
 pub fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
+}
+
+/// The filter and page of a profile, policy or cluster list.
+pub fn object_query(request: pb::ListObjectsRequest) -> Result<ObjectQuery> {
+    Ok(ObjectQuery {
+        project_id: None,
+        name: non_empty(request.name),
+        limit: request.limit,
+        marker: marker(&request.marker)?,
+    })
+}
+
+/// The answer to a request that recorded a cluster action, with the
+/// cluster as it is now when there is one to show.
+pub fn accepted(action: &ClusterAction, cluster: Option<pb::Cluster>) -> pb::ClusterActionResponse {
+    pb::ClusterActionResponse {
+        action_id: action.id.to_string(),
+        cluster,
+    }
 }
