@@ -1,6 +1,8 @@
-//! The policy plugin's errors and their one mapping to gRPC statuses.
+//! The policy plugin's errors and their one mapping to gRPC statuses (made
+//! as every service makes them, by `ember_runtime::error::ServiceError`).
 
 use ember_runtime::ErrorKind;
+use ember_runtime::error::ServiceError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -19,8 +21,8 @@ pub enum Error {
     Serve(#[from] ember_runtime::server::ServeError),
 }
 
-impl Error {
-    pub fn kind(&self) -> ErrorKind {
+impl ServiceError for Error {
+    fn kind(&self) -> ErrorKind {
         match self {
             Error::RulesFile { .. } | Error::InvalidRules { .. } | Error::InvalidInput(_) => {
                 ErrorKind::InvalidInput
@@ -32,6 +34,6 @@ impl Error {
 
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
-        error.kind().status(error.to_string())
+        error.into_status()
     }
 }

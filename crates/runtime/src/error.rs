@@ -89,6 +89,51 @@ impl ErrorKind {
 /// The longest message a gRPC status carries (before percent-encoding).
 pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
 
+/// A service crate's error enum: each variant names one [`ErrorKind`], and
+/// the gRPC status follows from it the same way in every service. Each crate
+/// implements [`ServiceError::kind`] with an exhaustive match and its
+/// `From<Error> for tonic::Status` with [`ServiceError::into_status`] (the
+/// orphan rule keeps that `From` in the crate that owns the enum).
+pub trait ServiceError: std::error::Error + Sized {
+    /// What the caller can do about this failure.
+    fn kind(&self) -> ErrorKind;
+
+    /// The status a caller receives. An internal failure is logged here, on
+    /// the service's side, since it is a bug or an unexpected failure nobody
+    /// else will see; the caller gets the same message either way.
+    fn into_status(self) -> tonic::Status {
+        let kind = self.kind();
+        if kind == ErrorKind::Internal {
+            tracing::error!(error = %self, "internal error");
+        }
+        kind.status(self.to_string())
+    }
+}
+
+/// A failed database call, as the caller sees it: the database could not be
+/// reached (no connection from the pool, or the connection broke), which is
+/// worth retrying, or anything else (a constraint, a query, a decode), which
+/// is internal. Each service's `From<sea_orm::DbErr>` turns this into its own
+/// variants, so the line between the two is drawn once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseFailure {
+    /// The database is unreachable: retry with backoff.
+    Unavailable(String),
+    /// The database answered with an error: a bug or corrupt data.
+    Internal(String),
+}
+
+impl From<sea_orm::DbErr> for DatabaseFailure {
+    fn from(error: sea_orm::DbErr) -> Self {
+        match error {
+            sea_orm::DbErr::ConnectionAcquire(_) | sea_orm::DbErr::Conn(_) => {
+                DatabaseFailure::Unavailable(error.to_string())
+            }
+            other => DatabaseFailure::Internal(other.to_string()),
+        }
+    }
+}
+
 /// `text` followed by every cause in `source`'s chain that it does not
 /// already say, joined with ": " — tonic and hyper keep the useful part
 /// ("invalid peer certificate: UnknownIssuer", "connection reset") in the
@@ -172,6 +217,22 @@ mod tests {
         assert_eq!(ErrorKind::Conflict.http_status(), 409);
         assert_eq!(ErrorKind::Unavailable.http_status(), 503);
         assert_eq!(ErrorKind::Internal.http_status(), 500);
+    }
+
+    #[test]
+    fn a_lost_connection_is_unavailable_and_a_failed_query_internal() {
+        let lost = sea_orm::DbErr::ConnectionAcquire(sea_orm::ConnAcquireErr::Timeout);
+        let message = lost.to_string();
+        assert_eq!(
+            DatabaseFailure::from(lost),
+            DatabaseFailure::Unavailable(message)
+        );
+        let failed = sea_orm::DbErr::Custom("no such table".into());
+        let message = failed.to_string();
+        assert_eq!(
+            DatabaseFailure::from(failed),
+            DatabaseFailure::Internal(message)
+        );
     }
 
     #[test]
