@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// The public gRPC services, by upstream. Reflection on the gateway lists
 /// exactly these (plus health and reflection).
@@ -36,7 +36,8 @@ pub fn public_service_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// Lazily connected channels to the internal services.
+/// Lazily connected channels to the internal services, each spread over
+/// every replica its host name resolves to (`ember_runtime::channel`).
 #[derive(Clone, Debug)]
 pub struct Upstreams {
     pub engine: Channel,
@@ -55,6 +56,8 @@ pub struct UpstreamUrlError {
 impl Upstreams {
     /// Channels connect on first use, so the gateway can start before the
     /// services behind it; a call made while one is down fails UNAVAILABLE.
+    /// Must be called within a Tokio runtime (the replicas are followed on a
+    /// task of their own).
     pub fn connect_lazy(
         engine_url: &str,
         lifecycle_hook_url: &str,
@@ -93,18 +96,19 @@ impl Upstreams {
 }
 
 fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
-    let endpoint = Endpoint::from_shared(url.to_owned()).map_err(|error| UpstreamUrlError {
+    ember_runtime::channel::balanced(url, |endpoint| {
+        endpoint
+            .connect_timeout(Duration::from_secs(5))
+            // What the gateway accepts from a service in one header block;
+            // services cap their status messages far below it.
+            .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_while_idle(true)
+    })
+    .map_err(|error| UpstreamUrlError {
         name,
         url: url.to_owned(),
         reason: error.to_string(),
-    })?;
-    Ok(endpoint
-        .connect_timeout(Duration::from_secs(5))
-        // What the gateway accepts from a service in one header block;
-        // services cap their status messages far below it.
-        .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_while_idle(true)
-        .connect_lazy())
+    })
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod channel;
 pub mod config;
 pub mod database;
 pub mod error;

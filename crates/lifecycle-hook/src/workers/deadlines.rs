@@ -15,7 +15,7 @@ use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tracing::{info, warn};
 
 use crate::domain::{PendingLifecycleAction, Resolution};
@@ -45,13 +45,14 @@ impl DeadlineFirer {
             None
         } else {
             Some(
-                Endpoint::from_shared(engine_url.to_owned())
-                    .map_err(|error| {
-                        format!("lifecycle_hook.engine_url {engine_url:?} is invalid: {error}")
-                    })?
-                    .connect_timeout(Duration::from_secs(2))
-                    .tcp_nodelay(true)
-                    .connect_lazy(),
+                ember_runtime::channel::balanced(engine_url, |endpoint| {
+                    endpoint
+                        .connect_timeout(Duration::from_secs(2))
+                        .tcp_nodelay(true)
+                })
+                .map_err(|error| {
+                    format!("lifecycle_hook.engine_url {engine_url:?} is invalid: {error}")
+                })?,
             )
         };
         Ok(DeadlineFirer {

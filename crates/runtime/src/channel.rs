@@ -1,0 +1,407 @@
+//! gRPC channels to the other services of a deployment, spread over every
+//! replica of the service.
+//!
+//! A service URL names a host. With replicas (`docker-compose --scale`, a
+//! Kubernetes headless service) that name resolves to one address per
+//! replica, but a plain tonic channel connects to one of them and multiplexes
+//! every call over that single HTTP/2 connection: one replica does all the
+//! work. [`balanced`] keeps one lazily connected HTTP/2 connection per
+//! resolved address instead and sends each call to the less loaded of two
+//! picked at random (tower's power of two choices over pending requests). It
+//! looks the name up again every [`RESOLVE_INTERVAL`] and opens a TCP
+//! connection to each address found: replicas that start are used, and a
+//! replica that refuses connections (killed, or its DNS entry not yet
+//! removed) gets no calls until it accepts them again. When no address
+//! accepts, all are kept, so calls fail with the real connection error.
+//!
+//! A URL whose host is an IP address gets a plain channel: there is nothing
+//! to spread over. While the name cannot be resolved (the DNS entry is not
+//! there yet at start-up), the channel dials the name itself, as a plain
+//! channel would, so a call fails UNAVAILABLE quickly rather than waiting
+//! for an address; an answer with no address keeps the addresses known.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Uri;
+use tokio::sync::mpsc::Sender;
+use tonic::transport::channel::Change;
+use tonic::transport::{Channel, Endpoint};
+
+/// How often a service's name is looked up again and its replicas probed.
+pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a replica may take to accept a TCP connection before it counts
+/// as unreachable for one interval.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Settings applied to the connection to each replica (timeouts, keep-alive).
+pub type Configure = Arc<dyn Fn(Endpoint) -> Endpoint + Send + Sync>;
+
+/// Resolves `host:port` to the addresses of the replicas serving it.
+pub type Resolve = Arc<
+    dyn Fn(String) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// The URL of a service could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    #[error("{0}")]
+    InvalidUrl(String),
+    #[error("the URL has no host")]
+    NoHost,
+}
+
+/// A channel to the service at `url`, spread over every address its host
+/// resolves to (see the module documentation). `configure` sets what each
+/// connection needs (timeouts, keep-alive). Must be called within a Tokio
+/// runtime: the lookups run on a task of their own, which ends when the
+/// channel and its clones are dropped.
+pub fn balanced(
+    url: &str,
+    configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
+) -> Result<Channel, ChannelError> {
+    balanced_with(
+        url,
+        Arc::new(configure),
+        system_resolver(),
+        RESOLVE_INTERVAL,
+    )
+}
+
+/// [`balanced`] with the name lookup and its interval chosen by the caller
+/// (tests stand in for DNS with it).
+pub fn balanced_with(
+    url: &str,
+    configure: Configure,
+    resolve: Resolve,
+    interval: Duration,
+) -> Result<Channel, ChannelError> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|error: http::uri::InvalidUri| ChannelError::InvalidUrl(error.to_string()))?;
+    let host = uri.host().ok_or(ChannelError::NoHost)?.to_owned();
+    let named = configure(Endpoint::from(uri.clone()));
+    if host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok()
+    {
+        return Ok(named.connect_lazy());
+    }
+    let scheme = uri.scheme_str().unwrap_or("http").to_owned();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    let (channel, changes) = Channel::balance_channel::<Target>(64);
+    let follower = Follower {
+        name: format!("{host}:{port}"),
+        scheme,
+        origin: uri,
+        configure,
+        resolve,
+        changes,
+        current: BTreeSet::new(),
+    };
+    tokio::spawn(follower.run(named, interval));
+    Ok(channel)
+}
+
+/// What the balancer holds a connection to: the name itself until it
+/// resolves, then one address per replica.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Target {
+    Name,
+    Address(SocketAddr),
+}
+
+/// The task that keeps the balancer's connections in step with the name's
+/// addresses.
+struct Follower {
+    name: String,
+    scheme: String,
+    origin: Uri,
+    configure: Configure,
+    resolve: Resolve,
+    changes: Sender<Change<Target, Endpoint>>,
+    current: BTreeSet<Target>,
+}
+
+impl Follower {
+    async fn run(mut self, named: Endpoint, interval: Duration) {
+        if self
+            .send(Change::Insert(Target::Name, named))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        self.current.insert(Target::Name);
+        loop {
+            let addresses = match (self.resolve)(self.name.clone()).await {
+                Ok(addresses) => addresses,
+                Err(error) => {
+                    tracing::debug!(name = %self.name, %error, "service name did not resolve");
+                    Vec::new()
+                }
+            };
+            let reachable = reachable(&addresses).await;
+            let chosen = if reachable.is_empty() {
+                addresses
+            } else {
+                reachable
+            };
+            if !chosen.is_empty() && self.follow(chosen).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = self.changes.closed() => return,
+            }
+        }
+    }
+
+    /// Connects to new addresses and drops vanished ones (and the name, once
+    /// addresses are known). Errs when the channel is gone.
+    async fn follow(&mut self, addresses: Vec<SocketAddr>) -> Result<(), ()> {
+        let wanted: BTreeSet<Target> = addresses.into_iter().map(Target::Address).collect();
+        for target in wanted
+            .difference(&self.current)
+            .cloned()
+            .collect::<Vec<_>>()
+        {
+            let Target::Address(address) = target else {
+                continue;
+            };
+            let Ok(endpoint) = Endpoint::from_shared(format!("{}://{address}", self.scheme)) else {
+                continue;
+            };
+            let endpoint = (self.configure)(endpoint).origin(self.origin.clone());
+            tracing::debug!(name = %self.name, %address, "replica found");
+            self.send(Change::Insert(target.clone(), endpoint)).await?;
+            self.current.insert(target);
+        }
+        for target in self
+            .current
+            .difference(&wanted)
+            .cloned()
+            .collect::<Vec<_>>()
+        {
+            tracing::debug!(name = %self.name, ?target, "replica gone");
+            self.send(Change::Remove(target.clone())).await?;
+            self.current.remove(&target);
+        }
+        Ok(())
+    }
+
+    async fn send(&self, change: Change<Target, Endpoint>) -> Result<(), ()> {
+        self.changes.send(change).await.map_err(|_| ())
+    }
+}
+
+/// The addresses that accept a TCP connection within [`PROBE_TIMEOUT`].
+async fn reachable(addresses: &[SocketAddr]) -> Vec<SocketAddr> {
+    let mut probes = tokio::task::JoinSet::new();
+    for &address in addresses {
+        probes.spawn(async move {
+            let connected =
+                tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(address)).await;
+            matches!(connected, Ok(Ok(_))).then_some(address)
+        });
+    }
+    let mut reachable = Vec::new();
+    while let Some(probe) = probes.join_next().await {
+        if let Ok(Some(address)) = probe {
+            reachable.push(address);
+        }
+    }
+    reachable
+}
+
+fn system_resolver() -> Resolve {
+    Arc::new(|name| {
+        Box::pin(async move {
+            tokio::net::lookup_host(name)
+                .await
+                .map(|addresses| addresses.collect())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+
+    use super::*;
+
+    /// A health server that answers SERVING for `service` only, on a
+    /// loopback port of its own.
+    async fn replica(service: &'static str) -> SocketAddr {
+        let (reporter, health) = tonic_health::server::health_reporter();
+        reporter
+            .set_service_status(service, tonic_health::ServingStatus::Serving)
+            .await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            // The reporter must live as long as the server answers.
+            let _reporter = reporter;
+            tonic::transport::Server::builder()
+                .add_service(health)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await
+                .unwrap();
+        });
+        address
+    }
+
+    /// Which of `names` answered each of `calls` calls.
+    async fn who_answers(channel: &Channel, names: &[&str], calls: usize) -> Vec<usize> {
+        let mut counts = vec![0; names.len()];
+        for _ in 0..calls {
+            for (index, name) in names.iter().enumerate() {
+                let answer = HealthClient::new(channel.clone())
+                    .check(HealthCheckRequest {
+                        service: (*name).to_owned(),
+                    })
+                    .await;
+                if answer.is_ok() {
+                    counts[index] += 1;
+                    break;
+                }
+            }
+        }
+        counts
+    }
+
+    fn fixed(addresses: Arc<Mutex<Vec<SocketAddr>>>) -> Resolve {
+        Arc::new(move |_| {
+            let answer = addresses.lock().unwrap().clone();
+            Box::pin(async move { Ok(answer) })
+        })
+    }
+
+    #[tokio::test]
+    async fn calls_spread_over_every_address_and_follow_changes() {
+        let (a, b, c) = (replica("a").await, replica("b").await, replica("c").await);
+        let addresses = Arc::new(Mutex::new(vec![a, b]));
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            fixed(addresses.clone()),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+
+        let counts = who_answers(&channel, &["a", "b", "c"], 40).await;
+        assert!(
+            counts[0] > 0 && counts[1] > 0,
+            "both replicas answer: {counts:?}"
+        );
+        assert_eq!(counts[2], 0, "c is not resolved yet: {counts:?}");
+
+        // c starts, a goes away.
+        *addresses.lock().unwrap() = vec![b, c];
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let counts = who_answers(&channel, &["a", "b", "c"], 40).await;
+        assert_eq!(counts[0], 0, "a was dropped: {counts:?}");
+        assert!(counts[1] > 0 && counts[2] > 0, "b and c answer: {counts:?}");
+    }
+
+    #[tokio::test]
+    async fn an_address_that_refuses_connections_gets_no_calls() {
+        let a = replica("a").await;
+        // A port that was just free: nothing listens there.
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            fixed(Arc::new(Mutex::new(vec![a, dead]))),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..20 {
+            HealthClient::new(channel.clone())
+                .check(HealthCheckRequest {
+                    service: "a".to_owned(),
+                })
+                .await
+                .expect("every call reaches the live replica");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_answer_keeps_the_known_addresses() {
+        let a = replica("a").await;
+        let addresses = Arc::new(Mutex::new(vec![a]));
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint),
+            fixed(addresses.clone()),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        addresses.lock().unwrap().clear();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(who_answers(&channel, &["a"], 5).await, vec![5]);
+    }
+
+    #[tokio::test]
+    async fn a_name_that_does_not_resolve_fails_calls_quickly() {
+        let channel = balanced_with(
+            "http://nowhere.invalid:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            Arc::new(|_| Box::pin(async { Err(std::io::Error::other("no such name")) })),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let status = HealthClient::new(channel)
+            .check(HealthCheckRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn the_system_resolver_reaches_localhost() {
+        let a = replica("a").await;
+        let channel = balanced(&format!("http://localhost:{}", a.port()), |endpoint| {
+            endpoint.connect_timeout(Duration::from_secs(1))
+        })
+        .unwrap();
+        assert_eq!(who_answers(&channel, &["a"], 3).await, vec![3]);
+    }
+
+    #[test]
+    fn bad_urls_are_named() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let _guard = runtime.enter();
+        assert!(matches!(
+            balanced("not a url", |endpoint| endpoint),
+            Err(ChannelError::InvalidUrl(_))
+        ));
+        assert!(matches!(
+            balanced("/only/a/path", |endpoint| endpoint),
+            Err(ChannelError::NoHost)
+        ));
+        assert!(balanced("http://127.0.0.1:1", |endpoint| endpoint).is_ok());
+    }
+}
