@@ -101,7 +101,7 @@ impl ContainerEngine {
         for (name, vcpus, memory_mb) in [("small", 1.0, 64), ("half", 0.5, 32)] {
             compute.flavors.insert(
                 name.to_owned(),
-                ember::config::FlavorSection { vcpus, memory_mb },
+                ember_engine::config::FlavorSection { vcpus, memory_mb },
             );
         }
     }

@@ -1,9 +1,279 @@
-//! What the gateway needs to run, fully resolved by the caller.
+//! The gateway's configuration: the `[auth]` (with `[auth.keystone]`) and
+//! `[gateway]` sections of Ember's configuration file, with their defaults
+//! and validation, and the [`Config`] the gateway runs with, resolved from
+//! them. The `ember` binary loads the file and hands the sections here.
+//!
+//! ```toml
+//! [auth]
+//! signing_key = "…"          # required outside `ember dev`
+//! internal_credential = "…"  # required outside `ember dev`
+//! mode = "builtin"           # or "keystone", with [auth.keystone]
+//! [gateway]
+//! listen = "0.0.0.0:8004"
+//! engine_url = "http://engine:50052"
+//! ```
 
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
+
+use ember_runtime::config::{
+    Validate, check_database_url, check_http_url, check_more_than_zero, check_optional_http_url,
+    check_secret_length, database_url_or_sqlite,
+};
+use serde::{Deserialize, Serialize};
 
 use crate::identity::keystone::KeystoneConfig;
 
+/// `[auth]`: the secrets every service shares, token lifetimes, and who
+/// stands behind tokens.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSection {
+    /// Signs and verifies bearer tokens (at least 32 characters).
+    pub signing_key: Option<String>,
+    /// Shared by the services to prove a call comes from inside.
+    pub internal_credential: Option<String>,
+    /// Default lifetime of `ember token issue` tokens, in seconds.
+    pub token_ttl_secs: u64,
+    /// How far ahead of the gateway's clock a token's `iat` or `nbf` may
+    /// be, in seconds (clocks of machines drift a little).
+    pub clock_skew_secs: u64,
+    /// `builtin` (the gateway keeps users, projects and roles and serves
+    /// the Keystone v3 front door at `/identity`) or `keystone` (tokens
+    /// are an existing Keystone's: see `[auth.keystone]`).
+    pub mode: String,
+    /// Lifetime of tokens from `POST /identity/v3/auth/tokens`, in seconds
+    /// (Keystone's default: an hour).
+    pub identity_token_ttl_secs: u64,
+    pub keystone: KeystoneSection,
+}
+
+impl Default for AuthSection {
+    fn default() -> Self {
+        AuthSection {
+            signing_key: None,
+            internal_credential: None,
+            token_ttl_secs: 24 * 3600,
+            clock_skew_secs: 60,
+            mode: "builtin".to_owned(),
+            identity_token_ttl_secs: 3600,
+            keystone: KeystoneSection::default(),
+        }
+    }
+}
+
+impl Validate for AuthSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        check_secret_length("auth.signing_key", self.signing_key.as_deref(), problems);
+        check_secret_length(
+            "auth.internal_credential",
+            self.internal_credential.as_deref(),
+            problems,
+        );
+        check_more_than_zero("auth.token_ttl_secs", self.token_ttl_secs, problems);
+        check_more_than_zero(
+            "auth.identity_token_ttl_secs",
+            self.identity_token_ttl_secs,
+            problems,
+        );
+        match self.mode.as_str() {
+            "builtin" => {}
+            "keystone" => self.keystone.validate(problems),
+            other => problems.push(format!("auth.mode: {other:?} must be builtin or keystone")),
+        }
+    }
+}
+
+/// `[auth.keystone]`: the existing Keystone tokens are validated against
+/// (`auth.mode = "keystone"`), and the service user the gateway asks as.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeystoneSection {
+    /// Keystone's URL, with or without `/v3`.
+    pub url: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub project: String,
+    pub user_domain: String,
+    pub project_domain: String,
+    /// How long a validation is trusted, in seconds (0 = ask every time).
+    pub cache_ttl_secs: u64,
+    /// At most this many validations are cached.
+    pub cache_size: usize,
+    /// Extra CA certificates (PEM) for an https:// Keystone.
+    pub ca_file: String,
+    pub timeout_ms: u64,
+}
+
+impl Default for KeystoneSection {
+    fn default() -> Self {
+        KeystoneSection {
+            url: String::new(),
+            user: "ember".to_owned(),
+            password: None,
+            project: "service".to_owned(),
+            user_domain: "Default".to_owned(),
+            project_domain: "Default".to_owned(),
+            cache_ttl_secs: 60,
+            cache_size: 10_000,
+            ca_file: String::new(),
+            timeout_ms: 5_000,
+        }
+    }
+}
+
+/// Checked only when `auth.mode` is `keystone`.
+impl Validate for KeystoneSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            problems.push(format!(
+                "auth.keystone.url: {:?} must be Keystone's http:// or https:// URL (auth.mode is keystone)",
+                self.url
+            ));
+        }
+        if self.password.as_deref().unwrap_or_default().is_empty() {
+            problems.push(
+                "auth.keystone.password: the service user's password is required (auth.mode is keystone; EMBER_AUTH__KEYSTONE__PASSWORD)"
+                    .to_owned(),
+            );
+        }
+        for (key, value) in [
+            ("auth.keystone.user", &self.user),
+            ("auth.keystone.project", &self.project),
+        ] {
+            if value.is_empty() {
+                problems.push(format!("{key}: must not be empty (auth.mode is keystone)"));
+            }
+        }
+        check_more_than_zero("auth.keystone.timeout_ms", self.timeout_ms, problems);
+        if !self.ca_file.is_empty() && !Path::new(&self.ca_file).is_file() {
+            problems.push(format!(
+                "auth.keystone.ca_file: {:?} is not a readable file",
+                self.ca_file
+            ));
+        }
+    }
+}
+
+impl KeystoneSection {
+    fn resolve(&self) -> KeystoneConfig {
+        KeystoneConfig {
+            url: self.url.clone(),
+            user: self.user.clone(),
+            password: self.password.clone().unwrap_or_default(),
+            project: self.project.clone(),
+            user_domain: self.user_domain.clone(),
+            project_domain: self.project_domain.clone(),
+            cache_ttl: Duration::from_secs(self.cache_ttl_secs),
+            cache_size: self.cache_size,
+            ca_file: self.ca_file.clone(),
+            timeout: Duration::from_millis(self.timeout_ms),
+        }
+    }
+}
+
+/// `[gateway]`: where the gateway listens, the services behind it, and how
+/// its catalog describes the cloud.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewaySection {
+    pub listen: SocketAddr,
+    pub engine_url: String,
+    pub lifecycle_hook_url: String,
+    pub plugin_registry_url: String,
+    pub request_timeout_ms: u64,
+    /// The built-in identity's store. Empty = SQLite at
+    /// `<data_dir>/gateway.db`.
+    pub database_url: String,
+    /// The URL users reach the gateway at (behind a proxy: the proxy's),
+    /// for the service catalog; empty = `http://` and the request's Host.
+    pub public_url: String,
+    /// The region of every catalog endpoint.
+    pub region: String,
+}
+
+impl Default for GatewaySection {
+    fn default() -> Self {
+        GatewaySection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8004)),
+            engine_url: "http://127.0.0.1:50052".to_owned(),
+            lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
+            request_timeout_ms: 30_000,
+            database_url: String::new(),
+            public_url: String::new(),
+            region: "RegionOne".to_owned(),
+        }
+    }
+}
+
+impl Validate for GatewaySection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        check_optional_http_url("gateway.public_url", &self.public_url, problems);
+        if self.region.is_empty() {
+            problems.push("gateway.region: must not be empty".to_owned());
+        }
+        check_http_url("gateway.engine_url", &self.engine_url, problems);
+        check_http_url(
+            "gateway.lifecycle_hook_url",
+            &self.lifecycle_hook_url,
+            problems,
+        );
+        check_http_url(
+            "gateway.plugin_registry_url",
+            &self.plugin_registry_url,
+            problems,
+        );
+        check_database_url("gateway.database_url", &self.database_url, problems);
+        check_more_than_zero(
+            "gateway.request_timeout_ms",
+            self.request_timeout_ms,
+            problems,
+        );
+    }
+}
+
+impl GatewaySection {
+    /// The gateway's resolved configuration (both sections validated
+    /// before): the built-in identity's SQLite file, when no database URL
+    /// is set, lives under `data_dir`.
+    pub fn resolve(
+        &self,
+        auth: &AuthSection,
+        data_dir: &Path,
+        signing_key: &str,
+        internal_credential: &str,
+    ) -> Config {
+        Config {
+            signing_key: signing_key.to_owned(),
+            internal_credential: internal_credential.to_owned(),
+            engine_url: self.engine_url.clone(),
+            lifecycle_hook_url: self.lifecycle_hook_url.clone(),
+            plugin_registry_url: self.plugin_registry_url.clone(),
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            clock_skew: Duration::from_secs(auth.clock_skew_secs),
+            auth: if auth.mode == "keystone" {
+                AuthMode::Keystone(auth.keystone.resolve())
+            } else {
+                AuthMode::BuiltIn {
+                    database_url: database_url_or_sqlite(
+                        &self.database_url,
+                        data_dir,
+                        "gateway.db",
+                    ),
+                }
+            },
+            identity: IdentitySettings {
+                public_url: self.public_url.clone(),
+                region: self.region.clone(),
+                token_ttl: Duration::from_secs(auth.identity_token_ttl_secs),
+            },
+        }
+    }
+}
+
+/// What the gateway runs with, resolved from the sections above.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// The secret that signs and verifies bearer tokens.
@@ -53,5 +323,44 @@ impl Default for IdentitySettings {
             region: "RegionOne".to_owned(),
             token_ttl: Duration::from_secs(3600),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keystone_mode_asks_for_keystones_url_and_password() {
+        let mut problems = Vec::new();
+        AuthSection::default().validate(&mut problems);
+        GatewaySection::default().validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let auth = AuthSection {
+            mode: "keystone".into(),
+            ..AuthSection::default()
+        };
+        auth.validate(&mut problems);
+        let text = problems.join("\n");
+        for key in [
+            "auth.keystone.url: \"\" must be Keystone's http:// or https:// URL",
+            "auth.keystone.password: the service user's password is required",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn the_builtin_identity_keeps_its_store_under_the_data_dir() {
+        let config = GatewaySection::default().resolve(
+            &AuthSection::default(),
+            Path::new("/data"),
+            "key",
+            "credential",
+        );
+        let AuthMode::BuiltIn { database_url } = config.auth else {
+            panic!("builtin");
+        };
+        assert_eq!(database_url, "sqlite:///data/gateway.db?mode=rwc");
     }
 }

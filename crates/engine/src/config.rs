@@ -1,8 +1,386 @@
-//! What the engine needs to run, fully resolved by the caller (the `ember`
-//! binary layers files, environment and flags into it).
+//! The engine's configuration: the `[engine]` section of Ember's
+//! configuration file (with `[engine.quotas]` and `[engine.compute]`), its
+//! defaults and validation, and the [`Config`] the engine runs with,
+//! resolved from it. The `ember` binary loads the file and hands the
+//! section here.
+//!
+//! ```toml
+//! [engine]
+//! listen = "0.0.0.0:50052"
+//! database_url = "postgres://ember@db/engine"
+//! [engine.quotas]
+//! stacks = 100
+//! [engine.compute]
+//! driver = "docker"
+//! ```
 
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
+use ember_runtime::config::{
+    Validate, check_database_url, check_more_than_zero, check_optional_http_url,
+    database_url_or_sqlite,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::compute::docker::{DockerComputeConfig, PullPolicy};
+use crate::compute::flavors::{Flavor, FlavorTable};
+use crate::compute::simulated::{SimulatedComputeConfig, validate_failure_pattern};
+use crate::compute::{ComputeConfig, DEFAULT_RESYNC_INTERVAL, DriverConfig};
+use crate::domain::quota::QuotaLimits;
+use crate::stacks::RegistryUnavailable;
+
+/// `[engine]`: where the engine listens and keeps its state, the services
+/// it calls, its leases, quotas and compute driver.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    pub listen: SocketAddr,
+    /// Empty = SQLite at `<data_dir>/engine.db`.
+    pub database_url: String,
+    pub request_timeout_ms: u64,
+    /// The plugin-registry whose runner calls lifecycle plugins around stack
+    /// operations; empty = no plugins.
+    pub plugin_registry_url: String,
+    /// `fail` (default) or `allow` when the plugin-registry is unreachable.
+    pub plugin_registry_unavailable: String,
+    /// lifecycle-hook, handed the pending lifecycle actions of scale-ins
+    /// under a deletion policy with hooks; empty = such removals wait.
+    pub lifecycle_hook_url: String,
+    /// How long a stack lease lives without its heartbeat: after an engine
+    /// dies, its in-progress stacks are failed this long (plus a third) later.
+    pub stack_lease_ttl_ms: u64,
+    /// How long a claimed cluster action stays an engine's without renewal:
+    /// after an engine dies, another takes its actions over this much later.
+    pub cluster_action_lease_ms: u64,
+    /// Every project's quotas unless an admin set others for it.
+    pub quotas: QuotaSection,
+    /// The compute driver behind instances.
+    pub compute: ComputeSection,
+    /// The gateway's URL as users reach it (behind a proxy: the proxy's),
+    /// for the URLs the engine hands out — wait condition signal URLs.
+    /// Empty = `http://` and the gateway's listen address (`ember dev`
+    /// fills in the address it bound).
+    pub public_url: String,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50052)),
+            database_url: String::new(),
+            request_timeout_ms: 30_000,
+            plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
+            plugin_registry_unavailable: "fail".to_owned(),
+            lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            stack_lease_ttl_ms: 30_000,
+            cluster_action_lease_ms: 10_000,
+            quotas: QuotaSection::default(),
+            compute: ComputeSection::default(),
+            public_url: String::new(),
+        }
+    }
+}
+
+impl Validate for EngineSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        if !matches!(self.plugin_registry_unavailable.as_str(), "fail" | "allow") {
+            problems.push(format!(
+                "engine.plugin_registry_unavailable: {:?} must be fail or allow",
+                self.plugin_registry_unavailable
+            ));
+        }
+        check_optional_http_url(
+            "engine.plugin_registry_url",
+            &self.plugin_registry_url,
+            problems,
+        );
+        check_optional_http_url(
+            "engine.lifecycle_hook_url",
+            &self.lifecycle_hook_url,
+            problems,
+        );
+        check_database_url("engine.database_url", &self.database_url, problems);
+        self.compute.validate(problems);
+        check_more_than_zero(
+            "engine.request_timeout_ms",
+            self.request_timeout_ms,
+            problems,
+        );
+        check_more_than_zero(
+            "engine.stack_lease_ttl_ms",
+            self.stack_lease_ttl_ms,
+            problems,
+        );
+        check_more_than_zero(
+            "engine.cluster_action_lease_ms",
+            self.cluster_action_lease_ms,
+            problems,
+        );
+    }
+}
+
+impl EngineSection {
+    /// The engine's resolved configuration (validated before): the SQLite
+    /// file, when no database URL is set, lives under `data_dir`; an empty
+    /// `public_url` becomes `http://` and `gateway_listen`.
+    pub fn resolve(
+        &self,
+        data_dir: &Path,
+        internal_credential: &str,
+        gateway_listen: SocketAddr,
+    ) -> Config {
+        Config {
+            database_url: database_url_or_sqlite(&self.database_url, data_dir, "engine.db"),
+            internal_credential: internal_credential.to_owned(),
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            stack_lease_ttl: Duration::from_millis(self.stack_lease_ttl_ms),
+            cluster_action_lease: Duration::from_millis(self.cluster_action_lease_ms),
+            quotas: self.quotas.limits(),
+            plugin_registry_url: self.plugin_registry_url.clone(),
+            lifecycle_hook_url: self.lifecycle_hook_url.clone(),
+            plugin_registry_unavailable: if self.plugin_registry_unavailable == "allow" {
+                RegistryUnavailable::Allow
+            } else {
+                RegistryUnavailable::Fail
+            },
+            compute: self.compute.resolve(),
+            public_url: if self.public_url.is_empty() {
+                format!("http://{gateway_listen}")
+            } else {
+                self.public_url.clone()
+            },
+        }
+    }
+}
+
+/// `[engine.quotas]`: each project's limits unless an admin set others
+/// (`ember quota set`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuotaSection {
+    pub stacks: u64,
+    pub resources_per_stack: u64,
+    pub nested_depth: u64,
+    pub clusters: u64,
+    pub nodes_per_cluster: u64,
+    pub nodes: u64,
+    pub instances: u64,
+    pub concurrent_operations: u64,
+}
+
+impl Default for QuotaSection {
+    fn default() -> Self {
+        let limits = QuotaLimits::default();
+        QuotaSection {
+            stacks: limits.stacks,
+            resources_per_stack: limits.resources_per_stack,
+            nested_depth: limits.nested_depth,
+            clusters: limits.clusters,
+            nodes_per_cluster: limits.nodes_per_cluster,
+            nodes: limits.nodes,
+            instances: limits.instances,
+            concurrent_operations: limits.concurrent_operations,
+        }
+    }
+}
+
+impl QuotaSection {
+    fn limits(&self) -> QuotaLimits {
+        QuotaLimits {
+            stacks: self.stacks,
+            resources_per_stack: self.resources_per_stack,
+            nested_depth: self.nested_depth,
+            clusters: self.clusters,
+            nodes_per_cluster: self.nodes_per_cluster,
+            nodes: self.nodes,
+            instances: self.instances,
+            concurrent_operations: self.concurrent_operations,
+        }
+    }
+}
+
+/// `[engine.compute]`: the compute driver behind instances, and the flavor
+/// table.
+///
+/// ```toml
+/// [engine.compute]
+/// driver = "docker"                 # or "simulated" (the default)
+/// docker_host = "unix:///run/podman/podman.sock"   # default: $DOCKER_HOST, else /var/run/docker.sock
+/// network = "ember"                 # created if missing; "" = the engine's default
+/// name_prefix = "ember-"
+/// pull = "never"                    # or "missing"
+/// [engine.compute.flavors.small]
+/// vcpus = 1
+/// memory_mb = 256
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ComputeSection {
+    /// `simulated` or `docker`.
+    pub driver: String,
+    /// Simulated driver: how long each task takes, and which builds fail.
+    pub build_ms: u64,
+    pub power_ms: u64,
+    pub reboot_ms: u64,
+    pub delete_ms: u64,
+    /// A regular expression: builds of instances whose name matches fail.
+    pub fail_builds_matching: String,
+    /// Docker driver: the engine's API (`unix://…`, `tcp://…`); empty =
+    /// `$DOCKER_HOST`, else `unix:///var/run/docker.sock`.
+    pub docker_host: String,
+    /// The network containers join (created if missing); empty = the
+    /// engine's default network.
+    pub network: String,
+    /// Containers are named `<name_prefix><instance uuid>`.
+    pub name_prefix: String,
+    /// `never` (a missing image fails the build, naming it) or `missing`.
+    pub pull: String,
+    /// Seconds a stop (power off, delete) waits after SIGTERM before SIGKILL.
+    pub stop_grace_secs: u64,
+    /// Run an init process as each container's PID 1 (forwards signals).
+    pub init: bool,
+    /// Seconds one container engine call may take to answer.
+    pub api_timeout_secs: u64,
+    /// How often every settled instance is compared with its machine, in
+    /// milliseconds (besides the engine's event stream).
+    pub resync_ms: u64,
+    /// `[engine.compute.flavors.<name>] vcpus, memory_mb`. Empty: the
+    /// docker driver uses Nova's m1.tiny … m1.xlarge, the simulated driver
+    /// accepts any name. `unlimited` (no limits) always exists.
+    pub flavors: BTreeMap<String, FlavorSection>,
+}
+
+/// One flavor: CPUs (fractions allowed; 0 = no limit) and MiB of memory
+/// (0 = no limit).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlavorSection {
+    #[serde(default)]
+    pub vcpus: f64,
+    #[serde(default)]
+    pub memory_mb: u64,
+}
+
+impl Default for ComputeSection {
+    fn default() -> Self {
+        let simulated = SimulatedComputeConfig::default();
+        let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        ComputeSection {
+            driver: "simulated".to_owned(),
+            build_ms: millis(simulated.build_latency),
+            power_ms: millis(simulated.power_latency),
+            reboot_ms: millis(simulated.reboot_latency),
+            delete_ms: millis(simulated.delete_latency),
+            fail_builds_matching: simulated.fail_builds_matching,
+            docker_host: String::new(),
+            network: "ember".to_owned(),
+            name_prefix: "ember-".to_owned(),
+            pull: "never".to_owned(),
+            stop_grace_secs: 10,
+            init: true,
+            api_timeout_secs: 120,
+            resync_ms: millis(DEFAULT_RESYNC_INTERVAL),
+            flavors: BTreeMap::new(),
+        }
+    }
+}
+
+impl Validate for ComputeSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        match self.driver.as_str() {
+            "simulated" => {}
+            "docker" => {
+                if let Err(problem) = self.docker().validate() {
+                    problems.push(problem);
+                }
+            }
+            other => problems.push(format!(
+                "engine.compute.driver: {other:?} is not a compute driver: use \"simulated\" or \"docker\""
+            )),
+        }
+        if PullPolicy::parse(&self.pull).is_none() {
+            problems.push(format!(
+                "engine.compute.pull: {:?} must be \"never\" or \"missing\"",
+                self.pull
+            ));
+        }
+        if let Err(problem) = validate_failure_pattern(&self.fail_builds_matching) {
+            problems.push(problem);
+        }
+        if let Err(problem) = FlavorTable::validate(&self.flavor_table()) {
+            problems.push(problem);
+        }
+        check_more_than_zero("engine.compute.resync_ms", self.resync_ms, problems);
+        check_more_than_zero(
+            "engine.compute.api_timeout_secs",
+            self.api_timeout_secs,
+            problems,
+        );
+    }
+}
+
+impl ComputeSection {
+    /// The engine's compute configuration (validated before).
+    pub fn resolve(&self) -> ComputeConfig {
+        let docker = self.driver == "docker";
+        let flavors = match (self.flavors.is_empty(), docker) {
+            (false, _) => FlavorTable::new(self.flavor_table()),
+            (true, true) => FlavorTable::nova_defaults(),
+            (true, false) => FlavorTable::accepting_any(),
+        };
+        ComputeConfig {
+            driver: if docker {
+                DriverConfig::Docker(self.docker())
+            } else {
+                DriverConfig::Simulated(SimulatedComputeConfig {
+                    build_latency: Duration::from_millis(self.build_ms),
+                    power_latency: Duration::from_millis(self.power_ms),
+                    reboot_latency: Duration::from_millis(self.reboot_ms),
+                    delete_latency: Duration::from_millis(self.delete_ms),
+                    fail_builds_matching: self.fail_builds_matching.clone(),
+                })
+            },
+            flavors,
+            resync_interval: Duration::from_millis(self.resync_ms),
+        }
+    }
+
+    fn flavor_table(&self) -> BTreeMap<String, Flavor> {
+        self.flavors
+            .iter()
+            .map(|(name, flavor)| {
+                (
+                    name.clone(),
+                    Flavor {
+                        vcpus: flavor.vcpus,
+                        memory_mb: flavor.memory_mb,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn docker(&self) -> DockerComputeConfig {
+        DockerComputeConfig {
+            docker_host: if self.docker_host.is_empty() {
+                DockerComputeConfig::default_host()
+            } else {
+                self.docker_host.clone()
+            },
+            network: self.network.clone(),
+            name_prefix: self.name_prefix.clone(),
+            pull: PullPolicy::parse(&self.pull).unwrap_or(PullPolicy::Never),
+            stop_grace: Duration::from_secs(self.stop_grace_secs),
+            init: self.init,
+            api_timeout: Duration::from_secs(self.api_timeout_secs),
+        }
+    }
+}
+
+/// What the engine runs with, resolved from [`EngineSection`].
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `sqlite://…` or `postgres://…`; migrated at start-up.
@@ -16,7 +394,7 @@ pub struct Config {
     /// How long a claimed cluster action stays an engine's without renewal.
     pub cluster_action_lease: Duration,
     /// Every project's quotas unless an admin set others for it.
-    pub quotas: crate::domain::quota::QuotaLimits,
+    pub quotas: QuotaLimits,
     /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins
     /// around stack operations; empty = no plugins.
     pub plugin_registry_url: String,
@@ -25,11 +403,90 @@ pub struct Config {
     /// wait until one is configured.
     pub lifecycle_hook_url: String,
     /// What to do when the plugin-registry cannot be reached.
-    pub plugin_registry_unavailable: crate::stacks::RegistryUnavailable,
+    pub plugin_registry_unavailable: RegistryUnavailable,
     /// The compute driver behind instances (simulated or docker), the
     /// flavor table, and how often machines are resynced.
-    pub compute: crate::compute::ComputeConfig,
+    pub compute: ComputeConfig,
     /// The gateway's URL as users reach it, for the URLs the engine hands
     /// out (wait condition signal URLs).
     pub public_url: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems_of(section: &EngineSection) -> String {
+        let mut problems = Vec::new();
+        section.validate(&mut problems);
+        problems.join("\n")
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert_eq!(problems_of(&EngineSection::default()), "");
+    }
+
+    #[test]
+    fn bad_urls_and_timeouts_are_reported_by_key() {
+        let section = EngineSection {
+            lifecycle_hook_url: "lifecycle-hook:50053".into(),
+            database_url: "mysql://x".into(),
+            stack_lease_ttl_ms: 0,
+            ..EngineSection::default()
+        };
+        let text = problems_of(&section);
+        for key in [
+            "engine.lifecycle_hook_url: \"lifecycle-hook:50053\" must be an http:// or https:// URL (or empty)",
+            "engine.database_url: \"mysql://x\" is not a sqlite:// or postgres:// URL",
+            "engine.stack_lease_ttl_ms: must be more than 0",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn a_bad_compute_driver_or_failure_pattern_is_reported_by_key() {
+        let mut section = EngineSection::default();
+        section.compute.driver = "ironic".into();
+        section.compute.fail_builds_matching = "(".into();
+        let text = problems_of(&section);
+        assert!(text.contains("engine.compute.driver: \"ironic\""), "{text}");
+        assert!(text.contains("use \"simulated\" or \"docker\""), "{text}");
+        assert!(
+            text.contains("engine.compute.fail_builds_matching"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_docker_settings_are_reported_by_key() {
+        let mut section = EngineSection::default();
+        section.compute.driver = "docker".into();
+        section.compute.docker_host = "ftp://engine".into();
+        section.compute.pull = "always".into();
+        section.compute.flavors.insert(
+            "tiny".into(),
+            FlavorSection {
+                vcpus: -1.0,
+                memory_mb: 0,
+            },
+        );
+        let text = problems_of(&section);
+        for key in [
+            "engine.compute.docker_host",
+            "engine.compute.pull",
+            "engine.compute.flavors.tiny.vcpus",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn an_empty_public_url_is_the_gateways_listen_address() {
+        let gateway_listen = SocketAddr::from(([127, 0, 0, 1], 8004));
+        let config = EngineSection::default().resolve(Path::new("/data"), "c", gateway_listen);
+        assert_eq!(config.public_url, "http://127.0.0.1:8004");
+        assert_eq!(config.database_url, "sqlite:///data/engine.db?mode=rwc");
+    }
 }

@@ -1,8 +1,106 @@
-//! What the lifecycle-hook needs to run, fully resolved by the caller (the `ember`
-//! binary layers files, environment and flags into it).
+//! The lifecycle-hook's configuration: the `[lifecycle_hook]` section of
+//! Ember's configuration file, its defaults and validation, and the
+//! [`Config`] the service runs with, resolved from it. The `ember` binary
+//! loads the file and hands the section here.
+//!
+//! ```toml
+//! [lifecycle_hook]
+//! listen = "0.0.0.0:50053"
+//! nats_url = "nats://nats:4222"
+//! ```
 
+use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
+use ember_runtime::config::{
+    Validate, check_database_url, check_more_than_zero, check_optional_http_url,
+    check_secret_length, database_url_or_sqlite,
+};
+use serde::{Deserialize, Serialize};
+
+/// `[lifecycle_hook]`: where the service listens and keeps its state, the
+/// engine it tells of deadlines, and how it delivers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LifecycleHookSection {
+    pub listen: SocketAddr,
+    /// Empty = SQLite at `<data_dir>/lifecycle-hook.db`.
+    pub database_url: String,
+    /// NATS server for queue targets; empty = the embedded queue.
+    pub nats_url: String,
+    /// The engine, told when lifecycle deadlines pass.
+    pub engine_url: String,
+    /// Key of the `X-Ember-Signature` HMAC on webhook deliveries (at least
+    /// 32 characters); unset = webhooks are not delivered (`ember dev`
+    /// makes one).
+    pub webhook_secret: Option<String>,
+    /// PEM file of CA certificates trusted for `https://` webhooks besides
+    /// the system's; empty = the system's only.
+    pub webhook_ca_file: String,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for LifecycleHookSection {
+    fn default() -> Self {
+        LifecycleHookSection {
+            listen: SocketAddr::from(([127, 0, 0, 1], 50053)),
+            database_url: String::new(),
+            nats_url: String::new(),
+            engine_url: "http://127.0.0.1:50052".to_owned(),
+            webhook_secret: None,
+            webhook_ca_file: String::new(),
+            request_timeout_ms: 30_000,
+        }
+    }
+}
+
+impl Validate for LifecycleHookSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        check_secret_length(
+            "lifecycle_hook.webhook_secret",
+            self.webhook_secret.as_deref(),
+            problems,
+        );
+        check_optional_http_url("lifecycle_hook.engine_url", &self.engine_url, problems);
+        check_database_url("lifecycle_hook.database_url", &self.database_url, problems);
+        if !self.webhook_ca_file.is_empty() && !Path::new(&self.webhook_ca_file).is_file() {
+            problems.push(format!(
+                "lifecycle_hook.webhook_ca_file: {:?} is not a readable file",
+                self.webhook_ca_file
+            ));
+        }
+        if !self.nats_url.is_empty() && !self.nats_url.starts_with("nats://") {
+            problems.push(format!(
+                "lifecycle_hook.nats_url: {:?} must start with nats://",
+                self.nats_url
+            ));
+        }
+        check_more_than_zero(
+            "lifecycle_hook.request_timeout_ms",
+            self.request_timeout_ms,
+            problems,
+        );
+    }
+}
+
+impl LifecycleHookSection {
+    /// The service's resolved configuration (validated before): the SQLite
+    /// file, when no database URL is set, lives under `data_dir`.
+    pub fn resolve(&self, data_dir: &Path, internal_credential: &str) -> Config {
+        Config {
+            database_url: database_url_or_sqlite(&self.database_url, data_dir, "lifecycle-hook.db"),
+            internal_credential: internal_credential.to_owned(),
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            engine_url: self.engine_url.clone(),
+            webhook_secret: self.webhook_secret.clone().unwrap_or_default(),
+            nats_url: self.nats_url.clone(),
+            webhook_ca_file: self.webhook_ca_file.clone(),
+        }
+    }
+}
+
+/// What the lifecycle-hook runs with, resolved from [`LifecycleHookSection`].
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `sqlite://…` or `postgres://…`; migrated at start-up.
@@ -22,4 +120,33 @@ pub struct Config {
     /// PEM file of CA certificates trusted for `https://` webhooks besides
     /// the system's (a private CA); empty = the system's only.
     pub webhook_ca_file: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifecycle_hook_keys_are_validated() {
+        let mut problems = Vec::new();
+        LifecycleHookSection::default().validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        let section = LifecycleHookSection {
+            webhook_secret: Some("short".into()),
+            engine_url: "engine:50052".into(),
+            nats_url: "http://nats:4222".into(),
+            webhook_ca_file: "/nonexistent/ca.pem".into(),
+            ..LifecycleHookSection::default()
+        };
+        section.validate(&mut problems);
+        let text = problems.join("\n");
+        for key in [
+            "lifecycle_hook.webhook_secret: must be at least 32",
+            "lifecycle_hook.engine_url",
+            "lifecycle_hook.nats_url",
+            "lifecycle_hook.webhook_ca_file: \"/nonexistent/ca.pem\" is not a readable file",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+    }
 }

@@ -101,6 +101,69 @@ fn describe_figment_error(error: figment::Error) -> String {
         .join("; ")
 }
 
+/// The minimum length of secrets, so a typo'd or toy key is refused.
+pub const MIN_SECRET_LENGTH: usize = 32;
+
+/// Reports a secret that is set but shorter than [`MIN_SECRET_LENGTH`].
+pub fn check_secret_length(key: &str, secret: Option<&str>, problems: &mut Vec<String>) {
+    if let Some(secret) = secret
+        && secret.len() < MIN_SECRET_LENGTH
+    {
+        problems.push(format!(
+            "{key}: must be at least {MIN_SECRET_LENGTH} characters (got {})",
+            secret.len()
+        ));
+    }
+}
+
+/// Reports a URL that is neither empty nor `http://` or `https://`.
+pub fn check_optional_http_url(key: &str, url: &str, problems: &mut Vec<String>) {
+    if !(url.is_empty() || is_http_url(url)) {
+        problems.push(format!(
+            "{key}: {url:?} must be an http:// or https:// URL (or empty)"
+        ));
+    }
+}
+
+/// Reports a URL that is not `http://` or `https://`.
+pub fn check_http_url(key: &str, url: &str, problems: &mut Vec<String>) {
+    if !is_http_url(url) {
+        problems.push(format!("{key}: {url:?} must be an http:// or https:// URL"));
+    }
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// Reports a database URL that is neither empty (SQLite under the data
+/// directory) nor `sqlite://` or `postgres://`; the password is redacted.
+pub fn check_database_url(key: &str, url: &str, problems: &mut Vec<String>) {
+    if !url.is_empty() && crate::database::Backend::of(url).is_none() {
+        problems.push(format!(
+            "{key}: {:?} is not a sqlite:// or postgres:// URL",
+            crate::database::redact(url)
+        ));
+    }
+}
+
+/// Reports a duration, count or timeout of 0 where 0 would stall the service.
+pub fn check_more_than_zero(key: &str, value: u64, problems: &mut Vec<String>) {
+    if value == 0 {
+        problems.push(format!("{key}: must be more than 0"));
+    }
+}
+
+/// A service's database: the configured URL, or when it is empty a SQLite
+/// file named `file_name` under the data directory.
+pub fn database_url_or_sqlite(configured: &str, data_dir: &Path, file_name: &str) -> String {
+    if configured.is_empty() {
+        crate::database::sqlite_url(&data_dir.join(file_name))
+    } else {
+        configured.to_owned()
+    }
+}
+
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -178,7 +178,7 @@ pub async fn run(settings: ComputeBench) -> Result<(), String> {
     compute.stop_grace_secs = 10;
     compute.flavors.insert(
         "small".to_owned(),
-        crate::config::FlavorSection {
+        ember_engine::config::FlavorSection {
             vcpus: 1.0,
             memory_mb: 64,
         },
