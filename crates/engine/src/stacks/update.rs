@@ -240,7 +240,7 @@ impl StackOperations {
             }
             // What plugins see as "previous": the stack before this update.
             let previous_snapshot = if stack.nested_depth == 0 {
-                Some(super::plugins::snapshot(&self.shared, &stack).await)
+                Some(super::plugins::gather(&self.shared, &stack).await)
             } else {
                 None
             };
@@ -324,7 +324,7 @@ impl UpdateKind {
 struct Previous {
     parsed: Option<Arc<ParsedStack>>,
     definition: StackDefinition,
-    snapshot: Option<ember_proto::plugin::v1::StackSnapshot>,
+    snapshot: Option<super::plugins::PluginStackView>,
 }
 
 async fn run_update(

@@ -6,22 +6,27 @@
 //! their post-operation with the right `failed` flag. Every plugin call
 //! becomes an event of the stack. Nested stacks are covered by their root's
 //! call: the snapshot includes them.
+//!
+//! This module is the engine's client of the plugin-registry's runner: it
+//! sends proto messages, so they are made here (`messages`) from the
+//! application's own [`PluginStackView`] (gathered in `view`).
+
+mod messages;
+mod view;
 
 use std::time::Duration;
 
-use ember_proto::common::v1::StackOperation;
-use ember_proto::plugin::v1 as plugin_pb;
 use ember_proto::pluginregistry::v1 as runner_pb;
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
-use serde_json::Value;
 use tonic::transport::{Channel, Endpoint};
 use uuid::Uuid;
 
 use super::executor::Shared;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
-use crate::grpc::convert::value_to_struct;
+use messages::{operation_of, snapshot_message};
+pub(crate) use view::{PluginStackView, gather};
 
 /// What the engine does when the plugin-registry cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,25 +74,6 @@ impl PluginGate {
     }
 }
 
-pub fn operation_of(action: StackAction) -> StackOperation {
-    match action {
-        StackAction::Init | StackAction::Create => StackOperation::Create,
-        StackAction::Update => StackOperation::Update,
-        StackAction::Delete => StackOperation::Delete,
-        StackAction::Rollback => StackOperation::Rollback,
-        StackAction::Suspend => StackOperation::Suspend,
-        StackAction::Resume => StackOperation::Resume,
-        StackAction::Check => StackOperation::Check,
-        StackAction::Adopt => StackOperation::Adopt,
-        StackAction::Abandon => StackOperation::Abandon,
-        StackAction::Lock => StackOperation::Lock,
-        StackAction::Unlock => StackOperation::Unlock,
-        // A snapshot changes nothing plugins guard; a restore is an update.
-        StackAction::Snapshot => StackOperation::Check,
-        StackAction::Restore => StackOperation::Update,
-    }
-}
-
 fn request_as_owner<T>(
     stack: &Stack,
     credential: &InternalCredential,
@@ -104,108 +90,12 @@ fn request_as_owner<T>(
     request
 }
 
-/// A read-only copy of the stack for plugins: its template and parameters,
-/// its resources (created ones with their resolved properties, the others
-/// with the template's), and its nested stacks, recursively.
-pub async fn snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnapshot {
-    let mut root = stack_snapshot(shared, stack).await;
-    root.planned_resources = planned(shared, stack).await;
-    let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(stack.id, Vec::new())];
-    // Breadth-first over children; `path` locates each snapshot in the tree.
-    while let Some((stack_id, path)) = pending.pop() {
-        let Ok(children) = shared.store.list_child_stacks(stack_id).await else {
-            continue;
-        };
-        for child in children {
-            let child_snapshot = stack_snapshot(shared, &child).await;
-            let parent = path
-                .iter()
-                .fold(&mut root, |node, index| &mut node.nested_stacks[*index]);
-            parent.nested_stacks.push(child_snapshot);
-            let mut child_path = path.clone();
-            child_path.push(parent.nested_stacks.len() - 1);
-            pending.push((child.id, child_path));
-        }
-    }
-    root
-}
-
-/// What the stack's tree will hold once its definition is in place (see
-/// `planning`); empty when the stored definition no longer parses.
-async fn planned(shared: &Shared, stack: &Stack) -> std::collections::HashMap<String, u64> {
-    let Ok(definition) = shared.store.load_definition(stack.id).await else {
-        return Default::default();
-    };
-    let identity = crate::domain::template::StackIdentity {
-        stack_name: stack.name.clone(),
-        stack_id: stack.id.to_string(),
-        project_id: stack.project_id.clone(),
-    };
-    match super::definition::ParsedStack::build(&definition, identity, &shared.registry) {
-        Ok(parsed) => super::planning::planned_resources(&parsed, &definition, &shared.registry)
-            .into_iter()
-            .collect(),
-        Err(_) => Default::default(),
-    }
-}
-
-async fn stack_snapshot(shared: &Shared, stack: &Stack) -> plugin_pb::StackSnapshot {
-    let definition = shared
-        .store
-        .load_definition(stack.id)
-        .await
-        .unwrap_or_default();
-    let rows = shared
-        .store
-        .list_resources(stack.id)
-        .await
-        .unwrap_or_default();
-    let template_resources = definition
-        .template
-        .get("resources")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mut resources: Vec<plugin_pb::ResourceSnapshot> = Vec::new();
-    for row in rows
-        .iter()
-        .filter(|row| !(row.action == StackAction::Delete && row.status == ActionStatus::Complete))
-    {
-        let properties = match &row.properties {
-            Value::Object(map) if !map.is_empty() => row.properties.clone(),
-            _ => template_resources
-                .get(&row.name)
-                .and_then(|resource| resource.get("properties"))
-                .cloned()
-                .unwrap_or(Value::Null),
-        };
-        resources.retain(|existing| existing.name != row.name);
-        resources.push(plugin_pb::ResourceSnapshot {
-            name: row.name.clone(),
-            r#type: row.type_name.clone(),
-            properties: Some(value_to_struct(&properties)),
-            status: row.resource_status(),
-            physical_id: row.physical_id.clone().unwrap_or_default(),
-        });
-    }
-    plugin_pb::StackSnapshot {
-        stack_id: stack.id.to_string(),
-        stack_name: stack.name.clone(),
-        project_id: stack.project_id.clone(),
-        user_id: stack.user_id.clone(),
-        template: Some(value_to_struct(&definition.template)),
-        parameters: Some(value_to_struct(&Value::Object(definition.parameters))),
-        resources,
-        nested_stacks: Vec::new(),
-        planned_resources: Default::default(),
-    }
-}
-
 /// Runs the pre-operations for `stack`'s current action. `Err` carries the
 /// reason the operation must fail with.
 pub async fn before(
     shared: &Shared,
     stack: &Stack,
-    previous: Option<plugin_pb::StackSnapshot>,
+    previous: Option<PluginStackView>,
 ) -> Result<PassedPlugins, String> {
     let PluginGate::Remote {
         client,
@@ -222,8 +112,8 @@ pub async fn before(
     let request = runner_pb::RunPreOperationsRequest {
         operation: operation as i32,
         project_id: stack.project_id.clone(),
-        stack: Some(snapshot(shared, stack).await),
-        previous,
+        stack: Some(snapshot_message(gather(shared, stack).await)),
+        previous: previous.map(snapshot_message),
     };
     match client
         .clone()
@@ -266,7 +156,7 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
     let request = runner_pb::RunPostOperationsRequest {
         operation: operation_of(operation) as i32,
         project_id: stack.project_id.clone(),
-        stack: Some(snapshot(shared, stack).await),
+        stack: Some(snapshot_message(gather(shared, stack).await)),
         failed,
         reason: if failed {
             stack.status_reason.clone()

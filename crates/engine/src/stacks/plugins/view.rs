@@ -1,0 +1,138 @@
+//! What plugins are shown of a stack: a read-only copy gathered from the
+//! store, in the application's own types (the runner's proto messages are
+//! made from it in `messages`, at the edge).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::stacks::executor::Shared;
+
+/// A read-only copy of a stack for plugins.
+#[derive(Debug, Clone)]
+pub(crate) struct PluginStackView {
+    pub stack_id: Uuid,
+    pub stack_name: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub template: Value,
+    pub parameters: Map<String, Value>,
+    pub resources: Vec<PluginResourceView>,
+    pub nested_stacks: Vec<PluginStackView>,
+    /// What the stack's tree will hold once its definition is in place,
+    /// by resource type (the root only).
+    pub planned_resources: HashMap<String, u64>,
+}
+
+/// One resource of a [`PluginStackView`].
+#[derive(Debug, Clone)]
+pub(crate) struct PluginResourceView {
+    pub name: String,
+    pub type_name: String,
+    /// The resolved properties once created; the template's before.
+    pub properties: Value,
+    /// Heat's combined status, e.g. `CREATE_COMPLETE`.
+    pub status: String,
+    /// Empty when nothing was created.
+    pub physical_id: String,
+}
+
+/// A read-only copy of the stack for plugins: its template and parameters,
+/// its resources (created ones with their resolved properties, the others
+/// with the template's), and its nested stacks, recursively.
+pub(crate) async fn gather(shared: &Shared, stack: &Stack) -> PluginStackView {
+    let mut root = stack_view(shared, stack).await;
+    root.planned_resources = planned(shared, stack).await;
+    let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(stack.id, Vec::new())];
+    // Breadth-first over children; `path` locates each snapshot in the tree.
+    while let Some((stack_id, path)) = pending.pop() {
+        let Ok(children) = shared.store.list_child_stacks(stack_id).await else {
+            continue;
+        };
+        for child in children {
+            let child_snapshot = stack_view(shared, &child).await;
+            let parent = path
+                .iter()
+                .fold(&mut root, |node, index| &mut node.nested_stacks[*index]);
+            parent.nested_stacks.push(child_snapshot);
+            let mut child_path = path.clone();
+            child_path.push(parent.nested_stacks.len() - 1);
+            pending.push((child.id, child_path));
+        }
+    }
+    root
+}
+
+/// What the stack's tree will hold once its definition is in place (see
+/// `planning`); empty when the stored definition no longer parses.
+async fn planned(shared: &Shared, stack: &Stack) -> HashMap<String, u64> {
+    let Ok(definition) = shared.store.load_definition(stack.id).await else {
+        return Default::default();
+    };
+    let identity = crate::domain::template::StackIdentity {
+        stack_name: stack.name.clone(),
+        stack_id: stack.id.to_string(),
+        project_id: stack.project_id.clone(),
+    };
+    match crate::stacks::definition::ParsedStack::build(&definition, identity, &shared.registry) {
+        Ok(parsed) => {
+            crate::stacks::planning::planned_resources(&parsed, &definition, &shared.registry)
+                .into_iter()
+                .collect()
+        }
+        Err(_) => Default::default(),
+    }
+}
+
+async fn stack_view(shared: &Shared, stack: &Stack) -> PluginStackView {
+    let definition = shared
+        .store
+        .load_definition(stack.id)
+        .await
+        .unwrap_or_default();
+    let rows = shared
+        .store
+        .list_resources(stack.id)
+        .await
+        .unwrap_or_default();
+    let template_resources = definition
+        .template
+        .get("resources")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut resources: Vec<PluginResourceView> = Vec::new();
+    for row in rows
+        .iter()
+        .filter(|row| !(row.action == StackAction::Delete && row.status == ActionStatus::Complete))
+    {
+        let properties = match &row.properties {
+            Value::Object(map) if !map.is_empty() => row.properties.clone(),
+            _ => template_resources
+                .get(&row.name)
+                .and_then(|resource| resource.get("properties"))
+                .cloned()
+                .unwrap_or(Value::Null),
+        };
+        resources.retain(|existing| existing.name != row.name);
+        resources.push(PluginResourceView {
+            name: row.name.clone(),
+            type_name: row.type_name.clone(),
+            properties,
+            status: row.resource_status(),
+            physical_id: row.physical_id.clone().unwrap_or_default(),
+        });
+    }
+    PluginStackView {
+        stack_id: stack.id,
+        stack_name: stack.name.clone(),
+        project_id: stack.project_id.clone(),
+        user_id: stack.user_id.clone(),
+        template: definition.template,
+        parameters: definition.parameters,
+        resources,
+        nested_stacks: Vec::new(),
+        planned_resources: HashMap::new(),
+    }
+}
