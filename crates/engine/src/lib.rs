@@ -142,6 +142,9 @@ pub async fn serve(
         )
         .map_err(StartError::Config)?
     };
+    // One id for this engine process: the owner of the stack leases and
+    // of the cluster actions it runs.
+    let engine_id = uuid::Uuid::now_v7();
     let stack_operations = stacks::StackOperations::configured(
         stack_store,
         Arc::new(
@@ -152,6 +155,7 @@ pub async fn serve(
         stacks::StackSettings {
             plugins: plugin_gate,
             lease_ttl: config.stack_lease_ttl,
+            engine_id,
         },
     );
     stack_operations.enforce_quotas(quotas.clone());
@@ -186,6 +190,7 @@ pub async fn serve(
             ),
             ..clusters::dispatcher::DispatcherSettings::default()
         },
+        engine_id,
     );
     cluster_service.enforce_quotas(quotas.clone());
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());

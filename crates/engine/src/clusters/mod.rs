@@ -51,29 +51,17 @@ pub struct ClusterService {
 }
 
 impl ClusterService {
-    pub fn new(
-        store: Arc<dyn ClusterStore>,
-        instances: Arc<InstanceService>,
-        stacks: Arc<StackOperations>,
-        hooks: hooks::HookClient,
-    ) -> Arc<ClusterService> {
-        ClusterService::with_settings(
-            store,
-            instances,
-            stacks,
-            hooks,
-            dispatcher::DispatcherSettings::default(),
-        )
-    }
-
-    /// Like [`ClusterService::new`], with the dispatcher's lease and sweep
-    /// timings given (tests shorten them).
+    /// The clustering service of the engine process `engine_id` (the
+    /// owner its dispatcher claims actions as; the same id as its stack
+    /// operations'), with the dispatcher's lease and sweep timings given
+    /// (tests shorten them).
     pub fn with_settings(
         store: Arc<dyn ClusterStore>,
         instances: Arc<InstanceService>,
         stacks: Arc<StackOperations>,
         hooks: hooks::HookClient,
         settings: dispatcher::DispatcherSettings,
+        engine_id: Uuid,
     ) -> Arc<ClusterService> {
         Arc::new(ClusterService {
             store,
@@ -81,7 +69,7 @@ impl ClusterService {
             stacks,
             hooks,
             wake: Arc::new(tokio::sync::Notify::new()),
-            engine_id: Uuid::now_v7(),
+            engine_id,
             settings,
             quotas: Default::default(),
         })

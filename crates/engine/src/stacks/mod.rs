@@ -85,13 +85,20 @@ pub struct StackSettings {
     /// the stacks the engine was working on are failed by the sweep once
     /// this has passed.
     pub lease_ttl: Duration,
+    /// The engine process these operations run in: it holds the stack
+    /// leases it takes under this id. One per process, shared with the
+    /// clustering service (see `crate::serve`).
+    pub engine_id: Uuid,
 }
 
 impl Default for StackSettings {
+    /// No plugins, the default lease, and a new engine id (a process of
+    /// its own, as tests want).
     fn default() -> Self {
         StackSettings {
             plugins: PluginGate::Disabled,
             lease_ttl: LEASE_TTL,
+            engine_id: Uuid::now_v7(),
         }
     }
 }
@@ -158,7 +165,11 @@ impl StackOperations {
         registry: Arc<ResourceTypeRegistry>,
         settings: StackSettings,
     ) -> Arc<StackOperations> {
-        let StackSettings { plugins, lease_ttl } = settings;
+        let StackSettings {
+            plugins,
+            lease_ttl,
+            engine_id,
+        } = settings;
         let writer = writer::TransitionWriter::start(store.clone());
         Arc::new_cyclic(|this: &std::sync::Weak<StackOperations>| {
             let host: std::sync::Weak<dyn crate::resources::NestedStackHost> = this.clone();
@@ -168,7 +179,7 @@ impl StackOperations {
                     store,
                     registry,
                     writer,
-                    engine_id: Uuid::now_v7(),
+                    engine_id,
                     plugins,
                     running_updates: Default::default(),
                     lease_ttl,

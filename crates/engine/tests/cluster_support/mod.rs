@@ -75,12 +75,14 @@ impl Engine {
         let hooks = HookClient::connect_lazy("", InternalCredential::new("test-credential"))
             .expect("hook client");
         let cluster_store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection));
+        let engine_id = stacks.engine_id();
         let service = ClusterService::with_settings(
             cluster_store,
             instances.clone(),
             stacks,
             hooks,
             settings,
+            engine_id,
         );
         if dispatch {
             dispatcher::spawn(service.clone(), shutdown.clone());
