@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# Starts deploy/docker-compose.yml for real, unchanged, and checks that the
+# deployment works and survives faults. Podman serves the Docker API that
+# docker-compose talks to (scripts/containers.sh); no registry is needed:
+#
+#   - a Debian base is made with debootstrap and imported once;
+#   - `ember:latest` is the runtime stage of deploy/Dockerfile around
+#     binaries built here (deploy/ci/ember.Containerfile);
+#   - `postgres:16` and `nats:2.10-alpine` are built from Debian's packages
+#     (deploy/ci/*.Containerfile) under the names the compose file uses.
+#
+# Usage: deploy/test-compose.sh
+#   EMBER_COMPOSE_BINARIES=DIR   where `ember` and `ember-policy-plugin` are
+#                                (default: builds them with cargo --release)
+#   EMBER_COMPOSE_KEEP=1         leave the deployment running afterwards
+# Prints each check as it passes, the timings measured, and every container's
+# log when a check fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+. scripts/containers.sh
+
+project=ember-compose-test
+compose_file="$root/deploy/docker-compose.yml"
+started_at=$SECONDS
+
+step() { printf '== %s (%ss)\n' "$*" "$((SECONDS - started_at))"; }
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# ---------------------------------------------------------------- the engine
+engine_exports="$(ember_containers_start)" || fail "cannot start Podman (see above)"
+eval "$engine_exports"
+dir="$(ember_containers_dir)"
+netns="$(ember_containers_netns "$dir")"
+export DOCKER_HOST="${EMBER_TEST_DOCKER_HOST}"
+if ! command -v docker-compose >/dev/null || ! command -v debootstrap >/dev/null; then
+    echo "installing docker-compose and debootstrap (Debian packages)" >&2
+    ember_containers_as_root apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive ember_containers_as_root apt-get install -y -qq \
+        --no-install-recommends docker-compose debootstrap >/dev/null
+fi
+# Runs a command where the containers are reachable: the API service's
+# network namespace (the gateway is published on its 127.0.0.1).
+in_netns() { ember_containers_as_root nsenter --net="/run/netns/$netns" "$@"; }
+
+# ---------------------------------------------------------------- the images
+binaries="${EMBER_COMPOSE_BINARIES:-}"
+if [ -z "$binaries" ]; then
+    step "building ember and ember-policy-plugin (release)"
+    cargo build --release --locked -p ember -p ember-policy-plugin
+    binaries="$root/target/release"
+fi
+binaries="$(cd "$binaries" && pwd)"
+[ -x "$binaries/ember" ] && [ -x "$binaries/ember-policy-plugin" ] \
+    || fail "no ember and ember-policy-plugin binaries in $binaries"
+ember="$binaries/ember"
+
+base=localhost/local/debian:bookworm
+if ! podman image exists "$base"; then
+    step "making the Debian base image (debootstrap)"
+    mirror="$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2; exit}')"
+    [ -n "$mirror" ] || mirror="$(awk '/^deb /{print $2; exit}' /etc/apt/sources.list 2>/dev/null)"
+    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+    rm -rf "$dir/rootfs"
+    debootstrap --variant=minbase bookworm "$dir/rootfs" "$mirror" >"$dir/debootstrap.log" 2>&1 \
+        || { tail -n 20 "$dir/debootstrap.log" >&2; fail "debootstrap failed"; }
+    tar -C "$dir/rootfs" -c . | podman import -q - "$base" >/dev/null
+    rm -rf "$dir/rootfs"
+fi
+step "building the images the compose file names"
+if ! podman image exists localhost/postgres:16; then
+    podman build -q -t postgres:16 -f deploy/ci/postgres.Containerfile deploy/ci >/dev/null
+fi
+if ! podman image exists localhost/nats:2.10-alpine; then
+    podman build -q -t nats:2.10-alpine -f deploy/ci/nats.Containerfile deploy/ci >/dev/null
+fi
+context="$dir/ember-image"
+rm -rf "$context" && mkdir -p "$context"
+# Stripped, as deploy/Dockerfile ships them.
+strip -o "$context/ember" "$binaries/ember"
+strip -o "$context/ember-policy-plugin" "$binaries/ember-policy-plugin"
+podman build -q -t ember:latest -f deploy/ci/ember.Containerfile "$context" >/dev/null
+rm -rf "$context"
+
+# ---------------------------------------------------------------- the deployment
+EMBER_SIGNING_KEY="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+EMBER_INTERNAL_CREDENTIAL="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+EMBER_WEBHOOK_SECRET="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+EMBER_POSTGRES_PASSWORD="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export EMBER_SIGNING_KEY EMBER_INTERNAL_CREDENTIAL EMBER_WEBHOOK_SECRET EMBER_POSTGRES_PASSWORD
+compose() { docker-compose -p "$project" -f "$compose_file" "$@"; }
+
+healthchecks_pid=""
+finish() {
+    local status=$?
+    [ -n "$healthchecks_pid" ] && kill "$healthchecks_pid" 2>/dev/null
+    if [ "$status" -ne 0 ]; then
+        echo "---- container states" >&2
+        podman ps -a --filter "label=com.docker.compose.project=$project" \
+            --format '{{.Names}} {{.Status}}' >&2 || true
+        local name
+        for name in $(podman ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}}'); do
+            echo "---- log of $name (last 60 lines)" >&2
+            podman logs --tail 60 "$name" >&2 2>&1 || true
+        done
+    fi
+    if [ "${EMBER_COMPOSE_KEEP:-0}" != 1 ]; then
+        compose down -v -t 5 >/dev/null 2>&1 || true
+    else
+        echo "left running: DOCKER_HOST=$DOCKER_HOST docker-compose -p $project -f $compose_file ps"
+    fi
+    exit "$status"
+}
+trap finish EXIT
+
+# Podman runs no health checks by itself here (no systemd timers): run each
+# container's check once a second while it is starting or unhealthy, as
+# Docker would.
+run_healthchecks() {
+    while true; do
+        for id in $(podman ps -q --filter health=starting) $(podman ps -q --filter health=unhealthy); do
+            podman healthcheck run "$id" >/dev/null 2>&1 || true
+        done
+        sleep 1
+    done
+}
+run_healthchecks &
+healthchecks_pid=$!
+
+compose down -v -t 2 >/dev/null 2>&1 || true
+step "docker-compose up"
+up_started=$SECONDS
+compose up -d --no-build
+# Every service's containers healthy (plugin-registry has two).
+wait_healthy() {
+    local limit="$1" waited=0 states
+    while true; do
+        states="$(podman ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}} {{.Status}}')"
+        if [ "$(grep -c . <<<"$states")" -ge 7 ] && ! grep -vq '(healthy)' <<<"$states"; then
+            return 0
+        fi
+        if [ "$waited" -ge "$limit" ]; then
+            echo "$states" >&2
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
+wait_healthy 180 || fail "not every service became healthy within 180 s"
+up_seconds=$((SECONDS - up_started))
+step "all 7 containers healthy ${up_seconds}s after up"
+[ "$(podman ps --filter "label=com.docker.compose.service=plugin-registry" -q | grep -c .)" -eq 2 ] \
+    || fail "plugin-registry does not run two replicas"
+
+# ---------------------------------------------------------------- the checks
+url=http://127.0.0.1:8004
+token="$(EMBER_AUTH__SIGNING_KEY="$EMBER_SIGNING_KEY" "$ember" token issue \
+    --user compose-test --project compose-test --role member --ttl 1h)"
+cli() { in_netns env EMBER_URL="$url" EMBER_TOKEN="$token" "$ember" "$@"; }
+
+in_netns curl -fsS "$url/healthz" >/dev/null || fail "the gateway's /healthz does not answer"
+step "the gateway answers"
+
+template="$dir/compose-stack.yaml"
+cat >"$template" <<'EOF'
+heat_template_version: 2018-08-31
+parameters:
+  length: {type: number, default: 8}
+resources:
+  word: {type: OS::Heat::RandomString, properties: {length: {get_param: length}}}
+  after: {type: OS::Heat::TestResource, depends_on: word, properties: {value: done}}
+outputs:
+  word: {value: {get_attr: [word, value]}}
+EOF
+t0=$SECONDS
+cli stack create --template "$template" --wait web >/dev/null || fail "stack create"
+echo "create took $((SECONDS - t0))s"
+[ "$(cli stack outputs web word | tr -d '\n' | wc -c)" -eq 8 ] || fail "the stack's output"
+cli stack update --template "$template" -P length=12 --wait web >/dev/null || fail "stack update"
+[ "$(cli stack outputs web word | tr -d '\n' | wc -c)" -eq 12 ] || fail "the updated output"
+cli stack delete --wait web >/dev/null || fail "stack delete"
+step "a stack created, updated and deleted through the gateway"
+
+# One plugin-registry replica stopped: every stack operation consults the
+# registry, and the other replica answers.
+replica="$(podman ps --filter "label=com.docker.compose.service=plugin-registry" --format '{{.Names}}' | sed -n 1p)"
+# Through the API service's namespace: a container started from outside
+# it gets no name resolution (aardvark-dns listens inside).
+in_netns podman stop -t 5 "$replica" >/dev/null 2>&1
+for n in 1 2 3 4; do
+    cli stack create --template "$template" --wait "one-registry-$n" >/dev/null \
+        || fail "stack create $n with one plugin-registry replica stopped"
+done
+in_netns podman start "$replica" >/dev/null 2>&1
+step "stacks created while one plugin-registry replica was stopped"
+
+# PostgreSQL restarted: the services reconnect and nothing stored is lost.
+compose restart -t 10 postgres >/dev/null
+wait_healthy 120 || fail "the services did not recover after PostgreSQL restarted"
+cli stack show one-registry-1 -f value -c status | grep -qx CREATE_COMPLETE \
+    || fail "a stack created before PostgreSQL restarted"
+cli stack create --template "$template" --wait after-postgres >/dev/null \
+    || fail "stack create after PostgreSQL restarted"
+step "PostgreSQL restarted: services reconnected, stacks kept"
+
+for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-postgres; do
+    cli stack delete --wait "$name" >/dev/null || fail "stack delete $name"
+done
+step "passed; up to healthy took ${up_seconds}s"
