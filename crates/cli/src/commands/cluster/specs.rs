@@ -1,0 +1,66 @@
+//! `ember cluster profile-create|policy-create`: profiles and policies made
+//! from a spec file (YAML or JSON), through the gateway's `ProfileService`
+//! and `PolicyService`. Listing, showing and deleting them are `ember
+//! profile …` and `ember policy …`.
+
+use std::path::Path;
+
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::policy_service_client::PolicyServiceClient;
+use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
+
+use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+
+pub async fn create_profile(
+    connect: &ConnectArgs,
+    name: String,
+    spec: &Path,
+) -> Result<(), String> {
+    let spec = read_spec(spec)?;
+    let client = Client::connect(connect, DevIdentity::Member).await?;
+    let profile = ProfileServiceClient::new(client.channel.clone())
+        .create_profile(client.request(pb::CreateProfileRequest {
+            name,
+            spec,
+            metadata: String::new(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    println!(
+        "profile {} created ({}, id {})",
+        profile.name, profile.r#type, profile.id
+    );
+    Ok(())
+}
+
+pub async fn create_policy(connect: &ConnectArgs, name: String, spec: &Path) -> Result<(), String> {
+    let spec = read_spec(spec)?;
+    let client = Client::connect(connect, DevIdentity::Member).await?;
+    let policy = PolicyServiceClient::new(client.channel.clone())
+        .create_policy(client.request(pb::CreatePolicyRequest { name, spec })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    println!(
+        "policy {} created ({}, id {})",
+        policy.name, policy.r#type, policy.id
+    );
+    Ok(())
+}
+
+/// The spec file as the JSON text the API takes; YAML is accepted too
+/// (JSON is YAML).
+fn read_spec(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("--spec {}: {error}", path.display()))?;
+    let document: serde_json::Value = serde_yaml_ng::from_str(&text)
+        .map_err(|error| format!("--spec {}: not YAML or JSON: {error}", path.display()))?;
+    if !document.is_object() {
+        return Err(format!(
+            "--spec {}: write a mapping with type, version and properties",
+            path.display()
+        ));
+    }
+    serde_json::to_string(&document).map_err(|error| format!("--spec {}: {error}", path.display()))
+}
