@@ -176,9 +176,7 @@ resources:
 outputs:
   word: {value: {get_attr: [word, value]}}
 EOF
-t0=$SECONDS
 cli stack create --template "$template" --wait web >/dev/null || fail "stack create"
-echo "create took $((SECONDS - t0))s"
 [ "$(cli stack outputs web word | tr -d '\n' | wc -c)" -eq 8 ] || fail "the stack's output"
 cli stack update --template "$template" -P length=12 --wait web >/dev/null || fail "stack update"
 [ "$(cli stack outputs web word | tr -d '\n' | wc -c)" -eq 12 ] || fail "the updated output"
@@ -206,6 +204,65 @@ cli stack show one-registry-1 -f value -c status | grep -qx CREATE_COMPLETE \
 cli stack create --template "$template" --wait after-postgres >/dev/null \
     || fail "stack create after PostgreSQL restarted"
 step "PostgreSQL restarted: services reconnected, stacks kept"
+
+# A hooked scale-in over NATS: a consumer reads the lifecycle message from
+# the stream's subject (core NATS protocol, from bash) and completes it with
+# the token; only then is the node deleted.
+cli cluster profile-create web --spec examples/web-profile.yaml >/dev/null || fail "profile create"
+cli cluster create web --profile web --desired 2 --wait >/dev/null || fail "cluster create"
+cli cluster policy-create drain --spec examples/drain-policy.yaml >/dev/null || fail "policy create"
+cli cluster policy-attach web drain --wait >/dev/null || fail "policy attach"
+nats_ip="$(podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "${project}_nats_1")"
+subscriber="$dir/nats-subscriber.sh"
+cat >"$subscriber" <<'EOS'
+#!/usr/bin/env bash
+# nats-subscriber.sh HOST SUBJECT READY_FILE: subscribes (core NATS protocol),
+# touches READY_FILE once the server confirmed the subscription, and prints
+# the payload of the first message.
+set -eu
+exec 3<>"/dev/tcp/$1/4222"
+read -r _info <&3
+printf 'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\nSUB %s 1\r\nPING\r\n' "$2" >&3
+while read -r line <&3; do
+    line="${line%$'\r'}"
+    case "$line" in
+        PING) printf 'PONG\r\n' >&3 ;;
+        PONG) touch "$3" ;;
+        HMSG*)
+            # Headers first, up to an empty line, then the payload.
+            while read -r header <&3 && [ -n "${header%$'\r'}" ]; do :; done
+            read -r payload <&3
+            printf '%s\n' "${payload%$'\r'}"
+            exit 0 ;;
+        MSG*)
+            read -r payload <&3
+            printf '%s\n' "${payload%$'\r'}"
+            exit 0 ;;
+    esac
+done
+exit 1
+EOS
+rm -f "$dir/nats-ready" "$dir/nats-message.json"
+in_netns timeout 120 bash "$subscriber" "$nats_ip" "ember.lifecycle.compose-test.drain" \
+    "$dir/nats-ready" >"$dir/nats-message.json" &
+subscriber_pid=$!
+for _ in $(seq 100); do [ -e "$dir/nats-ready" ] && break; sleep 0.1; done
+[ -e "$dir/nats-ready" ] || fail "could not subscribe to NATS at $nats_ip"
+cli cluster scale-in web --count 1 >/dev/null || fail "scale-in"
+wait "$subscriber_pid" || fail "no lifecycle message arrived over NATS"
+hook_token="$(python3 -c 'import json,sys; print(json.load(sys.stdin)["lifecycle_action_token"])' \
+    <"$dir/nats-message.json")" || fail "the NATS message has no token: $(cat "$dir/nats-message.json")"
+[ "$(cli node list --cluster web -f value -c id | grep -c .)" -eq 2 ] \
+    || fail "the node was removed before its hook completed"
+cli hook complete web "$hook_token" >/dev/null || fail "hook complete"
+for _ in $(seq 150); do
+    [ "$(cli node list --cluster web -f value -c id | grep -c .)" -eq 1 ] && break
+    sleep 0.2
+done
+[ "$(cli node list --cluster web -f value -c id | grep -c .)" -eq 1 ] \
+    || fail "the node was not deleted after its hook completed"
+step "a hooked scale-in: the message read from NATS, completed with its token, the node deleted"
+cli cluster delete web --wait >/dev/null || fail "cluster delete"
 
 for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-postgres; do
     cli stack delete --wait "$name" >/dev/null || fail "stack delete $name"
