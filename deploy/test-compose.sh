@@ -134,12 +134,13 @@ compose down -v -t 2 >/dev/null 2>&1 || true
 step "docker-compose up"
 up_started=$SECONDS
 compose up -d --no-build
-# Every service's containers healthy (plugin-registry has two).
+# wait_healthy SECONDS [CONTAINERS]: every container of the project healthy,
+# and at least CONTAINERS of them (default 7: plugin-registry has two).
 wait_healthy() {
-    local limit="$1" waited=0 states
+    local limit="$1" expected="${2:-7}" waited=0 states
     while true; do
         states="$(podman ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}} {{.Status}}')"
-        if [ "$(grep -c . <<<"$states")" -ge 7 ] && ! grep -vq '(healthy)' <<<"$states"; then
+        if [ "$(grep -c . <<<"$states")" -ge "$expected" ] && ! grep -vq '(healthy)' <<<"$states"; then
             return 0
         fi
         if [ "$waited" -ge "$limit" ]; then
@@ -263,6 +264,38 @@ done
     || fail "the node was not deleted after its hook completed"
 step "a hooked scale-in: the message read from NATS, completed with its token, the node deleted"
 cli cluster delete web --wait >/dev/null || fail "cluster delete"
+
+# Two replicas of engine and lifecycle-hook too (plugin-registry has two):
+# the gateway follows the new addresses and spreads stack creates over both
+# engines. Each stack's lease row keeps the engine that ran it.
+compose up -d --no-build --scale engine=2 --scale lifecycle-hook=2 >/dev/null 2>&1 \
+    || fail "docker-compose up --scale engine=2 --scale lifecycle-hook=2"
+wait_healthy 180 9 || fail "the scaled deployment did not become healthy"
+sleep 3 # the gateway looks names up every 2 s
+step "scaled to two replicas of engine, lifecycle-hook and plugin-registry"
+load_started=$SECONDS
+for batch in 1 2 3 4; do
+    for n in 1 2 3 4 5; do
+        cli stack create --template "$template" --wait "load-$batch-$n" >/dev/null &
+    done
+    for job in $(jobs -p); do
+        [ "$job" = "$healthchecks_pid" ] && continue
+        wait "$job" || fail "a stack create under load failed"
+    done
+done
+load_seconds=$((SECONDS - load_started))
+spread="$(podman exec "${project}_postgres_1" psql -U ember -d engine -tAc \
+    "SELECT count(*) FROM stack_leases l JOIN stacks s ON s.id = l.stack_id
+     WHERE s.name LIKE 'load-%' GROUP BY l.engine_id ORDER BY 1")"
+echo "stacks per engine: $(tr '\n' ' ' <<<"$spread")"
+[ "$(grep -c . <<<"$spread")" -eq 2 ] && [ "$(head -n1 <<<"$spread")" -ge 3 ] \
+    || fail "20 creates were not spread over both engines: $(tr '\n' ' ' <<<"$spread")"
+step "20 stacks created 5 at a time in ${load_seconds}s, spread over both engines"
+for batch in 1 2 3 4; do
+    for n in 1 2 3 4 5; do
+        cli stack delete --wait "load-$batch-$n" >/dev/null || fail "stack delete load-$batch-$n"
+    done
+done
 
 for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-postgres; do
     cli stack delete --wait "$name" >/dev/null || fail "stack delete $name"
