@@ -77,11 +77,17 @@ pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
         template_description: String::new(),
         nested_depth: stack.nested_depth,
         parent_resource: stack.parent_resource.clone().unwrap_or_default(),
-        stack_lock: stack.maintenance_lock.as_ref().map(lock_to_proto),
+        stack_lock: stack
+            .maintenance_lock
+            .as_ref()
+            .map(maintenance_lock_to_proto),
     }
 }
 
-pub fn lock_to_proto(lock: &crate::domain::MaintenanceLock) -> pb::StackLock {
+/// The maintenance lock as the API's `StackLock` message: the message keeps
+/// its public gRPC name; the engine's own code says maintenance lock, apart
+/// from the stack lease.
+pub fn maintenance_lock_to_proto(lock: &crate::domain::MaintenanceLock) -> pb::StackLock {
     pb::StackLock {
         level: lock.level.as_str().to_owned(),
         locked_by_user: lock.locked_by_user.clone(),

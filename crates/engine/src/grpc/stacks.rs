@@ -184,7 +184,10 @@ impl pb::stack_service_server::StackService for StackHandler {
         Ok(Response::new(pb::CheckOperationResponse {
             allowed: check.allowed,
             reason: check.reason,
-            stack_lock: check.lock.as_ref().map(super::convert::lock_to_proto),
+            stack_lock: check
+                .lock
+                .as_ref()
+                .map(super::convert::maintenance_lock_to_proto),
         }))
     }
 

@@ -48,7 +48,9 @@ impl StackOperations {
             caller: identity.clone(),
             reason,
         };
-        let (stack, run) = self.begin_lock(found, request, true, true).await?;
+        let (stack, run) = self
+            .begin_maintenance_lock(found, request, true, true)
+            .await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -64,7 +66,9 @@ impl StackOperations {
             caller: identity.clone(),
             reason: None,
         };
-        let (stack, run) = self.begin_lock(found, request, false, true).await?;
+        let (stack, run) = self
+            .begin_maintenance_lock(found, request, false, true)
+            .await?;
         tokio::spawn(run);
         Ok(stack)
     }
@@ -94,7 +98,7 @@ impl StackOperations {
     /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
     /// `by_user`: the user's own request (else the lock of the stack above
     /// reaching this nested stack, still on behalf of that user).
-    pub(crate) async fn begin_lock(
+    pub(crate) async fn begin_maintenance_lock(
         &self,
         found: Stack,
         request: LockRequest,
@@ -151,7 +155,7 @@ impl StackOperations {
                 Ok((stack, target))
             })
             .await?;
-        let run: super::Run = Box::pin(run_lock(
+        let run: super::Run = Box::pin(run_maintenance_lock(
             self.shared.clone(),
             stack.clone(),
             target,
@@ -162,7 +166,7 @@ impl StackOperations {
     }
 }
 
-async fn run_lock(
+async fn run_maintenance_lock(
     shared: Arc<Shared>,
     mut stack: Stack,
     target: RunTarget,

@@ -10,7 +10,7 @@ pub mod definition;
 mod executor;
 mod failure;
 mod lease;
-mod lock;
+mod maintenance_lock;
 mod mark_unhealthy;
 mod nested;
 mod planning;
@@ -39,7 +39,7 @@ pub use lease::{LEASE_TTL, StackLease};
 
 /// How many orphaned stacks one sweep pass looks at.
 const ORPHAN_SWEEP_BATCH: u64 = 500;
-pub use lock::OperationCheck;
+pub use maintenance_lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
 pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;

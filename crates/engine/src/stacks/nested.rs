@@ -224,7 +224,7 @@ impl NestedStackHost for StackOperations {
             )));
         };
         let (_, run) = self
-            .begin_lock(stack, request.clone(), lock, false)
+            .begin_maintenance_lock(stack, request.clone(), lock, false)
             .await
             .map_err(failure)?;
         run.await;
