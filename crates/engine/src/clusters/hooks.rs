@@ -8,7 +8,7 @@ use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_client::Life
 use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::time::to_timestamp;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use crate::domain::cluster::{ClusterAction, HookTarget, LifecycleHooks};
 use crate::error::{Error, Result};
@@ -28,8 +28,10 @@ pub struct HookClient {
 }
 
 impl HookClient {
-    /// A lazily connected client; an empty URL disables hooks (every hook
-    /// call then fails Unavailable, and the actions stay waiting).
+    /// A lazily connected client, spread over every replica the name
+    /// resolves to (within a Tokio runtime); an empty URL disables hooks
+    /// (every hook call then fails Unavailable, and the actions stay
+    /// waiting).
     pub fn connect_lazy(
         url: &str,
         credential: InternalCredential,
@@ -38,13 +40,14 @@ impl HookClient {
             None
         } else {
             Some(
-                Endpoint::from_shared(url.to_owned())
-                    .map_err(|error| {
-                        format!("engine.lifecycle_hook_url {url:?} is invalid: {error}")
-                    })?
-                    .connect_timeout(std::time::Duration::from_secs(2))
-                    .tcp_nodelay(true)
-                    .connect_lazy(),
+                ember_runtime::channel::balanced(url, |endpoint| {
+                    endpoint
+                        .connect_timeout(std::time::Duration::from_secs(2))
+                        .tcp_nodelay(true)
+                })
+                .map_err(|error| {
+                    format!("engine.lifecycle_hook_url {url:?} is invalid: {error}")
+                })?,
             )
         };
         Ok(HookClient {

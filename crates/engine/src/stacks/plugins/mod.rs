@@ -20,7 +20,7 @@ use ember_proto::pluginregistry::v1 as runner_pb;
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use uuid::Uuid;
 
 use super::executor::Shared;
@@ -55,17 +55,19 @@ pub enum PluginGate {
 pub struct PassedPlugins(Vec<String>);
 
 impl PluginGate {
-    /// A gate calling the runner at `url` (connected on first use).
+    /// A gate calling the runner at `url` (connected on first use, spread
+    /// over every replica the name resolves to). Within a Tokio runtime.
     pub fn connect(
         url: &str,
         credential: &str,
         unavailable: RegistryUnavailable,
     ) -> Result<PluginGate, String> {
-        let channel = Endpoint::from_shared(url.to_owned())
-            .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .connect_lazy();
+        let channel = ember_runtime::channel::balanced(url, |endpoint| {
+            endpoint
+                .connect_timeout(Duration::from_secs(2))
+                .tcp_nodelay(true)
+        })
+        .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?;
         Ok(PluginGate::Remote {
             client: PluginRunnerServiceClient::new(channel),
             credential: InternalCredential::new(credential),
