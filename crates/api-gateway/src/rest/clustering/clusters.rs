@@ -13,8 +13,8 @@ use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
 use serde_json::{Map, Value, json};
 
 use super::{
-    accepted, bad_request, boolean, int32, integer, json_text, list_parameters, required, string,
-    views, wrapped,
+    accepted, bad_request, boolean, int32, integer, json_text, list_parameters, listed, required,
+    string, views, wanted, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -70,13 +70,10 @@ pub async fn list_clusters(
         .into_inner()
         .clusters;
     let status = query.get("status");
-    Ok(Json(json!({
-        "clusters": clusters
-            .iter()
-            .filter(|cluster| status.is_none_or(|status| &cluster.status == status))
-            .map(views::cluster)
-            .collect::<Vec<_>>()
-    })))
+    let shown = clusters
+        .iter()
+        .filter(|cluster| wanted(status, &cluster.status));
+    Ok(listed("clusters", shown, views::cluster))
 }
 
 pub async fn show_cluster(
@@ -113,9 +110,7 @@ pub async fn cluster_policies(
         .await?
         .into_inner()
         .policies;
-    Ok(Json(json!({
-        "cluster_policies": policies.iter().map(views::cluster_policy).collect::<Vec<_>>()
-    })))
+    Ok(listed("cluster_policies", &policies, views::cluster_policy))
 }
 
 /// The cluster actions this API takes, for error messages.

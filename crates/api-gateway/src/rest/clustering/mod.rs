@@ -33,7 +33,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use ember_runtime::ErrorKind;
 use http::StatusCode;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::GatewayState;
 use crate::error::RestError;
@@ -189,6 +189,21 @@ fn list_parameters(
             .ok_or_else(|| bad_request(format!("limit: must be 1 to 1000 (got {text:?})")))?,
     };
     Ok((limit, query.get("marker").cloned().unwrap_or_default()))
+}
+
+/// A list answer: `{"<key>": [each object in its Senlin view]}`.
+fn listed<'a, T: 'a>(
+    key: &str,
+    objects: impl IntoIterator<Item = &'a T>,
+    view: impl Fn(&T) -> Value,
+) -> Json<Value> {
+    Json(json!({ key: objects.into_iter().map(view).collect::<Vec<_>>() }))
+}
+
+/// Whether a Senlin filter the engine does not take lets `value` through
+/// (no filter lets everything through); applied to the page it gave.
+fn wanted(filter: Option<&String>, value: &str) -> bool {
+    filter.is_none_or(|wanted| wanted == value)
 }
 
 fn action_location(action_id: &str) -> String {

@@ -14,7 +14,9 @@ use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{accepted, boolean, json_text, list_parameters, required, string, views, wrapped};
+use super::{
+    accepted, boolean, json_text, list_parameters, listed, required, string, views, wanted, wrapped,
+};
 use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
@@ -69,9 +71,7 @@ pub async fn list_profiles(
         .await?
         .into_inner()
         .profiles;
-    Ok(Json(
-        json!({ "profiles": list.iter().map(views::profile).collect::<Vec<_>>() }),
-    ))
+    Ok(listed("profiles", &list, views::profile))
 }
 
 pub async fn show_profile(
@@ -131,9 +131,7 @@ pub async fn list_policies(
         .await?
         .into_inner()
         .policies;
-    Ok(Json(
-        json!({ "policies": list.iter().map(views::policy).collect::<Vec<_>>() }),
-    ))
+    Ok(listed("policies", &list, views::policy))
 }
 
 pub async fn show_policy(
@@ -209,14 +207,10 @@ pub async fn list_nodes(
         .nodes;
     let status = query.get("status");
     let name = query.get("name");
-    Ok(Json(json!({
-        "nodes": list
-            .iter()
-            .filter(|node| status.is_none_or(|status| &node.status == status))
-            .filter(|node| name.is_none_or(|name| &node.name == name))
-            .map(views::node)
-            .collect::<Vec<_>>()
-    })))
+    let shown = list
+        .iter()
+        .filter(|node| wanted(status, &node.status) && wanted(name, &node.name));
+    Ok(listed("nodes", shown, views::node))
 }
 
 pub async fn show_node(
@@ -293,17 +287,12 @@ pub async fn list_actions(
         .await?
         .into_inner()
         .actions;
-    // Senlin's filters the engine does not take, applied to the page it gave.
     let name = query.get("name");
     let kind = query.get("action");
-    Ok(Json(json!({
-        "actions": list
-            .iter()
-            .filter(|action| name.is_none_or(|name| &action.name == name))
-            .filter(|action| kind.is_none_or(|kind| &action.action == kind))
-            .map(views::action)
-            .collect::<Vec<_>>()
-    })))
+    let shown = list
+        .iter()
+        .filter(|action| wanted(name, &action.name) && wanted(kind, &action.action));
+    Ok(listed("actions", shown, views::action))
 }
 
 pub async fn show_action(
@@ -356,14 +345,11 @@ pub async fn list_events(
     let object_name = query.get("oname");
     let action = query.get("action");
     let level = query.get("level");
-    Ok(Json(json!({
-        "events": list
-            .iter()
-            .filter(|event| object_type.is_none_or(|wanted| &event.obj_type == wanted))
-            .filter(|event| object_name.is_none_or(|wanted| &event.obj_name == wanted))
-            .filter(|event| action.is_none_or(|wanted| &event.action == wanted))
-            .filter(|event| level.is_none_or(|wanted| &event.level == wanted))
-            .map(views::event)
-            .collect::<Vec<_>>()
-    })))
+    let shown = list.iter().filter(|event| {
+        wanted(object_type, &event.obj_type)
+            && wanted(object_name, &event.obj_name)
+            && wanted(action, &event.action)
+            && wanted(level, &event.level)
+    });
+    Ok(listed("events", shown, views::event))
 }
