@@ -14,6 +14,7 @@ use tonic::transport::Channel;
 
 use crate::dev::{DevCredentials, RunningEmber};
 
+pub(crate) mod allow_plugin;
 mod compute;
 mod heat;
 mod hooks;

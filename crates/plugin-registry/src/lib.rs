@@ -11,6 +11,7 @@ pub mod error;
 pub mod grpc;
 pub mod runner;
 pub mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 use std::sync::Arc;

@@ -1,7 +1,9 @@
-//! Lifecycle plugins for tests and benchmarks: real gRPC servers implementing
+//! Lifecycle plugins for tests: real gRPC servers implementing
 //! `ember.plugin.v1.LifecyclePlugin` on an ephemeral loopback port, answering
 //! as told and writing every call into a journal shared by all of them, so a
-//! test can check the order of calls across plugins.
+//! test can check the order of calls across plugins. Compiled only with the
+//! `testing` feature, which the crates whose tests use it enable in their
+//! dev-dependencies; a release build does not ship it.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -287,7 +287,9 @@ fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
 }
 
 /// Databases for tests: a fresh SQLite file always, and a fresh PostgreSQL
-/// schema when `EMBER_TEST_DATABASE_URL` names a server.
+/// schema when `EMBER_TEST_DATABASE_URL` names a server. Compiled only with
+/// the `testing` feature (test crates enable it in their dev-dependencies).
+#[cfg(feature = "testing")]
 pub mod testing {
     use super::*;
 
@@ -356,7 +358,8 @@ pub mod testing {
 
 /// Runs each named async test function (taking `&TestDatabase`) on SQLite,
 /// and on PostgreSQL when `EMBER_TEST_DATABASE_URL` is set — the store
-/// conformance suite pattern every service uses.
+/// conformance suite pattern every service uses. Needs the `testing` feature.
+#[cfg(feature = "testing")]
 #[macro_export]
 macro_rules! store_suite {
     ($($test:ident),* $(,)?) => {

@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use ember_plugin_registry::testing::{Behaviour, CallJournal, TestPlugin};
 use ember_proto::common::v1::StackOperation;
 use ember_proto::plugin::v1 as plugin_pb;
 use ember_proto::pluginregistry::v1 as pb;
@@ -18,6 +17,7 @@ use ember_runtime::identity::InternalCredential;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
 
+use crate::bench::allow_plugin::AllowPlugin;
 use crate::bench::summarize;
 
 const WARM_UP_CALLS: usize = 200;
@@ -48,11 +48,10 @@ pub async fn run(calls: usize, plugins: usize, resources: usize) -> Result<(), S
         credential: InternalCredential::new(&credential),
     };
 
-    let journal = CallJournal::default();
     let mut test_plugins = Vec::with_capacity(plugins);
     for index in 0..plugins {
         test_plugins.push(
-            TestPlugin::start(&format!("plugin-{index}"), Behaviour::Allow, &journal)
+            AllowPlugin::start(&format!("plugin-{index}"))
                 .await
                 .map_err(|error| format!("cannot start a test plugin: {error}"))?,
         );

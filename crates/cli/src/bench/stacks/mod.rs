@@ -13,6 +13,7 @@ use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegis
 use tonic::transport::Channel;
 
 use self::client::{RestStacks, StackRef};
+use super::allow_plugin::AllowPlugin;
 use super::summarize;
 use crate::dev::{DevCredentials, RunningEmber};
 
@@ -295,17 +296,12 @@ async fn plugin_overhead(
         .connect()
         .await
         .map_err(|error| error.to_string())?;
-    let journal = ember_plugin_registry::testing::CallJournal::default();
     let mut plugins = Vec::new();
     let mut names = Vec::new();
     for index in 0..5 {
-        let plugin = ember_plugin_registry::testing::TestPlugin::start(
-            &format!("bench-plugin-{index}"),
-            ember_plugin_registry::testing::Behaviour::Allow,
-            &journal,
-        )
-        .await
-        .map_err(|error| error.to_string())?;
+        let plugin = AllowPlugin::start(&format!("bench-plugin-{index}"))
+            .await
+            .map_err(|error| error.to_string())?;
         let registration = admin_request(
             credentials,
             ember_proto::pluginregistry::v1::RegisterPluginRequest {
