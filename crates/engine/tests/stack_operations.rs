@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::Error;
-use ember_engine::domain::{ActionStatus, Stack, StackAction};
+use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, UpdateStack};
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
@@ -360,22 +360,31 @@ async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestData
         deleted_at: None,
         maintenance_lock: None,
     };
-    store.insert_stack(&orphan).await.expect("inserted");
+    // Created as a create does — under the lease, taken first — by an
+    // engine that then went away.
     let dead_engine = uuid::Uuid::new_v4();
     let long_ago = now - chrono::Duration::minutes(10);
-    assert!(
-        store
-            .take_stack_lease(
-                orphan.id,
-                dead_engine,
-                "CREATE",
-                long_ago,
-                long_ago + chrono::Duration::seconds(30)
-            )
-            .await
-            .expect("lease")
-            .is_some()
-    );
+    let fence = store
+        .take_stack_lease(
+            orphan.id,
+            dead_engine,
+            "CREATE",
+            long_ago,
+            long_ago + chrono::Duration::seconds(30),
+        )
+        .await
+        .expect("lease")
+        .expect("a new stack's lease is free");
+    store
+        .create_stack(
+            &orphan,
+            &StackDefinition::default(),
+            &[],
+            &Event::for_stack(&orphan, "Stack CREATE started", long_ago),
+            fence,
+        )
+        .await
+        .expect("created");
     assert_eq!(
         operations.recover_orphaned_stacks().await.expect("swept"),
         1

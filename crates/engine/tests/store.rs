@@ -2,7 +2,7 @@
 
 use chrono::Duration;
 use ember_engine::Error;
-use ember_engine::domain::{ActionStatus, Stack, StackAction};
+use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::store::{SqlStackStore, StackListQuery, StackStore, migrations::Migrator};
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use uuid::Uuid;
@@ -12,6 +12,29 @@ async fn store(database: &TestDatabase) -> SqlStackStore {
         .await
         .expect("migrated");
     SqlStackStore::new(connection)
+}
+
+/// Records `stack` as a create does: under its lease (taken first), with
+/// an empty definition, no resources and its first event; then releases
+/// the lease.
+async fn insert_stack(store: &SqlStackStore, stack: &Stack) -> ember_engine::Result<()> {
+    let now = ember_runtime::time::now();
+    let fence = store
+        .take_stack_lease(
+            stack.id,
+            Uuid::now_v7(),
+            "CREATE",
+            now,
+            now + Duration::seconds(60),
+        )
+        .await?
+        .expect("a new stack's lease is free");
+    let event = Event::for_stack(stack, "Stack CREATE started", now);
+    let created = store
+        .create_stack(stack, &StackDefinition::default(), &[], &event, fence)
+        .await;
+    store.release_stack_lease(fence).await?;
+    created
 }
 
 fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
@@ -41,7 +64,7 @@ fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
 async fn a_stack_reads_back_by_name_and_by_id(database: &TestDatabase) {
     let store = store(database).await;
     let web = stack("project-a", "web", 0);
-    store.insert_stack(&web).await.expect("inserted");
+    insert_stack(&store, &web).await.expect("inserted");
     let by_name = store.find_stack("project-a", "web").await.expect("read");
     let by_id = store
         .find_stack("project-a", &web.id.to_string())
@@ -54,7 +77,7 @@ async fn a_stack_reads_back_by_name_and_by_id(database: &TestDatabase) {
 async fn another_projects_stack_is_invisible(database: &TestDatabase) {
     let store = store(database).await;
     let web = stack("project-a", "web", 0);
-    store.insert_stack(&web).await.expect("inserted");
+    insert_stack(&store, &web).await.expect("inserted");
     assert!(
         store
             .find_stack("project-b", "web")
@@ -78,17 +101,14 @@ async fn another_projects_stack_is_invisible(database: &TestDatabase) {
 
 async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
     let store = store(database).await;
-    store
-        .insert_stack(&stack("project-a", "web", 0))
+    insert_stack(&store, &stack("project-a", "web", 0))
         .await
         .expect("inserted");
-    let error = store
-        .insert_stack(&stack("project-a", "web", 1))
+    let error = insert_stack(&store, &stack("project-a", "web", 1))
         .await
         .expect_err("duplicate");
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
-    store
-        .insert_stack(&stack("project-b", "web", 2))
+    insert_stack(&store, &stack("project-b", "web", 2))
         .await
         .expect("other project may reuse the name");
 }
@@ -96,10 +116,12 @@ async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
 async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
     let store = store(database).await;
     for index in 0..5 {
-        store
-            .insert_stack(&stack("project-a", &format!("stack-{index}"), index))
-            .await
-            .expect("inserted");
+        insert_stack(
+            &store,
+            &stack("project-a", &format!("stack-{index}"), index),
+        )
+        .await
+        .expect("inserted");
     }
     let mut seen = Vec::new();
     let mut marker = None;
@@ -130,12 +152,12 @@ async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
 async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
     let store = store(database).await;
     let parent = stack("project-a", "parent", 0);
-    store.insert_stack(&parent).await.expect("inserted");
+    insert_stack(&store, &parent).await.expect("inserted");
     let child = Stack {
         parent_id: Some(parent.id),
         ..stack("project-a", "parent-child", 1)
     };
-    store.insert_stack(&child).await.expect("inserted");
+    insert_stack(&store, &child).await.expect("inserted");
     let roots = store
         .list_stacks("project-a", &StackListQuery::default())
         .await

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ember_engine::domain::quota::QuotaLimits;
-use ember_engine::domain::{ActionStatus, Stack, StackAction};
+use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::quotas::Quotas;
 use ember_engine::store::quotas::SqlQuotaStore;
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
@@ -22,28 +22,47 @@ pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
         .map_err(|error| error.to_string())?;
     let stack_store = SqlStackStore::new(connection.clone());
     let now = ember_runtime::time::now();
+    let engine_id = uuid::Uuid::now_v7();
     for index in 0..stacks {
+        let stack = Stack {
+            id: uuid::Uuid::new_v4(),
+            name: format!("stack-{index}"),
+            project_id: "demo".into(),
+            user_id: "demo".into(),
+            parent_id: None,
+            action: StackAction::Create,
+            status: ActionStatus::Complete,
+            status_reason: String::new(),
+            description: String::new(),
+            tags: vec![],
+            timeout_mins: None,
+            disable_rollback: true,
+            created_at: now,
+            updated_at: now,
+            nested_depth: 0,
+            parent_resource: None,
+            deleted_at: None,
+            maintenance_lock: None,
+        };
+        // Recorded as a create does: under the stack's lease, then released.
+        let fence = stack_store
+            .take_stack_lease(
+                stack.id,
+                engine_id,
+                "CREATE",
+                now,
+                now + chrono::Duration::seconds(60),
+            )
+            .await
+            .map_err(|error| error.to_string())?
+            .ok_or("a new stack's lease is taken")?;
+        let event = Event::for_stack(&stack, "Stack CREATE completed", now);
         stack_store
-            .insert_stack(&Stack {
-                id: uuid::Uuid::new_v4(),
-                name: format!("stack-{index}"),
-                project_id: "demo".into(),
-                user_id: "demo".into(),
-                parent_id: None,
-                action: StackAction::Create,
-                status: ActionStatus::Complete,
-                status_reason: String::new(),
-                description: String::new(),
-                tags: vec![],
-                timeout_mins: None,
-                disable_rollback: true,
-                created_at: now,
-                updated_at: now,
-                nested_depth: 0,
-                parent_resource: None,
-                deleted_at: None,
-                maintenance_lock: None,
-            })
+            .create_stack(&stack, &StackDefinition::default(), &[], &event, fence)
+            .await
+            .map_err(|error| error.to_string())?;
+        stack_store
+            .release_stack_lease(fence)
             .await
             .map_err(|error| error.to_string())?;
     }

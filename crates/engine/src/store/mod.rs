@@ -103,9 +103,6 @@ impl EventListQuery {
 
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
-    /// Records a bare stack row; `Error::Conflict` if the project already has
-    /// a live stack of that name.
-    async fn insert_stack(&self, stack: &Stack) -> Result<()>;
     /// Records a new stack with what it is built from, its resources (all
     /// INIT_COMPLETE) and its first event, in one transaction, under the
     /// lease taken for it beforehand.

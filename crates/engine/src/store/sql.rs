@@ -151,14 +151,6 @@ fn resource_upsert() -> OnConflict {
 
 #[async_trait]
 impl StackStore for SqlStackStore {
-    async fn insert_stack(&self, stack: &Stack) -> Result<()> {
-        stacks::Entity::insert(stack_row(stack, &StackDefinition::default()))
-            .exec(&self.connection)
-            .await
-            .map(|_| ())
-            .map_err(|error| duplicate_name(error, &stack.name))
-    }
-
     async fn create_stack(
         &self,
         stack: &Stack,
