@@ -45,36 +45,96 @@ impl SqlClusterStore {
     }
 }
 
-/// Finds one row by id or exact name within a project.
-macro_rules! find_by_name_or_id {
-    ($connection:expr, $entity:ident, $what:literal, $project:expr, $name_or_id:expr) => {{
-        let mut select = $entity::Entity::find();
-        if let Some(project_id) = $project {
-            select = select.filter($entity::Column::ProjectId.eq(project_id));
+/// The tables of the objects a project names (profiles, policies, clusters,
+/// nodes): each is found by id or exact name, and read a page at a time.
+trait NamedObjects: EntityTrait {
+    const ID: Self::Column;
+    const NAME: Self::Column;
+    const PROJECT_ID: Self::Column;
+    /// What one row is called in messages.
+    const WHAT: &'static str;
+}
+
+impl NamedObjects for profile::Entity {
+    const ID: profile::Column = profile::Column::Id;
+    const NAME: profile::Column = profile::Column::Name;
+    const PROJECT_ID: profile::Column = profile::Column::ProjectId;
+    const WHAT: &'static str = "profile";
+}
+
+impl NamedObjects for policy::Entity {
+    const ID: policy::Column = policy::Column::Id;
+    const NAME: policy::Column = policy::Column::Name;
+    const PROJECT_ID: policy::Column = policy::Column::ProjectId;
+    const WHAT: &'static str = "policy";
+}
+
+impl NamedObjects for cluster::Entity {
+    const ID: cluster::Column = cluster::Column::Id;
+    const NAME: cluster::Column = cluster::Column::Name;
+    const PROJECT_ID: cluster::Column = cluster::Column::ProjectId;
+    const WHAT: &'static str = "cluster";
+}
+
+impl NamedObjects for node::Entity {
+    const ID: node::Column = node::Column::Id;
+    const NAME: node::Column = node::Column::Name;
+    const PROJECT_ID: node::Column = node::Column::ProjectId;
+    const WHAT: &'static str = "node";
+}
+
+/// Finds one row by id or exact name within a project (any project when
+/// `project_id` is None); a name two rows share is a conflict.
+async fn find_by_name_or_id<E: NamedObjects>(
+    reader: &DatabaseConnection,
+    project_id: Option<&str>,
+    name_or_id: &str,
+) -> Result<Option<E::Model>> {
+    let mut select = E::find();
+    if let Some(project_id) = project_id {
+        select = select.filter(E::PROJECT_ID.eq(project_id));
+    }
+    let rows = match Uuid::parse_str(name_or_id) {
+        Ok(id) => select.filter(E::ID.eq(id)).all(reader).await?,
+        Err(_) => {
+            select
+                .filter(E::NAME.eq(name_or_id))
+                .limit(2)
+                .all(reader)
+                .await?
         }
-        let rows = match Uuid::parse_str($name_or_id) {
-            Ok(id) => {
-                select
-                    .filter($entity::Column::Id.eq(id))
-                    .all($connection)
-                    .await?
-            }
-            Err(_) => {
-                select
-                    .filter($entity::Column::Name.eq($name_or_id))
-                    .limit(2)
-                    .all($connection)
-                    .await?
-            }
-        };
-        if rows.len() > 1 {
-            return Err(Error::Conflict(format!(
-                "more than one {} is named {:?}: use its id",
-                $what, $name_or_id
-            )));
-        }
-        rows.into_iter().next()
-    }};
+    };
+    if rows.len() > 1 {
+        return Err(Error::Conflict(format!(
+            "more than one {} is named {:?}: use its id",
+            E::WHAT,
+            name_or_id
+        )));
+    }
+    Ok(rows.into_iter().next())
+}
+
+/// One page of [`ObjectQuery`]: the project's rows (with the name, if
+/// asked) after the marker, in id order.
+async fn list_page<E: NamedObjects>(
+    reader: &DatabaseConnection,
+    query: &ObjectQuery,
+) -> Result<Vec<E::Model>> {
+    let mut select = E::find();
+    if let Some(project_id) = &query.project_id {
+        select = select.filter(E::PROJECT_ID.eq(project_id.as_str()));
+    }
+    if let Some(name) = &query.name {
+        select = select.filter(E::NAME.eq(name.as_str()));
+    }
+    if let Some(marker) = query.marker {
+        select = select.filter(E::ID.gt(marker));
+    }
+    Ok(select
+        .order_by_asc(E::ID)
+        .limit(query.page_size())
+        .all(reader)
+        .await?)
 }
 
 #[async_trait]
@@ -91,7 +151,8 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<Profile>> {
-        find_by_name_or_id!(&self.reader, profile, "profile", project_id, name_or_id)
+        find_by_name_or_id::<profile::Entity>(&self.reader, project_id, name_or_id)
+            .await?
             .map(profile_from)
             .transpose()
     }
@@ -105,20 +166,7 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_profiles(&self, query: &ObjectQuery) -> Result<Vec<Profile>> {
-        let mut select = profile::Entity::find();
-        if let Some(project_id) = &query.project_id {
-            select = select.filter(profile::Column::ProjectId.eq(project_id.as_str()));
-        }
-        if let Some(name) = &query.name {
-            select = select.filter(profile::Column::Name.eq(name.as_str()));
-        }
-        if let Some(marker) = query.marker {
-            select = select.filter(profile::Column::Id.gt(marker));
-        }
-        select
-            .order_by_asc(profile::Column::Id)
-            .limit(query.page_size())
-            .all(&self.reader)
+        list_page::<profile::Entity>(&self.reader, query)
             .await?
             .into_iter()
             .map(profile_from)
@@ -157,26 +205,14 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<PolicyDefinition>> {
-        find_by_name_or_id!(&self.reader, policy, "policy", project_id, name_or_id)
+        find_by_name_or_id::<policy::Entity>(&self.reader, project_id, name_or_id)
+            .await?
             .map(policy_from)
             .transpose()
     }
 
     async fn list_policies(&self, query: &ObjectQuery) -> Result<Vec<PolicyDefinition>> {
-        let mut select = policy::Entity::find();
-        if let Some(project_id) = &query.project_id {
-            select = select.filter(policy::Column::ProjectId.eq(project_id.as_str()));
-        }
-        if let Some(name) = &query.name {
-            select = select.filter(policy::Column::Name.eq(name.as_str()));
-        }
-        if let Some(marker) = query.marker {
-            select = select.filter(policy::Column::Id.gt(marker));
-        }
-        select
-            .order_by_asc(policy::Column::Id)
-            .limit(query.page_size())
-            .all(&self.reader)
+        list_page::<policy::Entity>(&self.reader, query)
             .await?
             .into_iter()
             .map(policy_from)
@@ -224,7 +260,8 @@ impl ClusterStore for SqlClusterStore {
         project_id: Option<&str>,
         name_or_id: &str,
     ) -> Result<Option<Cluster>> {
-        find_by_name_or_id!(&self.reader, cluster, "cluster", project_id, name_or_id)
+        find_by_name_or_id::<cluster::Entity>(&self.reader, project_id, name_or_id)
+            .await?
             .map(cluster_from)
             .transpose()
     }
@@ -238,20 +275,7 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>> {
-        let mut select = cluster::Entity::find();
-        if let Some(project_id) = &query.project_id {
-            select = select.filter(cluster::Column::ProjectId.eq(project_id.as_str()));
-        }
-        if let Some(name) = &query.name {
-            select = select.filter(cluster::Column::Name.eq(name.as_str()));
-        }
-        if let Some(marker) = query.marker {
-            select = select.filter(cluster::Column::Id.gt(marker));
-        }
-        select
-            .order_by_asc(cluster::Column::Id)
-            .limit(query.page_size())
-            .all(&self.reader)
+        list_page::<cluster::Entity>(&self.reader, query)
             .await?
             .into_iter()
             .map(cluster_from)
@@ -294,7 +318,8 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn find_node(&self, project_id: Option<&str>, name_or_id: &str) -> Result<Option<Node>> {
-        find_by_name_or_id!(&self.reader, node, "node", project_id, name_or_id)
+        find_by_name_or_id::<node::Entity>(&self.reader, project_id, name_or_id)
+            .await?
             .map(node_from)
             .transpose()
     }
