@@ -1,0 +1,348 @@
+//! Bringing each resource to the update's target: unchanged ones are left
+//! alone, changes their type allows are made in place, anything else is
+//! replaced (new one first); resources no longer defined, and the old rows
+//! of replaced ones, are retired at the end.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::domain::template::{DeletionPolicy, DependencyGraph};
+use crate::domain::{ActionStatus, Event, Resource, StackAction};
+use crate::stacks::executor::{
+    Direction, RunTarget, Shared, create_row, current, request_for, resolve_properties, snapshot,
+    transition, walk,
+};
+use crate::stacks::failure::{RunFailure, RunResult};
+
+/// Brings every enabled resource to the target definition, then deletes
+/// resources no longer in it (dependents first, by `old_graph`) and the old
+/// rows of replaced ones.
+pub(super) async fn update_resources(
+    shared: Arc<Shared>,
+    target: RunTarget,
+    old_graph: DependencyGraph,
+    action: StackAction,
+    cancel: CancellationToken,
+) -> RunResult {
+    let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
+    let graph = target.parsed.graph.clone();
+    walk(&graph, &names, Direction::DependenciesFirst, |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        let cancel = cancel.clone();
+        async move {
+            // Breakpoint hooks stop an update of an existing resource (a
+            // new one is just created), not a rollback.
+            let hooked = action == StackAction::Update
+                && current(&target.resources, &name)
+                    .is_some_and(|row| row.action != StackAction::Init);
+            if hooked {
+                crate::stacks::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "pre-update",
+                )
+                .await?;
+            }
+            update_one(&shared, &target, &name, action, &cancel).await?;
+            if hooked {
+                crate::stacks::breakpoints::break_if_required(
+                    &shared,
+                    &target,
+                    &name,
+                    action,
+                    "post-update",
+                )
+                .await?;
+            }
+            Ok(())
+        }
+    })
+    .await?;
+
+    let removed: BTreeSet<String> = snapshot(&target.resources)
+        .keys()
+        .filter(|name| !names.contains(*name))
+        .cloned()
+        .collect();
+    walk(&old_graph, &removed, Direction::DependentsFirst, |name| {
+        let shared = shared.clone();
+        let target = target.clone();
+        async move {
+            let row = current(&target.resources, &name).ok_or_else(|| {
+                RunFailure::Failed(format!("resources.{name}: no state recorded"))
+            })?;
+            retire(&shared, &target, row, DeletionPolicy::Delete).await
+        }
+    })
+    .await?;
+    retire_superseded(&shared, &target).await
+}
+
+/// Deletes the old rows of replaced resources and forgets them.
+pub(in crate::stacks) async fn retire_superseded(
+    shared: &Arc<Shared>,
+    target: &RunTarget,
+) -> RunResult {
+    let superseded = match target.superseded.lock() {
+        Ok(mut guard) => std::mem::take(&mut *guard),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    // Old rows have no dependents left: they go in parallel (bounded), so
+    // their transitions share group commits instead of one commit each.
+    use futures::StreamExt;
+    let results: Vec<(Resource, RunResult)> = futures::stream::iter(superseded)
+        .map(|row| async move {
+            let result = retire(shared, target, row.clone(), DeletionPolicy::Delete).await;
+            (row, result)
+        })
+        .buffer_unordered(PARALLEL_RETIREMENTS)
+        .collect()
+        .await;
+    let mut first_failure = None;
+    for (row, result) in results {
+        if let Err(failure) = result {
+            RunFailure::keep_worst(&mut first_failure, failure);
+            if let Ok(mut guard) = target.superseded.lock() {
+                guard.push(row);
+            }
+        }
+    }
+    first_failure.map_or(Ok(()), Err)
+}
+
+/// How many replaced rows are deleted at once.
+const PARALLEL_RETIREMENTS: usize = 64;
+
+/// Deletes one resource for good: DELETE_IN_PROGRESS, the type's delete,
+/// then the row goes (its events stay).
+async fn retire(
+    shared: &Shared,
+    target: &RunTarget,
+    row: Resource,
+    policy: DeletionPolicy,
+) -> RunResult {
+    let name = row.name.clone();
+    let never_created = row.action == StackAction::Init || row.physical_id.is_none();
+    let now = ember_runtime::time::now();
+    let mut deleting = row.clone();
+    deleting.action = StackAction::Delete;
+    deleting.status = ActionStatus::InProgress;
+    deleting.status_reason = "state changed".to_owned();
+    deleting.updated_at = now;
+    shared
+        .writer
+        .record(
+            target.fence,
+            deleting.clone(),
+            Event::for_resource(&deleting, now),
+        )
+        .await?;
+    if !never_created && policy == DeletionPolicy::Delete {
+        let result = match shared.registry.get(&deleting.type_name) {
+            Some(resource_type) => resource_type
+                .delete(&deleting)
+                .await
+                .map_err(|failure| failure.0),
+            None => Err(format!("unknown resource type {:?}", deleting.type_name)),
+        };
+        if let Err(reason) = result {
+            let reason = format!("resources.{name}: {reason}");
+            let mut failed = deleting;
+            failed.status = ActionStatus::Failed;
+            failed.status_reason = reason.clone();
+            failed.updated_at = ember_runtime::time::now();
+            shared
+                .writer
+                .record(
+                    target.fence,
+                    failed.clone(),
+                    Event::for_resource(&failed, failed.updated_at),
+                )
+                .await?;
+            return Err(RunFailure::Failed(format!(
+                "Resource DELETE failed: {reason}"
+            )));
+        }
+    }
+    let mut deleted = deleting;
+    deleted.status = ActionStatus::Complete;
+    deleted.updated_at = ember_runtime::time::now();
+    let event = Event::for_resource(&deleted, deleted.updated_at);
+    shared
+        .store
+        .retire_resources(&[(deleted, event)], target.fence)
+        .await?;
+    // Forget it unless a newer row of the same name is the current one.
+    if let Ok(mut guard) = target.resources.lock()
+        && guard.get(&name).is_some_and(|current| current.id == row.id)
+    {
+        guard.remove(&name);
+    }
+    Ok(())
+}
+
+async fn update_one(
+    shared: &Shared,
+    target: &RunTarget,
+    name: &str,
+    action: StackAction,
+    cancel: &CancellationToken,
+) -> RunResult {
+    if cancel.is_cancelled() {
+        return Err(RunFailure::Failed("Stack UPDATE cancelled".to_owned()));
+    }
+    let current = current(&target.resources, name)
+        .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    let new_type = target
+        .parsed
+        .resource_types
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("resources.{name}: no type"))?;
+    if current.action == StackAction::Init {
+        return create_row(shared, target, current, "state changed").await;
+    }
+    // An external resource is not the stack's to change: its id cannot
+    // change (Heat refuses it), and its properties are not applied.
+    match crate::stacks::executor::external_id_of(shared, target, name) {
+        Ok(None) => {}
+        Ok(Some(external_id)) if current.physical_id.as_deref() == Some(external_id.as_str()) => {
+            return Ok(());
+        }
+        outcome => {
+            let reason = match outcome {
+                Err(reason) => reason,
+                _ => format!(
+                    "resources.{name}.external_id: an external resource's id cannot be updated (it is {:?})",
+                    current.physical_id.as_deref().unwrap_or_default()
+                ),
+            };
+            transition(
+                shared,
+                target,
+                current,
+                action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: {reason}",
+                action.as_str()
+            )));
+        }
+    }
+    let properties = match resolve_properties(shared, target, name, &new_type) {
+        Ok(properties) => properties,
+        Err(reason) => {
+            transition(
+                shared,
+                target,
+                current,
+                action,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: {reason}",
+                action.as_str()
+            )));
+        }
+    };
+    let resource_type = shared
+        .registry
+        .get(&new_type)
+        .ok_or_else(|| format!("resources.{name}: unknown resource type {new_type:?}"))?;
+    let old_properties = current.properties.as_object().cloned().unwrap_or_default();
+    // A nested stack is replaced only when marked unhealthy; any other
+    // failure is repaired by updating it, which replaces its failed members.
+    let nested = resource_type.is_nested_stack();
+    let failed = if nested {
+        (current.action, current.status) == (StackAction::Check, ActionStatus::Failed)
+    } else {
+        current.status == ActionStatus::Failed
+    };
+    let replace = current.type_name != new_type
+        || failed
+        || current.physical_id.is_none()
+        || resource_type.needs_replacement(&old_properties, &properties);
+    if !replace {
+        if old_properties == properties && !nested {
+            return Ok(());
+        }
+        let in_progress = transition(
+            shared,
+            target,
+            current,
+            action,
+            ActionStatus::InProgress,
+            "state changed",
+        )
+        .await?;
+        return match resource_type
+            .update(&request_for(target, name, properties.clone()), &in_progress)
+            .await
+        {
+            Ok(outcome) => {
+                let mut updated = in_progress;
+                updated.physical_id = Some(outcome.physical_id);
+                updated.attributes = Value::Object(outcome.attributes);
+                updated.data = outcome.data;
+                updated.properties = Value::Object(properties);
+                transition(
+                    shared,
+                    target,
+                    updated,
+                    action,
+                    ActionStatus::Complete,
+                    "state changed",
+                )
+                .await?;
+                Ok(())
+            }
+            Err(failure) => {
+                let reason = format!("resources.{name}: {failure}");
+                transition(
+                    shared,
+                    target,
+                    in_progress,
+                    action,
+                    ActionStatus::Failed,
+                    &reason,
+                )
+                .await?;
+                Err(RunFailure::Failed(format!(
+                    "Resource {} failed: {reason}",
+                    action.as_str()
+                )))
+            }
+        };
+    }
+    // Replacement: the new resource first; the old row is deleted at the end.
+    let replaced = current
+        .physical_id
+        .clone()
+        .unwrap_or_else(|| "a failed resource".to_owned());
+    if let Ok(mut guard) = target.superseded.lock() {
+        guard.push(current);
+    }
+    let now = ember_runtime::time::now();
+    let fresh = Resource::initial(target.stack_id, name, &new_type, now);
+    create_row(shared, target, fresh, &format!("replacing {replaced}"))
+        .await
+        .map_err(|failure| match failure {
+            RunFailure::Failed(reason) => RunFailure::Failed(reason.replacen(
+                "Resource CREATE failed",
+                &format!("Resource {} failed", action.as_str()),
+                1,
+            )),
+            other => other,
+        })
+}

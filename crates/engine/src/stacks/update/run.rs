@@ -1,0 +1,86 @@
+//! An update's run, in the task holding the stack lease: plugins before,
+//! the resources brought to the target within the timeout, a restore's
+//! data put back, a rollback when it failed (unless disabled), the final
+//! state, plugins after.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::resources::update_resources;
+use super::rollback::rollback;
+use super::{Previous, UpdateKind};
+use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::stacks::executor::{RunTarget, Shared};
+use crate::stacks::failure::RunFailure;
+use crate::stacks::{conclude, lease, operation_timeout};
+
+pub(super) async fn run_update(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    previous: Previous,
+    stack_lease: lease::StackLease,
+    cancel: CancellationToken,
+    kind: UpdateKind,
+) {
+    let Previous {
+        parsed: previous,
+        definition: previous_definition,
+        snapshot: previous_snapshot,
+    } = previous;
+    let passed = match crate::stacks::plugins::before(&shared, &stack, previous_snapshot).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            shared.forget_update(stack.id);
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let old_graph = previous.as_ref().map_or_else(
+        || target.parsed.graph.clone(),
+        |parsed| parsed.graph.clone(),
+    );
+    let outcome = tokio::time::timeout(
+        operation_timeout(&stack),
+        update_resources(
+            shared.clone(),
+            target.clone(),
+            old_graph,
+            StackAction::Update,
+            cancel.clone(),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| Err(RunFailure::Failed("Update timed out".to_owned())));
+    let outcome = match (outcome, &kind) {
+        (Ok(()), UpdateKind::Restore(recorded)) => {
+            crate::stacks::snapshots::restore_data(&shared, &target, recorded).await
+        }
+        (outcome, _) => outcome,
+    };
+    let outcome = crate::stacks::executor::settled(&target, outcome).await;
+    let outcome = match (outcome, previous) {
+        (Err(RunFailure::LeaseLost), _) => Err(RunFailure::LeaseLost),
+        // No FAILED in between: pollers must not stop before the rollback.
+        (Err(failure), Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
+            rollback(
+                &shared,
+                &mut stack,
+                previous,
+                previous_definition,
+                &target,
+                &failure.reason(),
+            )
+            .await
+        }
+        (outcome, _) => outcome,
+    };
+    shared.forget_update(stack.id);
+    let Some((status, reason)) = crate::stacks::final_state(outcome, stack.action.as_str()) else {
+        crate::stacks::stopped_by_takeover(&stack);
+        return;
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
+    crate::stacks::plugins::after(&shared, &stack, kind.action(), passed).await;
+}
