@@ -1,0 +1,272 @@
+//! The runs of the actions that change a cluster's size — create, scale
+//! out, scale in, resize — with what they consult first: the scaling
+//! policies' cooldown and default step, and the deletion policy's choice
+//! of victims.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::clusters::ClusterService;
+use crate::clusters::run::{Ran, Run, RunResult};
+use crate::domain::cluster::policy::{Criteria, ScalingEvent};
+use crate::domain::cluster::sizing::{self, AdjustmentType};
+use crate::domain::cluster::victims::select_victims;
+use crate::domain::cluster::{ActionKind, ActionStatus, Cluster, Node, PolicyKind};
+use crate::error::{Error, Result};
+use crate::store::clusters::{ClusterChange, ClusterColumns, Settle};
+
+impl ClusterService {
+    /// Creates the members a new cluster still lacks.
+    pub(super) async fn run_cluster_create(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        live: i32,
+    ) -> RunResult<Ran> {
+        let count = cluster.desired_capacity.saturating_sub(live).max(0);
+        self.grow(run, cluster, count, ClusterColumns::default())
+            .await
+    }
+
+    /// Adds `count` nodes (or the scaling policy's step), within max_size.
+    pub(super) async fn run_scale_out(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        live: i32,
+    ) -> RunResult<Ran> {
+        let action = &run.action;
+        if crate::clusters::grow::planned_nodes(run).is_some() {
+            return self.grow(run, cluster, 0, ClusterColumns::default()).await;
+        }
+        self.check_cooldown(cluster, ScalingEvent::ScaleOut).await?;
+        let count = match action.input_u64("count") {
+            Some(count) => count,
+            None => {
+                self.policy_step(&cluster.id, ScalingEvent::ScaleOut, live)
+                    .await?
+            }
+        };
+        let desired = sizing::grown_by(live, count, cluster.max_size)?;
+        self.grow(
+            run,
+            cluster,
+            desired - live,
+            ClusterColumns {
+                desired_capacity: Some(desired),
+                ..ClusterColumns::default()
+            },
+        )
+        .await
+    }
+
+    /// Removes `count` nodes (or the scaling policy's step), within min_size.
+    pub(super) async fn run_scale_in(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        members: &[Node],
+        live: i32,
+    ) -> RunResult<Ran> {
+        let action = &run.action;
+        self.check_cooldown(cluster, ScalingEvent::ScaleIn).await?;
+        let count = match action.input_u64("count") {
+            Some(count) => count,
+            None => {
+                self.policy_step(&cluster.id, ScalingEvent::ScaleIn, live)
+                    .await?
+            }
+        };
+        let desired = sizing::shrunk_by(live, count, cluster.min_size)?;
+        self.shrink(
+            run,
+            cluster,
+            members,
+            live - desired,
+            desired,
+            ClusterColumns::default(),
+        )
+        .await
+    }
+
+    /// Grows or shrinks to the size the resize asks for, computed now.
+    pub(super) async fn run_resize(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        members: &[Node],
+        live: i32,
+    ) -> RunResult<Ran> {
+        let action = &run.action;
+        if crate::clusters::grow::planned_nodes(run).is_some() {
+            return self.grow(run, cluster, 0, ClusterColumns::default()).await;
+        }
+        let (desired, min_size, max_size) = resize_target(action, cluster)?;
+        let settle = Settle::FromNodes {
+            keep_desired: false,
+            lead: format!("{} completed", action.kind.as_str()),
+        };
+        let columns = ClusterColumns {
+            desired_capacity: Some(desired),
+            min_size: Some(min_size),
+            max_size: Some(max_size),
+            status: None,
+        };
+        if desired > live {
+            self.grow(run, cluster, desired - live, columns).await
+        } else if desired < live {
+            self.shrink(run, cluster, members, live - desired, desired, columns)
+                .await
+        } else {
+            Ok(Ran::Finished {
+                status: ActionStatus::Succeeded,
+                reason: format!("resized to {desired}"),
+                change: ClusterChange {
+                    cluster_id: Some(cluster.id),
+                    cluster: columns,
+                    ..ClusterChange::default()
+                },
+                settle,
+            })
+        }
+    }
+
+    /// Refuses a scale while an enabled scaling policy for its event is in
+    /// its cooldown after the last such scale that succeeded (Senlin's
+    /// scaling policy check; AWS Auto Scaling's cooldown).
+    pub(in crate::clusters) async fn check_cooldown(
+        &self,
+        cluster: &Cluster,
+        event: ScalingEvent,
+    ) -> Result<()> {
+        let kind = match event {
+            ScalingEvent::ScaleIn => ActionKind::ClusterScaleIn,
+            ScalingEvent::ScaleOut => ActionKind::ClusterScaleOut,
+        };
+        for (binding, policy) in self.store.list_bindings(cluster.id).await? {
+            let PolicyKind::Scaling(scaling) = &policy.kind else {
+                continue;
+            };
+            if !binding.enabled || scaling.event != event || scaling.cooldown == 0 {
+                continue;
+            }
+            let Some(last) = self.store.last_success(cluster.id, kind).await? else {
+                return Ok(());
+            };
+            let until = last + chrono::Duration::seconds(i64::from(scaling.cooldown));
+            let now = ember_runtime::time::now();
+            if now < until {
+                return Err(Error::Conflict(format!(
+                    "scaling policy {:?} is in its cooldown of {} s: {} s left after the last {} at {}",
+                    policy.name,
+                    scaling.cooldown,
+                    (until - now).num_seconds().max(1),
+                    kind.as_str(),
+                    last.to_rfc3339()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Nodes a scaling policy adds or removes by default (1 without one).
+    async fn policy_step(
+        &self,
+        cluster_id: &Uuid,
+        event: ScalingEvent,
+        current: i32,
+    ) -> Result<u64> {
+        for (binding, policy) in self.store.list_bindings(*cluster_id).await? {
+            if let (true, PolicyKind::Scaling(scaling)) = (binding.enabled, &policy.kind)
+                && scaling.event == event
+            {
+                let adjustment = AdjustmentType::parse(&scaling.adjustment_type)?;
+                let signed = if event == ScalingEvent::ScaleIn
+                    && adjustment != AdjustmentType::ExactCapacity
+                {
+                    -scaling.number
+                } else {
+                    scaling.number
+                };
+                let desired = sizing::desired_after(current, adjustment, signed, scaling.min_step)?;
+                return Ok(u64::from(desired.abs_diff(current)).max(1));
+            }
+        }
+        Ok(1)
+    }
+
+    /// Chooses `count` victims among the members and removes them.
+    async fn shrink(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        members: &[Node],
+        count: i32,
+        desired: i32,
+        columns: ClusterColumns,
+    ) -> RunResult<Ran> {
+        let policy = self.deletion_policy(cluster).await?;
+        let criteria = policy
+            .as_ref()
+            .map_or(Criteria::Random, |policy| policy.criteria);
+        let victims: Vec<Node> = select_victims(
+            members,
+            usize::try_from(count).unwrap_or(0),
+            criteria,
+            |node| {
+                node.profile_id
+                    .get_timestamp()
+                    .map_or(0, |ts| i64::try_from(ts.to_unix().0).unwrap_or(i64::MAX))
+            },
+        )
+        .into_iter()
+        .cloned()
+        .collect();
+        self.remove_nodes(run, cluster, victims, desired, columns, policy)
+            .await
+    }
+}
+
+/// The (desired capacity, min_size, max_size) a resize asks for, computed
+/// now from the cluster as it is (the request was checked when it was
+/// made, but other actions may have run since): an adjustment applies to
+/// the current desired capacity; strict refuses what does not fit.
+fn resize_target(
+    action: &crate::domain::cluster::ClusterAction,
+    cluster: &Cluster,
+) -> Result<(i32, i32, i32)> {
+    let read = |key: &str| {
+        action
+            .inputs
+            .get(key)
+            .and_then(Value::as_i64)
+            .and_then(|v| i32::try_from(v).ok())
+    };
+    let min_size = read("min_size").unwrap_or(cluster.min_size);
+    let max_size = read("max_size").unwrap_or(cluster.max_size);
+    let strict = action
+        .inputs
+        .get("strict")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let adjustment = action
+        .inputs
+        .get("adjustment_type")
+        .and_then(Value::as_str)
+        .map(AdjustmentType::parse)
+        .transpose()?;
+    let desired = match (
+        adjustment,
+        action.inputs.get("number").and_then(Value::as_f64),
+    ) {
+        (Some(adjustment), Some(number)) => sizing::desired_after(
+            cluster.desired_capacity,
+            adjustment,
+            number,
+            read("min_step").unwrap_or(1).max(1),
+        )?,
+        _ => read("desired_capacity").unwrap_or(cluster.desired_capacity),
+    };
+    let desired = sizing::fit(desired, min_size, max_size, strict)?;
+    Ok((desired, min_size, max_size))
+}
