@@ -1,0 +1,204 @@
+//! Creating a stack: the request checked and turned into a stack with its
+//! parsed definition, the stack recorded under its new lease, and the run
+//! that creates (or adopts) its resources — rolling back a failed create
+//! unless rollback is disabled.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use ember_runtime::Identity;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
+use super::executor::{RunTarget, Shared};
+use super::failure::RunFailure;
+use super::{
+    CreateStack, Run, StackOperations, abandon, conclude, executor, final_state, finish, lease,
+    operation_timeout, plugins, stack_event, stopped_by_takeover,
+};
+use crate::domain::template::StackIdentity;
+use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
+use crate::error::{Error, Result};
+
+/// Heat's rule for stack names.
+fn validate_stack_name(name: &str) -> Result<()> {
+    let valid = name.len() <= 255
+        && name
+            .chars()
+            .next()
+            .is_some_and(|first| first.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "stack_name {:?} is invalid: it must start with a letter and contain only letters, digits, '_', '-' and '.' (at most 255)",
+            ember_runtime::quote::quoted(name)
+        )))
+    }
+}
+
+impl StackOperations {
+    /// Records a new stack (root or nested) and returns the run that
+    /// creates (or adopts) its resources; the caller spawns or awaits it.
+    pub(crate) async fn begin_create(
+        &self,
+        stack: Stack,
+        definition: &StackDefinition,
+        parsed: ParsedStack,
+        adopt_data: Option<Arc<Map<String, Value>>>,
+    ) -> Result<(Stack, Run)> {
+        let now = stack.created_at;
+        let resources: Vec<Resource> = parsed
+            .enabled
+            .iter()
+            .map(|name| Resource::initial(stack.id, name, &parsed.resource_types[name], now))
+            .collect();
+        // The lease is taken before the stack exists, so no sweeper can see
+        // it in progress without an owner.
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "CREATE")
+            .await?;
+        let event = stack_event(&stack, &stack.status_reason);
+        let fence = stack_lease.fence();
+        let ((), stack_lease) = stack_lease
+            .start(
+                self.store()
+                    .create_stack(&stack, definition, &resources, &event, fence),
+            )
+            .await?;
+        let target = RunTarget::new(&stack, Arc::new(parsed), resources, fence);
+        let run = Box::pin(run_create(
+            self.shared.clone(),
+            stack.clone(),
+            target,
+            stack_lease,
+            adopt_data,
+        ));
+        Ok((stack, run))
+    }
+
+    pub(super) fn prepare(
+        &self,
+        identity: &Identity,
+        request: &CreateStack,
+    ) -> Result<(Stack, StackDefinition, ParsedStack)> {
+        validate_stack_name(&request.name)?;
+        let definition = definition_from_input(DefinitionInput {
+            template: &request.template,
+            environment: &request.environment,
+            environment_files: &request.environment_files,
+            files: request.files.clone(),
+            parameters: request.parameters.clone(),
+        })?;
+        let id = Uuid::new_v4();
+        let parsed = ParsedStack::build(
+            &definition,
+            StackIdentity {
+                stack_name: request.name.clone(),
+                stack_id: id.to_string(),
+                project_id: identity.project_id.clone(),
+            },
+            &self.shared.registry,
+        )?;
+        let now = ember_runtime::time::now();
+        let stack = Stack {
+            id,
+            name: request.name.clone(),
+            project_id: identity.project_id.clone(),
+            user_id: identity.user_id.clone(),
+            parent_id: None,
+            action: StackAction::Create,
+            status: ActionStatus::InProgress,
+            status_reason: "Stack CREATE started".to_owned(),
+            description: parsed.template.description.clone().unwrap_or_default(),
+            tags: request.tags.clone(),
+            timeout_mins: request.timeout_mins.filter(|minutes| *minutes > 0),
+            disable_rollback: request.disable_rollback,
+            created_at: now,
+            updated_at: now,
+            nested_depth: 0,
+            parent_resource: None,
+            deleted_at: None,
+            maintenance_lock: None,
+        };
+        Ok((stack, definition, parsed))
+    }
+}
+
+async fn run_create(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    stack_lease: lease::StackLease,
+    adopt_data: Option<Arc<Map<String, Value>>>,
+) {
+    let passed = match plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            // Nothing was created: the plugin stopped the operation first.
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let operation_action = stack.action;
+    let mut rollback_plugins = None;
+    let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
+    let operation = stack.action.as_str();
+    let running = async {
+        match adopt_data {
+            Some(adopt_data) => {
+                abandon::adopt_resources(shared.clone(), target.clone(), adopt_data).await
+            }
+            None => executor::create_resources(shared.clone(), target.clone(), names).await,
+        }
+    };
+    let outcome = tokio::time::timeout(operation_timeout(&stack), running)
+        .await
+        .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{operation} timed out"))));
+    let outcome = executor::settled(&target, outcome).await;
+    let outcome = match outcome {
+        Err(RunFailure::LeaseLost) => Err(RunFailure::LeaseLost),
+        Err(failure) if !stack.disable_rollback => {
+            // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
+            // client polling for a final state must not stop at a FAILED
+            // that is about to be rolled back.
+            stack.action = StackAction::Rollback;
+            async {
+                finish(
+                    &shared,
+                    &mut stack,
+                    ActionStatus::InProgress,
+                    format!("Stack ROLLBACK started: {}", failure.reason()),
+                    target.fence,
+                )
+                .await?;
+                let rollback_passed = plugins::before(&shared, &stack, None).await?;
+                // The rollback's own post-operations come with the create's, below.
+                rollback_plugins = Some(rollback_passed);
+                let rolled_back = executor::delete_resources(
+                    shared.clone(),
+                    target.clone(),
+                    StackAction::Rollback,
+                )
+                .await;
+                executor::settled(&target, rolled_back).await
+            }
+            .await
+        }
+        other => other,
+    };
+    let Some((status, reason)) = final_state(outcome, stack.action.as_str()) else {
+        stopped_by_takeover(&stack);
+        return;
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
+    plugins::after(&shared, &stack, operation_action, passed).await;
+    if let Some(rollback_passed) = rollback_plugins {
+        plugins::after(&shared, &stack, StackAction::Rollback, rollback_passed).await;
+    }
+}

@@ -1,0 +1,90 @@
+//! Deleting a stack: its state re-read and recorded DELETE_IN_PROGRESS
+//! under the lease, then the run that deletes its resources (and the old
+//! rows of replaced ones).
+
+use std::sync::Arc;
+
+use super::executor::{RunTarget, Shared};
+use super::failure::RunFailure;
+use super::{
+    Run, StackCaller, StackOperation, StackOperations, conclude, executor, final_state, lease,
+    operation_timeout, plugins, stack_event, stopped_by_takeover, update,
+};
+use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::error::{Error, Result};
+
+impl StackOperations {
+    /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
+    /// deletes the resources; the caller spawns or awaits it.
+    pub(crate) async fn begin_delete(
+        &self,
+        stack: Stack,
+        name_or_id: &str,
+        caller: StackCaller<'_>,
+    ) -> Result<(Stack, Run)> {
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "DELETE")
+            .await?;
+        let fence = stack_lease.fence();
+        let ((stack, target), stack_lease) = stack_lease
+            .start(async {
+                // Re-read under the lease: the state may have moved since.
+                let mut stack =
+                    self.store().get_stack(stack.id).await?.ok_or_else(|| {
+                        Error::NotFound(format!("stack {name_or_id:?} not found"))
+                    })?;
+                self.admit(&stack, StackOperation::Delete, caller).await?;
+                let target = self.load_target(&stack, fence).await?;
+                stack.action = StackAction::Delete;
+                stack.status = ActionStatus::InProgress;
+                stack.status_reason = "Stack DELETE started".to_owned();
+                stack.updated_at = ember_runtime::time::now();
+                self.store()
+                    .record_stack_transition(
+                        &stack,
+                        &stack_event(&stack, "Stack DELETE started"),
+                        fence,
+                    )
+                    .await?;
+                Ok((stack, target))
+            })
+            .await?;
+        let run = Box::pin(run_delete(
+            self.shared.clone(),
+            stack.clone(),
+            target,
+            stack_lease,
+        ));
+        Ok((stack, run))
+    }
+}
+
+async fn run_delete(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    stack_lease: lease::StackLease,
+) {
+    let passed = match plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let deleting = async {
+        executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
+        update::retire_superseded(&shared, &target).await
+    };
+    let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
+        .await
+        .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
+    let outcome = executor::settled(&target, outcome).await;
+    let Some((status, reason)) = final_state(outcome, "DELETE") else {
+        stopped_by_takeover(&stack);
+        return;
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
+    plugins::after(&shared, &stack, StackAction::Delete, passed).await;
+}

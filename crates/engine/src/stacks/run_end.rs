@@ -1,0 +1,79 @@
+//! How a running operation records its states and ends: the in-between
+//! transitions (fenced with the run's lease), the final state written with
+//! the lease's release, and the operation's timeout.
+
+use std::time::Duration;
+
+use super::executor::Shared;
+use super::failure::{RunFailure, RunResult};
+use super::{lease, stack_event};
+use crate::domain::{ActionStatus, Stack, StackAction};
+
+/// Records a new state of a running operation (e.g. ROLLBACK_IN_PROGRESS),
+/// fenced with the run's lease.
+pub(crate) async fn finish(
+    shared: &Shared,
+    stack: &mut Stack,
+    status: ActionStatus,
+    reason: String,
+    fence: crate::store::LeaseFence,
+) -> RunResult {
+    set_state(stack, status, &reason);
+    shared
+        .store
+        .record_stack_transition(stack, &stack_event(stack, &reason), fence)
+        .await
+        .map_err(RunFailure::from)
+}
+
+/// Records the final state of an operation and releases its lease in the
+/// same transaction.
+pub(crate) async fn conclude(
+    stack: &mut Stack,
+    status: ActionStatus,
+    reason: String,
+    stack_lease: lease::StackLease,
+) {
+    set_state(stack, status, &reason);
+    stack_lease
+        .finish(stack, &stack_event(stack, &reason))
+        .await;
+}
+
+/// How a run's outcome ends the operation: its final status and reason,
+/// or `None` when the lease was lost (another engine owns the stack now:
+/// write nothing, the dropped lease guard stops the heartbeat).
+pub(crate) fn final_state(outcome: RunResult, operation: &str) -> Option<(ActionStatus, String)> {
+    match outcome {
+        Ok(()) => Some((
+            ActionStatus::Complete,
+            format!("Stack {operation} completed successfully"),
+        )),
+        Err(RunFailure::LeaseLost) => None,
+        Err(failure) => Some((ActionStatus::Failed, failure.reason())),
+    }
+}
+
+/// Logs a run that stops because its lease was taken over.
+pub(crate) fn stopped_by_takeover(stack: &Stack) {
+    tracing::error!(stack_id = %stack.id, action = stack.action.as_str(), "stack lease taken over by another engine: this run stops without writing");
+}
+
+fn set_state(stack: &mut Stack, status: ActionStatus, reason: &str) {
+    stack.status = status;
+    stack.status_reason = reason.to_owned();
+    stack.updated_at = ember_runtime::time::now();
+    if matches!(stack.action, StackAction::Delete | StackAction::Abandon)
+        && status == ActionStatus::Complete
+    {
+        stack.deleted_at = Some(stack.updated_at);
+    }
+}
+
+pub(crate) fn operation_timeout(stack: &Stack) -> Duration {
+    stack
+        .timeout_mins
+        .map_or(Duration::from_secs(24 * 3600), |minutes| {
+            Duration::from_secs(u64::from(minutes) * 60)
+        })
+}
