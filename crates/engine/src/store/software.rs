@@ -155,19 +155,46 @@ fn deployment_from_row(row: &QueryResult) -> Result<SoftwareDeployment> {
     })
 }
 
+/// Adds `value` to a statement's bound values; its placeholder (`$n`).
+fn bind(values: &mut Vec<sea_orm::Value>, value: impl Into<sea_orm::Value>) -> String {
+    values.push(value.into());
+    format!("${}", values.len())
+}
+
 /// `AND project_id = $n` when scoped, with its value.
-fn project_filter(
-    project_id: Option<&str>,
-    next: usize,
-    values: &mut Vec<sea_orm::Value>,
-) -> String {
+fn project_filter(project_id: Option<&str>, values: &mut Vec<sea_orm::Value>) -> String {
     match project_id {
-        Some(project_id) => {
-            values.push(project_id.into());
-            format!(" AND project_id = ${next}")
-        }
+        Some(project_id) => format!(" AND project_id = {}", bind(values, project_id)),
         None => String::new(),
     }
+}
+
+/// ` WHERE` and the conditions joined by `AND`; nothing without any.
+fn where_all(conditions: &[String]) -> String {
+    if conditions.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conditions.join(" AND "))
+    }
+}
+
+/// `INSERT INTO table (columns) VALUES ($1, …, $n)`, the values in the
+/// columns' order.
+fn insert_row(
+    backend: sea_orm::DatabaseBackend,
+    table: &str,
+    columns: &str,
+    values: Vec<sea_orm::Value>,
+) -> sea_orm::Statement {
+    let placeholders = (1..=values.len())
+        .map(|position| format!("${position}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    statement(
+        backend,
+        &format!("INSERT INTO {table} ({columns}) VALUES ({placeholders})"),
+        values,
+    )
 }
 
 #[async_trait]
@@ -175,9 +202,10 @@ impl SoftwareStore for SqlSoftwareStore {
     async fn create_config(&self, config: &SoftwareConfig) -> Result<()> {
         let backend = self.connection.get_database_backend();
         self.connection
-            .execute_raw(statement(
+            .execute_raw(insert_row(
                 backend,
-                &format!("INSERT INTO software_configs ({CONFIG_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"),
+                "software_configs",
+                CONFIG_COLUMNS,
                 vec![
                     config.id.into(),
                     config.project_id.clone().into(),
@@ -201,7 +229,7 @@ impl SoftwareStore for SqlSoftwareStore {
     ) -> Result<Option<SoftwareConfig>> {
         let backend = self.reader.get_database_backend();
         let mut values = vec![id.into()];
-        let scope = project_filter(project_id, 2, &mut values);
+        let scope = project_filter(project_id, &mut values);
         let row = self
             .reader
             .query_one_raw(statement(
@@ -226,11 +254,8 @@ impl SoftwareStore for SqlSoftwareStore {
             .join(", ");
         let mut values = vec![server_id.into()];
         let scope = match project_id {
-            Some(project_id) => {
-                values.push(project_id.into());
-                " AND d.project_id = $2"
-            }
-            None => "",
+            Some(project_id) => format!(" AND d.project_id = {}", bind(&mut values, project_id)),
+            None => String::new(),
         };
         let rows = self
             .reader
@@ -257,29 +282,22 @@ impl SoftwareStore for SqlSoftwareStore {
         let mut values = Vec::new();
         let mut conditions = Vec::new();
         if let Some(project_id) = project_id {
-            values.push(project_id.into());
-            conditions.push(format!("project_id = ${}", values.len()));
+            conditions.push(format!("project_id = {}", bind(&mut values, project_id)));
         }
         if let Some(marker) = marker {
-            values.push(marker.into());
             conditions.push(format!(
-                "(created_at, id) > (SELECT created_at, id FROM software_configs WHERE id = ${})",
-                values.len()
+                "(created_at, id) > (SELECT created_at, id FROM software_configs WHERE id = {})",
+                bind(&mut values, marker)
             ));
         }
-        values.push(i64::try_from(limit).unwrap_or(i64::MAX).into());
-        let filter = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
+        let filter = where_all(&conditions);
+        let limit = bind(&mut values, i64::try_from(limit).unwrap_or(i64::MAX));
         let rows = self
             .reader
             .query_all_raw(statement(
                 backend,
                 &format!(
-                    "SELECT {CONFIG_COLUMNS} FROM software_configs{filter} ORDER BY created_at, id LIMIT ${}",
-                    values.len()
+                    "SELECT {CONFIG_COLUMNS} FROM software_configs{filter} ORDER BY created_at, id LIMIT {limit}"
                 ),
                 values,
             ))
@@ -290,7 +308,7 @@ impl SoftwareStore for SqlSoftwareStore {
     async fn delete_config(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
         let backend = self.connection.get_database_backend();
         let mut values = vec![id.into()];
-        let scope = project_filter(project_id, 2, &mut values);
+        let scope = project_filter(project_id, &mut values);
         // One statement: a deployment created meanwhile cannot be left
         // pointing at nothing.
         let deleted = self
@@ -319,9 +337,10 @@ impl SoftwareStore for SqlSoftwareStore {
     async fn create_deployment(&self, deployment: &SoftwareDeployment) -> Result<()> {
         let backend = self.connection.get_database_backend();
         self.connection
-            .execute_raw(statement(
+            .execute_raw(insert_row(
                 backend,
-                &format!("INSERT INTO software_deployments ({DEPLOYMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"),
+                "software_deployments",
+                DEPLOYMENT_COLUMNS,
                 vec![
                     deployment.id.into(),
                     deployment.project_id.clone().into(),
@@ -349,7 +368,7 @@ impl SoftwareStore for SqlSoftwareStore {
         // signal committed a moment ago must be seen.
         let backend = self.connection.get_database_backend();
         let mut values = vec![id.into()];
-        let scope = project_filter(project_id, 2, &mut values);
+        let scope = project_filter(project_id, &mut values);
         let row = self
             .connection
             .query_one_raw(statement(
@@ -372,18 +391,12 @@ impl SoftwareStore for SqlSoftwareStore {
         let mut values = Vec::new();
         let mut conditions = Vec::new();
         if let Some(project_id) = project_id {
-            values.push(project_id.into());
-            conditions.push(format!("project_id = ${}", values.len()));
+            conditions.push(format!("project_id = {}", bind(&mut values, project_id)));
         }
         if let Some(server_id) = server_id {
-            values.push(server_id.into());
-            conditions.push(format!("server_id = ${}", values.len()));
+            conditions.push(format!("server_id = {}", bind(&mut values, server_id)));
         }
-        let filter = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
+        let filter = where_all(&conditions);
         let rows = self
             .reader
             .query_all_raw(statement(
@@ -407,8 +420,7 @@ impl SoftwareStore for SqlSoftwareStore {
         let mut values: Vec<sea_orm::Value> = Vec::new();
         let mut sets = Vec::new();
         let mut set = |column: &str, value: sea_orm::Value, values: &mut Vec<sea_orm::Value>| {
-            values.push(value);
-            sets.push(format!("{column} = ${}", values.len()));
+            sets.push(format!("{column} = {}", bind(values, value)));
         };
         if let Some(config_id) = change.config_id {
             set("config_id", config_id.into(), &mut values);
@@ -437,15 +449,13 @@ impl SoftwareStore for SqlSoftwareStore {
             set("status_reason", reason.clone().into(), &mut values);
         }
         set("updated_at", chrono::Utc::now().into(), &mut values);
-        values.push(id.into());
-        let mut conditions = format!("id = ${}", values.len());
-        if let Some(project_id) = project_id {
-            values.push(project_id.into());
-            conditions.push_str(&format!(" AND project_id = ${}", values.len()));
-        }
+        let mut conditions = format!("id = {}", bind(&mut values, id));
+        conditions.push_str(&project_filter(project_id, &mut values));
         if let Some(status) = change.only_if_status {
-            values.push(status.as_str().into());
-            conditions.push_str(&format!(" AND status = ${}", values.len()));
+            conditions.push_str(&format!(
+                " AND status = {}",
+                bind(&mut values, status.as_str())
+            ));
         }
         let row = self
             .connection
@@ -464,7 +474,7 @@ impl SoftwareStore for SqlSoftwareStore {
     async fn delete_deployment(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
         let backend = self.connection.get_database_backend();
         let mut values = vec![id.into()];
-        let scope = project_filter(project_id, 2, &mut values);
+        let scope = project_filter(project_id, &mut values);
         let deleted = self
             .connection
             .execute_raw(statement(
