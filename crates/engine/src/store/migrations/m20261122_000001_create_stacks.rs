@@ -1,4 +1,5 @@
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -30,28 +31,20 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Stacks::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(Stacks::Id).uuid().not_null().primary_key())
-                    .col(ColumnDef::new(Stacks::Name).string_len(255).not_null())
-                    .col(ColumnDef::new(Stacks::ProjectId).string_len(64).not_null())
-                    .col(ColumnDef::new(Stacks::UserId).string_len(64).not_null())
-                    .col(ColumnDef::new(Stacks::ParentId).uuid().null())
-                    .col(ColumnDef::new(Stacks::Action).string_len(16).not_null())
-                    .col(ColumnDef::new(Stacks::Status).string_len(16).not_null())
-                    .col(ColumnDef::new(Stacks::StatusReason).text().not_null())
-                    .col(ColumnDef::new(Stacks::Description).text().not_null())
-                    .col(ColumnDef::new(Stacks::Tags).json().not_null())
-                    .col(ColumnDef::new(Stacks::TimeoutMins).integer().null())
-                    .col(ColumnDef::new(Stacks::DisableRollback).boolean().not_null())
-                    .col(
-                        ColumnDef::new(Stacks::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Stacks::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(Stacks::Id))
+                    .col(schema::string_len(Stacks::Name, 255))
+                    .col(schema::string_len(Stacks::ProjectId, 64))
+                    .col(schema::string_len(Stacks::UserId, 64))
+                    .col(schema::uuid_null(Stacks::ParentId))
+                    .col(schema::string_len(Stacks::Action, 16))
+                    .col(schema::string_len(Stacks::Status, 16))
+                    .col(schema::text(Stacks::StatusReason))
+                    .col(schema::text(Stacks::Description))
+                    .col(schema::json(Stacks::Tags))
+                    .col(schema::integer_null(Stacks::TimeoutMins))
+                    .col(schema::boolean(Stacks::DisableRollback))
+                    .col(schema::timestamp_with_time_zone(Stacks::CreatedAt))
+                    .col(schema::timestamp_with_time_zone(Stacks::UpdatedAt))
                     .to_owned(),
             )
             .await?;

@@ -1,4 +1,5 @@
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -62,39 +63,13 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         // What each stack was built from, so it can be re-resolved.
         let added_columns = [
-            ColumnDef::new(Stacks::Template)
-                .json()
-                .not_null()
-                .default("{}")
-                .to_owned(),
-            ColumnDef::new(Stacks::Environment)
-                .json()
-                .not_null()
-                .default("{}")
-                .to_owned(),
-            ColumnDef::new(Stacks::Files)
-                .json()
-                .not_null()
-                .default("{}")
-                .to_owned(),
-            ColumnDef::new(Stacks::Parameters)
-                .json()
-                .not_null()
-                .default("{}")
-                .to_owned(),
-            ColumnDef::new(Stacks::NestedDepth)
-                .integer()
-                .not_null()
-                .default(0)
-                .to_owned(),
-            ColumnDef::new(Stacks::ParentResource)
-                .string_len(255)
-                .null()
-                .to_owned(),
-            ColumnDef::new(Stacks::DeletedAt)
-                .timestamp_with_time_zone()
-                .null()
-                .to_owned(),
+            schema::json(Stacks::Template).default("{}").to_owned(),
+            schema::json(Stacks::Environment).default("{}").to_owned(),
+            schema::json(Stacks::Files).default("{}").to_owned(),
+            schema::json(Stacks::Parameters).default("{}").to_owned(),
+            schema::integer(Stacks::NestedDepth).default(0).to_owned(),
+            schema::string_len_null(Stacks::ParentResource, 255),
+            schema::timestamp_with_time_zone_null(Stacks::DeletedAt),
         ];
         for column in added_columns {
             // SQLite adds one column per ALTER TABLE.
@@ -125,37 +100,20 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Resources::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(Resources::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(Resources::StackId).uuid().not_null())
-                    .col(ColumnDef::new(Resources::Name).string_len(255).not_null())
-                    .col(
-                        ColumnDef::new(Resources::TypeName)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(Resources::PhysicalId).string_len(255).null())
-                    .col(ColumnDef::new(Resources::Action).string_len(16).not_null())
-                    .col(ColumnDef::new(Resources::Status).string_len(16).not_null())
-                    .col(ColumnDef::new(Resources::StatusReason).text().not_null())
-                    .col(ColumnDef::new(Resources::Properties).json().not_null())
-                    .col(ColumnDef::new(Resources::Attributes).json().not_null())
-                    .col(ColumnDef::new(Resources::Metadata).json().not_null())
-                    .col(ColumnDef::new(Resources::Data).json().not_null())
-                    .col(
-                        ColumnDef::new(Resources::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Resources::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(Resources::Id))
+                    .col(schema::uuid(Resources::StackId))
+                    .col(schema::string_len(Resources::Name, 255))
+                    .col(schema::string_len(Resources::TypeName, 255))
+                    .col(schema::string_len_null(Resources::PhysicalId, 255))
+                    .col(schema::string_len(Resources::Action, 16))
+                    .col(schema::string_len(Resources::Status, 16))
+                    .col(schema::text(Resources::StatusReason))
+                    .col(schema::json(Resources::Properties))
+                    .col(schema::json(Resources::Attributes))
+                    .col(schema::json(Resources::Metadata))
+                    .col(schema::json(Resources::Data))
+                    .col(schema::timestamp_with_time_zone(Resources::CreatedAt))
+                    .col(schema::timestamp_with_time_zone(Resources::UpdatedAt))
                     .to_owned(),
             )
             .await?;
@@ -186,31 +144,15 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Events::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(Events::Id).uuid().not_null().primary_key())
-                    .col(ColumnDef::new(Events::StackId).uuid().not_null())
-                    .col(
-                        ColumnDef::new(Events::ResourceName)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Events::PhysicalResourceId)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Events::ResourceType)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(Events::Action).string_len(16).not_null())
-                    .col(ColumnDef::new(Events::Status).string_len(16).not_null())
-                    .col(ColumnDef::new(Events::Reason).text().not_null())
-                    .col(
-                        ColumnDef::new(Events::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(Events::Id))
+                    .col(schema::uuid(Events::StackId))
+                    .col(schema::string_len(Events::ResourceName, 255))
+                    .col(schema::string_len(Events::PhysicalResourceId, 255))
+                    .col(schema::string_len(Events::ResourceType, 255))
+                    .col(schema::string_len(Events::Action, 16))
+                    .col(schema::string_len(Events::Status, 16))
+                    .col(schema::text(Events::Reason))
+                    .col(schema::timestamp_with_time_zone(Events::CreatedAt))
                     .to_owned(),
             )
             .await?;
@@ -232,23 +174,10 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(StackLeases::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(StackLeases::StackId)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(StackLeases::EngineId).uuid().not_null())
-                    .col(
-                        ColumnDef::new(StackLeases::Operation)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(StackLeases::ExpiresAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(StackLeases::StackId))
+                    .col(schema::uuid(StackLeases::EngineId))
+                    .col(schema::string_len(StackLeases::Operation, 32))
+                    .col(schema::timestamp_with_time_zone(StackLeases::ExpiresAt))
                     .to_owned(),
             )
             .await

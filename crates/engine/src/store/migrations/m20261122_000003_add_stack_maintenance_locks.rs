@@ -1,4 +1,5 @@
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -18,23 +19,11 @@ impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         // The maintenance lock (spec heat-lock-stack): who, when, how far, why.
         let columns = [
-            ColumnDef::new(Stacks::LockLevel)
-                .string_len(16)
-                .null()
-                .to_owned(),
-            ColumnDef::new(Stacks::LockedByUser)
-                .string_len(64)
-                .null()
-                .to_owned(),
-            ColumnDef::new(Stacks::LockedByAdmin)
-                .boolean()
-                .null()
-                .to_owned(),
-            ColumnDef::new(Stacks::LockedAt)
-                .timestamp_with_time_zone()
-                .null()
-                .to_owned(),
-            ColumnDef::new(Stacks::LockReason).text().null().to_owned(),
+            schema::string_len_null(Stacks::LockLevel, 16),
+            schema::string_len_null(Stacks::LockedByUser, 64),
+            schema::boolean_null(Stacks::LockedByAdmin),
+            schema::timestamp_with_time_zone_null(Stacks::LockedAt),
+            schema::text_null(Stacks::LockReason),
         ];
         for column in columns {
             manager

@@ -4,6 +4,7 @@
 //! the list filters fast at tens of thousands of instances.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -39,62 +40,24 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Instances::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(Instances::Uuid)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(Instances::Name).string_len(255).not_null())
-                    .col(
-                        ColumnDef::new(Instances::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(Instances::UserId).string_len(64).not_null())
-                    .col(ColumnDef::new(Instances::Flavor).string_len(255).not_null())
-                    .col(ColumnDef::new(Instances::Image).string_len(255).not_null())
-                    .col(ColumnDef::new(Instances::Metadata).json().not_null())
-                    .col(ColumnDef::new(Instances::Status).string_len(16).not_null())
-                    .col(
-                        ColumnDef::new(Instances::PowerState)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Instances::Locked)
-                            .boolean()
-                            .not_null()
-                            .default(false),
-                    )
-                    .col(ColumnDef::new(Instances::LockedBy).string_len(8).null())
-                    .col(
-                        ColumnDef::new(Instances::LockedByUser)
-                            .string_len(64)
-                            .null(),
-                    )
-                    .col(
-                        ColumnDef::new(Instances::LockedAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
-                    .col(
-                        ColumnDef::new(Instances::LockedReason)
-                            .string_len(255)
-                            .null(),
-                    )
-                    .col(ColumnDef::new(Instances::StatusReason).text().not_null())
-                    .col(ColumnDef::new(Instances::Revision).big_integer().not_null())
-                    .col(
-                        ColumnDef::new(Instances::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Instances::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(Instances::Uuid))
+                    .col(schema::string_len(Instances::Name, 255))
+                    .col(schema::string_len(Instances::ProjectId, 64))
+                    .col(schema::string_len(Instances::UserId, 64))
+                    .col(schema::string_len(Instances::Flavor, 255))
+                    .col(schema::string_len(Instances::Image, 255))
+                    .col(schema::json(Instances::Metadata))
+                    .col(schema::string_len(Instances::Status, 16))
+                    .col(schema::string_len(Instances::PowerState, 16))
+                    .col(schema::boolean(Instances::Locked).default(false))
+                    .col(schema::string_len_null(Instances::LockedBy, 8))
+                    .col(schema::string_len_null(Instances::LockedByUser, 64))
+                    .col(schema::timestamp_with_time_zone_null(Instances::LockedAt))
+                    .col(schema::string_len_null(Instances::LockedReason, 255))
+                    .col(schema::text(Instances::StatusReason))
+                    .col(schema::big_integer(Instances::Revision))
+                    .col(schema::timestamp_with_time_zone(Instances::CreatedAt))
+                    .col(schema::timestamp_with_time_zone(Instances::UpdatedAt))
                     .to_owned(),
             )
             .await?;

@@ -3,6 +3,7 @@
 //! update, leased to one engine) and events.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -124,29 +125,19 @@ enum ClusterEvents {
 }
 
 fn id<T: IntoIden>(column: T) -> ColumnDef {
-    ColumnDef::new(column)
-        .uuid()
-        .not_null()
-        .primary_key()
-        .to_owned()
+    schema::pk_uuid(column)
 }
 
 fn text<T: IntoIden>(column: T, length: u32) -> ColumnDef {
-    ColumnDef::new(column)
-        .string_len(length)
-        .not_null()
-        .to_owned()
+    schema::string_len(column, length)
 }
 
 fn time<T: IntoIden>(column: T) -> ColumnDef {
-    ColumnDef::new(column)
-        .timestamp_with_time_zone()
-        .not_null()
-        .to_owned()
+    schema::timestamp_with_time_zone(column)
 }
 
 fn json<T: IntoIden>(column: T) -> ColumnDef {
-    ColumnDef::new(column).json().not_null().to_owned()
+    schema::json(column)
 }
 
 fn index<T: IntoIden + 'static>(name: &str, table: T, columns: Vec<T>) -> IndexCreateStatement {
@@ -186,14 +177,14 @@ impl MigrationTrait for Migration {
                 .if_not_exists()
                 .col(id(C::Id))
                 .col(text(C::Name, 255))
-                .col(ColumnDef::new(C::ProfileId).uuid().not_null())
-                .col(ColumnDef::new(C::MinSize).integer().not_null())
-                .col(ColumnDef::new(C::MaxSize).integer().not_null())
-                .col(ColumnDef::new(C::DesiredCapacity).integer().not_null())
+                .col(schema::uuid(C::ProfileId))
+                .col(schema::integer(C::MinSize))
+                .col(schema::integer(C::MaxSize))
+                .col(schema::integer(C::DesiredCapacity))
                 .col(text(C::Status, 16))
-                .col(ColumnDef::new(C::StatusReason).text().not_null())
+                .col(schema::text(C::StatusReason))
                 .col(json(C::Metadata))
-                .col(ColumnDef::new(C::NextIndex).integer().not_null())
+                .col(schema::integer(C::NextIndex))
                 .col(text(C::ProjectId, 64))
                 .col(text(C::UserId, 64))
                 .col(time(C::CreatedAt))
@@ -204,19 +195,14 @@ impl MigrationTrait for Migration {
                 .if_not_exists()
                 .col(id(N::Id))
                 .col(text(N::Name, 255))
-                .col(ColumnDef::new(N::ClusterId).uuid().null())
-                .col(ColumnDef::new(N::ProfileId).uuid().not_null())
-                .col(ColumnDef::new(N::NodeIndex).integer().not_null())
+                .col(schema::uuid_null(N::ClusterId))
+                .col(schema::uuid(N::ProfileId))
+                .col(schema::integer(N::NodeIndex))
                 .col(text(N::Role, 64))
                 .col(text(N::Status, 16))
-                .col(ColumnDef::new(N::StatusReason).text().not_null())
-                .col(ColumnDef::new(N::PhysicalId).string_len(64).null())
-                .col(
-                    ColumnDef::new(N::Tainted)
-                        .boolean()
-                        .not_null()
-                        .default(false),
-                )
+                .col(schema::text(N::StatusReason))
+                .col(schema::string_len_null(N::PhysicalId, 64))
+                .col(schema::boolean(N::Tainted).default(false))
                 .col(json(N::Metadata))
                 .col(text(N::ProjectId, 64))
                 .col(text(N::UserId, 64))
@@ -237,10 +223,10 @@ impl MigrationTrait for Migration {
             Table::create()
                 .table(B::Table)
                 .if_not_exists()
-                .col(ColumnDef::new(B::ClusterId).uuid().not_null())
-                .col(ColumnDef::new(B::PolicyId).uuid().not_null())
-                .col(ColumnDef::new(B::Priority).integer().not_null())
-                .col(ColumnDef::new(B::Enabled).boolean().not_null())
+                .col(schema::uuid(B::ClusterId))
+                .col(schema::uuid(B::PolicyId))
+                .col(schema::integer(B::Priority))
+                .col(schema::boolean(B::Enabled))
                 .primary_key(Index::create().col(B::ClusterId).col(B::PolicyId))
                 .to_owned(),
             Table::create()
@@ -249,31 +235,22 @@ impl MigrationTrait for Migration {
                 .col(id(A::Id))
                 .col(text(A::Name, 255))
                 .col(text(A::Kind, 32))
-                .col(ColumnDef::new(A::TargetId).uuid().not_null())
-                .col(ColumnDef::new(A::ClusterId).uuid().null())
+                .col(schema::uuid(A::TargetId))
+                .col(schema::uuid_null(A::ClusterId))
                 .col(text(A::Status, 32))
-                .col(ColumnDef::new(A::StatusReason).text().not_null())
+                .col(schema::text(A::StatusReason))
                 .col(json(A::Inputs))
                 .col(json(A::Outputs))
                 .col(json(A::DependsOn))
                 .col(json(A::DependedBy))
-                .col(ColumnDef::new(A::Owner).uuid().null())
-                .col(
-                    ColumnDef::new(A::LeaseExpiresAt)
-                        .timestamp_with_time_zone()
-                        .null(),
-                )
-                .col(ColumnDef::new(A::LifecycleOutcome).string_len(16).null())
-                .col(ColumnDef::new(A::LifecycleDetail).text().not_null())
-                .col(
-                    ColumnDef::new(A::HookRecorded)
-                        .boolean()
-                        .not_null()
-                        .default(false),
-                )
+                .col(schema::uuid_null(A::Owner))
+                .col(schema::timestamp_with_time_zone_null(A::LeaseExpiresAt))
+                .col(schema::string_len_null(A::LifecycleOutcome, 16))
+                .col(schema::text(A::LifecycleDetail))
+                .col(schema::boolean(A::HookRecorded).default(false))
                 .col(text(A::ProjectId, 64))
                 .col(text(A::UserId, 64))
-                .col(ColumnDef::new(A::Roles).text().not_null())
+                .col(schema::text(A::Roles))
                 .col(time(A::CreatedAt))
                 .col(time(A::UpdatedAt))
                 .to_owned(),
@@ -285,10 +262,10 @@ impl MigrationTrait for Migration {
                 .col(text(E::ObjId, 64))
                 .col(text(E::ObjType, 32))
                 .col(text(E::ObjName, 255))
-                .col(ColumnDef::new(E::ClusterId).uuid().null())
+                .col(schema::uuid_null(E::ClusterId))
                 .col(text(E::Action, 64))
                 .col(text(E::Status, 32))
-                .col(ColumnDef::new(E::StatusReason).text().not_null())
+                .col(schema::text(E::StatusReason))
                 .col(text(E::Level, 16))
                 .col(text(E::ProjectId, 64))
                 .col(text(E::UserId, 64))

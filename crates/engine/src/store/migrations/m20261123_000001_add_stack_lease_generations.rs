@@ -3,6 +3,7 @@
 //! keeps its row (expired) so the generation never goes back.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -20,12 +21,7 @@ impl MigrationTrait for Migration {
             .alter_table(
                 Table::alter()
                     .table(StackLeases::Table)
-                    .add_column(
-                        ColumnDef::new(StackLeases::Generation)
-                            .big_integer()
-                            .not_null()
-                            .default(1),
-                    )
+                    .add_column(schema::big_integer(StackLeases::Generation).default(1))
                     .to_owned(),
             )
             .await

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 use sea_orm_migration::sea_orm::{ConnectionTrait, QueryResult};
 
 #[derive(DeriveMigrationName)]
@@ -195,24 +196,17 @@ impl MigrationTrait for Migration {
         let additions = [
             (
                 Clusters::Table.into_iden(),
-                ColumnDef::new(Clusters::LockActionId)
-                    .uuid()
-                    .null()
-                    .to_owned(),
+                schema::uuid_null(Clusters::LockActionId),
             ),
             (
                 ClusterActions::Table.into_iden(),
-                ColumnDef::new(ClusterActions::Attempt)
-                    .integer()
-                    .not_null()
+                schema::integer(ClusterActions::Attempt)
                     .default(0)
                     .to_owned(),
             ),
             (
                 ClusterActions::Table.into_iden(),
-                ColumnDef::new(ClusterActions::TakesClusterLock)
-                    .boolean()
-                    .not_null()
+                schema::boolean(ClusterActions::TakesClusterLock)
                     .default(false)
                     .to_owned(),
             ),

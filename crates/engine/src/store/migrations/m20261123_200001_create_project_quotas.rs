@@ -2,6 +2,7 @@
 //! one row per project and limit an admin set.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -23,26 +24,10 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(ProjectQuotas::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(ProjectQuotas::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(ProjectQuotas::Kind)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(ProjectQuotas::QuotaLimit)
-                            .big_integer()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(ProjectQuotas::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::string_len(ProjectQuotas::ProjectId, 64))
+                    .col(schema::string_len(ProjectQuotas::Kind, 32))
+                    .col(schema::big_integer(ProjectQuotas::QuotaLimit))
+                    .col(schema::timestamp_with_time_zone(ProjectQuotas::UpdatedAt))
                     .primary_key(
                         Index::create()
                             .col(ProjectQuotas::ProjectId)

@@ -5,6 +5,7 @@
 //! Ember), with the reason.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -36,9 +37,9 @@ impl MigrationTrait for Migration {
         // One column per statement: SQLite alters one at a time. NULL is
         // "none given", so existing rows need no default.
         for column in [
-            ColumnDef::new(Instances::UserData).text().null().to_owned(),
-            ColumnDef::new(Instances::Command).json().null().to_owned(),
-            ColumnDef::new(Instances::Env).json().null().to_owned(),
+            schema::text_null(Instances::UserData),
+            schema::json_null(Instances::Command),
+            schema::json_null(Instances::Env),
         ] {
             manager
                 .alter_table(
@@ -54,43 +55,14 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(InstanceEvents::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(InstanceEvents::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(InstanceEvents::InstanceUuid)
-                            .uuid()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(InstanceEvents::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(InstanceEvents::Kind)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(InstanceEvents::Status)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(InstanceEvents::PowerState)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(InstanceEvents::Reason).text().not_null())
-                    .col(
-                        ColumnDef::new(InstanceEvents::At)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(InstanceEvents::Id))
+                    .col(schema::uuid(InstanceEvents::InstanceUuid))
+                    .col(schema::string_len(InstanceEvents::ProjectId, 64))
+                    .col(schema::string_len(InstanceEvents::Kind, 32))
+                    .col(schema::string_len(InstanceEvents::Status, 16))
+                    .col(schema::string_len(InstanceEvents::PowerState, 16))
+                    .col(schema::text(InstanceEvents::Reason))
+                    .col(schema::timestamp_with_time_zone(InstanceEvents::At))
                     .to_owned(),
             )
             .await?;

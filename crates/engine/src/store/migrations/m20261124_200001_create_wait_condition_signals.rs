@@ -4,6 +4,7 @@
 //! stack's operation holds its lease and writes the resources.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -28,37 +29,15 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(WaitConditionSignals::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::StackId)
-                            .uuid()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::HandleId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::UniqueId)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::Status)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::Reason)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(WaitConditionSignals::Data).text().not_null())
-                    .col(
-                        ColumnDef::new(WaitConditionSignals::ReceivedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::uuid(WaitConditionSignals::StackId))
+                    .col(schema::string_len(WaitConditionSignals::HandleId, 64))
+                    .col(schema::string_len(WaitConditionSignals::UniqueId, 255))
+                    .col(schema::string_len(WaitConditionSignals::Status, 16))
+                    .col(schema::text(WaitConditionSignals::Reason))
+                    .col(schema::text(WaitConditionSignals::Data))
+                    .col(schema::timestamp_with_time_zone(
+                        WaitConditionSignals::ReceivedAt,
+                    ))
                     .primary_key(
                         Index::create()
                             .col(WaitConditionSignals::StackId)

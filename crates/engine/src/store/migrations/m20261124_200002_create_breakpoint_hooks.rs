@@ -3,6 +3,7 @@
 //! `{"unset_hook": …}` clears it — on any engine replica.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -24,22 +25,10 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(BreakpointHooks::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(BreakpointHooks::StackId).uuid().not_null())
-                    .col(
-                        ColumnDef::new(BreakpointHooks::ResourceName)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(BreakpointHooks::Hook)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(BreakpointHooks::SetAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::uuid(BreakpointHooks::StackId))
+                    .col(schema::string_len(BreakpointHooks::ResourceName, 255))
+                    .col(schema::string_len(BreakpointHooks::Hook, 16))
+                    .col(schema::timestamp_with_time_zone(BreakpointHooks::SetAt))
                     .primary_key(
                         Index::create()
                             .col(BreakpointHooks::StackId)

@@ -3,6 +3,7 @@
 //! outputs its agent reports), each belonging to a project.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -45,36 +46,15 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(SoftwareConfigs::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(SoftwareConfigs::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareConfigs::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareConfigs::Name)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareConfigs::GroupName)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(SoftwareConfigs::Config).text().not_null())
-                    .col(ColumnDef::new(SoftwareConfigs::Inputs).text().not_null())
-                    .col(ColumnDef::new(SoftwareConfigs::Outputs).text().not_null())
-                    .col(ColumnDef::new(SoftwareConfigs::Options).text().not_null())
-                    .col(
-                        ColumnDef::new(SoftwareConfigs::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(SoftwareConfigs::Id))
+                    .col(schema::string_len(SoftwareConfigs::ProjectId, 64))
+                    .col(schema::string_len(SoftwareConfigs::Name, 255))
+                    .col(schema::string_len(SoftwareConfigs::GroupName, 255))
+                    .col(schema::text(SoftwareConfigs::Config))
+                    .col(schema::text(SoftwareConfigs::Inputs))
+                    .col(schema::text(SoftwareConfigs::Outputs))
+                    .col(schema::text(SoftwareConfigs::Options))
+                    .col(schema::timestamp_with_time_zone(SoftwareConfigs::CreatedAt))
                     .to_owned(),
             )
             .await?;
@@ -94,62 +74,21 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(SoftwareDeployments::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::ServerId)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::ConfigId)
-                            .uuid()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::InputValues)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::OutputValues)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::Action)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::Status)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::StatusReason)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(SoftwareDeployments::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
+                    .col(schema::pk_uuid(SoftwareDeployments::Id))
+                    .col(schema::string_len(SoftwareDeployments::ProjectId, 64))
+                    .col(schema::string_len(SoftwareDeployments::ServerId, 255))
+                    .col(schema::uuid(SoftwareDeployments::ConfigId))
+                    .col(schema::text(SoftwareDeployments::InputValues))
+                    .col(schema::text(SoftwareDeployments::OutputValues))
+                    .col(schema::string_len(SoftwareDeployments::Action, 32))
+                    .col(schema::string_len(SoftwareDeployments::Status, 32))
+                    .col(schema::text(SoftwareDeployments::StatusReason))
+                    .col(schema::timestamp_with_time_zone(
+                        SoftwareDeployments::CreatedAt,
+                    ))
+                    .col(schema::timestamp_with_time_zone_null(
+                        SoftwareDeployments::UpdatedAt,
+                    ))
                     .to_owned(),
             )
             .await?;

@@ -2,6 +2,7 @@
 //! each resource's data at one moment, what restore brings it back to.
 
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -27,39 +28,14 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(StackSnapshots::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(StackSnapshots::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(StackSnapshots::StackId).uuid().not_null())
-                    .col(
-                        ColumnDef::new(StackSnapshots::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(StackSnapshots::Name)
-                            .string_len(255)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(StackSnapshots::Status)
-                            .string_len(16)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(StackSnapshots::StatusReason)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(StackSnapshots::Data).text().not_null())
-                    .col(
-                        ColumnDef::new(StackSnapshots::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(StackSnapshots::Id))
+                    .col(schema::uuid(StackSnapshots::StackId))
+                    .col(schema::string_len(StackSnapshots::ProjectId, 64))
+                    .col(schema::string_len(StackSnapshots::Name, 255))
+                    .col(schema::string_len(StackSnapshots::Status, 16))
+                    .col(schema::text(StackSnapshots::StatusReason))
+                    .col(schema::text(StackSnapshots::Data))
+                    .col(schema::timestamp_with_time_zone(StackSnapshots::CreatedAt))
                     .to_owned(),
             )
             .await?;
