@@ -233,24 +233,12 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             cluster,
             count,
             wait,
-        } => {
-            let request = pb::ScaleRequest {
-                cluster,
-                count: count.unwrap_or(0),
-            };
-            (ClusterChange::ScaleIn(request), wait)
-        }
+        } => (ClusterChange::ScaleIn(scale_request(cluster, count)), wait),
         ClusterCommand::ScaleOut {
             cluster,
             count,
             wait,
-        } => {
-            let request = pb::ScaleRequest {
-                cluster,
-                count: count.unwrap_or(0),
-            };
-            (ClusterChange::ScaleOut(request), wait)
-        }
+        } => (ClusterChange::ScaleOut(scale_request(cluster, count)), wait),
         ClusterCommand::Resize {
             cluster,
             adjustment_type,
@@ -321,4 +309,13 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
         ),
     };
     changes::start(change, &wait, connect).await
+}
+
+/// Scale in or out by `count` nodes; none given (0) lets the engine take
+/// the scaling policy's adjustment, else 1.
+fn scale_request(cluster: String, count: Option<u32>) -> pb::ScaleRequest {
+    pb::ScaleRequest {
+        cluster,
+        count: count.unwrap_or(0),
+    }
 }
