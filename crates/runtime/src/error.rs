@@ -134,6 +134,61 @@ impl From<sea_orm::DbErr> for DatabaseFailure {
     }
 }
 
+/// The whole error enum of a service whose failures are its requests and its
+/// own database (plugin-registry, lifecycle-hook): each re-exports it as its
+/// `Error`. A service that fails in more ways (the engine) has its own enum.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestOrDatabaseError {
+    /// The request names invalid values: fix the request.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// This caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The object's state forbids this now: retry later or change the state.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database could not be reached: retry.
+    #[error("database unavailable: {0}")]
+    DatabaseUnavailable(String),
+    /// The database answered with an error, or holds a row the service
+    /// cannot read: internal, logged where it becomes a status.
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+impl ServiceError for RequestOrDatabaseError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RequestOrDatabaseError::InvalidInput(_) => ErrorKind::InvalidInput,
+            RequestOrDatabaseError::Forbidden(_) => ErrorKind::Forbidden,
+            RequestOrDatabaseError::NotFound(_) => ErrorKind::NotFound,
+            RequestOrDatabaseError::Conflict(_) => ErrorKind::Conflict,
+            RequestOrDatabaseError::DatabaseUnavailable(_) => ErrorKind::Unavailable,
+            RequestOrDatabaseError::Database(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for RequestOrDatabaseError {
+    fn from(error: sea_orm::DbErr) -> Self {
+        match DatabaseFailure::from(error) {
+            DatabaseFailure::Unavailable(message) => {
+                RequestOrDatabaseError::DatabaseUnavailable(message)
+            }
+            DatabaseFailure::Internal(message) => RequestOrDatabaseError::Database(message),
+        }
+    }
+}
+
+impl From<RequestOrDatabaseError> for tonic::Status {
+    fn from(error: RequestOrDatabaseError) -> Self {
+        error.into_status()
+    }
+}
+
 /// `text` followed by every cause in `source`'s chain that it does not
 /// already say, joined with ": " — tonic and hyper keep the useful part
 /// ("invalid peer certificate: UnknownIssuer", "connection reset") in the
