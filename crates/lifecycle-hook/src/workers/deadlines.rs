@@ -67,22 +67,8 @@ impl DeadlineFirer {
             warn!("no lifecycle_hook.engine_url is configured: deadlines will wait until one is");
             return;
         }
-        loop {
-            let full = match self.pass().await {
-                Ok(fired) => fired == BATCH as usize,
-                Err(error) => {
-                    warn!(%error, "lifecycle deadline pass failed");
-                    false
-                }
-            };
-            if full && !shutdown.is_cancelled() {
-                continue;
-            }
-            let due = self.store.next_due().await.ok().flatten();
-            if !super::idle(due, &wake, &shutdown).await {
-                return;
-            }
-        }
+        let pass = || self.pass();
+        super::run_passes("deadline", BATCH, pass, &*self.store, &wake, &shutdown).await;
     }
 
     /// Fires what has expired; returns how many deadlines were claimed.

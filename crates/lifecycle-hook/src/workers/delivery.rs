@@ -108,22 +108,8 @@ impl Deliverer {
     }
 
     pub async fn run(self, wake: Arc<Notify>, shutdown: CancellationToken) {
-        loop {
-            let full = match self.pass().await {
-                Ok(claimed) => claimed == BATCH as usize,
-                Err(error) => {
-                    warn!(%error, "lifecycle delivery pass failed");
-                    false
-                }
-            };
-            if full && !shutdown.is_cancelled() {
-                continue;
-            }
-            let due = self.store.next_due().await.ok().flatten();
-            if !super::idle(due, &wake, &shutdown).await {
-                return;
-            }
-        }
+        let pass = || self.pass();
+        super::run_passes("delivery", BATCH, pass, &*self.store, &wake, &shutdown).await;
     }
 
     /// Claims and delivers what is due; returns how many were claimed.

@@ -21,6 +21,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 use crate::store::PendingActionStore;
 
@@ -76,6 +77,35 @@ pub fn spawn(
     tokio::spawn(deliverer.run(wake.delivery.clone(), shutdown.clone()));
     tokio::spawn(firer.run(wake.deadlines, shutdown));
     Ok(())
+}
+
+/// The loop both workers run until shutdown: a `pass` (named `what` in the
+/// log when it fails); another at once if it claimed a full `batch`, else an
+/// idle wait until the store's next due moment or a wake-up.
+async fn run_passes<Pass: Future<Output = crate::Result<usize>>>(
+    what: &str,
+    batch: u64,
+    pass: impl Fn() -> Pass,
+    store: &dyn PendingActionStore,
+    wake: &Notify,
+    shutdown: &CancellationToken,
+) {
+    loop {
+        let full = match pass().await {
+            Ok(claimed) => claimed == batch as usize,
+            Err(error) => {
+                warn!(%error, "lifecycle {what} pass failed");
+                false
+            }
+        };
+        if full && !shutdown.is_cancelled() {
+            continue;
+        }
+        let due = store.next_due().await.ok().flatten();
+        if !idle(due, wake, shutdown).await {
+            return;
+        }
+    }
 }
 
 /// Sleeps until `due` (at most [`MAX_IDLE`]), a wake-up, or shutdown;
