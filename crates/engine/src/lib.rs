@@ -160,6 +160,17 @@ pub async fn serve(
     );
     stack_operations.enforce_quotas(quotas.clone());
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
+    // From the moment shutdown begins, root creates and deletes start no new
+    // step: they are handed back once their steps in flight finish.
+    let handing_back = stack_operations.clone();
+    {
+        let stacks = stack_operations.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            stacks.begin_hand_back();
+        });
+    }
     let readiness = {
         let stacks = stack_operations.clone();
         readiness.with(Check::queue(
@@ -269,6 +280,13 @@ pub async fn serve(
         shutdown,
     )
     .await?;
+    handing_back.hand_back(STACK_HAND_BACK_GRACE).await;
     instance_service.drain().await;
     Ok(())
 }
+
+/// How long a stopping engine waits for the resource steps in flight before
+/// it exits: within docker-compose's default 10 s stop timeout, after the
+/// gRPC drain. Operations still running then are taken over by another
+/// engine's sweep when their leases expire.
+const STACK_HAND_BACK_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

@@ -11,7 +11,7 @@ use chrono::Utc;
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackLease, StackOperations, StackSettings};
+use ember_engine::stacks::{CreateStack, StackLease, StackOperations, StackSettings, Swept};
 use ember_engine::store::{
     EventListQuery, FencedTransition, LeaseFence, SqlStackStore, StackStore, migrations::Migrator,
 };
@@ -482,7 +482,9 @@ async fn an_engine_that_lost_its_lease_stops_writing(database: &TestDatabase) {
         rows["after"], "INIT_COMPLETE",
         "nothing started after the loss"
     );
-    // The new holder's lease lapses; B's sweep fails the stack, once.
+    // The new holder's lease lapses; B's sweep takes the stack over and
+    // resumes the create (the slow resource only acts on its row): what A
+    // made is kept, the rest is made, once.
     let long_ago = ember_runtime::time::now() - chrono::Duration::hours(1);
     execute(
         &connection,
@@ -490,23 +492,74 @@ async fn an_engine_that_lost_its_lease_stops_writing(database: &TestDatabase) {
         vec![long_ago.into(), stack.id.into()],
     )
     .await;
-    assert_eq!(engine_b.recover_orphaned_stacks().await.expect("swept"), 1);
-    let current = engine_b
-        .find_stack(&alice(), "stolen")
+    let quick_before = store
+        .list_resources(stack.id)
         .await
-        .expect("stack");
-    assert_eq!(current.stack_status(), "CREATE_FAILED");
-    let statuses: Vec<String> = stack_events(&store, &stack)
-        .await
-        .iter()
-        .map(Event::resource_status)
-        .collect();
-    assert_eq!(statuses, ["CREATE_IN_PROGRESS", "CREATE_FAILED"]);
+        .expect("rows")
+        .into_iter()
+        .find(|row| row.name == "quick")
+        .expect("quick");
+    assert_eq!(
+        engine_b.recover_orphaned_stacks().await.expect("swept"),
+        Swept {
+            resumed: 1,
+            failed: 0
+        }
+    );
+    let current = wait_for_final(&engine_b, "stolen").await;
+    assert_eq!(current.stack_status(), "CREATE_COMPLETE");
+    let rows = store.list_resources(stack.id).await.expect("rows");
+    assert!(
+        rows.iter()
+            .all(|row| row.resource_status() == "CREATE_COMPLETE"),
+        "{rows:?}"
+    );
+    let quick_after = rows.iter().find(|row| row.name == "quick").expect("quick");
+    assert_eq!(
+        (quick_after.id, quick_after.updated_at),
+        (quick_before.id, quick_before.updated_at),
+        "what A made is kept as it was"
+    );
+    let events = stack_events(&store, &stack).await;
+    let statuses: Vec<String> = events.iter().map(Event::resource_status).collect();
+    assert_eq!(
+        statuses,
+        [
+            "CREATE_IN_PROGRESS",
+            "CREATE_IN_PROGRESS",
+            "CREATE_COMPLETE"
+        ]
+    );
+    assert!(
+        events[1].reason.contains("resumed")
+            && events[1]
+                .reason
+                .contains(&engine_b.engine_id().to_string()),
+        "{}",
+        events[1].reason
+    );
+    assert_eq!(
+        engine_b.recover_orphaned_stacks().await.expect("swept"),
+        Swept::default(),
+        "nothing is left to take over"
+    );
     // And the stack can be deleted.
     engine_b
         .delete_stack(&alice(), "stolen")
         .await
         .expect("delete accepted");
+}
+
+/// The stack named `name` once its operation ended (at most 20 s).
+async fn wait_for_final(engine: &StackOperations, name: &str) -> Stack {
+    for _ in 0..400 {
+        let stack = engine.find_stack(&alice(), name).await.expect("stack");
+        if stack.status != ActionStatus::InProgress {
+            return stack;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("stack {name} is still in progress after 20 s");
 }
 
 ember_runtime::store_suite!(

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, UpdateStack};
+use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -337,7 +337,7 @@ async fn an_operation_in_progress_holds_the_stack_lease(database: &TestDatabase)
         .expect("free again");
 }
 
-async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestDatabase) {
+async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDatabase) {
     let (operations, store) = operations(database).await;
     let now = ember_runtime::time::now();
     let orphan = Stack {
@@ -346,9 +346,10 @@ async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestData
         project_id: "project-a".into(),
         user_id: "alice".into(),
         parent_id: None,
-        action: StackAction::Create,
+        // An update: only creates and deletes are resumed.
+        action: StackAction::Update,
         status: ActionStatus::InProgress,
-        status_reason: "Stack CREATE started".into(),
+        status_reason: "Stack UPDATE started".into(),
         description: String::new(),
         tags: vec![],
         timeout_mins: None,
@@ -380,31 +381,37 @@ async fn a_stack_left_in_progress_by_a_dead_engine_is_failed(database: &TestData
             &orphan,
             &StackDefinition::default(),
             &[],
-            &Event::for_stack(&orphan, "Stack CREATE started", long_ago),
+            &Event::for_stack(&orphan, "Stack UPDATE started", long_ago),
             fence,
         )
         .await
         .expect("created");
     assert_eq!(
         operations.recover_orphaned_stacks().await.expect("swept"),
-        1
+        Swept {
+            resumed: 0,
+            failed: 1
+        }
     );
     let stack = operations
         .find_stack(&alice(), "orphan")
         .await
         .expect("stack");
-    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert_eq!(stack.stack_status(), "UPDATE_FAILED");
     assert!(
         stack
             .status_reason
-            .contains(&format!("engine {dead_engine} went away")),
+            .contains(&format!("engine {dead_engine} went away"))
+            && stack.status_reason.contains(
+                "not resumed: only creates and deletes are resumed, and this was a stack UPDATE"
+            ),
         "{}",
         stack.status_reason
     );
     // A live stack is left alone.
     assert_eq!(
         operations.recover_orphaned_stacks().await.expect("swept"),
-        0
+        Swept::default()
     );
 }
 
@@ -1234,7 +1241,7 @@ ember_runtime::store_suite!(
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
     bad_requests_are_refused_before_anything_is_recorded,
     an_operation_in_progress_holds_the_stack_lease,
-    a_stack_left_in_progress_by_a_dead_engine_is_failed,
+    an_update_left_in_progress_by_a_dead_engine_is_failed,
     an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,
     an_update_changes_in_place_replaces_adds_and_removes,
     patch_keeps_the_template_and_parameters_it_does_not_name,

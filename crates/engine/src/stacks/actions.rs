@@ -62,7 +62,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_stack_wide_action(found, name_or_id, action, caller)
             .await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 
@@ -170,9 +170,12 @@ async fn run_action(
         Ok(()) if !check_failures.is_empty() => Err(RunFailure::Failed(check_failures.join("; "))),
         other => other,
     };
-    let Some((status, reason)) = super::final_state(outcome, stack_action.as_str()) else {
-        super::stopped_by_takeover(&stack);
-        return;
+    let (status, reason) = match super::final_state(outcome, stack_action.as_str()) {
+        Ok(end) => end,
+        Err(stop) => {
+            super::stopped_by_takeover(&stack, &stop);
+            return;
+        }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     super::plugins::after(&shared, &stack, stack_action, passed).await;

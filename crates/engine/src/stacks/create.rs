@@ -130,7 +130,7 @@ impl StackOperations {
     }
 }
 
-async fn run_create(
+pub(super) async fn run_create(
     shared: Arc<Shared>,
     mut stack: Stack,
     target: RunTarget,
@@ -147,7 +147,14 @@ async fn run_create(
     };
     let operation_action = stack.action;
     let mut rollback_plugins = None;
-    let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
+    // A resumed create (orphans.rs) skips what the engine before it made.
+    let names: BTreeSet<String> = target
+        .parsed
+        .enabled
+        .iter()
+        .filter(|name| !executor::created(&target, name))
+        .cloned()
+        .collect();
     let operation = stack.action.as_str();
     let running = async {
         match adopt_data {
@@ -162,7 +169,7 @@ async fn run_create(
         .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{operation} timed out"))));
     let outcome = executor::settled(&target, outcome).await;
     let outcome = match outcome {
-        Err(RunFailure::LeaseLost) => Err(RunFailure::LeaseLost),
+        Err(stop @ (RunFailure::LeaseLost | RunFailure::HandedBack)) => Err(stop),
         Err(failure) if !stack.disable_rollback => {
             // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
             // client polling for a final state must not stop at a FAILED
@@ -192,9 +199,15 @@ async fn run_create(
         }
         other => other,
     };
-    let Some((status, reason)) = final_state(outcome, stack.action.as_str()) else {
-        stopped_by_takeover(&stack);
-        return;
+    let (status, reason) = match final_state(outcome, stack.action.as_str()) {
+        Ok(end) => end,
+        Err(stop) => {
+            stopped_by_takeover(&stack, &stop);
+            if matches!(stop, RunFailure::HandedBack) {
+                stack_lease.release().await;
+            }
+            return;
+        }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, operation_action, passed).await;

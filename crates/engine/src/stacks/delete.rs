@@ -60,7 +60,7 @@ impl StackOperations {
     }
 }
 
-async fn run_delete(
+pub(super) async fn run_delete(
     shared: Arc<Shared>,
     mut stack: Stack,
     target: RunTarget,
@@ -81,9 +81,15 @@ async fn run_delete(
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
     let outcome = executor::settled(&target, outcome).await;
-    let Some((status, reason)) = final_state(outcome, "DELETE") else {
-        stopped_by_takeover(&stack);
-        return;
+    let (status, reason) = match final_state(outcome, "DELETE") {
+        Ok(end) => end,
+        Err(stop) => {
+            stopped_by_takeover(&stack, &stop);
+            if matches!(stop, RunFailure::HandedBack) {
+                stack_lease.release().await;
+            }
+            return;
+        }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, StackAction::Delete, passed).await;

@@ -37,6 +37,22 @@ pub struct Shared {
     pub quotas: crate::quotas::QuotaSlot,
     /// Recently parsed stored definitions.
     pub parsed_cache: ParsedCache,
+    /// Cancelled when the engine shuts down: root creates and deletes start
+    /// no new resource step and hand their operation back unfinished
+    /// ([`RunFailure::HandedBack`]) for an engine to resume.
+    pub draining: tokio_util::sync::CancellationToken,
+    /// Every operation run this engine started, so that shutdown can wait
+    /// for the steps in flight.
+    pub runs: tokio_util::task::TaskTracker,
+}
+
+impl Shared {
+    /// Whether a step of `target`'s operation may start: not once the
+    /// engine is handing its root operations back (nested stacks run on:
+    /// their parent's step waits for them).
+    fn handing_back(&self, target: &RunTarget) -> bool {
+        target.nested_depth == 0 && self.draining.is_cancelled()
+    }
 }
 
 /// Parsed stored definitions by stack and the `updated_at` they were read
@@ -228,6 +244,14 @@ pub(super) fn with_states<R>(
 }
 
 /// One resource's current state.
+/// Whether `name` is created already (CREATE_COMPLETE): a resumed create
+/// leaves it as it is.
+pub(super) fn created(target: &RunTarget, name: &str) -> bool {
+    current(&target.resources, name).is_some_and(|row| {
+        row.action == StackAction::Create && row.status == ActionStatus::Complete
+    })
+}
+
 pub(super) fn current(resources: &ResourceStates, name: &str) -> Option<Resource> {
     with_states(resources, |states| states.get(name).cloned())
 }
@@ -404,7 +428,12 @@ pub async fn create_resources(
     walk(&graph, &names, Direction::DependenciesFirst, |name| {
         let shared = shared.clone();
         let target = target.clone();
-        async move { create_one(&shared, &target, &name).await }
+        async move {
+            if shared.handing_back(&target) {
+                return Err(RunFailure::HandedBack);
+            }
+            create_one(&shared, &target, &name).await
+        }
     })
     .await
 }
@@ -662,6 +691,10 @@ pub async fn delete_resources(
         let shared = shared.clone();
         let target = target.clone();
         async move {
+            // A delete is handed back at shutdown; a rollback runs on.
+            if action == StackAction::Delete && shared.handing_back(&target) {
+                return Err(RunFailure::HandedBack);
+            }
             // Breakpoint hooks stop a stack delete, not a rollback.
             if action == StackAction::Delete {
                 super::breakpoints::break_if_required(

@@ -14,6 +14,10 @@ pub enum RunFailure {
     Store(Error),
     /// Another engine took the stack over: stop, write nothing more.
     LeaseLost,
+    /// This engine is shutting down: no new step started, the ones running
+    /// finished, and the operation is handed back unfinished (nothing
+    /// final written, the lease released) for an engine to resume.
+    HandedBack,
 }
 
 pub type RunResult<T = ()> = Result<T, RunFailure>;
@@ -27,6 +31,9 @@ impl RunFailure {
                 format!("recording the operation's progress failed: {error}")
             }
             RunFailure::LeaseLost => "the stack lease was taken over by another engine".to_owned(),
+            RunFailure::HandedBack => {
+                "the engine shut down: the operation was handed back to be resumed".to_owned()
+            }
         }
     }
 
@@ -34,12 +41,14 @@ impl RunFailure {
         match self {
             RunFailure::Failed(_) => 0,
             RunFailure::Store(_) => 1,
-            RunFailure::LeaseLost => 2,
+            RunFailure::HandedBack => 2,
+            RunFailure::LeaseLost => 3,
         }
     }
 
     /// Keeps the first failure unless `other` is more serious (a lost lease
-    /// must stop the run even if a resource failed first).
+    /// must stop the run even if a resource failed first; a hand-back wins
+    /// over a failure, which the resuming engine then retries).
     pub fn keep_worst(first: &mut Option<RunFailure>, other: RunFailure) {
         match first {
             Some(kept) if kept.severity() >= other.severity() => {}

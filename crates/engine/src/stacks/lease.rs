@@ -30,7 +30,7 @@ pub const LEASE_TTL: Duration = Duration::from_secs(30);
 /// left to the sweep (a database that is briefly away).
 const FINAL_WRITE_ATTEMPTS: u32 = 5;
 
-fn expiry_after(
+pub(crate) fn expiry_after(
     now: chrono::DateTime<chrono::Utc>,
     ttl: Duration,
 ) -> chrono::DateTime<chrono::Utc> {
@@ -69,6 +69,17 @@ impl StackLease {
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
             )));
         };
+        Ok(StackLease::held(store, fence, ttl))
+    }
+
+    /// The guard of a lease this engine took over from one that went away
+    /// (the sweep's `take_over_orphaned_stack`), to resume its operation:
+    /// renewed and released like a lease it took itself.
+    pub fn taken_over(store: Arc<dyn StackStore>, fence: LeaseFence, ttl: Duration) -> StackLease {
+        StackLease::held(store, fence, ttl)
+    }
+
+    fn held(store: Arc<dyn StackStore>, fence: LeaseFence, ttl: Duration) -> StackLease {
         let stop = CancellationToken::new();
         let settled = Arc::new(AtomicBool::new(false));
         tokio::spawn(keep_alive(
@@ -78,12 +89,12 @@ impl StackLease {
             stop.clone(),
             settled.clone(),
         ));
-        Ok(StackLease {
+        StackLease {
             store,
             fence,
             stop,
             settled,
-        })
+        }
     }
 
     /// What every state write of the operation is fenced with.

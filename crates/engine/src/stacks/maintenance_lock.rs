@@ -51,7 +51,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_maintenance_lock(found, request, true, true)
             .await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 
@@ -69,7 +69,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_maintenance_lock(found, request, false, true)
             .await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 
@@ -200,9 +200,12 @@ async fn run_maintenance_lock(
     let outcome = super::executor::settled(&target, outcome).await;
     // A failure leaves the lock recorded so unlock can clean the dirty
     // state up.
-    let Some((status, reason)) = super::final_state(outcome, action.as_str()) else {
-        super::stopped_by_takeover(&stack);
-        return;
+    let (status, reason) = match super::final_state(outcome, action.as_str()) {
+        Ok(end) => end,
+        Err(stop) => {
+            super::stopped_by_takeover(&stack, &stop);
+            return;
+        }
     };
     if status == ActionStatus::Complete && !locking {
         stack.maintenance_lock = None;

@@ -41,6 +41,7 @@ use executor::{RunTarget, Shared};
 pub use lease::{LEASE_TTL, StackLease};
 pub use maintenance_lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
+pub use orphans::Swept;
 pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
@@ -166,6 +167,8 @@ impl StackOperations {
                     lease_ttl,
                     quotas: Default::default(),
                     parsed_cache: Default::default(),
+                    draining: Default::default(),
+                    runs: Default::default(),
                 }),
             }
         })
@@ -261,7 +264,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_create(stack, &definition, parsed, adopt_data)
             .await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 
@@ -348,7 +351,7 @@ impl StackOperations {
         let caller = StackCaller::User(identity);
         self.admit(&stack, StackOperation::Delete, caller).await?;
         let (stack, run) = self.begin_delete(stack, name_or_id, caller).await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 

@@ -1,49 +1,213 @@
-//! The orphan sweep: stacks left in progress by an engine that went away
-//! (their lease expired or was released) are marked failed, one store
-//! decision each, now and then while the engine runs.
+//! The orphan sweep and the hand-over: stacks left in progress by an engine
+//! that went away (its lease expired, or it released it when it shut down)
+//! are resumed where the operation allows it, and marked failed otherwise —
+//! one store decision each, now and then while the engine runs. On
+//! shutdown an engine hands its root creates and deletes back (see
+//! [`StackOperations::hand_back`]) so that another engine, or itself
+//! restarted, resumes them at once.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::StackOperations;
-use crate::error::Result;
+use super::lease::{StackLease, expiry_after};
+use super::{StackOperations, create, delete, stack_event};
+use crate::domain::{ActionStatus, Resource, Stack, StackAction};
+use crate::error::{Error, Result};
+use crate::store::OrphanCandidate;
 
 /// How many orphaned stacks one sweep pass looks at.
 const ORPHAN_SWEEP_BATCH: u64 = 500;
 
+/// What a sweep pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Operations this engine took over and continues.
+    pub resumed: usize,
+    /// Stacks marked failed: their operation cannot be resumed.
+    pub failed: usize,
+}
+
 impl StackOperations {
-    /// Marks stacks whose engine went away (in progress, lease expired or
-    /// released) as failed, with their in-progress resources. Each one is a
-    /// single decision in the store — take the expired lease over and mark
-    /// the stack only while it is still in that operation — so a stack that
-    /// finished meanwhile, or that another replica swept, is left alone.
-    /// Returns how many this call marked.
-    pub async fn recover_orphaned_stacks(&self) -> Result<usize> {
+    /// Takes over stacks whose engine went away (in progress, lease expired
+    /// or released). A create or delete resumes here when nothing of it was
+    /// in flight outside the engine's own rows (every resource in progress
+    /// is of a type that acts only on its row — a resource that was making
+    /// an instance, a nested stack or a deployment might have made it
+    /// already, and is not made twice): what was done is kept and the rest
+    /// runs. Anything else is marked failed with its in-progress resources,
+    /// as Heat does. Each take-over is one conditional store decision from
+    /// the lease generation the sweep saw, so a stack that finished
+    /// meanwhile, or that another replica took, is left alone.
+    pub async fn recover_orphaned_stacks(&self) -> Result<Swept> {
         let now = ember_runtime::time::now();
         let candidates = self
             .store()
             .list_orphan_candidates(now, ORPHAN_SWEEP_BATCH)
             .await?;
-        let mut marked = 0;
+        let mut swept = Swept::default();
         for candidate in candidates {
             let engine = candidate.holder.map_or_else(
                 || "an unknown engine".to_owned(),
                 |id| format!("engine {id}"),
             );
-            let reason = format!(
+            let rows = self.store().list_resources(candidate.stack.id).await?;
+            let not_resumable = self.why_not_resumable(&candidate.stack, &rows);
+            if not_resumable.is_none() && self.resume(&candidate, &engine).await? {
+                swept.resumed += 1;
+                continue;
+            }
+            let mut reason = format!(
                 "{} interrupted: {engine} went away while it ran (its stack lease expired)",
                 candidate.stack.action.as_str()
             );
+            if let Some(why) = not_resumable {
+                reason.push_str("; not resumed: ");
+                reason.push_str(&why);
+            } else {
+                // Taken by another replica meanwhile, or it changed under
+                // us: the next pass looks again.
+                continue;
+            }
             if let Some(stack) = self
                 .store()
                 .fail_orphaned_stack(&candidate, self.shared.engine_id, now, &reason)
                 .await?
             {
-                marked += 1;
+                swept.failed += 1;
                 tracing::warn!(stack_id = %stack.id, %reason, "orphaned stack marked failed");
             }
         }
-        Ok(marked)
+        Ok(swept)
+    }
+
+    /// Why the operation `stack` is in cannot be resumed from `rows`, or
+    /// `None` when it can.
+    fn why_not_resumable(&self, stack: &Stack, rows: &[Resource]) -> Option<String> {
+        if !matches!(stack.action, StackAction::Create | StackAction::Delete) {
+            return Some(format!(
+                "only creates and deletes are resumed, and this was a stack {}",
+                stack.action.as_str()
+            ));
+        }
+        rows.iter()
+            .filter(|row| row.status == ActionStatus::InProgress)
+            .find(|row| {
+                self.shared
+                    .registry
+                    .get(&row.type_name)
+                    .is_none_or(|kind| kind.acts_outside_its_row())
+            })
+            .map(|row| {
+                format!(
+                    "resource {:?} ({}) was in progress outside the engine and may be half made",
+                    row.name, row.type_name
+                )
+            })
+    }
+
+    /// Takes the orphan's lease over and continues its operation in a run
+    /// of this engine. `false` when the lease or the stack moved meanwhile,
+    /// or when what the store now holds cannot be resumed (the next pass
+    /// decides again).
+    async fn resume(&self, candidate: &OrphanCandidate, gone: &str) -> Result<bool> {
+        let now = ember_runtime::time::now();
+        let ttl = self.shared.lease_ttl;
+        let Some(fence) = self
+            .store()
+            .take_over_orphaned_stack(
+                candidate,
+                self.shared.engine_id,
+                now,
+                expiry_after(now, ttl),
+            )
+            .await?
+        else {
+            return Ok(false);
+        };
+        let stack_lease = StackLease::taken_over(self.shared.store.clone(), fence, ttl);
+        let started = stack_lease
+            .start(async {
+                let mut stack = self
+                    .store()
+                    .get_stack(candidate.stack.id)
+                    .await?
+                    .ok_or_else(|| Error::NotFound("the stack is gone".to_owned()))?;
+                let target = self.load_target(&stack, fence).await?;
+                let rows: Vec<Resource> = super::executor::snapshot(&target.resources)
+                    .into_values()
+                    .collect();
+                if let Some(why) = self.why_not_resumable(&stack, &rows) {
+                    return Err(Error::Conflict(why));
+                }
+                let reason = format!(
+                    "Stack {} resumed: {gone} went away while it ran; engine {} continues it",
+                    stack.action.as_str(),
+                    self.shared.engine_id
+                );
+                stack.status_reason.clone_from(&reason);
+                stack.updated_at = ember_runtime::time::now();
+                self.store()
+                    .record_stack_transition(&stack, &stack_event(&stack, &reason), fence)
+                    .await?;
+                Ok((stack, target))
+            })
+            .await;
+        let ((stack, target), stack_lease) = match started {
+            Ok(started) => started,
+            Err(error) => {
+                tracing::warn!(stack_id = %candidate.stack.id, %error, "orphaned stack not resumed");
+                return Ok(false);
+            }
+        };
+        tracing::warn!(stack_id = %stack.id, action = stack.action.as_str(), %gone, "resuming an orphaned stack operation");
+        let shared = self.shared.clone();
+        match stack.action {
+            StackAction::Delete => {
+                self.shared
+                    .runs
+                    .spawn(delete::run_delete(shared, stack, target, stack_lease));
+            }
+            _ => {
+                self.shared.runs.spawn(create::run_create(
+                    shared,
+                    stack,
+                    target,
+                    stack_lease,
+                    None,
+                ));
+            }
+        }
+        Ok(true)
+    }
+
+    /// The start of [`Self::hand_back`]: from now on root creates and
+    /// deletes start no new resource step.
+    pub fn begin_hand_back(&self) {
+        self.shared.draining.cancel();
+    }
+
+    /// Shutdown: root creates and deletes start no new resource step and
+    /// hand their operations back unfinished, with their leases released,
+    /// for another engine — or this one, restarted — to resume at once;
+    /// other operations run on. Waits up to `grace` for every run this
+    /// engine started to stop, and returns how many were still running then
+    /// (their leases expire, and the sweep decides).
+    pub async fn hand_back(&self, grace: Duration) -> usize {
+        self.begin_hand_back();
+        self.shared.runs.close();
+        if tokio::time::timeout(grace, self.shared.runs.wait())
+            .await
+            .is_err()
+        {
+            let left = self.shared.runs.len();
+            tracing::warn!(
+                left,
+                ?grace,
+                "stack operations still running at the end of the shutdown grace period: their leases will expire and another engine's sweep takes them over"
+            );
+            return left;
+        }
+        0
     }
 
     /// Runs [`Self::recover_orphaned_stacks`] now and then every third of

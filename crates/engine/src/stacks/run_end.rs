@@ -41,22 +41,31 @@ pub(crate) async fn conclude(
 }
 
 /// How a run's outcome ends the operation: its final status and reason,
-/// or `None` when the lease was lost (another engine owns the stack now:
-/// write nothing, the dropped lease guard stops the heartbeat).
-pub(crate) fn final_state(outcome: RunResult, operation: &str) -> Option<(ActionStatus, String)> {
+/// or `None` when the run stops without a final state — the lease was lost
+/// (another engine owns the stack now) or the operation was handed back at
+/// shutdown (an engine resumes it): write nothing; the dropped lease guard
+/// stops the heartbeat and releases what is still held.
+pub(crate) fn final_state(
+    outcome: RunResult,
+    operation: &str,
+) -> Result<(ActionStatus, String), RunFailure> {
     match outcome {
-        Ok(()) => Some((
+        Ok(()) => Ok((
             ActionStatus::Complete,
             format!("Stack {operation} completed successfully"),
         )),
-        Err(RunFailure::LeaseLost) => None,
-        Err(failure) => Some((ActionStatus::Failed, failure.reason())),
+        Err(stop @ (RunFailure::LeaseLost | RunFailure::HandedBack)) => Err(stop),
+        Err(failure) => Ok((ActionStatus::Failed, failure.reason())),
     }
 }
 
-/// Logs a run that stops because its lease was taken over.
-pub(crate) fn stopped_by_takeover(stack: &Stack) {
-    tracing::error!(stack_id = %stack.id, action = stack.action.as_str(), "stack lease taken over by another engine: this run stops without writing");
+/// Logs a run that stops without a final state (see [`final_state`]).
+pub(crate) fn stopped_by_takeover(stack: &Stack, stop: &RunFailure) {
+    if matches!(stop, RunFailure::HandedBack) {
+        tracing::info!(stack_id = %stack.id, action = stack.action.as_str(), "engine shutting down: operation handed back unfinished, to be resumed");
+    } else {
+        tracing::error!(stack_id = %stack.id, action = stack.action.as_str(), "stack lease taken over by another engine: this run stops without writing");
+    }
 }
 
 fn set_state(stack: &mut Stack, status: ActionStatus, reason: &str) {

@@ -207,7 +207,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_update_stack_as(found, &request, caller, UpdateKind::Restore(recorded))
             .await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 

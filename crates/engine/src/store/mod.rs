@@ -219,6 +219,18 @@ pub trait StackStore: Send + Sync + 'static {
         now: DateTime<Utc>,
         reason: &str,
     ) -> Result<Option<Stack>>;
+    /// Takes an orphan's lease over so that this engine resumes its
+    /// operation: from the generation the candidate was seen with, only if
+    /// it is still expired and the stack still in that `*_IN_PROGRESS`; the
+    /// lease then lives until `expires_at` (renewed by the resuming run).
+    /// Writes nothing else. `None` when anything moved meanwhile.
+    async fn take_over_orphaned_stack(
+        &self,
+        candidate: &OrphanCandidate,
+        engine_id: Uuid,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<Option<LeaseFence>>;
     /// A page of `project_id`'s stacks, newest first; `Error::NotFound` if
     /// the marker names no stack of the project.
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>>;

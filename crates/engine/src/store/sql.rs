@@ -641,42 +641,11 @@ impl StackStore for SqlStackStore {
     ) -> Result<Option<Stack>> {
         let stack_id = candidate.stack.id;
         let transaction = self.connection.begin().await?;
-        // Take the lease over: only from the generation the sweep saw, and
-        // only while it is still expired. Its old holder's writes are fenced
-        // out from here on.
-        let taken = if candidate.generation == 0 {
-            let row = stack_leases::ActiveModel {
-                stack_id: Set(stack_id),
-                engine_id: Set(engine_id),
-                operation: Set("SWEEP".to_owned()),
-                expires_at: Set(now),
-                generation: Set(1),
-            };
-            match stack_leases::Entity::insert(row)
-                .on_conflict_do_nothing()
-                .exec_without_returning(&transaction)
-                .await?
-            {
-                sea_orm::TryInsertResult::Inserted(count) => count == 1,
-                _ => false,
-            }
-        } else {
-            stack_leases::Entity::update_many()
-                .col_expr(stack_leases::Column::EngineId, Expr::value(engine_id))
-                .col_expr(stack_leases::Column::Operation, Expr::value("SWEEP"))
-                .col_expr(
-                    stack_leases::Column::Generation,
-                    Expr::col(stack_leases::Column::Generation).add(1),
-                )
-                .filter(stack_leases::Column::StackId.eq(stack_id))
-                .filter(stack_leases::Column::Generation.eq(candidate.generation))
-                .filter(stack_leases::Column::ExpiresAt.lt(now))
-                .exec(&transaction)
-                .await?
-                .rows_affected
-                == 1
-        };
-        if !taken {
+        // The sweep's own lease lives only as long as this transaction.
+        if take_over_lease(&transaction, candidate, engine_id, "SWEEP", now, now)
+            .await?
+            .is_none()
+        {
             return Ok(None);
         }
         // Only while the stack is still in the operation the sweep saw.
@@ -730,6 +699,46 @@ impl StackStore for SqlStackStore {
             .await?;
         transaction.commit().await?;
         Ok(Some(stack))
+    }
+
+    async fn take_over_orphaned_stack(
+        &self,
+        candidate: &OrphanCandidate,
+        engine_id: Uuid,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> Result<Option<LeaseFence>> {
+        let stack_id = candidate.stack.id;
+        let transaction = self.connection.begin().await?;
+        let operation = candidate.stack.action.as_str();
+        let Some(generation) = take_over_lease(
+            &transaction,
+            candidate,
+            engine_id,
+            operation,
+            now,
+            expires_at,
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        // Only while the stack is still in the operation the sweep saw.
+        use sea_orm::PaginatorTrait;
+        let still = stacks::Entity::find()
+            .filter(stacks::Column::Id.eq(stack_id))
+            .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
+            .filter(stacks::Column::Action.eq(operation))
+            .count(&transaction)
+            .await?;
+        if still != 1 {
+            return Ok(None);
+        }
+        transaction.commit().await?;
+        Ok(Some(LeaseFence {
+            stack_id,
+            generation,
+        }))
     }
 
     async fn mark_resource_health(
@@ -873,6 +882,54 @@ async fn hold_fence(transaction: &DatabaseTransaction, fence: LeaseFence) -> Res
 }
 
 /// Releases the lease `fence` holds; returns whether it still held.
+/// Takes an orphan's lease over for `engine_id`: only from the generation
+/// the sweep saw, and only while it is still expired; its old holder's
+/// writes are fenced out from here on. Returns the new generation, or
+/// `None` when the lease moved meanwhile.
+async fn take_over_lease(
+    transaction: &DatabaseTransaction,
+    candidate: &OrphanCandidate,
+    engine_id: Uuid,
+    operation: &str,
+    now: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let stack_id = candidate.stack.id;
+    if candidate.generation == 0 {
+        let row = stack_leases::ActiveModel {
+            stack_id: Set(stack_id),
+            engine_id: Set(engine_id),
+            operation: Set(operation.to_owned()),
+            expires_at: Set(expires_at),
+            generation: Set(1),
+        };
+        let inserted = matches!(
+            stack_leases::Entity::insert(row)
+                .on_conflict_do_nothing()
+                .exec_without_returning(transaction)
+                .await?,
+            sea_orm::TryInsertResult::Inserted(1)
+        );
+        return Ok(inserted.then_some(1));
+    }
+    let taken = stack_leases::Entity::update_many()
+        .col_expr(stack_leases::Column::EngineId, Expr::value(engine_id))
+        .col_expr(stack_leases::Column::Operation, Expr::value(operation))
+        .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
+        .col_expr(
+            stack_leases::Column::Generation,
+            Expr::col(stack_leases::Column::Generation).add(1),
+        )
+        .filter(stack_leases::Column::StackId.eq(stack_id))
+        .filter(stack_leases::Column::Generation.eq(candidate.generation))
+        .filter(stack_leases::Column::ExpiresAt.lt(now))
+        .exec(transaction)
+        .await?
+        .rows_affected
+        == 1;
+    Ok(taken.then_some(candidate.generation + 1))
+}
+
 async fn release_lease(connection: &impl ConnectionTrait, fence: LeaseFence) -> Result<bool> {
     let released = stack_leases::Entity::update_many()
         .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))

@@ -62,7 +62,7 @@ impl StackOperations {
         // the new template once it is parsed, below.
         self.admit_quotas(&found, 0, false).await?;
         let (stack, run) = self.begin_update_stack(found, &request, caller).await?;
-        tokio::spawn(run);
+        self.shared.runs.spawn(run);
         Ok(stack)
     }
 

@@ -61,7 +61,7 @@ pub(super) async fn run_update(
     };
     let outcome = crate::stacks::executor::settled(&target, outcome).await;
     let outcome = match (outcome, previous) {
-        (Err(RunFailure::LeaseLost), _) => Err(RunFailure::LeaseLost),
+        (Err(stop @ (RunFailure::LeaseLost | RunFailure::HandedBack)), _) => Err(stop),
         // No FAILED in between: pollers must not stop before the rollback.
         (Err(failure), Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
             rollback(
@@ -77,9 +77,12 @@ pub(super) async fn run_update(
         (outcome, _) => outcome,
     };
     shared.forget_update(stack.id);
-    let Some((status, reason)) = crate::stacks::final_state(outcome, stack.action.as_str()) else {
-        crate::stacks::stopped_by_takeover(&stack);
-        return;
+    let (status, reason) = match crate::stacks::final_state(outcome, stack.action.as_str()) {
+        Ok(end) => end,
+        Err(stop) => {
+            crate::stacks::stopped_by_takeover(&stack, &stop);
+            return;
+        }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     crate::stacks::plugins::after(&shared, &stack, kind.action(), passed).await;

@@ -1,0 +1,317 @@
+//! Stack operations outlive the engine that ran them, on SQLite and
+//! PostgreSQL: an engine that shuts down hands its creates and deletes back
+//! unfinished (the steps in flight finish, no new one starts, the lease is
+//! released) and another engine's sweep resumes them at once, keeping what
+//! was done; an orphan whose step was in flight outside the engine (here a
+//! nested stack being made) is marked failed with why it was not resumed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ember_engine::domain::{ActionStatus, Stack};
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, Swept};
+use ember_engine::store::{EventListQuery, SqlStackStore, StackStore, migrations::Migrator};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
+
+/// Two engines on one database, as two replicas.
+struct Replicas {
+    connection: DatabaseConnection,
+    store: Arc<dyn StackStore>,
+    a: Arc<StackOperations>,
+    b: Arc<StackOperations>,
+}
+
+async fn replicas(database: &TestDatabase) -> Replicas {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let engine = || {
+        StackOperations::configured(
+            store.clone(),
+            Arc::new(ResourceTypeRegistry::builtin()),
+            StackSettings {
+                lease_ttl: Duration::from_secs(3),
+                ..StackSettings::default()
+            },
+        )
+    };
+    let (a, b) = (engine(), engine());
+    Replicas {
+        connection,
+        store,
+        a,
+        b,
+    }
+}
+
+fn alice() -> Identity {
+    Identity::new("alice", "project-a", vec!["member".to_owned()])
+}
+
+/// The stack's row once its operation ended (at most 20 s).
+async fn settled(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
+    for _ in 0..400 {
+        let current = store
+            .get_stack(stack.id)
+            .await
+            .expect("read")
+            .expect("the stack row");
+        if current.status != ActionStatus::InProgress {
+            return current;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("stack {} is still in progress after 20 s", stack.name);
+}
+
+/// Each resource's `ACTION_STATUS`, by name.
+async fn resource_states(
+    store: &Arc<dyn StackStore>,
+    stack: &Stack,
+) -> std::collections::BTreeMap<String, String> {
+    store
+        .list_resources(stack.id)
+        .await
+        .expect("rows")
+        .into_iter()
+        .map(|row| (row.name.clone(), row.resource_status()))
+        .collect()
+}
+
+/// The stack's own events' reasons (not its resources').
+async fn stack_reasons(store: &Arc<dyn StackStore>, stack: &Stack) -> Vec<String> {
+    store
+        .list_events(&EventListQuery {
+            stack_ids: vec![stack.id],
+            limit: 1000,
+            ..EventListQuery::default()
+        })
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|event| event.resource_type == "OS::Heat::Stack")
+        .map(|event| format!("{}: {}", event.resource_status(), event.reason))
+        .collect()
+}
+
+const CREATE_CHAIN: &str = "heat_template_version: 2021-04-16\nresources:\n  quick: {type: OS::Heat::None}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: quick\n    properties: {action_wait_secs: {create: 1}}\n  after:\n    type: OS::Heat::None\n    depends_on: slow\n";
+
+async fn a_create_handed_back_at_shutdown_is_resumed_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let stack = replicas
+        .a
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "handed".into(),
+                template: CREATE_CHAIN.into(),
+                disable_rollback: true,
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("accepted");
+    // A shuts down while `slow` runs: `slow` finishes, `after` never starts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
+    let states = resource_states(&replicas.store, &stack).await;
+    assert_eq!(states["quick"], "CREATE_COMPLETE");
+    assert_eq!(
+        states["slow"], "CREATE_COMPLETE",
+        "the step in flight finished"
+    );
+    assert_eq!(states["after"], "INIT_COMPLETE", "no step started after");
+    let handed = replicas
+        .store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(handed.stack_status(), "CREATE_IN_PROGRESS");
+    // B's sweep takes it at once (the lease was released, not left to
+    // expire) and finishes it.
+    assert_eq!(
+        replicas.b.recover_orphaned_stacks().await.expect("swept"),
+        Swept {
+            resumed: 1,
+            failed: 0
+        }
+    );
+    let done = settled(&replicas.store, &stack).await;
+    assert_eq!(
+        done.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert!(
+        resource_states(&replicas.store, &stack)
+            .await
+            .values()
+            .all(|state| state == "CREATE_COMPLETE")
+    );
+    let reasons = stack_reasons(&replicas.store, &stack).await;
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[1].starts_with("CREATE_IN_PROGRESS: Stack CREATE resumed")
+            && reasons[1].contains(&replicas.a.engine_id().to_string())
+            && reasons[1].contains(&replicas.b.engine_id().to_string()),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        replicas.b.recover_orphaned_stacks().await.expect("swept"),
+        Swept::default()
+    );
+}
+
+const DELETE_CHAIN: &str = "heat_template_version: 2021-04-16\nresources:\n  first: {type: OS::Heat::None}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: first\n    properties: {action_wait_secs: {delete: 1}}\n  last:\n    type: OS::Heat::None\n    depends_on: slow\n";
+
+async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let stack = replicas
+        .a
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "deleted".into(),
+                template: DELETE_CHAIN.into(),
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("accepted");
+    assert_eq!(
+        settled(&replicas.store, &stack).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .a
+        .delete_stack(&alice(), "deleted")
+        .await
+        .expect("delete accepted");
+    // Dependents first: `last` goes, `slow` is being deleted, `first` waits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
+    let handed = replicas
+        .store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(handed.stack_status(), "DELETE_IN_PROGRESS");
+    assert_eq!(
+        resource_states(&replicas.store, &stack)
+            .await
+            .get("first")
+            .map(String::as_str),
+        Some("CREATE_COMPLETE"),
+        "the rest waits for whoever resumes"
+    );
+    assert_eq!(
+        replicas.b.recover_orphaned_stacks().await.expect("swept"),
+        Swept {
+            resumed: 1,
+            failed: 0
+        }
+    );
+    let done = settled(&replicas.store, &stack).await;
+    assert_eq!(
+        done.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert!(
+        resource_states(&replicas.store, &stack)
+            .await
+            .values()
+            .all(|state| state == "DELETE_COMPLETE"),
+        "every resource deleted once"
+    );
+}
+
+const NESTED: &str = r#"heat_template_version: 2021-04-16
+resources:
+  child:
+    type: OS::Heat::Stack
+    properties:
+      template: |
+        heat_template_version: 2021-04-16
+        resources:
+          slow:
+            type: OS::Heat::TestResource
+            properties: {action_wait_secs: {create: 2}}
+"#;
+
+async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let stack = replicas
+        .a
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "nesting".into(),
+                template: NESTED.into(),
+                disable_rollback: true,
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("accepted");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        resource_states(&replicas.store, &stack).await["child"],
+        "CREATE_IN_PROGRESS"
+    );
+    // A dies as far as the database can tell: its lease expired long ago
+    // (and its generation moved on, so its late writes are refused).
+    let sql = match replicas.connection.get_database_backend() {
+        sea_orm::DatabaseBackend::Sqlite => {
+            "UPDATE stack_leases SET generation = generation + 1, expires_at = ? WHERE stack_id = ?"
+        }
+        _ => {
+            "UPDATE stack_leases SET generation = generation + 1, expires_at = $1 WHERE stack_id = $2"
+        }
+    };
+    let long_ago = ember_runtime::time::now() - chrono::Duration::hours(1);
+    replicas
+        .connection
+        .execute_raw(Statement::from_sql_and_values(
+            replicas.connection.get_database_backend(),
+            sql,
+            vec![long_ago.into(), stack.id.into()],
+        ))
+        .await
+        .expect("expired");
+    assert_eq!(
+        replicas.b.recover_orphaned_stacks().await.expect("swept"),
+        Swept {
+            resumed: 0,
+            failed: 1
+        }
+    );
+    let failed = replicas
+        .store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(failed.stack_status(), "CREATE_FAILED");
+    assert!(
+        failed.status_reason.contains(
+            "not resumed: resource \"child\" (OS::Heat::Stack) was in progress outside the engine"
+        ),
+        "{}",
+        failed.status_reason
+    );
+}
+
+ember_runtime::store_suite!(
+    a_create_handed_back_at_shutdown_is_resumed_by_another_engine,
+    a_delete_handed_back_at_shutdown_is_resumed_by_another_engine,
+    an_orphan_with_a_step_in_flight_outside_is_failed_with_why,
+);
