@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
-use ember_runtime::Identity;
-use tonic::{Request, Response, Status};
+use tonic::Request;
 use uuid::Uuid;
 
 use super::convert::event_to_proto;
+use super::{Reply, answer};
 use crate::error::Error;
 use crate::stacks::StackOperations;
 use crate::store::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
@@ -36,69 +36,72 @@ impl pb::event_service_server::EventService for EventHandler {
     async fn list_events(
         &self,
         request: Request<pb::ListEventsRequest>,
-    ) -> Result<Response<pb::ListEventsResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.stack)
-            .await?;
-        let marker = parse_id("marker", &request.marker)?;
-        let resource_name = (!request.resource_name.is_empty()).then_some(request.resource_name);
-        let (events, stack_names) = self
-            .operations
-            .events(
-                &stack,
-                resource_name,
-                request.nested_depth.min(10),
-                (request.limit, marker, request.descending),
-            )
-            .await?;
-        let page_size = match request.limit {
-            0 => DEFAULT_PAGE_SIZE,
-            limit => limit.min(MAX_PAGE_SIZE),
-        };
-        let next_marker = if events.len() == page_size as usize {
-            events
-                .last()
-                .map(|event| event.id.to_string())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        let events = events
-            .iter()
-            .map(|event| {
-                let stack_name = stack_names.get(&event.stack_id).map_or("", String::as_str);
-                event_to_proto(event, stack_name)
-            })
-            .collect();
-        Ok(Response::new(pb::ListEventsResponse {
-            events,
-            next_marker,
-        }))
+    ) -> Reply<pb::ListEventsResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                let marker = parse_id("marker", &request.marker)?;
+                let resource_name =
+                    (!request.resource_name.is_empty()).then_some(request.resource_name);
+                let (events, stack_names) = self
+                    .operations
+                    .events(
+                        &stack,
+                        resource_name,
+                        request.nested_depth.min(10),
+                        (request.limit, marker, request.descending),
+                    )
+                    .await?;
+                let page_size = match request.limit {
+                    0 => DEFAULT_PAGE_SIZE,
+                    limit => limit.min(MAX_PAGE_SIZE),
+                };
+                let next_marker = if events.len() == page_size as usize {
+                    events
+                        .last()
+                        .map(|event| event.id.to_string())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                let events = events
+                    .iter()
+                    .map(|event| {
+                        let stack_name =
+                            stack_names.get(&event.stack_id).map_or("", String::as_str);
+                        event_to_proto(event, stack_name)
+                    })
+                    .collect();
+                Ok(pb::ListEventsResponse {
+                    events,
+                    next_marker,
+                })
+            },
+            |events| events,
+        )
+        .await
     }
 
-    async fn get_event(
-        &self,
-        request: Request<pb::GetEventRequest>,
-    ) -> Result<Response<pb::Event>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.stack)
-            .await?;
-        let event_id = parse_id("event_id", &request.event_id)?
-            .ok_or_else(|| Error::InvalidInput("event_id: give an event id".to_owned()))?;
-        let event = self.operations.event(&stack, event_id).await?;
-        if !request.resource_name.is_empty() && event.resource_name != request.resource_name {
-            return Err(Error::NotFound(format!(
-                "event {event_id} is not an event of resource {:?}",
-                request.resource_name
-            ))
-            .into());
-        }
-        Ok(Response::new(event_to_proto(&event, &stack.name)))
+    async fn get_event(&self, request: Request<pb::GetEventRequest>) -> Reply<pb::Event> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                let event_id = parse_id("event_id", &request.event_id)?
+                    .ok_or_else(|| Error::InvalidInput("event_id: give an event id".to_owned()))?;
+                let event = self.operations.event(&stack, event_id).await?;
+                if !request.resource_name.is_empty() && event.resource_name != request.resource_name
+                {
+                    return Err(Error::NotFound(format!(
+                        "event {event_id} is not an event of resource {:?}",
+                        request.resource_name
+                    )));
+                }
+                Ok(event_to_proto(&event, &stack.name))
+            },
+            |event| event,
+        )
+        .await
     }
 }
