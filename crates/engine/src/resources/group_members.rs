@@ -5,6 +5,9 @@
 //! and attributes back to the group — and run through the engine's
 //! [`NestedStackHost`]. A failed member stays in the template under its
 //! name, so the nested update replaces it and member names stay continuous.
+//! How a resource reaches its nested stack (the host, the stack's id) and
+//! acts on it (delete, check, suspend, resume, lock) is shared with the
+//! nested-stack resources themselves (`nested.rs`).
 
 use std::cmp::Ordering;
 use std::sync::{Arc, Weak};

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::group_members::{act, delete, host, lock, nested_id};
 use super::{
     AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
@@ -86,32 +87,6 @@ pub trait NestedStackHost: Send + Sync {
 /// Where the engine installs itself once it exists (it owns the registry
 /// that owns these types, hence a weak, late-bound reference).
 pub type NestedStackHostSlot = Arc<OnceLock<Weak<dyn NestedStackHost>>>;
-
-fn host(slot: &NestedStackHostSlot) -> Result<Arc<dyn NestedStackHost>, ResourceFailure> {
-    slot.get().and_then(Weak::upgrade).ok_or_else(|| {
-        ResourceFailure("the engine is shutting down: nested stacks are unavailable".to_owned())
-    })
-}
-
-fn nested_id(current: &Resource) -> Option<Uuid> {
-    current
-        .physical_id
-        .as_deref()
-        .and_then(|id| Uuid::parse_str(id).ok())
-}
-
-/// Shared behaviour of both kinds: everything but how the definition and
-/// the attributes are made.
-async fn act(
-    slot: &NestedStackHostSlot,
-    current: &Resource,
-    action: &'static str,
-) -> Result<(), ResourceFailure> {
-    match nested_id(current) {
-        Some(stack_id) => host(slot)?.act_on_nested_stack(stack_id, action).await,
-        None => Ok(()),
-    }
-}
 
 /// What differs between the kinds of nested-stack resources: the schema,
 /// how a request becomes the nested stack's definition, and which
@@ -316,10 +291,7 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
     }
 
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        match nested_id(current) {
-            Some(stack_id) => host(&self.host)?.delete_nested_stack(stack_id).await,
-            None => Ok(()),
-        }
+        delete(&self.host, current).await
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
@@ -344,12 +316,7 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
         current: &Resource,
         request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        if let Some(stack_id) = nested_id(current) {
-            host(&self.host)?
-                .lock_nested_stack(stack_id, request, true)
-                .await?;
-        }
-        Ok(current.data.clone())
+        lock(&self.host, current, request, true).await
     }
 
     async fn unlock(
@@ -357,12 +324,7 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
         current: &Resource,
         request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        if let Some(stack_id) = nested_id(current) {
-            host(&self.host)?
-                .lock_nested_stack(stack_id, request, false)
-                .await?;
-        }
-        Ok(current.data.clone())
+        lock(&self.host, current, request, false).await
     }
 
     /// A nested stack is updated in place; only a failed one is replaced.
