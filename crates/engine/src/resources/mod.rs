@@ -87,6 +87,15 @@ impl ResourceRequest {
             .collect();
         format!("{}-{}-{suffix}", self.stack_name, self.resource_name)
     }
+
+    /// The physical id an update keeps: `current`'s, or a new
+    /// [physical resource name](Self::physical_resource_name) if it has none.
+    pub fn kept_physical_id(&self, current: &Resource) -> String {
+        current
+            .physical_id
+            .clone()
+            .unwrap_or_else(|| self.physical_resource_name())
+    }
 }
 
 /// A maintenance lock (or unlock) reaching a resource.

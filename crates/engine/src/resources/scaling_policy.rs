@@ -241,10 +241,7 @@ impl ResourceType for ScalingPolicy {
         request: &ResourceRequest,
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
-        let physical_id = current
-            .physical_id
-            .clone()
-            .unwrap_or_else(|| request.physical_resource_name());
+        let physical_id = request.kept_physical_id(current);
         outcome(request, physical_id, current.data.clone())
     }
 }
