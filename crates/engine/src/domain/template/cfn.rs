@@ -145,17 +145,7 @@ pub fn translate(document: &Map<String, Value>) -> Result<Map<String, Value>, Te
             ));
         }
     }
-    for key in document.keys() {
-        if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
-            return Err(TemplateError::new(
-                key.as_str(),
-                format!(
-                    "unknown template section '{key}', expected one of {}",
-                    TOP_LEVEL_KEYS.join(", ")
-                ),
-            ));
-        }
-    }
+    super::document::only_known_sections(document, &TOP_LEVEL_KEYS)?;
     let parameters = section(document, "Parameters")?;
     let resources = section(document, "Resources")?;
     let translator = Translator {

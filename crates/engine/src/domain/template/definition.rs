@@ -70,17 +70,7 @@ impl Template {
             document
         };
         let version = parse_version(&document)?;
-        for key in document.keys() {
-            if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
-                return Err(TemplateError::new(
-                    key.as_str(),
-                    format!(
-                        "unknown template section '{key}', expected one of {}",
-                        TOP_LEVEL_KEYS.join(", ")
-                    ),
-                ));
-            }
-        }
+        super::document::only_known_sections(&document, &TOP_LEVEL_KEYS)?;
         if document.contains_key("conditions") && !version.supports_conditions() {
             return Err(TemplateError::new(
                 "conditions",

@@ -123,6 +123,24 @@ fn yaml_number(number: &serde_yaml_ng::Number, path: &str) -> Result<Value, Temp
         .ok_or_else(|| TemplateError::new(path, format!("the number {number} is not finite")))
 }
 
+/// Refuses a top-level section of `document` that is not one of `known`
+/// (a HOT template's sections, or a CloudFormation template's).
+pub(crate) fn only_known_sections(
+    document: &Map<String, Value>,
+    known: &[&str],
+) -> Result<(), TemplateError> {
+    match document.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => Err(TemplateError::new(
+            key.as_str(),
+            format!(
+                "unknown template section '{key}', expected one of {}",
+                known.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Measures nesting depth without recursion, so values of any depth can be
 /// checked safely.
 pub(crate) fn nesting_depth(value: &Value) -> usize {
