@@ -220,6 +220,12 @@ impl InstanceService {
             ember_runtime::time::now(),
         )?;
         self.store.insert_instance(&instance).await?;
+        self.start_building(caller, &instance);
+        Ok(instance)
+    }
+
+    /// Logs a newly recorded instance and starts its build task.
+    fn start_building(&self, caller: &Identity, instance: &Instance) {
         info!(
             instance_uuid = %instance.uuid,
             name = %instance.name,
@@ -231,7 +237,6 @@ impl InstanceService {
             crate::domain::instance::InstanceTask::Build,
             instance.clone(),
         );
-        Ok(instance)
     }
 
     /// Creates the instance with `uuid` unless it exists, so a caller that
@@ -259,17 +264,7 @@ impl InstanceService {
         )?;
         instance.uuid = uuid;
         if self.store.insert_instance_if_absent(&instance).await? {
-            info!(
-                instance_uuid = %instance.uuid,
-                name = %instance.name,
-                project_id = %instance.project_id,
-                user_id = %caller.user_id,
-                "instance created"
-            );
-            self.tasks.start(
-                crate::domain::instance::InstanceTask::Build,
-                instance.clone(),
-            );
+            self.start_building(caller, &instance);
             return Ok(instance);
         }
         match self.store.get_instance(uuid).await? {
