@@ -35,18 +35,12 @@ impl ClusterService {
         cluster: &Cluster,
         live: i32,
     ) -> RunResult<Ran> {
-        let action = &run.action;
         if crate::clusters::grow::planned_nodes(run).is_some() {
             return self.grow(run, cluster, 0, ClusterColumns::default()).await;
         }
-        self.check_cooldown(cluster, ScalingEvent::ScaleOut).await?;
-        let count = match action.input_u64("count") {
-            Some(count) => count,
-            None => {
-                self.policy_step(&cluster.id, ScalingEvent::ScaleOut, live)
-                    .await?
-            }
-        };
+        let count = self
+            .scaling_count(run, cluster, ScalingEvent::ScaleOut, live)
+            .await?;
         let desired = sizing::grown_by(live, count, cluster.max_size)?;
         self.grow(
             run,
@@ -68,15 +62,9 @@ impl ClusterService {
         members: &[Node],
         live: i32,
     ) -> RunResult<Ran> {
-        let action = &run.action;
-        self.check_cooldown(cluster, ScalingEvent::ScaleIn).await?;
-        let count = match action.input_u64("count") {
-            Some(count) => count,
-            None => {
-                self.policy_step(&cluster.id, ScalingEvent::ScaleIn, live)
-                    .await?
-            }
-        };
+        let count = self
+            .scaling_count(run, cluster, ScalingEvent::ScaleIn, live)
+            .await?;
         let desired = sizing::shrunk_by(live, count, cluster.min_size)?;
         self.shrink(
             run,
@@ -87,6 +75,23 @@ impl ClusterService {
             ClusterColumns::default(),
         )
         .await
+    }
+
+    /// How many nodes a scale-out or scale-in adds or removes, once the
+    /// cooldown allows it: the action's `count`, else the scaling policy's
+    /// step.
+    async fn scaling_count(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        event: ScalingEvent,
+        live: i32,
+    ) -> Result<u64> {
+        self.check_cooldown(cluster, event).await?;
+        match run.action.input_u64("count") {
+            Some(count) => Ok(count),
+            None => self.policy_step(&cluster.id, event, live).await,
+        }
     }
 
     /// Grows or shrinks to the size the resize asks for, computed now.
