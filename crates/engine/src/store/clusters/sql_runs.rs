@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, PaginatorTrait,
-    QueryFilter, QuerySelect,
+    QueryFilter, QuerySelect, UpdateMany,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -18,7 +18,9 @@ use super::changes::{apply_change_in, begin_write, insert_events, settle_in, sti
 use super::convert::{action_from, action_row, uuids_json};
 use super::entity::{action, binding, cluster, node};
 use super::{ClusterChange, Settle};
-use crate::domain::cluster::{ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus};
+use crate::domain::cluster::{
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, Fence, NodeStatus,
+};
 use crate::error::{Error, Result};
 use ember_runtime::database::statement;
 
@@ -117,20 +119,14 @@ pub async fn renew_action_leases(
     Ok(result.rows_affected)
 }
 
-/// Moves the run's action RUNNING → `status` (fenced), clearing owner and
-/// lease; true when it did.
-async fn finish_fenced(
-    connection: &impl ConnectionTrait,
-    action: &ClusterAction,
-    status: ActionStatus,
-    reason: &str,
-) -> Result<bool> {
-    let Some(fence) = action.fence() else {
-        return Ok(false);
-    };
-    let result = action::Entity::update_many()
-        .col_expr(action::Column::Status, Expr::value(status.as_str()))
-        .col_expr(action::Column::StatusReason, Expr::value(reason))
+/// `update` of a run's action as the run lets it go: owner and lease
+/// cleared, and fenced — it applies only while `fence`'s run still owns the
+/// action and it is RUNNING.
+fn released_by_its_run(
+    update: UpdateMany<action::Entity>,
+    fence: &Fence,
+) -> UpdateMany<action::Entity> {
+    update
         .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
         .col_expr(
             action::Column::LeaseExpiresAt,
@@ -144,8 +140,23 @@ async fn finish_fenced(
         .filter(action::Column::Owner.eq(fence.owner))
         .filter(action::Column::Attempt.eq(fence.attempt))
         .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
-        .exec(connection)
-        .await?;
+}
+
+/// Moves the run's action RUNNING → `status` (fenced), clearing owner and
+/// lease; true when it did.
+async fn finish_fenced(
+    connection: &impl ConnectionTrait,
+    action: &ClusterAction,
+    status: ActionStatus,
+    reason: &str,
+) -> Result<bool> {
+    let Some(fence) = action.fence() else {
+        return Ok(false);
+    };
+    let update = action::Entity::update_many()
+        .col_expr(action::Column::Status, Expr::value(status.as_str()))
+        .col_expr(action::Column::StatusReason, Expr::value(reason));
+    let result = released_by_its_run(update, &fence).exec(connection).await?;
     Ok(result.rows_affected == 1)
 }
 
@@ -273,7 +284,7 @@ pub async fn start_waiting_on_children(
     };
     let transaction = begin_write(connection).await?;
     let child_ids: Vec<Uuid> = children.iter().map(|child| child.id).collect();
-    let result = action::Entity::update_many()
+    let update = action::Entity::update_many()
         .col_expr(
             action::Column::Status,
             Expr::value(ActionStatus::Waiting.as_str()),
@@ -281,20 +292,8 @@ pub async fn start_waiting_on_children(
         .col_expr(
             action::Column::DependsOn,
             Expr::value(uuids_json(&child_ids)),
-        )
-        .col_expr(action::Column::Owner, Expr::value(Option::<Uuid>::None))
-        .col_expr(
-            action::Column::LeaseExpiresAt,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(
-            action::Column::UpdatedAt,
-            Expr::value(ember_runtime::time::now()),
-        )
-        .filter(action::Column::Id.eq(fence.action_id))
-        .filter(action::Column::Owner.eq(fence.owner))
-        .filter(action::Column::Attempt.eq(fence.attempt))
-        .filter(action::Column::Status.eq(ActionStatus::Running.as_str()))
+        );
+    let result = released_by_its_run(update, &fence)
         .exec(&transaction)
         .await?;
     if result.rows_affected != 1 {
