@@ -183,11 +183,8 @@ impl ClusterService {
             self,
             &ClusterChange {
                 node_changes: vec![change],
-                events: vec![super::event(
-                    "NODE",
-                    node.id,
-                    &node.name,
-                    node.cluster_id,
+                events: vec![super::node_event(
+                    node,
                     "NODE_CREATE",
                     status.as_str(),
                     reason,

@@ -148,11 +148,8 @@ impl ClusterService {
                 self,
                 &ClusterChange {
                     node_changes: vec![failed],
-                    events: vec![super::event(
-                        "NODE",
-                        node.id,
-                        &node.name,
-                        node.cluster_id,
+                    events: vec![super::node_event(
+                        node,
                         "NODE_RECOVER",
                         "ERROR",
                         reason,

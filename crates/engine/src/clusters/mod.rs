@@ -238,6 +238,26 @@ pub(crate) fn event(
     )
 }
 
+/// An event about a node, recorded under the cluster it belongs to.
+pub(crate) fn node_event(
+    node: &Node,
+    action: &str,
+    status: &str,
+    reason: impl Into<String>,
+    caller: &Identity,
+) -> ClusterEvent {
+    event(
+        "NODE",
+        node.id,
+        &node.name,
+        node.cluster_id,
+        action,
+        status,
+        reason,
+        caller,
+    )
+}
+
 /// An event about an action.
 pub(crate) fn action_event(
     action: &ClusterAction,

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::hooks::PendingHook;
 use super::requests::json_object;
 use super::run::{Ran, Run, RunResult, Stop};
-use super::{ClusterService, action_event, event};
+use super::{ClusterService, action_event, event, node_event};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterStatus, DeletionPolicy, HookTarget,
     LifecycleHooks, Node, NodeStatus, PolicyKind,
@@ -325,16 +325,7 @@ impl ClusterService {
                 reason: format!("node {} removed from the cluster", node.name),
                 change: ClusterChange {
                     release_nodes: vec![(node.id, NodeStatus::Active, reason.to_owned())],
-                    events: vec![event(
-                        "NODE",
-                        node.id,
-                        &node.name,
-                        node.cluster_id,
-                        "NODE_DELETE",
-                        "REMOVED",
-                        reason,
-                        &caller,
-                    )],
+                    events: vec![node_event(&node, "NODE_DELETE", "REMOVED", reason, &caller)],
                     ..ClusterChange::default()
                 },
                 settle: Settle::Unchanged,
@@ -357,11 +348,8 @@ impl ClusterService {
                 reason: format!("node {} deleted", node.name),
                 change: ClusterChange {
                     delete_nodes: vec![node.id],
-                    events: vec![event(
-                        "NODE",
-                        node.id,
-                        &node.name,
-                        node.cluster_id,
+                    events: vec![node_event(
+                        &node,
                         "NODE_DELETE",
                         "DELETED",
                         "deleted",
@@ -380,16 +368,7 @@ impl ClusterService {
                     reason: format!("node {} {reason}", node.name),
                     change: ClusterChange {
                         node_changes: vec![failed],
-                        events: vec![event(
-                            "NODE",
-                            node.id,
-                            &node.name,
-                            node.cluster_id,
-                            "NODE_DELETE",
-                            "ERROR",
-                            reason,
-                            &caller,
-                        )],
+                        events: vec![node_event(&node, "NODE_DELETE", "ERROR", reason, &caller)],
                         ..ClusterChange::default()
                     },
                     settle: Settle::Unchanged,
