@@ -114,15 +114,9 @@ pub async fn show_snapshot(
     caller: HeatCaller,
     Path(path): Path<SnapshotPath>,
 ) -> Result<Json<Value>, RestError> {
-    let stack = identified_stack(&state, &caller.identity, &path.stack()).await?;
+    let request = snapshot_request(&state, &caller, &path).await?;
     let snapshot = stack_service(&state)
-        .get_snapshot(state.internal_request(
-            &caller.identity,
-            pb::SnapshotRequest {
-                stack: stack.id,
-                snapshot_id: path.snapshot_id.clone(),
-            },
-        ))
+        .get_snapshot(request)
         .await?
         .into_inner();
     Ok(Json(json!({ "snapshot": snapshot_view(&snapshot) })))
@@ -133,16 +127,8 @@ pub async fn delete_snapshot(
     caller: HeatCaller,
     Path(path): Path<SnapshotPath>,
 ) -> Result<Response, RestError> {
-    let stack = identified_stack(&state, &caller.identity, &path.stack()).await?;
-    stack_service(&state)
-        .delete_snapshot(state.internal_request(
-            &caller.identity,
-            pb::SnapshotRequest {
-                stack: stack.id,
-                snapshot_id: path.snapshot_id.clone(),
-            },
-        ))
-        .await?;
+    let request = snapshot_request(&state, &caller, &path).await?;
+    stack_service(&state).delete_snapshot(request).await?;
     Ok(http::StatusCode::NO_CONTENT.into_response())
 }
 
@@ -151,17 +137,26 @@ pub async fn restore_snapshot(
     caller: HeatCaller,
     Path(path): Path<SnapshotPath>,
 ) -> Result<Response, RestError> {
-    let stack = identified_stack(&state, &caller.identity, &path.stack()).await?;
-    stack_service(&state)
-        .restore_snapshot(state.internal_request(
-            &caller.identity,
-            pb::SnapshotRequest {
-                stack: stack.id,
-                snapshot_id: path.snapshot_id.clone(),
-            },
-        ))
-        .await?;
+    let request = snapshot_request(&state, &caller, &path).await?;
+    stack_service(&state).restore_snapshot(request).await?;
     Ok(http::StatusCode::ACCEPTED.into_response())
+}
+
+/// The engine's request for `path`'s snapshot of the caller's stack (the
+/// stack looked up by its name and id first).
+async fn snapshot_request(
+    state: &GatewayState,
+    caller: &HeatCaller,
+    path: &SnapshotPath,
+) -> Result<tonic::Request<pb::SnapshotRequest>, RestError> {
+    let stack = identified_stack(state, &caller.identity, &path.stack()).await?;
+    Ok(state.internal_request(
+        &caller.identity,
+        pb::SnapshotRequest {
+            stack: stack.id,
+            snapshot_id: path.snapshot_id.clone(),
+        },
+    ))
 }
 
 #[cfg(test)]
