@@ -38,26 +38,13 @@ impl PluginClients {
         plugin: &Plugin,
         request: plugin_pb::PreOperationRequest,
     ) -> CallAnswer {
-        let started = Instant::now();
-        let (result, message) = match self.channel(&plugin.endpoint) {
-            Err(message) => (CallResult::Error, message),
-            Ok(channel) => {
-                let call = async move {
-                    LifecyclePluginClient::new(channel)
-                        .pre_operation(with_timeout(request, plugin.timeout_ms))
-                        .await
-                };
-                match bounded(plugin, call).await {
-                    Ok(response) => verdict(response.into_inner()),
-                    Err(failure) => failure,
-                }
-            }
-        };
-        CallAnswer {
-            result,
-            message,
-            duration: started.elapsed(),
-        }
+        let request = with_timeout(request, plugin.timeout_ms);
+        self.call(
+            plugin,
+            |mut client| async move { client.pre_operation(request).await },
+            verdict,
+        )
+        .await
     }
 
     /// Calls `PostOperation` on `plugin` within its timeout.
@@ -66,20 +53,34 @@ impl PluginClients {
         plugin: &Plugin,
         request: plugin_pb::PostOperationRequest,
     ) -> CallAnswer {
+        let request = with_timeout(request, plugin.timeout_ms);
+        self.call(
+            plugin,
+            |mut client| async move { client.post_operation(request).await },
+            |_| (CallResult::Ok, String::new()),
+        )
+        .await
+    }
+
+    /// Makes one call to `plugin` on its pooled channel, within its
+    /// timeout; `read` turns what the plugin answered into the result and
+    /// message to report.
+    async fn call<Answer, Call>(
+        &self,
+        plugin: &Plugin,
+        call: impl FnOnce(LifecyclePluginClient<Channel>) -> Call,
+        read: impl FnOnce(Answer) -> (CallResult, String),
+    ) -> CallAnswer
+    where
+        Call: Future<Output = Result<tonic::Response<Answer>, tonic::Status>>,
+    {
         let started = Instant::now();
         let (result, message) = match self.channel(&plugin.endpoint) {
             Err(message) => (CallResult::Error, message),
-            Ok(channel) => {
-                let call = async move {
-                    LifecyclePluginClient::new(channel)
-                        .post_operation(with_timeout(request, plugin.timeout_ms))
-                        .await
-                };
-                match bounded(plugin, call).await {
-                    Ok(_) => (CallResult::Ok, String::new()),
-                    Err(failure) => failure,
-                }
-            }
+            Ok(channel) => match bounded(plugin, call(LifecyclePluginClient::new(channel))).await {
+                Ok(response) => read(response.into_inner()),
+                Err(failure) => failure,
+            },
         };
         CallAnswer {
             result,
