@@ -79,6 +79,93 @@ async fn call_when_up(
 
 const STACKS: &str = "/orchestration/v1/demo/stacks";
 
+/// Six steps of 0.3 s, each waiting for the one before.
+const CHAIN: &str = r#"
+heat_template_version: 2021-04-16
+resources:
+  one: {type: OS::Heat::TestResource, properties: {action_wait_secs: {create: 0.3}}}
+  two: {type: OS::Heat::TestResource, depends_on: one, properties: {action_wait_secs: {create: 0.3}}}
+  three: {type: OS::Heat::TestResource, depends_on: two, properties: {action_wait_secs: {create: 0.3}}}
+  four: {type: OS::Heat::TestResource, depends_on: three, properties: {action_wait_secs: {create: 0.3}}}
+  five: {type: OS::Heat::TestResource, depends_on: four, properties: {action_wait_secs: {create: 0.3}}}
+  six: {type: OS::Heat::TestResource, depends_on: five, properties: {action_wait_secs: {create: 0.3}}}
+"#;
+
+/// A stopped or crashed engine does not fail the create it was running:
+/// stopped with SIGTERM (as `docker-compose restart` does) it hands the
+/// create back and, started again, resumes it at once; killed with SIGKILL,
+/// the new process takes it over once the lease expired. Both end
+/// CREATE_COMPLETE, with each resource created once and a "resumed" event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_survives_its_engine_being_restarted_or_killed() {
+    let mut deployment = Deployment::start_with(&[("EMBER_ENGINE__STACK_LEASE_TTL_MS", "1500")]);
+    deployment.wait_healthy().await;
+    for (name, crash) in [("restarted", false), ("killed", true)] {
+        let (status, body) = call_when_up(
+            &deployment,
+            reqwest::Method::POST,
+            STACKS,
+            Some(json!({"stack_name": name, "template": CHAIN})),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        let path = format!(
+            "{STACKS}/{name}/{}",
+            body["stack"]["id"].as_str().expect("id")
+        );
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        if crash {
+            deployment.kill(Service::Engine);
+        } else {
+            deployment.terminate(Service::Engine);
+        }
+        deployment.spawn(Service::Engine);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let stack = loop {
+            let (_, body) = call_when_up(&deployment, reqwest::Method::GET, &path, None).await;
+            let status = body["stack"]["stack_status"].as_str().unwrap_or_default();
+            if !status.ends_with("IN_PROGRESS") && !status.is_empty() {
+                break body["stack"].clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name}: still {status} after 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{name}: {stack}");
+        let (_, events) = call_when_up(
+            &deployment,
+            reqwest::Method::GET,
+            &format!("{path}/events?limit=200"),
+            None,
+        )
+        .await;
+        let events = events["events"].as_array().expect("events").clone();
+        let reasons: Vec<&str> = events
+            .iter()
+            .filter(|event| event["resource_name"] == name)
+            .filter_map(|event| event["resource_status_reason"].as_str())
+            .collect();
+        assert!(
+            reasons
+                .iter()
+                .any(|reason| reason.starts_with("Stack CREATE resumed")),
+            "{name}: {reasons:?}"
+        );
+        for resource in ["one", "two", "three", "four", "five", "six"] {
+            let completed = events
+                .iter()
+                .filter(|event| {
+                    event["resource_name"] == resource
+                        && event["resource_status"] == "CREATE_COMPLETE"
+                })
+                .count();
+            assert_eq!(completed, 1, "{name}: {resource} created once");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_killed_at_random_moments_leaves_everything_consistent() {
     kill_at_random_moments(None).await;

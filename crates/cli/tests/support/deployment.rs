@@ -163,6 +163,25 @@ impl Deployment {
         child.wait().expect("reaped");
     }
 
+    /// SIGTERM, as `docker-compose stop` sends: the service drains and
+    /// exits by itself (waited for, at most 15 s; then it is killed).
+    pub fn terminate(&mut self, service: Service) {
+        let mut child = self.children.remove(&service).expect("running");
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM sent");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while child.try_wait().expect("status").is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().expect("killed");
+                panic!("{} did not exit within 15 s of SIGTERM", service.name());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     pub fn gateway(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.ports[&Service::Gateway])
     }
