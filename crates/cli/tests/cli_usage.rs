@@ -285,29 +285,8 @@ fn show_and_list_print_json_yaml_and_single_values_for_scripts() {
     );
 
     // Clusters: show carries its nodes in JSON.
-    let spec = dir.join("profile.yaml");
-    std::fs::write(
-        &spec,
-        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
-    )
-    .expect("spec written");
-    let spec = spec.display().to_string();
-    support::succeed(&["cluster", "profile-create", "web", "--spec", &spec], dir);
-    support::succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "2",
-            "--max",
-            "-1",
-            "--wait",
-        ],
-        dir,
-    );
+    support::create_web_profile(dir);
+    support::create_web_cluster(dir, "2", &["--max", "-1"]);
     let cluster = json_of(&["cluster", "show", "web", "-f", "json"], dir);
     assert_eq!(cluster["desired_capacity"], 2, "{cluster}");
     assert_eq!(cluster["max_size"], -1, "{cluster}");
@@ -462,27 +441,8 @@ fn a_cluster_change_without_wait_prints_the_accepted_action_to_follow() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let dir = data_dir.path();
     let _dev = support::Dev::start(dir);
-    let spec = dir.join("profile.yaml");
-    std::fs::write(
-        &spec,
-        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
-    )
-    .expect("spec written");
-    let spec = spec.display().to_string();
-    support::succeed(&["cluster", "profile-create", "web", "--spec", &spec], dir);
-    support::succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "1",
-            "--wait",
-        ],
-        dir,
-    );
+    support::create_web_profile(dir);
+    support::create_web_cluster(dir, "1", &[]);
     let accepted = support::succeed(
         &[
             "cluster",

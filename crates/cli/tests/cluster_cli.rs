@@ -10,19 +10,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{Dev, EMBER, fail, hooked_cluster_commands, succeed, text};
-
-/// The VALUE column of a `show` table's FIELD row.
-fn field(shown: &str, name: &str) -> String {
-    shown
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(name)
-                .filter(|rest| rest.starts_with("  "))
-                .map(|rest| rest.trim().to_owned())
-        })
-        .unwrap_or_default()
-}
+use support::{
+    Dev, EMBER, create_web_cluster, fail, field, hooked_cluster_commands, succeed, text,
+};
 
 /// Rows of the node table `show` prints under the cluster.
 fn node_rows(shown: &str) -> Vec<String> {
@@ -54,24 +44,10 @@ fn clusters_through_the_cli() {
         "{created}"
     );
 
-    let created = succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "2",
-            "--min",
-            "0",
-            "--max",
-            "5",
-            "--wait",
-            "--wait-timeout",
-            "30",
-        ],
+    let created = create_web_cluster(
         dir,
+        "2",
+        &["--min", "0", "--max", "5", "--wait-timeout", "30"],
     );
     assert_eq!(field(&created, "status"), "ACTIVE", "{created}");
     assert_eq!(field(&created, "desired capacity"), "2", "{created}");

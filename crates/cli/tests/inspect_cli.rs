@@ -7,19 +7,11 @@
 mod support;
 
 use serde_json::Value;
-use support::{Dev, ember, fail, succeed};
+use support::{Dev, create_web_cluster, create_web_profile, ember, example, fail, succeed};
 
 fn json(args: &[&str], dir: &std::path::Path) -> Value {
     let printed = succeed(args, dir);
     serde_json::from_str(&printed).unwrap_or_else(|error| panic!("{args:?}: {error}: {printed}"))
-}
-
-fn example(name: &str) -> String {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
 }
 
 #[test]
@@ -183,28 +175,13 @@ fn nodes_and_profiles_are_listed_shown_and_a_profile_deleted() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let dir = data_dir.path();
     let _dev = Dev::start(dir);
+    create_web_profile(dir);
     let profile = example("web-profile.yaml");
-    succeed(
-        &["cluster", "profile-create", "web", "--spec", &profile],
-        dir,
-    );
     succeed(
         &["cluster", "profile-create", "spare", "--spec", &profile],
         dir,
     );
-    succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "2",
-            "--wait",
-        ],
-        dir,
-    );
+    create_web_cluster(dir, "2", &[]);
 
     let nodes = json(&["node", "list", "--cluster", "web", "-f", "json"], dir);
     let nodes = nodes.as_array().expect("a list");
@@ -256,29 +233,13 @@ fn policies_are_listed_shown_detached_and_deleted() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let dir = data_dir.path();
     let _dev = Dev::start(dir);
-    let profile = example("web-profile.yaml");
     let policy = example("drain-policy.yaml");
-    succeed(
-        &["cluster", "profile-create", "web", "--spec", &profile],
-        dir,
-    );
+    create_web_profile(dir);
     succeed(
         &["cluster", "policy-create", "drain", "--spec", &policy],
         dir,
     );
-    succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "1",
-            "--wait",
-        ],
-        dir,
-    );
+    create_web_cluster(dir, "1", &[]);
     succeed(&["cluster", "policy-attach", "web", "drain", "--wait"], dir);
 
     let listed = json(&["policy", "list", "-f", "json"], dir);
@@ -314,24 +275,8 @@ fn nodes_are_created_updated_and_deleted_and_clusters_checked_and_recovered() {
     let data_dir = tempfile::tempdir().expect("tempdir");
     let dir = data_dir.path();
     let _dev = Dev::start(dir);
-    let profile = example("web-profile.yaml");
-    succeed(
-        &["cluster", "profile-create", "web", "--spec", &profile],
-        dir,
-    );
-    succeed(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "1",
-            "--wait",
-        ],
-        dir,
-    );
+    create_web_profile(dir);
+    create_web_cluster(dir, "1", &[]);
 
     // An orphan node, then one that joins the cluster.
     let created = succeed(

@@ -6,19 +6,7 @@
 
 mod support;
 
-use support::{Dev, fail, succeed};
-
-/// The VALUE column of a `show` table's FIELD row.
-fn field(shown: &str, name: &str) -> String {
-    shown
-        .lines()
-        .find_map(|line| {
-            line.strip_prefix(name)
-                .filter(|rest| rest.starts_with("  "))
-                .map(|rest| rest.trim().to_owned())
-        })
-        .unwrap_or_default()
-}
+use support::{Dev, fail, field, succeed};
 
 #[test]
 fn instances_through_the_cli() {

@@ -209,13 +209,7 @@ impl WalkDev {
 
 impl Drop for WalkDev {
     fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let _ = self.child.wait();
+        support::terminate(&mut self.child);
     }
 }
 

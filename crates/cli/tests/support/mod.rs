@@ -59,14 +59,32 @@ impl Dev {
 
 impl Drop for Dev {
     fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        let _ = self.child.wait();
+        terminate(&mut self.child);
     }
+}
+
+/// Stops an `ember dev` the way an operator does (SIGTERM, its graceful
+/// shutdown) and waits for it to exit.
+pub fn terminate(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    let _ = child.wait();
+}
+
+/// The VALUE column of a `show` table's FIELD row.
+pub fn field(shown: &str, name: &str) -> String {
+    shown
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name)
+                .filter(|rest| rest.starts_with("  "))
+                .map(|rest| rest.trim().to_owned())
+        })
+        .unwrap_or_default()
 }
 
 pub fn ember(args: &[&str], data_dir: &Path) -> Output {
@@ -93,6 +111,42 @@ pub fn succeed(args: &[&str], data_dir: &Path) -> String {
     let output = ember(args, data_dir);
     assert!(output.status.success(), "ember {args:?}: {}", text(&output));
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The path of the repository's `examples/<name>`.
+pub fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Creates the cluster profile `web` from `examples/web-profile.yaml` (each
+/// node a small instance).
+pub fn create_web_profile(data_dir: &Path) {
+    let spec = example("web-profile.yaml");
+    succeed(
+        &["cluster", "profile-create", "web", "--spec", &spec],
+        data_dir,
+    );
+}
+
+/// Runs `ember cluster create web --profile web --desired <desired>
+/// <extra…> --wait` and returns what it printed.
+pub fn create_web_cluster(data_dir: &Path, desired: &str, extra: &[&str]) -> String {
+    let mut args = vec![
+        "cluster",
+        "create",
+        "web",
+        "--profile",
+        "web",
+        "--desired",
+        desired,
+    ];
+    args.extend_from_slice(extra);
+    args.push("--wait");
+    succeed(&args, data_dir)
 }
 
 /// Runs a command that must fail and returns its stderr.
