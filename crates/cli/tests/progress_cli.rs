@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{Dev, ember, succeed, text};
+use support::{Dev, create_web_profile, ember, text, web_cluster_args};
 
 /// The stderr lines of a command that must succeed.
 fn progress(args: &[&str], dir: &std::path::Path) -> Vec<String> {
@@ -61,27 +61,8 @@ fn waits_show_progress_for_instances_and_clusters() {
     line_with(&deleted, &["instance p1: DELETING"]);
     line_with(&deleted, &["instance p1: deleted"]);
 
-    let profile = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/web-profile.yaml")
-        .display()
-        .to_string();
-    succeed(
-        &["cluster", "profile-create", "web", "--spec", &profile],
-        dir,
-    );
-    let created = progress(
-        &[
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            "2",
-            "--wait",
-        ],
-        dir,
-    );
+    create_web_profile(dir);
+    let created = progress(&web_cluster_args("2", &[]), dir);
     line_with(&created, &["CLUSTER_CREATE SUCCEEDED"]);
     let scaled = progress(
         &["cluster", "scale-out", "web", "--count", "1", "--wait"],

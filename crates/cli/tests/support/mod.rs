@@ -132,9 +132,9 @@ pub fn create_web_profile(data_dir: &Path) {
     );
 }
 
-/// Runs `ember cluster create web --profile web --desired <desired>
-/// <extra…> --wait` and returns what it printed.
-pub fn create_web_cluster(data_dir: &Path, desired: &str, extra: &[&str]) -> String {
+/// The arguments of `ember cluster create web --profile web --desired
+/// <desired> <extra…> --wait`.
+pub fn web_cluster_args<'a>(desired: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "cluster",
         "create",
@@ -146,7 +146,12 @@ pub fn create_web_cluster(data_dir: &Path, desired: &str, extra: &[&str]) -> Str
     ];
     args.extend_from_slice(extra);
     args.push("--wait");
-    succeed(&args, data_dir)
+    args
+}
+
+/// Runs [`web_cluster_args`] and returns what it printed.
+pub fn create_web_cluster(data_dir: &Path, desired: &str, extra: &[&str]) -> String {
+    succeed(&web_cluster_args(desired, extra), data_dir)
 }
 
 /// Runs a command that must fail and returns its stderr.
@@ -184,16 +189,7 @@ pub fn hooked_cluster_commands(dir: &Path, size: u32, timeout: u32) -> Vec<Vec<S
     [
         vec!["cluster", "profile-create", "web", "--spec", &profile],
         vec!["cluster", "policy-create", "drain", "--spec", &policy],
-        vec![
-            "cluster",
-            "create",
-            "web",
-            "--profile",
-            "web",
-            "--desired",
-            &size,
-            "--wait",
-        ],
+        web_cluster_args(&size, &[]),
         vec!["cluster", "policy-attach", "web", "drain", "--wait"],
     ]
     .into_iter()
