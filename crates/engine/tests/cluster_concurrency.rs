@@ -12,16 +12,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cluster_support::{
-    Engine, assert_settled_invariants, driver, instance_profile, member, members, quiescent,
-    wait_for_action, wait_until,
+    Engine, active_cluster, assert_settled_invariants, driver, instance_profile, member, members,
+    quiescent, wait_until,
 };
 use ember_engine::Error;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
-use ember_engine::clusters::{ClusterService, NewCluster, ResizeRequest};
+use ember_engine::clusters::{ClusterService, ResizeRequest};
 use ember_engine::domain::cluster::sizing::AdjustmentType;
 use ember_runtime::database::testing::TestDatabase;
 use rand::Rng;
-use serde_json::Map;
 use uuid::Uuid;
 
 const CLIENTS: usize = 10;
@@ -123,27 +122,7 @@ async fn concurrent_scaling_keeps_the_cluster_consistent(database: &TestDatabase
     let one = Arc::new(Engine::start(database, quick.clone(), settings(), true).await);
     let two = Arc::new(Engine::start(database, quick, settings(), true).await);
     instance_profile(&one, "web").await;
-    let (created, create) = one
-        .service
-        .create_cluster(
-            &member(),
-            NewCluster {
-                name: "web".into(),
-                profile: "web".into(),
-                min_size: 1,
-                max_size: 12,
-                desired_capacity: 4,
-                metadata: Map::new(),
-            },
-        )
-        .await
-        .expect("cluster");
-    let create = wait_for_action(&one, create.id, Duration::from_secs(20)).await;
-    assert!(
-        cluster_support::succeeded(&create),
-        "{}",
-        create.status_reason
-    );
+    let created = active_cluster(&one, "web", (1, 12, 4)).await;
     assert_eq!(members(&one, created.id).await.len(), 4);
 
     let started = Instant::now();

@@ -7,13 +7,24 @@ mod cluster_support;
 use std::time::Duration;
 
 use cluster_support::{
-    Engine, all_instances, assert_settled_invariants, driver, member, members, wait_for_action,
+    Engine, active_cluster, all_instances, assert_settled_invariants, driver, member, members,
+    wait_for_action,
 };
-use ember_engine::clusters::NewCluster;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
 use ember_runtime::database::testing::TestDatabase;
 use serde_json::{Map, json};
+
+/// One engine whose simulated instance builds take 10 ms.
+async fn quick_engine(database: &TestDatabase) -> Engine {
+    Engine::start(
+        database,
+        driver(Duration::from_millis(10)),
+        DispatcherSettings::default(),
+        true,
+    )
+    .await
+}
 
 async fn failing_cluster(engine: &Engine, failures: &str) -> uuid::Uuid {
     engine
@@ -34,28 +45,7 @@ async fn failing_cluster(engine: &Engine, failures: &str) -> uuid::Uuid {
         )
         .await
         .expect("profile");
-    let (cluster, create) = engine
-        .service
-        .create_cluster(
-            &member(),
-            NewCluster {
-                name: "flaky".into(),
-                profile: "flaky".into(),
-                min_size: 0,
-                max_size: 5,
-                desired_capacity: 1,
-                metadata: Map::new(),
-            },
-        )
-        .await
-        .expect("cluster");
-    let create = wait_for_action(engine, create.id, Duration::from_secs(20)).await;
-    assert_eq!(
-        create.status,
-        ActionStatus::Succeeded,
-        "{}",
-        create.status_reason
-    );
+    let cluster = active_cluster(engine, "flaky", (0, 5, 1)).await;
     let nodes = members(engine, cluster.id).await;
     assert_eq!(nodes.len(), 1);
     assert_eq!(nodes[0].status, NodeStatus::Error, "the build failed");
@@ -63,13 +53,7 @@ async fn failing_cluster(engine: &Engine, failures: &str) -> uuid::Uuid {
 }
 
 async fn a_member_whose_resource_cannot_be_deleted_is_not_rebuilt(database: &TestDatabase) {
-    let engine = Engine::start(
-        database,
-        driver(Duration::from_millis(10)),
-        DispatcherSettings::default(),
-        true,
-    )
-    .await;
+    let engine = quick_engine(database).await;
     let cluster_id = failing_cluster(&engine, "build,delete").await;
     let before = members(&engine, cluster_id).await;
     let recover = engine
@@ -115,30 +99,9 @@ async fn a_member_whose_resource_cannot_be_deleted_is_not_rebuilt(database: &Tes
 }
 
 async fn a_member_whose_instance_went_away_is_rebuilt(database: &TestDatabase) {
-    let engine = Engine::start(
-        database,
-        driver(Duration::from_millis(10)),
-        DispatcherSettings::default(),
-        true,
-    )
-    .await;
+    let engine = quick_engine(database).await;
     cluster_support::instance_profile(&engine, "web").await;
-    let (cluster, create) = engine
-        .service
-        .create_cluster(
-            &member(),
-            NewCluster {
-                name: "web".into(),
-                profile: "web".into(),
-                min_size: 1,
-                max_size: 5,
-                desired_capacity: 2,
-                metadata: Map::new(),
-            },
-        )
-        .await
-        .expect("cluster");
-    wait_for_action(&engine, create.id, Duration::from_secs(20)).await;
+    let cluster = active_cluster(&engine, "web", (1, 5, 2)).await;
     let before = members(&engine, cluster.id).await;
     let lost: uuid::Uuid = before[0]
         .physical_id

@@ -8,15 +8,14 @@ mod cluster_support;
 use std::time::Duration;
 
 use cluster_support::{
-    Engine, all_instances, assert_settled_invariants, driver, instance_profile, member, members,
-    wait_for_action, wait_until,
+    Engine, active_cluster, all_instances, assert_settled_invariants, driver, instance_profile,
+    member, members, wait_for_action, wait_until,
 };
+use ember_engine::clusters::ResizeRequest;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
-use ember_engine::clusters::{NewCluster, ResizeRequest};
 use ember_engine::domain::cluster::sizing::AdjustmentType;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
 use ember_runtime::database::testing::TestDatabase;
-use serde_json::Map;
 use uuid::Uuid;
 
 fn short_lease() -> DispatcherSettings {
@@ -29,29 +28,9 @@ fn short_lease() -> DispatcherSettings {
 
 async fn web_cluster(engine: &Engine, desired_capacity: i32) -> Uuid {
     instance_profile(engine, "web").await;
-    let (cluster, create) = engine
-        .service
-        .create_cluster(
-            &member(),
-            NewCluster {
-                name: "web".into(),
-                profile: "web".into(),
-                min_size: 0,
-                max_size: 10,
-                desired_capacity,
-                metadata: Map::new(),
-            },
-        )
+    active_cluster(engine, "web", (0, 10, desired_capacity))
         .await
-        .expect("cluster");
-    let create = wait_for_action(engine, create.id, Duration::from_secs(30)).await;
-    assert_eq!(
-        create.status,
-        ActionStatus::Succeeded,
-        "{}",
-        create.status_reason
-    );
-    cluster.id
+        .id
 }
 
 /// SIGKILL after the plan of a scale-out: its nodes are CREATING, their

@@ -10,12 +10,11 @@ mod cluster_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_support::{Engine, driver, member, members, wait_for_action, wait_until};
-use ember_engine::clusters::NewCluster;
+use cluster_support::{Engine, active_cluster, driver, member, members, wait_until};
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::compute::ComputeConfig;
 use ember_engine::compute::simulated::{SIMULATE_EXIT_AFTER_MS_KEY, SIMULATE_EXIT_CODE_KEY};
-use ember_engine::domain::cluster::{ActionStatus, NodeStatus};
+use ember_engine::domain::cluster::NodeStatus;
 use ember_engine::domain::instance::observation::{MachineExit, MachineState, reconcile};
 use ember_engine::domain::instance::{InstanceStatus, NewInstance, PowerState};
 use ember_engine::instances::InstanceService;
@@ -210,28 +209,7 @@ async fn a_node_whose_machine_dies_goes_error_by_itself() {
         )
         .await
         .expect("profile");
-    let (cluster, create) = engine
-        .service
-        .create_cluster(
-            &member(),
-            NewCluster {
-                name: "mortal".into(),
-                profile: "mortal".into(),
-                min_size: 0,
-                max_size: 5,
-                desired_capacity: 2,
-                metadata: Map::new(),
-            },
-        )
-        .await
-        .expect("cluster");
-    let create = wait_for_action(&engine, create.id, Duration::from_secs(20)).await;
-    assert_eq!(
-        create.status,
-        ActionStatus::Succeeded,
-        "{}",
-        create.status_reason
-    );
+    let cluster = active_cluster(&engine, "mortal", (0, 5, 2)).await;
     wait_until("both nodes ERROR", Duration::from_secs(10), || async {
         members(&engine, cluster.id)
             .await

@@ -8,9 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ember_engine::clusters::ClusterService;
 use ember_engine::clusters::dispatcher::{self, DispatcherSettings};
 use ember_engine::clusters::hooks::HookClient;
+use ember_engine::clusters::{ClusterService, NewCluster};
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::cluster::{ActionStatus, Cluster, ClusterAction, ClusterEvent, Node};
 use ember_engine::domain::instance::Instance;
@@ -257,6 +257,34 @@ pub async fn wait_for_action(engine: &Engine, action_id: Uuid, timeout: Duration
         .await
         .expect("read")
         .expect("kept")
+}
+
+/// Creates the cluster `name` from the profile of the same name, sized
+/// `(min_size, max_size, desired_capacity)`, and waits for its
+/// CLUSTER_CREATE, which must succeed.
+pub async fn active_cluster(
+    engine: &Engine,
+    name: &str,
+    (min_size, max_size, desired_capacity): (i32, i32, i32),
+) -> Cluster {
+    let (cluster, create) = engine
+        .service
+        .create_cluster(
+            &member(),
+            NewCluster {
+                name: name.into(),
+                profile: name.into(),
+                min_size,
+                max_size,
+                desired_capacity,
+                metadata: Map::new(),
+            },
+        )
+        .await
+        .expect("cluster");
+    let create = wait_for_action(engine, create.id, Duration::from_secs(30)).await;
+    assert!(succeeded(&create), "{}", create.status_reason);
+    cluster
 }
 
 pub fn succeeded(action: &ClusterAction) -> bool {
