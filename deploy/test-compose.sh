@@ -265,6 +265,35 @@ done
 step "a hooked scale-in: the message read from NATS, completed with its token, the node deleted"
 cli cluster delete web --wait >/dev/null || fail "cluster delete"
 
+# A chain of five 0.4 s steps, for the fault checks below.
+chain="$dir/compose-chain.yaml"
+cat >"$chain" <<'EOF'
+heat_template_version: 2021-04-16
+resources:
+  one: {type: OS::Heat::TestResource, properties: {action_wait_secs: {create: 0.4}}}
+  two: {type: OS::Heat::TestResource, depends_on: one, properties: {action_wait_secs: {create: 0.4}}}
+  three: {type: OS::Heat::TestResource, depends_on: two, properties: {action_wait_secs: {create: 0.4}}}
+  four: {type: OS::Heat::TestResource, depends_on: three, properties: {action_wait_secs: {create: 0.4}}}
+  five: {type: OS::Heat::TestResource, depends_on: four, properties: {action_wait_secs: {create: 0.4}}}
+EOF
+# wait_final SECONDS STACK...: every stack ends CREATE_COMPLETE in time.
+wait_final() {
+    local limit="$1" waited=0 name status
+    shift
+    for name in "$@"; do
+        while true; do
+            status="$(cli stack show "$name" -f value -c status 2>/dev/null || true)"
+            case "$status" in
+                CREATE_COMPLETE) break ;;
+                *_IN_PROGRESS | "") ;;
+                *) fail "stack $name ended $status: $(cli stack show "$name" -f value -c reason)" ;;
+            esac
+            [ "$waited" -lt "$((limit * 5))" ] || fail "stack $name still $status after ${limit}s"
+            sleep 0.2
+            waited=$((waited + 1))
+        done
+    done
+}
 # Two replicas of engine and lifecycle-hook too (plugin-registry has two):
 # the gateway follows the new addresses and spreads stack creates over both
 # engines. Each stack's lease row keeps the engine that ran it.
@@ -297,7 +326,31 @@ for batch in 1 2 3 4; do
     done
 done
 
-for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-postgres; do
+# Both engines restarted during a create (`docker-compose restart`: SIGTERM,
+# then a new start): the create is handed back and resumed, not failed.
+cli stack create --template "$chain" restarted >/dev/null || fail "stack create before the restart"
+sleep 0.7
+restart_started=$SECONDS
+compose restart -t 10 engine >/dev/null 2>&1 || fail "docker-compose restart engine"
+wait_final 60 restarted
+step "both engines restarted during a create: handed back and resumed, CREATE_COMPLETE $((SECONDS - restart_started))s after the restart began"
+echo "the gateway resolves engine to: $(podman exec "${project}_api-gateway_1" getent ahosts engine | awk '/STREAM/ {print $1}' | tr '\n' ' ')"
+
+
+# One engine replica killed (SIGKILL) during creates spread over both: its
+# creates are taken over once their leases expire (30 s) and complete.
+for n in 1 2 3 4; do
+    cli stack create --template "$chain" "killed-$n" >/dev/null || fail "stack create killed-$n"
+done
+sleep 0.7
+kill_started=$SECONDS
+podman kill -s KILL "${project}_engine_1" >/dev/null || fail "cannot kill ${project}_engine_1"
+wait_final 90 killed-1 killed-2 killed-3 killed-4
+step "an engine replica killed during 4 creates: all CREATE_COMPLETE $((SECONDS - kill_started))s after the kill (lease 30 s, sweep every 10 s)"
+wait_healthy 120 9 || fail "the killed engine replica did not come back"
+
+for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-postgres \
+    restarted killed-1 killed-2 killed-3 killed-4; do
     cli stack delete --wait "$name" >/dev/null || fail "stack delete $name"
 done
 step "passed; up to healthy took ${up_seconds}s"
