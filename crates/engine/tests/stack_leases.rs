@@ -532,9 +532,7 @@ async fn an_engine_that_lost_its_lease_stops_writing(database: &TestDatabase) {
     );
     assert!(
         events[1].reason.contains("resumed")
-            && events[1]
-                .reason
-                .contains(&engine_b.engine_id().to_string()),
+            && events[1].reason.contains(&engine_b.engine_id().to_string()),
         "{}",
         events[1].reason
     );
