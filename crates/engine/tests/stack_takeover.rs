@@ -52,6 +52,46 @@ fn alice() -> Identity {
     Identity::new("alice", "project-a", vec!["member".to_owned()])
 }
 
+impl Replicas {
+    /// Engine A starts creating `name` from `template` (no rollback).
+    async fn create_on_a(&self, name: &str, template: &str) -> Stack {
+        self.a
+            .create_stack(
+                &alice(),
+                CreateStack {
+                    name: name.into(),
+                    template: template.into(),
+                    disable_rollback: true,
+                    ..CreateStack::default()
+                },
+            )
+            .await
+            .expect("accepted")
+    }
+
+    /// The stack's row as stored now.
+    async fn row(&self, stack: &Stack) -> Stack {
+        self.store
+            .get_stack(stack.id)
+            .await
+            .expect("read")
+            .expect("the stack row")
+    }
+
+    /// B's sweep resumes exactly one orphan, and it ends `expected`.
+    async fn b_resumes(&self, stack: &Stack, expected: &str) {
+        assert_eq!(
+            self.b.recover_orphaned_stacks().await.expect("swept"),
+            Swept {
+                resumed: 1,
+                failed: 0
+            }
+        );
+        let done = settled(&self.store, stack).await;
+        assert_eq!(done.stack_status(), expected, "{}", done.status_reason);
+    }
+}
+
 /// The stack's row once its operation ended (at most 20 s).
 async fn settled(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
     for _ in 0..400 {
@@ -102,19 +142,7 @@ const CREATE_CHAIN: &str = "heat_template_version: 2021-04-16\nresources:\n  qui
 
 async fn a_create_handed_back_at_shutdown_is_resumed_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database).await;
-    let stack = replicas
-        .a
-        .create_stack(
-            &alice(),
-            CreateStack {
-                name: "handed".into(),
-                template: CREATE_CHAIN.into(),
-                disable_rollback: true,
-                ..CreateStack::default()
-            },
-        )
-        .await
-        .expect("accepted");
+    let stack = replicas.create_on_a("handed", CREATE_CHAIN).await;
     // A shuts down while `slow` runs: `slow` finishes, `after` never starts.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
@@ -125,29 +153,11 @@ async fn a_create_handed_back_at_shutdown_is_resumed_by_another_engine(database:
         "the step in flight finished"
     );
     assert_eq!(states["after"], "INIT_COMPLETE", "no step started after");
-    let handed = replicas
-        .store
-        .get_stack(stack.id)
-        .await
-        .expect("read")
-        .expect("row");
+    let handed = replicas.row(&stack).await;
     assert_eq!(handed.stack_status(), "CREATE_IN_PROGRESS");
     // B's sweep takes it at once (the lease was released, not left to
     // expire) and finishes it.
-    assert_eq!(
-        replicas.b.recover_orphaned_stacks().await.expect("swept"),
-        Swept {
-            resumed: 1,
-            failed: 0
-        }
-    );
-    let done = settled(&replicas.store, &stack).await;
-    assert_eq!(
-        done.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes(&stack, "CREATE_COMPLETE").await;
     assert!(
         resource_states(&replicas.store, &stack)
             .await
@@ -172,18 +182,7 @@ const DELETE_CHAIN: &str = "heat_template_version: 2021-04-16\nresources:\n  fir
 
 async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database).await;
-    let stack = replicas
-        .a
-        .create_stack(
-            &alice(),
-            CreateStack {
-                name: "deleted".into(),
-                template: DELETE_CHAIN.into(),
-                ..CreateStack::default()
-            },
-        )
-        .await
-        .expect("accepted");
+    let stack = replicas.create_on_a("deleted", DELETE_CHAIN).await;
     assert_eq!(
         settled(&replicas.store, &stack).await.stack_status(),
         "CREATE_COMPLETE"
@@ -196,12 +195,7 @@ async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database:
     // Dependents first: `last` goes, `slow` is being deleted, `first` waits.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
-    let handed = replicas
-        .store
-        .get_stack(stack.id)
-        .await
-        .expect("read")
-        .expect("row");
+    let handed = replicas.row(&stack).await;
     assert_eq!(handed.stack_status(), "DELETE_IN_PROGRESS");
     assert_eq!(
         resource_states(&replicas.store, &stack)
@@ -211,20 +205,7 @@ async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database:
         Some("CREATE_COMPLETE"),
         "the rest waits for whoever resumes"
     );
-    assert_eq!(
-        replicas.b.recover_orphaned_stacks().await.expect("swept"),
-        Swept {
-            resumed: 1,
-            failed: 0
-        }
-    );
-    let done = settled(&replicas.store, &stack).await;
-    assert_eq!(
-        done.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes(&stack, "DELETE_COMPLETE").await;
     assert!(
         resource_states(&replicas.store, &stack)
             .await
@@ -249,19 +230,7 @@ resources:
 
 async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &TestDatabase) {
     let replicas = replicas(database).await;
-    let stack = replicas
-        .a
-        .create_stack(
-            &alice(),
-            CreateStack {
-                name: "nesting".into(),
-                template: NESTED.into(),
-                disable_rollback: true,
-                ..CreateStack::default()
-            },
-        )
-        .await
-        .expect("accepted");
+    let stack = replicas.create_on_a("nesting", NESTED).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         resource_states(&replicas.store, &stack).await["child"],
@@ -294,12 +263,7 @@ async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &T
             failed: 1
         }
     );
-    let failed = replicas
-        .store
-        .get_stack(stack.id)
-        .await
-        .expect("read")
-        .expect("row");
+    let failed = replicas.row(&stack).await;
     assert_eq!(failed.stack_status(), "CREATE_FAILED");
     assert!(
         failed.status_reason.contains(
