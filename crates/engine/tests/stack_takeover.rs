@@ -78,6 +78,19 @@ impl Replicas {
             .expect("the stack row")
     }
 
+    /// Runs `sql` (written with `$1`, `$2` placeholders) on either backend.
+    async fn run_sql(&self, sql: &str, values: Vec<sea_orm::Value>) {
+        let backend = self.connection.get_database_backend();
+        let sql = match backend {
+            sea_orm::DatabaseBackend::Sqlite => sql.replace("$1", "?").replace("$2", "?"),
+            _ => sql.to_owned(),
+        };
+        self.connection
+            .execute_raw(Statement::from_sql_and_values(backend, sql, values))
+            .await
+            .expect("executed");
+    }
+
     /// B's sweep resumes exactly one orphan, and it ends `expected`.
     async fn b_resumes(&self, stack: &Stack, expected: &str) {
         assert_eq!(
@@ -238,24 +251,13 @@ async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &T
     );
     // A dies as far as the database can tell: its lease expired long ago
     // (and its generation moved on, so its late writes are refused).
-    let sql = match replicas.connection.get_database_backend() {
-        sea_orm::DatabaseBackend::Sqlite => {
-            "UPDATE stack_leases SET generation = generation + 1, expires_at = ? WHERE stack_id = ?"
-        }
-        _ => {
-            "UPDATE stack_leases SET generation = generation + 1, expires_at = $1 WHERE stack_id = $2"
-        }
-    };
     let long_ago = ember_runtime::time::now() - chrono::Duration::hours(1);
     replicas
-        .connection
-        .execute_raw(Statement::from_sql_and_values(
-            replicas.connection.get_database_backend(),
-            sql,
+        .run_sql(
+            "UPDATE stack_leases SET generation = generation + 1, expires_at = $1 WHERE stack_id = $2",
             vec![long_ago.into(), stack.id.into()],
-        ))
-        .await
-        .expect("expired");
+        )
+        .await;
     assert_eq!(
         replicas.b.recover_orphaned_stacks().await.expect("swept"),
         Swept {
@@ -274,7 +276,45 @@ async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &T
     );
 }
 
+async fn a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let stack = replicas.create_on_a("crashed", CREATE_CHAIN).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A dies as far as the database can tell: its generation moved on (its
+    // writes are refused) and the lease runs out in half a second.
+    let soon = ember_runtime::time::now() + chrono::Duration::milliseconds(500);
+    replicas
+        .run_sql(
+            "UPDATE stack_leases SET generation = generation + 1, expires_at = $1 WHERE stack_id = $2",
+            vec![soon.into(), stack.id.into()],
+        )
+        .await;
+    // B sweeps every 10 s, but after a pass it sleeps only until the
+    // soonest lease of a stack in progress expires.
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    replicas
+        .b
+        .spawn_orphan_sweeper_every(Duration::from_secs(10), shutdown.clone());
+    let started = std::time::Instant::now();
+    let done = settled(&replicas.store, &stack).await;
+    assert_eq!(
+        done.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    // The lease ran out 0.5 s in, `slow` takes 1 s again: well under the
+    // 10 s the sweep would otherwise sleep.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "resumed {:?} after the lease was cut short",
+        started.elapsed()
+    );
+    shutdown.cancel();
+}
+
 ember_runtime::store_suite!(
+    a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires,
     a_create_handed_back_at_shutdown_is_resumed_by_another_engine,
     a_delete_handed_back_at_shutdown_is_resumed_by_another_engine,
     an_orphan_with_a_step_in_flight_outside_is_failed_with_why,

@@ -180,6 +180,24 @@ impl StackOperations {
         Ok(true)
     }
 
+    /// How long the sweep sleeps: until just after the soonest lease of a
+    /// stack in progress expires — a holder that is alive renews it before,
+    /// one that died is taken over then, not up to a period later — and at
+    /// most `period`.
+    async fn until_next_sweep(&self, period: Duration) -> Duration {
+        let now = ember_runtime::time::now();
+        match self.store().next_lease_expiry(now).await {
+            Ok(Some(expiry)) => (expiry - now).to_std().map_or(period, |wait| {
+                (wait + Duration::from_millis(20)).min(period)
+            }),
+            Ok(None) => period,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the next lease expiry");
+                period
+            }
+        }
+    }
+
     /// The start of [`Self::hand_back`]: from now on root creates and
     /// deletes start no new resource step.
     pub fn begin_hand_back(&self) {
@@ -230,9 +248,10 @@ impl StackOperations {
                 if let Err(error) = operations.recover_orphaned_stacks().await {
                     tracing::warn!(%error, "sweeping orphaned stacks failed");
                 }
+                let pause = operations.until_next_sweep(period).await;
                 tokio::select! {
                     () = shutdown.cancelled() => return,
-                    () = tokio::time::sleep(period) => {}
+                    () = tokio::time::sleep(pause) => {}
                 }
             }
         });

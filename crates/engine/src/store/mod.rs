@@ -198,6 +198,10 @@ pub trait StackStore: Send + Sync + 'static {
     /// Releases the lease `fence` holds (a no-op once it no longer holds).
     /// The row stays, expired, so generations never repeat.
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;
+    /// The soonest moment after `now` at which a lease of a stack in
+    /// progress expires, if any: when the sweep should look next (a holder
+    /// that is alive renews its lease before then).
+    async fn next_lease_expiry(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>>;
     /// Stacks left `*_IN_PROGRESS` whose lease expired or was released (or
     /// that have no lease at all), in one read.
     async fn list_orphan_candidates(

@@ -584,6 +584,26 @@ impl StackStore for SqlStackStore {
         Ok(())
     }
 
+    async fn next_lease_expiry(&self, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>> {
+        let soonest: Option<Option<DateTime<Utc>>> = stack_leases::Entity::find()
+            .select_only()
+            .column_as(stack_leases::Column::ExpiresAt.min(), "soonest")
+            .filter(
+                stack_leases::Column::StackId.in_subquery(
+                    sea_orm::sea_query::Query::select()
+                        .column(stacks::Column::Id)
+                        .from(stacks::Entity)
+                        .and_where(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
+                        .to_owned(),
+                ),
+            )
+            .filter(stack_leases::Column::ExpiresAt.gt(now))
+            .into_tuple()
+            .one(&self.reader)
+            .await?;
+        Ok(soonest.flatten())
+    }
+
     async fn list_orphan_candidates(
         &self,
         now: DateTime<Utc>,
