@@ -121,6 +121,22 @@ async fn settled(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
     panic!("stack {} is still in progress after 20 s", stack.name);
 }
 
+/// Waits (at most 10 s) until resource `name` of `stack` is `state`.
+async fn reaches(store: &Arc<dyn StackStore>, stack: &Stack, name: &str, state: &str) {
+    for _ in 0..200 {
+        if resource_states(store, stack)
+            .await
+            .get(name)
+            .map(String::as_str)
+            == Some(state)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("resource {name} of {} never reached {state}", stack.name);
+}
+
 /// Each resource's `ACTION_STATUS`, by name.
 async fn resource_states(
     store: &Arc<dyn StackStore>,
@@ -157,7 +173,7 @@ async fn a_create_handed_back_at_shutdown_is_resumed_by_another_engine(database:
     let replicas = replicas(database).await;
     let stack = replicas.create_on_a("handed", CREATE_CHAIN).await;
     // A shuts down while `slow` runs: `slow` finishes, `after` never starts.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    reaches(&replicas.store, &stack, "slow", "CREATE_IN_PROGRESS").await;
     assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
     let states = resource_states(&replicas.store, &stack).await;
     assert_eq!(states["quick"], "CREATE_COMPLETE");
@@ -206,7 +222,7 @@ async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database:
         .await
         .expect("delete accepted");
     // Dependents first: `last` goes, `slow` is being deleted, `first` waits.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    reaches(&replicas.store, &stack, "slow", "DELETE_IN_PROGRESS").await;
     assert_eq!(replicas.a.hand_back(Duration::from_secs(5)).await, 0);
     let handed = replicas.row(&stack).await;
     assert_eq!(handed.stack_status(), "DELETE_IN_PROGRESS");
@@ -244,11 +260,7 @@ resources:
 async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &TestDatabase) {
     let replicas = replicas(database).await;
     let stack = replicas.create_on_a("nesting", NESTED).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        resource_states(&replicas.store, &stack).await["child"],
-        "CREATE_IN_PROGRESS"
-    );
+    reaches(&replicas.store, &stack, "child", "CREATE_IN_PROGRESS").await;
     // A dies as far as the database can tell: its lease expired long ago
     // (and its generation moved on, so its late writes are refused).
     let long_ago = ember_runtime::time::now() - chrono::Duration::hours(1);
@@ -279,7 +291,7 @@ async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &T
 async fn a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires(database: &TestDatabase) {
     let replicas = replicas(database).await;
     let stack = replicas.create_on_a("crashed", CREATE_CHAIN).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    reaches(&replicas.store, &stack, "slow", "CREATE_IN_PROGRESS").await;
     // A dies as far as the database can tell: its generation moved on (its
     // writes are refused) and the lease runs out in half a second.
     let soon = ember_runtime::time::now() + chrono::Duration::milliseconds(500);

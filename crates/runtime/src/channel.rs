@@ -284,25 +284,60 @@ mod tests {
         counts
     }
 
-    fn fixed(addresses: Arc<Mutex<Vec<SocketAddr>>>) -> Resolve {
-        Arc::new(move |_| {
-            let answer = addresses.lock().unwrap().clone();
-            Box::pin(async move { Ok(answer) })
-        })
+    /// A stand-in for DNS: answers the addresses it is set to, and counts
+    /// the lookups so that a test can wait until an answer took effect.
+    #[derive(Clone, Default)]
+    struct Dns {
+        addresses: Arc<Mutex<Vec<SocketAddr>>>,
+        lookups: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Dns {
+        fn answering(addresses: Vec<SocketAddr>) -> Dns {
+            let dns = Dns::default();
+            dns.set(addresses);
+            dns
+        }
+
+        fn set(&self, addresses: Vec<SocketAddr>) {
+            *self.addresses.lock().unwrap() = addresses;
+        }
+
+        fn resolver(&self) -> Resolve {
+            let dns = self.clone();
+            Arc::new(move |_| {
+                let answer = dns.addresses.lock().unwrap().clone();
+                dns.lookups
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Box::pin(async move { Ok(answer) })
+            })
+        }
+
+        /// Waits (at most 5 s) for two more lookups: the follower applies
+        /// each answer before it looks up again, so the current answer has
+        /// taken effect by then.
+        async fn settled(&self) {
+            let seen = self.lookups.load(std::sync::atomic::Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while self.lookups.load(std::sync::atomic::Ordering::SeqCst) < seen + 2 {
+                assert!(std::time::Instant::now() < deadline, "no lookups for 5 s");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
     }
 
     #[tokio::test]
     async fn calls_spread_over_every_address_and_follow_changes() {
         let (a, b, c) = (replica("a").await, replica("b").await, replica("c").await);
-        let addresses = Arc::new(Mutex::new(vec![a, b]));
+        let dns = Dns::answering(vec![a, b]);
         let channel = balanced_with(
             "http://replicas.test:1",
             Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
-            fixed(addresses.clone()),
+            dns.resolver(),
             Duration::from_millis(50),
         )
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        dns.settled().await;
 
         let counts = who_answers(&channel, &["a", "b", "c"], 40).await;
         assert!(
@@ -312,8 +347,8 @@ mod tests {
         assert_eq!(counts[2], 0, "c is not resolved yet: {counts:?}");
 
         // c starts, a goes away.
-        *addresses.lock().unwrap() = vec![b, c];
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        dns.set(vec![b, c]);
+        dns.settled().await;
         let counts = who_answers(&channel, &["a", "b", "c"], 40).await;
         assert_eq!(counts[0], 0, "a was dropped: {counts:?}");
         assert!(counts[1] > 0 && counts[2] > 0, "b and c answer: {counts:?}");
@@ -327,14 +362,15 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap()
         };
+        let dns = Dns::answering(vec![a, dead]);
         let channel = balanced_with(
             "http://replicas.test:1",
             Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
-            fixed(Arc::new(Mutex::new(vec![a, dead]))),
+            dns.resolver(),
             Duration::from_millis(50),
         )
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        dns.settled().await;
         for _ in 0..20 {
             HealthClient::new(channel.clone())
                 .check(HealthCheckRequest {
@@ -348,17 +384,17 @@ mod tests {
     #[tokio::test]
     async fn an_empty_answer_keeps_the_known_addresses() {
         let a = replica("a").await;
-        let addresses = Arc::new(Mutex::new(vec![a]));
+        let dns = Dns::answering(vec![a]);
         let channel = balanced_with(
             "http://replicas.test:1",
             Arc::new(|endpoint| endpoint),
-            fixed(addresses.clone()),
+            dns.resolver(),
             Duration::from_millis(50),
         )
         .unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        addresses.lock().unwrap().clear();
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        dns.settled().await;
+        dns.set(Vec::new());
+        dns.settled().await;
         assert_eq!(who_answers(&channel, &["a"], 5).await, vec![5]);
     }
 
