@@ -172,10 +172,7 @@ async fn run_action(
     };
     let (status, reason) = match super::final_state(outcome, stack_action.as_str()) {
         Ok(end) => end,
-        Err(stop) => {
-            super::stopped_by_takeover(&stack, &stop);
-            return;
-        }
+        Err(stop) => return super::stop_without_final_state(&stack, stop, stack_lease).await,
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     super::plugins::after(&shared, &stack, stack_action, passed).await;

@@ -15,7 +15,7 @@ use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::{
     CreateStack, Run, StackOperations, abandon, conclude, executor, final_state, finish, lease,
-    operation_timeout, plugins, stack_event, stopped_by_takeover,
+    operation_timeout, plugins, stack_event, stop_without_final_state,
 };
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
@@ -201,13 +201,7 @@ pub(super) async fn run_create(
     };
     let (status, reason) = match final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
-        Err(stop) => {
-            stopped_by_takeover(&stack, &stop);
-            if matches!(stop, RunFailure::HandedBack) {
-                stack_lease.release().await;
-            }
-            return;
-        }
+        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, operation_action, passed).await;

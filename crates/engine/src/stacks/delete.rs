@@ -8,7 +8,7 @@ use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::{
     Run, StackCaller, StackOperation, StackOperations, conclude, executor, final_state, lease,
-    operation_timeout, plugins, stack_event, stopped_by_takeover, update,
+    operation_timeout, plugins, stack_event, stop_without_final_state, update,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
@@ -83,13 +83,7 @@ pub(super) async fn run_delete(
     let outcome = executor::settled(&target, outcome).await;
     let (status, reason) = match final_state(outcome, "DELETE") {
         Ok(end) => end,
-        Err(stop) => {
-            stopped_by_takeover(&stack, &stop);
-            if matches!(stop, RunFailure::HandedBack) {
-                stack_lease.release().await;
-            }
-            return;
-        }
+        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
     };
     conclude(&mut stack, status, reason, stack_lease).await;
     plugins::after(&shared, &stack, StackAction::Delete, passed).await;

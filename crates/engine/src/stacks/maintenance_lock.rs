@@ -202,10 +202,7 @@ async fn run_maintenance_lock(
     // state up.
     let (status, reason) = match super::final_state(outcome, action.as_str()) {
         Ok(end) => end,
-        Err(stop) => {
-            super::stopped_by_takeover(&stack, &stop);
-            return;
-        }
+        Err(stop) => return super::stop_without_final_state(&stack, stop, stack_lease).await,
     };
     if status == ActionStatus::Complete && !locking {
         stack.maintenance_lock = None;

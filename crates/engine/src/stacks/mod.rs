@@ -45,7 +45,9 @@ pub use orphans::Swept;
 pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
-pub(crate) use run_end::{conclude, final_state, finish, operation_timeout, stopped_by_takeover};
+pub(crate) use run_end::{
+    conclude, final_state, finish, operation_timeout, stop_without_final_state,
+};
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
 

@@ -50,24 +50,21 @@ impl StackOperations {
                 || "an unknown engine".to_owned(),
                 |id| format!("engine {id}"),
             );
+            // Decided on the rows as they are; `resume` checks again once
+            // it holds the lease.
             let rows = self.store().list_resources(candidate.stack.id).await?;
-            let not_resumable = self.why_not_resumable(&candidate.stack, &rows);
-            if not_resumable.is_none() && self.resume(&candidate, &engine).await? {
-                swept.resumed += 1;
+            let Some(why) = self.why_not_resumable(&candidate.stack, &rows) else {
+                // `false`: taken by another replica or changed meanwhile;
+                // the next pass looks again.
+                if self.resume(&candidate, &engine).await? {
+                    swept.resumed += 1;
+                }
                 continue;
-            }
-            let mut reason = format!(
-                "{} interrupted: {engine} went away while it ran (its stack lease expired)",
+            };
+            let reason = format!(
+                "{} interrupted: {engine} went away while it ran (its stack lease expired); not resumed: {why}",
                 candidate.stack.action.as_str()
             );
-            if let Some(why) = not_resumable {
-                reason.push_str("; not resumed: ");
-                reason.push_str(&why);
-            } else {
-                // Taken by another replica meanwhile, or it changed under
-                // us: the next pass looks again.
-                continue;
-            }
             if let Some(stack) = self
                 .store()
                 .fail_orphaned_stack(&candidate, self.shared.engine_id, now, &reason)

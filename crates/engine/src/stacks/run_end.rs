@@ -59,10 +59,18 @@ pub(crate) fn final_state(
     }
 }
 
-/// Logs a run that stops without a final state (see [`final_state`]).
-pub(crate) fn stopped_by_takeover(stack: &Stack, stop: &RunFailure) {
+/// Ends a run that stops without a final state (see [`final_state`]): says
+/// why in the log and, when the operation was handed back, releases the
+/// lease now — the engine is about to exit, and the next engine should not
+/// wait for it to expire. A lost lease is another engine's: nothing to do.
+pub(crate) async fn stop_without_final_state(
+    stack: &Stack,
+    stop: RunFailure,
+    stack_lease: lease::StackLease,
+) {
     if matches!(stop, RunFailure::HandedBack) {
         tracing::info!(stack_id = %stack.id, action = stack.action.as_str(), "engine shutting down: operation handed back unfinished, to be resumed");
+        stack_lease.release().await;
     } else {
         tracing::error!(stack_id = %stack.id, action = stack.action.as_str(), "stack lease taken over by another engine: this run stops without writing");
     }

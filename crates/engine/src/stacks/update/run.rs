@@ -80,8 +80,7 @@ pub(super) async fn run_update(
     let (status, reason) = match crate::stacks::final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
         Err(stop) => {
-            crate::stacks::stopped_by_takeover(&stack, &stop);
-            return;
+            return crate::stacks::stop_without_final_state(&stack, stop, stack_lease).await;
         }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
