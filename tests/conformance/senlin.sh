@@ -11,11 +11,12 @@
 #   tests/conformance/senlin.sh                       # tests.api
 #   tests/conformance/senlin.sh 'tests\.api\.clusters' # a regex of tests
 #   EMBER_BINARY=target/release/ember tests/conformance/senlin.sh
+#   EMBER_SENLIN_WORK=target/senlin-mine tests/conformance/senlin.sh  # another report directory
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
 regex="senlin_tempest_plugin\\.${1:-tests\\.api}"
-work="$root/target/senlin-tempest"
+work="${EMBER_SENLIN_WORK:-$root/target/senlin-tempest}"
 venv="$root/target/test-tools/tempest-venv"
 ember="${EMBER_BINARY:-$root/target/debug/ember}"
 
