@@ -22,6 +22,7 @@ pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.QuotaService",
     "ember.engine.v1.SoftwareConfigService",
     "ember.engine.v1.SoftwareDeploymentService",
+    "ember.engine.v1.ReceiverService",
 ];
 pub const LIFECYCLE_HOOK_SERVICES: &[&str] = &["ember.lifecyclehook.v1.LifecycleHookService"];
 pub const PLUGIN_REGISTRY_SERVICES: &[&str] = &["ember.pluginregistry.v1.PluginRegistryService"];

@@ -11,6 +11,7 @@ pub mod error;
 pub mod grpc;
 pub mod instances;
 pub mod quotas;
+pub mod receivers;
 pub mod resources;
 pub mod software;
 pub mod stacks;
@@ -28,6 +29,7 @@ use ember_proto::engine::v1::node_service_server::NodeServiceServer;
 use ember_proto::engine::v1::policy_service_server::PolicyServiceServer;
 use ember_proto::engine::v1::profile_service_server::ProfileServiceServer;
 use ember_proto::engine::v1::quota_service_server::QuotaServiceServer;
+use ember_proto::engine::v1::receiver_service_server::ReceiverServiceServer;
 use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
 use ember_proto::engine::v1::software_config_service_server::SoftwareConfigServiceServer;
 use ember_proto::engine::v1::software_deployment_service_server::SoftwareDeploymentServiceServer;
@@ -57,6 +59,7 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.QuotaService",
     "ember.engine.v1.SoftwareConfigService",
     "ember.engine.v1.SoftwareDeploymentService",
+    "ember.engine.v1.ReceiverService",
 ];
 
 /// Served on the engine's own port only, for lifecycle-hook: telling the
@@ -205,6 +208,14 @@ pub async fn serve(
     );
     cluster_service.enforce_quotas(quotas.clone());
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
+    let receiver_service = receivers::ReceiverService::new(
+        Arc::new(store::receivers::SqlReceiverStore::new(
+            connection.clone(),
+            reader.clone(),
+        )),
+        cluster_service.clone(),
+        &config.public_url,
+    );
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
         grpc::stacks::StackHandler::new(stack_operations.clone()),
@@ -240,6 +251,10 @@ pub async fn serve(
     ))
     .add_service(ActionServiceServer::with_interceptor(
         grpc::cluster_actions::ClusterActionHandler::new(cluster_service.clone()),
+        auth.clone(),
+    ))
+    .add_service(ReceiverServiceServer::with_interceptor(
+        grpc::receivers::ReceiverHandler::new(receiver_service),
         auth.clone(),
     ))
     .add_service(ClusterLifecycleCallbackServiceServer::with_interceptor(

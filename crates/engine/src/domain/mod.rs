@@ -4,6 +4,7 @@ pub mod admission;
 pub mod cluster;
 pub mod instance;
 pub mod quota;
+pub mod receiver;
 pub mod resource;
 pub mod software;
 pub mod stack;

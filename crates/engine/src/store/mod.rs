@@ -7,6 +7,7 @@ mod entity;
 pub mod instances;
 pub mod migrations;
 pub mod quotas;
+pub mod receivers;
 pub mod signals;
 mod snapshots;
 pub mod software;

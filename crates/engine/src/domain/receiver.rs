@@ -1,0 +1,282 @@
+//! Receivers (Senlin's): a standing request to run one cluster action when
+//! something outside Ember asks — a webhook whose URL is the only
+//! credential, or a message queue. What a receiver may name and which
+//! parameters each action takes are decided here; running it is
+//! `crate::receivers`'.
+
+use chrono::{DateTime, Utc};
+use ember_runtime::Identity;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+
+/// How a receiver is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiverType {
+    /// A URL that runs the action when POSTed to, no token needed.
+    Webhook,
+    /// A queue whose messages name the cluster and action to run.
+    Message,
+}
+
+impl ReceiverType {
+    /// Senlin's field message for anything else.
+    pub fn parse(text: &str) -> Result<ReceiverType> {
+        match text {
+            "webhook" => Ok(ReceiverType::Webhook),
+            "message" => Ok(ReceiverType::Message),
+            other => Err(not_acceptable(other, "type")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReceiverType::Webhook => "webhook",
+            ReceiverType::Message => "message",
+        }
+    }
+}
+
+/// A receiver as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Receiver {
+    /// 128 random bits (see [`new_receiver_id`]): a webhook's URL carries
+    /// it and nothing else, so it must not be guessable.
+    pub id: Uuid,
+    pub name: String,
+    pub kind: ReceiverType,
+    pub cluster_id: Option<Uuid>,
+    /// One of [`CLUSTER_ACTION_NAMES`]; `None` for a message receiver.
+    pub action: Option<String>,
+    pub params: Map<String, Value>,
+    /// Whom the action runs as beyond user and project: `{"roles": […]}`,
+    /// the creator's roles when the receiver was made.
+    pub actor: Map<String, Value>,
+    pub channel: Map<String, Value>,
+    pub user_id: String,
+    pub project_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl Receiver {
+    /// The identity the receiver's action runs as: its creator, with the
+    /// roles recorded in its actor.
+    pub fn owner(&self) -> Identity {
+        let roles = self
+            .actor
+            .get("roles")
+            .and_then(Value::as_array)
+            .map(|roles| {
+                roles
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Identity::new(self.user_id.clone(), self.project_id.clone(), roles)
+    }
+}
+
+/// The actor recorded for a receiver made by `caller`.
+pub fn actor_of(caller: &Identity) -> Map<String, Value> {
+    let mut actor = Map::new();
+    actor.insert(
+        "roles".into(),
+        Value::Array(caller.roles.iter().cloned().map(Value::String).collect()),
+    );
+    actor
+}
+
+/// A receiver id: 128 bits from the operating system's random source,
+/// written as a UUID. Not a v7 (its first 48 bits would be the time) and
+/// not a strict v4 (6 of its bits would be fixed): all 128 bits are secret.
+pub fn new_receiver_id() -> Uuid {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    Uuid::from_bytes(bytes)
+}
+
+/// Senlin's cluster action names: what a receiver's `action` may be.
+pub const CLUSTER_ACTION_NAMES: &[&str] = &[
+    "CLUSTER_CREATE",
+    "CLUSTER_DELETE",
+    "CLUSTER_UPDATE",
+    "CLUSTER_ADD_NODES",
+    "CLUSTER_DEL_NODES",
+    "CLUSTER_RESIZE",
+    "CLUSTER_CHECK",
+    "CLUSTER_RECOVER",
+    "CLUSTER_REPLACE_NODES",
+    "CLUSTER_SCALE_OUT",
+    "CLUSTER_SCALE_IN",
+    "CLUSTER_ATTACH_POLICY",
+    "CLUSTER_DETACH_POLICY",
+    "CLUSTER_UPDATE_POLICY",
+    "CLUSTER_OPERATION",
+];
+
+/// The parameters each action a receiver can run takes (the same names
+/// as the cluster action bodies of the REST API).
+pub fn action_parameters(action: &str) -> Option<&'static [&'static str]> {
+    Some(match action {
+        "CLUSTER_SCALE_OUT" | "CLUSTER_SCALE_IN" => &["count"],
+        "CLUSTER_RESIZE" => &[
+            "adjustment_type",
+            "number",
+            "min_size",
+            "max_size",
+            "min_step",
+            "strict",
+        ],
+        "CLUSTER_ADD_NODES" | "CLUSTER_DEL_NODES" => &["nodes"],
+        "CLUSTER_ATTACH_POLICY" => &["policy_id", "priority", "enabled"],
+        "CLUSTER_DETACH_POLICY" => &["policy_id"],
+        "CLUSTER_CHECK" | "CLUSTER_RECOVER" | "CLUSTER_DELETE" => &[],
+        _ => return None,
+    })
+}
+
+/// Checks the action a receiver is made (or updated) with: one of
+/// Senlin's names (Senlin's message otherwise), never CLUSTER_CREATE, and
+/// one Ember can run from a receiver.
+pub fn validate_action(action: &str) -> Result<()> {
+    if !CLUSTER_ACTION_NAMES.contains(&action) {
+        return Err(not_acceptable(action, "action"));
+    }
+    if action == "CLUSTER_CREATE" {
+        return Err(Error::InvalidInput(
+            "Action name cannot be any of ['CLUSTER_CREATE'].".into(),
+        ));
+    }
+    if action_parameters(action).is_none() {
+        let runnable: Vec<&str> = CLUSTER_ACTION_NAMES
+            .iter()
+            .copied()
+            .filter(|name| action_parameters(name).is_some())
+            .collect();
+        return Err(Error::InvalidInput(format!(
+            "a receiver cannot run {action} in Ember: use one of {}",
+            runnable.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `params` only names parameters `action` takes.
+pub fn validate_params(action: &str, params: &Map<String, Value>) -> Result<()> {
+    let known = action_parameters(action).unwrap_or_default();
+    match params.keys().find(|key| !known.contains(&key.as_str())) {
+        None => Ok(()),
+        Some(unknown) if known.is_empty() => Err(Error::InvalidInput(format!(
+            "params: {action} takes no parameters (got {unknown:?})"
+        ))),
+        Some(unknown) => Err(Error::InvalidInput(format!(
+            "params: {action} takes {} (got {unknown:?})",
+            known.join(", ")
+        ))),
+    }
+}
+
+/// `params` with `overrides` laid over it (a trigger's parameters win).
+pub fn merged_params(
+    params: &Map<String, Value>,
+    overrides: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut merged = params.clone();
+    merged.extend(overrides);
+    merged
+}
+
+/// Senlin's message for a value outside a field's choices.
+fn not_acceptable(value: &str, field: &str) -> Error {
+    Error::InvalidInput(format!(
+        "Value '{value}' is not acceptable for field '{field}'."
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn ids_are_random_and_not_time_ordered() {
+        let ids: Vec<Uuid> = (0..64).map(|_| new_receiver_id()).collect();
+        let mut unique = ids.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len());
+        // A v7 id's first 48 bits are the time: 64 random ids do not all
+        // share their first byte as ids made within a millisecond would.
+        let first_bytes: std::collections::HashSet<u8> =
+            ids.iter().map(|id| id.as_bytes()[0]).collect();
+        assert!(first_bytes.len() > 8, "{first_bytes:?}");
+    }
+
+    #[test]
+    fn actions_are_senlins_names_that_ember_runs() {
+        assert!(validate_action("CLUSTER_SCALE_OUT").is_ok());
+        assert_eq!(
+            validate_action("ILLEGAL_ACTION").unwrap_err().to_string(),
+            "Value 'ILLEGAL_ACTION' is not acceptable for field 'action'."
+        );
+        assert_eq!(
+            validate_action("CLUSTER_CREATE").unwrap_err().to_string(),
+            "Action name cannot be any of ['CLUSTER_CREATE']."
+        );
+        let message = validate_action("CLUSTER_OPERATION")
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("CLUSTER_RESIZE"), "{message}");
+    }
+
+    #[test]
+    fn params_name_what_the_action_takes() {
+        assert!(validate_params("CLUSTER_SCALE_IN", &object(json!({"count": 5}))).is_ok());
+        let message = validate_params("CLUSTER_SCALE_IN", &object(json!({"number": 5})))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            message,
+            "params: CLUSTER_SCALE_IN takes count (got \"number\")"
+        );
+        assert!(validate_params("CLUSTER_CHECK", &object(json!({"x": 1}))).is_err());
+    }
+
+    #[test]
+    fn a_trigger_overrides_the_receivers_params() {
+        let merged = merged_params(
+            &object(json!({"count": 1, "keep": true})),
+            object(json!({"count": 3})),
+        );
+        assert_eq!(Value::Object(merged), json!({"count": 3, "keep": true}));
+    }
+
+    #[test]
+    fn the_owner_keeps_the_creators_roles() {
+        let creator = Identity::new("alice", "demo", vec!["member".into()]);
+        let receiver = Receiver {
+            id: new_receiver_id(),
+            name: "r".into(),
+            kind: ReceiverType::Webhook,
+            cluster_id: None,
+            action: Some("CLUSTER_SCALE_OUT".into()),
+            params: Map::new(),
+            actor: actor_of(&creator),
+            channel: Map::new(),
+            user_id: "alice".into(),
+            project_id: "demo".into(),
+            created_at: ember_runtime::time::now(),
+            updated_at: None,
+        };
+        assert_eq!(receiver.owner(), creator);
+    }
+}
