@@ -341,6 +341,8 @@ fn concrete(path: &str, victim: &Victim, project: &str) -> String {
         .replace("{uuid}", &victim.instance_id)
         .replace("{id}", &id_for(&id_kind))
         .replace("{path}", "status")
+        .replace("{policy}", &victim.policy_id)
+        .replace("{*path}", "name")
 }
 
 /// The methods a path answers, from the 405 its router gives to a method

@@ -18,4 +18,8 @@ mod internal_services;
 mod orchestration;
 mod plugins;
 mod quotas;
+mod senlin_lists;
+mod senlin_nodes;
+mod senlin_receivers;
+mod senlin_updates;
 mod unhealthy;

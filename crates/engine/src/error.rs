@@ -36,6 +36,13 @@ pub enum Error {
     /// The operation stops; nothing was written.
     #[error("stack lease lost: {0}")]
     LeaseLost(String),
+    /// A policy spec with a property its type's schema does not have.
+    /// Senlin answers this with a 500 (its schema error escapes policy
+    /// validation as an internal one) and its clients and API suite expect
+    /// exactly that, so it maps to Internal; the message is the caller's
+    /// to read, and nothing failed inside the engine.
+    #[error("{0}")]
+    PolicySpecRefused(String),
 }
 
 impl ServiceError for Error {
@@ -49,6 +56,7 @@ impl ServiceError for Error {
             Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::Database(_) => ErrorKind::Internal,
             Error::LeaseLost(_) => ErrorKind::Conflict,
+            Error::PolicySpecRefused(_) => ErrorKind::Internal,
         }
     }
 }

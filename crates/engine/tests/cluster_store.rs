@@ -80,6 +80,7 @@ async fn cluster(store: &SqlClusterStore, desired_capacity: i32) -> Cluster {
         status_reason: "creating".into(),
         metadata: Map::new(),
         next_index: 1,
+        timeout: None,
         project_id: "project-a".into(),
         user_id: "alice".into(),
         created_at: now,

@@ -111,6 +111,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     cluster,
                     limit,
                     marker: String::new(),
+                    ..pb::ListNodesRequest::default()
                 })?)
                 .await
                 .map_err(describe)?
@@ -158,6 +159,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     name,
                     role,
                     tainted,
+                    ..Default::default()
                 })?)
                 .await
                 .map_err(describe)?

@@ -15,10 +15,12 @@ pub mod hooks;
 pub mod lifecycle;
 mod maintenance;
 mod membership;
+mod node_ops;
 mod physical;
 mod removal;
 mod requests;
 mod run;
+mod updates;
 mod views;
 
 use std::sync::Arc;
@@ -34,7 +36,9 @@ use crate::instances::InstanceService;
 use crate::stacks::StackOperations;
 use crate::store::clusters::ClusterStore;
 
+pub use node_ops::NodeUpdate;
 pub use requests::{NewCluster, NewNode, ResizeRequest};
+pub use updates::ClusterUpdate;
 pub use views::ClusterDetails;
 
 /// Everything the clustering code needs, shared by the request side and
@@ -142,46 +146,51 @@ impl ClusterService {
         (!caller.is_admin()).then_some(caller.project_id.as_str())
     }
 
-    pub async fn find_profile(&self, caller: &Identity, name_or_id: &str) -> Result<Profile> {
+    /// The caller's profile `identity` names (an id, a name, or the start
+    /// of an id; see `store::clusters::lookup`).
+    pub async fn find_profile(&self, caller: &Identity, identity: &str) -> Result<Profile> {
         self.store
-            .find_profile(Self::scope(caller), name_or_id)
+            .find_profile(Self::scope(caller), identity)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("profile {name_or_id:?} not found")))
+            .ok_or_else(|| not_found("profile", identity))
     }
 
+    /// The caller's policy `identity` names.
     pub async fn find_policy(
         &self,
         caller: &Identity,
-        name_or_id: &str,
+        identity: &str,
     ) -> Result<PolicyDefinition> {
         self.store
-            .find_policy(Self::scope(caller), name_or_id)
+            .find_policy(Self::scope(caller), identity)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("policy {name_or_id:?} not found")))
+            .ok_or_else(|| not_found("policy", identity))
     }
 
-    pub async fn find_cluster(&self, caller: &Identity, name_or_id: &str) -> Result<Cluster> {
+    /// The caller's cluster `identity` names.
+    pub async fn find_cluster(&self, caller: &Identity, identity: &str) -> Result<Cluster> {
         self.store
-            .find_cluster(Self::scope(caller), name_or_id)
+            .find_cluster(Self::scope(caller), identity)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("cluster {name_or_id:?} not found")))
+            .ok_or_else(|| not_found("cluster", identity))
     }
 
-    pub async fn find_node(&self, caller: &Identity, name_or_id: &str) -> Result<Node> {
+    /// The caller's node `identity` names.
+    pub async fn find_node(&self, caller: &Identity, identity: &str) -> Result<Node> {
         self.store
-            .find_node(Self::scope(caller), name_or_id)
+            .find_node(Self::scope(caller), identity)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("node {name_or_id:?} not found")))
+            .ok_or_else(|| not_found("node", identity))
     }
 
+    /// The caller's action with this id.
     pub async fn get_action(&self, caller: &Identity, id: &str) -> Result<ClusterAction> {
-        let not_found = || Error::NotFound(format!("action {id:?} not found"));
-        let id = Uuid::parse_str(id).map_err(|_| not_found())?;
-        match self.store.get_action(id).await? {
+        let uuid = Uuid::parse_str(id).map_err(|_| not_found("action", id))?;
+        match self.store.get_action(uuid).await? {
             Some(action) if caller.is_admin() || action.project_id == caller.project_id => {
                 Ok(action)
             }
-            _ => Err(not_found()),
+            _ => Err(not_found("action", id)),
         }
     }
 
@@ -191,6 +200,33 @@ impl ClusterService {
         self.wake_dispatcher();
         Ok(())
     }
+}
+
+/// Senlin's "not found" (its `ResourceNotFound`, a 404) for the `kind` of
+/// object (`cluster`, `node`, `profile`, `policy`, `action`, `event`,
+/// `receiver`, `profile_type`, `policy_type`) the caller named
+/// `identity`: its clients and API suite compare the text.
+pub(crate) fn not_found(kind: &str, identity: &str) -> Error {
+    Error::NotFound(format!("The {kind} '{identity}' could not be found."))
+}
+
+/// A lookup failure of an object named inside a request about another, as
+/// Senlin words it ("The specified profile 'x' could not be found."): the
+/// request is what is wrong, so a 400.
+pub(crate) fn specified_not_found(kind: &str, identity: &str, error: Error) -> Error {
+    match error {
+        Error::NotFound(_) => Error::InvalidInput(format!(
+            "The specified {kind} '{identity}' could not be found."
+        )),
+        other => other,
+    }
+}
+
+/// A list of strings as Python prints it (`['a', 'b']`), the way Senlin's
+/// messages name the nodes they refuse.
+pub(crate) fn python_list<Item: std::fmt::Display>(items: &[Item]) -> String {
+    let quoted: Vec<String> = items.iter().map(|item| format!("'{item}'")).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
 /// At most this many nodes' physical resources are created, recovered or

@@ -30,7 +30,7 @@ use crate::store::clusters::{ClusterChange, NodeStatusChange};
 /// How long a physical create or delete may take before the node is ERROR.
 pub const PHYSICAL_TIMEOUT: Duration = Duration::from_secs(600);
 
-async fn pause(started: Instant, what: &str) -> Result<()> {
+pub(super) async fn pause(started: Instant, what: &str) -> Result<()> {
     if started.elapsed() > PHYSICAL_TIMEOUT {
         return Err(Error::Conflict(format!(
             "{what} did not finish within {PHYSICAL_TIMEOUT:?}"

@@ -24,6 +24,8 @@ pub struct NewCluster {
     pub max_size: i32,
     pub desired_capacity: i32,
     pub metadata: Map<String, Value>,
+    /// Seconds an action on the cluster may take; None = the default.
+    pub timeout: Option<i32>,
 }
 
 pub struct NewNode {
@@ -60,7 +62,16 @@ impl ClusterService {
     ) -> Result<Profile> {
         admit(ClusterOperation::CreateProfile, caller)?;
         validate_name("profile", name)?;
-        let spec = ProfileSpec::parse(spec)?;
+        // Senlin reports what the type's schema refuses as a failed
+        // create (an unknown type, a 404, and a spec without a type or
+        // version are said as they are).
+        crate::domain::cluster::policy::spec_type_and_version(&spec)?;
+        let spec = ProfileSpec::parse(spec).map_err(|error| match error {
+            Error::InvalidInput(message) => Error::InvalidInput(format!(
+                "Failed in creating profile {name}: {message}"
+            )),
+            other => other,
+        })?;
         // Senlin validates a profile's flavor when it is made: an unknown
         // one is a 400 now, not a cluster of failed nodes later.
         if let Some(flavor) = spec.flavor() {
@@ -74,6 +85,7 @@ impl ClusterService {
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: ember_runtime::time::now(),
+            updated_at: None,
         };
         self.store.insert_profile(&profile).await?;
         Ok(profile)
@@ -82,16 +94,28 @@ impl ClusterService {
     pub async fn list_profiles(
         &self,
         caller: &Identity,
+        global_project: bool,
         mut query: ObjectQuery,
     ) -> Result<Vec<Profile>> {
-        query.project_id = Self::scope(caller).map(str::to_owned);
+        query.project_id = list_scope(caller, global_project)?;
         self.store.list_profiles(&query).await
     }
 
     pub async fn delete_profile(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
         admit(ClusterOperation::DeleteProfile, caller)?;
         let profile = self.find_profile(caller, name_or_id).await?;
-        self.store.delete_profile(profile.id).await
+        // The store refuses while a cluster or node uses it: said in
+        // Senlin's words, naming the profile by id as Senlin does.
+        self.store
+            .delete_profile(profile.id)
+            .await
+            .map_err(|error| match error {
+                Error::Conflict(_) => Error::Conflict(format!(
+                    "The profile '{}' cannot be deleted: still referenced by some clusters and/or nodes.",
+                    profile.id
+                )),
+                other => other,
+            })
     }
 
     pub async fn create_policy(
@@ -110,6 +134,7 @@ impl ClusterService {
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: ember_runtime::time::now(),
+            updated_at: None,
         };
         self.store.insert_policy(&policy).await?;
         Ok(policy)
@@ -118,16 +143,27 @@ impl ClusterService {
     pub async fn list_policies(
         &self,
         caller: &Identity,
+        global_project: bool,
         mut query: ObjectQuery,
     ) -> Result<Vec<PolicyDefinition>> {
-        query.project_id = Self::scope(caller).map(str::to_owned);
+        query.project_id = list_scope(caller, global_project)?;
         self.store.list_policies(&query).await
     }
 
     pub async fn delete_policy(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
         admit(ClusterOperation::DeletePolicy, caller)?;
         let policy = self.find_policy(caller, name_or_id).await?;
-        self.store.delete_policy(policy.id).await
+        // Refused while attached: in Senlin's words, naming the policy as
+        // the caller did.
+        self.store
+            .delete_policy(policy.id)
+            .await
+            .map_err(|error| match error {
+                Error::Conflict(_) => Error::Conflict(format!(
+                    "The policy '{name_or_id}' cannot be deleted: still attached to some clusters."
+                )),
+                other => other,
+            })
     }
 
     pub async fn create_cluster(
@@ -137,19 +173,13 @@ impl ClusterService {
     ) -> Result<(Cluster, ClusterAction)> {
         admit(ClusterOperation::CreateCluster, caller)?;
         validate_name("cluster", &new.name)?;
+        // Names need not be unique (Senlin's default): a name two
+        // clusters share finds neither, and callers use the id.
+        let profile = self
+            .find_profile(caller, &new.profile)
+            .await
+            .map_err(|error| super::specified_not_found("profile", &new.profile, error))?;
         Cluster::validate_sizes(new.min_size, new.max_size, new.desired_capacity)?;
-        let profile = self.find_profile(caller, &new.profile).await?;
-        if self
-            .store
-            .find_cluster(Some(&caller.project_id), &new.name)
-            .await?
-            .is_some()
-        {
-            return Err(Error::Conflict(format!(
-                "a cluster named {:?} already exists",
-                new.name
-            )));
-        }
         self.admit_one(
             &caller.project_id,
             QuotaKind::Clusters,
@@ -168,6 +198,7 @@ impl ClusterService {
             status_reason: "creating".into(),
             metadata: new.metadata,
             next_index: 1,
+            timeout: new.timeout,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: now,
@@ -204,15 +235,16 @@ impl ClusterService {
     pub async fn list_clusters(
         &self,
         caller: &Identity,
+        global_project: bool,
         mut query: ObjectQuery,
     ) -> Result<Vec<Cluster>> {
-        query.project_id = Self::scope(caller).map(str::to_owned);
+        query.project_id = list_scope(caller, global_project)?;
         self.store.list_clusters(&query).await
     }
 
     /// Records a cluster action READY (admitted by the caller): it runs
     /// when the cluster's earlier actions have.
-    async fn cluster_action(
+    pub(super) async fn cluster_action(
         &self,
         caller: &Identity,
         cluster: &Cluster,
@@ -308,23 +340,34 @@ impl ClusterService {
         name_or_id: &str,
         request: ResizeRequest,
     ) -> Result<ClusterAction> {
+        check_resize_request(&request)?;
         let cluster = self.find_cluster(caller, name_or_id).await?;
         admit(ClusterOperation::Resize(&cluster), caller)?;
+        let min_step = request.min_step.max(1);
+        let requested = match request.adjustment {
+            Some((adjustment, number)) => Some(sizing::desired_after(
+                cluster.desired_capacity,
+                adjustment,
+                number,
+                min_step,
+            )?),
+            None => None,
+        };
+        sizing::check_size_params(
+            Some(&cluster),
+            requested,
+            request.min_size,
+            request.max_size,
+            request.strict,
+        )?;
         let min_size = request.min_size.unwrap_or(cluster.min_size);
         let max_size = request.max_size.unwrap_or(cluster.max_size);
-        if min_size < 0 || (max_size != -1 && max_size < min_size) {
-            return Err(Error::InvalidInput(format!(
-                "min_size {min_size} and max_size {max_size} do not fit: need 0 <= min_size <= max_size (or max_size -1)"
-            )));
-        }
-        let min_step = request.min_step.max(1);
-        let desired = match request.adjustment {
-            Some((adjustment, number)) => {
-                sizing::desired_after(cluster.desired_capacity, adjustment, number, min_step)?
-            }
-            None => cluster.desired_capacity,
-        };
-        let desired = sizing::fit(desired, min_size, max_size, request.strict)?;
+        let desired = sizing::fit(
+            requested.unwrap_or(cluster.desired_capacity),
+            min_size,
+            max_size,
+            request.strict,
+        )?;
         self.admit_growth(
             &cluster,
             i64::from(cluster.desired_capacity),
@@ -354,10 +397,7 @@ impl ClusterService {
         add: bool,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let mut found = Vec::with_capacity(nodes.len());
-        for name in nodes {
-            found.push(self.find_node(caller, name).await?);
-        }
+        let found = self.nodes_to_change(caller, &cluster, nodes, add).await?;
         let (kind, operation) = if add {
             (
                 ActionKind::ClusterAddNodes,
@@ -468,8 +508,14 @@ impl ClusterService {
         caller: &Identity,
         new: NewNode,
     ) -> Result<(Node, ClusterAction)> {
+        // Senlin's messages for what the request names (400: it is the
+        // request that is wrong, not the node that is missing).
         let cluster = match &new.cluster {
-            Some(name) => Some(self.find_cluster(caller, name).await?),
+            Some(name) => Some(
+                self.find_cluster(caller, name)
+                    .await
+                    .map_err(|error| super::specified_not_found("cluster", name, error))?,
+            ),
             None => None,
         };
         admit(
@@ -479,7 +525,18 @@ impl ClusterService {
             caller,
         )?;
         validate_name("node", &new.name)?;
-        let profile = self.find_profile(caller, &new.profile).await?;
+        let profile = self
+            .find_profile(caller, &new.profile)
+            .await
+            .map_err(|error| super::specified_not_found("profile", &new.profile, error))?;
+        if let Some(cluster) = &cluster
+            && let Some(cluster_profile) = self.store.get_profile(cluster.profile_id).await?
+            && cluster_profile.spec.type_name() != profile.spec.type_name()
+        {
+            return Err(Error::InvalidInput(
+                "Node and cluster have different profile type, operation aborted.".into(),
+            ));
+        }
         match &cluster {
             Some(cluster) => {
                 let current = i64::from(cluster.desired_capacity);
@@ -529,6 +586,7 @@ impl ClusterService {
         Ok((node, action))
     }
 
+    /// A page of the caller's nodes (of `cluster`, when given).
     pub async fn list_nodes(
         &self,
         caller: &Identity,
@@ -536,15 +594,36 @@ impl ClusterService {
         limit: u32,
         marker: Option<Uuid>,
     ) -> Result<Vec<Node>> {
-        let cluster_id = match cluster {
-            Some(name) => Some(self.find_cluster(caller, name).await?.id),
-            None => None,
-        };
         let query = NodeQuery {
-            project_id: Self::scope(caller).map(str::to_owned),
-            cluster_id,
             limit,
             marker,
+            ..NodeQuery::default()
+        };
+        self.list_nodes_matching(caller, cluster, false, query)
+            .await
+    }
+
+    /// A page of the nodes `query` selects, of `cluster` when given (a
+    /// cluster the caller cannot see is a bad request, as in Senlin).
+    pub async fn list_nodes_matching(
+        &self,
+        caller: &Identity,
+        cluster: Option<&str>,
+        global_project: bool,
+        mut query: NodeQuery,
+    ) -> Result<Vec<Node>> {
+        query.project_id = list_scope(caller, global_project)?;
+        query.cluster_id = match cluster {
+            Some(name) => match self.find_cluster(caller, name).await {
+                Ok(cluster) => Some(cluster.id),
+                Err(Error::NotFound(_)) => {
+                    return Err(Error::InvalidInput(format!(
+                        "Cannot find the given cluster: {name}."
+                    )));
+                }
+                Err(other) => return Err(other),
+            },
+            None => None,
         };
         self.store.list_nodes(&query).await
     }
@@ -565,9 +644,17 @@ impl ClusterService {
             validate_name("node", name)?;
         }
         self.store
-            .update_node_details(node.id, name, role, tainted)
+            .update_node_details(
+                node.id,
+                crate::store::clusters::NodeDetails {
+                    name,
+                    role,
+                    tainted,
+                    metadata: None,
+                },
+            )
             .await?
-            .ok_or_else(|| Error::NotFound(format!("node {name_or_id:?} not found")))
+            .ok_or_else(|| super::not_found("node", name_or_id))
     }
 
     /// NODE_DELETE for one node: through the cluster's deletion policy
@@ -615,48 +702,78 @@ impl ClusterService {
         }
     }
 
+    /// A page of the actions `query` selects, of `cluster` when given.
     pub async fn list_actions(
         &self,
         caller: &Identity,
         cluster: Option<&str>,
-        status: Option<ActionStatus>,
-        limit: u32,
-        marker: Option<Uuid>,
+        global_project: bool,
+        mut query: ActionQuery,
     ) -> Result<Vec<ClusterAction>> {
-        let cluster_id = match cluster {
+        query.project_id = list_scope(caller, global_project)?;
+        query.cluster_id = match cluster {
             Some(name) => Some(self.history_cluster_id(caller, name).await?),
             None => None,
-        };
-        let query = ActionQuery {
-            project_id: Self::scope(caller).map(str::to_owned),
-            cluster_id,
-            status,
-            limit,
-            marker,
         };
         self.store.list_actions(&query).await
     }
 
+    /// A page of the events `query` selects, of `cluster` when given.
     pub async fn list_events(
         &self,
         caller: &Identity,
         cluster: Option<&str>,
-        obj_id: Option<String>,
-        limit: u32,
-        marker: Option<Uuid>,
+        global_project: bool,
+        mut query: EventQuery,
     ) -> Result<Vec<ClusterEvent>> {
-        let cluster_id = match cluster {
+        query.project_id = list_scope(caller, global_project)?;
+        query.cluster_id = match cluster {
             Some(name) => Some(self.history_cluster_id(caller, name).await?),
             None => None,
         };
-        let query = EventQuery {
-            project_id: Self::scope(caller).map(str::to_owned),
-            cluster_id,
-            obj_id,
-            limit,
-            marker,
-        };
         self.store.list_events(&query).await
+    }
+}
+
+/// What Senlin checks of a resize before it looks the cluster up (its API
+/// layer), in its words: each size field in range, an exact capacity not
+/// below 0, a min_size not above the max_size given with it.
+fn check_resize_request(request: &ResizeRequest) -> Result<()> {
+    if let Some(min_size) = request.min_size {
+        sizing::check_capacity_field("min_size", min_size, 0)?;
+    }
+    if let Some(max_size) = request.max_size {
+        sizing::check_capacity_field("max_size", max_size, -1)?;
+    }
+    if let Some((AdjustmentType::ExactCapacity, number)) = request.adjustment
+        && number < 0.0
+    {
+        return Err(Error::InvalidInput(
+            "The 'number' must be non-negative integer for adjustment type 'EXACT_CAPACITY'."
+                .into(),
+        ));
+    }
+    if let (Some(min_size), Some(max_size)) = (request.min_size, request.max_size)
+        && max_size > 0
+        && min_size > max_size
+    {
+        return Err(Error::InvalidInput(format!(
+            "The specified min_size ({min_size}) is greater than the specified max_size ({max_size})."
+        )));
+    }
+    Ok(())
+}
+
+/// The project a list is limited to: the caller's own (admins included, as
+/// in Senlin), or every project for an admin who asked (`global_project`);
+/// anyone else asking is refused with Senlin's message.
+fn list_scope(caller: &Identity, global_project: bool) -> Result<Option<String>> {
+    match (global_project, caller.is_admin()) {
+        (false, _) => Ok(Some(caller.project_id.clone())),
+        (true, true) => Ok(None),
+        (true, false) => Err(Error::Forbidden(
+            "You are not authorized to complete this operation.".to_owned(),
+        )),
     }
 }
 

@@ -57,9 +57,10 @@ impl ClusterService {
     pub async fn list_cluster_details(
         &self,
         caller: &Identity,
+        global_project: bool,
         query: ObjectQuery,
     ) -> Result<Vec<ClusterDetails>> {
-        let clusters = self.list_clusters(caller, query).await?;
+        let clusters = self.list_clusters(caller, global_project, query).await?;
         let mut details = Vec::with_capacity(clusters.len());
         for cluster in clusters {
             details.push(

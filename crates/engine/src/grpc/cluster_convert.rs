@@ -12,7 +12,7 @@ use crate::domain::cluster::{
     ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
-use crate::store::clusters::ObjectQuery;
+use crate::store::clusters::{ObjectQuery, SortKey};
 
 pub fn profile(profile: &Profile) -> pb::Profile {
     pb::Profile {
@@ -24,6 +24,7 @@ pub fn profile(profile: &Profile) -> pb::Profile {
         project_id: profile.project_id.clone(),
         user_id: profile.user_id.clone(),
         created_at: Some(to_timestamp(profile.created_at)),
+        updated_at: profile.updated_at.map(to_timestamp),
     }
 }
 
@@ -36,6 +37,7 @@ pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
         project_id: policy.project_id.clone(),
         user_id: policy.user_id.clone(),
         created_at: Some(to_timestamp(policy.created_at)),
+        updated_at: policy.updated_at.map(to_timestamp),
     }
 }
 
@@ -63,9 +65,11 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
         user_id: cluster.user_id.clone(),
         created_at: Some(to_timestamp(cluster.created_at)),
         updated_at: Some(to_timestamp(cluster.updated_at)),
+        timeout: cluster.timeout,
     }
 }
 
+/// A node without its profile's name (see [`named_node`]).
 pub fn node(node: &Node) -> pb::Node {
     pb::Node {
         id: node.id.to_string(),
@@ -82,6 +86,16 @@ pub fn node(node: &Node) -> pb::Node {
         user_id: node.user_id.clone(),
         created_at: Some(to_timestamp(node.created_at)),
         updated_at: Some(to_timestamp(node.updated_at)),
+        profile_name: String::new(),
+        metadata: serde_json::Value::Object(node.metadata.clone()).to_string(),
+    }
+}
+
+/// A node with the name of its profile (Senlin's node view shows it).
+pub fn named_node(node: &Node, profile_name: &str) -> pb::Node {
+    pb::Node {
+        profile_name: profile_name.to_owned(),
+        ..self::node(node)
     }
 }
 
@@ -110,6 +124,12 @@ pub fn action(action: &ClusterAction) -> pb::Action {
         user_id: action.user_id.clone(),
         created_at: Some(to_timestamp(action.created_at)),
         updated_at: Some(to_timestamp(action.updated_at)),
+        started_at: action.started_at.map(to_timestamp),
+        // Nothing updates a finished action: its last update is its end.
+        ended_at: action
+            .status
+            .is_final()
+            .then(|| to_timestamp(action.updated_at)),
     }
 }
 
@@ -133,9 +153,14 @@ pub fn event(event: &ClusterEvent) -> pb::ClusterEvent {
     }
 }
 
-pub fn binding(binding: &PolicyBinding, policy: &PolicyDefinition) -> pb::ClusterPolicy {
+pub fn binding(
+    binding: &PolicyBinding,
+    policy: &PolicyDefinition,
+    cluster_name: &str,
+) -> pb::ClusterPolicy {
     pb::ClusterPolicy {
         cluster_id: binding.cluster_id.to_string(),
+        cluster_name: cluster_name.to_owned(),
         policy_id: policy.id.to_string(),
         policy_name: policy.name.clone(),
         policy_type: policy.kind.type_name(),
@@ -164,14 +189,26 @@ pub fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The filter and page of a profile, policy or cluster list.
-pub fn object_query(request: pb::ListObjectsRequest) -> Result<ObjectQuery> {
-    Ok(ObjectQuery {
+/// The filters, order and page of a profile, policy or cluster list
+/// (sorted by `sort_keys` only), and whether it asks for every project.
+pub fn object_query(
+    request: pb::ListObjectsRequest,
+    sort_keys: &[&str],
+) -> Result<(bool, ObjectQuery)> {
+    let names = non_empty(request.name)
+        .into_iter()
+        .chain(request.names)
+        .collect();
+    let query = ObjectQuery {
         project_id: None,
-        name: non_empty(request.name),
+        names,
+        types: request.types,
+        statuses: request.statuses,
+        sort: SortKey::parse_list(&request.sort, sort_keys)?,
         limit: request.limit,
         marker: marker(&request.marker)?,
-    })
+    };
+    Ok((request.global_project, query))
 }
 
 /// The answer to a request that recorded a cluster action, with the

@@ -11,7 +11,7 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
-use crate::clusters::{ClusterService, NewCluster, ResizeRequest};
+use crate::clusters::{ClusterService, ClusterUpdate, NewCluster, ResizeRequest};
 use crate::domain::cluster::sizing::AdjustmentType;
 use crate::domain::cluster::{ClusterAction, parse_object};
 use crate::error::Result;
@@ -71,6 +71,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                 max_size: request.max_size,
                 desired_capacity: request.desired_capacity,
                 metadata: parse_object("metadata", &request.metadata)?,
+                timeout: request.timeout,
             };
             let (_, action) = self.service.create_cluster(&caller, new).await?;
             Ok(action)
@@ -94,8 +95,13 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         answer(
             request,
             |caller, request| async move {
-                let query = convert::object_query(request)?;
-                self.service.list_cluster_details(&caller, query).await
+                let (global_project, query) = convert::object_query(
+                    request,
+                    crate::store::clusters::CLUSTER_SORT_KEYS,
+                )?;
+                self.service
+                    .list_cluster_details(&caller, global_project, query)
+                    .await
             },
             |clusters| pb::ListClustersResponse {
                 clusters: clusters.iter().map(convert::cluster).collect(),
@@ -226,14 +232,108 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         answer(
             request,
             |caller, request| async move {
-                self.service
+                let bindings = self
+                    .service
                     .list_cluster_policies(&caller, &request.id)
-                    .await
+                    .await?;
+                let cluster = self.service.find_cluster(&caller, &request.id).await?;
+                Ok((cluster.name, bindings))
             },
-            |bindings| pb::ListClusterPoliciesResponse {
+            |(cluster_name, bindings)| pb::ListClusterPoliciesResponse {
                 policies: bindings
                     .iter()
-                    .map(|(binding, policy)| convert::binding(binding, policy))
+                    .map(|(binding, policy)| convert::binding(binding, policy, &cluster_name))
+                    .collect(),
+            },
+        )
+        .await
+    }
+
+    async fn get_cluster_policy(
+        &self,
+        request: Request<pb::ClusterPolicyRequest>,
+    ) -> Reply<pb::ClusterPolicy> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.service
+                    .cluster_policy(&caller, &request.cluster, &request.policy)
+                    .await
+            },
+            |(cluster, binding, policy)| convert::binding(&binding, &policy, &cluster.name),
+        )
+        .await
+    }
+
+    async fn update_cluster_policy(
+        &self,
+        request: Request<pb::UpdateClusterPolicyRequest>,
+    ) -> Reply<pb::ClusterActionResponse> {
+        self.accepted(request, |caller, request| async move {
+            self.service
+                .update_cluster_policy(&caller, &request.cluster, &request.policy, request.enabled)
+                .await
+        })
+        .await
+    }
+
+    async fn update_cluster(
+        &self,
+        request: Request<pb::UpdateClusterRequest>,
+    ) -> Reply<pb::ClusterActionResponse> {
+        self.accepted(request, |caller, request| async move {
+            let update = ClusterUpdate {
+                name: request.name,
+                metadata: request
+                    .metadata
+                    .as_deref()
+                    .map(|text| parse_object("metadata", text))
+                    .transpose()?,
+                timeout: request.timeout,
+                profile: request.profile,
+                profile_only: request.profile_only,
+            };
+            let (_, action) = self
+                .service
+                .update_cluster(&caller, &request.cluster, update)
+                .await?;
+            Ok(action)
+        })
+        .await
+    }
+
+    async fn replace_nodes(
+        &self,
+        request: Request<pb::ReplaceNodesRequest>,
+    ) -> Reply<pb::ClusterActionResponse> {
+        self.accepted(request, |caller, request| async move {
+            let mut pairs: Vec<(String, String)> = request.nodes.into_iter().collect();
+            pairs.sort();
+            self.service
+                .replace_nodes(&caller, &request.cluster, pairs)
+                .await
+        })
+        .await
+    }
+
+    async fn collect_cluster_attributes(
+        &self,
+        request: Request<pb::CollectRequest>,
+    ) -> Reply<pb::CollectResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.service
+                    .collect(&caller, &request.cluster, &request.path)
+                    .await
+            },
+            |values| pb::CollectResponse {
+                values: values
+                    .iter()
+                    .map(|(node_id, value)| pb::NodeAttribute {
+                        node_id: node_id.to_string(),
+                        value: value.to_string(),
+                    })
                     .collect(),
             },
         )

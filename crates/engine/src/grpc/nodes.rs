@@ -1,5 +1,6 @@
 //! `NodeService`: thin handlers over the node operations of
-//! [`ClusterService`].
+//! [`ClusterService`]. Nodes are answered with their profile's name
+//! (Senlin's node view shows it).
 
 use std::sync::Arc;
 
@@ -8,8 +9,10 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
-use crate::clusters::{ClusterService, NewNode};
-use crate::domain::cluster::parse_object;
+use crate::clusters::{ClusterService, NewNode, NodeUpdate};
+use crate::domain::cluster::{Node, parse_object};
+use crate::error::Result;
+use crate::store::clusters::{NODE_SORT_KEYS, NodeQuery, SortKey};
 
 pub struct NodeHandler {
     service: Arc<ClusterService>,
@@ -18,6 +21,34 @@ pub struct NodeHandler {
 impl NodeHandler {
     pub fn new(service: Arc<ClusterService>) -> Self {
         NodeHandler { service }
+    }
+
+    /// `nodes` with their profiles' names.
+    async fn named(&self, nodes: &[Node]) -> Result<Vec<pb::Node>> {
+        let names = self.service.profile_names(nodes).await?;
+        Ok(nodes
+            .iter()
+            .map(|node| {
+                let name = names.get(&node.profile_id).map_or("", String::as_str);
+                convert::named_node(node, name)
+            })
+            .collect())
+    }
+
+    async fn named_one(&self, node: &Node) -> Result<pb::Node> {
+        let mut named = self.named(std::slice::from_ref(node)).await?;
+        Ok(named.pop().unwrap_or_else(|| convert::node(node)))
+    }
+
+    /// A node action's answer: its id and the node.
+    async fn acted_on(
+        &self,
+        (node, action): (Node, crate::domain::cluster::ClusterAction),
+    ) -> Result<pb::NodeActionResponse> {
+        Ok(pb::NodeActionResponse {
+            action_id: action.id.to_string(),
+            node: Some(self.named_one(&node).await?),
+        })
     }
 }
 
@@ -37,12 +68,10 @@ impl pb::node_service_server::NodeService for NodeHandler {
                     role: request.role,
                     metadata: parse_object("metadata", &request.metadata)?,
                 };
-                self.service.create_node(&caller, new).await
+                let created = self.service.create_node(&caller, new).await?;
+                self.acted_on(created).await
             },
-            |(node, action)| pb::NodeActionResponse {
-                action_id: action.id.to_string(),
-                node: Some(convert::node(&node)),
-            },
+            |response| response,
         )
         .await
     }
@@ -50,8 +79,11 @@ impl pb::node_service_server::NodeService for NodeHandler {
     async fn get_node(&self, request: Request<pb::GetObjectRequest>) -> Reply<pb::Node> {
         answer(
             request,
-            |caller, request| async move { self.service.find_node(&caller, &request.id).await },
-            |node| convert::node(&node),
+            |caller, request| async move {
+                let node = self.service.find_node(&caller, &request.id).await?;
+                self.named_one(&node).await
+            },
+            |node| node,
         )
         .await
     }
@@ -63,15 +95,22 @@ impl pb::node_service_server::NodeService for NodeHandler {
         answer(
             request,
             |caller, request| async move {
+                let query = NodeQuery {
+                    names: request.names,
+                    statuses: request.statuses,
+                    sort: SortKey::parse_list(&request.sort, NODE_SORT_KEYS)?,
+                    limit: request.limit,
+                    marker: convert::marker(&request.marker)?,
+                    ..NodeQuery::default()
+                };
                 let cluster = convert::non_empty(request.cluster);
-                let marker = convert::marker(&request.marker)?;
-                self.service
-                    .list_nodes(&caller, cluster.as_deref(), request.limit, marker)
-                    .await
+                let nodes = self
+                    .service
+                    .list_nodes_matching(&caller, cluster.as_deref(), request.global_project, query)
+                    .await?;
+                self.named(&nodes).await
             },
-            |nodes| pb::ListNodesResponse {
-                nodes: nodes.iter().map(convert::node).collect(),
-            },
+            |nodes| pb::ListNodesResponse { nodes },
         )
         .await
     }
@@ -80,7 +119,8 @@ impl pb::node_service_server::NodeService for NodeHandler {
         answer(
             request,
             |caller, request| async move {
-                self.service
+                let node = self
+                    .service
                     .update_node(
                         &caller,
                         &request.id,
@@ -88,9 +128,10 @@ impl pb::node_service_server::NodeService for NodeHandler {
                         request.role,
                         request.tainted,
                     )
-                    .await
+                    .await?;
+                self.named_one(&node).await
             },
-            |node| convert::node(&node),
+            |node| node,
         )
         .await
     }
@@ -106,6 +147,92 @@ impl pb::node_service_server::NodeService for NodeHandler {
                 action_id: action.id.to_string(),
                 node: None,
             },
+        )
+        .await
+    }
+
+    async fn update_node_action(
+        &self,
+        request: Request<pb::UpdateNodeRequest>,
+    ) -> Reply<pb::NodeActionResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let metadata = match &request.metadata {
+                    Some(text) => Some(parse_object("metadata", text)?),
+                    None => None,
+                };
+                let update = NodeUpdate {
+                    name: request.name,
+                    role: request.role,
+                    tainted: request.tainted,
+                    metadata,
+                    profile: request.profile,
+                };
+                let updated = self
+                    .service
+                    .update_node_with_action(&caller, &request.id, update)
+                    .await?;
+                self.acted_on(updated).await
+            },
+            |response| response,
+        )
+        .await
+    }
+
+    async fn check_node(
+        &self,
+        request: Request<pb::NodeActionRequest>,
+    ) -> Reply<pb::NodeActionResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let params = parse_object("params", &request.params)?;
+                let checked = self
+                    .service
+                    .check_or_recover_node(&caller, &request.node, false, params)
+                    .await?;
+                self.acted_on(checked).await
+            },
+            |response| response,
+        )
+        .await
+    }
+
+    async fn recover_node(
+        &self,
+        request: Request<pb::NodeActionRequest>,
+    ) -> Reply<pb::NodeActionResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let params = parse_object("params", &request.params)?;
+                let recovered = self
+                    .service
+                    .check_or_recover_node(&caller, &request.node, true, params)
+                    .await?;
+                self.acted_on(recovered).await
+            },
+            |response| response,
+        )
+        .await
+    }
+
+    async fn operate_node(
+        &self,
+        request: Request<pb::NodeOperationRequest>,
+    ) -> Reply<pb::NodeActionResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let params = parse_object("params", &request.params)?;
+                let operated = self
+                    .service
+                    .operate_node(&caller, &request.node, &request.operation, params)
+                    .await?;
+                self.acted_on(operated).await
+            },
+            |response| response,
         )
         .await
     }

@@ -8,7 +8,11 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
+use super::profiles::type_description;
 use crate::clusters::ClusterService;
+use crate::domain::cluster::types;
+use crate::error::Error;
+use crate::store::clusters;
 
 pub struct PolicyHandler {
     service: Arc<ClusterService>,
@@ -52,12 +56,44 @@ impl pb::policy_service_server::PolicyService for PolicyHandler {
         answer(
             request,
             |caller, request| async move {
-                let query = convert::object_query(request)?;
-                self.service.list_policies(&caller, query).await
+                let (global_project, query) =
+                    convert::object_query(request, clusters::POLICY_SORT_KEYS)?;
+                self.service
+                    .list_policies(&caller, global_project, query)
+                    .await
             },
             |policies| pb::ListPoliciesResponse {
                 policies: policies.iter().map(convert::policy).collect(),
             },
+        )
+        .await
+    }
+
+    async fn update_policy(&self, request: Request<pb::UpdatePolicyRequest>) -> Reply<pb::Policy> {
+        answer(
+            request,
+            |caller, request| async move {
+                let name = request
+                    .name
+                    .ok_or_else(|| Error::InvalidInput("'name' is a required property".into()))?;
+                self.service.update_policy(&caller, &request.id, name).await
+            },
+            |policy| convert::policy(&policy),
+        )
+        .await
+    }
+
+    async fn validate_policy(
+        &self,
+        request: Request<pb::ValidateSpecRequest>,
+    ) -> Reply<pb::Policy> {
+        answer(
+            request,
+            |caller, request| async move {
+                let spec = convert::json("spec", &request.spec)?;
+                self.service.validate_policy(&caller, spec).await
+            },
+            |policy| convert::policy(&policy),
         )
         .await
     }
@@ -70,6 +106,38 @@ impl pb::policy_service_server::PolicyService for PolicyHandler {
             request,
             |caller, request| async move { self.service.delete_policy(&caller, &request.id).await },
             |()| pb::DeleteResponse {},
+        )
+        .await
+    }
+
+    async fn list_policy_types(
+        &self,
+        request: Request<pb::ListTypesRequest>,
+    ) -> Reply<pb::ListTypesResponse> {
+        answer(
+            request,
+            |_caller, _request| async move { Ok(types::POLICY_TYPES) },
+            |definitions| pb::ListTypesResponse {
+                types: definitions
+                    .iter()
+                    .filter(|definition| definition.listed)
+                    .map(type_description)
+                    .collect(),
+            },
+        )
+        .await
+    }
+
+    async fn get_policy_type(
+        &self,
+        request: Request<pb::GetTypeRequest>,
+    ) -> Reply<pb::TypeDescription> {
+        answer(
+            request,
+            |_caller, request| async move {
+                types::find(types::POLICY_TYPES, "policy_type", &request.type_name)
+            },
+            type_description,
         )
         .await
     }

@@ -9,7 +9,8 @@ use tonic::Request;
 use super::cluster_convert as convert;
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
-use crate::domain::cluster::parse_object;
+use crate::store::clusters;
+use crate::domain::cluster::{parse_object, types};
 
 pub struct ProfileHandler {
     service: Arc<ClusterService>,
@@ -57,12 +58,51 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
         answer(
             request,
             |caller, request| async move {
-                let query = convert::object_query(request)?;
-                self.service.list_profiles(&caller, query).await
+                let (global_project, query) =
+                    convert::object_query(request, clusters::PROFILE_SORT_KEYS)?;
+                self.service
+                    .list_profiles(&caller, global_project, query)
+                    .await
             },
             |profiles| pb::ListProfilesResponse {
                 profiles: profiles.iter().map(convert::profile).collect(),
             },
+        )
+        .await
+    }
+
+    async fn update_profile(
+        &self,
+        request: Request<pb::UpdateProfileRequest>,
+    ) -> Reply<pb::Profile> {
+        answer(
+            request,
+            |caller, request| async move {
+                let metadata = request
+                    .metadata
+                    .as_deref()
+                    .map(|text| parse_object("metadata", text))
+                    .transpose()?;
+                self.service
+                    .update_profile(&caller, &request.id, request.name, metadata)
+                    .await
+            },
+            |profile| convert::profile(&profile),
+        )
+        .await
+    }
+
+    async fn validate_profile(
+        &self,
+        request: Request<pb::ValidateSpecRequest>,
+    ) -> Reply<pb::Profile> {
+        answer(
+            request,
+            |caller, request| async move {
+                let spec = convert::json("spec", &request.spec)?;
+                self.service.validate_profile(&caller, spec).await
+            },
+            |profile| convert::profile(&profile),
         )
         .await
     }
@@ -77,5 +117,61 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
             |()| pb::DeleteResponse {},
         )
         .await
+    }
+
+    async fn list_profile_types(
+        &self,
+        request: Request<pb::ListTypesRequest>,
+    ) -> Reply<pb::ListTypesResponse> {
+        answer(
+            request,
+            |_caller, _request| async move { Ok(types::PROFILE_TYPES) },
+            |definitions| pb::ListTypesResponse {
+                types: definitions
+                    .iter()
+                    .filter(|definition| definition.listed)
+                    .map(type_description)
+                    .collect(),
+            },
+        )
+        .await
+    }
+
+    async fn get_profile_type(
+        &self,
+        request: Request<pb::GetTypeRequest>,
+    ) -> Reply<pb::TypeDescription> {
+        answer(
+            request,
+            |_caller, request| async move {
+                types::find(types::PROFILE_TYPES, "profile_type", &request.type_name)
+            },
+            type_description,
+        )
+        .await
+    }
+
+    async fn list_profile_type_operations(
+        &self,
+        request: Request<pb::GetTypeRequest>,
+    ) -> Reply<pb::TypeOperations> {
+        answer(
+            request,
+            |_caller, request| async move { types::profile_type_operations(&request.type_name) },
+            |operations| pb::TypeOperations {
+                operations: operations.to_string(),
+            },
+        )
+        .await
+    }
+}
+
+/// A profile or policy type as the API describes it.
+pub(super) fn type_description(definition: &types::TypeDefinition) -> pb::TypeDescription {
+    pb::TypeDescription {
+        name: definition.name.to_owned(),
+        version: definition.version.to_owned(),
+        schema: definition.schema().to_string(),
+        support_status: definition.support_status().to_string(),
     }
 }

@@ -25,9 +25,12 @@
 mod changes;
 mod convert;
 mod entity;
+mod lookup;
 mod sql_actions;
 mod sql_objects;
+mod sql_lists;
 mod sql_runs;
+mod sql_updates;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -39,17 +42,88 @@ use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Fence,
     LifecycleOutcome, Node, NodeStatus, PolicyBinding, PolicyDefinition, Profile,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub use sql_objects::SqlClusterStore;
 pub use sql_runs::KEEP_DESIRED_OUTPUT;
 
-/// A page of objects, oldest first.
+/// The keys each list may be sorted by (Senlin's).
+pub const PROFILE_SORT_KEYS: &[&str] = &["type", "name", "created_at", "updated_at"];
+pub const POLICY_SORT_KEYS: &[&str] = PROFILE_SORT_KEYS;
+pub const CLUSTER_SORT_KEYS: &[&str] = &["name", "status", "init_at", "created_at", "updated_at"];
+pub const NODE_SORT_KEYS: &[&str] = &[
+    "index",
+    "name",
+    "status",
+    "init_at",
+    "created_at",
+    "updated_at",
+];
+pub const ACTION_SORT_KEYS: &[&str] = &["name", "target", "action", "created_at", "status"];
+pub const EVENT_SORT_KEYS: &[&str] = &[
+    "timestamp",
+    "level",
+    "otype",
+    "oname",
+    "action",
+    "status",
+    "oid",
+    "cluster_id",
+];
+
+/// One key of a list's order (Senlin's `sort=name:desc`); ties are broken
+/// by id, so a marker names one place in the order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKey {
+    pub key: String,
+    pub descending: bool,
+}
+
+impl SortKey {
+    /// Senlin's `key[:asc|desc],…`, each key one of `allowed`.
+    pub fn parse_list(text: &str, allowed: &[&str]) -> Result<Vec<SortKey>> {
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        text.split(',')
+            .map(|item| {
+                let (key, direction) = item.split_once(':').unwrap_or((item, ""));
+                if !allowed.contains(&key) {
+                    return Err(Error::InvalidInput(format!(
+                        "Unsupported sort key '{key}' for 'sort'."
+                    )));
+                }
+                let descending = match direction {
+                    "" | "asc" => false,
+                    "desc" => true,
+                    other => {
+                        return Err(Error::InvalidInput(format!(
+                            "Unsupported sort dir '{other}' for 'sort'."
+                        )));
+                    }
+                };
+                Ok(SortKey {
+                    key: key.to_owned(),
+                    descending,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A page of profiles, policies or clusters, oldest first unless sorted.
+/// An empty filter list lets everything through; a filter with values keeps
+/// the rows matching any one of them. Filters apply before paging.
 #[derive(Debug, Clone, Default)]
 pub struct ObjectQuery {
-    /// `None` = every project (admins).
+    /// `None` = every project (admins who asked for it).
     pub project_id: Option<String>,
-    pub name: Option<String>,
+    pub names: Vec<String>,
+    /// Profile or policy types (`os.nova.server-1.0`).
+    pub types: Vec<String>,
+    /// Cluster statuses.
+    pub statuses: Vec<String>,
+    pub sort: Vec<SortKey>,
     /// 0 = 100; at most 1000.
     pub limit: u32,
     pub marker: Option<Uuid>,
@@ -68,6 +142,9 @@ impl ObjectQuery {
 pub struct NodeQuery {
     pub project_id: Option<String>,
     pub cluster_id: Option<Uuid>,
+    pub names: Vec<String>,
+    pub statuses: Vec<String>,
+    pub sort: Vec<SortKey>,
     pub limit: u32,
     pub marker: Option<Uuid>,
 }
@@ -77,6 +154,13 @@ pub struct ActionQuery {
     pub project_id: Option<String>,
     pub cluster_id: Option<Uuid>,
     pub status: Option<ActionStatus>,
+    /// More statuses (any of them, with `status`).
+    pub statuses: Vec<ActionStatus>,
+    pub names: Vec<String>,
+    /// Action kinds (`CLUSTER_SCALE_OUT`).
+    pub kinds: Vec<String>,
+    pub targets: Vec<Uuid>,
+    pub sort: Vec<SortKey>,
     pub limit: u32,
     pub marker: Option<Uuid>,
 }
@@ -86,6 +170,12 @@ pub struct EventQuery {
     pub project_id: Option<String>,
     pub cluster_id: Option<Uuid>,
     pub obj_id: Option<String>,
+    pub obj_types: Vec<String>,
+    pub obj_names: Vec<String>,
+    /// Action kinds the events record.
+    pub actions: Vec<String>,
+    pub levels: Vec<String>,
+    pub sort: Vec<SortKey>,
     pub limit: u32,
     pub marker: Option<Uuid>,
 }
@@ -109,6 +199,12 @@ pub struct ClusterColumns {
     pub min_size: Option<i32>,
     pub max_size: Option<i32>,
     pub status: Option<(ClusterStatus, String)>,
+    /// CLUSTER_UPDATE's: the new name, metadata, timeout (`Some(None)`
+    /// clears it) and profile.
+    pub name: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub timeout: Option<Option<i32>>,
+    pub profile_id: Option<Uuid>,
 }
 
 /// A node status a run records.
@@ -123,6 +219,9 @@ pub struct NodeStatusChange {
     pub only_from: Vec<NodeStatus>,
     /// Only while the node's cluster is this (`Some(None)`: no cluster).
     pub only_in_cluster: Option<Option<Uuid>>,
+    /// `Some` moves the node to this profile (a NODE_UPDATE that replaced
+    /// its resource).
+    pub profile_id: Option<Uuid>,
 }
 
 impl NodeStatusChange {
@@ -134,8 +233,19 @@ impl NodeStatusChange {
             physical_id: None,
             only_from: Vec::new(),
             only_in_cluster: None,
+            profile_id: None,
         }
     }
+}
+
+/// The columns of a node a user changes directly (`None` leaves one as it
+/// is): never its status, resource or membership, which are its actions'.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeDetails {
+    pub name: Option<String>,
+    pub role: Option<String>,
+    pub tainted: Option<bool>,
+    pub metadata: Option<Map<String, Value>>,
 }
 
 /// Everything one write of a run changes, in one transaction.
@@ -255,13 +365,7 @@ pub trait ClusterStore: Send + Sync + 'static {
     async fn list_cluster_nodes(&self, cluster_id: Uuid) -> Result<Vec<Node>>;
     /// Changes a node's name, role and taint (only those columns); `None`
     /// when it is gone.
-    async fn update_node_details(
-        &self,
-        id: Uuid,
-        name: Option<String>,
-        role: Option<String>,
-        tainted: Option<bool>,
-    ) -> Result<Option<Node>>;
+    async fn update_node_details(&self, id: Uuid, details: NodeDetails) -> Result<Option<Node>>;
 
     /// The cluster's bindings with their policies, highest priority first.
     async fn list_bindings(
@@ -366,6 +470,23 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// cluster settled from its nodes and its lock released, in one
     /// transaction. Returns the parent if this call finished it.
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>>;
+    /// A profile's new name and/or metadata; `None` when it is gone.
+    async fn update_profile(
+        &self,
+        id: Uuid,
+        name: Option<String>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Result<Option<Profile>>;
+    /// A policy's new name; `None` when it is gone.
+    async fn update_policy(&self, id: Uuid, name: String) -> Result<Option<PolicyDefinition>>;
+    /// Cancels an action still INIT, READY or WAITING_LIFECYCLE_COMPLETION
+    /// (see `sql_updates::cancel_action`): `Ok(action)` cancelled,
+    /// `Err(action)` as it is when it no longer could be; `None` = gone.
+    async fn cancel_action<'a>(
+        &'a self,
+        id: Uuid,
+        event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+    ) -> Result<Option<std::result::Result<ClusterAction, ClusterAction>>>;
     async fn list_waiting_parents(&self, limit: u64) -> Result<Vec<ClusterAction>>;
     /// When the cluster's last `kind` action that SUCCEEDED finished (a
     /// scaling policy's cooldown runs from there).
@@ -406,4 +527,6 @@ pub trait ClusterStore: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> Result<Option<Node>>;
     async fn list_events(&self, query: &EventQuery) -> Result<Vec<ClusterEvent>>;
+    /// One event by id, of `project_id` when given.
+    async fn get_event(&self, project_id: Option<&str>, id: Uuid) -> Result<Option<ClusterEvent>>;
 }

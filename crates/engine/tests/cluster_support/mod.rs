@@ -278,6 +278,7 @@ pub async fn active_cluster(
                 max_size,
                 desired_capacity,
                 metadata: Map::new(),
+                timeout: None,
             },
         )
         .await

@@ -2,8 +2,6 @@
 //! bodies (`{"scale_in": {"count": 2}}`), including the lifecycle hooks'
 //! `complete_lifecycle` and `record_lifecycle_heartbeat`.
 
-use std::collections::HashMap;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -12,9 +10,10 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
 use serde_json::{Map, Value, json};
 
+use super::lists::{self, ListQuery, ListRules};
 use super::{
-    accepted, bad_request, boolean, int32, integer, json_text, list_parameters, listed, required,
-    string, views, wanted, wrapped,
+    accepted, bad_request, boolean, int32, integer, json_text, listed, missing, only, required,
+    string, views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -24,24 +23,40 @@ fn client(state: &GatewayState) -> ClusterServiceClient<tonic::transport::Channe
     ClusterServiceClient::new(state.upstreams.engine.clone())
 }
 
+/// The keys of Senlin's cluster create body Ember reads (not `config`:
+/// node name formats are not supported), and Ember's `profile`.
+const CLUSTER_CREATE_KEYS: &[&str] = &[
+    "name",
+    "profile_id",
+    "profile",
+    "min_size",
+    "max_size",
+    "desired_capacity",
+    "metadata",
+    "timeout",
+];
+
 pub async fn create_cluster(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
     body: Bytes,
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "cluster")?;
+    only(&body, CLUSTER_CREATE_KEYS)?;
     let desired = int32(&body, "desired_capacity")?;
     let min_size = int32(&body, "min_size")?.unwrap_or(0);
     let request = pb::CreateClusterRequest {
         name: required(&body, "name")?,
+        // `profile` is Ember's earlier name for `profile_id`.
         profile: match string(&body, "profile_id")? {
             Some(profile) => profile,
-            None => required(&body, "profile")?,
+            None => string(&body, "profile")?.ok_or_else(|| missing("profile_id"))?,
         },
         min_size,
         max_size: int32(&body, "max_size")?.unwrap_or(-1),
         desired_capacity: desired.unwrap_or(min_size),
         metadata: json_text(&body, "metadata")?,
+        timeout: int32(&body, "timeout")?,
     };
     let response = client(&state)
         .create_cluster(state.internal_request(&identity, request))
@@ -53,27 +68,35 @@ pub async fn create_cluster(
     ))
 }
 
+/// What `GET /clusters` takes (Senlin quotes an unknown name here).
+const CLUSTER_LIST: ListRules = ListRules {
+    filters: &["name", "status"],
+    sort_keys: &["name", "status", "init_at", "created_at", "updated_at"],
+    enumerated: &[("status", lists::CLUSTER_STATUSES)],
+    quote_unknown: true,
+};
+
 pub async fn list_clusters(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let (limit, marker) = list_parameters(&query, &["name", "status"])?;
+    let query = ListQuery::parse(&pairs, &CLUSTER_LIST)?;
     let request = pb::ListObjectsRequest {
-        limit,
-        marker,
-        name: query.get("name").cloned().unwrap_or_default(),
+        limit: query.limit,
+        marker: query.marker.clone(),
+        sort: query.sort.clone(),
+        global_project: query.global_project,
+        names: query.values("name"),
+        statuses: query.values("status"),
+        ..pb::ListObjectsRequest::default()
     };
     let clusters = client(&state)
         .list_clusters(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .clusters;
-    let status = query.get("status");
-    let shown = clusters
-        .iter()
-        .filter(|cluster| wanted(status, &cluster.status));
-    Ok(listed("clusters", shown, views::cluster))
+    Ok(listed("clusters", &clusters, views::cluster))
 }
 
 pub async fn show_cluster(
@@ -100,16 +123,47 @@ pub async fn delete_cluster(
     Ok(accepted(&response.action_id, json!({})))
 }
 
+/// What `GET /clusters/{id}/policies` takes. A cluster's bindings are few
+/// and come unpaged, so they are filtered and ordered here.
+const CLUSTER_POLICY_LIST: ListRules = ListRules {
+    filters: &["policy_name", "policy_type", "enabled"],
+    sort_keys: &["enabled"],
+    enumerated: &[],
+    quote_unknown: false,
+};
+
 pub async fn cluster_policies(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
     Path(id): Path<String>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let policies = client(&state)
+    let query = ListQuery::parse(&pairs, &CLUSTER_POLICY_LIST)?;
+    let enabled = match query.first("enabled").as_str() {
+        "" => None,
+        text => Some(lists::parse_bool("enabled", text)?),
+    };
+    let policy_name = query.first("policy_name");
+    let policy_type = query.first("policy_type");
+    let mut policies: Vec<pb::ClusterPolicy> = client(&state)
         .list_cluster_policies(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner()
-        .policies;
+        .policies
+        .into_iter()
+        .filter(|binding| {
+            enabled.is_none_or(|enabled| binding.enabled == enabled)
+                && (policy_name.is_empty() || binding.policy_name == policy_name)
+                && (policy_type.is_empty() || binding.policy_type == policy_type)
+        })
+        .collect();
+    // `enabled` is the one key Senlin sorts bindings by.
+    if let Some(direction) = query.sort.strip_prefix("enabled") {
+        policies.sort_by_key(|binding| binding.enabled);
+        if direction == ":desc" {
+            policies.reverse();
+        }
+    }
     Ok(listed("cluster_policies", &policies, views::cluster_policy))
 }
 
@@ -122,6 +176,8 @@ const ACTIONS: &[&str] = &[
     "add_nodes",
     "policy_attach",
     "policy_detach",
+    "policy_update",
+    "replace_nodes",
     "check",
     "recover",
     "complete_lifecycle",
@@ -271,6 +327,12 @@ pub async fn cluster_action(
                     .await?
             }
         }
+        "policy_update" => tonic::Response::new(
+            super::updates::policy_update(&state, &identity, cluster, &parameters).await?,
+        ),
+        "replace_nodes" => tonic::Response::new(
+            super::updates::replace_nodes(&state, &identity, cluster, &parameters).await?,
+        ),
         "complete_lifecycle" => {
             let message = pb::LifecycleTokenRequest {
                 cluster,

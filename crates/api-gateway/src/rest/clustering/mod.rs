@@ -3,8 +3,25 @@
 //! `complete_lifecycle`), nodes, cluster policies, actions and events.
 //! Bodies are Senlin's (`{"cluster": {…}}`); operations that change a
 //! cluster or node answer 202 with `Location: /clustering/v1/actions/{id}`.
-//! `OpenStack-API-Version: clustering 1.x` is accepted and ignored. Every
-//! decision is the engine's; this module reads bodies and shapes answers.
+//! Every decision is the engine's; this module reads bodies and shapes
+//! answers.
+//!
+//! Microversions: `version::negotiate` (a layer over every route here)
+//! reads `OpenStack-API-Version: clustering X.Y` (1.0 when absent, 1.14 for
+//! `latest`) and names it back in each answer. A handler whose answer or
+//! availability depends on it takes a `version: ApiVersion` argument
+//! (`super::version::ApiVersion`, an extractor, in any position before the
+//! body) and compares:
+//! `version >= ApiVersion::new(1, 13)` to add fields, or
+//! `version.require(ApiVersion::new(1, 4))?` for a call Senlin added in 1.4
+//! (400 "API version '1.3' is not supported on this method.").
+//!
+//! List calls read their query with `lists::ListQuery::parse` against the
+//! list's `ListRules` (Senlin's messages for unknown parameters, `limit`,
+//! `marker`, `sort`, `global_project` and enumerated filters); bodies are
+//! read with `wrapped` ("Request body missing 'cluster' key."), `only`
+//! (Senlin's "Additional properties are not allowed (…)") and `required`
+//! ("'name' is a required property").
 //!
 //! | call | success |
 //! |---|---|
@@ -17,16 +34,27 @@
 //! | `GET /clusters`, `GET /clusters/{id}`, `DELETE /clusters/{id}` | 200 / 202 |
 //! | `POST /clusters/{id}/actions` `{"<action>": {…}}` | 202 `{"action": id}` |
 //! | `GET /clusters/{id}/policies` | 200 `{"cluster_policies": […]}` |
-//! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 200 / 202 |
+//! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 202 / 202 |
+//! | `POST /nodes/{id}/actions` `{"check"\|"recover": {…}}`, `POST /nodes/{id}/ops` `{"<op>": {…}}` (see `nodes`) | 202 `{"action": id}` |
 //! | `GET /actions?cluster_id=&target=&status=&name=&action=`, `GET /actions/{id}` | 200 |
-//! | `GET /events?cluster_id=&oid=&otype=&oname=&action=&level=` | 200 `{"events": […]}` |
+//! | `GET /events?cluster_id=&oid=&otype=&oname=&action=&level=`, `GET /events/{id}` | 200 `{"events": […]}` / `{"event": …}` |
+//! | `POST /receivers`, `GET /receivers`, `GET\|PATCH\|DELETE /receivers/{id}` (see `receivers`) | 201 / 200 / 200 / 200 / 204 |
+//! | `POST /webhooks/{id}/trigger?V=2` (no token: the URL is the credential) | 202 `{"action": id}` |
+//! | `GET /build-info` | 200 `{"build_info": {"api": {revision}, "engine": {revision}}}` |
+//! | `GET /services` (admins) | 200 `{"services": [{id, binary, host, topic, status, state, …}]}` |
+//! | `GET /profile-types`, `GET /profile-types/{type}`, `GET /profile-types/{type}/ops` | 200 |
+//! | `GET /policy-types`, `GET /policy-types/{type}` | 200 |
 
 mod clusters;
+mod info;
+mod lists;
+mod nodes;
 mod objects;
+mod receivers;
+mod types;
+mod updates;
 mod version;
 mod views;
-
-use std::collections::HashMap;
 
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -49,24 +77,37 @@ pub fn routes() -> Router<GatewayState> {
         )
         .route(
             "/profiles/{id}",
-            get(objects::show_profile).delete(objects::delete_profile),
+            get(objects::show_profile)
+                .patch(updates::update_profile)
+                .delete(objects::delete_profile),
         )
+        .route("/profiles/validate", post(updates::validate_profile))
         .route(
             "/policies",
             get(objects::list_policies).post(objects::create_policy),
         )
         .route(
             "/policies/{id}",
-            get(objects::show_policy).delete(objects::delete_policy),
+            get(objects::show_policy)
+                .patch(updates::update_policy)
+                .delete(objects::delete_policy),
         )
+        .route("/policies/validate", post(updates::validate_policy))
         .route(
             "/clusters",
             get(clusters::list_clusters).post(clusters::create_cluster),
         )
         .route(
             "/clusters/{id}",
-            get(clusters::show_cluster).delete(clusters::delete_cluster),
+            get(clusters::show_cluster)
+                .patch(updates::update_cluster)
+                .delete(clusters::delete_cluster),
         )
+        .route(
+            "/clusters/{id}/policies/{policy}",
+            get(updates::show_cluster_policy),
+        )
+        .route("/clusters/{id}/attrs/{*path}", get(updates::collect))
         .route("/clusters/{id}/actions", post(clusters::cluster_action))
         .route("/clusters/{id}/policies", get(clusters::cluster_policies))
         .route(
@@ -76,12 +117,41 @@ pub fn routes() -> Router<GatewayState> {
         .route(
             "/nodes/{id}",
             get(objects::show_node)
-                .patch(objects::update_node)
+                .patch(nodes::update_node)
                 .delete(objects::delete_node),
         )
+        .route("/nodes/{id}/actions", post(nodes::node_action))
+        .route("/nodes/{id}/ops", post(nodes::node_operation))
         .route("/actions", get(objects::list_actions))
-        .route("/actions/{id}", get(objects::show_action))
+        .route(
+            "/actions/{id}",
+            get(objects::show_action).patch(updates::update_action),
+        )
         .route("/events", get(objects::list_events))
+        .route("/events/{id}", get(nodes::show_event))
+        .route(
+            "/receivers",
+            get(receivers::list_receivers).post(receivers::create_receiver),
+        )
+        .route(
+            "/receivers/{id}",
+            get(receivers::show_receiver)
+                .patch(receivers::update_receiver)
+                .delete(receivers::delete_receiver),
+        )
+        // No token: the receiver id in the URL is the credential.
+        .route("/webhooks/{id}/trigger", post(receivers::trigger_webhook))
+        .route("/build-info", get(info::build_info))
+        .route("/services", get(info::list_services))
+        .route("/profile-types", get(types::list_profile_types))
+        .route("/profile-types/{type_name}", get(types::show_profile_type))
+        .route(
+            "/profile-types/{type_name}/ops",
+            get(types::list_profile_type_operations),
+        )
+        .route("/policy-types", get(types::list_policy_types))
+        .route("/policy-types/{type_name}", get(types::show_policy_type))
+        .layer(axum::middleware::from_fn(version::negotiate))
 }
 
 pub const PREFIX: &str = "/clustering/v1";
@@ -90,19 +160,40 @@ fn bad_request(message: impl Into<String>) -> RestError {
     RestError::new(ErrorKind::InvalidInput, message)
 }
 
-/// The body as a JSON object holding `wrapper` (`{"cluster": {…}}`).
+/// The body as a JSON object holding `wrapper` (`{"cluster": {…}}`), with
+/// Senlin's message when the key is missing.
 fn wrapped(body: &[u8], wrapper: &str) -> Result<Map<String, Value>, RestError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| bad_request(format!("the body is not JSON: {error}")))?;
+    let missing = || bad_request(format!("Request body missing '{wrapper}' key."));
     match value {
         Value::Object(mut object) => match object.remove(wrapper) {
             Some(Value::Object(inner)) => Ok(inner),
-            Some(_) => Err(bad_request(format!("{wrapper}: must be an object"))),
-            None => Err(bad_request(format!(
-                "the body must be {{\"{wrapper}\": {{…}}}}"
-            ))),
+            Some(other) => Err(bad_request(format!("{other} is not of type 'object'"))),
+            None => Err(missing()),
         },
-        _ => Err(bad_request("the body must be a JSON object")),
+        _ => Err(missing()),
+    }
+}
+
+/// Refuses keys Senlin's schema for this body does not have, with the
+/// message of Senlin's JSON schema check.
+fn only(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), RestError> {
+    let unexpected: Vec<String> = body
+        .keys()
+        .filter(|key| !allowed.contains(&key.as_str()))
+        .map(|key| format!("'{key}'"))
+        .collect();
+    match unexpected.len() {
+        0 => Ok(()),
+        1 => Err(bad_request(format!(
+            "Additional properties are not allowed ({} was unexpected)",
+            unexpected[0]
+        ))),
+        _ => Err(bad_request(format!(
+            "Additional properties are not allowed ({} were unexpected)",
+            unexpected.join(", ")
+        ))),
     }
 }
 
@@ -114,10 +205,15 @@ fn string(body: &Map<String, Value>, key: &str) -> Result<Option<String>, RestEr
     }
 }
 
+/// Senlin's message for a property its schema requires.
+fn missing(key: &str) -> RestError {
+    bad_request(format!("'{key}' is a required property"))
+}
+
 fn required(body: &Map<String, Value>, key: &str) -> Result<String, RestError> {
     string(body, key)?
         .filter(|text| !text.is_empty())
-        .ok_or_else(|| bad_request(format!("{key}: missing")))
+        .ok_or_else(|| missing(key))
 }
 
 /// An integer, given as a number or as text (Senlin clients send both).
@@ -167,28 +263,12 @@ fn json_text(body: &Map<String, Value>, key: &str) -> Result<String, RestError> 
     }
 }
 
-/// Paging and filters of list calls.
-fn list_parameters(
-    query: &HashMap<String, String>,
-    known: &[&str],
-) -> Result<(u32, String), RestError> {
-    let mut allowed = vec!["limit", "marker", "sort", "global_project"];
-    allowed.extend_from_slice(known);
-    if let Some(unknown) = query.keys().find(|key| !allowed.contains(&key.as_str())) {
-        return Err(bad_request(format!(
-            "unknown query parameter {unknown:?}: use {}",
-            allowed.join(", ")
-        )));
+/// A JSON object the body must carry (a spec), as JSON text.
+fn required_json_text(body: &Map<String, Value>, key: &str) -> Result<String, RestError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Err(missing(key)),
+        Some(_) => json_text(body, key),
     }
-    let limit = match query.get("limit") {
-        None => 0,
-        Some(text) => text
-            .parse::<u32>()
-            .ok()
-            .filter(|limit| (1..=1000).contains(limit))
-            .ok_or_else(|| bad_request(format!("limit: must be 1 to 1000 (got {text:?})")))?,
-    };
-    Ok((limit, query.get("marker").cloned().unwrap_or_default()))
 }
 
 /// A list answer: `{"<key>": [each object in its Senlin view]}`.
@@ -198,12 +278,6 @@ fn listed<'a, T: 'a>(
     view: impl Fn(&T) -> Value,
 ) -> Json<Value> {
     Json(json!({ key: objects.into_iter().map(view).collect::<Vec<_>>() }))
-}
-
-/// Whether a Senlin filter the engine does not take lets `value` through
-/// (no filter lets everything through); applied to the page it gave.
-fn wanted(filter: Option<&String>, value: &str) -> bool {
-    filter.is_none_or(|wanted| wanted == value)
 }
 
 fn action_location(action_id: &str) -> String {

@@ -1,7 +1,5 @@
 //! Profiles, policies, nodes, actions and events of the Clustering API.
 
-use std::collections::HashMap;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -14,8 +12,10 @@ use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
 use http::StatusCode;
 use serde_json::{Value, json};
 
+use super::version::ApiVersion;
+use super::lists::{self, ListQuery, ListRules};
 use super::{
-    accepted, boolean, json_text, list_parameters, listed, required, string, views, wanted, wrapped,
+    accepted, json_text, listed, only, required, required_json_text, string, views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -23,12 +23,24 @@ use crate::rest::Authenticated;
 
 type Channel = tonic::transport::Channel;
 
-fn object_list(query: &HashMap<String, String>) -> Result<pb::ListObjectsRequest, RestError> {
-    let (limit, marker) = list_parameters(query, &["name", "type"])?;
+/// What `GET /profiles` and `GET /policies` take.
+const PROFILE_OR_POLICY_LIST: ListRules = ListRules {
+    filters: &["name", "type"],
+    sort_keys: &["type", "name", "created_at", "updated_at"],
+    enumerated: &[],
+    quote_unknown: false,
+};
+
+fn object_list(pairs: &[(String, String)]) -> Result<pb::ListObjectsRequest, RestError> {
+    let query = ListQuery::parse(pairs, &PROFILE_OR_POLICY_LIST)?;
     Ok(pb::ListObjectsRequest {
-        limit,
-        marker,
-        name: query.get("name").cloned().unwrap_or_default(),
+        limit: query.limit,
+        marker: query.marker.clone(),
+        sort: query.sort.clone(),
+        global_project: query.global_project,
+        names: query.values("name"),
+        types: query.values("type"),
+        ..pb::ListObjectsRequest::default()
     })
 }
 
@@ -48,9 +60,10 @@ pub async fn create_profile(
     body: Bytes,
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "profile")?;
+    only(&body, &["name", "spec", "metadata"])?;
     let request = pb::CreateProfileRequest {
         name: required(&body, "name")?,
-        spec: json_text(&body, "spec")?,
+        spec: required_json_text(&body, "spec")?,
         metadata: json_text(&body, "metadata")?,
     };
     let profile = profiles(&state)
@@ -63,9 +76,9 @@ pub async fn create_profile(
 pub async fn list_profiles(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let request = object_list(&query)?;
+    let request = object_list(&pairs)?;
     let list = profiles(&state)
         .list_profiles(state.internal_request(&identity, request))
         .await?
@@ -109,9 +122,10 @@ pub async fn create_policy(
     body: Bytes,
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "policy")?;
+    only(&body, &["name", "spec"])?;
     let request = pb::CreatePolicyRequest {
         name: required(&body, "name")?,
-        spec: json_text(&body, "spec")?,
+        spec: required_json_text(&body, "spec")?,
     };
     let policy = policies(&state)
         .create_policy(state.internal_request(&identity, request))
@@ -123,9 +137,9 @@ pub async fn create_policy(
 pub async fn list_policies(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let request = object_list(&query)?;
+    let request = object_list(&pairs)?;
     let list = policies(&state)
         .list_policies(state.internal_request(&identity, request))
         .await?
@@ -166,15 +180,13 @@ fn nodes(state: &GatewayState) -> NodeServiceClient<Channel> {
 pub async fn create_node(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    version: ApiVersion,
     body: Bytes,
 ) -> Result<Response, RestError> {
-    let body = wrapped(&body, "node")?;
+    let body = senlin_node_body(&body)?;
     let request = pb::CreateNodeRequest {
-        name: required(&body, "name")?,
-        profile: match string(&body, "profile_id")? {
-            Some(profile) => profile,
-            None => required(&body, "profile")?,
-        },
+        name: string(&body, "name")?.unwrap_or_default(),
+        profile: string(&body, "profile_id")?.unwrap_or_default(),
         cluster: string(&body, "cluster_id")?.unwrap_or_default(),
         role: string(&body, "role")?.unwrap_or_default(),
         metadata: json_text(&body, "metadata")?,
@@ -185,64 +197,90 @@ pub async fn create_node(
         .into_inner();
     Ok(accepted(
         &response.action_id,
-        json!({ "node": response.node.as_ref().map(views::node) }),
+        json!({ "node": response.node.as_ref().map(|node| views::node_at(node, version)) }),
     ))
 }
+
+/// The `{"node": {…}}` of a node create, checked as Senlin's request
+/// schema checks it (its messages: clients and its API suite compare them).
+fn senlin_node_body(body: &[u8]) -> Result<serde_json::Map<String, Value>, RestError> {
+    const FIELDS: [&str; 5] = ["name", "profile_id", "cluster_id", "role", "metadata"];
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| super::bad_request(format!("the body is not JSON: {error}")))?;
+    let node = match value {
+        Value::Object(mut object) => object.remove("node"),
+        _ => None,
+    };
+    let node = match node {
+        Some(Value::Object(node)) => node,
+        Some(_) => return Err(super::bad_request("The data provided is not a map")),
+        None => return Err(super::bad_request("Request body missing 'node' key.")),
+    };
+    if let Some(unknown) = node.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+        return Err(super::bad_request(format!(
+            "Additional properties are not allowed ('{unknown}' was unexpected)"
+        )));
+    }
+    for required in ["name", "profile_id"] {
+        if !node.contains_key(required) {
+            return Err(super::bad_request(format!(
+                "'{required}' is a required property"
+            )));
+        }
+    }
+    Ok(node)
+}
+
+/// What `GET /nodes` takes.
+const NODE_LIST: ListRules = ListRules {
+    filters: &["cluster_id", "name", "status"],
+    sort_keys: &[
+        "index",
+        "name",
+        "status",
+        "init_at",
+        "created_at",
+        "updated_at",
+    ],
+    enumerated: &[("status", lists::NODE_STATUSES)],
+    quote_unknown: false,
+};
 
 pub async fn list_nodes(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    version: ApiVersion,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let (limit, marker) = list_parameters(&query, &["cluster_id", "status", "name"])?;
+    let query = ListQuery::parse(&pairs, &NODE_LIST)?;
     let request = pb::ListNodesRequest {
-        cluster: query.get("cluster_id").cloned().unwrap_or_default(),
-        limit,
-        marker,
+        cluster: query.first("cluster_id"),
+        limit: query.limit,
+        marker: query.marker.clone(),
+        sort: query.sort.clone(),
+        global_project: query.global_project,
+        names: query.values("name"),
+        statuses: query.values("status"),
     };
     let list = nodes(&state)
         .list_nodes(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .nodes;
-    let status = query.get("status");
-    let name = query.get("name");
-    let shown = list
-        .iter()
-        .filter(|node| wanted(status, &node.status) && wanted(name, &node.name));
-    Ok(listed("nodes", shown, views::node))
+    Ok(listed("nodes", &list, |node| views::node_at(node, version)))
 }
 
 pub async fn show_node(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    version: ApiVersion,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, RestError> {
     let node = nodes(&state)
         .get_node(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(Json(json!({ "node": views::node(&node) })))
-}
-
-pub async fn update_node(
-    State(state): State<GatewayState>,
-    Authenticated(identity): Authenticated,
-    Path(id): Path<String>,
-    body: Bytes,
-) -> Result<Json<Value>, RestError> {
-    let body = wrapped(&body, "node")?;
-    let request = pb::UpdateNodeRequest {
-        id,
-        name: string(&body, "name")?,
-        role: string(&body, "role")?,
-        tainted: boolean(&body, "tainted")?,
-    };
-    let node = nodes(&state)
-        .update_node(state.internal_request(&identity, request))
-        .await?
-        .into_inner();
-    Ok(Json(json!({ "node": views::node(&node) })))
+    Ok(Json(json!({ "node": views::node_at(&node, version) })))
 }
 
 pub async fn delete_node(
@@ -254,7 +292,15 @@ pub async fn delete_node(
         .delete_node(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(accepted(&response.action_id, json!({})))
+    // Senlin answers a node delete with no body: the Location says it all.
+    Ok((
+        StatusCode::ACCEPTED,
+        [(
+            http::header::LOCATION,
+            super::action_location(&response.action_id),
+        )],
+    )
+        .into_response())
 }
 
 // ----- actions and events -----
@@ -263,36 +309,41 @@ fn actions(state: &GatewayState) -> ActionServiceClient<Channel> {
     ActionServiceClient::new(state.upstreams.engine.clone())
 }
 
+/// What `GET /actions` takes.
+const ACTION_LIST: ListRules = ListRules {
+    filters: &["name", "cluster_id", "action", "target", "status"],
+    sort_keys: &["name", "target", "action", "created_at", "status"],
+    enumerated: &[
+        ("action", lists::ACTION_NAMES),
+        ("status", lists::ACTION_STATUSES),
+    ],
+    quote_unknown: false,
+};
+
 pub async fn list_actions(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    let (limit, marker) = list_parameters(
-        &query,
-        &["cluster_id", "target", "status", "name", "action"],
-    )?;
+    let query = ListQuery::parse(&pairs, &ACTION_LIST)?;
     let request = pb::ListActionsRequest {
-        cluster: query
-            .get("cluster_id")
-            .or_else(|| query.get("target"))
-            .cloned()
-            .unwrap_or_default(),
-        status: query.get("status").cloned().unwrap_or_default(),
-        limit,
-        marker,
+        cluster: query.first("cluster_id"),
+        limit: query.limit,
+        marker: query.marker.clone(),
+        sort: query.sort.clone(),
+        global_project: query.global_project,
+        names: query.values("name"),
+        actions: query.values("action"),
+        targets: query.values("target"),
+        statuses: query.values("status"),
+        ..pb::ListActionsRequest::default()
     };
     let list = actions(&state)
         .list_actions(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .actions;
-    let name = query.get("name");
-    let kind = query.get("action");
-    let shown = list
-        .iter()
-        .filter(|action| wanted(name, &action.name) && wanted(kind, &action.action));
-    Ok(listed("actions", shown, views::action))
+    Ok(listed("actions", &list, views::action))
 }
 
 pub async fn show_action(
@@ -307,49 +358,62 @@ pub async fn show_action(
     Ok(Json(json!({ "action": views::action(&action) })))
 }
 
+/// What `GET /events` takes. Senlin names the object filters `oid`,
+/// `otype` and `oname` (what openstacksdk sends); `obj_id` is kept for
+/// callers of earlier Ember.
+const EVENT_LIST: ListRules = ListRules {
+    filters: &[
+        "cluster_id",
+        "oid",
+        "obj_id",
+        "otype",
+        "oname",
+        "action",
+        "level",
+    ],
+    sort_keys: &[
+        "timestamp",
+        "level",
+        "otype",
+        "oname",
+        "action",
+        "status",
+        "oid",
+        "cluster_id",
+    ],
+    enumerated: &[
+        ("action", lists::ACTION_NAMES),
+        ("level", lists::EVENT_LEVELS),
+    ],
+    quote_unknown: false,
+};
+
 pub async fn list_events(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
-    Query(query): Query<HashMap<String, String>>,
+    Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
-    // Senlin names the object filters `oid`, `otype` and `oname` (what
-    // openstacksdk sends); `obj_id` is kept for callers of earlier Ember.
-    let (limit, marker) = list_parameters(
-        &query,
-        &[
-            "cluster_id",
-            "oid",
-            "obj_id",
-            "otype",
-            "oname",
-            "action",
-            "level",
-        ],
-    )?;
+    let query = ListQuery::parse(&pairs, &EVENT_LIST)?;
+    let object_id = match query.first("oid").as_str() {
+        "" => query.first("obj_id"),
+        oid => oid.to_owned(),
+    };
     let request = pb::ListClusterEventsRequest {
-        cluster: query.get("cluster_id").cloned().unwrap_or_default(),
-        obj_id: query
-            .get("oid")
-            .or_else(|| query.get("obj_id"))
-            .cloned()
-            .unwrap_or_default(),
-        limit,
-        marker,
+        cluster: query.first("cluster_id"),
+        obj_id: object_id,
+        limit: query.limit,
+        marker: query.marker.clone(),
+        sort: query.sort.clone(),
+        global_project: query.global_project,
+        obj_types: query.values("otype"),
+        obj_names: query.values("oname"),
+        actions: query.values("action"),
+        levels: query.values("level"),
     };
     let list = actions(&state)
         .list_cluster_events(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .events;
-    let object_type = query.get("otype");
-    let object_name = query.get("oname");
-    let action = query.get("action");
-    let level = query.get("level");
-    let shown = list.iter().filter(|event| {
-        wanted(object_type, &event.obj_type)
-            && wanted(object_name, &event.obj_name)
-            && wanted(action, &event.action)
-            && wanted(level, &event.level)
-    });
-    Ok(listed("events", shown, views::event))
+    Ok(listed("events", &list, views::event))
 }

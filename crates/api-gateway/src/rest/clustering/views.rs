@@ -14,6 +14,14 @@ fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
         })
 }
 
+/// A prost timestamp as seconds since the epoch with a fraction (Senlin's
+/// actions show `start_time` and `end_time` so), or null.
+fn epoch(timestamp: Option<&prost_types::Timestamp>) -> Value {
+    timestamp.map_or(Value::Null, |t| {
+        json!(t.seconds as f64 + f64::from(t.nanos) / 1e9)
+    })
+}
+
 /// JSON text as a value; empty = `{}`; not JSON = the text.
 fn document(text: &str) -> Value {
     if text.is_empty() {
@@ -41,7 +49,7 @@ pub fn profile(profile: &pb::Profile) -> Value {
         "user": profile.user_id,
         "domain": null,
         "created_at": time(profile.created_at.as_ref()),
-        "updated_at": null,
+        "updated_at": time(profile.updated_at.as_ref()),
     })
 }
 
@@ -56,7 +64,7 @@ pub fn policy(policy: &pb::Policy) -> Value {
         "user": policy.user_id,
         "domain": null,
         "created_at": time(policy.created_at.as_ref()),
-        "updated_at": null,
+        "updated_at": time(policy.updated_at.as_ref()),
     })
 }
 
@@ -77,7 +85,7 @@ pub fn cluster(cluster: &pb::Cluster) -> Value {
         "project": cluster.project_id,
         "user": cluster.user_id,
         "domain": null,
-        "timeout": null,
+        "timeout": cluster.timeout,
         "config": {},
         "data": {},
         "dependents": {},
@@ -87,12 +95,14 @@ pub fn cluster(cluster: &pb::Cluster) -> Value {
     })
 }
 
+/// Senlin's node view at the newest microversion.
 pub fn node(node: &pb::Node) -> Value {
     json!({
         "id": node.id,
         "name": node.name,
         "cluster_id": node.cluster_id,
         "profile_id": node.profile_id,
+        "profile_name": node.profile_name,
         "index": node.index,
         "role": node.role,
         "status": node.status,
@@ -102,13 +112,24 @@ pub fn node(node: &pb::Node) -> Value {
         "project": node.project_id,
         "user": node.user_id,
         "domain": null,
-        "metadata": {},
+        "metadata": document(&node.metadata),
         "data": {},
         "dependents": {},
         "init_at": time(node.created_at.as_ref()),
         "created_at": time(node.created_at.as_ref()),
         "updated_at": time(node.updated_at.as_ref()),
     })
+}
+
+/// Senlin's node view at `version`: `tainted` is shown from 1.13 on.
+pub fn node_at(node: &pb::Node, version: super::version::ApiVersion) -> Value {
+    let mut view = self::node(node);
+    if version < super::version::ApiVersion::new(1, 13)
+        && let Some(fields) = view.as_object_mut()
+    {
+        fields.remove("tainted");
+    }
+    view
 }
 
 pub fn action(action: &pb::Action) -> Value {
@@ -128,8 +149,14 @@ pub fn action(action: &pb::Action) -> Value {
         "lifecycle_outcome": optional(&action.lifecycle_outcome),
         "project": action.project_id,
         "user": action.user_id,
+        // Senlin's two causes: asked for by a user, or made by another
+        // action (the children of a removal).
+        "cause": if action.depended_by.is_empty() { "RPC Request" } else { "Derived Action" },
+        "data": {},
         "interval": -1,
         "timeout": null,
+        "start_time": epoch(action.started_at.as_ref()),
+        "end_time": epoch(action.ended_at.as_ref()),
         "created_at": time(action.created_at.as_ref()),
         "updated_at": time(action.updated_at.as_ref()),
     })
@@ -160,7 +187,10 @@ pub fn cluster_policy(binding: &pb::ClusterPolicy) -> Value {
     json!({
         "id": format!("{}:{}", binding.cluster_id, binding.policy_id),
         "cluster_id": binding.cluster_id,
+        "cluster_name": binding.cluster_name,
         "policy_id": binding.policy_id,
+        "data": {},
+        "last_op": null,
         "policy_name": binding.policy_name,
         "policy_type": binding.policy_type,
         "priority": binding.priority,

@@ -173,6 +173,7 @@ impl Gateway {
                 status: status.to_owned(),
                 limit: 1000,
                 marker: String::new(),
+                ..pb::ListActionsRequest::default()
             }))
             .await
             .map_err(|status| format!("ListActions: {}", status.message()))?

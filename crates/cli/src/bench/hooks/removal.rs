@@ -207,6 +207,7 @@ async fn cluster_with_hook(
             max_size: -1,
             desired_capacity: i32::try_from(nodes).map_err(|error| error.to_string())?,
             metadata: String::new(),
+            timeout: None,
         }))
         .await
         .map_err(|status| format!("CreateCluster: {}", status.message()))?

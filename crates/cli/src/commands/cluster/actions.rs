@@ -58,6 +58,7 @@ pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), St
                     status: status.unwrap_or_default().to_ascii_uppercase(),
                     limit,
                     marker: String::new(),
+                    ..pb::ListActionsRequest::default()
                 })?)
                 .await
                 .map_err(describe)?

@@ -40,6 +40,7 @@ pub async fn list(
             limit,
             marker: String::new(),
             name: name.unwrap_or_default(),
+            ..pb::ListObjectsRequest::default()
         })?)
         .await
         .map_err(describe)?
@@ -56,6 +57,7 @@ pub async fn show(cluster: &str, output: &OutputArgs, connect: &ConnectArgs) -> 
             cluster: cluster.id.clone(),
             limit: 1000,
             marker: String::new(),
+            ..pb::ListNodesRequest::default()
         })?)
         .await
         .map_err(describe)?

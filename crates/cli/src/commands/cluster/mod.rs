@@ -214,6 +214,7 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 max_size: max,
                 desired_capacity: desired,
                 metadata: String::new(),
+                timeout: None,
             };
             (ClusterChange::Create(request), wait)
         }

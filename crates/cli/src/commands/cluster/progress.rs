@@ -58,6 +58,7 @@ impl Progress {
                 cluster: action.cluster_id.clone(),
                 limit: NODE_PAGE,
                 marker: String::new(),
+                ..pb::ListNodesRequest::default()
             })?)
             .await
         else {

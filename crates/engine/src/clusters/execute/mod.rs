@@ -29,12 +29,17 @@ use crate::store::clusters::{ClusterChange, NodeStatusChange, Settle};
 
 mod del_nodes;
 mod scale;
+mod update;
 
 impl ClusterService {
     pub(super) async fn execute(&self, run: &Run) -> RunResult<Ran> {
         match run.action.kind {
             ActionKind::NodeCreate => self.run_node_create(run).await,
             ActionKind::NodeDelete => self.run_node_delete(run).await,
+            ActionKind::NodeUpdate
+            | ActionKind::NodeCheck
+            | ActionKind::NodeRecover
+            | ActionKind::NodeOperation => self.run_node_maintenance(run).await,
             _ => self.run_cluster_action(run).await,
         }
     }
@@ -69,7 +74,15 @@ impl ClusterService {
                 self.check_or_recover_nodes(run, &cluster, members).await
             }
             ActionKind::ClusterDelete => self.delete_cluster_nodes(run, &cluster).await,
-            ActionKind::NodeCreate | ActionKind::NodeDelete => Err(Stop::Failed(
+            ActionKind::ClusterUpdate => self.run_cluster_update(run, &cluster, members).await,
+            ActionKind::ClusterUpdatePolicy => self.run_update_policy(run, &cluster).await,
+            ActionKind::ClusterReplaceNodes => self.run_replace_nodes(run, &cluster).await,
+            ActionKind::NodeCreate
+            | ActionKind::NodeDelete
+            | ActionKind::NodeUpdate
+            | ActionKind::NodeCheck
+            | ActionKind::NodeRecover
+            | ActionKind::NodeOperation => Err(Stop::Failed(
                 Error::InvalidInput("not a cluster action".into()),
             )),
         }
@@ -112,11 +125,23 @@ impl ClusterService {
                 failed.only_from = vec![NodeStatus::Deleting];
                 change.node_changes.push(failed);
             }
+            ActionKind::NodeUpdate | ActionKind::NodeRecover => {
+                // A resource being replaced when the run failed.
+                let mut failed = NodeStatusChange::new(
+                    action.target_id,
+                    NodeStatus::Error,
+                    format!("not recreated: {error}"),
+                );
+                failed.only_from = vec![NodeStatus::Creating];
+                change.node_changes.push(failed);
+            }
             _ => {}
         }
         let settle = match action.kind {
             ActionKind::ClusterDelete => Settle::Status(ClusterStatus::Error, lead),
-            ActionKind::ClusterAttachPolicy | ActionKind::ClusterDetachPolicy => Settle::Unchanged,
+            ActionKind::ClusterAttachPolicy
+            | ActionKind::ClusterDetachPolicy
+            | ActionKind::ClusterUpdatePolicy => Settle::Unchanged,
             _ => Settle::FromNodes {
                 keep_desired: false,
                 lead,

@@ -115,7 +115,7 @@ impl ClusterService {
             desired_capacity: Some(desired),
             min_size: Some(min_size),
             max_size: Some(max_size),
-            status: None,
+            ..ClusterColumns::default()
         };
         if desired > live {
             self.grow(run, cluster, desired - live, columns).await

@@ -45,10 +45,16 @@ pub enum ClusterOperation<'a> {
     /// or event.
     Read,
     CreateProfile,
+    /// Rename a profile or change its metadata.
+    UpdateProfile,
     DeleteProfile,
     CreatePolicy,
+    /// Rename a policy.
+    UpdatePolicy,
     DeletePolicy,
     CreateCluster,
+    /// Name, metadata, timeout or profile.
+    UpdateCluster(&'a Cluster),
     DeleteCluster(&'a Cluster),
     /// `count` 0 = the scaling policy's step (or 1).
     ScaleOut {
@@ -70,6 +76,12 @@ pub enum ClusterOperation<'a> {
     },
     AttachPolicy(&'a Cluster),
     DetachPolicy(&'a Cluster),
+    /// Enable or disable an attached policy.
+    UpdateClusterPolicy(&'a Cluster),
+    /// Swap members for orphan nodes.
+    ReplaceNodes(&'a Cluster),
+    /// Cancel an action not yet running (or waiting for a lifecycle).
+    CancelAction,
     Check(&'a Cluster),
     Recover(&'a Cluster),
     /// A node, as a member of `cluster` when given.
@@ -92,6 +104,12 @@ impl ClusterOperation<'_> {
         match self {
             ClusterOperation::Read => "read",
             ClusterOperation::CreateProfile => "create a profile",
+            ClusterOperation::UpdateProfile => "update a profile",
+            ClusterOperation::UpdatePolicy => "update a policy",
+            ClusterOperation::UpdateCluster(_) => "update a cluster",
+            ClusterOperation::UpdateClusterPolicy(_) => "update a cluster policy",
+            ClusterOperation::ReplaceNodes(_) => "replace nodes",
+            ClusterOperation::CancelAction => "cancel an action",
             ClusterOperation::DeleteProfile => "delete a profile",
             ClusterOperation::CreatePolicy => "create a policy",
             ClusterOperation::DeletePolicy => "delete a policy",
@@ -125,12 +143,18 @@ impl ClusterOperation<'_> {
             | ClusterOperation::DelNodes { cluster, .. }
             | ClusterOperation::AttachPolicy(cluster)
             | ClusterOperation::DetachPolicy(cluster)
+            | ClusterOperation::UpdateCluster(cluster)
+            | ClusterOperation::UpdateClusterPolicy(cluster)
+            | ClusterOperation::ReplaceNodes(cluster)
             | ClusterOperation::Check(cluster)
             | ClusterOperation::Recover(cluster) => Some(cluster),
             ClusterOperation::CreateNode { cluster }
             | ClusterOperation::DeleteNode { cluster, .. } => cluster,
             ClusterOperation::Read
             | ClusterOperation::CreateProfile
+            | ClusterOperation::UpdateProfile
+            | ClusterOperation::UpdatePolicy
+            | ClusterOperation::CancelAction
             | ClusterOperation::DeleteProfile
             | ClusterOperation::CreatePolicy
             | ClusterOperation::DeletePolicy
@@ -268,6 +292,12 @@ pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> 
         | ClusterOperation::Check(_)
         | ClusterOperation::Recover(_)
         | ClusterOperation::CreateNode { cluster: None }
+        | ClusterOperation::UpdateProfile
+        | ClusterOperation::UpdatePolicy
+        | ClusterOperation::UpdateCluster(_)
+        | ClusterOperation::UpdateClusterPolicy(_)
+        | ClusterOperation::ReplaceNodes(_)
+        | ClusterOperation::CancelAction
         | ClusterOperation::UpdateNode(_) => Ok(()),
     }
 }
@@ -321,6 +351,7 @@ mod tests {
             status_reason: String::new(),
             metadata: Map::new(),
             next_index: 4,
+            timeout: None,
             project_id: "project-a".into(),
             user_id: "alice".into(),
             created_at: now,

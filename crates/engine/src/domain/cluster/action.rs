@@ -20,12 +20,19 @@ pub enum ActionKind {
     ClusterDetachPolicy,
     ClusterCheck,
     ClusterRecover,
+    ClusterUpdate,
+    ClusterUpdatePolicy,
+    ClusterReplaceNodes,
     NodeCreate,
     NodeDelete,
+    NodeUpdate,
+    NodeCheck,
+    NodeRecover,
+    NodeOperation,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 13] = [
+    pub const ALL: [ActionKind; 20] = [
         ActionKind::ClusterCreate,
         ActionKind::ClusterDelete,
         ActionKind::ClusterScaleIn,
@@ -37,8 +44,15 @@ impl ActionKind {
         ActionKind::ClusterDetachPolicy,
         ActionKind::ClusterCheck,
         ActionKind::ClusterRecover,
+        ActionKind::ClusterUpdate,
+        ActionKind::ClusterUpdatePolicy,
+        ActionKind::ClusterReplaceNodes,
         ActionKind::NodeCreate,
         ActionKind::NodeDelete,
+        ActionKind::NodeUpdate,
+        ActionKind::NodeCheck,
+        ActionKind::NodeRecover,
+        ActionKind::NodeOperation,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -54,8 +68,15 @@ impl ActionKind {
             ActionKind::ClusterDetachPolicy => "CLUSTER_DETACH_POLICY",
             ActionKind::ClusterCheck => "CLUSTER_CHECK",
             ActionKind::ClusterRecover => "CLUSTER_RECOVER",
+            ActionKind::ClusterUpdate => "CLUSTER_UPDATE",
+            ActionKind::ClusterUpdatePolicy => "CLUSTER_UPDATE_POLICY",
+            ActionKind::ClusterReplaceNodes => "CLUSTER_REPLACE_NODES",
             ActionKind::NodeCreate => "NODE_CREATE",
             ActionKind::NodeDelete => "NODE_DELETE",
+            ActionKind::NodeUpdate => "NODE_UPDATE",
+            ActionKind::NodeCheck => "NODE_CHECK",
+            ActionKind::NodeRecover => "NODE_RECOVER",
+            ActionKind::NodeOperation => "NODE_OPERATION",
         }
     }
 
@@ -197,6 +218,8 @@ pub struct ClusterAction {
     pub roles: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When it was first claimed to run.
+    pub started_at: Option<DateTime<Utc>>,
 }
 
 impl ClusterAction {
@@ -238,6 +261,7 @@ impl ClusterAction {
             roles: caller.roles.clone(),
             created_at: now,
             updated_at: now,
+            started_at: None,
         }
     }
 

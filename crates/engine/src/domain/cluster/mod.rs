@@ -2,10 +2,12 @@
 //! types and rules, no I/O. What runs them lives in `crate::clusters`.
 
 pub mod action;
+pub mod operations;
 pub mod policy;
 pub mod profile;
 pub mod settle;
 pub mod sizing;
+pub mod types;
 pub mod victims;
 
 use chrono::{DateTime, Utc};
@@ -105,6 +107,8 @@ pub struct Profile {
     pub project_id: String,
     pub user_id: String,
     pub created_at: DateTime<Utc>,
+    /// When its name or metadata last changed.
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,6 +121,8 @@ pub struct PolicyDefinition {
     pub project_id: String,
     pub user_id: String,
     pub created_at: DateTime<Utc>,
+    /// When its name last changed.
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,6 +139,9 @@ pub struct Cluster {
     pub metadata: Map<String, Value>,
     /// The index the next node gets.
     pub next_index: i32,
+    /// Seconds an action on the cluster may take (Senlin's cluster timeout);
+    /// None = the engine's default.
+    pub timeout: Option<i32>,
     pub project_id: String,
     pub user_id: String,
     pub created_at: DateTime<Utc>,
@@ -140,25 +149,20 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Checks the sizes Senlin checks: 0 <= min <= desired <= max (max -1 =
-    /// unlimited).
+    /// Checks a new cluster's sizes as Senlin does, in its words: each
+    /// capacity at least 0 (max_size -1 = unlimited), then
+    /// min <= desired <= max ([`sizing::check_size_params`], strict).
     pub fn validate_sizes(min_size: i32, max_size: i32, desired: i32) -> Result<()> {
-        if min_size < 0 {
-            return Err(Error::InvalidInput(format!(
-                "min_size {min_size} must be 0 or more"
-            )));
-        }
-        if max_size != -1 && max_size < min_size {
-            return Err(Error::InvalidInput(format!(
-                "max_size {max_size} must be -1 (unlimited) or at least min_size {min_size}"
-            )));
-        }
-        if desired < min_size || (max_size != -1 && desired > max_size) {
-            return Err(Error::InvalidInput(format!(
-                "desired_capacity {desired} must be between min_size {min_size} and max_size {max_size}"
-            )));
-        }
-        Ok(())
+        sizing::check_capacity_field("min_size", min_size, 0)?;
+        sizing::check_capacity_field("max_size", max_size, -1)?;
+        sizing::check_capacity_field("desired_capacity", desired, 0)?;
+        sizing::check_size_params(
+            None,
+            Some(desired),
+            Some(min_size),
+            Some(max_size),
+            true,
+        )
     }
 }
 
@@ -306,9 +310,30 @@ mod tests {
     fn sizes_follow_senlin() {
         assert!(Cluster::validate_sizes(0, -1, 5).is_ok());
         assert!(Cluster::validate_sizes(1, 3, 3).is_ok());
-        assert!(Cluster::validate_sizes(2, 1, 1).is_err());
-        assert!(Cluster::validate_sizes(0, 2, 3).is_err());
-        assert!(Cluster::validate_sizes(-1, 2, 0).is_err());
+        let refused = |min, max, desired| match Cluster::validate_sizes(min, max, desired) {
+            Err(Error::InvalidInput(message)) => message,
+            other => panic!("{min} {max} {desired}: {other:?}"),
+        };
+        assert_eq!(
+            refused(5, 3, 2),
+            "The target capacity (2) is less than the specified min_size (5)."
+        );
+        assert_eq!(
+            refused(2, 1, 2),
+            "The target capacity (2) is greater than the specified max_size (1)."
+        );
+        assert_eq!(
+            refused(0, 2, 3),
+            "The target capacity (3) is greater than the specified max_size (2)."
+        );
+        assert_eq!(
+            refused(-1, 2, 0),
+            "The value for the min_size field must be greater than or equal to 0."
+        );
+        assert_eq!(
+            refused(0, -2, 0),
+            "The value for the max_size field must be greater than or equal to -1."
+        );
     }
 
     #[test]

@@ -89,30 +89,111 @@ impl PolicyKind {
         }
     }
 
-    /// Parses `{"type", "version", "properties"}`.
+    /// Parses `{"type", "version", "properties"}` given in a request:
+    /// a property the type's schema does not have is refused, as Senlin
+    /// refuses it.
     pub fn parse(spec: &Value) -> Result<PolicyKind> {
+        Self::parse_checking(spec, true)
+    }
+
+    /// Parses a spec recorded earlier: what an older engine accepted and
+    /// stored (properties since refused included) still reads.
+    pub fn parse_stored(spec: &Value) -> Result<PolicyKind> {
+        Self::parse_checking(spec, false)
+    }
+
+    fn parse_checking(spec: &Value, refuse_unknown_items: bool) -> Result<PolicyKind> {
+        let refuse_unknown =
+            |properties: &Map<String, Value>, known: &[&str]| match refuse_unknown_items {
+                true => refuse_unknown(properties, known),
+                false => Ok(()),
+            };
+        let (type_name, version) = spec_type_and_version(spec)?;
         let object = spec
             .as_object()
-            .ok_or_else(|| invalid("policy spec must be an object"))?;
-        let type_name = object.get("type").and_then(Value::as_str).unwrap_or("");
-        let version = version_text(object.get("version"));
+            .ok_or_else(|| invalid("The provided spec is not a map."))?;
         let empty = Map::new();
         let properties = match object.get("properties") {
             None | Some(Value::Null) => &empty,
             Some(Value::Object(map)) => map,
             Some(_) => return Err(invalid("policy spec properties must be an object")),
         };
-        match (type_name, version.as_str()) {
-            ("senlin.policy.deletion", "1.0" | "1.1") => Ok(PolicyKind::Deletion {
-                policy: parse_deletion(properties, version == "1.1")?,
-                version,
-            }),
-            ("senlin.policy.scaling", "1.0") => Ok(PolicyKind::Scaling(parse_scaling(properties)?)),
-            _ => Err(invalid(&format!(
-                "policy type {type_name:?} version {version:?} is not supported: use senlin.policy.deletion 1.0/1.1 or senlin.policy.scaling 1.0"
+        match (type_name.as_str(), version.as_str()) {
+            ("senlin.policy.deletion", "1.0") => {
+                refuse_unknown(properties, DELETION_1_0_PROPERTIES)?;
+                Ok(PolicyKind::Deletion {
+                    policy: parse_deletion(properties, false)?,
+                    version,
+                })
+            }
+            ("senlin.policy.deletion", "1.1") => {
+                refuse_unknown(properties, DELETION_1_1_PROPERTIES)?;
+                Ok(PolicyKind::Deletion {
+                    policy: parse_deletion(properties, true)?,
+                    version,
+                })
+            }
+            ("senlin.policy.scaling", "1.0") => {
+                refuse_unknown(properties, SCALING_PROPERTIES)?;
+                Ok(PolicyKind::Scaling(parse_scaling(properties)?))
+            }
+            // Senlin's 404 for a type it has no plugin of (Ember's types:
+            // senlin.policy.deletion 1.0 and 1.1, senlin.policy.scaling 1.0).
+            _ => Err(Error::NotFound(format!(
+                "The policy_type '{type_name}-{version}' could not be found."
             ))),
         }
     }
+}
+
+/// The properties of each policy type's spec (Senlin's schemas).
+const DELETION_1_0_PROPERTIES: &[&str] = &[
+    "criteria",
+    "destroy_after_deletion",
+    "grace_period",
+    "reduce_desired_capacity",
+];
+const DELETION_1_1_PROPERTIES: &[&str] = &[
+    "criteria",
+    "destroy_after_deletion",
+    "grace_period",
+    "reduce_desired_capacity",
+    "hooks",
+];
+const SCALING_PROPERTIES: &[&str] = &["event", "adjustment"];
+
+/// Refuses a property the type's schema does not have, in Senlin's words
+/// and with its status (see [`Error::PolicySpecRefused`]).
+fn refuse_unknown(properties: &Map<String, Value>, known: &[&str]) -> Result<()> {
+    match properties.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(unknown) => Err(Error::PolicySpecRefused(format!(
+            "Unrecognizable spec item '{unknown}'"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A spec's `type` and `version` (`("os.nova.server", "1.0")`), or what
+/// is missing, in Senlin's words.
+pub fn spec_type_and_version(spec: &Value) -> Result<(String, String)> {
+    let object = spec
+        .as_object()
+        .ok_or_else(|| invalid("The provided spec is not a map."))?;
+    let type_name = match object.get("type") {
+        None => {
+            return Err(invalid(
+                "The 'type' key is missing from the provided spec map.",
+            ));
+        }
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    };
+    if !object.contains_key("version") {
+        return Err(invalid(
+            "The 'version' key is missing from the provided spec map.",
+        ));
+    }
+    Ok((type_name, version_text(object.get("version"))))
 }
 
 pub(super) fn version_text(value: Option<&Value>) -> String {
@@ -337,5 +418,30 @@ mod tests {
         };
         assert_eq!(policy.event, ScalingEvent::ScaleIn);
         assert!((policy.number - 2.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn unknown_types_and_properties_are_said_as_senlin_says_them() {
+        let bogus = json!({"type": "senlin.policy.bogus", "version": "1.0", "properties": {}});
+        match PolicyKind::parse(&bogus) {
+            Err(Error::NotFound(message)) => assert_eq!(
+                message,
+                "The policy_type 'senlin.policy.bogus-1.0' could not be found."
+            ),
+            other => panic!("{other:?}"),
+        }
+        let extra = json!({"type": "senlin.policy.scaling", "version": "1.0",
+            "properties": {"event": "CLUSTER_SCALE_IN", "bogus": "foo"}});
+        match PolicyKind::parse(&extra) {
+            Err(Error::PolicySpecRefused(message)) => {
+                assert_eq!(message, "Unrecognizable spec item 'bogus'")
+            }
+            other => panic!("{other:?}"),
+        }
+        // What an older engine stored still reads.
+        assert!(matches!(
+            PolicyKind::parse_stored(&extra),
+            Ok(PolicyKind::Scaling(_))
+        ));
     }
 }

@@ -85,11 +85,10 @@ impl ProfileSpec {
     /// Parses `{"type", "version", "properties"}`.
     pub fn parse(spec: Value) -> Result<ProfileSpec> {
         let invalid = |message: String| Error::InvalidInput(message);
+        let (type_name, version) = super::policy::spec_type_and_version(&spec)?;
         let object = spec
             .as_object()
-            .ok_or_else(|| invalid("profile spec must be an object".into()))?;
-        let type_name = object.get("type").and_then(Value::as_str).unwrap_or("");
-        let version = super::policy::version_text(object.get("version"));
+            .ok_or_else(|| invalid("The provided spec is not a map.".into()))?;
         let empty = Map::new();
         let properties = match object.get("properties") {
             None | Some(Value::Null) => &empty,
@@ -120,16 +119,14 @@ impl ProfileSpec {
                 ))),
             }
         };
-        let refuse_unknown = |known: &[&str], profile: &str| -> Result<()> {
+        // Senlin's words for a property its schema does not have.
+        let refuse_unknown = |known: &[&str]| -> Result<()> {
             match properties.keys().find(|key| !known.contains(&key.as_str())) {
-                Some(unknown) => Err(invalid(format!(
-                    "{profile}: unknown property {unknown:?} (known: {})",
-                    known.join(", ")
-                ))),
+                Some(unknown) => Err(invalid(format!("Unrecognizable spec item '{unknown}'"))),
                 None => Ok(()),
             }
         };
-        let kind = match (type_name, version.as_str()) {
+        let kind = match (type_name.as_str(), version.as_str()) {
             ("ember.instance", "1.0") => {
                 let flavor = text("flavor")?;
                 let image = text("image")?;
@@ -153,7 +150,7 @@ impl ProfileSpec {
                 }
             }
             ("os.nova.server", "1.0") => {
-                refuse_unknown(NOVA_SERVER_PROPERTIES, "os.nova.server-1.0")?;
+                refuse_unknown(NOVA_SERVER_PROPERTIES)?;
                 let flavor = text("flavor")?;
                 let image = text("image")?;
                 if flavor.is_empty() || image.is_empty() {
@@ -176,7 +173,7 @@ impl ProfileSpec {
                 }
             }
             ("container.dockerinc.docker", "1.0") => {
-                refuse_unknown(DOCKER_PROPERTIES, "container.dockerinc.docker-1.0")?;
+                refuse_unknown(DOCKER_PROPERTIES)?;
                 let image = text("image")?;
                 if image.is_empty() {
                     return Err(invalid(
@@ -269,9 +266,12 @@ impl ProfileSpec {
                     timeout_mins,
                 }
             }
+            // Senlin's 404 for a type it has no plugin of (Ember's types:
+            // ember.instance, os.nova.server, container.dockerinc.docker and
+            // os.heat.stack, each version 1.0).
             _ => {
-                return Err(invalid(format!(
-                    "profile type {type_name:?} version {version:?} is not supported: use ember.instance, os.nova.server, container.dockerinc.docker or os.heat.stack, version 1.0"
+                return Err(Error::NotFound(format!(
+                    "The profile_type '{type_name}-{version}' could not be found."
                 )));
             }
         };
@@ -479,7 +479,7 @@ mod tests {
             (
                 json!({"type": "container.dockerinc.docker", "version": "1.0",
                 "properties": {"image": "x", "volumes": []}}),
-                "unknown property \"volumes\"",
+                "Unrecognizable spec item 'volumes'",
             ),
             (
                 json!({"type": "container.dockerinc.docker", "version": "1.0",
@@ -500,6 +500,34 @@ mod tests {
         for (spec, expected) in cases {
             let error = ProfileSpec::parse(spec).expect_err("invalid").to_string();
             assert!(error.contains(expected), "{expected}: {error}");
+        }
+    }
+
+    #[test]
+    fn unknown_types_and_bare_specs_are_said_as_senlin_says_them() {
+        let spec = json!({"type": "senlin.profile.bogus", "version": "1.0", "properties": {}});
+        match ProfileSpec::parse(spec) {
+            Err(Error::NotFound(message)) => assert_eq!(
+                message,
+                "The profile_type 'senlin.profile.bogus-1.0' could not be found."
+            ),
+            other => panic!("{other:?}"),
+        }
+        for (spec, expected) in [
+            (json!([]), "The provided spec is not a map."),
+            (
+                json!({"version": "1.0"}),
+                "The 'type' key is missing from the provided spec map.",
+            ),
+            (
+                json!({"type": "os.nova.server"}),
+                "The 'version' key is missing from the provided spec map.",
+            ),
+        ] {
+            match ProfileSpec::parse(spec) {
+                Err(Error::InvalidInput(message)) => assert_eq!(message, expected),
+                other => panic!("{expected}: {other:?}"),
+            }
         }
     }
 

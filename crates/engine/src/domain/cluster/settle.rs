@@ -95,6 +95,7 @@ mod tests {
             status_reason: "resizing".into(),
             metadata: Map::new(),
             next_index: 1,
+            timeout: None,
             project_id: "p".into(),
             user_id: "u".into(),
             created_at: now,

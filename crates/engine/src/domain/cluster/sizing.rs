@@ -1,6 +1,9 @@
 //! How many nodes a scale or resize request means (Senlin's
-//! `scaleutils`): adjustment types, min/max clamping and `strict`.
+//! `scaleutils`): adjustment types, the size checks a request must pass
+//! (with Senlin's messages, which its clients and API suite compare),
+//! min/max clamping and `strict`.
 
+use super::Cluster;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,8 +19,10 @@ impl AdjustmentType {
             "EXACT_CAPACITY" => Ok(AdjustmentType::ExactCapacity),
             "CHANGE_IN_CAPACITY" => Ok(AdjustmentType::ChangeInCapacity),
             "CHANGE_IN_PERCENTAGE" => Ok(AdjustmentType::ChangeInPercentage),
+            // Senlin's message (one of EXACT_CAPACITY, CHANGE_IN_CAPACITY
+            // or CHANGE_IN_PERCENTAGE is expected).
             other => Err(Error::InvalidInput(format!(
-                "adjustment_type {other:?} must be EXACT_CAPACITY, CHANGE_IN_CAPACITY or CHANGE_IN_PERCENTAGE"
+                "Value '{other}' is not acceptable for field 'adjustment_type'."
             ))),
         }
     }
@@ -29,6 +34,108 @@ impl AdjustmentType {
             AdjustmentType::ChangeInPercentage => "CHANGE_IN_PERCENTAGE",
         }
     }
+}
+
+/// Refuses a capacity field below its floor (0 for sizes, -1 for a
+/// max_size, meaning unlimited), in Senlin's words.
+pub fn check_capacity_field(field: &str, value: i32, minimum: i32) -> Result<()> {
+    if value < minimum {
+        return Err(Error::InvalidInput(format!(
+            "The value for the {field} field must be greater than or equal to {minimum}."
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the sizes a request gives (`None` = not given) against each
+/// other and against `cluster`'s (none for a cluster being created), as
+/// Senlin's `check_size_params` does, in its order and words. `strict`
+/// also refuses what a lenient request would have clamped: a capacity
+/// outside the cluster's range, a new range the current capacity is
+/// outside of. A max_size of -1 (or any negative) means unlimited.
+pub fn check_size_params(
+    cluster: Option<&Cluster>,
+    desired: Option<i32>,
+    min_size: Option<i32>,
+    max_size: Option<i32>,
+    strict: bool,
+) -> Result<()> {
+    let refuse = |message: String| Err(Error::InvalidInput(message));
+    if let Some(desired) = desired {
+        match (min_size, cluster) {
+            (Some(min_size), _) if desired < min_size => {
+                return refuse(format!(
+                    "The target capacity ({desired}) is less than the specified min_size ({min_size})."
+                ));
+            }
+            (None, Some(cluster)) if strict && desired < cluster.min_size => {
+                return refuse(format!(
+                    "The target capacity ({desired}) is less than the cluster's min_size ({}).",
+                    cluster.min_size
+                ));
+            }
+            _ => {}
+        }
+        match (max_size, cluster) {
+            (Some(max_size), _) if max_size >= 0 && desired > max_size => {
+                return refuse(format!(
+                    "The target capacity ({desired}) is greater than the specified max_size ({max_size})."
+                ));
+            }
+            (None, Some(cluster))
+                if strict && cluster.max_size >= 0 && desired > cluster.max_size =>
+            {
+                return refuse(format!(
+                    "The target capacity ({desired}) is greater than the cluster's max_size ({}).",
+                    cluster.max_size
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(min_size) = min_size {
+        match (max_size, cluster) {
+            (Some(max_size), _) if max_size >= 0 && min_size > max_size => {
+                return refuse(format!(
+                    "The specified min_size ({min_size}) is greater than the specified max_size ({max_size})."
+                ));
+            }
+            (None, Some(cluster)) if cluster.max_size >= 0 && min_size > cluster.max_size => {
+                return refuse(format!(
+                    "The specified min_size ({min_size}) is greater than the current max_size ({}) of the cluster.",
+                    cluster.max_size
+                ));
+            }
+            _ => {}
+        }
+        if let Some(cluster) = cluster
+            && desired.is_none()
+            && strict
+            && min_size > cluster.desired_capacity
+        {
+            return refuse(format!(
+                "The specified min_size ({min_size}) is greater than the current desired_capacity ({}) of the cluster.",
+                cluster.desired_capacity
+            ));
+        }
+    }
+    if let (Some(max_size), Some(cluster)) = (max_size, cluster)
+        && max_size >= 0
+    {
+        if min_size.is_none() && max_size < cluster.min_size {
+            return refuse(format!(
+                "The specified max_size ({max_size}) is less than the current min_size ({}) of the cluster.",
+                cluster.min_size
+            ));
+        }
+        if desired.is_none() && strict && max_size < cluster.desired_capacity {
+            return refuse(format!(
+                "The specified max_size ({max_size}) is less than the current desired_capacity ({}) of the cluster.",
+                cluster.desired_capacity
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The desired capacity an adjustment asks for, from `current`. Never
@@ -179,6 +286,106 @@ mod tests {
         assert_eq!(fit(5, 1, 3, false).ok(), Some(3));
         assert!(fit(5, 1, 3, true).is_err());
         assert_eq!(fit(0, 1, -1, false).ok(), Some(1));
+    }
+
+    /// A cluster of these sizes (min, max, desired).
+    fn cluster(min_size: i32, max_size: i32, desired_capacity: i32) -> Cluster {
+        let now = chrono::Utc::now();
+        Cluster {
+            id: uuid::Uuid::now_v7(),
+            name: "web".into(),
+            profile_id: uuid::Uuid::now_v7(),
+            min_size,
+            max_size,
+            desired_capacity,
+            status: super::super::ClusterStatus::Active,
+            status_reason: String::new(),
+            metadata: serde_json::Map::new(),
+            next_index: 1,
+            timeout: None,
+            project_id: "project".into(),
+            user_id: "user".into(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// The message `check_size_params` refuses with, or "" when it accepts.
+    fn refusal(
+        cluster: Option<&Cluster>,
+        desired: Option<i32>,
+        min_size: Option<i32>,
+        max_size: Option<i32>,
+        strict: bool,
+    ) -> String {
+        match check_size_params(cluster, desired, min_size, max_size, strict) {
+            Ok(()) => String::new(),
+            Err(Error::InvalidInput(message)) => message,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn size_checks_say_what_senlin_says() {
+        let web = cluster(2, 5, 3);
+        let web = Some(&web);
+        assert_eq!(
+            refusal(web, Some(6), None, None, true),
+            "The target capacity (6) is greater than the cluster's max_size (5)."
+        );
+        assert_eq!(
+            refusal(web, Some(1), None, None, true),
+            "The target capacity (1) is less than the cluster's min_size (2)."
+        );
+        assert_eq!(
+            refusal(web, Some(6), None, None, false),
+            "",
+            "clamped later"
+        );
+        assert_eq!(
+            refusal(web, None, None, Some(2), true),
+            "The specified max_size (2) is less than the current desired_capacity (3) of the cluster."
+        );
+        assert_eq!(refusal(web, None, None, Some(2), false), "");
+        for strict in [true, false] {
+            assert_eq!(
+                refusal(web, None, None, Some(1), strict),
+                "The specified max_size (1) is less than the current min_size (2) of the cluster."
+            );
+            assert_eq!(
+                refusal(web, None, Some(6), None, strict),
+                "The specified min_size (6) is greater than the current max_size (5) of the cluster."
+            );
+        }
+        assert_eq!(
+            refusal(web, None, Some(4), None, true),
+            "The specified min_size (4) is greater than the current desired_capacity (3) of the cluster."
+        );
+        assert_eq!(
+            refusal(web, Some(4), Some(5), Some(10), true),
+            "The target capacity (4) is less than the specified min_size (5)."
+        );
+        assert_eq!(
+            refusal(None, Some(2), Some(5), Some(3), true),
+            "The target capacity (2) is less than the specified min_size (5)."
+        );
+        assert_eq!(
+            refusal(None, Some(3), Some(5), Some(3), true),
+            "The target capacity (3) is less than the specified min_size (5)."
+        );
+        assert_eq!(
+            refusal(None, Some(5), Some(5), Some(3), true),
+            "The target capacity (5) is greater than the specified max_size (3)."
+        );
+        assert_eq!(refusal(None, Some(50), Some(0), Some(-1), true), "");
+        let unlimited = cluster(0, -1, 3);
+        assert_eq!(refusal(Some(&unlimited), Some(1000), None, None, true), "");
+        assert_eq!(
+            AdjustmentType::parse("bogus")
+                .expect_err("unknown")
+                .to_string(),
+            "Value 'bogus' is not acceptable for field 'adjustment_type'."
+        );
     }
 
     #[test]

@@ -137,6 +137,21 @@ pub async fn apply_change_in(
                     .col_expr(cluster::Column::Status, Expr::value(status.as_str()))
                     .col_expr(cluster::Column::StatusReason, Expr::value(reason.as_str()));
             }
+            if let Some(name) = &columns.name {
+                update = update.col_expr(cluster::Column::Name, Expr::value(name.as_str()));
+            }
+            if let Some(metadata) = &columns.metadata {
+                update = update.col_expr(
+                    cluster::Column::Metadata,
+                    Expr::value(Value::Object(metadata.clone())),
+                );
+            }
+            if let Some(timeout) = columns.timeout {
+                update = update.col_expr(cluster::Column::Timeout, Expr::value(timeout));
+            }
+            if let Some(profile_id) = columns.profile_id {
+                update = update.col_expr(cluster::Column::ProfileId, Expr::value(profile_id));
+            }
             let result = update
                 .filter(cluster::Column::Id.eq(cluster_id))
                 .exec(transaction)
@@ -214,6 +229,9 @@ pub async fn apply_change_in(
             .col_expr(node::Column::UpdatedAt, Expr::value(now));
         if let Some(physical_id) = &node_change.physical_id {
             update = update.col_expr(node::Column::PhysicalId, Expr::value(physical_id.clone()));
+        }
+        if let Some(profile_id) = node_change.profile_id {
+            update = update.col_expr(node::Column::ProfileId, Expr::value(profile_id));
         }
         let mut update = update.filter(node::Column::Id.eq(node_change.node_id));
         if !node_change.only_from.is_empty() {

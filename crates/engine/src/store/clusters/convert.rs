@@ -50,6 +50,7 @@ pub fn profile_row(profile: &Profile) -> profile::ActiveModel {
         project_id: Set(profile.project_id.clone()),
         user_id: Set(profile.user_id.clone()),
         created_at: Set(profile.created_at),
+        updated_at: Set(profile.updated_at),
     }
 }
 
@@ -63,6 +64,7 @@ pub fn profile_from(row: profile::Model) -> Result<Profile> {
         project_id: row.project_id,
         user_id: row.user_id,
         created_at: row.created_at,
+        updated_at: row.updated_at,
     })
 }
 
@@ -75,11 +77,12 @@ pub fn policy_row(policy: &PolicyDefinition) -> policy::ActiveModel {
         project_id: Set(policy.project_id.clone()),
         user_id: Set(policy.user_id.clone()),
         created_at: Set(policy.created_at),
+        updated_at: Set(policy.updated_at),
     }
 }
 
 pub fn policy_from(row: policy::Model) -> Result<PolicyDefinition> {
-    let kind = PolicyKind::parse(&row.spec).map_err(|_| corrupt("policy", row.id))?;
+    let kind = PolicyKind::parse_stored(&row.spec).map_err(|_| corrupt("policy", row.id))?;
     Ok(PolicyDefinition {
         id: row.id,
         name: row.name,
@@ -88,6 +91,7 @@ pub fn policy_from(row: policy::Model) -> Result<PolicyDefinition> {
         project_id: row.project_id,
         user_id: row.user_id,
         created_at: row.created_at,
+        updated_at: row.updated_at,
     })
 }
 
@@ -121,6 +125,7 @@ pub fn cluster_row(cluster: &Cluster) -> cluster::ActiveModel {
         status_reason: Set(cluster.status_reason.clone()),
         metadata: Set(Value::Object(cluster.metadata.clone())),
         next_index: Set(cluster.next_index),
+        timeout: Set(cluster.timeout),
         project_id: Set(cluster.project_id.clone()),
         user_id: Set(cluster.user_id.clone()),
         created_at: Set(cluster.created_at),
@@ -141,6 +146,7 @@ pub fn cluster_from(row: cluster::Model) -> Result<Cluster> {
         status_reason: row.status_reason,
         metadata: object(row.metadata),
         next_index: row.next_index,
+        timeout: row.timeout,
         project_id: row.project_id,
         user_id: row.user_id,
         created_at: row.created_at,
@@ -215,6 +221,7 @@ pub fn action_row(action: &ClusterAction) -> action::ActiveModel {
         takes_cluster_lock: Set(action.takes_cluster_lock()),
         created_at: Set(action.created_at),
         updated_at: Set(action.updated_at),
+        started_at: Set(action.started_at),
     }
 }
 
@@ -253,6 +260,7 @@ pub fn action_from(row: action::Model) -> Result<ClusterAction> {
             .collect(),
         created_at: row.created_at,
         updated_at: row.updated_at,
+        started_at: row.started_at,
     })
 }
 

@@ -24,6 +24,7 @@ pub mod profile {
         pub project_id: String,
         pub user_id: String,
         pub created_at: ChronoDateTimeUtc,
+        pub updated_at: Option<ChronoDateTimeUtc>,
     }
     no_relations!();
 }
@@ -42,6 +43,7 @@ pub mod policy {
         pub project_id: String,
         pub user_id: String,
         pub created_at: ChronoDateTimeUtc,
+        pub updated_at: Option<ChronoDateTimeUtc>,
     }
     no_relations!();
 }
@@ -79,6 +81,7 @@ pub mod cluster {
         pub status_reason: String,
         pub metadata: Json,
         pub next_index: i32,
+        pub timeout: Option<i32>,
         pub project_id: String,
         pub user_id: String,
         pub created_at: ChronoDateTimeUtc,
@@ -147,6 +150,7 @@ pub mod action {
         pub takes_cluster_lock: bool,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,
+        pub started_at: Option<ChronoDateTimeUtc>,
     }
     no_relations!();
 }

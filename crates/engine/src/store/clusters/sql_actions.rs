@@ -45,25 +45,34 @@ pub async fn list_actions(
     if let Some(cluster_id) = query.cluster_id {
         select = select.filter(action::Column::ClusterId.eq(cluster_id));
     }
-    if let Some(status) = query.status {
-        select = select.filter(action::Column::Status.eq(status.as_str()));
-    }
-    if let Some(marker) = query.marker {
-        select = select.filter(action::Column::Id.gt(marker));
-    }
+    let statuses: Vec<&str> = query
+        .status
+        .iter()
+        .chain(&query.statuses)
+        .map(|status| status.as_str())
+        .collect();
+    select = super::sql_lists::any_of(select, action::Column::Status, &statuses);
+    select = super::sql_lists::any_of(select, action::Column::Name, &query.names);
+    select = super::sql_lists::any_of(select, action::Column::Kind, &query.kinds);
+    select = super::sql_lists::any_of(select, action::Column::TargetId, &query.targets);
     let page = super::ObjectQuery {
         limit: query.limit,
         ..Default::default()
     }
     .page_size();
-    select
-        .order_by_asc(action::Column::Id)
-        .limit(page)
-        .all(connection)
-        .await?
-        .into_iter()
-        .map(action_from)
-        .collect()
+    super::sql_lists::ordered_page(
+        connection,
+        select,
+        &query.sort,
+        super::sql_lists::action_column,
+        action::Column::Id,
+        query.marker,
+        page,
+    )
+    .await?
+    .into_iter()
+    .map(action_from)
+    .collect()
 }
 
 pub async fn list_by_status(

@@ -6,16 +6,18 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    Select,
 };
 use uuid::Uuid;
 
 use super::changes::{begin_write, take_node_indexes_in};
+use super::lookup::{NamedObjects, find_by_name_or_id};
 use super::convert::*;
 use super::entity::{action, binding, cluster, event, node, policy, profile};
 use super::{
-    ActionQuery, ChangeOutcome, ClusterChange, ClusterStore, EventQuery, NodeQuery, ObjectQuery,
-    ReadyOutcome, Settle, sql_actions, sql_runs,
+    sql_lists, ActionQuery, ChangeOutcome, ClusterChange, ClusterStore, EventQuery, NodeDetails, NodeQuery,
+    ObjectQuery,
+    ReadyOutcome, Settle, sql_actions, sql_runs, sql_updates,
 };
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, Fence, LifecycleOutcome, Node,
@@ -45,96 +47,57 @@ impl SqlClusterStore {
     }
 }
 
-/// The tables of the objects a project names (profiles, policies, clusters,
-/// nodes): each is found by id or exact name, and read a page at a time.
-trait NamedObjects: EntityTrait {
-    const ID: Self::Column;
-    const NAME: Self::Column;
-    const PROJECT_ID: Self::Column;
-    /// What one row is called in messages.
-    const WHAT: &'static str;
-}
-
 impl NamedObjects for profile::Entity {
     const ID: profile::Column = profile::Column::Id;
     const NAME: profile::Column = profile::Column::Name;
     const PROJECT_ID: profile::Column = profile::Column::ProjectId;
-    const WHAT: &'static str = "profile";
 }
 
 impl NamedObjects for policy::Entity {
     const ID: policy::Column = policy::Column::Id;
     const NAME: policy::Column = policy::Column::Name;
     const PROJECT_ID: policy::Column = policy::Column::ProjectId;
-    const WHAT: &'static str = "policy";
 }
 
 impl NamedObjects for cluster::Entity {
     const ID: cluster::Column = cluster::Column::Id;
     const NAME: cluster::Column = cluster::Column::Name;
     const PROJECT_ID: cluster::Column = cluster::Column::ProjectId;
-    const WHAT: &'static str = "cluster";
 }
 
 impl NamedObjects for node::Entity {
     const ID: node::Column = node::Column::Id;
     const NAME: node::Column = node::Column::Name;
     const PROJECT_ID: node::Column = node::Column::ProjectId;
-    const WHAT: &'static str = "node";
 }
 
-/// Finds one row by id or exact name within a project (any project when
-/// `project_id` is None); a name two rows share is a conflict.
-async fn find_by_name_or_id<E: NamedObjects>(
-    reader: &DatabaseConnection,
-    project_id: Option<&str>,
-    name_or_id: &str,
-) -> Result<Option<E::Model>> {
-    let mut select = E::find();
-    if let Some(project_id) = project_id {
-        select = select.filter(E::PROJECT_ID.eq(project_id));
-    }
-    let rows = match Uuid::parse_str(name_or_id) {
-        Ok(id) => select.filter(E::ID.eq(id)).all(reader).await?,
-        Err(_) => {
-            select
-                .filter(E::NAME.eq(name_or_id))
-                .limit(2)
-                .all(reader)
-                .await?
-        }
-    };
-    if rows.len() > 1 {
-        return Err(Error::Conflict(format!(
-            "more than one {} is named {:?}: use its id",
-            E::WHAT,
-            name_or_id
-        )));
-    }
-    Ok(rows.into_iter().next())
-}
-
-/// One page of [`ObjectQuery`]: the project's rows (with the name, if
-/// asked) after the marker, in id order.
+/// One page of [`ObjectQuery`]: the project's rows with one of its names,
+/// narrowed by what `narrow` adds (types, statuses), in its order (see
+/// `sql_lists`).
 async fn list_page<E: NamedObjects>(
     reader: &DatabaseConnection,
     query: &ObjectQuery,
-) -> Result<Vec<E::Model>> {
+    narrow: impl FnOnce(Select<E>) -> Select<E>,
+    column: impl Fn(&str) -> Option<E::Column>,
+) -> Result<Vec<E::Model>>
+where
+    E::Model: Sync,
+{
     let mut select = E::find();
     if let Some(project_id) = &query.project_id {
         select = select.filter(E::PROJECT_ID.eq(project_id.as_str()));
     }
-    if let Some(name) = &query.name {
-        select = select.filter(E::NAME.eq(name.as_str()));
-    }
-    if let Some(marker) = query.marker {
-        select = select.filter(E::ID.gt(marker));
-    }
-    Ok(select
-        .order_by_asc(E::ID)
-        .limit(query.page_size())
-        .all(reader)
-        .await?)
+    select = narrow(sql_lists::any_of(select, E::NAME, &query.names));
+    sql_lists::ordered_page(
+        reader,
+        select,
+        &query.sort,
+        column,
+        E::ID,
+        query.marker,
+        query.page_size(),
+    )
+    .await
 }
 
 #[async_trait]
@@ -166,7 +129,12 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_profiles(&self, query: &ObjectQuery) -> Result<Vec<Profile>> {
-        list_page::<profile::Entity>(&self.reader, query)
+        list_page::<profile::Entity>(
+            &self.reader,
+            query,
+            |select| sql_lists::any_of(select, profile::Column::TypeName, &query.types),
+            sql_lists::profile_column,
+        )
             .await?
             .into_iter()
             .map(profile_from)
@@ -212,7 +180,12 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_policies(&self, query: &ObjectQuery) -> Result<Vec<PolicyDefinition>> {
-        list_page::<policy::Entity>(&self.reader, query)
+        list_page::<policy::Entity>(
+            &self.reader,
+            query,
+            |select| sql_lists::any_of(select, policy::Column::TypeName, &query.types),
+            sql_lists::policy_column,
+        )
             .await?
             .into_iter()
             .map(policy_from)
@@ -275,7 +248,12 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>> {
-        list_page::<cluster::Entity>(&self.reader, query)
+        list_page::<cluster::Entity>(
+            &self.reader,
+            query,
+            |select| sql_lists::any_of(select, cluster::Column::Status, &query.statuses),
+            sql_lists::cluster_column,
+        )
             .await?
             .into_iter()
             .map(cluster_from)
@@ -367,43 +345,47 @@ impl ClusterStore for SqlClusterStore {
         if let Some(cluster_id) = query.cluster_id {
             select = select.filter(node::Column::ClusterId.eq(cluster_id));
         }
-        if let Some(marker) = query.marker {
-            select = select.filter(node::Column::Id.gt(marker));
-        }
+        select = sql_lists::any_of(select, node::Column::Name, &query.names);
+        select = sql_lists::any_of(select, node::Column::Status, &query.statuses);
         let page = ObjectQuery {
             limit: query.limit,
             ..ObjectQuery::default()
         }
         .page_size();
-        select
-            .order_by_asc(node::Column::Id)
-            .limit(page)
-            .all(&self.reader)
-            .await?
-            .into_iter()
-            .map(node_from)
-            .collect()
+        sql_lists::ordered_page(
+            &self.reader,
+            select,
+            &query.sort,
+            sql_lists::node_column,
+            node::Column::Id,
+            query.marker,
+            page,
+        )
+        .await?
+        .into_iter()
+        .map(node_from)
+        .collect()
     }
 
-    async fn update_node_details(
-        &self,
-        id: Uuid,
-        name: Option<String>,
-        role: Option<String>,
-        tainted: Option<bool>,
-    ) -> Result<Option<Node>> {
+    async fn update_node_details(&self, id: Uuid, details: NodeDetails) -> Result<Option<Node>> {
         let mut update = node::Entity::update_many().col_expr(
             node::Column::UpdatedAt,
             Expr::value(ember_runtime::time::now()),
         );
-        if let Some(name) = name {
+        if let Some(name) = details.name {
             update = update.col_expr(node::Column::Name, Expr::value(name));
         }
-        if let Some(role) = role {
+        if let Some(role) = details.role {
             update = update.col_expr(node::Column::Role, Expr::value(role));
         }
-        if let Some(tainted) = tainted {
+        if let Some(tainted) = details.tainted {
             update = update.col_expr(node::Column::Tainted, Expr::value(tainted));
+        }
+        if let Some(metadata) = details.metadata {
+            update = update.col_expr(
+                node::Column::Metadata,
+                Expr::value(serde_json::Value::Object(metadata)),
+            );
         }
         update
             .filter(node::Column::Id.eq(id))
@@ -546,6 +528,27 @@ impl ClusterStore for SqlClusterStore {
         sql_runs::finish_parent_if_done(&self.connection, parent_id).await
     }
 
+    async fn update_profile(
+        &self,
+        id: Uuid,
+        name: Option<String>,
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<Option<Profile>> {
+        sql_updates::update_profile(&self.connection, id, name, metadata).await
+    }
+
+    async fn update_policy(&self, id: Uuid, name: String) -> Result<Option<PolicyDefinition>> {
+        sql_updates::update_policy(&self.connection, id, name).await
+    }
+
+    async fn cancel_action<'a>(
+        &'a self,
+        id: Uuid,
+        event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+    ) -> Result<Option<std::result::Result<ClusterAction, ClusterAction>>> {
+        sql_updates::cancel_action(&self.connection, id, event).await
+    }
+
     async fn last_success(
         &self,
         cluster_id: Uuid,
@@ -646,21 +649,35 @@ impl ClusterStore for SqlClusterStore {
         if let Some(obj_id) = &query.obj_id {
             select = select.filter(event::Column::ObjId.eq(obj_id.as_str()));
         }
-        if let Some(marker) = query.marker {
-            select = select.filter(event::Column::Id.gt(marker));
-        }
+        select = sql_lists::any_of(select, event::Column::ObjType, &query.obj_types);
+        select = sql_lists::any_of(select, event::Column::ObjName, &query.obj_names);
+        select = sql_lists::any_of(select, event::Column::Action, &query.actions);
+        select = sql_lists::any_of(select, event::Column::Level, &query.levels);
         let page = ObjectQuery {
             limit: query.limit,
             ..ObjectQuery::default()
         }
         .page_size();
-        Ok(select
-            .order_by_asc(event::Column::Id)
-            .limit(page)
-            .all(&self.reader)
-            .await?
-            .into_iter()
-            .map(event_from)
-            .collect())
+        Ok(sql_lists::ordered_page(
+            &self.reader,
+            select,
+            &query.sort,
+            sql_lists::event_column,
+            event::Column::Id,
+            query.marker,
+            page,
+        )
+        .await?
+        .into_iter()
+        .map(event_from)
+        .collect())
+    }
+
+    async fn get_event(&self, project_id: Option<&str>, id: Uuid) -> Result<Option<ClusterEvent>> {
+        let mut select = event::Entity::find_by_id(id);
+        if let Some(project_id) = project_id {
+            select = select.filter(event::Column::ProjectId.eq(project_id));
+        }
+        Ok(select.one(&self.reader).await?.map(event_from))
     }
 }

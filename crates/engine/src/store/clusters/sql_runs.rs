@@ -79,7 +79,8 @@ pub async fn claim_ready_actions(
             backend,
             &format!(
                 "UPDATE cluster_actions SET status = '{running}', owner = $1, \
-                   lease_expires_at = $2, updated_at = $3, attempt = attempt + 1 \
+                   lease_expires_at = $2, updated_at = $3, attempt = attempt + 1, \
+                   started_at = COALESCE(started_at, $3) \
                  WHERE cluster_actions.id IN (\
                    SELECT a.id FROM cluster_actions a \
                    WHERE a.status = '{ready}' AND (NOT a.takes_cluster_lock OR EXISTS (\
@@ -457,6 +458,9 @@ pub async fn recover_expired_action(
             ActionKind::NodeDelete => Some(("not deleted", vec![NodeStatus::Deleting])),
             ActionKind::NodeCreate => {
                 Some(("not created", vec![NodeStatus::Init, NodeStatus::Creating]))
+            }
+            ActionKind::NodeUpdate | ActionKind::NodeRecover => {
+                Some(("not recreated", vec![NodeStatus::Creating]))
             }
             _ => None,
         };

@@ -16,6 +16,7 @@ mod m20261124_200001_create_wait_condition_signals;
 mod m20261124_200002_create_breakpoint_hooks;
 mod m20261124_200003_create_software_configs_and_deployments;
 mod m20261125_000001_create_stack_snapshots;
+mod m20261126_000001_add_senlin_fields;
 mod m20261126_300001_create_receivers;
 
 pub struct Migrator;
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_200002_create_breakpoint_hooks::Migration),
             Box::new(m20261124_200003_create_software_configs_and_deployments::Migration),
             Box::new(m20261125_000001_create_stack_snapshots::Migration),
+            Box::new(m20261126_000001_add_senlin_fields::Migration),
             Box::new(m20261126_300001_create_receivers::Migration),
         ]
     }

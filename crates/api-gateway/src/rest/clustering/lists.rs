@@ -1,0 +1,345 @@
+//! The query parameters of Senlin's list calls, checked as Senlin checks
+//! them and in its order: an unknown parameter first, then
+//! `global_project` (a strict `true`/`false`), then `limit`, `marker`,
+//! `sort` and enumerated filters (`status`, `level`, `action`), each with
+//! Senlin's own message — clients and Senlin's API suite compare them.
+//! Filters may repeat (`?status=ACTIVE&status=ERROR`: either one); the
+//! engine applies them before it pages, so a page is never short because
+//! the gateway dropped rows from it.
+
+use super::bad_request;
+use crate::error::RestError;
+
+/// The parameters every list takes besides its filters.
+const PAGING: &[&str] = &["limit", "marker", "sort", "global_project"];
+
+/// What one Senlin list call accepts.
+pub struct ListRules {
+    /// Its filters (besides limit, marker, sort and global_project).
+    pub filters: &'static [&'static str],
+    /// The keys `sort` may name (`key[:asc|desc]`, comma-separated).
+    pub sort_keys: &'static [&'static str],
+    /// The values an enumerated filter may take.
+    pub enumerated: &'static [(&'static str, &'static [&'static str])],
+    /// Senlin's clusters list quotes an unknown parameter's name
+    /// (`Invalid parameter 'bogus'`); its other lists do not.
+    pub quote_unknown: bool,
+}
+
+/// Senlin's cluster statuses.
+pub const CLUSTER_STATUSES: &[&str] = &[
+    "INIT",
+    "ACTIVE",
+    "CREATING",
+    "UPDATING",
+    "RESIZING",
+    "DELETING",
+    "CHECKING",
+    "RECOVERING",
+    "CRITICAL",
+    "ERROR",
+    "WARNING",
+    "OPERATING",
+];
+
+/// Senlin's node statuses.
+pub const NODE_STATUSES: &[&str] = &[
+    "INIT",
+    "ACTIVE",
+    "ERROR",
+    "WARNING",
+    "CREATING",
+    "UPDATING",
+    "DELETING",
+    "RECOVERING",
+    "OPERATING",
+];
+
+/// Senlin's action statuses.
+pub const ACTION_STATUSES: &[&str] = &[
+    "INIT",
+    "WAITING",
+    "READY",
+    "RUNNING",
+    "SUCCEEDED",
+    "FAILED",
+    "CANCELLED",
+    "WAITING_LIFECYCLE_COMPLETION",
+    "SUSPENDED",
+];
+
+/// Senlin's action names (cluster and node actions).
+pub const ACTION_NAMES: &[&str] = &[
+    "CLUSTER_CREATE",
+    "CLUSTER_DELETE",
+    "CLUSTER_UPDATE",
+    "CLUSTER_ADD_NODES",
+    "CLUSTER_DEL_NODES",
+    "CLUSTER_RESIZE",
+    "CLUSTER_CHECK",
+    "CLUSTER_RECOVER",
+    "CLUSTER_REPLACE_NODES",
+    "CLUSTER_SCALE_OUT",
+    "CLUSTER_SCALE_IN",
+    "CLUSTER_ATTACH_POLICY",
+    "CLUSTER_DETACH_POLICY",
+    "CLUSTER_UPDATE_POLICY",
+    "CLUSTER_OPERATION",
+    "NODE_CREATE",
+    "NODE_DELETE",
+    "NODE_UPDATE",
+    "NODE_JOIN",
+    "NODE_LEAVE",
+    "NODE_CHECK",
+    "NODE_RECOVER",
+    "NODE_OPERATION",
+];
+
+/// Senlin's event levels.
+pub const EVENT_LEVELS: &[&str] = &["CRITICAL", "ERROR", "WARN", "INFO", "DEBUG"];
+
+/// Checked list parameters.
+#[derive(Debug, Default, PartialEq)]
+pub struct ListQuery {
+    /// 0 = the engine's default page.
+    pub limit: u32,
+    pub marker: String,
+    pub sort: String,
+    /// Every project's objects (admins only; the engine refuses others).
+    pub global_project: bool,
+    filters: Vec<(String, String)>,
+}
+
+impl ListQuery {
+    /// Checks `pairs` (the query string, in order, repeats kept).
+    pub fn parse(pairs: &[(String, String)], rules: &ListRules) -> Result<ListQuery, RestError> {
+        if let Some((unknown, _)) = pairs.iter().find(|(key, _)| {
+            !PAGING.contains(&key.as_str()) && !rules.filters.contains(&key.as_str())
+        }) {
+            return Err(bad_request(if rules.quote_unknown {
+                format!("Invalid parameter '{unknown}'")
+            } else {
+                format!("Invalid parameter {unknown}")
+            }));
+        }
+        let single = |name: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.as_str())
+        };
+        let global_project = match single("global_project") {
+            None => false,
+            Some(text) => parse_bool("global_project", text)?,
+        };
+        let limit = single("limit").map(parse_limit).transpose()?.unwrap_or(0);
+        let marker = match single("marker") {
+            None => String::new(),
+            Some(text) => {
+                uuid::Uuid::parse_str(text).map_err(|_| {
+                    bad_request(format!(
+                        "The value for marker is not a valid UUID: '{text}'."
+                    ))
+                })?;
+                text.to_owned()
+            }
+        };
+        let sort = match single("sort") {
+            None => String::new(),
+            Some(text) => {
+                check_sort(text, rules.sort_keys)?;
+                text.to_owned()
+            }
+        };
+        let filters: Vec<(String, String)> = pairs
+            .iter()
+            .filter(|(key, _)| !PAGING.contains(&key.as_str()))
+            .cloned()
+            .collect();
+        for (key, value) in &filters {
+            let allowed = rules
+                .enumerated
+                .iter()
+                .find(|(name, _)| name == key)
+                .map(|(_, values)| *values);
+            if allowed.is_some_and(|values| !values.contains(&value.as_str())) {
+                return Err(bad_request(format!("Field value {value} is invalid")));
+            }
+        }
+        Ok(ListQuery {
+            limit,
+            marker,
+            sort,
+            global_project,
+            filters,
+        })
+    }
+
+    /// Every value given for `name`, in order.
+    pub fn values(&self, name: &str) -> Vec<String> {
+        self.filters
+            .iter()
+            .filter(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .collect()
+    }
+
+    /// The first value given for `name` (Senlin's "single" filters), or "".
+    pub fn first(&self, name: &str) -> String {
+        self.values(name).into_iter().next().unwrap_or_default()
+    }
+}
+
+/// Senlin's strict boolean for query parameters (`true`/`false`, any case).
+pub fn parse_bool(name: &str, text: &str) -> Result<bool, RestError> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad_request(format!(
+            "Invalid value '{text}' specified for '{name}'"
+        ))),
+    }
+}
+
+/// A non-negative integer, as Python's `int()` reads it; larger than a
+/// page can be is capped by the engine.
+fn parse_limit(text: &str) -> Result<u32, RestError> {
+    let number: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| bad_request(format!("The value for limit must be an integer: '{text}'.")))?;
+    if number < 0 {
+        return Err(bad_request("Value must be >= 0 for field 'limit'."));
+    }
+    Ok(u32::try_from(number).unwrap_or(u32::MAX))
+}
+
+/// `key[:dir]` items, comma-separated; a bad direction is reported over a
+/// bad key of the same item, as Senlin does.
+fn check_sort(text: &str, keys: &[&str]) -> Result<(), RestError> {
+    for item in text.split(',') {
+        let (key, direction) = item.split_once(':').unwrap_or((item, ""));
+        if key.is_empty() {
+            return Err(bad_request("Missing sort key for 'sort'."));
+        }
+        if !direction.is_empty() && direction != "asc" && direction != "desc" {
+            return Err(bad_request(format!(
+                "Unsupported sort dir '{direction}' for 'sort'."
+            )));
+        }
+        if !keys.contains(&key) {
+            return Err(bad_request(format!(
+                "Unsupported sort key '{key}' for 'sort'."
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: ListRules = ListRules {
+        filters: &["name", "status"],
+        sort_keys: &["name", "status", "created_at"],
+        enumerated: &[("status", CLUSTER_STATUSES)],
+        quote_unknown: false,
+    };
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect()
+    }
+
+    fn refused(items: &[(&str, &str)], rules: &ListRules) -> String {
+        ListQuery::parse(&pairs(items), rules)
+            .unwrap_err()
+            .message()
+            .to_owned()
+    }
+
+    #[test]
+    fn senlins_messages_for_each_bad_parameter() {
+        assert_eq!(
+            refused(&[("bogus", "foo")], &RULES),
+            "Invalid parameter bogus"
+        );
+        let quoting = ListRules {
+            quote_unknown: true,
+            ..RULES
+        };
+        assert_eq!(
+            refused(&[("bogus", "foo")], &quoting),
+            "Invalid parameter 'bogus'"
+        );
+        assert_eq!(
+            refused(&[("limit", "not-int")], &RULES),
+            "The value for limit must be an integer: 'not-int'."
+        );
+        assert_eq!(
+            refused(&[("limit", "-5")], &RULES),
+            "Value must be >= 0 for field 'limit'."
+        );
+        assert_eq!(
+            refused(&[("marker", "bad-marker")], &RULES),
+            "The value for marker is not a valid UUID: 'bad-marker'."
+        );
+        assert_eq!(
+            refused(&[("sort", "bad-sort")], &RULES),
+            "Unsupported sort key 'bad-sort' for 'sort'."
+        );
+        assert_eq!(
+            refused(&[("sort", "name:sideways")], &RULES),
+            "Unsupported sort dir 'sideways' for 'sort'."
+        );
+        assert_eq!(
+            refused(&[("sort", ":asc")], &RULES),
+            "Missing sort key for 'sort'."
+        );
+        assert_eq!(
+            refused(&[("global_project", "not-bool")], &RULES),
+            "Invalid value 'not-bool' specified for 'global_project'"
+        );
+        assert_eq!(
+            refused(&[("status", "['bad-status']")], &RULES),
+            "Field value ['bad-status'] is invalid"
+        );
+    }
+
+    #[test]
+    fn an_unknown_parameter_is_reported_before_a_bad_value() {
+        assert_eq!(
+            refused(&[("limit", "x"), ("bogus", "1")], &RULES),
+            "Invalid parameter bogus"
+        );
+    }
+
+    #[test]
+    fn good_parameters_are_kept_with_repeated_filters() {
+        let query = ListQuery::parse(
+            &pairs(&[
+                ("limit", "5"),
+                ("marker", "0195b1c4-8f5e-7d2a-9c1e-3f4a5b6c7d8e"),
+                ("sort", "name:desc,created_at"),
+                ("global_project", "True"),
+                ("status", "ACTIVE"),
+                ("status", "ERROR"),
+                ("name", "web"),
+            ]),
+            &RULES,
+        )
+        .unwrap();
+        assert_eq!(query.limit, 5);
+        assert_eq!(query.marker, "0195b1c4-8f5e-7d2a-9c1e-3f4a5b6c7d8e");
+        assert_eq!(query.sort, "name:desc,created_at");
+        assert!(query.global_project);
+        assert_eq!(query.values("status"), ["ACTIVE", "ERROR"]);
+        assert_eq!(query.first("name"), "web");
+        assert_eq!(query.first("absent"), "");
+        let none = ListQuery::parse(&[], &RULES).unwrap();
+        assert_eq!(none, ListQuery::default());
+    }
+}

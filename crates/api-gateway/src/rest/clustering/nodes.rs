@@ -1,0 +1,196 @@
+//! Node actions, operations and update, and one event, as Senlin's
+//! Clustering API has them:
+//!
+//! - `POST /nodes/{id}/actions` `{"check": {}}` or `{"recover": {…}}`:
+//!   202 `{"action": id}` with `Location`;
+//! - `POST /nodes/{id}/ops` `{"<operation>": {params}}` (microversion 1.4
+//!   and later): 202 `{"action": id}` with `Location`;
+//! - `PATCH /nodes/{id}` `{"node": {name?, role?, metadata?, profile_id?,
+//!   tainted?}}`: 202 with the node and the `Location` of its NODE_UPDATE;
+//! - `GET /events/{id}`: 200 `{"event": …}`.
+//!
+//! The body checks Senlin's controller makes come first, with its
+//! messages (clients and its API suite compare them); the engine decides
+//! the rest.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use ember_proto::engine::v1 as pb;
+use ember_proto::engine::v1::action_service_client::ActionServiceClient;
+use ember_proto::engine::v1::node_service_client::NodeServiceClient;
+use serde_json::{Map, Value, json};
+
+use super::version::ApiVersion;
+use super::{accepted, bad_request, boolean, json_text, string, views, wrapped};
+use crate::GatewayState;
+use crate::error::RestError;
+use crate::rest::Authenticated;
+
+type Channel = tonic::transport::Channel;
+
+fn nodes(state: &GatewayState) -> NodeServiceClient<Channel> {
+    NodeServiceClient::new(state.upstreams.engine.clone())
+}
+
+/// The body as a JSON object; an empty body is an empty object.
+fn object_body(body: &[u8]) -> Result<Map<String, Value>, RestError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(Value::Null) => Ok(Map::new()),
+        Ok(_) => Err(bad_request("the body must be a JSON object")),
+        Err(error) => Err(bad_request(format!("the body is not JSON: {error}"))),
+    }
+}
+
+/// The one `{"<name>": params}` entry of an action or operation body;
+/// `what` is Senlin's word for it in the messages ("action", "operation").
+fn the_one_entry(body: Map<String, Value>, what: &str) -> Result<(String, Value), RestError> {
+    if body.len() > 1 {
+        return Err(bad_request(format!("Multiple {what}s specified.")));
+    }
+    body.into_iter()
+        .next()
+        .ok_or_else(|| bad_request(format!("No {what} specified.")))
+}
+
+/// `POST /nodes/{id}/actions`: NODE_CHECK or NODE_RECOVER.
+pub async fn node_action(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let (action, params) = the_one_entry(object_body(&body)?, "action")?;
+    if action != "check" && action != "recover" {
+        return Err(bad_request(format!(
+            "Unrecognized action '{action}' specified"
+        )));
+    }
+    if !params.is_object() {
+        return Err(bad_request("The params provided is not a map."));
+    }
+    let request = pb::NodeActionRequest {
+        node: id,
+        params: params.to_string(),
+    };
+    let request = state.internal_request(&identity, request);
+    let response = if action == "check" {
+        nodes(&state).check_node(request).await?
+    } else {
+        nodes(&state).recover_node(request).await?
+    }
+    .into_inner();
+    Ok(accepted(
+        &response.action_id,
+        json!({ "action": response.action_id }),
+    ))
+}
+
+/// `POST /nodes/{id}/ops`: NODE_OPERATION (microversion 1.4 on).
+pub async fn node_operation(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    version: ApiVersion,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    version.require(ApiVersion::new(1, 4))?;
+    let (operation, params) = the_one_entry(object_body(&body)?, "operation")?;
+    let params = match params {
+        Value::Null => Value::Object(Map::new()),
+        params @ Value::Object(_) => params,
+        _ => return Err(bad_request("The params provided is not a map.")),
+    };
+    let request = pb::NodeOperationRequest {
+        node: id,
+        operation,
+        params: params.to_string(),
+    };
+    let response = nodes(&state)
+        .operate_node(state.internal_request(&identity, request))
+        .await?
+        .into_inner();
+    Ok(accepted(
+        &response.action_id,
+        json!({ "action": response.action_id }),
+    ))
+}
+
+/// `PATCH /nodes/{id}`: the node as updated, 202 with its NODE_UPDATE.
+pub async fn update_node(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    version: ApiVersion,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, RestError> {
+    let body = wrapped(&body, "node")?;
+    const FIELDS: [&str; 5] = ["name", "role", "metadata", "profile_id", "tainted"];
+    if let Some(unknown) = body.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+        return Err(bad_request(format!(
+            "Additional properties are not allowed ('{unknown}' was unexpected)"
+        )));
+    }
+    let tainted = boolean(&body, "tainted")?;
+    if tainted.is_some() {
+        version.require(ApiVersion::new(1, 13))?;
+    }
+    let request = pb::UpdateNodeRequest {
+        id,
+        name: string(&body, "name")?,
+        role: string(&body, "role")?,
+        tainted,
+        metadata: body
+            .contains_key("metadata")
+            .then(|| json_text(&body, "metadata"))
+            .transpose()?,
+        profile: string(&body, "profile_id")?,
+    };
+    let response = nodes(&state)
+        .update_node_action(state.internal_request(&identity, request))
+        .await?
+        .into_inner();
+    let node = response
+        .node
+        .as_ref()
+        .map(|node| views::node_at(node, version));
+    Ok(accepted(&response.action_id, json!({ "node": node })))
+}
+
+/// `GET /events/{id}`.
+pub async fn show_event(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, RestError> {
+    let event = ActionServiceClient::new(state.upstreams.engine.clone())
+        .get_cluster_event(state.internal_request(&identity, pb::GetObjectRequest { id }))
+        .await?
+        .into_inner();
+    Ok(Json(json!({ "event": views::event(&event) })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(error: RestError) -> String {
+        format!("{error:?}")
+    }
+
+    #[test]
+    fn one_action_or_operation_per_body() {
+        let one = object_body(br#"{"check": {}}"#).map(|body| the_one_entry(body, "action"));
+        assert!(matches!(one, Ok(Ok((name, _))) if name == "check"));
+        let none = object_body(b"").and_then(|body| the_one_entry(body, "action"));
+        assert!(message(none.expect_err("refused")).contains("No action specified."));
+        let two = object_body(br#"{"foo": {}, "bar": {}}"#)
+            .and_then(|body| the_one_entry(body, "operation"));
+        assert!(message(two.expect_err("refused")).contains("Multiple operations specified."));
+    }
+}

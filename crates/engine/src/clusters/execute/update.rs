@@ -1,0 +1,275 @@
+//! CLUSTER_UPDATE, CLUSTER_UPDATE_POLICY and CLUSTER_REPLACE_NODES.
+//!
+//! - CLUSTER_UPDATE writes the new name, metadata, timeout and profile in
+//!   its final write. With a new profile (and not `profile_only`) each
+//!   member is first rebuilt on it, one durable step per member as
+//!   CLUSTER_RECOVER does: its old resource deleted, then one fenced write
+//!   makes it CREATING on the new profile with the id of its new resource,
+//!   and the create follows. A rerun skips members already on the new
+//!   profile and finishes those left CREATING.
+//! - CLUSTER_UPDATE_POLICY changes an attached policy's `enabled` in one
+//!   final write.
+//! - CLUSTER_REPLACE_NODES deletes each old member's resource (a gone
+//!   resource is a success, so a rerun carries on), then one final write
+//!   deletes the old node rows and adopts the replacements (adoption is
+//!   conditional: a rerun adopts nothing twice).
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::super::ClusterService;
+use super::super::run::{Ran, Run, RunResult, Stop};
+use crate::domain::cluster::{
+    ActionStatus, Cluster, Node, NodeStatus, PolicyBinding, Profile, ProfileKind,
+};
+use crate::error::Error;
+use crate::store::clusters::{ClusterChange, ClusterColumns, NodeStatusChange, Settle};
+
+fn failed(message: impl Into<String>) -> Stop {
+    Stop::Failed(Error::InvalidInput(message.into()))
+}
+
+fn input_uuid(run: &Run, key: &str) -> RunResult<Option<Uuid>> {
+    match run.action.inputs.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Uuid::parse_str(text)
+            .map(Some)
+            .map_err(|_| failed(format!("input {key} is not an id"))),
+        Some(_) => Err(failed(format!("input {key} is not an id"))),
+    }
+}
+
+impl ClusterService {
+    pub(in crate::clusters) async fn run_cluster_update(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        members: Vec<Node>,
+    ) -> RunResult<Ran> {
+        let inputs = &run.action.inputs;
+        let new_profile =
+            match input_uuid(run, "profile_id")? {
+                Some(id) => Some(self.store.get_profile(id).await?.ok_or_else(|| {
+                    Stop::Failed(Error::NotFound(format!("profile {id} is gone")))
+                })?),
+                None => None,
+            };
+        let profile_only = inputs
+            .get("profile_only")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut rebuilt = 0;
+        let mut failures = 0;
+        if let Some(profile) = new_profile.as_ref().filter(|_| !profile_only) {
+            let caller = run.action.caller();
+            let left_creating: Vec<Uuid> = members
+                .iter()
+                .filter(|node| node.status == NodeStatus::Creating && node.profile_id == profile.id)
+                .map(|node| node.id)
+                .collect();
+            if !left_creating.is_empty() {
+                self.converge_nodes(run, profile, &left_creating).await?;
+            }
+            for node in members
+                .iter()
+                .filter(|node| node.profile_id != profile.id && node.status != NodeStatus::Deleting)
+            {
+                if self.rebuild_node(run, &caller, node, profile).await? {
+                    rebuilt += 1;
+                } else {
+                    failures += 1;
+                }
+            }
+        }
+        let timeout = match inputs.get("timeout") {
+            None => None,
+            Some(value) => Some(value.as_i64().and_then(|v| i32::try_from(v).ok())),
+        };
+        let change = ClusterChange {
+            cluster_id: Some(cluster.id),
+            cluster: ClusterColumns {
+                name: inputs
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                metadata: inputs.get("metadata").and_then(Value::as_object).cloned(),
+                timeout,
+                profile_id: new_profile.as_ref().map(|profile| profile.id),
+                ..ClusterColumns::default()
+            },
+            ..ClusterChange::default()
+        };
+        let (status, reason) = if failures == 0 {
+            (
+                ActionStatus::Succeeded,
+                format!("Cluster update completed ({rebuilt} node(s) updated)"),
+            )
+        } else {
+            (
+                ActionStatus::Failed,
+                format!("{failures} node(s) could not be updated to the new profile"),
+            )
+        };
+        Ok(Ran::Finished {
+            status,
+            reason,
+            change,
+            settle: Settle::FromNodes {
+                keep_desired: true,
+                lead: "CLUSTER_UPDATE completed".into(),
+            },
+        })
+    }
+
+    /// Replaces one member's resource by one of `profile`; true when it is
+    /// ACTIVE on it.
+    async fn rebuild_node(
+        &self,
+        run: &Run,
+        caller: &ember_runtime::Identity,
+        node: &Node,
+        profile: &Profile,
+    ) -> RunResult<bool> {
+        run.check_still_owned(self).await?;
+        let old_profile = self.store.get_profile(node.profile_id).await?;
+        if let Some(old_profile) = &old_profile
+            && let Err(error) = self.delete_physical(caller, node, old_profile).await
+        {
+            let reason = format!("update failed: its old resource could not be deleted: {error}");
+            run.apply(
+                self,
+                &ClusterChange {
+                    node_changes: vec![NodeStatusChange::new(
+                        node.id,
+                        NodeStatus::Error,
+                        reason.clone(),
+                    )],
+                    events: vec![super::super::node_event(
+                        node,
+                        "NODE_UPDATE",
+                        "ERROR",
+                        reason,
+                        caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+            )
+            .await?;
+            return Ok(false);
+        }
+        let mut rebuilding = NodeStatusChange::new(node.id, NodeStatus::Creating, "updating");
+        rebuilding.profile_id = Some(profile.id);
+        rebuilding.physical_id = Some(match profile.spec.kind {
+            ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
+            ProfileKind::Stack { .. } => None,
+        });
+        run.apply(
+            self,
+            &ClusterChange {
+                node_changes: vec![rebuilding],
+                ..ClusterChange::default()
+            },
+        )
+        .await?;
+        let (active, _) = self.converge_nodes(run, profile, &[node.id]).await?;
+        Ok(active == 1)
+    }
+
+    pub(in crate::clusters) async fn run_update_policy(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+    ) -> RunResult<Ran> {
+        let policy_id =
+            input_uuid(run, "policy_id")?.ok_or_else(|| failed("input policy_id missing"))?;
+        let binding = self
+            .store
+            .list_bindings(cluster.id)
+            .await?
+            .into_iter()
+            .map(|(binding, _)| binding)
+            .find(|binding| binding.policy_id == policy_id)
+            .ok_or_else(|| {
+                Stop::Failed(Error::NotFound(format!(
+                    "The policy '{policy_id}' is not attached to the specified cluster '{}'.",
+                    cluster.id
+                )))
+            })?;
+        let enabled = run
+            .action
+            .inputs
+            .get("enabled")
+            .and_then(Value::as_bool)
+            .unwrap_or(binding.enabled);
+        Ok(Ran::Finished {
+            status: ActionStatus::Succeeded,
+            reason: "Policy updated.".into(),
+            change: ClusterChange {
+                cluster_id: Some(cluster.id),
+                bind_policy: Some(PolicyBinding { enabled, ..binding }),
+                ..ClusterChange::default()
+            },
+            settle: Settle::Unchanged,
+        })
+    }
+
+    pub(in crate::clusters) async fn run_replace_nodes(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+    ) -> RunResult<Ran> {
+        let caller = run.action.caller();
+        let candidates = run
+            .action
+            .inputs
+            .get("candidates")
+            .and_then(Value::as_object)
+            .ok_or_else(|| failed("input candidates missing"))?;
+        let mut pairs = Vec::with_capacity(candidates.len());
+        for (old, new) in candidates {
+            let parse =
+                |text: &str| Uuid::parse_str(text).map_err(|_| failed("candidates: not ids"));
+            pairs.push((parse(old)?, parse(new.as_str().unwrap_or_default())?));
+        }
+        let mut change = ClusterChange {
+            cluster_id: Some(cluster.id),
+            ..ClusterChange::default()
+        };
+        for (old_id, new_id) in pairs {
+            if let Some(old) = self.store.get_node(old_id).await?
+                && old.cluster_id == Some(cluster.id)
+            {
+                run.check_still_owned(self).await?;
+                if let Some(profile) = self.store.get_profile(old.profile_id).await? {
+                    self.delete_physical(&caller, &old, &profile)
+                        .await
+                        .map_err(|error| {
+                            Stop::Failed(Error::Conflict(format!(
+                                "node {} could not be replaced: its resource was not deleted: {error}",
+                                old.id
+                            )))
+                        })?;
+                }
+                change.delete_nodes.push(old.id);
+                change.events.push(super::super::node_event(
+                    &old,
+                    "NODE_DELETE",
+                    "DELETED",
+                    format!("replaced by node {new_id}"),
+                    &caller,
+                ));
+            }
+            change.adopt_nodes.push(new_id);
+        }
+        let replaced = change.delete_nodes.len();
+        Ok(Ran::Finished {
+            status: ActionStatus::Succeeded,
+            reason: format!("{replaced} node(s) replaced"),
+            change,
+            settle: Settle::FromNodes {
+                keep_desired: true,
+                lead: "CLUSTER_REPLACE_NODES completed".into(),
+            },
+        })
+    }
+}

@@ -1,0 +1,139 @@
+//! Changes to clustering objects made by a request, not by a run: renaming
+//! profiles and policies, and cancelling an action that has not started.
+
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::changes::{begin_write, insert_events};
+use super::convert::{action_from, policy_from, profile_from};
+use super::entity::{action, cluster, node, policy, profile};
+use crate::domain::cluster::{
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus, PolicyDefinition, Profile,
+};
+use crate::error::Result;
+
+pub async fn update_profile(
+    connection: &DatabaseConnection,
+    id: Uuid,
+    name: Option<String>,
+    metadata: Option<Map<String, Value>>,
+) -> Result<Option<Profile>> {
+    let mut update = profile::Entity::update_many().col_expr(
+        profile::Column::UpdatedAt,
+        Expr::value(Some(ember_runtime::time::now())),
+    );
+    if let Some(name) = name {
+        update = update.col_expr(profile::Column::Name, Expr::value(name));
+    }
+    if let Some(metadata) = metadata {
+        update = update.col_expr(
+            profile::Column::Metadata,
+            Expr::value(Value::Object(metadata)),
+        );
+    }
+    update
+        .filter(profile::Column::Id.eq(id))
+        .exec_with_returning(connection)
+        .await?
+        .into_iter()
+        .next()
+        .map(profile_from)
+        .transpose()
+}
+
+pub async fn update_policy(
+    connection: &DatabaseConnection,
+    id: Uuid,
+    name: String,
+) -> Result<Option<PolicyDefinition>> {
+    policy::Entity::update_many()
+        .col_expr(
+            policy::Column::UpdatedAt,
+            Expr::value(Some(ember_runtime::time::now())),
+        )
+        .col_expr(policy::Column::Name, Expr::value(name))
+        .filter(policy::Column::Id.eq(id))
+        .exec_with_returning(connection)
+        .await?
+        .into_iter()
+        .next()
+        .map(policy_from)
+        .transpose()
+}
+
+/// The statuses an action may be cancelled from: it has not started
+/// running (INIT, READY) or it waits for a lifecycle completion.
+pub const CANCELLABLE: [ActionStatus; 3] = [
+    ActionStatus::Init,
+    ActionStatus::Ready,
+    ActionStatus::WaitingLifecycleCompletion,
+];
+
+/// Cancels the action if it is still cancellable, in one transaction: it
+/// becomes CANCELLED, the cluster lock it holds is released, and a
+/// NODE_DELETE's node, marked DELETING for it, is ACTIVE again (nothing of
+/// it was done). `Ok(Err(action))` = it was no longer cancellable, as it
+/// now is; `None` = gone.
+pub async fn cancel_action<'a>(
+    connection: &DatabaseConnection,
+    id: Uuid,
+    event: &'a (dyn for<'b> Fn(&'b ClusterAction) -> ClusterEvent + Send + Sync + 'a),
+) -> Result<Option<std::result::Result<ClusterAction, ClusterAction>>> {
+    let transaction = begin_write(connection).await?;
+    let now = ember_runtime::time::now();
+    let cancelled = action::Entity::update_many()
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Cancelled.as_str()),
+        )
+        .col_expr(
+            action::Column::StatusReason,
+            Expr::value("Action execution cancelled"),
+        )
+        .col_expr(action::Column::UpdatedAt, Expr::value(now))
+        .filter(action::Column::Id.eq(id))
+        .filter(action::Column::Status.is_in(CANCELLABLE.map(ActionStatus::as_str)))
+        .exec_with_returning(&transaction)
+        .await?
+        .into_iter()
+        .next()
+        .map(action_from)
+        .transpose()?;
+    let Some(cancelled) = cancelled else {
+        let now_as_it_is = action::Entity::find_by_id(id)
+            .one(&transaction)
+            .await?
+            .map(action_from)
+            .transpose()?;
+        return Ok(now_as_it_is.map(Err));
+    };
+    cluster::Entity::update_many()
+        .col_expr(
+            cluster::Column::LockActionId,
+            Expr::value(Option::<Uuid>::None),
+        )
+        .filter(cluster::Column::LockActionId.eq(id))
+        .exec(&transaction)
+        .await?;
+    if cancelled.kind == ActionKind::NodeDelete {
+        node::Entity::update_many()
+            .col_expr(
+                node::Column::Status,
+                Expr::value(NodeStatus::Active.as_str()),
+            )
+            .col_expr(
+                node::Column::StatusReason,
+                Expr::value("deletion cancelled"),
+            )
+            .col_expr(node::Column::UpdatedAt, Expr::value(now))
+            .filter(node::Column::Id.eq(cancelled.target_id))
+            .filter(node::Column::Status.eq(NodeStatus::Deleting.as_str()))
+            .exec(&transaction)
+            .await?;
+    }
+    insert_events(&transaction, &[event(&cancelled)]).await?;
+    transaction.commit().await?;
+    Ok(Some(Ok(cancelled)))
+}
