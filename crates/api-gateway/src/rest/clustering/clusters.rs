@@ -184,20 +184,34 @@ const ACTIONS: &[&str] = &[
     "record_lifecycle_heartbeat",
 ];
 
+/// `nodes` of add_nodes / del_nodes, checked as Senlin's identity list is:
+/// at least one, no repeats. Senlin reads a string as the list of its
+/// characters (Python's `list("abc")`), so `"node_id"` repeats `d`; the
+/// same is done here, so such a body gets Senlin's answer.
 fn nodes(body: &Map<String, Value>) -> Result<Vec<String>, RestError> {
-    match body.get("nodes") {
-        Some(Value::Array(items)) if !items.is_empty() => items
+    let items: Vec<String> = match body.get("nodes") {
+        None | Some(Value::Null) => return Err(missing("nodes")),
+        Some(Value::Array(items)) => items
             .iter()
             .map(|item| {
                 item.as_str()
                     .map(str::to_owned)
-                    .ok_or_else(|| bad_request("nodes: must be a list of node names or ids"))
+                    .ok_or_else(|| bad_request(format!("{item} is not of type 'string'")))
             })
-            .collect(),
-        _ => Err(bad_request(
-            "nodes: give a non-empty list of node names or ids",
-        )),
+            .collect::<Result<_, _>>()?,
+        Some(Value::String(text)) => text.chars().map(String::from).collect(),
+        Some(other) => return Err(bad_request(format!("{other} is not of type 'array'"))),
+    };
+    if items.is_empty() {
+        return Err(bad_request(
+            "Value for 'nodes' must have at least 1 item(s).",
+        ));
     }
+    let mut seen = std::collections::HashSet::new();
+    if !items.iter().all(|item| seen.insert(item)) {
+        return Err(bad_request("Items for 'nodes' must be unique"));
+    }
+    Ok(items)
 }
 
 fn count(body: &Map<String, Value>) -> Result<u32, RestError> {
@@ -370,4 +384,39 @@ pub async fn cluster_action(
         &response.action_id,
         json!({ "action": response.action_id }),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(value: Value) -> String {
+        let body = json!({ "nodes": value });
+        nodes(body.as_object().unwrap())
+            .unwrap_err()
+            .message()
+            .to_owned()
+    }
+
+    #[test]
+    fn node_lists_are_checked_as_senlin_checks_them() {
+        assert_eq!(
+            refused(json!([])),
+            "Value for 'nodes' must have at least 1 item(s)."
+        );
+        assert_eq!(
+            refused(json!(["id1", "id1"])),
+            "Items for 'nodes' must be unique"
+        );
+        // Senlin reads a string as its characters: `d` repeats.
+        assert_eq!(
+            refused(json!("node_id")),
+            "Items for 'nodes' must be unique"
+        );
+        let body = json!({"nodes": ["web-1", "web-2"]});
+        assert_eq!(
+            nodes(body.as_object().unwrap()).unwrap(),
+            ["web-1", "web-2"]
+        );
+    }
 }
