@@ -1,0 +1,228 @@
+//! Pages of the cluster store's lists, on SQLite and PostgreSQL, as
+//! Senlin's list calls need them: every filter is applied before the page
+//! is cut (a match far from the start is still found with `limit=1`), a
+//! sort orders the whole list with ties broken by id, a marker is a place
+//! in that order, and a project sees only its own rows unless the query is
+//! for every project.
+
+use ember_engine::domain::cluster::{
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, Profile, ProfileSpec,
+};
+use ember_engine::store::clusters::{
+    ActionQuery, ClusterStore, EventQuery, ObjectQuery, PROFILE_SORT_KEYS, SortKey, SqlClusterStore,
+};
+use ember_engine::store::migrations::Migrator;
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use serde_json::{Map, json};
+use uuid::Uuid;
+
+async fn store(database: &TestDatabase) -> SqlClusterStore {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    SqlClusterStore::new(connection)
+}
+
+/// Records a profile of `project` named `name`, of `type_name` (`ember.instance`
+/// or `os.nova.server`).
+async fn profile(store: &SqlClusterStore, project: &str, name: &str, type_name: &str) -> Profile {
+    let profile = Profile {
+        id: Uuid::now_v7(),
+        name: name.to_owned(),
+        spec: ProfileSpec::parse(json!({"type": type_name, "version": "1.0",
+            "properties": {"flavor": "small", "image": "debian"}}))
+        .expect("a spec"),
+        metadata: Map::new(),
+        project_id: project.to_owned(),
+        user_id: "alice".into(),
+        created_at: ember_runtime::time::now(),
+        updated_at: None,
+    };
+    store.insert_profile(&profile).await.expect("inserted");
+    profile
+}
+
+async fn profile_names(store: &SqlClusterStore, query: ObjectQuery) -> Vec<String> {
+    store
+        .list_profiles(&query)
+        .await
+        .expect("listed")
+        .into_iter()
+        .map(|profile| profile.name)
+        .collect()
+}
+
+fn project(name: &str) -> Option<String> {
+    Some(name.to_owned())
+}
+
+async fn filters_apply_before_the_page_is_cut(database: &TestDatabase) {
+    let store = store(database).await;
+    for name in ["alpha", "bravo", "charlie"] {
+        profile(&store, "project-a", name, "ember.instance").await;
+    }
+    profile(&store, "project-a", "delta", "os.nova.server").await;
+    profile(&store, "project-b", "delta", "ember.instance").await;
+
+    let one = |names: &[&str]| ObjectQuery {
+        project_id: project("project-a"),
+        names: names.iter().map(|name| (*name).to_owned()).collect(),
+        limit: 1,
+        ..ObjectQuery::default()
+    };
+    assert_eq!(profile_names(&store, one(&["delta"])).await, ["delta"]);
+    assert_eq!(
+        profile_names(
+            &store,
+            ObjectQuery {
+                limit: 10,
+                ..one(&["charlie", "alpha"])
+            }
+        )
+        .await,
+        ["alpha", "charlie"]
+    );
+    let nova = ObjectQuery {
+        project_id: project("project-a"),
+        types: vec!["os.nova.server-1.0".into()],
+        limit: 1,
+        ..ObjectQuery::default()
+    };
+    assert_eq!(profile_names(&store, nova).await, ["delta"]);
+    // Another project's "delta" is not this project's.
+    let everyone = ObjectQuery {
+        names: vec!["delta".into()],
+        ..ObjectQuery::default()
+    };
+    assert_eq!(profile_names(&store, everyone).await, ["delta", "delta"]);
+    let theirs = ObjectQuery {
+        project_id: project("project-b"),
+        ..ObjectQuery::default()
+    };
+    assert_eq!(profile_names(&store, theirs).await, ["delta"]);
+}
+
+async fn sorted_pages_follow_one_another_through_ties(database: &TestDatabase) {
+    let store = store(database).await;
+    let mut made = Vec::new();
+    for name in ["kilo", "lima", "kilo", "mike", "lima"] {
+        made.push(profile(&store, "project-a", name, "ember.instance").await);
+    }
+    let sort = SortKey::parse_list("name:desc", PROFILE_SORT_KEYS).expect("a sort");
+    let mut seen = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = store
+            .list_profiles(&ObjectQuery {
+                project_id: project("project-a"),
+                sort: sort.clone(),
+                limit: 2,
+                marker,
+                ..ObjectQuery::default()
+            })
+            .await
+            .expect("a page");
+        let Some(last) = page.last() else { break };
+        marker = Some(last.id);
+        seen.extend(page.into_iter().map(|profile| (profile.name, profile.id)));
+    }
+    let names: Vec<&str> = seen.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["mike", "lima", "lima", "kilo", "kilo"]);
+    // Ties come in id order, and every row exactly once.
+    assert!(seen[1].1 < seen[2].1 && seen[3].1 < seen[4].1, "{seen:?}");
+    let mut ids: Vec<Uuid> = seen.iter().map(|(_, id)| *id).collect();
+    ids.sort();
+    let mut expected: Vec<Uuid> = made.iter().map(|profile| profile.id).collect();
+    expected.sort();
+    assert_eq!(ids, expected);
+
+    let error = SortKey::parse_list("name:sideways", PROFILE_SORT_KEYS).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "Unsupported sort dir 'sideways' for 'sort'."
+    );
+}
+
+async fn actions_and_events_are_filtered_before_paging(database: &TestDatabase) {
+    let store = store(database).await;
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let cluster_id = Uuid::now_v7();
+    let now = ember_runtime::time::now();
+    let mut actions = Vec::new();
+    for (kind, status) in [
+        (ActionKind::ClusterScaleOut, ActionStatus::Succeeded),
+        (ActionKind::ClusterScaleOut, ActionStatus::Succeeded),
+        (ActionKind::ClusterScaleIn, ActionStatus::Failed),
+        (ActionKind::ClusterScaleOut, ActionStatus::Failed),
+    ] {
+        actions.push(ClusterAction::new(
+            kind,
+            cluster_id,
+            Some(cluster_id),
+            status,
+            Map::new(),
+            &caller,
+            now,
+        ));
+    }
+    let events: Vec<ClusterEvent> = ["ACTIVE", "ACTIVE", "ERROR"]
+        .into_iter()
+        .map(|status| {
+            ClusterEvent::new(
+                "CLUSTER",
+                cluster_id,
+                "web",
+                Some(cluster_id),
+                "CLUSTER_SCALE_OUT",
+                status,
+                String::new(),
+                "project-a",
+                "alice",
+            )
+        })
+        .collect();
+    store
+        .insert_actions(&actions, &events)
+        .await
+        .expect("inserted");
+
+    let failed_scale_outs = store
+        .list_actions(&ActionQuery {
+            project_id: project("project-a"),
+            statuses: vec![ActionStatus::Failed],
+            kinds: vec!["CLUSTER_SCALE_OUT".into()],
+            limit: 1,
+            ..ActionQuery::default()
+        })
+        .await
+        .expect("listed");
+    assert_eq!(failed_scale_outs.len(), 1);
+    assert_eq!(failed_scale_outs[0].id, actions[3].id);
+
+    let errors = store
+        .list_events(&EventQuery {
+            project_id: project("project-a"),
+            levels: vec!["ERROR".into()],
+            limit: 1,
+            ..EventQuery::default()
+        })
+        .await
+        .expect("listed");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].status, "ERROR");
+    let elsewhere = store
+        .list_events(&EventQuery {
+            project_id: project("project-b"),
+            ..EventQuery::default()
+        })
+        .await
+        .expect("listed");
+    assert!(elsewhere.is_empty(), "{elsewhere:?}");
+}
+
+ember_runtime::store_suite!(
+    filters_apply_before_the_page_is_cut,
+    sorted_pages_follow_one_another_through_ties,
+    actions_and_events_are_filtered_before_paging,
+);
