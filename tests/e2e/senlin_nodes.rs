@@ -362,3 +362,111 @@ async fn node_create_refuses_what_senlin_refuses() {
         assert_eq!(message(&answer), expected, "{body}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_is_adopted_as_a_node_once_and_only_by_its_project() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let response = ember
+        .http
+        .post(ember.url("/compute/v1/instances"))
+        .header("X-Auth-Token", &rest.token)
+        .json(
+            &json!({"instance": {"name": "legacy", "flavor": "m1.small", "image": "debian-12",
+            "metadata": {"team": "web"}}}),
+        )
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 202);
+    let instance: Value = response.json().await.expect("json");
+    let uuid = instance["instance"]["uuid"]
+        .as_str()
+        .expect("uuid")
+        .to_owned();
+    crate::instances::wait_for_status(&ember, &rest.token, &uuid, "ACTIVE").await;
+
+    let (status, answer, _) = act(
+        &rest,
+        "/nodes/adopt-preview",
+        "1.6",
+        json!({"identity": uuid, "type": "os.nova.server-1.0"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(
+        message(&answer),
+        "API version '1.6' is not supported on this method."
+    );
+    let (status, answer, _) = act(
+        &rest,
+        "/nodes/adopt-preview",
+        "1.7",
+        json!({"identity": uuid, "type": "os.nova.server-1.0",
+            "overrides": {"flavor": "m1.large"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let preview = &answer["node_profile"]["node_preview"];
+    assert_eq!(preview["type"], "os.nova.server", "{answer}");
+    assert_eq!(preview["properties"]["image"], "debian-12", "{answer}");
+    assert_eq!(preview["properties"]["flavor"], "m1.large", "{answer}");
+    assert_eq!(
+        preview["properties"]["metadata"],
+        json!({"team": "web"}),
+        "{answer}"
+    );
+
+    let stranger = Rest {
+        ember: &ember,
+        token: other_project(&ember),
+    };
+    let adopt = json!({"identity": uuid, "type": "os.nova.server-1.0", "name": "adopted",
+        "role": "legacy"});
+    let (status, answer, _) = act(&stranger, "/nodes/adopt", "1.7", adopt.clone()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(
+        message(&answer),
+        format!("The specified server '{uuid}' could not be found.")
+    );
+
+    let (status, answer, _) = act(&rest, "/nodes/adopt", "1.7", adopt.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let node = &answer["node"];
+    assert_eq!(node["status"], "ACTIVE", "{answer}");
+    assert_eq!(node["physical_id"], uuid.as_str(), "{answer}");
+    assert_eq!(node["profile_name"], "prof-adopted", "{answer}");
+    assert_eq!(node["cluster_id"], "", "{answer}");
+    let (status, answer, _) = act(&rest, "/nodes/adopt", "1.7", adopt).await;
+    assert_eq!(status, StatusCode::CONFLICT, "adopted twice: {answer}");
+
+    for (body, expected) in [
+        (
+            json!({"type": "os.nova.server-1.0"}),
+            "'identity' is a required property",
+        ),
+        (
+            json!({"identity": uuid, "type": "os.heat.stack-1.0"}),
+            "The profile_type 'os.heat.stack-1.0' could not be found (an instance is adopted as os.nova.server-1.0 or ember.instance-1.0).",
+        ),
+    ] {
+        let (status, answer, _) = act(&rest, "/nodes/adopt", "1.7", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+        assert_eq!(message(&answer), expected, "{body}");
+    }
+
+    // The node manages the instance now: checking it reads the instance.
+    let node_id = node["id"].as_str().expect("id").to_owned();
+    let (status, body, at) = act(
+        &rest,
+        &format!("/nodes/{node_id}/actions"),
+        "1.7",
+        json!({"check": {}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&at.expect("Location"), "SUCCEEDED").await;
+}

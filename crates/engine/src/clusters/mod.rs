@@ -7,6 +7,7 @@
 //! one at a time per cluster (the cluster lock), each write fenced by the
 //! run's token (see `execute` for the durable steps of each kind).
 
+mod adopt;
 pub mod dispatcher;
 mod execute;
 mod grow;
@@ -36,6 +37,7 @@ use crate::instances::InstanceService;
 use crate::stacks::StackOperations;
 use crate::store::clusters::ClusterStore;
 
+pub use adopt::Adoption;
 pub use node_ops::NodeUpdate;
 pub use requests::{NewCluster, NewNode, ResizeRequest};
 pub use updates::ClusterUpdate;

@@ -9,7 +9,7 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
-use crate::clusters::{ClusterService, NewNode, NodeUpdate};
+use crate::clusters::{Adoption, ClusterService, NewNode, NodeUpdate};
 use crate::domain::cluster::{Node, parse_object};
 use crate::error::Result;
 use crate::store::clusters::{NODE_SORT_KEYS, NodeQuery, SortKey};
@@ -236,4 +236,46 @@ impl pb::node_service_server::NodeService for NodeHandler {
         )
         .await
     }
+
+    async fn adopt_node(&self, request: Request<pb::AdoptNodeRequest>) -> Reply<pb::Node> {
+        answer(
+            request,
+            |caller, request| async move {
+                let node = self.service.adopt_node(&caller, adoption(request)?).await?;
+                self.named_one(&node).await
+            },
+            |node| node,
+        )
+        .await
+    }
+
+    async fn preview_adopt_node(
+        &self,
+        request: Request<pb::AdoptNodeRequest>,
+    ) -> Reply<pb::AdoptPreview> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.service
+                    .preview_adoption(&caller, &adoption(request)?)
+                    .await
+            },
+            |spec| pb::AdoptPreview {
+                spec: spec.to_string(),
+            },
+        )
+        .await
+    }
+}
+
+fn adoption(request: pb::AdoptNodeRequest) -> Result<Adoption> {
+    Ok(Adoption {
+        identity: request.identity,
+        type_name: request.r#type,
+        name: request.name,
+        role: request.role,
+        metadata: parse_object("metadata", &request.metadata)?,
+        overrides: parse_object("overrides", &request.overrides)?,
+        snapshot: request.snapshot,
+    })
 }

@@ -36,6 +36,7 @@
 //! | `GET /clusters/{id}/policies` | 200 `{"cluster_policies": […]}` |
 //! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 202 / 202 |
 //! | `POST /nodes/{id}/actions` `{"check"\|"recover": {…}}`, `POST /nodes/{id}/ops` `{"<op>": {…}}` (see `nodes`) | 202 `{"action": id}` |
+//! | `POST /nodes/adopt`, `POST /nodes/adopt-preview` (1.7; see `nodes`) | 200 `{"node": …}` / `{"node_profile": …}` |
 //! | `GET /actions?cluster_id=&target=&status=&name=&action=`, `GET /actions/{id}` | 200 |
 //! | `GET /events?cluster_id=&oid=&otype=&oname=&action=&level=`, `GET /events/{id}` | 200 `{"events": […]}` / `{"event": …}` |
 //! | `POST /receivers`, `GET /receivers`, `GET\|PATCH\|DELETE /receivers/{id}` (see `receivers`) | 201 / 200 / 200 / 200 / 204 |
@@ -120,6 +121,8 @@ pub fn routes() -> Router<GatewayState> {
                 .patch(nodes::update_node)
                 .delete(objects::delete_node),
         )
+        .route("/nodes/adopt", post(nodes::adopt_node))
+        .route("/nodes/adopt-preview", post(nodes::adopt_preview))
         .route("/nodes/{id}/actions", post(nodes::node_action))
         .route("/nodes/{id}/ops", post(nodes::node_operation))
         .route("/actions", get(objects::list_actions))

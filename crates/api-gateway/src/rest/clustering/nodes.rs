@@ -7,6 +7,10 @@
 //!   and later): 202 `{"action": id}` with `Location`;
 //! - `PATCH /nodes/{id}` `{"node": {name?, role?, metadata?, profile_id?,
 //!   tainted?}}`: 202 with the node and the `Location` of its NODE_UPDATE;
+//! - `POST /nodes/adopt` `{identity, type, name?, role?, metadata?,
+//!   overrides?, snapshot?}` and `POST /nodes/adopt-preview` `{identity,
+//!   type, overrides?, snapshot?}` (1.7 on): 200 `{"node": …}` /
+//!   `{"node_profile": {"node_preview": spec}}`;
 //! - `GET /events/{id}`: 200 `{"event": …}`.
 //!
 //! The body checks Senlin's controller makes come first, with its
@@ -160,6 +164,75 @@ pub async fn update_node(
         .as_ref()
         .map(|node| views::node_at(node, version));
     Ok(accepted(&response.action_id, json!({ "node": node })))
+}
+
+/// The body of an adopt or adopt-preview, checked as Senlin's request
+/// schema checks it; `fields` are the ones it takes.
+fn adoption(body: &[u8], fields: &[&str]) -> Result<pb::AdoptNodeRequest, RestError> {
+    let body = object_body(body)?;
+    if let Some(unknown) = body.keys().find(|key| !fields.contains(&key.as_str())) {
+        return Err(bad_request(format!(
+            "Additional properties are not allowed ('{unknown}' was unexpected)"
+        )));
+    }
+    for required in ["identity", "type"] {
+        if !body.contains_key(required) {
+            return Err(bad_request(format!("'{required}' is a required property")));
+        }
+    }
+    Ok(pb::AdoptNodeRequest {
+        identity: string(&body, "identity")?.unwrap_or_default(),
+        r#type: string(&body, "type")?.unwrap_or_default(),
+        name: string(&body, "name")?.unwrap_or_default(),
+        role: string(&body, "role")?.unwrap_or_default(),
+        metadata: json_text(&body, "metadata")?,
+        overrides: json_text(&body, "overrides")?,
+        snapshot: boolean(&body, "snapshot")?.unwrap_or(false),
+    })
+}
+
+/// `POST /nodes/adopt`: the node made for an existing instance.
+pub async fn adopt_node(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    version: ApiVersion,
+    body: Bytes,
+) -> Result<Json<Value>, RestError> {
+    version.require(ApiVersion::new(1, 7))?;
+    let request = adoption(
+        &body,
+        &[
+            "identity",
+            "type",
+            "name",
+            "role",
+            "metadata",
+            "overrides",
+            "snapshot",
+        ],
+    )?;
+    let node = nodes(&state)
+        .adopt_node(state.internal_request(&identity, request))
+        .await?
+        .into_inner();
+    Ok(Json(json!({ "node": views::node_at(&node, version) })))
+}
+
+/// `POST /nodes/adopt-preview`: the profile spec an adoption would make.
+pub async fn adopt_preview(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    version: ApiVersion,
+    body: Bytes,
+) -> Result<Json<Value>, RestError> {
+    version.require(ApiVersion::new(1, 7))?;
+    let request = adoption(&body, &["identity", "type", "overrides", "snapshot"])?;
+    let preview = nodes(&state)
+        .preview_adopt_node(state.internal_request(&identity, request))
+        .await?
+        .into_inner();
+    let spec: Value = serde_json::from_str(&preview.spec).unwrap_or(Value::Null);
+    Ok(Json(json!({ "node_profile": { "node_preview": spec } })))
 }
 
 /// `GET /events/{id}`.

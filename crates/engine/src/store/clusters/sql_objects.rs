@@ -673,6 +673,15 @@ impl ClusterStore for SqlClusterStore {
         .collect())
     }
 
+    async fn adopt_node(
+        &self,
+        profile: &Profile,
+        node: &Node,
+        event: &ClusterEvent,
+    ) -> Result<Node> {
+        super::sql_adopt::adopt_node(&self.connection, profile, node, event).await
+    }
+
     async fn get_event(&self, project_id: Option<&str>, id: Uuid) -> Result<Option<ClusterEvent>> {
         let mut select = event::Entity::find_by_id(id);
         if let Some(project_id) = project_id {
