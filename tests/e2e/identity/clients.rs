@@ -36,7 +36,7 @@ async fn run(mut command: Command) -> Output {
 }
 
 /// `openstack --os-cloud ember <args>` (in `dir`), which must succeed.
-async fn openstack(ember: &TestEmber, dir: &Path, args: &[&str]) -> String {
+pub(crate) async fn openstack(ember: &TestEmber, dir: &Path, args: &[&str]) -> String {
     let mut command = Command::new(test_python().with_file_name("openstack"));
     command
         .current_dir(dir)
@@ -60,7 +60,7 @@ const SENLINCLIENT_DISPLAY_BUG: &str = "Invalid formatter provided.";
 
 /// `openstack --os-cloud ember <args>` whose request must succeed; only
 /// the client's own display bug is tolerated.
-async fn openstack_despite_display(ember: &TestEmber, dir: &Path, args: &[&str]) {
+pub(crate) async fn openstack_despite_display(ember: &TestEmber, dir: &Path, args: &[&str]) {
     let mut command = Command::new(test_python().with_file_name("openstack"));
     command
         .current_dir(dir)

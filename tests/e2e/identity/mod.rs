@@ -4,7 +4,7 @@
 //! real Keystone.
 
 mod admin;
-mod clients;
+pub(crate) mod clients;
 mod keystone;
 mod rest;
 

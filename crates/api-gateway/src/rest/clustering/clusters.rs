@@ -23,9 +23,12 @@ fn client(state: &GatewayState) -> ClusterServiceClient<tonic::transport::Channe
     ClusterServiceClient::new(state.upstreams.engine.clone())
 }
 
-/// The keys of Senlin's cluster create body Ember reads (not `config`:
-/// node name formats are not supported), and Ember's `profile`.
+/// The keys of Senlin's cluster create body, and Ember's `profile`.
+/// `config` (1.7: `node.name.format`, scheduler hints) is accepted as
+/// Senlin's clients send it and not applied: members are named
+/// `node-<cluster>-<index>` (see the README).
 const CLUSTER_CREATE_KEYS: &[&str] = &[
+    "config",
     "name",
     "profile_id",
     "profile",
@@ -43,6 +46,8 @@ pub async fn create_cluster(
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "cluster")?;
     only(&body, CLUSTER_CREATE_KEYS)?;
+    // Checked for its shape (an object), not applied.
+    json_text(&body, "config")?;
     let desired = int32(&body, "desired_capacity")?;
     let min_size = int32(&body, "min_size")?.unwrap_or(0);
     let request = pb::CreateClusterRequest {
@@ -120,7 +125,15 @@ pub async fn delete_cluster(
         .delete_cluster(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(accepted(&response.action_id, json!({})))
+    // Senlin answers a delete with no body, only the action's Location.
+    Ok((
+        http::StatusCode::ACCEPTED,
+        [(
+            http::header::LOCATION,
+            super::action_location(&response.action_id),
+        )],
+    )
+        .into_response())
 }
 
 /// What `GET /clusters/{id}/policies` takes. A cluster's bindings are few

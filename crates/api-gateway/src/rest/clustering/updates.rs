@@ -302,10 +302,9 @@ pub async fn replace_nodes(
         }
         pairs.insert(old.clone(), new);
     }
+    // Senlin's schema refuses an empty map as it refuses a list.
     if pairs.is_empty() {
-        return Err(bad_request(
-            "Value for 'nodes' must have at least 1 item(s).",
-        ));
+        return Err(bad_request("The data provided is not a map"));
     }
     let request = pb::ReplaceNodesRequest {
         cluster,
