@@ -216,7 +216,10 @@ fn nodes_and_profiles_are_listed_shown_and_a_profile_deleted() {
 
     // In use by the cluster: refused, naming why; unused: deleted.
     let in_use = fail(&["profile", "delete", "web"], dir);
-    assert!(in_use.contains("used by"), "{in_use}");
+    assert!(
+        in_use.contains("still referenced by some clusters and/or nodes"),
+        "{in_use}"
+    );
     assert_eq!(
         succeed(&["profile", "delete", "spare"], dir).trim(),
         "profile spare deleted"
@@ -252,7 +255,10 @@ fn policies_are_listed_shown_detached_and_deleted() {
     );
 
     let attached = fail(&["policy", "delete", "drain"], dir);
-    assert!(attached.contains("detach it first"), "{attached}");
+    assert!(
+        attached.contains("still attached to some clusters"),
+        "{attached}"
+    );
     succeed(&["cluster", "policy-detach", "web", "drain", "--wait"], dir);
     let cluster = json(&["cluster", "show", "web", "-f", "json"], dir);
     assert_eq!(cluster["policies"], serde_json::json!([]), "{cluster}");
