@@ -172,6 +172,23 @@ fn is_id_prefix(text: &str) -> bool {
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c) || c == '-')
 }
 
+/// Deletes the receivers of `cluster_id`, inside the transaction that
+/// deletes the cluster (Senlin's CLUSTER_DELETE takes them with it).
+pub(crate) async fn delete_cluster_receivers(
+    connection: &impl ConnectionTrait,
+    cluster_id: Uuid,
+) -> Result<()> {
+    let backend = connection.get_database_backend();
+    connection
+        .execute_raw(statement(
+            backend,
+            "DELETE FROM receivers WHERE cluster_id = $1",
+            vec![cluster_id.to_string().into()],
+        ))
+        .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl ReceiverStore for SqlReceiverStore {
     async fn insert_receiver(&self, receiver: &Receiver) -> Result<()> {

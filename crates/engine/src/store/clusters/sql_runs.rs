@@ -210,6 +210,7 @@ pub async fn finish_cluster_delete(
         .filter(binding::Column::ClusterId.eq(cluster_id))
         .exec(&transaction)
         .await?;
+    crate::store::receivers::delete_cluster_receivers(&transaction, cluster_id).await?;
     cluster::Entity::delete_by_id(cluster_id)
         .exec(&transaction)
         .await?;

@@ -1,7 +1,8 @@
 //! Receivers (Senlin's `POST /receivers`): a webhook or message receiver
 //! that runs one cluster action as its creator. Ids are text (see
-//! `store::receivers`); the cluster is not a foreign key: a receiver
-//! outlives its cluster, and its trigger then says the cluster is gone.
+//! `store::receivers`); the cluster is not a foreign key (a message
+//! receiver has none): CLUSTER_DELETE deletes the cluster's receivers in
+//! the transaction that deletes the cluster.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
