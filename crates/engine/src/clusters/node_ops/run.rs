@@ -1,110 +1,24 @@
-//! Node-scoped actions beyond create and delete, as Senlin has them:
-//! update (NODE_UPDATE), check (NODE_CHECK), recover (NODE_RECOVER) and
-//! the profile type's operations (NODE_OPERATION).
-//!
-//! The request side checks what Senlin checks (with its messages, which
-//! clients and its API suite compare) and records the action READY; the
-//! run side works on the one node, under its cluster's lock when it is a
-//! member (as every node action on a member does). Names, roles, metadata
-//! and taint are written when asked (only those columns, so a running
-//! action's writes are never undone); a profile change replaces the
-//! node's resource in the NODE_UPDATE run, in the recover's two durable
-//! steps: the old resource is deleted, then one fenced write moves the
-//! node to the new profile, CREATING with its new resource id, and the
-//! create follows (a taken-over run finishes a node left CREATING).
+//! The run side of node update, check, recover and operations: one node,
+//! under its cluster's lock when it is a member. A resource is replaced in
+//! two durable steps (old deleted; then one fenced write moves the node to
+//! its profile, CREATING with its new resource id) and a taken-over run
+//! first finishes a node left CREATING.
 
 use std::time::Instant;
 
 use ember_runtime::Identity;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-use super::run::{Ran, Run, RunResult, Stop};
-use super::{ClusterService, action_event};
-use crate::domain::admission::cluster::ClusterOperation;
+use crate::clusters::ClusterService;
+use crate::clusters::run::{Ran, Run, RunResult, Stop};
 use crate::domain::cluster::operations::{self, NodeOperation};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, ClusterAction, Node, NodeStatus, Profile, ProfileKind, validate_name,
+    ActionKind, ActionStatus, ClusterAction, Node, NodeStatus, Profile, ProfileKind,
 };
 use crate::domain::instance::{InstanceStatus, PowerAction};
 use crate::error::{Error, Result};
-use crate::store::clusters::{ClusterChange, NodeDetails, NodeStatusChange, Settle};
-
-/// What a user asks of a node update; `None` leaves a field as it is.
-#[derive(Debug, Default)]
-pub struct NodeUpdate {
-    pub name: Option<String>,
-    pub role: Option<String>,
-    pub tainted: Option<bool>,
-    pub metadata: Option<Map<String, Value>>,
-    /// Name or id of the profile to move the node to.
-    pub profile: Option<String>,
-}
-
-/// Senlin's recovery operations (`consts.RECOVERY_ACTIONS`).
-const RECOVERY_OPERATIONS: [&str; 3] = ["REBOOT", "REBUILD", "RECREATE"];
-
-/// The parameters a node recover takes besides `operation`.
-const RECOVER_PARAMETERS: [&str; 5] = [
-    "operation",
-    "operation_params",
-    "check",
-    "delete_timeout",
-    "force_recreate",
-];
-
-fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-        operation: &operation,
-        caller,
-    })
-}
-
-/// Refuses to start work on a node another action is creating or
-/// deleting (its resource is that action's until it ends).
-fn settled(node: &Node) -> Result<()> {
-    match node.status {
-        NodeStatus::Init | NodeStatus::Creating | NodeStatus::Deleting => {
-            Err(Error::Conflict(format!(
-                "node {:?} is {}: try again once its current action has finished",
-                node.name,
-                node.status.as_str()
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Checks a recover's parameters as Senlin does.
-fn check_recover_params(params: &Map<String, Value>) -> Result<()> {
-    let unknown: Vec<&str> = params
-        .keys()
-        .map(String::as_str)
-        .filter(|key| !RECOVER_PARAMETERS.contains(key))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Error::InvalidInput(format!(
-            "Action parameter {unknown:?} is not recognizable."
-        )));
-    }
-    if let Some(operation) = params.get("operation") {
-        let Some(operation) = operation.as_str() else {
-            return Err(Error::InvalidInput("operation has to be a string".into()));
-        };
-        if !RECOVERY_OPERATIONS.contains(&operation.to_ascii_uppercase().as_str()) {
-            return Err(Error::InvalidInput(format!(
-                "Operation value '{operation}' has to be one of the following: {}.",
-                RECOVERY_OPERATIONS.join(", ")
-            )));
-        }
-    }
-    if let Some(check) = params.get("check")
-        && !check.is_boolean()
-    {
-        return Err(Error::InvalidInput("check: must be a boolean".into()));
-    }
-    Ok(())
-}
+use crate::store::clusters::{ClusterChange, NodeStatusChange, Settle};
 
 /// The physical id a replaced resource is created with: an instance's is
 /// chosen now (so a rerun finds it); a stack's is known once it exists.
@@ -116,174 +30,8 @@ fn planned_physical_id(profile: &Profile) -> Option<String> {
 }
 
 impl ClusterService {
-    /// Records `kind` READY on `node` with its event.
-    async fn submit_node_action(
-        &self,
-        caller: &Identity,
-        node: &Node,
-        kind: ActionKind,
-        mut inputs: Map<String, Value>,
-    ) -> Result<ClusterAction> {
-        inputs.insert("node_name".into(), json!(node.name));
-        let action = ClusterAction::new(
-            kind,
-            node.id,
-            node.cluster_id,
-            ActionStatus::Ready,
-            inputs,
-            caller,
-            ember_runtime::time::now(),
-        );
-        self.submit(
-            std::slice::from_ref(&action),
-            &[action_event(&action, "READY", "accepted")],
-        )
-        .await?;
-        Ok(action)
-    }
-
-    /// Senlin's node update: the node as updated and its NODE_UPDATE.
-    pub async fn update_node_with_action(
-        &self,
-        caller: &Identity,
-        name_or_id: &str,
-        update: NodeUpdate,
-    ) -> Result<(Node, ClusterAction)> {
-        let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
-        let mut inputs = Map::new();
-        if let Some(wanted) = &update.profile {
-            let profile = self
-                .find_profile(caller, wanted)
-                .await
-                .map_err(|error| super::specified_not_found("profile", wanted, error))?;
-            let current = self.store.get_profile(node.profile_id).await?;
-            if current.is_some_and(|current| current.spec.type_name() != profile.spec.type_name()) {
-                return Err(Error::InvalidInput(
-                    "Cannot update a node to a different profile type, operation aborted.".into(),
-                ));
-            }
-            if profile.id != node.profile_id {
-                settled(&node)?;
-                inputs.insert("new_profile_id".into(), json!(profile.id.to_string()));
-            }
-        }
-        let mut details = NodeDetails::default();
-        if let Some(name) = update
-            .name
-            .filter(|name| !name.is_empty() && *name != node.name)
-        {
-            validate_name("node", &name)?;
-            inputs.insert("name".into(), json!(name));
-            details.name = Some(name);
-        }
-        if let Some(role) = update.role.filter(|role| *role != node.role) {
-            inputs.insert("role".into(), json!(role));
-            details.role = Some(role);
-        }
-        if let Some(metadata) = update
-            .metadata
-            .filter(|metadata| *metadata != node.metadata)
-        {
-            inputs.insert("metadata".into(), Value::Object(metadata.clone()));
-            details.metadata = Some(metadata);
-        }
-        if let Some(tainted) = update.tainted.filter(|tainted| *tainted != node.tainted) {
-            inputs.insert("tainted".into(), json!(tainted));
-            details.tainted = Some(tainted);
-        }
-        if inputs.is_empty() {
-            return Err(Error::InvalidInput("No property needs an update.".into()));
-        }
-        let node = if details == NodeDetails::default() {
-            node
-        } else {
-            self.store
-                .update_node_details(node.id, details)
-                .await?
-                .ok_or_else(|| super::not_found("node", name_or_id))?
-        };
-        let action = self
-            .submit_node_action(caller, &node, ActionKind::NodeUpdate, inputs)
-            .await?;
-        Ok((node, action))
-    }
-
-    /// NODE_CHECK (`recover` false) or NODE_RECOVER with Senlin's
-    /// parameters.
-    pub async fn check_or_recover_node(
-        &self,
-        caller: &Identity,
-        name_or_id: &str,
-        recover: bool,
-        params: Map<String, Value>,
-    ) -> Result<(Node, ClusterAction)> {
-        let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
-        let kind = if recover {
-            check_recover_params(&params)?;
-            ActionKind::NodeRecover
-        } else {
-            ActionKind::NodeCheck
-        };
-        settled(&node)?;
-        let action = self.submit_node_action(caller, &node, kind, params).await?;
-        Ok((node, action))
-    }
-
-    /// NODE_OPERATION: `operation` of the node's profile type.
-    pub async fn operate_node(
-        &self,
-        caller: &Identity,
-        name_or_id: &str,
-        operation: &str,
-        params: Map<String, Value>,
-    ) -> Result<(Node, ClusterAction)> {
-        let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
-        let profile = self.node_profile(&node).await?;
-        operations::parse(profile.spec.type_name(), operation, &params)?;
-        settled(&node)?;
-        let inputs = json!({"operation": operation, "params": params});
-        let action = self
-            .submit_node_action(
-                caller,
-                &node,
-                ActionKind::NodeOperation,
-                super::requests::json_object(inputs),
-            )
-            .await?;
-        Ok((node, action))
-    }
-
-    /// The names of the profiles of `nodes`, by profile id (one read per
-    /// profile, however many nodes share it).
-    pub async fn profile_names(
-        &self,
-        nodes: &[Node],
-    ) -> Result<std::collections::HashMap<Uuid, String>> {
-        let mut names = std::collections::HashMap::new();
-        for node in nodes {
-            if names.contains_key(&node.profile_id) {
-                continue;
-            }
-            if let Some(profile) = self.store.get_profile(node.profile_id).await? {
-                names.insert(profile.id, profile.name);
-            }
-        }
-        Ok(names)
-    }
-
-    /// The profile a node was made from.
-    pub async fn node_profile(&self, node: &Node) -> Result<Profile> {
-        self.store
-            .get_profile(node.profile_id)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("the profile of node {:?} is gone", node.name)))
-    }
-
     /// Runs NODE_UPDATE, NODE_CHECK, NODE_RECOVER or NODE_OPERATION.
-    pub(super) async fn run_node_maintenance(&self, run: &Run) -> RunResult<Ran> {
+    pub(in crate::clusters) async fn run_node_maintenance(&self, run: &Run) -> RunResult<Ran> {
         let action = &run.action;
         let node = self
             .store
@@ -326,7 +74,7 @@ impl ClusterService {
         found.only_from = vec![node.status];
         let change = ClusterChange {
             node_changes: vec![found],
-            events: vec![super::node_event(
+            events: vec![crate::clusters::node_event(
                 node,
                 "NODE_CHECK",
                 status.as_str(),
@@ -395,7 +143,7 @@ impl ClusterService {
                 NodeStatus::Active,
                 reason.clone(),
             )],
-            events: vec![super::node_event(
+            events: vec![crate::clusters::node_event(
                 node,
                 "NODE_RECOVER",
                 "ACTIVE",
@@ -438,7 +186,7 @@ impl ClusterService {
                 status: ActionStatus::Succeeded,
                 reason: format!("operation {name} of node {} done", node.name),
                 change: ClusterChange {
-                    events: vec![super::node_event(
+                    events: vec![crate::clusters::node_event(
                         node,
                         "NODE_OPERATION",
                         node.status.as_str(),
@@ -498,7 +246,7 @@ impl ClusterService {
                     status: ActionStatus::Succeeded,
                     reason: reason.clone(),
                     change: ClusterChange {
-                        events: vec![super::node_event(
+                        events: vec![crate::clusters::node_event(
                             node,
                             "NODE_UPDATE",
                             node.status.as_str(),
@@ -607,22 +355,8 @@ impl ClusterService {
                     instance.status_reason
                 )));
             }
-            super::physical::pause(started, "instance operation").await?;
+            crate::clusters::physical::pause(started, "instance operation").await?;
         }
-    }
-
-    /// One event by id, as `caller` may see it.
-    pub async fn get_event(
-        &self,
-        caller: &Identity,
-        id: &str,
-    ) -> Result<crate::domain::cluster::ClusterEvent> {
-        let not_found = || super::not_found("event", id);
-        let uuid = Uuid::parse_str(id).map_err(|_| not_found())?;
-        self.store
-            .get_event(Self::scope(caller), uuid)
-            .await?
-            .ok_or_else(not_found)
     }
 }
 
@@ -658,7 +392,7 @@ fn finished(kind: ActionKind, node: &Node, caller: &Identity) -> Ran {
         status,
         reason: reason.clone(),
         change: ClusterChange {
-            events: vec![super::node_event(
+            events: vec![crate::clusters::node_event(
                 node,
                 kind,
                 node.status.as_str(),
@@ -679,7 +413,7 @@ fn failed_on(node: &Node, kind: &str, error: &Error, caller: &Identity) -> Ran {
         status: ActionStatus::Failed,
         reason: reason.clone(),
         change: ClusterChange {
-            events: vec![super::node_event(
+            events: vec![crate::clusters::node_event(
                 node,
                 kind,
                 node.status.as_str(),
@@ -689,28 +423,5 @@ fn failed_on(node: &Node, kind: &str, error: &Error, caller: &Identity) -> Ran {
             ..ClusterChange::default()
         },
         settle: settle(kind),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn params(value: Value) -> Map<String, Value> {
-        value.as_object().cloned().unwrap_or_default()
-    }
-
-    #[test]
-    fn recover_parameters_are_senlins() {
-        assert!(check_recover_params(&params(json!({"operation": "rebuild"}))).is_ok());
-        let message = |value| match check_recover_params(&params(value)) {
-            Err(Error::InvalidInput(message)) => message,
-            other => panic!("expected InvalidInput, got {other:?}"),
-        };
-        assert_eq!(
-            message(json!({"operation": "DANCE"})),
-            "Operation value 'DANCE' has to be one of the following: REBOOT, REBUILD, RECREATE."
-        );
-        assert!(message(json!({"bogus": 1})).contains("bogus"));
     }
 }
