@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 use crate::dev::{DevCredentials, RunningEmber};
 
 pub(crate) mod allow_plugin;
+mod clustering;
 mod compute;
 mod heat;
 mod hooks;
@@ -88,6 +89,21 @@ pub enum BenchCommand {
         /// Pending actions held by lifecycle-hook until their deadline
         #[arg(long, default_value_t = 10_000)]
         pending: usize,
+    },
+    /// Clustering reads at size (cluster list of 200, node lists with 5,000 nodes) and a webhook receiver's trigger to a READY action
+    Clustering {
+        /// Clusters stored
+        #[arg(long, default_value_t = 200)]
+        clusters: usize,
+        /// Nodes of each cluster
+        #[arg(long, default_value_t = 25)]
+        nodes: usize,
+        /// Measured calls per read
+        #[arg(long, default_value_t = 1000)]
+        calls: usize,
+        /// Measured webhook triggers
+        #[arg(long, default_value_t = 200)]
+        triggers: usize,
     },
     /// Many clients at once for a fixed time (70% reads, 20% stack create/delete, 10% cluster scaling), then the invariant check of everything they touched
     Load {
@@ -187,6 +203,20 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             nodes,
             pending,
         } => hooks::run(runs.max(1), nodes.max(1), pending.max(1)).await,
+        BenchCommand::Clustering {
+            clusters,
+            nodes,
+            calls,
+            triggers,
+        } => {
+            clustering::run(clustering::ClusteringBench {
+                clusters: clusters.max(1),
+                nodes_per_cluster: nodes.max(1),
+                calls: calls.max(10),
+                triggers: triggers.max(1),
+            })
+            .await
+        }
         BenchCommand::Load {
             clients,
             seconds,

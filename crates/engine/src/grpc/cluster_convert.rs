@@ -45,7 +45,7 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
     let ClusterDetails {
         cluster,
         profile_name,
-        nodes,
+        node_ids,
         policy_ids,
     } = details;
     pb::Cluster {
@@ -59,7 +59,7 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
         status: cluster.status.as_str().to_owned(),
         status_reason: cluster.status_reason.clone(),
         metadata: Value::Object(cluster.metadata.clone()).to_string(),
-        node_ids: nodes.iter().map(|node| node.id.to_string()).collect(),
+        node_ids: node_ids.iter().map(Uuid::to_string).collect(),
         policy_ids: policy_ids.iter().map(Uuid::to_string).collect(),
         project_id: cluster.project_id.clone(),
         user_id: cluster.user_id.clone(),
@@ -88,6 +88,7 @@ pub fn node(node: &Node) -> pb::Node {
         updated_at: Some(to_timestamp(node.updated_at)),
         profile_name: String::new(),
         metadata: serde_json::Value::Object(node.metadata.clone()).to_string(),
+        details: String::new(),
     }
 }
 

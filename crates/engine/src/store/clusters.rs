@@ -478,6 +478,17 @@ pub trait ClusterStore: Send + Sync + 'static {
         name: Option<String>,
         metadata: Option<Map<String, Value>>,
     ) -> Result<Option<Profile>>;
+    /// The (cluster, node) ids of the members of every cluster of
+    /// `cluster_ids`, in index order, in one query.
+    async fn member_ids_of(&self, cluster_ids: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>>;
+    /// The names of the profiles of `ids` that exist, in one query.
+    async fn profile_names(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, String>>;
+    /// The bindings of every cluster of `cluster_ids` with their policies,
+    /// highest priority first, in two queries.
+    async fn bindings_of(
+        &self,
+        cluster_ids: &[Uuid],
+    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>>;
     /// A policy's new name; `None` when it is gone.
     async fn update_policy(&self, id: Uuid, name: String) -> Result<Option<PolicyDefinition>>;
     /// Cancels an action still INIT, READY or WAITING_LIFECYCLE_COMPLETION

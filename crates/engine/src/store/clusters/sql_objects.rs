@@ -401,21 +401,7 @@ impl ClusterStore for SqlClusterStore {
         &self,
         cluster_id: Uuid,
     ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
-        let rows = binding::Entity::find()
-            .filter(binding::Column::ClusterId.eq(cluster_id))
-            .order_by_desc(binding::Column::Priority)
-            .all(&self.reader)
-            .await?;
-        let mut bindings = Vec::with_capacity(rows.len());
-        for row in rows {
-            if let Some(policy) = policy::Entity::find_by_id(row.policy_id)
-                .one(&self.reader)
-                .await?
-            {
-                bindings.push((binding_from(row), policy_from(policy)?));
-            }
-        }
-        Ok(bindings)
+        sql_updates::bindings_of(&self.reader, &[cluster_id]).await
     }
 
     async fn insert_actions(
@@ -535,6 +521,24 @@ impl ClusterStore for SqlClusterStore {
         metadata: Option<serde_json::Map<String, serde_json::Value>>,
     ) -> Result<Option<Profile>> {
         sql_updates::update_profile(&self.connection, id, name, metadata).await
+    }
+
+    async fn member_ids_of(&self, cluster_ids: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+        sql_updates::member_ids_of(&self.reader, cluster_ids).await
+    }
+
+    async fn profile_names(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, String>> {
+        sql_updates::profile_names(&self.reader, ids).await
+    }
+
+    async fn bindings_of(
+        &self,
+        cluster_ids: &[Uuid],
+    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
+        sql_updates::bindings_of(&self.reader, cluster_ids).await
     }
 
     async fn update_policy(&self, id: Uuid, name: String) -> Result<Option<PolicyDefinition>> {

@@ -1,16 +1,19 @@
 //! Changes to clustering objects made by a request, not by a run: renaming
-//! profiles and policies, and cancelling an action that has not started.
+//! profiles and policies, and cancelling an action that has not started;
+//! and the batched reads behind cluster views (members, profile names and
+//! bindings of many clusters in a fixed number of queries).
 
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::changes::{begin_write, insert_events};
-use super::convert::{action_from, policy_from, profile_from};
-use super::entity::{action, cluster, node, policy, profile};
+use super::convert::{action_from, binding_from, policy_from, profile_from};
+use super::entity::{action, binding, cluster, node, policy, profile};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus, PolicyDefinition, Profile,
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus, PolicyBinding,
+    PolicyDefinition, Profile,
 };
 use crate::error::Result;
 
@@ -136,4 +139,77 @@ pub async fn cancel_action<'a>(
     insert_events(&transaction, &[event(&cancelled)]).await?;
     transaction.commit().await?;
     Ok(Some(Ok(cancelled)))
+}
+
+/// The (cluster, node) ids of the members of every cluster of
+/// `cluster_ids`, in index order, in one query of two columns (a cluster
+/// list shows its page's member ids at once, not one cluster at a time).
+pub async fn member_ids_of(
+    connection: &DatabaseConnection,
+    cluster_ids: &[Uuid],
+) -> Result<Vec<(Uuid, Uuid)>> {
+    if cluster_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(node::Entity::find()
+        .select_only()
+        .column(node::Column::ClusterId)
+        .column(node::Column::Id)
+        .filter(node::Column::ClusterId.is_in(cluster_ids.iter().copied()))
+        .order_by_asc(node::Column::NodeIndex)
+        .order_by_asc(node::Column::Id)
+        .into_tuple::<(Uuid, Uuid)>()
+        .all(connection)
+        .await?)
+}
+
+/// The names of the profiles of `ids` that exist, in one query.
+pub async fn profile_names(
+    connection: &DatabaseConnection,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, String>> {
+    if ids.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    Ok(profile::Entity::find()
+        .select_only()
+        .column(profile::Column::Id)
+        .column(profile::Column::Name)
+        .filter(profile::Column::Id.is_in(ids.iter().copied()))
+        .into_tuple::<(Uuid, String)>()
+        .all(connection)
+        .await?
+        .into_iter()
+        .collect())
+}
+
+/// The bindings of every cluster of `cluster_ids` with their policies,
+/// highest priority first, in two queries (bindings, then their policies).
+pub async fn bindings_of(
+    connection: &DatabaseConnection,
+    cluster_ids: &[Uuid],
+) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
+    if cluster_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = binding::Entity::find()
+        .filter(binding::Column::ClusterId.is_in(cluster_ids.iter().copied()))
+        .order_by_desc(binding::Column::Priority)
+        .order_by_asc(binding::Column::PolicyId)
+        .all(connection)
+        .await?;
+    let policies: std::collections::HashMap<Uuid, PolicyDefinition> = policy::Entity::find()
+        .filter(policy::Column::Id.is_in(rows.iter().map(|row| row.policy_id)))
+        .all(connection)
+        .await?
+        .into_iter()
+        .map(|row| policy_from(row).map(|policy| (policy.id, policy)))
+        .collect::<Result<_>>()?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let policy = policies.get(&row.policy_id)?.clone();
+            Some((binding_from(row), policy))
+        })
+        .collect())
 }
