@@ -301,6 +301,16 @@ async fn receivers_are_checked_and_stay_in_their_project() {
                 "action": "CLUSTER_SCALE_IN"}),
             "The referenced cluster 'e281873f-0dff-4be6-8795-f781efe7cc14' could not be found.",
         ),
+        (
+            json!({"name": "r", "type": "webhook", "cluster_id": "db", "action": "CLUSTER_SCALE_IN",
+                "params": {"count": "lots"}}),
+            "params: count must be an integer",
+        ),
+        (
+            json!({"name": "r", "type": "webhook", "cluster_id": "db", "action": "CLUSTER_SCALE_IN",
+                "params": {"number": 1}}),
+            "params: CLUSTER_SCALE_IN takes count (got \"number\")",
+        ),
     ];
     for (receiver, expected) in refused {
         let (status, _, body) = create(receiver.clone()).await;
@@ -314,6 +324,25 @@ async fn receivers_are_checked_and_stay_in_their_project() {
         )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // A reader may look but not make one.
+    let reader = Rest {
+        ember: &ember,
+        token: TokenSigner::new(&ember.secrets().signing_key)
+            .issue(
+                &Identity::new("reader", "demo", vec!["reader".into()]),
+                Duration::from_secs(600),
+            )
+            .expect("token"),
+    };
+    let (status, _, body) = reader
+        .post(
+            "/receivers",
+            json!({"receiver": {"name": "r", "type": "webhook", "cluster_id": "db",
+                "action": "CLUSTER_SCALE_IN"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 
     // Two receivers of one name: that name is ambiguous.
     let mut ids = Vec::new();

@@ -116,6 +116,7 @@ impl ReceiverService {
                     )
                 })?;
                 validate_params(&action, &new.params)?;
+                trigger::check_values(&new.params)?;
                 let cluster = self.referenced_cluster(caller, cluster).await?;
                 channel.insert("alarm_url".into(), Value::String(self.alarm_url(id)));
                 (Some(cluster), Some(action))
@@ -223,6 +224,7 @@ impl ReceiverService {
         }
         if let Some(action) = &receiver.action {
             validate_params(action, &receiver.params)?;
+            trigger::check_values(&receiver.params)?;
         }
         receiver.updated_at = Some(ember_runtime::time::now());
         if !self.store.update_receiver(&receiver).await? {

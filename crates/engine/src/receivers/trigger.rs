@@ -42,12 +42,7 @@ pub(super) async fn fire(
     }
     match action {
         "CLUSTER_SCALE_OUT" | "CLUSTER_SCALE_IN" => {
-            let count = match integer(&params, "count")? {
-                None => 0,
-                Some(count) => u32::try_from(count).map_err(|_| {
-                    Error::InvalidInput(format!("count: {count} must be a positive integer"))
-                })?,
-            };
+            let count = count(&params)?;
             clusters
                 .scale(&owner, &cluster, action == "CLUSTER_SCALE_OUT", count)
                 .await
@@ -93,6 +88,50 @@ pub(super) async fn fire(
         other => Err(Error::InvalidInput(format!(
             "a receiver cannot run {other} in Ember"
         ))),
+    }
+}
+
+/// Checks the kind of each parameter given, so that a receiver made (or
+/// updated) with `{"count": "lots"}` is refused then, not each time it
+/// fires. Parameters a trigger may still add (a policy, nodes) are not
+/// required here.
+pub(super) fn check_values(params: &Map<String, Value>) -> Result<()> {
+    for key in params.keys() {
+        match key.as_str() {
+            "count" => {
+                count(params)?;
+            }
+            "adjustment_type" => {
+                if let Some(kind) = text(params, key)? {
+                    AdjustmentType::parse(&kind)?;
+                }
+            }
+            "number" => {
+                number(params, key)?;
+            }
+            "min_size" | "max_size" | "min_step" | "priority" => {
+                int32(params, key)?;
+            }
+            "strict" | "enabled" => {
+                boolean(params, key)?;
+            }
+            "nodes" => {
+                names(params, key)?;
+            }
+            "policy_id" => {
+                text(params, key)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A scale's `count`: 0 (the scaling policy's step, else 1) when absent.
+fn count(params: &Map<String, Value>) -> Result<u32> {
+    match integer(params, "count")? {
+        None => Ok(0),
+        Some(count) => u32::try_from(count).map_err(|_| invalid("count", "a positive integer")),
     }
 }
 
@@ -208,5 +247,20 @@ mod tests {
                 .contains("nodes")
         );
         assert!(int32(&given, "max_size").is_err());
+    }
+
+    #[test]
+    fn values_are_checked_before_any_trigger() {
+        assert!(check_values(&params(json!({"count": "2", "strict": true}))).is_ok());
+        assert!(check_values(&params(json!({"policy_id": "p"}))).is_ok());
+        for bad in [
+            json!({"count": -1}),
+            json!({"adjustment_type": "SIDEWAYS"}),
+            json!({"number": [1]}),
+            json!({"nodes": "n1"}),
+            json!({"enabled": "maybe"}),
+        ] {
+            assert!(check_values(&params(bad.clone())).is_err(), "{bad}");
+        }
     }
 }
