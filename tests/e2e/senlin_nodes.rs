@@ -105,6 +105,27 @@ async fn a_node_is_checked_recovered_and_operated_on_as_senlin_does() {
     let id = node["id"].as_str().expect("id").to_owned();
     let actions = format!("/nodes/{id}/actions");
 
+    let detailed = rest.get(&format!("/nodes/{id}?show_details=true")).await["node"].clone();
+    assert_eq!(detailed["details"]["id"], node["physical_id"], "{detailed}");
+    assert_eq!(detailed["details"]["status"], "ACTIVE", "{detailed}");
+    assert_eq!(detailed["details"]["flavor"], "m1.small", "{detailed}");
+    assert!(
+        node.get("details").is_none(),
+        "details only when asked: {node}"
+    );
+    let (status, _, answer) = rest
+        .call(
+            Method::GET,
+            &format!("/nodes/{id}?show_details=maybe"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(
+        message(&answer),
+        "Invalid value 'maybe' specified for 'show_details'"
+    );
+
     let (status, body, at) = act(&rest, &actions, "1.12", json!({"check": {}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let at = at.expect("Location");

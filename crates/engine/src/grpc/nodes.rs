@@ -266,6 +266,22 @@ impl pb::node_service_server::NodeService for NodeHandler {
         )
         .await
     }
+
+    async fn get_node_details(&self, request: Request<pb::GetObjectRequest>) -> Reply<pb::Node> {
+        answer(
+            request,
+            |caller, request| async move {
+                let node = self.service.find_node(&caller, &request.id).await?;
+                let details = self.service.node_details(&caller, &node).await?;
+                Ok(pb::Node {
+                    details: details.to_string(),
+                    ..self.named_one(&node).await?
+                })
+            },
+            |node| node,
+        )
+        .await
+    }
 }
 
 fn adoption(request: pb::AdoptNodeRequest) -> Result<Adoption> {

@@ -1,5 +1,7 @@
 //! Profiles, policies, nodes, actions and events of the Clustering API.
 
+use std::collections::HashMap;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -12,8 +14,8 @@ use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::version::ApiVersion;
 use super::lists::{self, ListQuery, ListRules};
+use super::version::ApiVersion;
 use super::{
     accepted, json_text, listed, only, required, required_json_text, string, views, wrapped,
 };
@@ -270,17 +272,47 @@ pub async fn list_nodes(
     Ok(listed("nodes", &list, |node| views::node_at(node, version)))
 }
 
+/// `GET /nodes/{id}[?show_details=true]`: with details, the node's
+/// resource as it is now under `details` (Senlin's view).
 pub async fn show_node(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
     version: ApiVersion,
     Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, RestError> {
-    let node = nodes(&state)
-        .get_node(state.internal_request(&identity, pb::GetObjectRequest { id }))
-        .await?
-        .into_inner();
-    Ok(Json(json!({ "node": views::node_at(&node, version) })))
+    if let Some(unknown) = query.keys().find(|key| key.as_str() != "show_details") {
+        return Err(super::bad_request(format!(
+            "Invalid parameter {unknown} (only show_details is accepted)"
+        )));
+    }
+    let show_details = match query
+        .get("show_details")
+        .map(|text| text.to_ascii_lowercase())
+    {
+        None => false,
+        Some(text) if ["true", "1", "yes", "on", "y", "t"].contains(&text.as_str()) => true,
+        Some(text) if ["false", "0", "no", "off", "n", "f"].contains(&text.as_str()) => false,
+        Some(_) => {
+            return Err(super::bad_request(format!(
+                "Invalid value '{}' specified for 'show_details'",
+                query.get("show_details").map_or("", String::as_str)
+            )));
+        }
+    };
+    let request = state.internal_request(&identity, pb::GetObjectRequest { id });
+    let node = if show_details {
+        nodes(&state).get_node_details(request).await?
+    } else {
+        nodes(&state).get_node(request).await?
+    }
+    .into_inner();
+    let mut view = views::node_at(&node, version);
+    if show_details && let Some(fields) = view.as_object_mut() {
+        let details = serde_json::from_str(&node.details).unwrap_or_else(|_| json!({}));
+        fields.insert("details".into(), details);
+    }
+    Ok(Json(json!({ "node": view })))
 }
 
 pub async fn delete_node(
