@@ -543,6 +543,38 @@ async fn types_specs_and_delete_conflicts_answer_as_senlin() {
         ),
     )
     .await;
+    // Attach and detach name the policy in Senlin's words: one that does
+    // not exist, one not attached.
+    let actions = format!("/clusters/{web}/actions");
+    for action in ["policy_attach", "policy_detach"] {
+        refused(
+            &rest,
+            Method::POST,
+            &actions,
+            Some(json!({ action: {"policy_id": "nope"} })),
+            StatusCode::BAD_REQUEST,
+            "The specified policy 'nope' could not be found.",
+        )
+        .await;
+    }
+    let deletion = json!({"type": "senlin.policy.deletion", "version": "1.1",
+        "properties": {"criteria": "OLDEST_FIRST"}});
+    let (status, _, body) = rest
+        .post(
+            "/policies",
+            json!({"policy": {"name": "idle", "spec": deletion}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    refused(
+        &rest,
+        Method::POST,
+        &actions,
+        Some(json!({"policy_detach": {"policy_id": "idle"}})),
+        StatusCode::BAD_REQUEST,
+        &format!("The policy 'idle' is not attached to the specified cluster '{web}'."),
+    )
+    .await;
     // Both are still there.
     assert_eq!(
         rest.get(&format!("/policies/{policy}")).await["policy"]["name"],

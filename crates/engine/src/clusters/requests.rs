@@ -449,7 +449,10 @@ impl ClusterService {
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         admit(ClusterOperation::AttachPolicy(&cluster), caller)?;
-        let policy = self.find_policy(caller, policy).await?;
+        let policy = self
+            .find_policy(caller, policy)
+            .await
+            .map_err(|error| super::specified_not_found("policy", policy, error))?;
         let inputs = json_object(
             json!({"policy_id": policy.id.to_string(), "priority": priority, "enabled": enabled}),
         );
@@ -465,7 +468,19 @@ impl ClusterService {
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         admit(ClusterOperation::DetachPolicy(&cluster), caller)?;
-        let policy = self.find_policy(caller, policy).await?;
+        let identity = policy;
+        let policy = self
+            .find_policy(caller, identity)
+            .await
+            .map_err(|error| super::specified_not_found("policy", identity, error))?;
+        // Refused now, as Senlin refuses it, rather than as a FAILED
+        // action (the action checks again when it runs).
+        let bindings = self.store.list_bindings(cluster.id).await?;
+        if !bindings.iter().any(|(binding, _)| binding.policy_id == policy.id) {
+            return Err(Error::InvalidInput(format!(
+                "The policy '{identity}' is not attached to the specified cluster '{name_or_id}'."
+            )));
+        }
         let inputs = json_object(json!({"policy_id": policy.id.to_string()}));
         self.cluster_action(caller, &cluster, ActionKind::ClusterDetachPolicy, inputs)
             .await
