@@ -84,7 +84,8 @@ fn check_recover_params(params: &Map<String, Value>) -> Result<()> {
         .collect();
     if !unknown.is_empty() {
         return Err(Error::InvalidInput(format!(
-            "Action parameter {unknown:?} is not recognizable."
+            "Action parameter {} is not recognizable.",
+            super::python_list(&unknown)
         )));
     }
     if let Some(operation) = params.get("operation") {
@@ -360,6 +361,9 @@ mod tests {
             message(json!({"operation": "DANCE"})),
             "Operation value 'DANCE' has to be one of the following: REBOOT, REBUILD, RECREATE."
         );
-        assert!(message(json!({"bogus": 1})).contains("bogus"));
+        assert_eq!(
+            message(json!({"bogus": 1})),
+            "Action parameter ['bogus'] is not recognizable."
+        );
     }
 }
