@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::lists::{self, ListQuery, ListRules};
 use super::{
-    accepted, bad_request, boolean, int32, integer, json_text, listed, missing, only, required,
-    string, views, wrapped,
+    accepted, bad_request, boolean, int32, json_text, listed, missing, only, required, string,
+    views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -203,7 +203,7 @@ const ACTIONS: &[&str] = &[
 /// same is done here, so such a body gets Senlin's answer.
 fn nodes(body: &Map<String, Value>) -> Result<Vec<String>, RestError> {
     let items: Vec<String> = match body.get("nodes") {
-        None | Some(Value::Null) => return Err(missing("nodes")),
+        None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
             .iter()
             .map(|item| {
@@ -227,11 +227,50 @@ fn nodes(body: &Map<String, Value>) -> Result<Vec<String>, RestError> {
     Ok(items)
 }
 
+/// `count` of scale_in / scale_out: a non-negative integer, given as a
+/// number or text, with Senlin's messages.
 fn count(body: &Map<String, Value>) -> Result<u32, RestError> {
-    match integer(body, "count")? {
-        None => Ok(0),
-        Some(count) => u32::try_from(count)
-            .map_err(|_| bad_request(format!("count: {count} must be a positive integer"))),
+    let not_integer = |shown: &str| {
+        bad_request(format!(
+            "The value for count must be an integer: '{shown}'."
+        ))
+    };
+    let count = match body.get("count") {
+        None | Some(Value::Null) => return Ok(0),
+        Some(Value::Number(number)) => number
+            .as_i64()
+            .ok_or_else(|| not_integer(&number.to_string()))?,
+        Some(Value::String(text)) => text.trim().parse().map_err(|_| not_integer(text))?,
+        Some(other) => return Err(not_integer(&other.to_string())),
+    };
+    if count < 0 {
+        return Err(bad_request("Value must be >= 0 for field 'count'."));
+    }
+    Ok(u32::try_from(count).unwrap_or(u32::MAX))
+}
+
+/// The one action a `POST /clusters/{id}/actions` body names, and its
+/// parameters, with Senlin's messages for none, several, an unknown one,
+/// and parameters that are not an object.
+fn one_action(value: Value) -> Result<(String, Map<String, Value>), RestError> {
+    let Value::Object(object) = value else {
+        return Err(bad_request("The data provided is not a map"));
+    };
+    if object.len() > 1 {
+        return Err(bad_request("Multiple actions specified"));
+    }
+    let Some((name, parameters)) = object.into_iter().next() else {
+        return Err(bad_request("No action specified"));
+    };
+    if !ACTIONS.contains(&name.as_str()) {
+        return Err(bad_request(format!(
+            "Unrecognized action '{name}' specified"
+        )));
+    }
+    match parameters {
+        Value::Object(parameters) => Ok((name, parameters)),
+        Value::Null => Ok((name, Map::new())),
+        _ => Err(bad_request("The data provided is not a map")),
     }
 }
 
@@ -244,30 +283,7 @@ pub async fn cluster_action(
 ) -> Result<Response, RestError> {
     let value: Value = serde_json::from_slice(&body)
         .map_err(|error| bad_request(format!("the body is not JSON: {error}")))?;
-    let Some((name, parameters)) = value
-        .as_object()
-        .filter(|object| object.len() == 1)
-        .and_then(|object| {
-            object
-                .iter()
-                .next()
-                .map(|(name, value)| (name.clone(), value.clone()))
-        })
-    else {
-        return Err(bad_request(format!(
-            "the body must hold exactly one action: {}",
-            ACTIONS.join(", ")
-        )));
-    };
-    let parameters = match parameters {
-        Value::Object(parameters) => parameters,
-        Value::Null => Map::new(),
-        _ => {
-            return Err(bad_request(format!(
-                "{name}: its parameters must be an object"
-            )));
-        }
-    };
+    let (name, parameters) = one_action(value)?;
     let mut client = client(&state);
     let response = match name.as_str() {
         "scale_in" | "scale_out" => {
@@ -286,6 +302,16 @@ pub async fn cluster_action(
             }
         }
         "resize" => {
+            // Senlin's pairing checks, made before the cluster is looked up.
+            let has = |key: &str| parameters.get(key).is_some_and(|value| !value.is_null());
+            if has("number") && !has("adjustment_type") {
+                return Err(bad_request(
+                    "Missing adjustment_type value for size adjustment.",
+                ));
+            }
+            if has("adjustment_type") && !has("number") {
+                return Err(bad_request("Missing number value for size adjustment."));
+            }
             let number = match parameters.get("number") {
                 None | Some(Value::Null) => 0.0,
                 Some(Value::Number(number)) => number.as_f64().unwrap_or(0.0),
@@ -387,8 +413,7 @@ pub async fn cluster_action(
         }
         other => {
             return Err(bad_request(format!(
-                "unknown cluster action {other:?}: use one of {}",
-                ACTIONS.join(", ")
+                "Unrecognized action '{other}' specified"
             )));
         }
     }
@@ -426,10 +451,71 @@ mod tests {
             refused(json!("node_id")),
             "Items for 'nodes' must be unique"
         );
+        assert_eq!(
+            refused(Value::Null),
+            "Value for 'nodes' must have at least 1 item(s)."
+        );
         let body = json!({"nodes": ["web-1", "web-2"]});
         assert_eq!(
             nodes(body.as_object().unwrap()).unwrap(),
             ["web-1", "web-2"]
+        );
+    }
+
+    fn action_refusal(body: Value) -> String {
+        one_action(body).unwrap_err().message().to_owned()
+    }
+
+    #[test]
+    fn action_bodies_get_senlins_messages() {
+        assert_eq!(action_refusal(json!({})), "No action specified");
+        assert_eq!(
+            action_refusal(json!({"check": {}, "recover": {}})),
+            "Multiple actions specified"
+        );
+        assert_eq!(
+            action_refusal(json!({"bogus": {}})),
+            "Unrecognized action 'bogus' specified"
+        );
+        assert_eq!(
+            action_refusal(json!({"check": "k1"})),
+            "The data provided is not a map"
+        );
+        assert_eq!(
+            action_refusal(json!(["check"])),
+            "The data provided is not a map"
+        );
+        let (name, parameters) = one_action(json!({"check": null})).unwrap();
+        assert_eq!(name, "check");
+        assert!(parameters.is_empty());
+    }
+
+    #[test]
+    fn counts_and_booleans_are_read_as_senlin_reads_them() {
+        let refused = |value: Value| {
+            count(json!({ "count": value }).as_object().unwrap())
+                .unwrap_err()
+                .message()
+                .to_owned()
+        };
+        assert_eq!(
+            refused(json!("bad-count")),
+            "The value for count must be an integer: 'bad-count'."
+        );
+        assert_eq!(refused(json!(-1)), "Value must be >= 0 for field 'count'.");
+        assert_eq!(
+            count(json!({"count": "2"}).as_object().unwrap()).unwrap(),
+            2
+        );
+        let flag =
+            |value: Value| boolean(json!({ "enabled": value }).as_object().unwrap(), "enabled");
+        assert_eq!(flag(json!("Off")).unwrap(), Some(false));
+        assert_eq!(flag(json!("y")).unwrap(), Some(true));
+        assert_eq!(flag(json!(1)).unwrap(), Some(true));
+        assert_eq!(
+            flag(json!("not-bool")).unwrap_err().message(),
+            "Unrecognized value 'not-bool', acceptable values are: '0', '1', 'f', 'false', \
+             'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"
         );
     }
 }

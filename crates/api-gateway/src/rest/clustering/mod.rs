@@ -244,16 +244,23 @@ fn int32(body: &Map<String, Value>, key: &str) -> Result<Option<i32>, RestError>
         .transpose()
 }
 
+/// A boolean of a body, read as Senlin's flexible booleans are (oslo's
+/// strict `bool_from_string`): JSON booleans, or the texts (and numbers)
+/// below in any case; anything else gets Senlin's message.
 fn boolean(body: &Map<String, Value>, key: &str) -> Result<Option<bool>, RestError> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(Value::String(text)) => match text.to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => Ok(Some(true)),
-            "false" | "0" | "no" => Ok(Some(false)),
-            _ => Err(bad_request(format!("{key}: {text:?} is not a boolean"))),
-        },
-        Some(_) => Err(bad_request(format!("{key}: must be a boolean"))),
+    let text = match body.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Bool(flag)) => return Ok(Some(*flag)),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    };
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "t" | "true" | "on" | "y" | "yes" => Ok(Some(true)),
+        "0" | "f" | "false" | "off" | "n" | "no" => Ok(Some(false)),
+        _ => Err(bad_request(format!(
+            "Unrecognized value '{text}', acceptable values are: '0', '1', 'f', 'false', \
+             'n', 'no', 'off', 'on', 't', 'true', 'y', 'yes'"
+        ))),
     }
 }
 
