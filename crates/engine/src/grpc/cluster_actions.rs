@@ -11,9 +11,7 @@ use super::{Reply, answer};
 use crate::clusters::ClusterService;
 use crate::domain::cluster::ActionStatus;
 use crate::error::Error;
-use crate::store::clusters::{
-    ACTION_SORT_KEYS, ActionQuery, EVENT_SORT_KEYS, EventQuery, SortKey,
-};
+use crate::store::clusters::{ACTION_SORT_KEYS, ActionQuery, EVENT_SORT_KEYS, EventQuery, SortKey};
 
 pub struct ClusterActionHandler {
     service: Arc<ClusterService>,

@@ -7,8 +7,8 @@ use ember_proto::engine::v1 as pb;
 use tonic::Request;
 
 use super::cluster_convert as convert;
-use super::{Reply, answer};
 use super::profiles::type_description;
+use super::{Reply, answer};
 use crate::clusters::ClusterService;
 use crate::domain::cluster::types;
 use crate::error::Error;

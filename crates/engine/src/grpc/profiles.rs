@@ -9,8 +9,8 @@ use tonic::Request;
 use super::cluster_convert as convert;
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
-use crate::store::clusters;
 use crate::domain::cluster::{parse_object, types};
+use crate::store::clusters;
 
 pub struct ProfileHandler {
     service: Arc<ClusterService>,

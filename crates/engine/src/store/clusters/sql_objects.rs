@@ -5,19 +5,17 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    Select,
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Select,
 };
 use uuid::Uuid;
 
 use super::changes::{begin_write, take_node_indexes_in};
-use super::lookup::{NamedObjects, find_by_name_or_id};
 use super::convert::*;
 use super::entity::{action, binding, cluster, event, node, policy, profile};
+use super::lookup::{NamedObjects, find_by_name_or_id};
 use super::{
-    sql_lists, ActionQuery, ChangeOutcome, ClusterChange, ClusterStore, EventQuery, NodeDetails, NodeQuery,
-    ObjectQuery,
-    ReadyOutcome, Settle, sql_actions, sql_runs, sql_updates,
+    ActionQuery, ChangeOutcome, ClusterChange, ClusterStore, EventQuery, NodeDetails, NodeQuery,
+    ObjectQuery, ReadyOutcome, Settle, sql_actions, sql_lists, sql_runs, sql_updates,
 };
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, Fence, LifecycleOutcome, Node,
@@ -135,10 +133,10 @@ impl ClusterStore for SqlClusterStore {
             |select| sql_lists::any_of(select, profile::Column::TypeName, &query.types),
             sql_lists::profile_column,
         )
-            .await?
-            .into_iter()
-            .map(profile_from)
-            .collect()
+        .await?
+        .into_iter()
+        .map(profile_from)
+        .collect()
     }
 
     async fn delete_profile(&self, id: Uuid) -> Result<()> {
@@ -186,10 +184,10 @@ impl ClusterStore for SqlClusterStore {
             |select| sql_lists::any_of(select, policy::Column::TypeName, &query.types),
             sql_lists::policy_column,
         )
-            .await?
-            .into_iter()
-            .map(policy_from)
-            .collect()
+        .await?
+        .into_iter()
+        .map(policy_from)
+        .collect()
     }
 
     async fn delete_policy(&self, id: Uuid) -> Result<()> {
@@ -254,10 +252,10 @@ impl ClusterStore for SqlClusterStore {
             |select| sql_lists::any_of(select, cluster::Column::Status, &query.statuses),
             sql_lists::cluster_column,
         )
-            .await?
-            .into_iter()
-            .map(cluster_from)
-            .collect()
+        .await?
+        .into_iter()
+        .map(cluster_from)
+        .collect()
     }
 
     async fn cluster_lock_holder(&self, cluster_id: Uuid) -> Result<Option<Uuid>> {
@@ -527,10 +525,7 @@ impl ClusterStore for SqlClusterStore {
         sql_updates::member_ids_of(&self.reader, cluster_ids).await
     }
 
-    async fn profile_names(
-        &self,
-        ids: &[Uuid],
-    ) -> Result<std::collections::HashMap<Uuid, String>> {
+    async fn profile_names(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, String>> {
         sql_updates::profile_names(&self.reader, ids).await
     }
 
