@@ -158,11 +158,7 @@ impl ClusterService {
     }
 
     /// The caller's policy `identity` names.
-    pub async fn find_policy(
-        &self,
-        caller: &Identity,
-        identity: &str,
-    ) -> Result<PolicyDefinition> {
+    pub async fn find_policy(&self, caller: &Identity, identity: &str) -> Result<PolicyDefinition> {
         self.store
             .find_policy(Self::scope(caller), identity)
             .await?

@@ -67,9 +67,9 @@ impl ClusterService {
         // version are said as they are).
         crate::domain::cluster::policy::spec_type_and_version(&spec)?;
         let spec = ProfileSpec::parse(spec).map_err(|error| match error {
-            Error::InvalidInput(message) => Error::InvalidInput(format!(
-                "Failed in creating profile {name}: {message}"
-            )),
+            Error::InvalidInput(message) => {
+                Error::InvalidInput(format!("Failed in creating profile {name}: {message}"))
+            }
             other => other,
         })?;
         // Senlin validates a profile's flavor when it is made: an unknown
@@ -476,7 +476,10 @@ impl ClusterService {
         // Refused now, as Senlin refuses it, rather than as a FAILED
         // action (the action checks again when it runs).
         let bindings = self.store.list_bindings(cluster.id).await?;
-        if !bindings.iter().any(|(binding, _)| binding.policy_id == policy.id) {
+        if !bindings
+            .iter()
+            .any(|(binding, _)| binding.policy_id == policy.id)
+        {
             return Err(Error::InvalidInput(format!(
                 "The policy '{identity}' is not attached to the specified cluster '{name_or_id}'."
             )));

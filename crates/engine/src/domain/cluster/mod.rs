@@ -156,13 +156,7 @@ impl Cluster {
         sizing::check_capacity_field("min_size", min_size, 0)?;
         sizing::check_capacity_field("max_size", max_size, -1)?;
         sizing::check_capacity_field("desired_capacity", desired, 0)?;
-        sizing::check_size_params(
-            None,
-            Some(desired),
-            Some(min_size),
-            Some(max_size),
-            true,
-        )
+        sizing::check_size_params(None, Some(desired), Some(min_size), Some(max_size), true)
     }
 }
 

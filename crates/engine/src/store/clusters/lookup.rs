@@ -113,10 +113,10 @@ mod tests {
 
     #[test]
     fn a_short_id_covers_the_ids_starting_with_it() {
-        let (first, last) = short_id_range("01a2164").unwrap();
+        let (first, last) = short_id_range("01a2164").expect("a range");
         assert_eq!(first.to_string(), "01a21640-0000-0000-0000-000000000000");
         assert_eq!(last.to_string(), "01a2164f-ffff-ffff-ffff-ffffffffffff");
-        let (first, last) = short_id_range("01a21644-c9").unwrap();
+        let (first, last) = short_id_range("01a21644-c9").expect("a range");
         assert_eq!(first.to_string(), "01a21644-c900-0000-0000-000000000000");
         assert_eq!(last.to_string(), "01a21644-c9ff-ffff-ffff-ffffffffffff");
     }
@@ -124,9 +124,9 @@ mod tests {
     #[test]
     fn a_whole_id_is_a_range_of_one_and_case_does_not_matter() {
         let id = "01A21644-C976-7070-A7A3-3EEDA3E550C7";
-        let (first, last) = short_id_range(id).unwrap();
+        let (first, last) = short_id_range(id).expect("a range");
         assert_eq!(first, last);
-        assert_eq!(first, Uuid::parse_str(id).unwrap());
+        assert_eq!(first, Uuid::parse_str(id).expect("an id"));
     }
 
     #[test]
