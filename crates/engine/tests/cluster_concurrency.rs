@@ -103,7 +103,7 @@ async fn one_request(service: &ClusterService, cluster_id: Uuid) -> Result<(), E
             match (choice, picked.first()) {
                 (_, None) => Ok(()),
                 (4, Some(_)) => service
-                    .change_nodes(&caller, &cluster, &picked, false)
+                    .change_nodes(&caller, &cluster, &picked, false, Some(true))
                     .await
                     .map(drop),
                 (_, Some(node)) => service.delete_node(&caller, node).await.map(drop),

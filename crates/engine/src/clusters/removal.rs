@@ -31,6 +31,24 @@ use crate::store::clusters::{
     ClusterChange, ClusterColumns, KEEP_DESIRED_OUTPUT, NodeStatusChange, Settle,
 };
 
+/// How a removal treats its victims: the cluster's deletion policy (hooks,
+/// grace period, desired capacity) and whether the nodes are deleted or
+/// leave the cluster and stay.
+pub(super) struct Removal {
+    pub policy: Option<DeletionPolicy>,
+    pub destroy: bool,
+}
+
+impl Removal {
+    /// As the policy says (no policy: the nodes are deleted).
+    pub fn by(policy: Option<DeletionPolicy>) -> Removal {
+        let destroy = policy
+            .as_ref()
+            .is_none_or(|policy| policy.destroy_after_deletion);
+        Removal { policy, destroy }
+    }
+}
+
 impl ClusterService {
     /// The cluster's deletion policy: the enabled one of highest priority.
     pub(super) async fn deletion_policy(
@@ -58,15 +76,12 @@ impl ClusterService {
         victims: Vec<Node>,
         desired_capacity: i32,
         mut columns: ClusterColumns,
-        policy: Option<DeletionPolicy>,
+        Removal { policy, destroy }: Removal,
     ) -> RunResult<Ran> {
         let parent = &run.action;
         let now = ember_runtime::time::now();
         let caller = parent.caller();
         let hooks = policy.as_ref().and_then(|policy| policy.hooks.clone());
-        let destroy = policy
-            .as_ref()
-            .is_none_or(|policy| policy.destroy_after_deletion);
         let keep_desired = policy
             .as_ref()
             .is_some_and(|policy| !policy.reduce_desired_capacity);
@@ -273,7 +288,7 @@ impl ClusterService {
                     vec![node],
                     desired,
                     ClusterColumns::default(),
-                    policy,
+                    Removal::by(policy),
                 )
                 .await;
         }

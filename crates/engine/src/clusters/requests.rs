@@ -389,12 +389,16 @@ impl ClusterService {
             .await
     }
 
+    /// add_nodes (`add`) or del_nodes; a del_nodes's
+    /// `destroy_after_deletion` (Senlin's: given, else the deletion
+    /// policy's, else false — the nodes leave the cluster and stay).
     pub async fn change_nodes(
         &self,
         caller: &Identity,
         name_or_id: &str,
         nodes: &[String],
         add: bool,
+        destroy_after_deletion: Option<bool>,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let found = self.nodes_to_change(caller, &cluster, nodes, add).await?;
@@ -435,8 +439,11 @@ impl ClusterService {
             .iter()
             .map(|node| Value::String(node.id.to_string()))
             .collect();
-        self.cluster_action(caller, &cluster, kind, json_object(json!({"nodes": ids})))
-            .await
+        let mut inputs = json_object(json!({ "nodes": ids }));
+        if let (false, Some(destroy)) = (add, destroy_after_deletion) {
+            inputs.insert("destroy_after_deletion".into(), Value::Bool(destroy));
+        }
+        self.cluster_action(caller, &cluster, kind, inputs).await
     }
 
     pub async fn attach_policy(

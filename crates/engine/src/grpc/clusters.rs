@@ -175,7 +175,13 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
     ) -> Reply<pb::ClusterActionResponse> {
         self.accepted(request, |caller, request| async move {
             self.service
-                .change_nodes(&caller, &request.cluster, &request.nodes, false)
+                .change_nodes(
+                    &caller,
+                    &request.cluster,
+                    &request.nodes,
+                    false,
+                    request.destroy_after_deletion,
+                )
                 .await
         })
         .await
@@ -187,7 +193,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
     ) -> Reply<pb::ClusterActionResponse> {
         self.accepted(request, |caller, request| async move {
             self.service
-                .change_nodes(&caller, &request.cluster, &request.nodes, true)
+                .change_nodes(&caller, &request.cluster, &request.nodes, true, None)
                 .await
         })
         .await

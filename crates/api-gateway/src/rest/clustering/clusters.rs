@@ -337,6 +337,11 @@ pub async fn cluster_action(
             let message = pb::NodesRequest {
                 cluster,
                 nodes: nodes(&parameters)?,
+                destroy_after_deletion: if name == "del_nodes" {
+                    boolean(&parameters, "destroy_after_deletion")?
+                } else {
+                    None
+                },
             };
             if name == "del_nodes" {
                 client

@@ -346,34 +346,36 @@ mod tests {
 
     #[test]
     fn patch_bodies_are_checked_as_senlin_does() {
-        let error = patch_body(b"{}", "cluster", &["name"]).unwrap_err();
+        let error = patch_body(b"{}", "cluster", &["name"]).expect_err("refused");
         assert_eq!(
             error.message(),
             "Malformed request data, missing 'cluster' key in request body."
         );
-        let error = patch_body(br#"{"cluster": {"bad": 1}}"#, "cluster", &["name"]).unwrap_err();
+        let error =
+            patch_body(br#"{"cluster": {"bad": 1}}"#, "cluster", &["name"]).expect_err("refused");
         assert_eq!(
             error.message(),
             "Additional properties are not allowed ('bad' was unexpected)"
         );
-        let body = patch_body(br#"{"cluster": {"name": "x"}}"#, "cluster", &["name"]).unwrap();
+        let body =
+            patch_body(br#"{"cluster": {"name": "x"}}"#, "cluster", &["name"]).expect("accepted");
         assert_eq!(body["name"], "x");
     }
 
     #[test]
     fn validate_bodies_need_a_spec() {
         assert_eq!(
-            spec_body(b"{}", "profile").unwrap_err().message(),
+            spec_body(b"{}", "profile").expect_err("refused").message(),
             "Request body missing 'profile' key."
         );
         assert_eq!(
             spec_body(br#"{"profile": {}}"#, "profile")
-                .unwrap_err()
+                .expect_err("refused")
                 .message(),
             "'spec' is a required property"
         );
         assert_eq!(
-            spec_body(br#"{"profile": {"spec": {"type": "t"}}}"#, "profile").unwrap(),
+            spec_body(br#"{"profile": {"spec": {"type": "t"}}}"#, "profile").expect("accepted"),
             r#"{"type":"t"}"#
         );
     }

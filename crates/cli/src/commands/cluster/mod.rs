@@ -274,7 +274,11 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             nodes,
             wait,
         } => (
-            ClusterChange::DelNodes(pb::NodesRequest { cluster, nodes }),
+            ClusterChange::DelNodes(pb::NodesRequest {
+                cluster,
+                nodes,
+                destroy_after_deletion: None,
+            }),
             wait,
         ),
         ClusterCommand::PolicyAttach {

@@ -1,11 +1,14 @@
 //! The run of CLUSTER_DEL_NODES: the named members that are still
-//! members are removed, the desired capacity following them unless the
-//! deletion policy says to keep it.
+//! members are removed — deleted, or left as nodes of no cluster when
+//! `destroy_after_deletion` is false (Senlin's default without a deletion
+//! policy) — the desired capacity following them unless the deletion
+//! policy says to keep it.
 
 use uuid::Uuid;
 
 use super::id_list;
 use crate::clusters::ClusterService;
+use crate::clusters::removal::Removal;
 use crate::clusters::run::{Ran, Run, RunResult, Stop};
 use crate::domain::cluster::{Cluster, Node, NodeStatus};
 use crate::error::Error;
@@ -34,6 +37,14 @@ impl ClusterService {
             ))));
         }
         let policy = self.deletion_policy(cluster).await?;
+        // Senlin's: as asked, else as the deletion policy says, else the
+        // nodes leave the cluster and stay.
+        let destroy = action
+            .inputs
+            .get("destroy_after_deletion")
+            .and_then(serde_json::Value::as_bool)
+            .or(policy.as_ref().map(|policy| policy.destroy_after_deletion))
+            .unwrap_or(false);
         let removed = i32::try_from(victims.len()).unwrap_or(i32::MAX);
         let desired = if policy
             .as_ref()
@@ -49,7 +60,7 @@ impl ClusterService {
             victims,
             desired,
             ClusterColumns::default(),
-            policy,
+            Removal { policy, destroy },
         )
         .await
     }

@@ -82,9 +82,9 @@ impl ClusterService {
             | ActionKind::NodeUpdate
             | ActionKind::NodeCheck
             | ActionKind::NodeRecover
-            | ActionKind::NodeOperation => Err(Stop::Failed(
-                Error::InvalidInput("not a cluster action".into()),
-            )),
+            | ActionKind::NodeOperation => Err(Stop::Failed(Error::InvalidInput(
+                "not a cluster action".into(),
+            ))),
         }
     }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::clusters::ClusterService;
+use crate::clusters::removal::Removal;
 use crate::clusters::run::{Ran, Run, RunResult};
 use crate::domain::cluster::policy::{Criteria, ScalingEvent};
 use crate::domain::cluster::sizing::{self, AdjustmentType};
@@ -227,7 +228,9 @@ impl ClusterService {
         .into_iter()
         .cloned()
         .collect();
-        self.remove_nodes(run, cluster, victims, desired, columns, policy)
+        // A scale-in or resize deletes its victims unless the deletion
+        // policy keeps them (Senlin's).
+        self.remove_nodes(run, cluster, victims, desired, columns, Removal::by(policy))
             .await
     }
 }

@@ -9,10 +9,10 @@
 //!   profile and finishes those left CREATING.
 //! - CLUSTER_UPDATE_POLICY changes an attached policy's `enabled` in one
 //!   final write.
-//! - CLUSTER_REPLACE_NODES deletes each old member's resource (a gone
-//!   resource is a success, so a rerun carries on), then one final write
-//!   deletes the old node rows and adopts the replacements (adoption is
-//!   conditional: a rerun adopts nothing twice).
+//! - CLUSTER_REPLACE_NODES, in one final write, makes each old member a
+//!   node of no cluster (kept, as Senlin's NODE_LEAVE keeps it) and adopts
+//!   its replacement (adoption is conditional: a rerun adopts nothing
+//!   twice).
 
 use serde_json::Value;
 use uuid::Uuid;
@@ -81,10 +81,9 @@ impl ClusterService {
                 }
             }
         }
-        let timeout = match inputs.get("timeout") {
-            None => None,
-            Some(value) => Some(value.as_i64().and_then(|v| i32::try_from(v).ok())),
-        };
+        let timeout = inputs
+            .get("timeout")
+            .map(|value| value.as_i64().and_then(|v| i32::try_from(v).ok()));
         let change = ClusterChange {
             cluster_id: Some(cluster.id),
             cluster: ClusterColumns {
@@ -225,46 +224,38 @@ impl ClusterService {
             .get("candidates")
             .and_then(Value::as_object)
             .ok_or_else(|| failed("input candidates missing"))?;
-        let mut pairs = Vec::with_capacity(candidates.len());
-        for (old, new) in candidates {
-            let parse =
-                |text: &str| Uuid::parse_str(text).map_err(|_| failed("candidates: not ids"));
-            pairs.push((parse(old)?, parse(new.as_str().unwrap_or_default())?));
-        }
         let mut change = ClusterChange {
             cluster_id: Some(cluster.id),
             ..ClusterChange::default()
         };
-        for (old_id, new_id) in pairs {
+        for (old, new) in candidates {
+            let parse =
+                |text: &str| Uuid::parse_str(text).map_err(|_| failed("candidates: not ids"));
+            let (old_id, new_id) = (parse(old)?, parse(new.as_str().unwrap_or_default())?);
+            // The member leaves (and stays, a node of no cluster, as
+            // Senlin's NODE_LEAVE leaves it); its replacement joins.
             if let Some(old) = self.store.get_node(old_id).await?
                 && old.cluster_id == Some(cluster.id)
             {
-                run.check_still_owned(self).await?;
-                if let Some(profile) = self.store.get_profile(old.profile_id).await? {
-                    self.delete_physical(&caller, &old, &profile)
-                        .await
-                        .map_err(|error| {
-                            Stop::Failed(Error::Conflict(format!(
-                                "node {} could not be replaced: its resource was not deleted: {error}",
-                                old.id
-                            )))
-                        })?;
-                }
-                change.delete_nodes.push(old.id);
+                change.release_nodes.push((
+                    old.id,
+                    old.status,
+                    format!("replaced in cluster {} by node {new_id}", cluster.name),
+                ));
                 change.events.push(super::super::node_event(
                     &old,
-                    "NODE_DELETE",
-                    "DELETED",
+                    "NODE_LEAVE",
+                    old.status.as_str(),
                     format!("replaced by node {new_id}"),
                     &caller,
                 ));
             }
             change.adopt_nodes.push(new_id);
         }
-        let replaced = change.delete_nodes.len();
+        let replaced = change.release_nodes.len();
         Ok(Ran::Finished {
             status: ActionStatus::Succeeded,
-            reason: format!("{replaced} node(s) replaced"),
+            reason: format!("Completed replacing nodes ({replaced})."),
             change,
             settle: Settle::FromNodes {
                 keep_desired: true,
