@@ -407,7 +407,12 @@ async fn replace_nodes_swaps_a_member_for_an_orphan_and_policies_are_updated() {
     assert_eq!(members[0]["id"], spare.as_str());
     // The replaced node left the cluster and stays, as Senlin leaves it.
     let left = rest.get(&format!("/nodes/{old}")).await;
-    assert!(left["node"]["cluster_id"].as_str().is_none_or(str::is_empty), "{left}");
+    assert!(
+        left["node"]["cluster_id"]
+            .as_str()
+            .is_none_or(str::is_empty),
+        "{left}"
+    );
     assert_eq!(left["node"]["status"], "ACTIVE", "{left}");
 
     // Cluster policies: show one, disable it.

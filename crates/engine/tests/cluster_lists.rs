@@ -137,7 +137,7 @@ async fn sorted_pages_follow_one_another_through_ties(database: &TestDatabase) {
     expected.sort();
     assert_eq!(ids, expected);
 
-    let error = SortKey::parse_list("name:sideways", PROFILE_SORT_KEYS).unwrap_err();
+    let error = SortKey::parse_list("name:sideways", PROFILE_SORT_KEYS).expect_err("refused");
     assert_eq!(
         error.to_string(),
         "Unsupported sort dir 'sideways' for 'sort'."

@@ -67,7 +67,13 @@ pub(super) async fn fire(
         "CLUSTER_ADD_NODES" | "CLUSTER_DEL_NODES" => {
             let nodes = names(&params, "nodes")?;
             clusters
-                .change_nodes(&owner, &cluster, &nodes, action == "CLUSTER_ADD_NODES", None)
+                .change_nodes(
+                    &owner,
+                    &cluster,
+                    &nodes,
+                    action == "CLUSTER_ADD_NODES",
+                    None,
+                )
                 .await
         }
         "CLUSTER_ATTACH_POLICY" => {

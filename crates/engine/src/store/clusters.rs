@@ -28,8 +28,8 @@ mod entity;
 mod lookup;
 mod sql_actions;
 mod sql_adopt;
-mod sql_objects;
 mod sql_lists;
+mod sql_objects;
 mod sql_runs;
 mod sql_updates;
 
@@ -542,8 +542,12 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// Records an adopted instance: its new profile, the node (of no
     /// cluster) and its event, in one transaction; a conflict when a node
     /// already has the node's physical id.
-    async fn adopt_node(&self, profile: &Profile, node: &Node, event: &ClusterEvent)
-    -> Result<Node>;
+    async fn adopt_node(
+        &self,
+        profile: &Profile,
+        node: &Node,
+        event: &ClusterEvent,
+    ) -> Result<Node>;
     /// One event by id, of `project_id` when given.
     async fn get_event(&self, project_id: Option<&str>, id: Uuid) -> Result<Option<ClusterEvent>>;
 }
