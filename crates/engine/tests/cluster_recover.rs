@@ -77,7 +77,7 @@ async fn a_member_whose_resource_cannot_be_deleted_is_not_rebuilt(database: &Tes
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].status, NodeStatus::Error);
     assert!(
-        after[0].status_reason.contains("recovery failed")
+        after[0].status_reason.contains("NODE_RECOVER failed")
             && after[0].status_reason.contains("could not be deleted"),
         "{}",
         after[0].status_reason

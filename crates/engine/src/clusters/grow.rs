@@ -44,7 +44,7 @@ pub(super) fn planned_nodes(run: &Run) -> Option<Vec<Uuid>> {
 
 /// A physical id chosen before the resource exists: the uuid an instance
 /// will be created with (stacks get theirs when created, found by name).
-fn planned_physical_id(profile: &Profile) -> Option<String> {
+pub(super) fn planned_physical_id(profile: &Profile) -> Option<String> {
     match profile.spec.kind {
         ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
         ProfileKind::Stack { .. } => None,

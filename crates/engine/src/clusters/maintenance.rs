@@ -20,7 +20,7 @@ use uuid::Uuid;
 use super::ClusterService;
 use super::run::{Ran, Run, RunResult, Stop};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterStatus, Node, NodeStatus, ProfileKind,
+    ActionKind, ActionStatus, Cluster, ClusterStatus, Node, NodeStatus, Profile,
 };
 use crate::error::Error;
 use crate::store::clusters::{ClusterChange, ClusterColumns, NodeStatusChange, Settle};
@@ -137,35 +137,70 @@ impl ClusterService {
         profile: &crate::domain::cluster::Profile,
         node: &Node,
     ) -> RunResult<bool> {
-        run.check_still_owned(self).await?;
-        if let Err(error) = self.delete_physical(caller, node, profile).await {
-            let reason = format!(
-                "recovery failed: its resource {} could not be deleted: {error}",
-                node.physical_id.as_deref().unwrap_or("(none)")
-            );
-            let failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
-            run.apply(
-                self,
-                &ClusterChange {
-                    node_changes: vec![failed],
-                    events: vec![super::node_event(
-                        node,
-                        "NODE_RECOVER",
-                        "ERROR",
-                        reason,
-                        caller,
-                    )],
-                    ..ClusterChange::default()
-                },
-            )
-            .await?;
-            return Ok(false);
+        self.replace_or_mark(run, caller, node, profile, profile, "NODE_RECOVER")
+            .await
+    }
+
+    /// [`Self::replace_node_resource`], and when the old resource could not
+    /// be deleted, the node ERROR with why (an event `what` says so); true
+    /// when the node is ACTIVE on `new`.
+    pub(super) async fn replace_or_mark(
+        &self,
+        run: &Run,
+        caller: &ember_runtime::Identity,
+        node: &Node,
+        old: &Profile,
+        new: &Profile,
+        what: &str,
+    ) -> RunResult<bool> {
+        match self
+            .replace_node_resource(run, caller, node, old, new)
+            .await?
+        {
+            Ok(active) => Ok(active),
+            Err(reason) => {
+                let reason = format!("{what} failed: {reason}");
+                let failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
+                run.apply(
+                    self,
+                    &ClusterChange {
+                        node_changes: vec![failed],
+                        events: vec![super::node_event(node, what, "ERROR", reason, caller)],
+                        ..ClusterChange::default()
+                    },
+                )
+                .await?;
+                Ok(false)
+            }
         }
-        let mut recreating = NodeStatusChange::new(node.id, NodeStatus::Creating, "recovering");
-        recreating.physical_id = Some(match profile.spec.kind {
-            ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
-            ProfileKind::Stack { .. } => None,
-        });
+    }
+
+    /// Replaces a node's resource by one made from `new` (`old` itself for
+    /// a recover) in two durable steps: its old resource is deleted — if
+    /// that fails, `Ok(Err(why))` and nothing new is made (nothing leaks) —
+    /// then one fenced write makes the node CREATING on `new` with the id
+    /// of its new resource, and the create follows. `Ok(Ok(active))`: the
+    /// create ran, the node is ACTIVE or not.
+    pub(super) async fn replace_node_resource(
+        &self,
+        run: &Run,
+        caller: &ember_runtime::Identity,
+        node: &Node,
+        old: &Profile,
+        new: &Profile,
+    ) -> RunResult<Result<bool, String>> {
+        run.check_still_owned(self).await?;
+        if let Err(error) = self.delete_physical(caller, node, old).await {
+            return Ok(Err(format!(
+                "its resource {} could not be deleted: {error}",
+                node.physical_id.as_deref().unwrap_or("(none)")
+            )));
+        }
+        let mut recreating = NodeStatusChange::new(node.id, NodeStatus::Creating, "recreating");
+        recreating.physical_id = Some(super::grow::planned_physical_id(new));
+        if new.id != node.profile_id {
+            recreating.profile_id = Some(new.id);
+        }
         run.apply(
             self,
             &ClusterChange {
@@ -174,8 +209,8 @@ impl ClusterService {
             },
         )
         .await?;
-        let (active, _) = self.converge_nodes(run, profile, &[node.id]).await?;
-        Ok(active == 1)
+        let (active, _) = self.converge_nodes(run, new, &[node.id]).await?;
+        Ok(Ok(active == 1))
     }
 
     pub(super) async fn delete_cluster_nodes(

@@ -23,6 +23,7 @@ use http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use super::lists::{ACTION_NAMES, ListQuery, ListRules};
+use super::views::{document, optional, time};
 use super::{accepted, bad_request, json_text, listed, only, required, string, wrapped};
 use crate::GatewayState;
 use crate::error::RestError;
@@ -30,32 +31,6 @@ use crate::rest::Authenticated;
 
 fn client(state: &GatewayState) -> ReceiverServiceClient<tonic::transport::Channel> {
     ReceiverServiceClient::new(state.upstreams.engine.clone())
-}
-
-/// JSON text as a value; empty = `{}`.
-fn document(text: &str) -> Value {
-    if text.is_empty() {
-        return json!({});
-    }
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
-}
-
-fn optional(text: &str) -> Value {
-    if text.is_empty() {
-        Value::Null
-    } else {
-        Value::String(text.to_owned())
-    }
-}
-
-fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
-    timestamp
-        .and_then(|t| {
-            chrono::DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0))
-        })
-        .map_or(Value::Null, |t| {
-            Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        })
 }
 
 /// Senlin's view of a receiver.

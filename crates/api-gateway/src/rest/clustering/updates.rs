@@ -23,40 +23,38 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-/// A PATCH body: the object under `key`, with only `allowed` keys.
-fn patch_body(body: &[u8], key: &str, allowed: &[&str]) -> Result<Map<String, Value>, RestError> {
+/// The object under `key` of a JSON body; `missing` words its absence
+/// (Senlin words it differently for updates and for validations).
+fn inner_object(
+    body: &[u8],
+    key: &str,
+    missing: impl FnOnce() -> String,
+) -> Result<Map<String, Value>, RestError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| bad_request(format!("The request body is not JSON: {error}")))?;
     let inner = match value {
         Value::Object(mut object) => object.remove(key),
         _ => None,
     };
-    let inner = match inner {
-        Some(Value::Object(inner)) => inner,
-        Some(_) => return Err(bad_request("The data provided is not a map")),
-        None => {
-            return Err(bad_request(format!(
-                "Malformed request data, missing '{key}' key in request body."
-            )));
-        }
-    };
+    match inner {
+        Some(Value::Object(inner)) => Ok(inner),
+        Some(_) => Err(bad_request("The data provided is not a map")),
+        None => Err(bad_request(missing())),
+    }
+}
+
+/// A PATCH body: the object under `key`, with only `allowed` keys.
+fn patch_body(body: &[u8], key: &str, allowed: &[&str]) -> Result<Map<String, Value>, RestError> {
+    let inner = inner_object(body, key, || {
+        format!("Malformed request data, missing '{key}' key in request body.")
+    })?;
     refuse_unknown(&inner, allowed)?;
     Ok(inner)
 }
 
-/// A validate body: `{"<key>": {"spec": {…}}}` as JSON text.
+/// A validate body: `{"<key>": {"spec": {…}}}`; the spec as JSON text.
 fn spec_body(body: &[u8], key: &str) -> Result<String, RestError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| bad_request(format!("The request body is not JSON: {error}")))?;
-    let inner = match value {
-        Value::Object(mut object) => object.remove(key),
-        _ => None,
-    };
-    let inner = match inner {
-        Some(Value::Object(inner)) => inner,
-        Some(_) => return Err(bad_request("The data provided is not a map")),
-        None => return Err(bad_request(format!("Request body missing '{key}' key."))),
-    };
+    let inner = inner_object(body, key, || format!("Request body missing '{key}' key."))?;
     refuse_unknown(&inner, &["spec"])?;
     match inner.get("spec") {
         Some(spec @ Value::Object(_)) => Ok(spec.to_string()),

@@ -4,7 +4,7 @@ use ember_proto::engine::v1 as pb;
 use serde_json::{Value, json};
 
 /// A prost timestamp as Senlin's ISO 8601 text, or null.
-fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
+pub(super) fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
     timestamp
         .and_then(|t| {
             chrono::DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0))
@@ -23,14 +23,15 @@ fn epoch(timestamp: Option<&prost_types::Timestamp>) -> Value {
 }
 
 /// JSON text as a value; empty = `{}`; not JSON = the text.
-fn document(text: &str) -> Value {
+pub(super) fn document(text: &str) -> Value {
     if text.is_empty() {
         return json!({});
     }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
-fn optional(text: &str) -> Value {
+/// Text, or null when empty.
+pub(super) fn optional(text: &str) -> Value {
     if text.is_empty() {
         Value::Null
     } else {

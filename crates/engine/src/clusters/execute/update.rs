@@ -19,11 +19,9 @@ use uuid::Uuid;
 
 use super::super::ClusterService;
 use super::super::run::{Ran, Run, RunResult, Stop};
-use crate::domain::cluster::{
-    ActionStatus, Cluster, Node, NodeStatus, PolicyBinding, Profile, ProfileKind,
-};
+use crate::domain::cluster::{ActionStatus, Cluster, Node, NodeStatus, PolicyBinding, Profile};
 use crate::error::Error;
-use crate::store::clusters::{ClusterChange, ClusterColumns, NodeStatusChange, Settle};
+use crate::store::clusters::{ClusterChange, ClusterColumns, Settle};
 
 fn failed(message: impl Into<String>) -> Stop {
     Stop::Failed(Error::InvalidInput(message.into()))
@@ -129,49 +127,13 @@ impl ClusterService {
         node: &Node,
         profile: &Profile,
     ) -> RunResult<bool> {
-        run.check_still_owned(self).await?;
-        let old_profile = self.store.get_profile(node.profile_id).await?;
-        if let Some(old_profile) = &old_profile
-            && let Err(error) = self.delete_physical(caller, node, old_profile).await
-        {
-            let reason = format!("update failed: its old resource could not be deleted: {error}");
-            run.apply(
-                self,
-                &ClusterChange {
-                    node_changes: vec![NodeStatusChange::new(
-                        node.id,
-                        NodeStatus::Error,
-                        reason.clone(),
-                    )],
-                    events: vec![super::super::node_event(
-                        node,
-                        "NODE_UPDATE",
-                        "ERROR",
-                        reason,
-                        caller,
-                    )],
-                    ..ClusterChange::default()
-                },
-            )
-            .await?;
-            return Ok(false);
-        }
-        let mut rebuilding = NodeStatusChange::new(node.id, NodeStatus::Creating, "updating");
-        rebuilding.profile_id = Some(profile.id);
-        rebuilding.physical_id = Some(match profile.spec.kind {
-            ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
-            ProfileKind::Stack { .. } => None,
-        });
-        run.apply(
-            self,
-            &ClusterChange {
-                node_changes: vec![rebuilding],
-                ..ClusterChange::default()
-            },
-        )
-        .await?;
-        let (active, _) = self.converge_nodes(run, profile, &[node.id]).await?;
-        Ok(active == 1)
+        let old = self
+            .store
+            .get_profile(node.profile_id)
+            .await?
+            .unwrap_or_else(|| profile.clone());
+        self.replace_or_mark(run, caller, node, &old, profile, "NODE_UPDATE")
+            .await
     }
 
     pub(in crate::clusters) async fn run_update_policy(

@@ -22,13 +22,6 @@ use crate::store::clusters::{ClusterChange, NodeStatusChange, Settle};
 
 /// The physical id a replaced resource is created with: an instance's is
 /// chosen now (so a rerun finds it); a stack's is known once it exists.
-fn planned_physical_id(profile: &Profile) -> Option<String> {
-    match profile.spec.kind {
-        ProfileKind::Instance { .. } => Some(Uuid::now_v7().to_string()),
-        ProfileKind::Stack { .. } => None,
-    }
-}
-
 impl ClusterService {
     /// Runs NODE_UPDATE, NODE_CHECK, NODE_RECOVER or NODE_OPERATION.
     pub(in crate::clusters) async fn run_node_maintenance(&self, run: &Run) -> RunResult<Ran> {
@@ -273,28 +266,14 @@ impl ClusterService {
         new: &Profile,
     ) -> RunResult<Ran> {
         let kind = run.action.kind.as_str();
-        run.check_still_owned(self).await?;
-        if let Err(error) = self.delete_physical(caller, node, old).await {
-            let reason = format!(
-                "{kind} failed: its resource {} could not be deleted: {error}",
-                node.physical_id.as_deref().unwrap_or("(none)")
-            );
-            return Err(Stop::Failed(Error::Conflict(reason)));
+        if let Err(reason) = self
+            .replace_node_resource(run, caller, node, old, new)
+            .await?
+        {
+            return Err(Stop::Failed(Error::Conflict(format!(
+                "{kind} failed: {reason}"
+            ))));
         }
-        let mut recreating = NodeStatusChange::new(node.id, NodeStatus::Creating, "recreating");
-        recreating.physical_id = Some(planned_physical_id(new));
-        if new.id != node.profile_id {
-            recreating.profile_id = Some(new.id);
-        }
-        run.apply(
-            self,
-            &ClusterChange {
-                node_changes: vec![recreating],
-                ..ClusterChange::default()
-            },
-        )
-        .await?;
-        self.converge_nodes(run, new, &[node.id]).await?;
         let node =
             self.store.get_node(node.id).await?.ok_or_else(|| {
                 Stop::Failed(Error::NotFound(format!("node {} is gone", node.name)))
