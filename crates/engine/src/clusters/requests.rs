@@ -496,13 +496,15 @@ impl ClusterService {
             .await
     }
 
+    /// The cluster and its bindings with their policies.
     pub async fn list_cluster_policies(
         &self,
         caller: &Identity,
         name_or_id: &str,
-    ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
+    ) -> Result<(Cluster, Vec<(PolicyBinding, PolicyDefinition)>)> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        self.store.list_bindings(cluster.id).await
+        let bindings = self.store.list_bindings(cluster.id).await?;
+        Ok((cluster, bindings))
     }
 
     pub async fn check_or_recover(

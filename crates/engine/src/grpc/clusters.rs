@@ -236,11 +236,10 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         answer(
             request,
             |caller, request| async move {
-                let bindings = self
+                let (cluster, bindings) = self
                     .service
                     .list_cluster_policies(&caller, &request.id)
                     .await?;
-                let cluster = self.service.find_cluster(&caller, &request.id).await?;
                 Ok((cluster.name, bindings))
             },
             |(cluster_name, bindings)| pb::ListClusterPoliciesResponse {

@@ -40,6 +40,27 @@ impl NodeHandler {
         Ok(named.pop().unwrap_or_else(|| convert::node(node)))
     }
 
+    /// NODE_CHECK, or NODE_RECOVER with its parameters.
+    async fn check_or_recover(
+        &self,
+        request: Request<pb::NodeActionRequest>,
+        recover: bool,
+    ) -> Reply<pb::NodeActionResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let params = parse_object("params", &request.params)?;
+                let acted = self
+                    .service
+                    .check_or_recover_node(&caller, &request.node, recover, params)
+                    .await?;
+                self.acted_on(acted).await
+            },
+            |response| response,
+        )
+        .await
+    }
+
     /// A node action's answer: its id and the node.
     async fn acted_on(
         &self,
@@ -184,38 +205,14 @@ impl pb::node_service_server::NodeService for NodeHandler {
         &self,
         request: Request<pb::NodeActionRequest>,
     ) -> Reply<pb::NodeActionResponse> {
-        answer(
-            request,
-            |caller, request| async move {
-                let params = parse_object("params", &request.params)?;
-                let checked = self
-                    .service
-                    .check_or_recover_node(&caller, &request.node, false, params)
-                    .await?;
-                self.acted_on(checked).await
-            },
-            |response| response,
-        )
-        .await
+        self.check_or_recover(request, false).await
     }
 
     async fn recover_node(
         &self,
         request: Request<pb::NodeActionRequest>,
     ) -> Reply<pb::NodeActionResponse> {
-        answer(
-            request,
-            |caller, request| async move {
-                let params = parse_object("params", &request.params)?;
-                let recovered = self
-                    .service
-                    .check_or_recover_node(&caller, &request.node, true, params)
-                    .await?;
-                self.acted_on(recovered).await
-            },
-            |response| response,
-        )
-        .await
+        self.check_or_recover(request, true).await
     }
 
     async fn operate_node(

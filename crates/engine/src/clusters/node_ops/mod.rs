@@ -254,16 +254,11 @@ impl ClusterService {
         &self,
         nodes: &[Node],
     ) -> Result<std::collections::HashMap<Uuid, String>> {
-        let mut names = std::collections::HashMap::new();
-        for node in nodes {
-            if names.contains_key(&node.profile_id) {
-                continue;
-            }
-            if let Some(profile) = self.store.get_profile(node.profile_id).await? {
-                names.insert(profile.id, profile.name);
-            }
-        }
-        Ok(names)
+        let mut ids: Vec<Uuid> = nodes.iter().map(|node| node.profile_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        // One query for the page, not one per profile.
+        self.store.profile_names(&ids).await
     }
 
     /// The profile a node was made from.
