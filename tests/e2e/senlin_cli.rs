@@ -139,6 +139,25 @@ async fn openstack_cluster_runs_the_common_senlin_flows() {
     )
     .await;
     assert_eq!(lines(&openstack(&ember, dir, &members).await), 2);
+    // A full page carries `clusters_links`; the client follows it to the
+    // empty page after and stops.
+    let limited = openstack(
+        &ember,
+        dir,
+        &[
+            "cluster",
+            "list",
+            "--limit",
+            "1",
+            "--full-id",
+            "-f",
+            "value",
+            "-c",
+            "name",
+        ],
+    )
+    .await;
+    assert_eq!(limited.trim(), "cli-c", "{limited}");
 
     openstack(&ember, dir, &["cluster", "expand", "--count", "2", "cli-c"]).await;
     until(&ember, dir, "4 members", &members, |out| lines(out) == 4).await;

@@ -216,6 +216,7 @@ pub async fn serve(
         cluster_service.clone(),
         &config.public_url,
     );
+    receivers::spawn_message_worker(receiver_service.clone(), shutdown.clone());
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(StackServiceServer::with_interceptor(
         grpc::stacks::StackHandler::new(stack_operations.clone()),

@@ -289,6 +289,8 @@ fn catalog(state: &GatewayState, headers: &HeaderMap, project_id: &str) -> Value
         ),
         service("clustering", "senlin", format!("{base}/clustering")),
         service("ember-instance", "ember", format!("{base}/compute/v1")),
+        // Zaqar's message post, for the queues of message receivers.
+        service("messaging", "zaqar", format!("{base}/messaging")),
     ])
 }
 

@@ -5,6 +5,7 @@
 mod clustering;
 mod compute;
 pub mod identity;
+mod messaging;
 pub mod orchestration;
 
 use std::sync::atomic::Ordering;
@@ -41,6 +42,7 @@ pub fn router(state: GatewayState) -> Router {
         .nest("/orchestration/v1/{project_id}", orchestration::routes())
         .nest("/compute/v1", compute::routes())
         .nest(clustering::PREFIX, clustering::routes())
+        .nest(messaging::PREFIX, messaging::routes())
         .fallback(not_found)
         .layer(axum::middleware::map_response_with_state(
             state.clone(),

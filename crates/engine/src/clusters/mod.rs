@@ -8,6 +8,7 @@
 //! run's token (see `execute` for the durable steps of each kind).
 
 mod adopt;
+mod cluster_ops;
 pub mod dispatcher;
 mod execute;
 mod grow;

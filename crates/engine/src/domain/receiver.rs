@@ -191,6 +191,103 @@ pub fn merged_params(
     merged
 }
 
+/// The queue of message receiver `id` (Senlin's name for its Zaqar queue).
+pub fn queue_name(id: Uuid) -> String {
+    format!("{QUEUE_PREFIX}{id}")
+}
+
+const QUEUE_PREFIX: &str = "senlin-receiver-";
+
+/// The receiver whose queue `queue` is, when it is a receiver's queue name
+/// as [`queue_name`] writes it (one spelling only: lowercase, with dashes).
+pub fn queue_receiver_id(queue: &str) -> Option<Uuid> {
+    let id = Uuid::parse_str(queue.strip_prefix(QUEUE_PREFIX)?).ok()?;
+    (queue_name(id) == queue).then_some(id)
+}
+
+/// A message waiting in a receiver's queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiverMessage {
+    /// A v7 UUID: messages of one queue run in the order they were posted.
+    pub id: Uuid,
+    pub receiver_id: Uuid,
+    pub project_id: String,
+    /// `{"cluster": …, "action": …, "params": {…}}` (see [`message_command`]).
+    pub body: Map<String, Value>,
+    pub posted_at: DateTime<Utc>,
+    /// Not run after this: dropped.
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Zaqar's default time to live of a message, and its bounds.
+pub const DEFAULT_MESSAGE_TTL_SECONDS: i64 = 3600;
+pub const MIN_MESSAGE_TTL_SECONDS: i64 = 60;
+pub const MAX_MESSAGE_TTL_SECONDS: i64 = 1_209_600;
+
+/// The time to live a poster asks for (Zaqar's default when none), within
+/// Zaqar's bounds (its message otherwise).
+pub fn message_ttl(ttl: Option<i64>) -> Result<chrono::Duration> {
+    let seconds = ttl.unwrap_or(DEFAULT_MESSAGE_TTL_SECONDS);
+    if !(MIN_MESSAGE_TTL_SECONDS..=MAX_MESSAGE_TTL_SECONDS).contains(&seconds) {
+        return Err(Error::InvalidInput(format!(
+            "The TTL for a message may not exceed {MAX_MESSAGE_TTL_SECONDS} seconds, \
+             and must be at least {MIN_MESSAGE_TTL_SECONDS} seconds long."
+        )));
+    }
+    Ok(chrono::Duration::seconds(seconds))
+}
+
+/// What a message asks for: `action` with `params` on the cluster named
+/// `cluster` (id, name or short id, in the receiver's project).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageCommand {
+    pub cluster: String,
+    pub action: String,
+    pub params: Map<String, Value>,
+}
+
+/// Reads a message body: a JSON object with `cluster` and `action` (one
+/// of Senlin's cluster action names a receiver can run) and optional
+/// `params` of that action. Senlin's messages where it has them.
+pub fn message_command(body: &Value) -> Result<MessageCommand> {
+    let Value::Object(body) = body else {
+        return Err(Error::InvalidInput(
+            "the body must be a JSON object {\"cluster\": …, \"action\": …, \"params\": {…}}"
+                .into(),
+        ));
+    };
+    let text = |key: &str| match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(Error::InvalidInput(format!("{key} must be a string"))),
+    };
+    let (Some(cluster), Some(action)) = (text("cluster")?, text("action")?) else {
+        return Err(Error::InvalidInput(
+            "Both cluster identity and action must be specified.".into(),
+        ));
+    };
+    if !CLUSTER_ACTION_NAMES.contains(&action.as_str()) {
+        return Err(Error::InvalidInput(format!(
+            "Illegal cluster action '{action}' specified."
+        )));
+    }
+    validate_action(&action)?;
+    let params = match body.get("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(params)) => params.clone(),
+        Some(_) => {
+            return Err(Error::InvalidInput("params must be a JSON object".into()));
+        }
+    };
+    validate_params(&action, &params)?;
+    Ok(MessageCommand {
+        cluster,
+        action,
+        params,
+    })
+}
+
 /// Senlin's message for a value outside a field's choices.
 fn not_acceptable(value: &str, field: &str) -> Error {
     Error::InvalidInput(format!(
@@ -249,6 +346,84 @@ mod tests {
             "params: CLUSTER_SCALE_IN takes count (got \"number\")"
         );
         assert!(validate_params("CLUSTER_CHECK", &object(json!({"x": 1}))).is_err());
+    }
+
+    #[test]
+    fn queue_names_name_one_receiver() {
+        let id = new_receiver_id();
+        assert_eq!(queue_receiver_id(&queue_name(id)), Some(id));
+        assert_eq!(
+            queue_receiver_id(
+                &queue_name(id)
+                    .to_uppercase()
+                    .replace("SENLIN-RECEIVER-", "senlin-receiver-")
+            ),
+            None,
+            "one spelling"
+        );
+        assert_eq!(queue_receiver_id("senlin-receiver-"), None);
+        assert_eq!(queue_receiver_id(&id.to_string()), None);
+    }
+
+    #[test]
+    fn ttls_are_zaqars() {
+        assert_eq!(message_ttl(None).unwrap(), chrono::Duration::seconds(3600));
+        assert_eq!(
+            message_ttl(Some(60)).unwrap(),
+            chrono::Duration::seconds(60)
+        );
+        for bad in [0, 59, 1_209_601, -1] {
+            assert_eq!(
+                message_ttl(Some(bad)).unwrap_err().to_string(),
+                "The TTL for a message may not exceed 1209600 seconds, and must be at least 60 seconds long."
+            );
+        }
+    }
+
+    #[test]
+    fn message_bodies_name_a_cluster_and_an_action_it_can_run() {
+        let command = message_command(
+            &json!({"cluster": "web", "action": "CLUSTER_SCALE_OUT", "params": {"count": 2}}),
+        )
+        .unwrap();
+        assert_eq!(command.cluster, "web");
+        assert_eq!(command.action, "CLUSTER_SCALE_OUT");
+        assert_eq!(Value::Object(command.params), json!({"count": 2}));
+        let refused = [
+            (json!([1]), "the body must be a JSON object"),
+            (
+                json!({"cluster": "web"}),
+                "Both cluster identity and action must be specified.",
+            ),
+            (
+                json!({"action": "CLUSTER_CHECK", "cluster": ""}),
+                "Both cluster",
+            ),
+            (
+                json!({"cluster": "web", "action": "SCALE"}),
+                "Illegal cluster action 'SCALE' specified.",
+            ),
+            (
+                json!({"cluster": "web", "action": "CLUSTER_CREATE"}),
+                "Action name cannot be any of",
+            ),
+            (
+                json!({"cluster": 1, "action": "CLUSTER_CHECK"}),
+                "cluster must be a string",
+            ),
+            (
+                json!({"cluster": "web", "action": "CLUSTER_CHECK", "params": [1]}),
+                "params must be a JSON object",
+            ),
+            (
+                json!({"cluster": "web", "action": "CLUSTER_SCALE_IN", "params": {"number": 1}}),
+                "takes count",
+            ),
+        ];
+        for (body, expected) in refused {
+            let message = message_command(&body).unwrap_err().to_string();
+            assert!(message.contains(expected), "{body}: {message}");
+        }
     }
 
     #[test]

@@ -367,6 +367,26 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         .await
     }
 
+    async fn operate_cluster(
+        &self,
+        request: Request<pb::ClusterOperationRequest>,
+    ) -> Reply<pb::ClusterActionResponse> {
+        self.accepted(request, |caller, request| async move {
+            let params = parse_object("params", &request.params)?;
+            let filters = parse_object("filters", &request.filters)?;
+            self.service
+                .operate_cluster(
+                    &caller,
+                    &request.cluster,
+                    &request.operation,
+                    params,
+                    filters,
+                )
+                .await
+        })
+        .await
+    }
+
     async fn complete_lifecycle(
         &self,
         request: Request<pb::LifecycleTokenRequest>,

@@ -12,7 +12,7 @@ use super::{Reply, answer};
 use crate::domain::cluster::parse_object;
 use crate::domain::receiver::{Receiver, ReceiverType};
 use crate::error::{Error, Result};
-use crate::receivers::{NewReceiver, ReceiverChanges, ReceiverService};
+use crate::receivers::{NewReceiver, PostedMessage, ReceiverChanges, ReceiverService};
 use crate::store::receivers::{ReceiverQuery, ReceiverSortKey};
 
 pub struct ReceiverHandler {
@@ -201,6 +201,57 @@ impl pb::receiver_service_server::ReceiverService for ReceiverHandler {
             },
             |action| pb::TriggerWebhookResponse {
                 action_id: action.id.to_string(),
+            },
+        )
+        .await
+    }
+
+    async fn post_receiver_messages(
+        &self,
+        request: Request<pb::PostReceiverMessagesRequest>,
+    ) -> Reply<pb::PostReceiverMessagesResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let posted = request
+                    .messages
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, message)| {
+                        let body = serde_json::from_str(&message.body).map_err(|error| {
+                            Error::InvalidInput(format!(
+                                "messages[{index}]: the body is not JSON: {error}"
+                            ))
+                        })?;
+                        Ok(PostedMessage {
+                            body,
+                            ttl: message.ttl,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                self.service
+                    .post_messages(&caller, &request.queue_name, posted)
+                    .await
+            },
+            |messages| pb::PostReceiverMessagesResponse {
+                message_ids: messages
+                    .iter()
+                    .map(|message| message.id.to_string())
+                    .collect(),
+            },
+        )
+        .await
+    }
+
+    async fn notify_receiver(
+        &self,
+        request: Request<pb::GetReceiverRequest>,
+    ) -> Reply<pb::NotifyReceiverResponse> {
+        answer(
+            request,
+            |caller, request| async move { self.service.notify(&caller, &request.id).await },
+            |actions| pb::NotifyReceiverResponse {
+                action_ids: actions.iter().map(|action| action.id.to_string()).collect(),
             },
         )
         .await

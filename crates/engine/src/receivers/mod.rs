@@ -1,11 +1,13 @@
 //! Receivers (Senlin's): what every entry point calls to create, read,
-//! change and delete them, and to fire a webhook. A receiver belongs to
-//! its creator's project (another project's is not found; admins reach
-//! every project's). Firing one records the cluster action through the
+//! change and delete them, to fire a webhook, and to post to and notify a
+//! message receiver's queue (see [`messages`]). A receiver belongs to its
+//! creator's project (another project's is not found; admins reach every
+//! project's). Firing one records the cluster action through the
 //! clustering service's own request paths, as the receiver's creator —
 //! the same checks, quotas and queueing as the REST call it stands for
 //! (see [`trigger`]).
 
+mod messages;
 mod trigger;
 
 use std::sync::Arc;
@@ -18,10 +20,15 @@ use crate::clusters::ClusterService;
 use crate::domain::admission::cluster::is_read_only;
 use crate::domain::cluster::{ClusterAction, validate_name};
 use crate::domain::receiver::{
-    Receiver, ReceiverType, actor_of, new_receiver_id, validate_action, validate_params,
+    Receiver, ReceiverType, actor_of, new_receiver_id, queue_name, validate_action, validate_params,
 };
 use crate::error::{Error, Result};
 use crate::store::receivers::{ReceiverQuery, ReceiverStore};
+
+pub use messages::{
+    MAX_MESSAGES_PER_POST, MESSAGE_LEASE, MESSAGE_SWEEP_INTERVAL, PostedMessage,
+    spawn_message_worker,
+};
 
 /// Where the gateway serves the Clustering API, under its public URL.
 const CLUSTERING_PATH: &str = "/clustering/v1";
@@ -48,6 +55,8 @@ pub struct ReceiverService {
     clusters: Arc<ClusterService>,
     /// The gateway's URL as users reach it, without a trailing `/`.
     public_url: String,
+    /// Wakes the message worker: a message was posted.
+    wake: tokio::sync::Notify,
 }
 
 /// Senlin's not-found message.
@@ -77,6 +86,7 @@ impl ReceiverService {
             store,
             clusters,
             public_url: public_url.trim_end_matches('/').to_owned(),
+            wake: tokio::sync::Notify::new(),
         })
     }
 
@@ -124,10 +134,7 @@ impl ReceiverService {
             // Senlin's message receivers name their cluster and action in
             // each message, not in the receiver.
             ReceiverType::Message => {
-                channel.insert(
-                    "queue_name".into(),
-                    Value::String(format!("senlin-receiver-{id}")),
-                );
+                channel.insert("queue_name".into(), Value::String(queue_name(id)));
                 (None, None)
             }
         };

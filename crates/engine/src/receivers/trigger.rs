@@ -1,8 +1,10 @@
-//! Firing a webhook: the receiver's action and merged params become the
-//! call the REST API's cluster action body would make, as the receiver's
-//! creator. Values may be JSON numbers or text (`{"count": "2"}`), as
-//! Senlin's clients send both.
+//! Firing a receiver: an action and its params (a webhook's own, merged
+//! with the trigger's, or a message's) become the call the REST API's
+//! cluster action body would make, as the receiver's creator. Values may
+//! be JSON numbers or text (`{"count": "2"}`), as Senlin's clients send
+//! both.
 
+use ember_runtime::Identity;
 use serde_json::{Map, Value};
 
 use crate::clusters::{ClusterService, ResizeRequest};
@@ -40,57 +42,64 @@ pub(super) async fn fire(
         }
         Err(other) => return Err(other),
     }
+    run(clusters, &owner, &cluster, action, &params).await
+}
+
+/// Records `action` with `params` (checked against the action already) on
+/// the cluster `cluster` names, as `owner`: the same request path, checks,
+/// quotas and queueing as the REST call it stands for.
+pub(super) async fn run(
+    clusters: &ClusterService,
+    owner: &Identity,
+    cluster: &str,
+    action: &str,
+    params: &Map<String, Value>,
+) -> Result<ClusterAction> {
     match action {
         "CLUSTER_SCALE_OUT" | "CLUSTER_SCALE_IN" => {
-            let count = count(&params)?;
+            let count = count(params)?;
             clusters
-                .scale(&owner, &cluster, action == "CLUSTER_SCALE_OUT", count)
+                .scale(owner, cluster, action == "CLUSTER_SCALE_OUT", count)
                 .await
         }
         "CLUSTER_RESIZE" => {
-            let adjustment = match text(&params, "adjustment_type")? {
+            let adjustment = match text(params, "adjustment_type")? {
                 None => None,
                 Some(kind) => Some((
                     AdjustmentType::parse(&kind)?,
-                    number(&params, "number")?.unwrap_or(0.0),
+                    number(params, "number")?.unwrap_or(0.0),
                 )),
             };
             let request = ResizeRequest {
                 adjustment,
-                min_size: int32(&params, "min_size")?,
-                max_size: int32(&params, "max_size")?,
-                min_step: int32(&params, "min_step")?.unwrap_or(0),
-                strict: boolean(&params, "strict")?.unwrap_or(true),
+                min_size: int32(params, "min_size")?,
+                max_size: int32(params, "max_size")?,
+                min_step: int32(params, "min_step")?.unwrap_or(0),
+                strict: boolean(params, "strict")?.unwrap_or(true),
             };
-            clusters.resize(&owner, &cluster, request).await
+            clusters.resize(owner, cluster, request).await
         }
         "CLUSTER_ADD_NODES" | "CLUSTER_DEL_NODES" => {
-            let nodes = names(&params, "nodes")?;
+            let nodes = names(params, "nodes")?;
             clusters
-                .change_nodes(
-                    &owner,
-                    &cluster,
-                    &nodes,
-                    action == "CLUSTER_ADD_NODES",
-                    None,
-                )
+                .change_nodes(owner, cluster, &nodes, action == "CLUSTER_ADD_NODES", None)
                 .await
         }
         "CLUSTER_ATTACH_POLICY" => {
-            let policy = required_text(&params, "policy_id")?;
-            let priority = int32(&params, "priority")?.unwrap_or(0);
-            let enabled = boolean(&params, "enabled")?.unwrap_or(true);
+            let policy = required_text(params, "policy_id")?;
+            let priority = int32(params, "priority")?.unwrap_or(0);
+            let enabled = boolean(params, "enabled")?.unwrap_or(true);
             clusters
-                .attach_policy(&owner, &cluster, &policy, priority, enabled)
+                .attach_policy(owner, cluster, &policy, priority, enabled)
                 .await
         }
         "CLUSTER_DETACH_POLICY" => {
-            let policy = required_text(&params, "policy_id")?;
-            clusters.detach_policy(&owner, &cluster, &policy).await
+            let policy = required_text(params, "policy_id")?;
+            clusters.detach_policy(owner, cluster, &policy).await
         }
-        "CLUSTER_CHECK" => clusters.check_or_recover(&owner, &cluster, false).await,
-        "CLUSTER_RECOVER" => clusters.check_or_recover(&owner, &cluster, true).await,
-        "CLUSTER_DELETE" => clusters.delete_cluster(&owner, &cluster).await,
+        "CLUSTER_CHECK" => clusters.check_or_recover(owner, cluster, false).await,
+        "CLUSTER_RECOVER" => clusters.check_or_recover(owner, cluster, true).await,
+        "CLUSTER_DELETE" => clusters.delete_cluster(owner, cluster).await,
         other => Err(Error::InvalidInput(format!(
             "a receiver cannot run {other} in Ember"
         ))),

@@ -1,15 +1,18 @@
 //! Persistence of receivers: the [`ReceiverStore`] trait and its SQL
-//! implementation, one row per receiver with its documents as JSON text.
-//! Ids are stored as text so that a short id (a prefix) is one `LIKE` on
-//! both SQLite and PostgreSQL.
+//! implementation, one row per receiver with its documents as JSON text,
+//! and the queues of message receivers (see `messages`). Ids are stored
+//! as text so that a short id (a prefix) is one `LIKE` on both SQLite and
+//! PostgreSQL.
+
+mod messages;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult, TransactionTrait};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::domain::receiver::{Receiver, ReceiverType};
+use crate::domain::receiver::{Receiver, ReceiverMessage, ReceiverType};
 use crate::error::{Error, Result};
 use ember_runtime::database::statement;
 
@@ -97,8 +100,35 @@ pub trait ReceiverStore: Send + Sync + 'static {
     /// Writes the name, action, params and update time of `receiver`
     /// (only those columns); false when it is gone.
     async fn update_receiver(&self, receiver: &Receiver) -> Result<bool>;
-    /// False when there was no such receiver.
+    /// Deletes the receiver and its queue's messages, in one transaction;
+    /// false when there was no such receiver.
     async fn delete_receiver(&self, id: Uuid) -> Result<bool>;
+
+    /// Stores `messages` in the queue of message receiver `receiver_id`,
+    /// all of them in one transaction, if the receiver still exists; false
+    /// (nothing stored) when it does not.
+    async fn post_messages(&self, receiver_id: Uuid, messages: &[ReceiverMessage]) -> Result<bool>;
+    /// Claims, oldest first, up to `limit` messages (of `receiver_id`
+    /// when given, else of every queue) that have not expired at `now` and
+    /// that no claim holds (or whose claim's lease has passed): they are
+    /// `claim_token`'s until `lease_until`.
+    async fn claim_messages(
+        &self,
+        receiver_id: Option<Uuid>,
+        claim_token: Uuid,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<ReceiverMessage>>;
+    /// Deletes a message its claim ran (or dropped); false when `claim_token`
+    /// no longer holds it (its receiver was deleted, or the lease passed
+    /// and another claim took it).
+    async fn delete_claimed_message(&self, id: Uuid, claim_token: Uuid) -> Result<bool>;
+    /// Deletes the messages expired at `now` that no claim holds; returns
+    /// them.
+    async fn delete_expired_messages(&self, now: DateTime<Utc>) -> Result<Vec<ReceiverMessage>>;
+    /// The messages waiting in a receiver's queue, oldest first.
+    async fn list_messages(&self, receiver_id: Uuid) -> Result<Vec<ReceiverMessage>>;
 }
 
 pub struct SqlReceiverStore {
@@ -172,13 +202,20 @@ fn is_id_prefix(text: &str) -> bool {
             .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c) || c == '-')
 }
 
-/// Deletes the receivers of `cluster_id`, inside the transaction that
-/// deletes the cluster (Senlin's CLUSTER_DELETE takes them with it).
+/// Deletes the receivers of `cluster_id` and their messages, inside the
+/// transaction that deletes the cluster (Senlin's CLUSTER_DELETE takes them
+/// with it).
 pub(crate) async fn delete_cluster_receivers(
     connection: &impl ConnectionTrait,
     cluster_id: Uuid,
 ) -> Result<()> {
     let backend = connection.get_database_backend();
+    messages::delete_messages_of(
+        connection,
+        "cluster_id = $1",
+        vec![cluster_id.to_string().into()],
+    )
+    .await?;
     connection
         .execute_raw(statement(
             backend,
@@ -343,8 +380,9 @@ impl ReceiverStore for SqlReceiverStore {
 
     async fn delete_receiver(&self, id: Uuid) -> Result<bool> {
         let backend = self.connection.get_database_backend();
-        let deleted = self
-            .connection
+        let transaction = self.connection.begin().await?;
+        messages::delete_messages_of(&transaction, "id = $1", vec![id.to_string().into()]).await?;
+        let deleted = transaction
             .execute_raw(statement(
                 backend,
                 "DELETE FROM receivers WHERE id = $1",
@@ -352,6 +390,42 @@ impl ReceiverStore for SqlReceiverStore {
             ))
             .await?
             .rows_affected();
+        transaction.commit().await?;
         Ok(deleted > 0)
+    }
+
+    async fn post_messages(&self, receiver_id: Uuid, messages: &[ReceiverMessage]) -> Result<bool> {
+        messages::post_messages(&self.connection, receiver_id, messages).await
+    }
+
+    async fn claim_messages(
+        &self,
+        receiver_id: Option<Uuid>,
+        claim_token: Uuid,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<ReceiverMessage>> {
+        messages::claim_messages(
+            &self.connection,
+            receiver_id,
+            claim_token,
+            now,
+            lease_until,
+            limit,
+        )
+        .await
+    }
+
+    async fn delete_claimed_message(&self, id: Uuid, claim_token: Uuid) -> Result<bool> {
+        messages::delete_claimed_message(&self.connection, id, claim_token).await
+    }
+
+    async fn delete_expired_messages(&self, now: DateTime<Utc>) -> Result<Vec<ReceiverMessage>> {
+        messages::delete_expired_messages(&self.connection, now).await
+    }
+
+    async fn list_messages(&self, receiver_id: Uuid) -> Result<Vec<ReceiverMessage>> {
+        messages::list_messages(&self.reader, receiver_id).await
     }
 }

@@ -84,6 +84,7 @@ const CLUSTER_LIST: ListRules = ListRules {
 pub async fn list_clusters(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let query = ListQuery::parse(&pairs, &CLUSTER_LIST)?;
@@ -101,7 +102,13 @@ pub async fn list_clusters(
         .await?
         .into_inner()
         .clusters;
-    Ok(listed("clusters", &clusters, views::cluster))
+    Ok(lists::paged(
+        "clusters",
+        &clusters,
+        views::cluster,
+        query.limit,
+        &location,
+    ))
 }
 
 pub async fn show_cluster(

@@ -6,9 +6,29 @@
 //! Filters may repeat (`?status=ACTIVE&status=ERROR`: either one); the
 //! engine applies them before it pages, so a page is never short because
 //! the gateway dropped rows from it.
+//!
+//! A full page (as many objects as the engine pages by for the `limit`
+//! asked) carries the link to the next one, as Nova's lists do and
+//! openstacksdk follows (`<resources_key>_links`): `"clusters_links":
+//! [{"href": "<the same URL, marker = the page's last id>", "rel":
+//! "next"}]` — [`paged`] renders every list that pages.
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::{FromRequestParts, OriginalUri};
+use http::request::Parts;
+use serde_json::{Value, json};
 
 use super::bad_request;
+use crate::GatewayState;
 use crate::error::RestError;
+use crate::rest::orchestration::PublicOrigin;
+
+/// The engine's page for `limit` 0 and its largest page (its
+/// `store::DEFAULT_PAGE_SIZE` and `MAX_PAGE_SIZE`).
+const ENGINE_DEFAULT_PAGE: u32 = 100;
+const ENGINE_MAX_PAGE: u32 = 1000;
 
 /// The parameters every list takes besides its filters.
 const PAGING: &[&str] = &["limit", "marker", "sort", "global_project"];
@@ -190,6 +210,92 @@ impl ListQuery {
     }
 }
 
+/// Where a list was asked for, to link its next page: the gateway as the
+/// caller reached it (the configured public URL, else the request's
+/// scheme and host, honouring a proxy's `X-Forwarded-*`), the list's path
+/// and its query string as sent.
+pub struct ListLocation {
+    url: String,
+    query: String,
+}
+
+impl FromRequestParts<GatewayState> for ListLocation {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &GatewayState,
+    ) -> Result<Self, Infallible> {
+        let origin = if state.identity.public_url.is_empty() {
+            let Ok(PublicOrigin(origin)) = PublicOrigin::from_request_parts(parts, state).await;
+            origin
+        } else {
+            state.identity.public_url.trim_end_matches('/').to_owned()
+        };
+        // The router is nested under the API's prefix: the original URI
+        // has the whole path.
+        let uri = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.clone(), |original| original.0.clone());
+        Ok(ListLocation {
+            url: format!("{origin}{}", uri.path()),
+            query: uri.query().unwrap_or_default().to_owned(),
+        })
+    }
+}
+
+impl ListLocation {
+    /// The URL of the page after `marker`: every parameter kept as sent,
+    /// `marker` replaced.
+    pub fn next_page(&self, marker: &str) -> String {
+        let mut pairs: Vec<String> = self
+            .query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .filter(|pair| pair.split('=').next() != Some("marker"))
+            .map(str::to_owned)
+            .collect();
+        pairs.push(format!("marker={marker}"));
+        format!("{}?{}", self.url, pairs.join("&"))
+    }
+}
+
+/// How many objects the engine returns at most for `limit`.
+fn engine_page(limit: u32) -> usize {
+    let page = match limit {
+        0 => ENGINE_DEFAULT_PAGE,
+        limit => limit.min(ENGINE_MAX_PAGE),
+    };
+    usize::try_from(page).unwrap_or(usize::MAX)
+}
+
+/// A list answer, `{"<key>": [each object in its Senlin view]}`, and when
+/// the page is full (more may follow) `"<key>_links"` with the `next`
+/// page's URL, its marker the last object's `id`.
+pub fn paged<T>(
+    key: &str,
+    objects: &[T],
+    view: impl Fn(&T) -> Value,
+    limit: u32,
+    location: &ListLocation,
+) -> Json<Value> {
+    let items: Vec<Value> = objects.iter().map(view).collect();
+    let next = (items.len() == engine_page(limit))
+        .then(|| items.last().and_then(|last| last["id"].as_str()))
+        .flatten()
+        .map(|marker| location.next_page(marker));
+    let mut body = serde_json::Map::new();
+    body.insert(key.to_owned(), Value::Array(items));
+    if let Some(href) = next {
+        body.insert(
+            format!("{key}_links"),
+            json!([{"href": href, "rel": "next"}]),
+        );
+    }
+    Json(Value::Object(body))
+}
+
 /// Senlin's strict boolean for query parameters (`true`/`false`, any case).
 pub fn parse_bool(name: &str, text: &str) -> Result<bool, RestError> {
     match text.to_ascii_lowercase().as_str() {
@@ -307,6 +413,35 @@ mod tests {
             refused(&[("status", "['bad-status']")], &RULES),
             "Field value ['bad-status'] is invalid"
         );
+    }
+
+    #[test]
+    fn a_full_page_links_the_next_with_every_other_parameter_kept() {
+        let location = ListLocation {
+            url: "http://gw:8004/clustering/v1/clusters".into(),
+            query: "limit=2&status=ACTIVE&marker=old&sort=name:desc".into(),
+        };
+        let ids = ["a", "b"];
+        let view = |id: &&str| json!({"id": id});
+        let Json(full) = paged("clusters", &ids, view, 2, &location);
+        assert_eq!(
+            full["clusters_links"],
+            json!([{
+                "href": "http://gw:8004/clustering/v1/clusters?limit=2&status=ACTIVE&sort=name:desc&marker=b",
+                "rel": "next",
+            }])
+        );
+        let Json(short) = paged("clusters", &ids[..1], view, 2, &location);
+        assert!(short.get("clusters_links").is_none());
+        assert_eq!(short["clusters"], json!([{"id": "a"}]));
+        // No limit: the engine's default page of 100.
+        assert_eq!(engine_page(0), 100);
+        assert_eq!(engine_page(5000), 1000);
+        let bare = ListLocation {
+            url: "/clustering/v1/nodes".into(),
+            query: String::new(),
+        };
+        assert_eq!(bare.next_page("x"), "/clustering/v1/nodes?marker=x");
     }
 
     #[test]

@@ -33,6 +33,7 @@
 //! | `POST /clusters` `{"cluster": {name, profile_id, min_size?, max_size?, desired_capacity?, metadata?}}` | 202 `{"cluster": …}` |
 //! | `GET /clusters`, `GET /clusters/{id}`, `DELETE /clusters/{id}` | 200 / 202 |
 //! | `POST /clusters/{id}/actions` `{"<action>": {…}}` | 202 `{"action": id}` |
+//! | `POST /clusters/{id}/ops` `{"<op>": {"params", "filters"}}` (1.4; see `ops`) | 202 `{"action": id}` |
 //! | `GET /clusters/{id}/policies` | 200 `{"cluster_policies": […]}` |
 //! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 202 / 202 |
 //! | `POST /nodes/{id}/actions` `{"check"\|"recover": {…}}`, `POST /nodes/{id}/ops` `{"<op>": {…}}` (see `nodes`) | 202 `{"action": id}` |
@@ -40,6 +41,7 @@
 //! | `GET /actions?cluster_id=&target=&status=&name=&action=`, `GET /actions/{id}` | 200 |
 //! | `GET /events?cluster_id=&oid=&otype=&oname=&action=&level=`, `GET /events/{id}` | 200 `{"events": […]}` / `{"event": …}` |
 //! | `POST /receivers`, `GET /receivers`, `GET\|PATCH\|DELETE /receivers/{id}` (see `receivers`) | 201 / 200 / 200 / 200 / 204 |
+//! | `POST /receivers/{id}/notify` (message receivers: runs their pending messages) | 204 |
 //! | `POST /webhooks/{id}/trigger?V=2` (no token: the URL is the credential) | 202 `{"action": id}` |
 //! | `GET /build-info` | 200 `{"build_info": {"api": {revision}, "engine": {revision}}}` |
 //! | `GET /services` (admins) | 200 `{"services": [{id, binary, host, topic, status, state, …}]}` |
@@ -51,6 +53,7 @@ mod info;
 mod lists;
 mod nodes;
 mod objects;
+mod ops;
 mod receivers;
 mod types;
 mod updates;
@@ -110,6 +113,7 @@ pub fn routes() -> Router<GatewayState> {
         )
         .route("/clusters/{id}/attrs/{*path}", get(updates::collect))
         .route("/clusters/{id}/actions", post(clusters::cluster_action))
+        .route("/clusters/{id}/ops", post(ops::cluster_operation))
         .route("/clusters/{id}/policies", get(clusters::cluster_policies))
         .route(
             "/nodes",
@@ -142,6 +146,7 @@ pub fn routes() -> Router<GatewayState> {
                 .patch(receivers::update_receiver)
                 .delete(receivers::delete_receiver),
         )
+        .route("/receivers/{id}/notify", post(receivers::notify_receiver))
         // No token: the receiver id in the URL is the credential.
         .route("/webhooks/{id}/trigger", post(receivers::trigger_webhook))
         .route("/build-info", get(info::build_info))

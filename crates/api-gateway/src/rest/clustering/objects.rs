@@ -16,9 +16,7 @@ use serde_json::{Value, json};
 
 use super::lists::{self, ListQuery, ListRules};
 use super::version::ApiVersion;
-use super::{
-    accepted, json_text, listed, only, required, required_json_text, string, views, wrapped,
-};
+use super::{accepted, json_text, only, required, required_json_text, string, views, wrapped};
 use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
@@ -78,15 +76,23 @@ pub async fn create_profile(
 pub async fn list_profiles(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let request = object_list(&pairs)?;
+    let limit = request.limit;
     let list = profiles(&state)
         .list_profiles(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .profiles;
-    Ok(listed("profiles", &list, views::profile))
+    Ok(lists::paged(
+        "profiles",
+        &list,
+        views::profile,
+        limit,
+        &location,
+    ))
 }
 
 pub async fn show_profile(
@@ -139,15 +145,23 @@ pub async fn create_policy(
 pub async fn list_policies(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let request = object_list(&pairs)?;
+    let limit = request.limit;
     let list = policies(&state)
         .list_policies(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .policies;
-    Ok(listed("policies", &list, views::policy))
+    Ok(lists::paged(
+        "policies",
+        &list,
+        views::policy,
+        limit,
+        &location,
+    ))
 }
 
 pub async fn show_policy(
@@ -252,6 +266,7 @@ pub async fn list_nodes(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
     version: ApiVersion,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let query = ListQuery::parse(&pairs, &NODE_LIST)?;
@@ -269,7 +284,13 @@ pub async fn list_nodes(
         .await?
         .into_inner()
         .nodes;
-    Ok(listed("nodes", &list, |node| views::node_at(node, version)))
+    Ok(lists::paged(
+        "nodes",
+        &list,
+        |node| views::node_at(node, version),
+        query.limit,
+        &location,
+    ))
 }
 
 /// `GET /nodes/{id}[?show_details=true]`: with details, the node's
@@ -355,6 +376,7 @@ const ACTION_LIST: ListRules = ListRules {
 pub async fn list_actions(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let query = ListQuery::parse(&pairs, &ACTION_LIST)?;
@@ -375,7 +397,13 @@ pub async fn list_actions(
         .await?
         .into_inner()
         .actions;
-    Ok(listed("actions", &list, views::action))
+    Ok(lists::paged(
+        "actions",
+        &list,
+        views::action,
+        query.limit,
+        &location,
+    ))
 }
 
 pub async fn show_action(
@@ -423,6 +451,7 @@ const EVENT_LIST: ListRules = ListRules {
 pub async fn list_events(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let query = ListQuery::parse(&pairs, &EVENT_LIST)?;
@@ -447,5 +476,11 @@ pub async fn list_events(
         .await?
         .into_inner()
         .events;
-    Ok(listed("events", &list, views::event))
+    Ok(lists::paged(
+        "events",
+        &list,
+        views::event,
+        query.limit,
+        &location,
+    ))
 }

@@ -8,6 +8,7 @@
 //! | `POST /receivers` `{"receiver": {name, type, cluster_id?, action?, params?}}` | 201 `{"receiver": …}` |
 //! | `GET /receivers?name=&type=&cluster_id=&action=&user=&limit=&marker=&sort=&global_project=` | 200 `{"receivers": […]}` |
 //! | `GET\|PATCH\|DELETE /receivers/{id}` | 200 / 200 / 204 |
+//! | `POST /receivers/{id}/notify` (a message receiver's creator or an admin) | 204 |
 //! | `POST /webhooks/{id}/trigger?V=2` (body: params, optional) | 202 `{"action": id}` |
 
 use std::collections::HashMap;
@@ -161,6 +162,19 @@ pub async fn delete_receiver(
 ) -> Result<StatusCode, RestError> {
     client(&state)
         .delete_receiver(state.internal_request(&identity, pb::GetReceiverRequest { id }))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /receivers/{id}/notify` (Senlin's): the message receiver's
+/// pending messages run now; any body is ignored, as Senlin does.
+pub async fn notify_receiver(
+    State(state): State<GatewayState>,
+    Authenticated(identity): Authenticated,
+    Path(id): Path<String>,
+) -> Result<StatusCode, RestError> {
+    client(&state)
+        .notify_receiver(state.internal_request(&identity, pb::GetReceiverRequest { id }))
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

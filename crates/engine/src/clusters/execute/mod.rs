@@ -13,6 +13,7 @@
 //! | CLUSTER_RECOVER | members left CREATING by the dead run are created with their recorded id; the rest are checked and recovered again (see `maintenance`) |
 //! | CLUSTER_CHECK, CLUSTER_ADD_NODES, CLUSTER_ATTACH/DETACH_POLICY | the cluster as it is: one final write each (adoptions are conditional, so a rerun adopts nothing twice) |
 //! | CLUSTER_DELETE | the nodes left: each deleted again, idempotently, then the cluster row (see `maintenance`) |
+//! | CLUSTER_OPERATION | the node outcomes in the action's outputs: nodes with one recorded are skipped, the rest operated on (see `cluster_ops`) |
 //!
 //! Every action that holds the cluster's lock ends with one transaction
 //! that makes it final, settles the cluster from its nodes (never left
@@ -77,6 +78,7 @@ impl ClusterService {
             ActionKind::ClusterUpdate => self.run_cluster_update(run, &cluster, members).await,
             ActionKind::ClusterUpdatePolicy => self.run_update_policy(run, &cluster).await,
             ActionKind::ClusterReplaceNodes => self.run_replace_nodes(run, &cluster).await,
+            ActionKind::ClusterOperation => self.run_cluster_operation(run, &cluster).await,
             ActionKind::NodeCreate
             | ActionKind::NodeDelete
             | ActionKind::NodeUpdate
@@ -151,7 +153,7 @@ impl ClusterService {
     }
 }
 
-pub(super) fn id_list(value: Option<&Value>) -> Vec<Uuid> {
+pub(in crate::clusters) fn id_list(value: Option<&Value>) -> Vec<Uuid> {
     value
         .and_then(Value::as_array)
         .map(|items| {

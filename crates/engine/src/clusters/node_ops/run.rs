@@ -283,7 +283,7 @@ impl ClusterService {
 
     /// Runs an operation on the node's instance and waits until the
     /// instance is where the operation leaves it.
-    async fn run_instance_operation(
+    pub(in crate::clusters) async fn run_instance_operation(
         &self,
         caller: &Identity,
         node: &Node,

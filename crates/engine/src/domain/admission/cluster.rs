@@ -84,6 +84,8 @@ pub enum ClusterOperation<'a> {
     CancelAction,
     Check(&'a Cluster),
     Recover(&'a Cluster),
+    /// Run a profile-type operation on members (Senlin's cluster ops).
+    Operate(&'a Cluster),
     /// A node, as a member of `cluster` when given.
     CreateNode {
         cluster: Option<&'a Cluster>,
@@ -124,6 +126,7 @@ impl ClusterOperation<'_> {
             ClusterOperation::DetachPolicy(_) => "detach a policy",
             ClusterOperation::Check(_) => "check",
             ClusterOperation::Recover(_) => "recover",
+            ClusterOperation::Operate(_) => "operation",
             ClusterOperation::CreateNode { .. } => "create a node",
             ClusterOperation::UpdateNode(_) => "update a node",
             ClusterOperation::DeleteNode { .. } => "delete a node",
@@ -147,7 +150,8 @@ impl ClusterOperation<'_> {
             | ClusterOperation::UpdateClusterPolicy(cluster)
             | ClusterOperation::ReplaceNodes(cluster)
             | ClusterOperation::Check(cluster)
-            | ClusterOperation::Recover(cluster) => Some(cluster),
+            | ClusterOperation::Recover(cluster)
+            | ClusterOperation::Operate(cluster) => Some(cluster),
             ClusterOperation::CreateNode { cluster }
             | ClusterOperation::DeleteNode { cluster, .. } => cluster,
             ClusterOperation::Read
@@ -291,6 +295,7 @@ pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> 
         | ClusterOperation::DetachPolicy(_)
         | ClusterOperation::Check(_)
         | ClusterOperation::Recover(_)
+        | ClusterOperation::Operate(_)
         | ClusterOperation::CreateNode { cluster: None }
         | ClusterOperation::UpdateProfile
         | ClusterOperation::UpdatePolicy
@@ -478,6 +483,7 @@ mod tests {
                 (ClusterOperation::DetachPolicy(&cluster), true),
                 (ClusterOperation::Check(&cluster), true),
                 (ClusterOperation::Recover(&cluster), true),
+                (ClusterOperation::Operate(&cluster), true),
                 (
                     ClusterOperation::CreateNode {
                         cluster: Some(&cluster),

@@ -23,6 +23,7 @@ pub enum ActionKind {
     ClusterUpdate,
     ClusterUpdatePolicy,
     ClusterReplaceNodes,
+    ClusterOperation,
     NodeCreate,
     NodeDelete,
     NodeUpdate,
@@ -32,7 +33,7 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 20] = [
+    pub const ALL: [ActionKind; 21] = [
         ActionKind::ClusterCreate,
         ActionKind::ClusterDelete,
         ActionKind::ClusterScaleIn,
@@ -47,6 +48,7 @@ impl ActionKind {
         ActionKind::ClusterUpdate,
         ActionKind::ClusterUpdatePolicy,
         ActionKind::ClusterReplaceNodes,
+        ActionKind::ClusterOperation,
         ActionKind::NodeCreate,
         ActionKind::NodeDelete,
         ActionKind::NodeUpdate,
@@ -71,6 +73,7 @@ impl ActionKind {
             ActionKind::ClusterUpdate => "CLUSTER_UPDATE",
             ActionKind::ClusterUpdatePolicy => "CLUSTER_UPDATE_POLICY",
             ActionKind::ClusterReplaceNodes => "CLUSTER_REPLACE_NODES",
+            ActionKind::ClusterOperation => "CLUSTER_OPERATION",
             ActionKind::NodeCreate => "NODE_CREATE",
             ActionKind::NodeDelete => "NODE_DELETE",
             ActionKind::NodeUpdate => "NODE_UPDATE",

@@ -226,6 +226,65 @@ fn check_parameter(parameter: &OperationParameter, value: &Value) -> Result<()> 
     Ok(())
 }
 
+/// The node keys a cluster operation's `filters` may name (Senlin's).
+const MEMBER_FILTER_KEYS: [&str; 4] = ["name", "profile_id", "status", "role"];
+
+/// Which members a cluster operation runs on: each key given must match
+/// (one of its values, when it lists several); no key = every member.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MemberFilter {
+    wanted: Vec<(&'static str, Vec<String>)>,
+}
+
+impl MemberFilter {
+    /// Reads a cluster operation's `filters`; unsupported keys are named
+    /// each on its own line, as Senlin's message does.
+    pub fn parse(filters: &Map<String, Value>) -> Result<MemberFilter> {
+        let unsupported: Vec<String> = filters
+            .keys()
+            .filter(|key| !MEMBER_FILTER_KEYS.contains(&key.as_str()))
+            .map(|key| format!("Filter key '{key}' is unsupported"))
+            .collect();
+        if !unsupported.is_empty() {
+            return Err(Error::InvalidInput(unsupported.join("\n")));
+        }
+        let mut wanted = Vec::new();
+        for key in MEMBER_FILTER_KEYS {
+            let Some(value) = filters.get(key) else {
+                continue;
+            };
+            let not_text = || {
+                Error::InvalidInput(format!(
+                    "Filter value of '{key}' must be a string or a list of strings"
+                ))
+            };
+            let values = match value {
+                Value::String(text) => vec![text.clone()],
+                Value::Array(items) => items
+                    .iter()
+                    .map(|item| item.as_str().map(str::to_owned).ok_or_else(not_text))
+                    .collect::<Result<Vec<_>>>()?,
+                _ => return Err(not_text()),
+            };
+            wanted.push((key, values));
+        }
+        Ok(MemberFilter { wanted })
+    }
+
+    /// Whether `node` is selected.
+    pub fn matches(&self, node: &super::Node) -> bool {
+        self.wanted.iter().all(|(key, values)| {
+            let actual = match *key {
+                "name" => node.name.clone(),
+                "profile_id" => node.profile_id.to_string(),
+                "status" => node.status.as_str().to_owned(),
+                _ => node.role.clone(),
+            };
+            values.contains(&actual)
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +334,50 @@ mod tests {
             "Unrecognizable parameter 'kind'"
         );
         assert!(parse("os.heat.stack-1.0", "reboot", &Map::new()).is_err());
+    }
+
+    #[test]
+    fn member_filters_are_senlins_keys_any_of_their_values() {
+        let refused = MemberFilter::parse(&params(json!({"zone": "a", "flavor": "b"})));
+        match refused {
+            Err(Error::InvalidInput(message)) => assert_eq!(
+                message,
+                "Filter key 'zone' is unsupported\nFilter key 'flavor' is unsupported"
+            ),
+            other => panic!("expected InvalidInput, got {other:?}"),
+        }
+        assert!(MemberFilter::parse(&params(json!({"role": 3}))).is_err());
+        let now = chrono::Utc::now();
+        let node = super::super::Node {
+            id: uuid::Uuid::now_v7(),
+            name: "web-1".into(),
+            cluster_id: None,
+            profile_id: uuid::Uuid::now_v7(),
+            index: 1,
+            role: "master".into(),
+            status: super::super::NodeStatus::Active,
+            status_reason: String::new(),
+            physical_id: None,
+            tainted: false,
+            metadata: Map::new(),
+            project_id: "p".into(),
+            user_id: "u".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        let selects = |filters: Value| {
+            MemberFilter::parse(&params(filters))
+                .map(|filter| filter.matches(&node))
+                .unwrap_or(false)
+        };
+        assert!(selects(json!({})));
+        assert!(selects(
+            json!({"role": "master", "status": ["ERROR", "ACTIVE"]})
+        ));
+        assert!(!selects(json!({"role": "slave"})));
+        assert!(selects(
+            json!({"name": "web-1", "profile_id": node.profile_id.to_string()})
+        ));
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod m20261124_200003_create_software_configs_and_deployments;
 mod m20261125_000001_create_stack_snapshots;
 mod m20261126_000001_add_senlin_fields;
 mod m20261126_300001_create_receivers;
+mod m20261127_200001_create_receiver_messages;
 
 pub struct Migrator;
 
@@ -41,6 +42,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000001_create_stack_snapshots::Migration),
             Box::new(m20261126_000001_add_senlin_fields::Migration),
             Box::new(m20261126_300001_create_receivers::Migration),
+            Box::new(m20261127_200001_create_receiver_messages::Migration),
         ]
     }
 }

@@ -1,0 +1,79 @@
+//! The queues of message receivers (Senlin's Zaqar queues, kept by Ember):
+//! one row per message posted to `senlin-receiver-<receiver id>`, until it
+//! runs, is dropped, expires or its receiver is deleted. `claim_token` and
+//! `claimed_until` are the lease of the claim running it (a fresh token per
+//! claim, which the delete after the run must present), so replicas
+//! sharing a database never run one message at the same time.
+
+use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[derive(DeriveIden)]
+enum ReceiverMessages {
+    Table,
+    Id,
+    ReceiverId,
+    ProjectId,
+    Body,
+    PostedAt,
+    ExpiresAt,
+    ClaimToken,
+    ClaimedUntil,
+}
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(ReceiverMessages::Table)
+                    .if_not_exists()
+                    .col(schema::string_len(ReceiverMessages::Id, 36).primary_key())
+                    .col(schema::string_len(ReceiverMessages::ReceiverId, 36))
+                    .col(schema::string_len(ReceiverMessages::ProjectId, 64))
+                    .col(schema::text(ReceiverMessages::Body))
+                    .col(schema::timestamp_with_time_zone(ReceiverMessages::PostedAt))
+                    .col(schema::timestamp_with_time_zone(
+                        ReceiverMessages::ExpiresAt,
+                    ))
+                    .col(schema::string_len_null(ReceiverMessages::ClaimToken, 36))
+                    .col(schema::timestamp_with_time_zone_null(
+                        ReceiverMessages::ClaimedUntil,
+                    ))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("receiver_messages_queue")
+                    .table(ReceiverMessages::Table)
+                    .col(ReceiverMessages::ReceiverId)
+                    .col(ReceiverMessages::PostedAt)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("receiver_messages_pending")
+                    .table(ReceiverMessages::Table)
+                    .col(ReceiverMessages::PostedAt)
+                    .col(ReceiverMessages::Id)
+                    .if_not_exists()
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(Table::drop().table(ReceiverMessages::Table).to_owned())
+            .await
+    }
+}
