@@ -291,6 +291,16 @@ async fn list_parameters_are_checked_with_senlins_messages() {
             "/nodes?cluster_id=fake",
             "Cannot find the given cluster: fake.",
         ),
+        // A cluster's policies come unpaged: Senlin refuses paging there.
+        ("/clusters/any/policies?limit=1", "Invalid parameter limit"),
+        (
+            "/clusters/any/policies?marker=bad",
+            "Invalid parameter marker",
+        ),
+        (
+            "/clusters/any/policies?global_project=true",
+            "Invalid parameter global_project",
+        ),
     ];
     for (path, expected) in refused {
         let (status, body) = get(&ember, &token, path).await;

@@ -23,7 +23,7 @@ use crate::clusters::{Rest, location};
 
 const CLIENT_ID: &str = "3381af92-2b9e-11e3-b191-71861300734c";
 
-fn outsider(ember: &TestEmber) -> String {
+pub(crate) fn outsider(ember: &TestEmber) -> String {
     TokenSigner::new(&ember.secrets().signing_key)
         .issue(
             &Identity::new("mallory", "other", vec!["member".into()]),
@@ -33,7 +33,7 @@ fn outsider(ember: &TestEmber) -> String {
 }
 
 /// An ACTIVE cluster of `desired` nodes (max 6); its id.
-async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
+pub(crate) async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
     let (status, _, body) = rest
         .post(
             "/profiles",
@@ -55,7 +55,7 @@ async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
 }
 
 /// A message receiver named `name`: its id and queue name.
-async fn message_receiver(rest: &Rest<'_>, name: &str) -> (String, String) {
+pub(crate) async fn message_receiver(rest: &Rest<'_>, name: &str) -> (String, String) {
     let (status, _, body) = rest
         .post(
             "/receivers",
@@ -99,7 +99,7 @@ fn scale_out(cluster: &str, count: i64) -> Value {
 
 /// Waits until the cluster has `count` CLUSTER_SCALE_OUT actions, all
 /// SUCCEEDED.
-async fn wait_scale_outs(rest: &Rest<'_>, cluster_id: &str, count: usize) {
+pub(crate) async fn wait_scale_outs(rest: &Rest<'_>, cluster_id: &str, count: usize) {
     let path = format!("/actions?cluster_id={cluster_id}&action=CLUSTER_SCALE_OUT");
     wait_for(
         &format!("{count} scale-outs SUCCEEDED"),

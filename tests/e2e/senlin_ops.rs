@@ -514,11 +514,22 @@ async fn a_full_page_links_the_next_until_the_last() {
     assert!(all.get("clusters_links").is_none(), "{all}");
 
     // Every paged list links the same way.
+    for name in ["hook-a", "hook-b"] {
+        let (status, _, body) = rest
+            .post(
+                "/receivers",
+                json!({"receiver": {"name": name, "type": "webhook", "cluster_id": created[0],
+                    "action": "CLUSTER_SCALE_OUT"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
     for (path, key) in [
         ("/nodes?limit=2", "nodes"),
         ("/profiles?limit=1", "profiles"),
         ("/actions?limit=2", "actions"),
         ("/events?limit=2", "events"),
+        ("/receivers?limit=1", "receivers"),
     ] {
         let page = rest.get(path).await;
         let links = &page[format!("{key}_links")];

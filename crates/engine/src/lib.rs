@@ -29,6 +29,7 @@ use ember_proto::engine::v1::node_service_server::NodeServiceServer;
 use ember_proto::engine::v1::policy_service_server::PolicyServiceServer;
 use ember_proto::engine::v1::profile_service_server::ProfileServiceServer;
 use ember_proto::engine::v1::quota_service_server::QuotaServiceServer;
+use ember_proto::engine::v1::receiver_queue_service_server::ReceiverQueueServiceServer;
 use ember_proto::engine::v1::receiver_service_server::ReceiverServiceServer;
 use ember_proto::engine::v1::resource_service_server::ResourceServiceServer;
 use ember_proto::engine::v1::software_config_service_server::SoftwareConfigServiceServer;
@@ -63,8 +64,12 @@ pub const SERVICE_NAMES: &[&str] = &[
 ];
 
 /// Served on the engine's own port only, for lifecycle-hook: telling the
-/// engine a lifecycle deadline passed is not for users.
-pub const INTERNAL_SERVICE_NAMES: &[&str] = &["ember.engine.v1.ClusterLifecycleCallbackService"];
+/// engine a lifecycle deadline passed, and posting to a project's receiver
+/// queue what the message bus carried, are not for users.
+pub const INTERNAL_SERVICE_NAMES: &[&str] = &[
+    "ember.engine.v1.ClusterLifecycleCallbackService",
+    "ember.engine.v1.ReceiverQueueService",
+];
 
 /// Resource transitions waiting for a commit from which the engine is not
 /// ready: its database is far behind the work it runs.
@@ -255,7 +260,11 @@ pub async fn serve(
         auth.clone(),
     ))
     .add_service(ReceiverServiceServer::with_interceptor(
-        grpc::receivers::ReceiverHandler::new(receiver_service),
+        grpc::receivers::ReceiverHandler::new(receiver_service.clone()),
+        auth.clone(),
+    ))
+    .add_service(ReceiverQueueServiceServer::with_interceptor(
+        grpc::receiver_queue::ReceiverQueueHandler::new(receiver_service),
         auth.clone(),
     ))
     .add_service(ClusterLifecycleCallbackServiceServer::with_interceptor(

@@ -6,7 +6,8 @@
 //! for every project.
 
 use ember_engine::domain::cluster::{
-    ActionKind, ActionStatus, ClusterAction, ClusterEvent, Profile, ProfileSpec,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Node,
+    NodeStatus, Profile, ProfileSpec,
 };
 use ember_engine::store::clusters::{
     ActionQuery, ClusterStore, EventQuery, ObjectQuery, PROFILE_SORT_KEYS, SortKey, SqlClusterStore,
@@ -221,8 +222,132 @@ async fn actions_and_events_are_filtered_before_paging(database: &TestDatabase) 
     assert!(elsewhere.is_empty(), "{elsewhere:?}");
 }
 
+/// A cluster list reads every member id of its page in one query: each
+/// cluster's members in index order (not id order), and a cluster with
+/// none has no entry.
+async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
+    let store = store(database).await;
+    let profile = profile(&store, "project-a", "web", "ember.instance").await;
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let now = ember_runtime::time::now();
+    let mut clusters = Vec::new();
+    for name in ["three", "one", "none"] {
+        let cluster = Cluster {
+            id: Uuid::now_v7(),
+            name: name.into(),
+            profile_id: profile.id,
+            min_size: 0,
+            max_size: -1,
+            desired_capacity: 0,
+            status: ClusterStatus::Active,
+            status_reason: String::new(),
+            metadata: Map::new(),
+            next_index: 1,
+            timeout: None,
+            config: ember_engine::domain::cluster::ClusterConfig::default(),
+            project_id: "project-a".into(),
+            user_id: "alice".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        let action = ClusterAction::new(
+            ActionKind::ClusterCreate,
+            cluster.id,
+            Some(cluster.id),
+            ActionStatus::Succeeded,
+            Map::new(),
+            &caller,
+            now,
+        );
+        let event = ClusterEvent::new(
+            "CLUSTER",
+            cluster.id,
+            name,
+            Some(cluster.id),
+            "CLUSTER_CREATE",
+            "ACTIVE",
+            String::new(),
+            "project-a",
+            "alice",
+        );
+        store
+            .create_cluster(&cluster, &action, &event)
+            .await
+            .expect("created");
+        clusters.push(cluster.id);
+    }
+    // The store numbers a cluster's nodes as they join; ids made ahead and
+    // inserted out of id order tell index order from id order.
+    let ids: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
+    let mut joined: Vec<(Uuid, Uuid)> = Vec::new();
+    for (cluster_id, id) in [
+        (clusters[0], ids[3]),
+        (clusters[0], ids[1]),
+        (clusters[1], ids[0]),
+        (clusters[0], ids[2]),
+    ] {
+        let node = Node {
+            id,
+            name: format!("node-{id}"),
+            cluster_id: Some(cluster_id),
+            profile_id: profile.id,
+            index: 0,
+            role: String::new(),
+            status: NodeStatus::Active,
+            status_reason: String::new(),
+            physical_id: None,
+            tainted: false,
+            metadata: Map::new(),
+            project_id: "project-a".into(),
+            user_id: "alice".into(),
+            created_at: now,
+            updated_at: now,
+        };
+        let action = ClusterAction::new(
+            ActionKind::NodeCreate,
+            node.id,
+            Some(cluster_id),
+            ActionStatus::Succeeded,
+            Map::new(),
+            &caller,
+            now,
+        );
+        let event = ClusterEvent::new(
+            "NODE",
+            node.id,
+            &node.name,
+            Some(cluster_id),
+            "NODE_CREATE",
+            "ACTIVE",
+            String::new(),
+            "project-a",
+            "alice",
+        );
+        store
+            .create_node(&node, &action, &event)
+            .await
+            .expect("created");
+        joined.push((cluster_id, id));
+    }
+    let expected = |cluster_id: Uuid| -> Vec<Uuid> {
+        joined
+            .iter()
+            .filter(|(of, _)| *of == cluster_id)
+            .map(|(_, id)| *id)
+            .collect()
+    };
+
+    let members = store.member_ids_of(&clusters).await.expect("read");
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert_eq!(members[&clusters[0]], expected(clusters[0]));
+    assert_eq!(members[&clusters[1]], expected(clusters[1]));
+    assert!(!members.contains_key(&clusters[2]));
+    assert!(store.member_ids_of(&[]).await.expect("read").is_empty());
+}
+
 ember_runtime::store_suite!(
     filters_apply_before_the_page_is_cut,
     sorted_pages_follow_one_another_through_ties,
     actions_and_events_are_filtered_before_paging,
+    member_ids_come_per_cluster_in_index_order,
 );

@@ -81,6 +81,7 @@ async fn cluster(store: &SqlClusterStore, desired_capacity: i32) -> Cluster {
         metadata: Map::new(),
         next_index: 1,
         timeout: None,
+        config: ember_engine::domain::cluster::ClusterConfig::default(),
         project_id: "project-a".into(),
         user_id: "alice".into(),
         created_at: now,

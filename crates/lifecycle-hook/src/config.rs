@@ -7,6 +7,10 @@
 //! [lifecycle_hook]
 //! listen = "0.0.0.0:50053"
 //! nats_url = "nats://nats:4222"
+//! receivers_stream = "EMBER_RECEIVERS"
+//! receivers_subject_prefix = "ember.receivers"
+//! receivers_max_age_secs = 604800
+//! receivers_max_bytes = 1073741824
 //! ```
 
 use std::net::SocketAddr;
@@ -27,8 +31,19 @@ pub struct LifecycleHookSection {
     pub listen: SocketAddr,
     /// Empty = SQLite at `<data_dir>/lifecycle-hook.db`.
     pub database_url: String,
-    /// NATS server for queue targets; empty = the embedded queue.
+    /// NATS server for queue targets, and whose subjects
+    /// `<receivers_subject_prefix>.<project>.<queue>` feed message
+    /// receivers; empty = the embedded queue (receivers by REST only).
     pub nats_url: String,
+    /// The JetStream stream (made or updated at start) holding messages
+    /// for receivers' queues.
+    pub receivers_stream: String,
+    /// The subjects of that stream: `<prefix>.<project>.<queue>`.
+    pub receivers_subject_prefix: String,
+    /// How long the stream keeps a message nobody took.
+    pub receivers_max_age_secs: u64,
+    /// The most the stream holds; the oldest messages go first.
+    pub receivers_max_bytes: u64,
     /// The engine, told when lifecycle deadlines pass.
     pub engine_url: String,
     /// Key of the `X-Ember-Signature` HMAC on webhook deliveries (at least
@@ -47,6 +62,10 @@ impl Default for LifecycleHookSection {
             listen: SocketAddr::from(([127, 0, 0, 1], 50053)),
             database_url: String::new(),
             nats_url: String::new(),
+            receivers_stream: "EMBER_RECEIVERS".to_owned(),
+            receivers_subject_prefix: "ember.receivers".to_owned(),
+            receivers_max_age_secs: 7 * 24 * 3600,
+            receivers_max_bytes: 1024 * 1024 * 1024,
             engine_url: "http://127.0.0.1:50052".to_owned(),
             webhook_secret: None,
             webhook_ca_file: String::new(),
@@ -81,10 +100,57 @@ impl Validate for LifecycleHookSection {
             self.request_timeout_ms,
             problems,
         );
+        self.validate_receivers(problems);
     }
 }
 
+/// A byte NATS gives a meaning to in a subject token or a stream name.
+fn is_nats_special(byte: u8) -> bool {
+    matches!(byte, b'.' | b'*' | b'>' | b'/' | b'\\')
+        || byte.is_ascii_whitespace()
+        || byte.is_ascii_control()
+}
+
 impl LifecycleHookSection {
+    fn validate_receivers(&self, problems: &mut Vec<String>) {
+        if self.receivers_stream.is_empty() || self.receivers_stream.bytes().any(is_nats_special) {
+            problems.push(format!(
+                "lifecycle_hook.receivers_stream: {:?} must be a non-empty name without \
+                 '.', '*', '>', '/', '\\' or spaces",
+                self.receivers_stream
+            ));
+        }
+        let prefix = &self.receivers_subject_prefix;
+        if prefix
+            .split('.')
+            .any(|token| token.is_empty() || token.bytes().any(is_nats_special))
+        {
+            problems.push(format!(
+                "lifecycle_hook.receivers_subject_prefix: {prefix:?} must be dot-separated \
+                 non-empty tokens without wildcards or spaces"
+            ));
+        } else if format!("{prefix}.").starts_with(crate::workers::delivery::NATS_SUBJECT_PREFIX) {
+            problems.push(format!(
+                "lifecycle_hook.receivers_subject_prefix: {prefix:?} would overlap the \
+                 lifecycle messages' subjects ({}>)",
+                crate::workers::delivery::NATS_SUBJECT_PREFIX
+            ));
+        }
+        check_more_than_zero(
+            "lifecycle_hook.receivers_max_age_secs",
+            self.receivers_max_age_secs,
+            problems,
+        );
+        check_more_than_zero(
+            "lifecycle_hook.receivers_max_bytes",
+            self.receivers_max_bytes,
+            problems,
+        );
+        if i64::try_from(self.receivers_max_bytes).is_err() {
+            problems.push("lifecycle_hook.receivers_max_bytes: too large".to_owned());
+        }
+    }
+
     /// The service's resolved configuration (validated before): the SQLite
     /// file, when no database URL is set, lives under `data_dir`.
     pub fn resolve(&self, data_dir: &Path, internal_credential: &str) -> Config {
@@ -96,6 +162,12 @@ impl LifecycleHookSection {
             webhook_secret: self.webhook_secret.clone().unwrap_or_default(),
             nats_url: self.nats_url.clone(),
             webhook_ca_file: self.webhook_ca_file.clone(),
+            receivers: ReceiverStreamConfig {
+                stream: self.receivers_stream.clone(),
+                subject_prefix: self.receivers_subject_prefix.clone(),
+                max_age: Duration::from_secs(self.receivers_max_age_secs),
+                max_bytes: i64::try_from(self.receivers_max_bytes).unwrap_or(i64::MAX),
+            },
         }
     }
 }
@@ -120,6 +192,31 @@ pub struct Config {
     /// PEM file of CA certificates trusted for `https://` webhooks besides
     /// the system's (a private CA); empty = the system's only.
     pub webhook_ca_file: String,
+    /// Where message receivers' messages come from when `nats_url` is set.
+    pub receivers: ReceiverStreamConfig,
+}
+
+/// The JetStream stream feeding message receivers' queues.
+#[derive(Debug, Clone)]
+pub struct ReceiverStreamConfig {
+    /// Stream name.
+    pub stream: String,
+    /// Its subjects are `<subject_prefix>.<project>.<queue>`.
+    pub subject_prefix: String,
+    pub max_age: Duration,
+    pub max_bytes: i64,
+}
+
+impl Default for ReceiverStreamConfig {
+    fn default() -> Self {
+        let section = LifecycleHookSection::default();
+        ReceiverStreamConfig {
+            stream: section.receivers_stream,
+            subject_prefix: section.receivers_subject_prefix,
+            max_age: Duration::from_secs(section.receivers_max_age_secs),
+            max_bytes: i64::try_from(section.receivers_max_bytes).unwrap_or(i64::MAX),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +233,8 @@ mod tests {
             engine_url: "engine:50052".into(),
             nats_url: "http://nats:4222".into(),
             webhook_ca_file: "/nonexistent/ca.pem".into(),
+            receivers_stream: "EMBER.RECEIVERS".into(),
+            receivers_max_age_secs: 0,
             ..LifecycleHookSection::default()
         };
         section.validate(&mut problems);
@@ -145,8 +244,40 @@ mod tests {
             "lifecycle_hook.engine_url",
             "lifecycle_hook.nats_url",
             "lifecycle_hook.webhook_ca_file: \"/nonexistent/ca.pem\" is not a readable file",
+            "lifecycle_hook.receivers_stream: \"EMBER.RECEIVERS\" must be",
+            "lifecycle_hook.receivers_max_age_secs",
         ] {
             assert!(text.contains(key), "{key} in {text}");
         }
+    }
+
+    #[test]
+    fn receiver_subject_prefixes_are_checked() {
+        for (prefix, expected) in [
+            ("ember.*", "must be dot-separated"),
+            ("ember..receivers", "must be dot-separated"),
+            ("", "must be dot-separated"),
+            ("ember.lifecycle", "would overlap"),
+            ("ember.lifecycle.more", "would overlap"),
+        ] {
+            let mut problems = Vec::new();
+            LifecycleHookSection {
+                receivers_subject_prefix: prefix.into(),
+                ..LifecycleHookSection::default()
+            }
+            .validate(&mut problems);
+            let text = problems.join("\n");
+            assert!(
+                text.contains("lifecycle_hook.receivers_subject_prefix") && text.contains(expected),
+                "{prefix:?}: {text}"
+            );
+        }
+        let mut problems = Vec::new();
+        LifecycleHookSection {
+            receivers_subject_prefix: "ember.lifecycles".into(),
+            ..LifecycleHookSection::default()
+        }
+        .validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
     }
 }

@@ -253,21 +253,31 @@ impl ClusterService {
             .filter(|node| node.status != NodeStatus::Init)
             .collect();
         run.check_still_owned(self).await?;
+        let stop_first = cluster.config.stop_node_before_delete();
         let results = super::for_each_node(nodes.iter().map(|node| async {
+            // `cluster.stop_node_before_delete`: stopped first, a failed
+            // stop recorded and the delete done anyway.
+            let mut events = Vec::with_capacity(2);
+            if stop_first {
+                events.extend(self.stop_before_delete(&caller, node, &profile).await);
+            }
             let outcome = self.delete_physical(&caller, node, &profile).await;
             let change = match &outcome {
                 Ok(()) => ClusterChange {
                     delete_nodes: vec![node.id],
-                    events: vec![super::event(
-                        "NODE",
-                        node.id,
-                        &node.name,
-                        Some(cluster.id),
-                        "NODE_DELETE",
-                        "DELETED",
-                        "deleted with its cluster",
-                        &caller,
-                    )],
+                    events: {
+                        events.push(super::event(
+                            "NODE",
+                            node.id,
+                            &node.name,
+                            Some(cluster.id),
+                            "NODE_DELETE",
+                            "DELETED",
+                            "deleted with its cluster",
+                            &caller,
+                        ));
+                        events
+                    },
                     ..ClusterChange::default()
                 },
                 Err(error) => ClusterChange {
@@ -276,6 +286,7 @@ impl ClusterService {
                         NodeStatus::Error,
                         format!("not deleted: {error}"),
                     )],
+                    events,
                     ..ClusterChange::default()
                 },
             };

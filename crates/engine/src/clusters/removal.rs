@@ -6,6 +6,12 @@
 //! waits on its children, keeping the cluster's lock, and finishes when the
 //! last one does — settling the cluster and releasing the lock then.
 //!
+//! With the cluster's `cluster.stop_node_before_delete` config, a node
+//! that is deleted (not one that only leaves) has its instance stopped
+//! first — decided when the children are recorded, so a config change
+//! does not alter a removal under way. A stop that fails is an event and
+//! the delete goes on, as in Senlin.
+//!
 //! Durable steps: the parent's one fenced transaction records the children,
 //! the victims DELETING and the cluster's new size and makes the parent
 //! WAITING; a run taken over before it commits starts again from the
@@ -16,20 +22,25 @@
 //! by the sweeper).
 
 use chrono::Duration;
+use ember_runtime::Identity;
 use serde_json::{Value, json};
 
 use super::hooks::PendingHook;
 use super::requests::json_object;
 use super::run::{Ran, Run, RunResult, Stop};
 use super::{ClusterService, action_event, event, node_event};
+use crate::domain::cluster::operations;
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterStatus, DeletionPolicy, HookTarget,
-    LifecycleHooks, Node, NodeStatus, PolicyKind,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, DeletionPolicy,
+    HookTarget, LifecycleHooks, Node, NodeStatus, PolicyKind, Profile,
 };
 use crate::error::{Error, Result};
 use crate::store::clusters::{
     ClusterChange, ClusterColumns, KEEP_DESIRED_OUTPUT, NodeStatusChange, Settle,
 };
+
+/// The NODE_DELETE input saying the node's instance is stopped first.
+const STOP_BEFORE_DELETE: &str = "stop_before_delete";
 
 /// How a removal treats its victims: the cluster's deletion policy (hooks,
 /// grace period, desired capacity) and whether the nodes are deleted or
@@ -112,6 +123,7 @@ impl ClusterService {
                     "destroy": destroy,
                     "node_name": node.name,
                     "grace_period": grace_period,
+                    STOP_BEFORE_DELETE: destroy && cluster.config.stop_node_before_delete(),
                 })),
                 &caller,
                 now,
@@ -357,19 +369,31 @@ impl ClusterService {
                 )))
             })?;
         run.check_still_owned(self).await?;
+        let mut events = Vec::with_capacity(2);
+        if action
+            .inputs
+            .get(STOP_BEFORE_DELETE)
+            .and_then(Value::as_bool)
+            == Some(true)
+        {
+            events.extend(self.stop_before_delete(&caller, &node, &profile).await);
+        }
         match self.delete_physical(&caller, &node, &profile).await {
             Ok(()) => Ok(Ran::Finished {
                 status: ActionStatus::Succeeded,
                 reason: format!("node {} deleted", node.name),
                 change: ClusterChange {
                     delete_nodes: vec![node.id],
-                    events: vec![node_event(
-                        &node,
-                        "NODE_DELETE",
-                        "DELETED",
-                        "deleted",
-                        &caller,
-                    )],
+                    events: {
+                        events.push(node_event(
+                            &node,
+                            "NODE_DELETE",
+                            "DELETED",
+                            "deleted",
+                            &caller,
+                        ));
+                        events
+                    },
                     ..ClusterChange::default()
                 },
                 settle: Settle::Unchanged,
@@ -383,13 +407,47 @@ impl ClusterService {
                     reason: format!("node {} {reason}", node.name),
                     change: ClusterChange {
                         node_changes: vec![failed],
-                        events: vec![node_event(&node, "NODE_DELETE", "ERROR", reason, &caller)],
+                        events: {
+                            events.push(node_event(&node, "NODE_DELETE", "ERROR", reason, &caller));
+                            events
+                        },
                         ..ClusterChange::default()
                     },
                     settle: Settle::Unchanged,
                 })
             }
         }
+    }
+
+    /// Senlin's `cluster.stop_node_before_delete`: runs the profile's
+    /// `stop` operation on the node's instance and waits until it is
+    /// stopped. A failed stop does not prevent the delete (as in Senlin):
+    /// the node's event says what failed. Nothing for a node whose profile
+    /// has no `stop` (a stack) or that has no resource.
+    pub(super) async fn stop_before_delete(
+        &self,
+        caller: &Identity,
+        node: &Node,
+        profile: &Profile,
+    ) -> Option<ClusterEvent> {
+        let stop = operations::operations(profile.spec.type_name())
+            .iter()
+            .find(|operation| operation.name == "stop")?;
+        node.physical_id.as_ref()?;
+        let (status, reason) = match self.run_instance_operation(caller, node, stop.effect).await {
+            Ok(()) => (
+                node.status.as_str().to_owned(),
+                "stopped before delete".to_owned(),
+            ),
+            Err(error) => {
+                tracing::warn!(node_id = %node.id, %error, "stop before delete failed; deleting anyway");
+                (
+                    "WARNING".to_owned(),
+                    format!("stop before delete failed, deleting anyway: {error}"),
+                )
+            }
+        };
+        Some(node_event(node, "NODE_OPERATION", &status, reason, caller))
     }
 
     /// Hands waiting actions to lifecycle-hook; on failure they stay

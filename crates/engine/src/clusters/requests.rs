@@ -10,8 +10,9 @@ use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::policy::ScalingEvent;
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Node,
-    NodeStatus, PolicyBinding, PolicyDefinition, PolicyKind, Profile, ProfileSpec, validate_name,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterConfig, ClusterEvent, ClusterStatus,
+    Node, NodeStatus, PolicyBinding, PolicyDefinition, PolicyKind, Profile, ProfileSpec,
+    validate_name,
 };
 use crate::domain::quota::QuotaKind;
 use crate::error::{Error, Result};
@@ -26,6 +27,8 @@ pub struct NewCluster {
     pub metadata: Map<String, Value>,
     /// Seconds an action on the cluster may take; None = the default.
     pub timeout: Option<i32>,
+    /// Senlin's `config`, as the caller gave it (checked here).
+    pub config: Map<String, Value>,
 }
 
 pub struct NewNode {
@@ -180,6 +183,7 @@ impl ClusterService {
             .await
             .map_err(|error| super::specified_not_found("profile", &new.profile, error))?;
         Cluster::validate_sizes(new.min_size, new.max_size, new.desired_capacity)?;
+        let config = ClusterConfig::parse(new.config)?;
         self.admit_one(
             &caller.project_id,
             QuotaKind::Clusters,
@@ -199,6 +203,7 @@ impl ClusterService {
             metadata: new.metadata,
             next_index: 1,
             timeout: new.timeout,
+            config,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: now,

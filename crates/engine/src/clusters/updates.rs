@@ -12,8 +12,8 @@ use super::requests::json_object;
 use super::{ClusterService, action_event};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{
-    ActionKind, Cluster, ClusterAction, Node, NodeStatus, PolicyBinding, PolicyDefinition,
-    PolicyKind, Profile, ProfileSpec, validate_name,
+    ActionKind, Cluster, ClusterAction, ClusterConfig, Node, NodeStatus, PolicyBinding,
+    PolicyDefinition, PolicyKind, Profile, ProfileSpec, validate_name,
 };
 use crate::error::{Error, Result};
 
@@ -27,6 +27,8 @@ pub struct ClusterUpdate {
     pub profile: Option<String>,
     /// Only the cluster's profile changes; members keep theirs.
     pub profile_only: bool,
+    /// Replaces the cluster's `config` (checked as on create).
+    pub config: Option<Map<String, Value>>,
 }
 
 fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
@@ -229,6 +231,12 @@ impl ClusterService {
                 )));
             }
             inputs.insert("timeout".into(), json!(timeout));
+        }
+        if let Some(config) = update.config {
+            let config = ClusterConfig::parse(config)?;
+            if config != cluster.config {
+                inputs.insert("config".into(), Value::Object(config.values().clone()));
+            }
         }
         if let Some(wanted) = &update.profile {
             let profile = self

@@ -54,10 +54,7 @@ impl ClusterService {
         let ids: Vec<Uuid> = clusters.iter().map(|cluster| cluster.id).collect();
         let profile_ids: Vec<Uuid> = clusters.iter().map(|cluster| cluster.profile_id).collect();
         let names = self.store.profile_names(&profile_ids).await?;
-        let mut members: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-        for (cluster_id, node_id) in self.store.member_ids_of(&ids).await? {
-            members.entry(cluster_id).or_default().push(node_id);
-        }
+        let mut members = self.store.member_ids_of(&ids).await?;
         let mut policies: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for (binding, _) in self.store.bindings_of(&ids).await? {
             policies

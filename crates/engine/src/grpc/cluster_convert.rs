@@ -66,6 +66,7 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
         created_at: Some(to_timestamp(cluster.created_at)),
         updated_at: Some(to_timestamp(cluster.updated_at)),
         timeout: cluster.timeout,
+        config: Value::Object(cluster.config.values().clone()).to_string(),
     }
 }
 

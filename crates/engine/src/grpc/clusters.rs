@@ -72,6 +72,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                 desired_capacity: request.desired_capacity,
                 metadata: parse_object("metadata", &request.metadata)?,
                 timeout: request.timeout,
+                config: parse_object("config", &request.config)?,
             };
             let (_, action) = self.service.create_cluster(&caller, new).await?;
             Ok(action)
@@ -295,6 +296,11 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                 timeout: request.timeout,
                 profile: request.profile,
                 profile_only: request.profile_only,
+                config: request
+                    .config
+                    .as_deref()
+                    .map(|text| parse_object("config", text))
+                    .transpose()?,
             };
             let (_, action) = self
                 .service

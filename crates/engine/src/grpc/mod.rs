@@ -13,6 +13,7 @@ pub mod nodes;
 pub mod policies;
 pub mod profiles;
 pub mod quotas;
+pub mod receiver_queue;
 pub mod receivers;
 pub mod resources;
 pub mod software;

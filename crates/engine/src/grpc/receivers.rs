@@ -217,17 +217,7 @@ impl pb::receiver_service_server::ReceiverService for ReceiverHandler {
                     .messages
                     .into_iter()
                     .enumerate()
-                    .map(|(index, message)| {
-                        let body = serde_json::from_str(&message.body).map_err(|error| {
-                            Error::InvalidInput(format!(
-                                "messages[{index}]: the body is not JSON: {error}"
-                            ))
-                        })?;
-                        Ok(PostedMessage {
-                            body,
-                            ttl: message.ttl,
-                        })
-                    })
+                    .map(|(index, message)| PostedMessage::parse(index, &message.body, message.ttl))
                     .collect::<Result<Vec<_>>>()?;
                 self.service
                     .post_messages(&caller, &request.queue_name, posted)

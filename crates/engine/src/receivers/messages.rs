@@ -5,7 +5,10 @@
 //! messages posted through another engine or left by one that died)
 //! claims them and runs each as the receiver's creator, through the same
 //! path as a webhook (`trigger::run`). `notify` (Senlin's) runs a
-//! receiver's pending messages at once.
+//! receiver's pending messages at once. Messages from the message bus
+//! (lifecycle-hook's NATS consumer) are posted the same way, as the project
+//! their subject names, and a bad one leaves an event on the receiver,
+//! since no one reads an answer.
 //!
 //! Each message runs once while engines live: a claim holds it under a
 //! lease with a token of its own, and only that claim deletes it, right
@@ -51,6 +54,27 @@ const NOTIFY_EVENT_ACTION: &str = "RECEIVER_NOTIFY";
 pub struct PostedMessage {
     /// `{"cluster": …, "action": …, "params": {…}}`.
     pub body: Value,
+    /// Seconds; Zaqar's default (3600) when `None`.
+    pub ttl: Option<i64>,
+}
+
+impl PostedMessage {
+    /// Message `index` of a request as callers send it: its body as JSON
+    /// text, its ttl.
+    pub fn parse(index: usize, body: &str, ttl: Option<i64>) -> Result<PostedMessage> {
+        let body = serde_json::from_str(body).map_err(|error| {
+            Error::InvalidInput(format!("messages[{index}]: the body is not JSON: {error}"))
+        })?;
+        Ok(PostedMessage { body, ttl })
+    }
+}
+
+/// One message as it comes from the message bus: its body as JSON text
+/// (not yet parsed: a body that is not JSON is refused with an event on
+/// the receiver, like any other bad body).
+#[derive(Debug, Clone)]
+pub struct BusMessage {
+    pub body: String,
     /// Seconds; Zaqar's default (3600) when `None`.
     pub ttl: Option<i64>,
 }
@@ -106,14 +130,62 @@ impl ReceiverService {
         posted: Vec<PostedMessage>,
     ) -> Result<Vec<ReceiverMessage>> {
         refuse_readers(caller)?;
-        let receiver = match queue_receiver_id(queue) {
+        let receiver = self.queue_receiver(&caller.project_id, queue).await?;
+        self.store_messages(&receiver, queue, posted).await
+    }
+
+    /// Posts what the message bus carried to `queue` of `project_id` (the
+    /// project its subject names: no caller's token is involved). Like
+    /// [`Self::post_messages`], all or nothing; a bad body is also
+    /// recorded as an ERROR event on the receiver, since whoever published
+    /// it gets no answer to read.
+    pub async fn post_bus_messages(
+        &self,
+        project_id: &str,
+        queue: &str,
+        posted: Vec<BusMessage>,
+    ) -> Result<Vec<ReceiverMessage>> {
+        let receiver = self.queue_receiver(project_id, queue).await?;
+        let parsed = posted
+            .iter()
+            .enumerate()
+            .map(|(index, message)| PostedMessage::parse(index, &message.body, message.ttl))
+            .collect::<Result<Vec<_>>>();
+        let stored = match parsed {
+            Ok(parsed) => self.store_messages(&receiver, queue, parsed).await,
+            Err(error) => Err(error),
+        };
+        if let Err(Error::InvalidInput(reason)) = &stored {
+            self.record_dropped(
+                &receiver,
+                None,
+                format!("a message from the message bus was refused: {reason}"),
+            )
+            .await;
+        }
+        stored
+    }
+
+    /// The message receiver of `project_id` whose queue is `queue`.
+    async fn queue_receiver(&self, project_id: &str, queue: &str) -> Result<Receiver> {
+        match queue_receiver_id(queue) {
             Some(id) => self.store.get_receiver(id).await?,
             None => None,
         }
         .filter(|receiver| {
-            receiver.kind == ReceiverType::Message && receiver.project_id == caller.project_id
+            receiver.kind == ReceiverType::Message && receiver.project_id == project_id
         })
-        .ok_or_else(|| queue_not_found(queue))?;
+        .ok_or_else(|| queue_not_found(queue))
+    }
+
+    /// Checks every message of a post to `receiver`'s `queue` and stores
+    /// them all, or none when one is bad (the error names its index).
+    async fn store_messages(
+        &self,
+        receiver: &Receiver,
+        queue: &str,
+        posted: Vec<PostedMessage>,
+    ) -> Result<Vec<ReceiverMessage>> {
         if posted.is_empty() {
             return Err(Error::InvalidInput("No messages to enqueue.".into()));
         }

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::store::receivers::{ReceiverQuery, ReceiverStore};
 
 pub use messages::{
-    MAX_MESSAGES_PER_POST, MESSAGE_LEASE, MESSAGE_SWEEP_INTERVAL, PostedMessage,
+    BusMessage, MAX_MESSAGES_PER_POST, MESSAGE_LEASE, MESSAGE_SWEEP_INTERVAL, PostedMessage,
     spawn_message_worker,
 };
 

@@ -201,11 +201,12 @@ pub struct ClusterColumns {
     pub max_size: Option<i32>,
     pub status: Option<(ClusterStatus, String)>,
     /// CLUSTER_UPDATE's: the new name, metadata, timeout (`Some(None)`
-    /// clears it) and profile.
+    /// clears it), profile and config.
     pub name: Option<String>,
     pub metadata: Option<Map<String, Value>>,
     pub timeout: Option<Option<i32>>,
     pub profile_id: Option<Uuid>,
+    pub config: Option<crate::domain::cluster::ClusterConfig>,
 }
 
 /// A node status a run records.
@@ -478,9 +479,12 @@ pub trait ClusterStore: Send + Sync + 'static {
         name: Option<String>,
         metadata: Option<Map<String, Value>>,
     ) -> Result<Option<Profile>>;
-    /// The (cluster, node) ids of the members of every cluster of
-    /// `cluster_ids`, in index order, in one query.
-    async fn member_ids_of(&self, cluster_ids: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>>;
+    /// The member ids of every cluster of `cluster_ids` that has members,
+    /// in index order, in one query.
+    async fn member_ids_of(
+        &self,
+        cluster_ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, Vec<Uuid>>>;
     /// The names of the profiles of `ids` that exist, in one query.
     async fn profile_names(&self, ids: &[Uuid]) -> Result<std::collections::HashMap<Uuid, String>>;
     /// The bindings of every cluster of `cluster_ids` with their policies,

@@ -279,6 +279,7 @@ pub async fn active_cluster(
                 desired_capacity,
                 metadata: Map::new(),
                 timeout: None,
+                config: Map::new(),
             },
         )
         .await

@@ -36,30 +36,18 @@ pub struct DeadlineFirer {
 }
 
 impl DeadlineFirer {
+    /// Fires through `engine` (see [`super::engine_channel`]); `None` =
+    /// deadlines wait until an engine is configured.
     pub fn new(
         store: Arc<dyn PendingActionStore>,
-        engine_url: &str,
+        engine: Option<Channel>,
         credential: InternalCredential,
-    ) -> Result<DeadlineFirer, String> {
-        let engine = if engine_url.is_empty() {
-            None
-        } else {
-            Some(
-                ember_runtime::channel::balanced(engine_url, |endpoint| {
-                    endpoint
-                        .connect_timeout(Duration::from_secs(2))
-                        .tcp_nodelay(true)
-                })
-                .map_err(|error| {
-                    format!("lifecycle_hook.engine_url {engine_url:?} is invalid: {error}")
-                })?,
-            )
-        };
-        Ok(DeadlineFirer {
+    ) -> DeadlineFirer {
+        DeadlineFirer {
             store,
             engine,
             credential,
-        })
+        }
     }
 
     pub async fn run(self, wake: Arc<Notify>, shutdown: CancellationToken) {

@@ -10,9 +10,13 @@
 //! - [`deadlines`]: tells the engine when deadlines pass; the engine's
 //!   conditional update decides whether the deadline or `complete_lifecycle`
 //!   won.
+//!
+//! With NATS configured, a third loop, [`receivers`], posts what is
+//! published for Senlin message receivers to their queues in the engine.
 
 pub mod deadlines;
 pub mod delivery;
+pub mod receivers;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -54,27 +58,50 @@ pub struct WorkerConfig {
     pub webhook_secret: String,
     pub nats_url: String,
     pub webhook_ca_file: String,
+    pub receivers: crate::config::ReceiverStreamConfig,
 }
 
-/// Starts both loops; they stop with `shutdown`.
+/// The engine's channel; `None` when no URL is configured.
+fn engine_channel(engine_url: &str) -> Result<Option<tonic::transport::Channel>, String> {
+    if engine_url.is_empty() {
+        return Ok(None);
+    }
+    ember_runtime::channel::balanced(engine_url, |endpoint| {
+        endpoint
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+    })
+    .map(Some)
+    .map_err(|error| format!("lifecycle_hook.engine_url {engine_url:?} is invalid: {error}"))
+}
+
+/// Starts the loops; they stop with `shutdown`.
 pub fn spawn(
     store: Arc<dyn PendingActionStore>,
     config: WorkerConfig,
     wake: Wake,
     shutdown: CancellationToken,
 ) -> Result<(), String> {
+    let engine = engine_channel(&config.engine_url)?;
+    let credential = ember_runtime::identity::InternalCredential::new(&config.internal_credential);
+    // Without NATS there is no consumer: receivers are fed by REST only.
+    let feed = receivers::ReceiverFeed::new(
+        &config.nats_url,
+        config.receivers,
+        engine.clone(),
+        credential.clone(),
+    );
     let deliverer = delivery::Deliverer::new(
         store.clone(),
         config.webhook_secret.into_bytes(),
         config.nats_url,
         &config.webhook_ca_file,
     )?;
-    let firer = deadlines::DeadlineFirer::new(
-        store,
-        &config.engine_url,
-        ember_runtime::identity::InternalCredential::new(&config.internal_credential),
-    )?;
+    let firer = deadlines::DeadlineFirer::new(store, engine, credential);
     tokio::spawn(deliverer.run(wake.delivery.clone(), shutdown.clone()));
+    if let Some(feed) = feed {
+        tokio::spawn(feed.run(shutdown.clone()));
+    }
     tokio::spawn(firer.run(wake.deadlines, shutdown));
     Ok(())
 }

@@ -24,9 +24,6 @@ fn client(state: &GatewayState) -> ClusterServiceClient<tonic::transport::Channe
 }
 
 /// The keys of Senlin's cluster create body, and Ember's `profile`.
-/// `config` (1.7: `node.name.format`, scheduler hints) is accepted as
-/// Senlin's clients send it and not applied: members are named
-/// `node-<cluster>-<index>` (see the README).
 const CLUSTER_CREATE_KEYS: &[&str] = &[
     "config",
     "name",
@@ -46,8 +43,6 @@ pub async fn create_cluster(
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "cluster")?;
     only(&body, CLUSTER_CREATE_KEYS)?;
-    // Checked for its shape (an object), not applied.
-    json_text(&body, "config")?;
     let desired = int32(&body, "desired_capacity")?;
     let min_size = int32(&body, "min_size")?.unwrap_or(0);
     let request = pb::CreateClusterRequest {
@@ -62,6 +57,9 @@ pub async fn create_cluster(
         desired_capacity: desired.unwrap_or(min_size),
         metadata: json_text(&body, "metadata")?,
         timeout: int32(&body, "timeout")?,
+        // Senlin reads a create's `config` at every microversion (its
+        // create request has no version map), so does Ember.
+        config: config(&body)?.unwrap_or_default(),
     };
     let response = client(&state)
         .create_cluster(state.internal_request(&identity, request))
@@ -71,6 +69,47 @@ pub async fn create_cluster(
         &response.action_id,
         json!({ "cluster": response.cluster.as_ref().map(views::cluster) }),
     ))
+}
+
+/// A cluster's `config` as JSON text (absent or null: `None`); anything
+/// but an object is refused in Senlin's words (its JSON field first reads
+/// text as JSON, then its schema wants an object). The engine checks the
+/// values.
+pub(super) fn config(body: &Map<String, Value>) -> Result<Option<String>, RestError> {
+    match body.get("config") {
+        None | Some(Value::Null) => Ok(None),
+        Some(config @ Value::Object(_)) => Ok(Some(config.to_string())),
+        Some(Value::String(text)) if serde_json::from_str::<Value>(text).is_err() => Err(
+            bad_request(format!("The value ({text}) is not a valid JSON.")),
+        ),
+        Some(other) => Err(bad_request(format!(
+            "{} is not of type 'object'",
+            python_repr(other)
+        ))),
+    }
+}
+
+/// A JSON value as Python prints it (Senlin's schema messages do).
+fn python_repr(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_owned(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::Number(number) => number.to_string(),
+        Value::String(text) => format!("'{text}'"),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(python_repr).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(fields) => format!(
+            "{{{}}}",
+            fields
+                .iter()
+                .map(|(key, value)| format!("'{key}': {}", python_repr(value)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// What `GET /clusters` takes (Senlin quotes an unknown name here).
@@ -144,7 +183,9 @@ pub async fn delete_cluster(
 }
 
 /// What `GET /clusters/{id}/policies` takes. A cluster's bindings are few
-/// and come unpaged, so they are filtered and ordered here.
+/// and come unpaged, so they are filtered and ordered here. Senlin pages
+/// them neither: `limit`, `marker` and `global_project` are refused as any
+/// unknown parameter is ([`CLUSTER_POLICY_PARAMETERS`]).
 const CLUSTER_POLICY_LIST: ListRules = ListRules {
     filters: &["policy_name", "policy_type", "enabled"],
     sort_keys: &["enabled"],
@@ -152,12 +193,21 @@ const CLUSTER_POLICY_LIST: ListRules = ListRules {
     quote_unknown: false,
 };
 
+/// Every parameter Senlin's cluster-policy list accepts.
+const CLUSTER_POLICY_PARAMETERS: &[&str] = &["enabled", "policy_name", "policy_type", "sort"];
+
 pub async fn cluster_policies(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
     Path(id): Path<String>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
+    if let Some((unknown, _)) = pairs
+        .iter()
+        .find(|(key, _)| !CLUSTER_POLICY_PARAMETERS.contains(&key.as_str()))
+    {
+        return Err(bad_request(format!("Invalid parameter {unknown}")));
+    }
     let query = ListQuery::parse(&pairs, &CLUSTER_POLICY_LIST)?;
     let enabled = match query.first("enabled").as_str() {
         "" => None,

@@ -23,9 +23,9 @@ use ember_runtime::Identity;
 use http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::lists::{ACTION_NAMES, ListQuery, ListRules};
+use super::lists::{self, ACTION_NAMES, ListQuery, ListRules};
 use super::views::{document, optional, time};
-use super::{accepted, bad_request, json_text, listed, only, required, string, wrapped};
+use super::{accepted, bad_request, json_text, only, required, string, wrapped};
 use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
@@ -107,15 +107,23 @@ fn list_request(query: &ListQuery) -> pb::ListReceiversRequest {
 pub async fn list_receivers(
     State(state): State<GatewayState>,
     Authenticated(identity): Authenticated,
+    location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, RestError> {
     let request = list_request(&ListQuery::parse(&pairs, &RECEIVER_LIST)?);
+    let limit = request.limit;
     let receivers = client(&state)
         .list_receivers(state.internal_request(&identity, request))
         .await?
         .into_inner()
         .receivers;
-    Ok(listed("receivers", &receivers, view))
+    Ok(lists::paged(
+        "receivers",
+        &receivers,
+        view,
+        limit,
+        &location,
+    ))
 }
 
 pub async fn show_receiver(

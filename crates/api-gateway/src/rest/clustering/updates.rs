@@ -192,6 +192,13 @@ pub async fn update_cluster(
     } else {
         false
     };
+    // Read from 1.7 on; Senlin drops it from older requests (a PATCH of
+    // only `config` is then "No property needs an update.").
+    let config = if version >= ApiVersion::new(1, 7) {
+        super::clusters::config(&body)?
+    } else {
+        None
+    };
     let request = pb::UpdateClusterRequest {
         cluster,
         name: string(&body, "name")?,
@@ -199,6 +206,7 @@ pub async fn update_cluster(
         timeout: int32(&body, "timeout")?,
         profile: string(&body, "profile_id")?,
         profile_only,
+        config,
     };
     let response = ClusterServiceClient::new(state.upstreams.engine.clone())
         .update_cluster(state.internal_request(&identity, request))

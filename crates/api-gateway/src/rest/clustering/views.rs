@@ -87,7 +87,7 @@ pub fn cluster(cluster: &pb::Cluster) -> Value {
         "user": cluster.user_id,
         "domain": null,
         "timeout": cluster.timeout,
-        "config": {},
+        "config": document(&cluster.config),
         "data": {},
         "dependents": {},
         "init_at": time(cluster.created_at.as_ref()),

@@ -208,6 +208,7 @@ async fn cluster_with_hook(
             desired_capacity: i32::try_from(nodes).map_err(|error| error.to_string())?,
             metadata: String::new(),
             timeout: None,
+            config: String::new(),
         }))
         .await
         .map_err(|status| format!("CreateCluster: {}", status.message()))?

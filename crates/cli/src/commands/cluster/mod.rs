@@ -215,6 +215,7 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 desired_capacity: desired,
                 metadata: String::new(),
                 timeout: None,
+                config: String::new(),
             };
             (ClusterChange::Create(request), wait)
         }

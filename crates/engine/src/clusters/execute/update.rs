@@ -1,6 +1,6 @@
 //! CLUSTER_UPDATE, CLUSTER_UPDATE_POLICY and CLUSTER_REPLACE_NODES.
 //!
-//! - CLUSTER_UPDATE writes the new name, metadata, timeout and profile in
+//! - CLUSTER_UPDATE writes the new name, metadata, timeout, config and profile in
 //!   its final write. With a new profile (and not `profile_only`) each
 //!   member is first rebuilt on it, one durable step per member as
 //!   CLUSTER_RECOVER does: its old resource deleted, then one fenced write
@@ -19,7 +19,9 @@ use uuid::Uuid;
 
 use super::super::ClusterService;
 use super::super::run::{Ran, Run, RunResult, Stop};
-use crate::domain::cluster::{ActionStatus, Cluster, Node, NodeStatus, PolicyBinding, Profile};
+use crate::domain::cluster::{
+    ActionStatus, Cluster, ClusterConfig, Node, NodeStatus, PolicyBinding, Profile,
+};
 use crate::error::Error;
 use crate::store::clusters::{ClusterChange, ClusterColumns, Settle};
 
@@ -92,6 +94,11 @@ impl ClusterService {
                 metadata: inputs.get("metadata").and_then(Value::as_object).cloned(),
                 timeout,
                 profile_id: new_profile.as_ref().map(|profile| profile.id),
+                config: inputs
+                    .get("config")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .map(ClusterConfig::stored),
                 ..ClusterColumns::default()
             },
             ..ClusterChange::default()

@@ -357,6 +357,7 @@ mod tests {
             metadata: Map::new(),
             next_index: 4,
             timeout: None,
+            config: crate::domain::cluster::ClusterConfig::default(),
             project_id: "project-a".into(),
             user_id: "alice".into(),
             created_at: now,

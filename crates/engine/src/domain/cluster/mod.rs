@@ -2,6 +2,7 @@
 //! types and rules, no I/O. What runs them lives in `crate::clusters`.
 
 pub mod action;
+pub mod config;
 pub mod operations;
 pub mod policy;
 pub mod profile;
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 pub use action::{
     ActionKind, ActionStatus, ClusterAction, Fence, LifecycleOutcome, MAX_RUN_ATTEMPTS,
 };
+pub use config::ClusterConfig;
 pub use policy::{DeletionPolicy, HookTarget, LifecycleHooks, PolicyKind, ScalingPolicy};
 pub use profile::{ProfileKind, ProfileSpec};
 
@@ -142,6 +144,8 @@ pub struct Cluster {
     /// Seconds an action on the cluster may take (Senlin's cluster timeout);
     /// None = the engine's default.
     pub timeout: Option<i32>,
+    /// Senlin's `config` (node names, stop before delete, …).
+    pub config: ClusterConfig,
     pub project_id: String,
     pub user_id: String,
     pub created_at: DateTime<Utc>,

@@ -96,6 +96,7 @@ mod tests {
             metadata: Map::new(),
             next_index: 1,
             timeout: None,
+            config: crate::domain::cluster::ClusterConfig::default(),
             project_id: "p".into(),
             user_id: "u".into(),
             created_at: now,

@@ -303,6 +303,7 @@ mod tests {
             metadata: serde_json::Map::new(),
             next_index: 1,
             timeout: None,
+            config: crate::domain::cluster::ClusterConfig::default(),
             project_id: "project".into(),
             user_id: "user".into(),
             created_at: now,

@@ -21,7 +21,7 @@ use super::entity::{action, binding, cluster, event, node};
 use super::{ChangeOutcome, ClusterChange, Settle};
 use crate::domain::cluster::settle::settle;
 use crate::domain::cluster::{
-    ActionStatus, ClusterAction, ClusterEvent, Fence, Node, NodeStatus, member_node_name,
+    ActionStatus, ClusterAction, ClusterConfig, ClusterEvent, Fence, Node, NodeStatus,
 };
 use crate::error::{Error, Result};
 
@@ -76,6 +76,20 @@ pub async fn take_node_indexes_in(
     cluster_id: Uuid,
     count: i32,
 ) -> Result<i32> {
+    Ok(reserve_member_indexes_in(connection, cluster_id, count)
+        .await?
+        .0)
+}
+
+/// Reserves `count` indexes of the cluster in one statement; returns the
+/// first and the cluster's config as that statement read it (so the new
+/// members are named by the config of the moment their indexes were
+/// taken).
+pub async fn reserve_member_indexes_in(
+    connection: &impl ConnectionTrait,
+    cluster_id: Uuid,
+    count: i32,
+) -> Result<(i32, ClusterConfig)> {
     if count < 0 {
         return Err(Error::InvalidInput(format!(
             "cannot reserve {count} node indexes"
@@ -93,7 +107,11 @@ pub async fn take_node_indexes_in(
         .into_iter()
         .next()
         .ok_or_else(|| Error::NotFound(format!("cluster {cluster_id} not found")))?;
-    Ok(row.next_index - count)
+    let config = match row.config {
+        Value::Object(values) => ClusterConfig::stored(values),
+        _ => ClusterConfig::default(),
+    };
+    Ok((row.next_index - count, config))
 }
 
 /// Applies `change` inside a transaction whose fence was checked.
@@ -149,6 +167,12 @@ pub async fn apply_change_in(
             if let Some(timeout) = columns.timeout {
                 update = update.col_expr(cluster::Column::Timeout, Expr::value(timeout));
             }
+            if let Some(config) = &columns.config {
+                update = update.col_expr(
+                    cluster::Column::Config,
+                    Expr::value(Value::Object(config.values().clone())),
+                );
+            }
             if let Some(profile_id) = columns.profile_id {
                 update = update.col_expr(cluster::Column::ProfileId, Expr::value(profile_id));
             }
@@ -164,13 +188,14 @@ pub async fn apply_change_in(
         if joining > 0 {
             let count = i32::try_from(joining)
                 .map_err(|_| Error::InvalidInput(format!("{joining} nodes is too many")))?;
-            let mut index = take_node_indexes_in(transaction, cluster_id, count).await?;
+            let (mut index, config) =
+                reserve_member_indexes_in(transaction, cluster_id, count).await?;
             for member in &change.new_members {
                 let mut member = member.clone();
                 member.cluster_id = Some(cluster_id);
                 member.index = index;
                 if member.name.is_empty() {
-                    member.name = member_node_name(cluster_id, index);
+                    member.name = config.node_name(cluster_id, index);
                 }
                 node::Entity::insert(node_row(&member))
                     .exec(transaction)

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::entity::{action, binding, cluster, event, node, policy, profile};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterConfig, ClusterEvent, ClusterStatus,
     LifecycleOutcome, Node, NodeStatus, PolicyBinding, PolicyDefinition, PolicyKind, Profile,
     ProfileSpec,
 };
@@ -126,6 +126,7 @@ pub fn cluster_row(cluster: &Cluster) -> cluster::ActiveModel {
         metadata: Set(Value::Object(cluster.metadata.clone())),
         next_index: Set(cluster.next_index),
         timeout: Set(cluster.timeout),
+        config: Set(Value::Object(cluster.config.values().clone())),
         project_id: Set(cluster.project_id.clone()),
         user_id: Set(cluster.user_id.clone()),
         created_at: Set(cluster.created_at),
@@ -147,6 +148,7 @@ pub fn cluster_from(row: cluster::Model) -> Result<Cluster> {
         metadata: object(row.metadata),
         next_index: row.next_index,
         timeout: row.timeout,
+        config: ClusterConfig::stored(object(row.config)),
         project_id: row.project_id,
         user_id: row.user_id,
         created_at: row.created_at,

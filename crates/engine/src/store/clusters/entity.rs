@@ -82,6 +82,8 @@ pub mod cluster {
         pub metadata: Json,
         pub next_index: i32,
         pub timeout: Option<i32>,
+        /// Senlin's cluster `config` (a JSON object).
+        pub config: Json,
         pub project_id: String,
         pub user_id: String,
         pub created_at: ChronoDateTimeUtc,

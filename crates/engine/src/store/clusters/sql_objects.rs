@@ -521,7 +521,10 @@ impl ClusterStore for SqlClusterStore {
         sql_updates::update_profile(&self.connection, id, name, metadata).await
     }
 
-    async fn member_ids_of(&self, cluster_ids: &[Uuid]) -> Result<Vec<(Uuid, Uuid)>> {
+    async fn member_ids_of(
+        &self,
+        cluster_ids: &[Uuid],
+    ) -> Result<std::collections::HashMap<Uuid, Vec<Uuid>>> {
         sql_updates::member_ids_of(&self.reader, cluster_ids).await
     }
 

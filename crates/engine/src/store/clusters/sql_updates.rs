@@ -4,7 +4,12 @@
 //! bindings of many clusters in a fixed number of queries).
 
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use std::collections::HashMap;
+
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, Statement,
+};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -15,7 +20,7 @@ use crate::domain::cluster::{
     ActionKind, ActionStatus, ClusterAction, ClusterEvent, NodeStatus, PolicyBinding,
     PolicyDefinition, Profile,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub async fn update_profile(
     connection: &DatabaseConnection,
@@ -141,26 +146,60 @@ pub async fn cancel_action<'a>(
     Ok(Some(Ok(cancelled)))
 }
 
-/// The (cluster, node) ids of the members of every cluster of
-/// `cluster_ids`, in index order, in one query of two columns (a cluster
-/// list shows its page's member ids at once, not one cluster at a time).
+/// The member ids of every cluster of `cluster_ids` that has members, in
+/// index order, in one query (a cluster list shows its page's member ids
+/// at once, not one cluster at a time).
 pub async fn member_ids_of(
     connection: &DatabaseConnection,
     cluster_ids: &[Uuid],
-) -> Result<Vec<(Uuid, Uuid)>> {
+) -> Result<HashMap<Uuid, Vec<Uuid>>> {
     if cluster_ids.is_empty() {
-        return Ok(Vec::new());
+        return Ok(HashMap::new());
     }
-    Ok(node::Entity::find()
-        .select_only()
-        .column(node::Column::ClusterId)
-        .column(node::Column::Id)
-        .filter(node::Column::ClusterId.is_in(cluster_ids.iter().copied()))
-        .order_by_asc(node::Column::NodeIndex)
-        .order_by_asc(node::Column::Id)
-        .into_tuple::<(Uuid, Uuid)>()
-        .all(connection)
-        .await?)
+    // One row per cluster, its members' ids joined in index order by the
+    // database: a list of 200 clusters of 25 nodes reads 200 rows, not
+    // 5,000 (each row crossing from SQLite's worker thread costs more than
+    // the query). SQLite keeps UUIDs as 16-byte blobs, hence `hex`.
+    let backend = connection.get_database_backend();
+    let joined = match backend {
+        DbBackend::Postgres => "string_agg(id::text, ',' ORDER BY node_index, id)",
+        _ => "group_concat(hex(id), ',' ORDER BY node_index, id)",
+    };
+    let placeholders: Vec<String> = (1..=cluster_ids.len())
+        .map(|position| match backend {
+            DbBackend::Postgres => format!("${position}"),
+            _ => "?".to_owned(),
+        })
+        .collect();
+    let sql = format!(
+        "SELECT cluster_id, {joined} AS members FROM cluster_nodes \
+         WHERE cluster_id IN ({}) GROUP BY cluster_id",
+        placeholders.join(", ")
+    );
+    let rows = connection
+        .query_all_raw(Statement::from_sql_and_values(
+            backend,
+            sql,
+            cluster_ids.iter().map(|id| (*id).into()),
+        ))
+        .await?;
+    let mut members = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let cluster_id: Uuid = row.try_get("", "cluster_id")?;
+        let joined: String = row.try_get("", "members")?;
+        let ids = joined
+            .split(',')
+            .map(|id| {
+                Uuid::try_parse(id).map_err(|error| {
+                    Error::Database(format!(
+                        "cluster {cluster_id} lists a member id {id:?} that is not a UUID: {error}"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<Uuid>>>()?;
+        members.insert(cluster_id, ids);
+    }
+    Ok(members)
 }
 
 /// The names of the profiles of `ids` that exist, in one query.

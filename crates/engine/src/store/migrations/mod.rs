@@ -19,6 +19,7 @@ mod m20261125_000001_create_stack_snapshots;
 mod m20261126_000001_add_senlin_fields;
 mod m20261126_300001_create_receivers;
 mod m20261127_200001_create_receiver_messages;
+mod m20261128_100001_add_cluster_config;
 
 pub struct Migrator;
 
@@ -43,6 +44,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000001_add_senlin_fields::Migration),
             Box::new(m20261126_300001_create_receivers::Migration),
             Box::new(m20261127_200001_create_receiver_messages::Migration),
+            Box::new(m20261128_100001_add_cluster_config::Migration),
         ]
     }
 }
