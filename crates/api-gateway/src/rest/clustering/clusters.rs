@@ -125,7 +125,7 @@ pub async fn list_clusters(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let query = ListQuery::parse(&pairs, &CLUSTER_LIST)?;
     let request = pb::ListObjectsRequest {
         limit: query.limit,
@@ -145,6 +145,7 @@ pub async fn list_clusters(
         "clusters",
         &clusters,
         views::cluster,
+        |object| &object.id,
         query.limit,
         &location,
     ))

@@ -17,7 +17,9 @@ use std::convert::Infallible;
 
 use axum::Json;
 use axum::extract::{FromRequestParts, OriginalUri};
+use axum::response::{IntoResponse, Response};
 use http::request::Parts;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Value, json};
 
 use super::bad_request;
@@ -272,28 +274,52 @@ fn engine_page(limit: u32) -> usize {
 
 /// A list answer, `{"<key>": [each object in its Senlin view]}`, and when
 /// the page is full (more may follow) `"<key>_links"` with the `next`
-/// page's URL, its marker the last object's `id`.
-pub fn paged<T>(
+/// page's URL, its marker the last object's `id`. The views are written
+/// into the answer as they are made, not gathered into a JSON tree.
+pub fn paged<'a, T, V: Serialize>(
     key: &str,
-    objects: &[T],
-    view: impl Fn(&T) -> Value,
+    objects: &'a [T],
+    view: impl Fn(&'a T) -> V,
+    id: impl Fn(&'a T) -> &'a str,
     limit: u32,
     location: &ListLocation,
-) -> Json<Value> {
-    let items: Vec<Value> = objects.iter().map(view).collect();
-    let next = (items.len() == engine_page(limit))
-        .then(|| items.last().and_then(|last| last["id"].as_str()))
-        .flatten()
-        .map(|marker| location.next_page(marker));
-    let mut body = serde_json::Map::new();
-    body.insert(key.to_owned(), Value::Array(items));
-    if let Some(href) = next {
-        body.insert(
-            format!("{key}_links"),
-            json!([{"href": href, "rel": "next"}]),
-        );
+) -> Response {
+    let next = (objects.len() == engine_page(limit))
+        .then(|| objects.last().map(|last| location.next_page(id(last))))
+        .flatten();
+    Json(Page {
+        key,
+        objects,
+        view,
+        links: next.map(|href| json!([{"href": href, "rel": "next"}])),
+    })
+    .into_response()
+}
+
+struct Page<'k, 'a, T, F> {
+    key: &'k str,
+    objects: &'a [T],
+    view: F,
+    links: Option<Value>,
+}
+
+impl<'a, T, V: Serialize, F: Fn(&'a T) -> V> Serialize for Page<'_, 'a, T, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1 + usize::from(self.links.is_some())))?;
+        map.serialize_entry(self.key, &Views(self))?;
+        if let Some(links) = &self.links {
+            map.serialize_entry(&format!("{}_links", self.key), links)?;
+        }
+        map.end()
     }
-    Json(Value::Object(body))
+}
+
+struct Views<'p, 'k, 'a, T, F>(&'p Page<'k, 'a, T, F>);
+
+impl<'a, T, V: Serialize, F: Fn(&'a T) -> V> Serialize for Views<'_, '_, 'a, T, F> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.objects.iter().map(&self.0.view))
+    }
 }
 
 /// Senlin's strict boolean for query parameters (`true`/`false`, any case).
@@ -415,15 +441,25 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_full_page_links_the_next_with_every_other_parameter_kept() {
+    async fn body(response: Response) -> Value {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("a body");
+        serde_json::from_slice(&bytes).expect("JSON")
+    }
+
+    #[tokio::test]
+    async fn a_full_page_links_the_next_with_every_other_parameter_kept() {
         let location = ListLocation {
             url: "http://gw:8004/clustering/v1/clusters".into(),
             query: "limit=2&status=ACTIVE&marker=old&sort=name:desc".into(),
         };
         let ids = ["a", "b"];
         let view = |id: &&str| json!({"id": id});
-        let Json(full) = paged("clusters", &ids, view, 2, &location);
+        fn id<'a>(id: &&'a str) -> &'a str {
+            id
+        }
+        let full = body(paged("clusters", &ids, view, id, 2, &location)).await;
         assert_eq!(
             full["clusters_links"],
             json!([{
@@ -431,7 +467,7 @@ mod tests {
                 "rel": "next",
             }])
         );
-        let Json(short) = paged("clusters", &ids[..1], view, 2, &location);
+        let short = body(paged("clusters", &ids[..1], view, id, 2, &location)).await;
         assert!(short.get("clusters_links").is_none());
         assert_eq!(short["clusters"], json!([{"id": "a"}]));
         // No limit: the engine's default page of 100.

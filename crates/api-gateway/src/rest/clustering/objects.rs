@@ -78,7 +78,7 @@ pub async fn list_profiles(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let request = object_list(&pairs)?;
     let limit = request.limit;
     let list = profiles(&state)
@@ -90,6 +90,7 @@ pub async fn list_profiles(
         "profiles",
         &list,
         views::profile,
+        |object| &object.id,
         limit,
         &location,
     ))
@@ -147,7 +148,7 @@ pub async fn list_policies(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let request = object_list(&pairs)?;
     let limit = request.limit;
     let list = policies(&state)
@@ -159,6 +160,7 @@ pub async fn list_policies(
         "policies",
         &list,
         views::policy,
+        |object| &object.id,
         limit,
         &location,
     ))
@@ -268,7 +270,7 @@ pub async fn list_nodes(
     version: ApiVersion,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let query = ListQuery::parse(&pairs, &NODE_LIST)?;
     let request = pb::ListNodesRequest {
         cluster: query.first("cluster_id"),
@@ -288,6 +290,7 @@ pub async fn list_nodes(
         "nodes",
         &list,
         |node| views::node_at(node, version),
+        |object| &object.id,
         query.limit,
         &location,
     ))
@@ -378,7 +381,7 @@ pub async fn list_actions(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let query = ListQuery::parse(&pairs, &ACTION_LIST)?;
     let request = pb::ListActionsRequest {
         cluster: query.first("cluster_id"),
@@ -401,6 +404,7 @@ pub async fn list_actions(
         "actions",
         &list,
         views::action,
+        |object| &object.id,
         query.limit,
         &location,
     ))
@@ -453,7 +457,7 @@ pub async fn list_events(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let query = ListQuery::parse(&pairs, &EVENT_LIST)?;
     let object_id = match query.first("oid").as_str() {
         "" => query.first("obj_id"),
@@ -480,6 +484,7 @@ pub async fn list_events(
         "events",
         &list,
         views::event,
+        |object| &object.id,
         query.limit,
         &location,
     ))

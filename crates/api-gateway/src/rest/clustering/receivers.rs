@@ -109,7 +109,7 @@ pub async fn list_receivers(
     Authenticated(identity): Authenticated,
     location: lists::ListLocation,
     Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, RestError> {
+) -> Result<Response, RestError> {
     let request = list_request(&ListQuery::parse(&pairs, &RECEIVER_LIST)?);
     let limit = request.limit;
     let receivers = client(&state)
@@ -121,6 +121,7 @@ pub async fn list_receivers(
         "receivers",
         &receivers,
         view,
+        |object| &object.id,
         limit,
         &location,
     ))

@@ -1,6 +1,7 @@
 //! Senlin's JSON shapes for the engine's clustering messages.
 
 use ember_proto::engine::v1 as pb;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// A prost timestamp as Senlin's ISO 8601 text, or null.
@@ -69,31 +70,64 @@ pub fn policy(policy: &pb::Policy) -> Value {
     })
 }
 
-pub fn cluster(cluster: &pb::Cluster) -> Value {
-    json!({
-        "id": cluster.id,
-        "name": cluster.name,
-        "profile_id": cluster.profile_id,
-        "profile_name": cluster.profile_name,
-        "min_size": cluster.min_size,
-        "max_size": cluster.max_size,
-        "desired_capacity": cluster.desired_capacity,
-        "status": cluster.status,
-        "status_reason": cluster.status_reason,
-        "metadata": document(&cluster.metadata),
-        "nodes": cluster.node_ids,
-        "policies": cluster.policy_ids,
-        "project": cluster.project_id,
-        "user": cluster.user_id,
-        "domain": null,
-        "timeout": cluster.timeout,
-        "config": document(&cluster.config),
-        "data": {},
-        "dependents": {},
-        "init_at": time(cluster.created_at.as_ref()),
-        "created_at": time(cluster.created_at.as_ref()),
-        "updated_at": time(cluster.updated_at.as_ref()),
-    })
+/// Senlin's cluster view, serialized straight from the engine's message:
+/// a list of 200 clusters names 5,000 member ids, which are written out
+/// as they are rather than copied into a JSON tree first.
+#[derive(Serialize)]
+pub struct ClusterView<'a> {
+    id: &'a str,
+    name: &'a str,
+    profile_id: &'a str,
+    profile_name: &'a str,
+    min_size: i32,
+    max_size: i32,
+    desired_capacity: i32,
+    status: &'a str,
+    status_reason: &'a str,
+    metadata: Value,
+    nodes: &'a [String],
+    policies: &'a [String],
+    project: &'a str,
+    user: &'a str,
+    domain: Option<&'a str>,
+    timeout: Option<i32>,
+    config: Value,
+    data: Empty,
+    dependents: Empty,
+    init_at: Value,
+    created_at: Value,
+    updated_at: Value,
+}
+
+/// `{}`.
+#[derive(Serialize)]
+pub struct Empty {}
+
+pub fn cluster(cluster: &pb::Cluster) -> ClusterView<'_> {
+    ClusterView {
+        id: &cluster.id,
+        name: &cluster.name,
+        profile_id: &cluster.profile_id,
+        profile_name: &cluster.profile_name,
+        min_size: cluster.min_size,
+        max_size: cluster.max_size,
+        desired_capacity: cluster.desired_capacity,
+        status: &cluster.status,
+        status_reason: &cluster.status_reason,
+        metadata: document(&cluster.metadata),
+        nodes: &cluster.node_ids,
+        policies: &cluster.policy_ids,
+        project: &cluster.project_id,
+        user: &cluster.user_id,
+        domain: None,
+        timeout: cluster.timeout,
+        config: document(&cluster.config),
+        data: Empty {},
+        dependents: Empty {},
+        init_at: time(cluster.created_at.as_ref()),
+        created_at: time(cluster.created_at.as_ref()),
+        updated_at: time(cluster.updated_at.as_ref()),
+    }
 }
 
 /// Senlin's node view at the newest microversion.
