@@ -103,6 +103,8 @@ fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
             // What the gateway accepts from a service in one header block;
             // services cap their status messages far below it.
             .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
+            .initial_stream_window_size(ember_runtime::server::STREAM_WINDOW_BYTES)
+            .initial_connection_window_size(ember_runtime::server::CONNECTION_WINDOW_BYTES)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(30))
             .keep_alive_while_idle(true)

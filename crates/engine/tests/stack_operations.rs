@@ -346,7 +346,8 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
         project_id: "project-a".into(),
         user_id: "alice".into(),
         parent_id: None,
-        // An update: only creates and deletes are resumed.
+        // An update whose origin (the definition it started from) was not
+        // kept, as by an engine from before it was: it could not roll back.
         action: StackAction::Update,
         status: ActionStatus::InProgress,
         status_reason: "Stack UPDATE started".into(),
@@ -402,9 +403,9 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
         stack
             .status_reason
             .contains(&format!("engine {dead_engine} went away"))
-            && stack.status_reason.contains(
-                "not resumed: only creates and deletes are resumed, and this was a stack UPDATE"
-            ),
+            && stack
+                .status_reason
+                .contains("not resumed: the definition the update started from is not recorded"),
         "{}",
         stack.status_reason
     );

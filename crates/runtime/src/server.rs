@@ -63,6 +63,12 @@ pub struct GrpcService {
 /// can break the connection that other streams share.
 pub const MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
 
+/// HTTP/2 flow-control windows, set on both sides: with h2's default of
+/// 64 KiB, an answer of a few hundred kilobytes (a cluster list of 200
+/// clusters) waits for the reader's window updates several times over.
+pub const STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
+pub const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
+
 /// Serves `service` on `listener` until `shutdown` is cancelled, then reports
 /// NOT_SERVING and drains for at most [`DRAIN_GRACE_PERIOD`].
 pub async fn serve_grpc(
@@ -107,6 +113,8 @@ pub async fn serve_grpc(
     let server = tonic::transport::Server::builder()
         .timeout(service.request_timeout)
         .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
         .layer(tower_http::trace::TraceLayer::new_for_grpc())
         .add_routes(routes);
 

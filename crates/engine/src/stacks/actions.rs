@@ -108,9 +108,25 @@ impl StackOperations {
             target,
             action,
             stack_lease,
+            false,
         ));
         Ok((stack, run))
     }
+}
+
+/// The run that continues a suspend, resume or check an engine handed back
+/// or left behind (see `orphans.rs`): a suspend or resume skips the
+/// resources it finished already (their row says so: SUSPEND_COMPLETE,
+/// RESUME_COMPLETE); a check checks every resource again, so that it
+/// reports every failure.
+pub(super) fn resume_action(
+    shared: Arc<Shared>,
+    stack: Stack,
+    target: RunTarget,
+    action: StackWideAction,
+    stack_lease: lease::StackLease,
+) -> super::Run {
+    Box::pin(run_action(shared, stack, target, action, stack_lease, true))
 }
 
 async fn run_action(
@@ -119,6 +135,7 @@ async fn run_action(
     target: RunTarget,
     action: StackWideAction,
     stack_lease: lease::StackLease,
+    resumed: bool,
 ) {
     let passed = match super::plugins::before(&shared, &stack, None).await {
         Ok(passed) => passed,
@@ -128,9 +145,14 @@ async fn run_action(
         }
     };
     let stack_action = action.stack_action();
+    let done_before = |resource: &crate::domain::Resource| {
+        resumed
+            && action != StackWideAction::Check
+            && (resource.action, resource.status) == (stack_action, ActionStatus::Complete)
+    };
     let names: BTreeSet<String> = snapshot(&target.resources)
         .values()
-        .filter(|resource| resource.action != StackAction::Init)
+        .filter(|resource| resource.action != StackAction::Init && !done_before(resource))
         .map(|resource| resource.name.clone())
         .collect();
     let check_failures = Arc::new(Mutex::new(Vec::new()));
@@ -140,6 +162,10 @@ async fn run_action(
         let target = target.clone();
         let check_failures = check_failures.clone();
         async move {
+            // Handed back at shutdown, to be resumed (see `orphans.rs`).
+            if shared.handing_back(&target) {
+                return Err(RunFailure::HandedBack);
+            }
             let result = act_on_one(&shared, &target, &name, action).await;
             match (action, result) {
                 // Check goes on after a failure and reports every one.

@@ -209,3 +209,33 @@ pub(super) async fn run_create(
         plugins::after(&shared, &stack, StackAction::Rollback, rollback_passed).await;
     }
 }
+
+/// Continues the rollback of a failed create that an engine left behind
+/// (see `orphans.rs`): every resource not yet deleted is deleted,
+/// dependents first, and the stack ends ROLLBACK_COMPLETE (or _FAILED).
+pub(super) async fn run_create_rollback(
+    shared: Arc<Shared>,
+    mut stack: Stack,
+    target: RunTarget,
+    stack_lease: lease::StackLease,
+) {
+    let passed = match plugins::before(&shared, &stack, None).await {
+        Ok(passed) => passed,
+        Err(reason) => {
+            conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
+            return;
+        }
+    };
+    let rolling_back =
+        executor::delete_resources(shared.clone(), target.clone(), StackAction::Rollback);
+    let outcome = tokio::time::timeout(operation_timeout(&stack), rolling_back)
+        .await
+        .unwrap_or_else(|_| Err(RunFailure::Failed("Rollback timed out".to_owned())));
+    let outcome = executor::settled(&target, outcome).await;
+    let (status, reason) = match final_state(outcome, StackAction::Rollback.as_str()) {
+        Ok(end) => end,
+        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
+    };
+    conclude(&mut stack, status, reason, stack_lease).await;
+    plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+}

@@ -37,8 +37,9 @@ pub struct Shared {
     pub quotas: crate::quotas::QuotaSlot,
     /// Recently parsed stored definitions.
     pub parsed_cache: ParsedCache,
-    /// Cancelled when the engine shuts down: root creates and deletes start
-    /// no new resource step and hand their operation back unfinished
+    /// Cancelled when the engine shuts down: root operations that can be
+    /// resumed (create, delete, update and its rollback, suspend, resume,
+    /// check) start no new resource step and hand their operation back unfinished
     /// ([`RunFailure::HandedBack`]) for an engine to resume.
     pub draining: tokio_util::sync::CancellationToken,
     /// Every operation run this engine started, so that shutdown can wait
@@ -50,7 +51,7 @@ impl Shared {
     /// Whether a step of `target`'s operation may start: not once the
     /// engine is handing its root operations back (nested stacks run on:
     /// their parent's step waits for them).
-    fn handing_back(&self, target: &RunTarget) -> bool {
+    pub(super) fn handing_back(&self, target: &RunTarget) -> bool {
         target.nested_depth == 0 && self.draining.is_cancelled()
     }
 }
@@ -679,10 +680,14 @@ pub async fn delete_resources(
     target: RunTarget,
     action: StackAction,
 ) -> RunResult {
+    // Deleted already: by this operation before it was resumed, too.
     let names: BTreeSet<String> = snapshot(&target.resources)
         .values()
         .filter(|resource| {
-            !(resource.action == StackAction::Delete && resource.status == ActionStatus::Complete)
+            let deleted = resource.status == ActionStatus::Complete
+                && (resource.action == StackAction::Delete
+                    || (action == StackAction::Rollback && resource.action == action));
+            !deleted
         })
         .map(|resource| resource.name.clone())
         .collect();
@@ -691,8 +696,8 @@ pub async fn delete_resources(
         let shared = shared.clone();
         let target = target.clone();
         async move {
-            // A delete is handed back at shutdown; a rollback runs on.
-            if action == StackAction::Delete && shared.handing_back(&target) {
+            // Handed back at shutdown, to be resumed (see `orphans.rs`).
+            if shared.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
             // Breakpoint hooks stop a stack delete, not a rollback.

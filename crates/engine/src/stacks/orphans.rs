@@ -2,21 +2,41 @@
 //! that went away (its lease expired, or it released it when it shut down)
 //! are resumed where the operation allows it, and marked failed otherwise —
 //! one store decision each, now and then while the engine runs. On
-//! shutdown an engine hands its root creates and deletes back (see
+//! shutdown an engine hands its root operations back (see
 //! [`StackOperations::hand_back`]) so that another engine, or itself
 //! restarted, resumes them at once.
+//!
+//! Resumed: create, delete, update (PUT and PATCH), the rollback of a
+//! failed create or update, suspend, resume and check. Not resumed (marked
+//! failed, saying why): a snapshot restore and an adopt (what they put
+//! back was only in the engine's memory), and anything else.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::actions::StackWideAction;
 use super::lease::{StackLease, expiry_after};
-use super::{StackOperations, create, delete, stack_event};
-use crate::domain::{ActionStatus, Resource, Stack, StackAction};
+use super::{StackOperations, actions, create, delete, stack_event, update};
+use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
 use crate::store::OrphanCandidate;
 
 /// How many orphaned stacks one sweep pass looks at.
 const ORPHAN_SWEEP_BATCH: u64 = 500;
+
+/// How an orphaned operation continues.
+enum Resumption {
+    Create,
+    Delete,
+    /// An update, and the definition it started from (what it rolls back to).
+    Update(StackDefinition),
+    /// The rollback of an update, and the definition the update had moved
+    /// to (whose resources it retires).
+    UpdateRollback(StackDefinition),
+    /// The rollback of a failed create: its resources are deleted.
+    CreateRollback,
+    Action(StackWideAction),
+}
 
 /// What a sweep pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -29,15 +49,16 @@ pub struct Swept {
 
 impl StackOperations {
     /// Takes over stacks whose engine went away (in progress, lease expired
-    /// or released). A create or delete resumes here when nothing of it was
-    /// in flight outside the engine's own rows (every resource in progress
-    /// is of a type that acts only on its row — a resource that was making
-    /// an instance, a nested stack or a deployment might have made it
-    /// already, and is not made twice): what was done is kept and the rest
-    /// runs. Anything else is marked failed with its in-progress resources,
-    /// as Heat does. Each take-over is one conditional store decision from
-    /// the lease generation the sweep saw, so a stack that finished
-    /// meanwhile, or that another replica took, is left alone.
+    /// or released). An operation that can be resumed (see the module's
+    /// doc) resumes here when nothing of it was in flight outside the
+    /// engine's own rows (every resource in progress is of a type that acts
+    /// only on its row — a resource that was making an instance, a nested
+    /// stack or a deployment might have made it already, and is not made
+    /// twice): what was done is kept and the rest runs. Anything else is
+    /// marked failed with its in-progress resources, as Heat does. Each
+    /// take-over is one conditional store decision from the lease
+    /// generation the sweep saw, so a stack that finished meanwhile, or
+    /// that another replica took, is left alone.
     pub async fn recover_orphaned_stacks(&self) -> Result<Swept> {
         let now = ember_runtime::time::now();
         let candidates = self
@@ -53,13 +74,16 @@ impl StackOperations {
             // Decided on the rows as they are; `resume` checks again once
             // it holds the lease.
             let rows = self.store().list_resources(candidate.stack.id).await?;
-            let Some(why) = self.why_not_resumable(&candidate.stack, &rows) else {
-                // `false`: taken by another replica or changed meanwhile;
-                // the next pass looks again.
-                if self.resume(&candidate, &engine).await? {
-                    swept.resumed += 1;
+            let why = match self.resumption(&candidate.stack, &rows).await? {
+                Ok(_) => {
+                    // `false`: taken by another replica or changed
+                    // meanwhile; the next pass looks again.
+                    if self.resume(&candidate, &engine).await? {
+                        swept.resumed += 1;
+                    }
+                    continue;
                 }
-                continue;
+                Err(why) => why,
             };
             let reason = format!(
                 "{} interrupted: {engine} went away while it ran (its stack lease expired); not resumed: {why}",
@@ -77,29 +101,66 @@ impl StackOperations {
         Ok(swept)
     }
 
-    /// Why the operation `stack` is in cannot be resumed from `rows`, or
-    /// `None` when it can.
-    fn why_not_resumable(&self, stack: &Stack, rows: &[Resource]) -> Option<String> {
-        if !matches!(stack.action, StackAction::Create | StackAction::Delete) {
-            return Some(format!(
-                "only creates and deletes are resumed, and this was a stack {}",
-                stack.action.as_str()
-            ));
-        }
-        rows.iter()
+    /// How the operation `stack` is in continues from `rows`, or why it
+    /// cannot (`Err` inside).
+    async fn resumption(
+        &self,
+        stack: &Stack,
+        rows: &[Resource],
+    ) -> Result<std::result::Result<Resumption, String>> {
+        let resumption = match stack.action {
+            StackAction::Create => Resumption::Create,
+            StackAction::Delete => Resumption::Delete,
+            StackAction::Update => match self.store().load_update_origin(stack.id).await? {
+                Some(origin) => Resumption::Update(origin),
+                None => {
+                    return Ok(Err(
+                        "the definition the update started from is not recorded (the update began on an engine that did not keep it), so it could not be rolled back".to_owned(),
+                    ));
+                }
+            },
+            // An update's rollback has the update's origin; a create's has
+            // none (the update's goes when the update ends).
+            StackAction::Rollback => match self.store().load_update_origin(stack.id).await? {
+                Some(origin) => Resumption::UpdateRollback(origin),
+                None => Resumption::CreateRollback,
+            },
+            StackAction::Suspend => Resumption::Action(StackWideAction::Suspend),
+            StackAction::Resume => Resumption::Action(StackWideAction::Resume),
+            StackAction::Check => Resumption::Action(StackWideAction::Check),
+            StackAction::Restore => {
+                return Ok(Err(
+                    "a snapshot restore is not resumed: which snapshot it puts back is not recorded; restore the snapshot again".to_owned(),
+                ));
+            }
+            StackAction::Adopt => {
+                return Ok(Err(
+                    "an adopt is not resumed: the adopt data is not recorded; delete the stack and adopt again".to_owned(),
+                ));
+            }
+            other => {
+                return Ok(Err(format!(
+                    "a stack {} is not resumed; run it again",
+                    other.as_str()
+                )));
+            }
+        };
+        let in_flight = rows
+            .iter()
             .filter(|row| row.status == ActionStatus::InProgress)
             .find(|row| {
                 self.shared
                     .registry
                     .get(&row.type_name)
                     .is_none_or(|kind| kind.acts_outside_its_row())
-            })
-            .map(|row| {
-                format!(
-                    "resource {:?} ({}) was in progress outside the engine and may be half made",
-                    row.name, row.type_name
-                )
-            })
+            });
+        Ok(match in_flight {
+            Some(row) => Err(format!(
+                "resource {:?} ({}) was in progress outside the engine and may be half made",
+                row.name, row.type_name
+            )),
+            None => Ok(resumption),
+        })
     }
 
     /// Takes the orphan's lease over and continues its operation in a run
@@ -132,10 +193,18 @@ impl StackOperations {
                 let target = self.load_target(&stack, fence).await?;
                 let rows: Vec<Resource> = super::executor::snapshot(&target.resources)
                     .into_values()
+                    .chain(
+                        target
+                            .superseded
+                            .lock()
+                            .map(|superseded| superseded.clone())
+                            .unwrap_or_default(),
+                    )
                     .collect();
-                if let Some(why) = self.why_not_resumable(&stack, &rows) {
-                    return Err(Error::Conflict(why));
-                }
+                let resumption = self
+                    .resumption(&stack, &rows)
+                    .await?
+                    .map_err(Error::Conflict)?;
                 let reason = format!(
                     "Stack {} resumed: {gone} went away while it ran; engine {} continues it",
                     stack.action.as_str(),
@@ -146,10 +215,10 @@ impl StackOperations {
                 self.store()
                     .record_stack_transition(&stack, &stack_event(&stack, &reason), fence)
                     .await?;
-                Ok((stack, target))
+                Ok((stack, target, resumption))
             })
             .await;
-        let ((stack, target), stack_lease) = match started {
+        let ((stack, target, resumption), stack_lease) = match started {
             Ok(started) => started,
             Err(error) => {
                 tracing::warn!(stack_id = %candidate.stack.id, %error, "orphaned stack not resumed");
@@ -158,22 +227,28 @@ impl StackOperations {
         };
         tracing::warn!(stack_id = %stack.id, action = stack.action.as_str(), %gone, "resuming an orphaned stack operation");
         let shared = self.shared.clone();
-        match stack.action {
-            StackAction::Delete => {
-                self.shared
-                    .runs
-                    .spawn(delete::run_delete(shared, stack, target, stack_lease));
+        let run: super::Run = match resumption {
+            Resumption::Create => {
+                Box::pin(create::run_create(shared, stack, target, stack_lease, None))
             }
-            _ => {
-                self.shared.runs.spawn(create::run_create(
-                    shared,
-                    stack,
-                    target,
-                    stack_lease,
-                    None,
-                ));
+            Resumption::Delete => Box::pin(delete::run_delete(shared, stack, target, stack_lease)),
+            Resumption::Update(origin) => {
+                update::resume_update(shared, stack, target, origin, stack_lease)
             }
-        }
+            Resumption::UpdateRollback(origin) => {
+                update::resume_rollback(shared, stack, target, origin, stack_lease)
+            }
+            Resumption::CreateRollback => Box::pin(create::run_create_rollback(
+                shared,
+                stack,
+                target,
+                stack_lease,
+            )),
+            Resumption::Action(action) => {
+                actions::resume_action(shared, stack, target, action, stack_lease)
+            }
+        };
+        self.shared.runs.spawn(run);
         Ok(true)
     }
 
@@ -195,16 +270,16 @@ impl StackOperations {
         }
     }
 
-    /// The start of [`Self::hand_back`]: from now on root creates and
-    /// deletes start no new resource step.
+    /// The start of [`Self::hand_back`]: from now on root operations that
+    /// can be resumed start no new resource step.
     pub fn begin_hand_back(&self) {
         self.shared.draining.cancel();
     }
 
-    /// Shutdown: root creates and deletes start no new resource step and
-    /// hand their operations back unfinished, with their leases released,
-    /// for another engine — or this one, restarted — to resume at once;
-    /// other operations run on. Waits up to `grace` for every run this
+    /// Shutdown: root operations that can be resumed (see the module's
+    /// doc) start no new resource step and hand their operations back
+    /// unfinished, with their leases released, for another engine — or
+    /// this one, restarted — to resume at once; other operations run on. Waits up to `grace` for every run this
     /// engine started to stop, and returns how many were still running then
     /// (their leases expire, and the sweep decides).
     pub async fn hand_back(&self, grace: Duration) -> usize {

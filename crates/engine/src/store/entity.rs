@@ -95,6 +95,28 @@ pub mod events {
     impl ActiveModelBehavior for ActiveModel {}
 }
 
+/// The definition a running update (or its rollback) moves away from.
+pub mod stack_update_origins {
+    use sea_orm::entity::prelude::*;
+
+    #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+    #[sea_orm(table_name = "stack_update_origins")]
+    pub struct Model {
+        #[sea_orm(primary_key, auto_increment = false)]
+        pub stack_id: Uuid,
+        pub template: Json,
+        pub environment: Json,
+        pub files: Json,
+        pub parameters: Json,
+        pub recorded_at: ChronoDateTimeUtc,
+    }
+
+    #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+    pub enum Relation {}
+
+    impl ActiveModelBehavior for ActiveModel {}
+}
+
 pub mod stack_leases {
     use sea_orm::entity::prelude::*;
 

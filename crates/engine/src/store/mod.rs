@@ -123,9 +123,11 @@ pub trait StackStore: Send + Sync + 'static {
     /// The stacks whose parent is `stack_id`.
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
     async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition>;
-    /// Starts an update: writes the stack's new state, settings and
-    /// definition, adds rows for resources the new template introduces, and
-    /// records the event, in one transaction.
+    /// Starts an update (or an update's rollback): keeps the definition it
+    /// replaces as the update's origin (see [`Self::load_update_origin`]),
+    /// writes the stack's new state, settings and definition, adds rows for
+    /// resources the new template introduces, and records the event, in one
+    /// transaction.
     async fn begin_stack_update(
         &self,
         stack: &Stack,
@@ -134,6 +136,11 @@ pub trait StackStore: Send + Sync + 'static {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()>;
+    /// The definition the stack's running update (or its rollback) moves
+    /// away from, as [`Self::begin_stack_update`] kept it; `None` when no
+    /// update of the stack is running (the origin goes when the operation
+    /// ends) — e.g. the rollback of a failed create.
+    async fn load_update_origin(&self, stack_id: Uuid) -> Result<Option<StackDefinition>>;
     /// Records the last transitions of resources that are gone for good
     /// (removed from the template, or replaced) and removes their rows, in
     /// one transaction. Their events stay.

@@ -14,7 +14,7 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::entity::{events, resources, stack_leases, stacks};
+use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
     EventListQuery, FencedTransition, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
 };
@@ -277,26 +277,29 @@ impl StackStore for SqlStackStore {
             .one(&self.reader)
             .await?
             .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-        let files: BTreeMap<String, String> =
-            serde_json::from_value(row.files).map_err(|error| {
-                Error::Database(format!(
-                    "stack {stack_id}: stored files are invalid: {error}"
-                ))
-            })?;
-        let parameters = match row.parameters {
-            Value::Object(map) => map,
-            _ => {
-                return Err(Error::Database(format!(
-                    "stack {stack_id}: stored parameters are invalid"
-                )));
-            }
-        };
-        Ok(StackDefinition {
-            template: row.template,
-            environment: row.environment,
-            files,
-            parameters,
-        })
+        definition_from_columns(
+            stack_id,
+            row.template,
+            row.environment,
+            row.files,
+            row.parameters,
+        )
+    }
+
+    async fn load_update_origin(&self, stack_id: Uuid) -> Result<Option<StackDefinition>> {
+        stack_update_origins::Entity::find_by_id(stack_id)
+            .one(&self.reader)
+            .await?
+            .map(|row| {
+                definition_from_columns(
+                    stack_id,
+                    row.template,
+                    row.environment,
+                    row.files,
+                    row.parameters,
+                )
+            })
+            .transpose()
     }
 
     async fn finish_stack_operation(
@@ -309,6 +312,15 @@ impl StackStore for SqlStackStore {
         // The release is the fence: it matches only while this lease holds.
         release_fenced(&transaction, fence).await?;
         write_stack_state(&transaction, stack).await?;
+        if matches!(
+            stack.action,
+            StackAction::Update | StackAction::Rollback | StackAction::Restore
+        ) {
+            // The update is over: nothing resumes it any more.
+            stack_update_origins::Entity::delete_by_id(stack.id)
+                .exec(&transaction)
+                .await?;
+        }
         events::Entity::insert(event_row(event))
             .exec(&transaction)
             .await?;
@@ -354,6 +366,7 @@ impl StackStore for SqlStackStore {
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
         hold_fence(&transaction, fence).await?;
+        keep_update_origin(&transaction, stack.id, stack.updated_at).await?;
         stacks::Entity::update(stack_row(stack, definition))
             .exec(&transaction)
             .await?;
@@ -712,6 +725,10 @@ impl StackStore for SqlStackStore {
                 .exec(&transaction)
                 .await?;
         }
+        // A failed update is not resumed: its origin goes.
+        stack_update_origins::Entity::delete_by_id(stack_id)
+            .exec(&transaction)
+            .await?;
         stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
             .filter(stack_leases::Column::StackId.eq(stack_id))
@@ -892,6 +909,69 @@ async fn held_fences(
 }
 
 /// `Error::LeaseLost` unless `fence` still holds (see [`held_fences`]).
+/// A stored definition from its columns.
+fn definition_from_columns(
+    stack_id: Uuid,
+    template: Value,
+    environment: Value,
+    files: Value,
+    parameters: Value,
+) -> Result<StackDefinition> {
+    let files: BTreeMap<String, String> = serde_json::from_value(files).map_err(|error| {
+        Error::Database(format!(
+            "stack {stack_id}: stored files are invalid: {error}"
+        ))
+    })?;
+    let Value::Object(parameters) = parameters else {
+        return Err(Error::Database(format!(
+            "stack {stack_id}: stored parameters are invalid"
+        )));
+    };
+    Ok(StackDefinition {
+        template,
+        environment,
+        files,
+        parameters,
+    })
+}
+
+/// Keeps the stack's definition as it is now (about to be replaced by an
+/// update's or a rollback's) as the running update's origin, replacing
+/// any origin kept before.
+async fn keep_update_origin(
+    transaction: &DatabaseTransaction,
+    stack_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    let current = stacks::Entity::find_by_id(stack_id)
+        .one(transaction)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
+    let origin = stack_update_origins::ActiveModel {
+        stack_id: Set(stack_id),
+        template: Set(current.template),
+        environment: Set(current.environment),
+        files: Set(current.files),
+        parameters: Set(current.parameters),
+        recorded_at: Set(now),
+    };
+    stack_update_origins::Entity::insert(origin)
+        .on_conflict(
+            OnConflict::column(stack_update_origins::Column::StackId)
+                .update_columns([
+                    stack_update_origins::Column::Template,
+                    stack_update_origins::Column::Environment,
+                    stack_update_origins::Column::Files,
+                    stack_update_origins::Column::Parameters,
+                    stack_update_origins::Column::RecordedAt,
+                ])
+                .to_owned(),
+        )
+        .exec(transaction)
+        .await?;
+    Ok(())
+}
+
 async fn hold_fence(transaction: &DatabaseTransaction, fence: LeaseFence) -> Result<()> {
     let held = held_fences(transaction, &std::collections::BTreeSet::from([fence])).await?;
     if held.contains(&fence) {

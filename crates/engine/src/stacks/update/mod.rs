@@ -8,12 +8,14 @@
 //!
 //! `plan` works out the definition an update moves to, `run` runs it,
 //! `rollback` moves a failed one back, `resources` brings each resource
-//! to the target (in place, replaced, or retired), and `cancel` stops a
-//! running one.
+//! to the target (in place, replaced, or retired), `cancel` stops a
+//! running one, and `resume` continues one an engine handed back or left
+//! behind.
 
 mod cancel;
 mod plan;
 mod resources;
+mod resume;
 mod rollback;
 mod run;
 
@@ -33,6 +35,7 @@ use crate::error::{Error, Result};
 
 pub(super) use plan::updated_definition;
 pub(super) use resources::retire_superseded;
+pub(super) use resume::{resume_rollback, resume_update};
 use run::run_update;
 
 /// A request to update a stack, decoded from REST or gRPC.

@@ -34,6 +34,10 @@ pub(super) async fn update_resources(
         let target = target.clone();
         let cancel = cancel.clone();
         async move {
+            // Handed back at shutdown, to be resumed (see `resume.rs`).
+            if shared.handing_back(&target) {
+                return Err(RunFailure::HandedBack);
+            }
             // Breakpoint hooks stop an update of an existing resource (a
             // new one is just created), not a rollback.
             let hooked = action == StackAction::Update
@@ -74,6 +78,9 @@ pub(super) async fn update_resources(
         let shared = shared.clone();
         let target = target.clone();
         async move {
+            if shared.handing_back(&target) {
+                return Err(RunFailure::HandedBack);
+            }
             let row = current(&target.resources, &name).ok_or_else(|| {
                 RunFailure::Failed(format!("resources.{name}: no state recorded"))
             })?;
@@ -81,6 +88,9 @@ pub(super) async fn update_resources(
         }
     })
     .await?;
+    if shared.handing_back(&target) {
+        return Err(RunFailure::HandedBack);
+    }
     retire_superseded(&shared, &target).await
 }
 
@@ -205,7 +215,13 @@ async fn update_one(
         .get(name)
         .cloned()
         .ok_or_else(|| format!("resources.{name}: no type"))?;
-    if current.action == StackAction::Init {
+    // A new resource, or one whose create was in flight when the engine
+    // before this one went away (a resumed update: only a resource that
+    // acts on nothing but its row is left in progress, see `orphans.rs`) —
+    // created on its own row, not replaced by another.
+    if current.action == StackAction::Init
+        || (current.action == StackAction::Create && current.status == ActionStatus::InProgress)
+    {
         return create_row(shared, target, current, "state changed").await;
     }
     // An external resource is not the stack's to change: its id cannot

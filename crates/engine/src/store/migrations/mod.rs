@@ -20,6 +20,7 @@ mod m20261126_000001_add_senlin_fields;
 mod m20261126_300001_create_receivers;
 mod m20261127_200001_create_receiver_messages;
 mod m20261128_100001_add_cluster_config;
+mod m20261129_100001_create_stack_update_origins;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_300001_create_receivers::Migration),
             Box::new(m20261127_200001_create_receiver_messages::Migration),
             Box::new(m20261128_100001_add_cluster_config::Migration),
+            Box::new(m20261129_100001_create_stack_update_origins::Migration),
         ]
     }
 }
