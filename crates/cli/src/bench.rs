@@ -25,6 +25,7 @@ pub mod invariants;
 mod load;
 mod locks;
 mod quotas;
+mod replicas;
 pub(crate) mod stacks;
 mod unhealthy;
 
@@ -119,6 +120,30 @@ pub enum BenchCommand {
         /// Seed of the clients' random choices (a run is reproducible in what it asks)
         #[arg(long, default_value_t = 1)]
         seed: u64,
+    },
+    /// Stack create+delete throughput through two engine replicas sharing one PostgreSQL, against one
+    Replicas {
+        /// Concurrent REST clients, each with its own keep-alive connection
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Seconds measured per engine count and round
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Seconds of the same load before each measurement (not counted)
+        #[arg(long, default_value_t = 3)]
+        warm_up: u64,
+        /// OS::Heat::None resources per stack
+        #[arg(long, default_value_t = 10)]
+        resources: usize,
+        /// How often a client polls the stack it waits for, in milliseconds
+        #[arg(long, default_value_t = 10)]
+        poll_ms: u64,
+        /// Rounds of one engine then two (alternating, so drift hits both)
+        #[arg(long, default_value_t = 2)]
+        rounds: usize,
+        /// PostgreSQL server; each engine count gets a fresh schema on it [default: $EMBER_TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres]
+        #[arg(long)]
+        database_url: Option<String>,
     },
     /// What the quota checks add to a stack create
     Quotas {
@@ -228,6 +253,26 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
                 duration: Duration::from_secs(seconds.max(1)),
                 postgres,
                 seed,
+            })
+            .await
+        }
+        BenchCommand::Replicas {
+            clients,
+            seconds,
+            warm_up,
+            resources,
+            poll_ms,
+            rounds,
+            database_url,
+        } => {
+            replicas::run(replicas::ReplicasBench {
+                clients: clients.max(1),
+                duration: Duration::from_secs(seconds.max(1)),
+                warm_up: Duration::from_secs(warm_up),
+                resources: resources.max(1),
+                poll: Duration::from_millis(poll_ms.max(1)),
+                rounds: rounds.max(1),
+                database_url,
             })
             .await
         }
