@@ -414,6 +414,7 @@ async fn replace_nodes_swaps_a_member_for_an_orphan_and_policies_are_updated() {
         "{left}"
     );
     assert_eq!(left["node"]["status"], "ACTIVE", "{left}");
+    assert_eq!(left["node"]["index"], -1, "an orphan's index: {left}");
 
     // Cluster policies: show one, disable it.
     created(

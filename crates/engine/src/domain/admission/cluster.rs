@@ -205,12 +205,13 @@ pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> 
         )));
     }
     match *operation {
+        // Senlin takes a scale beyond the cluster's sizes and fails the
+        // action with why (the sizes may change before it runs); only a
+        // count no cluster could hold is refused here.
         ClusterOperation::ScaleOut { cluster, count } if count > 0 => {
-            sizing::grown_by(cluster.desired_capacity, count, cluster.max_size).map(|_| ())
+            sizing::grown_by(cluster.desired_capacity, count, -1).map(|_| ())
         }
-        ClusterOperation::ScaleIn { cluster, count } if count > 0 => {
-            sizing::shrunk_by(cluster.desired_capacity, count, cluster.min_size).map(|_| ())
-        }
+        ClusterOperation::ScaleIn { count, .. } if count > 0 => sizing::counted(count).map(|_| ()),
         ClusterOperation::CreateNode {
             cluster: Some(cluster),
         } => sizing::grown_by(cluster.desired_capacity, 1, cluster.max_size)
@@ -535,7 +536,7 @@ mod tests {
     }
 
     #[test]
-    fn scale_counts_are_checked_against_the_sizes_up_front() {
+    fn scale_counts_beyond_the_sizes_are_taken_and_only_impossible_counts_refused() {
         let cluster = cluster(ClusterStatus::Active);
         let member = caller(&["member"]);
         let scale_out = |count| ClusterOperation::ScaleOut {
@@ -547,13 +548,15 @@ mod tests {
             count,
         };
         assert_eq!(answer(admit(&scale_out(2), &member)), Answer::Ok);
-        assert_eq!(answer(admit(&scale_out(3), &member)), Answer::Conflict);
+        // Beyond max_size or below min_size: taken, as Senlin does; the
+        // action fails when it runs (see sizing).
+        assert_eq!(answer(admit(&scale_out(3), &member)), Answer::Ok);
         assert_eq!(
             answer(admit(&scale_out(u64::from(u32::MAX)), &member)),
             Answer::InvalidInput
         );
         assert_eq!(answer(admit(&scale_in(2), &member)), Answer::Ok);
-        assert_eq!(answer(admit(&scale_in(3), &member)), Answer::Conflict);
+        assert_eq!(answer(admit(&scale_in(3), &member)), Answer::Ok);
         assert_eq!(
             answer(admit(&scale_in(u64::MAX), &member)),
             Answer::InvalidInput

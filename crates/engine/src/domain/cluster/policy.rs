@@ -342,7 +342,13 @@ fn parse_scaling(properties: &Map<String, Value>) -> Result<ScalingPolicy> {
         .and_then(Value::as_str)
         .unwrap_or("CHANGE_IN_CAPACITY")
         .to_owned();
-    super::sizing::AdjustmentType::parse(&adjustment_type)?;
+    if super::sizing::AdjustmentType::parse(&adjustment_type).is_err() {
+        // Senlin's schema refuses it so, and answers 500 (as for an
+        // unknown spec item).
+        return Err(Error::PolicySpecRefused(format!(
+            "'{adjustment_type}' must be one of the allowed values: EXACT_CAPACITY, CHANGE_IN_CAPACITY, CHANGE_IN_PERCENTAGE"
+        )));
+    }
     let number = match adjustment.get("number") {
         None | Some(Value::Null) => 1.0,
         Some(value) => value
@@ -436,6 +442,16 @@ mod tests {
             Err(Error::PolicySpecRefused(message)) => {
                 assert_eq!(message, "Unrecognizable spec item 'bogus'")
             }
+            other => panic!("{other:?}"),
+        }
+        let bad_type = json!({"type": "senlin.policy.scaling", "version": "1.0",
+            "properties": {"event": "CLUSTER_SCALE_OUT",
+                "adjustment": {"type": "blah", "number": 2, "min_step": 1, "best_effort": true}}});
+        match PolicyKind::parse(&bad_type) {
+            Err(Error::PolicySpecRefused(message)) => assert_eq!(
+                message,
+                "'blah' must be one of the allowed values: EXACT_CAPACITY, CHANGE_IN_CAPACITY, CHANGE_IN_PERCENTAGE"
+            ),
             other => panic!("{other:?}"),
         }
         // What an older engine stored still reads.

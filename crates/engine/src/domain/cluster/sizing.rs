@@ -207,40 +207,45 @@ pub fn desired_after(
 }
 
 /// The capacity `count` more nodes make from `current`, checked against
-/// `max_size` (-1 = unlimited): a count beyond `i32` or beyond the maximum
-/// is refused naming both.
+/// `max_size` (-1 = unlimited): a count beyond `i32` is refused, and a
+/// capacity beyond the maximum as Senlin's scale-out action words it.
 pub fn grown_by(current: i32, count: u64, max_size: i32) -> Result<i32> {
-    let too_many = || {
+    let desired = current.checked_add(counted(count)?).ok_or_else(|| {
         Error::InvalidInput(format!(
             "count {count} is out of range: a cluster holds at most {} nodes",
             i32::MAX
         ))
-    };
-    let count = i32::try_from(count).map_err(|_| too_many())?;
-    let desired = current.checked_add(count).ok_or_else(too_many)?;
+    })?;
     if max_size != -1 && desired > max_size {
         return Err(Error::Conflict(format!(
-            "scaling out by {count} would exceed max_size {max_size} (now {current})"
+            "The target capacity ({desired}) is greater than the cluster's max_size ({max_size})."
         )));
     }
     Ok(desired)
 }
 
 /// The capacity `count` fewer nodes leave from `current`, checked against
-/// `min_size`.
+/// `min_size` (worded as Senlin's scale-in action words it).
 pub fn shrunk_by(current: i32, count: u64, min_size: i32) -> Result<i32> {
-    let count = i32::try_from(count).map_err(|_| {
+    let count = counted(count)?;
+    let desired = i64::from(current) - i64::from(count);
+    if desired < i64::from(min_size) {
+        return Err(Error::Conflict(format!(
+            "The target capacity ({desired}) is less than the cluster's min_size ({min_size})."
+        )));
+    }
+    i32::try_from(desired)
+        .map_err(|_| Error::InvalidInput(format!("count {count} is out of range")))
+}
+
+/// A node count as a capacity: one beyond `i32` is refused.
+pub fn counted(count: u64) -> Result<i32> {
+    i32::try_from(count).map_err(|_| {
         Error::InvalidInput(format!(
             "count {count} is out of range: a cluster holds at most {} nodes",
             i32::MAX
         ))
-    })?;
-    match current.checked_sub(count) {
-        Some(desired) if desired >= min_size => Ok(desired),
-        _ => Err(Error::Conflict(format!(
-            "scaling in by {count} would go below min_size {min_size} (now {current})"
-        ))),
-    }
+    })
 }
 
 /// Checks `desired` against the sizes: strict refuses, otherwise clamps.
@@ -393,7 +398,8 @@ mod tests {
     fn counts_beyond_i32_or_max_size_are_refused_up_front() {
         assert_eq!(grown_by(2, 3, 10).ok(), Some(5));
         assert_eq!(grown_by(2, 3, -1).ok(), Some(5));
-        assert!(matches!(grown_by(2, 9, 10), Err(Error::Conflict(m)) if m.contains("max_size 10")));
+        assert!(matches!(grown_by(2, 9, 10), Err(Error::Conflict(m))
+            if m == "The target capacity (11) is greater than the cluster's max_size (10)."));
         assert!(matches!(
             grown_by(2, u64::from(u32::MAX), -1),
             Err(Error::InvalidInput(_))
@@ -403,7 +409,8 @@ mod tests {
             Err(Error::InvalidInput(_))
         ));
         assert_eq!(shrunk_by(5, 2, 1).ok(), Some(3));
-        assert!(matches!(shrunk_by(5, 5, 1), Err(Error::Conflict(m)) if m.contains("min_size 1")));
+        assert!(matches!(shrunk_by(5, 5, 1), Err(Error::Conflict(m))
+            if m == "The target capacity (0) is less than the cluster's min_size (1)."));
         assert!(shrunk_by(5, u64::MAX, 0).is_err());
         assert!(desired_after(1, AdjustmentType::ChangeInCapacity, 1e300, 1).is_err());
         assert!(desired_after(i32::MAX, AdjustmentType::ChangeInCapacity, 1.0, 1).is_err());

@@ -281,9 +281,12 @@ pub async fn apply_change_in(
             .exec(transaction)
             .await?;
     }
+    // A node that leaves its cluster is an orphan again: no cluster, and
+    // index -1 as Senlin shows orphans.
     for (node_id, status, reason) in &change.release_nodes {
         node::Entity::update_many()
             .col_expr(node::Column::ClusterId, Expr::value(Option::<Uuid>::None))
+            .col_expr(node::Column::NodeIndex, Expr::value(-1))
             .col_expr(node::Column::Status, Expr::value(status.as_str()))
             .col_expr(node::Column::StatusReason, Expr::value(reason.as_str()))
             .col_expr(node::Column::UpdatedAt, Expr::value(now))
