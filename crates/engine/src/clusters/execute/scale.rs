@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::clusters::ClusterService;
 use crate::clusters::removal::Removal;
 use crate::clusters::run::{Ran, Run, RunResult};
-use crate::domain::cluster::policy::{Criteria, ScalingEvent};
+use crate::domain::cluster::policy::{Criteria, ScalingEvent, ScalingPolicy};
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::victims::select_victims;
 use crate::domain::cluster::{ActionKind, ActionStatus, Cluster, Node, PolicyKind};
@@ -89,10 +89,37 @@ impl ClusterService {
         live: i32,
     ) -> Result<u64> {
         self.check_cooldown(cluster, event).await?;
-        match run.action.input_u64("count") {
-            Some(count) => Ok(count),
-            None => self.policy_step(&cluster.id, event, live).await,
-        }
+        let policy = self.scaling_policy(&cluster.id, event).await?;
+        let count = match (run.action.input_u64("count"), &policy) {
+            (Some(count), _) => count,
+            (None, Some(policy)) => policy_step(policy, event, live)?,
+            (None, None) => 1,
+        };
+        Ok(match policy {
+            Some(policy) if policy.best_effort => {
+                best_effort(count, event, cluster.min_size, cluster.max_size, live)
+            }
+            _ => count,
+        })
+    }
+
+    /// The enabled scaling policy of `event` bound to the cluster, if any.
+    async fn scaling_policy(
+        &self,
+        cluster_id: &Uuid,
+        event: ScalingEvent,
+    ) -> Result<Option<ScalingPolicy>> {
+        Ok(self
+            .store
+            .list_bindings(*cluster_id)
+            .await?
+            .into_iter()
+            .find_map(|(binding, policy)| match policy.kind {
+                PolicyKind::Scaling(scaling) if binding.enabled && scaling.event == event => {
+                    Some(scaling)
+                }
+                _ => None,
+            }))
     }
 
     /// Grows or shrinks to the size the resize asks for, computed now.
@@ -175,32 +202,6 @@ impl ClusterService {
         Ok(())
     }
 
-    /// Nodes a scaling policy adds or removes by default (1 without one).
-    async fn policy_step(
-        &self,
-        cluster_id: &Uuid,
-        event: ScalingEvent,
-        current: i32,
-    ) -> Result<u64> {
-        for (binding, policy) in self.store.list_bindings(*cluster_id).await? {
-            if let (true, PolicyKind::Scaling(scaling)) = (binding.enabled, &policy.kind)
-                && scaling.event == event
-            {
-                let adjustment = AdjustmentType::parse(&scaling.adjustment_type)?;
-                let signed = if event == ScalingEvent::ScaleIn
-                    && adjustment != AdjustmentType::ExactCapacity
-                {
-                    -scaling.number
-                } else {
-                    scaling.number
-                };
-                let desired = sizing::desired_after(current, adjustment, signed, scaling.min_step)?;
-                return Ok(u64::from(desired.abs_diff(current)).max(1));
-            }
-        }
-        Ok(1)
-    }
-
     /// Chooses `count` victims among the members and removes them.
     async fn shrink(
         &self,
@@ -277,4 +278,81 @@ fn resize_target(
     };
     let desired = sizing::fit(desired, min_size, max_size, strict)?;
     Ok((desired, min_size, max_size))
+}
+
+/// Nodes `policy` adds or removes when the request names no count.
+fn policy_step(policy: &ScalingPolicy, event: ScalingEvent, current: i32) -> Result<u64> {
+    let adjustment = AdjustmentType::parse(&policy.adjustment_type)?;
+    let signed = if event == ScalingEvent::ScaleIn && adjustment != AdjustmentType::ExactCapacity {
+        -policy.number
+    } else {
+        policy.number
+    };
+    let desired = sizing::desired_after(current, adjustment, signed, policy.min_step)?;
+    Ok(u64::from(desired.abs_diff(current)).max(1))
+}
+
+/// Senlin's `best_effort`: a scaling policy that allows it takes as many
+/// of `count` nodes as the cluster's sizes leave room for, instead of
+/// failing the action.
+fn best_effort(count: u64, event: ScalingEvent, min_size: i32, max_size: i32, live: i32) -> u64 {
+    let room = match event {
+        ScalingEvent::ScaleOut if max_size == -1 => return count,
+        ScalingEvent::ScaleOut => max_size.saturating_sub(live),
+        ScalingEvent::ScaleIn => live.saturating_sub(min_size),
+    };
+    count.min(u64::try_from(room).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_effort_takes_what_the_sizes_leave_room_for() {
+        // 4 of at most 5: a scale-out by 2 adds 1.
+        assert_eq!(best_effort(2, ScalingEvent::ScaleOut, 1, 5, 4), 1);
+        assert_eq!(best_effort(2, ScalingEvent::ScaleOut, 1, 5, 5), 0);
+        assert_eq!(best_effort(7, ScalingEvent::ScaleOut, 1, -1, 4), 7);
+        // 3 of at least 2: a scale-in by 2 removes 1.
+        assert_eq!(best_effort(2, ScalingEvent::ScaleIn, 2, 5, 3), 1);
+        assert_eq!(best_effort(1, ScalingEvent::ScaleIn, 0, 5, 3), 1);
+        // Already outside the sizes: nothing to do, never a negative count.
+        assert_eq!(best_effort(2, ScalingEvent::ScaleOut, 1, 5, 6), 0);
+    }
+
+    #[test]
+    fn a_policys_step_is_its_adjustment_and_at_least_one() {
+        let policy = |adjustment_type: &str, number: f64, min_step: i32| ScalingPolicy {
+            event: ScalingEvent::ScaleOut,
+            adjustment_type: adjustment_type.into(),
+            number,
+            min_step,
+            best_effort: false,
+            cooldown: 0,
+        };
+        let step =
+            |p: &ScalingPolicy, event, current| policy_step(p, event, current).expect("a step");
+        assert_eq!(
+            step(
+                &policy("CHANGE_IN_CAPACITY", 2.0, 1),
+                ScalingEvent::ScaleOut,
+                3
+            ),
+            2
+        );
+        // 50% of 4 in: 2; min_step 3 makes it 3.
+        assert_eq!(
+            step(
+                &policy("CHANGE_IN_PERCENTAGE", 50.0, 3),
+                ScalingEvent::ScaleIn,
+                4
+            ),
+            3
+        );
+        assert_eq!(
+            step(&policy("EXACT_CAPACITY", 3.0, 0), ScalingEvent::ScaleOut, 3),
+            1
+        );
+    }
 }
