@@ -1148,6 +1148,95 @@ async fn a_scaling_policy_cooldown_holds_the_next_scale_of_its_event() {
     ember.stop().await;
 }
 
+/// Senlin's scale semantics: a scale beyond the cluster's sizes is taken
+/// (202) and its action fails with Senlin's reason, naming the scaling
+/// policy when one applied; a best-effort policy takes what fits instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scales_beyond_the_sizes_fail_their_action_unless_a_policy_takes_what_fits() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (status, _, body) = rest
+        .post(
+            "/profiles",
+            json!({"profile": {"name": "bounded-profile", "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": "bounded", "profile_id": "bounded-profile",
+                "desired_capacity": 2, "min_size": 1, "max_size": 3}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    let cluster_id = body["cluster"]["id"].as_str().expect("id").to_owned();
+    let actions = format!("/clusters/{cluster_id}/actions");
+    let (rest, actions) = (&rest, actions.as_str());
+    let failed_with = |body: Value| async move {
+        let (status, headers, answer) = rest.post(actions, body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+        let action = location(&headers);
+        rest.wait_action(&action, "FAILED").await;
+        let shown = rest.get(action.trim_start_matches("/clustering/v1")).await;
+        shown["action"]["status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    assert_eq!(
+        failed_with(json!({"scale_out": {"count": 2}})).await,
+        "The target capacity (4) is greater than the cluster's max_size (3)."
+    );
+    assert_eq!(
+        failed_with(json!({"scale_in": {"count": 2}})).await,
+        "The target capacity (0) is less than the cluster's min_size (1)."
+    );
+    assert_eq!(rest.nodes(&cluster_id).await.len(), 2);
+
+    attach(
+        rest,
+        &cluster_id,
+        "in-strict",
+        json!({"type": "senlin.policy.scaling", "version": "1.0", "properties": {
+            "event": "CLUSTER_SCALE_IN",
+            "adjustment": {"type": "CHANGE_IN_CAPACITY", "number": 1}}}),
+    )
+    .await;
+    assert_eq!(
+        failed_with(json!({"scale_in": {"count": 2}})).await,
+        "Policy check failure: Failed policy 'in-strict': The target capacity (0) is less than the cluster's min_size (1)."
+    );
+
+    attach(
+        rest,
+        &cluster_id,
+        "out-best-effort",
+        json!({"type": "senlin.policy.scaling", "version": "1.0", "properties": {
+            "event": "CLUSTER_SCALE_OUT",
+            "adjustment": {"type": "CHANGE_IN_CAPACITY", "number": 1, "best_effort": true}}}),
+    )
+    .await;
+    let (status, headers, body) = rest
+        .post(actions, json!({"scale_out": {"count": 5}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&location(&headers), "SUCCEEDED").await;
+    wait_for(
+        "three nodes, the max_size",
+        Duration::from_secs(10),
+        || async { rest.nodes(&cluster_id).await.len() == 3 },
+    )
+    .await;
+    ember.stop().await;
+}
+
 /// A deletion policy's grace period (no hooks): the victim stays DELETING
 /// for that long before it is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,10 +39,9 @@ impl ClusterService {
         if crate::clusters::grow::planned_nodes(run).is_some() {
             return self.grow(run, cluster, 0, ClusterColumns::default()).await;
         }
-        let count = self
-            .scaling_count(run, cluster, ScalingEvent::ScaleOut, live)
+        let desired = self
+            .scaling_target(run, cluster, ScalingEvent::ScaleOut, live)
             .await?;
-        let desired = sizing::grown_by(live, count, cluster.max_size)?;
         self.grow(
             run,
             cluster,
@@ -63,10 +62,9 @@ impl ClusterService {
         members: &[Node],
         live: i32,
     ) -> RunResult<Ran> {
-        let count = self
-            .scaling_count(run, cluster, ScalingEvent::ScaleIn, live)
+        let desired = self
+            .scaling_target(run, cluster, ScalingEvent::ScaleIn, live)
             .await?;
-        let desired = sizing::shrunk_by(live, count, cluster.min_size)?;
         self.shrink(
             run,
             cluster,
@@ -78,37 +76,50 @@ impl ClusterService {
         .await
     }
 
-    /// How many nodes a scale-out or scale-in adds or removes, once the
-    /// cooldown allows it: the action's `count`, else the scaling policy's
-    /// step.
-    async fn scaling_count(
+    /// The capacity a scale-out or scale-in leaves, once the cooldown
+    /// allows it: the action's `count` (else the scaling policy's step)
+    /// nodes more or fewer, within the cluster's sizes — a best-effort
+    /// policy takes what fits; otherwise a size it breaks fails the action,
+    /// naming the policy as Senlin does when one applied.
+    async fn scaling_target(
         &self,
         run: &Run,
         cluster: &Cluster,
         event: ScalingEvent,
         live: i32,
-    ) -> Result<u64> {
+    ) -> Result<i32> {
         self.check_cooldown(cluster, event).await?;
         let policy = self.scaling_policy(&cluster.id, event).await?;
         let count = match (run.action.input_u64("count"), &policy) {
             (Some(count), _) => count,
-            (None, Some(policy)) => policy_step(policy, event, live)?,
+            (None, Some((_, policy))) => policy_step(policy, event, live)?,
             (None, None) => 1,
         };
-        Ok(match policy {
-            Some(policy) if policy.best_effort => {
+        let count = match &policy {
+            Some((_, policy)) if policy.best_effort => {
                 best_effort(count, event, cluster.min_size, cluster.max_size, live)
             }
             _ => count,
+        };
+        let target = match event {
+            ScalingEvent::ScaleOut => sizing::grown_by(live, count, cluster.max_size),
+            ScalingEvent::ScaleIn => sizing::shrunk_by(live, count, cluster.min_size),
+        };
+        target.map_err(|error| match (error, &policy) {
+            (Error::Conflict(reason), Some((name, _))) => Error::Conflict(format!(
+                "Policy check failure: Failed policy '{name}': {reason}"
+            )),
+            (error, _) => error,
         })
     }
 
-    /// The enabled scaling policy of `event` bound to the cluster, if any.
+    /// The enabled scaling policy of `event` bound to the cluster, with
+    /// its name, if any.
     async fn scaling_policy(
         &self,
         cluster_id: &Uuid,
         event: ScalingEvent,
-    ) -> Result<Option<ScalingPolicy>> {
+    ) -> Result<Option<(String, ScalingPolicy)>> {
         Ok(self
             .store
             .list_bindings(*cluster_id)
@@ -116,7 +127,7 @@ impl ClusterService {
             .into_iter()
             .find_map(|(binding, policy)| match policy.kind {
                 PolicyKind::Scaling(scaling) if binding.enabled && scaling.event == event => {
-                    Some(scaling)
+                    Some((policy.name, scaling))
                 }
                 _ => None,
             }))
