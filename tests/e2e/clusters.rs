@@ -1223,9 +1223,7 @@ async fn scales_beyond_the_sizes_fail_their_action_unless_a_policy_takes_what_fi
             "adjustment": {"type": "CHANGE_IN_CAPACITY", "number": 1, "best_effort": true}}}),
     )
     .await;
-    let (status, headers, body) = rest
-        .post(actions, json!({"scale_out": {"count": 5}}))
-        .await;
+    let (status, headers, body) = rest.post(actions, json!({"scale_out": {"count": 5}})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     rest.wait_action(&location(&headers), "SUCCEEDED").await;
     wait_for(
