@@ -324,6 +324,34 @@ pub struct Summary {
     pub p99_us: f64,
 }
 
+/// One REST call of a benchmark's keep-alive client, as `token`: the
+/// status and the JSON answer (`null` when it is not JSON).
+pub(crate) async fn rest_call(
+    http: &reqwest::Client,
+    token: &str,
+    method: reqwest::Method,
+    url: &str,
+    body: Option<serde_json::Value>,
+) -> Result<(u16, serde_json::Value), String> {
+    let mut request = http
+        .request(method.clone(), url)
+        .header("X-Auth-Token", token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|error| format!("{method} {url}: {error}"))?;
+    let status = response.status().as_u16();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|error| format!("{method} {url}: {error}"))?;
+    let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    Ok((status, body))
+}
+
 pub fn summarize(samples: &mut [Duration]) -> Summary {
     samples.sort_unstable();
     let at = |quantile: f64| {

@@ -141,25 +141,7 @@ impl Load {
         url: &str,
         body: Option<Value>,
     ) -> Result<(u16, Value), String> {
-        let mut request = http
-            .request(method.clone(), url)
-            .header("X-Auth-Token", &self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("{method} {url}: {error}"))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| format!("{method} {url}: {error}"))?;
-        Ok((
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        ))
+        crate::bench::rest_call(http, &self.token, method, url, body).await
     }
 
     /// Polls the stack until it is no longer in progress; it must end

@@ -45,24 +45,7 @@ impl RestStacks {
         url: &str,
         body: Option<Value>,
     ) -> Result<(u16, Value), String> {
-        let mut request = self
-            .http
-            .request(method.clone(), url)
-            .header("X-Auth-Token", &self.token);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("{method} {url}: {error}"))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| format!("{method} {url}: {error}"))?;
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok((status, body))
+        crate::bench::rest_call(&self.http, &self.token, method, url, body).await
     }
 
     async fn expect(
