@@ -512,6 +512,15 @@ async fn a_full_page_links_the_next_until_the_last() {
     assert!(short.get("clusters_links").is_none(), "{short}");
     let all = rest.get("/clusters").await;
     assert!(all.get("clusters_links").is_none(), "{all}");
+    // Without `limit`, Senlin's answer: the list as the body's one key
+    // (its clients read such a body as the list), up to 1000 objects.
+    let events = rest.get("/events").await;
+    assert_eq!(
+        events.as_object().map(|body| body.keys().collect::<Vec<_>>()),
+        Some(vec!["events"]),
+        "{events}"
+    );
+    assert!(events["events"].as_array().expect("events").len() > 2);
 
     // Every paged list links the same way.
     for name in ["hook-a", "hook-b"] {

@@ -7,11 +7,14 @@
 //! engine applies them before it pages, so a page is never short because
 //! the gateway dropped rows from it.
 //!
-//! A full page (as many objects as the engine pages by for the `limit`
-//! asked) carries the link to the next one, as Nova's lists do and
-//! openstacksdk follows (`<resources_key>_links`): `"clusters_links":
-//! [{"href": "<the same URL, marker = the page's last id>", "rel":
-//! "next"}]` — [`paged`] renders every list that pages.
+//! A list without `limit` answers everything up to the engine's largest
+//! page (1000), as Senlin answers everything: Senlin never sends links,
+//! and its clients read a body with one key as the list itself, so the
+//! answer stays `{"<key>": [...]}`. A full page (as many objects as the
+//! `limit` asked, or 1000) carries the link to the next one, as Nova's
+//! lists do and openstacksdk follows (`<resources_key>_links`):
+//! `"clusters_links": [{"href": "<the same URL, marker = the page's last
+//! id>", "rel": "next"}]` — [`paged`] renders every list that pages.
 
 use std::convert::Infallible;
 
@@ -28,7 +31,8 @@ use crate::error::RestError;
 use crate::rest::orchestration::PublicOrigin;
 
 /// The engine's page for `limit` 0 and its largest page (its
-/// `store::DEFAULT_PAGE_SIZE` and `MAX_PAGE_SIZE`).
+/// `store::DEFAULT_PAGE_SIZE` and `MAX_PAGE_SIZE`); a list without
+/// `limit` asks for the largest.
 const ENGINE_DEFAULT_PAGE: u32 = 100;
 const ENGINE_MAX_PAGE: u32 = 1000;
 
@@ -123,7 +127,8 @@ pub const EVENT_LEVELS: &[&str] = &["CRITICAL", "ERROR", "WARN", "INFO", "DEBUG"
 /// Checked list parameters.
 #[derive(Debug, Default, PartialEq)]
 pub struct ListQuery {
-    /// 0 = the engine's default page.
+    /// As asked (0 = the engine's default page); without `limit`, the
+    /// engine's largest page.
     pub limit: u32,
     pub marker: String,
     pub sort: String,
@@ -154,7 +159,10 @@ impl ListQuery {
             None => false,
             Some(text) => parse_bool("global_project", text)?,
         };
-        let limit = single("limit").map(parse_limit).transpose()?.unwrap_or(0);
+        let limit = single("limit")
+            .map(parse_limit)
+            .transpose()?
+            .unwrap_or(ENGINE_MAX_PAGE);
         let marker = match single("marker") {
             None => String::new(),
             Some(text) => {
@@ -470,7 +478,7 @@ mod tests {
         let short = body(paged("clusters", &ids[..1], view, id, 2, &location)).await;
         assert!(short.get("clusters_links").is_none());
         assert_eq!(short["clusters"], json!([{"id": "a"}]));
-        // No limit: the engine's default page of 100.
+        // `limit=0`: the engine's default page of 100.
         assert_eq!(engine_page(0), 100);
         assert_eq!(engine_page(5000), 1000);
         let bare = ListLocation {
@@ -510,7 +518,15 @@ mod tests {
         assert_eq!(query.values("status"), ["ACTIVE", "ERROR"]);
         assert_eq!(query.first("name"), "web");
         assert_eq!(query.first("absent"), "");
+        // No limit: everything up to the engine's largest page, as Senlin
+        // answers everything (a link only if even that page is full).
         let none = ListQuery::parse(&[], &RULES).unwrap();
-        assert_eq!(none, ListQuery::default());
+        assert_eq!(
+            none,
+            ListQuery {
+                limit: 1000,
+                ..ListQuery::default()
+            }
+        );
     }
 }
