@@ -15,6 +15,7 @@ use ember_engine::store::clusters::{
 use ember_engine::store::migrations::Migrator;
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use serde_json::{Map, json};
 use uuid::Uuid;
 
@@ -343,6 +344,70 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
     assert_eq!(members[&clusters[1]], expected(clusters[1]));
     assert!(!members.contains_key(&clusters[2]));
     assert!(store.member_ids_of(&[]).await.expect("read").is_empty());
+
+    // Every way a membership changes, made in SQL as any store path would
+    // make it: the lists follow (on SQLite they are kept by triggers).
+    let sql = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("second connection");
+    let run = |statement: String, values: Vec<Uuid>| {
+        let sql = &sql;
+        async move {
+            sql.execute_raw(Statement::from_sql_and_values(
+                sql.get_database_backend(),
+                statement,
+                values.into_iter().map(Into::into),
+            ))
+            .await
+            .expect("statement");
+        }
+    };
+    let (placeholder, second) = match sql.get_database_backend() {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    // The first member (index 0, lowest id) moves after every other one.
+    run(
+        format!("UPDATE cluster_nodes SET node_index = 7 WHERE id = {placeholder}"),
+        vec![ids[1]],
+    )
+    .await;
+    // A member leaves its cluster (an orphan: no cluster, index -1).
+    run(
+        format!(
+            "UPDATE cluster_nodes SET cluster_id = NULL, node_index = -1 WHERE id = {placeholder}"
+        ),
+        vec![ids[2]],
+    )
+    .await;
+    let members = store.member_ids_of(&clusters).await.expect("read");
+    assert_eq!(members[&clusters[0]], [ids[3], ids[1]]);
+    // The orphan joins the other cluster, after its member.
+    run(
+        format!(
+            "UPDATE cluster_nodes SET cluster_id = {placeholder}, node_index = 3 WHERE id = {second}"
+        ),
+        vec![clusters[1], ids[2]],
+    )
+    .await;
+    // A member is deleted.
+    run(
+        format!("DELETE FROM cluster_nodes WHERE id = {placeholder}"),
+        vec![ids[3]],
+    )
+    .await;
+    let members = store.member_ids_of(&clusters).await.expect("read");
+    assert_eq!(members[&clusters[0]], [ids[1]]);
+    assert_eq!(members[&clusters[1]], [ids[0], ids[2]]);
+    // The last member goes: the cluster has none.
+    run(
+        format!("DELETE FROM cluster_nodes WHERE id = {placeholder}"),
+        vec![ids[1]],
+    )
+    .await;
+    let members = store.member_ids_of(&clusters).await.expect("read");
+    assert!(!members.contains_key(&clusters[0]), "{members:?}");
+    assert_eq!(members.len(), 1);
 }
 
 ember_runtime::store_suite!(

@@ -41,6 +41,14 @@ pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
     }
 }
 
+/// `id` as its hyphenated text, written straight into the string (a list of
+/// 200 clusters writes 5,000 member ids; `to_string` goes through the
+/// formatting machinery for each).
+fn id_text(id: &Uuid) -> String {
+    let mut text = Uuid::encode_buffer();
+    id.hyphenated().encode_lower(&mut text).to_owned()
+}
+
 pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
     let ClusterDetails {
         cluster,
@@ -59,7 +67,7 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
         status: cluster.status.as_str().to_owned(),
         status_reason: cluster.status_reason.clone(),
         metadata: Value::Object(cluster.metadata.clone()).to_string(),
-        node_ids: node_ids.iter().map(Uuid::to_string).collect(),
+        node_ids: node_ids.iter().map(id_text).collect(),
         policy_ids: policy_ids.iter().map(Uuid::to_string).collect(),
         project_id: cluster.project_id.clone(),
         user_id: cluster.user_id.clone(),

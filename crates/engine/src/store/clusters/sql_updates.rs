@@ -156,26 +156,30 @@ pub async fn member_ids_of(
     if cluster_ids.is_empty() {
         return Ok(HashMap::new());
     }
-    // One row per cluster, its members' ids joined in index order by the
-    // database: a list of 200 clusters of 25 nodes reads 200 rows, not
-    // 5,000 (each row crossing from SQLite's worker thread costs more than
-    // the query). SQLite keeps UUIDs as 16-byte blobs, hence `hex`.
+    // One row per cluster, not one per member (each row crossing from
+    // SQLite's worker thread costs more than the query). SQLite keeps each
+    // cluster's list in its row (`clusters.member_ids`, by triggers: see
+    // migration m20261201_100001), hex ids each followed by a comma;
+    // PostgreSQL joins them per read.
     let backend = connection.get_database_backend();
-    let joined = match backend {
-        DbBackend::Postgres => "string_agg(id::text, ',' ORDER BY node_index, id)",
-        _ => "group_concat(hex(id), ',' ORDER BY node_index, id)",
-    };
     let placeholders: Vec<String> = (1..=cluster_ids.len())
         .map(|position| match backend {
             DbBackend::Postgres => format!("${position}"),
             _ => "?".to_owned(),
         })
         .collect();
-    let sql = format!(
-        "SELECT cluster_id, {joined} AS members FROM cluster_nodes \
-         WHERE cluster_id IN ({}) GROUP BY cluster_id",
-        placeholders.join(", ")
-    );
+    let sql = match backend {
+        DbBackend::Postgres => format!(
+            "SELECT cluster_id, string_agg(id::text, ',' ORDER BY node_index, id) AS members \
+             FROM cluster_nodes WHERE cluster_id IN ({}) GROUP BY cluster_id",
+            placeholders.join(", ")
+        ),
+        _ => format!(
+            "SELECT id AS cluster_id, member_ids AS members FROM clusters \
+             WHERE id IN ({}) AND member_ids <> ''",
+            placeholders.join(", ")
+        ),
+    };
     let rows = connection
         .query_all_raw(Statement::from_sql_and_values(
             backend,
@@ -189,6 +193,7 @@ pub async fn member_ids_of(
         let joined: String = row.try_get("", "members")?;
         let ids = joined
             .split(',')
+            .filter(|id| !id.is_empty())
             .map(|id| {
                 Uuid::try_parse(id).map_err(|error| {
                     Error::Database(format!(

@@ -22,6 +22,7 @@ mod m20261127_200001_create_receiver_messages;
 mod m20261128_100001_add_cluster_config;
 mod m20261129_100001_create_stack_update_origins;
 mod m20261130_100001_cover_cluster_members;
+mod m20261201_100001_keep_cluster_member_ids;
 
 pub struct Migrator;
 
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_100001_add_cluster_config::Migration),
             Box::new(m20261129_100001_create_stack_update_origins::Migration),
             Box::new(m20261130_100001_cover_cluster_members::Migration),
+            Box::new(m20261201_100001_keep_cluster_member_ids::Migration),
         ]
     }
 }
