@@ -516,7 +516,9 @@ async fn a_full_page_links_the_next_until_the_last() {
     // (its clients read such a body as the list), up to 1000 objects.
     let events = rest.get("/events").await;
     assert_eq!(
-        events.as_object().map(|body| body.keys().collect::<Vec<_>>()),
+        events
+            .as_object()
+            .map(|body| body.keys().map(String::as_str).collect::<Vec<_>>()),
         Some(vec!["events"]),
         "{events}"
     );

@@ -166,6 +166,251 @@ async fn a_create_survives_its_engine_being_restarted_or_killed() {
     }
 }
 
+/// A server and a nested stack, each step slow enough to be in flight
+/// when the engine is killed.
+const OUTSIDE: &str = r#"
+heat_template_version: 2021-04-16
+resources:
+  web:
+    type: OS::Nova::Server
+    properties: {flavor: m1.small, image: debian-12, name: web-1}
+  child:
+    type: OS::Heat::Stack
+    properties:
+      template: |
+        heat_template_version: 2021-04-16
+        resources:
+          slow:
+            type: OS::Heat::TestResource
+            properties: {action_wait_secs: {create: 2.5, delete: 2.5}}
+"#;
+
+/// Polls (at most 20 s) until each `(resource, status)` of the stack at
+/// `path` holds.
+async fn resources_reach(deployment: &Deployment, path: &str, wanted: &[(&str, &str)]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = call_when_up(
+            deployment,
+            reqwest::Method::GET,
+            &format!("{path}/resources"),
+            None,
+        )
+        .await;
+        let resources = body["resources"].as_array().cloned().unwrap_or_default();
+        let holds = wanted.iter().all(|(name, status)| {
+            resources
+                .iter()
+                .any(|row| row["resource_name"] == *name && row["resource_status"] == *status)
+        });
+        if holds {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path}: never {wanted:?}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The stack at `path` once its operation ended (at most 40 s); `None`
+/// once it is deleted (404).
+async fn final_stack(deployment: &Deployment, path: &str) -> Option<Value> {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let (code, body) = call_when_up(deployment, reqwest::Method::GET, path, None).await;
+        if code == 404 {
+            return None;
+        }
+        let status = body["stack"]["stack_status"].as_str().unwrap_or_default();
+        if !status.ends_with("IN_PROGRESS") && !status.is_empty() {
+            return Some(body["stack"].clone());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path}: still {status} after 40 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The project's instances, as the Compute API lists them.
+async fn instances(deployment: &Deployment) -> Vec<Value> {
+    let (status, body) = call_when_up(
+        deployment,
+        reqwest::Method::GET,
+        "/compute/v1/instances",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["instances"].as_array().cloned().unwrap_or_default()
+}
+
+/// The live nested stacks whose parent is `stack_id`.
+async fn nested_stacks(deployment: &Deployment, stack_id: &str) -> Vec<Value> {
+    let (status, body) = call_when_up(
+        deployment,
+        reqwest::Method::GET,
+        &format!("{STACKS}?show_nested=true"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["stacks"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|stack| stack["parent"] == stack_id)
+        .collect()
+}
+
+/// How many events of `resource` in the stack at `path` are `status`
+/// with a reason starting with `reason`.
+async fn events_of(
+    deployment: &Deployment,
+    path: &str,
+    resource: &str,
+    status: &str,
+    reason: &str,
+) -> usize {
+    let (_, body) = call_when_up(
+        deployment,
+        reqwest::Method::GET,
+        &format!("{path}/events?limit=500"),
+        None,
+    )
+    .await;
+    body["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|event| {
+            event["resource_name"] == resource
+                && event["resource_status"] == status
+                && event["resource_status_reason"]
+                    .as_str()
+                    .is_some_and(|text| text.starts_with(reason))
+        })
+        .count()
+}
+
+/// Steps in flight outside the engine survive it being killed: a server
+/// being built and a nested stack being created are found by the
+/// restarted engine, not made twice — CREATE_COMPLETE with one instance
+/// and one nested stack; a suspend of the server in flight cannot be taken
+/// over and fails, saying why; a delete in flight is finished, and nothing
+/// is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_in_flight_outside_the_engine_are_finished_after_it_is_killed() {
+    let mut deployment = Deployment::start_with(&[
+        ("EMBER_ENGINE__STACK_LEASE_TTL_MS", "1500"),
+        ("EMBER_ENGINE__COMPUTE__BUILD_MS", "2500"),
+        ("EMBER_ENGINE__COMPUTE__POWER_MS", "2500"),
+        ("EMBER_ENGINE__COMPUTE__DELETE_MS", "2500"),
+    ]);
+    deployment.wait_healthy().await;
+    let (status, body) = call_when_up(
+        &deployment,
+        reqwest::Method::POST,
+        STACKS,
+        Some(json!({"stack_name": "outside", "template": OUTSIDE, "disable_rollback": true})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let id = body["stack"]["id"].as_str().expect("id").to_owned();
+    let path = format!("{STACKS}/outside/{id}");
+
+    // Killed mid-create.
+    resources_reach(
+        &deployment,
+        &path,
+        &[
+            ("web", "CREATE_IN_PROGRESS"),
+            ("child", "CREATE_IN_PROGRESS"),
+        ],
+    )
+    .await;
+    deployment.kill(Service::Engine);
+    deployment.spawn(Service::Engine);
+    let stack = final_stack(&deployment, &path).await.expect("the stack");
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+    let made = instances(&deployment).await;
+    assert_eq!(made.len(), 1, "one instance: {made:?}");
+    assert_eq!(made[0]["status"], "ACTIVE", "{made:?}");
+    assert_eq!(
+        nested_stacks(&deployment, &id).await.len(),
+        1,
+        "one nested stack"
+    );
+    for resource in ["web", "child"] {
+        assert_eq!(
+            events_of(
+                &deployment,
+                &path,
+                resource,
+                "CREATE_IN_PROGRESS",
+                "state changed (resumed"
+            )
+            .await,
+            1,
+            "{resource}: its step in flight was taken over"
+        );
+        assert_eq!(
+            events_of(&deployment, &path, resource, "CREATE_COMPLETE", "").await,
+            1,
+            "{resource}: created once"
+        );
+    }
+
+    // Killed mid-suspend: a power action in flight is not taken over.
+    let (status, body) = call_when_up(
+        &deployment,
+        reqwest::Method::POST,
+        &format!("{path}/actions"),
+        Some(json!({"suspend": null})),
+    )
+    .await;
+    assert!(matches!(status, 200..=202), "{status}: {body}");
+    resources_reach(&deployment, &path, &[("web", "SUSPEND_IN_PROGRESS")]).await;
+    deployment.kill(Service::Engine);
+    deployment.spawn(Service::Engine);
+    let stack = final_stack(&deployment, &path).await.expect("the stack");
+    assert_eq!(stack["stack_status"], "SUSPEND_FAILED", "{stack}");
+    let reason = stack["stack_status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("went away") && reason.contains("is not taken over by another engine"),
+        "{reason}"
+    );
+
+    // Killed mid-delete: the delete is finished.
+    let (status, body) = call_when_up(&deployment, reqwest::Method::DELETE, &path, None).await;
+    assert!(matches!(status, 202 | 204), "{status}: {body}");
+    resources_reach(
+        &deployment,
+        &path,
+        &[
+            ("web", "DELETE_IN_PROGRESS"),
+            ("child", "DELETE_IN_PROGRESS"),
+        ],
+    )
+    .await;
+    deployment.kill(Service::Engine);
+    deployment.spawn(Service::Engine);
+    if let Some(stack) = final_stack(&deployment, &path).await {
+        assert_eq!(stack["stack_status"], "DELETE_COMPLETE", "{stack}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !instances(&deployment).await.is_empty() {
+        assert!(Instant::now() < deadline, "the instance was not deleted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(nested_stacks(&deployment, &id).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_killed_at_random_moments_leaves_everything_consistent() {
     kill_at_random_moments(None).await;

@@ -6,7 +6,7 @@
 //! changes, replacements and removals are not made twice; an engine that
 //! dies has its operations resumed once its lease expires; an orphan whose
 //! step was in flight outside the engine (here a nested stack being made)
-//! is marked failed with why it was not resumed.
+//! is resumed without making it twice (see `stack_resumption.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -347,7 +347,9 @@ resources:
             properties: {action_wait_secs: {create: 2}}
 "#;
 
-async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &TestDatabase) {
+async fn an_orphan_with_a_nested_stack_in_flight_is_resumed_without_making_it_twice(
+    database: &TestDatabase,
+) {
     let replicas = replicas(database).await;
     let stack = replicas.create_on_a("nesting", NESTED).await;
     reaches(&replicas.store, &stack, "child", "CREATE_IN_PROGRESS").await;
@@ -360,22 +362,16 @@ async fn an_orphan_with_a_step_in_flight_outside_is_failed_with_why(database: &T
             vec![long_ago.into(), stack.id.into()],
         )
         .await;
-    assert_eq!(
-        replicas.b.recover_orphaned_stacks().await.expect("swept"),
-        Swept {
-            resumed: 0,
-            failed: 1
-        }
-    );
-    let failed = replicas.row(&stack).await;
-    assert_eq!(failed.stack_status(), "CREATE_FAILED");
-    assert!(
-        failed.status_reason.contains(
-            "not resumed: resource \"child\" (OS::Heat::Stack) was in progress outside the engine"
-        ),
-        "{}",
-        failed.status_reason
-    );
+    // B resumes it: `child`'s step finds the nested stack A made (whose
+    // own lease A still holds: B waits for it) instead of making another.
+    replicas.b_resumes(&stack, "CREATE_COMPLETE").await;
+    let children = replicas
+        .store
+        .list_child_stacks(stack.id)
+        .await
+        .expect("children");
+    assert_eq!(children.len(), 1, "one nested stack");
+    assert_eq!(children[0].stack_status(), "CREATE_COMPLETE");
 }
 
 async fn a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires(database: &TestDatabase) {
@@ -716,5 +712,5 @@ ember_runtime::store_suite!(
     a_rollback_handed_back_at_shutdown_is_resumed_by_another_engine,
     a_create_handed_back_at_shutdown_is_resumed_by_another_engine,
     a_delete_handed_back_at_shutdown_is_resumed_by_another_engine,
-    an_orphan_with_a_step_in_flight_outside_is_failed_with_why,
+    an_orphan_with_a_nested_stack_in_flight_is_resumed_without_making_it_twice,
 );

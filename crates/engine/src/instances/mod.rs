@@ -278,6 +278,38 @@ impl InstanceService {
         }
     }
 
+    /// Continues the driver task `uuid` was left in by an engine that
+    /// went away (still BUILDING, DELETING, …), unless this engine runs
+    /// one of its tasks already: a stack step taken over from that engine
+    /// waits for the instance to settle, and someone must be settling it
+    /// (an engine only resumes the tasks left unfinished when it starts).
+    /// Returns the instance as it is; not found once its delete completed.
+    pub async fn continue_unfinished_task(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+    ) -> Result<Instance> {
+        let instance = self.get(caller, uuid).await?;
+        self.tasks.continue_unfinished(instance.clone());
+        Ok(instance)
+    }
+
+    /// Who instance `uuid` belongs to (its creator, as a member of its
+    /// project); `None` when there is no such instance or its delete
+    /// completed. Only for the engine acting on an instance whose uuid it
+    /// derived itself (a stack resource whose create was taken over from
+    /// an engine that went away before recording the owner): no API reads
+    /// it.
+    pub(crate) async fn owner_of(&self, uuid: Uuid) -> Result<Option<Identity>> {
+        Ok(self.store.get_instance(uuid).await?.map(|instance| {
+            Identity::new(
+                instance.user_id,
+                instance.project_id,
+                vec!["member".to_owned()],
+            )
+        }))
+    }
+
     /// One instance the caller can see; one whose delete completed is not
     /// found.
     pub async fn get(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {

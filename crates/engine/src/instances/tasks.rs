@@ -36,6 +36,10 @@ const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// One lock per instance with a task running or waiting.
 type InstanceLocks = Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>;
 
+/// How many tasks of each instance this runner has started and not yet
+/// ended (waiting for their turn included).
+type StartedTasks = Arc<Mutex<HashMap<Uuid, usize>>>;
+
 #[derive(Clone)]
 pub struct TaskRunner {
     store: Arc<dyn InstanceStore>,
@@ -44,6 +48,7 @@ pub struct TaskRunner {
     shutdown: CancellationToken,
     tracker: TaskTracker,
     instance_locks: InstanceLocks,
+    started: StartedTasks,
 }
 
 impl TaskRunner {
@@ -60,6 +65,7 @@ impl TaskRunner {
             shutdown,
             tracker: TaskTracker::new(),
             instance_locks: InstanceLocks::default(),
+            started: StartedTasks::default(),
         }
     }
 
@@ -104,9 +110,42 @@ impl TaskRunner {
         self.spawn(task, instance, BuildAttempt::First);
     }
 
+    /// Restarts the task `instance` is left in (it is in that task's
+    /// in-progress state) unless this runner runs one of its tasks already:
+    /// the engine that started it went away (a stack step taken over from
+    /// it finds the instance still building or being deleted). Returns
+    /// whether it did. A task another live engine runs as well is harmless:
+    /// the driver finds what was made (by the instance's id) and only the
+    /// first outcome is recorded.
+    pub fn continue_unfinished(&self, instance: Instance) -> bool {
+        let Some(task) = instance.unfinished_task() else {
+            return false;
+        };
+        // A poisoned map: assume it runs (a second task is harmless, but
+        // not needed).
+        let running_here = match self.started.lock() {
+            Ok(started) => started.contains_key(&instance.uuid),
+            Err(_) => true,
+        };
+        if running_here {
+            return false;
+        }
+        info!(instance_uuid = %instance.uuid, task = task.as_str(), "continuing an instance task its engine left unfinished");
+        self.spawn(task, instance, BuildAttempt::Resumed);
+        true
+    }
+
     fn spawn(&self, task: InstanceTask, instance: Instance, attempt: BuildAttempt) {
         let runner = self.clone();
+        if let Ok(mut started) = self.started.lock() {
+            *started.entry(instance.uuid).or_default() += 1;
+        }
+        let ended = TaskEnded {
+            started: self.started.clone(),
+            uuid: instance.uuid,
+        };
         self.tracker.spawn(async move {
+            let _ended = ended;
             let result = tokio::select! {
                 () = runner.shutdown.cancelled() => return,
                 result = runner.run_serialised(task, &instance, attempt) => result,
@@ -195,5 +234,24 @@ impl TaskRunner {
     pub async fn drain(&self) {
         self.tracker.close();
         self.tracker.wait().await;
+    }
+}
+
+/// Counts a started task out when it ends, however it ends.
+struct TaskEnded {
+    started: StartedTasks,
+    uuid: Uuid,
+}
+
+impl Drop for TaskEnded {
+    fn drop(&mut self) {
+        if let Ok(mut started) = self.started.lock()
+            && let Some(count) = started.get_mut(&self.uuid)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                started.remove(&self.uuid);
+            }
+        }
     }
 }

@@ -49,14 +49,19 @@ pub(super) async fn act(
     }
 }
 
+/// Deletes the row's nested stack: the one its physical id names, or —
+/// for a row whose create was in flight when its engine went away, which
+/// has no physical id yet — the one that create may have made (its id
+/// derives from the row); a nested stack that was never made is deleted
+/// already.
 pub(super) async fn delete(
     slot: &NestedStackHostSlot,
     current: &Resource,
 ) -> Result<(), ResourceFailure> {
-    match nested_id(current) {
-        Some(stack_id) => host(slot)?.delete_nested_stack(stack_id).await,
-        None => Ok(()),
-    }
+    let stack_id = nested_id(current).unwrap_or_else(|| {
+        super::derived_id(current.stack_id, current.id, super::NESTED_STACK_KIND)
+    });
+    host(slot)?.delete_nested_stack(stack_id).await
 }
 
 /// Locks or unlocks the members' nested stack with the group's stack.

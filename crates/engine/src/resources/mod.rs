@@ -32,8 +32,8 @@ pub use autoscaling_group::{
     AUTOSCALING_GROUP_TYPE, GroupSizes, recorded_capacity, resize_autoscaling_group,
 };
 pub use nested::{
-    MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackHostSlot, NestedStackOutcome,
-    NestedTemplate, is_template_file,
+    MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition, NestedStackHost, NestedStackHostSlot,
+    NestedStackOutcome, NestedTemplate, is_template_file,
 };
 pub use scaling_policy::{AdjustmentType, PolicySettings, SCALING_POLICY_TYPE, new_capacity};
 pub use schema::{
@@ -72,6 +72,9 @@ pub struct ResourceRequest {
     /// resources).
     pub type_name: String,
     pub resource_name: String,
+    /// The id of the resource's row: what a type derives the ids of what it
+    /// makes from (see [`ResourceRequest::derived_id`]).
+    pub resource_id: uuid::Uuid,
     /// Validated against the schema, defaults applied.
     pub properties: Map<String, Value>,
 }
@@ -88,6 +91,12 @@ impl ResourceRequest {
         format!("{}-{}-{suffix}", self.stack_name, self.resource_name)
     }
 
+    /// The id of the `kind` of thing (an instance, a nested stack, a
+    /// deployment) this resource's row makes: see [`derived_id`].
+    pub fn derived_id(&self, kind: &str) -> uuid::Uuid {
+        derived_id(self.stack_id, self.resource_id, kind)
+    }
+
     /// The physical id an update keeps: `current`'s, or a new
     /// [physical resource name](Self::physical_resource_name) if it has none.
     pub fn kept_physical_id(&self, current: &Resource) -> String {
@@ -96,6 +105,30 @@ impl ResourceRequest {
             .clone()
             .unwrap_or_else(|| self.physical_resource_name())
     }
+}
+
+/// The id of the `kind` of thing one resource row makes, the same on
+/// every attempt: a step another engine takes over after the one that
+/// started it went away derives the same id, and finds what the earlier
+/// attempt made (the instance, the nested stack, the deployment) instead
+/// of making a second one. Ids are recorded with what they name, in the
+/// same write that makes it, so nothing is made without being findable.
+/// A row is one resource of one stack made once: a replacement is a new
+/// row, so it makes new things. Hashed (SHA-256, version-8 UUID), so it
+/// never collides with the random ids made elsewhere, and `kind` keeps
+/// different things of one row apart.
+pub fn derived_id(stack_id: uuid::Uuid, resource_id: uuid::Uuid, kind: &str) -> uuid::Uuid {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(b"ember resource row\0");
+    hasher.update(kind.as_bytes());
+    hasher.update([0]);
+    hasher.update(stack_id.as_bytes());
+    hasher.update(resource_id.as_bytes());
+    let digest = hasher.finalize();
+    let mut bytes = [0_u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
 /// A maintenance lock (or unlock) reaching a resource.
@@ -174,6 +207,74 @@ pub trait ResourceType: Send + Sync + 'static {
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let _ = current;
         Ok(())
+    }
+
+    /// Whether a `step` of this type that an engine had in flight when it
+    /// went away (its row is still `*_IN_PROGRESS`) can be taken over by
+    /// the engine that resumes the operation (see `stacks/orphans.rs`):
+    /// `Ok` when running the step again — through
+    /// [`ResourceType::resume_create`], [`ResourceType::resume_update`] or
+    /// [`ResourceType::resume_delete`], or the action itself for the
+    /// others — finds what the earlier attempt made and finishes it instead
+    /// of making it twice; `Err(why)` when it cannot, and the operation
+    /// then fails, saying why, as before. `step` is the step's kind:
+    /// CREATE, UPDATE (an in-place update, a rollback's too), DELETE (a
+    /// rollback's too), SUSPEND, RESUME or CHECK.
+    ///
+    /// By default a type that acts on nothing but its row takes every step
+    /// over (doing it again is harmless), and so does a nested stack for
+    /// creates, updates and deletes: every nested-stack type acts through
+    /// the engine's [`NestedStackHost`], which finds the nested stack an
+    /// earlier attempt made (its id derives from the row) and continues
+    /// the nested stack's own operation. Any other type refuses until it
+    /// opts in.
+    fn take_over(&self, step: crate::domain::StackAction) -> Result<(), String> {
+        use crate::domain::StackAction;
+        let nested_step = matches!(
+            step,
+            StackAction::Create | StackAction::Update | StackAction::Delete
+        );
+        if !self.acts_outside_its_row() || (self.is_nested_stack() && nested_step) {
+            return Ok(());
+        }
+        Err(format!(
+            "a {} of {} is not taken over by another engine (it cannot find what an earlier attempt made)",
+            step.as_str(),
+            self.schema().type_name
+        ))
+    }
+
+    /// Finishes a create another engine had in flight when it went away
+    /// (only called when [`ResourceType::take_over`] allows it).
+    /// `in_flight` is the row as that engine left it: its `updated_at` is
+    /// when the create began. By default the create again — right for a
+    /// type whose create finds what an earlier attempt of the same row
+    /// made (by [`ResourceRequest::derived_id`]), or that makes nothing
+    /// outside its row.
+    async fn resume_create(
+        &self,
+        request: &ResourceRequest,
+        in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let _ = in_flight;
+        self.create(request).await
+    }
+
+    /// Finishes an in-place update another engine had in flight (see
+    /// [`ResourceType::resume_create`]); by default the update again.
+    async fn resume_update(
+        &self,
+        request: &ResourceRequest,
+        in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        self.update(request, in_flight).await
+    }
+
+    /// Finishes a delete another engine had in flight — or deletes what a
+    /// create it had in flight may have made (the row has no physical id
+    /// then); by default the delete again: what is gone is deleted.
+    async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
+        self.delete(in_flight).await
     }
 
     /// Whether the type's actions change anything beyond the resource's own
@@ -405,5 +506,63 @@ impl ResourceTypeRegistry {
 
     pub fn names(&self) -> impl Iterator<Item = &String> {
         self.types.keys()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::StackAction;
+
+    #[test]
+    fn derived_ids_are_stable_per_row_and_kind_and_differ_otherwise() {
+        let (stack, row, other) = (
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+        );
+        let id = derived_id(stack, row, "instance");
+        assert_eq!(
+            id,
+            derived_id(stack, row, "instance"),
+            "the same on every attempt"
+        );
+        assert_eq!(id.get_version_num(), 8);
+        for different in [
+            derived_id(stack, row, "nested stack"),
+            derived_id(stack, other, "instance"),
+            derived_id(other, row, "instance"),
+        ] {
+            assert_ne!(id, different);
+        }
+    }
+
+    #[test]
+    fn only_types_that_opted_in_take_steps_in_flight_over() {
+        let registry = ResourceTypeRegistry::builtin();
+        let verdict = |type_name: &str, step: StackAction| {
+            registry
+                .get(type_name)
+                .expect("a built-in type")
+                .take_over(step)
+        };
+        // Acting on nothing but its row: every step is redone.
+        assert!(verdict("OS::Heat::None", StackAction::Suspend).is_ok());
+        // Nested stacks: creates, updates and deletes find the nested stack.
+        for step in [
+            StackAction::Create,
+            StackAction::Update,
+            StackAction::Delete,
+        ] {
+            assert!(verdict("OS::Heat::Stack", step).is_ok(), "{step:?}");
+            assert!(verdict("OS::Heat::ResourceGroup", step).is_ok(), "{step:?}");
+        }
+        let refused = verdict("OS::Heat::Stack", StackAction::Suspend).expect_err("refused");
+        assert!(
+            refused.contains("a SUSPEND of OS::Heat::Stack is not taken over"),
+            "{refused}"
+        );
+        // A type that acts outside its row and has not opted in.
+        assert!(verdict("OS::Heat::ScalingPolicy", StackAction::Create).is_err());
     }
 }

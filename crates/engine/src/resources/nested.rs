@@ -22,6 +22,11 @@ use crate::domain::template::parse_document;
 /// How deep stacks may nest (Heat's max_nested_stack_depth).
 pub const MAX_NESTED_DEPTH: u32 = 5;
 
+/// What a nested stack's id is derived for: the nested stack of a
+/// resource row has the id [`ResourceRequest::derived_id`] gives for it,
+/// so a step taken over after its engine went away finds it.
+pub const NESTED_STACK_KIND: &str = "nested stack";
+
 /// What a nested stack is built from.
 #[derive(Debug, Clone)]
 pub enum NestedTemplate {
@@ -45,7 +50,11 @@ pub struct NestedStackOutcome {
 }
 
 /// Stack operations for nested stacks; each call returns once the nested
-/// stack's operation has finished.
+/// stack's operation has finished. The host finds what an earlier attempt
+/// of the same resource row made: a create whose nested stack exists
+/// (its id is [`NESTED_STACK_KIND`]'s derived id) continues that one's
+/// operation instead of making another, and an update or delete first
+/// ends an operation an engine that went away left on it.
 #[async_trait]
 pub trait NestedStackHost: Send + Sync {
     async fn create_nested_stack(

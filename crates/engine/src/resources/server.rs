@@ -7,6 +7,15 @@
 //! fails unless the instance is ACTIVE, or STOPPED on request: a machine
 //! that died or stopped by itself is CHECK_FAILED, so the next update
 //! replaces it.
+//!
+//! The instance's uuid derives from the resource's row
+//! ([`ResourceRequest::derived_id`]) and is its primary key, so it is
+//! recorded in the same write that makes the instance: a create, update,
+//! delete or check another engine had in flight when it went away is
+//! taken over — the create finds the instance made before (and waits for
+//! it to be ACTIVE, or fails if it went into ERROR) instead of making a
+//! second, the delete finds it gone (deleted) or being deleted (and waits),
+//! and a driver task the engine left unfinished is continued here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +33,7 @@ use super::{
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction, Workload,
 };
-use crate::domain::{LockLevel, Resource};
+use crate::domain::{LockLevel, Resource, StackAction};
 use crate::error::Error;
 use crate::instances::InstanceService;
 
@@ -33,6 +42,18 @@ const LOCKED_BY_STACK: &str = "locked_by_stack";
 
 /// How long create and delete wait for the compute driver.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What the instance's uuid is derived for (see
+/// [`ResourceRequest::derived_id`]).
+const INSTANCE_KIND: &str = "instance";
+
+/// Whether a step was taken over from an engine that went away: an
+/// instance task that engine left unfinished is continued then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    First,
+    TakenOver,
+}
 
 pub struct ServerResource {
     schema: ResourceTypeSchema,
@@ -263,33 +284,13 @@ impl ServerResource {
         }
     }
 
-    async fn power(
+    /// Makes the row's instance — or finds the one an earlier attempt
+    /// made (same derived uuid) — and waits until it is ACTIVE.
+    async fn make(
         &self,
-        current: &Resource,
-        action: PowerAction,
-        expected: InstanceStatus,
-    ) -> Result<(), ResourceFailure> {
-        let Some(uuid) = instance_id(current) else {
-            return Ok(());
-        };
-        let caller = owner_of(current)?;
-        self.instances
-            .power(&caller, uuid, action)
-            .await
-            .map_err(failure)?;
-        self.wait_for(&caller, uuid, |instance| instance.status == expected)
-            .await?;
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl ResourceType for ServerResource {
-    fn schema(&self) -> &ResourceTypeSchema {
-        &self.schema
-    }
-
-    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        request: &ResourceRequest,
+        attempt: Attempt,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
         let caller = Identity::new(
             request.user_id.clone(),
             request.project_id.clone(),
@@ -318,7 +319,15 @@ impl ResourceType for ServerResource {
             metadata: string_metadata(&request.properties),
             workload: workload_of(&request.properties)?,
         };
-        let instance = self.instances.create(&caller, new).await.map_err(failure)?;
+        let uuid = request.derived_id(INSTANCE_KIND);
+        let instance = self
+            .instances
+            .create_with_uuid(&caller, uuid, new)
+            .await
+            .map_err(failure)?;
+        if attempt == Attempt::TakenOver {
+            self.continue_unfinished_task(&caller, uuid).await?;
+        }
         let active = self
             .wait_for(&caller, instance.uuid, |instance| {
                 instance.status == InstanceStatus::Active
@@ -335,6 +344,100 @@ impl ResourceType for ServerResource {
             attributes: attributes_of(&active),
             data: json!({ "user_id": request.user_id, "project_id": request.project_id }),
         })
+    }
+
+    /// Continues the driver task the instance was left in by the engine
+    /// that went away, if any (gone is not an error here: the wait that
+    /// follows tells).
+    async fn continue_unfinished_task(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+    ) -> Result<(), ResourceFailure> {
+        match self.instances.continue_unfinished_task(caller, uuid).await {
+            Ok(_) | Err(Error::NotFound(_)) => Ok(()),
+            Err(error) => Err(failure(error)),
+        }
+    }
+
+    /// Deletes the row's instance and waits until it is gone: gone already
+    /// is deleted, and one being deleted is waited for. A step taken over
+    /// from an engine that went away also finds the instance of a create
+    /// it had in flight (no physical id yet: by the derived uuid) and
+    /// continues a delete it left unfinished.
+    async fn remove(&self, current: &Resource, attempt: Attempt) -> Result<(), ResourceFailure> {
+        let (uuid, caller) = match instance_id(current) {
+            Some(uuid) => (uuid, owner_of(current)?),
+            None if attempt == Attempt::TakenOver => {
+                let uuid = super::derived_id(current.stack_id, current.id, INSTANCE_KIND);
+                match self.instances.owner_of(uuid).await.map_err(failure)? {
+                    Some(owner) => (uuid, owner),
+                    // Never made: nothing to delete.
+                    None => return Ok(()),
+                }
+            }
+            None => return Ok(()),
+        };
+        let instance = match self.instances.get(&caller, uuid).await {
+            Ok(instance) => instance,
+            Err(Error::NotFound(_)) => return Ok(()),
+            Err(error) => return Err(failure(error)),
+        };
+        if instance.status == InstanceStatus::Deleting {
+            if attempt == Attempt::TakenOver {
+                self.continue_unfinished_task(&caller, uuid).await?;
+            }
+        } else {
+            match self.instances.delete(&caller, uuid).await {
+                Ok(_) => {}
+                Err(Error::NotFound(_)) => return Ok(()),
+                Err(error) => return Err(failure(error)),
+            }
+        }
+        self.wait_for(&caller, uuid, |instance| {
+            instance.status == InstanceStatus::Deleted
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn power(
+        &self,
+        current: &Resource,
+        action: PowerAction,
+        expected: InstanceStatus,
+    ) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(());
+        };
+        let caller = owner_of(current)?;
+        self.instances
+            .power(&caller, uuid, action)
+            .await
+            .map_err(failure)?;
+        self.wait_for(&caller, uuid, |instance| instance.status == expected)
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ResourceType for ServerResource {
+    fn schema(&self) -> &ResourceTypeSchema {
+        &self.schema
+    }
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        self.make(request, Attempt::First).await
+    }
+
+    /// The create found the instance made before, if there is one.
+    async fn resume_create(
+        &self,
+        request: &ResourceRequest,
+        _in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        self.make(request, Attempt::TakenOver).await
     }
 
     async fn update(
@@ -367,20 +470,29 @@ impl ResourceType for ServerResource {
     }
 
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let Some(uuid) = instance_id(current) else {
-            return Ok(());
-        };
-        let caller = owner_of(current)?;
-        match self.instances.delete(&caller, uuid).await {
-            Ok(_) => {}
-            Err(Error::NotFound(_)) => return Ok(()),
-            Err(error) => return Err(failure(error)),
+        self.remove(current, Attempt::First).await
+    }
+
+    async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
+        self.remove(in_flight, Attempt::TakenOver).await
+    }
+
+    /// Creates and deletes find what an earlier attempt made (see the
+    /// module's doc); an in-place update (name, metadata) and a check are
+    /// harmless to redo. A suspend or resume in flight is not taken over:
+    /// the power action may be half done.
+    fn take_over(&self, step: StackAction) -> Result<(), String> {
+        match step {
+            StackAction::Create
+            | StackAction::Update
+            | StackAction::Delete
+            | StackAction::Check => Ok(()),
+            other => Err(format!(
+                "a {} of a server is not taken over by another engine (its power action may be half done): {} the stack again",
+                other.as_str(),
+                other.as_str().to_lowercase()
+            )),
         }
-        self.wait_for(&caller, uuid, |instance| {
-            instance.status == InstanceStatus::Deleted
-        })
-        .await
-        .map(|_| ())
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {

@@ -15,6 +15,13 @@
 //! /software_deployments/{id}` by a user; NO_SIGNAL: no wait). The secret
 //! lives in the derived config's inputs, so a signal is checked against
 //! the deployment itself while its resource is still being created.
+//!
+//! A deployment's id derives from its resource's row
+//! ([`ResourceRequest::derived_id`]), and its outputs are stored when the
+//! agent signals them: a create, update or delete another engine had in
+//! flight when it went away is taken over — the deployment that engine
+//! triggered is found and waited for again (its agent keeps the same
+//! signal URL and secret), one never triggered is triggered now.
 
 use std::sync::Arc;
 
@@ -32,6 +39,10 @@ use crate::domain::software::{DEPLOYMENT_OUTPUTS, DeploymentStatus, UNGROUPED};
 use crate::software::{DeploymentUpdate, NewConfig, NewDeployment, SoftwareService};
 
 pub const SOFTWARE_DEPLOYMENT_TYPE: &str = "OS::Heat::SoftwareDeployment";
+
+/// What a deployment's id is derived for (see
+/// [`ResourceRequest::derived_id`]).
+const DEPLOYMENT_KIND: &str = "software deployment";
 pub const STRUCTURED_DEPLOYMENT_TYPE: &str = "OS::Heat::StructuredDeployment";
 
 /// Whether a resource type is a deployment (signals go to its deployment).
@@ -713,7 +724,7 @@ impl DeploymentResource {
                     .map(str::to_owned)
                     .unwrap_or_else(new_signal_token),
             ),
-            None => (uuid::Uuid::new_v4(), new_signal_token()),
+            None => (request.derived_id(DEPLOYMENT_KIND), new_signal_token()),
         };
         let physical_id = deployment_id.to_string();
         let data = json!({
@@ -799,6 +810,16 @@ impl DeploymentResource {
                 }
             }
         }
+        self.outputs_of(deployment_id, data).await
+    }
+
+    /// Waits until deployment `deployment_id` is decided (its agent
+    /// signalled) and makes its outputs the resource's attributes.
+    async fn outputs_of(
+        &self,
+        deployment_id: uuid::Uuid,
+        data: Value,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
         let decided = self
             .software
             .wait_for_deployment(deployment_id)
@@ -816,10 +837,63 @@ impl DeploymentResource {
             attributes.entry(name.to_owned()).or_insert(Value::Null);
         }
         Ok(ResourceOutcome {
-            physical_id,
+            physical_id: deployment_id.to_string(),
             attributes,
             data,
         })
+    }
+
+    /// The deployment of `id`, whatever project it is in (`None`: gone or
+    /// never made).
+    async fn deployment(
+        &self,
+        id: uuid::Uuid,
+    ) -> Result<Option<crate::domain::software::SoftwareDeployment>, ResourceFailure> {
+        self.software
+            .store()
+            .get_deployment(None, id)
+            .await
+            .map_err(failure)
+    }
+
+    /// The secret `deployment`'s agent signals with: in its derived
+    /// config's signal URL (none with NO_SIGNAL: a new one, never used).
+    async fn signal_secret_of(
+        &self,
+        deployment: &crate::domain::software::SoftwareDeployment,
+    ) -> Result<String, ResourceFailure> {
+        let config = self
+            .software
+            .store()
+            .get_config(Some(&deployment.project_id), deployment.config_id)
+            .await
+            .map_err(failure)?;
+        let token = config.and_then(|config| {
+            config.inputs.iter().find_map(|input| {
+                (input.get("name").and_then(Value::as_str) == Some("deploy_signal_id"))
+                    .then(|| input.get("value").and_then(Value::as_str))
+                    .flatten()
+                    .and_then(|url| url.split_once("token=").map(|(_, token)| token.to_owned()))
+            })
+        });
+        Ok(token.unwrap_or_else(new_signal_token))
+    }
+
+    /// Waits again for deployment `deployment`, which the engine that went
+    /// away triggered for the step this engine takes over.
+    async fn wait_again(
+        &self,
+        request: &ResourceRequest,
+        deployment: &crate::domain::software::SoftwareDeployment,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let token = self.signal_secret_of(deployment).await?;
+        let data = json!({
+            "deployment_id": deployment.id.to_string(),
+            "token": token,
+            "project_id": request.project_id,
+            "stack_name": request.stack_name,
+        });
+        self.outputs_of(deployment.id, data).await
     }
 
     /// Deletes the deployment record and its derived config.
@@ -872,6 +946,7 @@ impl DeploymentResource {
             nested_depth: 0,
             type_name: current.type_name.clone(),
             resource_name: current.name.clone(),
+            resource_id: current.id,
             properties,
         };
         self.run_action(&request, Some(current), action).await?;
@@ -949,6 +1024,107 @@ impl ResourceType for DeploymentResource {
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
         self.run_existing(current, "DELETE").await?;
         self.forget(current).await
+    }
+
+    /// The deployment the engine that went away made (same derived id) is
+    /// waited for again; one never made is made now.
+    async fn resume_create(
+        &self,
+        request: &ResourceRequest,
+        _in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        match self.deployment(request.derived_id(DEPLOYMENT_KIND)).await? {
+            Some(deployment) => self.wait_again(request, &deployment).await,
+            None => self.create(request).await,
+        }
+    }
+
+    /// The update's trigger is found by when it happened: a deployment
+    /// moved to UPDATE after the step began was triggered by it, and is
+    /// waited for again; otherwise the update runs now.
+    async fn resume_update(
+        &self,
+        request: &ResourceRequest,
+        in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let id = in_flight
+            .data
+            .get("deployment_id")
+            .and_then(Value::as_str)
+            .and_then(|id| uuid::Uuid::parse_str(id).ok());
+        let deployment = match id {
+            Some(id) => self.deployment(id).await?,
+            None => None,
+        };
+        match deployment {
+            Some(deployment)
+                if deployment.action == "UPDATE"
+                    && deployment
+                        .updated_at
+                        .is_some_and(|at| at >= in_flight.updated_at) =>
+            {
+                self.wait_again(request, &deployment).await
+            }
+            _ => self.update(request, in_flight).await,
+        }
+    }
+
+    /// A deployment gone is deleted; one whose DELETE the engine that went
+    /// away triggered is waited for, then forgotten; otherwise the delete
+    /// runs now. A row whose create was in flight has no deployment id
+    /// recorded yet: the derived one names what that create made.
+    async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
+        let id = in_flight
+            .data
+            .get("deployment_id")
+            .and_then(Value::as_str)
+            .and_then(|id| uuid::Uuid::parse_str(id).ok())
+            .unwrap_or_else(|| {
+                super::derived_id(in_flight.stack_id, in_flight.id, DEPLOYMENT_KIND)
+            });
+        let Some(deployment) = self.deployment(id).await? else {
+            return Ok(());
+        };
+        if deployment.action == "DELETE" {
+            self.software
+                .wait_for_deployment(id)
+                .await
+                .map_err(failure)?;
+        } else {
+            self.run_existing(in_flight, "DELETE").await?;
+        }
+        let identity = owner_of(in_flight, &deployment.project_id);
+        match self
+            .software
+            .delete_deployment(&identity, &id.to_string())
+            .await
+        {
+            Ok(()) | Err(crate::error::Error::NotFound(_)) => {}
+            Err(error) => return Err(failure(error)),
+        }
+        let _ = self
+            .software
+            .delete_config(&identity, &deployment.config_id.to_string())
+            .await;
+        Ok(())
+    }
+
+    /// Creates, updates and deletes find the deployment an earlier attempt
+    /// triggered (see the module's doc). A suspend or resume in flight is
+    /// not taken over: its agent may be running it.
+    fn take_over(&self, step: crate::domain::StackAction) -> Result<(), String> {
+        use crate::domain::StackAction;
+        match step {
+            StackAction::Create
+            | StackAction::Update
+            | StackAction::Delete
+            | StackAction::Check => Ok(()),
+            other => Err(format!(
+                "a {} of a software deployment is not taken over by another engine (its agent may be running it): {} the stack again",
+                other.as_str(),
+                other.as_str().to_lowercase()
+            )),
+        }
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {

@@ -220,6 +220,7 @@ mod tests {
             nested_depth: 0,
             type_name: "OS::Heat::TestResource".into(),
             resource_name: "r".into(),
+            resource_id: uuid::Uuid::nil(),
             properties: properties.as_object().cloned().unwrap_or_default(),
         }
     }

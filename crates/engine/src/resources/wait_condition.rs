@@ -13,6 +13,13 @@
 //! stored beside the stack (see `store::signals`), and a waiting wait
 //! condition is woken the moment one arrives on this engine (and checks
 //! every [`POLL_INTERVAL`] for signals another replica took).
+//!
+//! Because signals are stored, a wait another engine had in flight when it
+//! went away is taken over: the engine that resumes the operation waits
+//! again, for what is left of the timeout counted from when the wait began
+//! (signals that arrived meanwhile count). A handle's create makes nothing
+//! anyone saw before it completed, and its delete clears stored signals:
+//! both are redone.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -251,15 +258,15 @@ impl WaitConditions {
     }
 
     /// Holds until the handle's signals decide: `count` successes (the
-    /// `data` attribute's JSON), a failure, or `timeout`.
+    /// `data` attribute's JSON), a failure, or `left` has passed.
     async fn wait(
         &self,
         stack_id: uuid::Uuid,
         handle_id: &str,
         count: u64,
-        timeout: Duration,
+        left: Duration,
     ) -> Result<String, ResourceFailure> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + left;
         let notify = self.waiter(handle_id);
         let outcome = loop {
             // Registered before reading, so a signal stored after the read
@@ -518,6 +525,12 @@ impl ResourceType for WaitConditionHandle {
         self.replaced_on_update || old.get("signal_transport") != new.get("signal_transport")
     }
 
+    /// Every step is redone: a create's handle was seen by no one before
+    /// it completed, and a delete clears what is stored, once or twice.
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The CloudFormation handles are referred to by their signal URL.
     fn reference(&self, current: &Resource) -> Value {
         match self.style {
@@ -528,6 +541,18 @@ impl ResourceType for WaitConditionHandle {
                 .map_or(Value::Null, Value::String),
         }
     }
+}
+
+/// What is left of `timeout` at `now` for a wait that began at `began`
+/// (none once it has passed: the signals are read once more, then it
+/// times out).
+fn remaining(
+    timeout: Duration,
+    began: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Duration {
+    let waited = (now - began).to_std().unwrap_or(Duration::ZERO);
+    timeout.saturating_sub(waited)
 }
 
 /// A wait condition, Heat's or CloudFormation's (same rules, other
@@ -616,9 +641,13 @@ impl WaitCondition {
         )
     }
 
+    /// Waits for the handle's signals, for the timeout counted from
+    /// `began` (now, unless the wait is taken over from an engine that
+    /// went away: when it began then).
     async fn wait_for_signals(
         &self,
         request: &ResourceRequest,
+        began: chrono::DateTime<chrono::Utc>,
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let reference = request
             .properties
@@ -640,13 +669,14 @@ impl WaitCondition {
             .get(self.keys.count)
             .and_then(Value::as_u64)
             .unwrap_or(1);
+        let timeout = Duration::from_secs_f64(timeout.clamp(1.0, 43200.0));
         let data = self
             .conditions
             .wait(
                 request.stack_id,
                 &handle_id,
                 count,
-                Duration::from_secs_f64(timeout.clamp(1.0, 43200.0)),
+                remaining(timeout, began, ember_runtime::time::now()),
             )
             .await?;
         let mut attributes = Map::new();
@@ -657,6 +687,20 @@ impl WaitCondition {
             data: json!({ "handle": handle_id }),
         })
     }
+
+    /// An update's wait: the wait condition keeps its physical id.
+    async fn wait_again(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+        began: chrono::DateTime<chrono::Utc>,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let mut outcome = self.wait_for_signals(request, began).await?;
+        if let Some(physical_id) = &current.physical_id {
+            outcome.physical_id = physical_id.clone();
+        }
+        Ok(outcome)
+    }
 }
 
 #[async_trait]
@@ -666,7 +710,8 @@ impl ResourceType for WaitCondition {
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        self.wait_for_signals(request).await
+        self.wait_for_signals(request, ember_runtime::time::now())
+            .await
     }
 
     async fn update(
@@ -674,11 +719,33 @@ impl ResourceType for WaitCondition {
         request: &ResourceRequest,
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
-        let mut outcome = self.wait_for_signals(request).await?;
-        if let Some(physical_id) = &current.physical_id {
-            outcome.physical_id = physical_id.clone();
-        }
-        Ok(outcome)
+        self.wait_again(request, current, ember_runtime::time::now())
+            .await
+    }
+
+    /// Waits again, for what is left of the timeout since the wait began
+    /// (when the engine that went away recorded the step in progress).
+    async fn resume_create(
+        &self,
+        request: &ResourceRequest,
+        in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        self.wait_for_signals(request, in_flight.updated_at).await
+    }
+
+    async fn resume_update(
+        &self,
+        request: &ResourceRequest,
+        in_flight: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        self.wait_again(request, in_flight, in_flight.updated_at)
+            .await
+    }
+
+    /// Signals are stored: a wait in flight is waited again (see the
+    /// module's doc); a delete clears them, once or twice.
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
     }
 
     /// As Heat: the handle's signals go with the wait condition.
@@ -691,5 +758,22 @@ impl ResourceType for WaitCondition {
                 .map_err(|error| ResourceFailure(error.to_string()))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_taken_over_has_what_is_left_of_its_timeout() {
+        let began = ember_runtime::time::now();
+        let timeout = Duration::from_secs(10);
+        let at = |seconds: i64| began + chrono::Duration::seconds(seconds);
+        assert_eq!(remaining(timeout, began, at(0)), timeout);
+        assert_eq!(remaining(timeout, began, at(4)), Duration::from_secs(6));
+        assert_eq!(remaining(timeout, began, at(30)), Duration::ZERO);
+        // A clock that went back does not lengthen the wait.
+        assert_eq!(remaining(timeout, began, at(-5)), timeout);
     }
 }

@@ -442,10 +442,19 @@ pub async fn create_resources(
 /// A resource of a stack create: breakpoint hooks (pre-create, post-create)
 /// around its create.
 async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResult {
-    super::breakpoints::break_if_required(shared, target, name, StackAction::Create, "pre-create")
-        .await?;
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
+    // A create another engine had in flight passed its pre-create hook.
+    if in_flight(&current).is_none() {
+        super::breakpoints::break_if_required(
+            shared,
+            target,
+            name,
+            StackAction::Create,
+            "pre-create",
+        )
+        .await?;
+    }
     create_row(shared, target, current, "state changed").await?;
     super::breakpoints::break_if_required(shared, target, name, StackAction::Create, "post-create")
         .await
@@ -520,7 +529,19 @@ async fn adopt_external(
     Ok(())
 }
 
-/// Creates the resource `row` stands for (a new row when replacing).
+/// The reason of the IN_PROGRESS a resumed step records again.
+pub(super) const RESUMED_STEP: &str =
+    "state changed (resumed: the engine that started this step went away)";
+
+/// The row as an engine that went away left it, when `row` is a step that
+/// engine had in flight: still `*_IN_PROGRESS` as a run starts on it (a
+/// step of this run records its IN_PROGRESS only as it starts).
+pub(super) fn in_flight(row: &Resource) -> Option<Resource> {
+    (row.status == ActionStatus::InProgress).then(|| row.clone())
+}
+
+/// Creates the resource `row` stands for (a new row when replacing), or
+/// finishes its create when another engine had it in flight.
 pub(super) async fn create_row(
     shared: &Shared,
     target: &RunTarget,
@@ -529,6 +550,12 @@ pub(super) async fn create_row(
 ) -> RunResult {
     let name = row.name.clone();
     let name = name.as_str();
+    let in_flight = in_flight(&row).filter(|row| row.action == StackAction::Create);
+    let reason = if in_flight.is_some() {
+        RESUMED_STEP
+    } else {
+        reason
+    };
     match external_id_of(shared, target, name) {
         Ok(Some(external_id)) => return adopt_external(shared, target, row, external_id).await,
         Ok(None) => {}
@@ -554,7 +581,7 @@ pub(super) async fn create_row(
         reason,
     )
     .await?;
-    match create_action(shared, target, name, &in_progress).await {
+    match create_action(shared, target, name, &in_progress, in_flight.as_ref()).await {
         Ok((properties, outcome)) => {
             let mut created = in_progress;
             created.physical_id = Some(outcome.physical_id);
@@ -648,16 +675,24 @@ pub(super) fn request_for(
                 .unwrap_or_default()
         }),
         resource_name: name.to_owned(),
+        resource_id: with_states(&target.resources, |states| {
+            states
+                .get(name)
+                .map(|resource| resource.id)
+                .unwrap_or_default()
+        }),
         properties,
     }
 }
 
-/// Resolves, validates and calls the type's create.
+/// Resolves, validates and calls the type's create — its resumed create
+/// when another engine had it `in_flight`.
 async fn create_action(
     shared: &Shared,
     target: &RunTarget,
     name: &str,
     resource: &Resource,
+    in_flight: Option<&Resource>,
 ) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), String> {
     let properties = resolve_properties(shared, target, name, &resource.type_name)?;
     let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
@@ -666,10 +701,12 @@ async fn create_action(
             resource.type_name
         )
     })?;
-    let outcome = resource_type
-        .create(&request_for(target, name, properties.clone()))
-        .await
-        .map_err(|failure| format!("resources.{name}: {failure}"))?;
+    let request = request_for(target, name, properties.clone());
+    let outcome = match in_flight {
+        Some(in_flight) => resource_type.resume_create(&request, in_flight).await,
+        None => resource_type.create(&request).await,
+    }
+    .map_err(|failure| format!("resources.{name}: {failure}"))?;
     Ok((properties, outcome))
 }
 
@@ -736,7 +773,11 @@ async fn delete_one(
 ) -> RunResult {
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
-    let never_created = current.action == StackAction::Init || current.physical_id.is_none();
+    // A step an engine that went away had in flight may have made
+    // something even without a physical id (a create): its type looks.
+    let in_flight = in_flight(&current);
+    let never_created = current.action == StackAction::Init
+        || (current.physical_id.is_none() && in_flight.is_none());
     let external = target
         .parsed
         .template
@@ -762,7 +803,11 @@ async fn delete_one(
         current,
         action,
         ActionStatus::InProgress,
-        "state changed",
+        if in_flight.is_some() {
+            RESUMED_STEP
+        } else {
+            "state changed"
+        },
     )
     .await?;
     if never_created || retained || external {
@@ -784,13 +829,7 @@ async fn delete_one(
         .await?;
         return Ok(());
     }
-    let result = match shared.registry.get(&in_progress.type_name) {
-        Some(resource_type) => resource_type
-            .delete(&in_progress)
-            .await
-            .map_err(|failure| failure.0),
-        None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
-    };
+    let result = delete_action(shared, &in_progress, in_flight.as_ref()).await;
     match result {
         Ok(()) => {
             transition(
@@ -818,4 +857,21 @@ async fn delete_one(
             Err(format!("Resource {} failed: {reason}", action.as_str()).into())
         }
     }
+}
+
+/// Calls the type's delete of `row` — its resumed delete when another
+/// engine had a step of the row `in_flight` (the row as it left it).
+pub(super) async fn delete_action(
+    shared: &Shared,
+    row: &Resource,
+    in_flight: Option<&Resource>,
+) -> Result<(), String> {
+    let Some(resource_type) = shared.registry.get(&row.type_name) else {
+        return Err(format!("unknown resource type {:?}", row.type_name));
+    };
+    match in_flight {
+        Some(in_flight) => resource_type.resume_delete(in_flight).await,
+        None => resource_type.delete(row).await,
+    }
+    .map_err(|failure| failure.0)
 }

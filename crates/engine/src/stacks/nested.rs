@@ -3,25 +3,74 @@
 //! the same operations as any stack, and waits for them. A nested stack
 //! inherits its parent's files and environment, belongs to the same project
 //! and is listed with `nested_depth`.
+//!
+//! A nested stack's id derives from its parent resource's row
+//! ([`ResourceRequest::derived_id`]), so a parent's step resumed after its
+//! engine went away finds the nested stack the earlier attempt made, and
+//! continues (or waits for) its operation instead of making a second one;
+//! an update or delete first brings an operation left unfinished on the
+//! nested stack to its end (see `orphans.rs`).
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::definition::ParsedStack;
+use super::orphans::TakenOver;
 use super::{StackCaller, StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
+use crate::error::Result as StoreResult;
 use crate::resources::{
-    LockRequest, MAX_NESTED_DEPTH, NestedDefinition, NestedStackHost, NestedStackOutcome,
-    NestedTemplate, ResourceFailure, ResourceRequest,
+    LockRequest, MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition, NestedStackHost,
+    NestedStackOutcome, NestedTemplate, ResourceFailure, ResourceRequest,
 };
 
 fn failure(error: impl std::fmt::Display) -> ResourceFailure {
     ResourceFailure(error.to_string())
 }
 
+/// How often a parent's step looks again at a nested stack whose lease its
+/// engine still holds (or just gave up).
+const NESTED_SETTLE_POLL: Duration = Duration::from_millis(100);
+
 impl StackOperations {
+    /// Brings nested stack `stack_id` to the end of any operation an engine
+    /// that went away left unfinished, before its parent's step acts on it:
+    /// while its lease is live its engine may still be running it, so this
+    /// waits; once expired (or released) it takes the operation over and
+    /// resumes it — or marks it failed, saying why — and waits for that
+    /// run. A stack not in progress is left as it is. Bounded by the
+    /// parent's operation timeout.
+    async fn settle_nested_stack(&self, stack_id: Uuid) -> StoreResult<()> {
+        loop {
+            let now = ember_runtime::time::now();
+            match self.store().orphan_candidate(stack_id, now).await? {
+                Some(candidate) => match self.take_over_orphan(&candidate).await? {
+                    TakenOver::Resumed(run) => {
+                        tracing::warn!(%stack_id, "a parent's resumed step continues its nested stack's operation");
+                        run.await;
+                    }
+                    TakenOver::Failed => return Ok(()),
+                    TakenOver::Moved => tokio::time::sleep(NESTED_SETTLE_POLL).await,
+                },
+                None => {
+                    let in_progress = self
+                        .store()
+                        .get_stack(stack_id)
+                        .await?
+                        .is_some_and(|stack| stack.status == ActionStatus::InProgress);
+                    if !in_progress {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(NESTED_SETTLE_POLL).await;
+                }
+            }
+        }
+    }
+
     /// The nested stack's definition: its template, its parameters, and the
     /// parent's files and environment.
     async fn nested_definition(
@@ -88,6 +137,19 @@ impl StackOperations {
     async fn nested_stack(&self, stack_id: Uuid) -> Result<Option<Stack>, ResourceFailure> {
         self.store().get_stack(stack_id).await.map_err(failure)
     }
+
+    /// The create of nested stack `made`, which an earlier attempt of its
+    /// parent's step made: its operation continued to its end (see
+    /// [`StackOperations::settle_nested_stack`]), then its outcome — a
+    /// create that failed fails the step.
+    async fn resume_nested_create(
+        &self,
+        made: Stack,
+    ) -> Result<NestedStackOutcome, ResourceFailure> {
+        tracing::info!(stack_id = %made.id, "found the nested stack an earlier attempt made");
+        self.settle_nested_stack(made.id).await.map_err(failure)?;
+        self.nested_outcome(made.id, StackAction::Create).await
+    }
 }
 
 #[async_trait]
@@ -112,8 +174,16 @@ impl NestedStackHost for StackOperations {
                 "nested stack depth {depth} exceeds the maximum of {limit} ({why})"
             )));
         }
+        let mut id = owner.derived_id(NESTED_STACK_KIND);
+        if let Some(made) = self.nested_stack(id).await? {
+            if made.deleted_at.is_none() {
+                return self.resume_nested_create(made).await;
+            }
+            // The row's nested stack was made and deleted since: this
+            // create makes another.
+            id = Uuid::new_v4();
+        }
         let definition = self.nested_definition(owner.stack_id, &nested).await?;
-        let id = Uuid::new_v4();
         let suffix: String = id.simple().to_string().chars().take(12).collect();
         let name = format!("{}-{}-{suffix}", owner.stack_name, owner.resource_name);
         let parsed = ParsedStack::build(
@@ -165,6 +235,11 @@ impl NestedStackHost for StackOperations {
         stack_id: Uuid,
         nested: NestedDefinition,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
+        if self.nested_stack(stack_id).await?.is_none() {
+            return self.create_nested_stack(owner, nested).await;
+        }
+        // An operation an engine that went away left on it ends first.
+        self.settle_nested_stack(stack_id).await.map_err(failure)?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return self.create_nested_stack(owner, nested).await;
         };
@@ -191,6 +266,12 @@ impl NestedStackHost for StackOperations {
     }
 
     async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure> {
+        if self.nested_stack(stack_id).await?.is_none() {
+            return Ok(());
+        }
+        // An operation an engine that went away left on it (this delete,
+        // resumed, included) ends first.
+        self.settle_nested_stack(stack_id).await.map_err(failure)?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
         };

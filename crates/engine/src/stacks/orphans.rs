@@ -10,6 +10,15 @@
 //! failed create or update, suspend, resume and check. Not resumed (marked
 //! failed, saying why): a snapshot restore and an adopt (what they put
 //! back was only in the engine's memory), and anything else.
+//!
+//! A resource step the engine had in flight (its row still
+//! `*_IN_PROGRESS`) is taken over when its type says it can
+//! ([`crate::resources::ResourceType::take_over`]): the type finds what the
+//! earlier attempt made — the instance, the nested stack, the deployment,
+//! by an id derived from the resource's row — and finishes it. A nested
+//! stack whose parent is in progress is not resumed by the sweep on its
+//! own: the parent's resumed step continues it (see `nested.rs`), so it is
+//! never run twice.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +47,17 @@ enum Resumption {
     Action(StackWideAction),
 }
 
+/// What became of one orphan.
+pub(super) enum TakenOver {
+    /// Its lease is this engine's now: the run continues its operation
+    /// (spawned by the sweep, awaited by a parent's step).
+    Resumed(super::Run),
+    /// Marked failed: its operation cannot be resumed.
+    Failed,
+    /// Finished, or taken by another replica, meanwhile: left alone.
+    Moved,
+}
+
 /// What a sweep pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Swept {
@@ -50,15 +70,15 @@ pub struct Swept {
 impl StackOperations {
     /// Takes over stacks whose engine went away (in progress, lease expired
     /// or released). An operation that can be resumed (see the module's
-    /// doc) resumes here when nothing of it was in flight outside the
-    /// engine's own rows (every resource in progress is of a type that acts
-    /// only on its row — a resource that was making an instance, a nested
-    /// stack or a deployment might have made it already, and is not made
-    /// twice): what was done is kept and the rest runs. Anything else is
-    /// marked failed with its in-progress resources, as Heat does. Each
-    /// take-over is one conditional store decision from the lease
-    /// generation the sweep saw, so a stack that finished meanwhile, or
-    /// that another replica took, is left alone.
+    /// doc) resumes here when every resource step it had in flight can be
+    /// taken over by its type (a step that made an instance, a nested
+    /// stack or a deployment finds it, and does not make it twice): what
+    /// was done is kept and the rest runs. Anything else is marked failed
+    /// with its in-progress resources, as Heat does. Each take-over is one
+    /// conditional store decision from the lease generation the sweep saw,
+    /// so a stack that finished meanwhile, or that another replica took,
+    /// is left alone. A nested stack whose parent is in progress is left to
+    /// the parent (see the module's doc).
     pub async fn recover_orphaned_stacks(&self) -> Result<Swept> {
         let now = ember_runtime::time::now();
         let candidates = self
@@ -67,38 +87,72 @@ impl StackOperations {
             .await?;
         let mut swept = Swept::default();
         for candidate in candidates {
-            let engine = candidate.holder.map_or_else(
-                || "an unknown engine".to_owned(),
-                |id| format!("engine {id}"),
-            );
-            // Decided on the rows as they are; `resume` checks again once
-            // it holds the lease.
-            let rows = self.store().list_resources(candidate.stack.id).await?;
-            let why = match self.resumption(&candidate.stack, &rows).await? {
-                Ok(_) => {
-                    // `false`: taken by another replica or changed
-                    // meanwhile; the next pass looks again.
-                    if self.resume(&candidate, &engine).await? {
-                        swept.resumed += 1;
-                    }
-                    continue;
+            if self.continued_by_its_parent(&candidate.stack).await? {
+                continue;
+            }
+            match self.take_over_orphan(&candidate).await? {
+                TakenOver::Resumed(run) => {
+                    self.shared.runs.spawn(run);
+                    swept.resumed += 1;
                 }
-                Err(why) => why,
-            };
-            let reason = format!(
-                "{} interrupted: {engine} went away while it ran (its stack lease expired); not resumed: {why}",
-                candidate.stack.action.as_str()
-            );
-            if let Some(stack) = self
-                .store()
-                .fail_orphaned_stack(&candidate, self.shared.engine_id, now, &reason)
-                .await?
-            {
-                swept.failed += 1;
-                tracing::warn!(stack_id = %stack.id, %reason, "orphaned stack marked failed");
+                TakenOver::Failed => swept.failed += 1,
+                // The next pass looks again.
+                TakenOver::Moved => {}
             }
         }
         Ok(swept)
+    }
+
+    /// Whether `stack` is a nested stack whose parent is in progress: the
+    /// parent's operation (resumed, or still running) continues it.
+    async fn continued_by_its_parent(&self, stack: &Stack) -> Result<bool> {
+        let Some(parent_id) = stack.parent_id else {
+            return Ok(false);
+        };
+        Ok(self
+            .store()
+            .get_stack(parent_id)
+            .await?
+            .is_some_and(|parent| parent.status == ActionStatus::InProgress))
+    }
+
+    /// Resumes `candidate`'s operation (the run is returned, not started)
+    /// or marks it failed, saying why it cannot be resumed.
+    pub(super) async fn take_over_orphan(&self, candidate: &OrphanCandidate) -> Result<TakenOver> {
+        let now = ember_runtime::time::now();
+        let engine = candidate.holder.map_or_else(
+            || "an unknown engine".to_owned(),
+            |id| format!("engine {id}"),
+        );
+        // Decided on the rows as they are; `resume` checks again once it
+        // holds the lease.
+        let rows = self.store().list_resources(candidate.stack.id).await?;
+        let why = match self.resumption(&candidate.stack, &rows).await? {
+            Ok(_) => {
+                return Ok(match self.resume(candidate, &engine).await? {
+                    Some(run) => TakenOver::Resumed(run),
+                    None => TakenOver::Moved,
+                });
+            }
+            Err(why) => why,
+        };
+        let reason = format!(
+            "{} interrupted: {engine} went away while it ran (its stack lease expired); not resumed: {why}",
+            candidate.stack.action.as_str()
+        );
+        Ok(
+            match self
+                .store()
+                .fail_orphaned_stack(candidate, self.shared.engine_id, now, &reason)
+                .await?
+            {
+                Some(stack) => {
+                    tracing::warn!(stack_id = %stack.id, %reason, "orphaned stack marked failed");
+                    TakenOver::Failed
+                }
+                None => TakenOver::Moved,
+            },
+        )
     }
 
     /// How the operation `stack` is in continues from `rows`, or why it
@@ -145,29 +199,30 @@ impl StackOperations {
                 )));
             }
         };
-        let in_flight = rows
+        for row in rows
             .iter()
             .filter(|row| row.status == ActionStatus::InProgress)
-            .find(|row| {
-                self.shared
-                    .registry
-                    .get(&row.type_name)
-                    .is_none_or(|kind| kind.acts_outside_its_row())
-            });
-        Ok(match in_flight {
-            Some(row) => Err(format!(
-                "resource {:?} ({}) was in progress outside the engine and may be half made",
-                row.name, row.type_name
-            )),
-            None => Ok(resumption),
-        })
+        {
+            let step = in_flight_step(&resumption, row);
+            let verdict = match self.shared.registry.get(&row.type_name) {
+                Some(kind) => kind.take_over(step),
+                None => Err("its type is unknown to this engine".to_owned()),
+            };
+            if let Err(why) = verdict {
+                return Ok(Err(format!(
+                    "resource {:?} ({}) was in progress outside the engine and may be half made: {why}",
+                    row.name, row.type_name
+                )));
+            }
+        }
+        Ok(Ok(resumption))
     }
 
-    /// Takes the orphan's lease over and continues its operation in a run
-    /// of this engine. `false` when the lease or the stack moved meanwhile,
-    /// or when what the store now holds cannot be resumed (the next pass
-    /// decides again).
-    async fn resume(&self, candidate: &OrphanCandidate, gone: &str) -> Result<bool> {
+    /// Takes the orphan's lease over and returns the run of this engine
+    /// that continues its operation. `None` when the lease or the stack
+    /// moved meanwhile, or when what the store now holds cannot be resumed
+    /// (the next pass decides again).
+    async fn resume(&self, candidate: &OrphanCandidate, gone: &str) -> Result<Option<super::Run>> {
         let now = ember_runtime::time::now();
         let ttl = self.shared.lease_ttl;
         let Some(fence) = self
@@ -180,7 +235,7 @@ impl StackOperations {
             )
             .await?
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let stack_lease = StackLease::taken_over(self.shared.store.clone(), fence, ttl);
         let started = stack_lease
@@ -222,7 +277,7 @@ impl StackOperations {
             Ok(started) => started,
             Err(error) => {
                 tracing::warn!(stack_id = %candidate.stack.id, %error, "orphaned stack not resumed");
-                return Ok(false);
+                return Ok(None);
             }
         };
         tracing::warn!(stack_id = %stack.id, action = stack.action.as_str(), %gone, "resuming an orphaned stack operation");
@@ -248,8 +303,7 @@ impl StackOperations {
                 actions::resume_action(shared, stack, target, action, stack_lease)
             }
         };
-        self.shared.runs.spawn(run);
-        Ok(true)
+        Ok(Some(run))
     }
 
     /// How long the sweep sleeps: until just after the soonest lease of a
@@ -327,5 +381,17 @@ impl StackOperations {
                 }
             }
         });
+    }
+}
+
+/// What kind of step a resource row left `*_IN_PROGRESS` was, for its
+/// type's [`crate::resources::ResourceType::take_over`]: in a delete, or
+/// the rollback of a create, every row is deleted; a rollback row of an
+/// update is an in-place update; otherwise the row's own action.
+fn in_flight_step(resumption: &Resumption, row: &Resource) -> StackAction {
+    match (resumption, row.action) {
+        (Resumption::Delete | Resumption::CreateRollback, _) => StackAction::Delete,
+        (_, StackAction::Rollback) => StackAction::Update,
+        (_, action) => action,
     }
 }

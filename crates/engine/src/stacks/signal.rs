@@ -426,6 +426,7 @@ impl StackOperations {
             nested_depth: stack.nested_depth,
             type_name: group.type_name.clone(),
             resource_name: group.name.clone(),
+            resource_id: group.id,
             properties: properties(&group),
         };
         let resized = resize_autoscaling_group(self, &request, &group, capacity).await;

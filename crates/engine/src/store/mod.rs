@@ -217,6 +217,16 @@ pub trait StackStore: Send + Sync + 'static {
         now: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<OrphanCandidate>>;
+    /// [`Self::list_orphan_candidates`] for one stack: the stack as an
+    /// orphan candidate when it is `*_IN_PROGRESS` under an expired or
+    /// released lease (or none), `None` otherwise — not in progress, or
+    /// its lease is live. How a parent resuming its operation finds the
+    /// nested stack it continues.
+    async fn orphan_candidate(
+        &self,
+        stack_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<OrphanCandidate>>;
     /// The sweep's one decision about an orphan, in one transaction: takes
     /// the lease over from the generation the candidate was seen with (only
     /// if it is still expired), and — only while the stack is still in

@@ -665,6 +665,35 @@ impl StackStore for SqlStackStore {
             .collect())
     }
 
+    async fn orphan_candidate(
+        &self,
+        stack_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<OrphanCandidate>> {
+        let Some(stack) = self.get_stack(stack_id).await? else {
+            return Ok(None);
+        };
+        if stack.status != ActionStatus::InProgress {
+            return Ok(None);
+        }
+        let lease = stack_leases::Entity::find_by_id(stack_id)
+            .one(&self.connection)
+            .await?;
+        Ok(match lease {
+            Some(lease) if lease.expires_at >= now => None,
+            Some(lease) => Some(OrphanCandidate {
+                stack,
+                holder: Some(lease.engine_id),
+                generation: lease.generation,
+            }),
+            None => Some(OrphanCandidate {
+                stack,
+                holder: None,
+                generation: 0,
+            }),
+        })
+    }
+
     async fn fail_orphaned_stack(
         &self,
         candidate: &OrphanCandidate,

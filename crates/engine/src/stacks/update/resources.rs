@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::template::{DeletionPolicy, DependencyGraph};
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::stacks::executor::{
-    Direction, RunTarget, Shared, create_row, current, request_for, resolve_properties, snapshot,
-    transition, walk,
+    Direction, RESUMED_STEP, RunTarget, Shared, create_row, current, delete_action, in_flight,
+    request_for, resolve_properties, snapshot, transition, walk,
 };
 use crate::stacks::failure::{RunFailure, RunResult};
 
@@ -39,10 +39,12 @@ pub(super) async fn update_resources(
                 return Err(RunFailure::HandedBack);
             }
             // Breakpoint hooks stop an update of an existing resource (a
-            // new one is just created), not a rollback.
+            // new one is just created), not a rollback — nor a step another
+            // engine had in flight (it passed its pre-update hook).
             let hooked = action == StackAction::Update
-                && current(&target.resources, &name)
-                    .is_some_and(|row| row.action != StackAction::Init);
+                && current(&target.resources, &name).is_some_and(|row| {
+                    row.action != StackAction::Init && in_flight(&row).is_none()
+                });
             if hooked {
                 crate::stacks::breakpoints::break_if_required(
                     &shared,
@@ -138,12 +140,21 @@ async fn retire(
     policy: DeletionPolicy,
 ) -> RunResult {
     let name = row.name.clone();
-    let never_created = row.action == StackAction::Init || row.physical_id.is_none();
+    // A step an engine that went away had in flight may have made
+    // something even without a physical id (a create): its type looks.
+    let in_flight = in_flight(&row);
+    let never_created =
+        row.action == StackAction::Init || (row.physical_id.is_none() && in_flight.is_none());
     let now = ember_runtime::time::now();
     let mut deleting = row.clone();
     deleting.action = StackAction::Delete;
     deleting.status = ActionStatus::InProgress;
-    deleting.status_reason = "state changed".to_owned();
+    deleting.status_reason = if in_flight.is_some() {
+        RESUMED_STEP
+    } else {
+        "state changed"
+    }
+    .to_owned();
     deleting.updated_at = now;
     shared
         .writer
@@ -153,32 +164,26 @@ async fn retire(
             Event::for_resource(&deleting, now),
         )
         .await?;
-    if !never_created && policy == DeletionPolicy::Delete {
-        let result = match shared.registry.get(&deleting.type_name) {
-            Some(resource_type) => resource_type
-                .delete(&deleting)
-                .await
-                .map_err(|failure| failure.0),
-            None => Err(format!("unknown resource type {:?}", deleting.type_name)),
-        };
-        if let Err(reason) = result {
-            let reason = format!("resources.{name}: {reason}");
-            let mut failed = deleting;
-            failed.status = ActionStatus::Failed;
-            failed.status_reason = reason.clone();
-            failed.updated_at = ember_runtime::time::now();
-            shared
-                .writer
-                .record(
-                    target.fence,
-                    failed.clone(),
-                    Event::for_resource(&failed, failed.updated_at),
-                )
-                .await?;
-            return Err(RunFailure::Failed(format!(
-                "Resource DELETE failed: {reason}"
-            )));
-        }
+    if !never_created
+        && policy == DeletionPolicy::Delete
+        && let Err(reason) = delete_action(shared, &deleting, in_flight.as_ref()).await
+    {
+        let reason = format!("resources.{name}: {reason}");
+        let mut failed = deleting;
+        failed.status = ActionStatus::Failed;
+        failed.status_reason = reason.clone();
+        failed.updated_at = ember_runtime::time::now();
+        shared
+            .writer
+            .record(
+                target.fence,
+                failed.clone(),
+                Event::for_resource(&failed, failed.updated_at),
+            )
+            .await?;
+        return Err(RunFailure::Failed(format!(
+            "Resource DELETE failed: {reason}"
+        )));
     }
     let mut deleted = deleting;
     deleted.status = ActionStatus::Complete;
@@ -277,6 +282,10 @@ async fn update_one(
         .get(&new_type)
         .ok_or_else(|| format!("resources.{name}: unknown resource type {new_type:?}"))?;
     let old_properties = current.properties.as_object().cloned().unwrap_or_default();
+    // An in-place update (a rollback's too) another engine had in flight:
+    // finished by the type, on the same row.
+    let in_flight = in_flight(&current)
+        .filter(|row| matches!(row.action, StackAction::Update | StackAction::Rollback));
     // A nested stack is replaced only when marked unhealthy; any other
     // failure is repaired by updating it, which replaces its failed members.
     let nested = resource_type.is_nested_stack();
@@ -290,7 +299,7 @@ async fn update_one(
         || current.physical_id.is_none()
         || resource_type.needs_replacement(&old_properties, &properties);
     if !replace {
-        if old_properties == properties && !nested {
+        if old_properties == properties && !nested && in_flight.is_none() {
             return Ok(());
         }
         let in_progress = transition(
@@ -299,13 +308,19 @@ async fn update_one(
             current,
             action,
             ActionStatus::InProgress,
-            "state changed",
+            if in_flight.is_some() {
+                RESUMED_STEP
+            } else {
+                "state changed"
+            },
         )
         .await?;
-        return match resource_type
-            .update(&request_for(target, name, properties.clone()), &in_progress)
-            .await
-        {
+        let request = request_for(target, name, properties.clone());
+        let updated = match &in_flight {
+            Some(in_flight) => resource_type.resume_update(&request, in_flight).await,
+            None => resource_type.update(&request, &in_progress).await,
+        };
+        return match updated {
             Ok(outcome) => {
                 let mut updated = in_progress;
                 updated.physical_id = Some(outcome.physical_id);
