@@ -18,7 +18,6 @@
 
 use std::convert::Infallible;
 
-use axum::Json;
 use axum::extract::{FromRequestParts, OriginalUri};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
@@ -295,14 +294,37 @@ pub fn paged<'a, T, V: Serialize>(
     let next = (objects.len() == engine_page(limit))
         .then(|| objects.last().map(|last| location.next_page(id(last))))
         .flatten();
-    Json(Page {
+    let page = Page {
         key,
         objects,
         view,
         links: next.map(|href| json!([{"href": href, "rel": "next"}])),
-    })
-    .into_response()
+    };
+    // Written into one buffer sized for the page (a list of 200 clusters
+    // is ~300 KB): serde_json's writer into a `Vec` is its fast path, where
+    // `Json`'s growing `BytesMut` writer costs a capacity check per write
+    // and reallocations as the answer grows.
+    let mut body = Vec::with_capacity(objects.len().saturating_mul(PAGE_BYTES_PER_OBJECT) + 64);
+    match serde_json::to_writer(&mut body, &page) {
+        Ok(()) => (
+            [(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(error) => RestError::new(
+            ember_runtime::ErrorKind::Internal,
+            format!("the list could not be written: {error}"),
+        )
+        .into_response(),
+    }
 }
+
+/// What one object of a list takes in its answer, about (a cluster with
+/// 25 members ~1.5 KB, a node ~0.7 KB): the buffer's first size.
+const PAGE_BYTES_PER_OBJECT: usize = 1024;
 
 struct Page<'k, 'a, T, F> {
     key: &'k str,

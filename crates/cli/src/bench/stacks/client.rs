@@ -3,6 +3,7 @@
 //! would call it. Waiting is polling the stack's status.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -20,6 +21,10 @@ pub struct RestStacks {
     http: reqwest::Client,
     pub base: String,
     token: String,
+    /// How long a waiting client sleeps between two status reads.
+    poll: Duration,
+    /// Status reads made while waiting.
+    polls: AtomicU64,
 }
 
 impl RestStacks {
@@ -32,7 +37,20 @@ impl RestStacks {
                 .unwrap_or_default(),
             base: format!("http://{gateway}/orchestration/v1/demo"),
             token: token.to_owned(),
+            poll: GATEWAY_POLL,
+            polls: AtomicU64::new(0),
         }
+    }
+
+    /// The same client, waiting `poll` between two status reads.
+    pub fn polling_every(mut self, poll: Duration) -> RestStacks {
+        self.poll = poll;
+        self
+    }
+
+    /// Status reads made while waiting, so far.
+    pub fn polls(&self) -> u64 {
+        self.polls.load(Ordering::Relaxed)
     }
 
     pub fn stack_url(&self, stack: &StackRef) -> String {
@@ -151,6 +169,7 @@ impl RestStacks {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let (status, answer) = self.call(reqwest::Method::GET, &url, None).await?;
+            self.polls.fetch_add(1, Ordering::Relaxed);
             let stack_status = answer["stack"]["stack_status"].as_str().unwrap_or_default();
             if status == 200 && !stack_status.is_empty() && !stack_status.ends_with("_IN_PROGRESS")
             {
@@ -172,7 +191,7 @@ impl RestStacks {
                     stack.name
                 ));
             }
-            tokio::time::sleep(GATEWAY_POLL).await;
+            tokio::time::sleep(self.poll).await;
         }
     }
 }
