@@ -649,18 +649,9 @@ impl StackStore for SqlStackStore {
                 .collect();
         Ok(in_progress
             .into_iter()
-            .filter_map(|stack| match leases.get(&stack.id) {
-                Some(lease) if lease.expires_at >= now => None,
-                Some(lease) => Some(OrphanCandidate {
-                    stack,
-                    holder: Some(lease.engine_id),
-                    generation: lease.generation,
-                }),
-                None => Some(OrphanCandidate {
-                    stack,
-                    holder: None,
-                    generation: 0,
-                }),
+            .filter_map(|stack| {
+                let lease = leases.get(&stack.id);
+                orphan(stack, lease, now)
             })
             .collect())
     }
@@ -679,19 +670,7 @@ impl StackStore for SqlStackStore {
         let lease = stack_leases::Entity::find_by_id(stack_id)
             .one(&self.connection)
             .await?;
-        Ok(match lease {
-            Some(lease) if lease.expires_at >= now => None,
-            Some(lease) => Some(OrphanCandidate {
-                stack,
-                holder: Some(lease.engine_id),
-                generation: lease.generation,
-            }),
-            None => Some(OrphanCandidate {
-                stack,
-                holder: None,
-                generation: 0,
-            }),
-        })
+        Ok(orphan(stack, lease.as_ref(), now))
     }
 
     async fn fail_orphaned_stack(
@@ -1358,4 +1337,27 @@ fn event_from_row(row: events::Model) -> Result<Event> {
         reason: row.reason,
         created_at: row.created_at,
     })
+}
+
+/// `stack` (in progress) as an orphan candidate: none while its `lease`
+/// is live; else with the lease's holder and generation (none, 0, when it
+/// has no lease row).
+fn orphan(
+    stack: Stack,
+    lease: Option<&stack_leases::Model>,
+    now: DateTime<Utc>,
+) -> Option<OrphanCandidate> {
+    match lease {
+        Some(lease) if lease.expires_at >= now => None,
+        Some(lease) => Some(OrphanCandidate {
+            stack,
+            holder: Some(lease.engine_id),
+            generation: lease.generation,
+        }),
+        None => Some(OrphanCandidate {
+            stack,
+            holder: None,
+            generation: 0,
+        }),
+    }
 }
