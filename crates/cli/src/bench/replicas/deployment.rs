@@ -99,7 +99,11 @@ pub(super) async fn start(
         ember_api_gateway::GatewayState::new(&config.gateway(secrets), shutdown.clone())
             .await
             .map_err(|error| format!("api-gateway: {error}"))?;
-    state.upstreams.engine = engine_channel(&engine_addrs)?;
+    state
+        .shared_mut()
+        .ok_or("the gateway's state is already shared")?
+        .upstreams
+        .engine = engine_channel(&engine_addrs)?;
     let router = ember_api_gateway::router(state);
     let stopped = shutdown.clone().cancelled_owned();
     tasks.spawn(async move {
