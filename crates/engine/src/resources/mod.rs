@@ -131,6 +131,28 @@ pub fn derived_id(stack_id: uuid::Uuid, resource_id: uuid::Uuid, kind: &str) -> 
     uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
+/// The take-over rule (see [`ResourceType::take_over`]) of a type whose
+/// creates, updates, deletes and checks find what an earlier attempt made,
+/// but whose suspend or resume in flight may be half done outside the
+/// engine: `thing` names the type and `why` the reason in the refusal.
+pub(crate) fn take_over_all_but_suspend_and_resume(
+    step: crate::domain::StackAction,
+    thing: &str,
+    why: &str,
+) -> Result<(), String> {
+    use crate::domain::StackAction;
+    match step {
+        StackAction::Create | StackAction::Update | StackAction::Delete | StackAction::Check => {
+            Ok(())
+        }
+        other => Err(format!(
+            "a {} of {thing} is not taken over by another engine ({why}): {} the stack again",
+            other.as_str(),
+            other.as_str().to_lowercase()
+        )),
+    }
+}
+
 /// A maintenance lock (or unlock) reaching a resource.
 #[derive(Debug, Clone)]
 pub struct LockRequest {

@@ -482,17 +482,11 @@ impl ResourceType for ServerResource {
     /// harmless to redo. A suspend or resume in flight is not taken over:
     /// the power action may be half done.
     fn take_over(&self, step: StackAction) -> Result<(), String> {
-        match step {
-            StackAction::Create
-            | StackAction::Update
-            | StackAction::Delete
-            | StackAction::Check => Ok(()),
-            other => Err(format!(
-                "a {} of a server is not taken over by another engine (its power action may be half done): {} the stack again",
-                other.as_str(),
-                other.as_str().to_lowercase()
-            )),
-        }
+        super::take_over_all_but_suspend_and_resume(
+            step,
+            "a server",
+            "its power action may be half done",
+        )
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {

@@ -1113,18 +1113,11 @@ impl ResourceType for DeploymentResource {
     /// triggered (see the module's doc). A suspend or resume in flight is
     /// not taken over: its agent may be running it.
     fn take_over(&self, step: crate::domain::StackAction) -> Result<(), String> {
-        use crate::domain::StackAction;
-        match step {
-            StackAction::Create
-            | StackAction::Update
-            | StackAction::Delete
-            | StackAction::Check => Ok(()),
-            other => Err(format!(
-                "a {} of a software deployment is not taken over by another engine (its agent may be running it): {} the stack again",
-                other.as_str(),
-                other.as_str().to_lowercase()
-            )),
-        }
+        super::take_over_all_but_suspend_and_resume(
+            step,
+            "a software deployment",
+            "its agent may be running it",
+        )
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
