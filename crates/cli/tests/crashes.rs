@@ -301,9 +301,9 @@ async fn events_of(
 /// Steps in flight outside the engine survive it being killed: a server
 /// being built and a nested stack being created are found by the
 /// restarted engine, not made twice — CREATE_COMPLETE with one instance
-/// and one nested stack; a suspend of the server in flight cannot be taken
-/// over and fails, saying why; a delete in flight is finished, and nothing
-/// is left.
+/// and one nested stack; a suspend of the server (and of the nested
+/// stack) in flight is finished — SUSPEND_COMPLETE, the server's instance
+/// powered off once; a delete in flight is finished, and nothing is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steps_in_flight_outside_the_engine_are_finished_after_it_is_killed() {
     let mut deployment = Deployment::start_with(&[
@@ -366,7 +366,8 @@ async fn steps_in_flight_outside_the_engine_are_finished_after_it_is_killed() {
         );
     }
 
-    // Killed mid-suspend: a power action in flight is not taken over.
+    // Killed mid-suspend: the power action in flight is continued (or
+    // found done) by the restarted engine, not asked for twice.
     let (status, body) = call_when_up(
         &deployment,
         reqwest::Method::POST,
@@ -379,12 +380,35 @@ async fn steps_in_flight_outside_the_engine_are_finished_after_it_is_killed() {
     deployment.kill(Service::Engine);
     deployment.spawn(Service::Engine);
     let stack = final_stack(&deployment, &path).await.expect("the stack");
-    assert_eq!(stack["stack_status"], "SUSPEND_FAILED", "{stack}");
-    let reason = stack["stack_status_reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.contains("went away") && reason.contains("is not taken over by another engine"),
-        "{reason}"
+    assert_eq!(stack["stack_status"], "SUSPEND_COMPLETE", "{stack}");
+    assert_eq!(
+        events_of(&deployment, &path, "web", "SUSPEND_COMPLETE", "").await,
+        1,
+        "web: suspended once"
     );
+    let made = instances(&deployment).await;
+    assert_eq!(made.len(), 1, "one instance: {made:?}");
+    assert_eq!(made[0]["status"], "STOPPED", "{made:?}");
+    let uuid = made[0]["uuid"].as_str().expect("the instance's uuid");
+    let (status, body) = call_when_up(
+        &deployment,
+        reqwest::Method::GET,
+        &format!("/compute/v1/instances/{uuid}/events"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let powered_off = body["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|event| event["kind"] == "power_off")
+        .count();
+    assert_eq!(powered_off, 1, "powered off once: {body}");
+    let nested = nested_stacks(&deployment, &id).await;
+    assert_eq!(nested.len(), 1, "one nested stack: {nested:?}");
+    assert_eq!(nested[0]["stack_status"], "SUSPEND_COMPLETE", "{nested:?}");
 
     // Killed mid-delete: the delete is finished.
     let (status, body) = call_when_up(&deployment, reqwest::Method::DELETE, &path, None).await;

@@ -13,8 +13,10 @@ use cluster_support::{
 };
 use ember_engine::clusters::ResizeRequest;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
+use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::cluster::sizing::AdjustmentType;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
+use ember_engine::domain::instance::InstanceStatus;
 use ember_runtime::database::testing::TestDatabase;
 use uuid::Uuid;
 
@@ -207,7 +209,125 @@ async fn an_action_claimed_by_a_dead_engine_runs_again_in_its_turn(database: &Te
     survivor.kill().await;
 }
 
+/// The engine that takes a growth over was running when the other died:
+/// its instance service started before those builds existed, so nothing but
+/// the taken-over run can continue the builds the dead engine's driver
+/// tasks left BUILDING (an engine resumes unfinished tasks only as it
+/// starts).
+async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &TestDatabase) {
+    let survivor = Engine::start(
+        database,
+        driver(Duration::from_millis(20)),
+        short_lease(),
+        false,
+    )
+    .await;
+    let doomed = Engine::start(
+        database,
+        driver(Duration::from_millis(1500)),
+        short_lease(),
+        true,
+    )
+    .await;
+    let cluster_id = web_cluster(&doomed, 1).await;
+    let scale = doomed
+        .service
+        .scale(&member(), &cluster_id.to_string(), true, 2)
+        .await
+        .expect("scale out");
+    wait_until("the two builds", Duration::from_secs(10), || async {
+        all_instances(&doomed)
+            .await
+            .iter()
+            .filter(|instance| instance.status == InstanceStatus::Building)
+            .count()
+            == 2
+    })
+    .await;
+    doomed.kill().await;
+
+    survivor.dispatch();
+    let finished = wait_for_action(&survivor, scale.id, Duration::from_secs(30)).await;
+    assert_eq!(
+        finished.status,
+        ActionStatus::Succeeded,
+        "{}",
+        finished.status_reason
+    );
+    assert_eq!(finished.attempt, 2, "run again once, by the survivor");
+    let cluster = assert_settled_invariants(&survivor, cluster_id).await;
+    assert_eq!(cluster.desired_capacity, 3);
+    let instances = all_instances(&survivor).await;
+    assert_eq!(instances.len(), 3, "none leaked or doubled");
+    assert!(
+        instances
+            .iter()
+            .all(|instance| instance.status == InstanceStatus::Active)
+    );
+    survivor.kill().await;
+}
+
+/// The same for a shrink: the dead engine's instance deletes were under
+/// way (instances DELETING); the running survivor continues them and the
+/// cluster ends with what is left.
+async fn a_shrink_is_finished_by_an_engine_that_was_running_already(database: &TestDatabase) {
+    let survivor = Engine::start(
+        database,
+        driver(Duration::from_millis(20)),
+        short_lease(),
+        false,
+    )
+    .await;
+    let doomed = Engine::start(
+        database,
+        SimulatedComputeConfig {
+            delete_latency: Duration::from_millis(1500),
+            ..driver(Duration::from_millis(10))
+        },
+        short_lease(),
+        true,
+    )
+    .await;
+    let cluster_id = web_cluster(&doomed, 3).await;
+    let scale = doomed
+        .service
+        .scale(&member(), &cluster_id.to_string(), false, 2)
+        .await
+        .expect("scale in");
+    wait_until("the instance deletes", Duration::from_secs(10), || async {
+        all_instances(&doomed)
+            .await
+            .iter()
+            .filter(|instance| instance.status == InstanceStatus::Deleting)
+            .count()
+            == 2
+    })
+    .await;
+    doomed.kill().await;
+
+    survivor.dispatch();
+    let finished = wait_for_action(&survivor, scale.id, Duration::from_secs(30)).await;
+    assert_eq!(
+        finished.status,
+        ActionStatus::Succeeded,
+        "{}",
+        finished.status_reason
+    );
+    wait_until("every action to end", Duration::from_secs(30), || {
+        cluster_support::quiescent(&survivor, cluster_id)
+    })
+    .await;
+    let cluster = assert_settled_invariants(&survivor, cluster_id).await;
+    assert_eq!(cluster.desired_capacity, 1);
+    let instances = all_instances(&survivor).await;
+    assert_eq!(instances.len(), 1, "the two deletes completed");
+    assert_eq!(instances[0].status, InstanceStatus::Active);
+    survivor.kill().await;
+}
+
 ember_runtime::store_suite!(
     a_growth_whose_engine_died_is_finished_by_another,
+    a_growth_is_finished_by_an_engine_that_was_running_already,
+    a_shrink_is_finished_by_an_engine_that_was_running_already,
     an_action_claimed_by_a_dead_engine_runs_again_in_its_turn,
 );

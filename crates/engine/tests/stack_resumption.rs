@@ -1,11 +1,15 @@
 //! Resource steps in flight outside the engine survive the engine, on
-//! SQLite and PostgreSQL: an engine dies while a server is being built, a
-//! nested stack is being created, a wait condition waits, or a delete of
-//! them runs; another engine resumes the operation, finds what the dead
-//! one made (the instance and the nested stack have ids derived from the
-//! resource's row) and finishes it — one instance, one nested stack, the
-//! stack `*_COMPLETE`. A wait resumed keeps its original deadline, and a
-//! type that cannot take a step over still fails the stack, saying why.
+//! SQLite and PostgreSQL: an engine dies while a server is being built,
+//! powered off or on, a nested stack is being created, suspended, resumed
+//! or checked, a wait condition waits, a software deployment waits for
+//! its agent, software configs are being made, or a delete of them runs;
+//! another engine resumes the operation, finds what the dead one made or
+//! started (instances, nested stacks, deployments and configs have ids
+//! derived from the resource's row) and finishes it — one instance, one
+//! nested stack whose own operation is continued rather than started
+//! again, no config made twice, no power action or deployment trigger
+//! asked twice, the stack `*_COMPLETE`. A wait resumed keeps its original deadline, and a type
+//! that cannot take a step over still fails the stack, saying why.
 //!
 //! "Dies" is as the database sees it: the engine's stack leases move on
 //! and expire (its late writes are refused), and its instance tasks stop.
@@ -15,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
-use ember_engine::domain::instance::InstanceStatus;
+use ember_engine::domain::instance::{InstanceStatus, PowerState};
+use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
 use ember_engine::domain::{ActionStatus, Stack};
 use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::resources::wait_condition::WaitConditions;
@@ -23,9 +28,11 @@ use ember_engine::resources::{
     ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeRegistry,
     ResourceTypeSchema,
 };
-use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, Swept};
+use ember_engine::software::SoftwareService;
+use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, StackWideAction, Swept};
 use ember_engine::store::instances::SqlInstanceStore;
 use ember_engine::store::signals::SqlWaitSignalStore;
+use ember_engine::store::software::SqlSoftwareStore;
 use ember_engine::store::{EventListQuery, SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -68,13 +75,15 @@ impl ResourceType for Outside {
     }
 }
 
-/// One engine of two on one database: its stack operations and its own
+/// One engine of two on one database: its stack operations, its own
 /// instance service (its own simulated machines), whose tasks stop when
-/// `instances_stop` is cancelled.
+/// `instances_stop` is cancelled, and its software configuration service
+/// (what an agent signals).
 struct Engine {
     operations: Arc<StackOperations>,
     instances: Arc<InstanceService>,
     instances_stop: CancellationToken,
+    software: Arc<SoftwareService>,
 }
 
 struct Replicas {
@@ -92,7 +101,19 @@ fn bob() -> Identity {
     Identity::new("bob", "project-b", vec!["member".to_owned()])
 }
 
+/// Two engines whose machines build and are deleted in `latency`, and
+/// power on and off at once.
 async fn replicas(database: &TestDatabase, latency: Duration) -> Replicas {
+    replicas_powering(database, latency, Duration::from_millis(5)).await
+}
+
+/// Two engines whose machines build and are deleted in `latency`, and
+/// power on or off in `power_latency`.
+async fn replicas_powering(
+    database: &TestDatabase,
+    latency: Duration,
+    power_latency: Duration,
+) -> Replicas {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
         .expect("migrated");
@@ -101,7 +122,7 @@ async fn replicas(database: &TestDatabase, latency: Duration) -> Replicas {
         let instances_stop = CancellationToken::new();
         let driver = SimulatedDriver::new(SimulatedComputeConfig {
             build_latency: latency,
-            power_latency: Duration::from_millis(5),
+            power_latency,
             reboot_latency: Duration::from_millis(5),
             delete_latency: latency,
             fail_builds_matching: "doomed".to_owned(),
@@ -120,8 +141,16 @@ async fn replicas(database: &TestDatabase, latency: Duration) -> Replicas {
             store.clone(),
             "http://ember.test",
         );
-        let mut registry =
-            ResourceTypeRegistry::with_compute(instances.clone()).with_wait_conditions(conditions);
+        let software = SoftwareService::new(
+            Arc::new(SqlSoftwareStore::new(
+                connection.clone(),
+                connection.clone(),
+            )),
+            conditions.clone(),
+        );
+        let mut registry = ResourceTypeRegistry::with_compute(instances.clone())
+            .with_wait_conditions(conditions.clone())
+            .with_software(software.clone(), conditions);
         registry.register(Arc::new(Outside::new()));
         let operations = StackOperations::configured(
             store.clone(),
@@ -135,6 +164,7 @@ async fn replicas(database: &TestDatabase, latency: Duration) -> Replicas {
             operations,
             instances,
             instances_stop,
+            software,
         }
     };
     let (a, b) = (engine(), engine());
@@ -181,7 +211,9 @@ impl Replicas {
     async fn run_sql(&self, sql: &str, values: Vec<sea_orm::Value>) {
         let backend = self.connection.get_database_backend();
         let sql = match backend {
-            sea_orm::DatabaseBackend::Sqlite => sql.replace("$1", "?").replace("$2", "?"),
+            sea_orm::DatabaseBackend::Sqlite => {
+                sql.replace("$1", "?").replace("$2", "?").replace("$3", "?")
+            }
             _ => sql.to_owned(),
         };
         self.connection
@@ -213,6 +245,122 @@ impl Replicas {
             "project-a".into(),
         )
         .await
+    }
+
+    /// The software configs alice's project holds now (derived ones too).
+    async fn configs_held(&self) -> i64 {
+        self.count(
+            "SELECT COUNT(*) FROM software_configs WHERE project_id = $1",
+            "project-a".into(),
+        )
+        .await
+    }
+
+    /// A left `stack` in the middle of `action`: the stack and its
+    /// resources `names` `action`_IN_PROGRESS, as A records them before it
+    /// acts (a create's rows have no physical id yet).
+    async fn left_in_progress(&self, stack: &Stack, action: &str, names: &[&str]) {
+        self.run_sql(
+            "UPDATE stacks SET action = $1, status = 'IN_PROGRESS' WHERE id = $2",
+            vec![action.into(), stack.id.into()],
+        )
+        .await;
+        for name in names {
+            self.run_sql(
+                "UPDATE resources SET action = $1, status = 'IN_PROGRESS' WHERE stack_id = $2 AND name = $3",
+                vec![action.into(), stack.id.into(), (*name).into()],
+            )
+            .await;
+            if action == "CREATE" {
+                self.run_sql(
+                    "UPDATE resources SET physical_id = NULL WHERE stack_id = $1 AND name = $2",
+                    vec![stack.id.into(), (*name).into()],
+                )
+                .await;
+            }
+        }
+    }
+
+    /// A runs `action` on `name` (alice's stack).
+    async fn act_on_a(&self, name: &str, action: StackWideAction) {
+        self.a
+            .operations
+            .run_stack_wide_action(&alice(), name, action)
+            .await
+            .expect("action accepted");
+    }
+
+    /// Deployment `id` as the store holds it once it is `action` and
+    /// `status` (waits up to 10 s).
+    async fn deployment_reaches(
+        &self,
+        id: uuid::Uuid,
+        action: &str,
+        status: DeploymentStatus,
+    ) -> SoftwareDeployment {
+        for _ in 0..200 {
+            let found = self
+                .b
+                .software
+                .store()
+                .get_deployment(None, id)
+                .await
+                .expect("read");
+            if let Some(deployment) = found
+                && deployment.action == action
+                && deployment.status == status
+            {
+                return deployment;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("deployment {id} never reached {action} {status:?}");
+    }
+
+    /// The agent on the server reports deployment `id` done (through B).
+    async fn agent_signals(&self, id: uuid::Uuid) {
+        self.b
+            .software
+            .signal_deployment(
+                Some("project-a"),
+                id,
+                &serde_json::json!({"deploy_stdout": "done", "deploy_status_code": 0}),
+            )
+            .await
+            .expect("signalled");
+    }
+
+    /// Instance `uuid` as B reads it once `done` says so (up to 10 s).
+    async fn instance_when(
+        &self,
+        uuid: uuid::Uuid,
+        done: impl Fn(&ember_engine::domain::instance::Instance) -> bool,
+    ) -> ember_engine::domain::instance::Instance {
+        for _ in 0..200 {
+            let instance = self
+                .b
+                .instances
+                .get(&alice(), uuid)
+                .await
+                .expect("instance");
+            if done(&instance) {
+                return instance;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("instance {uuid} never reached the state waited for");
+    }
+
+    /// How many outcomes of driver task `kind` instance `uuid` recorded.
+    async fn task_outcomes(&self, uuid: uuid::Uuid, kind: &str) -> usize {
+        self.b
+            .instances
+            .events(&alice(), uuid, 0)
+            .await
+            .expect("events")
+            .iter()
+            .filter(|event| event.kind == kind)
+            .count()
     }
 
     /// Every nested stack ever made under `stack`, deleted ones too.
@@ -604,10 +752,796 @@ async fn a_wait_taken_over_keeps_its_original_deadline(database: &TestDatabase) 
     assert_eq!(resumed, 1);
 }
 
+/// How many events of `stack_id` start with `prefix` (`NAME STATE: reason`).
+async fn count_events(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid, prefix: &str) -> usize {
+    events(store, stack_id)
+        .await
+        .iter()
+        .filter(|event| event.starts_with(prefix))
+        .count()
+}
+
+const ONE_SERVER: &str = r#"heat_template_version: 2021-04-16
+resources:
+  web:
+    type: OS::Nova::Server
+    properties: {flavor: m1.small, image: debian-12, name: web-1}
+"#;
+
+/// A dies while `web`'s machine is powering off for a suspend (its power
+/// task stops with A); B takes the step over, finds the instance's power
+/// off under way and continues it instead of asking again: STOPPED,
+/// SUSPEND_COMPLETE, one power off.
+async fn a_suspend_with_a_server_powering_off_is_finished_by_another_engine(
+    database: &TestDatabase,
+) {
+    let replicas = replicas_powering(
+        database,
+        Duration::from_millis(5),
+        Duration::from_millis(1500),
+    )
+    .await;
+    let stack = replicas.create_on_a("suspending", ONE_SERVER, true).await;
+    let created = settled(&replicas.store, stack.id).await;
+    assert_eq!(created.stack_status(), "CREATE_COMPLETE");
+    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
+        .expect("an instance uuid");
+    replicas
+        .act_on_a("suspending", StackWideAction::Suspend)
+        .await;
+    reaches(&replicas.store, stack.id, "web", "SUSPEND_IN_PROGRESS").await;
+    replicas
+        .instance_when(uuid, |instance| {
+            instance.power_state == PowerState::PoweringOff
+        })
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "SUSPEND_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let instance = replicas
+        .instance_when(uuid, |instance| instance.status == InstanceStatus::Stopped)
+        .await;
+    assert_eq!(instance.power_state, PowerState::Off);
+    assert_eq!(
+        replicas.task_outcomes(uuid, "power_off").await,
+        1,
+        "powered off once"
+    );
+    assert_eq!(replicas.instances_made().await, 1);
+    // A's step and B's, then one end.
+    assert_eq!(
+        count_events(&replicas.store, stack.id, "web SUSPEND_IN_PROGRESS").await,
+        2
+    );
+    assert_eq!(
+        count_events(&replicas.store, stack.id, "web SUSPEND_COMPLETE").await,
+        1
+    );
+}
+
+/// A dies while `web`'s machine is powering on for a resume; the power on
+/// finishes before B takes the step over (B's instance service continued
+/// it). B finds the instance ACTIVE — the finished step — and completes
+/// it without powering on again (which the instance would refuse: it is
+/// on already).
+async fn a_resume_whose_server_is_on_already_completes_without_powering_it_again(
+    database: &TestDatabase,
+) {
+    let replicas = replicas_powering(
+        database,
+        Duration::from_millis(5),
+        Duration::from_millis(1500),
+    )
+    .await;
+    let stack = replicas.create_on_a("resuming", ONE_SERVER, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
+        .expect("an instance uuid");
+    replicas
+        .act_on_a("resuming", StackWideAction::Suspend)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    replicas.act_on_a("resuming", StackWideAction::Resume).await;
+    reaches(&replicas.store, stack.id, "web", "RESUME_IN_PROGRESS").await;
+    replicas
+        .instance_when(uuid, |instance| {
+            instance.power_state == PowerState::PoweringOn
+        })
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b
+        .instances
+        .continue_unfinished_task(&alice(), uuid)
+        .await
+        .expect("continued");
+    replicas
+        .instance_when(uuid, |instance| instance.status == InstanceStatus::Active)
+        .await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "RESUME_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert_eq!(
+        replicas.task_outcomes(uuid, "power_on").await,
+        1,
+        "powered on once"
+    );
+    assert_eq!(replicas.instances_made().await, 1);
+}
+
+const DEPLOYED: &str = r##"heat_template_version: 2021-04-16
+resources:
+  config:
+    type: OS::Heat::SoftwareConfig
+    properties: {config: "#!/bin/sh
+echo $deploy_action"}
+  deploy:
+    type: OS::Heat::SoftwareDeployment
+    properties:
+      config: {get_resource: config}
+      server: server-1
+      actions: [SUSPEND, RESUME]
+"##;
+
+/// The deployment of `deploy` in `stack`.
+async fn deployment_of(store: &Arc<dyn StackStore>, stack: &Stack) -> uuid::Uuid {
+    uuid::Uuid::parse_str(&physical_id(store, stack, "deploy").await).expect("a deployment id")
+}
+
+/// A dies while a suspend waits for the agent to run the deployment A
+/// triggered for it; B takes the step over and waits for that trigger
+/// again — no second trigger (the deployment keeps A's derived config, no
+/// config is added) — and the agent's one signal completes the suspend.
+async fn a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engine(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("deployed", DEPLOYED, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    let id = deployment_of(&replicas.store, &stack).await;
+    replicas
+        .act_on_a("deployed", StackWideAction::Suspend)
+        .await;
+    let triggered = replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
+        .await;
+    let configs = replicas.configs_held().await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    // B's own IN_PROGRESS is recorded before it acts.
+    for _ in 0..200 {
+        if count_events(&replicas.store, stack.id, "deploy SUSPEND_IN_PROGRESS").await == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    replicas.agent_signals(id).await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "SUSPEND_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let finished = replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::Complete)
+        .await;
+    assert_eq!(
+        finished.config_id, triggered.config_id,
+        "the agent's config was not triggered again"
+    );
+    assert_eq!(replicas.configs_held().await, configs, "no config added");
+    assert_eq!(
+        count_events(&replicas.store, stack.id, "deploy SUSPEND_IN_PROGRESS").await,
+        2
+    );
+}
+
+/// A dies while a resume waits for its deployment; the agent signals
+/// while no engine runs the stack. B takes the step over, finds the
+/// deployment this step triggered finished and completes the resume
+/// without triggering the agent again.
+async fn a_resume_whose_deployment_was_signalled_meanwhile_completes_without_a_second_trigger(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("signalled", DEPLOYED, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    let id = deployment_of(&replicas.store, &stack).await;
+    replicas
+        .act_on_a("signalled", StackWideAction::Suspend)
+        .await;
+    replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
+        .await;
+    replicas.agent_signals(id).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    replicas
+        .act_on_a("signalled", StackWideAction::Resume)
+        .await;
+    let triggered = replicas
+        .deployment_reaches(id, "RESUME", DeploymentStatus::InProgress)
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas.agent_signals(id).await;
+    let configs = replicas.configs_held().await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "RESUME_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let finished = replicas
+        .deployment_reaches(id, "RESUME", DeploymentStatus::Complete)
+        .await;
+    assert_eq!(
+        finished.config_id, triggered.config_id,
+        "not triggered again"
+    );
+    assert_eq!(replicas.configs_held().await, configs, "no config added");
+}
+
+/// A began a suspend and went away before triggering the deployment,
+/// which an earlier suspend left SUSPEND COMPLETE (its resume triggers
+/// nothing): B's step is not fooled by that earlier trigger — it triggers
+/// the deployment for this suspend, and completes once the agent signals.
+async fn a_suspend_its_engine_never_triggered_is_triggered_once_by_another_engine(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let template = DEPLOYED.replace("actions: [SUSPEND, RESUME]", "actions: [SUSPEND]");
+    let stack = replicas.create_on_a("again", &template, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    let id = deployment_of(&replicas.store, &stack).await;
+    replicas.act_on_a("again", StackWideAction::Suspend).await;
+    replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
+        .await;
+    replicas.agent_signals(id).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    replicas.act_on_a("again", StackWideAction::Resume).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "RESUME_COMPLETE"
+    );
+    let earlier = replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::Complete)
+        .await;
+    replicas
+        .left_in_progress(&stack, "SUSPEND", &["deploy"])
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let triggered = replicas
+        .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
+        .await;
+    assert_ne!(
+        triggered.config_id, earlier.config_id,
+        "triggered for this suspend"
+    );
+    replicas.agent_signals(id).await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "SUSPEND_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+}
+
+const ROWS_ONLY: &str = r##"heat_template_version: 2021-04-16
+resources:
+  config:
+    type: OS::Heat::SoftwareConfig
+    properties: {config: "#!/bin/sh
+echo hello"}
+  cloud:
+    type: OS::Heat::CloudConfig
+    properties: {cloud_config: {runcmd: [echo hello]}}
+  parts:
+    type: OS::Heat::MultipartMime
+    properties:
+      parts: [{config: {get_resource: config}}, {config: {get_resource: cloud}, subtype: cloud-config}]
+  server:
+    type: OS::Heat::DeployedServer
+  policy:
+    type: OS::Heat::ScalingPolicy
+    properties: {auto_scaling_group_id: a-group, adjustment_type: change_in_capacity, scaling_adjustment: 1}
+  launch:
+    type: AWS::AutoScaling::LaunchConfiguration
+    properties: {ImageId: debian-12, InstanceType: m1.small}
+"##;
+
+const ROWS_ONLY_NAMES: [&str; 6] = ["config", "cloud", "parts", "server", "policy", "launch"];
+
+/// A dies after the creates of types that write nothing but Ember's own
+/// rows made what they make, before recording it; B redoes each create,
+/// which finds the configs and the server id the first attempt made: no
+/// config made twice, the same ids, CREATE_COMPLETE.
+async fn creates_that_write_only_embers_rows_are_redone_without_making_twice(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("rows", ROWS_ONLY, true).await;
+    let created = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        created.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        created.status_reason
+    );
+    let mut ids = Vec::new();
+    for name in ["config", "cloud", "parts", "server"] {
+        ids.push(physical_id(&replicas.store, &stack, name).await);
+    }
+    assert_eq!(replicas.configs_held().await, 3);
+    replicas
+        .left_in_progress(&stack, "CREATE", &ROWS_ONLY_NAMES)
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    for (name, id) in ["config", "cloud", "parts", "server"].iter().zip(&ids) {
+        assert_eq!(
+            &physical_id(&replicas.store, &stack, name).await,
+            id,
+            "{name} found what the first attempt made"
+        );
+    }
+    assert_eq!(replicas.configs_held().await, 3, "no config made twice");
+    for name in ROWS_ONLY_NAMES {
+        assert_eq!(
+            count_events(
+                &replicas.store,
+                stack.id,
+                &format!("{name} CREATE_IN_PROGRESS: state changed (resumed")
+            )
+            .await,
+            1,
+            "{name}"
+        );
+    }
+}
+
+/// A dies while deleting a stack whose config creates were in flight
+/// (their rows name no config yet); B's delete finds the configs those
+/// creates made by their derived ids and deletes them: nothing left.
+async fn a_delete_over_config_creates_in_flight_deletes_what_they_made(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("forgotten", ROWS_ONLY, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    assert_eq!(replicas.configs_held().await, 3);
+    replicas
+        .left_in_progress(&stack, "CREATE", &ROWS_ONLY_NAMES)
+        .await;
+    replicas
+        .run_sql(
+            "UPDATE stacks SET action = 'DELETE' WHERE id = $1",
+            vec![stack.id.into()],
+        )
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert_eq!(replicas.configs_held().await, 0, "the configs are gone");
+}
+
+/// A nested stack whose suspend and resume are slow in the middle:
+/// suspended dependents first (`last`, `pause`, `first`), resumed
+/// dependencies first (`first`, `pause`, `last`).
+const NESTED_PAUSING: &str = r#"heat_template_version: 2021-04-16
+resources:
+  child:
+    type: OS::Heat::Stack
+    properties:
+      template: |
+        heat_template_version: 2021-04-16
+        resources:
+          first: {type: OS::Heat::None}
+          pause:
+            type: OS::Heat::Delay
+            depends_on: first
+            properties: {min_wait: 1.5, actions: [SUSPEND, RESUME]}
+          last: {type: OS::Heat::None, depends_on: pause}
+"#;
+
+/// How many of `stack_id`'s events (as [`events`] shows them) start with
+/// each prefix.
+async fn event_counts(
+    store: &Arc<dyn StackStore>,
+    stack_id: uuid::Uuid,
+    prefixes: &[&str],
+) -> Vec<usize> {
+    let all = events(store, stack_id).await;
+    prefixes
+        .iter()
+        .map(|prefix| all.iter().filter(|event| event.starts_with(prefix)).count())
+        .collect()
+}
+
+/// A dies while `action` (SUSPEND or RESUME) of the nested stack runs,
+/// its middle resource `pause` in progress and `done` finished already;
+/// B takes the parent's step over, which continues the nested stack's
+/// operation: both stacks `action`_COMPLETE, the nested stack's action
+/// started once and resumed once, `done` not done again, `pause` redone
+/// once, the parent's step completed once, one nested stack.
+async fn a_nested_action_in_flight_is_finished_by_another_engine(
+    replicas: &Replicas,
+    stack: &Stack,
+    action: &str,
+    done: &str,
+) {
+    let child = the_nested_stack(&replicas.store, stack).await;
+    reaches(
+        &replicas.store,
+        child.id,
+        "pause",
+        &format!("{action}_IN_PROGRESS"),
+    )
+    .await;
+    reaches(
+        &replicas.store,
+        child.id,
+        done,
+        &format!("{action}_COMPLETE"),
+    )
+    .await;
+    replicas.a_dies(&[stack.id, child.id]).await;
+    // The nested stack is its parent's to continue.
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let finished = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        finished.stack_status(),
+        format!("{action}_COMPLETE"),
+        "{}",
+        finished.status_reason
+    );
+    let nested = settled(&replicas.store, child.id).await;
+    assert_eq!(nested.stack_status(), format!("{action}_COMPLETE"));
+    for row in replicas.store.list_resources(child.id).await.expect("rows") {
+        assert_eq!(
+            row.resource_status(),
+            format!("{action}_COMPLETE"),
+            "{}",
+            row.name
+        );
+    }
+    let verb = match action {
+        "SUSPEND" => "suspend",
+        _ => "resume",
+    };
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            child.id,
+            &[
+                &format!(
+                    "{} {action}_IN_PROGRESS: Stack {action} started",
+                    child.name
+                ),
+                &format!(
+                    "{} {action}_IN_PROGRESS: Stack {action} resumed",
+                    child.name
+                ),
+                &format!("{done} {action}_IN_PROGRESS"),
+                &format!("{done} {action}_COMPLETE"),
+                &format!("pause {action}_IN_PROGRESS"),
+                &format!("pause {action}_COMPLETE"),
+            ],
+        )
+        .await,
+        [1, 1, 1, 1, 2, 1],
+        "the nested stack's {verb} was continued, not started again: {:#?}",
+        events(&replicas.store, child.id).await
+    );
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            stack.id,
+            &[
+                &format!("child {action}_IN_PROGRESS"),
+                &format!("child {action}_COMPLETE"),
+            ],
+        )
+        .await,
+        [2, 1],
+        "{:#?}",
+        events(&replicas.store, stack.id).await
+    );
+    assert_eq!(replicas.nested_made(stack).await, 1);
+}
+
+/// A dies while the nested stack's suspend runs; B finishes it through
+/// the parent's step, suspending nothing twice.
+async fn a_nested_stacks_suspend_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas
+        .create_on_a("nested-suspend", NESTED_PAUSING, true)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .act_on_a("nested-suspend", StackWideAction::Suspend)
+        .await;
+    a_nested_action_in_flight_is_finished_by_another_engine(&replicas, &stack, "SUSPEND", "last")
+        .await;
+}
+
+/// A dies while the nested stack's resume runs; B finishes it through
+/// the parent's step, resuming nothing twice.
+async fn a_nested_stacks_resume_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas
+        .create_on_a("nested-resume", NESTED_PAUSING, true)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .act_on_a("nested-resume", StackWideAction::Suspend)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    replicas
+        .act_on_a("nested-resume", StackWideAction::Resume)
+        .await;
+    a_nested_action_in_flight_is_finished_by_another_engine(&replicas, &stack, "RESUME", "first")
+        .await;
+}
+
+/// A dies after the nested stack's suspend finished, before it recorded
+/// the parent's step done: B takes the step over, finds the nested stack
+/// suspended already and completes the step without suspending it again
+/// (Heat's stack suspend would refuse a suspended stack).
+async fn a_nested_stack_suspended_before_its_engine_died_is_not_suspended_again(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas
+        .create_on_a("nested-done", NESTED_PAUSING, true)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .act_on_a("nested-done", StackWideAction::Suspend)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    let child = the_nested_stack(&replicas.store, &stack).await;
+    replicas
+        .left_in_progress(&stack, "SUSPEND", &["child"])
+        .await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "SUSPEND_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert_eq!(
+        settled(&replicas.store, child.id).await.stack_status(),
+        "SUSPEND_COMPLETE"
+    );
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            child.id,
+            &[
+                &format!("{} SUSPEND_IN_PROGRESS", child.name),
+                "first SUSPEND_IN_PROGRESS",
+                "pause SUSPEND_IN_PROGRESS",
+                "last SUSPEND_IN_PROGRESS",
+            ],
+        )
+        .await,
+        [1, 1, 1, 1],
+        "suspended once: {:#?}",
+        events(&replicas.store, child.id).await
+    );
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            stack.id,
+            &["child SUSPEND_IN_PROGRESS", "child SUSPEND_COMPLETE",],
+        )
+        .await,
+        [2, 2],
+        "the step redone once, after the first suspend's: {:#?}",
+        events(&replicas.store, stack.id).await
+    );
+}
+
+const GROUP: &str = r#"heat_template_version: 2021-04-16
+resources:
+  group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 2
+      resource_def: {type: OS::Heat::None}
+"#;
+
+/// A dies while a check runs on a group's members (the members' nested
+/// stack CHECK_IN_PROGRESS, member `0` in flight); B takes the group's
+/// step over, which continues the members' check — it checks every member
+/// again, once, and starts no second check: both stacks CHECK_COMPLETE.
+async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("checked", GROUP, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    let members = the_nested_stack(&replicas.store, &stack).await;
+    replicas.left_in_progress(&stack, "CHECK", &["group"]).await;
+    replicas.left_in_progress(&members, "CHECK", &["0"]).await;
+    replicas.a_dies(&[stack.id, members.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "CHECK_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert_eq!(
+        settled(&replicas.store, members.id).await.stack_status(),
+        "CHECK_COMPLETE"
+    );
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            members.id,
+            &[
+                &format!("{} CHECK_IN_PROGRESS: Stack CHECK started", members.name),
+                &format!("{} CHECK_IN_PROGRESS: Stack CHECK resumed", members.name),
+                &format!("{} CHECK_COMPLETE", members.name),
+                "0 CHECK_COMPLETE",
+                "1 CHECK_COMPLETE",
+            ],
+        )
+        .await,
+        [0, 1, 1, 1, 1],
+        "the members' check continued, each member checked once: {:#?}",
+        events(&replicas.store, members.id).await
+    );
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            stack.id,
+            &["group CHECK_IN_PROGRESS", "group CHECK_COMPLETE"],
+        )
+        .await,
+        [1, 1],
+        "the group's step redone once: {:#?}",
+        events(&replicas.store, stack.id).await
+    );
+}
+
 ember_runtime::store_suite!(
     a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_server_that_fails_to_build_after_a_take_over_fails_the_stack_with_its_reason,
     a_step_of_a_type_that_cannot_take_it_over_fails_the_stack_with_why,
     a_wait_taken_over_keeps_its_original_deadline,
+    a_suspend_with_a_server_powering_off_is_finished_by_another_engine,
+    a_resume_whose_server_is_on_already_completes_without_powering_it_again,
+    a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engine,
+    a_resume_whose_deployment_was_signalled_meanwhile_completes_without_a_second_trigger,
+    a_suspend_its_engine_never_triggered_is_triggered_once_by_another_engine,
+    creates_that_write_only_embers_rows_are_redone_without_making_twice,
+    a_delete_over_config_creates_in_flight_deletes_what_they_made,
+    a_nested_stacks_suspend_in_flight_is_finished_by_another_engine,
+    a_nested_stacks_resume_in_flight_is_finished_by_another_engine,
+    a_nested_stack_suspended_before_its_engine_died_is_not_suspended_again,
+    a_groups_check_in_flight_is_checked_again_by_another_engine,
 );

@@ -105,6 +105,15 @@ impl ClusterService {
                 if let Err(error) = self.instances.create_with_uuid(caller, uuid, new).await {
                     return Ok(Built::Failed(error.to_string()));
                 }
+                // A run taken over from an engine that went away: the
+                // instance may still be BUILDING by that engine's driver
+                // task, which died with it. Someone must finish it.
+                if run.is_rerun() {
+                    match self.instances.continue_unfinished_task(caller, uuid).await {
+                        Ok(_) | Err(Error::NotFound(_)) => {}
+                        Err(error) => return Err(Stop::Failed(error)),
+                    }
+                }
                 loop {
                     let outcome = match self.instances.get(caller, uuid).await {
                         Ok(instance) => match instance.status {
@@ -247,10 +256,17 @@ impl ClusterService {
                 };
                 match self.instances.delete(caller, uuid).await {
                     Ok(_) | Err(Error::NotFound(_)) => {}
-                    // Already being deleted (a NODE_DELETE run again): wait.
+                    // Already being deleted (a NODE_DELETE run again): wait,
+                    // continuing the delete if the engine that started it
+                    // went away (a no-op while this engine runs it).
                     // Anything else (a maintenance lock) is the failure.
                     Err(Error::Conflict(message)) => match self.instances.get(caller, uuid).await {
-                        Ok(instance) if instance.status == InstanceStatus::Deleting => {}
+                        Ok(instance) if instance.status == InstanceStatus::Deleting => {
+                            match self.instances.continue_unfinished_task(caller, uuid).await {
+                                Ok(_) | Err(Error::NotFound(_)) => {}
+                                Err(error) => return Err(error),
+                            }
+                        }
                         Err(Error::NotFound(_)) => return Ok(()),
                         _ => return Err(Error::Conflict(message)),
                     },

@@ -4,6 +4,11 @@
 //! names) and tells its agent where to look (`os_collect_config`): the
 //! deployments' metadata URL on the gateway, read with the agent's own
 //! token (Ember makes no stack users; see the README).
+//!
+//! It makes nothing but its row, and its id derives from the row
+//! ([`ResourceRequest::derived_id`]): a step another engine had in flight
+//! when it went away is redone, and a create redone gives the server the
+//! same id as the earlier attempt, not a second one.
 
 use std::sync::Arc;
 
@@ -18,6 +23,10 @@ use super::{
 use crate::domain::Resource;
 
 pub const DEPLOYED_SERVER_TYPE: &str = "OS::Heat::DeployedServer";
+
+/// What the server's id is derived for (see
+/// [`ResourceRequest::derived_id`]).
+const SERVER_KIND: &str = "deployed server";
 
 pub struct DeployedServer {
     schema: ResourceTypeSchema,
@@ -130,7 +139,7 @@ impl ResourceType for DeployedServer {
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = request.derived_id(SERVER_KIND).to_string();
         Ok(ResourceOutcome {
             attributes: self.attributes(request, &id)?,
             physical_id: id,
@@ -146,12 +155,18 @@ impl ResourceType for DeployedServer {
         let id = current
             .physical_id
             .clone()
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            .unwrap_or_else(|| request.derived_id(SERVER_KIND).to_string());
         Ok(ResourceOutcome {
             attributes: self.attributes(request, &id)?,
             physical_id: id,
             data: Value::Null,
         })
+    }
+
+    /// Every step is taken over: it acts on nothing but its row, and a
+    /// create or update redone gives the same id (see the module's doc).
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
     }
 
     /// Only the transport's change replaces it (the agent must be told).

@@ -131,28 +131,6 @@ pub fn derived_id(stack_id: uuid::Uuid, resource_id: uuid::Uuid, kind: &str) -> 
     uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
-/// The take-over rule (see [`ResourceType::take_over`]) of a type whose
-/// creates, updates, deletes and checks find what an earlier attempt made,
-/// but whose suspend or resume in flight may be half done outside the
-/// engine: `thing` names the type and `why` the reason in the refusal.
-pub(crate) fn take_over_all_but_suspend_and_resume(
-    step: crate::domain::StackAction,
-    thing: &str,
-    why: &str,
-) -> Result<(), String> {
-    use crate::domain::StackAction;
-    match step {
-        StackAction::Create | StackAction::Update | StackAction::Delete | StackAction::Check => {
-            Ok(())
-        }
-        other => Err(format!(
-            "a {} of {thing} is not taken over by another engine ({why}): {} the stack again",
-            other.as_str(),
-            other.as_str().to_lowercase()
-        )),
-    }
-}
-
 /// A maintenance lock (or unlock) reaching a resource.
 #[derive(Debug, Clone)]
 pub struct LockRequest {
@@ -244,19 +222,15 @@ pub trait ResourceType: Send + Sync + 'static {
     /// rollback's too), SUSPEND, RESUME or CHECK.
     ///
     /// By default a type that acts on nothing but its row takes every step
-    /// over (doing it again is harmless), and so does a nested stack for
-    /// creates, updates and deletes: every nested-stack type acts through
-    /// the engine's [`NestedStackHost`], which finds the nested stack an
-    /// earlier attempt made (its id derives from the row) and continues
-    /// the nested stack's own operation. Any other type refuses until it
-    /// opts in.
+    /// over (doing it again is harmless), and so does a nested stack: every
+    /// nested-stack type acts through the engine's [`NestedStackHost`],
+    /// which finds the nested stack an earlier attempt made (its id derives
+    /// from the row), brings the nested stack's own operation that attempt
+    /// left unfinished to its end instead of starting another, and takes a
+    /// nested stack suspended (resumed) already as the suspend (resume)
+    /// done. Any other type refuses until it opts in.
     fn take_over(&self, step: crate::domain::StackAction) -> Result<(), String> {
-        use crate::domain::StackAction;
-        let nested_step = matches!(
-            step,
-            StackAction::Create | StackAction::Update | StackAction::Delete
-        );
-        if !self.acts_outside_its_row() || (self.is_nested_stack() && nested_step) {
+        if !self.acts_outside_its_row() || self.is_nested_stack() {
             return Ok(());
         }
         Err(format!(
@@ -559,6 +533,37 @@ mod tests {
         }
     }
 
+    /// A type that acts outside its row and has not opted in.
+    struct Outside {
+        schema: ResourceTypeSchema,
+    }
+
+    #[async_trait]
+    impl ResourceType for Outside {
+        fn schema(&self) -> &ResourceTypeSchema {
+            &self.schema
+        }
+
+        async fn create(
+            &self,
+            request: &ResourceRequest,
+        ) -> Result<ResourceOutcome, ResourceFailure> {
+            Ok(ResourceOutcome {
+                physical_id: request.physical_resource_name(),
+                ..ResourceOutcome::default()
+            })
+        }
+    }
+
+    const EVERY_STEP: [StackAction; 6] = [
+        StackAction::Create,
+        StackAction::Update,
+        StackAction::Delete,
+        StackAction::Suspend,
+        StackAction::Resume,
+        StackAction::Check,
+    ];
+
     #[test]
     fn only_types_that_opted_in_take_steps_in_flight_over() {
         let registry = ResourceTypeRegistry::builtin();
@@ -568,23 +573,44 @@ mod tests {
                 .expect("a built-in type")
                 .take_over(step)
         };
-        // Acting on nothing but its row: every step is redone.
-        assert!(verdict("OS::Heat::None", StackAction::Suspend).is_ok());
-        // Nested stacks: creates, updates and deletes find the nested stack.
-        for step in [
-            StackAction::Create,
-            StackAction::Update,
-            StackAction::Delete,
+        // Acting on nothing but its row, or on Ember's own rows only (a
+        // create again finds, or harmlessly redoes, what the earlier
+        // attempt made), or on a nested stack (its operation left behind
+        // is continued, and one finished already is the step done): every
+        // step is taken over.
+        for type_name in [
+            "OS::Heat::None",
+            "OS::Heat::ScalingPolicy",
+            "AWS::AutoScaling::LaunchConfiguration",
+            "OS::Heat::Stack",
+            "OS::Heat::ResourceGroup",
+            "OS::Heat::AutoScalingGroup",
         ] {
-            assert!(verdict("OS::Heat::Stack", step).is_ok(), "{step:?}");
-            assert!(verdict("OS::Heat::ResourceGroup", step).is_ok(), "{step:?}");
+            for step in EVERY_STEP {
+                assert!(verdict(type_name, step).is_ok(), "{type_name} {step:?}");
+            }
         }
-        let refused = verdict("OS::Heat::Stack", StackAction::Suspend).expect_err("refused");
-        assert!(
-            refused.contains("a SUSPEND of OS::Heat::Stack is not taken over"),
-            "{refused}"
-        );
-        // A type that acts outside its row and has not opted in.
-        assert!(verdict("OS::Heat::ScalingPolicy", StackAction::Create).is_err());
+        // A type that acts outside its row refuses until it opts in,
+        // saying which step of which type and why.
+        let outside = Outside {
+            schema: ResourceTypeSchema {
+                type_name: "Ember::Test::Outside",
+                description: "Makes something outside the engine.",
+                properties: Vec::new(),
+                attributes: Vec::new(),
+                accepts_any_properties: false,
+                accepts_any_attributes: false,
+            },
+        };
+        for step in EVERY_STEP {
+            let refused = outside.take_over(step).expect_err("refused");
+            assert_eq!(
+                refused,
+                format!(
+                    "a {} of Ember::Test::Outside is not taken over by another engine (it cannot find what an earlier attempt made)",
+                    step.as_str()
+                )
+            );
+        }
     }
 }

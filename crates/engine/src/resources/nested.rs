@@ -53,8 +53,9 @@ pub struct NestedStackOutcome {
 /// stack's operation has finished. The host finds what an earlier attempt
 /// of the same resource row made: a create whose nested stack exists
 /// (its id is [`NESTED_STACK_KIND`]'s derived id) continues that one's
-/// operation instead of making another, and an update or delete first
-/// ends an operation an engine that went away left on it.
+/// operation instead of making another, and an update, delete, suspend,
+/// resume or check first ends an operation an engine that went away left
+/// on it.
 #[async_trait]
 pub trait NestedStackHost: Send + Sync {
     async fn create_nested_stack(
@@ -77,7 +78,11 @@ pub trait NestedStackHost: Send + Sync {
         request: &super::LockRequest,
         lock: bool,
     ) -> Result<(), ResourceFailure>;
-    /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK").
+    /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK"). Safe to
+    /// run again for a step another engine had in flight: the nested
+    /// stack's operation that engine began is continued, not started a
+    /// second time, and a nested stack suspended (resumed) already is the
+    /// suspend (resume) done.
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,

@@ -3,6 +3,12 @@
 //! resource itself only holds its settings and its signal URL; the stack
 //! operations apply a signal (see `stacks::signal`), using
 //! [`new_capacity`] — Heat's arithmetic, clamped to the group's bounds.
+//!
+//! Its steps write nothing but its own row (the signal path writes the
+//! time of its last scaling there, outside any step), so every step
+//! another engine had in flight when it went away is redone: a create
+//! redone names a physical id no one saw (it is recorded only when the
+//! step completes), and an update keeps the recorded last scaling.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -243,6 +249,11 @@ impl ResourceType for ScalingPolicy {
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let physical_id = request.kept_physical_id(current);
         outcome(request, physical_id, current.data.clone())
+    }
+
+    /// Every step is taken over (see the module's doc).
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
     }
 }
 

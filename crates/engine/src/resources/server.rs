@@ -10,12 +10,18 @@
 //!
 //! The instance's uuid derives from the resource's row
 //! ([`ResourceRequest::derived_id`]) and is its primary key, so it is
-//! recorded in the same write that makes the instance: a create, update,
-//! delete or check another engine had in flight when it went away is
-//! taken over — the create finds the instance made before (and waits for
-//! it to be ACTIVE, or fails if it went into ERROR) instead of making a
-//! second, the delete finds it gone (deleted) or being deleted (and waits),
-//! and a driver task the engine left unfinished is continued here.
+//! recorded in the same write that makes the instance: every step another
+//! engine had in flight when it went away is taken over — the create finds
+//! the instance made before (and waits for it to be ACTIVE, or fails if it
+//! went into ERROR) instead of making a second, the delete finds it gone
+//! (deleted) or being deleted (and waits), and a driver task the engine
+//! left unfinished is continued here. Suspend and resume are idempotent at
+//! the instance, as Heat's are: an instance already STOPPED (ACTIVE for a
+//! resume) is the finished step, one whose power task is under way is
+//! waited for (the task continued if its engine went away), and only an
+//! instance in the other power state is asked to change — so a power
+//! action is never asked twice, and a step redone finds what the first
+//! attempt did.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -31,7 +37,7 @@ use super::{
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
 use crate::domain::instance::{
-    Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction, Workload,
+    Instance, InstanceChanges, InstanceStatus, InstanceTask, NewInstance, PowerAction, Workload,
 };
 use crate::domain::{LockLevel, Resource, StackAction};
 use crate::error::Error;
@@ -46,6 +52,11 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// What the instance's uuid is derived for (see
 /// [`ResourceRequest::derived_id`]).
 const INSTANCE_KIND: &str = "instance";
+
+/// How many times a suspend or resume reads the instance and decides
+/// again when its power request is refused because the instance moved
+/// meanwhile (see [`ServerResource::power`]).
+const POWER_DECISIONS: u32 = 3;
 
 /// Whether a step was taken over from an engine that went away: an
 /// instance task that engine left unfinished is continued then.
@@ -401,6 +412,15 @@ impl ServerResource {
         .map(|_| ())
     }
 
+    /// Brings the instance to `expected` (STOPPED for a power off, ACTIVE
+    /// for a power on), whatever an earlier attempt of the step did: at
+    /// `expected` with no task under way it is there already; with this
+    /// action's task under way (the power state says so) it is waited for,
+    /// and continued here if the engine that started it went away —
+    /// another engine taking a suspend or resume over finds it so; else
+    /// the power action is asked for and waited for. A request refused
+    /// because the instance moved meanwhile (a concurrent request of the
+    /// same action) is decided again on its new state.
     async fn power(
         &self,
         current: &Resource,
@@ -411,12 +431,37 @@ impl ServerResource {
             return Ok(());
         };
         let caller = owner_of(current)?;
-        self.instances
-            .power(&caller, uuid, action)
-            .await
-            .map_err(failure)?;
+        let task = match action {
+            PowerAction::On => InstanceTask::PowerOn,
+            PowerAction::Off => InstanceTask::PowerOff,
+            PowerAction::Reboot => InstanceTask::Reboot,
+        };
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let instance = self.instances.get(&caller, uuid).await.map_err(failure)?;
+            let under_way = instance.unfinished_task();
+            if under_way == Some(task) {
+                self.continue_unfinished_task(&caller, uuid).await?;
+                break;
+            }
+            if instance.status == expected && under_way.is_none() {
+                return Ok(());
+            }
+            match self.instances.power(&caller, uuid, action).await {
+                Ok(_) => break,
+                Err(Error::Conflict(_)) if attempts < POWER_DECISIONS => continue,
+                Err(error) => return Err(failure(error)),
+            }
+        }
         self.wait_for(&caller, uuid, |instance| instance.status == expected)
-            .await?;
+            .await?
+            .ok_or_else(|| {
+                ResourceFailure(format!(
+                    "instance {uuid} disappeared while its power {} ran",
+                    action.as_str()
+                ))
+            })?;
         Ok(())
     }
 }
@@ -477,16 +522,13 @@ impl ResourceType for ServerResource {
         self.remove(in_flight, Attempt::TakenOver).await
     }
 
-    /// Creates and deletes find what an earlier attempt made (see the
-    /// module's doc); an in-place update (name, metadata) and a check are
-    /// harmless to redo. A suspend or resume in flight is not taken over:
-    /// the power action may be half done.
-    fn take_over(&self, step: StackAction) -> Result<(), String> {
-        super::take_over_all_but_suspend_and_resume(
-            step,
-            "a server",
-            "its power action may be half done",
-        )
+    /// Every step is taken over (see the module's doc): creates and
+    /// deletes find what an earlier attempt made, an in-place update
+    /// (name, metadata) and a check are harmless to redo, and a suspend or
+    /// resume finds the instance at its power state already, or its power
+    /// task under way and continues it, instead of asking for it twice.
+    fn take_over(&self, _step: StackAction) -> Result<(), String> {
+        Ok(())
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {

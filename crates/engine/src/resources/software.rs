@@ -18,10 +18,17 @@
 //!
 //! A deployment's id derives from its resource's row
 //! ([`ResourceRequest::derived_id`]), and its outputs are stored when the
-//! agent signals them: a create, update or delete another engine had in
-//! flight when it went away is taken over — the deployment that engine
-//! triggered is found and waited for again (its agent keeps the same
-//! signal URL and secret), one never triggered is triggered now.
+//! agent signals them: every step another engine had in flight when it
+//! went away is taken over — the deployment that engine triggered is
+//! found and waited for again (its agent keeps the same signal URL and
+//! secret), one never triggered is triggered now. A suspend or resume
+//! tells its own trigger by when it happened: a deployment moved to the
+//! step's action after the step began (its first IN_PROGRESS event) was
+//! triggered by it, so the agent never runs one step's config twice.
+//!
+//! A config resource's config id derives from its row too: a create
+//! taken over finds the config the earlier attempt made (configs are
+//! immutable, so it is the same one) instead of making a second.
 
 use std::sync::Arc;
 
@@ -34,9 +41,10 @@ use super::{
     AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
-use crate::domain::Resource;
 use crate::domain::software::{DEPLOYMENT_OUTPUTS, DeploymentStatus, UNGROUPED};
+use crate::domain::{ActionStatus, Resource};
 use crate::software::{DeploymentUpdate, NewConfig, NewDeployment, SoftwareService};
+use crate::store::EventListQuery;
 
 pub const SOFTWARE_DEPLOYMENT_TYPE: &str = "OS::Heat::SoftwareDeployment";
 
@@ -44,6 +52,14 @@ pub const SOFTWARE_DEPLOYMENT_TYPE: &str = "OS::Heat::SoftwareDeployment";
 /// [`ResourceRequest::derived_id`]).
 const DEPLOYMENT_KIND: &str = "software deployment";
 pub const STRUCTURED_DEPLOYMENT_TYPE: &str = "OS::Heat::StructuredDeployment";
+
+/// What a config resource's config id is derived for.
+const CONFIG_KIND: &str = "software config";
+
+/// How many of a resource's newest events are read to find when its step
+/// began (the step's IN_PROGRESS events, and the signals recorded while it
+/// waits, come first).
+const STEP_EVENTS_READ: u32 = 50;
 
 /// Whether a resource type is a deployment (signals go to its deployment).
 pub fn is_deployment(type_name: &str) -> bool {
@@ -289,13 +305,17 @@ impl ResourceType for ConfigResource {
         &self.schema
     }
 
+    /// Makes the row's config — or finds the one an earlier attempt made
+    /// (same derived id), whose value is the attribute then (a multipart
+    /// message made again would have another boundary).
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         let config = self.config_value(request).await?;
         let properties = &request.properties;
         let created = self
             .software
-            .create_config(
+            .find_or_create_config(
                 &owner(request),
+                request.derived_id(CONFIG_KIND),
                 NewConfig {
                     name: request.physical_resource_name(),
                     group: properties
@@ -312,7 +332,7 @@ impl ResourceType for ConfigResource {
             .await
             .map_err(failure)?;
         let mut attributes = Map::new();
-        attributes.insert("config".to_owned(), config);
+        attributes.insert("config".to_owned(), created.config);
         Ok(ResourceOutcome {
             physical_id: created.id.to_string(),
             attributes,
@@ -335,6 +355,29 @@ impl ResourceType for ConfigResource {
             Ok(()) | Err(crate::error::Error::NotFound(_)) => Ok(()),
             Err(error) => Err(failure(error)),
         }
+    }
+
+    /// A row whose create was in flight has no config id recorded: the
+    /// derived one names what that create may have made (none: deleted
+    /// already). A config a deployment uses stays, as in [`Self::delete`].
+    async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
+        if in_flight.physical_id.is_some() {
+            return self.delete(in_flight).await;
+        }
+        let id = super::derived_id(in_flight.stack_id, in_flight.id, CONFIG_KIND);
+        self.software
+            .store()
+            .delete_config(None, id)
+            .await
+            .map(|_| ())
+            .map_err(failure)
+    }
+
+    /// Every step is taken over: a create finds the config an earlier
+    /// attempt made (its id derives from the row), a delete of what is
+    /// gone is done, and the other steps change nothing.
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -923,6 +966,91 @@ impl DeploymentResource {
         Ok(())
     }
 
+    /// SUSPEND or RESUME of an existing deployment (see
+    /// [`Self::run_existing`]), triggered once per step: when this step
+    /// triggered the deployment already — the engine that began it went
+    /// away, and this one takes it over — the trigger's outcome is waited
+    /// for (or taken, if its agent signalled meanwhile) instead of
+    /// triggering the agent again.
+    async fn run_existing_once(
+        &self,
+        current: &Resource,
+        action: &'static str,
+    ) -> Result<(), ResourceFailure> {
+        let properties = current.properties.as_object().cloned().unwrap_or_default();
+        if !Self::triggered(&properties, action) {
+            return Ok(());
+        }
+        match self.triggered_in_this_step(current, action).await? {
+            Some(deployment) => {
+                tracing::info!(deployment_id = %deployment.id, action, resource = %current.name, "waiting again for the deployment this step triggered");
+                self.outputs_of(deployment.id, current.data.clone())
+                    .await
+                    .map(|_| ())
+            }
+            None => self.run_existing(current, action).await,
+        }
+    }
+
+    /// The row's deployment, when the step `current` is in triggered it
+    /// already: the deployment's action is the step's, and it was made or
+    /// changed after the step began (a trigger of an earlier step of the
+    /// same action, and its agent's signal, came before this step's first
+    /// IN_PROGRESS).
+    async fn triggered_in_this_step(
+        &self,
+        current: &Resource,
+        action: &str,
+    ) -> Result<Option<crate::domain::software::SoftwareDeployment>, ResourceFailure> {
+        let Some(id) = current
+            .data
+            .get("deployment_id")
+            .and_then(Value::as_str)
+            .and_then(|id| uuid::Uuid::parse_str(id).ok())
+        else {
+            return Ok(None);
+        };
+        let Some(deployment) = self.deployment(id).await? else {
+            return Ok(None);
+        };
+        if deployment.action != action {
+            return Ok(None);
+        }
+        let changed = deployment.updated_at.unwrap_or(deployment.created_at);
+        let began = self.step_began(current).await?;
+        Ok((changed >= began).then_some(deployment))
+    }
+
+    /// When the step `current` is in began: the oldest of its newest run of
+    /// IN_PROGRESS events of the step's action. The engine that began the
+    /// step recorded one before it acted, and an engine taking the step
+    /// over records another, so the row's own `updated_at` (this
+    /// attempt's) is only the answer when no event says otherwise.
+    async fn step_began(
+        &self,
+        current: &Resource,
+    ) -> Result<chrono::DateTime<chrono::Utc>, ResourceFailure> {
+        let events = self
+            .conditions
+            .stacks()
+            .list_events(&EventListQuery {
+                stack_ids: vec![current.stack_id],
+                resource_name: Some(current.name.clone()),
+                limit: STEP_EVENTS_READ,
+                descending: true,
+                ..EventListQuery::default()
+            })
+            .await
+            .map_err(failure)?;
+        Ok(events
+            .iter()
+            .take_while(|event| {
+                (event.action, event.status) == (current.action, ActionStatus::InProgress)
+            })
+            .last()
+            .map_or(current.updated_at, |event| event.created_at))
+    }
+
     /// DELETE, SUSPEND or RESUME of an existing deployment: triggered when
     /// named in `actions`, with the properties it was last run with.
     async fn run_existing(&self, current: &Resource, action: &str) -> Result<(), ResourceFailure> {
@@ -1109,23 +1237,20 @@ impl ResourceType for DeploymentResource {
         Ok(())
     }
 
-    /// Creates, updates and deletes find the deployment an earlier attempt
-    /// triggered (see the module's doc). A suspend or resume in flight is
-    /// not taken over: its agent may be running it.
-    fn take_over(&self, step: crate::domain::StackAction) -> Result<(), String> {
-        super::take_over_all_but_suspend_and_resume(
-            step,
-            "a software deployment",
-            "its agent may be running it",
-        )
+    /// Every step is taken over (see the module's doc): creates, updates,
+    /// deletes, suspends and resumes find the deployment an earlier attempt
+    /// triggered and wait for its agent again instead of triggering it
+    /// twice, and a check changes nothing.
+    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
+        Ok(())
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        self.run_existing(current, "SUSPEND").await
+        self.run_existing_once(current, "SUSPEND").await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        self.run_existing(current, "RESUME").await
+        self.run_existing_once(current, "RESUME").await
     }
 
     /// `server` (and the signal transport) cannot change in place.

@@ -106,6 +106,12 @@ impl WaitConditions {
         &self.signals
     }
 
+    /// The stacks, their resources and events (a deployment reads when
+    /// its step began from them).
+    pub(crate) fn stacks(&self) -> &Arc<dyn StackStore> {
+        &self.stacks
+    }
+
     /// Wakes the wait conditions waiting on `handle_id` (a signal arrived).
     pub fn wake(&self, handle_id: &str) {
         if let Ok(waiters) = self.waiters.lock()

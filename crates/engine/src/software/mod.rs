@@ -105,6 +105,25 @@ fn status(text: &str) -> Result<DeploymentStatus> {
     })
 }
 
+/// A config of the caller's project with `id`, checked and normalised.
+fn new_config(identity: &Identity, id: Uuid, new: NewConfig) -> Result<SoftwareConfig> {
+    check_length("name", &new.name, 255)?;
+    check_length("group", &new.group, 255)?;
+    let inputs = normalise_io(&new.inputs, false).map_err(Error::InvalidInput)?;
+    let outputs = normalise_io(&new.outputs, true).map_err(Error::InvalidInput)?;
+    Ok(SoftwareConfig {
+        id,
+        project_id: identity.project_id.clone(),
+        name: new.name,
+        group: new.group,
+        config: new.config,
+        inputs,
+        outputs,
+        options: object("options", new.options)?,
+        created_at: ember_runtime::time::now(),
+    })
+}
+
 fn check_length(what: &str, text: &str, most: usize) -> Result<()> {
     if text.chars().count() > most {
         return Err(Error::InvalidInput(format!(
@@ -128,23 +147,35 @@ impl SoftwareService {
         identity: &Identity,
         new: NewConfig,
     ) -> Result<SoftwareConfig> {
-        check_length("name", &new.name, 255)?;
-        check_length("group", &new.group, 255)?;
-        let inputs = normalise_io(&new.inputs, false).map_err(Error::InvalidInput)?;
-        let outputs = normalise_io(&new.outputs, true).map_err(Error::InvalidInput)?;
-        let config = SoftwareConfig {
-            id: Uuid::new_v4(),
-            project_id: identity.project_id.clone(),
-            name: new.name,
-            group: new.group,
-            config: new.config,
-            inputs,
-            outputs,
-            options: object("options", new.options)?,
-            created_at: ember_runtime::time::now(),
-        };
+        let config = new_config(identity, Uuid::new_v4(), new)?;
         self.store.create_config(&config).await?;
         Ok(config)
+    }
+
+    /// The config of the caller's project with `id`, created from `new`
+    /// unless it exists: a stack resource whose create runs again (another
+    /// engine took the step over after the one that began it went away)
+    /// derives the same id and finds the config the earlier attempt made,
+    /// as it was made, instead of making a second. An insert that loses to
+    /// a concurrent one of the same id finds the winner's.
+    pub async fn find_or_create_config(
+        &self,
+        identity: &Identity,
+        id: Uuid,
+        new: NewConfig,
+    ) -> Result<SoftwareConfig> {
+        let project = Some(identity.project_id.as_str());
+        if let Some(existing) = self.store.get_config(project, id).await? {
+            return Ok(existing);
+        }
+        let config = new_config(identity, id, new)?;
+        match self.store.create_config(&config).await {
+            Ok(()) => Ok(config),
+            Err(error) => match self.store.get_config(project, id).await? {
+                Some(existing) => Ok(existing),
+                None => Err(error),
+            },
+        }
     }
 
     pub async fn get_config(&self, identity: &Identity, id: &str) -> Result<SoftwareConfig> {

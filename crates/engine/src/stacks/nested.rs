@@ -8,8 +8,11 @@
 //! ([`ResourceRequest::derived_id`]), so a parent's step resumed after its
 //! engine went away finds the nested stack the earlier attempt made, and
 //! continues (or waits for) its operation instead of making a second one;
-//! an update or delete first brings an operation left unfinished on the
-//! nested stack to its end (see `orphans.rs`).
+//! an update, delete, suspend, resume or check first brings an operation
+//! left unfinished on the nested stack to its end (see `orphans.rs`). A
+//! suspend or resume whose nested stack is suspended (resumed) already is
+//! done, as Heat does for a stack suspended already: the parent's
+//! step taken over after the nested stack finished never does it twice.
 
 use std::time::Duration;
 
@@ -317,21 +320,41 @@ impl NestedStackHost for StackOperations {
         self.nested_outcome(stack_id, expected).await.map(|_| ())
     }
 
+    /// A suspend or resume another engine had in flight finds the nested
+    /// stack's operation that engine began: left in progress, it is
+    /// continued to its end here (see
+    /// [`StackOperations::settle_nested_stack`]) and its outcome is the
+    /// step's; finished, the nested stack is suspended (resumed) already
+    /// and the step is done. A check is run again unless the one left in
+    /// progress was continued here (a continued check checks every
+    /// resource again). Any other state starts the action afresh.
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,
         action: &'static str,
     ) -> Result<(), ResourceFailure> {
-        let Some(stack) = self.nested_stack(stack_id).await? else {
-            return Err(ResourceFailure(format!(
-                "nested stack {stack_id} not found"
-            )));
-        };
+        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
         let (wide_action, expected) = match action {
             "SUSPEND" => (StackWideAction::Suspend, StackAction::Suspend),
             "RESUME" => (StackWideAction::Resume, StackAction::Resume),
             _ => (StackWideAction::Check, StackAction::Check),
         };
+        let found = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
+        if found.status == ActionStatus::InProgress {
+            // An operation an engine that went away left on it (this
+            // action, when the parent's step is taken over) ends first.
+            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            if found.action == expected {
+                return self.nested_outcome(stack_id, expected).await.map(|_| ());
+            }
+        }
+        let stack = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
+        if expected != StackAction::Check
+            && (stack.action, stack.status) == (expected, ActionStatus::Complete)
+        {
+            tracing::info!(%stack_id, action, "the nested stack finished this action already");
+            return Ok(());
+        }
         let (_, run) = self
             .begin_stack_wide_action(
                 stack,

@@ -102,6 +102,12 @@ impl Engine {
         self.instances.drain().await;
     }
 
+    /// Starts this engine's dispatcher and sweeper (for an engine started
+    /// without them, to decide when it begins taking actions over).
+    pub fn dispatch(&self) {
+        dispatcher::spawn(self.service.clone(), self.shutdown.clone());
+    }
+
     pub fn store(&self) -> &Arc<dyn ClusterStore> {
         self.service.store()
     }
