@@ -247,6 +247,17 @@ impl ClusterService {
         self.store.list_clusters(&query).await
     }
 
+    /// [`ClusterService::list_clusters`] with each cluster's member ids.
+    pub(super) async fn list_clusters_with_members(
+        &self,
+        caller: &Identity,
+        global_project: bool,
+        mut query: ObjectQuery,
+    ) -> Result<Vec<(Cluster, Vec<Uuid>)>> {
+        query.project_id = list_scope(caller, global_project)?;
+        self.store.list_clusters_with_members(&query).await
+    }
+
     /// Records a cluster action READY (admitted by the caller): it runs
     /// when the cluster's earlier actions have.
     pub(super) async fn cluster_action(

@@ -44,17 +44,42 @@ impl ClusterService {
         global_project: bool,
         query: ObjectQuery,
     ) -> Result<Vec<ClusterDetails>> {
-        let clusters = self.list_clusters(caller, global_project, query).await?;
-        self.details_of(clusters).await
+        let clusters = self
+            .list_clusters_with_members(caller, global_project, query)
+            .await?;
+        self.details_with(clusters).await
     }
 
-    /// `clusters` with their profile names, member ids and policy ids, in
-    /// three queries whatever their number (not three per cluster).
+    /// `clusters` with their details (see [`ClusterService::details_with`]).
     async fn details_of(&self, clusters: Vec<Cluster>) -> Result<Vec<ClusterDetails>> {
         let ids: Vec<Uuid> = clusters.iter().map(|cluster| cluster.id).collect();
-        let profile_ids: Vec<Uuid> = clusters.iter().map(|cluster| cluster.profile_id).collect();
-        let names = self.store.profile_names(&profile_ids).await?;
         let mut members = self.store.member_ids_of(&ids).await?;
+        let clusters = clusters
+            .into_iter()
+            .map(|cluster| {
+                let ids = members.remove(&cluster.id).unwrap_or_default();
+                (cluster, ids)
+            })
+            .collect();
+        self.details_with(clusters).await
+    }
+
+    /// `clusters` (with their member ids) with their profile names and
+    /// policy ids, in two queries whatever their number (not two per
+    /// cluster).
+    async fn details_with(
+        &self,
+        clusters: Vec<(Cluster, Vec<Uuid>)>,
+    ) -> Result<Vec<ClusterDetails>> {
+        let ids: Vec<Uuid> = clusters.iter().map(|(cluster, _)| cluster.id).collect();
+        // Clusters often share a profile: each is asked for once.
+        let mut profile_ids: Vec<Uuid> = clusters
+            .iter()
+            .map(|(cluster, _)| cluster.profile_id)
+            .collect();
+        profile_ids.sort_unstable();
+        profile_ids.dedup();
+        let names = self.store.profile_names(&profile_ids).await?;
         let mut policies: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for (binding, _) in self.store.bindings_of(&ids).await? {
             policies
@@ -64,9 +89,9 @@ impl ClusterService {
         }
         Ok(clusters
             .into_iter()
-            .map(|cluster| ClusterDetails {
+            .map(|(cluster, node_ids)| ClusterDetails {
                 profile_name: names.get(&cluster.profile_id).cloned().unwrap_or_default(),
-                node_ids: members.remove(&cluster.id).unwrap_or_default(),
+                node_ids,
                 policy_ids: policies.remove(&cluster.id).unwrap_or_default(),
                 cluster,
             })

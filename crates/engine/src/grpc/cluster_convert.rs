@@ -49,11 +49,31 @@ fn id_text(id: &Uuid) -> String {
     id.hyphenated().encode_lower(&mut text).to_owned()
 }
 
+/// [`cluster`] with its member ids packed (`packed_node_ids`, 16 bytes
+/// each) rather than as strings.
+pub fn cluster_packed(details: &ClusterDetails) -> pb::Cluster {
+    let mut packed = Vec::with_capacity(details.node_ids.len() * 16);
+    for id in &details.node_ids {
+        packed.extend_from_slice(id.as_bytes());
+    }
+    pb::Cluster {
+        packed_node_ids: packed,
+        ..cluster_without_members(details)
+    }
+}
+
 pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
+    pb::Cluster {
+        node_ids: details.node_ids.iter().map(id_text).collect(),
+        ..cluster_without_members(details)
+    }
+}
+
+fn cluster_without_members(details: &ClusterDetails) -> pb::Cluster {
     let ClusterDetails {
         cluster,
         profile_name,
-        node_ids,
+        node_ids: _,
         policy_ids,
     } = details;
     pb::Cluster {
@@ -67,7 +87,8 @@ pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
         status: cluster.status.as_str().to_owned(),
         status_reason: cluster.status_reason.clone(),
         metadata: Value::Object(cluster.metadata.clone()).to_string(),
-        node_ids: node_ids.iter().map(id_text).collect(),
+        node_ids: Vec::new(),
+        packed_node_ids: Vec::new(),
         policy_ids: policy_ids.iter().map(Uuid::to_string).collect(),
         project_id: cluster.project_id.clone(),
         user_id: cluster.user_id.clone(),

@@ -93,6 +93,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         &self,
         request: Request<pb::ListObjectsRequest>,
     ) -> Reply<pb::ListClustersResponse> {
+        let packed = request.get_ref().packed_node_ids;
         answer(
             request,
             |caller, request| async move {
@@ -103,7 +104,14 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                     .await
             },
             |clusters| pb::ListClustersResponse {
-                clusters: clusters.iter().map(convert::cluster).collect(),
+                clusters: clusters
+                    .iter()
+                    .map(if packed {
+                        convert::cluster_packed
+                    } else {
+                        convert::cluster
+                    })
+                    .collect(),
             },
         )
         .await

@@ -341,6 +341,13 @@ pub trait ClusterStore: Send + Sync + 'static {
     ) -> Result<Option<Cluster>>;
     async fn get_cluster(&self, id: Uuid) -> Result<Option<Cluster>>;
     async fn list_clusters(&self, query: &ObjectQuery) -> Result<Vec<Cluster>>;
+    /// The page of [`ClusterStore::list_clusters`], each cluster with the
+    /// ids of its members in index order (on SQLite read with the rows, in
+    /// one query; elsewhere joined in a second).
+    async fn list_clusters_with_members(
+        &self,
+        query: &ObjectQuery,
+    ) -> Result<Vec<(Cluster, Vec<Uuid>)>>;
     /// The action holding the cluster's lock, if any.
     async fn cluster_lock_holder(&self, cluster_id: Uuid) -> Result<Option<Uuid>>;
     /// Reserves `count` node indexes of the cluster with one atomic

@@ -134,6 +134,7 @@ pub async fn list_clusters(
         global_project: query.global_project,
         names: query.values("name"),
         statuses: query.values("status"),
+        packed_node_ids: true,
         ..pb::ListObjectsRequest::default()
     };
     let clusters = client(&state)

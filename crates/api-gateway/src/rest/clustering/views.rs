@@ -85,7 +85,7 @@ pub struct ClusterView<'a> {
     status: &'a str,
     status_reason: &'a str,
     metadata: Value,
-    nodes: &'a [String],
+    nodes: Members<'a>,
     policies: &'a [String],
     project: &'a str,
     user: &'a str,
@@ -103,6 +103,39 @@ pub struct ClusterView<'a> {
 #[derive(Serialize)]
 pub struct Empty {}
 
+/// A cluster's member ids as the engine sent them: as strings, or packed
+/// 16 bytes each (lists ask for that: see `ListObjectsRequest`), written
+/// out as hyphenated ids either way.
+pub enum Members<'a> {
+    Text(&'a [String]),
+    Packed(&'a [u8]),
+}
+
+impl Serialize for Members<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        match self {
+            Members::Text(ids) => ids.serialize(serializer),
+            Members::Packed(bytes) => {
+                let ids = bytes.chunks_exact(16);
+                if !ids.remainder().is_empty() {
+                    return Err(S::Error::custom(format!(
+                        "the engine sent {} bytes of packed member ids, not 16 per id",
+                        bytes.len()
+                    )));
+                }
+                let mut seq = serializer.serialize_seq(Some(ids.len()))?;
+                let mut text = uuid::Uuid::encode_buffer();
+                for id in ids {
+                    let id = uuid::Uuid::from_slice(id).map_err(S::Error::custom)?;
+                    seq.serialize_element(id.hyphenated().encode_lower(&mut text))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
 pub fn cluster(cluster: &pb::Cluster) -> ClusterView<'_> {
     ClusterView {
         id: &cluster.id,
@@ -115,7 +148,11 @@ pub fn cluster(cluster: &pb::Cluster) -> ClusterView<'_> {
         status: &cluster.status,
         status_reason: &cluster.status_reason,
         metadata: document(&cluster.metadata),
-        nodes: &cluster.node_ids,
+        nodes: if cluster.packed_node_ids.is_empty() {
+            Members::Text(&cluster.node_ids)
+        } else {
+            Members::Packed(&cluster.packed_node_ids)
+        },
         policies: &cluster.policy_ids,
         project: &cluster.project_id,
         user: &cluster.user_id,
@@ -236,4 +273,33 @@ pub fn cluster_policy(binding: &pb::ClusterPolicy) -> Value {
 /// A deadline for heartbeat answers.
 pub fn deadline(deadline: Option<&prost_types::Timestamp>) -> Value {
     time(deadline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_member_ids_are_written_as_the_ids_they_pack() {
+        let ids = [uuid::Uuid::now_v7(), uuid::Uuid::now_v7()];
+        let packed: Vec<u8> = ids.iter().flat_map(|id| *id.as_bytes()).collect();
+        let text: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            serde_json::to_value(Members::Packed(&packed)).unwrap(),
+            serde_json::to_value(Members::Text(&text)).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_value(Members::Packed(&[])).unwrap(),
+            json!([])
+        );
+    }
+
+    #[test]
+    fn packed_member_ids_of_a_wrong_length_are_an_error_not_a_guess() {
+        let error = serde_json::to_string(&Members::Packed(&[0; 20])).unwrap_err();
+        assert!(
+            error.to_string().contains("20 bytes of packed member ids"),
+            "{error}"
+        );
+    }
 }

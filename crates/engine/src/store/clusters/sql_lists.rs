@@ -36,13 +36,36 @@ where
 /// `column`), then by `id`; after `marker` in that order.
 pub(super) async fn ordered_page<E>(
     reader: &DatabaseConnection,
-    mut select: Select<E>,
+    select: Select<E>,
     sort: &[SortKey],
     column: impl Fn(&str) -> Option<E::Column>,
     id: E::Column,
     marker: Option<Uuid>,
     page_size: u64,
 ) -> Result<Vec<E::Model>>
+where
+    E: EntityTrait,
+    E::Model: ModelTrait<Entity = E> + Sync,
+{
+    Ok(
+        ordered_select(reader, select, sort, column, id, marker, page_size)
+            .await?
+            .all(reader)
+            .await?,
+    )
+}
+
+/// The query of [`ordered_page`], for a caller reading more than the
+/// entity's columns.
+pub(super) async fn ordered_select<E>(
+    reader: &DatabaseConnection,
+    mut select: Select<E>,
+    sort: &[SortKey],
+    column: impl Fn(&str) -> Option<E::Column>,
+    id: E::Column,
+    marker: Option<Uuid>,
+    page_size: u64,
+) -> Result<Select<E>>
 where
     E: EntityTrait,
     E::Model: ModelTrait<Entity = E> + Sync,
@@ -62,7 +85,7 @@ where
         let direction = if *descending { Order::Desc } else { Order::Asc };
         select = select.order_by(*column, direction);
     }
-    Ok(select.order_by_asc(id).limit(page_size).all(reader).await?)
+    Ok(select.order_by_asc(id).limit(page_size))
 }
 
 /// Rows after `row` in `order` then id: for some key, every earlier key

@@ -191,20 +191,26 @@ pub async fn member_ids_of(
     for row in rows {
         let cluster_id: Uuid = row.try_get("", "cluster_id")?;
         let joined: String = row.try_get("", "members")?;
-        let ids = joined
-            .split(',')
-            .filter(|id| !id.is_empty())
-            .map(|id| {
-                Uuid::try_parse(id).map_err(|error| {
-                    Error::Database(format!(
-                        "cluster {cluster_id} lists a member id {id:?} that is not a UUID: {error}"
-                    ))
-                })
-            })
-            .collect::<Result<Vec<Uuid>>>()?;
-        members.insert(cluster_id, ids);
+        members.insert(cluster_id, parse_member_ids(cluster_id, &joined)?);
     }
     Ok(members)
+}
+
+/// The member ids of `joined`: ids (hex or hyphenated) each followed or
+/// separated by a comma, as `clusters.member_ids` keeps them on SQLite and
+/// `string_agg` joins them on PostgreSQL.
+pub fn parse_member_ids(cluster_id: Uuid, joined: &str) -> Result<Vec<Uuid>> {
+    joined
+        .split(',')
+        .filter(|id| !id.is_empty())
+        .map(|id| {
+            Uuid::try_parse(id).map_err(|error| {
+                Error::Database(format!(
+                    "cluster {cluster_id} lists a member id {id:?} that is not a UUID: {error}"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The names of the profiles of `ids` that exist, in one query.
