@@ -50,7 +50,9 @@ pub struct EngineSection {
     /// under a deletion policy with hooks; empty = such removals wait.
     pub lifecycle_hook_url: String,
     /// How long a stack lease lives without its heartbeat: after an engine
-    /// dies, its in-progress stacks are failed this long (plus a third) later.
+    /// dies, another engine (or this one, restarted) takes its in-progress
+    /// stacks over and resumes them when their leases expire, at most this
+    /// long later (a sweep wakes at the next expiry).
     pub stack_lease_ttl_ms: u64,
     /// How long a claimed cluster action stays an engine's without renewal:
     /// after an engine dies, another takes its actions over this much later.
