@@ -24,6 +24,7 @@ mod instances;
 pub mod invariants;
 mod load;
 mod locks;
+mod memory;
 mod quotas;
 mod replicas;
 pub(crate) mod stacks;
@@ -193,6 +194,21 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2000)]
         polls: usize,
     },
+    /// RSS of a child `ember dev` holding many idle stacks of 10 resources, then over a create/delete loop (growth per 1,000 cycles)
+    Memory {
+        /// Stacks of 10 OS::Heat::None created and left idle
+        #[arg(long, default_value_t = 10_000)]
+        stacks: usize,
+        /// Concurrent REST clients, each with its own keep-alive connection
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Seconds left idle before an idle reading (after the stacks are created, and after the loop)
+        #[arg(long, default_value_t = 10)]
+        settle_seconds: u64,
+        /// How long the clients create and delete stacks
+        #[arg(long, default_value_t = 600)]
+        loop_seconds: u64,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -308,6 +324,20 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             deployments,
             polls,
         } => heat::run(conditions.max(1), deployments.max(100), polls.max(10)).await,
+        BenchCommand::Memory {
+            stacks,
+            clients,
+            settle_seconds,
+            loop_seconds,
+        } => {
+            memory::run(memory::MemoryBench {
+                stacks: stacks.max(1),
+                clients: clients.max(1),
+                settle: Duration::from_secs(settle_seconds),
+                loop_duration: Duration::from_secs(loop_seconds.max(1)),
+            })
+            .await
+        }
         BenchCommand::Plugins {
             calls,
             plugins,

@@ -17,7 +17,7 @@ use super::allow_plugin::AllowPlugin;
 use super::summarize;
 use crate::dev::{DevCredentials, RunningEmber};
 
-mod client;
+pub(crate) mod client;
 
 /// How often a waiting client asks for the stack's status.
 pub(super) const GATEWAY_POLL: Duration = Duration::from_micros(500);
