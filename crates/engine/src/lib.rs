@@ -153,6 +153,9 @@ pub async fn serve(
     // One id for this engine process: the owner of the stack leases and
     // of the cluster actions it runs.
     let engine_id = uuid::Uuid::now_v7();
+    // Named in the log so an operator can tell which replica holds a lease
+    // (`stack_leases.engine_id`, `cluster_actions.owner`).
+    tracing::info!(%engine_id, "engine id");
     let stack_operations = stacks::StackOperations::configured(
         stack_store,
         Arc::new(
