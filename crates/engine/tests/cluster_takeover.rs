@@ -209,12 +209,13 @@ async fn an_action_claimed_by_a_dead_engine_runs_again_in_its_turn(database: &Te
     survivor.kill().await;
 }
 
-/// The engine that takes a growth over was running when the other died:
-/// its instance service started before those builds existed, so nothing but
-/// the taken-over run can continue the builds the dead engine's driver
-/// tasks left BUILDING (an engine resumes unfinished tasks only as it
-/// starts).
-async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &TestDatabase) {
+/// Two engines: the survivor first, without its dispatcher (so only the
+/// doomed one claims actions until the test starts it), then the doomed
+/// one on `compute`.
+async fn survivor_then_doomed(
+    database: &TestDatabase,
+    compute: SimulatedComputeConfig,
+) -> (Engine, Engine) {
     let survivor = Engine::start(
         database,
         driver(Duration::from_millis(20)),
@@ -222,13 +223,18 @@ async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &T
         false,
     )
     .await;
-    let doomed = Engine::start(
-        database,
-        driver(Duration::from_millis(1500)),
-        short_lease(),
-        true,
-    )
-    .await;
+    let doomed = Engine::start(database, compute, short_lease(), true).await;
+    (survivor, doomed)
+}
+
+/// The engine that takes a growth over was running when the other died:
+/// its instance service started before those builds existed, so nothing but
+/// the taken-over run can continue the builds the dead engine's driver
+/// tasks left BUILDING (an engine resumes unfinished tasks only as it
+/// starts).
+async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &TestDatabase) {
+    let (survivor, doomed) =
+        survivor_then_doomed(database, driver(Duration::from_millis(1500))).await;
     let cluster_id = web_cluster(&doomed, 1).await;
     let scale = doomed
         .service
@@ -271,23 +277,11 @@ async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &T
 /// way (instances DELETING); the running survivor continues them and the
 /// cluster ends with what is left.
 async fn a_shrink_is_finished_by_an_engine_that_was_running_already(database: &TestDatabase) {
-    let survivor = Engine::start(
-        database,
-        driver(Duration::from_millis(20)),
-        short_lease(),
-        false,
-    )
-    .await;
-    let doomed = Engine::start(
-        database,
-        SimulatedComputeConfig {
-            delete_latency: Duration::from_millis(1500),
-            ..driver(Duration::from_millis(10))
-        },
-        short_lease(),
-        true,
-    )
-    .await;
+    let slow_deletes = SimulatedComputeConfig {
+        delete_latency: Duration::from_millis(1500),
+        ..driver(Duration::from_millis(10))
+    };
+    let (survivor, doomed) = survivor_then_doomed(database, slow_deletes).await;
     let cluster_id = web_cluster(&doomed, 3).await;
     let scale = doomed
         .service
