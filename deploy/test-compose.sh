@@ -348,10 +348,15 @@ for n in 1 2 3 4; do
     cli stack create --template "$chain" "killed-$n" >/dev/null || fail "stack create killed-$n"
 done
 sleep 0.7
-busiest="$(podman exec "${project}_postgres_1" psql -U ember -d engine -tAc \
-    "SELECT l.engine_id FROM stack_leases l JOIN stacks s ON s.id = l.stack_id
-     WHERE s.name LIKE 'killed-%' AND s.status = 'IN_PROGRESS'
-     GROUP BY l.engine_id ORDER BY count(*) DESC LIMIT 1")"
+busiest=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+    busiest="$(podman exec "${project}_postgres_1" psql -U ember -d engine -tAc \
+        "SELECT l.engine_id FROM stack_leases l JOIN stacks s ON s.id = l.stack_id
+         WHERE s.name LIKE 'killed-%' AND s.status = 'IN_PROGRESS'
+         GROUP BY l.engine_id ORDER BY count(*) DESC LIMIT 1")"
+    [ -n "$busiest" ] && break
+    sleep 0.1
+done
 victim=""
 for container in "${project}_engine_1" "${project}_engine_2"; do
     [ -n "$busiest" ] && [ "$(engine_id_of "$container")" = "$busiest" ] && victim="$container"
