@@ -527,20 +527,13 @@ async fn startup(runs: usize) -> Result<(), String> {
     for run in 0..runs {
         let port = free_port()?;
         let started = Instant::now();
-        let mut child = tokio::process::Command::new(&executable)
-            .args([
-                "dev",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir.path())
-            .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| format!("cannot start {}: {error}", executable.display()))?;
+        let mut child = spawn_dev(
+            &executable,
+            port,
+            data_dir.path(),
+            &[],
+            std::process::Stdio::null(),
+        )?;
         let url = format!("http://127.0.0.1:{port}/healthz");
         let deadline = started + Duration::from_secs(30);
         loop {
@@ -579,6 +572,33 @@ async fn startup(runs: usize) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `executable dev` as a child process listening on `port` with its data
+/// in `data_dir`, logging warnings and errors only (to `stderr`), with the
+/// variables of `env` added; killed if dropped.
+fn spawn_dev(
+    executable: &std::path::Path,
+    port: u16,
+    data_dir: &std::path::Path,
+    env: &[(&str, String)],
+    stderr: std::process::Stdio,
+) -> Result<tokio::process::Child, String> {
+    tokio::process::Command::new(executable)
+        .args([
+            "dev",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .env("RUST_LOG", "warn")
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| format!("cannot start {}: {error}", executable.display()))
 }
 
 fn free_port() -> Result<u16, String> {

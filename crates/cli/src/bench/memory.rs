@@ -257,7 +257,7 @@ struct DevChild {
 }
 
 impl DevChild {
-    /// Starts `ember dev` as `ember bench startup` does, with quotas that
+    /// Starts `ember dev` (as `ember bench startup` does) with quotas that
     /// let the benchmark's stacks in, and waits for /healthz and the
     /// credentials it writes.
     async fn start(bench: &MemoryBench) -> Result<DevChild, String> {
@@ -270,25 +270,19 @@ impl DevChild {
         // refuse the benchmark's stacks before they measure anything.
         let stacks_quota = (bench.stacks + bench.clients).max(512);
         let operations_quota = bench.clients.max(100);
-        let process = tokio::process::Command::new(&executable)
-            .args([
-                "dev",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir.path())
-            .env("RUST_LOG", "warn")
-            .env("EMBER_ENGINE__QUOTAS__STACKS", stacks_quota.to_string())
-            .env(
-                "EMBER_ENGINE__QUOTAS__CONCURRENT_OPERATIONS",
-                operations_quota.to_string(),
-            )
-            .stdout(std::process::Stdio::null())
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|error| format!("cannot start {}: {error}", executable.display()))?;
+        let process = super::spawn_dev(
+            &executable,
+            port,
+            data_dir.path(),
+            &[
+                ("EMBER_ENGINE__QUOTAS__STACKS", stacks_quota.to_string()),
+                (
+                    "EMBER_ENGINE__QUOTAS__CONCURRENT_OPERATIONS",
+                    operations_quota.to_string(),
+                ),
+            ],
+            log_file.into(),
+        )?;
         let pid = process.id().ok_or("ember dev exited as it started")?;
         let mut child = DevChild {
             process,
