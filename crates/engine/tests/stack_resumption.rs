@@ -298,23 +298,19 @@ impl Replicas {
         action: &str,
         status: DeploymentStatus,
     ) -> SoftwareDeployment {
-        for _ in 0..200 {
-            let found = self
-                .b
-                .software
-                .store()
-                .get_deployment(None, id)
-                .await
-                .expect("read");
-            if let Some(deployment) = found
-                && deployment.action == action
-                && deployment.status == status
-            {
-                return deployment;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("deployment {id} never reached {action} {status:?}");
+        poll_until(
+            &format!("deployment {id} reaching {action} {status:?}"),
+            || async {
+                self.b
+                    .software
+                    .store()
+                    .get_deployment(None, id)
+                    .await
+                    .expect("read")
+                    .filter(|deployment| deployment.action == action && deployment.status == status)
+            },
+        )
+        .await
     }
 
     /// The agent on the server reports deployment `id` done (through B).
@@ -336,19 +332,20 @@ impl Replicas {
         uuid: uuid::Uuid,
         done: impl Fn(&ember_engine::domain::instance::Instance) -> bool,
     ) -> ember_engine::domain::instance::Instance {
-        for _ in 0..200 {
-            let instance = self
-                .b
-                .instances
-                .get(&alice(), uuid)
-                .await
-                .expect("instance");
-            if done(&instance) {
-                return instance;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("instance {uuid} never reached the state waited for");
+        poll_until(
+            &format!("instance {uuid} reaching the state waited for"),
+            || async {
+                Some(
+                    self.b
+                        .instances
+                        .get(&alice(), uuid)
+                        .await
+                        .expect("instance"),
+                )
+                .filter(|instance| done(instance))
+            },
+        )
+        .await
     }
 
     /// How many outcomes of driver task `kind` instance `uuid` recorded.
@@ -395,6 +392,25 @@ impl Replicas {
                 .expect("swept"),
             expected
         );
+    }
+}
+
+/// What `found` finds, polled every 50 ms; fails naming `what` after 10 s.
+async fn poll_until<T, F, Fut>(what: &str, mut found: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(value) = found().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -450,14 +466,21 @@ async fn physical_id(store: &Arc<dyn StackStore>, stack: &Stack, name: &str) -> 
 
 /// The single nested stack under `stack` (waits up to 10 s for it).
 async fn the_nested_stack(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
-    for _ in 0..200 {
-        let children = store.list_child_stacks(stack.id).await.expect("children");
-        if let [child] = children.as_slice() {
-            return child.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never had one nested stack", stack.name);
+    poll_until(
+        &format!("{} having one nested stack", stack.name),
+        || async {
+            match store
+                .list_child_stacks(stack.id)
+                .await
+                .expect("children")
+                .as_slice()
+            {
+                [child] => Some(child.clone()),
+                _ => None,
+            }
+        },
+    )
+    .await
 }
 
 /// Events of `stack_id` (its own and its resources') as `NAME STATE: reason`.
@@ -944,12 +967,11 @@ async fn a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engin
         })
         .await;
     // B's own IN_PROGRESS is recorded before it acts.
-    for _ in 0..200 {
-        if count_events(&replicas.store, stack.id, "deploy SUSPEND_IN_PROGRESS").await == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    poll_until("B's SUSPEND_IN_PROGRESS of the deployment", || async {
+        (count_events(&replicas.store, stack.id, "deploy SUSPEND_IN_PROGRESS").await == 2)
+            .then_some(())
+    })
+    .await;
     replicas.agent_signals(id).await;
     let done = settled(&replicas.store, stack.id).await;
     assert_eq!(

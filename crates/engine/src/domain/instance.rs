@@ -181,6 +181,15 @@ pub enum PowerAction {
 }
 
 impl PowerAction {
+    /// The driver task that carries the action out.
+    pub fn task(self) -> InstanceTask {
+        match self {
+            PowerAction::On => InstanceTask::PowerOn,
+            PowerAction::Off => InstanceTask::PowerOff,
+            PowerAction::Reboot => InstanceTask::Reboot,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             PowerAction::On => "on",

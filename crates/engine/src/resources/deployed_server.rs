@@ -163,10 +163,10 @@ impl ResourceType for DeployedServer {
         })
     }
 
-    /// Every step is taken over: it acts on nothing but its row, and a
-    /// create or update redone gives the same id (see the module's doc).
-    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
-        Ok(())
+    /// It acts on nothing but its row, and a create or update redone after
+    /// a take-over gives the same id (see the module's doc).
+    fn acts_outside_its_row(&self) -> bool {
+        false
     }
 
     /// Only the transport's change replaces it (the agent must be told).

@@ -82,11 +82,11 @@ impl ResourceType for LaunchConfiguration {
         })
     }
 
-    /// Every step is taken over: a launch configuration makes nothing, so
-    /// a step redone names at most a physical id no one saw (it is
-    /// recorded only when the step completes).
-    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
-        Ok(())
+    /// A launch configuration makes nothing: a step redone after a
+    /// take-over names at most a physical id no one saw (it is recorded
+    /// only when the step completes).
+    fn acts_outside_its_row(&self) -> bool {
+        false
     }
 }
 

@@ -276,7 +276,8 @@ pub trait ResourceType: Send + Sync + 'static {
     /// Whether the type's actions change anything beyond the resource's own
     /// row: a container, a webhook, a nested stack, a signal awaited from
     /// outside. A type that changes nothing else (`OS::Heat::None`,
-    /// `TestResource`, `Value`, `RandomString`, `Delay`) does not need its
+    /// `TestResource`, `Value`, `RandomString`, `Delay`, `ScalingPolicy`,
+    /// `LaunchConfiguration`, `DeployedServer`) does not need its
     /// IN_PROGRESS durable before it acts: after a crash there is nothing
     /// of it to find, and doing it again is harmless. Its transitions are
     /// group-committed with the next ones; whatever outside effect follows

@@ -251,9 +251,11 @@ impl ResourceType for ScalingPolicy {
         outcome(request, physical_id, current.data.clone())
     }
 
-    /// Every step is taken over (see the module's doc).
-    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
-        Ok(())
+    /// Its steps write nothing but its row (see the module's doc): every
+    /// step is redone after a take-over, and its transitions are
+    /// group-committed.
+    fn acts_outside_its_row(&self) -> bool {
+        false
     }
 }
 

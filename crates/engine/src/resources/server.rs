@@ -37,7 +37,7 @@ use super::{
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
 use crate::domain::instance::{
-    Instance, InstanceChanges, InstanceStatus, InstanceTask, NewInstance, PowerAction, Workload,
+    Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction, Workload,
 };
 use crate::domain::{LockLevel, Resource, StackAction};
 use crate::error::Error;
@@ -431,11 +431,7 @@ impl ServerResource {
             return Ok(());
         };
         let caller = owner_of(current)?;
-        let task = match action {
-            PowerAction::On => InstanceTask::PowerOn,
-            PowerAction::Off => InstanceTask::PowerOff,
-            PowerAction::Reboot => InstanceTask::Reboot,
-        };
+        let task = action.task();
         let mut attempts = 0;
         loop {
             attempts += 1;

@@ -156,22 +156,23 @@ impl SoftwareService {
     /// unless it exists: a stack resource whose create runs again (another
     /// engine took the step over after the one that began it went away)
     /// derives the same id and finds the config the earlier attempt made,
-    /// as it was made, instead of making a second. An insert that loses to
-    /// a concurrent one of the same id finds the winner's.
+    /// as it was made, instead of making a second. The insert comes first
+    /// (a create is almost always the first attempt); only one that fails
+    /// reads what holds the id.
     pub async fn find_or_create_config(
         &self,
         identity: &Identity,
         id: Uuid,
         new: NewConfig,
     ) -> Result<SoftwareConfig> {
-        let project = Some(identity.project_id.as_str());
-        if let Some(existing) = self.store.get_config(project, id).await? {
-            return Ok(existing);
-        }
         let config = new_config(identity, id, new)?;
         match self.store.create_config(&config).await {
             Ok(()) => Ok(config),
-            Err(error) => match self.store.get_config(project, id).await? {
+            Err(error) => match self
+                .store
+                .get_config(Some(identity.project_id.as_str()), id)
+                .await?
+            {
                 Some(existing) => Ok(existing),
                 None => Err(error),
             },
