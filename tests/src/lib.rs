@@ -12,6 +12,31 @@ use tonic::transport::Channel;
 
 pub mod containers;
 
+/// With `EMBER_TEST_LOG=<file>`, every Ember started by this test binary
+/// logs there (`RUST_LOG` filters, `info` by default): what the services
+/// did when a test under load fails. Tests in one binary share the file.
+fn log_to_file_if_asked() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let Some(path) = std::env::var_os("EMBER_TEST_LOG") else {
+            return;
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|error| panic!("EMBER_TEST_LOG {path:?}: {error}"));
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Another subscriber already installed (a test's own) wins.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(file))
+            .try_init();
+    });
+}
+
 pub struct TestEmber {
     pub running: RunningEmber,
     /// The configuration it was started with (ephemeral ports resolved by
@@ -34,6 +59,7 @@ impl TestEmber {
     pub async fn start_configured(
         configure: impl FnOnce(&mut ember::config::EmberConfig),
     ) -> TestEmber {
+        log_to_file_if_asked();
         let data_dir = tempfile::tempdir().expect("temporary data dir");
         let (mut config, secrets) = ember::dev::ephemeral_config(data_dir.path());
         configure(&mut config);

@@ -12,8 +12,9 @@
 //!   READY, RUNNING or waiting; desired capacity equals the nodes; node
 //!   names and indices unique; every node ACTIVE or ERROR with its
 //!   instance present (and ACTIVE for an ACTIVE node); the project's live
-//!   node instances (`node-…`) are exactly the nodes' (none leaked, none
-//!   missing); no node
+//!   node instances (`node-…`) are exactly the nodes' (the clusters' and
+//!   those that left them and were kept: none leaked, none missing); no
+//!   node
 //!   deleted twice (one SUCCEEDED NODE_DELETE doing the delete — a leaf
 //!   action — and one NODE_DELETE event at most per node). Clusters of
 //!   `ember.instance` profiles: their nodes are instances.
@@ -181,24 +182,40 @@ impl Checker {
                 .await?;
         }
         if !clusters.is_empty() {
+            // Nodes that left the clusters and were kept (del_nodes without
+            // destroy_after_deletion) keep their instances.
+            for node in self.all("/clustering/v1/nodes", "nodes").await? {
+                if node["cluster_id"].as_str().is_none_or(str::is_empty)
+                    && let Some(physical_id) = node["physical_id"].as_str()
+                {
+                    physical.insert(physical_id.to_owned());
+                }
+            }
             // Node instances are named after their node (`node-…`): every
-            // live one must be some checked cluster's node's.
-            let leaked: Vec<String> = self
+            // live one must be some node's.
+            let leaked: Vec<Value> = self
                 .all_by("/compute/v1/instances", "instances", "uuid")
                 .await?
-                .iter()
+                .into_iter()
                 .filter(|instance| {
                     instance["name"]
                         .as_str()
                         .is_some_and(|name| name.starts_with("node-"))
                 })
-                .filter_map(|instance| instance["uuid"].as_str().map(str::to_owned))
-                .filter(|uuid| !physical.contains(uuid))
+                .filter(|instance| {
+                    instance["uuid"]
+                        .as_str()
+                        .is_some_and(|uuid| !physical.contains(uuid))
+                })
                 .collect();
             if let Some(first) = leaked.first() {
                 anomalies.push(format!(
-                    "{} node instance(s) belong to no node of the clusters (one is {first})",
-                    leaked.len()
+                    "{} node instance(s) belong to no node (one is {} {}, {}, created {})",
+                    leaked.len(),
+                    first["uuid"].as_str().unwrap_or_default(),
+                    first["name"].as_str().unwrap_or_default(),
+                    first["status"].as_str().unwrap_or_default(),
+                    first["created_at"].as_str().unwrap_or_default(),
                 ));
             }
         }
