@@ -200,7 +200,12 @@ pub struct StackDefinition {
 impl Stack {
     /// Heat's combined status, e.g. `CREATE_COMPLETE`.
     pub fn stack_status(&self) -> String {
-        format!("{}_{}", self.action.as_str(), self.status.as_str())
+        let (action, status) = (self.action.as_str(), self.status.as_str());
+        let mut text = String::with_capacity(action.len() + 1 + status.len());
+        text.push_str(action);
+        text.push('_');
+        text.push_str(status);
+        text
     }
 
     /// Whether an operation is running on it (any `*_IN_PROGRESS`).

@@ -5,6 +5,7 @@ use ember_proto::engine::v1 as pb;
 use ember_runtime::protobuf_json;
 use ember_runtime::time::to_timestamp;
 use serde_json::{Map, Value};
+use uuid::Uuid;
 
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 
@@ -56,18 +57,24 @@ pub fn status_to_proto(status: ActionStatus) -> pb::ActionStatus {
 }
 
 pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
+    stack_into_proto(stack.clone())
+}
+
+/// [`stack_to_proto`] for a stack the caller no longer needs (a list's).
+pub fn stack_into_proto(stack: Stack) -> pb::Stack {
+    let stack_status = stack.stack_status();
     pb::Stack {
-        id: stack.id.to_string(),
-        name: stack.name.clone(),
-        project_id: stack.project_id.clone(),
-        user_id: stack.user_id.clone(),
+        id: uuid_text(stack.id),
+        name: stack.name,
+        project_id: stack.project_id,
+        user_id: stack.user_id,
         action: action_to_proto(stack.action) as i32,
         status: status_to_proto(stack.status) as i32,
-        stack_status: stack.stack_status(),
-        status_reason: stack.status_reason.clone(),
-        description: stack.description.clone(),
-        parent_id: stack.parent_id.map(|id| id.to_string()).unwrap_or_default(),
-        tags: stack.tags.clone(),
+        stack_status,
+        status_reason: stack.status_reason,
+        description: stack.description,
+        parent_id: stack.parent_id.map(uuid_text).unwrap_or_default(),
+        tags: stack.tags,
         timeout_mins: stack.timeout_mins.unwrap_or(0),
         disable_rollback: stack.disable_rollback,
         created_at: Some(to_timestamp(stack.created_at)),
@@ -76,12 +83,20 @@ pub fn stack_to_proto(stack: &Stack) -> pb::Stack {
         outputs: Vec::new(),
         template_description: String::new(),
         nested_depth: stack.nested_depth,
-        parent_resource: stack.parent_resource.clone().unwrap_or_default(),
+        parent_resource: stack.parent_resource.unwrap_or_default(),
         stack_lock: stack
             .maintenance_lock
             .as_ref()
             .map(maintenance_lock_to_proto),
     }
+}
+
+/// A uuid's hyphenated text, without the formatting machinery
+/// `to_string` goes through (a list writes hundreds).
+pub fn uuid_text(id: Uuid) -> String {
+    id.hyphenated()
+        .encode_lower(&mut Uuid::encode_buffer())
+        .to_owned()
 }
 
 /// The maintenance lock as the API's `StackLock` message: the message keeps

@@ -9,7 +9,7 @@ use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use super::convert::{
-    json_to_proto, map_to_struct, stack_to_proto, struct_to_map, value_to_struct,
+    json_to_proto, map_to_struct, stack_into_proto, stack_to_proto, struct_to_map, value_to_struct,
 };
 use crate::domain::LockLevel;
 use crate::domain::template::{TemplateVersion, template_functions};
@@ -232,7 +232,7 @@ impl pb::stack_service_server::StackService for StackHandler {
             String::new()
         };
         Ok(Response::new(pb::ListStacksResponse {
-            stacks: stacks.iter().map(stack_to_proto).collect(),
+            stacks: stacks.into_iter().map(stack_into_proto).collect(),
             next_marker,
         }))
     }

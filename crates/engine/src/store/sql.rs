@@ -14,6 +14,7 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
     EventListQuery, FencedTransition, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
@@ -1181,8 +1182,9 @@ struct StackListRow {
     lock_reason: Option<String>,
 }
 
-/// Read by position, in [`LIST_COLUMNS`]' order: the derived reader looks
-/// each of the 22 columns up by name, which was most of a list's cost.
+/// Read by position, in [`LIST_COLUMNS`]' order, through
+/// [`column`](super::columns::column): the derived reader looks each of the
+/// 22 columns up by name, which was most of a list's cost.
 impl sea_orm::FromQueryResult for StackListRow {
     fn from_query_result(
         row: &sea_orm::QueryResult,
@@ -1196,28 +1198,28 @@ impl sea_orm::FromQueryResult for StackListRow {
         _pre: &str,
     ) -> std::result::Result<Self, sea_orm::TryGetError> {
         Ok(StackListRow {
-            id: row.try_get_by_index_nullable(0)?,
-            name: row.try_get_by_index_nullable(1)?,
-            project_id: row.try_get_by_index_nullable(2)?,
-            user_id: row.try_get_by_index_nullable(3)?,
-            parent_id: row.try_get_by_index_nullable(4)?,
-            action: row.try_get_by_index_nullable(5)?,
-            status: row.try_get_by_index_nullable(6)?,
-            status_reason: row.try_get_by_index_nullable(7)?,
-            description: row.try_get_by_index_nullable(8)?,
-            tags: row.try_get_by_index_nullable(9)?,
-            timeout_mins: row.try_get_by_index_nullable(10)?,
-            disable_rollback: row.try_get_by_index_nullable(11)?,
-            created_at: row.try_get_by_index_nullable(12)?,
-            updated_at: row.try_get_by_index_nullable(13)?,
-            nested_depth: row.try_get_by_index_nullable(14)?,
-            parent_resource: row.try_get_by_index_nullable(15)?,
-            deleted_at: row.try_get_by_index_nullable(16)?,
-            lock_level: row.try_get_by_index_nullable(17)?,
-            locked_by_user: row.try_get_by_index_nullable(18)?,
-            locked_by_admin: row.try_get_by_index_nullable(19)?,
-            locked_at: row.try_get_by_index_nullable(20)?,
-            lock_reason: row.try_get_by_index_nullable(21)?,
+            id: column(row, 0)?,
+            name: column(row, 1)?,
+            project_id: column(row, 2)?,
+            user_id: column(row, 3)?,
+            parent_id: column(row, 4)?,
+            action: column(row, 5)?,
+            status: column(row, 6)?,
+            status_reason: column(row, 7)?,
+            description: column(row, 8)?,
+            tags: column(row, 9)?,
+            timeout_mins: column(row, 10)?,
+            disable_rollback: column(row, 11)?,
+            created_at: column(row, 12)?,
+            updated_at: column(row, 13)?,
+            nested_depth: column(row, 14)?,
+            parent_resource: column(row, 15)?,
+            deleted_at: column(row, 16)?,
+            lock_level: column(row, 17)?,
+            locked_by_user: column(row, 18)?,
+            locked_by_admin: column(row, 19)?,
+            locked_at: column(row, 20)?,
+            lock_reason: column(row, 21)?,
         })
     }
 }

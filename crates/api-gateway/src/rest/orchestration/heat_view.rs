@@ -27,13 +27,16 @@ impl HeatUrls {
         format!("{}/stacks", self.base)
     }
 
+    /// One allocation: a list writes one per stack.
     pub fn stack(&self, stack_name: &str, stack_id: &str) -> String {
-        format!(
-            "{}/{}/{}",
-            self.stacks(),
-            path_segment(stack_name),
-            path_segment(stack_id)
-        )
+        let mut url =
+            String::with_capacity(self.base.len() + "/stacks//".len() + stack_name.len() + 36);
+        url.push_str(&self.base);
+        url.push_str("/stacks/");
+        push_path_segment(&mut url, stack_name);
+        url.push('/');
+        push_path_segment(&mut url, stack_id);
+        url
     }
 
     /// The lookup URL of a stack known by id only; it redirects.
@@ -60,19 +63,28 @@ impl HeatUrls {
 
 /// Percent-encodes one path segment (resource names may hold anything).
 pub fn path_segment(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    push_path_segment(&mut encoded, text);
+    encoded
+}
+
+/// [`path_segment`], appended to `out`.
+fn push_path_segment(out: &mut String, text: &str) {
     let unreserved = |byte: u8| byte.is_ascii_alphanumeric() || b"-._~:@".contains(&byte);
     if text.bytes().all(unreserved) {
-        return text.to_owned();
+        out.push_str(text);
+        return;
     }
-    let mut encoded = String::with_capacity(text.len() + 8);
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for byte in text.bytes() {
         if unreserved(byte) {
-            encoded.push(char::from(byte));
+            out.push(char::from(byte));
         } else {
-            encoded.push_str(&format!("%{byte:02X}"));
+            out.push('%');
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xF)]));
         }
     }
-    encoded
 }
 
 fn link(href: String, rel: &str) -> Value {
@@ -84,22 +96,50 @@ pub fn heat_time(timestamp: Option<&prost_types::Timestamp>) -> Value {
     heat_time_text(timestamp).map_or(Value::Null, Value::String)
 }
 
-/// `2026-01-01T00:00:00Z` from the time's fields: a list of 1,000 stacks
-/// formats 2,000 of them, and a `strftime` pattern is parsed for each.
 fn heat_time_text(timestamp: Option<&prost_types::Timestamp>) -> Option<String> {
-    use chrono::{Datelike, Timelike};
-    let time = chrono::DateTime::from_timestamp(timestamp?.seconds, 0)?;
-    (0..=9999).contains(&time.year()).then(|| {
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-            time.year(),
-            time.month(),
-            time.day(),
-            time.hour(),
-            time.minute(),
-            time.second()
-        )
-    })
+    HeatTime::of(timestamp).map(|time| time.as_str().to_owned())
+}
+
+/// `2026-01-01T00:00:00Z`, written digit by digit into the value itself:
+/// a list of 200 stacks writes 400 of them, and formatting each through
+/// `format!` was a fifth of the gateway's time on that list.
+pub struct HeatTime([u8; 20]);
+
+impl HeatTime {
+    /// The time, or `None` for no time or a year outside 0–9999.
+    pub fn of(timestamp: Option<&prost_types::Timestamp>) -> Option<HeatTime> {
+        use chrono::{Datelike, Timelike};
+        let time = chrono::DateTime::from_timestamp(timestamp?.seconds, 0)?;
+        let year = u32::try_from(time.year())
+            .ok()
+            .filter(|year| *year <= 9999)?;
+        let mut text = *b"0000-00-00T00:00:00Z";
+        let mut put = |at: usize, width: usize, mut value: u32| {
+            for position in (at..at + width).rev() {
+                // A digit: `value % 10` is below 10.
+                text[position] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, year);
+        put(5, 2, time.month());
+        put(8, 2, time.day());
+        put(11, 2, time.hour());
+        put(14, 2, time.minute());
+        put(17, 2, time.second());
+        Some(HeatTime(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl serde::Serialize for HeatTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// A stack as Heat lists it, serialized straight from the engine's message
@@ -112,8 +152,8 @@ pub struct StackSummary<'a> {
     description: &'a str,
     stack_status: &'a str,
     stack_status_reason: &'a str,
-    creation_time: Option<String>,
-    updated_time: Option<String>,
+    creation_time: Option<HeatTime>,
+    updated_time: Option<HeatTime>,
     /// Always null: a listed stack is a live one.
     deletion_time: (),
     stack_owner: &'a str,
@@ -141,8 +181,8 @@ impl<'a> StackSummary<'a> {
             description: &stack.description,
             stack_status: &stack.stack_status,
             stack_status_reason: &stack.status_reason,
-            creation_time: heat_time_text(stack.created_at.as_ref()),
-            updated_time: heat_time_text(stack.updated_at.as_ref()),
+            creation_time: HeatTime::of(stack.created_at.as_ref()),
+            updated_time: HeatTime::of(stack.updated_at.as_ref()),
             deletion_time: (),
             stack_owner: &stack.user_id,
             stack_user_project_id: &stack.project_id,

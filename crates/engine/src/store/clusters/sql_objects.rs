@@ -23,6 +23,7 @@ use crate::domain::cluster::{
     PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
+use crate::store::columns::column;
 
 pub struct SqlClusterStore {
     /// Every write, and reads inside a write's transaction.
@@ -138,25 +139,25 @@ impl FromQueryResult for ClusterWithMembers {
     ) -> std::result::Result<Self, TryGetError> {
         Ok(ClusterWithMembers {
             cluster: cluster::Model {
-                id: row.try_get_by_index_nullable(0)?,
-                name: row.try_get_by_index_nullable(1)?,
-                profile_id: row.try_get_by_index_nullable(2)?,
-                min_size: row.try_get_by_index_nullable(3)?,
-                max_size: row.try_get_by_index_nullable(4)?,
-                desired_capacity: row.try_get_by_index_nullable(5)?,
-                status: row.try_get_by_index_nullable(6)?,
-                status_reason: row.try_get_by_index_nullable(7)?,
-                metadata: row.try_get_by_index_nullable(8)?,
-                next_index: row.try_get_by_index_nullable(9)?,
-                timeout: row.try_get_by_index_nullable(10)?,
-                config: row.try_get_by_index_nullable(11)?,
-                project_id: row.try_get_by_index_nullable(12)?,
-                user_id: row.try_get_by_index_nullable(13)?,
-                created_at: row.try_get_by_index_nullable(14)?,
-                updated_at: row.try_get_by_index_nullable(15)?,
-                lock_action_id: row.try_get_by_index_nullable(16)?,
+                id: column(row, 0)?,
+                name: column(row, 1)?,
+                profile_id: column(row, 2)?,
+                min_size: column(row, 3)?,
+                max_size: column(row, 4)?,
+                desired_capacity: column(row, 5)?,
+                status: column(row, 6)?,
+                status_reason: column(row, 7)?,
+                metadata: column(row, 8)?,
+                next_index: column(row, 9)?,
+                timeout: column(row, 10)?,
+                config: column(row, 11)?,
+                project_id: column(row, 12)?,
+                user_id: column(row, 13)?,
+                created_at: column(row, 14)?,
+                updated_at: column(row, 15)?,
+                lock_action_id: column(row, 16)?,
             },
-            member_ids: row.try_get_by_index_nullable(17)?,
+            member_ids: column(row, 17)?,
         })
     }
 }
