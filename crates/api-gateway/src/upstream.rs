@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 
 /// The public gRPC services, by upstream. Reflection on the gateway lists
 /// exactly these (plus health and reflection).
@@ -71,6 +71,16 @@ impl Upstreams {
         })
     }
 
+    /// The engine reached over in-memory pipes (an engine in this
+    /// process) instead of its URL.
+    pub fn with_engine_in_process(
+        mut self,
+        connector: &ember_runtime::in_process::InProcessConnector,
+    ) -> Upstreams {
+        self.engine = connector.channel(configure_endpoint);
+        self
+    }
+
     /// Every upstream with its service name.
     pub fn named(&self) -> impl Iterator<Item = (&'static str, Channel)> {
         [
@@ -96,20 +106,22 @@ impl Upstreams {
     }
 }
 
+/// How the gateway connects to a service.
+fn configure_endpoint(endpoint: Endpoint) -> Endpoint {
+    endpoint
+        .connect_timeout(Duration::from_secs(5))
+        // What the gateway accepts from a service in one header block;
+        // services cap their status messages far below it.
+        .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
+        .initial_stream_window_size(ember_runtime::server::STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(ember_runtime::server::CONNECTION_WINDOW_BYTES)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_while_idle(true)
+}
+
 fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
-    ember_runtime::channel::balanced(url, |endpoint| {
-        endpoint
-            .connect_timeout(Duration::from_secs(5))
-            // What the gateway accepts from a service in one header block;
-            // services cap their status messages far below it.
-            .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
-            .initial_stream_window_size(ember_runtime::server::STREAM_WINDOW_BYTES)
-            .initial_connection_window_size(ember_runtime::server::CONNECTION_WINDOW_BYTES)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_while_idle(true)
-    })
-    .map_err(|error| UpstreamUrlError {
+    ember_runtime::channel::balanced(url, configure_endpoint).map_err(|error| UpstreamUrlError {
         name,
         url: url.to_owned(),
         reason: error.to_string(),

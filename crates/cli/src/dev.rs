@@ -51,12 +51,29 @@ pub async fn serve_one(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
+    serve_one_with(service, config, secrets, listener, None, shutdown).await
+}
+
+/// [`serve_one`], the gateway reaching the engine through `engine_pipe`
+/// when both run in this process.
+pub async fn serve_one_with(
+    service: ServiceName,
+    config: &EmberConfig,
+    secrets: &Secrets,
+    listener: TcpListener,
+    engine_pipe: Option<&EnginePipe>,
+    shutdown: CancellationToken,
+) -> Result<(), StartError> {
     match service {
         ServiceName::ApiGateway => {
-            ember_api_gateway::serve(config.gateway(secrets), listener, shutdown).await
+            let mut gateway = config.gateway(secrets);
+            gateway.engine_in_process = engine_pipe.map(|pipe| pipe.0.clone());
+            ember_api_gateway::serve(gateway, listener, shutdown).await
         }
         ServiceName::Engine => {
-            ember_engine::serve(config.engine(secrets), listener, shutdown).await
+            let mut engine = config.engine(secrets);
+            engine.in_process = engine_pipe.map(|pipe| pipe.1.clone());
+            ember_engine::serve(engine, listener, shutdown).await
         }
         ServiceName::LifecycleHook => {
             ember_lifecycle_hook::serve(config.lifecycle_hook(secrets), listener, shutdown).await
@@ -64,6 +81,21 @@ pub async fn serve_one(
         ServiceName::PluginRegistry => {
             ember_plugin_registry::serve(config.plugin_registry(secrets), listener, shutdown).await
         }
+    }
+}
+
+/// The gateway's in-memory way to the engine when both run in one
+/// process (see `ember_runtime::in_process`).
+#[derive(Debug, Clone)]
+pub struct EnginePipe(
+    ember_runtime::in_process::InProcessConnector,
+    ember_runtime::in_process::InProcessListener,
+);
+
+impl Default for EnginePipe {
+    fn default() -> EnginePipe {
+        let (connector, listener) = ember_runtime::in_process::pipe();
+        EnginePipe(connector, listener)
     }
 }
 
@@ -122,6 +154,7 @@ impl RunningEmber {
 
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
+        let engine_pipe = EnginePipe::default();
         for (service, listener) in [
             (ServiceName::Engine, engine),
             (ServiceName::LifecycleHook, lifecycle_hook),
@@ -131,8 +164,17 @@ impl RunningEmber {
             let config = config.clone();
             let secrets = secrets.clone();
             let shutdown = shutdown.clone();
+            let engine_pipe = engine_pipe.clone();
             tasks.spawn(async move {
-                let result = serve_one(service, &config, &secrets, listener, shutdown).await;
+                let result = serve_one_with(
+                    service,
+                    &config,
+                    &secrets,
+                    listener,
+                    Some(&engine_pipe),
+                    shutdown,
+                )
+                .await;
                 (service, result)
             });
         }

@@ -154,6 +154,7 @@ impl EngineSection {
             } else {
                 self.public_url.clone()
             },
+            in_process: None,
         }
     }
 }
@@ -412,6 +413,9 @@ pub struct Config {
     /// The gateway's URL as users reach it, for the URLs the engine hands
     /// out (wait condition signal URLs).
     pub public_url: String,
+    /// Calls from a gateway in the same process (`ember dev`), served over
+    /// in-memory pipes beside the TCP listener.
+    pub in_process: Option<ember_runtime::in_process::InProcessListener>,
 }
 
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub async fn serve(
             reflection_auth: None,
             // No database, no queue: ready while it runs.
             readiness: None,
+            in_process: None,
         },
         shutdown,
     )

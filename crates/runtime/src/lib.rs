@@ -11,6 +11,7 @@ pub mod database;
 pub mod error;
 pub mod https;
 pub mod identity;
+pub mod in_process;
 pub mod protobuf_json;
 pub mod quote;
 pub mod readiness;

@@ -55,6 +55,9 @@ pub struct GrpcService {
     /// The checks that decide whether the service is ready; health says
     /// NOT_SERVING while one fails. `None`: ready while it runs.
     pub readiness: Option<Readiness>,
+    /// Connections from a client in this process, served beside the TCP
+    /// listener's (see [`crate::in_process`]).
+    pub in_process: Option<crate::in_process::InProcessListener>,
 }
 
 /// The largest header block a peer may send (gRPC metadata, status
@@ -86,7 +89,11 @@ pub async fn serve_grpc(
     set_health(&health_reporter, &names, ServingStatus::Serving).await;
     let (reflection_v1, reflection_v1alpha) = reflection(&service.service_names)?;
 
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let in_process = service
+        .in_process
+        .as_ref()
+        .and_then(crate::in_process::InProcessListener::take);
+    let incoming = incoming_connections(listener, in_process);
     let mut routes = service.routes.add_service(health_service);
     let readiness_server = service
         .readiness
@@ -163,6 +170,111 @@ pub async fn serve_grpc(
         Err(_) => {
             tracing::warn!("calls still running after the grace period were dropped");
             Ok(())
+        }
+    }
+}
+
+/// The listener's connections, and the in-process ones if any.
+fn incoming_connections(
+    listener: TcpListener,
+    in_process: Option<tokio::sync::mpsc::UnboundedReceiver<tokio::io::DuplexStream>>,
+) -> impl tokio_stream::Stream<Item = std::io::Result<Connection>> {
+    use tokio_stream::StreamExt;
+    let tcp = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .map(|accepted| accepted.map(Connection::Tcp));
+    // Without a pipe: a channel whose sender is gone at once, so the
+    // merged stream is the listener's alone.
+    let receiver = in_process.unwrap_or_else(|| tokio::sync::mpsc::unbounded_channel().1);
+    let piped = tokio_stream::wrappers::UnboundedReceiverStream::new(receiver)
+        .map(|pipe| Ok(Connection::Pipe(pipe)));
+    tcp.merge(piped)
+}
+
+/// A connection a service serves: over TCP, or a pipe from its process.
+pub enum Connection {
+    Tcp(tokio::net::TcpStream),
+    Pipe(tokio::io::DuplexStream),
+}
+
+impl tokio::io::AsyncRead for Connection {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffer: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_read(context, buffer),
+            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_read(context, buffer),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Connection {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffer: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_write(context, buffer),
+            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_write(context, buffer),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+        buffers: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Connection::Tcp(stream) => {
+                std::pin::Pin::new(stream).poll_write_vectored(context, buffers)
+            }
+            Connection::Pipe(stream) => {
+                std::pin::Pin::new(stream).poll_write_vectored(context, buffers)
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Connection::Tcp(stream) => stream.is_write_vectored(),
+            Connection::Pipe(stream) => stream.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_flush(context),
+            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_flush(context),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_shutdown(context),
+            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_shutdown(context),
+        }
+    }
+}
+
+impl tonic::transport::server::Connected for Connection {
+    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        match self {
+            Connection::Tcp(stream) => stream.connect_info(),
+            Connection::Pipe(_) => tonic::transport::server::TcpConnectInfo {
+                local_addr: None,
+                remote_addr: None,
+            },
         }
     }
 }
