@@ -7,6 +7,7 @@ use ember_runtime::time::to_timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::convert::uuid_text;
 use crate::clusters::ClusterDetails;
 use crate::domain::cluster::{
     ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
@@ -41,14 +42,6 @@ pub fn policy(policy: &PolicyDefinition) -> pb::Policy {
     }
 }
 
-/// `id` as its hyphenated text, written straight into the string (a list of
-/// 200 clusters writes 5,000 member ids; `to_string` goes through the
-/// formatting machinery for each).
-fn id_text(id: &Uuid) -> String {
-    let mut text = Uuid::encode_buffer();
-    id.hyphenated().encode_lower(&mut text).to_owned()
-}
-
 /// [`cluster`] with its member ids packed (`packed_node_ids`, 16 bytes
 /// each) rather than as strings.
 pub fn cluster_packed(details: &ClusterDetails) -> pb::Cluster {
@@ -64,7 +57,7 @@ pub fn cluster_packed(details: &ClusterDetails) -> pb::Cluster {
 
 pub fn cluster(details: &ClusterDetails) -> pb::Cluster {
     pb::Cluster {
-        node_ids: details.node_ids.iter().map(id_text).collect(),
+        node_ids: details.node_ids.iter().copied().map(uuid_text).collect(),
         ..cluster_without_members(details)
     }
 }

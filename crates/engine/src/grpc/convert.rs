@@ -91,8 +91,9 @@ pub fn stack_into_proto(stack: Stack) -> pb::Stack {
     }
 }
 
-/// A uuid's hyphenated text, without the formatting machinery
-/// `to_string` goes through (a list writes hundreds).
+/// `id` as its hyphenated text, written straight into the string (a list
+/// of 200 clusters writes 5,000 member ids, a stack list hundreds of ids;
+/// `to_string` goes through the formatting machinery for each).
 pub fn uuid_text(id: Uuid) -> String {
     id.hyphenated()
         .encode_lower(&mut Uuid::encode_buffer())
