@@ -67,12 +67,12 @@ pub async fn serve_one_with(
     match service {
         ServiceName::ApiGateway => {
             let mut gateway = config.gateway(secrets);
-            gateway.engine_in_process = engine_pipe.map(|pipe| pipe.0.clone());
+            gateway.engine_in_process = engine_pipe.map(|pipe| pipe.connector.clone());
             ember_api_gateway::serve(gateway, listener, shutdown).await
         }
         ServiceName::Engine => {
             let mut engine = config.engine(secrets);
-            engine.in_process = engine_pipe.map(|pipe| pipe.1.clone());
+            engine.in_process = engine_pipe.map(|pipe| pipe.listener.clone());
             ember_engine::serve(engine, listener, shutdown).await
         }
         ServiceName::LifecycleHook => {
@@ -87,15 +87,20 @@ pub async fn serve_one_with(
 /// The gateway's in-memory way to the engine when both run in one
 /// process (see `ember_runtime::in_process`).
 #[derive(Debug, Clone)]
-pub struct EnginePipe(
-    ember_runtime::in_process::InProcessConnector,
-    ember_runtime::in_process::InProcessListener,
-);
+pub struct EnginePipe {
+    /// The gateway's side: opens connections.
+    connector: ember_runtime::in_process::InProcessConnector,
+    /// The engine's side: accepts them.
+    listener: ember_runtime::in_process::InProcessListener,
+}
 
 impl Default for EnginePipe {
     fn default() -> EnginePipe {
         let (connector, listener) = ember_runtime::in_process::pipe();
-        EnginePipe(connector, listener)
+        EnginePipe {
+            connector,
+            listener,
+        }
     }
 }
 

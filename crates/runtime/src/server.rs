@@ -182,86 +182,73 @@ fn incoming_connections(
     use tokio_stream::StreamExt;
     let tcp = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .map(|accepted| accepted.map(Connection::Tcp));
+        .map(|accepted| accepted.map(Connection::tcp));
     // Without a pipe: a channel whose sender is gone at once, so the
     // merged stream is the listener's alone.
     let receiver = in_process.unwrap_or_else(|| tokio::sync::mpsc::unbounded_channel().1);
     let piped = tokio_stream::wrappers::UnboundedReceiverStream::new(receiver)
-        .map(|pipe| Ok(Connection::Pipe(pipe)));
+        .map(|pipe| Ok(Connection::pipe(pipe)));
     tcp.merge(piped)
 }
 
 /// A connection a service serves: over TCP, or a pipe from its process.
-pub enum Connection {
-    Tcp(tokio::net::TcpStream),
-    Pipe(tokio::io::DuplexStream),
+/// (tokio-util's `Either` reads and writes either; tonic needs the
+/// connection's address, which only this type can say.)
+pub struct Connection(tokio_util::either::Either<tokio::net::TcpStream, tokio::io::DuplexStream>);
+
+impl Connection {
+    fn tcp(stream: tokio::net::TcpStream) -> Connection {
+        Connection(tokio_util::either::Either::Left(stream))
+    }
+
+    fn pipe(stream: tokio::io::DuplexStream) -> Connection {
+        Connection(tokio_util::either::Either::Right(stream))
+    }
 }
 
 impl tokio::io::AsyncRead for Connection {
     fn poll_read(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         context: &mut std::task::Context<'_>,
         buffer: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_read(context, buffer),
-            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_read(context, buffer),
-        }
+        std::pin::Pin::new(&mut self.0).poll_read(context, buffer)
     }
 }
 
 impl tokio::io::AsyncWrite for Connection {
     fn poll_write(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         context: &mut std::task::Context<'_>,
         buffer: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_write(context, buffer),
-            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_write(context, buffer),
-        }
+        std::pin::Pin::new(&mut self.0).poll_write(context, buffer)
     }
 
     fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         context: &mut std::task::Context<'_>,
         buffers: &[std::io::IoSlice<'_>],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Connection::Tcp(stream) => {
-                std::pin::Pin::new(stream).poll_write_vectored(context, buffers)
-            }
-            Connection::Pipe(stream) => {
-                std::pin::Pin::new(stream).poll_write_vectored(context, buffers)
-            }
-        }
+        std::pin::Pin::new(&mut self.0).poll_write_vectored(context, buffers)
     }
 
     fn is_write_vectored(&self) -> bool {
-        match self {
-            Connection::Tcp(stream) => stream.is_write_vectored(),
-            Connection::Pipe(stream) => stream.is_write_vectored(),
-        }
+        self.0.is_write_vectored()
     }
 
     fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         context: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_flush(context),
-            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_flush(context),
-        }
+        std::pin::Pin::new(&mut self.0).poll_flush(context)
     }
 
     fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
+        mut self: std::pin::Pin<&mut Self>,
         context: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Connection::Tcp(stream) => std::pin::Pin::new(stream).poll_shutdown(context),
-            Connection::Pipe(stream) => std::pin::Pin::new(stream).poll_shutdown(context),
-        }
+        std::pin::Pin::new(&mut self.0).poll_shutdown(context)
     }
 }
 
@@ -269,9 +256,9 @@ impl tonic::transport::server::Connected for Connection {
     type ConnectInfo = tonic::transport::server::TcpConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        match self {
-            Connection::Tcp(stream) => stream.connect_info(),
-            Connection::Pipe(_) => tonic::transport::server::TcpConnectInfo {
+        match &self.0 {
+            tokio_util::either::Either::Left(stream) => stream.connect_info(),
+            tokio_util::either::Either::Right(_) => tonic::transport::server::TcpConnectInfo {
                 local_addr: None,
                 remote_addr: None,
             },
