@@ -116,17 +116,8 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
                 });
         }
         Backend::Postgres => {
-            let tls_asked = asks_for_tls_mode(url, std::env::var_os("PGSSLMODE").is_some());
-            options
-                .max_connections(16)
-                .min_connections(1)
-                .map_sqlx_postgres_opts(move |postgres| {
-                    if !tls_asked && is_this_host(postgres.get_host()) {
-                        postgres.ssl_mode(sea_orm::sqlx::postgres::PgSslMode::Disable)
-                    } else {
-                        postgres
-                    }
-                });
+            options.max_connections(16).min_connections(1);
+            without_tls_on_this_host(&mut options, url);
         }
     }
     Database::connect(options)
@@ -135,6 +126,20 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
             url: redact(url),
             source,
         })
+}
+
+/// Connections of a PostgreSQL `url` to a server on this host go without
+/// TLS unless the URL or `PGSSLMODE` chooses a mode (see
+/// [`asks_for_tls_mode`]).
+fn without_tls_on_this_host(options: &mut ConnectOptions, url: &str) {
+    let tls_asked = asks_for_tls_mode(url, std::env::var_os("PGSSLMODE").is_some());
+    options.map_sqlx_postgres_opts(move |postgres| {
+        if !tls_asked && is_this_host(postgres.get_host()) {
+            postgres.ssl_mode(sea_orm::sqlx::postgres::PgSslMode::Disable)
+        } else {
+            postgres
+        }
+    });
 }
 
 /// Whether a PostgreSQL URL (or `PGSSLMODE`) chooses the TLS mode itself.
@@ -288,6 +293,7 @@ impl MigrationLock {
                     .sqlx_logging(false)
                     .max_connections(1)
                     .min_connections(1);
+                without_tls_on_this_host(&mut options, url);
                 let session = Database::connect(options).await?;
                 session
                     .execute_unprepared(
