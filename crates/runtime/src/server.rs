@@ -1,5 +1,5 @@
 //! The gRPC server bootstrap every internal service uses: a pre-bound
-//! listener, health (`grpc.health.v1`) and reflection (v1 and v1alpha, so
+//! listener (and, in `ember dev`, an in-process pipe beside it), health (`grpc.health.v1`) and reflection (v1 and v1alpha, so
 //! grpcurl 1.8 works) next to the service's own routes, a trace and timeout
 //! stack, and a graceful drain when the shutdown token is cancelled.
 
