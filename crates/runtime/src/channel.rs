@@ -19,6 +19,11 @@
 //! there yet at start-up), the channel dials the name itself, as a plain
 //! channel would, so a call fails UNAVAILABLE quickly rather than waiting
 //! for an address; an answer with no address keeps the addresses known.
+//!
+//! Between a replica's death and the next lookup, a call can still be sent
+//! its way and fail to connect. Such a call never left, so it is safe to
+//! send again: [`retry_unsent`] does, until the dead replica is dropped or
+//! the service comes back.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -38,6 +43,13 @@ pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a replica may take to accept a TCP connection before it counts
 /// as unreachable for one interval.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How long [`retry_unsent`] keeps trying a call that could not connect:
+/// long enough for the follower to notice a dead replica (one interval and
+/// its probe) even when the death came just after a lookup.
+pub const UNSENT_RETRY_PATIENCE: Duration = Duration::from_millis(
+    2 * RESOLVE_INTERVAL.as_millis() as u64 + PROBE_TIMEOUT.as_millis() as u64,
+);
 
 /// Settings applied to the connection to each replica (timeouts, keep-alive).
 pub type Configure = Arc<dyn Fn(Endpoint) -> Endpoint + Send + Sync>;
@@ -225,6 +237,43 @@ async fn reachable(addresses: &[SocketAddr]) -> Vec<SocketAddr> {
     reachable
 }
 
+/// Whether a call failed because no connection could be made: its request
+/// never reached the service, so sending it again cannot do anything twice.
+pub fn never_sent(status: &tonic::Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::ConnectError>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
+/// Makes `call` again, backing off, while it fails [`never_sent`] and
+/// `patience` has not run out; any other outcome is returned as it is.
+/// `call` builds its request anew each time (requests are consumed).
+pub async fn retry_unsent<T, F, Fut>(patience: Duration, mut call: F) -> Result<T, tonic::Status>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, tonic::Status>>,
+{
+    let deadline = tokio::time::Instant::now() + patience;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match call().await {
+            Err(status)
+                if never_sent(&status) && tokio::time::Instant::now() + pause < deadline =>
+            {
+                tracing::debug!(%status, "call not sent, trying again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 fn system_resolver() -> Resolve {
     Arc::new(|name| {
         Box::pin(async move {
@@ -263,6 +312,20 @@ mod tests {
                 .unwrap();
         });
         address
+    }
+
+    /// One health check of `service` through `channel`.
+    fn check(
+        channel: &Channel,
+        service: &str,
+    ) -> impl Future<
+        Output = Result<tonic::Response<tonic_health::pb::HealthCheckResponse>, tonic::Status>,
+    > + use<> {
+        let mut client = HealthClient::new(channel.clone());
+        let request = HealthCheckRequest {
+            service: service.to_owned(),
+        };
+        async move { client.check(request).await }
     }
 
     /// Which of `names` answered each of `calls` calls.
@@ -414,6 +477,99 @@ mod tests {
             .unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn a_call_that_cannot_connect_is_sent_again_to_a_live_replica() {
+        let a = replica("a").await;
+        // A replica that accepts connections while the follower probes it,
+        // then dies before any call connected to it.
+        let dying = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dns = Dns::answering(vec![a, dying.local_addr().unwrap()]);
+        // After its first answer the lookup never returns: the follower
+        // keeps the dead replica, as it does until its next lookup.
+        let first = dns.resolver();
+        let lookups = dns.lookups.clone();
+        let resolve: Resolve = Arc::new(move |name| {
+            if lookups.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                first(name)
+            } else {
+                lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Box::pin(std::future::pending())
+            }
+        });
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            resolve,
+            Duration::from_millis(10),
+        )
+        .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while dns.lookups.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+            assert!(std::time::Instant::now() < deadline, "no second lookup");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(dying);
+
+        let check = || check(&channel, "a");
+        let mut unsent = 0;
+        for _ in 0..20 {
+            if let Err(status) = check().await {
+                assert!(never_sent(&status), "{status:?}");
+                unsent += 1;
+            }
+        }
+        assert!(unsent > 0, "some plain calls picked the dead replica");
+        for _ in 0..20 {
+            retry_unsent(UNSENT_RETRY_PATIENCE, check)
+                .await
+                .expect("a call retried reaches the live replica");
+        }
+    }
+
+    #[tokio::test]
+    async fn only_calls_that_never_left_are_retried_and_only_for_a_while() {
+        let a = replica("a").await;
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            Dns::answering(vec![a]).resolver(),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        // The service answered (NOT_FOUND): that is the outcome, once.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let status = retry_unsent(UNSENT_RETRY_PATIENCE, || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            check(&channel, "unknown")
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+        assert!(!never_sent(&status));
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        // Nothing listens: tried for the patience given, then Unavailable.
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap()
+        };
+        let channel = Endpoint::from_shared(format!("http://{dead}"))
+            .unwrap()
+            .connect_lazy();
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let started = std::time::Instant::now();
+        let status = retry_unsent(Duration::from_millis(300), || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            check(&channel, "")
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        assert!(never_sent(&status));
+        assert!(calls.load(std::sync::atomic::Ordering::SeqCst) > 1);
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_client::LifecycleHookInternalServiceClient;
 use ember_runtime::Identity;
+use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, retry_unsent};
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::time::to_timestamp;
 use tonic::transport::Channel;
@@ -29,7 +30,8 @@ pub struct HookClient {
 
 impl HookClient {
     /// A lazily connected client, spread over every replica the name
-    /// resolves to (within a Tokio runtime); an empty URL disables hooks
+    /// resolves to (within a Tokio runtime; a call that cannot connect to
+    /// one is sent again); an empty URL disables hooks
     /// (every hook call then fails Unavailable, and the actions stay
     /// waiting).
     pub fn connect_lazy(
@@ -108,13 +110,15 @@ impl HookClient {
                 deadline: Some(to_timestamp(hook.deadline)),
             })
             .collect();
-        self.client()?
-            .record_pending_actions(self.request(
-                &first.action.project_id,
-                pb::RecordPendingActionsRequest { actions },
-            ))
-            .await
-            .map_err(unavailable)?;
+        let client = self.client()?;
+        let message = pb::RecordPendingActionsRequest { actions };
+        retry_unsent(UNSENT_RETRY_PATIENCE, || {
+            let mut client = client.clone();
+            let request = self.request(&first.action.project_id, message.clone());
+            async move { client.record_pending_actions(request).await }
+        })
+        .await
+        .map_err(unavailable)?;
         Ok(())
     }
 
@@ -125,37 +129,40 @@ impl HookClient {
         tokens: Vec<String>,
         resolved_by: &str,
     ) -> Result<()> {
-        self.client()?
-            .resolve_pending_actions(self.request(
-                project_id,
-                pb::ResolvePendingActionsRequest {
-                    tokens,
-                    resolution: "COMPLETED".into(),
-                    resolved_by: resolved_by.to_owned(),
-                },
-            ))
-            .await
-            .map_err(unavailable)?;
+        let client = self.client()?;
+        let message = pb::ResolvePendingActionsRequest {
+            tokens,
+            resolution: "COMPLETED".into(),
+            resolved_by: resolved_by.to_owned(),
+        };
+        retry_unsent(UNSENT_RETRY_PATIENCE, || {
+            let mut client = client.clone();
+            let request = self.request(project_id, message.clone());
+            async move { client.resolve_pending_actions(request).await }
+        })
+        .await
+        .map_err(unavailable)?;
         Ok(())
     }
 
     /// Extends a waiting action's deadline; returns the new one.
     pub async fn extend(&self, project_id: &str, token: &str) -> Result<prost_types::Timestamp> {
-        let response = self
-            .client()?
-            .extend_deadline(self.request(
-                project_id,
-                pb::ExtendDeadlineRequest {
-                    token: token.to_owned(),
-                },
-            ))
-            .await
-            .map_err(|status| match status.code() {
-                tonic::Code::NotFound => Error::NotFound(status.message().to_owned()),
-                tonic::Code::FailedPrecondition => Error::Conflict(status.message().to_owned()),
-                _ => unavailable(status),
-            })?
-            .into_inner();
+        let client = self.client()?;
+        let message = pb::ExtendDeadlineRequest {
+            token: token.to_owned(),
+        };
+        let response = retry_unsent(UNSENT_RETRY_PATIENCE, || {
+            let mut client = client.clone();
+            let request = self.request(project_id, message.clone());
+            async move { client.extend_deadline(request).await }
+        })
+        .await
+        .map_err(|status| match status.code() {
+            tonic::Code::NotFound => Error::NotFound(status.message().to_owned()),
+            tonic::Code::FailedPrecondition => Error::Conflict(status.message().to_owned()),
+            _ => unavailable(status),
+        })?
+        .into_inner();
         response
             .deadline
             .ok_or_else(|| Error::Unavailable("lifecycle-hook returned no deadline".into()))

@@ -19,6 +19,7 @@ use std::time::Duration;
 use ember_proto::pluginregistry::v1 as runner_pb;
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
+use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, retry_unsent};
 use ember_runtime::identity::InternalCredential;
 use tonic::transport::Channel;
 use uuid::Uuid;
@@ -56,7 +57,9 @@ pub struct PassedPlugins(Vec<String>);
 
 impl PluginGate {
     /// A gate calling the runner at `url` (connected on first use, spread
-    /// over every replica the name resolves to). Within a Tokio runtime.
+    /// over every replica the name resolves to; a call that cannot connect
+    /// to one is sent again, so one stopped replica fails no operation).
+    /// Within a Tokio runtime.
     pub fn connect(
         url: &str,
         credential: &str,
@@ -117,11 +120,13 @@ pub async fn before(
         stack: Some(snapshot_message(gather(shared, stack).await)),
         previous: previous.map(snapshot_message),
     };
-    match client
-        .clone()
-        .run_pre_operations(request_as_owner(stack, credential, request))
-        .await
-    {
+    let called = retry_unsent(UNSENT_RETRY_PATIENCE, || {
+        let mut client = client.clone();
+        let request = request_as_owner(stack, credential, request.clone());
+        async move { client.run_pre_operations(request).await }
+    })
+    .await;
+    match called {
         Ok(response) => {
             let response = response.into_inner();
             record_calls(shared, stack, &response.calls).await;
@@ -167,11 +172,13 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
         },
         plugins: passed.0,
     };
-    match client
-        .clone()
-        .run_post_operations(request_as_owner(stack, credential, request))
-        .await
-    {
+    let called = retry_unsent(UNSENT_RETRY_PATIENCE, || {
+        let mut client = client.clone();
+        let request = request_as_owner(stack, credential, request.clone());
+        async move { client.run_post_operations(request).await }
+    })
+    .await;
+    match called {
         Ok(response) => record_calls(shared, stack, &response.into_inner().calls).await,
         Err(status) => {
             let reason = format!(
