@@ -11,9 +11,12 @@ use chrono::Utc;
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackLease, StackOperations, StackSettings, Swept};
+use ember_engine::stacks::{
+    CreateStack, StackLease, StackOperations, StackSettings, Swept, TransitionWriter,
+};
 use ember_engine::store::{
-    EventListQuery, FencedTransition, LeaseFence, SqlStackStore, StackStore, migrations::Migrator,
+    EventListQuery, FencedTransition, FencedWrite, LeaseFence, SqlStackStore, StackStore,
+    migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -380,11 +383,11 @@ async fn two_sweepers_fail_an_orphan_once(database: &TestDatabase) {
 }
 
 async fn a_dropped_guard_frees_the_stack(database: &TestDatabase) {
-    let store = store(database).await;
+    let writer = TransitionWriter::start(store(database).await);
     let stack_id = Uuid::new_v4();
     let take = || {
         StackLease::take(
-            store.clone(),
+            &writer,
             stack_id,
             "guarded",
             Uuid::new_v4(),
@@ -560,6 +563,132 @@ async fn wait_for_final(engine: &StackOperations, name: &str) -> Stack {
     panic!("stack {name} is still in progress after 20 s");
 }
 
+/// The transition writer's batch: resource transitions, stack transitions
+/// and operation ends of several stacks in one transaction, each under its
+/// own fence — a stale fence's writes are dropped, the others committed, and
+/// an end releases its lease with the final state.
+async fn one_batch_commits_every_stacks_writes_under_its_own_fence(database: &TestDatabase) {
+    let store = store(database).await;
+    let take = |stack_id| {
+        let store = store.clone();
+        async move {
+            let now = ember_runtime::time::now();
+            store
+                .take_stack_lease(
+                    stack_id,
+                    Uuid::new_v4(),
+                    "CREATE",
+                    now,
+                    now + chrono::Duration::seconds(30),
+                )
+                .await
+                .expect("take")
+        }
+    };
+    let (ending, moving, stale) = (new_stack("ending"), new_stack("moving"), new_stack("stale"));
+    let ending_fence = take(ending.id).await.expect("free");
+    let moving_fence = take(moving.id).await.expect("free");
+    let stale_fence = expired_lease(&store, stale.id, Uuid::new_v4()).await;
+    let mut ending_resource = recorded(&store, &ending, ending_fence).await;
+    recorded(&store, &moving, moving_fence).await;
+    let mut stale_resource = recorded(&store, &stale, stale_fence).await;
+    let taken_over = take(stale.id).await.expect("expired, so taken over");
+    let events_before = [
+        stack_events(&store, &ending).await.len(),
+        stack_events(&store, &moving).await.len(),
+        stack_events(&store, &stale).await.len(),
+    ];
+
+    let now = Utc::now();
+    ending_resource.status = ActionStatus::Complete;
+    stale_resource.status = ActionStatus::Complete;
+    let (ended, ended_event) = complete(&ending);
+    let mut moved = moving.clone();
+    moved.action = StackAction::Rollback;
+    moved.status_reason = "Stack ROLLBACK started".into();
+    let moved_event = Event::for_stack(&moved, &moved.status_reason, now);
+    let (stale_end, stale_end_event) = complete(&stale);
+    let lost = store
+        .record_fenced_writes(&[
+            FencedWrite::Resource(FencedTransition {
+                fence: ending_fence,
+                event: Event::for_resource(&ending_resource, now),
+                resource: ending_resource,
+            }),
+            FencedWrite::Resource(FencedTransition {
+                fence: stale_fence,
+                event: Event::for_resource(&stale_resource, now),
+                resource: stale_resource,
+            }),
+            FencedWrite::Stack {
+                fence: moving_fence,
+                stack: moved,
+                event: moved_event,
+            },
+            FencedWrite::Finish {
+                fence: ending_fence,
+                stack: ended,
+                event: ended_event,
+            },
+            FencedWrite::Finish {
+                fence: stale_fence,
+                stack: stale_end,
+                event: stale_end_event,
+            },
+        ])
+        .await
+        .expect("batch");
+    assert_eq!(lost, vec![stale_fence], "only the stale fence is lost");
+
+    let status = |stack: Stack| {
+        let store = store.clone();
+        async move {
+            store
+                .get_stack(stack.id)
+                .await
+                .expect("read")
+                .expect("stack")
+                .stack_status()
+        }
+    };
+    assert_eq!(status(ending.clone()).await, "CREATE_COMPLETE");
+    assert_eq!(status(moving.clone()).await, "ROLLBACK_IN_PROGRESS");
+    assert_eq!(
+        status(stale.clone()).await,
+        "CREATE_IN_PROGRESS",
+        "stale: nothing written"
+    );
+    let rows = store.list_resources(ending.id).await.expect("rows");
+    assert_eq!(rows[0].status, ActionStatus::Complete);
+    let rows = store.list_resources(stale.id).await.expect("rows");
+    assert_eq!(
+        rows[0].status,
+        ActionStatus::InProgress,
+        "stale row unchanged"
+    );
+    assert_eq!(
+        [
+            stack_events(&store, &ending).await.len(),
+            stack_events(&store, &moving).await.len(),
+            stack_events(&store, &stale).await.len(),
+        ],
+        [events_before[0] + 1, events_before[1] + 1, events_before[2]],
+        "one stack event per committed stack write, none for the stale one"
+    );
+    // The end released its lease; the moving stack's is still held, and
+    // the stale end released nothing of the new holder's.
+    assert!(
+        take(ending.id).await.is_some(),
+        "released with the final state"
+    );
+    assert!(take(moving.id).await.is_none(), "still held");
+    assert!(take(stale.id).await.is_none(), "the new holder keeps it");
+    store
+        .record_stack_transition(&stale, &Event::for_stack(&stale, "held", now), taken_over)
+        .await
+        .expect("the new holder writes");
+}
+
 ember_runtime::store_suite!(
     racing_takes_give_the_lease_to_one,
     a_fence_that_moved_on_writes_nothing,
@@ -567,4 +696,5 @@ ember_runtime::store_suite!(
     two_sweepers_fail_an_orphan_once,
     a_dropped_guard_frees_the_stack,
     an_engine_that_lost_its_lease_stops_writing,
+    one_batch_commits_every_stacks_writes_under_its_own_fence,
 );

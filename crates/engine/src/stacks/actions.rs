@@ -92,12 +92,9 @@ impl StackOperations {
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = format!("Stack {operation} started");
                 stack.updated_at = ember_runtime::time::now();
-                self.store()
-                    .record_stack_transition(
-                        &stack,
-                        &stack_event(&stack, &stack.status_reason),
-                        fence,
-                    )
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
                     .await?;
                 Ok((stack, target))
             })

@@ -40,12 +40,9 @@ impl StackOperations {
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = "Stack DELETE started".to_owned();
                 stack.updated_at = ember_runtime::time::now();
-                self.store()
-                    .record_stack_transition(
-                        &stack,
-                        &stack_event(&stack, "Stack DELETE started"),
-                        fence,
-                    )
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, "Stack DELETE started"))
                     .await?;
                 Ok((stack, target))
             })

@@ -105,7 +105,7 @@ impl Shared {
         operation: &str,
     ) -> crate::error::Result<super::StackLease> {
         super::StackLease::take(
-            self.store.clone(),
+            &self.writer,
             stack_id,
             stack_name,
             self.engine_id,

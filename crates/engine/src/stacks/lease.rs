@@ -19,6 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::writer::TransitionWriter;
 use crate::domain::{Event, Stack};
 use crate::error::{Error, Result};
 use crate::store::{LeaseFence, StackStore};
@@ -39,7 +40,8 @@ pub(crate) fn expiry_after(
 
 /// A held stack lease. See the module documentation.
 pub struct StackLease {
-    store: Arc<dyn StackStore>,
+    /// Commits the operation's final write (batched with other writes).
+    writer: TransitionWriter,
     fence: LeaseFence,
     /// Cancelled on drop: the heartbeat stops and releases the lease
     /// unless `settled`.
@@ -53,7 +55,7 @@ impl StackLease {
     /// when another operation holds it (Heat's ActionInProgress). It lives
     /// `ttl` without a heartbeat; the heartbeat renews it every third of it.
     pub async fn take(
-        store: Arc<dyn StackStore>,
+        writer: &TransitionWriter,
         stack_id: Uuid,
         stack_name: &str,
         engine_id: Uuid,
@@ -61,7 +63,8 @@ impl StackLease {
         ttl: Duration,
     ) -> Result<StackLease> {
         let now = ember_runtime::time::now();
-        let Some(fence) = store
+        let Some(fence) = writer
+            .store()
             .take_stack_lease(stack_id, engine_id, operation, now, expiry_after(now, ttl))
             .await?
         else {
@@ -69,28 +72,28 @@ impl StackLease {
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
             )));
         };
-        Ok(StackLease::held(store, fence, ttl))
+        Ok(StackLease::held(writer.clone(), fence, ttl))
     }
 
     /// The guard of a lease this engine took over from one that went away
     /// (the sweep's `take_over_orphaned_stack`), to resume its operation:
     /// renewed and released like a lease it took itself.
-    pub fn taken_over(store: Arc<dyn StackStore>, fence: LeaseFence, ttl: Duration) -> StackLease {
-        StackLease::held(store, fence, ttl)
+    pub fn taken_over(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
+        StackLease::held(writer, fence, ttl)
     }
 
-    fn held(store: Arc<dyn StackStore>, fence: LeaseFence, ttl: Duration) -> StackLease {
+    fn held(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
         let stop = CancellationToken::new();
         let settled = Arc::new(AtomicBool::new(false));
         tokio::spawn(keep_alive(
-            store.clone(),
+            writer.store().clone(),
             fence,
             ttl,
             stop.clone(),
             settled.clone(),
         ));
         StackLease {
-            store,
+            writer,
             fence,
             stop,
             settled,
@@ -126,11 +129,7 @@ impl StackLease {
     pub async fn finish(self, stack: &Stack, event: &Event) {
         let mut pause = Duration::from_millis(50);
         for attempt in 1..=FINAL_WRITE_ATTEMPTS {
-            match self
-                .store
-                .finish_stack_operation(stack, event, self.fence)
-                .await
-            {
+            match self.writer.finish(self.fence, stack, event.clone()).await {
                 Ok(()) => {
                     self.settled.store(true, Ordering::SeqCst);
                     return;
@@ -164,7 +163,7 @@ impl StackLease {
     /// the background.
     pub async fn release(self) {
         self.settled.store(true, Ordering::SeqCst);
-        if let Err(error) = self.store.release_stack_lease(self.fence).await {
+        if let Err(error) = self.writer.store().release_stack_lease(self.fence).await {
             // It expires on its own after its TTL.
             tracing::warn!(stack_id = %self.fence.stack_id, %error, "cannot release the stack lease");
         }

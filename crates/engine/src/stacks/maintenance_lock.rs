@@ -145,12 +145,9 @@ impl StackOperations {
                         reason: request.reason.clone(),
                     });
                 }
-                self.store()
-                    .record_stack_transition(
-                        &stack,
-                        &stack_event(&stack, &stack.status_reason),
-                        fence,
-                    )
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
                     .await?;
                 Ok((stack, target))
             })

@@ -237,7 +237,7 @@ impl StackOperations {
         else {
             return Ok(None);
         };
-        let stack_lease = StackLease::taken_over(self.shared.store.clone(), fence, ttl);
+        let stack_lease = StackLease::taken_over(self.shared.writer.clone(), fence, ttl);
         let started = stack_lease
             .start(async {
                 let mut stack = self
@@ -267,8 +267,9 @@ impl StackOperations {
                 );
                 stack.status_reason.clone_from(&reason);
                 stack.updated_at = ember_runtime::time::now();
-                self.store()
-                    .record_stack_transition(&stack, &stack_event(&stack, &reason), fence)
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, &reason))
                     .await?;
                 Ok((stack, target, resumption))
             })

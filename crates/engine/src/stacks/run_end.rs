@@ -20,8 +20,8 @@ pub(crate) async fn finish(
 ) -> RunResult {
     set_state(stack, status, &reason);
     shared
-        .store
-        .record_stack_transition(stack, &stack_event(stack, &reason), fence)
+        .writer
+        .record_stack(fence, stack, stack_event(stack, &reason))
         .await
         .map_err(RunFailure::from)
 }

@@ -64,12 +64,9 @@ impl StackOperations {
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = "Stack SNAPSHOT started".to_owned();
                 stack.updated_at = ember_runtime::time::now();
-                self.store()
-                    .record_stack_transition(
-                        &stack,
-                        &stack_event(&stack, &stack.status_reason),
-                        fence,
-                    )
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
                     .await?;
                 let definition = self.store().load_definition(stack.id).await?;
                 let target = self.load_target(&stack, fence).await?;

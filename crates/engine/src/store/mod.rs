@@ -43,6 +43,53 @@ pub struct FencedTransition {
     pub event: Event,
 }
 
+/// A state write of a running operation, under its lease's fence. The
+/// transition writer commits every write waiting, of any stacks, in one
+/// transaction ([`StackStore::record_fenced_writes`]).
+#[derive(Debug, Clone)]
+pub enum FencedWrite {
+    /// A resource's new state and its event.
+    Resource(FencedTransition),
+    /// The stack's new state (e.g. `DELETE_IN_PROGRESS`) and its event.
+    Stack {
+        fence: LeaseFence,
+        stack: Stack,
+        event: Event,
+    },
+    /// The end of the operation: the stack's final state and its event,
+    /// and the lease released (an update's origin dropped with it) — so
+    /// whoever sees the final state can start the next operation at once.
+    Finish {
+        fence: LeaseFence,
+        stack: Stack,
+        event: Event,
+    },
+}
+
+impl FencedWrite {
+    pub fn fence(&self) -> LeaseFence {
+        match self {
+            FencedWrite::Resource(transition) => transition.fence,
+            FencedWrite::Stack { fence, .. } | FencedWrite::Finish { fence, .. } => *fence,
+        }
+    }
+
+    pub fn event(&self) -> &Event {
+        match self {
+            FencedWrite::Resource(transition) => &transition.event,
+            FencedWrite::Stack { event, .. } | FencedWrite::Finish { event, .. } => event,
+        }
+    }
+}
+
+/// The error of a write whose fence no longer holds.
+pub fn lease_lost(fence: LeaseFence) -> crate::error::Error {
+    crate::error::Error::LeaseLost(format!(
+        "stack {} is no longer held by generation {} of its lease: another engine took it over",
+        fence.stack_id, fence.generation
+    ))
+}
+
 /// A stack left `*_IN_PROGRESS` under a lease that expired or was
 /// released: its operation's engine went away (or dropped the run).
 #[derive(Debug, Clone)]
@@ -158,7 +205,14 @@ pub trait StackStore: Send + Sync + 'static {
         stack: &Stack,
         event: &Event,
         fence: LeaseFence,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        self.record_fenced_write(FencedWrite::Finish {
+            fence,
+            stack: stack.clone(),
+            event: event.clone(),
+        })
+        .await
+    }
     /// Records events that change no state (plugin calls, refused signals).
     async fn record_events(&self, events: &[Event]) -> Result<()>;
     /// Writes the stack's new state and its event in one transaction.
@@ -167,7 +221,14 @@ pub trait StackStore: Send + Sync + 'static {
         stack: &Stack,
         event: &Event,
         fence: LeaseFence,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        self.record_fenced_write(FencedWrite::Stack {
+            fence,
+            stack: stack.clone(),
+            event: event.clone(),
+        })
+        .await
+    }
     /// Writes resources' new states and their events in one transaction,
     /// each under its own stack's fence (a batch may span stacks).
     /// Transitions whose fence no longer holds are not written; their
@@ -175,7 +236,28 @@ pub trait StackStore: Send + Sync + 'static {
     async fn record_resource_transitions(
         &self,
         transitions: &[FencedTransition],
-    ) -> Result<Vec<LeaseFence>>;
+    ) -> Result<Vec<LeaseFence>> {
+        let writes: Vec<FencedWrite> = transitions
+            .iter()
+            .cloned()
+            .map(FencedWrite::Resource)
+            .collect();
+        self.record_fenced_writes(&writes).await
+    }
+    /// Commits `writes` (of any stacks) in one transaction, in their order,
+    /// each under its own fence: the writes whose fence no longer holds are
+    /// not written and their fences are returned; the rest is committed.
+    async fn record_fenced_writes(&self, writes: &[FencedWrite]) -> Result<Vec<LeaseFence>>;
+    /// One fenced write alone: `Error::LeaseLost` if its fence no longer
+    /// holds.
+    async fn record_fenced_write(&self, write: FencedWrite) -> Result<()> {
+        let fence = write.fence();
+        if self.record_fenced_writes(&[write]).await?.is_empty() {
+            Ok(())
+        } else {
+            Err(lease_lost(fence))
+        }
+    }
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
     /// Stores a snapshot of a stack (deleting the stack deletes them).
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;

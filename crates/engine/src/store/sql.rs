@@ -17,7 +17,8 @@ use uuid::Uuid;
 use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
-    EventListQuery, FencedTransition, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
+    EventListQuery, FencedWrite, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
+    lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -303,32 +304,6 @@ impl StackStore for SqlStackStore {
             .transpose()
     }
 
-    async fn finish_stack_operation(
-        &self,
-        stack: &Stack,
-        event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
-        // The release is the fence: it matches only while this lease holds.
-        release_fenced(&transaction, fence).await?;
-        write_stack_state(&transaction, stack).await?;
-        if matches!(
-            stack.action,
-            StackAction::Update | StackAction::Rollback | StackAction::Restore
-        ) {
-            // The update is over: nothing resumes it any more.
-            stack_update_origins::Entity::delete_by_id(stack.id)
-                .exec(&transaction)
-                .await?;
-        }
-        events::Entity::insert(event_row(event))
-            .exec(&transaction)
-            .await?;
-        transaction.commit().await?;
-        Ok(())
-    }
-
     async fn record_events(&self, events: &[Event]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -338,22 +313,6 @@ impl StackStore for SqlStackStore {
                 .exec(&self.connection)
                 .await?;
         }
-        Ok(())
-    }
-
-    async fn record_stack_transition(
-        &self,
-        stack: &Stack,
-        event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
-        hold_fence(&transaction, fence).await?;
-        write_stack_state(&transaction, stack).await?;
-        events::Entity::insert(event_row(event))
-            .exec(&transaction)
-            .await?;
-        transaction.commit().await?;
         Ok(())
     }
 
@@ -407,22 +366,17 @@ impl StackStore for SqlStackStore {
         Ok(())
     }
 
-    async fn record_resource_transitions(
-        &self,
-        transitions: &[FencedTransition],
-    ) -> Result<Vec<LeaseFence>> {
-        if transitions.is_empty() {
+    async fn record_fenced_writes(&self, writes: &[FencedWrite]) -> Result<Vec<LeaseFence>> {
+        if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let fences: std::collections::BTreeSet<LeaseFence> = transitions
-            .iter()
-            .map(|transition| transition.fence)
-            .collect();
+        let fences: std::collections::BTreeSet<LeaseFence> =
+            writes.iter().map(FencedWrite::fence).collect();
         let transaction = self.connection.begin().await?;
         let held = held_fences(&transaction, &fences).await?;
-        let kept: Vec<&FencedTransition> = transitions
+        let kept: Vec<&FencedWrite> = writes
             .iter()
-            .filter(|transition| held.contains(&transition.fence))
+            .filter(|write| held.contains(&write.fence()))
             .collect();
         // A batch may hold several transitions of one resource (a resource
         // that acts only on its row starts and ends before the writer takes
@@ -432,7 +386,10 @@ impl StackStore for SqlStackStore {
         let mut latest: Vec<&Resource> = Vec::with_capacity(kept.len());
         let mut position: std::collections::HashMap<Uuid, usize> =
             std::collections::HashMap::with_capacity(kept.len());
-        for transition in &kept {
+        for write in &kept {
+            let FencedWrite::Resource(transition) = write else {
+                continue;
+            };
             let resource = &transition.resource;
             match position.get(&resource.id) {
                 Some(&index) => latest[index] = resource,
@@ -449,12 +406,32 @@ impl StackStore for SqlStackStore {
                 .exec(&transaction)
                 .await?;
         }
+        // Stack states in their order (an operation writes nothing after
+        // its end, so a release never precedes a write it fences).
+        for write in &kept {
+            match write {
+                FencedWrite::Resource(_) => {}
+                FencedWrite::Stack { stack, .. } => write_stack_state(&transaction, stack).await?,
+                FencedWrite::Finish { fence, stack, .. } => {
+                    // Held above, and locked until the commit.
+                    release_fenced(&transaction, *fence).await?;
+                    write_stack_state(&transaction, stack).await?;
+                    if matches!(
+                        stack.action,
+                        StackAction::Update | StackAction::Rollback | StackAction::Restore
+                    ) {
+                        // The update is over: nothing resumes it any more.
+                        stack_update_origins::Entity::delete_by_id(stack.id)
+                            .exec(&transaction)
+                            .await?;
+                    }
+                }
+            }
+        }
         for chunk in kept.chunks(500) {
-            events::Entity::insert_many(
-                chunk.iter().map(|transition| event_row(&transition.event)),
-            )
-            .exec(&transaction)
-            .await?;
+            events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
+                .exec(&transaction)
+                .await?;
         }
         transaction.commit().await?;
         Ok(fences
@@ -854,13 +831,6 @@ impl StackStore for SqlStackStore {
 /// When a released lease "expired": long ago, so any take may have it.
 fn released_at() -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH
-}
-
-fn lease_lost(fence: LeaseFence) -> Error {
-    Error::LeaseLost(format!(
-        "stack {} is no longer held by generation {} of its lease: another engine took it over",
-        fence.stack_id, fence.generation
-    ))
 }
 
 /// The fences of `fences` that still hold, checked inside `transaction` so
