@@ -23,6 +23,7 @@ fn run_request(ember: &TestEmber) -> tonic::Request<pb::RunPreOperationsRequest>
             ..StackSnapshot::default()
         }),
         previous: None,
+        snapshot_on_demand: false,
     });
     Identity::new("demo", "demo", vec!["member".to_owned()]).attach(
         &InternalCredential::new(&ember.secrets().internal_credential),

@@ -150,6 +150,7 @@ impl Registry {
                 project_id: project_id.to_owned(),
                 stack: Some(snapshot(project_id)),
                 previous: None,
+                snapshot_on_demand: false,
             }))
             .await
             .expect("pre-operations ran")
@@ -541,6 +542,7 @@ async fn plugins_are_chosen_by_operation_and_project_and_disabled_ones_are_skipp
             project_id: String::new(),
             stack: Some(snapshot("team-a")),
             previous: None,
+            snapshot_on_demand: false,
         }))
         .await
         .expect("ran")
@@ -556,6 +558,71 @@ async fn plugins_are_chosen_by_operation_and_project_and_disabled_ones_are_skipp
             .any(|call| call.starts_with("switched-off")),
         "a disabled plugin is never called"
     );
+    registry.stop().await;
+}
+
+#[tokio::test]
+async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(&journal, &[("for-team-a", Behaviour::Allow)]).await;
+    let without_snapshot = |operation: StackOperation, project_id: &str| {
+        registry.member(pb::RunPreOperationsRequest {
+            operation: operation as i32,
+            project_id: project_id.to_owned(),
+            stack: None,
+            previous: None,
+            snapshot_on_demand: true,
+        })
+    };
+    // No plugin registered: allowed at once, nothing to gather.
+    let answer = registry
+        .runner()
+        .run_pre_operations(without_snapshot(StackOperation::Create, "team-a"))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(answer.allowed && !answer.snapshot_needed, "{answer:?}");
+    assert!(answer.calls.is_empty());
+
+    registry
+        .register(pb::RegisterPluginRequest {
+            project_ids: vec!["team-a".to_owned()],
+            operations: vec![StackOperation::Create as i32],
+            ..plugin("for-team-a", &plugins[0].endpoint, 1)
+        })
+        .await;
+    // The plugin applies: the snapshot is asked for and nothing is called.
+    let answer = registry
+        .runner()
+        .run_pre_operations(without_snapshot(StackOperation::Create, "team-a"))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(answer.snapshot_needed && !answer.allowed, "{answer:?}");
+    assert!(answer.calls.is_empty() && answer.post_operation_plugins.is_empty());
+    assert!(
+        journal.summary().is_empty(),
+        "no plugin called without the stack"
+    );
+    // Another project, another operation: nothing applies.
+    for (operation, project_id) in [
+        (StackOperation::Create, "team-b"),
+        (StackOperation::Delete, "team-a"),
+    ] {
+        let answer = registry
+            .runner()
+            .run_pre_operations(without_snapshot(operation, project_id))
+            .await
+            .expect("ran")
+            .into_inner();
+        assert!(answer.allowed && !answer.snapshot_needed, "{answer:?}");
+    }
+    // Sent again with the stack, the chain runs.
+    let answer = registry.pre(StackOperation::Create, "team-a").await;
+    assert!(answer.allowed && !answer.snapshot_needed);
+    assert_eq!(answer.post_operation_plugins, ["for-team-a"]);
+    assert_eq!(journal.summary().len(), 1, "{:?}", journal.summary());
     registry.stop().await;
 }
 

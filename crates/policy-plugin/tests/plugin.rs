@@ -254,6 +254,7 @@ async fn the_runner_stops_a_create_with_the_policy_plugins_reason() {
             project_id: "team-a".to_owned(),
             stack: Some(snapshot(total)),
             previous: None,
+            snapshot_on_demand: false,
         });
         Identity::new("alice", "team-a", vec!["member".to_owned()])
             .attach(&InternalCredential::new(CREDENTIAL), &mut request);

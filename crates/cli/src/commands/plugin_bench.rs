@@ -170,6 +170,7 @@ fn pre_request(resources: usize) -> pb::RunPreOperationsRequest {
             ..plugin_pb::StackSnapshot::default()
         }),
         previous: None,
+        snapshot_on_demand: false,
     }
 }
 

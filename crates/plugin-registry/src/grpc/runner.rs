@@ -44,6 +44,15 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
             operation: operation_from_proto(request.operation, "operation")?,
             project_id: project_of(request.project_id, request.stack.as_ref()),
         };
+        if request.snapshot_on_demand
+            && request.stack.is_none()
+            && self.runner.any_applies(&context).await?
+        {
+            return Ok(Response::new(pb::RunPreOperationsResponse {
+                snapshot_needed: true,
+                ..Default::default()
+            }));
+        }
         let plugin_request = plugin_pb::PreOperationRequest {
             operation: request.operation,
             stack: request.stack,
@@ -62,6 +71,7 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
                 .map(call_outcome_to_proto)
                 .collect(),
             post_operation_plugins: report.post_operation_plugins,
+            snapshot_needed: false,
         }))
     }
 

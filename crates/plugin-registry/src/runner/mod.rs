@@ -101,6 +101,15 @@ impl PluginRunner {
         })
     }
 
+    /// Whether any enabled plugin would be called for `context`.
+    pub async fn any_applies(&self, context: &OperationContext) -> Result<bool> {
+        Ok(self
+            .registry_plugins()
+            .await?
+            .iter()
+            .any(|plugin| plugin.applies_to(context.operation, &context.project_id)))
+    }
+
     /// Calls the post-operation of each named plugin, in the order given.
     /// A plugin no longer registered is reported, not called.
     pub async fn run_post_operations(

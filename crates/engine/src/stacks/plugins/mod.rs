@@ -114,21 +114,24 @@ pub async fn before(
         return Ok(PassedPlugins::default());
     }
     let operation = operation_of(stack.action);
-    let request = runner_pb::RunPreOperationsRequest {
+    // Asked first without the snapshot: gathering it reads the whole tree,
+    // and most operations meet no plugin.
+    let mut request = runner_pb::RunPreOperationsRequest {
         operation: operation as i32,
         project_id: stack.project_id.clone(),
-        stack: Some(snapshot_message(gather(shared, stack).await)),
-        previous: previous.map(snapshot_message),
+        stack: None,
+        previous: None,
+        snapshot_on_demand: true,
     };
-    let called = retry_unsent(UNSENT_RETRY_PATIENCE, || {
-        let mut client = client.clone();
-        let request = request_as_owner(stack, credential, request.clone());
-        async move { client.run_pre_operations(request).await }
-    })
-    .await;
+    let mut called = call_pre_operations(client, credential, stack, &request).await;
+    if matches!(&called, Ok(response) if response.snapshot_needed) {
+        request.stack = Some(snapshot_message(gather(shared, stack).await));
+        request.previous = previous.map(snapshot_message);
+        request.snapshot_on_demand = false;
+        called = call_pre_operations(client, credential, stack, &request).await;
+    }
     match called {
         Ok(response) => {
-            let response = response.into_inner();
             record_calls(shared, stack, &response.calls).await;
             if response.allowed {
                 Ok(PassedPlugins(response.post_operation_plugins))
@@ -145,6 +148,21 @@ pub async fn before(
             }
         }
     }
+}
+
+async fn call_pre_operations(
+    client: &PluginRunnerServiceClient<Channel>,
+    credential: &InternalCredential,
+    stack: &Stack,
+    request: &runner_pb::RunPreOperationsRequest,
+) -> Result<runner_pb::RunPreOperationsResponse, tonic::Status> {
+    retry_unsent(UNSENT_RETRY_PATIENCE, || {
+        let mut client = client.clone();
+        let request = request_as_owner(stack, credential, request.clone());
+        async move { client.run_pre_operations(request).await }
+    })
+    .await
+    .map(tonic::Response::into_inner)
 }
 
 /// Runs the post-operations owed after the operation ended. Failures are
