@@ -73,33 +73,50 @@ fn new_stack(name: &str) -> Stack {
     }
 }
 
-/// Takes a lease that already expired (its engine "died" a minute ago).
-async fn expired_lease(store: &Arc<dyn StackStore>, stack_id: Uuid, engine: Uuid) -> LeaseFence {
-    let long_ago = ember_runtime::time::now() - chrono::Duration::seconds(60);
+/// A take by a new engine now, for 30 s: the fence, or `None` while
+/// another holds the lease.
+async fn take_now(
+    store: &Arc<dyn StackStore>,
+    stack_id: Uuid,
+    operation: &str,
+) -> Option<LeaseFence> {
+    let now = ember_runtime::time::now();
     store
         .take_stack_lease(
             stack_id,
-            engine,
-            "CREATE",
-            long_ago,
-            long_ago + chrono::Duration::seconds(30),
+            Uuid::new_v4(),
+            operation,
+            now,
+            now + chrono::Duration::seconds(30),
         )
         .await
         .expect("take")
-        .expect("free")
 }
 
-/// A stack recorded CREATE_IN_PROGRESS with one resource in progress,
-/// under `fence`.
-async fn recorded(store: &Arc<dyn StackStore>, stack: &Stack, fence: LeaseFence) -> Resource {
+/// How long a test's new lease has left: a live engine's, and one whose
+/// engine "died" half a minute ago.
+const LIVE: chrono::Duration = chrono::Duration::seconds(30);
+const EXPIRED: chrono::Duration = chrono::Duration::seconds(-30);
+
+/// A stack recorded CREATE_IN_PROGRESS by `engine` under a new lease that
+/// expires `expires_in` from now, with one resource in progress; the lease's
+/// fence and the resource.
+async fn recorded_by(
+    store: &Arc<dyn StackStore>,
+    stack: &Stack,
+    engine: Uuid,
+    expires_in: chrono::Duration,
+) -> (LeaseFence, Resource) {
     let mut resource = Resource::initial(stack.id, "server", "OS::Heat::None", stack.created_at);
-    store
-        .create_stack(
+    let fence = store
+        .create_stack_with_lease(
             stack,
             &StackDefinition::default(),
             std::slice::from_ref(&resource),
             &Event::for_stack(stack, "Stack CREATE started", stack.created_at),
-            fence,
+            engine,
+            "CREATE",
+            ember_runtime::time::now() + expires_in,
         )
         .await
         .expect("created");
@@ -114,7 +131,16 @@ async fn recorded(store: &Arc<dyn StackStore>, stack: &Stack, fence: LeaseFence)
         .await
         .expect("recorded");
     assert!(lost.is_empty());
-    resource
+    (fence, resource)
+}
+
+/// [`recorded_by`] a new engine.
+async fn recorded(
+    store: &Arc<dyn StackStore>,
+    stack: &Stack,
+    expires_in: chrono::Duration,
+) -> (LeaseFence, Resource) {
+    recorded_by(store, stack, Uuid::new_v4(), expires_in).await
 }
 
 async fn stack_events(store: &Arc<dyn StackStore>, stack: &Stack) -> Vec<Event> {
@@ -144,22 +170,7 @@ async fn racing_takes_give_the_lease_to_one(database: &TestDatabase) {
     let pools = [store(database).await, store(database).await];
     for _ in 0..10 {
         let stack_id = Uuid::new_v4();
-        let now = ember_runtime::time::now();
-        let takes = (0..8).map(|index| {
-            let store = pools[index % 2].clone();
-            async move {
-                store
-                    .take_stack_lease(
-                        stack_id,
-                        Uuid::new_v4(),
-                        "UPDATE",
-                        now,
-                        now + chrono::Duration::seconds(30),
-                    )
-                    .await
-                    .expect("take")
-            }
-        });
+        let takes = (0..8).map(|index| take_now(&pools[index % 2], stack_id, "UPDATE"));
         let winners = futures::future::join_all(takes)
             .await
             .into_iter()
@@ -172,20 +183,11 @@ async fn racing_takes_give_the_lease_to_one(database: &TestDatabase) {
 async fn a_fence_that_moved_on_writes_nothing(database: &TestDatabase) {
     let store = store(database).await;
     let stack = new_stack("fenced");
-    let old = expired_lease(&store, stack.id, Uuid::new_v4()).await;
-    let resource = recorded(&store, &stack, old).await;
+    let (old, resource) = recorded(&store, &stack, EXPIRED).await;
     // Another engine takes the expired lease over.
     let now = ember_runtime::time::now();
-    let new = store
-        .take_stack_lease(
-            stack.id,
-            Uuid::new_v4(),
-            "DELETE",
-            now,
-            now + chrono::Duration::seconds(30),
-        )
+    let new = take_now(&store, stack.id, "DELETE")
         .await
-        .expect("take")
         .expect("expired, so taken over");
     assert!(new.generation > old.generation);
     let before = stack_events(&store, &stack).await.len();
@@ -222,18 +224,7 @@ async fn a_fence_that_moved_on_writes_nothing(database: &TestDatabase) {
     // A batch that spans stacks: the stale fence's transitions are dropped,
     // the other stack's are committed.
     let other = new_stack("other");
-    let held = store
-        .take_stack_lease(
-            other.id,
-            Uuid::new_v4(),
-            "CREATE",
-            now,
-            now + chrono::Duration::seconds(30),
-        )
-        .await
-        .expect("take")
-        .expect("free");
-    let other_resource = recorded(&store, &other, held).await;
+    let (held, other_resource) = recorded(&store, &other, LIVE).await;
     let mut stale = resource.clone();
     stale.status = ActionStatus::Complete;
     let mut fresh = other_resource.clone();
@@ -279,8 +270,7 @@ async fn the_sweep_never_overwrites_a_finished_stack(database: &TestDatabase) {
     for round in 0..25 {
         let stack = new_stack(&format!("race-{round}"));
         let engine = Uuid::new_v4();
-        let fence = expired_lease(&holder_pool, stack.id, engine).await;
-        recorded(&holder_pool, &stack, fence).await;
+        let (fence, _) = recorded_by(&holder_pool, &stack, engine, EXPIRED).await;
         // The sweep has seen the orphan; now the slow holder finishes at
         // the same moment the sweep decides.
         let candidate = sweeper_pool
@@ -329,19 +319,8 @@ async fn the_sweep_never_overwrites_a_finished_stack(database: &TestDatabase) {
             other => panic!("round {round}: both or neither decided: {other:?} ({statuses:?})"),
         }
         // Either way the stack is free for the next operation.
-        let now = ember_runtime::time::now();
         assert!(
-            holder_pool
-                .take_stack_lease(
-                    stack.id,
-                    Uuid::new_v4(),
-                    "DELETE",
-                    now,
-                    now + chrono::Duration::seconds(30)
-                )
-                .await
-                .expect("take")
-                .is_some(),
+            take_now(&holder_pool, stack.id, "DELETE").await.is_some(),
             "round {round}: the lease was released with the decision"
         );
     }
@@ -353,8 +332,7 @@ async fn two_sweepers_fail_an_orphan_once(database: &TestDatabase) {
     let pools = [store(database).await, store(database).await];
     for round in 0..10 {
         let stack = new_stack(&format!("orphan-{round}"));
-        let fence = expired_lease(&pools[0], stack.id, Uuid::new_v4()).await;
-        recorded(&pools[0], &stack, fence).await;
+        recorded(&pools[0], &stack, EXPIRED).await;
         let candidates = pools[1]
             .list_orphan_candidates(ember_runtime::time::now(), 1000)
             .await
@@ -569,29 +547,11 @@ async fn wait_for_final(engine: &StackOperations, name: &str) -> Stack {
 /// an end releases its lease with the final state.
 async fn one_batch_commits_every_stacks_writes_under_its_own_fence(database: &TestDatabase) {
     let store = store(database).await;
-    let take = |stack_id| {
-        let store = store.clone();
-        async move {
-            let now = ember_runtime::time::now();
-            store
-                .take_stack_lease(
-                    stack_id,
-                    Uuid::new_v4(),
-                    "CREATE",
-                    now,
-                    now + chrono::Duration::seconds(30),
-                )
-                .await
-                .expect("take")
-        }
-    };
+    let take = |stack_id| take_now(&store, stack_id, "CREATE");
     let (ending, moving, stale) = (new_stack("ending"), new_stack("moving"), new_stack("stale"));
-    let ending_fence = take(ending.id).await.expect("free");
-    let moving_fence = take(moving.id).await.expect("free");
-    let stale_fence = expired_lease(&store, stale.id, Uuid::new_v4()).await;
-    let mut ending_resource = recorded(&store, &ending, ending_fence).await;
-    recorded(&store, &moving, moving_fence).await;
-    let mut stale_resource = recorded(&store, &stale, stale_fence).await;
+    let (ending_fence, mut ending_resource) = recorded(&store, &ending, LIVE).await;
+    let (moving_fence, _) = recorded(&store, &moving, LIVE).await;
+    let (stale_fence, mut stale_resource) = recorded(&store, &stale, EXPIRED).await;
     let taken_over = take(stale.id).await.expect("expired, so taken over");
     let events_before = [
         stack_events(&store, &ending).await.len(),

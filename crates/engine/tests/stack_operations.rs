@@ -362,28 +362,19 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
         deleted_at: None,
         maintenance_lock: None,
     };
-    // Created as a create does — under the lease, taken first — by an
-    // engine that then went away.
+    // Created as a create does — with its lease, in one transaction — by
+    // an engine that then went away.
     let dead_engine = uuid::Uuid::new_v4();
     let long_ago = now - chrono::Duration::minutes(10);
-    let fence = store
-        .take_stack_lease(
-            orphan.id,
-            dead_engine,
-            "CREATE",
-            long_ago,
-            long_ago + chrono::Duration::seconds(30),
-        )
-        .await
-        .expect("lease")
-        .expect("a new stack's lease is free");
     store
-        .create_stack(
+        .create_stack_with_lease(
             &orphan,
             &StackDefinition::default(),
             &[],
             &Event::for_stack(&orphan, "Stack UPDATE started", long_ago),
-            fence,
+            dead_engine,
+            "CREATE",
+            long_ago + chrono::Duration::seconds(30),
         )
         .await
         .expect("created");

@@ -14,27 +14,24 @@ async fn store(database: &TestDatabase) -> SqlStackStore {
     SqlStackStore::new(connection)
 }
 
-/// Records `stack` as a create does: under its lease (taken first), with
-/// an empty definition, no resources and its first event; then releases
-/// the lease.
+/// Records `stack` as a create does: with its lease, an empty definition,
+/// no resources and its first event, in one transaction; then releases the
+/// lease.
 async fn insert_stack(store: &SqlStackStore, stack: &Stack) -> ember_engine::Result<()> {
     let now = ember_runtime::time::now();
+    let event = Event::for_stack(stack, "Stack CREATE started", now);
     let fence = store
-        .take_stack_lease(
-            stack.id,
+        .create_stack_with_lease(
+            stack,
+            &StackDefinition::default(),
+            &[],
+            &event,
             Uuid::now_v7(),
             "CREATE",
-            now,
             now + Duration::seconds(60),
         )
-        .await?
-        .expect("a new stack's lease is free");
-    let event = Event::for_stack(stack, "Stack CREATE started", now);
-    let created = store
-        .create_stack(stack, &StackDefinition::default(), &[], &event, fence)
-        .await;
-    store.release_stack_lease(fence).await?;
-    created
+        .await?;
+    store.release_stack_lease(fence).await
 }
 
 fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
@@ -104,10 +101,26 @@ async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
     insert_stack(&store, &stack("project-a", "web", 0))
         .await
         .expect("inserted");
-    let error = insert_stack(&store, &stack("project-a", "web", 1))
+    let duplicate = stack("project-a", "web", 1);
+    let error = insert_stack(&store, &duplicate)
         .await
         .expect_err("duplicate");
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    // Nothing of the refused create is left, its lease neither.
+    assert!(store.get_stack(duplicate.id).await.expect("read").is_none());
+    let now = ember_runtime::time::now();
+    let lease = store
+        .take_stack_lease(
+            duplicate.id,
+            Uuid::now_v7(),
+            "CREATE",
+            now,
+            now + Duration::seconds(60),
+        )
+        .await
+        .expect("take")
+        .expect("no lease was left behind");
+    assert_eq!(lease.generation, 1, "the first take of this stack's lease");
     insert_stack(&store, &stack("project-b", "web", 2))
         .await
         .expect("other project may reuse the name");

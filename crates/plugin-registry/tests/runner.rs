@@ -567,21 +567,24 @@ async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
     let journal = CallJournal::default();
     let plugins = start_plugins(&journal, &[("for-team-a", Behaviour::Allow)]).await;
     let without_snapshot = |operation: StackOperation, project_id: &str| {
-        registry.member(pb::RunPreOperationsRequest {
+        let request = registry.member(pb::RunPreOperationsRequest {
             operation: operation as i32,
             project_id: project_id.to_owned(),
             stack: None,
             previous: None,
             snapshot_on_demand: true,
-        })
+        });
+        let mut runner = registry.runner();
+        async move {
+            runner
+                .run_pre_operations(request)
+                .await
+                .expect("ran")
+                .into_inner()
+        }
     };
     // No plugin registered: allowed at once, nothing to gather.
-    let answer = registry
-        .runner()
-        .run_pre_operations(without_snapshot(StackOperation::Create, "team-a"))
-        .await
-        .expect("ran")
-        .into_inner();
+    let answer = without_snapshot(StackOperation::Create, "team-a").await;
     assert!(answer.allowed && !answer.snapshot_needed, "{answer:?}");
     assert!(answer.calls.is_empty());
 
@@ -593,12 +596,7 @@ async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
         })
         .await;
     // The plugin applies: the snapshot is asked for and nothing is called.
-    let answer = registry
-        .runner()
-        .run_pre_operations(without_snapshot(StackOperation::Create, "team-a"))
-        .await
-        .expect("ran")
-        .into_inner();
+    let answer = without_snapshot(StackOperation::Create, "team-a").await;
     assert!(answer.snapshot_needed && !answer.allowed, "{answer:?}");
     assert!(answer.calls.is_empty() && answer.post_operation_plugins.is_empty());
     assert!(
@@ -610,12 +608,7 @@ async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
         (StackOperation::Create, "team-b"),
         (StackOperation::Delete, "team-a"),
     ] {
-        let answer = registry
-            .runner()
-            .run_pre_operations(without_snapshot(operation, project_id))
-            .await
-            .expect("ran")
-            .into_inner();
+        let answer = without_snapshot(operation, project_id).await;
         assert!(answer.allowed && !answer.snapshot_needed, "{answer:?}");
     }
     // Sent again with the stack, the chain runs.

@@ -83,15 +83,31 @@ pub fn redact(url: &str) -> String {
     }
 }
 
-/// Connects, creating a SQLite file's directory if needed.
-pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
-    let backend =
-        Backend::of(url).ok_or_else(|| DatabaseError::UnsupportedUrl { url: redact(url) })?;
+/// What every pool of Ember's starts from. Idle connections are never
+/// reaped and never recycled by age: sqlx 0.9.0's pool maintenance task,
+/// which does that, can spin forever on a worker thread (its idle count
+/// wraps below zero when a release races an acquire; upstream sqlx issue
+/// 3645, fixed after 0.9.0), and with the writer pool's one connection it
+/// starved every operation. A pool keeps at most its few connections, and
+/// a connection that broke (a restarted PostgreSQL) is found by the check
+/// before each acquire and replaced.
+fn pool_options(url: &str) -> ConnectOptions {
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .sqlx_logging(false)
         .connect_timeout(Duration::from_secs(10))
-        .acquire_timeout(Duration::from_secs(30));
+        .acquire_timeout(Duration::from_secs(30))
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .test_before_acquire(true);
+    options
+}
+
+/// Connects, creating a SQLite file's directory if needed.
+pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
+    let backend =
+        Backend::of(url).ok_or_else(|| DatabaseError::UnsupportedUrl { url: redact(url) })?;
+    let mut options = pool_options(url);
     match backend {
         Backend::Sqlite => {
             if let Some(path) = sqlite_path(url)
@@ -199,11 +215,8 @@ pub async fn connect_reader(
     if !has_reader_pool(url) {
         return Ok(writer.clone());
     }
-    let mut options = ConnectOptions::new(url.to_owned());
+    let mut options = pool_options(url);
     options
-        .sqlx_logging(false)
-        .connect_timeout(Duration::from_secs(10))
-        .acquire_timeout(Duration::from_secs(30))
         .max_connections(SQLITE_READ_CONNECTIONS)
         .min_connections(1)
         .map_sqlx_sqlite_opts(|sqlite| {
@@ -288,11 +301,8 @@ impl MigrationLock {
             }
             Some(Backend::Postgres) => {
                 use sea_orm::ConnectionTrait;
-                let mut options = ConnectOptions::new(url.to_owned());
-                options
-                    .sqlx_logging(false)
-                    .max_connections(1)
-                    .min_connections(1);
+                let mut options = pool_options(url);
+                options.max_connections(1).min_connections(1);
                 without_tls_on_this_host(&mut options, url);
                 let session = Database::connect(options).await?;
                 session
@@ -436,6 +446,15 @@ macro_rules! store_suite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_pool_runs_the_idle_reaper() {
+        for url in ["sqlite:///tmp/ember.db", "postgres://u@127.0.0.1/db"] {
+            let options = pool_options(url);
+            assert_eq!(options.get_idle_timeout(), Some(None), "{url}");
+            assert_eq!(options.get_max_lifetime(), Some(None), "{url}");
+        }
+    }
 
     #[test]
     fn only_a_server_on_this_host_without_a_chosen_mode_goes_without_tls() {

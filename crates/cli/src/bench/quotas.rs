@@ -45,20 +45,17 @@ pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
             maintenance_lock: None,
         };
         // Recorded as a create does: under the stack's lease, then released.
+        let event = Event::for_stack(&stack, "Stack CREATE completed", now);
         let fence = stack_store
-            .take_stack_lease(
-                stack.id,
+            .create_stack_with_lease(
+                &stack,
+                &StackDefinition::default(),
+                &[],
+                &event,
                 engine_id,
                 "CREATE",
-                now,
                 now + chrono::Duration::seconds(60),
             )
-            .await
-            .map_err(|error| error.to_string())?
-            .ok_or("a new stack's lease is taken")?;
-        let event = Event::for_stack(&stack, "Stack CREATE completed", now);
-        stack_store
-            .create_stack(&stack, &StackDefinition::default(), &[], &event, fence)
             .await
             .map_err(|error| error.to_string())?;
         stack_store

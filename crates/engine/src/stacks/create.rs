@@ -57,20 +57,23 @@ impl StackOperations {
             .iter()
             .map(|name| Resource::initial(stack.id, name, &parsed.resource_types[name], now))
             .collect();
-        // The lease is taken before the stack exists, so no sweeper can see
-        // it in progress without an owner.
-        let stack_lease = self
-            .shared
-            .take_lease(stack.id, &stack.name, "CREATE")
-            .await?;
+        // The lease is taken in the transaction that records the stack, so
+        // no sweeper can see it in progress without an owner.
         let event = stack_event(&stack, &stack.status_reason);
-        let fence = stack_lease.fence();
-        let ((), stack_lease) = stack_lease
-            .start(
-                self.store()
-                    .create_stack(&stack, definition, &resources, &event, fence),
+        let fence = self
+            .store()
+            .create_stack_with_lease(
+                &stack,
+                definition,
+                &resources,
+                &event,
+                self.shared.engine_id,
+                "CREATE",
+                lease::expiry_after(ember_runtime::time::now(), self.shared.lease_ttl),
             )
             .await?;
+        let stack_lease =
+            lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
         let target = RunTarget::new(&stack, Arc::new(parsed), resources, fence);
         let run = Box::pin(run_create(
             self.shared.clone(),

@@ -82,7 +82,9 @@ impl StackLease {
         StackLease::held(writer, fence, ttl)
     }
 
-    fn held(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
+    /// The guard of a lease taken with a write of its own (a new stack's,
+    /// taken in the transaction that records it).
+    pub(crate) fn held(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
         let stop = CancellationToken::new();
         let settled = Arc::new(AtomicBool::new(false));
         tokio::spawn(keep_alive(

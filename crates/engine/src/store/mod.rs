@@ -153,16 +153,21 @@ impl EventListQuery {
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
     /// Records a new stack with what it is built from, its resources (all
-    /// INIT_COMPLETE) and its first event, in one transaction, under the
-    /// lease taken for it beforehand.
-    async fn create_stack(
+    /// INIT_COMPLETE) and its first event, and takes its lease for
+    /// `engine_id`, in one transaction (a new stack's lease is free): never
+    /// a lease without its stack, nor a stack in progress without its
+    /// lease. Returns the lease's fence.
+    #[allow(clippy::too_many_arguments)]
+    async fn create_stack_with_lease(
         &self,
         stack: &Stack,
         definition: &StackDefinition,
         resources: &[Resource],
         event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()>;
+        engine_id: Uuid,
+        operation: &str,
+        expires_at: DateTime<Utc>,
+    ) -> Result<LeaseFence>;
     /// A stack of `project_id` by name (live stacks only) or id (deleted
     /// ones too, as Heat shows DELETE_COMPLETE stacks by id).
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>>;

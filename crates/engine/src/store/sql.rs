@@ -153,31 +153,33 @@ fn resource_upsert() -> OnConflict {
 
 #[async_trait]
 impl StackStore for SqlStackStore {
-    async fn create_stack(
+    async fn create_stack_with_lease(
         &self,
         stack: &Stack,
         definition: &StackDefinition,
         resources: &[Resource],
         event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()> {
+        engine_id: Uuid,
+        operation: &str,
+        expires_at: DateTime<Utc>,
+    ) -> Result<LeaseFence> {
+        const FIRST_GENERATION: i64 = 1;
         let transaction = self.connection.begin().await?;
-        hold_fence(&transaction, fence).await?;
-        stacks::Entity::insert(stack_row(stack, definition))
-            .exec(&transaction)
-            .await
-            .map_err(|error| duplicate_name(error, &stack.name))?;
-        // Bounded statement sizes: SQLite allows 32766 bound values.
-        for chunk in resources.chunks(500) {
-            resources::Entity::insert_many(chunk.iter().map(resource_row))
-                .exec(&transaction)
-                .await?;
-        }
-        events::Entity::insert(event_row(event))
-            .exec(&transaction)
-            .await?;
+        stack_leases::Entity::insert(stack_leases::ActiveModel {
+            stack_id: Set(stack.id),
+            engine_id: Set(engine_id),
+            operation: Set(operation.to_owned()),
+            expires_at: Set(expires_at),
+            generation: Set(FIRST_GENERATION),
+        })
+        .exec_without_returning(&transaction)
+        .await?;
+        insert_stack(&transaction, stack, definition, resources, event).await?;
         transaction.commit().await?;
-        Ok(())
+        Ok(LeaseFence {
+            stack_id: stack.id,
+            generation: FIRST_GENERATION,
+        })
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
@@ -826,6 +828,31 @@ impl StackStore for SqlStackStore {
         transaction.commit().await?;
         Ok(())
     }
+}
+
+/// A new stack's rows: the stack with its definition, its resources and
+/// its first event.
+async fn insert_stack(
+    transaction: &DatabaseTransaction,
+    stack: &Stack,
+    definition: &StackDefinition,
+    resources: &[Resource],
+    event: &Event,
+) -> Result<()> {
+    stacks::Entity::insert(stack_row(stack, definition))
+        .exec_without_returning(transaction)
+        .await
+        .map_err(|error| duplicate_name(error, &stack.name))?;
+    // Bounded statement sizes: SQLite allows 32766 bound values.
+    for chunk in resources.chunks(500) {
+        resources::Entity::insert_many(chunk.iter().map(resource_row))
+            .exec_without_returning(transaction)
+            .await?;
+    }
+    events::Entity::insert(event_row(event))
+        .exec_without_returning(transaction)
+        .await?;
+    Ok(())
 }
 
 /// When a released lease "expired": long ago, so any take may have it.
