@@ -1,6 +1,7 @@
 //! The stack lease: the engine's internal mutex that serialises operations on
 //! one stack (Heat's "stack lock"). Taken with one conditional write that
-//! moves its generation on, renewed by a heartbeat while the operation runs,
+//! moves its generation on (a new stack's in the transaction that records
+//! the stack), renewed by a heartbeat while the operation runs,
 //! and taken over by another engine only after it expired — so a crashed
 //! engine's stacks are not stuck forever.
 //!
