@@ -16,7 +16,7 @@ use ember_engine::stacks::{
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, SqlStackStore, StackStore,
-    migrations::Migrator,
+    lease_lost, migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -143,6 +143,37 @@ async fn recorded(
     recorded_by(store, stack, Uuid::new_v4(), expires_in).await
 }
 
+/// The stack's new state (`finish`: its final state, releasing the lease)
+/// written alone, as the transition writer would in a batch of one:
+/// `Error::LeaseLost` when the fence no longer holds.
+async fn stack_write(
+    store: &Arc<dyn StackStore>,
+    stack: &Stack,
+    event: &Event,
+    fence: LeaseFence,
+    finish: bool,
+) -> ember_engine::Result<()> {
+    let (stack, event) = (stack.clone(), event.clone());
+    let write = if finish {
+        FencedWrite::Finish {
+            fence,
+            stack,
+            event,
+        }
+    } else {
+        FencedWrite::Stack {
+            fence,
+            stack,
+            event,
+        }
+    };
+    if store.record_fenced_writes(&[write]).await?.is_empty() {
+        Ok(())
+    } else {
+        Err(lease_lost(fence))
+    }
+}
+
 async fn stack_events(store: &Arc<dyn StackStore>, stack: &Stack) -> Vec<Event> {
     store
         .list_events(&EventListQuery {
@@ -194,8 +225,8 @@ async fn a_fence_that_moved_on_writes_nothing(database: &TestDatabase) {
 
     let (done, event) = complete(&stack);
     for result in [
-        store.record_stack_transition(&done, &event, old).await,
-        store.finish_stack_operation(&done, &event, old).await,
+        stack_write(&store, &done, &event, old, false).await,
+        stack_write(&store, &done, &event, old, true).await,
         store
             .begin_stack_update(&done, &StackDefinition::default(), &[], &event, old)
             .await,
@@ -256,8 +287,7 @@ async fn a_fence_that_moved_on_writes_nothing(database: &TestDatabase) {
 
     // The new holder writes; the old one cannot release it.
     store.release_stack_lease(old).await.expect("no-op");
-    store
-        .record_stack_transition(&done, &event, new)
+    stack_write(&store, &done, &event, new, false)
         .await
         .expect("the new holder writes");
 }
@@ -283,7 +313,7 @@ async fn the_sweep_never_overwrites_a_finished_stack(database: &TestDatabase) {
         assert_eq!(candidate.holder, Some(engine));
         let (done, event) = complete(&stack);
         let (finish, sweep) = tokio::join!(
-            holder_pool.finish_stack_operation(&done, &event, fence),
+            stack_write(&holder_pool, &done, &event, fence, true),
             sweeper_pool.fail_orphaned_stack(
                 &candidate,
                 sweeper,
@@ -643,8 +673,8 @@ async fn one_batch_commits_every_stacks_writes_under_its_own_fence(database: &Te
     );
     assert!(take(moving.id).await.is_none(), "still held");
     assert!(take(stale.id).await.is_none(), "the new holder keeps it");
-    store
-        .record_stack_transition(&stale, &Event::for_stack(&stale, "held", now), taken_over)
+    let held = Event::for_stack(&stale, "held", now);
+    stack_write(&store, &stale, &held, taken_over, false)
         .await
         .expect("the new holder writes");
 }

@@ -50,7 +50,7 @@ impl TransitionWriter {
         &self.store
     }
 
-    /// Transitions waiting for the next batch.
+    /// Writes waiting for the next batch.
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Relaxed)
     }

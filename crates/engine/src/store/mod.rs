@@ -202,38 +202,8 @@ pub trait StackStore: Send + Sync + 'static {
         transitions: &[(Resource, Event)],
         fence: LeaseFence,
     ) -> Result<()>;
-    /// Ends an operation: writes the stack's final state and event and
-    /// releases the lease, in one transaction — so whoever sees the final
-    /// state can start the next operation at once.
-    async fn finish_stack_operation(
-        &self,
-        stack: &Stack,
-        event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()> {
-        self.record_fenced_write(FencedWrite::Finish {
-            fence,
-            stack: stack.clone(),
-            event: event.clone(),
-        })
-        .await
-    }
     /// Records events that change no state (plugin calls, refused signals).
     async fn record_events(&self, events: &[Event]) -> Result<()>;
-    /// Writes the stack's new state and its event in one transaction.
-    async fn record_stack_transition(
-        &self,
-        stack: &Stack,
-        event: &Event,
-        fence: LeaseFence,
-    ) -> Result<()> {
-        self.record_fenced_write(FencedWrite::Stack {
-            fence,
-            stack: stack.clone(),
-            event: event.clone(),
-        })
-        .await
-    }
     /// Writes resources' new states and their events in one transaction,
     /// each under its own stack's fence (a batch may span stacks).
     /// Transitions whose fence no longer holds are not written; their
@@ -253,16 +223,6 @@ pub trait StackStore: Send + Sync + 'static {
     /// each under its own fence: the writes whose fence no longer holds are
     /// not written and their fences are returned; the rest is committed.
     async fn record_fenced_writes(&self, writes: &[FencedWrite]) -> Result<Vec<LeaseFence>>;
-    /// One fenced write alone: `Error::LeaseLost` if its fence no longer
-    /// holds.
-    async fn record_fenced_write(&self, write: FencedWrite) -> Result<()> {
-        let fence = write.fence();
-        if self.record_fenced_writes(&[write]).await?.is_empty() {
-            Ok(())
-        } else {
-            Err(lease_lost(fence))
-        }
-    }
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
     /// Stores a snapshot of a stack (deleting the stack deletes them).
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;
