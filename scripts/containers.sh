@@ -131,6 +131,20 @@ ember_containers_start() {
             ember_containers_as_root ip netns add "$netns" >&2 || return 1
         fi
         ember_containers_as_root nsenter --net="/run/netns/$netns" ip link set lo up >&2 || return 1
+        # Containers' resolv.conf lists aardvark-dns, then the host's
+        # nameservers, which this namespace cannot reach: a lookup that fell
+        # through to them (aardvark-dns answers nothing while it reloads,
+        # as a container starts or stops) waited in silence, 5 s per try.
+        # As local addresses here they refuse at once instead.
+        local nameserver
+        for nameserver in $(awk '$1 == "nameserver" { print $2 }' /etc/resolv.conf 2>/dev/null); do
+            case "$nameserver" in
+                *:*) ember_containers_as_root nsenter --net="/run/netns/$netns" \
+                    ip -6 addr replace "$nameserver/128" dev lo 2>/dev/null || true ;;
+                *) ember_containers_as_root nsenter --net="/run/netns/$netns" \
+                    ip addr replace "$nameserver/32" dev lo >&2 || return 1 ;;
+            esac
+        done
         rm -f "$dir/podman.sock"
         # Detached from this shell: it outlives the script that started it,
         # until `scripts/containers.sh stop`.

@@ -27,4 +27,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
     done
     runuser -u postgres -- pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
 fi
-exec runuser -u postgres -- postgres -D "$PGDATA"
+# setpriv execs (runuser would stay as PID 1 and keep the stop signal from
+# the server): `docker stop` is PostgreSQL's fast shutdown, as in the
+# official image.
+exec setpriv --reuid=postgres --regid=postgres --init-groups -- postgres -D "$PGDATA"

@@ -250,6 +250,13 @@ pub fn never_sent(status: &tonic::Status) -> bool {
     false
 }
 
+/// What a failed call says, with the causes a transport failure keeps
+/// behind its own text ("dns error: failed to lookup address information:
+/// Name or service not known" rather than "dns error").
+pub fn failure(status: &tonic::Status) -> String {
+    crate::error::with_causes(status.message(), std::error::Error::source(status))
+}
+
 /// Makes `call` again, backing off, while it fails [`never_sent`] and
 /// `patience` has not run out; any other outcome is returned as it is.
 /// `call` builds its request anew each time (requests are consumed).
@@ -477,6 +484,12 @@ mod tests {
             .unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
+        // Nothing left: a retry is safe. And the text says why, not only
+        // "dns error".
+        assert!(never_sent(&status), "{status:?}");
+        let text = failure(&status);
+        assert!(text.starts_with("dns error: "), "{text}");
+        assert!(text.len() > "dns error: ".len() + 10, "{text}");
     }
 
     #[tokio::test]

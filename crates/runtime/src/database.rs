@@ -88,9 +88,11 @@ pub fn redact(url: &str) -> String {
 /// which does that, can spin forever on a worker thread (its idle count
 /// wraps below zero when a release races an acquire; upstream sqlx issue
 /// 3645, fixed after 0.9.0), and with the writer pool's one connection it
-/// starved every operation. A pool keeps at most its few connections, and
-/// a connection that broke (a restarted PostgreSQL) is found by the check
-/// before each acquire and replaced.
+/// starved every operation. A pool keeps at most its few connections; a
+/// PostgreSQL connection that broke (a restarted or moved server) is found
+/// by the ping before each acquire and replaced (see [`ping_before_acquire`]).
+/// A SQLite connection is a file: nothing between it and the database can
+/// break, and a ping would be one more hand-off to its thread per acquire.
 fn pool_options(url: &str) -> ConnectOptions {
     let mut options = ConnectOptions::new(url.to_owned());
     options
@@ -99,8 +101,40 @@ fn pool_options(url: &str) -> ConnectOptions {
         .acquire_timeout(Duration::from_secs(30))
         .idle_timeout(None)
         .max_lifetime(None)
-        .test_before_acquire(true);
+        .test_before_acquire(false);
+    if Backend::of(url) == Some(Backend::Postgres) {
+        ping_before_acquire(&mut options);
+    }
     options
+}
+
+/// How long a pooled PostgreSQL connection has to answer the ping before
+/// it is handed out.
+pub const PING_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Each PostgreSQL connection is pinged before it is handed out, and one
+/// that does not answer within [`PING_PATIENCE`] is dropped and replaced.
+/// sqlx's own check waits for the answer without limit: a server that
+/// vanished without closing its connections (a container killed and its
+/// address gone, a failover to another host) never answers, and every
+/// acquire that picked such a connection waited out the whole acquire
+/// timeout (30 s) and failed, one dead connection after another.
+fn ping_before_acquire(options: &mut ConnectOptions) {
+    use sea_orm::sqlx::Connection as _;
+    options.map_sqlx_postgres_before_acquire(|connection, _| {
+        Box::pin(async move {
+            match tokio::time::timeout(PING_PATIENCE, connection.ping()).await {
+                Ok(answered) => answered.map(|()| true),
+                Err(_) => Err(sea_orm::sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "the connection did not answer a ping within {} s",
+                        PING_PATIENCE.as_secs()
+                    ),
+                ))),
+            }
+        })
+    });
 }
 
 /// Connects, creating a SQLite file's directory if needed.
@@ -445,6 +479,10 @@ macro_rules! store_suite {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
     use super::*;
 
     #[test]
@@ -511,6 +549,110 @@ mod tests {
             .expect("this backend's row");
         let ssl: bool = row.try_get_by_index(0).expect("ssl column");
         assert!(!ssl, "TLS over loopback");
+    }
+
+    /// A TCP relay to PostgreSQL whose connections can all go silent at
+    /// once, as when the server's host vanished: nothing more is relayed
+    /// and nothing is closed. Connections made afterwards are relayed.
+    struct VanishingRelay {
+        address: std::net::SocketAddr,
+        generation: Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl VanishingRelay {
+        async fn to(server: String) -> VanishingRelay {
+            use std::sync::atomic::Ordering;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let current = generation.clone();
+            tokio::spawn(async move {
+                while let Ok((client, _)) = listener.accept().await {
+                    let Ok(upstream) = tokio::net::TcpStream::connect(&server).await else {
+                        continue;
+                    };
+                    let born = current.load(Ordering::SeqCst);
+                    let (client_read, client_write) = client.into_split();
+                    let (upstream_read, upstream_write) = upstream.into_split();
+                    for (mut from, mut to) in [
+                        (
+                            Box::new(client_read) as Box<dyn AsyncRead + Send + Unpin>,
+                            Box::new(upstream_write) as Box<dyn AsyncWrite + Send + Unpin>,
+                        ),
+                        (Box::new(upstream_read), Box::new(client_write)),
+                    ] {
+                        let current = current.clone();
+                        tokio::spawn(async move {
+                            let mut buffer = vec![0u8; 16 * 1024];
+                            loop {
+                                let Ok(read) = from.read(&mut buffer).await else {
+                                    return;
+                                };
+                                if read == 0 {
+                                    return;
+                                }
+                                if current.load(Ordering::SeqCst) != born {
+                                    // Silent from now on, with both ends kept open.
+                                    std::future::pending::<()>().await;
+                                }
+                                if to.write_all(&buffer[..read]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        });
+                    }
+                }
+            });
+            VanishingRelay {
+                address,
+                generation,
+            }
+        }
+
+        fn vanish(&self) {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_postgres_connection_that_went_silent_is_replaced_within_the_ping_patience() {
+        let Ok(url) = std::env::var("EMBER_TEST_DATABASE_URL") else {
+            eprintln!("not run: EMBER_TEST_DATABASE_URL is not set");
+            return;
+        };
+        let options: sea_orm::sqlx::postgres::PgConnectOptions =
+            url.parse().expect("a PostgreSQL URL");
+        let server = format!("{}:{}", options.get_host(), options.get_port());
+        assert!(
+            url.contains(&server),
+            "EMBER_TEST_DATABASE_URL names no host:port to relay: {}",
+            redact(&url)
+        );
+        let relay = VanishingRelay::to(server.clone()).await;
+        let relayed = url.replacen(&server, &relay.address.to_string(), 1);
+        let pool = connect(&relayed).await.expect("connects through the relay");
+        use sea_orm::ConnectionTrait;
+        pool.execute_unprepared("SELECT 1")
+            .await
+            .expect("a first query");
+        // Every connection back in the pool (they return on a task of
+        // their own), so the next acquire picks one the relay silences.
+        let sqlx_pool = pool.get_postgres_connection_pool();
+        while sqlx_pool.num_idle() < sqlx_pool.size() as usize {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+
+        relay.vanish();
+        let started = std::time::Instant::now();
+        pool.execute_unprepared("SELECT 1")
+            .await
+            .expect("a query on a new connection");
+        let waited = started.elapsed();
+        assert!(
+            waited >= PING_PATIENCE && waited < PING_PATIENCE + Duration::from_secs(5),
+            "the silent connection was replaced after {waited:?}"
+        );
     }
 
     #[test]

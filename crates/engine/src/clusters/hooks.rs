@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_client::LifecycleHookInternalServiceClient;
 use ember_runtime::Identity;
-use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, retry_unsent};
+use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::time::to_timestamp;
 use tonic::transport::Channel;
@@ -170,5 +170,5 @@ impl HookClient {
 }
 
 fn unavailable(status: tonic::Status) -> Error {
-    Error::Unavailable(format!("lifecycle-hook: {}", status.message()))
+    Error::Unavailable(format!("lifecycle-hook: {}", failure(&status)))
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 use ember_proto::pluginregistry::v1 as runner_pb;
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
-use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, retry_unsent};
+use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
 use ember_runtime::identity::InternalCredential;
 use tonic::transport::Channel;
 use uuid::Uuid;
@@ -140,7 +140,7 @@ pub async fn before(
             }
         }
         Err(status) => {
-            let reason = format!("the plugin registry is unavailable: {}", status.message());
+            let reason = format!("the plugin registry is unavailable: {}", failure(&status));
             record_registry_failure(shared, stack, &reason).await;
             match unavailable {
                 RegistryUnavailable::Fail => Err(reason),
@@ -201,7 +201,7 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
         Err(status) => {
             let reason = format!(
                 "post-operations not delivered: the plugin registry is unavailable: {}",
-                status.message()
+                failure(&status)
             );
             record_registry_failure(shared, stack, &reason).await;
         }
