@@ -639,7 +639,12 @@ mod tests {
         // Every connection back in the pool (they return on a task of
         // their own), so the next acquire picks one the relay silences.
         let sqlx_pool = pool.get_postgres_connection_pool();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while sqlx_pool.num_idle() < sqlx_pool.size() as usize {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "connections not back in the pool after 5 s"
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
 

@@ -163,22 +163,15 @@ impl StackStore for SqlStackStore {
         operation: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<LeaseFence> {
-        const FIRST_GENERATION: i64 = 1;
         let transaction = self.connection.begin().await?;
-        stack_leases::Entity::insert(stack_leases::ActiveModel {
-            stack_id: Set(stack.id),
-            engine_id: Set(engine_id),
-            operation: Set(operation.to_owned()),
-            expires_at: Set(expires_at),
-            generation: Set(FIRST_GENERATION),
-        })
-        .exec_without_returning(&transaction)
-        .await?;
+        stack_leases::Entity::insert(first_lease(stack.id, engine_id, operation, expires_at))
+            .exec_without_returning(&transaction)
+            .await?;
         insert_stack(&transaction, stack, definition, resources, event).await?;
         transaction.commit().await?;
         Ok(LeaseFence {
             stack_id: stack.id,
-            generation: FIRST_GENERATION,
+            generation: FIRST_LEASE_GENERATION,
         })
     }
 
@@ -518,13 +511,7 @@ impl StackStore for SqlStackStore {
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> Result<Option<LeaseFence>> {
-        let row = stack_leases::ActiveModel {
-            stack_id: Set(stack_id),
-            engine_id: Set(engine_id),
-            operation: Set(operation.to_owned()),
-            expires_at: Set(expires_at),
-            generation: Set(1),
-        };
+        let row = first_lease(stack_id, engine_id, operation, expires_at);
         // Insert, or take over an expired (or released) lease — never an
         // unexpired one — moving the generation on in the same statement.
         let taken = stack_leases::Entity::insert(row)
@@ -830,6 +817,25 @@ impl StackStore for SqlStackStore {
     }
 }
 
+/// The generation of a stack's first lease; each take moves it on.
+const FIRST_LEASE_GENERATION: i64 = 1;
+
+/// A stack's first lease row, held by `engine_id` for `operation`.
+fn first_lease(
+    stack_id: Uuid,
+    engine_id: Uuid,
+    operation: &str,
+    expires_at: DateTime<Utc>,
+) -> stack_leases::ActiveModel {
+    stack_leases::ActiveModel {
+        stack_id: Set(stack_id),
+        engine_id: Set(engine_id),
+        operation: Set(operation.to_owned()),
+        expires_at: Set(expires_at),
+        generation: Set(FIRST_LEASE_GENERATION),
+    }
+}
+
 /// A new stack's rows: the stack with its definition, its resources and
 /// its first event.
 async fn insert_stack(
@@ -987,7 +993,6 @@ async fn hold_fence(transaction: &DatabaseTransaction, fence: LeaseFence) -> Res
     }
 }
 
-/// Releases the lease `fence` holds; returns whether it still held.
 /// Takes an orphan's lease over for `engine_id`: only from the generation
 /// the sweep saw, and only while it is still expired; its old holder's
 /// writes are fenced out from here on. Returns the new generation, or
@@ -1002,13 +1007,7 @@ async fn take_over_lease(
 ) -> Result<Option<i64>> {
     let stack_id = candidate.stack.id;
     if candidate.generation == 0 {
-        let row = stack_leases::ActiveModel {
-            stack_id: Set(stack_id),
-            engine_id: Set(engine_id),
-            operation: Set(operation.to_owned()),
-            expires_at: Set(expires_at),
-            generation: Set(1),
-        };
+        let row = first_lease(stack_id, engine_id, operation, expires_at);
         let inserted = matches!(
             stack_leases::Entity::insert(row)
                 .on_conflict_do_nothing()
@@ -1016,7 +1015,7 @@ async fn take_over_lease(
                 .await?,
             sea_orm::TryInsertResult::Inserted(1)
         );
-        return Ok(inserted.then_some(1));
+        return Ok(inserted.then_some(FIRST_LEASE_GENERATION));
     }
     let taken = stack_leases::Entity::update_many()
         .col_expr(stack_leases::Column::EngineId, Expr::value(engine_id))
@@ -1036,6 +1035,7 @@ async fn take_over_lease(
     Ok(taken.then_some(candidate.generation + 1))
 }
 
+/// Releases the lease `fence` holds; returns whether it still held.
 async fn release_lease(connection: &impl ConnectionTrait, fence: LeaseFence) -> Result<bool> {
     let released = stack_leases::Entity::update_many()
         .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
