@@ -411,6 +411,45 @@ async fn a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires(databa
     shutdown.cancel();
 }
 
+async fn a_lease_that_expired_while_a_sweep_pass_ran_is_swept_at_once(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let stack = replicas.create_on_a("crashed", CREATE_CHAIN).await;
+    reaches(&replicas.store, &stack, "slow", "CREATE_IN_PROGRESS").await;
+    // A died; its lease ran out a moment ago.
+    let now = ember_runtime::time::now();
+    let expired = now - chrono::Duration::milliseconds(100);
+    replicas
+        .run_sql(
+            "UPDATE stack_leases SET generation = generation + 1, expires_at = $1 WHERE stack_id = $2",
+            vec![expired.into(), stack.id.into()],
+        )
+        .await;
+    let period = Duration::from_secs(10);
+    // A pass that began before the expiry did not see it: the next one
+    // comes at once, not a period later.
+    let pass_began_before = now - chrono::Duration::seconds(1);
+    let pause = replicas.b.until_next_sweep(period, pass_began_before).await;
+    assert!(pause < Duration::from_millis(100), "{pause:?}");
+    // A pass that began after it had it among its candidates: no lease
+    // left to wait for, the sweep sleeps its period.
+    let pause = replicas.b.until_next_sweep(period, now).await;
+    assert_eq!(pause, period);
+    assert_eq!(
+        replicas.b.recover_orphaned_stacks().await.expect("swept"),
+        Swept {
+            resumed: 1,
+            failed: 0
+        }
+    );
+    let done = settled(&replicas.store, &stack).await;
+    assert_eq!(
+        done.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+}
+
 /// `first` is replaced, `slow` updated in place (1 s), `replaced` replaced,
 /// `gone` removed and `added` added when `v` moves from a to b and the
 /// template from [`UPDATE_FROM`] to [`UPDATE_TO`].
@@ -707,6 +746,7 @@ ember_runtime::store_suite!(
     a_dead_engines_suspend_is_resumed_without_suspending_twice,
     a_dead_engines_restore_is_failed_with_why,
     a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires,
+    a_lease_that_expired_while_a_sweep_pass_ran_is_swept_at_once,
     an_update_handed_back_at_shutdown_is_resumed_by_another_engine,
     a_dead_engines_update_is_resumed_once_its_lease_expires,
     a_rollback_handed_back_at_shutdown_is_resumed_by_another_engine,

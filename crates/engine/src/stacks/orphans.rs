@@ -23,6 +23,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::actions::StackWideAction;
 use super::lease::{StackLease, expiry_after};
 use super::{StackOperations, actions, create, delete, stack_event, update};
@@ -310,13 +312,18 @@ impl StackOperations {
     /// How long the sweep sleeps: until just after the soonest lease of a
     /// stack in progress expires — a holder that is alive renews it before,
     /// one that died is taken over then, not up to a period later — and at
-    /// most `period`.
-    async fn until_next_sweep(&self, period: Duration) -> Duration {
+    /// most `period`. Leases are looked at from `since`, when the pass that
+    /// just ran began: one that expired while it ran was not among its
+    /// candidates and is swept at once (looking from now, it waited a whole
+    /// period: a take-over 10 s late in a compose run); one that expired
+    /// before was, and left alone for a reason.
+    pub async fn until_next_sweep(&self, period: Duration, since: DateTime<Utc>) -> Duration {
         let now = ember_runtime::time::now();
-        match self.store().next_lease_expiry(now).await {
-            Ok(Some(expiry)) => (expiry - now).to_std().map_or(period, |wait| {
+        match self.store().next_lease_expiry(since).await {
+            Ok(Some(expiry)) => {
+                let wait = (expiry - now).to_std().unwrap_or(Duration::ZERO);
                 (wait + Duration::from_millis(20)).min(period)
-            }),
+            }
             Ok(None) => period,
             Err(error) => {
                 tracing::warn!(%error, "cannot read the next lease expiry");
@@ -372,10 +379,11 @@ impl StackOperations {
         let operations = self.clone();
         tokio::spawn(async move {
             loop {
+                let pass_started = ember_runtime::time::now();
                 if let Err(error) = operations.recover_orphaned_stacks().await {
                     tracing::warn!(%error, "sweeping orphaned stacks failed");
                 }
-                let pause = operations.until_next_sweep(period).await;
+                let pause = operations.until_next_sweep(period, pass_started).await;
                 tokio::select! {
                     () = shutdown.cancelled() => return,
                     () = tokio::time::sleep(pause) => {}
