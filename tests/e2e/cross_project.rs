@@ -286,7 +286,7 @@ async fn router_paths() -> Vec<String> {
             clock_skew: Duration::from_secs(60),
             auth: ember_api_gateway::AuthMode::BuiltIn { database_url },
             identity: ember_api_gateway::IdentitySettings::default(),
-            engine_in_process: None,
+            peers: ember_runtime::in_process::Peers::default(),
         },
         stop.clone(),
     )

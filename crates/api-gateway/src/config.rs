@@ -269,7 +269,7 @@ impl GatewaySection {
                 region: self.region.clone(),
                 token_ttl: Duration::from_secs(auth.identity_token_ttl_secs),
             },
-            engine_in_process: None,
+            peers: ember_runtime::in_process::Peers::default(),
         }
     }
 }
@@ -293,9 +293,9 @@ pub struct Config {
     pub auth: AuthMode,
     /// How the Keystone front door describes this cloud.
     pub identity: IdentitySettings,
-    /// An engine in the same process (`ember dev`): reached over in-memory
-    /// pipes instead of `engine_url`.
-    pub engine_in_process: Option<ember_runtime::in_process::InProcessConnector>,
+    /// Services in the same process (`ember dev`): called directly instead
+    /// of at their URLs.
+    pub peers: ember_runtime::in_process::Peers,
 }
 
 /// Where identities come from.

@@ -80,11 +80,8 @@ impl GatewayState {
             &config.lifecycle_hook_url,
             &config.plugin_registry_url,
         )
-        .map_err(|error| StartError::Config(error.to_string()))?;
-        let upstreams = match &config.engine_in_process {
-            Some(connector) => upstreams.with_engine_in_process(connector),
-            None => upstreams,
-        };
+        .map_err(|error| StartError::Config(error.to_string()))?
+        .with_peers(&config.peers);
         let signer = TokenSigner::new(&config.signing_key).with_clock_skew(config.clock_skew);
         let (authenticator, identity_grpc) = match &config.auth {
             AuthMode::BuiltIn { database_url } => {

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use tonic::transport::{Channel, Endpoint};
+use ember_runtime::in_process::{Peers, Upstream};
+use tonic::transport::Endpoint;
 
 /// The public gRPC services, by upstream. Reflection on the gateway lists
 /// exactly these (plus health and reflection).
@@ -37,13 +38,14 @@ pub fn public_service_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// Lazily connected channels to the internal services, each spread over
-/// every replica its host name resolves to (`ember_runtime::channel`).
+/// The internal services: lazily connected channels, each spread over
+/// every replica its host name resolves to (`ember_runtime::channel`), or
+/// the service itself when it runs in this process.
 #[derive(Clone, Debug)]
 pub struct Upstreams {
-    pub engine: Channel,
-    pub lifecycle_hook: Channel,
-    pub plugin_registry: Channel,
+    pub engine: Upstream,
+    pub lifecycle_hook: Upstream,
+    pub plugin_registry: Upstream,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -71,18 +73,23 @@ impl Upstreams {
         })
     }
 
-    /// The engine reached over in-memory pipes (an engine in this
-    /// process) instead of its URL.
-    pub fn with_engine_in_process(
-        mut self,
-        connector: &ember_runtime::in_process::InProcessConnector,
-    ) -> Upstreams {
-        self.engine = connector.channel(configure_endpoint);
+    /// The services in this process called directly instead of at their
+    /// URLs.
+    pub fn with_peers(mut self, peers: &Peers) -> Upstreams {
+        for (upstream, peer) in [
+            (&mut self.engine, &peers.engine),
+            (&mut self.lifecycle_hook, &peers.lifecycle_hook),
+            (&mut self.plugin_registry, &peers.plugin_registry),
+        ] {
+            if let Some(connector) = peer {
+                *upstream = connector.upstream();
+            }
+        }
         self
     }
 
     /// Every upstream with its service name.
-    pub fn named(&self) -> impl Iterator<Item = (&'static str, Channel)> {
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, Upstream)> {
         [
             ("engine", self.engine.clone()),
             ("lifecycle-hook", self.lifecycle_hook.clone()),
@@ -92,7 +99,7 @@ impl Upstreams {
     }
 
     /// The channel serving a gRPC path, if the service is public.
-    pub fn for_path(&self, path: &str) -> Option<&Channel> {
+    pub fn for_path(&self, path: &str) -> Option<&Upstream> {
         let service = path.strip_prefix('/')?.split('/').next()?;
         if ENGINE_SERVICES.contains(&service) {
             Some(&self.engine)
@@ -120,10 +127,12 @@ fn configure_endpoint(endpoint: Endpoint) -> Endpoint {
         .keep_alive_while_idle(true)
 }
 
-fn channel(name: &'static str, url: &str) -> Result<Channel, UpstreamUrlError> {
-    ember_runtime::channel::balanced(url, configure_endpoint).map_err(|error| UpstreamUrlError {
-        name,
-        url: url.to_owned(),
-        reason: error.to_string(),
-    })
+fn channel(name: &'static str, url: &str) -> Result<Upstream, UpstreamUrlError> {
+    ember_runtime::channel::balanced(url, configure_endpoint)
+        .map(Upstream::from)
+        .map_err(|error| UpstreamUrlError {
+            name,
+            url: url.to_owned(),
+            reason: error.to_string(),
+        })
 }

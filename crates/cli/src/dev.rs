@@ -1,6 +1,8 @@
 //! Running Ember: all four services in one process (`ember dev`, tests,
-//! benchmarks) or one service alone (`ember serve`). In-process services
-//! still talk gRPC over loopback, exactly as separate containers do.
+//! benchmarks) or one service alone (`ember serve`). Services in one
+//! process call each other's gRPC routes directly (see
+//! `ember_runtime::in_process`); each still serves its port, as a separate
+//! container does.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -8,6 +10,7 @@ use std::time::Duration;
 
 use ember_runtime::Identity;
 use ember_runtime::auth::{TokenSigner, random_secret};
+use ember_runtime::in_process::Links;
 use ember_runtime::server::StartError;
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
@@ -54,52 +57,38 @@ pub async fn serve_one(
     serve_one_with(service, config, secrets, listener, None, shutdown).await
 }
 
-/// [`serve_one`], the gateway reaching the engine through `engine_pipe`
-/// when both run in this process.
+/// [`serve_one`], the service serving its end of `links` and calling the
+/// others through theirs when they run in this process.
 pub async fn serve_one_with(
     service: ServiceName,
     config: &EmberConfig,
     secrets: &Secrets,
     listener: TcpListener,
-    engine_pipe: Option<&EnginePipe>,
+    links: Option<&Links>,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
+    let peers = links.map(Links::peers).unwrap_or_default();
     match service {
         ServiceName::ApiGateway => {
             let mut gateway = config.gateway(secrets);
-            gateway.engine_in_process = engine_pipe.map(|pipe| pipe.connector.clone());
+            gateway.peers = peers;
             ember_api_gateway::serve(gateway, listener, shutdown).await
         }
         ServiceName::Engine => {
             let mut engine = config.engine(secrets);
-            engine.in_process = engine_pipe.map(|pipe| pipe.listener.clone());
+            engine.in_process = links.map(|links| links.engine.1.clone());
+            engine.peers = peers;
             ember_engine::serve(engine, listener, shutdown).await
         }
         ServiceName::LifecycleHook => {
-            ember_lifecycle_hook::serve(config.lifecycle_hook(secrets), listener, shutdown).await
+            let mut lifecycle_hook = config.lifecycle_hook(secrets);
+            lifecycle_hook.in_process = links.map(|links| links.lifecycle_hook.1.clone());
+            ember_lifecycle_hook::serve(lifecycle_hook, listener, shutdown).await
         }
         ServiceName::PluginRegistry => {
-            ember_plugin_registry::serve(config.plugin_registry(secrets), listener, shutdown).await
-        }
-    }
-}
-
-/// The gateway's in-memory way to the engine when both run in one
-/// process (see `ember_runtime::in_process`).
-#[derive(Debug, Clone)]
-pub struct EnginePipe {
-    /// The gateway's side: opens connections.
-    connector: ember_runtime::in_process::InProcessConnector,
-    /// The engine's side: accepts them.
-    listener: ember_runtime::in_process::InProcessListener,
-}
-
-impl Default for EnginePipe {
-    fn default() -> EnginePipe {
-        let (connector, listener) = ember_runtime::in_process::pipe();
-        EnginePipe {
-            connector,
-            listener,
+            let mut plugin_registry = config.plugin_registry(secrets);
+            plugin_registry.in_process = links.map(|links| links.plugin_registry.1.clone());
+            ember_plugin_registry::serve(plugin_registry, listener, shutdown).await
         }
     }
 }
@@ -159,7 +148,7 @@ impl RunningEmber {
 
         let shutdown = CancellationToken::new();
         let mut tasks = JoinSet::new();
-        let engine_pipe = EnginePipe::default();
+        let links = Links::default();
         for (service, listener) in [
             (ServiceName::Engine, engine),
             (ServiceName::LifecycleHook, lifecycle_hook),
@@ -169,17 +158,11 @@ impl RunningEmber {
             let config = config.clone();
             let secrets = secrets.clone();
             let shutdown = shutdown.clone();
-            let engine_pipe = engine_pipe.clone();
+            let links = links.clone();
             tasks.spawn(async move {
-                let result = serve_one_with(
-                    service,
-                    &config,
-                    &secrets,
-                    listener,
-                    Some(&engine_pipe),
-                    shutdown,
-                )
-                .await;
+                let result =
+                    serve_one_with(service, &config, &secrets, listener, Some(&links), shutdown)
+                        .await;
                 (service, result)
             });
         }

@@ -155,6 +155,7 @@ impl EngineSection {
                 self.public_url.clone()
             },
             in_process: None,
+            peers: ember_runtime::in_process::Peers::default(),
         }
     }
 }
@@ -413,9 +414,12 @@ pub struct Config {
     /// The gateway's URL as users reach it, for the URLs the engine hands
     /// out (wait condition signal URLs).
     pub public_url: String,
-    /// Calls from a gateway in the same process (`ember dev`), served over
-    /// in-memory pipes beside the TCP listener.
+    /// Calls from services in the same process (`ember dev`), served
+    /// beside the TCP listener.
     pub in_process: Option<ember_runtime::in_process::InProcessListener>,
+    /// The plugin registry and lifecycle-hook when they run in the same
+    /// process: called directly instead of at their URLs.
+    pub peers: ember_runtime::in_process::Peers,
 }
 
 #[cfg(test)]

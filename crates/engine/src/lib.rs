@@ -145,6 +145,7 @@ pub async fn serve(
     } else {
         stacks::PluginGate::connect(
             &config.plugin_registry_url,
+            config.peers.plugin_registry.as_ref(),
             &config.internal_credential,
             config.plugin_registry_unavailable,
         )
@@ -195,6 +196,7 @@ pub async fn serve(
     };
     let hook_client = clusters::hooks::HookClient::connect_lazy(
         &config.lifecycle_hook_url,
+        config.peers.lifecycle_hook.as_ref(),
         InternalCredential::new(&config.internal_credential),
     )
     .map_err(StartError::Config)?;

@@ -38,6 +38,7 @@ impl Registry {
             database_url: sqlite_url(&data_dir.path().join("plugin-registry.db")),
             internal_credential: CREDENTIAL.to_owned(),
             request_timeout: Duration::from_secs(30),
+            in_process: None,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -171,8 +172,8 @@ async fn plugins_run_in_order_around_an_operation_and_get_their_post_operation()
         .expect("plugin");
     registry.register(&second, 20, pb::FailureMode::Fail).await;
     registry.register(&first, 10, pb::FailureMode::Fail).await;
-    let gate =
-        PluginGate::connect(&registry.url, CREDENTIAL, RegistryUnavailable::Fail).expect("gate");
+    let gate = PluginGate::connect(&registry.url, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
     let (operations, _data) = operations(gate).await;
 
     operations
@@ -242,8 +243,8 @@ async fn a_deny_stops_the_chain_unwinds_in_reverse_and_creates_nothing() {
     registry.register(&two, 2, pb::FailureMode::Fail).await;
     registry.register(&quota, 3, pb::FailureMode::Fail).await;
     registry.register(&never, 4, pb::FailureMode::Fail).await;
-    let gate =
-        PluginGate::connect(&registry.url, CREDENTIAL, RegistryUnavailable::Fail).expect("gate");
+    let gate = PluginGate::connect(&registry.url, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
     let (operations, _data) = operations(gate).await;
 
     operations
@@ -282,8 +283,8 @@ async fn every_operation_path_calls_the_plugins_with_its_operation() {
         .await
         .expect("plugin");
     registry.register(&audit, 1, pb::FailureMode::Warn).await;
-    let gate =
-        PluginGate::connect(&registry.url, CREDENTIAL, RegistryUnavailable::Fail).expect("gate");
+    let gate = PluginGate::connect(&registry.url, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
     let (operations, _data) = operations(gate).await;
 
     operations
@@ -363,8 +364,8 @@ async fn a_failed_operation_gives_post_operations_the_failed_flag() {
         .await
         .expect("plugin");
     registry.register(&watcher, 1, pb::FailureMode::Fail).await;
-    let gate =
-        PluginGate::connect(&registry.url, CREDENTIAL, RegistryUnavailable::Fail).expect("gate");
+    let gate = PluginGate::connect(&registry.url, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
     let (operations, _data) = operations(gate).await;
     let failing = "heat_template_version: 2021-04-16\nresources:\n  bad: {type: OS::Heat::TestResource, properties: {fail: true}}\n";
     operations
@@ -390,8 +391,8 @@ async fn a_failed_operation_gives_post_operations_the_failed_flag() {
 #[tokio::test]
 async fn an_unreachable_registry_fails_the_operation_unless_configured_to_allow() {
     let unreachable = "http://127.0.0.1:9";
-    let gate =
-        PluginGate::connect(unreachable, CREDENTIAL, RegistryUnavailable::Fail).expect("gate");
+    let gate = PluginGate::connect(unreachable, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
     let (strict, _data) = operations(gate).await;
     strict
         .create_stack(&demo(), create("strict", TEMPLATE))
@@ -407,8 +408,8 @@ async fn an_unreachable_registry_fails_the_operation_unless_configured_to_allow(
         stack.status_reason
     );
 
-    let gate =
-        PluginGate::connect(unreachable, CREDENTIAL, RegistryUnavailable::Allow).expect("gate");
+    let gate = PluginGate::connect(unreachable, None, CREDENTIAL, RegistryUnavailable::Allow)
+        .expect("gate");
     let (lenient, _data) = operations(gate).await;
     lenient
         .create_stack(&demo(), create("lenient", TEMPLATE))

@@ -168,6 +168,7 @@ impl LifecycleHookSection {
                 max_age: Duration::from_secs(self.receivers_max_age_secs),
                 max_bytes: i64::try_from(self.receivers_max_bytes).unwrap_or(i64::MAX),
             },
+            in_process: None,
         }
     }
 }
@@ -181,6 +182,9 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// Calls from services in the same process (`ember dev`), served
+    /// beside the TCP listener.
+    pub in_process: Option<ember_runtime::in_process::InProcessListener>,
     /// gRPC URL of the engine, told when a deadline passes; empty = deadlines
     /// are not fired (they wait, durably, until one is configured).
     pub engine_url: String,

@@ -61,6 +61,7 @@ impl PluginRegistrySection {
             ),
             internal_credential: internal_credential.to_owned(),
             request_timeout: Duration::from_millis(self.request_timeout_ms),
+            in_process: None,
         }
     }
 }
@@ -74,4 +75,7 @@ pub struct Config {
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.
     pub request_timeout: Duration,
+    /// Calls from services in the same process (`ember dev`), served
+    /// beside the TCP listener.
+    pub in_process: Option<ember_runtime::in_process::InProcessListener>,
 }

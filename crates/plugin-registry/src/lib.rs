@@ -76,7 +76,7 @@ pub async fn serve(
                 ember_runtime::identity::InternalCredential::new(&config.internal_credential),
             )),
             readiness: Some(readiness),
-            in_process: None,
+            in_process: config.in_process.clone(),
         },
         shutdown,
     )

@@ -52,6 +52,7 @@ impl Registry {
             ),
             internal_credential: CREDENTIAL.to_owned(),
             request_timeout: Duration::from_secs(30),
+            in_process: None,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -212,6 +212,7 @@ async fn the_runner_stops_a_create_with_the_policy_plugins_reason() {
         database_url: ember_runtime::database::sqlite_url(&data_dir.path().join("registry.db")),
         internal_credential: CREDENTIAL.to_owned(),
         request_timeout: Duration::from_secs(30),
+        in_process: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -1,7 +1,8 @@
 //! The gRPC server bootstrap every internal service uses: a pre-bound
-//! listener (and, in `ember dev`, an in-process pipe beside it), health (`grpc.health.v1`) and reflection (v1 and v1alpha, so
-//! grpcurl 1.8 works) next to the service's own routes, a trace and timeout
-//! stack, and a graceful drain when the shutdown token is cancelled.
+//! listener (and, in `ember dev`, an in-process link beside it), health
+//! (`grpc.health.v1`) and reflection (v1 and v1alpha, so grpcurl 1.8 works)
+//! next to the service's own routes, a trace and timeout stack, and a
+//! graceful drain when the shutdown token is cancelled.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tonic_reflection::server::{v1, v1alpha};
+use tower::ServiceExt;
 
 use crate::readiness::{CHECK_INTERVAL, Readiness, ReadinessHandler};
 
@@ -55,8 +57,8 @@ pub struct GrpcService {
     /// The checks that decide whether the service is ready; health says
     /// NOT_SERVING while one fails. `None`: ready while it runs.
     pub readiness: Option<Readiness>,
-    /// Connections from a client in this process, served beside the TCP
-    /// listener's (see [`crate::in_process`]).
+    /// Calls from a client in this process, served beside the TCP
+    /// listener's connections (see [`crate::in_process`]).
     pub in_process: Option<crate::in_process::InProcessListener>,
 }
 
@@ -89,11 +91,6 @@ pub async fn serve_grpc(
     set_health(&health_reporter, &names, ServingStatus::Serving).await;
     let (reflection_v1, reflection_v1alpha) = reflection(&service.service_names)?;
 
-    let in_process = service
-        .in_process
-        .as_ref()
-        .and_then(crate::in_process::InProcessListener::take);
-    let incoming = incoming_connections(listener, in_process);
     let mut routes = service.routes.add_service(health_service);
     let readiness_server = service
         .readiness
@@ -117,6 +114,9 @@ pub async fn serve_grpc(
                 .add_service(reflection_v1alpha)
         }
     };
+    if let Some(link) = &service.in_process {
+        serve_in_process(link, routes.clone(), service.request_timeout);
+    }
     let server = tonic::transport::Server::builder()
         .timeout(service.request_timeout)
         .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
@@ -132,6 +132,7 @@ pub async fn serve_grpc(
         let shutdown = shutdown.clone();
         let drain_started = drain_started.clone();
         let readiness = service.readiness;
+        let in_process = service.in_process.clone();
         async move {
             let mut serving = true;
             let mut ticks = tokio::time::interval(CHECK_INTERVAL);
@@ -156,13 +157,22 @@ pub async fn serve_grpc(
                 }
             }
             set_health(&health_reporter, &names, ServingStatus::NotServing).await;
+            if let Some(link) = &in_process {
+                link.stop();
+            }
             drain_started.cancel();
         }
     };
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let serving = server.serve_with_incoming_shutdown(incoming, signal);
     tokio::pin!(serving);
     tokio::select! {
-        result = &mut serving => return Ok(result?),
+        result = &mut serving => {
+            if let Some(link) = &service.in_process {
+                link.stop();
+            }
+            return Ok(result?);
+        }
         () = drain_started.cancelled() => {}
     }
     match tokio::time::timeout(DRAIN_GRACE_PERIOD, serving).await {
@@ -174,95 +184,18 @@ pub async fn serve_grpc(
     }
 }
 
-/// The listener's connections, and the in-process ones if any.
-fn incoming_connections(
-    listener: TcpListener,
-    in_process: Option<tokio::sync::mpsc::UnboundedReceiver<tokio::io::DuplexStream>>,
-) -> impl tokio_stream::Stream<Item = std::io::Result<Connection>> {
-    use tokio_stream::StreamExt;
-    let tcp = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .map(|accepted| accepted.map(Connection::tcp));
-    // Without a pipe: a channel whose sender is gone at once, so the
-    // merged stream is the listener's alone.
-    let receiver = in_process.unwrap_or_else(|| tokio::sync::mpsc::unbounded_channel().1);
-    let piped = tokio_stream::wrappers::UnboundedReceiverStream::new(receiver)
-        .map(|pipe| Ok(Connection::pipe(pipe)));
-    tcp.merge(piped)
-}
-
-/// A connection a service serves: over TCP, or a pipe from its process.
-/// (tokio-util's `Either` reads and writes either; tonic needs the
-/// connection's address, which only this type can say.)
-pub struct Connection(tokio_util::either::Either<tokio::net::TcpStream, tokio::io::DuplexStream>);
-
-impl Connection {
-    fn tcp(stream: tokio::net::TcpStream) -> Connection {
-        Connection(tokio_util::either::Either::Left(stream))
-    }
-
-    fn pipe(stream: tokio::io::DuplexStream) -> Connection {
-        Connection(tokio_util::either::Either::Right(stream))
-    }
-}
-
-impl tokio::io::AsyncRead for Connection {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-        buffer: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_read(context, buffer)
-    }
-}
-
-impl tokio::io::AsyncWrite for Connection {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-        buffer: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write(context, buffer)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-        buffers: &[std::io::IoSlice<'_>],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write_vectored(context, buffers)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_flush(context)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        context: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_shutdown(context)
-    }
-}
-
-impl tonic::transport::server::Connected for Connection {
-    type ConnectInfo = tonic::transport::server::TcpConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        match &self.0 {
-            tokio_util::either::Either::Left(stream) => stream.connect_info(),
-            tokio_util::either::Either::Right(_) => tonic::transport::server::TcpConnectInfo {
-                local_addr: None,
-                remote_addr: None,
-            },
-        }
+/// Serves `link`'s calls with `routes` behind the layers a connection's
+/// calls go through: the trace layer and the deadline.
+fn serve_in_process(link: &crate::in_process::InProcessListener, routes: Routes, limit: Duration) {
+    let traced = tower::ServiceBuilder::new()
+        .layer(tower_http::trace::TraceLayer::new_for_grpc())
+        .service(routes.prepare());
+    let traced = ServiceExt::<http::Request<tonic::body::Body>>::map_response(traced, |response| {
+        response.map(tonic::body::Body::new)
+    });
+    let service = crate::in_process::Deadline::new(traced, limit);
+    if !link.serve(tower::util::BoxCloneSyncService::new(service)) {
+        tracing::warn!("the in-process link was served already: calls through it go elsewhere");
     }
 }
 

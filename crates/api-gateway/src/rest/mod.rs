@@ -177,7 +177,7 @@ struct UpstreamHealth {
 async fn upstream_health(
     state: &GatewayState,
     name: &'static str,
-    channel: tonic::transport::Channel,
+    channel: ember_runtime::in_process::Upstream,
 ) -> UpstreamHealth {
     let mut health = HealthClient::new(channel.clone());
     let mut request = tonic::Request::new(HealthCheckRequest {
@@ -217,7 +217,7 @@ const HEALTH_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs
 /// An upstream's readiness report, or `None` when it cannot be read.
 async fn readiness_report(
     state: &GatewayState,
-    channel: tonic::transport::Channel,
+    channel: ember_runtime::in_process::Upstream,
 ) -> Option<ReadinessReport> {
     let mut client = ReadinessServiceClient::new(channel);
     let mut request = state.internal_request(&gateway_identity(), GetReadinessRequest {});

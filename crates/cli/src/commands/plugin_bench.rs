@@ -36,6 +36,7 @@ pub async fn run(calls: usize, plugins: usize, resources: usize) -> Result<(), S
         database_url: ember_runtime::database::sqlite_url(&data_dir.path().join("registry.db")),
         internal_credential: credential.clone(),
         request_timeout: Duration::from_secs(30),
+        in_process: None,
     };
     let server = tokio::spawn(ember_plugin_registry::serve(
         config,

@@ -8,8 +8,8 @@ use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_client::Life
 use ember_runtime::Identity;
 use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
 use ember_runtime::identity::InternalCredential;
+use ember_runtime::in_process::{InProcessConnector, Upstream};
 use ember_runtime::time::to_timestamp;
-use tonic::transport::Channel;
 
 use crate::domain::cluster::{ClusterAction, HookTarget, LifecycleHooks};
 use crate::error::{Error, Result};
@@ -24,7 +24,7 @@ pub struct PendingHook<'a> {
 
 #[derive(Clone)]
 pub struct HookClient {
-    channel: Option<Channel>,
+    upstream: Option<Upstream>,
     credential: InternalCredential,
 }
 
@@ -33,12 +33,16 @@ impl HookClient {
     /// resolves to (within a Tokio runtime; a call that cannot connect to
     /// one is sent again); an empty URL disables hooks
     /// (every hook call then fails Unavailable, and the actions stay
-    /// waiting).
+    /// waiting). `in_process`: lifecycle-hook runs in this process, called
+    /// directly instead.
     pub fn connect_lazy(
         url: &str,
+        in_process: Option<&InProcessConnector>,
         credential: InternalCredential,
     ) -> std::result::Result<HookClient, String> {
-        let channel = if url.is_empty() {
+        let upstream = if let Some(connector) = in_process {
+            Some(connector.upstream())
+        } else if url.is_empty() {
             None
         } else {
             Some(
@@ -47,19 +51,18 @@ impl HookClient {
                         .connect_timeout(std::time::Duration::from_secs(2))
                         .tcp_nodelay(true)
                 })
-                .map_err(|error| {
-                    format!("engine.lifecycle_hook_url {url:?} is invalid: {error}")
-                })?,
+                .map_err(|error| format!("engine.lifecycle_hook_url {url:?} is invalid: {error}"))?
+                .into(),
             )
         };
         Ok(HookClient {
-            channel,
+            upstream,
             credential,
         })
     }
 
-    fn client(&self) -> Result<LifecycleHookInternalServiceClient<Channel>> {
-        self.channel
+    fn client(&self) -> Result<LifecycleHookInternalServiceClient<Upstream>> {
+        self.upstream
             .clone()
             .map(LifecycleHookInternalServiceClient::new)
             .ok_or_else(|| {

@@ -72,7 +72,7 @@ impl Engine {
             stack_store,
             Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
         );
-        let hooks = HookClient::connect_lazy("", InternalCredential::new("test-credential"))
+        let hooks = HookClient::connect_lazy("", None, InternalCredential::new("test-credential"))
             .expect("hook client");
         let cluster_store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection));
         let engine_id = stacks.engine_id();

@@ -19,7 +19,7 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-fn client(state: &GatewayState) -> ClusterServiceClient<tonic::transport::Channel> {
+fn client(state: &GatewayState) -> ClusterServiceClient<ember_runtime::in_process::Upstream> {
     ClusterServiceClient::new(state.upstreams.engine.clone())
 }
 

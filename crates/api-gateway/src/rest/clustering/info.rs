@@ -61,7 +61,7 @@ pub async fn list_services(
 }
 
 /// Whether the service on `channel` says it is SERVING.
-async fn serving(channel: tonic::transport::Channel) -> bool {
+async fn serving(channel: ember_runtime::in_process::Upstream) -> bool {
     let mut request = tonic::Request::new(HealthCheckRequest {
         service: String::new(),
     });

@@ -32,9 +32,9 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-type Channel = tonic::transport::Channel;
+use ember_runtime::in_process::Upstream;
 
-fn nodes(state: &GatewayState) -> NodeServiceClient<Channel> {
+fn nodes(state: &GatewayState) -> NodeServiceClient<Upstream> {
     NodeServiceClient::new(state.upstreams.engine.clone())
 }
 

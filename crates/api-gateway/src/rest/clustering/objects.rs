@@ -21,7 +21,7 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-type Channel = tonic::transport::Channel;
+use ember_runtime::in_process::Upstream;
 
 /// What `GET /profiles` and `GET /policies` take.
 const PROFILE_OR_POLICY_LIST: ListRules = ListRules {
@@ -50,7 +50,7 @@ fn created(key: &str, view: Value) -> Response {
 
 // ----- profiles -----
 
-fn profiles(state: &GatewayState) -> ProfileServiceClient<Channel> {
+fn profiles(state: &GatewayState) -> ProfileServiceClient<Upstream> {
     ProfileServiceClient::new(state.upstreams.engine.clone())
 }
 
@@ -121,7 +121,7 @@ pub async fn delete_profile(
 
 // ----- policies -----
 
-fn policies(state: &GatewayState) -> PolicyServiceClient<Channel> {
+fn policies(state: &GatewayState) -> PolicyServiceClient<Upstream> {
     PolicyServiceClient::new(state.upstreams.engine.clone())
 }
 
@@ -191,7 +191,7 @@ pub async fn delete_policy(
 
 // ----- nodes -----
 
-fn nodes(state: &GatewayState) -> NodeServiceClient<Channel> {
+fn nodes(state: &GatewayState) -> NodeServiceClient<Upstream> {
     NodeServiceClient::new(state.upstreams.engine.clone())
 }
 
@@ -361,7 +361,7 @@ pub async fn delete_node(
 
 // ----- actions and events -----
 
-fn actions(state: &GatewayState) -> ActionServiceClient<Channel> {
+fn actions(state: &GatewayState) -> ActionServiceClient<Upstream> {
     ActionServiceClient::new(state.upstreams.engine.clone())
 }
 

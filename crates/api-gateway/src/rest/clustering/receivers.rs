@@ -30,7 +30,7 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-fn client(state: &GatewayState) -> ReceiverServiceClient<tonic::transport::Channel> {
+fn client(state: &GatewayState) -> ReceiverServiceClient<ember_runtime::in_process::Upstream> {
     ReceiverServiceClient::new(state.upstreams.engine.clone())
 }
 

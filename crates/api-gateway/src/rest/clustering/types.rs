@@ -22,11 +22,11 @@ const SUPPORT_STATUS_VERSION: ApiVersion = ApiVersion::new(1, 5);
 /// The microversion that added profile type operations.
 const OPERATIONS_VERSION: ApiVersion = ApiVersion::new(1, 4);
 
-fn profiles(state: &GatewayState) -> ProfileServiceClient<tonic::transport::Channel> {
+fn profiles(state: &GatewayState) -> ProfileServiceClient<ember_runtime::in_process::Upstream> {
     ProfileServiceClient::new(state.upstreams.engine.clone())
 }
 
-fn policies(state: &GatewayState) -> PolicyServiceClient<tonic::transport::Channel> {
+fn policies(state: &GatewayState) -> PolicyServiceClient<ember_runtime::in_process::Upstream> {
     PolicyServiceClient::new(state.upstreams.engine.clone())
 }
 

@@ -56,7 +56,7 @@ pub fn routes() -> Router<GatewayState> {
         .route("/instances/{uuid}/events", get(list_events))
 }
 
-fn client(state: &GatewayState) -> InstanceServiceClient<tonic::transport::Channel> {
+fn client(state: &GatewayState) -> InstanceServiceClient<ember_runtime::in_process::Upstream> {
     InstanceServiceClient::new(state.upstreams.engine.clone())
 }
 

@@ -34,9 +34,9 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::event_service_client::EventServiceClient;
 use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
+use ember_runtime::in_process::Upstream;
 use ember_runtime::{ErrorKind, Identity};
 use serde::Deserialize;
-use tonic::transport::Channel;
 
 use self::heat_view::HeatUrls;
 use super::Authenticated;
@@ -337,15 +337,15 @@ pub fn json_response(body: &impl serde::Serialize, capacity: usize) -> Response 
     }
 }
 
-pub fn stack_service(state: &GatewayState) -> StackServiceClient<Channel> {
+pub fn stack_service(state: &GatewayState) -> StackServiceClient<Upstream> {
     StackServiceClient::new(state.upstreams.engine.clone())
 }
 
-pub fn resource_service(state: &GatewayState) -> ResourceServiceClient<Channel> {
+pub fn resource_service(state: &GatewayState) -> ResourceServiceClient<Upstream> {
     ResourceServiceClient::new(state.upstreams.engine.clone())
 }
 
-pub fn event_service(state: &GatewayState) -> EventServiceClient<Channel> {
+pub fn event_service(state: &GatewayState) -> EventServiceClient<Upstream> {
     EventServiceClient::new(state.upstreams.engine.clone())
 }
 

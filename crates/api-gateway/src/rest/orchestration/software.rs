@@ -11,10 +11,10 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::software_config_service_client::SoftwareConfigServiceClient;
 use ember_proto::engine::v1::software_deployment_service_client::SoftwareDeploymentServiceClient;
 use ember_runtime::ErrorKind;
+use ember_runtime::in_process::Upstream;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tonic::transport::Channel;
 
 use super::HeatCaller;
 use super::heat_request::{QueryParams, parse_body};
@@ -22,11 +22,11 @@ use super::protobuf_json::{json_to_value, struct_to_json};
 use crate::GatewayState;
 use crate::error::RestError;
 
-fn configs(state: &GatewayState) -> SoftwareConfigServiceClient<Channel> {
+fn configs(state: &GatewayState) -> SoftwareConfigServiceClient<Upstream> {
     SoftwareConfigServiceClient::new(state.upstreams.engine.clone())
 }
 
-fn deployments(state: &GatewayState) -> SoftwareDeploymentServiceClient<Channel> {
+fn deployments(state: &GatewayState) -> SoftwareDeploymentServiceClient<Upstream> {
     SoftwareDeploymentServiceClient::new(state.upstreams.engine.clone())
 }
 

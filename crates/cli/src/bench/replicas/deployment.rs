@@ -103,7 +103,7 @@ pub(super) async fn start(
         .shared_mut()
         .ok_or("the gateway's state is already shared")?
         .upstreams
-        .engine = engine_channel(&engine_addrs)?;
+        .engine = engine_channel(&engine_addrs)?.into();
     let router = ember_api_gateway::router(state);
     let stopped = shutdown.clone().cancelled_owned();
     tasks.spawn(async move {

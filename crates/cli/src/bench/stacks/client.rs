@@ -21,8 +21,10 @@ pub struct RestStacks {
     http: reqwest::Client,
     pub base: String,
     token: String,
-    /// How long a waiting client sleeps between two status reads.
+    /// How long a waiting client sleeps before its second status read…
     poll: Duration,
+    /// …and at most between two later ones (each pause doubles up to it).
+    poll_max: Duration,
     /// Status reads made while waiting.
     polls: AtomicU64,
 }
@@ -38,6 +40,7 @@ impl RestStacks {
             base: format!("http://{gateway}/orchestration/v1/demo"),
             token: token.to_owned(),
             poll: GATEWAY_POLL,
+            poll_max: GATEWAY_POLL,
             polls: AtomicU64::new(0),
         }
     }
@@ -45,6 +48,16 @@ impl RestStacks {
     /// The same client, waiting `poll` between two status reads.
     pub fn polling_every(mut self, poll: Duration) -> RestStacks {
         self.poll = poll;
+        self.poll_max = poll;
+        self
+    }
+
+    /// The same client, waiting `first` after its first status read and
+    /// twice as long after each later one, up to `most` (a waiter's
+    /// exponential backoff).
+    pub fn polling_backoff(mut self, first: Duration, most: Duration) -> RestStacks {
+        self.poll = first;
+        self.poll_max = most.max(first);
         self
     }
 
@@ -167,6 +180,7 @@ impl RestStacks {
     async fn wait_for(&self, stack: &StackRef, expected: &str) -> Result<(), String> {
         let url = self.stack_url(stack);
         let deadline = Instant::now() + Duration::from_secs(120);
+        let mut pause = self.poll;
         loop {
             let (status, answer) = self.call(reqwest::Method::GET, &url, None).await?;
             self.polls.fetch_add(1, Ordering::Relaxed);
@@ -191,7 +205,8 @@ impl RestStacks {
                     stack.name
                 ));
             }
-            tokio::time::sleep(self.poll).await;
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(self.poll_max);
         }
     }
 }

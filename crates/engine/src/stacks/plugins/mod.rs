@@ -21,7 +21,7 @@ use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerS
 use ember_runtime::Identity;
 use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
 use ember_runtime::identity::InternalCredential;
-use tonic::transport::Channel;
+use ember_runtime::in_process::{InProcessConnector, Upstream};
 use uuid::Uuid;
 
 use super::executor::Shared;
@@ -45,7 +45,7 @@ pub enum PluginGate {
     /// No registry configured: operations run without plugins.
     Disabled,
     Remote {
-        client: PluginRunnerServiceClient<Channel>,
+        client: PluginRunnerServiceClient<Upstream>,
         credential: InternalCredential,
         unavailable: RegistryUnavailable,
     },
@@ -58,21 +58,27 @@ pub struct PassedPlugins(Vec<String>);
 impl PluginGate {
     /// A gate calling the runner at `url` (connected on first use, spread
     /// over every replica the name resolves to; a call that cannot connect
-    /// to one is sent again, so one stopped replica fails no operation).
-    /// Within a Tokio runtime.
+    /// to one is sent again, so one stopped replica fails no operation), or
+    /// through `in_process` when the registry runs in this process. Within
+    /// a Tokio runtime.
     pub fn connect(
         url: &str,
+        in_process: Option<&InProcessConnector>,
         credential: &str,
         unavailable: RegistryUnavailable,
     ) -> Result<PluginGate, String> {
-        let channel = ember_runtime::channel::balanced(url, |endpoint| {
-            endpoint
-                .connect_timeout(Duration::from_secs(2))
-                .tcp_nodelay(true)
-        })
-        .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?;
+        let upstream = match in_process {
+            Some(connector) => connector.upstream(),
+            None => ember_runtime::channel::balanced(url, |endpoint| {
+                endpoint
+                    .connect_timeout(Duration::from_secs(2))
+                    .tcp_nodelay(true)
+            })
+            .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?
+            .into(),
+        };
         Ok(PluginGate::Remote {
-            client: PluginRunnerServiceClient::new(channel),
+            client: PluginRunnerServiceClient::new(upstream),
             credential: InternalCredential::new(credential),
             unavailable,
         })
@@ -151,7 +157,7 @@ pub async fn before(
 }
 
 async fn call_pre_operations(
-    client: &PluginRunnerServiceClient<Channel>,
+    client: &PluginRunnerServiceClient<Upstream>,
     credential: &InternalCredential,
     stack: &Stack,
     request: &runner_pb::RunPreOperationsRequest,
