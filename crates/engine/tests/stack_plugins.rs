@@ -428,3 +428,122 @@ async fn an_unreachable_registry_fails_the_operation_unless_configured_to_allow(
         "the outage is an event"
     );
 }
+
+#[tokio::test]
+async fn an_update_shows_plugins_the_stack_before_it_and_as_it_will_be() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let audit = TestPlugin::start("audit", Behaviour::Allow, &journal)
+        .await
+        .expect("plugin");
+    registry.register(&audit, 1, pb::FailureMode::Fail).await;
+    let gate = PluginGate::connect(&registry.url, None, CREDENTIAL, RegistryUnavailable::Fail)
+        .expect("gate");
+    let (operations, _data) = operations(gate).await;
+    let before = "heat_template_version: 2021-04-16
+resources:
+  a: {type: OS::Heat::TestResource}
+  b: {type: OS::Heat::None, depends_on: a}
+  inner:
+    type: OS::Heat::Stack
+    properties:
+      template: {get_file: inner.yaml}
+";
+    let mut request = create("shown", before);
+    request.files.insert(
+        "inner.yaml".to_owned(),
+        "heat_template_version: 2021-04-16\nresources:\n  x: {type: OS::Heat::None}\n".to_owned(),
+    );
+    operations
+        .create_stack(&demo(), request)
+        .await
+        .expect("create");
+    let created = settled(&operations, "shown").await;
+    assert_eq!(
+        created.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        created.status_reason
+    );
+    journal_reaches(&journal, 2).await;
+    journal.clear();
+
+    let mut patch = UpdateStack {
+        name_or_id: "shown".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    patch.template = before.replace(
+        "  b: {type: OS::Heat::None, depends_on: a}\n",
+        "  c: {type: OS::Heat::Value, properties: {value: 1}}\n",
+    );
+    operations
+        .update_stack(&demo(), patch)
+        .await
+        .expect("update");
+    let updated = settled(&operations, "shown").await;
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+    journal_reaches(&journal, 2).await;
+    let calls = journal.calls();
+    let pre = calls
+        .iter()
+        .find(|call| call.phase == "pre")
+        .expect("a pre-operation");
+    // The stack as the update will make it: the new resource is there,
+    // not created yet; the one it removes is still there.
+    assert!(
+        pre.resources.contains(&"c:INIT_COMPLETE".to_owned()),
+        "{pre:?}"
+    );
+    assert!(
+        pre.resources.contains(&"b:CREATE_COMPLETE".to_owned()),
+        "{pre:?}"
+    );
+    // The stack before it: its own resources, template and plan, and its
+    // nested stack.
+    let previous = pre
+        .previous
+        .as_ref()
+        .expect("an update sends the previous stack");
+    assert_eq!(
+        previous.resources,
+        [
+            "a:CREATE_COMPLETE",
+            "b:CREATE_COMPLETE",
+            "inner:CREATE_COMPLETE"
+        ],
+        "{previous:?}"
+    );
+    assert_eq!(previous.template_resources, ["a", "b", "inner"]);
+    assert!(
+        previous.planned.contains(&"OS::Heat::None=2".to_owned())
+            && !previous
+                .planned
+                .iter()
+                .any(|planned| planned.starts_with("OS::Heat::Value")),
+        "the plan of the template before the update: {previous:?}"
+    );
+    assert_eq!(previous.nested_stacks.len(), 1, "{previous:?}");
+    let post = calls
+        .iter()
+        .find(|call| call.phase == "post")
+        .expect("a post-operation");
+    assert!(post.previous.is_none());
+    assert!(
+        post.resources.contains(&"c:UPDATE_COMPLETE".to_owned())
+            || post.resources.contains(&"c:CREATE_COMPLETE".to_owned()),
+        "{post:?}"
+    );
+    assert!(
+        !post
+            .resources
+            .iter()
+            .any(|resource| resource.starts_with("b:")),
+        "{post:?}"
+    );
+}

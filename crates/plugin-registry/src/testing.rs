@@ -39,6 +39,69 @@ pub struct RecordedCall {
     pub failed: bool,
     /// Post only: the reason received.
     pub reason: String,
+    /// The stack sent: its resources as `name:STATUS`, in order.
+    pub resources: Vec<String>,
+    /// Pre only, for updates: the stack before the change (`None` when
+    /// none was sent).
+    pub previous: Option<SnapshotDigest>,
+}
+
+/// What a test checks of a stack snapshot a plugin received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotDigest {
+    /// Its resources as `name:STATUS`, in order.
+    pub resources: Vec<String>,
+    /// The resource names its template declares, sorted.
+    pub template_resources: Vec<String>,
+    /// `type=count` of its planned resources, sorted.
+    pub planned: Vec<String>,
+    /// Its nested stacks' names.
+    pub nested_stacks: Vec<String>,
+}
+
+impl SnapshotDigest {
+    fn of(snapshot: &plugin_pb::StackSnapshot) -> SnapshotDigest {
+        let mut template_resources: Vec<String> = snapshot
+            .template
+            .as_ref()
+            .and_then(|template| template.fields.get("resources"))
+            .and_then(|resources| match &resources.kind {
+                Some(prost_types::value::Kind::StructValue(resources)) => {
+                    Some(resources.fields.keys().cloned().collect())
+                }
+                _ => None,
+            })
+            .unwrap_or_default();
+        template_resources.sort();
+        let mut planned: Vec<String> = snapshot
+            .planned_resources
+            .iter()
+            .map(|(type_name, count)| format!("{type_name}={count}"))
+            .collect();
+        planned.sort();
+        SnapshotDigest {
+            resources: resource_statuses(Some(snapshot)),
+            template_resources,
+            planned,
+            nested_stacks: snapshot
+                .nested_stacks
+                .iter()
+                .map(|nested| nested.stack_name.clone())
+                .collect(),
+        }
+    }
+}
+
+fn resource_statuses(snapshot: Option<&plugin_pb::StackSnapshot>) -> Vec<String> {
+    snapshot
+        .map(|snapshot| {
+            snapshot
+                .resources
+                .iter()
+                .map(|resource| format!("{}:{}", resource.name, resource.status))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Calls received by every plugin sharing the journal, in arrival order.
@@ -190,6 +253,8 @@ impl LifecyclePlugin for RecordingPlugin {
             stack_name: stack_name(request.stack.as_ref()),
             failed: false,
             reason: String::new(),
+            resources: resource_statuses(request.stack.as_ref()),
+            previous: request.previous.as_ref().map(SnapshotDigest::of),
         });
         let (verdict, message) = match self.behaviour() {
             Behaviour::Allow | Behaviour::FailPost => (plugin_pb::Verdict::Allow, String::new()),
@@ -218,6 +283,8 @@ impl LifecyclePlugin for RecordingPlugin {
             stack_name: stack_name(request.stack.as_ref()),
             failed: request.failed,
             reason: request.reason,
+            resources: resource_statuses(request.stack.as_ref()),
+            previous: None,
         });
         match self.behaviour() {
             Behaviour::FailPost => Err(Status::internal("post-operation bookkeeping failed")),

@@ -9,7 +9,7 @@
 //!
 //! This module is the engine's client of the plugin-registry's runner: it
 //! sends proto messages, so they are made here (`messages`) from the
-//! application's own [`PluginStackView`] (gathered in `view`).
+//! application's own [`view::PluginStackView`] (gathered in `view`).
 
 mod messages;
 mod view;
@@ -27,7 +27,7 @@ use uuid::Uuid;
 use super::executor::Shared;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
 use messages::{operation_of, snapshot_message};
-pub(crate) use view::{PluginStackView, gather};
+pub(crate) use view::{Previously, gather};
 
 /// What the engine does when the plugin-registry cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,12 +101,13 @@ fn request_as_owner<T>(
     request
 }
 
-/// Runs the pre-operations for `stack`'s current action. `Err` carries the
-/// reason the operation must fail with.
+/// Runs the pre-operations for `stack`'s current action (`previous`: for
+/// an update, the stack before it). `Err` carries the reason the operation
+/// must fail with.
 pub async fn before(
     shared: &Shared,
     stack: &Stack,
-    previous: Option<PluginStackView>,
+    previous: Option<Previously<'_>>,
 ) -> Result<PassedPlugins, String> {
     let PluginGate::Remote {
         client,
@@ -132,7 +133,12 @@ pub async fn before(
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
         request.stack = Some(snapshot_message(gather(shared, stack).await));
-        request.previous = previous.map(snapshot_message);
+        request.previous = match previous {
+            Some(previously) => Some(snapshot_message(
+                view::gather_previously(shared, previously).await,
+            )),
+            None => None,
+        };
         request.snapshot_on_demand = false;
         called = call_pre_operations(client, credential, stack, &request).await;
     }

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
+use crate::stacks::definition::ParsedStack;
 use crate::stacks::executor::Shared;
 
 /// A read-only copy of a stack for plugins.
@@ -45,7 +46,54 @@ pub(crate) struct PluginResourceView {
 pub(crate) async fn gather(shared: &Shared, stack: &Stack) -> PluginStackView {
     let mut root = stack_view(shared, stack).await;
     root.planned_resources = planned(shared, stack).await;
-    let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(stack.id, Vec::new())];
+    add_nested_stacks(shared, &mut root).await;
+    root
+}
+
+/// A root stack as it stood before an update replaced its definition and
+/// added its new resources' rows — what plugins see as "previous". Kept as
+/// the update read it, and turned into a view only when a plugin asks for
+/// the snapshot (most operations meet no plugin).
+pub(crate) struct Previously<'a> {
+    pub stack: &'a Stack,
+    /// The stack's resource rows before the update.
+    pub rows: &'a [Resource],
+    pub definition: &'a StackDefinition,
+    /// `definition` parsed (`None` when it no longer parses).
+    pub parsed: Option<&'a ParsedStack>,
+}
+
+/// The view of [`Previously`]'s stack. Its nested stacks are read now: an
+/// update asks its plugins before it touches any resource, so they are
+/// still as they were.
+pub(crate) async fn gather_previously(
+    shared: &Shared,
+    previously: Previously<'_>,
+) -> PluginStackView {
+    let mut root = view_of(
+        previously.stack,
+        previously.definition.clone(),
+        previously.rows,
+    );
+    root.planned_resources = previously
+        .parsed
+        .map(|parsed| {
+            crate::stacks::planning::planned_resources(
+                parsed,
+                previously.definition,
+                &shared.registry,
+            )
+            .into_iter()
+            .collect()
+        })
+        .unwrap_or_default();
+    add_nested_stacks(shared, &mut root).await;
+    root
+}
+
+/// Adds `root`'s nested stacks, recursively, read from the store.
+async fn add_nested_stacks(shared: &Shared, root: &mut PluginStackView) {
+    let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(root.stack_id, Vec::new())];
     // Breadth-first over children; `path` locates each snapshot in the tree.
     while let Some((stack_id, path)) = pending.pop() {
         let Ok(children) = shared.store.list_child_stacks(stack_id).await else {
@@ -55,14 +103,13 @@ pub(crate) async fn gather(shared: &Shared, stack: &Stack) -> PluginStackView {
             let child_snapshot = stack_view(shared, &child).await;
             let parent = path
                 .iter()
-                .fold(&mut root, |node, index| &mut node.nested_stacks[*index]);
+                .fold(&mut *root, |node, index| &mut node.nested_stacks[*index]);
             parent.nested_stacks.push(child_snapshot);
             let mut child_path = path.clone();
             child_path.push(parent.nested_stacks.len() - 1);
             pending.push((child.id, child_path));
         }
     }
-    root
 }
 
 /// What the stack's tree will hold once its definition is in place (see
@@ -97,6 +144,13 @@ async fn stack_view(shared: &Shared, stack: &Stack) -> PluginStackView {
         .list_resources(stack.id)
         .await
         .unwrap_or_default();
+    view_of(stack, definition, &rows)
+}
+
+/// The view of `stack` with `definition` and its resource `rows` (created
+/// resources with their resolved properties, the others with the
+/// template's; no nested stacks).
+fn view_of(stack: &Stack, definition: StackDefinition, rows: &[Resource]) -> PluginStackView {
     let template_resources = definition
         .template
         .get("resources")

@@ -159,6 +159,9 @@ impl StackOperations {
                 .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
             self.admit(&stack, kind.operation(), caller).await?;
             let rows = self.store().list_resources(stack.id).await?;
+            // What plugins see as "previous": the root stack before this
+            // update (its view is built if a plugin asks for it).
+            let before = (stack.nested_depth == 0).then(|| (stack.clone(), rows.clone()));
             let target = RunTarget::new(&stack, Arc::new(parsed), rows, fence);
             let now = ember_runtime::time::now();
             let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
@@ -193,12 +196,6 @@ impl StackOperations {
             if let Some(tags) = &request.tags {
                 stack.tags = tags.clone();
             }
-            // What plugins see as "previous": the stack before this update.
-            let previous_snapshot = if stack.nested_depth == 0 {
-                Some(super::plugins::gather(&self.shared, &stack).await)
-            } else {
-                None
-            };
             self.store()
                 .begin_stack_update(
                     &stack,
@@ -208,15 +205,15 @@ impl StackOperations {
                     fence,
                 )
                 .await?;
-            Ok((stack, target, previous_snapshot))
+            Ok((stack, target, before))
         };
-        let ((stack, target, previous_snapshot), stack_lease) = stack_lease.start(prepared).await?;
+        let ((stack, target, before), stack_lease) = stack_lease.start(prepared).await?;
         let cancel = CancellationToken::new();
         self.shared.register_update(stack.id, cancel.clone());
         let previous = Previous {
             parsed: previous.map(Arc::new),
             definition: previous_definition,
-            snapshot: previous_snapshot,
+            before,
         };
         let run: super::Run = Box::pin(run_update(
             self.shared.clone(),
@@ -261,5 +258,8 @@ impl UpdateKind {
 pub(super) struct Previous {
     pub(super) parsed: Option<Arc<ParsedStack>>,
     pub(super) definition: StackDefinition,
-    pub(super) snapshot: Option<super::plugins::PluginStackView>,
+    /// The root stack and its resource rows as the update found them, for
+    /// the plugins' "previous" (`None` for a nested stack, and for an
+    /// update resumed by another engine, which has only the definition).
+    pub(super) before: Option<(Stack, Vec<Resource>)>,
 }

@@ -37,7 +37,7 @@ pub(in crate::stacks) fn resume_update(
     let previous = Previous {
         parsed: parse(&shared, &stack, &origin).map(Arc::new),
         definition: origin,
-        snapshot: None,
+        before: None,
     };
     let cancel = CancellationToken::new();
     shared.register_update(stack.id, cancel.clone());

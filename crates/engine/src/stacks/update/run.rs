@@ -27,9 +27,19 @@ pub(super) async fn run_update(
     let Previous {
         parsed: previous,
         definition: previous_definition,
-        snapshot: previous_snapshot,
+        before,
     } = previous;
-    let passed = match crate::stacks::plugins::before(&shared, &stack, previous_snapshot).await {
+    let previously = before
+        .as_ref()
+        .map(|(stack, rows)| crate::stacks::plugins::Previously {
+            stack,
+            rows,
+            definition: &previous_definition,
+            parsed: previous.as_deref(),
+        });
+    let passed = crate::stacks::plugins::before(&shared, &stack, previously).await;
+    drop(before);
+    let passed = match passed {
         Ok(passed) => passed,
         Err(reason) => {
             shared.forget_update(stack.id);
