@@ -204,7 +204,53 @@ async fn an_unknown_marker_is_not_found(database: &TestDatabase) {
     assert!(matches!(error, Error::NotFound(_)), "{error:?}");
 }
 
+/// The quota check of every create counts the project's root stacks in
+/// progress: through the partial index of those, not through the
+/// project's indexes, which also hold every stack deleted since the
+/// project began (the count would grow with its history). Sequential
+/// scans are switched off for the plan so that PostgreSQL, on a table this
+/// small, shows which index it would take.
+async fn the_in_progress_count_reads_only_stacks_in_progress(database: &TestDatabase) {
+    use sea_orm::{ConnectionTrait, DbBackend, TransactionTrait};
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let backend = connection.get_database_backend();
+    let count = "SELECT COUNT(*) FROM stacks WHERE project_id = 'demo' \
+                 AND status = 'IN_PROGRESS' AND parent_id IS NULL";
+    let transaction = connection.begin().await.expect("a transaction");
+    let explain = match backend {
+        DbBackend::Postgres => {
+            transaction
+                .execute_unprepared("SET LOCAL enable_seqscan = off")
+                .await
+                .expect("planner setting");
+            format!("EXPLAIN {count}")
+        }
+        _ => format!("EXPLAIN QUERY PLAN {count}"),
+    };
+    let plan: Vec<String> = transaction
+        .query_all_raw(sea_orm::Statement::from_string(backend, explain))
+        .await
+        .expect("a plan")
+        .into_iter()
+        .map(|row| {
+            (0..4)
+                .filter_map(|column| row.try_get_by_index::<String>(column).ok())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    transaction.rollback().await.expect("rolled back");
+    assert!(
+        plan.iter()
+            .any(|line| line.contains("stacks_in_progress_roots_by_project")),
+        "the count should use the partial index of root stacks in progress: {plan:?}"
+    );
+}
+
 ember_runtime::store_suite!(
+    the_in_progress_count_reads_only_stacks_in_progress,
     a_stack_reads_back_by_name_and_by_id,
     another_projects_stack_is_invisible,
     a_duplicate_name_in_a_project_is_a_conflict,
