@@ -157,6 +157,21 @@ step "all 7 containers healthy ${up_seconds}s after up"
 [ "$(podman ps --filter "label=com.docker.compose.service=plugin-registry" -q | grep -c .)" -eq 2 ] \
     || fail "plugin-registry does not run two replicas"
 
+# Podman's aardvark-dns (1.4) rebinds its listeners whenever a container of
+# the network starts or stops; on this machine the services' names have
+# stayed unresolvable for half a minute after the last start (a first
+# create failed "the plugin registry is unavailable: dns error", and the
+# engine's new database connections with it). Docker's resolver has no such
+# gap. Wait, and say how long, until the engine resolves every name it
+# calls — an operator would check the same before sending work.
+dns_started=$SECONDS
+until podman exec "${project}_engine_1" getent hosts postgres plugin-registry lifecycle-hook >/dev/null 2>&1; do
+    [ $((SECONDS - dns_started)) -lt 90 ] \
+        || fail "the engine cannot resolve postgres, plugin-registry and lifecycle-hook after 90 s"
+    sleep 1
+done
+step "the engine resolves its peers' names ($((SECONDS - dns_started))s after healthy)"
+
 # ---------------------------------------------------------------- the checks
 url=http://127.0.0.1:8004
 token="$(EMBER_AUTH__SIGNING_KEY="$EMBER_SIGNING_KEY" "$ember" token issue \
