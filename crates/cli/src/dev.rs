@@ -76,18 +76,18 @@ pub async fn serve_one_with(
         }
         ServiceName::Engine => {
             let mut engine = config.engine(secrets);
-            engine.in_process = links.map(|links| links.engine.1.clone());
+            engine.in_process = links.map(|links| links.engine.listener.clone());
             engine.peers = peers;
             ember_engine::serve(engine, listener, shutdown).await
         }
         ServiceName::LifecycleHook => {
             let mut lifecycle_hook = config.lifecycle_hook(secrets);
-            lifecycle_hook.in_process = links.map(|links| links.lifecycle_hook.1.clone());
+            lifecycle_hook.in_process = links.map(|links| links.lifecycle_hook.listener.clone());
             ember_lifecycle_hook::serve(lifecycle_hook, listener, shutdown).await
         }
         ServiceName::PluginRegistry => {
             let mut plugin_registry = config.plugin_registry(secrets);
-            plugin_registry.in_process = links.map(|links| links.plugin_registry.1.clone());
+            plugin_registry.in_process = links.map(|links| links.plugin_registry.listener.clone());
             ember_plugin_registry::serve(plugin_registry, listener, shutdown).await
         }
     }

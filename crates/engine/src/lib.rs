@@ -316,6 +316,15 @@ pub async fn serve(
     Ok(())
 }
 
+/// How the engine connects to the services it calls (the plugin registry,
+/// lifecycle-hook): a replica that does not accept within 2 s counts as
+/// unreachable, and calls are not held back by Nagle's algorithm.
+pub(crate) fn peer_endpoint(endpoint: tonic::transport::Endpoint) -> tonic::transport::Endpoint {
+    endpoint
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .tcp_nodelay(true)
+}
+
 /// How long a stopping engine waits for the resource steps in flight before
 /// it exits: within docker-compose's default 10 s stop timeout, after the
 /// gRPC drain. Operations still running then are taken over by another

@@ -144,33 +144,42 @@ impl InProcessListener {
     }
 }
 
+/// Both ends of one service's [`link`].
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// What callers in the process call the service through.
+    pub connector: InProcessConnector,
+    /// What the service serves.
+    pub listener: InProcessListener,
+}
+
+impl Default for Link {
+    fn default() -> Link {
+        let (connector, listener) = link();
+        Link {
+            connector,
+            listener,
+        }
+    }
+}
+
 /// The links of one process's services (`ember dev`): each service serves
 /// its listener beside its port, and its callers in the process call
 /// through its connector instead of its URL.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Links {
-    pub engine: (InProcessConnector, InProcessListener),
-    pub lifecycle_hook: (InProcessConnector, InProcessListener),
-    pub plugin_registry: (InProcessConnector, InProcessListener),
-}
-
-impl Default for Links {
-    fn default() -> Links {
-        Links {
-            engine: link(),
-            lifecycle_hook: link(),
-            plugin_registry: link(),
-        }
-    }
+    pub engine: Link,
+    pub lifecycle_hook: Link,
+    pub plugin_registry: Link,
 }
 
 impl Links {
     /// What a caller in the process reaches the services through.
     pub fn peers(&self) -> Peers {
         Peers {
-            engine: Some(self.engine.0.clone()),
-            lifecycle_hook: Some(self.lifecycle_hook.0.clone()),
-            plugin_registry: Some(self.plugin_registry.0.clone()),
+            engine: Some(self.engine.connector.clone()),
+            lifecycle_hook: Some(self.lifecycle_hook.connector.clone()),
+            plugin_registry: Some(self.plugin_registry.connector.clone()),
         }
     }
 }
@@ -195,6 +204,25 @@ pub enum Upstream {
 impl From<Channel> for Upstream {
     fn from(channel: Channel) -> Upstream {
         Upstream::Remote(channel)
+    }
+}
+
+impl Upstream {
+    /// Through `in_process` when the service runs in this process, else a
+    /// channel to `url` spread over its replicas
+    /// ([`crate::channel::balanced`], with `configure`'s settings).
+    pub fn to(
+        url: &str,
+        in_process: Option<&InProcessConnector>,
+        configure: impl Fn(tonic::transport::Endpoint) -> tonic::transport::Endpoint
+        + Send
+        + Sync
+        + 'static,
+    ) -> Result<Upstream, crate::channel::ChannelError> {
+        match in_process {
+            Some(connector) => Ok(connector.upstream()),
+            None => crate::channel::balanced(url, configure).map(Upstream::Remote),
+        }
     }
 }
 

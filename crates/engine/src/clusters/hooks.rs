@@ -40,19 +40,13 @@ impl HookClient {
         in_process: Option<&InProcessConnector>,
         credential: InternalCredential,
     ) -> std::result::Result<HookClient, String> {
-        let upstream = if let Some(connector) = in_process {
-            Some(connector.upstream())
-        } else if url.is_empty() {
+        let upstream = if in_process.is_none() && url.is_empty() {
             None
         } else {
             Some(
-                ember_runtime::channel::balanced(url, |endpoint| {
-                    endpoint
-                        .connect_timeout(std::time::Duration::from_secs(2))
-                        .tcp_nodelay(true)
-                })
-                .map_err(|error| format!("engine.lifecycle_hook_url {url:?} is invalid: {error}"))?
-                .into(),
+                Upstream::to(url, in_process, crate::peer_endpoint).map_err(|error| {
+                    format!("engine.lifecycle_hook_url {url:?} is invalid: {error}")
+                })?,
             )
         };
         Ok(HookClient {

@@ -27,7 +27,7 @@ use uuid::Uuid;
 use super::executor::Shared;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
 use messages::{operation_of, snapshot_message};
-pub(crate) use view::{Previously, gather};
+pub(crate) use view::{PreviousStack, gather};
 
 /// What the engine does when the plugin-registry cannot be reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,16 +67,8 @@ impl PluginGate {
         credential: &str,
         unavailable: RegistryUnavailable,
     ) -> Result<PluginGate, String> {
-        let upstream = match in_process {
-            Some(connector) => connector.upstream(),
-            None => ember_runtime::channel::balanced(url, |endpoint| {
-                endpoint
-                    .connect_timeout(Duration::from_secs(2))
-                    .tcp_nodelay(true)
-            })
-            .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?
-            .into(),
-        };
+        let upstream = Upstream::to(url, in_process, crate::peer_endpoint)
+            .map_err(|error| format!("plugin_registry_url {url:?}: {error}"))?;
         Ok(PluginGate::Remote {
             client: PluginRunnerServiceClient::new(upstream),
             credential: InternalCredential::new(credential),
@@ -107,7 +99,7 @@ fn request_as_owner<T>(
 pub async fn before(
     shared: &Shared,
     stack: &Stack,
-    previous: Option<Previously<'_>>,
+    previous: Option<PreviousStack<'_>>,
 ) -> Result<PassedPlugins, String> {
     let PluginGate::Remote {
         client,
@@ -134,8 +126,8 @@ pub async fn before(
     if matches!(&called, Ok(response) if response.snapshot_needed) {
         request.stack = Some(snapshot_message(gather(shared, stack).await));
         request.previous = match previous {
-            Some(previously) => Some(snapshot_message(
-                view::gather_previously(shared, previously).await,
+            Some(previous_stack) => Some(snapshot_message(
+                view::gather_previous(shared, previous_stack).await,
             )),
             None => None,
         };

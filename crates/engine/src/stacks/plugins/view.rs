@@ -54,7 +54,7 @@ pub(crate) async fn gather(shared: &Shared, stack: &Stack) -> PluginStackView {
 /// added its new resources' rows — what plugins see as "previous". Kept as
 /// the update read it, and turned into a view only when a plugin asks for
 /// the snapshot (most operations meet no plugin).
-pub(crate) struct Previously<'a> {
+pub(crate) struct PreviousStack<'a> {
     pub stack: &'a Stack,
     /// The stack's resource rows before the update.
     pub rows: &'a [Resource],
@@ -63,24 +63,24 @@ pub(crate) struct Previously<'a> {
     pub parsed: Option<&'a ParsedStack>,
 }
 
-/// The view of [`Previously`]'s stack. Its nested stacks are read now: an
+/// The view of [`PreviousStack`]'s stack. Its nested stacks are read now: an
 /// update asks its plugins before it touches any resource, so they are
 /// still as they were.
-pub(crate) async fn gather_previously(
+pub(crate) async fn gather_previous(
     shared: &Shared,
-    previously: Previously<'_>,
+    previous_stack: PreviousStack<'_>,
 ) -> PluginStackView {
     let mut root = view_of(
-        previously.stack,
-        previously.definition.clone(),
-        previously.rows,
+        previous_stack.stack,
+        previous_stack.definition.clone(),
+        previous_stack.rows,
     );
-    root.planned_resources = previously
+    root.planned_resources = previous_stack
         .parsed
         .map(|parsed| {
             crate::stacks::planning::planned_resources(
                 parsed,
-                previously.definition,
+                previous_stack.definition,
                 &shared.registry,
             )
             .into_iter()

@@ -29,15 +29,16 @@ pub(super) async fn run_update(
         definition: previous_definition,
         before,
     } = previous;
-    let previously = before
-        .as_ref()
-        .map(|(stack, rows)| crate::stacks::plugins::Previously {
-            stack,
-            rows,
-            definition: &previous_definition,
-            parsed: previous.as_deref(),
-        });
-    let passed = crate::stacks::plugins::before(&shared, &stack, previously).await;
+    let previous_stack =
+        before
+            .as_ref()
+            .map(|(stack, rows)| crate::stacks::plugins::PreviousStack {
+                stack,
+                rows,
+                definition: &previous_definition,
+                parsed: previous.as_deref(),
+            });
+    let passed = crate::stacks::plugins::before(&shared, &stack, previous_stack).await;
     drop(before);
     let passed = match passed {
         Ok(passed) => passed,
