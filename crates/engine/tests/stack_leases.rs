@@ -15,8 +15,8 @@ use ember_engine::stacks::{
     CreateStack, StackLease, StackOperations, StackSettings, Swept, TransitionWriter,
 };
 use ember_engine::store::{
-    EventListQuery, FencedTransition, FencedWrite, LeaseFence, SqlStackStore, StackStore,
-    lease_lost, migrations::Migrator,
+    EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
+    SqlStackStore, StackStore, WriteBatch, lease_lost, migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -69,6 +69,7 @@ fn new_stack(name: &str) -> Stack {
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        definition_version: 1,
         maintenance_lock: None,
     }
 }
@@ -679,7 +680,184 @@ async fn one_batch_commits_every_stacks_writes_under_its_own_fence(database: &Te
         .expect("the new holder writes");
 }
 
+/// A new stack for a batch: one resource, its first event, a lease for a
+/// new engine.
+fn new_in_batch(name: &str) -> NewStack {
+    let stack = new_stack(name);
+    let now = ember_runtime::time::now();
+    NewStack {
+        resources: vec![Resource::initial(stack.id, "server", "OS::Heat::None", now)],
+        event: Event::for_stack(&stack, "Stack CREATE started", now),
+        definition: StackDefinition::default(),
+        lease: LeaseRequest {
+            engine_id: Uuid::new_v4(),
+            operation: "CREATE".into(),
+            now,
+            expires_at: now + LIVE,
+        },
+        stack,
+    }
+}
+
+fn take_in_batch(stack_id: Uuid) -> LeaseTake {
+    let now = ember_runtime::time::now();
+    LeaseTake {
+        stack_id,
+        lease: LeaseRequest {
+            engine_id: Uuid::new_v4(),
+            operation: "DELETE".into(),
+            now,
+            expires_at: now + LIVE,
+        },
+    }
+}
+
+/// The writer's whole batch: fenced writes, new stacks and lease takes at
+/// once. A new stack whose name a live stack has — recorded before, or
+/// earlier in the same batch — is refused alone (nothing of it written);
+/// a take of a held lease gets nothing, of a released one the next
+/// generation; the rest is committed.
+async fn one_batch_records_new_stacks_and_takes_leases(database: &TestDatabase) {
+    let store = store(database).await;
+    let (existing, busy, done) = (new_stack("existing"), new_stack("busy"), new_stack("done"));
+    recorded(&store, &existing, LIVE).await;
+    let (busy_fence, _) = recorded(&store, &busy, LIVE).await;
+    let (done_fence, _) = recorded(&store, &done, LIVE).await;
+    let (ended, ended_event) = complete(&done);
+
+    let batch = WriteBatch {
+        writes: vec![FencedWrite::Finish {
+            fence: done_fence,
+            stack: ended,
+            event: ended_event,
+        }],
+        new_stacks: vec![
+            new_in_batch("fresh"),
+            new_in_batch("existing"),
+            new_in_batch("twin"),
+            new_in_batch("twin"),
+        ],
+        takes: vec![take_in_batch(busy.id), take_in_batch(done.id)],
+    };
+    let outcome = store.record_batch(&batch).await.expect("batch");
+    assert!(outcome.lost.is_empty());
+    let fresh = &batch.new_stacks[0].stack;
+    let twin = &batch.new_stacks[2].stack;
+    assert_eq!(
+        outcome.new_stacks[0].as_ref().expect("fresh recorded"),
+        &LeaseFence {
+            stack_id: fresh.id,
+            generation: 1
+        }
+    );
+    assert!(outcome.new_stacks[2].is_ok(), "the first twin is recorded");
+    for refused in [1, 3] {
+        match &outcome.new_stacks[refused] {
+            Err(Error::Conflict(message)) => assert!(
+                message.contains("already exists in this project"),
+                "{message}"
+            ),
+            other => panic!("a taken name should be a conflict: {other:?}"),
+        }
+        let stack = &batch.new_stacks[refused].stack;
+        assert!(
+            store.get_stack(stack.id).await.expect("read").is_none(),
+            "nothing of a refused stack is written"
+        );
+        assert!(
+            store
+                .list_resources(stack.id)
+                .await
+                .expect("rows")
+                .is_empty()
+        );
+        assert!(stack_events(&store, stack).await.is_empty());
+    }
+    for recorded in [fresh, twin] {
+        let read = store.get_stack(recorded.id).await.expect("read");
+        assert_eq!(read.as_ref(), Some(recorded));
+        assert_eq!(
+            store.list_resources(recorded.id).await.expect("rows").len(),
+            1
+        );
+        assert_eq!(stack_events(&store, recorded).await.len(), 1);
+        assert!(
+            take_now(&store, recorded.id, "DELETE").await.is_none(),
+            "its lease is held"
+        );
+    }
+    let takes: Vec<Option<LeaseFence>> = outcome
+        .takes
+        .into_iter()
+        .map(|taken| taken.expect("take"))
+        .collect();
+    assert_eq!(takes[0], None, "busy: another operation holds it");
+    assert_eq!(
+        takes[1],
+        Some(LeaseFence {
+            stack_id: done.id,
+            generation: done_fence.generation + 1
+        }),
+        "released in this batch, then taken"
+    );
+    assert_ne!(busy_fence.generation, 0);
+}
+
+/// Through the transition writer: racing creates of one name get one
+/// stack, racing takes of one lease get one holder, and a new stack whose
+/// rows the database refuses (here two resources with one id) fails alone
+/// — the batch it shared is committed in parts.
+async fn the_writer_answers_each_new_stack_and_take_alone(database: &TestDatabase) {
+    let store = store(database).await;
+    let writer = TransitionWriter::start(store.clone());
+    let creates = (0..6).map(|_| writer.create_stack(new_in_batch("contested")));
+    let created = futures::future::join_all(creates).await;
+    assert_eq!(created.iter().filter(|created| created.is_ok()).count(), 1);
+    assert!(
+        created
+            .iter()
+            .filter_map(|created| created.as_ref().err())
+            .all(|error| matches!(error, Error::Conflict(_))),
+        "{created:?}"
+    );
+
+    let (done, _) = recorded(&store, &new_stack("released"), LIVE).await;
+    store.release_stack_lease(done).await.expect("released");
+    let takes = (0..6).map(|_| writer.take_lease(take_in_batch(done.stack_id)));
+    let taken: Vec<Option<LeaseFence>> = futures::future::join_all(takes)
+        .await
+        .into_iter()
+        .map(|taken| taken.expect("take"))
+        .collect();
+    assert_eq!(taken.iter().flatten().count(), 1, "one holder: {taken:?}");
+
+    let good = new_in_batch("good");
+    let mut bad = new_in_batch("bad");
+    let mut twin = bad.resources[0].clone();
+    twin.name = "twin".into();
+    bad.resources.push(twin);
+    let (good_id, bad_id) = (good.stack.id, bad.stack.id);
+    let (good, bad, take) = tokio::join!(
+        writer.create_stack(good),
+        writer.create_stack(bad),
+        writer.take_lease(take_in_batch(Uuid::new_v4())),
+    );
+    good.expect("the good stack is recorded");
+    assert!(
+        matches!(bad, Err(Error::Database(_)) | Err(Error::Conflict(_))),
+        "the bad stack fails: {bad:?}"
+    );
+    assert!(
+        take.expect("take").is_some(),
+        "a stack's first lease is free"
+    );
+    assert!(store.get_stack(good_id).await.expect("read").is_some());
+    assert!(store.get_stack(bad_id).await.expect("read").is_none());
+}
+
 ember_runtime::store_suite!(
+    one_batch_records_new_stacks_and_takes_leases,
+    the_writer_answers_each_new_stack_and_take_alone,
     racing_takes_give_the_lease_to_one,
     a_fence_that_moved_on_writes_nothing,
     the_sweep_never_overwrites_a_finished_stack,

@@ -360,6 +360,7 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        definition_version: 1,
         maintenance_lock: None,
     };
     // Created as a create does — with its lease, in one transaction — by
@@ -499,6 +500,7 @@ outputs:
 "#;
     let after = r#"
 heat_template_version: 2021-04-16
+description: after the update
 resources:
   a: {type: OS::Heat::TestResource, properties: {value: two}}
   b:
@@ -514,6 +516,11 @@ outputs:
         .expect("create");
     let created = settled(&operations, "evolving").await;
     assert_eq!(created.stack_status(), "CREATE_COMPLETE");
+    let shown = operations
+        .stack_details(created.clone())
+        .await
+        .expect("details");
+    assert_eq!(shown.template_description, "");
     let old = operations.resources(&created, 0).await.expect("resources");
     let old_a = resource_named(&old, "a").physical_id.clone();
     let old_b = resource_named(&old, "b").physical_id.clone();
@@ -547,6 +554,12 @@ outputs:
     );
     let outputs = operations.outputs(&updated).await.expect("outputs");
     assert_eq!(outputs[0].value, Ok(json!("two")));
+    // Shown from the new definition, not the one parsed before the update.
+    let shown = operations
+        .stack_details(updated.clone())
+        .await
+        .expect("details");
+    assert_eq!(shown.template_description, "after the update");
 
     // An update that changes nothing touches nothing.
     operations

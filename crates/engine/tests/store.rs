@@ -3,7 +3,9 @@
 use chrono::Duration;
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
-use ember_engine::store::{SqlStackStore, StackListQuery, StackStore, migrations::Migrator};
+use ember_engine::store::{
+    FencedWrite, SqlStackStore, StackListQuery, StackStore, migrations::Migrator,
+};
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use uuid::Uuid;
 
@@ -54,6 +56,7 @@ fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        definition_version: 1,
         maintenance_lock: None,
     }
 }
@@ -249,7 +252,74 @@ async fn the_in_progress_count_reads_only_stacks_in_progress(database: &TestData
     );
 }
 
+/// The definition's version: 1 as created; an update moves it on with the
+/// definition it writes, and state changes leave it alone (parsed
+/// templates are cached by it).
+async fn a_new_definition_moves_the_definition_version_on(database: &TestDatabase) {
+    let store = store(database).await;
+    let mut web = stack("project-a", "web", 0);
+    insert_stack(&store, &web).await.expect("inserted");
+    let (_, created) = store.load_versioned_definition(web.id).await.expect("read");
+    assert_eq!(created, 1);
+
+    let fence = store
+        .take_stack_lease(
+            web.id,
+            Uuid::now_v7(),
+            "UPDATE",
+            ember_runtime::time::now(),
+            ember_runtime::time::now() + Duration::seconds(60),
+        )
+        .await
+        .expect("taken")
+        .expect("the lease was free");
+    web.action = StackAction::Update;
+    web.status = ActionStatus::InProgress;
+    web.updated_at = ember_runtime::time::now();
+    let template = serde_json::json!({"heat_template_version": "2018-08-31", "description": "new"});
+    let definition = StackDefinition {
+        template: template.clone(),
+        ..StackDefinition::default()
+    };
+    let event = Event::for_stack(&web, "Stack UPDATE started", web.updated_at);
+    store
+        .begin_stack_update(&web, &definition, &[], &event, fence)
+        .await
+        .expect("update begun");
+    let (stored, updated) = store.load_versioned_definition(web.id).await.expect("read");
+    assert_eq!(updated, 2);
+    assert_eq!(stored.template, template);
+    let read = store
+        .get_stack(web.id)
+        .await
+        .expect("read")
+        .expect("the stack");
+    assert_eq!(read.definition_version, 2, "the stack row carries it");
+
+    // A state change (the update's end) writes no definition.
+    web.status = ActionStatus::Complete;
+    web.updated_at = ember_runtime::time::now();
+    let finished = Event::for_stack(&web, "Stack UPDATE completed successfully", web.updated_at);
+    let lost = store
+        .record_fenced_writes(&[FencedWrite::Finish {
+            fence,
+            stack: web.clone(),
+            event: finished,
+        }])
+        .await
+        .expect("finished");
+    assert!(lost.is_empty());
+    let read = store
+        .get_stack(web.id)
+        .await
+        .expect("read")
+        .expect("the stack");
+    assert_eq!(read.status, ActionStatus::Complete);
+    assert_eq!(read.definition_version, 2);
+}
+
 ember_runtime::store_suite!(
+    a_new_definition_moves_the_definition_version_on,
     the_in_progress_count_reads_only_stacks_in_progress,
     a_stack_reads_back_by_name_and_by_id,
     another_projects_stack_is_invisible,

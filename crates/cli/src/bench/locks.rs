@@ -164,6 +164,7 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
         nested_depth: 0,
         parent_resource: None,
         deleted_at: None,
+        definition_version: 1,
         maintenance_lock: None,
     };
     let iterations = 1_000_000u32;

@@ -42,6 +42,7 @@ pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
             nested_depth: 0,
             parent_resource: None,
             deleted_at: None,
+            definition_version: 1,
             maintenance_lock: None,
         };
         // Recorded as a create does: under the stack's lease, then released.

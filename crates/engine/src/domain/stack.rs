@@ -120,6 +120,10 @@ pub struct Stack {
     /// Set when the stack reached DELETE_COMPLETE: it is then hidden from
     /// lists and its name may be reused.
     pub deleted_at: Option<DateTime<Utc>>,
+    /// Moves on each time the stack is given a definition: 1 when it is
+    /// created, then +1 with each update, rollback or restore. Parsed
+    /// templates are cached by it.
+    pub definition_version: i64,
     /// The maintenance lock (spec heat-lock-stack) while the stack is
     /// locked or being locked or unlocked.
     pub maintenance_lock: Option<MaintenanceLock>,

@@ -20,6 +20,7 @@ use super::{
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
+use crate::store::{LeaseRequest, NewStack};
 
 /// Heat's rule for stack names.
 fn validate_stack_name(name: &str) -> Result<()> {
@@ -58,23 +59,34 @@ impl StackOperations {
             .map(|name| Resource::initial(stack.id, name, &parsed.resource_types[name], now))
             .collect();
         // The lease is taken in the transaction that records the stack, so
-        // no sweeper can see it in progress without an owner.
+        // no sweeper can see it in progress without an owner; that
+        // transaction is the writer's, shared with other stacks' writes.
         let event = stack_event(&stack, &stack.status_reason);
+        let taken_at = ember_runtime::time::now();
         let fence = self
-            .store()
-            .create_stack_with_lease(
-                &stack,
-                definition,
-                &resources,
-                &event,
-                self.shared.engine_id,
-                "CREATE",
-                lease::expiry_after(ember_runtime::time::now(), self.shared.lease_ttl),
-            )
+            .shared
+            .writer
+            .create_stack(NewStack {
+                stack: stack.clone(),
+                definition: definition.clone(),
+                resources: resources.clone(),
+                event,
+                lease: LeaseRequest {
+                    engine_id: self.shared.engine_id,
+                    operation: "CREATE".to_owned(),
+                    now: taken_at,
+                    expires_at: lease::expiry_after(taken_at, self.shared.lease_ttl),
+                },
+            })
             .await?;
         let stack_lease =
             lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
-        let target = RunTarget::new(&stack, Arc::new(parsed), resources, fence);
+        // What the first status read would parse again.
+        let parsed = Arc::new(parsed);
+        self.shared
+            .parsed_cache
+            .put(stack.id, stack.definition_version, parsed.clone());
+        let target = RunTarget::new(&stack, parsed, resources, fence);
         let run = Box::pin(run_create(
             self.shared.clone(),
             stack.clone(),
@@ -127,6 +139,7 @@ impl StackOperations {
             nested_depth: 0,
             parent_resource: None,
             deleted_at: None,
+            definition_version: 1,
             maintenance_lock: None,
         };
         Ok((stack, definition, parsed))

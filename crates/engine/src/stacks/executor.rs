@@ -56,42 +56,34 @@ impl Shared {
     }
 }
 
-/// Parsed stored definitions by stack and the `updated_at` they were read
-/// at; at most [`PARSED_CACHE_STACKS`] (then emptied: cheap, and a busy
-/// engine refills it with what is read now).
+/// Parsed stored definitions by stack and the
+/// [`definition_version`](crate::domain::Stack::definition_version) they
+/// were parsed from; at most [`PARSED_CACHE_STACKS`] (then emptied: cheap,
+/// and a busy engine refills it with what is read now).
 #[derive(Default)]
 pub struct ParsedCache(Mutex<std::collections::HashMap<Uuid, ParsedAt>>);
 
-/// A parsed definition and the `updated_at` of the row it was parsed from.
-type ParsedAt = (chrono::DateTime<chrono::Utc>, Arc<ParsedStack>);
+/// A parsed definition and the version it was parsed from.
+type ParsedAt = (i64, Arc<ParsedStack>);
 
 /// How many stacks' parsed definitions are kept.
 const PARSED_CACHE_STACKS: usize = 256;
 
 impl ParsedCache {
-    pub fn get(
-        &self,
-        stack_id: Uuid,
-        updated_at: chrono::DateTime<chrono::Utc>,
-    ) -> Option<Arc<ParsedStack>> {
+    pub fn get(&self, stack_id: Uuid, version: i64) -> Option<Arc<ParsedStack>> {
         let cache = self.0.lock().ok()?;
         cache
             .get(&stack_id)
-            .filter(|(at, _)| *at == updated_at)
+            .filter(|(parsed_from, _)| *parsed_from == version)
             .map(|(_, parsed)| parsed.clone())
     }
 
-    pub fn put(
-        &self,
-        stack_id: Uuid,
-        updated_at: chrono::DateTime<chrono::Utc>,
-        parsed: Arc<ParsedStack>,
-    ) {
+    pub fn put(&self, stack_id: Uuid, version: i64, parsed: Arc<ParsedStack>) {
         if let Ok(mut cache) = self.0.lock() {
             if cache.len() >= PARSED_CACHE_STACKS && !cache.contains_key(&stack_id) {
                 cache.clear();
             }
-            cache.insert(stack_id, (updated_at, parsed));
+            cache.insert(stack_id, (version, parsed));
         }
     }
 }

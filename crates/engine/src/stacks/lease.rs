@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::writer::TransitionWriter;
 use crate::domain::{Event, Stack};
 use crate::error::{Error, Result};
-use crate::store::{LeaseFence, StackStore};
+use crate::store::{LeaseFence, LeaseRequest, LeaseTake, StackStore};
 
 /// How long a lease lives without a heartbeat, by default.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -64,11 +64,16 @@ impl StackLease {
         ttl: Duration,
     ) -> Result<StackLease> {
         let now = ember_runtime::time::now();
-        let Some(fence) = writer
-            .store()
-            .take_stack_lease(stack_id, engine_id, operation, now, expiry_after(now, ttl))
-            .await?
-        else {
+        let take = LeaseTake {
+            stack_id,
+            lease: LeaseRequest {
+                engine_id,
+                operation: operation.to_owned(),
+                now,
+                expires_at: expiry_after(now, ttl),
+            },
+        };
+        let Some(fence) = writer.take_lease(take).await? else {
             return Err(Error::Conflict(format!(
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
             )));

@@ -369,15 +369,21 @@ impl StackOperations {
         Ok(RunTarget::new(stack, parsed, rows, fence))
     }
 
-    /// The stack's stored definition, parsed — from memory when the stack
-    /// has not changed since it was last parsed (its `updated_at` moves with
-    /// every definition it is given), so a `GET` does not read and parse
+    /// The stack's stored definition, parsed — from memory when its
+    /// definition is the one last parsed (`definition_version`: state
+    /// changes leave it alone), so a status read does not read and parse
     /// the template each time.
     async fn parse_recorded(&self, stack: &Stack) -> Result<Arc<ParsedStack>> {
-        if let Some(parsed) = self.shared.parsed_cache.get(stack.id, stack.updated_at) {
+        if let Some(parsed) = self
+            .shared
+            .parsed_cache
+            .get(stack.id, stack.definition_version)
+        {
             return Ok(parsed);
         }
-        let definition = self.store().load_definition(stack.id).await?;
+        // The version read with the definition: an update may have given
+        // the stack a new one since `stack` was read.
+        let (definition, version) = self.store().load_versioned_definition(stack.id).await?;
         let parsed = ParsedStack::build(
             &definition,
             StackIdentity {
@@ -396,7 +402,7 @@ impl StackOperations {
         let parsed = Arc::new(parsed);
         self.shared
             .parsed_cache
-            .put(stack.id, stack.updated_at, parsed.clone());
+            .put(stack.id, version, parsed.clone());
         Ok(parsed)
     }
 }

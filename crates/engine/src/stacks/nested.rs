@@ -219,6 +219,7 @@ impl NestedStackHost for StackOperations {
             nested_depth: depth,
             parent_resource: Some(owner.resource_name.clone()),
             deleted_at: None,
+            definition_version: 1,
             maintenance_lock: None,
         };
         self.admit_quotas(&stack, parsed.enabled.len(), false)

@@ -4,10 +4,12 @@
 //! committing each alone would cost a transaction and an fsync per
 //! transition. The writer takes every write waiting when the previous
 //! commit ends — resource transitions, stack transitions and operation ends
-//! ([`FencedWrite`]), of any stacks — and commits them in one transaction,
+//! ([`FencedWrite`]), of any stacks, and new stacks and takes of stack
+//! leases, which start operations — and commits them in one transaction,
 //! then answers each caller: durable and fast. Each write is fenced with its
 //! run's stack lease: a run that lost its lease gets `Error::LeaseLost`
-//! while the rest of the batch commits.
+//! while the rest of the batch commits; a new stack whose name is taken
+//! gets `Error::Conflict` while the rest are recorded.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,9 +18,21 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::{Event, Resource, Stack};
 use crate::error::{Error, Result};
-use crate::store::{FencedTransition, FencedWrite, LeaseFence, StackStore, lease_lost};
+use crate::store::{
+    FencedTransition, FencedWrite, LeaseFence, LeaseTake, NewStack, StackStore, WriteBatch,
+    lease_lost,
+};
 
-type Request = (FencedWrite, oneshot::Sender<Result<()>>);
+/// What callers queue, with where the answer goes.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "state writes are nearly every request: boxing them would allocate once per transition"
+)]
+enum Request {
+    Write(FencedWrite, oneshot::Sender<Result<()>>),
+    NewStack(Box<NewStack>, oneshot::Sender<Result<LeaseFence>>),
+    Take(LeaseTake, oneshot::Sender<Result<Option<LeaseFence>>>),
+}
 
 #[derive(Clone)]
 pub struct TransitionWriter {
@@ -108,9 +122,32 @@ impl TransitionWriter {
 
     fn send(&self, write: FencedWrite) -> Result<oneshot::Receiver<Result<()>>> {
         let (done, committed) = oneshot::channel();
-        self.sender.send((write, done)).map_err(|_| stopped())?;
-        self.waiting.fetch_add(1, Ordering::Relaxed);
+        self.queue(Request::Write(write, done))?;
         Ok(committed)
+    }
+
+    /// Records a new stack with its first lease (see
+    /// [`StackStore::create_stack_with_lease`]); returns the lease's fence
+    /// once it is committed, or `Error::Conflict` when a live stack of the
+    /// project has its name.
+    pub async fn create_stack(&self, new_stack: NewStack) -> Result<LeaseFence> {
+        let (done, committed) = oneshot::channel();
+        self.queue(Request::NewStack(Box::new(new_stack), done))?;
+        committed.await.map_err(|_| stopped())?
+    }
+
+    /// Takes a stack's lease (see [`StackStore::take_stack_lease`]): its
+    /// fence once committed, or `None` while another operation holds it.
+    pub async fn take_lease(&self, take: LeaseTake) -> Result<Option<LeaseFence>> {
+        let (done, committed) = oneshot::channel();
+        self.queue(Request::Take(take, done))?;
+        committed.await.map_err(|_| stopped())?
+    }
+
+    fn queue(&self, request: Request) -> Result<()> {
+        self.sender.send(request).map_err(|_| stopped())?;
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -119,21 +156,109 @@ async fn write_batches(
     mut receiver: mpsc::UnboundedReceiver<Request>,
     waiting: Arc<AtomicUsize>,
 ) {
-    let mut batch = Vec::new();
-    while receiver.recv_many(&mut batch, 1024).await > 0 {
-        waiting.fetch_sub(batch.len(), Ordering::Relaxed);
-        let (writes, callers): (Vec<_>, Vec<_>) = std::mem::take(&mut batch).into_iter().unzip();
-        let result = store.record_fenced_writes(&writes).await;
-        for (write, caller) in writes.iter().zip(callers) {
-            let answer = match &result {
-                Ok(lost) if lost.contains(&write.fence()) => Err(lease_lost(write.fence())),
-                Ok(_) => Ok(()),
-                // The store's own error, kind and all (a constraint
-                // violation is not "database unavailable").
-                Err(error) => Err(error.clone()),
-            };
-            // A caller that gave up waiting is not an error here.
-            let _ = caller.send(answer);
+    let mut requests = Vec::new();
+    while receiver.recv_many(&mut requests, 1024).await > 0 {
+        waiting.fetch_sub(requests.len(), Ordering::Relaxed);
+        let mut batch = WriteBatch::default();
+        let mut answers = Answers::default();
+        for request in requests.drain(..) {
+            match request {
+                Request::Write(write, caller) => {
+                    batch.writes.push(write);
+                    answers.writes.push(caller);
+                }
+                Request::NewStack(new_stack, caller) => {
+                    batch.new_stacks.push(*new_stack);
+                    answers.new_stacks.push(caller);
+                }
+                Request::Take(take, caller) => {
+                    batch.takes.push(take);
+                    answers.takes.push(caller);
+                }
+            }
         }
+        commit(store.as_ref(), batch, answers).await;
+    }
+}
+
+/// Where each part of a batch is answered, in the batch's order.
+#[derive(Default)]
+struct Answers {
+    writes: Vec<oneshot::Sender<Result<()>>>,
+    new_stacks: Vec<oneshot::Sender<Result<LeaseFence>>>,
+    takes: Vec<oneshot::Sender<Result<Option<LeaseFence>>>>,
+}
+
+/// Commits `batch` and answers its callers. A batch that fails as a whole
+/// while it holds more than its fenced writes is tried again in parts —
+/// the writes together, each new stack and each take alone — so that one
+/// bad row fails only its own caller. (A caller that gave up waiting is
+/// not an error here.)
+async fn commit(store: &dyn StackStore, batch: WriteBatch, answers: Answers) {
+    let only_writes = batch.new_stacks.is_empty() && batch.takes.is_empty();
+    let outcome = match store.record_batch(&batch).await {
+        Err(_) if !only_writes => return commit_in_parts(store, batch, answers).await,
+        outcome => outcome,
+    };
+    match outcome {
+        Ok(outcome) => {
+            answer_writes(&batch.writes, answers.writes, Ok(&outcome.lost));
+            for (caller, created) in answers.new_stacks.into_iter().zip(outcome.new_stacks) {
+                let _ = caller.send(created);
+            }
+            for (caller, taken) in answers.takes.into_iter().zip(outcome.takes) {
+                let _ = caller.send(taken);
+            }
+        }
+        Err(error) => answer_writes(&batch.writes, answers.writes, Err(&error)),
+    }
+}
+
+async fn commit_in_parts(store: &dyn StackStore, batch: WriteBatch, answers: Answers) {
+    let lost = store.record_fenced_writes(&batch.writes).await;
+    answer_writes(&batch.writes, answers.writes, lost.as_deref());
+    for (new_stack, caller) in batch.new_stacks.iter().zip(answers.new_stacks) {
+        let created = store
+            .create_stack_with_lease(
+                &new_stack.stack,
+                &new_stack.definition,
+                &new_stack.resources,
+                &new_stack.event,
+                new_stack.lease.engine_id,
+                &new_stack.lease.operation,
+                new_stack.lease.expires_at,
+            )
+            .await;
+        let _ = caller.send(created);
+    }
+    for (take, caller) in batch.takes.iter().zip(answers.takes) {
+        let taken = store
+            .take_stack_lease(
+                take.stack_id,
+                take.lease.engine_id,
+                &take.lease.operation,
+                take.lease.now,
+                take.lease.expires_at,
+            )
+            .await;
+        let _ = caller.send(taken);
+    }
+}
+
+/// Answers each fenced write: committed, its lease lost, or the store's
+/// own error, kind and all (a constraint violation is not "database
+/// unavailable").
+fn answer_writes(
+    writes: &[FencedWrite],
+    callers: Vec<oneshot::Sender<Result<()>>>,
+    result: std::result::Result<&[LeaseFence], &Error>,
+) {
+    for (write, caller) in writes.iter().zip(callers) {
+        let answer = match result {
+            Ok(lost) if lost.contains(&write.fence()) => Err(lease_lost(write.fence())),
+            Ok(_) => Ok(()),
+            Err(error) => Err(error.clone()),
+        };
+        let _ = caller.send(answer);
     }
 }

@@ -34,6 +34,8 @@ pub mod stacks {
         pub locked_by_admin: Option<bool>,
         pub locked_at: Option<ChronoDateTimeUtc>,
         pub lock_reason: Option<String>,
+        /// Moves on each time the stack is given a definition.
+        pub definition_version: i64,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -82,6 +82,67 @@ impl FencedWrite {
     }
 }
 
+/// Who asks for a stack's lease, for which operation, and until when it
+/// lives without a heartbeat.
+#[derive(Debug, Clone)]
+pub struct LeaseRequest {
+    pub engine_id: Uuid,
+    pub operation: String,
+    /// A lease that expired before this is free.
+    pub now: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A new stack to record with its first lease, as
+/// [`StackStore::create_stack_with_lease`] does.
+#[derive(Debug, Clone)]
+pub struct NewStack {
+    pub stack: Stack,
+    pub definition: StackDefinition,
+    /// Its resources, all INIT_COMPLETE.
+    pub resources: Vec<Resource>,
+    /// Its first event.
+    pub event: Event,
+    pub lease: LeaseRequest,
+}
+
+/// A take of an existing stack's lease, as [`StackStore::take_stack_lease`]
+/// does.
+#[derive(Debug, Clone)]
+pub struct LeaseTake {
+    pub stack_id: Uuid,
+    pub lease: LeaseRequest,
+}
+
+/// What the transition writer commits at once: running operations' state
+/// writes, new stacks, and takes of stack leases.
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    pub writes: Vec<FencedWrite>,
+    pub new_stacks: Vec<NewStack>,
+    pub takes: Vec<LeaseTake>,
+}
+
+impl WriteBatch {
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.new_stacks.is_empty() && self.takes.is_empty()
+    }
+}
+
+/// What became of a [`WriteBatch`]'s parts, each in the batch's order.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    /// The fences of writes that no longer held (those writes were not
+    /// made), as [`StackStore::record_fenced_writes`] returns them.
+    pub lost: Vec<LeaseFence>,
+    /// Each new stack's lease, or why it was not recorded (a live stack of
+    /// its project has its name: `Error::Conflict`).
+    pub new_stacks: Vec<Result<LeaseFence>>,
+    /// Each take's fence, or `None` where another operation holds the
+    /// lease (an error of its own where a take ran after the commit).
+    pub takes: Vec<Result<Option<LeaseFence>>>,
+}
+
 /// The error of a write whose fence no longer holds.
 pub fn lease_lost(fence: LeaseFence) -> crate::error::Error {
     crate::error::Error::LeaseLost(format!(
@@ -175,7 +236,12 @@ pub trait StackStore: Send + Sync + 'static {
     async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>>;
     /// The stacks whose parent is `stack_id`.
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
-    async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition>;
+    async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {
+        Ok(self.load_versioned_definition(stack_id).await?.0)
+    }
+    /// The stack's definition and its [`Stack::definition_version`], read
+    /// together.
+    async fn load_versioned_definition(&self, stack_id: Uuid) -> Result<(StackDefinition, i64)>;
     /// Starts an update (or an update's rollback): keeps the definition it
     /// replaces as the update's origin (see [`Self::load_update_origin`]),
     /// writes the stack's new state, settings and definition, adds rows for
@@ -223,6 +289,14 @@ pub trait StackStore: Send + Sync + 'static {
     /// each under its own fence: the writes whose fence no longer holds are
     /// not written and their fences are returned; the rest is committed.
     async fn record_fenced_writes(&self, writes: &[FencedWrite]) -> Result<Vec<LeaseFence>>;
+    /// Commits a batch's fenced writes (as [`Self::record_fenced_writes`]),
+    /// records its new stacks with their leases (as
+    /// [`Self::create_stack_with_lease`]; one whose name is taken is
+    /// skipped with `Error::Conflict`, the rest recorded) and takes its
+    /// leases (as [`Self::take_stack_lease`]) — on SQLite all in one
+    /// transaction; on PostgreSQL the takes follow its commit, each alone.
+    /// An `Err` means nothing of the batch was committed.
+    async fn record_batch(&self, batch: &WriteBatch) -> Result<BatchOutcome>;
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
     /// Stores a snapshot of a stack (deleting the stack deletes them).
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;

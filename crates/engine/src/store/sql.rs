@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
-    EventListQuery, FencedWrite, LeaseFence, OrphanCandidate, StackListQuery, StackStore,
-    lease_lost,
+    BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, NewStack, OrphanCandidate,
+    StackListQuery, StackStore, WriteBatch, lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -49,11 +49,15 @@ impl SqlStackStore {
 
 fn duplicate_name(error: sea_orm::DbErr, name: &str) -> Error {
     match error.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => Error::Conflict(format!(
-            "a stack named {name:?} already exists in this project"
-        )),
+        Some(SqlErr::UniqueConstraintViolation(_)) => name_taken(name),
         _ => error.into(),
     }
+}
+
+fn name_taken(name: &str) -> Error {
+    Error::Conflict(format!(
+        "a stack named {name:?} already exists in this project"
+    ))
 }
 
 fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel {
@@ -98,6 +102,7 @@ fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel
             .maintenance_lock
             .as_ref()
             .and_then(|lock| lock.reason.clone())),
+        definition_version: Set(stack.definition_version),
     }
 }
 
@@ -269,18 +274,24 @@ impl StackStore for SqlStackStore {
             .collect()
     }
 
-    async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {
-        let row = stacks::Entity::find_by_id(stack_id)
-            .one(&self.reader)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-        definition_from_columns(
-            stack_id,
-            row.template,
-            row.environment,
-            row.files,
-            row.parameters,
-        )
+    async fn load_versioned_definition(&self, stack_id: Uuid) -> Result<(StackDefinition, i64)> {
+        let (template, environment, files, parameters, version): (Value, Value, Value, Value, i64) =
+            stacks::Entity::find_by_id(stack_id)
+                .select_only()
+                .columns([
+                    stacks::Column::Template,
+                    stacks::Column::Environment,
+                    stacks::Column::Files,
+                    stacks::Column::Parameters,
+                    stacks::Column::DefinitionVersion,
+                ])
+                .into_tuple()
+                .one(&self.reader)
+                .await?
+                .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
+        let definition =
+            definition_from_columns(stack_id, template, environment, files, parameters)?;
+        Ok((definition, version))
     }
 
     async fn load_update_origin(&self, stack_id: Uuid) -> Result<Option<StackDefinition>> {
@@ -322,7 +333,17 @@ impl StackStore for SqlStackStore {
         let transaction = self.connection.begin().await?;
         hold_fence(&transaction, fence).await?;
         keep_update_origin(&transaction, stack.id, stack.updated_at).await?;
-        stacks::Entity::update(stack_row(stack, definition))
+        // The definition's version moves on from the stored one (parsed
+        // templates are cached by it).
+        let mut row = stack_row(stack, definition);
+        row.definition_version = sea_orm::ActiveValue::NotSet;
+        stacks::Entity::update_many()
+            .set(row)
+            .col_expr(
+                stacks::Column::DefinitionVersion,
+                Expr::col(stacks::Column::DefinitionVersion).add(1),
+            )
+            .filter(stacks::Column::Id.eq(stack.id))
             .exec(&transaction)
             .await?;
         for chunk in new_resources.chunks(500) {
@@ -365,74 +386,52 @@ impl StackStore for SqlStackStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let fences: std::collections::BTreeSet<LeaseFence> =
-            writes.iter().map(FencedWrite::fence).collect();
         let transaction = self.connection.begin().await?;
-        let held = held_fences(&transaction, &fences).await?;
-        let kept: Vec<&FencedWrite> = writes
-            .iter()
-            .filter(|write| held.contains(&write.fence()))
-            .collect();
-        // A batch may hold several transitions of one resource (a resource
-        // that acts only on its row starts and ends before the writer takes
-        // the next batch): its row is written once, as the last of them
-        // left it — PostgreSQL refuses an upsert touching a row twice —
-        // and every transition keeps its event.
-        let mut latest: Vec<&Resource> = Vec::with_capacity(kept.len());
-        let mut position: std::collections::HashMap<Uuid, usize> =
-            std::collections::HashMap::with_capacity(kept.len());
-        for write in &kept {
-            let FencedWrite::Resource(transition) = write else {
-                continue;
-            };
-            let resource = &transition.resource;
-            match position.get(&resource.id) {
-                Some(&index) => latest[index] = resource,
-                None => {
-                    position.insert(resource.id, latest.len());
-                    latest.push(resource);
-                }
+        let lost = write_fenced(&transaction, writes).await?;
+        transaction.commit().await?;
+        Ok(lost)
+    }
+
+    async fn record_batch(&self, batch: &WriteBatch) -> Result<BatchOutcome> {
+        let mut outcome = BatchOutcome {
+            lost: Vec::new(),
+            new_stacks: Vec::new(),
+            takes: Vec::with_capacity(batch.takes.len()),
+        };
+        if batch.is_empty() {
+            return Ok(outcome);
+        }
+        // PostgreSQL: takes go after the commit, each a statement of its
+        // own. Inside the transaction a take would wait, holding the share
+        // locks the fenced writes took, for a lease row another engine's
+        // batch holds — and that engine's take for one of ours: a deadlock.
+        // SQLite has one writer: nothing waits inside a transaction.
+        let takes_inside = self.connection.get_database_backend() == DatabaseBackend::Sqlite;
+        let transaction = self.connection.begin().await?;
+        if !batch.writes.is_empty() {
+            outcome.lost = write_fenced(&transaction, &batch.writes).await?;
+        }
+        outcome.new_stacks = insert_new_stacks(&transaction, &batch.new_stacks).await?;
+        if takes_inside {
+            for take in &batch.takes {
+                let taken = take_lease(&transaction, take.stack_id, &take.lease).await?;
+                outcome.takes.push(Ok(taken));
             }
-        }
-        // Bounded statement sizes: SQLite allows 32766 bound values.
-        for chunk in latest.chunks(500) {
-            resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
-                .on_conflict(resource_upsert())
-                .exec(&transaction)
-                .await?;
-        }
-        // Stack states in their order (an operation writes nothing after
-        // its end, so a release never precedes a write it fences).
-        for write in &kept {
-            match write {
-                FencedWrite::Resource(_) => {}
-                FencedWrite::Stack { stack, .. } => write_stack_state(&transaction, stack).await?,
-                FencedWrite::Finish { fence, stack, .. } => {
-                    // Held above, and locked until the commit.
-                    release_fenced(&transaction, *fence).await?;
-                    write_stack_state(&transaction, stack).await?;
-                    if matches!(
-                        stack.action,
-                        StackAction::Update | StackAction::Rollback | StackAction::Restore
-                    ) {
-                        // The update is over: nothing resumes it any more.
-                        stack_update_origins::Entity::delete_by_id(stack.id)
-                            .exec(&transaction)
-                            .await?;
-                    }
-                }
-            }
-        }
-        for chunk in kept.chunks(500) {
-            events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
-                .exec(&transaction)
-                .await?;
         }
         transaction.commit().await?;
-        Ok(fences
-            .into_iter()
-            .filter(|fence| !held.contains(fence))
-            .collect())
+        if !takes_inside {
+            // The batch is committed: a take that fails now fails alone.
+            // They run at once, on connections of their own (the server
+            // commits them together).
+            outcome.takes = futures::future::join_all(
+                batch
+                    .takes
+                    .iter()
+                    .map(|take| take_lease(&self.connection, take.stack_id, &take.lease)),
+            )
+            .await;
+        }
+        Ok(outcome)
     }
 
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()> {
@@ -511,38 +510,13 @@ impl StackStore for SqlStackStore {
         now: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> Result<Option<LeaseFence>> {
-        let row = first_lease(stack_id, engine_id, operation, expires_at);
-        // Insert, or take over an expired (or released) lease — never an
-        // unexpired one — moving the generation on in the same statement.
-        let taken = stack_leases::Entity::insert(row)
-            .on_conflict(
-                OnConflict::column(stack_leases::Column::StackId)
-                    .update_columns([
-                        stack_leases::Column::EngineId,
-                        stack_leases::Column::Operation,
-                        stack_leases::Column::ExpiresAt,
-                    ])
-                    .value(
-                        stack_leases::Column::Generation,
-                        Expr::col((stack_leases::Entity, stack_leases::Column::Generation)).add(1),
-                    )
-                    .action_and_where(
-                        Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now),
-                    )
-                    .to_owned(),
-            )
-            .exec_with_returning(&self.connection)
-            .await;
-        match taken {
-            Ok(lease) => Ok(Some(LeaseFence {
-                stack_id,
-                generation: lease.generation,
-            })),
-            // The conflict's WHERE kept the row: nothing inserted, nothing
-            // returned (sea-orm names it either way).
-            Err(DbErr::RecordNotInserted | DbErr::RecordNotFound(_)) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
+        let lease = LeaseRequest {
+            engine_id,
+            operation: operation.to_owned(),
+            now,
+            expires_at,
+        };
+        take_lease(&self.connection, stack_id, &lease).await
     }
 
     async fn renew_stack_lease(
@@ -861,6 +835,200 @@ async fn insert_stack(
     Ok(())
 }
 
+/// Writes `writes` in `transaction`, in their order, each under its own
+/// fence; returns the fences that no longer held (their writes skipped).
+async fn write_fenced(
+    transaction: &DatabaseTransaction,
+    writes: &[FencedWrite],
+) -> Result<Vec<LeaseFence>> {
+    let fences: std::collections::BTreeSet<LeaseFence> =
+        writes.iter().map(FencedWrite::fence).collect();
+    let held = held_fences(transaction, &fences).await?;
+    let kept: Vec<&FencedWrite> = writes
+        .iter()
+        .filter(|write| held.contains(&write.fence()))
+        .collect();
+    // A batch may hold several transitions of one resource (a resource
+    // that acts only on its row starts and ends before the writer takes
+    // the next batch): its row is written once, as the last of them
+    // left it — PostgreSQL refuses an upsert touching a row twice —
+    // and every transition keeps its event.
+    let mut latest: Vec<&Resource> = Vec::with_capacity(kept.len());
+    let mut position: std::collections::HashMap<Uuid, usize> =
+        std::collections::HashMap::with_capacity(kept.len());
+    for write in &kept {
+        let FencedWrite::Resource(transition) = write else {
+            continue;
+        };
+        let resource = &transition.resource;
+        match position.get(&resource.id) {
+            Some(&index) => latest[index] = resource,
+            None => {
+                position.insert(resource.id, latest.len());
+                latest.push(resource);
+            }
+        }
+    }
+    // Bounded statement sizes: SQLite allows 32766 bound values.
+    for chunk in latest.chunks(500) {
+        resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
+            .on_conflict(resource_upsert())
+            .exec(transaction)
+            .await?;
+    }
+    // Stack states in their order (an operation writes nothing after
+    // its end, so a release never precedes a write it fences).
+    for write in &kept {
+        match write {
+            FencedWrite::Resource(_) => {}
+            FencedWrite::Stack { stack, .. } => write_stack_state(transaction, stack).await?,
+            FencedWrite::Finish { fence, stack, .. } => {
+                // Held above, and locked until the commit.
+                release_fenced(transaction, *fence).await?;
+                write_stack_state(transaction, stack).await?;
+                if matches!(
+                    stack.action,
+                    StackAction::Update | StackAction::Rollback | StackAction::Restore
+                ) {
+                    // The update is over: nothing resumes it any more.
+                    stack_update_origins::Entity::delete_by_id(stack.id)
+                        .exec(transaction)
+                        .await?;
+                }
+            }
+        }
+    }
+    for chunk in kept.chunks(500) {
+        events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
+            .exec(transaction)
+            .await?;
+    }
+    Ok(fences
+        .into_iter()
+        .filter(|fence| !held.contains(fence))
+        .collect())
+}
+
+/// Takes `stack_id`'s lease as `lease` asks unless an unexpired one is
+/// held; `None` when it is.
+async fn take_lease(
+    connection: &impl ConnectionTrait,
+    stack_id: Uuid,
+    lease: &LeaseRequest,
+) -> Result<Option<LeaseFence>> {
+    let row = first_lease(
+        stack_id,
+        lease.engine_id,
+        &lease.operation,
+        lease.expires_at,
+    );
+    // Insert, or take over an expired (or released) lease — never an
+    // unexpired one — moving the generation on in the same statement.
+    let taken = stack_leases::Entity::insert(row)
+        .on_conflict(
+            OnConflict::column(stack_leases::Column::StackId)
+                .update_columns([
+                    stack_leases::Column::EngineId,
+                    stack_leases::Column::Operation,
+                    stack_leases::Column::ExpiresAt,
+                ])
+                .value(
+                    stack_leases::Column::Generation,
+                    Expr::col((stack_leases::Entity, stack_leases::Column::Generation)).add(1),
+                )
+                .action_and_where(
+                    Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt))
+                        .lt(lease.now),
+                )
+                .to_owned(),
+        )
+        .exec_with_returning(connection)
+        .await;
+    match taken {
+        Ok(taken) => Ok(Some(LeaseFence {
+            stack_id,
+            generation: taken.generation,
+        })),
+        // The conflict's WHERE kept the row: nothing inserted, nothing
+        // returned (sea-orm names it either way).
+        Err(DbErr::RecordNotInserted | DbErr::RecordNotFound(_)) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Rows per statement when new stacks are recorded together (SQLite
+/// allows 32766 bound values; a stack row has 24).
+const STACK_ROWS_PER_STATEMENT: usize = 500;
+
+/// Records `new_stacks` in `transaction` as
+/// [`StackStore::create_stack_with_lease`] records one: a stack whose name
+/// a live stack of its project has (recorded before, or earlier in this
+/// batch) is skipped — no lease, resources or event of it — and answered
+/// with `Error::Conflict`; the rest are recorded with their first leases.
+async fn insert_new_stacks(
+    transaction: &DatabaseTransaction,
+    new_stacks: &[NewStack],
+) -> Result<Vec<Result<LeaseFence>>> {
+    if new_stacks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let live_name_taken = OnConflict::columns([stacks::Column::ProjectId, stacks::Column::Name])
+        .target_and_where(Expr::col(stacks::Column::DeletedAt).is_null())
+        .do_nothing()
+        .to_owned();
+    let mut recorded = std::collections::HashSet::with_capacity(new_stacks.len());
+    for chunk in new_stacks.chunks(STACK_ROWS_PER_STATEMENT) {
+        let ids = stacks::Entity::insert_many(
+            chunk
+                .iter()
+                .map(|new| stack_row(&new.stack, &new.definition)),
+        )
+        .on_conflict(live_name_taken.clone())
+        .exec_with_returning_keys(transaction)
+        .await?;
+        recorded.extend(ids);
+    }
+    let kept: Vec<&NewStack> = new_stacks
+        .iter()
+        .filter(|new| recorded.contains(&new.stack.id))
+        .collect();
+    for chunk in kept.chunks(STACK_ROWS_PER_STATEMENT) {
+        stack_leases::Entity::insert_many(chunk.iter().map(|new| {
+            first_lease(
+                new.stack.id,
+                new.lease.engine_id,
+                &new.lease.operation,
+                new.lease.expires_at,
+            )
+        }))
+        .exec_without_returning(transaction)
+        .await?;
+        events::Entity::insert_many(chunk.iter().map(|new| event_row(&new.event)))
+            .exec_without_returning(transaction)
+            .await?;
+    }
+    let resources: Vec<&Resource> = kept.iter().flat_map(|new| &new.resources).collect();
+    // Bounded statement sizes: SQLite allows 32766 bound values.
+    for chunk in resources.chunks(500) {
+        resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
+            .exec_without_returning(transaction)
+            .await?;
+    }
+    Ok(new_stacks
+        .iter()
+        .map(|new| {
+            if recorded.contains(&new.stack.id) {
+                Ok(LeaseFence {
+                    stack_id: new.stack.id,
+                    generation: FIRST_LEASE_GENERATION,
+                })
+            } else {
+                Err(name_taken(&new.stack.name))
+            }
+        })
+        .collect())
+}
+
 /// When a released lease "expired": long ago, so any take may have it.
 fn released_at() -> DateTime<Utc> {
     DateTime::<Utc>::UNIX_EPOCH
@@ -1127,7 +1295,7 @@ fn corrupt(what: &str, id: Uuid) -> Error {
 /// The columns a [`Stack`] is read from: all but what the stack is built
 /// from (its template, environment, files and parameters: large JSON,
 /// decoded only when a run or a template read needs them).
-const LIST_COLUMNS: [stacks::Column; 22] = [
+const LIST_COLUMNS: [stacks::Column; 23] = [
     stacks::Column::Id,
     stacks::Column::Name,
     stacks::Column::ProjectId,
@@ -1150,6 +1318,7 @@ const LIST_COLUMNS: [stacks::Column; 22] = [
     stacks::Column::LockedByAdmin,
     stacks::Column::LockedAt,
     stacks::Column::LockReason,
+    stacks::Column::DefinitionVersion,
 ];
 
 /// A stack row as lookups and lists read it (see [`LIST_COLUMNS`]).
@@ -1177,6 +1346,7 @@ struct StackListRow {
     locked_by_admin: Option<bool>,
     locked_at: Option<DateTime<Utc>>,
     lock_reason: Option<String>,
+    definition_version: i64,
 }
 
 /// Read by position, in [`LIST_COLUMNS`]' order, through
@@ -1217,6 +1387,7 @@ impl sea_orm::FromQueryResult for StackListRow {
             locked_by_admin: column(row, 19)?,
             locked_at: column(row, 20)?,
             lock_reason: column(row, 21)?,
+            definition_version: column(row, 22)?,
         })
     }
 }
@@ -1250,6 +1421,7 @@ impl StackListRow {
             locked_by_admin: self.locked_by_admin,
             locked_at: self.locked_at,
             lock_reason: self.lock_reason,
+            definition_version: self.definition_version,
         }
     }
 }
@@ -1286,6 +1458,7 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
         nested_depth: u32::try_from(row.nested_depth).unwrap_or(0),
         parent_resource: row.parent_resource,
         deleted_at: row.deleted_at,
+        definition_version: row.definition_version,
         maintenance_lock: match (row.lock_level.as_deref(), row.locked_by_user, row.locked_at) {
             (Some(level), Some(locked_by_user), Some(locked_at)) => Some(MaintenanceLock {
                 level: LockLevel::parse(level).ok_or_else(|| corrupt("lock level", row.id))?,

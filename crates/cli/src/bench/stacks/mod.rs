@@ -259,17 +259,21 @@ async fn throughput(
         ("status read backing off 1→10 ms", FIRST_POLL),
         ("status read every 10 ms", POLL),
     ] {
-        let (stacks_per_second, reads) =
+        let busy =
             clients_creating_and_deleting(running, credentials, duration, first, POLL).await?;
         println!(
             "{:<56} {:>10.1}",
             format!("{THROUGHPUT_CLIENTS} clients create+delete 10 None: stacks/s"),
-            stacks_per_second
+            busy.stacks_per_second
         );
         println!(
             "{:<56} {:>10.1}",
             format!("  {label}: reads per stack"),
-            reads
+            busy.reads_per_stack
+        );
+        println!(
+            "{:<56} {:>10.2}",
+            "  CPU per stack, clients and Ember (ms)", busy.cpu_ms_per_stack
         );
     }
     Ok(())
@@ -277,17 +281,40 @@ async fn throughput(
 
 const THROUGHPUT_CLIENTS: usize = 8;
 
+/// What [`clients_creating_and_deleting`] measured.
+struct Busy {
+    stacks_per_second: f64,
+    reads_per_stack: f64,
+    /// The whole process's CPU time (user and system, every thread: the
+    /// clients and all of Ember's services) per stack created and deleted —
+    /// steadier than the rate on a noisy machine, and what bounds the rate
+    /// once the cores are busy.
+    cpu_ms_per_stack: f64,
+}
+
+/// CPU time this process has used, user and system.
+fn process_cpu_time() -> Result<Duration, String> {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|error| format!("getrusage: {error}"))?;
+    let time = |value: nix::sys::time::TimeVal| {
+        Duration::from_secs(value.tv_sec().unsigned_abs())
+            + Duration::from_micros(value.tv_usec().unsigned_abs())
+    };
+    Ok(time(usage.user_time()) + time(usage.system_time()))
+}
+
 /// [`THROUGHPUT_CLIENTS`] clients creating and deleting stacks of 10
 /// resources for `duration`, waiting `first` after their first status read
-/// and doubling up to `most`: stacks per second, and status reads per stack.
+/// and doubling up to `most`.
 async fn clients_creating_and_deleting(
     running: &RunningEmber,
     credentials: &DevCredentials,
     duration: Duration,
     first: Duration,
     most: Duration,
-) -> Result<(f64, f64), String> {
+) -> Result<Busy, String> {
     let template = template_of_independent_resources(10);
+    let cpu_before = process_cpu_time()?;
     let started = Instant::now();
     let workers = (0..THROUGHPUT_CLIENTS).map(|worker| {
         let client = RestStacks::new(running.gateway_addr, &credentials.member.token)
@@ -315,7 +342,13 @@ async fn clients_creating_and_deleting(
         polls += reads;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    Ok((total as f64 / elapsed, polls as f64 / total.max(1) as f64))
+    let cpu = process_cpu_time()?.saturating_sub(cpu_before);
+    let stacks = total.max(1) as f64;
+    Ok(Busy {
+        stacks_per_second: total as f64 / elapsed,
+        reads_per_stack: polls as f64 / stacks,
+        cpu_ms_per_stack: cpu.as_secs_f64() * 1000.0 / stacks,
+    })
 }
 
 /// What a chain of 5 lifecycle plugins adds to a 10-resource create.

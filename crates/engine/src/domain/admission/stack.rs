@@ -324,6 +324,7 @@ mod tests {
             nested_depth: 0,
             parent_resource: None,
             deleted_at: None,
+            definition_version: 1,
             maintenance_lock: matches!(action, StackAction::Lock | StackAction::Unlock).then(
                 || MaintenanceLock {
                     level: LockLevel::All,
