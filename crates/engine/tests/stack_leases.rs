@@ -809,6 +809,12 @@ async fn one_batch_records_new_stacks_and_takes_leases(database: &TestDatabase) 
 /// — the batch it shared is committed in parts.
 async fn the_writer_answers_each_new_stack_and_take_alone(database: &TestDatabase) {
     let store = store(database).await;
+    // SQLite's one writer takes them into its batches; PostgreSQL commits
+    // each on a connection of its own, in parallel.
+    assert_eq!(
+        store.commits_one_at_a_time(),
+        database.url.starts_with("sqlite:")
+    );
     let writer = TransitionWriter::start(store.clone());
     let creates = (0..6).map(|_| writer.create_stack(new_in_batch("contested")));
     let created = futures::future::join_all(creates).await;

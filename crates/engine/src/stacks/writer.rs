@@ -129,16 +129,24 @@ impl TransitionWriter {
     /// Records a new stack with its first lease (see
     /// [`StackStore::create_stack_with_lease`]); returns the lease's fence
     /// once it is committed, or `Error::Conflict` when a live stack of the
-    /// project has its name.
+    /// project has its name. In the writer's batch where the database
+    /// commits one transaction at a time, else in a transaction of its own.
     pub async fn create_stack(&self, new_stack: NewStack) -> Result<LeaseFence> {
+        if !self.store.commits_one_at_a_time() {
+            return create_alone(self.store.as_ref(), &new_stack).await;
+        }
         let (done, committed) = oneshot::channel();
         self.queue(Request::NewStack(Box::new(new_stack), done))?;
         committed.await.map_err(|_| stopped())?
     }
 
     /// Takes a stack's lease (see [`StackStore::take_stack_lease`]): its
-    /// fence once committed, or `None` while another operation holds it.
+    /// fence once committed, or `None` while another operation holds it
+    /// (batched as [`Self::create_stack`] is).
     pub async fn take_lease(&self, take: LeaseTake) -> Result<Option<LeaseFence>> {
+        if !self.store.commits_one_at_a_time() {
+            return take_alone(self.store.as_ref(), &take).await;
+        }
         let (done, committed) = oneshot::channel();
         self.queue(Request::Take(take, done))?;
         committed.await.map_err(|_| stopped())?
@@ -218,31 +226,39 @@ async fn commit_in_parts(store: &dyn StackStore, batch: WriteBatch, answers: Ans
     let lost = store.record_fenced_writes(&batch.writes).await;
     answer_writes(&batch.writes, answers.writes, lost.as_deref());
     for (new_stack, caller) in batch.new_stacks.iter().zip(answers.new_stacks) {
-        let created = store
-            .create_stack_with_lease(
-                &new_stack.stack,
-                &new_stack.definition,
-                &new_stack.resources,
-                &new_stack.event,
-                new_stack.lease.engine_id,
-                &new_stack.lease.operation,
-                new_stack.lease.expires_at,
-            )
-            .await;
-        let _ = caller.send(created);
+        let _ = caller.send(create_alone(store, new_stack).await);
     }
     for (take, caller) in batch.takes.iter().zip(answers.takes) {
-        let taken = store
-            .take_stack_lease(
-                take.stack_id,
-                take.lease.engine_id,
-                &take.lease.operation,
-                take.lease.now,
-                take.lease.expires_at,
-            )
-            .await;
-        let _ = caller.send(taken);
+        let _ = caller.send(take_alone(store, take).await);
     }
+}
+
+/// Records one new stack in a transaction of its own.
+async fn create_alone(store: &dyn StackStore, new_stack: &NewStack) -> Result<LeaseFence> {
+    store
+        .create_stack_with_lease(
+            &new_stack.stack,
+            &new_stack.definition,
+            &new_stack.resources,
+            &new_stack.event,
+            new_stack.lease.engine_id,
+            &new_stack.lease.operation,
+            new_stack.lease.expires_at,
+        )
+        .await
+}
+
+/// One take of a stack's lease, committed alone.
+async fn take_alone(store: &dyn StackStore, take: &LeaseTake) -> Result<Option<LeaseFence>> {
+    store
+        .take_stack_lease(
+            take.stack_id,
+            take.lease.engine_id,
+            &take.lease.operation,
+            take.lease.now,
+            take.lease.expires_at,
+        )
+        .await
 }
 
 /// Answers each fenced write: committed, its lease lost, or the store's

@@ -297,6 +297,14 @@ pub trait StackStore: Send + Sync + 'static {
     /// transaction; on PostgreSQL the takes follow its commit, each alone.
     /// An `Err` means nothing of the batch was committed.
     async fn record_batch(&self, batch: &WriteBatch) -> Result<BatchOutcome>;
+    /// Whether the database commits one transaction at a time (SQLite's
+    /// one writer): new stacks and lease takes then share the transition
+    /// writer's batches, saving a commit each. PostgreSQL commits
+    /// concurrent transactions in parallel from its pool; funnelling them
+    /// through the one writer would queue them instead.
+    fn commits_one_at_a_time(&self) -> bool {
+        false
+    }
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
     /// Stores a snapshot of a stack (deleting the stack deletes them).
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;

@@ -392,6 +392,10 @@ impl StackStore for SqlStackStore {
         Ok(lost)
     }
 
+    fn commits_one_at_a_time(&self) -> bool {
+        self.connection.get_database_backend() == DatabaseBackend::Sqlite
+    }
+
     async fn record_batch(&self, batch: &WriteBatch) -> Result<BatchOutcome> {
         let mut outcome = BatchOutcome {
             lost: Vec::new(),
