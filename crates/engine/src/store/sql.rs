@@ -410,7 +410,7 @@ impl StackStore for SqlStackStore {
         // locks the fenced writes took, for a lease row another engine's
         // batch holds — and that engine's take for one of ours: a deadlock.
         // SQLite has one writer: nothing waits inside a transaction.
-        let takes_inside = self.connection.get_database_backend() == DatabaseBackend::Sqlite;
+        let takes_inside = self.commits_one_at_a_time();
         let transaction = self.connection.begin().await?;
         if !batch.writes.is_empty() {
             outcome.lost = write_fenced(&transaction, &batch.writes).await?;
