@@ -83,13 +83,13 @@ async fn take_now(
 ) -> Option<LeaseFence> {
     let now = ember_runtime::time::now();
     store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             stack_id,
             Uuid::new_v4(),
             operation,
             now,
             now + chrono::Duration::seconds(30),
-        )
+        ))
         .await
         .expect("take")
 }
@@ -109,16 +109,15 @@ async fn recorded_by(
     expires_in: chrono::Duration,
 ) -> (LeaseFence, Resource) {
     let mut resource = Resource::initial(stack.id, "server", "OS::Heat::None", stack.created_at);
+    let now = ember_runtime::time::now();
     let fence = store
-        .create_stack_with_lease(
-            stack,
-            &StackDefinition::default(),
-            std::slice::from_ref(&resource),
-            &Event::for_stack(stack, "Stack CREATE started", stack.created_at),
-            engine,
-            "CREATE",
-            ember_runtime::time::now() + expires_in,
-        )
+        .create_stack_with_lease(&NewStack {
+            stack: stack.clone(),
+            definition: StackDefinition::default(),
+            resources: vec![resource.clone()],
+            event: Event::for_stack(stack, "Stack CREATE started", stack.created_at),
+            lease: LeaseRequest::new(engine, "CREATE", now, now + expires_in),
+        })
         .await
         .expect("created");
     resource.action = StackAction::Create;
@@ -861,9 +860,110 @@ async fn the_writer_answers_each_new_stack_and_take_alone(database: &TestDatabas
     assert!(store.get_stack(bad_id).await.expect("read").is_none());
 }
 
+/// An end queued with `finish_after_earlier` is written only if every
+/// write its run queued before it commits: behind a write the database
+/// refused — answered in an earlier batch, or failing with its own —
+/// nothing of the end is written and the lease stays held, until the run
+/// ends as any run does; another run's end commits all along.
+async fn an_end_queued_behind_a_failed_write_is_not_written(database: &TestDatabase) {
+    let store = store(database).await;
+    let writer = TransitionWriter::start(store.clone());
+    let (broken, other) = (new_stack("broken"), new_stack("other"));
+    let (fence, mut resource) = recorded(&store, &broken, LIVE).await;
+    let (other_fence, _) = recorded(&store, &other, LIVE).await;
+    resource.action = StackAction::Create;
+    resource.status = ActionStatus::InProgress;
+    let event = Event::for_resource(&resource, Utc::now());
+    writer
+        .record(fence, resource.clone(), event.clone())
+        .await
+        .expect("recorded");
+    // The same event again: its id is taken, the database refuses it.
+    let refused = writer.record(fence, resource.clone(), event.clone()).await;
+    assert!(
+        matches!(refused, Err(Error::Database(_)) | Err(Error::Conflict(_))),
+        "{refused:?}"
+    );
+    let (ended, ended_event) = complete(&broken);
+    let end = writer
+        .finish_after_earlier(fence, &ended, ended_event.clone())
+        .expect("queued")
+        .await
+        .expect("answered");
+    assert!(end.is_err(), "an end behind a refused write: {end:?}");
+
+    // Another run: a refused write and its end queued at once (one batch,
+    // or two).
+    let at_once = new_stack("at-once");
+    let (at_once_fence, mut at_once_resource) = recorded(&store, &at_once, LIVE).await;
+    at_once_resource.status = ActionStatus::InProgress;
+    let mut taken_id = Event::for_resource(&at_once_resource, Utc::now());
+    taken_id.id = event.id;
+    let refused = writer
+        .enqueue(at_once_fence, at_once_resource, taken_id)
+        .expect("queued");
+    let (at_once_ended, at_once_event) = complete(&at_once);
+    let end = writer
+        .finish_after_earlier(at_once_fence, &at_once_ended, at_once_event)
+        .expect("queued");
+    assert!(refused.await.expect("answered").is_err());
+    assert!(end.await.expect("answered").is_err());
+    for stack in [&broken, &at_once] {
+        let read = store
+            .get_stack(stack.id)
+            .await
+            .expect("read")
+            .expect("stack");
+        assert_eq!(read.status, ActionStatus::InProgress, "no end written");
+        assert!(
+            take_now(&store, stack.id, "DELETE").await.is_none(),
+            "the lease is still held"
+        );
+    }
+
+    let (other_ended, other_event) = complete(&other);
+    writer
+        .finish_after_earlier(other_fence, &other_ended, other_event)
+        .expect("queued")
+        .await
+        .expect("answered")
+        .expect("another run's end is written");
+    assert_eq!(
+        store
+            .get_stack(other.id)
+            .await
+            .expect("read")
+            .map(|stack| stack.status_reason),
+        Some(other_ended.status_reason)
+    );
+
+    // The run ends as failed with an end of its own.
+    let mut failed = broken.clone();
+    failed.status = ActionStatus::Failed;
+    failed.status_reason = "recording the operation's progress failed".into();
+    let failed_event = Event::for_stack(&failed, &failed.status_reason, Utc::now());
+    writer
+        .finish(fence, &failed, failed_event)
+        .await
+        .expect("the failed end is written");
+    assert_eq!(
+        store
+            .get_stack(broken.id)
+            .await
+            .expect("read")
+            .map(|stack| stack.status),
+        Some(ActionStatus::Failed)
+    );
+    assert!(
+        take_now(&store, broken.id, "DELETE").await.is_some(),
+        "released with it"
+    );
+}
+
 ember_runtime::store_suite!(
     one_batch_records_new_stacks_and_takes_leases,
     the_writer_answers_each_new_stack_and_take_alone,
+    an_end_queued_behind_a_failed_write_is_not_written,
     racing_takes_give_the_lease_to_one,
     a_fence_that_moved_on_writes_nothing,
     the_sweep_never_overwrites_a_finished_stack,

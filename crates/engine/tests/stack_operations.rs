@@ -10,9 +10,12 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_engine::store::{
+    LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore, migrations::Migrator,
+};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection};
 use serde_json::json;
 
 async fn operations(database: &TestDatabase) -> (Arc<StackOperations>, Arc<dyn StackStore>) {
@@ -368,15 +371,18 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
     let dead_engine = uuid::Uuid::new_v4();
     let long_ago = now - chrono::Duration::minutes(10);
     store
-        .create_stack_with_lease(
-            &orphan,
-            &StackDefinition::default(),
-            &[],
-            &Event::for_stack(&orphan, "Stack UPDATE started", long_ago),
-            dead_engine,
-            "CREATE",
-            long_ago + chrono::Duration::seconds(30),
-        )
+        .create_stack_with_lease(&NewStack {
+            event: Event::for_stack(&orphan, "Stack UPDATE started", long_ago),
+            stack: orphan.clone(),
+            definition: StackDefinition::default(),
+            resources: Vec::new(),
+            lease: LeaseRequest::new(
+                dead_engine,
+                "CREATE",
+                long_ago,
+                long_ago + chrono::Duration::seconds(30),
+            ),
+        })
         .await
         .expect("created");
     assert_eq!(
@@ -415,13 +421,13 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     let now = ember_runtime::time::now();
     let later = now + chrono::Duration::seconds(30);
     let first = store
-        .take_stack_lease(stack_id, one, "CREATE", now, later)
+        .take_stack_lease(&LeaseTake::new(stack_id, one, "CREATE", now, later))
         .await
         .expect("take")
         .expect("taken");
     assert!(
         store
-            .take_stack_lease(stack_id, two, "DELETE", now, later)
+            .take_stack_lease(&LeaseTake::new(stack_id, two, "DELETE", now, later))
             .await
             .expect("take")
             .is_none()
@@ -429,13 +435,13 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     assert!(store.renew_stack_lease(first, later).await.expect("renew"));
     let after_expiry = later + chrono::Duration::seconds(1);
     let second = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             stack_id,
             two,
             "DELETE",
             after_expiry,
             after_expiry + chrono::Duration::seconds(30),
-        )
+        ))
         .await
         .expect("steal")
         .expect("stolen");
@@ -451,7 +457,7 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     store.release_stack_lease(first).await.expect("release");
     assert!(
         store
-            .take_stack_lease(stack_id, one, "UPDATE", now, later)
+            .take_stack_lease(&LeaseTake::new(stack_id, one, "UPDATE", now, later))
             .await
             .expect("take")
             .is_none(),
@@ -459,7 +465,7 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     );
     store.release_stack_lease(second).await.expect("release");
     let third = store
-        .take_stack_lease(stack_id, one, "UPDATE", now, later)
+        .take_stack_lease(&LeaseTake::new(stack_id, one, "UPDATE", now, later))
         .await
         .expect("take")
         .expect("free again");
@@ -1240,6 +1246,143 @@ async fn a_stack_of_three_thousand_resources_is_created_updated_and_deleted(
     eprintln!("3,000 deleted in {:?}", started.elapsed());
 }
 
+/// Refuses, by a trigger in the database, the event of resource `doomed`
+/// reaching `action` COMPLETE — its transition fails as a write the
+/// database refuses would.
+async fn refuse_doomed(connection: &DatabaseConnection, action: &str) {
+    let statements = match connection.get_database_backend() {
+        DatabaseBackend::Sqlite => vec![format!(
+            "CREATE TRIGGER refuse_doomed BEFORE INSERT ON events \
+             WHEN NEW.resource_name = 'doomed' AND NEW.action = '{action}' \
+             AND NEW.status = 'COMPLETE' \
+             BEGIN SELECT RAISE(ABORT, 'injected: doomed refused'); END"
+        )],
+        _ => vec![
+            format!(
+                "CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF NEW.resource_name = 'doomed' AND NEW.action = '{action}' \
+                 AND NEW.status = 'COMPLETE' THEN RAISE EXCEPTION 'injected: doomed refused'; \
+                 END IF; RETURN NEW; END $$"
+            ),
+            "CREATE TRIGGER refuse_doomed BEFORE INSERT ON events \
+             FOR EACH ROW EXECUTE FUNCTION refuse_doomed()"
+                .to_owned(),
+        ],
+    };
+    for statement in statements {
+        connection
+            .execute_unprepared(&statement)
+            .await
+            .expect("trigger");
+    }
+}
+
+async fn accept_doomed(connection: &DatabaseConnection) {
+    let statements: &[&str] = match connection.get_database_backend() {
+        DatabaseBackend::Sqlite => &["DROP TRIGGER refuse_doomed"],
+        _ => &[
+            "DROP TRIGGER refuse_doomed ON events",
+            "DROP FUNCTION refuse_doomed()",
+        ],
+    };
+    for statement in statements {
+        connection
+            .execute_unprepared(statement)
+            .await
+            .expect("trigger dropped");
+    }
+}
+
+/// A resource transition the database refuses fails the operation: the
+/// end a run queues behind its transitions is not written over one that
+/// was not recorded, so the stack never shows COMPLETE; it ends FAILED,
+/// naming the store's error, and the lease is released with that end.
+async fn a_transition_the_database_refuses_fails_the_operation(database: &TestDatabase) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let operations = StackOperations::new(store.clone(), Arc::new(ResourceTypeRegistry::builtin()));
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  fine: {type: OS::Heat::None}
+  doomed: {type: OS::Heat::None}
+"#;
+    let stack_events = |stack: Stack| {
+        let operations = operations.clone();
+        async move {
+            let (events, _) = operations
+                .events(&stack, Some(stack.name.clone()), 0, (0, None, false))
+                .await
+                .expect("events");
+            events
+                .iter()
+                .map(|event| event.resource_status())
+                .collect::<Vec<_>>()
+        }
+    };
+
+    refuse_doomed(&connection, "CREATE").await;
+    operations
+        .create_stack(&alice(), request("refused", template))
+        .await
+        .expect("create accepted");
+    let stack = settled(&operations, "refused").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_FAILED",
+        "{}",
+        stack.status_reason
+    );
+    assert!(
+        stack
+            .status_reason
+            .contains("recording the operation's progress failed")
+            && stack.status_reason.contains("injected"),
+        "{}",
+        stack.status_reason
+    );
+    assert!(
+        !stack_events(stack.clone())
+            .await
+            .contains(&"CREATE_COMPLETE".to_owned()),
+        "the stack never showed CREATE_COMPLETE"
+    );
+    accept_doomed(&connection).await;
+
+    refuse_doomed(&connection, "DELETE").await;
+    operations
+        .delete_stack(&alice(), "refused")
+        .await
+        .expect("the failed create's end released the lease");
+    let stack = settled(&operations, &stack.id.to_string()).await;
+    assert_eq!(
+        stack.stack_status(),
+        "DELETE_FAILED",
+        "{}",
+        stack.status_reason
+    );
+    assert!(
+        !stack_events(stack.clone())
+            .await
+            .contains(&"DELETE_COMPLETE".to_owned())
+    );
+    accept_doomed(&connection).await;
+
+    operations
+        .delete_stack(&alice(), "refused")
+        .await
+        .expect("delete accepted again");
+    let stack = settled(&operations, &stack.id.to_string()).await;
+    assert_eq!(
+        stack.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+}
+
 ember_runtime::store_suite!(
     a_stack_of_three_thousand_resources_is_created_updated_and_deleted,
     a_stack_is_created_along_its_graph_and_deleted,
@@ -1258,4 +1401,5 @@ ember_runtime::store_suite!(
     nested_stacks_are_real_stacks_created_updated_and_deleted_with_their_parent,
     nested_stack_problems_surface_in_the_parent,
     the_next_operation_can_start_as_soon_as_the_final_state_is_visible,
+    a_transition_the_database_refuses_fails_the_operation,
 );

@@ -4,7 +4,8 @@ use chrono::Duration;
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::store::{
-    FencedWrite, SqlStackStore, StackListQuery, StackStore, migrations::Migrator,
+    FencedWrite, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackListQuery, StackStore,
+    migrations::Migrator,
 };
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use uuid::Uuid;
@@ -23,15 +24,13 @@ async fn insert_stack(store: &SqlStackStore, stack: &Stack) -> ember_engine::Res
     let now = ember_runtime::time::now();
     let event = Event::for_stack(stack, "Stack CREATE started", now);
     let fence = store
-        .create_stack_with_lease(
-            stack,
-            &StackDefinition::default(),
-            &[],
-            &event,
-            Uuid::now_v7(),
-            "CREATE",
-            now + Duration::seconds(60),
-        )
+        .create_stack_with_lease(&NewStack {
+            stack: stack.clone(),
+            definition: StackDefinition::default(),
+            resources: Vec::new(),
+            event,
+            lease: LeaseRequest::new(Uuid::now_v7(), "CREATE", now, now + Duration::seconds(60)),
+        })
         .await?;
     store.release_stack_lease(fence).await
 }
@@ -113,13 +112,13 @@ async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
     assert!(store.get_stack(duplicate.id).await.expect("read").is_none());
     let now = ember_runtime::time::now();
     let lease = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             duplicate.id,
             Uuid::now_v7(),
             "CREATE",
             now,
             now + Duration::seconds(60),
-        )
+        ))
         .await
         .expect("take")
         .expect("no lease was left behind");
@@ -263,13 +262,13 @@ async fn a_new_definition_moves_the_definition_version_on(database: &TestDatabas
     assert_eq!(created, 1);
 
     let fence = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             web.id,
             Uuid::now_v7(),
             "UPDATE",
             ember_runtime::time::now(),
             ember_runtime::time::now() + Duration::seconds(60),
-        )
+        ))
         .await
         .expect("taken")
         .expect("the lease was free");

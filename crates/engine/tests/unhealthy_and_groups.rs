@@ -13,7 +13,9 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, LockLevel, Resource, Stack, StackAction};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, DEFAULT_HEALTH_REASON, StackOperations, UpdateStack};
-use ember_engine::store::{FencedTransition, SqlStackStore, StackStore, migrations::Migrator};
+use ember_engine::store::{
+    FencedTransition, LeaseTake, SqlStackStore, StackStore, migrations::Migrator,
+};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use serde_json::{Value, json};
@@ -252,13 +254,13 @@ resources:
     let other_engine = Uuid::new_v4();
     let now = ember_runtime::time::now();
     let held = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             stack.id,
             other_engine,
             "UPDATE",
             now,
             now + chrono::Duration::seconds(30),
-        )
+        ))
         .await
         .expect("lease")
         .expect("taken");
@@ -307,13 +309,13 @@ resources:
         .await
         .expect("marked");
     let held = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             stack.id,
             other_engine,
             "UPDATE",
             now,
             now + chrono::Duration::seconds(30),
-        )
+        ))
         .await
         .expect("lease")
         .expect("marking released the lease in its transaction");
@@ -354,13 +356,13 @@ resources:
     twin.physical_id = deleting.physical_id.clone();
     let at = ember_runtime::time::now();
     let fence = store
-        .take_stack_lease(
+        .take_stack_lease(&LeaseTake::new(
             stack.id,
             other_engine,
             "TEST",
             at,
             at + chrono::Duration::seconds(30),
-        )
+        ))
         .await
         .expect("lease")
         .expect("free");
@@ -1038,7 +1040,7 @@ async fn the_health_store_call_writes_row_event_and_lease_release_at_once(databa
         let store = store.clone();
         async move {
             store
-                .take_stack_lease(stack.id, engine, "UPDATE", now, later)
+                .take_stack_lease(&LeaseTake::new(stack.id, engine, "UPDATE", now, later))
                 .await
                 .expect("lease")
         }

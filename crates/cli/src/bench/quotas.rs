@@ -9,7 +9,9 @@ use ember_engine::domain::quota::QuotaLimits;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::quotas::Quotas;
 use ember_engine::store::quotas::SqlQuotaStore;
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_engine::store::{
+    LeaseRequest, NewStack, SqlStackStore, StackStore, migrations::Migrator,
+};
 
 pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
     let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
@@ -48,15 +50,18 @@ pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
         // Recorded as a create does: under the stack's lease, then released.
         let event = Event::for_stack(&stack, "Stack CREATE completed", now);
         let fence = stack_store
-            .create_stack_with_lease(
-                &stack,
-                &StackDefinition::default(),
-                &[],
-                &event,
-                engine_id,
-                "CREATE",
-                now + chrono::Duration::seconds(60),
-            )
+            .create_stack_with_lease(&NewStack {
+                stack,
+                definition: StackDefinition::default(),
+                resources: Vec::new(),
+                event,
+                lease: LeaseRequest::new(
+                    engine_id,
+                    "CREATE",
+                    now,
+                    now + chrono::Duration::seconds(60),
+                ),
+            })
             .await
             .map_err(|error| error.to_string())?;
         stack_store

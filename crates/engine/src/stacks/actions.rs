@@ -184,7 +184,6 @@ async fn run_action(
                 stack_action.as_str()
             )))
         });
-    let outcome = super::executor::settled(&target, outcome).await;
     let check_failures = check_failures
         .lock()
         .map(|failures| failures.clone())
@@ -193,12 +192,10 @@ async fn run_action(
         Ok(()) if !check_failures.is_empty() => Err(RunFailure::Failed(check_failures.join("; "))),
         other => other,
     };
-    let (status, reason) = match super::final_state(outcome, stack_action.as_str()) {
-        Ok(end) => end,
-        Err(stop) => return super::stop_without_final_state(&stack, stop, stack_lease).await,
-    };
-    conclude(&mut stack, status, reason, stack_lease).await;
-    super::plugins::after(&shared, &stack, stack_action, passed).await;
+    let operation = stack_action.as_str();
+    if super::end(&mut stack, &target, outcome, operation, stack_lease).await {
+        super::plugins::after(&shared, &stack, stack_action, passed).await;
+    }
 }
 
 async fn act_on_one(

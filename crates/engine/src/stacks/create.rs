@@ -14,8 +14,8 @@ use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::{
-    CreateStack, Run, StackOperations, abandon, conclude, executor, final_state, finish, lease,
-    operation_timeout, plugins, stack_event, stop_without_final_state,
+    CreateStack, Run, StackOperations, abandon, complete_or_fail, conclude, end, executor,
+    final_state, finish, lease, operation_timeout, plugins, stack_event, stop_without_final_state,
 };
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
@@ -71,12 +71,12 @@ impl StackOperations {
                 definition: definition.clone(),
                 resources: resources.clone(),
                 event,
-                lease: LeaseRequest {
-                    engine_id: self.shared.engine_id,
-                    operation: "CREATE".to_owned(),
-                    now: taken_at,
-                    expires_at: lease::expiry_after(taken_at, self.shared.lease_ttl),
-                },
+                lease: LeaseRequest::new(
+                    self.shared.engine_id,
+                    "CREATE",
+                    taken_at,
+                    lease::expiry_after(taken_at, self.shared.lease_ttl),
+                ),
             })
             .await?;
         let stack_lease =
@@ -183,10 +183,17 @@ pub(super) async fn run_create(
     let outcome = tokio::time::timeout(operation_timeout(&stack), running)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{operation} timed out"))));
-    let outcome = executor::settled(&target, outcome).await;
-    let outcome = match outcome {
-        Err(stop @ (RunFailure::LeaseLost | RunFailure::HandedBack)) => Err(stop),
-        Err(failure) if !stack.disable_rollback => {
+    let (failure, stack_lease) =
+        match complete_or_fail(&mut stack, &target, outcome, operation, stack_lease).await {
+            Ok(()) => {
+                plugins::after(&shared, &stack, operation_action, passed).await;
+                return;
+            }
+            Err(failed) => failed,
+        };
+    let outcome = match failure {
+        stop @ (RunFailure::LeaseLost | RunFailure::HandedBack) => Err(stop),
+        failure if !stack.disable_rollback => {
             // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
             // client polling for a final state must not stop at a FAILED
             // that is about to be rolled back.
@@ -213,7 +220,7 @@ pub(super) async fn run_create(
             }
             .await
         }
-        other => other,
+        failure => Err(failure),
     };
     let (status, reason) = match final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
@@ -247,11 +254,8 @@ pub(super) async fn run_create_rollback(
     let outcome = tokio::time::timeout(operation_timeout(&stack), rolling_back)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Rollback timed out".to_owned())));
-    let outcome = executor::settled(&target, outcome).await;
-    let (status, reason) = match final_state(outcome, StackAction::Rollback.as_str()) {
-        Ok(end) => end,
-        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
-    };
-    conclude(&mut stack, status, reason, stack_lease).await;
-    plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+    let operation = StackAction::Rollback.as_str();
+    if end(&mut stack, &target, outcome, operation, stack_lease).await {
+        plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+    }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::{
-    Run, StackCaller, StackOperation, StackOperations, conclude, executor, final_state, lease,
-    operation_timeout, plugins, stack_event, stop_without_final_state, update,
+    Run, StackCaller, StackOperation, StackOperations, conclude, end, executor, lease,
+    operation_timeout, plugins, stack_event, update,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
@@ -77,11 +77,7 @@ pub(super) async fn run_delete(
     let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
-    let outcome = executor::settled(&target, outcome).await;
-    let (status, reason) = match final_state(outcome, "DELETE") {
-        Ok(end) => end,
-        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
-    };
-    conclude(&mut stack, status, reason, stack_lease).await;
-    plugins::after(&shared, &stack, StackAction::Delete, passed).await;
+    if end(&mut stack, &target, outcome, "DELETE", stack_lease).await {
+        plugins::after(&shared, &stack, StackAction::Delete, passed).await;
+    }
 }

@@ -316,11 +316,7 @@ pub async fn settled(target: &RunTarget, outcome: RunResult) -> RunResult {
     match (outcome, settled) {
         (Ok(()), settled) => settled,
         (Err(failure), Ok(())) => Err(failure),
-        (Err(failure), Err(other)) => {
-            let mut worst = Some(failure);
-            RunFailure::keep_worst(&mut worst, other);
-            Err(worst.unwrap_or(RunFailure::LeaseLost))
-        }
+        (Err(failure), Err(other)) => Err(failure.worse(other)),
     }
 }
 

@@ -46,6 +46,16 @@ impl RunFailure {
         }
     }
 
+    /// The worse of `self` (the first) and `other`, as
+    /// [`Self::keep_worst`] keeps it.
+    pub fn worse(self, other: RunFailure) -> RunFailure {
+        if self.severity() >= other.severity() {
+            self
+        } else {
+            other
+        }
+    }
+
     /// Keeps the first failure unless `other` is more serious (a lost lease
     /// must stop the run even if a resource failed first; a hand-back wins
     /// over a failure, which the resuming engine then retries).

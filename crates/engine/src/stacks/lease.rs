@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::writer::TransitionWriter;
 use crate::domain::{Event, Stack};
 use crate::error::{Error, Result};
-use crate::store::{LeaseFence, LeaseRequest, LeaseTake, StackStore};
+use crate::store::{LeaseFence, LeaseTake, StackStore};
 
 /// How long a lease lives without a heartbeat, by default.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -64,15 +64,7 @@ impl StackLease {
         ttl: Duration,
     ) -> Result<StackLease> {
         let now = ember_runtime::time::now();
-        let take = LeaseTake {
-            stack_id,
-            lease: LeaseRequest {
-                engine_id,
-                operation: operation.to_owned(),
-                now,
-                expires_at: expiry_after(now, ttl),
-            },
-        };
+        let take = LeaseTake::new(stack_id, engine_id, operation, now, expiry_after(now, ttl));
         let Some(fence) = writer.take_lease(take).await? else {
             return Err(Error::Conflict(format!(
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
@@ -160,6 +152,18 @@ impl StackLease {
         }
     }
 
+    /// Queues the operation's end (as [`Self::finish`] writes it) behind the
+    /// run's writes in flight, to be written only if they all commit (see
+    /// [`TransitionWriter::finish_after_earlier`]); [`Self::settle`] once
+    /// it is.
+    pub(crate) fn queue_finish(
+        &self,
+        stack: &Stack,
+        event: Event,
+    ) -> Result<tokio::sync::oneshot::Receiver<Result<()>>> {
+        self.writer.finish_after_earlier(self.fence, stack, event)
+    }
+
     /// For operations whose own final transaction released the lease (it
     /// was fenced with [`Self::fence`]): nothing is left to release.
     pub fn settle(self) {
@@ -181,6 +185,8 @@ impl StackLease {
 impl Drop for StackLease {
     fn drop(&mut self) {
         self.stop.cancel();
+        // The run holding it queues nothing more.
+        self.writer.forget(self.fence);
     }
 }
 

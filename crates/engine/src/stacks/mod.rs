@@ -46,7 +46,8 @@ pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
 pub(crate) use run_end::{
-    conclude, final_state, finish, operation_timeout, stop_without_final_state,
+    complete_or_fail, conclude, end, final_state, finish, operation_timeout,
+    stop_without_final_state,
 };
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::executor::Shared;
+use super::executor::{RunTarget, Shared};
 use super::failure::{RunFailure, RunResult};
 use super::{lease, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction};
@@ -38,6 +38,122 @@ pub(crate) async fn conclude(
     stack_lease
         .finish(stack, &stack_event(stack, &reason))
         .await;
+}
+
+/// Ends a run whose walk came to `outcome`, as far as it can without the
+/// caller. A walk that succeeded ends `operation` COMPLETE at once: the
+/// final state is queued behind the transitions the run still has in
+/// flight, to be written only if every one of them commits — usually in
+/// their commit, one commit sooner than waiting for them first. Otherwise,
+/// or when one of them did not commit, the run's worst failure comes back
+/// once its transitions settled, with the lease, for the caller to end the
+/// operation as failed (or roll it back).
+pub(crate) async fn complete_or_fail(
+    stack: &mut Stack,
+    target: &RunTarget,
+    outcome: RunResult,
+    operation: &str,
+    stack_lease: lease::StackLease,
+) -> Result<(), (RunFailure, lease::StackLease)> {
+    let failure = match outcome {
+        Ok(()) => match complete(stack, target, operation, &stack_lease).await {
+            Ok(Completion::Written) => {
+                stack_lease.settle();
+                return Ok(());
+            }
+            Ok(Completion::ToRetry(end)) => {
+                // Only the end failed (e.g. a briefly busy database, or
+                // the lease was lost): written as any end is.
+                let (ended, event) = *end;
+                stack_lease.finish(&ended, &event).await;
+                *stack = ended;
+                return Ok(());
+            }
+            Err(failure) => failure,
+        },
+        Err(failure) => failure,
+    };
+    match target.settle().await {
+        Ok(()) => Err((failure, stack_lease)),
+        Err(other) => Err((failure.worse(other), stack_lease)),
+    }
+}
+
+/// What became of a COMPLETE queued behind the run's transitions.
+enum Completion {
+    /// Committed with (or after) every one of them.
+    Written,
+    /// They committed, the end itself did not: this state and event are
+    /// still to be written.
+    ToRetry(Box<(Stack, crate::domain::Event)>),
+}
+
+/// Queues `stack`'s COMPLETE behind the run's transitions in flight; on
+/// success `stack` is the state written. Fails with the run's failure when
+/// one of its transitions did not commit (nothing of the end is written
+/// then).
+async fn complete(
+    stack: &mut Stack,
+    target: &RunTarget,
+    operation: &str,
+    stack_lease: &lease::StackLease,
+) -> RunResult<Completion> {
+    let (status, reason) = final_state(Ok(()), operation)?;
+    let mut ended = stack.clone();
+    set_state(&mut ended, status, &reason);
+    let event = stack_event(&ended, &reason);
+    let finishing = stack_lease.queue_finish(&ended, event.clone());
+    let settled = target.settle().await;
+    let finished = match finishing {
+        Ok(committed) => committed.await.unwrap_or_else(|_| {
+            Err(crate::error::Error::DatabaseUnavailable(
+                "the transition writer has stopped".to_owned(),
+            ))
+        }),
+        Err(error) => Err(error),
+    };
+    match (settled, finished) {
+        (Ok(()), Ok(())) => {
+            *stack = ended;
+            Ok(Completion::Written)
+        }
+        (Ok(()), Err(_)) => Ok(Completion::ToRetry(Box::new((ended, event)))),
+        (Err(failure), Err(_)) => Err(failure),
+        (Err(failure), Ok(())) => {
+            // The writer refuses an end queued behind a write that failed;
+            // should that ever not hold, say so: the stack shows COMPLETE.
+            tracing::error!(stack_id = %stack.id, %failure, "an operation's end was written although one of its transitions was not");
+            *stack = ended;
+            Ok(Completion::Written)
+        }
+    }
+}
+
+/// Ends a run whose walk came to `outcome` (see [`complete_or_fail`]),
+/// failed if it failed, or without a final state ([`final_state`]).
+/// Whether a final state was written: the post-operation plugins are due.
+pub(crate) async fn end(
+    stack: &mut Stack,
+    target: &RunTarget,
+    outcome: RunResult,
+    operation: &str,
+    stack_lease: lease::StackLease,
+) -> bool {
+    let (failure, stack_lease) =
+        match complete_or_fail(stack, target, outcome, operation, stack_lease).await {
+            Ok(()) => return true,
+            Err(failed) => failed,
+        };
+    match final_state(Err(failure), operation) {
+        Ok((status, reason)) => {
+            conclude(stack, status, reason, stack_lease).await;
+            true
+        }
+        Err(stop) => {
+            stop_without_final_state(stack, stop, stack_lease).await;
+            false
+        }
+    }
 }
 
 /// How a run's outcome ends the operation: its final status and reason,

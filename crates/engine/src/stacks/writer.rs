@@ -11,6 +11,7 @@
 //! while the rest of the batch commits; a new stack whose name is taken
 //! gets `Error::Conflict` while the rest are recorded.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -24,12 +25,13 @@ use crate::store::{
 };
 
 /// What callers queue, with where the answer goes.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "state writes are nearly every request: boxing them would allocate once per transition"
-)]
 enum Request {
     Write(FencedWrite, oneshot::Sender<Result<()>>),
+    /// An operation's end, written only if every earlier write under its
+    /// fence committed (see [`TransitionWriter::finish_after_earlier`]).
+    FinishAfterEarlier(FencedWrite, oneshot::Sender<Result<()>>),
+    /// The run of this fence has ended: forget that a write of it failed.
+    Forget(LeaseFence),
     NewStack(Box<NewStack>, oneshot::Sender<Result<LeaseFence>>),
     Take(LeaseTake, oneshot::Sender<Result<Option<LeaseFence>>>),
 }
@@ -88,6 +90,37 @@ impl TransitionWriter {
         .await
     }
 
+    /// Queues the end of an operation (as [`Self::finish`]) behind the
+    /// writes of the run queued before it, to be written only if every one
+    /// of them commits; returns at once with what will say whether it was
+    /// committed. A run that ends this way needs not wait for its last
+    /// transitions before it ends: they and the end usually share one
+    /// commit. When an earlier write under `fence` failed, nothing is
+    /// written and the answer is an error (the run then learns from its
+    /// own transitions why it failed).
+    pub fn finish_after_earlier(
+        &self,
+        fence: LeaseFence,
+        stack: &Stack,
+        event: Event,
+    ) -> Result<oneshot::Receiver<Result<()>>> {
+        let (done, committed) = oneshot::channel();
+        let write = FencedWrite::Finish {
+            fence,
+            stack: stack.clone(),
+            event,
+        };
+        self.queue(Request::FinishAfterEarlier(write, done))?;
+        Ok(committed)
+    }
+
+    /// Says the run holding `fence` is over: it will queue no more writes
+    /// (the lease guard's drop).
+    pub(crate) fn forget(&self, fence: LeaseFence) {
+        // A stopped writer remembers nothing.
+        let _ = self.queue(Request::Forget(fence));
+    }
+
     /// Ends an operation: the stack's final state and its event, with the
     /// lease released; returns once it is committed.
     pub async fn finish(&self, fence: LeaseFence, stack: &Stack, event: Event) -> Result<()> {
@@ -133,7 +166,7 @@ impl TransitionWriter {
     /// commits one transaction at a time, else in a transaction of its own.
     pub async fn create_stack(&self, new_stack: NewStack) -> Result<LeaseFence> {
         if !self.store.commits_one_at_a_time() {
-            return create_alone(self.store.as_ref(), &new_stack).await;
+            return self.store.create_stack_with_lease(&new_stack).await;
         }
         let (done, committed) = oneshot::channel();
         self.queue(Request::NewStack(Box::new(new_stack), done))?;
@@ -145,7 +178,7 @@ impl TransitionWriter {
     /// (batched as [`Self::create_stack`] is).
     pub async fn take_lease(&self, take: LeaseTake) -> Result<Option<LeaseFence>> {
         if !self.store.commits_one_at_a_time() {
-            return take_alone(self.store.as_ref(), &take).await;
+            return self.store.take_stack_lease(&take).await;
         }
         let (done, committed) = oneshot::channel();
         self.queue(Request::Take(take, done))?;
@@ -165,16 +198,31 @@ async fn write_batches(
     waiting: Arc<AtomicUsize>,
 ) {
     let mut requests = Vec::new();
+    // Fences of runs a write of which failed (not for a lost lease: the
+    // database refuses every later write of those), until the run ends.
+    let mut failed = HashSet::new();
     while receiver.recv_many(&mut requests, 1024).await > 0 {
         waiting.fetch_sub(requests.len(), Ordering::Relaxed);
         let mut batch = WriteBatch::default();
         let mut answers = Answers::default();
+        let mut ended = Vec::new();
         for request in requests.drain(..) {
             match request {
                 Request::Write(write, caller) => {
                     batch.writes.push(write);
                     answers.writes.push(caller);
                 }
+                Request::FinishAfterEarlier(write, caller) => {
+                    // Earlier writes are in this batch (committed with it
+                    // or not at all) or were answered before it.
+                    if failed.contains(&write.fence()) {
+                        let _ = caller.send(Err(earlier_write_failed(write.fence())));
+                    } else {
+                        batch.writes.push(write);
+                        answers.writes.push(caller);
+                    }
+                }
+                Request::Forget(fence) => ended.push(fence),
                 Request::NewStack(new_stack, caller) => {
                     batch.new_stacks.push(*new_stack);
                     answers.new_stacks.push(caller);
@@ -185,8 +233,18 @@ async fn write_batches(
                 }
             }
         }
-        commit(store.as_ref(), batch, answers).await;
+        failed.extend(commit(store.as_ref(), batch, answers).await);
+        for fence in ended {
+            failed.remove(&fence);
+        }
     }
+}
+
+fn earlier_write_failed(fence: LeaseFence) -> Error {
+    Error::Database(format!(
+        "an earlier write of the operation on stack {} was not committed: its end is not written",
+        fence.stack_id
+    ))
 }
 
 /// Where each part of a batch is answered, in the batch's order.
@@ -201,8 +259,9 @@ struct Answers {
 /// while it holds more than its fenced writes is tried again in parts —
 /// the writes together, each new stack and each take alone — so that one
 /// bad row fails only its own caller. (A caller that gave up waiting is
-/// not an error here.)
-async fn commit(store: &dyn StackStore, batch: WriteBatch, answers: Answers) {
+/// not an error here.) Returns the fences of the writes that failed, not
+/// for a lost lease.
+async fn commit(store: &dyn StackStore, batch: WriteBatch, answers: Answers) -> Vec<LeaseFence> {
     let only_writes = batch.new_stacks.is_empty() && batch.takes.is_empty();
     let outcome = match store.record_batch(&batch).await {
         Err(_) if !only_writes => return commit_in_parts(store, batch, answers).await,
@@ -210,65 +269,43 @@ async fn commit(store: &dyn StackStore, batch: WriteBatch, answers: Answers) {
     };
     match outcome {
         Ok(outcome) => {
-            answer_writes(&batch.writes, answers.writes, Ok(&outcome.lost));
             for (caller, created) in answers.new_stacks.into_iter().zip(outcome.new_stacks) {
                 let _ = caller.send(created);
             }
             for (caller, taken) in answers.takes.into_iter().zip(outcome.takes) {
                 let _ = caller.send(taken);
             }
+            answer_writes(&batch.writes, answers.writes, Ok(&outcome.lost))
         }
         Err(error) => answer_writes(&batch.writes, answers.writes, Err(&error)),
     }
 }
 
-async fn commit_in_parts(store: &dyn StackStore, batch: WriteBatch, answers: Answers) {
+async fn commit_in_parts(
+    store: &dyn StackStore,
+    batch: WriteBatch,
+    answers: Answers,
+) -> Vec<LeaseFence> {
     let lost = store.record_fenced_writes(&batch.writes).await;
-    answer_writes(&batch.writes, answers.writes, lost.as_deref());
+    let failed = answer_writes(&batch.writes, answers.writes, lost.as_deref());
     for (new_stack, caller) in batch.new_stacks.iter().zip(answers.new_stacks) {
-        let _ = caller.send(create_alone(store, new_stack).await);
+        let _ = caller.send(store.create_stack_with_lease(new_stack).await);
     }
     for (take, caller) in batch.takes.iter().zip(answers.takes) {
-        let _ = caller.send(take_alone(store, take).await);
+        let _ = caller.send(store.take_stack_lease(take).await);
     }
-}
-
-/// Records one new stack in a transaction of its own.
-async fn create_alone(store: &dyn StackStore, new_stack: &NewStack) -> Result<LeaseFence> {
-    store
-        .create_stack_with_lease(
-            &new_stack.stack,
-            &new_stack.definition,
-            &new_stack.resources,
-            &new_stack.event,
-            new_stack.lease.engine_id,
-            &new_stack.lease.operation,
-            new_stack.lease.expires_at,
-        )
-        .await
-}
-
-/// One take of a stack's lease, committed alone.
-async fn take_alone(store: &dyn StackStore, take: &LeaseTake) -> Result<Option<LeaseFence>> {
-    store
-        .take_stack_lease(
-            take.stack_id,
-            take.lease.engine_id,
-            &take.lease.operation,
-            take.lease.now,
-            take.lease.expires_at,
-        )
-        .await
+    failed
 }
 
 /// Answers each fenced write: committed, its lease lost, or the store's
 /// own error, kind and all (a constraint violation is not "database
-/// unavailable").
+/// unavailable"). Returns the fences of the writes that failed with the
+/// store's error.
 fn answer_writes(
     writes: &[FencedWrite],
     callers: Vec<oneshot::Sender<Result<()>>>,
     result: std::result::Result<&[LeaseFence], &Error>,
-) {
+) -> Vec<LeaseFence> {
     for (write, caller) in writes.iter().zip(callers) {
         let answer = match result {
             Ok(lost) if lost.contains(&write.fence()) => Err(lease_lost(write.fence())),
@@ -276,5 +313,9 @@ fn answer_writes(
             Err(error) => Err(error.clone()),
         };
         let _ = caller.send(answer);
+    }
+    match result {
+        Ok(_) => Vec::new(),
+        Err(_) => writes.iter().map(FencedWrite::fence).collect(),
     }
 }

@@ -93,6 +93,22 @@ pub struct LeaseRequest {
     pub expires_at: DateTime<Utc>,
 }
 
+impl LeaseRequest {
+    pub fn new(
+        engine_id: Uuid,
+        operation: &str,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> LeaseRequest {
+        LeaseRequest {
+            engine_id,
+            operation: operation.to_owned(),
+            now,
+            expires_at,
+        }
+    }
+}
+
 /// A new stack to record with its first lease, as
 /// [`StackStore::create_stack_with_lease`] does.
 #[derive(Debug, Clone)]
@@ -112,6 +128,23 @@ pub struct NewStack {
 pub struct LeaseTake {
     pub stack_id: Uuid,
     pub lease: LeaseRequest,
+}
+
+impl LeaseTake {
+    /// `engine_id` taking `stack_id`'s lease for `operation` at `now`,
+    /// until `expires_at`.
+    pub fn new(
+        stack_id: Uuid,
+        engine_id: Uuid,
+        operation: &str,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> LeaseTake {
+        LeaseTake {
+            stack_id,
+            lease: LeaseRequest::new(engine_id, operation, now, expires_at),
+        }
+    }
 }
 
 /// What the transition writer commits at once: running operations' state
@@ -214,21 +247,12 @@ impl EventListQuery {
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
     /// Records a new stack with what it is built from, its resources (all
-    /// INIT_COMPLETE) and its first event, and takes its lease for
-    /// `engine_id`, in one transaction (a new stack's lease is free): never
-    /// a lease without its stack, nor a stack in progress without its
-    /// lease. Returns the lease's fence.
-    #[allow(clippy::too_many_arguments)]
-    async fn create_stack_with_lease(
-        &self,
-        stack: &Stack,
-        definition: &StackDefinition,
-        resources: &[Resource],
-        event: &Event,
-        engine_id: Uuid,
-        operation: &str,
-        expires_at: DateTime<Utc>,
-    ) -> Result<LeaseFence>;
+    /// INIT_COMPLETE) and its first event, and takes its lease, in one
+    /// transaction (a new stack's lease is free): never a lease without its
+    /// stack, nor a stack in progress without its lease. Returns the
+    /// lease's fence, or `Error::Conflict` (nothing written) when a live
+    /// stack of the project has its name.
+    async fn create_stack_with_lease(&self, new_stack: &NewStack) -> Result<LeaseFence>;
     /// A stack of `project_id` by name (live stacks only) or id (deleted
     /// ones too, as Heat shows DELETE_COMPLETE stacks by id).
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>>;
@@ -319,17 +343,11 @@ pub trait StackStore: Send + Sync + 'static {
     async fn delete_snapshot(&self, stack_id: Uuid, snapshot_id: Uuid) -> Result<bool>;
     async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>>;
     async fn get_event(&self, stack_id: Uuid, event_id: Uuid) -> Result<Option<Event>>;
-    /// Takes the stack's lease for `engine_id` unless an unexpired one is
-    /// held: one conditional write that also moves the generation on.
-    /// Returns the fence of the new holder, or `None` when the stack is busy.
-    async fn take_stack_lease(
-        &self,
-        stack_id: Uuid,
-        engine_id: Uuid,
-        operation: &str,
-        now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> Result<Option<LeaseFence>>;
+    /// Takes the stack's lease for the take's engine unless an unexpired
+    /// one is held: one conditional write that also moves the generation
+    /// on. Returns the fence of the new holder, or `None` when the stack is
+    /// busy.
+    async fn take_stack_lease(&self, take: &LeaseTake) -> Result<Option<LeaseFence>>;
     /// Extends a lease while `fence` holds; false if it no longer does.
     async fn renew_stack_lease(&self, fence: LeaseFence, expires_at: DateTime<Utc>)
     -> Result<bool>;

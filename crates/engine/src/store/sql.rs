@@ -1,7 +1,7 @@
 //! The engine's stores on sea-orm: one implementation for SQLite and
 //! PostgreSQL. Every method is one transaction.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -9,7 +9,7 @@ use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseBackend, DatabaseConnection,
     DatabaseTransaction, DbErr, EntityTrait, ExprTrait, QueryFilter, QueryOrder, QuerySelect,
-    SqlErr, TransactionTrait,
+    TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
-    BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, NewStack, OrphanCandidate,
-    StackListQuery, StackStore, WriteBatch, lease_lost,
+    BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
+    OrphanCandidate, StackListQuery, StackStore, WriteBatch, lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -44,13 +44,6 @@ impl SqlStackStore {
     /// Writes through `connection`, reads through `reader`.
     pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
         SqlStackStore { connection, reader }
-    }
-}
-
-fn duplicate_name(error: sea_orm::DbErr, name: &str) -> Error {
-    match error.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => name_taken(name),
-        _ => error.into(),
     }
 }
 
@@ -158,26 +151,11 @@ fn resource_upsert() -> OnConflict {
 
 #[async_trait]
 impl StackStore for SqlStackStore {
-    async fn create_stack_with_lease(
-        &self,
-        stack: &Stack,
-        definition: &StackDefinition,
-        resources: &[Resource],
-        event: &Event,
-        engine_id: Uuid,
-        operation: &str,
-        expires_at: DateTime<Utc>,
-    ) -> Result<LeaseFence> {
+    async fn create_stack_with_lease(&self, new_stack: &NewStack) -> Result<LeaseFence> {
         let transaction = self.connection.begin().await?;
-        stack_leases::Entity::insert(first_lease(stack.id, engine_id, operation, expires_at))
-            .exec_without_returning(&transaction)
-            .await?;
-        insert_stack(&transaction, stack, definition, resources, event).await?;
+        let recorded = insert_new_stacks(&transaction, std::slice::from_ref(new_stack)).await?;
         transaction.commit().await?;
-        Ok(LeaseFence {
-            stack_id: stack.id,
-            generation: FIRST_LEASE_GENERATION,
-        })
+        first_lease_of(new_stack, &recorded)
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
@@ -415,7 +393,12 @@ impl StackStore for SqlStackStore {
         if !batch.writes.is_empty() {
             outcome.lost = write_fenced(&transaction, &batch.writes).await?;
         }
-        outcome.new_stacks = insert_new_stacks(&transaction, &batch.new_stacks).await?;
+        let recorded = insert_new_stacks(&transaction, &batch.new_stacks).await?;
+        outcome.new_stacks = batch
+            .new_stacks
+            .iter()
+            .map(|new| first_lease_of(new, &recorded))
+            .collect();
         if takes_inside {
             for take in &batch.takes {
                 let taken = take_lease(&transaction, take.stack_id, &take.lease).await?;
@@ -506,21 +489,8 @@ impl StackStore for SqlStackStore {
             .transpose()
     }
 
-    async fn take_stack_lease(
-        &self,
-        stack_id: Uuid,
-        engine_id: Uuid,
-        operation: &str,
-        now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> Result<Option<LeaseFence>> {
-        let lease = LeaseRequest {
-            engine_id,
-            operation: operation.to_owned(),
-            now,
-            expires_at,
-        };
-        take_lease(&self.connection, stack_id, &lease).await
+    async fn take_stack_lease(&self, take: &LeaseTake) -> Result<Option<LeaseFence>> {
+        take_lease(&self.connection, take.stack_id, &take.lease).await
     }
 
     async fn renew_stack_lease(
@@ -814,31 +784,6 @@ fn first_lease(
     }
 }
 
-/// A new stack's rows: the stack with its definition, its resources and
-/// its first event.
-async fn insert_stack(
-    transaction: &DatabaseTransaction,
-    stack: &Stack,
-    definition: &StackDefinition,
-    resources: &[Resource],
-    event: &Event,
-) -> Result<()> {
-    stacks::Entity::insert(stack_row(stack, definition))
-        .exec_without_returning(transaction)
-        .await
-        .map_err(|error| duplicate_name(error, &stack.name))?;
-    // Bounded statement sizes: SQLite allows 32766 bound values.
-    for chunk in resources.chunks(500) {
-        resources::Entity::insert_many(chunk.iter().map(resource_row))
-            .exec_without_returning(transaction)
-            .await?;
-    }
-    events::Entity::insert(event_row(event))
-        .exec_without_returning(transaction)
-        .await?;
-    Ok(())
-}
-
 /// Writes `writes` in `transaction`, in their order, each under its own
 /// fence; returns the fences that no longer held (their writes skipped).
 async fn write_fenced(
@@ -964,23 +909,23 @@ async fn take_lease(
 /// allows 32766 bound values; a stack row has 24).
 const STACK_ROWS_PER_STATEMENT: usize = 500;
 
-/// Records `new_stacks` in `transaction` as
-/// [`StackStore::create_stack_with_lease`] records one: a stack whose name
-/// a live stack of its project has (recorded before, or earlier in this
-/// batch) is skipped — no lease, resources or event of it — and answered
-/// with `Error::Conflict`; the rest are recorded with their first leases.
+/// Records `new_stacks` in `transaction` with their first leases, except
+/// a stack whose name a live stack of its project has (recorded before, or
+/// earlier in this batch): nothing of it is written — no lease, resources
+/// or event. Returns the ids of the stacks recorded (see
+/// [`first_lease_of`] for what each caller is answered).
 async fn insert_new_stacks(
     transaction: &DatabaseTransaction,
     new_stacks: &[NewStack],
-) -> Result<Vec<Result<LeaseFence>>> {
+) -> Result<HashSet<Uuid>> {
     if new_stacks.is_empty() {
-        return Ok(Vec::new());
+        return Ok(HashSet::new());
     }
     let live_name_taken = OnConflict::columns([stacks::Column::ProjectId, stacks::Column::Name])
         .target_and_where(Expr::col(stacks::Column::DeletedAt).is_null())
         .do_nothing()
         .to_owned();
-    let mut recorded = std::collections::HashSet::with_capacity(new_stacks.len());
+    let mut recorded = HashSet::with_capacity(new_stacks.len());
     for chunk in new_stacks.chunks(STACK_ROWS_PER_STATEMENT) {
         let ids = stacks::Entity::insert_many(
             chunk
@@ -1018,19 +963,20 @@ async fn insert_new_stacks(
             .exec_without_returning(transaction)
             .await?;
     }
-    Ok(new_stacks
-        .iter()
-        .map(|new| {
-            if recorded.contains(&new.stack.id) {
-                Ok(LeaseFence {
-                    stack_id: new.stack.id,
-                    generation: FIRST_LEASE_GENERATION,
-                })
-            } else {
-                Err(name_taken(&new.stack.name))
-            }
+    Ok(recorded)
+}
+
+/// What recording `new` answers: its first lease's fence if it is among
+/// the `recorded` stacks, else the conflict of its taken name.
+fn first_lease_of(new: &NewStack, recorded: &HashSet<Uuid>) -> Result<LeaseFence> {
+    if recorded.contains(&new.stack.id) {
+        Ok(LeaseFence {
+            stack_id: new.stack.id,
+            generation: FIRST_LEASE_GENERATION,
         })
-        .collect())
+    } else {
+        Err(name_taken(&new.stack.name))
+    }
 }
 
 /// When a released lease "expired": long ago, so any take may have it.
@@ -1048,8 +994,8 @@ fn released_at() -> DateTime<Utc> {
 async fn held_fences(
     transaction: &DatabaseTransaction,
     fences: &std::collections::BTreeSet<LeaseFence>,
-) -> Result<std::collections::HashSet<LeaseFence>> {
-    let mut held = std::collections::HashSet::with_capacity(fences.len());
+) -> Result<HashSet<LeaseFence>> {
+    let mut held = HashSet::with_capacity(fences.len());
     let fences: Vec<LeaseFence> = fences.iter().copied().collect();
     for chunk in fences.chunks(200) {
         let matching = chunk.iter().fold(Condition::any(), |any, fence| {

@@ -18,11 +18,9 @@ use super::{Previous, UpdateKind};
 use crate::domain::template::StackIdentity;
 use crate::domain::{Stack, StackAction, StackDefinition};
 use crate::stacks::definition::ParsedStack;
-use crate::stacks::executor::{RunTarget, Shared, settled};
+use crate::stacks::executor::{RunTarget, Shared};
 use crate::stacks::failure::RunFailure;
-use crate::stacks::{
-    Run, conclude, final_state, lease, operation_timeout, plugins, stop_without_final_state,
-};
+use crate::stacks::{Run, conclude, end, lease, operation_timeout, plugins};
 
 /// The run that continues `stack`'s UPDATE towards its stored definition
 /// (`target`), rolling back to `origin` if it fails (unless rollback is
@@ -102,13 +100,10 @@ async fn run_rollback(
     )
     .await
     .unwrap_or_else(|_| Err(RunFailure::Failed("Rollback timed out".to_owned())));
-    let outcome = settled(&target, outcome).await;
-    let (status, reason) = match final_state(outcome, StackAction::Rollback.as_str()) {
-        Ok(end) => end,
-        Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
-    };
-    conclude(&mut stack, status, reason, stack_lease).await;
-    plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+    let operation = StackAction::Rollback.as_str();
+    if end(&mut stack, &target, outcome, operation, stack_lease).await {
+        plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+    }
 }
 
 /// `definition` parsed for `stack`; `None` when it no longer parses (then

@@ -70,11 +70,24 @@ pub(super) async fn run_update(
         }
         (outcome, _) => outcome,
     };
-    let outcome = crate::stacks::executor::settled(&target, outcome).await;
-    let outcome = match (outcome, previous) {
-        (Err(stop @ (RunFailure::LeaseLost | RunFailure::HandedBack)), _) => Err(stop),
+    if outcome.is_ok() {
+        shared.forget_update(stack.id);
+    }
+    let operation = stack.action.as_str();
+    let (failure, stack_lease) =
+        match crate::stacks::complete_or_fail(&mut stack, &target, outcome, operation, stack_lease)
+            .await
+        {
+            Ok(()) => {
+                crate::stacks::plugins::after(&shared, &stack, kind.action(), passed).await;
+                return;
+            }
+            Err(failed) => failed,
+        };
+    let outcome = match (failure, previous) {
+        (stop @ (RunFailure::LeaseLost | RunFailure::HandedBack), _) => Err(stop),
         // No FAILED in between: pollers must not stop before the rollback.
-        (Err(failure), Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
+        (failure, Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
             rollback(
                 &shared,
                 &mut stack,
@@ -85,7 +98,7 @@ pub(super) async fn run_update(
             )
             .await
         }
-        (outcome, _) => outcome,
+        (failure, _) => Err(failure),
     };
     shared.forget_update(stack.id);
     let (status, reason) = match crate::stacks::final_state(outcome, stack.action.as_str()) {
