@@ -14,7 +14,7 @@ use super::{
     StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// An action run through the stack's "actions" endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,12 +82,9 @@ impl StackOperations {
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease
             .start(async {
-                let mut stack =
-                    self.store().get_stack(found.id).await?.ok_or_else(|| {
-                        Error::NotFound(format!("stack {name_or_id:?} not found"))
-                    })?;
-                self.admit(&stack, action.operation(), caller).await?;
-                let target = self.load_target(&stack, fence).await?;
+                let (mut stack, target) = self
+                    .reread_under_lease(found.id, name_or_id, action.operation(), caller, fence)
+                    .await?;
                 stack.action = action.stack_action();
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = format!("Stack {operation} started");

@@ -11,7 +11,7 @@ use super::{
     operation_timeout, plugins, stack_event, update,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl StackOperations {
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
@@ -29,13 +29,9 @@ impl StackOperations {
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease
             .start(async {
-                // Re-read under the lease: the state may have moved since.
-                let mut stack =
-                    self.store().get_stack(stack.id).await?.ok_or_else(|| {
-                        Error::NotFound(format!("stack {name_or_id:?} not found"))
-                    })?;
-                self.admit(&stack, StackOperation::Delete, caller).await?;
-                let target = self.load_target(&stack, fence).await?;
+                let (mut stack, target) = self
+                    .reread_under_lease(stack.id, name_or_id, StackOperation::Delete, caller, fence)
+                    .await?;
                 stack.action = StackAction::Delete;
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = "Stack DELETE started".to_owned();

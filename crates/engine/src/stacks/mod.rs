@@ -365,9 +365,41 @@ impl StackOperations {
         stack: &Stack,
         fence: crate::store::LeaseFence,
     ) -> Result<RunTarget> {
-        let parsed = self.parse_recorded(stack).await?;
         let rows = self.store().list_resources(stack.id).await?;
+        self.target_of(stack, rows, fence).await
+    }
+
+    /// What a run acts on: `stack` with its resource `rows`.
+    async fn target_of(
+        &self,
+        stack: &Stack,
+        rows: Vec<Resource>,
+        fence: crate::store::LeaseFence,
+    ) -> Result<RunTarget> {
+        let parsed = self.parse_recorded(stack).await?;
         Ok(RunTarget::new(stack, parsed, rows, fence))
+    }
+
+    /// Re-reads `stack_id` under its lease (its state may have moved since
+    /// it was read), checks `operation` against it, and loads what a run
+    /// of it acts on; the stack and its resources are read at once.
+    pub(crate) async fn reread_under_lease(
+        &self,
+        stack_id: Uuid,
+        name_or_id: &str,
+        operation: StackOperation,
+        caller: StackCaller<'_>,
+        fence: crate::store::LeaseFence,
+    ) -> Result<(Stack, RunTarget)> {
+        let (stack, rows) = tokio::try_join!(
+            self.store().get_stack(stack_id),
+            self.store().list_resources(stack_id)
+        )?;
+        let stack =
+            stack.ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))?;
+        self.admit(&stack, operation, caller).await?;
+        let target = self.target_of(&stack, rows, fence).await?;
+        Ok((stack, target))
     }
 
     /// The stack's stored definition, parsed — from memory when its

@@ -44,13 +44,19 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
             operation: operation_from_proto(request.operation, "operation")?,
             project_id: project_of(request.project_id, request.stack.as_ref()),
         };
-        if request.snapshot_on_demand
-            && request.stack.is_none()
-            && self.runner.any_applies(&context).await?
-        {
-            return Ok(Response::new(pb::RunPreOperationsResponse {
-                snapshot_needed: true,
-                ..Default::default()
+        if request.snapshot_on_demand && request.stack.is_none() {
+            // Asked without the stack: a plugin that applies needs it;
+            // with none, the answer is known from this one registry read.
+            return Ok(Response::new(if self.runner.any_applies(&context).await? {
+                pb::RunPreOperationsResponse {
+                    snapshot_needed: true,
+                    ..Default::default()
+                }
+            } else {
+                pb::RunPreOperationsResponse {
+                    allowed: true,
+                    ..Default::default()
+                }
             }));
         }
         let plugin_request = plugin_pb::PreOperationRequest {
