@@ -16,7 +16,7 @@ use ember_engine::stacks::{
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
-    SqlStackStore, StackStore, WriteBatch, lease_lost, migrations::Migrator,
+    OperationStart, SqlStackStore, StackStore, WriteBatch, lease_lost, migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -700,15 +700,7 @@ fn new_in_batch(name: &str) -> NewStack {
 
 fn take_in_batch(stack_id: Uuid) -> LeaseTake {
     let now = ember_runtime::time::now();
-    LeaseTake {
-        stack_id,
-        lease: LeaseRequest {
-            engine_id: Uuid::new_v4(),
-            operation: "DELETE".into(),
-            now,
-            expires_at: now + LIVE,
-        },
-    }
+    LeaseTake::new(stack_id, Uuid::new_v4(), "DELETE", now, now + LIVE)
 }
 
 /// The writer's whole batch: fenced writes, new stacks and lease takes at
@@ -960,10 +952,103 @@ async fn an_end_queued_behind_a_failed_write_is_not_written(database: &TestDatab
     );
 }
 
+/// A take expecting the generation at which the lease was seen free starts
+/// the operation only if no operation took the lease since: then the
+/// stack's new state and its event are written with the take, in one
+/// transaction; otherwise — the lease moved on, or is held — nothing is.
+/// Alone, and through the transition writer (in its batch on SQLite).
+async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database: &TestDatabase) {
+    let store = store(database).await;
+    let writer = TransitionWriter::start(store.clone());
+    let stack = new_stack("optimistic");
+    let (fence, _) = recorded(&store, &stack, LIVE).await;
+    let free_generation = || async {
+        store
+            .free_lease_generation(stack.id, ember_runtime::time::now())
+            .await
+            .expect("read")
+    };
+    assert_eq!(free_generation().await, None, "held by its create");
+    store.release_stack_lease(fence).await.expect("released");
+    let seen = free_generation().await.expect("free once released");
+    assert_eq!(seen, fence.generation);
+
+    let mut deleting = stack.clone();
+    deleting.action = StackAction::Delete;
+    deleting.status_reason = "Stack DELETE started".into();
+    let starting = |generation: i64| {
+        take_in_batch(stack.id).starting(OperationStart {
+            generation,
+            stack: deleting.clone(),
+            event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
+        })
+    };
+    let started_events = || async {
+        stack_events(&store, &stack)
+            .await
+            .iter()
+            .filter(|event| event.reason == "Stack DELETE started")
+            .count()
+    };
+    // Another operation took the lease (and let it go) since it was seen.
+    let between = take_now(&store, stack.id, "UPDATE").await.expect("taken");
+    store.release_stack_lease(between).await.expect("released");
+    assert_eq!(
+        store.take_stack_lease(&starting(seen)).await.expect("ran"),
+        None
+    );
+    assert_eq!(writer.take_lease(starting(seen)).await.expect("ran"), None);
+    let read = store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("stack");
+    assert_eq!(read.action, StackAction::Create, "nothing written");
+    assert_eq!(started_events().await, 0);
+    assert!(free_generation().await.is_some(), "not taken");
+
+    let seen = free_generation().await.expect("free");
+    let started = writer
+        .take_lease(starting(seen))
+        .await
+        .expect("ran")
+        .expect("taken");
+    assert_eq!(started.generation, seen + 1);
+    let read = store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("stack");
+    assert_eq!(
+        (read.action, read.status_reason.as_str()),
+        (StackAction::Delete, "Stack DELETE started")
+    );
+    assert_eq!(started_events().await, 1);
+    assert!(take_now(&store, stack.id, "UPDATE").await.is_none(), "held");
+    // Held: refused even at its current generation.
+    assert_eq!(
+        store
+            .take_stack_lease(&starting(started.generation))
+            .await
+            .expect("ran"),
+        None
+    );
+    // Alone, once free again.
+    store.release_stack_lease(started).await.expect("released");
+    let alone = store
+        .take_stack_lease(&starting(started.generation))
+        .await
+        .expect("ran")
+        .expect("taken");
+    assert_eq!(alone.generation, started.generation + 1);
+    assert_eq!(started_events().await, 2);
+}
+
 ember_runtime::store_suite!(
     one_batch_records_new_stacks_and_takes_leases,
     the_writer_answers_each_new_stack_and_take_alone,
     an_end_queued_behind_a_failed_write_is_not_written,
+    a_take_expecting_a_generation_starts_only_if_none_ran_between,
     racing_takes_give_the_lease_to_one,
     a_fence_that_moved_on_writes_nothing,
     the_sweep_never_overwrites_a_finished_stack,

@@ -83,7 +83,7 @@ impl StackOperations {
         let ((stack, target), stack_lease) = stack_lease
             .start(async {
                 let (mut stack, target) = self
-                    .reread_under_lease(found.id, name_or_id, action.operation(), caller, fence)
+                    .read_target(found.id, name_or_id, action.operation(), caller, fence)
                     .await?;
                 stack.action = action.stack_action();
                 stack.status = ActionStatus::InProgress;

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
+use crate::store::{LeaseFence, LeaseTake, OperationStart};
 
 impl StackOperations {
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
@@ -22,27 +23,14 @@ impl StackOperations {
         name_or_id: &str,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, Run)> {
-        let stack_lease = self
-            .shared
-            .take_lease(stack.id, &stack.name, "DELETE")
-            .await?;
-        let fence = stack_lease.fence();
-        let ((stack, target), stack_lease) = stack_lease
-            .start(async {
-                let (mut stack, target) = self
-                    .reread_under_lease(stack.id, name_or_id, StackOperation::Delete, caller, fence)
-                    .await?;
-                stack.action = StackAction::Delete;
-                stack.status = ActionStatus::InProgress;
-                stack.status_reason = "Stack DELETE started".to_owned();
-                stack.updated_at = ember_runtime::time::now();
-                self.shared
-                    .writer
-                    .record_stack(fence, &stack, stack_event(&stack, "Stack DELETE started"))
-                    .await?;
-                Ok((stack, target))
-            })
-            .await?;
+        let started = match self
+            .start_delete_at_once(&stack, name_or_id, caller)
+            .await?
+        {
+            Some(started) => started,
+            None => self.start_delete(stack, name_or_id, caller).await?,
+        };
+        let (stack, target, stack_lease) = started;
         let run = Box::pin(run_delete(
             self.shared.clone(),
             stack.clone(),
@@ -51,6 +39,91 @@ impl StackOperations {
         ));
         Ok((stack, run))
     }
+
+    /// The usual case in one commit: the lease is seen free, the stack and
+    /// its resources are read after that, and the lease is taken — with
+    /// DELETE_IN_PROGRESS recorded in the same transaction — only if no
+    /// operation took it in between (its generation unchanged: every take
+    /// moves it on). `None`, nothing written, when the lease is held or
+    /// moved on: then [`Self::start_delete`].
+    async fn start_delete_at_once(
+        &self,
+        stack: &Stack,
+        name_or_id: &str,
+        caller: StackCaller<'_>,
+    ) -> Result<Option<(Stack, RunTarget, lease::StackLease)>> {
+        let seen_at = ember_runtime::time::now();
+        let Some(generation) = self
+            .store()
+            .free_lease_generation(stack.id, seen_at)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let fence = LeaseFence {
+            stack_id: stack.id,
+            generation: generation + 1,
+        };
+        let (mut stack, target) = self
+            .read_target(stack.id, name_or_id, StackOperation::Delete, caller, fence)
+            .await?;
+        mark_deleting(&mut stack);
+        let taken_at = ember_runtime::time::now();
+        let take = LeaseTake::new(
+            stack.id,
+            self.shared.engine_id,
+            "DELETE",
+            taken_at,
+            lease::expiry_after(taken_at, self.shared.lease_ttl),
+        );
+        let take = take.starting(OperationStart {
+            generation,
+            event: stack_event(&stack, "Stack DELETE started"),
+            stack: stack.clone(),
+        });
+        let taken = self.shared.writer.take_lease(take).await?;
+        Ok(taken.map(|fence| {
+            let stack_lease =
+                lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
+            (stack, target, stack_lease)
+        }))
+    }
+
+    /// Takes the lease, then reads the stack under it and records
+    /// DELETE_IN_PROGRESS.
+    async fn start_delete(
+        &self,
+        stack: Stack,
+        name_or_id: &str,
+        caller: StackCaller<'_>,
+    ) -> Result<(Stack, RunTarget, lease::StackLease)> {
+        let stack_lease = self
+            .shared
+            .take_lease(stack.id, &stack.name, "DELETE")
+            .await?;
+        let fence = stack_lease.fence();
+        let ((stack, target), stack_lease) = stack_lease
+            .start(async {
+                let (mut stack, target) = self
+                    .read_target(stack.id, name_or_id, StackOperation::Delete, caller, fence)
+                    .await?;
+                mark_deleting(&mut stack);
+                self.shared
+                    .writer
+                    .record_stack(fence, &stack, stack_event(&stack, "Stack DELETE started"))
+                    .await?;
+                Ok((stack, target))
+            })
+            .await?;
+        Ok((stack, target, stack_lease))
+    }
+}
+
+fn mark_deleting(stack: &mut Stack) {
+    stack.action = StackAction::Delete;
+    stack.status = ActionStatus::InProgress;
+    stack.status_reason = "Stack DELETE started".to_owned();
+    stack.updated_at = ember_runtime::time::now();
 }
 
 pub(super) async fn run_delete(

@@ -380,10 +380,12 @@ impl StackOperations {
         Ok(RunTarget::new(stack, parsed, rows, fence))
     }
 
-    /// Re-reads `stack_id` under its lease (its state may have moved since
-    /// it was read), checks `operation` against it, and loads what a run
-    /// of it acts on; the stack and its resources are read at once.
-    pub(crate) async fn reread_under_lease(
+    /// Reads `stack_id` for an operation about to start under the lease
+    /// `fence` (held, or about to be taken only if no operation took it
+    /// since this read began): checks `operation` against it, and loads
+    /// what a run of it acts on; the stack and its resources are read at
+    /// once.
+    pub(crate) async fn read_target(
         &self,
         stack_id: Uuid,
         name_or_id: &str,

@@ -128,6 +128,21 @@ pub struct NewStack {
 pub struct LeaseTake {
     pub stack_id: Uuid,
     pub lease: LeaseRequest,
+    /// An operation started with the take, in its transaction.
+    pub start: Option<Box<OperationStart>>,
+}
+
+/// What a take starts (see [`LeaseTake::starting`]).
+#[derive(Debug, Clone)]
+pub struct OperationStart {
+    /// The lease is taken only while it is still at this generation: no
+    /// operation took it since the caller saw it free at it, so what the
+    /// caller read after that is still the stack's state.
+    pub generation: i64,
+    /// The stack's new state (e.g. DELETE_IN_PROGRESS) and its event,
+    /// written under the new lease.
+    pub stack: Stack,
+    pub event: Event,
 }
 
 impl LeaseTake {
@@ -143,7 +158,16 @@ impl LeaseTake {
         LeaseTake {
             stack_id,
             lease: LeaseRequest::new(engine_id, operation, now, expires_at),
+            start: None,
         }
+    }
+
+    /// The take, made only while the lease is at `start`'s generation and
+    /// recording `start`'s state with it; otherwise nothing is taken or
+    /// written (the take answers `None`, as for a busy stack).
+    pub fn starting(mut self, start: OperationStart) -> LeaseTake {
+        self.start = Some(Box::new(start));
+        self
     }
 }
 
@@ -354,6 +378,14 @@ pub trait StackStore: Send + Sync + 'static {
     /// Releases the lease `fence` holds (a no-op once it no longer holds).
     /// The row stays, expired, so generations never repeat.
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;
+    /// The generation of the stack's lease if it is free at `now`
+    /// (expired or released); `None` while it is held, or if the stack
+    /// has no lease row.
+    async fn free_lease_generation(
+        &self,
+        stack_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>>;
     /// The soonest moment after `now` at which a lease of a stack in
     /// progress expires, if any: when the sweep should look next (a holder
     /// that is alive renews its lease before then).

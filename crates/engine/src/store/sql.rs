@@ -401,7 +401,7 @@ impl StackStore for SqlStackStore {
             .collect();
         if takes_inside {
             for take in &batch.takes {
-                let taken = take_lease(&transaction, take.stack_id, &take.lease).await?;
+                let taken = take_and_start(&transaction, take).await?;
                 outcome.takes.push(Ok(taken));
             }
         }
@@ -411,10 +411,7 @@ impl StackStore for SqlStackStore {
             // They run at once, on connections of their own (the server
             // commits them together).
             outcome.takes = futures::future::join_all(
-                batch
-                    .takes
-                    .iter()
-                    .map(|take| take_lease(&self.connection, take.stack_id, &take.lease)),
+                batch.takes.iter().map(|take| self.take_stack_lease(take)),
             )
             .await;
         }
@@ -490,7 +487,28 @@ impl StackStore for SqlStackStore {
     }
 
     async fn take_stack_lease(&self, take: &LeaseTake) -> Result<Option<LeaseFence>> {
-        take_lease(&self.connection, take.stack_id, &take.lease).await
+        if take.start.is_none() {
+            return take_lease(&self.connection, take.stack_id, &take.lease).await;
+        }
+        let transaction = self.connection.begin().await?;
+        let taken = take_and_start(&transaction, take).await?;
+        transaction.commit().await?;
+        Ok(taken)
+    }
+
+    async fn free_lease_generation(
+        &self,
+        stack_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>> {
+        let generation: Option<i64> = stack_leases::Entity::find_by_id(stack_id)
+            .filter(stack_leases::Column::ExpiresAt.lt(now))
+            .select_only()
+            .column(stack_leases::Column::Generation)
+            .into_tuple()
+            .one(&self.reader)
+            .await?;
+        Ok(generation)
     }
 
     async fn renew_stack_lease(
@@ -903,6 +921,52 @@ async fn take_lease(
         Err(DbErr::RecordNotInserted | DbErr::RecordNotFound(_)) => Ok(None),
         Err(error) => Err(error.into()),
     }
+}
+
+/// Takes the lease as `take` asks (see [`take_lease`]); one that starts
+/// an operation ([`LeaseTake::start`]) is taken only while the lease is
+/// free at the generation the caller saw — an existing row moved on by
+/// one, never a row inserted afresh — and its start is written with it.
+async fn take_and_start(
+    transaction: &DatabaseTransaction,
+    take: &LeaseTake,
+) -> Result<Option<LeaseFence>> {
+    let Some(start) = &take.start else {
+        return take_lease(transaction, take.stack_id, &take.lease).await;
+    };
+    let taken = stack_leases::Entity::update_many()
+        .col_expr(
+            stack_leases::Column::EngineId,
+            Expr::value(take.lease.engine_id),
+        )
+        .col_expr(
+            stack_leases::Column::Operation,
+            Expr::value(take.lease.operation.clone()),
+        )
+        .col_expr(
+            stack_leases::Column::ExpiresAt,
+            Expr::value(take.lease.expires_at),
+        )
+        .col_expr(
+            stack_leases::Column::Generation,
+            Expr::col(stack_leases::Column::Generation).add(1),
+        )
+        .filter(stack_leases::Column::StackId.eq(take.stack_id))
+        .filter(stack_leases::Column::Generation.eq(start.generation))
+        .filter(stack_leases::Column::ExpiresAt.lt(take.lease.now))
+        .exec(transaction)
+        .await?;
+    if taken.rows_affected != 1 {
+        return Ok(None);
+    }
+    write_stack_state(transaction, &start.stack).await?;
+    events::Entity::insert(event_row(&start.event))
+        .exec_without_returning(transaction)
+        .await?;
+    Ok(Some(LeaseFence {
+        stack_id: take.stack_id,
+        generation: start.generation + 1,
+    }))
 }
 
 /// Rows per statement when new stacks are recorded together (SQLite
