@@ -203,13 +203,8 @@ impl RunTarget {
         };
         let mut first_failure = None;
         for committed in pending {
-            let outcome = match committed.await {
-                Ok(outcome) => outcome.map_err(RunFailure::from),
-                Err(_) => Err(RunFailure::Store(crate::error::Error::DatabaseUnavailable(
-                    "the transition writer has stopped".to_owned(),
-                ))),
-            };
-            if let Err(failure) = outcome {
+            if let Err(error) = super::writer::answer(committed).await {
+                let failure = RunFailure::from(error);
                 RunFailure::keep_worst(&mut first_failure, failure);
             }
         }

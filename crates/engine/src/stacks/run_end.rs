@@ -105,11 +105,7 @@ async fn complete(
     let finishing = stack_lease.queue_finish(&ended, event.clone());
     let settled = target.settle().await;
     let finished = match finishing {
-        Ok(committed) => committed.await.unwrap_or_else(|_| {
-            Err(crate::error::Error::DatabaseUnavailable(
-                "the transition writer has stopped".to_owned(),
-            ))
-        }),
+        Ok(committed) => super::writer::answer(committed).await,
         Err(error) => Err(error),
     };
     match (settled, finished) {

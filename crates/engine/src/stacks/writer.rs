@@ -10,6 +10,12 @@
 //! run's stack lease: a run that lost its lease gets `Error::LeaseLost`
 //! while the rest of the batch commits; a new stack whose name is taken
 //! gets `Error::Conflict` while the rest are recorded.
+//!
+//! An operation's end may be queued behind its last transitions without
+//! waiting for them ([`TransitionWriter::finish_after_earlier`]): the
+//! writer remembers which runs had a write fail, and writes such an end
+//! only if none of its run's writes did. On SQLite the writer's loop has a
+//! thread of its own ([`run_on_own_thread`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -42,6 +48,9 @@ pub struct TransitionWriter {
     /// Writes queued and not yet taken into a batch (readiness reports
     /// it: a deep queue means the database is behind).
     waiting: Arc<AtomicUsize>,
+    /// How many runs the writer remembers a failed write of: while none,
+    /// a run's end needs not tell it to forget one.
+    remembered: Arc<AtomicUsize>,
     store: Arc<dyn StackStore>,
 }
 
@@ -49,11 +58,17 @@ fn stopped() -> Error {
     Error::DatabaseUnavailable("the transition writer has stopped".to_owned())
 }
 
+/// Waits for the answer to a queued request: the writer's, or its stop.
+pub(super) async fn answer<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
+    receiver.await.map_err(|_| stopped())?
+}
+
 impl TransitionWriter {
     pub fn start(store: Arc<dyn StackStore>) -> TransitionWriter {
         let (sender, receiver) = mpsc::unbounded_channel();
         let waiting = Arc::new(AtomicUsize::new(0));
-        let batches = write_batches(store.clone(), receiver, waiting.clone());
+        let remembered = Arc::new(AtomicUsize::new(0));
+        let batches = write_batches(store.clone(), receiver, waiting.clone(), remembered.clone());
         if store.commits_one_at_a_time() {
             run_on_own_thread(batches);
         } else {
@@ -62,6 +77,7 @@ impl TransitionWriter {
         TransitionWriter {
             sender,
             waiting,
+            remembered,
             store,
         }
     }
@@ -120,10 +136,13 @@ impl TransitionWriter {
     }
 
     /// Says the run holding `fence` is over: it will queue no more writes
-    /// (the lease guard's drop).
+    /// (the lease guard's drop). Nothing is sent while the writer
+    /// remembers no failed write at all (the usual case).
     pub(crate) fn forget(&self, fence: LeaseFence) {
-        // A stopped writer remembers nothing.
-        let _ = self.queue(Request::Forget(fence));
+        if self.remembered.load(Ordering::Relaxed) > 0 {
+            // A stopped writer remembers nothing.
+            let _ = self.queue(Request::Forget(fence));
+        }
     }
 
     /// Ends an operation: the stack's final state and its event, with the
@@ -138,7 +157,7 @@ impl TransitionWriter {
     }
 
     async fn write(&self, write: FencedWrite) -> Result<()> {
-        self.send(write)?.await.map_err(|_| stopped())?
+        answer(self.send(write)?).await
     }
 
     /// Queues one resource transition and returns at once with what will
@@ -175,7 +194,7 @@ impl TransitionWriter {
         }
         let (done, committed) = oneshot::channel();
         self.queue(Request::NewStack(Box::new(new_stack), done))?;
-        committed.await.map_err(|_| stopped())?
+        answer(committed).await
     }
 
     /// Takes a stack's lease (see [`StackStore::take_stack_lease`]): its
@@ -187,7 +206,7 @@ impl TransitionWriter {
         }
         let (done, committed) = oneshot::channel();
         self.queue(Request::Take(take, done))?;
-        committed.await.map_err(|_| stopped())?
+        answer(committed).await
     }
 
     fn queue(&self, request: Request) -> Result<()> {
@@ -242,6 +261,7 @@ async fn write_batches(
     store: Arc<dyn StackStore>,
     mut receiver: mpsc::UnboundedReceiver<Request>,
     waiting: Arc<AtomicUsize>,
+    remembered: Arc<AtomicUsize>,
 ) {
     let mut requests = Vec::new();
     // Fences of runs a write of which failed (not for a lost lease: the
@@ -283,6 +303,10 @@ async fn write_batches(
         for fence in ended {
             failed.remove(&fence);
         }
+        // Counted after the batch's callers were answered: a run that
+        // dropped its guard in between (one stopping at once, without an
+        // end) leaves its fence here — a few bytes; fences never repeat.
+        remembered.store(failed.len(), Ordering::Relaxed);
     }
 }
 

@@ -347,7 +347,9 @@ pub trait StackStore: Send + Sync + 'static {
     async fn record_batch(&self, batch: &WriteBatch) -> Result<BatchOutcome>;
     /// Whether the database commits one transaction at a time (SQLite's
     /// one writer): new stacks and lease takes then share the transition
-    /// writer's batches, saving a commit each. PostgreSQL commits
+    /// writer's batches, saving a commit each, and the writer's loop runs
+    /// on a thread of its own (its connection does no I/O through the
+    /// shared runtime). PostgreSQL commits
     /// concurrent transactions in parallel from its pool; funnelling them
     /// through the one writer would queue them instead.
     fn commits_one_at_a_time(&self) -> bool {
