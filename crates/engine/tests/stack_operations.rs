@@ -1383,6 +1383,82 @@ resources:
     );
 }
 
+/// Rows of `table` in the whole database.
+async fn rows_in(connection: &DatabaseConnection, table: &str) -> i64 {
+    let backend = connection.get_database_backend();
+    let row = connection
+        .query_one_raw(sea_orm::Statement::from_string(
+            backend,
+            format!("SELECT COUNT(*) AS n FROM {table}"),
+        ))
+        .await
+        .expect("count")
+        .expect("a row");
+    row.try_get("", "n").expect("n")
+}
+
+/// Creates racing for one name: one stack is recorded and created, the
+/// others are refused with Conflict — and the runs that started behind
+/// their records (a run may queue its first steps before its stack's
+/// record commits) leave nothing behind: no stack, lease, resource or
+/// event but the winner's.
+async fn a_create_refused_for_its_name_leaves_no_trace(database: &TestDatabase) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let operations = StackOperations::new(store.clone(), Arc::new(ResourceTypeRegistry::builtin()));
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  one: {type: OS::Heat::None}
+  two: {type: OS::Heat::None}
+  three: {type: OS::Heat::RandomString}
+"#;
+    let caller = alice();
+    let creates = (0..6).map(|_| operations.create_stack(&caller, request("twin", template)));
+    let outcomes = futures::future::join_all(creates).await;
+    let created: Vec<&Stack> = outcomes
+        .iter()
+        .filter_map(|outcome| outcome.as_ref().ok())
+        .collect();
+    assert_eq!(created.len(), 1, "{outcomes:?}");
+    for outcome in &outcomes {
+        if let Err(error) = outcome {
+            assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+        }
+    }
+    let winner = settled(&operations, "twin").await;
+    assert_eq!(winner.id, created[0].id);
+    assert_eq!(
+        winner.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        winner.status_reason
+    );
+    // The refused runs had every write refused with their stacks; wait
+    // out any still settling before counting.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (events, _) = operations
+        .events(&winner, None, 0, (0, None, false))
+        .await
+        .expect("events");
+    assert_eq!(rows_in(&connection, "stacks").await, 1);
+    assert_eq!(rows_in(&connection, "stack_leases").await, 1);
+    assert_eq!(rows_in(&connection, "resources").await, 3);
+    assert_eq!(
+        rows_in(&connection, "events").await,
+        i64::try_from(events.len()).expect("count"),
+        "only the winner's events: {:?}",
+        events
+            .iter()
+            .map(|event| event.resource_status())
+            .collect::<Vec<_>>()
+    );
+    // 1 stack start + 3 × (IN_PROGRESS, COMPLETE) + 1 stack end.
+    assert_eq!(events.len(), 8, "{events:?}");
+}
+
 ember_runtime::store_suite!(
     a_stack_of_three_thousand_resources_is_created_updated_and_deleted,
     a_stack_is_created_along_its_graph_and_deleted,
@@ -1402,4 +1478,5 @@ ember_runtime::store_suite!(
     nested_stack_problems_surface_in_the_parent,
     the_next_operation_can_start_as_soon_as_the_final_state_is_visible,
     a_transition_the_database_refuses_fails_the_operation,
+    a_create_refused_for_its_name_leaves_no_trace,
 );

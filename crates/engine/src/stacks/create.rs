@@ -4,7 +4,11 @@
 //! unless rollback is disabled.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
@@ -13,14 +17,15 @@ use uuid::Uuid;
 use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
+use super::writer::{self, NewStackRecord};
 use super::{
-    CreateStack, Run, StackOperations, abandon, complete_or_fail, conclude, end, executor,
-    final_state, finish, lease, operation_timeout, plugins, stack_event, stop_without_final_state,
+    CreateStack, StackOperations, abandon, complete_or_fail, conclude, end, executor, final_state,
+    finish, lease, operation_timeout, plugins, stack_event, stop_without_final_state,
 };
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
-use crate::store::{LeaseRequest, NewStack};
+use crate::store::{LeaseFence, LeaseRequest, NewStack};
 
 /// Heat's rule for stack names.
 fn validate_stack_name(name: &str) -> Result<()> {
@@ -43,15 +48,26 @@ fn validate_stack_name(name: &str) -> Result<()> {
 }
 
 impl StackOperations {
-    /// Records a new stack (root or nested) and returns the run that
-    /// creates (or adopts) its resources; the caller spawns or awaits it.
+    /// Records a new stack (root or nested) and starts the run that
+    /// creates (or adopts) its resources; returns once the stack is
+    /// recorded, with the run's handle. Where the writer batches new
+    /// stacks, the run starts as soon as the stack is queued, under its
+    /// first lease: its first steps — every one that changes nothing but
+    /// its own rows — commit with the stack's record or just after it, so
+    /// that a stack of such resources is often complete as the create is
+    /// answered. Nothing outside its rows is touched before the record
+    /// commits: a resource that acts outside them waits for its
+    /// IN_PROGRESS to commit, which the record precedes, and the plugins
+    /// are only asked whether any applies ([`plugins::before_recorded`]).
+    /// A refused stack (its name taken) fails the call; its run's writes
+    /// are refused with it and the run stops without a trace.
     pub(crate) async fn begin_create(
         &self,
         stack: Stack,
         definition: &StackDefinition,
         parsed: ParsedStack,
         adopt_data: Option<Arc<Map<String, Value>>>,
-    ) -> Result<(Stack, Run)> {
+    ) -> Result<(Stack, RunHandle)> {
         let now = stack.created_at;
         let resources: Vec<Resource> = parsed
             .enabled
@@ -59,14 +75,13 @@ impl StackOperations {
             .map(|name| Resource::initial(stack.id, name, &parsed.resource_types[name], now))
             .collect();
         // The lease is taken in the transaction that records the stack, so
-        // no sweeper can see it in progress without an owner; that
-        // transaction is the writer's, shared with other stacks' writes.
+        // no sweeper can see it in progress without an owner.
         let event = stack_event(&stack, &stack.status_reason);
         let taken_at = ember_runtime::time::now();
-        let fence = self
+        let record = self
             .shared
             .writer
-            .create_stack(NewStack {
+            .queue_create_stack(NewStack {
                 stack: stack.clone(),
                 definition: definition.clone(),
                 resources: resources.clone(),
@@ -79,21 +94,34 @@ impl StackOperations {
                 ),
             })
             .await?;
-        let stack_lease =
-            lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
-        // What the first status read would parse again.
         let parsed = Arc::new(parsed);
+        let start = |fence: LeaseFence, recorded: Recorded| {
+            let stack_lease =
+                lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
+            let target = RunTarget::new(&stack, parsed.clone(), resources, fence);
+            self.shared.runs.spawn(run_create(
+                self.shared.clone(),
+                stack.clone(),
+                target,
+                stack_lease,
+                adopt_data,
+                recorded,
+            ))
+        };
+        let run = match record {
+            NewStackRecord::Recorded(fence) => start(fence, Recorded::already()),
+            NewStackRecord::Queued(committed) => {
+                let committed = writer::answer(committed).boxed().shared();
+                let recorded = Recorded::pending(committed.clone().map(|answer| answer.is_ok()));
+                let run = start(LeaseFence::first(stack.id), recorded);
+                committed.await?;
+                run
+            }
+        };
+        // What the first status read would parse again.
         self.shared
             .parsed_cache
-            .put(stack.id, stack.definition_version, parsed.clone());
-        let target = RunTarget::new(&stack, parsed, resources, fence);
-        let run = Box::pin(run_create(
-            self.shared.clone(),
-            stack.clone(),
-            target,
-            stack_lease,
-            adopt_data,
-        ));
+            .put(stack.id, stack.definition_version, parsed);
         Ok((stack, run))
     }
 
@@ -146,20 +174,51 @@ impl StackOperations {
     }
 }
 
+/// A create's run, once its stack was handed to the writer.
+pub(crate) type RunHandle = tokio::task::JoinHandle<()>;
+
+/// Whether a new stack's record committed, for its run that started
+/// before it did ([`StackOperations::begin_create`]); known at once for
+/// one that started after.
+#[derive(Clone)]
+pub(super) struct Recorded(Option<futures::future::Shared<BoxFuture<'static, bool>>>);
+
+impl Recorded {
+    pub(super) fn already() -> Recorded {
+        Recorded(None)
+    }
+
+    fn pending(record: impl Future<Output = bool> + Send + 'static) -> Recorded {
+        Recorded(Some(record.boxed().shared()))
+    }
+
+    /// Waits until the record committed or was refused: whether it was
+    /// recorded.
+    pub(super) async fn wait(&self) -> bool {
+        match &self.0 {
+            None => true,
+            Some(record) => record.clone().await,
+        }
+    }
+}
+
 pub(super) async fn run_create(
     shared: Arc<Shared>,
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
     adopt_data: Option<Arc<Map<String, Value>>>,
+    recorded: Recorded,
 ) {
-    let passed = match plugins::before(&shared, &stack, None).await {
-        Ok(passed) => passed,
-        Err(reason) => {
+    let passed = match plugins::before_recorded(&shared, &stack, None, &recorded).await {
+        Some(Ok(passed)) => passed,
+        Some(Err(reason)) => {
             // Nothing was created: the plugin stopped the operation first.
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
             return;
         }
+        // The stack was refused (its name taken): nothing to do or undo.
+        None => return,
     };
     let operation_action = stack.action;
     let mut rollback_plugins = None;
@@ -224,6 +283,8 @@ pub(super) async fn run_create(
     };
     let (status, reason) = match final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
+        // A refused stack's writes were refused with it: no trace to leave.
+        Err(_) if !recorded.wait().await => return,
         Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
     };
     conclude(&mut stack, status, reason, stack_lease).await;

@@ -265,10 +265,9 @@ impl StackOperations {
         }
         self.admit_quotas(&stack, parsed.enabled.len(), true)
             .await?;
-        let (stack, run) = self
+        let (stack, _running) = self
             .begin_create(stack, &definition, parsed, adopt_data)
             .await?;
-        self.shared.runs.spawn(run);
         Ok(stack)
     }
 

@@ -229,7 +229,9 @@ impl NestedStackHost for StackOperations {
             .begin_create(stack, &definition, parsed, None)
             .await
             .map_err(failure)?;
-        run.await;
+        // Its outcome is read from its record below (a run that panicked
+        // left the stack in progress, as one that was cut short would).
+        let _ = run.await;
         self.nested_outcome(stack.id, StackAction::Create).await
     }
 

@@ -286,9 +286,14 @@ impl StackOperations {
         tracing::warn!(stack_id = %stack.id, action = stack.action.as_str(), %gone, "resuming an orphaned stack operation");
         let shared = self.shared.clone();
         let run: super::Run = match resumption {
-            Resumption::Create => {
-                Box::pin(create::run_create(shared, stack, target, stack_lease, None))
-            }
+            Resumption::Create => Box::pin(create::run_create(
+                shared,
+                stack,
+                target,
+                stack_lease,
+                None,
+                create::Recorded::already(),
+            )),
             Resumption::Delete => Box::pin(delete::run_delete(shared, stack, target, stack_lease)),
             Resumption::Update(origin) => {
                 update::resume_update(shared, stack, target, origin, stack_lease)

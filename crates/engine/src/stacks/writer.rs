@@ -42,6 +42,15 @@ enum Request {
     Take(LeaseTake, oneshot::Sender<Result<Option<LeaseFence>>>),
 }
 
+/// Where a new stack stands once [`TransitionWriter::queue_create_stack`]
+/// returns.
+pub enum NewStackRecord {
+    /// In the writer's queue: the answer says whether it was recorded.
+    Queued(oneshot::Receiver<Result<LeaseFence>>),
+    /// Recorded (committed) under this fence.
+    Recorded(LeaseFence),
+}
+
 #[derive(Clone)]
 pub struct TransitionWriter {
     sender: mpsc::UnboundedSender<Request>,
@@ -189,12 +198,24 @@ impl TransitionWriter {
     /// project has its name. In the writer's batch where the database
     /// commits one transaction at a time, else in a transaction of its own.
     pub async fn create_stack(&self, new_stack: NewStack) -> Result<LeaseFence> {
+        match self.queue_create_stack(new_stack).await? {
+            NewStackRecord::Queued(committed) => answer(committed).await,
+            NewStackRecord::Recorded(fence) => Ok(fence),
+        }
+    }
+
+    /// As [`Self::create_stack`], returning as soon as the new stack is
+    /// queued where the writer batches it: writes queued after it under
+    /// its first lease ([`LeaseFence::first`]) commit with it or after it
+    /// (or fail as lost if it is refused). Elsewhere it is recorded first.
+    pub async fn queue_create_stack(&self, new_stack: NewStack) -> Result<NewStackRecord> {
         if !self.store.commits_one_at_a_time() {
-            return self.store.create_stack_with_lease(&new_stack).await;
+            let fence = self.store.create_stack_with_lease(&new_stack).await?;
+            return Ok(NewStackRecord::Recorded(fence));
         }
         let (done, committed) = oneshot::channel();
         self.queue(Request::NewStack(Box::new(new_stack), done))?;
-        answer(committed).await
+        Ok(NewStackRecord::Queued(committed))
     }
 
     /// Takes a stack's lease (see [`StackStore::take_stack_lease`]): its
@@ -356,11 +377,13 @@ async fn commit_in_parts(
     batch: WriteBatch,
     answers: Answers,
 ) -> Vec<LeaseFence> {
-    let lost = store.record_fenced_writes(&batch.writes).await;
-    let failed = answer_writes(&batch.writes, answers.writes, lost.as_deref());
+    // New stacks first, as in a batch: writes may be queued under their
+    // first leases.
     for (new_stack, caller) in batch.new_stacks.iter().zip(answers.new_stacks) {
         let _ = caller.send(store.create_stack_with_lease(new_stack).await);
     }
+    let lost = store.record_fenced_writes(&batch.writes).await;
+    let failed = answer_writes(&batch.writes, answers.writes, lost.as_deref());
     for (take, caller) in batch.takes.iter().zip(answers.takes) {
         let _ = caller.send(store.take_stack_lease(take).await);
     }

@@ -35,6 +35,21 @@ pub struct LeaseFence {
     pub generation: i64,
 }
 
+impl LeaseFence {
+    /// The generation of a new stack's first lease.
+    pub const FIRST_GENERATION: i64 = 1;
+
+    /// The fence of `stack_id`'s first lease, taken as it is recorded: no
+    /// other operation can hold it (stack ids are never reused), so a run
+    /// may queue writes under it before the stack's record commits.
+    pub fn first(stack_id: Uuid) -> LeaseFence {
+        LeaseFence {
+            stack_id,
+            generation: Self::FIRST_GENERATION,
+        }
+    }
+}
+
 /// A resource's new state and its event, written under `fence`.
 #[derive(Debug, Clone)]
 pub struct FencedTransition {

@@ -390,15 +390,18 @@ impl StackStore for SqlStackStore {
         // SQLite has one writer: nothing waits inside a transaction.
         let takes_inside = self.commits_one_at_a_time();
         let transaction = self.connection.begin().await?;
-        if !batch.writes.is_empty() {
-            outcome.lost = write_fenced(&transaction, &batch.writes).await?;
-        }
+        // New stacks first: a run may queue writes under a new stack's
+        // first lease before that stack is recorded (they are then in this
+        // batch or a later one, never an earlier one).
         let recorded = insert_new_stacks(&transaction, &batch.new_stacks).await?;
         outcome.new_stacks = batch
             .new_stacks
             .iter()
             .map(|new| first_lease_of(new, &recorded))
             .collect();
+        if !batch.writes.is_empty() {
+            outcome.lost = write_fenced(&transaction, &batch.writes).await?;
+        }
         if takes_inside {
             for take in &batch.takes {
                 let taken = take_and_start(&transaction, take).await?;
@@ -783,9 +786,6 @@ impl StackStore for SqlStackStore {
     }
 }
 
-/// The generation of a stack's first lease; each take moves it on.
-const FIRST_LEASE_GENERATION: i64 = 1;
-
 /// A stack's first lease row, held by `engine_id` for `operation`.
 fn first_lease(
     stack_id: Uuid,
@@ -798,7 +798,7 @@ fn first_lease(
         engine_id: Set(engine_id),
         operation: Set(operation.to_owned()),
         expires_at: Set(expires_at),
-        generation: Set(FIRST_LEASE_GENERATION),
+        generation: Set(LeaseFence::FIRST_GENERATION),
     }
 }
 
@@ -1034,10 +1034,7 @@ async fn insert_new_stacks(
 /// the `recorded` stacks, else the conflict of its taken name.
 fn first_lease_of(new: &NewStack, recorded: &HashSet<Uuid>) -> Result<LeaseFence> {
     if recorded.contains(&new.stack.id) {
-        Ok(LeaseFence {
-            stack_id: new.stack.id,
-            generation: FIRST_LEASE_GENERATION,
-        })
+        Ok(LeaseFence::first(new.stack.id))
     } else {
         Err(name_taken(&new.stack.name))
     }
@@ -1197,7 +1194,7 @@ async fn take_over_lease(
                 .await?,
             sea_orm::TryInsertResult::Inserted(1)
         );
-        return Ok(inserted.then_some(FIRST_LEASE_GENERATION));
+        return Ok(inserted.then_some(LeaseFence::FIRST_GENERATION));
     }
     let taken = stack_leases::Entity::update_many()
         .col_expr(stack_leases::Column::EngineId, Expr::value(engine_id))

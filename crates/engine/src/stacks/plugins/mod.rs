@@ -24,6 +24,7 @@ use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use uuid::Uuid;
 
+use super::create::Recorded;
 use super::executor::Shared;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
 use messages::{operation_of, snapshot_message};
@@ -101,16 +102,34 @@ pub async fn before(
     stack: &Stack,
     previous: Option<PreviousStack<'_>>,
 ) -> Result<PassedPlugins, String> {
+    before_recorded(shared, stack, previous, &Recorded::already())
+        .await
+        .unwrap_or_else(|| Err("the stack was not recorded".to_owned()))
+}
+
+/// [`before`] for an operation that may start before its stack's record
+/// commits (a create run pipelined behind it): `recorded` says whether it
+/// did. Whether a plugin applies is asked first, which calls none and
+/// needs nothing recorded; `recorded` is awaited only before anything
+/// else — a plugin sees, the snapshot gathers and an event names only a
+/// stack that exists. `None` when the stack was never recorded (nothing
+/// was called or written).
+pub(in crate::stacks) async fn before_recorded(
+    shared: &Shared,
+    stack: &Stack,
+    previous: Option<PreviousStack<'_>>,
+    recorded: &Recorded,
+) -> Option<Result<PassedPlugins, String>> {
     let PluginGate::Remote {
         client,
         credential,
         unavailable,
     } = &shared.plugins
     else {
-        return Ok(PassedPlugins::default());
+        return Some(Ok(PassedPlugins::default()));
     };
     if stack.nested_depth > 0 {
-        return Ok(PassedPlugins::default());
+        return Some(Ok(PassedPlugins::default()));
     }
     let operation = operation_of(stack.action);
     // Asked first without the snapshot: gathering it reads the whole tree,
@@ -124,6 +143,9 @@ pub async fn before(
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
+        if !recorded.wait().await {
+            return None;
+        }
         request.stack = Some(snapshot_message(gather(shared, stack).await));
         request.previous = match previous {
             Some(previous_stack) => Some(snapshot_message(
@@ -134,7 +156,7 @@ pub async fn before(
         request.snapshot_on_demand = false;
         called = call_pre_operations(client, credential, stack, &request).await;
     }
-    match called {
+    Some(match called {
         Ok(response) => {
             record_calls(shared, stack, &response.calls).await;
             if response.allowed {
@@ -144,6 +166,9 @@ pub async fn before(
             }
         }
         Err(status) => {
+            if !recorded.wait().await {
+                return None;
+            }
             let reason = format!("the plugin registry is unavailable: {}", failure(&status));
             record_registry_failure(shared, stack, &reason).await;
             match unavailable {
@@ -151,7 +176,7 @@ pub async fn before(
                 RegistryUnavailable::Allow => Ok(PassedPlugins::default()),
             }
         }
-    }
+    })
 }
 
 async fn call_pre_operations(
