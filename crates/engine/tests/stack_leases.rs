@@ -968,10 +968,35 @@ async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database:
             .await
             .expect("read")
     };
+    // The same, read with the stack in one statement: by name or id, in
+    // its project only.
+    let found_free = |project: &'static str, name_or_id: String| {
+        let store = store.clone();
+        async move {
+            store
+                .find_stack_with_free_lease(project, &name_or_id, ember_runtime::time::now())
+                .await
+                .expect("read")
+        }
+    };
     assert_eq!(free_generation().await, None, "held by its create");
+    let (found, free_at) = found_free("project-a", stack.name.clone())
+        .await
+        .expect("found");
+    assert_eq!((found.id, free_at), (stack.id, None), "held by its create");
     store.release_stack_lease(fence).await.expect("released");
     let seen = free_generation().await.expect("free once released");
     assert_eq!(seen, fence.generation);
+    for name_or_id in [stack.name.clone(), stack.id.to_string()] {
+        let (found, free_at) = found_free("project-a", name_or_id.clone())
+            .await
+            .expect("found");
+        assert_eq!((found.id, free_at), (stack.id, Some(seen)), "{name_or_id}");
+        assert!(
+            found_free("project-b", name_or_id).await.is_none(),
+            "another project's stack"
+        );
+    }
 
     let mut deleting = stack.clone();
     deleting.action = StackAction::Delete;

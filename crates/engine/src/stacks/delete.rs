@@ -14,19 +14,36 @@ use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
 use crate::store::{LeaseFence, LeaseTake, OperationStart};
 
+/// What the caller learnt of a stack's lease as it read the stack.
+pub(crate) enum LeaseSeen {
+    /// Nothing: it is read now.
+    Unknown,
+    /// Free at this generation, read in the same statement as the stack
+    /// (see [`crate::store::StackStore::find_stack_with_free_lease`]).
+    FreeAt(i64),
+    /// Held (or never taken): the delete takes it as any operation does.
+    NotFree,
+}
+
 impl StackOperations {
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
-    /// deletes the resources; the caller spawns or awaits it.
+    /// deletes the resources; the caller spawns or awaits it. `stack` was
+    /// admitted by the caller.
     pub(crate) async fn begin_delete(
         &self,
         stack: Stack,
+        lease_seen: LeaseSeen,
         name_or_id: &str,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, Run)> {
-        let started = match self
-            .start_delete_at_once(&stack, name_or_id, caller)
-            .await?
-        {
+        let at_once = match lease_seen {
+            LeaseSeen::NotFree => None,
+            seen => {
+                self.start_delete_at_once(&stack, seen, name_or_id, caller)
+                    .await?
+            }
+        };
+        let started = match at_once {
             Some(started) => started,
             None => self.start_delete(stack, name_or_id, caller).await?,
         };
@@ -41,7 +58,8 @@ impl StackOperations {
     }
 
     /// The usual case in one commit: the lease is seen free, the stack and
-    /// its resources are read after that, and the lease is taken — with
+    /// its resources are read after that (the stack with it, when the
+    /// caller read both in one statement), and the lease is taken — with
     /// DELETE_IN_PROGRESS recorded in the same transaction — only if no
     /// operation took it in between (its generation unchanged: every take
     /// moves it on). `None`, nothing written, when the lease is held or
@@ -49,24 +67,41 @@ impl StackOperations {
     async fn start_delete_at_once(
         &self,
         stack: &Stack,
+        lease_seen: LeaseSeen,
         name_or_id: &str,
         caller: StackCaller<'_>,
     ) -> Result<Option<(Stack, RunTarget, lease::StackLease)>> {
-        let seen_at = ember_runtime::time::now();
-        let Some(generation) = self
-            .store()
-            .free_lease_generation(stack.id, seen_at)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let fence = LeaseFence {
+        let next = |generation: i64| LeaseFence {
             stack_id: stack.id,
             generation: generation + 1,
         };
-        let (mut stack, target) = self
-            .read_target(stack.id, name_or_id, StackOperation::Delete, caller, fence)
-            .await?;
+        let (generation, mut stack, target) = match lease_seen {
+            LeaseSeen::FreeAt(generation) => {
+                let rows = self.store().list_resources(stack.id).await?;
+                let target = self.target_of(stack, rows, next(generation)).await?;
+                (generation, stack.clone(), target)
+            }
+            LeaseSeen::Unknown | LeaseSeen::NotFree => {
+                let seen_at = ember_runtime::time::now();
+                let Some(generation) = self
+                    .store()
+                    .free_lease_generation(stack.id, seen_at)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let (stack, target) = self
+                    .read_target(
+                        stack.id,
+                        name_or_id,
+                        StackOperation::Delete,
+                        caller,
+                        next(generation),
+                    )
+                    .await?;
+                (generation, stack, target)
+            }
+        };
         mark_deleting(&mut stack);
         let taken_at = ember_runtime::time::now();
         let take = LeaseTake::new(

@@ -298,15 +298,35 @@ impl StackOperations {
 
     /// A stack of the caller's project by name or id, or NotFound.
     pub async fn find_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
-        if name_or_id.is_empty() {
-            return Err(Error::InvalidInput(
-                "stack: give a stack name or id".to_owned(),
-            ));
-        }
+        named(name_or_id)?;
         self.store()
             .find_stack(&identity.project_id, name_or_id)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("stack {name_or_id:?} not found")))
+            .ok_or_else(|| not_found(name_or_id))
+    }
+
+    /// As [`Self::find_stack`], with the generation its lease was free at
+    /// as the stack was read (see [`StackStore::find_stack_with_free_lease`]).
+    async fn find_stack_with_free_lease(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+    ) -> Result<(Stack, delete::LeaseSeen)> {
+        named(name_or_id)?;
+        let (stack, free_at) = self
+            .store()
+            .find_stack_with_free_lease(
+                &identity.project_id,
+                name_or_id,
+                ember_runtime::time::now(),
+            )
+            .await?
+            .ok_or_else(|| not_found(name_or_id))?;
+        let seen = match free_at {
+            Some(generation) => delete::LeaseSeen::FreeAt(generation),
+            None => delete::LeaseSeen::NotFree,
+        };
+        Ok((stack, seen))
     }
 
     /// Whether `operation` may start on `stack` now for `caller`: the
@@ -350,10 +370,14 @@ impl StackOperations {
 
     /// Starts deleting a stack and its resources.
     pub async fn delete_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
-        let stack = self.find_stack(identity, name_or_id).await?;
+        let (stack, lease_seen) = self
+            .find_stack_with_free_lease(identity, name_or_id)
+            .await?;
         let caller = StackCaller::User(identity);
         self.admit(&stack, StackOperation::Delete, caller).await?;
-        let (stack, run) = self.begin_delete(stack, name_or_id, caller).await?;
+        let (stack, run) = self
+            .begin_delete(stack, lease_seen, name_or_id, caller)
+            .await?;
         self.shared.runs.spawn(run);
         Ok(stack)
     }
@@ -439,4 +463,18 @@ impl StackOperations {
             .put(stack.id, version, parsed.clone());
         Ok(parsed)
     }
+}
+
+/// Refuses an empty stack name or id.
+fn named(name_or_id: &str) -> Result<()> {
+    if name_or_id.is_empty() {
+        return Err(Error::InvalidInput(
+            "stack: give a stack name or id".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn not_found(name_or_id: &str) -> Error {
+    Error::NotFound(format!("stack {name_or_id:?} not found"))
 }

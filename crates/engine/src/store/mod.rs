@@ -395,6 +395,17 @@ pub trait StackStore: Send + Sync + 'static {
     /// Releases the lease `fence` holds (a no-op once it no longer holds).
     /// The row stays, expired, so generations never repeat.
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;
+    /// The project's stack `name_or_id` (as [`Self::find_stack`]) with the
+    /// generation of its lease if that is free at `now` (as
+    /// [`Self::free_lease_generation`]), read in one statement: the state
+    /// read is at least as new as that generation (any later change is made
+    /// under a lease taken after it, which moves the generation on).
+    async fn find_stack_with_free_lease(
+        &self,
+        project_id: &str,
+        name_or_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(Stack, Option<i64>)>>;
     /// The generation of the stack's lease if it is free at `now`
     /// (expired or released); `None` while it is held, or if the stack
     /// has no lease row.

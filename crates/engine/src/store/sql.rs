@@ -159,24 +159,44 @@ impl StackStore for SqlStackStore {
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
-        let live_by_name = Condition::all()
-            .add(stacks::Column::Name.eq(name_or_id))
-            .add(stacks::Column::DeletedAt.is_null());
-        let by = match Uuid::parse_str(name_or_id) {
-            Ok(id) => Condition::any()
-                .add(stacks::Column::Id.eq(id))
-                .add(live_by_name),
-            Err(_) => live_by_name,
-        };
-        stacks::Entity::find()
-            .filter(stacks::Column::ProjectId.eq(project_id))
-            .filter(by)
-            .select_only()
-            .columns(LIST_COLUMNS)
+        find_in_project(project_id, name_or_id)
             .into_model::<StackListRow>()
             .one(&self.reader)
             .await?
             .map(|row| stack_from_row(row.into_model()))
+            .transpose()
+    }
+
+    async fn find_stack_with_free_lease(
+        &self,
+        project_id: &str,
+        name_or_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(Stack, Option<i64>)>> {
+        use sea_orm::sea_query::QueryStatementBuilder;
+        let free_generation = sea_orm::sea_query::Query::select()
+            .column(stack_leases::Column::Generation)
+            .from(stack_leases::Entity)
+            .and_where(
+                Expr::col((stack_leases::Entity, stack_leases::Column::StackId))
+                    .equals((stacks::Entity, stacks::Column::Id)),
+            )
+            .and_where(Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now))
+            .to_owned();
+        find_in_project(project_id, name_or_id)
+            .expr(Expr::SubQuery(
+                None,
+                Box::new(free_generation.into_sub_query_statement()),
+            ))
+            .into_model::<StackWithFreeLease>()
+            .one(&self.reader)
+            .await?
+            .map(|found| {
+                Ok((
+                    stack_from_row(found.row.into_model())?,
+                    found.free_generation,
+                ))
+            })
             .transpose()
     }
 
@@ -1331,6 +1351,44 @@ const LIST_COLUMNS: [stacks::Column; 23] = [
     stacks::Column::LockReason,
     stacks::Column::DefinitionVersion,
 ];
+
+/// The project's stack named `name_or_id` (a live one by name, any by
+/// id), as lookups read it ([`LIST_COLUMNS`]).
+fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks::Entity> {
+    let live_by_name = Condition::all()
+        .add(stacks::Column::Name.eq(name_or_id))
+        .add(stacks::Column::DeletedAt.is_null());
+    let by = match Uuid::parse_str(name_or_id) {
+        Ok(id) => Condition::any()
+            .add(stacks::Column::Id.eq(id))
+            .add(live_by_name),
+        Err(_) => live_by_name,
+    };
+    stacks::Entity::find()
+        .filter(stacks::Column::ProjectId.eq(project_id))
+        .filter(by)
+        .select_only()
+        .columns(LIST_COLUMNS)
+}
+
+/// A stack row ([`LIST_COLUMNS`]) followed by its lease's generation when
+/// that is free.
+struct StackWithFreeLease {
+    row: StackListRow,
+    free_generation: Option<i64>,
+}
+
+impl sea_orm::FromQueryResult for StackWithFreeLease {
+    fn from_query_result(
+        row: &sea_orm::QueryResult,
+        pre: &str,
+    ) -> std::result::Result<Self, DbErr> {
+        Ok(StackWithFreeLease {
+            row: StackListRow::from_query_result(row, pre)?,
+            free_generation: column(row, LIST_COLUMNS.len())?,
+        })
+    }
+}
 
 /// A stack row as lookups and lists read it (see [`LIST_COLUMNS`]).
 #[derive(Debug)]

@@ -32,8 +32,13 @@ pub struct RestStacks {
 impl RestStacks {
     pub fn new(gateway: SocketAddr, token: &str) -> RestStacks {
         RestStacks {
+            // Idle connections kept as a requests.Session keeps them (up to
+            // 10): a request sent before the previous response's connection
+            // is back in the pool opens another, and with room for only one
+            // idle the spare was closed again — a new connection every few
+            // dozen requests.
             http: reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
+                .pool_max_idle_per_host(10)
                 .tcp_nodelay(true)
                 .build()
                 .unwrap_or_default(),

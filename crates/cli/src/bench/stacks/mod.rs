@@ -336,8 +336,12 @@ async fn clients_creating_and_deleting(
         }
     });
     let (mut total, mut polls) = (0, 0);
-    for outcome in futures::future::join_all(workers).await {
-        let (done, reads) = outcome?;
+    // Each client a task of its own, as separate client processes would
+    // be, not all polled by the benchmark's one thread (every response
+    // would then wake that thread too).
+    let running_clients: Vec<_> = workers.map(tokio::spawn).collect();
+    for outcome in futures::future::join_all(running_clients).await {
+        let (done, reads) = outcome.map_err(|error| format!("a client stopped: {error}"))??;
         total += done;
         polls += reads;
     }
