@@ -96,6 +96,25 @@ pub async fn delete(
     Ok(deleted > 0)
 }
 
+/// Deletes the snapshots of every stack of `stack_ids`, in one statement.
+pub async fn delete_all_of(connection: &impl ConnectionTrait, stack_ids: &[Uuid]) -> Result<()> {
+    let backend = connection.get_database_backend();
+    for chunk in stack_ids.chunks(500) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|at| format!("${at}")).collect();
+        connection
+            .execute_raw(statement(
+                backend,
+                &format!(
+                    "DELETE FROM stack_snapshots WHERE stack_id IN ({})",
+                    placeholders.join(", ")
+                ),
+                chunk.iter().map(|&id| id.into()).collect(),
+            ))
+            .await?;
+    }
+    Ok(())
+}
+
 pub async fn delete_all(connection: &impl ConnectionTrait, stack_id: Uuid) -> Result<()> {
     let backend = connection.get_database_backend();
     connection

@@ -863,27 +863,57 @@ async fn write_fenced(
             .exec(transaction)
             .await?;
     }
-    // Stack states in their order (an operation writes nothing after
-    // its end, so a release never precedes a write it fences).
+    // Each stack's row once, as the last of its states in the batch left
+    // it (each write carries every column it sets); the ends' leases
+    // released together (held above, and locked until the commit); the
+    // snapshots of deleted stacks and the origins of ended updates
+    // removed together.
+    let mut stacks_written: Vec<&Stack> = Vec::new();
+    let mut stack_position: std::collections::HashMap<Uuid, usize> =
+        std::collections::HashMap::new();
+    let mut ends = Vec::new();
+    let mut updates_over = Vec::new();
     for write in &kept {
-        match write {
-            FencedWrite::Resource(_) => {}
-            FencedWrite::Stack { stack, .. } => write_stack_state(transaction, stack).await?,
+        let stack = match write {
+            FencedWrite::Resource(_) => continue,
+            FencedWrite::Stack { stack, .. } => stack,
             FencedWrite::Finish { fence, stack, .. } => {
-                // Held above, and locked until the commit.
-                release_fenced(transaction, *fence).await?;
-                write_stack_state(transaction, stack).await?;
+                ends.push(*fence);
                 if matches!(
                     stack.action,
                     StackAction::Update | StackAction::Rollback | StackAction::Restore
                 ) {
                     // The update is over: nothing resumes it any more.
-                    stack_update_origins::Entity::delete_by_id(stack.id)
-                        .exec(transaction)
-                        .await?;
+                    updates_over.push(stack.id);
                 }
+                stack
+            }
+        };
+        match stack_position.get(&stack.id) {
+            Some(&index) => stacks_written[index] = stack,
+            None => {
+                stack_position.insert(stack.id, stacks_written.len());
+                stacks_written.push(stack);
             }
         }
+    }
+    release_all_fenced(transaction, &ends).await?;
+    for stack in &stacks_written {
+        write_stack_columns(transaction, stack).await?;
+    }
+    let deleted: Vec<Uuid> = stacks_written
+        .iter()
+        .filter(|stack| stack.deleted_at.is_some())
+        .map(|stack| stack.id)
+        .collect();
+    if !deleted.is_empty() {
+        super::snapshots::delete_all_of(transaction, &deleted).await?;
+    }
+    if !updates_over.is_empty() {
+        stack_update_origins::Entity::delete_many()
+            .filter(stack_update_origins::Column::StackId.is_in(updates_over))
+            .exec(transaction)
+            .await?;
     }
     for chunk in kept.chunks(500) {
         events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
@@ -1255,6 +1285,33 @@ async fn release_fenced(transaction: &DatabaseTransaction, fence: LeaseFence) ->
     }
 }
 
+/// Releases the leases `fences` hold, as the fences of final writes, in
+/// one statement: `Error::LeaseLost` (and the caller's transaction rolled
+/// back) if one no longer held.
+async fn release_all_fenced(
+    transaction: &DatabaseTransaction,
+    fences: &[LeaseFence],
+) -> Result<()> {
+    for chunk in fences.chunks(200) {
+        let matching = chunk.iter().fold(Condition::any(), |any, fence| {
+            any.add(
+                Condition::all()
+                    .add(stack_leases::Column::StackId.eq(fence.stack_id))
+                    .add(stack_leases::Column::Generation.eq(fence.generation)),
+            )
+        });
+        let released = stack_leases::Entity::update_many()
+            .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
+            .filter(matching)
+            .exec(transaction)
+            .await?;
+        if released.rows_affected != chunk.len() as u64 {
+            return Err(lease_lost(chunk[0]));
+        }
+    }
+    Ok(())
+}
+
 /// The columns an operation changes on a stack's row; a deleted stack's
 /// snapshots go with it.
 async fn write_stack_state(
@@ -1264,6 +1321,14 @@ async fn write_stack_state(
     if stack.deleted_at.is_some() {
         super::snapshots::delete_all(transaction, stack.id).await?;
     }
+    write_stack_columns(transaction, stack).await
+}
+
+/// The columns an operation changes on a stack's row.
+async fn write_stack_columns(
+    transaction: &sea_orm::DatabaseTransaction,
+    stack: &Stack,
+) -> Result<()> {
     stacks::Entity::update_many()
         .col_expr(stacks::Column::Action, Expr::value(stack.action.as_str()))
         .col_expr(stacks::Column::Status, Expr::value(stack.status.as_str()))
