@@ -29,6 +29,21 @@ async fn operations(database: &TestDatabase) -> (Arc<StackOperations>, Arc<dyn S
     )
 }
 
+/// [`operations`], with the database connection itself (for faults
+/// injected by triggers, and counts of rows).
+async fn operations_on_connection(
+    database: &TestDatabase,
+) -> (Arc<StackOperations>, DatabaseConnection) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    (
+        StackOperations::new(store, Arc::new(ResourceTypeRegistry::builtin())),
+        connection,
+    )
+}
+
 fn alice() -> Identity {
     Identity::new("alice", "project-a", vec!["member".to_owned()])
 }
@@ -1298,11 +1313,7 @@ async fn accept_doomed(connection: &DatabaseConnection) {
 /// was not recorded, so the stack never shows COMPLETE; it ends FAILED,
 /// naming the store's error, and the lease is released with that end.
 async fn a_transition_the_database_refuses_fails_the_operation(database: &TestDatabase) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
-    let operations = StackOperations::new(store.clone(), Arc::new(ResourceTypeRegistry::builtin()));
+    let (operations, connection) = operations_on_connection(database).await;
     let template = r#"
 heat_template_version: 2021-04-16
 resources:
@@ -1403,11 +1414,7 @@ async fn rows_in(connection: &DatabaseConnection, table: &str) -> i64 {
 /// record commits) leave nothing behind: no stack, lease, resource or
 /// event but the winner's.
 async fn a_create_refused_for_its_name_leaves_no_trace(database: &TestDatabase) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
-    let operations = StackOperations::new(store.clone(), Arc::new(ResourceTypeRegistry::builtin()));
+    let (operations, connection) = operations_on_connection(database).await;
     let template = r#"
 heat_template_version: 2021-04-16
 resources:

@@ -1109,13 +1109,7 @@ async fn held_fences(
     let mut held = HashSet::with_capacity(fences.len());
     let fences: Vec<LeaseFence> = fences.iter().copied().collect();
     for chunk in fences.chunks(200) {
-        let matching = chunk.iter().fold(Condition::any(), |any, fence| {
-            any.add(
-                Condition::all()
-                    .add(stack_leases::Column::StackId.eq(fence.stack_id))
-                    .add(stack_leases::Column::Generation.eq(fence.generation)),
-            )
-        });
+        let matching = any_of_fences(chunk);
         let rows: Vec<(Uuid, i64)> = match transaction.get_database_backend() {
             DatabaseBackend::Postgres => {
                 stack_leases::Entity::find()
@@ -1285,6 +1279,17 @@ async fn release_fenced(transaction: &DatabaseTransaction, fence: LeaseFence) ->
     }
 }
 
+/// Lease rows at any of `fences`.
+fn any_of_fences(fences: &[LeaseFence]) -> Condition {
+    fences.iter().fold(Condition::any(), |any, fence| {
+        any.add(
+            Condition::all()
+                .add(stack_leases::Column::StackId.eq(fence.stack_id))
+                .add(stack_leases::Column::Generation.eq(fence.generation)),
+        )
+    })
+}
+
 /// Releases the leases `fences` hold, as the fences of final writes, in
 /// one statement: `Error::LeaseLost` (and the caller's transaction rolled
 /// back) if one no longer held.
@@ -1293,13 +1298,7 @@ async fn release_all_fenced(
     fences: &[LeaseFence],
 ) -> Result<()> {
     for chunk in fences.chunks(200) {
-        let matching = chunk.iter().fold(Condition::any(), |any, fence| {
-            any.add(
-                Condition::all()
-                    .add(stack_leases::Column::StackId.eq(fence.stack_id))
-                    .add(stack_leases::Column::Generation.eq(fence.generation)),
-            )
-        });
+        let matching = any_of_fences(chunk);
         let released = stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
             .filter(matching)
