@@ -15,7 +15,10 @@
 //! waiting for them ([`TransitionWriter::finish_after_earlier`]): the
 //! writer remembers which runs had a write fail, and writes such an end
 //! only if none of its run's writes did. On SQLite the writer's loop has a
-//! thread of its own ([`run_on_own_thread`]).
+//! thread of its own ([`run_on_own_thread`]), and a new stack's run may
+//! queue writes under the stack's first lease as soon as the stack is
+//! queued ([`TransitionWriter::queue_create_stack`]): a batch records its
+//! new stacks before its fenced writes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
