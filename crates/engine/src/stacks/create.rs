@@ -4,11 +4,11 @@
 //! unless rollback is disabled.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tokio::sync::oneshot;
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
@@ -111,10 +111,9 @@ impl StackOperations {
         let run = match record {
             NewStackRecord::Recorded(fence) => start(fence, Recorded::already()),
             NewStackRecord::Queued(committed) => {
-                let committed = writer::answer(committed).boxed().shared();
-                let recorded = Recorded::pending(committed.clone().map(|answer| answer.is_ok()));
-                let run = start(LeaseFence::first(stack.id), recorded);
-                committed.await?;
+                let recorded = Recorded::pending(committed);
+                let run = start(LeaseFence::first(stack.id), recorded.clone());
+                recorded.outcome().await?;
                 run
             }
         };
@@ -181,24 +180,31 @@ pub(crate) type RunHandle = tokio::task::JoinHandle<()>;
 /// before it did ([`StackOperations::begin_create`]); known at once for
 /// one that started after.
 #[derive(Clone)]
-pub(super) struct Recorded(Option<futures::future::Shared<BoxFuture<'static, bool>>>);
+pub(super) struct Recorded(Option<futures::future::Shared<BoxFuture<'static, Result<LeaseFence>>>>);
 
 impl Recorded {
     pub(super) fn already() -> Recorded {
         Recorded(None)
     }
 
-    fn pending(record: impl Future<Output = bool> + Send + 'static) -> Recorded {
-        Recorded(Some(record.boxed().shared()))
+    /// The writer's answer to a queued new stack, awaited by both the call
+    /// that created it and its run.
+    fn pending(committed: oneshot::Receiver<Result<LeaseFence>>) -> Recorded {
+        Recorded(Some(writer::answer(committed).boxed().shared()))
+    }
+
+    /// Waits until the record committed (`Ok`) or was refused (why).
+    async fn outcome(&self) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(record) => record.clone().await.map(drop),
+        }
     }
 
     /// Waits until the record committed or was refused: whether it was
     /// recorded.
     pub(super) async fn wait(&self) -> bool {
-        match &self.0 {
-            None => true,
-            Some(record) => record.clone().await,
-        }
+        self.outcome().await.is_ok()
     }
 }
 

@@ -36,14 +36,10 @@ impl StackOperations {
         name_or_id: &str,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, Run)> {
-        let at_once = match lease_seen {
-            LeaseSeen::NotFree => None,
-            seen => {
-                self.start_delete_at_once(&stack, seen, name_or_id, caller)
-                    .await?
-            }
-        };
-        let started = match at_once {
+        let started = match self
+            .start_delete_at_once(&stack, lease_seen, name_or_id, caller)
+            .await?
+        {
             Some(started) => started,
             None => self.start_delete(stack, name_or_id, caller).await?,
         };
@@ -81,7 +77,8 @@ impl StackOperations {
                 let target = self.target_of(stack, rows, next(generation)).await?;
                 (generation, stack.clone(), target)
             }
-            LeaseSeen::Unknown | LeaseSeen::NotFree => {
+            LeaseSeen::NotFree => return Ok(None),
+            LeaseSeen::Unknown => {
                 let seen_at = ember_runtime::time::now();
                 let Some(generation) = self
                     .store()

@@ -298,7 +298,7 @@ impl StackOperations {
 
     /// A stack of the caller's project by name or id, or NotFound.
     pub async fn find_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
-        named(name_or_id)?;
+        require_name_or_id(name_or_id)?;
         self.store()
             .find_stack(&identity.project_id, name_or_id)
             .await?
@@ -312,7 +312,7 @@ impl StackOperations {
         identity: &Identity,
         name_or_id: &str,
     ) -> Result<(Stack, delete::LeaseSeen)> {
-        named(name_or_id)?;
+        require_name_or_id(name_or_id)?;
         let (stack, free_at) = self
             .store()
             .find_stack_with_free_lease(
@@ -466,7 +466,7 @@ impl StackOperations {
 }
 
 /// Refuses an empty stack name or id.
-fn named(name_or_id: &str) -> Result<()> {
+fn require_name_or_id(name_or_id: &str) -> Result<()> {
     if name_or_id.is_empty() {
         return Err(Error::InvalidInput(
             "stack: give a stack name or id".to_owned(),

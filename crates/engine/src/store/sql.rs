@@ -1,7 +1,7 @@
 //! The engine's stores on sea-orm: one implementation for SQLite and
 //! PostgreSQL. Every method is one transaction.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -840,22 +840,13 @@ async fn write_fenced(
     // the next batch): its row is written once, as the last of them
     // left it — PostgreSQL refuses an upsert touching a row twice —
     // and every transition keeps its event.
-    let mut latest: Vec<&Resource> = Vec::with_capacity(kept.len());
-    let mut position: std::collections::HashMap<Uuid, usize> =
-        std::collections::HashMap::with_capacity(kept.len());
-    for write in &kept {
-        let FencedWrite::Resource(transition) = write else {
-            continue;
-        };
-        let resource = &transition.resource;
-        match position.get(&resource.id) {
-            Some(&index) => latest[index] = resource,
-            None => {
-                position.insert(resource.id, latest.len());
-                latest.push(resource);
-            }
-        }
-    }
+    let latest = last_of_each(
+        kept.iter().filter_map(|write| match write {
+            FencedWrite::Resource(transition) => Some(&transition.resource),
+            _ => None,
+        }),
+        |resource| resource.id,
+    );
     // Bounded statement sizes: SQLite allows 32766 bound values.
     for chunk in latest.chunks(500) {
         resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
@@ -868,35 +859,35 @@ async fn write_fenced(
     // released together (held above, and locked until the commit); the
     // snapshots of deleted stacks and the origins of ended updates
     // removed together.
-    let mut stacks_written: Vec<&Stack> = Vec::new();
-    let mut stack_position: std::collections::HashMap<Uuid, usize> =
-        std::collections::HashMap::new();
-    let mut ends = Vec::new();
-    let mut updates_over = Vec::new();
-    for write in &kept {
-        let stack = match write {
-            FencedWrite::Resource(_) => continue,
-            FencedWrite::Stack { stack, .. } => stack,
-            FencedWrite::Finish { fence, stack, .. } => {
-                ends.push(*fence);
+    let stacks_written = last_of_each(
+        kept.iter().filter_map(|write| match write {
+            FencedWrite::Resource(_) => None,
+            FencedWrite::Stack { stack, .. } | FencedWrite::Finish { stack, .. } => Some(stack),
+        }),
+        |stack| stack.id,
+    );
+    let ends: Vec<LeaseFence> = kept
+        .iter()
+        .filter_map(|write| match write {
+            FencedWrite::Finish { fence, .. } => Some(*fence),
+            _ => None,
+        })
+        .collect();
+    // Ended updates: nothing resumes them any more.
+    let updates_over: Vec<Uuid> = kept
+        .iter()
+        .filter_map(|write| match write {
+            FencedWrite::Finish { stack, .. }
                 if matches!(
                     stack.action,
                     StackAction::Update | StackAction::Rollback | StackAction::Restore
-                ) {
-                    // The update is over: nothing resumes it any more.
-                    updates_over.push(stack.id);
-                }
-                stack
+                ) =>
+            {
+                Some(stack.id)
             }
-        };
-        match stack_position.get(&stack.id) {
-            Some(&index) => stacks_written[index] = stack,
-            None => {
-                stack_position.insert(stack.id, stacks_written.len());
-                stacks_written.push(stack);
-            }
-        }
-    }
+            _ => None,
+        })
+        .collect();
     release_all_fenced(transaction, &ends).await?;
     for stack in &stacks_written {
         write_stack_columns(transaction, stack).await?;
@@ -1272,11 +1263,26 @@ async fn release_lease(connection: &impl ConnectionTrait, fence: LeaseFence) -> 
 /// Releases the lease as the fence of a final write: `Error::LeaseLost`
 /// (and the caller's transaction rolled back) if it no longer held.
 async fn release_fenced(transaction: &DatabaseTransaction, fence: LeaseFence) -> Result<()> {
-    if release_lease(transaction, fence).await? {
-        Ok(())
-    } else {
-        Err(lease_lost(fence))
+    release_all_fenced(transaction, std::slice::from_ref(&fence)).await
+}
+
+/// The last of `items` for each id, in the order each id first came.
+fn last_of_each<'a, T>(
+    items: impl Iterator<Item = &'a T>,
+    id_of: impl Fn(&T) -> Uuid,
+) -> Vec<&'a T> {
+    let mut last: Vec<&T> = Vec::new();
+    let mut position: HashMap<Uuid, usize> = HashMap::new();
+    for item in items {
+        match position.get(&id_of(item)) {
+            Some(&index) => last[index] = item,
+            None => {
+                position.insert(id_of(item), last.len());
+                last.push(item);
+            }
+        }
     }
+    last
 }
 
 /// Lease rows at any of `fences`.
