@@ -16,7 +16,8 @@ use ember_engine::stacks::{
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
-    OperationStart, SqlStackStore, StackStore, WriteBatch, lease_lost, migrations::Migrator,
+    OperationStart, SqlStackStore, StackStore, StartWrites, WriteBatch, lease_lost,
+    migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -1004,8 +1005,10 @@ async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database:
     let starting = |generation: i64| {
         take_in_batch(stack.id).starting(OperationStart {
             generation,
-            stack: deleting.clone(),
-            event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
+            writes: StartWrites::Stack {
+                stack: deleting.clone(),
+                event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
+            },
         })
     };
     let started_events = || async {
@@ -1069,8 +1072,180 @@ async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database:
     assert_eq!(started_events().await, 2);
 }
 
+/// An update's start and a health mark, each made with a take at the
+/// generation the lease was seen free at: written whole in the take's
+/// transaction when no operation took the lease since, nothing written
+/// when one did. The update holds the lease it took; the mark leaves it
+/// free again (at the next generation).
+async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
+    database: &TestDatabase,
+) {
+    let store = store(database).await;
+    let writer = TransitionWriter::start(store.clone());
+    let stack = new_stack("at-once");
+    let (fence, server) = recorded(&store, &stack, LIVE).await;
+    store.release_stack_lease(fence).await.expect("released");
+    let free_generation = || async {
+        store
+            .free_lease_generation(stack.id, ember_runtime::time::now())
+            .await
+            .expect("read")
+    };
+    let resource_rows = || async { store.list_resources(stack.id).await.expect("rows") };
+
+    // A health mark: the resource CHECK_FAILED with its event, the lease
+    // taken and released in one transaction.
+    let mut marked = server.clone();
+    marked.action = StackAction::Check;
+    marked.status = ActionStatus::Failed;
+    marked.status_reason = "marked by the test".into();
+    let mark = |generation: i64| {
+        take_in_batch(stack.id).starting(OperationStart {
+            generation,
+            writes: StartWrites::ResourceHealth {
+                resource: marked.clone(),
+                event: Event::for_resource(&marked, Utc::now()),
+            },
+        })
+    };
+    let seen = free_generation().await.expect("free");
+    let between = take_now(&store, stack.id, "UPDATE").await.expect("taken");
+    store.release_stack_lease(between).await.expect("released");
+    assert_eq!(writer.take_lease(mark(seen)).await.expect("ran"), None);
+    assert_eq!(resource_rows().await[0].status, server.status, "not marked");
+    let seen = free_generation().await.expect("free");
+    let taken = writer
+        .take_lease(mark(seen))
+        .await
+        .expect("ran")
+        .expect("taken");
+    assert_eq!(taken.generation, seen + 1);
+    let rows = resource_rows().await;
+    assert_eq!(
+        (
+            rows[0].action,
+            rows[0].status,
+            rows[0].status_reason.as_str()
+        ),
+        (
+            StackAction::Check,
+            ActionStatus::Failed,
+            "marked by the test"
+        )
+    );
+    assert_eq!(
+        free_generation().await,
+        Some(seen + 1),
+        "released with the mark"
+    );
+    // A row gone without the lease (not something Ember does): refused,
+    // and the take with it.
+    let mut gone = marked.clone();
+    gone.id = Uuid::new_v4();
+    let refused = store
+        .take_stack_lease(&take_in_batch(stack.id).starting(OperationStart {
+            generation: seen + 1,
+            writes: StartWrites::ResourceHealth {
+                event: Event::for_resource(&gone, Utc::now()),
+                resource: gone,
+            },
+        }))
+        .await;
+    assert!(matches!(refused, Err(Error::NotFound(_))), "{refused:?}");
+    assert_eq!(free_generation().await, Some(seen + 1), "nothing taken");
+
+    // An update's start: the stack's new state and definition (its version
+    // moved on), a new resource's row and the event, under the new lease.
+    let mut updating = stack.clone();
+    updating.action = StackAction::Update;
+    updating.status = ActionStatus::InProgress;
+    updating.status_reason = "Stack UPDATE started".into();
+    updating.description = "updated".into();
+    let added = Resource::initial(stack.id, "added", "OS::Heat::None", Utc::now());
+    let definition = StackDefinition {
+        template: serde_json::json!({"heat_template_version": "2021-04-16"}),
+        ..StackDefinition::default()
+    };
+    let update = |generation: i64| {
+        take_in_batch(stack.id).starting(OperationStart {
+            generation,
+            writes: StartWrites::Update {
+                stack: updating.clone(),
+                definition: definition.clone(),
+                new_resources: vec![added.clone()],
+                event: Event::for_stack(&updating, &updating.status_reason, Utc::now()),
+            },
+        })
+    };
+    let (before, version) = store
+        .load_versioned_definition(stack.id)
+        .await
+        .expect("definition");
+    let seen = free_generation().await.expect("free");
+    let between = take_now(&store, stack.id, "CHECK").await.expect("taken");
+    store.release_stack_lease(between).await.expect("released");
+    assert_eq!(writer.take_lease(update(seen)).await.expect("ran"), None);
+    assert_eq!(resource_rows().await.len(), 1, "no row added");
+    assert_eq!(
+        store
+            .load_versioned_definition(stack.id)
+            .await
+            .expect("read"),
+        (before, version),
+        "definition unchanged"
+    );
+    let seen = free_generation().await.expect("free");
+    let taken = writer
+        .take_lease(update(seen))
+        .await
+        .expect("ran")
+        .expect("taken");
+    assert_eq!(taken.generation, seen + 1);
+    assert!(free_generation().await.is_none(), "held by the update");
+    let read = store
+        .get_stack(stack.id)
+        .await
+        .expect("read")
+        .expect("stack");
+    assert_eq!(
+        (read.action, read.status, read.description.as_str()),
+        (StackAction::Update, ActionStatus::InProgress, "updated")
+    );
+    assert_eq!(
+        store
+            .load_versioned_definition(stack.id)
+            .await
+            .expect("read"),
+        (definition, version + 1)
+    );
+    let mut names: Vec<String> = resource_rows()
+        .await
+        .into_iter()
+        .map(|row| row.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["added", "server"]);
+    assert!(
+        store
+            .load_update_origin(stack.id)
+            .await
+            .expect("read")
+            .is_some(),
+        "the update's origin kept"
+    );
+    assert_eq!(
+        stack_events(&store, &stack)
+            .await
+            .iter()
+            .filter(|event| event.reason == "Stack UPDATE started")
+            .count(),
+        1
+    );
+}
+
 ember_runtime::store_suite!(
     one_batch_records_new_stacks_and_takes_leases,
+    an_update_or_a_health_mark_is_written_only_at_the_generation_seen,
     the_writer_answers_each_new_stack_and_take_alone,
     an_end_queued_behind_a_failed_write_is_not_written,
     a_take_expecting_a_generation_starts_only_if_none_ran_between,

@@ -7,23 +7,12 @@ use std::sync::Arc;
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::{
-    Run, StackCaller, StackOperation, StackOperations, conclude, end, executor, lease,
+    LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, end, executor, lease,
     operation_timeout, plugins, stack_event, update,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
-use crate::store::{LeaseFence, LeaseTake, OperationStart};
-
-/// What the caller learnt of a stack's lease as it read the stack.
-pub(crate) enum LeaseSeen {
-    /// Nothing: it is read now.
-    Unknown,
-    /// Free at this generation, read in the same statement as the stack
-    /// (see [`crate::store::StackStore::find_stack_with_free_lease`]).
-    FreeAt(i64),
-    /// Held (or never taken): the delete takes it as any operation does.
-    NotFree,
-}
+use crate::store::{LeaseFence, StartWrites};
 
 impl StackOperations {
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
@@ -100,25 +89,15 @@ impl StackOperations {
             }
         };
         mark_deleting(&mut stack);
-        let taken_at = ember_runtime::time::now();
-        let take = LeaseTake::new(
-            stack.id,
-            self.shared.engine_id,
-            "DELETE",
-            taken_at,
-            lease::expiry_after(taken_at, self.shared.lease_ttl),
-        );
-        let take = take.starting(OperationStart {
-            generation,
+        let writes = StartWrites::Stack {
             event: stack_event(&stack, "Stack DELETE started"),
             stack: stack.clone(),
-        });
-        let taken = self.shared.writer.take_lease(take).await?;
-        Ok(taken.map(|fence| {
-            let stack_lease =
-                lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
-            (stack, target, stack_lease)
-        }))
+        };
+        let taken = self
+            .shared
+            .take_lease_at(stack.id, "DELETE", generation, writes)
+            .await?;
+        Ok(taken.map(|fence| (stack, target, self.shared.hold_lease(fence))))
     }
 
     /// Takes the lease, then reads the stack under it and records

@@ -107,6 +107,36 @@ impl Shared {
         .await
     }
 
+    /// Takes `stack_id`'s lease for `operation` only while it is free at
+    /// `generation` — no operation took it since the caller saw it free
+    /// there, so what the caller read after that is the stack's state —
+    /// and records `writes` in the same transaction: an operation's usual
+    /// start, in one commit. `None`, nothing written, when the lease moved
+    /// on or is held (then the caller starts as any operation does).
+    pub(crate) async fn take_lease_at(
+        &self,
+        stack_id: Uuid,
+        operation: &str,
+        generation: i64,
+        writes: crate::store::StartWrites,
+    ) -> crate::error::Result<Option<crate::store::LeaseFence>> {
+        let now = ember_runtime::time::now();
+        let take = crate::store::LeaseTake::new(
+            stack_id,
+            self.engine_id,
+            operation,
+            now,
+            super::lease::expiry_after(now, self.lease_ttl),
+        )
+        .starting(crate::store::OperationStart { generation, writes });
+        self.writer.take_lease(take).await
+    }
+
+    /// The guard of a lease [`Self::take_lease_at`] took.
+    pub(crate) fn hold_lease(&self, fence: crate::store::LeaseFence) -> super::StackLease {
+        super::StackLease::held(self.writer.clone(), fence, self.lease_ttl)
+    }
+
     pub fn register_update(&self, stack_id: Uuid, cancel: tokio_util::sync::CancellationToken) {
         if let Ok(mut running) = self.running_updates.lock() {
             running.insert(stack_id, cancel);

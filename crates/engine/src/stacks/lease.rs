@@ -39,6 +39,17 @@ pub(crate) fn expiry_after(
     now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::seconds(30))
 }
 
+/// What the caller learnt of a stack's lease as it read the stack.
+pub(crate) enum LeaseSeen {
+    /// Nothing: it is read now.
+    Unknown,
+    /// Free at this generation, read in the same statement as the stack
+    /// (see [`crate::store::StackStore::find_stack_with_free_lease`]).
+    FreeAt(i64),
+    /// Held (or never taken): the operation takes it as any does.
+    NotFree,
+}
+
 /// A held stack lease. See the module documentation.
 pub struct StackLease {
     /// Commits the operation's final write (batched with other writes).

@@ -11,9 +11,10 @@ use std::collections::BTreeMap;
 
 use ember_runtime::Identity;
 
-use super::{StackCaller, StackOperation, StackOperations};
-use crate::domain::{ActionStatus, Event, Resource, StackAction};
+use super::{LeaseSeen, StackCaller, StackOperation, StackOperations};
+use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 use crate::error::{Error, Result};
+use crate::store::StartWrites;
 
 /// Heat's reason when the caller gives none (an empty one counts as none).
 pub const DEFAULT_HEALTH_REASON: &str = "state changed by resource_mark_unhealthy api";
@@ -109,7 +110,7 @@ impl StackOperations {
         mark_unhealthy: bool,
         reason: Option<String>,
     ) -> Result<Resource> {
-        let stack = self.find_stack(identity, stack).await?;
+        let (stack, lease_seen) = self.find_stack_with_free_lease(identity, stack).await?;
         let caller = StackCaller::User(identity);
         self.admit(&stack, StackOperation::MarkUnhealthy, caller)
             .await?;
@@ -122,10 +123,31 @@ impl StackOperations {
             .filter(|reason| !reason.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_HEALTH_REASON.to_owned());
 
+        // The usual case in one commit: the resource was read after the
+        // lease was seen free, and the change is written — taking and
+        // releasing the lease in the same transaction — only if no
+        // operation took it in between.
+        if let LeaseSeen::FreeAt(generation) = lease_seen {
+            let Some(changed) = health_change(&found, mark_unhealthy, &reason) else {
+                return Ok(found);
+            };
+            let writes = StartWrites::ResourceHealth {
+                event: Event::for_resource(&changed, changed.updated_at),
+                resource: changed.clone(),
+            };
+            let taken = self
+                .shared
+                .take_lease_at(stack.id, MARK_UNHEALTHY, generation, writes)
+                .await?;
+            if taken.is_some() {
+                log_marked(&stack, &changed);
+                return Ok(changed);
+            }
+        }
         // Held for one transaction, which also releases it.
         let stack_lease = self
             .shared
-            .take_lease(stack.id, &stack.name, "MARK_UNHEALTHY")
+            .take_lease(stack.id, &stack.name, MARK_UNHEALTHY)
             .await?;
         // Under the lease: the state may have moved since it was read.
         let decided = async {
@@ -171,14 +193,21 @@ impl StackOperations {
                 return Err(error);
             }
         }
-        tracing::info!(
-            stack_id = %stack.id,
-            resource = %changed.name,
-            status = %changed.resource_status(),
-            "resource health marked"
-        );
+        log_marked(&stack, &changed);
         Ok(changed)
     }
+}
+
+/// The lease's operation while a mark is written.
+const MARK_UNHEALTHY: &str = "MARK_UNHEALTHY";
+
+fn log_marked(stack: &Stack, changed: &Resource) {
+    tracing::info!(
+        stack_id = %stack.id,
+        resource = %changed.name,
+        status = %changed.resource_status(),
+        "resource health marked"
+    );
 }
 
 #[cfg(test)]

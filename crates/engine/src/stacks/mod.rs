@@ -38,6 +38,7 @@ pub use crate::domain::admission::{StackCaller, StackOperation};
 pub use actions::StackWideAction;
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
+pub(crate) use lease::LeaseSeen;
 pub use lease::{LEASE_TTL, StackLease};
 pub use maintenance_lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
@@ -311,7 +312,7 @@ impl StackOperations {
         &self,
         identity: &Identity,
         name_or_id: &str,
-    ) -> Result<(Stack, delete::LeaseSeen)> {
+    ) -> Result<(Stack, LeaseSeen)> {
         require_name_or_id(name_or_id)?;
         let (stack, free_at) = self
             .store()
@@ -323,8 +324,8 @@ impl StackOperations {
             .await?
             .ok_or_else(|| not_found(name_or_id))?;
         let seen = match free_at {
-            Some(generation) => delete::LeaseSeen::FreeAt(generation),
-            None => delete::LeaseSeen::NotFree,
+            Some(generation) => LeaseSeen::FreeAt(generation),
+            None => LeaseSeen::NotFree,
         };
         Ok((stack, seen))
     }

@@ -287,7 +287,7 @@ impl NestedStackHost for StackOperations {
         let (_, run) = self
             .begin_delete(
                 stack,
-                super::delete::LeaseSeen::Unknown,
+                super::LeaseSeen::Unknown,
                 &stack_id.to_string(),
                 StackCaller::ParentOperation(None),
             )

@@ -202,7 +202,13 @@ impl StackOperations {
         };
         let recorded = Arc::new(data["resources"].as_object().cloned().unwrap_or_default());
         let (stack, run) = self
-            .begin_update_stack_as(found, &request, caller, UpdateKind::Restore(recorded))
+            .begin_update_stack_as(
+                found,
+                super::LeaseSeen::Unknown,
+                &request,
+                caller,
+                UpdateKind::Restore(recorded),
+            )
             .await?;
         self.shared.runs.spawn(run);
         Ok(stack)

@@ -154,10 +154,26 @@ pub struct OperationStart {
     /// operation took it since the caller saw it free at it, so what the
     /// caller read after that is still the stack's state.
     pub generation: i64,
-    /// The stack's new state (e.g. DELETE_IN_PROGRESS) and its event,
-    /// written under the new lease.
-    pub stack: Stack,
-    pub event: Event,
+    /// What is written under the new lease, in the take's transaction.
+    pub writes: StartWrites,
+}
+
+/// What an [`OperationStart`] writes.
+#[derive(Debug, Clone)]
+pub enum StartWrites {
+    /// The stack's new state (e.g. DELETE_IN_PROGRESS) and its event.
+    Stack { stack: Stack, event: Event },
+    /// An update's start, as [`StackStore::begin_stack_update`] writes it.
+    Update {
+        stack: Stack,
+        definition: StackDefinition,
+        new_resources: Vec<Resource>,
+        event: Event,
+    },
+    /// A resource's new health state and its event, and the lease released
+    /// again: the whole of a health mark (as
+    /// [`StackStore::mark_resource_health`] writes it).
+    ResourceHealth { resource: Resource, event: Event },
 }
 
 impl LeaseTake {

@@ -18,7 +18,7 @@ use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::{
     BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
-    OrphanCandidate, StackListQuery, StackStore, WriteBatch, lease_lost,
+    OrphanCandidate, StackListQuery, StackStore, StartWrites, WriteBatch, lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -330,28 +330,7 @@ impl StackStore for SqlStackStore {
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
         hold_fence(&transaction, fence).await?;
-        keep_update_origin(&transaction, stack.id, stack.updated_at).await?;
-        // The definition's version moves on from the stored one (parsed
-        // templates are cached by it).
-        let mut row = stack_row(stack, definition);
-        row.definition_version = sea_orm::ActiveValue::NotSet;
-        stacks::Entity::update_many()
-            .set(row)
-            .col_expr(
-                stacks::Column::DefinitionVersion,
-                Expr::col(stacks::Column::DefinitionVersion).add(1),
-            )
-            .filter(stacks::Column::Id.eq(stack.id))
-            .exec(&transaction)
-            .await?;
-        for chunk in new_resources.chunks(500) {
-            resources::Entity::insert_many(chunk.iter().map(resource_row))
-                .exec(&transaction)
-                .await?;
-        }
-        events::Entity::insert(event_row(event))
-            .exec(&transaction)
-            .await?;
+        write_update_start(&transaction, stack, definition, new_resources, event).await?;
         transaction.commit().await?;
         Ok(())
     }
@@ -750,39 +729,12 @@ impl StackStore for SqlStackStore {
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
         release_fenced(&transaction, fence).await?;
-        let updated = resources::Entity::update_many()
-            .col_expr(
-                resources::Column::Action,
-                Expr::value(resource.action.as_str()),
-            )
-            .col_expr(
-                resources::Column::Status,
-                Expr::value(resource.status.as_str()),
-            )
-            .col_expr(
-                resources::Column::StatusReason,
-                Expr::value(resource.status_reason.clone()),
-            )
-            .col_expr(
-                resources::Column::UpdatedAt,
-                Expr::value(resource.updated_at),
-            )
-            .filter(resources::Column::Id.eq(resource.id))
-            .exec(&transaction)
-            .await?;
-        if updated.rows_affected == 1 {
-            events::Entity::insert(event_row(event))
-                .exec(&transaction)
-                .await?;
-        }
+        let written = write_health(&transaction, resource, event).await?;
         transaction.commit().await?;
-        if updated.rows_affected == 1 {
+        if written {
             Ok(())
         } else {
-            Err(Error::NotFound(format!(
-                "resource {:?} not found (it was replaced or deleted meanwhile)",
-                resource.name
-            )))
+            Err(resource_gone(resource))
         }
     }
 
@@ -1000,14 +952,33 @@ async fn take_and_start(
     if taken.rows_affected != 1 {
         return Ok(None);
     }
-    write_stack_state(transaction, &start.stack).await?;
-    events::Entity::insert(event_row(&start.event))
-        .exec_without_returning(transaction)
-        .await?;
-    Ok(Some(LeaseFence {
+    let fence = LeaseFence {
         stack_id: take.stack_id,
         generation: start.generation + 1,
-    }))
+    };
+    match &start.writes {
+        StartWrites::Stack { stack, event } => {
+            write_stack_state(transaction, stack).await?;
+            events::Entity::insert(event_row(event))
+                .exec_without_returning(transaction)
+                .await?;
+        }
+        StartWrites::Update {
+            stack,
+            definition,
+            new_resources,
+            event,
+        } => write_update_start(transaction, stack, definition, new_resources, event).await?,
+        StartWrites::ResourceHealth { resource, event } => {
+            // Its rows change only under the lease, unchanged since the
+            // caller read them: gone now means something wrote without it.
+            if !write_health(transaction, resource, event).await? {
+                return Err(resource_gone(resource));
+            }
+            release_fenced(transaction, fence).await?;
+        }
+    }
+    Ok(Some(fence))
 }
 
 /// Rows per statement when new stacks are recorded together (SQLite
@@ -1164,6 +1135,84 @@ fn definition_from_columns(
 /// Keeps the stack's definition as it is now (about to be replaced by an
 /// update's or a rollback's) as the running update's origin, replacing
 /// any origin kept before.
+/// An update's start (see [`StackStore::begin_stack_update`]), under a
+/// lease the caller holds in `transaction`.
+async fn write_update_start(
+    transaction: &DatabaseTransaction,
+    stack: &Stack,
+    definition: &StackDefinition,
+    new_resources: &[Resource],
+    event: &Event,
+) -> Result<()> {
+    keep_update_origin(transaction, stack.id, stack.updated_at).await?;
+    // The definition's version moves on from the stored one (parsed
+    // templates are cached by it).
+    let mut row = stack_row(stack, definition);
+    row.definition_version = sea_orm::ActiveValue::NotSet;
+    stacks::Entity::update_many()
+        .set(row)
+        .col_expr(
+            stacks::Column::DefinitionVersion,
+            Expr::col(stacks::Column::DefinitionVersion).add(1),
+        )
+        .filter(stacks::Column::Id.eq(stack.id))
+        .exec(transaction)
+        .await?;
+    for chunk in new_resources.chunks(500) {
+        resources::Entity::insert_many(chunk.iter().map(resource_row))
+            .exec(transaction)
+            .await?;
+    }
+    events::Entity::insert(event_row(event))
+        .exec_without_returning(transaction)
+        .await?;
+    Ok(())
+}
+
+/// A resource's health state and its event (see
+/// [`StackStore::mark_resource_health`]); false, nothing written, when its
+/// row is gone.
+async fn write_health(
+    transaction: &DatabaseTransaction,
+    resource: &Resource,
+    event: &Event,
+) -> Result<bool> {
+    let updated = resources::Entity::update_many()
+        .col_expr(
+            resources::Column::Action,
+            Expr::value(resource.action.as_str()),
+        )
+        .col_expr(
+            resources::Column::Status,
+            Expr::value(resource.status.as_str()),
+        )
+        .col_expr(
+            resources::Column::StatusReason,
+            Expr::value(resource.status_reason.clone()),
+        )
+        .col_expr(
+            resources::Column::UpdatedAt,
+            Expr::value(resource.updated_at),
+        )
+        .filter(resources::Column::Id.eq(resource.id))
+        .exec(transaction)
+        .await?;
+    if updated.rows_affected != 1 {
+        return Ok(false);
+    }
+    events::Entity::insert(event_row(event))
+        .exec_without_returning(transaction)
+        .await?;
+    Ok(true)
+}
+
+fn resource_gone(resource: &Resource) -> Error {
+    Error::NotFound(format!(
+        "resource {:?} not found (it was replaced or deleted meanwhile)",
+        resource.name
+    ))
+}
+
 async fn keep_update_origin(
     transaction: &DatabaseTransaction,
     stack_id: Uuid,

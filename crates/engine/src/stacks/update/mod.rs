@@ -28,10 +28,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::definition::ParsedStack;
 use super::executor::{RunTarget, snapshot};
-use super::{StackCaller, StackOperation, StackOperations, lease, stack_event};
+use super::{LeaseSeen, StackCaller, StackOperation, StackOperations, lease, stack_event};
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
+use crate::store::{LeaseFence, StartWrites};
 
 pub(super) use plan::updated_definition;
 pub(super) use resources::retire_superseded;
@@ -58,13 +59,17 @@ pub struct UpdateStack {
 
 impl StackOperations {
     pub async fn update_stack(&self, identity: &Identity, request: UpdateStack) -> Result<Stack> {
-        let found = self.find_stack(identity, &request.name_or_id).await?;
+        let (found, lease_seen) = self
+            .find_stack_with_free_lease(identity, &request.name_or_id)
+            .await?;
         let caller = StackCaller::User(identity);
         self.admit(&found, StackOperation::Update, caller).await?;
         // The operation counts against the concurrent ones here; the size of
         // the new template once it is parsed, below.
         self.admit_quotas(&found, 0, false).await?;
-        let (stack, run) = self.begin_update_stack(found, &request, caller).await?;
+        let (stack, run) = self
+            .begin_update_stack_as(found, lease_seen, &request, caller, UpdateKind::Update)
+            .await?;
         self.shared.runs.spawn(run);
         Ok(stack)
     }
@@ -77,24 +82,146 @@ impl StackOperations {
         request: &UpdateStack,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, super::Run)> {
-        self.begin_update_stack_as(found, request, caller, UpdateKind::Update)
-            .await
+        self.begin_update_stack_as(
+            found,
+            LeaseSeen::Unknown,
+            request,
+            caller,
+            UpdateKind::Update,
+        )
+        .await
     }
 
-    /// [`Self::begin_update_stack`] for an update or a restore.
+    /// [`Self::begin_update_stack`] for an update or a restore, given what
+    /// the caller saw of the lease as it read `found`.
     pub(crate) async fn begin_update_stack_as(
         &self,
         found: Stack,
+        lease_seen: LeaseSeen,
         request: &UpdateStack,
         caller: StackCaller<'_>,
         kind: UpdateKind,
     ) -> Result<(Stack, super::Run)> {
-        let current_definition = self.store().load_definition(found.id).await?;
+        let started = match self
+            .start_update_at_once(&found, lease_seen, request, caller, &kind)
+            .await?
+        {
+            Some(started) => started,
+            None => self.start_update(found, request, caller, &kind).await?,
+        };
+        let cancel = CancellationToken::new();
+        self.shared
+            .register_update(started.stack.id, cancel.clone());
+        let run: super::Run = Box::pin(run_update(
+            self.shared.clone(),
+            started.stack.clone(),
+            started.target,
+            started.previous,
+            started.stack_lease,
+            cancel,
+            kind,
+        ));
+        Ok((started.stack, run))
+    }
+
+    /// The usual case in one commit, as a delete's (see
+    /// `start_delete_at_once`): the lease is seen free, the definition and
+    /// the resources are read after that, and the lease is taken — the
+    /// update's start recorded in the same transaction — only if no
+    /// operation took it in between. `None`, nothing written, when the
+    /// lease is held or moved on: then [`Self::start_update`].
+    async fn start_update_at_once(
+        &self,
+        found: &Stack,
+        lease_seen: LeaseSeen,
+        request: &UpdateStack,
+        caller: StackCaller<'_>,
+        kind: &UpdateKind,
+    ) -> Result<Option<StartedUpdate>> {
+        let (generation, stack) = match lease_seen {
+            LeaseSeen::FreeAt(generation) => (generation, found.clone()),
+            LeaseSeen::NotFree => return Ok(None),
+            LeaseSeen::Unknown => {
+                let seen_at = ember_runtime::time::now();
+                let Some(generation) = self
+                    .store()
+                    .free_lease_generation(found.id, seen_at)
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let stack = self.read_stack(found.id).await?;
+                self.admit(&stack, kind.operation(), caller).await?;
+                (generation, stack)
+            }
+        };
+        let plan = self.plan_update(&stack, request).await?;
+        let rows = self.store().list_resources(stack.id).await?;
+        let fence = LeaseFence {
+            stack_id: stack.id,
+            generation: generation + 1,
+        };
+        let (started, definition, new_resources) =
+            StartedUpdate::prepare(stack, plan, rows, fence, request, kind);
+        let writes = StartWrites::Update {
+            stack: started.stack.clone(),
+            definition,
+            new_resources,
+            event: stack_event(&started.stack, &started.stack.status_reason),
+        };
+        let taken = self
+            .shared
+            .take_lease_at(started.stack.id, kind.action().as_str(), generation, writes)
+            .await?;
+        Ok(taken.map(|fence| started.held(self.shared.hold_lease(fence))))
+    }
+
+    /// Plans the update from the definition as it is now, then takes the
+    /// lease, reads the stack and its resources under it and records the
+    /// update as started.
+    async fn start_update(
+        &self,
+        found: Stack,
+        request: &UpdateStack,
+        caller: StackCaller<'_>,
+        kind: &UpdateKind,
+    ) -> Result<StartedUpdate> {
+        let plan = self.plan_update(&found, request).await?;
+        let stack_lease = self
+            .shared
+            .take_lease(found.id, &found.name, kind.action().as_str())
+            .await?;
+        let fence = stack_lease.fence();
+        let prepared = async {
+            let stack = self.read_stack(found.id).await?;
+            self.admit(&stack, kind.operation(), caller).await?;
+            let rows = self.store().list_resources(stack.id).await?;
+            let (started, definition, new_rows) =
+                StartedUpdate::prepare(stack, plan, rows, fence, request, kind);
+            self.store()
+                .begin_stack_update(
+                    &started.stack,
+                    &definition,
+                    &new_rows,
+                    &stack_event(&started.stack, &started.stack.status_reason),
+                    fence,
+                )
+                .await?;
+            Ok(started)
+        };
+        let (started, stack_lease) = stack_lease.start(prepared).await?;
+        Ok(started.held(stack_lease))
+    }
+
+    /// The definition `stack` moves to, parsed and checked against the
+    /// project's quota, and the one it moves away from.
+    async fn plan_update(&self, stack: &Stack, request: &UpdateStack) -> Result<UpdatePlan> {
+        let current_definition = self.store().load_definition(stack.id).await?;
         let definition = updated_definition(&current_definition, request)?;
         let identity_of_stack = StackIdentity {
-            stack_name: found.name.clone(),
-            stack_id: found.id.to_string(),
-            project_id: found.project_id.clone(),
+            stack_name: stack.name.clone(),
+            stack_id: stack.id.to_string(),
+            project_id: stack.project_id.clone(),
         };
         let parsed = ParsedStack::build(
             &definition,
@@ -104,7 +231,7 @@ impl StackOperations {
         if let Some(quotas) = self.shared.quotas.get() {
             quotas
                 .admit_size(
-                    &found.project_id,
+                    &stack.project_id,
                     crate::domain::quota::QuotaKind::ResourcesPerStack,
                     u64::try_from(parsed.enabled.len()).unwrap_or(u64::MAX),
                 )
@@ -116,115 +243,109 @@ impl StackOperations {
             &self.shared.registry,
         )
         .ok();
-
-        let stack_lease = self
-            .shared
-            .take_lease(found.id, &found.name, kind.action().as_str())
-            .await?;
-        let (stack, run) = self
-            .begin_update(
-                found.id,
-                request,
-                definition,
-                parsed,
-                previous,
-                current_definition,
-                stack_lease,
-                caller,
-                kind,
-            )
-            .await?;
-        Ok((stack, run))
+        Ok(UpdatePlan {
+            definition,
+            parsed,
+            previous,
+            current_definition,
+        })
     }
 
-    #[allow(clippy::too_many_arguments)] // one call site; the pieces are all distinct
-    async fn begin_update(
-        &self,
-        stack_id: uuid::Uuid,
+    async fn read_stack(&self, stack_id: uuid::Uuid) -> Result<Stack> {
+        self.store()
+            .get_stack(stack_id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))
+    }
+}
+
+/// An update worked out before it starts (see
+/// [`StackOperations::plan_update`]).
+struct UpdatePlan {
+    definition: StackDefinition,
+    parsed: ParsedStack,
+    /// The current definition parsed (`None` if it no longer parses).
+    previous: Option<ParsedStack>,
+    current_definition: StackDefinition,
+}
+
+/// An update recorded as started (or about to be), with what its run
+/// needs.
+struct StartedUpdate<L = lease::StackLease> {
+    stack: Stack,
+    target: RunTarget,
+    previous: Previous,
+    stack_lease: L,
+}
+
+impl StartedUpdate<()> {
+    /// `stack`'s state as the update starts (under `fence`), from its
+    /// resources' `rows` and the `plan`; with the definition to record and
+    /// rows for the resources the new template introduces.
+    fn prepare(
+        mut stack: Stack,
+        plan: UpdatePlan,
+        rows: Vec<Resource>,
+        fence: LeaseFence,
         request: &UpdateStack,
-        definition: StackDefinition,
-        parsed: ParsedStack,
-        previous: Option<ParsedStack>,
-        previous_definition: StackDefinition,
-        stack_lease: lease::StackLease,
-        caller: StackCaller<'_>,
-        kind: UpdateKind,
-    ) -> Result<(Stack, super::Run)> {
-        let fence = stack_lease.fence();
-        let prepared = async {
-            let mut stack = self
-                .store()
-                .get_stack(stack_id)
-                .await?
-                .ok_or_else(|| Error::NotFound(format!("stack {stack_id} not found")))?;
-            self.admit(&stack, kind.operation(), caller).await?;
-            let rows = self.store().list_resources(stack.id).await?;
-            // What plugins see as "previous": the root stack before this
-            // update (its view is built if a plugin asks for it).
-            let before = (stack.nested_depth == 0).then(|| (stack.clone(), rows.clone()));
-            let target = RunTarget::new(&stack, Arc::new(parsed), rows, fence);
-            let now = ember_runtime::time::now();
-            let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
-            let new_rows: Vec<Resource> = target
-                .parsed
-                .enabled
-                .iter()
-                .filter(|name| !existing.contains(*name))
-                .map(|name| {
-                    Resource::initial(stack.id, name, &target.parsed.resource_types[name], now)
-                })
-                .collect();
-            for row in &new_rows {
-                super::executor::store_state(&target.resources, row.clone());
-            }
-            stack.action = kind.action();
-            stack.status = ActionStatus::InProgress;
-            stack.status_reason = format!("Stack {} started", kind.action().as_str());
-            stack.updated_at = now;
-            stack.description = target
-                .parsed
-                .template
-                .description
-                .clone()
-                .unwrap_or_default();
-            if let Some(minutes) = request.timeout_mins {
-                stack.timeout_mins = (minutes > 0).then_some(minutes);
-            }
-            if let Some(disable_rollback) = request.disable_rollback {
-                stack.disable_rollback = disable_rollback;
-            }
-            if let Some(tags) = &request.tags {
-                stack.tags = tags.clone();
-            }
-            self.store()
-                .begin_stack_update(
-                    &stack,
-                    &definition,
-                    &new_rows,
-                    &stack_event(&stack, &stack.status_reason),
-                    fence,
-                )
-                .await?;
-            Ok((stack, target, before))
-        };
-        let ((stack, target, before), stack_lease) = stack_lease.start(prepared).await?;
-        let cancel = CancellationToken::new();
-        self.shared.register_update(stack.id, cancel.clone());
-        let previous = Previous {
-            parsed: previous.map(Arc::new),
-            definition: previous_definition,
-            before,
-        };
-        let run: super::Run = Box::pin(run_update(
-            self.shared.clone(),
-            stack.clone(),
+        kind: &UpdateKind,
+    ) -> (StartedUpdate<()>, StackDefinition, Vec<Resource>) {
+        // What plugins see as "previous": the root stack before this
+        // update (its view is built if a plugin asks for it).
+        let before = (stack.nested_depth == 0).then(|| (stack.clone(), rows.clone()));
+        let target = RunTarget::new(&stack, Arc::new(plan.parsed), rows, fence);
+        let now = ember_runtime::time::now();
+        let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
+        let new_rows: Vec<Resource> = target
+            .parsed
+            .enabled
+            .iter()
+            .filter(|name| !existing.contains(*name))
+            .map(|name| Resource::initial(stack.id, name, &target.parsed.resource_types[name], now))
+            .collect();
+        for row in &new_rows {
+            super::executor::store_state(&target.resources, row.clone());
+        }
+        stack.action = kind.action();
+        stack.status = ActionStatus::InProgress;
+        stack.status_reason = format!("Stack {} started", kind.action().as_str());
+        stack.updated_at = now;
+        stack.description = target
+            .parsed
+            .template
+            .description
+            .clone()
+            .unwrap_or_default();
+        if let Some(minutes) = request.timeout_mins {
+            stack.timeout_mins = (minutes > 0).then_some(minutes);
+        }
+        if let Some(disable_rollback) = request.disable_rollback {
+            stack.disable_rollback = disable_rollback;
+        }
+        if let Some(tags) = &request.tags {
+            stack.tags = tags.clone();
+        }
+        let started = StartedUpdate {
+            stack,
             target,
-            previous,
+            previous: Previous {
+                parsed: plan.previous.map(Arc::new),
+                definition: plan.current_definition,
+                before,
+            },
+            stack_lease: (),
+        };
+        (started, plan.definition, new_rows)
+    }
+
+    /// The started update, under `stack_lease`.
+    fn held(self, stack_lease: lease::StackLease) -> StartedUpdate {
+        StartedUpdate {
+            stack: self.stack,
+            target: self.target,
+            previous: self.previous,
             stack_lease,
-            cancel,
-            kind,
-        ));
-        Ok((stack, run))
+        }
     }
 }
 
