@@ -195,6 +195,14 @@ impl StackOperations {
         let prepared = async {
             let stack = self.read_stack(found.id).await?;
             self.admit(&stack, kind.operation(), caller).await?;
+            // An update that ended between the plan and the take gave the
+            // stack a new definition: plan again from it (a PATCH merges
+            // with it).
+            let plan = if plan.version == stack.definition_version {
+                plan
+            } else {
+                self.plan_update(&stack, request).await?
+            };
             let rows = self.store().list_resources(stack.id).await?;
             let (started, definition, new_rows) =
                 StartedUpdate::prepare(stack, plan, rows, fence, request, kind);
@@ -216,7 +224,8 @@ impl StackOperations {
     /// The definition `stack` moves to, parsed and checked against the
     /// project's quota, and the one it moves away from.
     async fn plan_update(&self, stack: &Stack, request: &UpdateStack) -> Result<UpdatePlan> {
-        let current_definition = self.store().load_definition(stack.id).await?;
+        let (current_definition, version) =
+            self.store().load_versioned_definition(stack.id).await?;
         let definition = updated_definition(&current_definition, request)?;
         let identity_of_stack = StackIdentity {
             stack_name: stack.name.clone(),
@@ -248,6 +257,7 @@ impl StackOperations {
             parsed,
             previous,
             current_definition,
+            version,
         })
     }
 
@@ -267,6 +277,8 @@ struct UpdatePlan {
     /// The current definition parsed (`None` if it no longer parses).
     previous: Option<ParsedStack>,
     current_definition: StackDefinition,
+    /// The [`Stack::definition_version`] of `current_definition`.
+    version: i64,
 }
 
 /// An update recorded as started (or about to be), with what its run
