@@ -12,7 +12,7 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, StackLease, StackOperations, StackSettings, Swept, TransitionWriter,
+    CreateStack, StackLease, StackOperations, StackSettings, Swept, TakeRecord, TransitionWriter,
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
@@ -737,10 +737,7 @@ async fn one_batch_records_new_stacks_and_takes_leases(database: &TestDatabase) 
     let twin = &batch.new_stacks[2].stack;
     assert_eq!(
         outcome.new_stacks[0].as_ref().expect("fresh recorded"),
-        &LeaseFence {
-            stack_id: fresh.id,
-            generation: 1
-        }
+        &LeaseFence::first(fresh.id)
     );
     assert!(outcome.new_stacks[2].is_ok(), "the first twin is recorded");
     for refused in [1, 3] {
@@ -786,10 +783,7 @@ async fn one_batch_records_new_stacks_and_takes_leases(database: &TestDatabase) 
     assert_eq!(takes[0], None, "busy: another operation holds it");
     assert_eq!(
         takes[1],
-        Some(LeaseFence {
-            stack_id: done.id,
-            generation: done_fence.generation + 1
-        }),
+        Some(LeaseFence::at(done.id, done_fence.generation + 1)),
         "released in this batch, then taken"
     );
     assert_ne!(busy_fence.generation, 0);
@@ -1005,6 +999,7 @@ async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database:
     let starting = |generation: i64| {
         take_in_batch(stack.id).starting(OperationStart {
             generation,
+            holder: Uuid::new_v4(),
             writes: StartWrites::Stack {
                 stack: deleting.clone(),
                 event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
@@ -1102,6 +1097,7 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     let mark = |generation: i64| {
         take_in_batch(stack.id).starting(OperationStart {
             generation,
+            holder: Uuid::new_v4(),
             writes: StartWrites::ResourceHealth {
                 resource: marked.clone(),
                 event: Event::for_resource(&marked, Utc::now()),
@@ -1145,6 +1141,7 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     let refused = store
         .take_stack_lease(&take_in_batch(stack.id).starting(OperationStart {
             generation: seen + 1,
+            holder: Uuid::new_v4(),
             writes: StartWrites::ResourceHealth {
                 event: Event::for_resource(&gone, Utc::now()),
                 resource: gone,
@@ -1169,6 +1166,7 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     let update = |generation: i64| {
         take_in_batch(stack.id).starting(OperationStart {
             generation,
+            holder: Uuid::new_v4(),
             writes: StartWrites::Update {
                 stack: updating.clone(),
                 definition: definition.clone(),
@@ -1243,8 +1241,171 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     );
 }
 
+/// A take that starts an operation gives the lease a holder token, so
+/// its fence is known before it commits and its run may queue writes at
+/// once: they commit after the take (in its batch: written after the
+/// takes) when it is taken, and are refused when another take of the same
+/// generation won — their generation matches the winner's, their holder
+/// does not. Renewing or releasing with the loser's fence leaves the
+/// winner's lease alone.
+async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
+    database: &TestDatabase,
+) {
+    let store = store(database).await;
+    let writer = TransitionWriter::start(store.clone());
+    let stack = new_stack("pipelined");
+    let (fence, server) = recorded(&store, &stack, LIVE).await;
+    store.release_stack_lease(fence).await.expect("released");
+    let mut deleting = stack.clone();
+    deleting.action = StackAction::Delete;
+    deleting.status_reason = "Stack DELETE started".into();
+    let take_at = |generation: i64| {
+        let start = OperationStart {
+            generation,
+            holder: Uuid::new_v4(),
+            writes: StartWrites::Stack {
+                stack: deleting.clone(),
+                event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
+            },
+        };
+        let fence = start.fence(stack.id);
+        (take_in_batch(stack.id).starting(start), fence)
+    };
+    let transition = |fence: LeaseFence, reason: &str| {
+        let mut resource = server.clone();
+        resource.action = StackAction::Delete;
+        resource.status = ActionStatus::Complete;
+        resource.status_reason = reason.to_owned();
+        FencedWrite::Resource(FencedTransition {
+            fence,
+            event: Event::for_resource(&resource, Utc::now()),
+            resource,
+        })
+    };
+    let server_reason = || async {
+        store.list_resources(stack.id).await.expect("rows")[0]
+            .status_reason
+            .clone()
+    };
+    let free = store
+        .free_lease_generation(stack.id, ember_runtime::time::now())
+        .await
+        .expect("read")
+        .expect("free");
+
+    // Through the writer, as a delete queues them (in one batch or two).
+    let (winner, winner_fence) = take_at(free);
+    let (loser, loser_fence) = take_at(free);
+    assert_eq!(
+        (winner_fence.generation, winner_fence.stack_id),
+        (loser_fence.generation, loser_fence.stack_id)
+    );
+    let answer = |record: TakeRecord| async move {
+        match record {
+            TakeRecord::Answered(taken) => taken,
+            TakeRecord::Queued(taken) => taken.await.expect("answered").expect("ran"),
+        }
+    };
+    let won = writer.queue_take(winner).await.expect("queued");
+    let lost = writer.queue_take(loser).await.expect("queued");
+    let FencedWrite::Resource(refused) = transition(loser_fence, "the loser's") else {
+        unreachable!("a resource transition")
+    };
+    let refused = writer
+        .enqueue(refused.fence, refused.resource, refused.event)
+        .expect("queued");
+    assert_eq!(answer(won).await, Some(winner_fence));
+    assert_eq!(answer(lost).await, None);
+    assert!(
+        matches!(refused.await.expect("answered"), Err(Error::LeaseLost(_))),
+        "the loser's write is refused"
+    );
+    assert_ne!(server_reason().await, "the loser's");
+    // The loser's guard neither renews nor releases the winner's lease.
+    let later = Utc::now() + chrono::Duration::seconds(60);
+    assert!(
+        !store
+            .renew_stack_lease(loser_fence, later)
+            .await
+            .expect("ran")
+    );
+    store.release_stack_lease(loser_fence).await.expect("ran");
+    assert!(
+        store
+            .free_lease_generation(stack.id, ember_runtime::time::now())
+            .await
+            .expect("read")
+            .is_none(),
+        "still held by the winner"
+    );
+    writer
+        .record(
+            winner_fence,
+            server.clone(),
+            Event::for_resource(&server, Utc::now()),
+        )
+        .await
+        .expect("the winner writes under its fence");
+    store
+        .release_stack_lease(winner_fence)
+        .await
+        .expect("released");
+
+    // In one batch, where takes are batched (PostgreSQL's are not: each
+    // is answered before its run starts): the write after the take.
+    if store.commits_one_at_a_time() {
+        let free = free_generation_of(&store, stack.id).await;
+        let (take, fence) = take_at(free);
+        let outcome = store
+            .record_batch(&WriteBatch {
+                writes: vec![transition(fence, "with its take")],
+                takes: vec![take],
+                ..WriteBatch::default()
+            })
+            .await
+            .expect("committed");
+        assert_eq!(outcome.takes.len(), 1);
+        assert_eq!(*outcome.takes[0].as_ref().expect("ran"), Some(fence));
+        assert!(outcome.lost.is_empty(), "{:?}", outcome.lost);
+        assert_eq!(server_reason().await, "with its take");
+        store.release_stack_lease(fence).await.expect("released");
+
+        let free = free_generation_of(&store, stack.id).await;
+        let (first, first_fence) = take_at(free);
+        let (second, second_fence) = take_at(free);
+        let outcome = store
+            .record_batch(&WriteBatch {
+                writes: vec![
+                    transition(second_fence, "the loser's"),
+                    transition(first_fence, "the winner's"),
+                ],
+                takes: vec![first, second],
+                ..WriteBatch::default()
+            })
+            .await
+            .expect("committed");
+        let takes: Vec<Option<LeaseFence>> = outcome
+            .takes
+            .into_iter()
+            .map(|taken| taken.expect("ran"))
+            .collect();
+        assert_eq!(takes, [Some(first_fence), None]);
+        assert_eq!(outcome.lost, [second_fence]);
+        assert_eq!(server_reason().await, "the winner's");
+    }
+}
+
+async fn free_generation_of(store: &Arc<dyn StackStore>, stack_id: Uuid) -> i64 {
+    store
+        .free_lease_generation(stack_id, ember_runtime::time::now())
+        .await
+        .expect("read")
+        .expect("free")
+}
+
 ember_runtime::store_suite!(
     one_batch_records_new_stacks_and_takes_leases,
+    writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it,
     an_update_or_a_health_mark_is_written_only_at_the_generation_seen,
     the_writer_answers_each_new_stack_and_take_alone,
     an_end_queued_behind_a_failed_write_is_not_written,

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
+use ember_engine::store::signals::SqlWaitSignalStore;
 use ember_engine::store::{
     LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore, migrations::Migrator,
 };
@@ -1470,8 +1472,171 @@ resources:
     assert_eq!(events.len(), 8, "{events:?}");
 }
 
+/// Operations whose registry pauses at breakpoint hooks.
+async fn operations_with_hooks(
+    database: &TestDatabase,
+) -> (Arc<StackOperations>, DatabaseConnection) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let conditions = WaitConditions::new(
+        Arc::new(SqlWaitSignalStore::new(
+            connection.clone(),
+            connection.clone(),
+        )),
+        store.clone(),
+        "http://ember.test",
+    );
+    let registry = ResourceTypeRegistry::builtin().with_wait_conditions(conditions);
+    (StackOperations::new(store, Arc::new(registry)), connection)
+}
+
+/// Stack `name` of two resources, `one` with `hook` set.
+fn request_with_hook(name: &str, hook: &str) -> CreateStack {
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  one: {type: OS::Heat::None}
+  two: {type: OS::Heat::None, depends_on: one}
+"#;
+    let mut create = request(name, template);
+    create.environment =
+        json!({"resource_registry": {"resources": {"one": {"hooks": hook}}}}).to_string();
+    create
+}
+
+/// Waits until resource `one` of `stack` paused at `hook` (an event
+/// says `paused`), then clears it.
+async fn clear_once_paused(
+    operations: &Arc<StackOperations>,
+    connection: &DatabaseConnection,
+    stack: &str,
+    hook: &str,
+    paused: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while events_with_reason(connection, paused).await == 0 {
+        assert!(Instant::now() < deadline, "never paused at {hook}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    operations
+        .signal_resource(&alice(), stack, "one", json!({ "unset_hook": hook }))
+        .await
+        .expect("hook cleared");
+}
+
+async fn events_with_reason(connection: &DatabaseConnection, reason: &str) -> i64 {
+    let backend = connection.get_database_backend();
+    let sql = match backend {
+        DatabaseBackend::Postgres => "SELECT COUNT(*) AS n FROM events WHERE reason = $1",
+        _ => "SELECT COUNT(*) AS n FROM events WHERE reason = ?",
+    };
+    let row = connection
+        .query_one_raw(sea_orm::Statement::from_sql_and_values(
+            backend,
+            sql,
+            [reason.into()],
+        ))
+        .await
+        .expect("count")
+        .expect("a row");
+    row.try_get::<i64>("", "n").expect("n")
+}
+
+/// Creates racing for one name with a pre-create hook set (an effect
+/// outside the runs' fenced writes): the refused ones' runs never reach
+/// it — the winner's resource pauses once — and the winner is created
+/// once the hook is cleared.
+async fn creates_racing_for_one_name_pause_at_a_hook_once(database: &TestDatabase) {
+    let (operations, connection) = operations_with_hooks(database).await;
+    let caller = alice();
+    let creates =
+        (0..6).map(|_| operations.create_stack(&caller, request_with_hook("hooked", "pre-create")));
+    let outcomes = futures::future::join_all(creates).await;
+    assert_eq!(
+        outcomes.iter().filter(|outcome| outcome.is_ok()).count(),
+        1,
+        "{outcomes:?}"
+    );
+    let paused = "CREATE paused until Hook pre-create is cleared";
+    clear_once_paused(&operations, &connection, "hooked", "pre-create", paused).await;
+    assert_eq!(
+        settled(&operations, "hooked").await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    assert_eq!(
+        operations.hand_back(Duration::from_secs(10)).await,
+        0,
+        "runs still going"
+    );
+    assert_eq!(
+        events_with_reason(&connection, paused).await,
+        1,
+        "paused once"
+    );
+    assert_eq!(rows_in(&connection, "stacks").await, 1);
+}
+
+/// Deletes racing for one stack: one is accepted, the others answer
+/// Conflict — and the runs some of them started before their takes were
+/// refused (a delete's run may queue its first steps before its take
+/// commits) leave nothing behind. With a pre-delete hook set (an effect
+/// outside the run's fenced writes), the resource pauses at it once: one
+/// event, one hook; once cleared, the stack is deleted.
+async fn deletes_racing_for_one_stack_start_one_delete(database: &TestDatabase) {
+    let (operations, connection) = operations_with_hooks(database).await;
+    let caller = alice();
+    let create = request_with_hook("contested", "pre-delete");
+    operations
+        .create_stack(&caller, create)
+        .await
+        .expect("created");
+    let created = settled(&operations, "contested").await;
+    assert_eq!(created.stack_status(), "CREATE_COMPLETE");
+
+    let deletes = (0..6).map(|_| operations.delete_stack(&caller, "contested"));
+    let outcomes = futures::future::join_all(deletes).await;
+    let accepted = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+    assert_eq!(accepted, 1, "{outcomes:?}");
+    for outcome in &outcomes {
+        if let Err(error) = outcome {
+            assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+        }
+    }
+    let paused = "DELETE paused until Hook pre-delete is cleared";
+    clear_once_paused(&operations, &connection, "contested", "pre-delete", paused).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while operations.find_stack(&caller, "contested").await.is_ok() {
+        assert!(Instant::now() < deadline, "never deleted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        operations.hand_back(Duration::from_secs(10)).await,
+        0,
+        "runs still going"
+    );
+    assert_eq!(
+        events_with_reason(&connection, paused).await,
+        1,
+        "paused once"
+    );
+    let (events, _) = operations
+        .events(&created, None, 0, (0, None, false))
+        .await
+        .expect("events");
+    let deleting: Vec<String> = events
+        .iter()
+        .filter(|event| event.reason == "Stack DELETE started")
+        .map(|event| event.resource_status())
+        .collect();
+    assert_eq!(deleting.len(), 1, "one delete started: {deleting:?}");
+}
+
 ember_runtime::store_suite!(
     a_stack_of_three_thousand_resources_is_created_updated_and_deleted,
+    deletes_racing_for_one_stack_start_one_delete,
+    creates_racing_for_one_name_pause_at_a_hook_once,
     a_stack_is_created_along_its_graph_and_deleted,
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
     bad_requests_are_refused_before_anything_is_recorded,

@@ -176,9 +176,11 @@ impl StackOperations {
 /// A create's run, once its stack was handed to the writer.
 pub(crate) type RunHandle = tokio::task::JoinHandle<()>;
 
-/// Whether a new stack's record committed, for its run that started
-/// before it did ([`StackOperations::begin_create`]); known at once for
-/// one that started after.
+/// Whether an operation's start committed — a new stack's record, or a
+/// delete's take of the lease, which records DELETE_IN_PROGRESS — for its
+/// run that started before it did ([`StackOperations::begin_create`],
+/// [`StackOperations::begin_delete`]); known at once for one that started
+/// after.
 #[derive(Clone)]
 pub(super) struct Recorded(Option<futures::future::Shared<BoxFuture<'static, Result<LeaseFence>>>>);
 
@@ -191,6 +193,22 @@ impl Recorded {
     /// that created it and its run.
     fn pending(committed: oneshot::Receiver<Result<LeaseFence>>) -> Recorded {
         Recorded(Some(writer::answer(committed).boxed().shared()))
+    }
+
+    /// The writer's answer to a queued take: refused (`Error::Conflict`)
+    /// when another operation took the lease first.
+    pub(super) fn pending_take(
+        taken: oneshot::Receiver<Result<Option<LeaseFence>>>,
+        stack_id: Uuid,
+    ) -> Recorded {
+        let answer = async move {
+            writer::answer(taken).await?.ok_or_else(|| {
+                Error::Conflict(format!(
+                    "stack {stack_id}: another operation took its lease first"
+                ))
+            })
+        };
+        Recorded(Some(answer.boxed().shared()))
     }
 
     /// Waits until the record committed (`Ok`) or was refused (why).
@@ -226,6 +244,11 @@ pub(super) async fn run_create(
         // The stack was refused (its name taken): nothing to do or undo.
         None => return,
     };
+    // A breakpoint hook is an effect outside the run's fenced writes:
+    // hooks wait until the stack is recorded.
+    if target.parsed.environment.has_hooks() && !recorded.wait().await {
+        return;
+    }
     let operation_action = stack.action;
     let mut rollback_plugins = None;
     // A resumed create (orphans.rs) skips what the engine before it made.

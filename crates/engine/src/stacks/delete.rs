@@ -4,15 +4,19 @@
 
 use std::sync::Arc;
 
+use super::create::Recorded;
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
+use super::run_end::{complete_or_fail, end_failed};
+use super::writer::TakeRecord;
 use super::{
-    LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, end, executor, lease,
+    LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, executor, lease,
     operation_timeout, plugins, stack_event, update,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
-use crate::store::{LeaseFence, StartWrites};
+use crate::store::{LeaseFence, OperationStart, StartWrites};
+use uuid::Uuid;
 
 impl StackOperations {
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
@@ -25,19 +29,19 @@ impl StackOperations {
         name_or_id: &str,
         caller: StackCaller<'_>,
     ) -> Result<(Stack, Run)> {
-        let started = match self
+        if let Some(started) = self
             .start_delete_at_once(&stack, lease_seen, name_or_id, caller)
             .await?
         {
-            Some(started) => started,
-            None => self.start_delete(stack, name_or_id, caller).await?,
-        };
-        let (stack, target, stack_lease) = started;
+            return Ok(started);
+        }
+        let (stack, target, stack_lease) = self.start_delete(stack, name_or_id, caller).await?;
         let run = Box::pin(run_delete(
             self.shared.clone(),
             stack.clone(),
             target,
             stack_lease,
+            Recorded::already(),
         ));
         Ok((stack, run))
     }
@@ -47,19 +51,23 @@ impl StackOperations {
     /// caller read both in one statement), and the lease is taken — with
     /// DELETE_IN_PROGRESS recorded in the same transaction — only if no
     /// operation took it in between (its generation unchanged: every take
-    /// moves it on). `None`, nothing written, when the lease is held or
-    /// moved on: then [`Self::start_delete`].
+    /// moves it on). The take gives the lease a holder token of its own, so
+    /// its fence is known before it commits: where the writer batches takes
+    /// the run starts at once, and its first writes (usually the whole
+    /// delete of resources that act only on their rows) commit with the
+    /// take, or are refused with it. Returns the stack and a run that
+    /// awaits the one started; `None` when the lease is held or moved on
+    /// (nothing of this take is written, its run stops by itself): then
+    /// [`Self::start_delete`].
     async fn start_delete_at_once(
         &self,
         stack: &Stack,
         lease_seen: LeaseSeen,
         name_or_id: &str,
         caller: StackCaller<'_>,
-    ) -> Result<Option<(Stack, RunTarget, lease::StackLease)>> {
-        let next = |generation: i64| LeaseFence {
-            stack_id: stack.id,
-            generation: generation + 1,
-        };
+    ) -> Result<Option<(Stack, Run)>> {
+        let holder = Uuid::new_v4();
+        let next = |generation: i64| LeaseFence::after_take(stack.id, generation, holder);
         let (generation, mut stack, target) = match lease_seen {
             LeaseSeen::FreeAt(generation) => {
                 let rows = self.store().list_resources(stack.id).await?;
@@ -89,15 +97,37 @@ impl StackOperations {
             }
         };
         mark_deleting(&mut stack);
-        let writes = StartWrites::Stack {
-            event: stack_event(&stack, "Stack DELETE started"),
-            stack: stack.clone(),
+        let start = OperationStart {
+            generation,
+            holder,
+            writes: StartWrites::Stack {
+                event: stack_event(&stack, "Stack DELETE started"),
+                stack: stack.clone(),
+            },
         };
-        let taken = self
-            .shared
-            .take_lease_at(stack.id, "DELETE", generation, writes)
-            .await?;
-        Ok(taken.map(|fence| (stack, target, self.shared.hold_lease(fence))))
+        let take = self.shared.lease_take_at(stack.id, "DELETE", start);
+        let recorded = match self.shared.writer.queue_take(take).await? {
+            TakeRecord::Answered(None) => return Ok(None),
+            TakeRecord::Answered(Some(_)) => Recorded::already(),
+            TakeRecord::Queued(taken) => Recorded::pending_take(taken, stack.id),
+        };
+        let stack_lease = self.shared.hold_lease(target.fence);
+        let running = self.shared.runs.spawn(run_delete(
+            self.shared.clone(),
+            stack.clone(),
+            target,
+            stack_lease,
+            recorded.clone(),
+        ));
+        if !recorded.wait().await {
+            return Ok(None);
+        }
+        let run: Run = Box::pin(async move {
+            // A run that panicked leaves the stack in progress for the
+            // sweep, as any run does.
+            let _ = running.await;
+        });
+        Ok(Some((stack, run)))
     }
 
     /// Takes the lease, then reads the stack under it and records
@@ -142,14 +172,22 @@ pub(super) async fn run_delete(
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
+    recorded: Recorded,
 ) {
-    let passed = match plugins::before(&shared, &stack, None).await {
-        Ok(passed) => passed,
-        Err(reason) => {
+    let passed = match plugins::before_recorded(&shared, &stack, None, &recorded).await {
+        Some(Ok(passed)) => passed,
+        Some(Err(reason)) => {
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
             return;
         }
+        // Another operation took the lease first: nothing to do or undo.
+        None => return,
     };
+    // A breakpoint hook is an effect outside the run's fenced writes:
+    // hooks wait until the take committed.
+    if target.parsed.environment.has_hooks() && !recorded.wait().await {
+        return;
+    }
     let deleting = async {
         executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
         update::retire_superseded(&shared, &target).await
@@ -157,7 +195,14 @@ pub(super) async fn run_delete(
     let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
-    if end(&mut stack, &target, outcome, "DELETE", stack_lease).await {
+    let ended = match complete_or_fail(&mut stack, &target, outcome, "DELETE", stack_lease).await {
+        Ok(()) => true,
+        // The take was refused: every write of this run was refused with
+        // it, and nothing outside its rows was done.
+        Err(_) if !recorded.wait().await => return,
+        Err((failure, stack_lease)) => end_failed(&mut stack, failure, "DELETE", stack_lease).await,
+    };
+    if ended {
         plugins::after(&shared, &stack, StackAction::Delete, passed).await;
     }
 }

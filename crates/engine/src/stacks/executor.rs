@@ -108,28 +108,38 @@ impl Shared {
     }
 
     /// Takes `stack_id`'s lease for `operation` only while it is free at
-    /// `generation` — no operation took it since the caller saw it free
-    /// there, so what the caller read after that is the stack's state —
-    /// and records `writes` in the same transaction: an operation's usual
-    /// start, in one commit. `None`, nothing written, when the lease moved
+    /// `start`'s generation — no operation took it since the caller saw it
+    /// free there, so what the caller read after that is the stack's
+    /// state — and records `start`'s writes in the same transaction: an
+    /// operation's usual start, in one commit. `None`, nothing written, when the lease moved
     /// on or is held (then the caller starts as any operation does).
     pub(crate) async fn take_lease_at(
         &self,
         stack_id: Uuid,
         operation: &str,
-        generation: i64,
-        writes: crate::store::StartWrites,
+        start: crate::store::OperationStart,
     ) -> crate::error::Result<Option<crate::store::LeaseFence>> {
+        self.writer
+            .take_lease(self.lease_take_at(stack_id, operation, start))
+            .await
+    }
+
+    /// The take [`Self::take_lease_at`] makes.
+    pub(crate) fn lease_take_at(
+        &self,
+        stack_id: Uuid,
+        operation: &str,
+        start: crate::store::OperationStart,
+    ) -> crate::store::LeaseTake {
         let now = ember_runtime::time::now();
-        let take = crate::store::LeaseTake::new(
+        crate::store::LeaseTake::new(
             stack_id,
             self.engine_id,
             operation,
             now,
             super::lease::expiry_after(now, self.lease_ttl),
         )
-        .starting(crate::store::OperationStart { generation, writes });
-        self.writer.take_lease(take).await
+        .starting(start)
     }
 
     /// The guard of a lease [`Self::take_lease_at`] took.

@@ -14,7 +14,7 @@ use ember_runtime::Identity;
 use super::{LeaseSeen, StackCaller, StackOperation, StackOperations};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 use crate::error::{Error, Result};
-use crate::store::StartWrites;
+use crate::store::{OperationStart, StartWrites};
 
 /// Heat's reason when the caller gives none (an empty one counts as none).
 pub const DEFAULT_HEALTH_REASON: &str = "state changed by resource_mark_unhealthy api";
@@ -131,13 +131,17 @@ impl StackOperations {
             let Some(changed) = health_change(&found, mark_unhealthy, &reason) else {
                 return Ok(found);
             };
-            let writes = StartWrites::ResourceHealth {
-                event: Event::for_resource(&changed, changed.updated_at),
-                resource: changed.clone(),
+            let start = OperationStart {
+                generation,
+                holder: uuid::Uuid::new_v4(),
+                writes: StartWrites::ResourceHealth {
+                    event: Event::for_resource(&changed, changed.updated_at),
+                    resource: changed.clone(),
+                },
             };
             let taken = self
                 .shared
-                .take_lease_at(stack.id, MARK_UNHEALTHY, generation, writes)
+                .take_lease_at(stack.id, MARK_UNHEALTHY, start)
                 .await?;
             if taken.is_some() {
                 log_marked(&stack, &changed);

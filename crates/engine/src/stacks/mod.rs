@@ -52,7 +52,7 @@ pub(crate) use run_end::{
 };
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
-pub use writer::TransitionWriter;
+pub use writer::{TakeRecord, TransitionWriter};
 
 use crate::domain::template::{StackIdentity, TemplateError};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};

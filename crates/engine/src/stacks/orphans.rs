@@ -294,7 +294,13 @@ impl StackOperations {
                 None,
                 create::Recorded::already(),
             )),
-            Resumption::Delete => Box::pin(delete::run_delete(shared, stack, target, stack_lease)),
+            Resumption::Delete => Box::pin(delete::run_delete(
+                shared,
+                stack,
+                target,
+                stack_lease,
+                super::create::Recorded::already(),
+            )),
             Resumption::Update(origin) => {
                 update::resume_update(shared, stack, target, origin, stack_lease)
             }

@@ -50,15 +50,7 @@ impl StackOperations {
         )?;
         let rows = self.store().list_resources(stack.id).await?;
         // Reads only: the fence is never written with.
-        let target = RunTarget::new(
-            &stack,
-            Arc::new(parsed),
-            rows,
-            LeaseFence {
-                stack_id: stack.id,
-                generation: 0,
-            },
-        );
+        let target = RunTarget::new(&stack, Arc::new(parsed), rows, LeaseFence::at(stack.id, 0));
         let current_rows = super::executor::snapshot(&target.resources);
         let enabled: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
         let mut preview = UpdatePreview::default();

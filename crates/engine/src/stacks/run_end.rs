@@ -135,11 +135,21 @@ pub(crate) async fn end(
     operation: &str,
     stack_lease: lease::StackLease,
 ) -> bool {
-    let (failure, stack_lease) =
-        match complete_or_fail(stack, target, outcome, operation, stack_lease).await {
-            Ok(()) => return true,
-            Err(failed) => failed,
-        };
+    match complete_or_fail(stack, target, outcome, operation, stack_lease).await {
+        Ok(()) => true,
+        Err((failure, stack_lease)) => end_failed(stack, failure, operation, stack_lease).await,
+    }
+}
+
+/// Ends a run that failed (as [`complete_or_fail`] returned it): FAILED,
+/// or without a final state ([`final_state`]). Whether a final state was
+/// written.
+pub(crate) async fn end_failed(
+    stack: &mut Stack,
+    failure: RunFailure,
+    operation: &str,
+    stack_lease: lease::StackLease,
+) -> bool {
     match final_state(Err(failure), operation) {
         Ok((status, reason)) => {
             conclude(stack, status, reason, stack_lease).await;

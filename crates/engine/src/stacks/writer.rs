@@ -45,6 +45,14 @@ enum Request {
     Take(LeaseTake, oneshot::Sender<Result<Option<LeaseFence>>>),
 }
 
+/// Where a take stands once [`TransitionWriter::queue_take`] returns.
+pub enum TakeRecord {
+    /// In the writer's queue: the answer says whether it was taken.
+    Queued(oneshot::Receiver<Result<Option<LeaseFence>>>),
+    /// Answered: taken under this fence (committed), or not.
+    Answered(Option<LeaseFence>),
+}
+
 /// Where a new stack stands once [`TransitionWriter::queue_create_stack`]
 /// returns.
 pub enum NewStackRecord {
@@ -233,6 +241,23 @@ impl TransitionWriter {
         answer(committed).await
     }
 
+    /// As [`Self::take_lease`] for a take that starts an operation
+    /// ([`LeaseTake::starting`]), returning as soon as the take is queued
+    /// where the writer batches takes: writes queued after it under its
+    /// fence ([`crate::store::OperationStart::fence`]) commit after it, in
+    /// its batch or a later one, or are refused with it. Elsewhere it is
+    /// answered first.
+    pub async fn queue_take(&self, take: LeaseTake) -> Result<TakeRecord> {
+        if !self.store.commits_one_at_a_time() {
+            return Ok(TakeRecord::Answered(
+                self.store.take_stack_lease(&take).await?,
+            ));
+        }
+        let (done, taken) = oneshot::channel();
+        self.queue(Request::Take(take, done))?;
+        Ok(TakeRecord::Queued(taken))
+    }
+
     fn queue(&self, request: Request) -> Result<()> {
         self.sender.send(request).map_err(|_| stopped())?;
         self.waiting.fetch_add(1, Ordering::Relaxed);
@@ -381,16 +406,39 @@ async fn commit_in_parts(
     answers: Answers,
 ) -> Vec<LeaseFence> {
     // New stacks first, as in a batch: writes may be queued under their
-    // first leases.
+    // first leases; and writes under a lease a take of the batch takes
+    // after the takes.
     for (new_stack, caller) in batch.new_stacks.iter().zip(answers.new_stacks) {
         let _ = caller.send(store.create_stack_with_lease(new_stack).await);
     }
-    let lost = store.record_fenced_writes(&batch.writes).await;
-    let failed = answer_writes(&batch.writes, answers.writes, lost.as_deref());
+    let (mut before_takes, mut after_takes) = (Vec::new(), Vec::new());
+    for (write, caller) in batch.writes.iter().zip(answers.writes) {
+        let part = if batch.after_takes(write) {
+            &mut after_takes
+        } else {
+            &mut before_takes
+        };
+        part.push((write.clone(), caller));
+    }
+    let mut failed = record_in_part(store, before_takes).await;
     for (take, caller) in batch.takes.iter().zip(answers.takes) {
         let _ = caller.send(store.take_stack_lease(take).await);
     }
+    failed.extend(record_in_part(store, after_takes).await);
     failed
+}
+
+/// Records `writes` together and answers each (see [`answer_writes`]).
+async fn record_in_part(
+    store: &dyn StackStore,
+    writes: Vec<(FencedWrite, oneshot::Sender<Result<()>>)>,
+) -> Vec<LeaseFence> {
+    if writes.is_empty() {
+        return Vec::new();
+    }
+    let (writes, callers): (Vec<FencedWrite>, Vec<_>) = writes.into_iter().unzip();
+    let lost = store.record_fenced_writes(&writes).await;
+    answer_writes(&writes, callers, lost.as_deref())
 }
 
 /// Answers each fenced write: committed, its lease lost, or the store's

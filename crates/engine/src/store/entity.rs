@@ -132,6 +132,9 @@ pub mod stack_leases {
         pub expires_at: ChronoDateTimeUtc,
         /// The fencing token: bumped by every take.
         pub generation: i64,
+        /// The take's own token, when it gave one (see
+        /// [`LeaseFence::holder`](crate::store::LeaseFence::holder)).
+        pub holder: Option<Uuid>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -33,20 +33,44 @@ pub use sql::SqlStackStore;
 pub struct LeaseFence {
     pub stack_id: Uuid,
     pub generation: i64,
+    /// The take's own token, for a take that starts an operation at the
+    /// generation it saw free ([`OperationStart::holder`]): the fence then
+    /// holds only while the lease row carries it too. Such a take's run
+    /// may queue writes before the take commits — if another operation
+    /// took the lease at the same generation instead, they are refused.
+    /// `None` for other takes (their fence is known only once they
+    /// committed).
+    pub holder: Option<Uuid>,
 }
 
 impl LeaseFence {
     /// The generation of a new stack's first lease.
     pub const FIRST_GENERATION: i64 = 1;
 
+    /// The fence of a lease taken at `generation` without a holder token.
+    pub fn at(stack_id: Uuid, generation: i64) -> LeaseFence {
+        LeaseFence {
+            stack_id,
+            generation,
+            holder: None,
+        }
+    }
+
+    /// The fence a take at `generation` that starts an operation gives
+    /// `holder` (see [`OperationStart`]).
+    pub fn after_take(stack_id: Uuid, generation: i64, holder: Uuid) -> LeaseFence {
+        LeaseFence {
+            stack_id,
+            generation: generation + 1,
+            holder: Some(holder),
+        }
+    }
+
     /// The fence of `stack_id`'s first lease, taken as it is recorded: no
     /// other operation can hold it (stack ids are never reused), so a run
     /// may queue writes under it before the stack's record commits.
     pub fn first(stack_id: Uuid) -> LeaseFence {
-        LeaseFence {
-            stack_id,
-            generation: Self::FIRST_GENERATION,
-        }
+        LeaseFence::at(stack_id, Self::FIRST_GENERATION)
     }
 }
 
@@ -154,8 +178,18 @@ pub struct OperationStart {
     /// operation took it since the caller saw it free at it, so what the
     /// caller read after that is still the stack's state.
     pub generation: i64,
+    /// The take's own token, kept in the lease row: the new lease's fence
+    /// is known before the take commits (see [`LeaseFence::holder`]).
+    pub holder: Uuid,
     /// What is written under the new lease, in the take's transaction.
     pub writes: StartWrites,
+}
+
+impl OperationStart {
+    /// The fence of the lease this start takes, if it does.
+    pub fn fence(&self, stack_id: Uuid) -> LeaseFence {
+        LeaseFence::after_take(stack_id, self.generation, self.holder)
+    }
 }
 
 /// What an [`OperationStart`] writes.
@@ -212,6 +246,19 @@ pub struct WriteBatch {
 }
 
 impl WriteBatch {
+    /// Whether `write` is fenced by a lease a take of this batch takes:
+    /// it is written after the takes.
+    pub fn after_takes(&self, write: &FencedWrite) -> bool {
+        let Some(holder) = write.fence().holder else {
+            return false;
+        };
+        self.takes.iter().any(|take| {
+            take.start
+                .as_ref()
+                .is_some_and(|start| start.holder == holder)
+        })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.new_stacks.is_empty() && self.takes.is_empty()
     }

@@ -364,7 +364,7 @@ impl StackStore for SqlStackStore {
             return Ok(Vec::new());
         }
         let transaction = self.connection.begin().await?;
-        let lost = write_fenced(&transaction, writes).await?;
+        let lost = write_fenced(&transaction, &writes.iter().collect::<Vec<_>>()).await?;
         transaction.commit().await?;
         Ok(lost)
     }
@@ -398,14 +398,25 @@ impl StackStore for SqlStackStore {
             .iter()
             .map(|new| first_lease_of(new, &recorded))
             .collect();
-        if !batch.writes.is_empty() {
-            outcome.lost = write_fenced(&transaction, &batch.writes).await?;
+        // Writes under a lease a take of this batch takes (queued by its
+        // run before it committed) go after the takes.
+        let (after_takes, before_takes): (Vec<&FencedWrite>, Vec<&FencedWrite>) = batch
+            .writes
+            .iter()
+            .partition(|write| takes_inside && batch.after_takes(write));
+        if !before_takes.is_empty() {
+            outcome.lost = write_fenced(&transaction, &before_takes).await?;
         }
         if takes_inside {
             for take in &batch.takes {
                 let taken = take_and_start(&transaction, take).await?;
                 outcome.takes.push(Ok(taken));
             }
+        }
+        if !after_takes.is_empty() {
+            outcome
+                .lost
+                .extend(write_fenced(&transaction, &after_takes).await?);
         }
         transaction.commit().await?;
         if !takes_inside {
@@ -520,8 +531,7 @@ impl StackStore for SqlStackStore {
     ) -> Result<bool> {
         let renewed = stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
-            .filter(stack_leases::Column::StackId.eq(fence.stack_id))
-            .filter(stack_leases::Column::Generation.eq(fence.generation))
+            .filter(at_fence(fence))
             .exec(&self.connection)
             .await?;
         Ok(renewed.rows_affected == 1)
@@ -715,10 +725,7 @@ impl StackStore for SqlStackStore {
             return Ok(None);
         }
         transaction.commit().await?;
-        Ok(Some(LeaseFence {
-            stack_id,
-            generation,
-        }))
+        Ok(Some(LeaseFence::at(stack_id, generation)))
     }
 
     async fn mark_resource_health(
@@ -771,6 +778,7 @@ fn first_lease(
         operation: Set(operation.to_owned()),
         expires_at: Set(expires_at),
         generation: Set(LeaseFence::FIRST_GENERATION),
+        holder: Set(None),
     }
 }
 
@@ -778,13 +786,14 @@ fn first_lease(
 /// fence; returns the fences that no longer held (their writes skipped).
 async fn write_fenced(
     transaction: &DatabaseTransaction,
-    writes: &[FencedWrite],
+    writes: &[&FencedWrite],
 ) -> Result<Vec<LeaseFence>> {
     let fences: std::collections::BTreeSet<LeaseFence> =
-        writes.iter().map(FencedWrite::fence).collect();
+        writes.iter().map(|write| write.fence()).collect();
     let held = held_fences(transaction, &fences).await?;
     let kept: Vec<&FencedWrite> = writes
         .iter()
+        .copied()
         .filter(|write| held.contains(&write.fence()))
         .collect();
     // A batch may hold several transitions of one resource (a resource
@@ -891,6 +900,7 @@ async fn take_lease(
                     stack_leases::Column::EngineId,
                     stack_leases::Column::Operation,
                     stack_leases::Column::ExpiresAt,
+                    stack_leases::Column::Holder,
                 ])
                 .value(
                     stack_leases::Column::Generation,
@@ -905,10 +915,7 @@ async fn take_lease(
         .exec_with_returning(connection)
         .await;
     match taken {
-        Ok(taken) => Ok(Some(LeaseFence {
-            stack_id,
-            generation: taken.generation,
-        })),
+        Ok(taken) => Ok(Some(LeaseFence::at(stack_id, taken.generation))),
         // The conflict's WHERE kept the row: nothing inserted, nothing
         // returned (sea-orm names it either way).
         Err(DbErr::RecordNotInserted | DbErr::RecordNotFound(_)) => Ok(None),
@@ -944,6 +951,7 @@ async fn take_and_start(
             stack_leases::Column::Generation,
             Expr::col(stack_leases::Column::Generation).add(1),
         )
+        .col_expr(stack_leases::Column::Holder, Expr::value(start.holder))
         .filter(stack_leases::Column::StackId.eq(take.stack_id))
         .filter(stack_leases::Column::Generation.eq(start.generation))
         .filter(stack_leases::Column::ExpiresAt.lt(take.lease.now))
@@ -952,10 +960,7 @@ async fn take_and_start(
     if taken.rows_affected != 1 {
         return Ok(None);
     }
-    let fence = LeaseFence {
-        stack_id: take.stack_id,
-        generation: start.generation + 1,
-    };
+    let fence = start.fence(take.stack_id);
     match &start.writes {
         StartWrites::Stack { stack, event } => {
             write_stack_state(transaction, stack).await?;
@@ -1072,12 +1077,13 @@ async fn held_fences(
     let fences: Vec<LeaseFence> = fences.iter().copied().collect();
     for chunk in fences.chunks(200) {
         let matching = any_of_fences(chunk);
-        let rows: Vec<(Uuid, i64)> = match transaction.get_database_backend() {
+        let rows: Vec<(Uuid, i64, Option<Uuid>)> = match transaction.get_database_backend() {
             DatabaseBackend::Postgres => {
                 stack_leases::Entity::find()
                     .select_only()
                     .column(stack_leases::Column::StackId)
                     .column(stack_leases::Column::Generation)
+                    .column(stack_leases::Column::Holder)
                     .filter(matching)
                     .order_by_asc(stack_leases::Column::StackId)
                     .lock_shared()
@@ -1094,12 +1100,18 @@ async fn held_fences(
                 .exec_with_returning(transaction)
                 .await?
                 .into_iter()
-                .map(|lease| (lease.stack_id, lease.generation))
+                .map(|lease| (lease.stack_id, lease.generation, lease.holder))
                 .collect(),
         };
-        held.extend(rows.into_iter().map(|(stack_id, generation)| LeaseFence {
-            stack_id,
-            generation,
+        // A row found for one fence may be at another's generation with
+        // another holder (two takes of one generation in a batch).
+        let rows: HashMap<(Uuid, i64), Option<Uuid>> = rows
+            .into_iter()
+            .map(|(stack_id, generation, holder)| ((stack_id, generation), holder))
+            .collect();
+        held.extend(chunk.iter().filter(|fence| {
+            rows.get(&(fence.stack_id, fence.generation))
+                .is_some_and(|holder| fence.holder.is_none() || *holder == fence.holder)
         }));
     }
     Ok(held)
@@ -1288,6 +1300,10 @@ async fn take_over_lease(
             stack_leases::Column::Generation,
             Expr::col(stack_leases::Column::Generation).add(1),
         )
+        .col_expr(
+            stack_leases::Column::Holder,
+            Expr::value(Option::<Uuid>::None),
+        )
         .filter(stack_leases::Column::StackId.eq(stack_id))
         .filter(stack_leases::Column::Generation.eq(candidate.generation))
         .filter(stack_leases::Column::ExpiresAt.lt(now))
@@ -1302,8 +1318,7 @@ async fn take_over_lease(
 async fn release_lease(connection: &impl ConnectionTrait, fence: LeaseFence) -> Result<bool> {
     let released = stack_leases::Entity::update_many()
         .col_expr(stack_leases::Column::ExpiresAt, Expr::value(released_at()))
-        .filter(stack_leases::Column::StackId.eq(fence.stack_id))
-        .filter(stack_leases::Column::Generation.eq(fence.generation))
+        .filter(at_fence(fence))
         .exec(connection)
         .await?;
     Ok(released.rows_affected == 1)
@@ -1336,13 +1351,22 @@ fn last_of_each<'a, T>(
 
 /// Lease rows at any of `fences`.
 fn any_of_fences(fences: &[LeaseFence]) -> Condition {
-    fences.iter().fold(Condition::any(), |any, fence| {
-        any.add(
-            Condition::all()
-                .add(stack_leases::Column::StackId.eq(fence.stack_id))
-                .add(stack_leases::Column::Generation.eq(fence.generation)),
+    fences
+        .iter()
+        .fold(Condition::any(), |any, fence| any.add(at_fence(*fence)))
+}
+
+/// The lease row at `fence`: its stack's, at its generation, and carrying
+/// its holder token if it has one.
+fn at_fence(fence: LeaseFence) -> Condition {
+    Condition::all()
+        .add(stack_leases::Column::StackId.eq(fence.stack_id))
+        .add(stack_leases::Column::Generation.eq(fence.generation))
+        .add_option(
+            fence
+                .holder
+                .map(|holder| stack_leases::Column::Holder.eq(holder)),
         )
-    })
 }
 
 /// Releases the leases `fences` hold, as the fences of final writes, in

@@ -127,6 +127,14 @@ impl Environment {
         })
     }
 
+    /// Whether any resource has a hook set.
+    pub fn has_hooks(&self) -> bool {
+        self.resource_registry
+            .resources
+            .values()
+            .any(|overrides| !overrides.hooks.is_empty())
+    }
+
     /// Hooks set for a resource (patterns may use `*` and `?`).
     pub fn hooks_for(&self, resource_name: &str) -> BTreeSet<String> {
         self.matching_overrides(resource_name)

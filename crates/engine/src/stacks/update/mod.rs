@@ -32,7 +32,7 @@ use super::{LeaseSeen, StackCaller, StackOperation, StackOperations, lease, stac
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
-use crate::store::{LeaseFence, StartWrites};
+use crate::store::{LeaseFence, OperationStart, StartWrites};
 
 pub(super) use plan::updated_definition;
 pub(super) use resources::retire_superseded;
@@ -157,10 +157,8 @@ impl StackOperations {
         };
         let plan = self.plan_update(&stack, request).await?;
         let rows = self.store().list_resources(stack.id).await?;
-        let fence = LeaseFence {
-            stack_id: stack.id,
-            generation: generation + 1,
-        };
+        let holder = uuid::Uuid::new_v4();
+        let fence = LeaseFence::after_take(stack.id, generation, holder);
         let (started, definition, new_resources) =
             StartedUpdate::prepare(stack, plan, rows, fence, request, kind);
         let writes = StartWrites::Update {
@@ -169,9 +167,14 @@ impl StackOperations {
             new_resources,
             event: stack_event(&started.stack, &started.stack.status_reason),
         };
+        let start = OperationStart {
+            generation,
+            holder,
+            writes,
+        };
         let taken = self
             .shared
-            .take_lease_at(started.stack.id, kind.action().as_str(), generation, writes)
+            .take_lease_at(started.stack.id, kind.action().as_str(), start)
             .await?;
         Ok(taken.map(|fence| started.held(self.shared.hold_lease(fence))))
     }

@@ -25,6 +25,7 @@ mod m20261130_100001_cover_cluster_members;
 mod m20261201_100001_keep_cluster_member_ids;
 mod m20261202_100001_index_project_lists_by_id;
 mod m20261203_100001_add_stack_definition_versions;
+mod m20261204_100001_add_stack_lease_holders;
 
 pub struct Migrator;
 
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_100001_keep_cluster_member_ids::Migration),
             Box::new(m20261202_100001_index_project_lists_by_id::Migration),
             Box::new(m20261203_100001_add_stack_definition_versions::Migration),
+            Box::new(m20261204_100001_add_stack_lease_holders::Migration),
         ]
     }
 }
