@@ -1077,9 +1077,7 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
 ) {
     let store = store(database).await;
     let writer = TransitionWriter::start(store.clone());
-    let stack = new_stack("at-once");
-    let (fence, server) = recorded(&store, &stack, LIVE).await;
-    store.release_stack_lease(fence).await.expect("released");
+    let (stack, server) = idle_stack(&store, "at-once").await;
     let free_generation = || async {
         store
             .free_lease_generation(stack.id, ember_runtime::time::now())
@@ -1253,9 +1251,7 @@ async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
 ) {
     let store = store(database).await;
     let writer = TransitionWriter::start(store.clone());
-    let stack = new_stack("pipelined");
-    let (fence, server) = recorded(&store, &stack, LIVE).await;
-    store.release_stack_lease(fence).await.expect("released");
+    let (stack, server) = idle_stack(&store, "pipelined").await;
     let mut deleting = stack.clone();
     deleting.action = StackAction::Delete;
     deleting.status_reason = "Stack DELETE started".into();
@@ -1287,11 +1283,7 @@ async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
             .status_reason
             .clone()
     };
-    let free = store
-        .free_lease_generation(stack.id, ember_runtime::time::now())
-        .await
-        .expect("read")
-        .expect("free");
+    let free = free_generation_of(&store, stack.id).await;
 
     // Through the writer, as a delete queues them (in one batch or two).
     let (winner, winner_fence) = take_at(free);
@@ -1395,6 +1387,15 @@ async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
     }
 }
 
+/// A recorded stack (with one resource) whose lease is free.
+async fn idle_stack(store: &Arc<dyn StackStore>, name: &str) -> (Stack, Resource) {
+    let stack = new_stack(name);
+    let (fence, resource) = recorded(store, &stack, LIVE).await;
+    store.release_stack_lease(fence).await.expect("released");
+    (stack, resource)
+}
+
+/// The generation `stack_id`'s lease is free at (it must be).
 async fn free_generation_of(store: &Arc<dyn StackStore>, stack_id: Uuid) -> i64 {
     store
         .free_lease_generation(stack_id, ember_runtime::time::now())

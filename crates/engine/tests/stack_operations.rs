@@ -1526,6 +1526,25 @@ async fn clear_once_paused(
         .expect("hook cleared");
 }
 
+/// Once every run the engine started has ended (the refused ones'
+/// included): exactly one event says `paused`.
+async fn paused_once_after_every_run(
+    operations: &StackOperations,
+    connection: &DatabaseConnection,
+    paused: &str,
+) {
+    assert_eq!(
+        operations.hand_back(Duration::from_secs(10)).await,
+        0,
+        "runs still going"
+    );
+    assert_eq!(
+        events_with_reason(connection, paused).await,
+        1,
+        "paused once"
+    );
+}
+
 async fn events_with_reason(connection: &DatabaseConnection, reason: &str) -> i64 {
     let backend = connection.get_database_backend();
     let sql = match backend {
@@ -1565,16 +1584,7 @@ async fn creates_racing_for_one_name_pause_at_a_hook_once(database: &TestDatabas
         settled(&operations, "hooked").await.stack_status(),
         "CREATE_COMPLETE"
     );
-    assert_eq!(
-        operations.hand_back(Duration::from_secs(10)).await,
-        0,
-        "runs still going"
-    );
-    assert_eq!(
-        events_with_reason(&connection, paused).await,
-        1,
-        "paused once"
-    );
+    paused_once_after_every_run(&operations, &connection, paused).await;
     assert_eq!(rows_in(&connection, "stacks").await, 1);
 }
 
@@ -1611,16 +1621,7 @@ async fn deletes_racing_for_one_stack_start_one_delete(database: &TestDatabase) 
         assert!(Instant::now() < deadline, "never deleted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(
-        operations.hand_back(Duration::from_secs(10)).await,
-        0,
-        "runs still going"
-    );
-    assert_eq!(
-        events_with_reason(&connection, paused).await,
-        1,
-        "paused once"
-    );
+    paused_once_after_every_run(&operations, &connection, paused).await;
     let (events, _) = operations
         .events(&created, None, 0, (0, None, false))
         .await
