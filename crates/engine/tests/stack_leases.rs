@@ -997,14 +997,14 @@ async fn a_take_expecting_a_generation_starts_only_if_none_ran_between(database:
     deleting.action = StackAction::Delete;
     deleting.status_reason = "Stack DELETE started".into();
     let starting = |generation: i64| {
-        take_in_batch(stack.id).starting(OperationStart {
+        starting_at(
+            stack.id,
             generation,
-            holder: Uuid::new_v4(),
-            writes: StartWrites::Stack {
+            StartWrites::Stack {
                 stack: deleting.clone(),
                 event: Event::for_stack(&deleting, &deleting.status_reason, Utc::now()),
             },
-        })
+        )
     };
     let started_events = || async {
         stack_events(&store, &stack)
@@ -1093,14 +1093,14 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     marked.status = ActionStatus::Failed;
     marked.status_reason = "marked by the test".into();
     let mark = |generation: i64| {
-        take_in_batch(stack.id).starting(OperationStart {
+        starting_at(
+            stack.id,
             generation,
-            holder: Uuid::new_v4(),
-            writes: StartWrites::ResourceHealth {
+            StartWrites::ResourceHealth {
                 resource: marked.clone(),
                 event: Event::for_resource(&marked, Utc::now()),
             },
-        })
+        )
     };
     let seen = free_generation().await.expect("free");
     let between = take_now(&store, stack.id, "UPDATE").await.expect("taken");
@@ -1137,14 +1137,14 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
     let mut gone = marked.clone();
     gone.id = Uuid::new_v4();
     let refused = store
-        .take_stack_lease(&take_in_batch(stack.id).starting(OperationStart {
-            generation: seen + 1,
-            holder: Uuid::new_v4(),
-            writes: StartWrites::ResourceHealth {
+        .take_stack_lease(&starting_at(
+            stack.id,
+            seen + 1,
+            StartWrites::ResourceHealth {
                 event: Event::for_resource(&gone, Utc::now()),
                 resource: gone,
             },
-        }))
+        ))
         .await;
     assert!(matches!(refused, Err(Error::NotFound(_))), "{refused:?}");
     assert_eq!(free_generation().await, Some(seen + 1), "nothing taken");
@@ -1162,16 +1162,16 @@ async fn an_update_or_a_health_mark_is_written_only_at_the_generation_seen(
         ..StackDefinition::default()
     };
     let update = |generation: i64| {
-        take_in_batch(stack.id).starting(OperationStart {
+        starting_at(
+            stack.id,
             generation,
-            holder: Uuid::new_v4(),
-            writes: StartWrites::Update {
+            StartWrites::Update {
                 stack: updating.clone(),
                 definition: definition.clone(),
                 new_resources: vec![added.clone()],
                 event: Event::for_stack(&updating, &updating.status_reason, Utc::now()),
             },
-        })
+        )
     };
     let (before, version) = store
         .load_versioned_definition(stack.id)
@@ -1385,6 +1385,16 @@ async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
         assert_eq!(outcome.lost, [second_fence]);
         assert_eq!(server_reason().await, "the winner's");
     }
+}
+
+/// A take of `stack_id`'s lease at `generation` that starts an operation
+/// writing `writes`, with a holder token of its own.
+fn starting_at(stack_id: Uuid, generation: i64, writes: StartWrites) -> LeaseTake {
+    take_in_batch(stack_id).starting(OperationStart {
+        generation,
+        holder: Uuid::new_v4(),
+        writes,
+    })
 }
 
 /// A recorded stack (with one resource) whose lease is free.
