@@ -36,14 +36,19 @@ async fn operations(database: &TestDatabase) -> (Arc<StackOperations>, Arc<dyn S
 async fn operations_on_connection(
     database: &TestDatabase,
 ) -> (Arc<StackOperations>, DatabaseConnection) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let (store, connection) = store_on_connection(database).await;
     (
         StackOperations::new(store, Arc::new(ResourceTypeRegistry::builtin())),
         connection,
     )
+}
+
+/// A migrated database's stack store, and the connection under it.
+async fn store_on_connection(database: &TestDatabase) -> (Arc<dyn StackStore>, DatabaseConnection) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    (Arc::new(SqlStackStore::new(connection.clone())), connection)
 }
 
 fn alice() -> Identity {
@@ -1476,10 +1481,7 @@ resources:
 async fn operations_with_hooks(
     database: &TestDatabase,
 ) -> (Arc<StackOperations>, DatabaseConnection) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let (store, connection) = store_on_connection(database).await;
     let conditions = WaitConditions::new(
         Arc::new(SqlWaitSignalStore::new(
             connection.clone(),

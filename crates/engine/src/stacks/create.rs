@@ -6,10 +6,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
-use tokio::sync::oneshot;
-
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -17,7 +13,7 @@ use uuid::Uuid;
 use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
-use super::writer::{self, NewStackRecord};
+use super::writer::{NewStackRecord, Recorded};
 use super::{
     CreateStack, StackOperations, abandon, complete_or_fail, conclude, end, executor, final_state,
     finish, lease, operation_timeout, plugins, stack_event, stop_without_final_state,
@@ -175,56 +171,6 @@ impl StackOperations {
 
 /// A create's run, once its stack was handed to the writer.
 pub(crate) type RunHandle = tokio::task::JoinHandle<()>;
-
-/// Whether an operation's start committed — a new stack's record, or a
-/// delete's take of the lease, which records DELETE_IN_PROGRESS — for its
-/// run that started before it did ([`StackOperations::begin_create`],
-/// [`StackOperations::begin_delete`]); known at once for one that started
-/// after.
-#[derive(Clone)]
-pub(super) struct Recorded(Option<futures::future::Shared<BoxFuture<'static, Result<LeaseFence>>>>);
-
-impl Recorded {
-    pub(super) fn already() -> Recorded {
-        Recorded(None)
-    }
-
-    /// The writer's answer to a queued new stack, awaited by both the call
-    /// that created it and its run.
-    fn pending(committed: oneshot::Receiver<Result<LeaseFence>>) -> Recorded {
-        Recorded(Some(writer::answer(committed).boxed().shared()))
-    }
-
-    /// The writer's answer to a queued take: refused (`Error::Conflict`)
-    /// when another operation took the lease first.
-    pub(super) fn pending_take(
-        taken: oneshot::Receiver<Result<Option<LeaseFence>>>,
-        stack_id: Uuid,
-    ) -> Recorded {
-        let answer = async move {
-            writer::answer(taken).await?.ok_or_else(|| {
-                Error::Conflict(format!(
-                    "stack {stack_id}: another operation took its lease first"
-                ))
-            })
-        };
-        Recorded(Some(answer.boxed().shared()))
-    }
-
-    /// Waits until the record committed (`Ok`) or was refused (why).
-    async fn outcome(&self) -> Result<()> {
-        match &self.0 {
-            None => Ok(()),
-            Some(record) => record.clone().await.map(drop),
-        }
-    }
-
-    /// Waits until the record committed or was refused: whether it was
-    /// recorded.
-    pub(super) async fn wait(&self) -> bool {
-        self.outcome().await.is_ok()
-    }
-}
 
 pub(super) async fn run_create(
     shared: Arc<Shared>,

@@ -1,14 +1,14 @@
-//! Deleting a stack: its state re-read and recorded DELETE_IN_PROGRESS
-//! under the lease, then the run that deletes its resources (and the old
-//! rows of replaced ones).
+//! Deleting a stack: DELETE_IN_PROGRESS recorded with the take of its
+//! lease (usually in one commit, the run started behind the take; else
+//! the state re-read under the lease first), then the run that deletes its
+//! resources (and the old rows of replaced ones).
 
 use std::sync::Arc;
 
-use super::create::Recorded;
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::run_end::{complete_or_fail, end_failed};
-use super::writer::TakeRecord;
+use super::writer::{Recorded, TakeRecord};
 use super::{
     LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, executor, lease,
     operation_timeout, plugins, stack_event, update,

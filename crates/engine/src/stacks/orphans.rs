@@ -292,14 +292,14 @@ impl StackOperations {
                 target,
                 stack_lease,
                 None,
-                create::Recorded::already(),
+                super::writer::Recorded::already(),
             )),
             Resumption::Delete => Box::pin(delete::run_delete(
                 shared,
                 stack,
                 target,
                 stack_lease,
-                super::create::Recorded::already(),
+                super::writer::Recorded::already(),
             )),
             Resumption::Update(origin) => {
                 update::resume_update(shared, stack, target, origin, stack_lease)

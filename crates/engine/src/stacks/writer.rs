@@ -17,8 +17,11 @@
 //! only if none of its run's writes did. On SQLite the writer's loop has a
 //! thread of its own ([`run_on_own_thread`]), and a new stack's run may
 //! queue writes under the stack's first lease as soon as the stack is
-//! queued ([`TransitionWriter::queue_create_stack`]): a batch records its
-//! new stacks before its fenced writes.
+//! queued ([`TransitionWriter::queue_create_stack`]), and a delete's run
+//! under its take's fence as soon as the take is queued
+//! ([`TransitionWriter::queue_take`]; [`Recorded`] tells such a run whether
+//! its start committed): a batch records its new stacks before its fenced
+//! writes, and writes under its own takes' leases after the takes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -81,6 +84,60 @@ fn stopped() -> Error {
 /// Waits for the answer to a queued request: the writer's, or its stop.
 pub(super) async fn answer<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
     receiver.await.map_err(|_| stopped())?
+}
+
+/// Whether an operation's start committed — a new stack's record, or a
+/// delete's take of the lease, which records DELETE_IN_PROGRESS — for its
+/// run that started before it did ([`StackOperations::begin_create`],
+/// [`StackOperations::begin_delete`]); known at once for one that started
+/// after.
+#[derive(Clone)]
+pub(super) struct Recorded(
+    Option<futures::future::Shared<futures::future::BoxFuture<'static, Result<LeaseFence>>>>,
+);
+
+impl Recorded {
+    pub(super) fn already() -> Recorded {
+        Recorded(None)
+    }
+
+    /// The writer's answer to a queued new stack, awaited by both the call
+    /// that created it and its run.
+    pub(super) fn pending(committed: oneshot::Receiver<Result<LeaseFence>>) -> Recorded {
+        Recorded(Some(futures::FutureExt::shared(Box::pin(answer(
+            committed,
+        )))))
+    }
+
+    /// The writer's answer to a queued take: refused (`Error::Conflict`)
+    /// when another operation took the lease first.
+    pub(super) fn pending_take(
+        taken: oneshot::Receiver<Result<Option<LeaseFence>>>,
+        stack_id: uuid::Uuid,
+    ) -> Recorded {
+        let answer = async move {
+            self::answer(taken).await?.ok_or_else(|| {
+                Error::Conflict(format!(
+                    "stack {stack_id}: another operation took its lease first"
+                ))
+            })
+        };
+        Recorded(Some(futures::FutureExt::shared(Box::pin(answer))))
+    }
+
+    /// Waits until the record committed (`Ok`) or was refused (why).
+    pub(super) async fn outcome(&self) -> Result<()> {
+        match &self.0 {
+            None => Ok(()),
+            Some(record) => record.clone().await.map(drop),
+        }
+    }
+
+    /// Waits until the record committed or was refused: whether it was
+    /// recorded.
+    pub(super) async fn wait(&self) -> bool {
+        self.outcome().await.is_ok()
+    }
 }
 
 impl TransitionWriter {

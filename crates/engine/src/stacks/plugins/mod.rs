@@ -24,8 +24,8 @@ use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use uuid::Uuid;
 
-use super::create::Recorded;
 use super::executor::Shared;
+use super::writer::Recorded;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
 use messages::{operation_of, snapshot_message};
 pub(crate) use view::{PreviousStack, gather};
