@@ -314,7 +314,7 @@ impl StackStore for SqlStackStore {
         }
         for chunk in events.chunks(500) {
             events::Entity::insert_many(chunk.iter().map(event_row))
-                .exec(&self.connection)
+                .exec_without_returning(&self.connection)
                 .await?;
         }
         Ok(())
@@ -348,7 +348,7 @@ impl StackStore for SqlStackStore {
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
             events::Entity::insert_many(chunk.iter().map(|(_, event)| event_row(event)))
-                .exec(&transaction)
+                .exec_without_returning(&transaction)
                 .await?;
             resources::Entity::delete_many()
                 .filter(resources::Column::Id.is_in(chunk.iter().map(|(resource, _)| resource.id)))
@@ -675,7 +675,7 @@ impl StackStore for SqlStackStore {
         events.push(Event::for_stack(&stack, reason, now));
         for chunk in events.chunks(500) {
             events::Entity::insert_many(chunk.iter().map(event_row))
-                .exec(&transaction)
+                .exec_without_returning(&transaction)
                 .await?;
         }
         // A failed update is not resumed: its origin goes.
@@ -758,7 +758,7 @@ impl StackStore for SqlStackStore {
             .exec_without_returning(&transaction)
             .await?;
         events::Entity::insert(event_row(event))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         transaction.commit().await?;
         Ok(())
@@ -812,7 +812,7 @@ async fn write_fenced(
     for chunk in latest.chunks(500) {
         resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
             .on_conflict(resource_upsert())
-            .exec(transaction)
+            .exec_without_returning(transaction)
             .await?;
     }
     // Each stack's row once, as the last of its states in the batch left
@@ -869,7 +869,7 @@ async fn write_fenced(
     }
     for chunk in kept.chunks(500) {
         events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
-            .exec(transaction)
+            .exec_without_returning(transaction)
             .await?;
     }
     Ok(fences
@@ -1172,7 +1172,7 @@ async fn write_update_start(
         .await?;
     for chunk in new_resources.chunks(500) {
         resources::Entity::insert_many(chunk.iter().map(resource_row))
-            .exec(transaction)
+            .exec_without_returning(transaction)
             .await?;
     }
     events::Entity::insert(event_row(event))

@@ -35,7 +35,7 @@ pub async fn record_events(
 ) -> Result<()> {
     if !events.is_empty() {
         hook_event::Entity::insert_many(events.iter().map(event_row))
-            .exec(connection)
+            .exec_without_returning(connection)
             .await?;
     }
     Ok(())

@@ -46,7 +46,7 @@ pub async fn insert_events(
 ) -> Result<()> {
     if !events.is_empty() {
         event::Entity::insert_many(events.iter().map(super::convert::event_row))
-            .exec(connection)
+            .exec_without_returning(connection)
             .await?;
     }
     Ok(())
@@ -198,7 +198,7 @@ pub async fn apply_change_in(
                     member.name = config.node_name(cluster_id, index);
                 }
                 node::Entity::insert(node_row(&member))
-                    .exec(transaction)
+                    .exec_without_returning(transaction)
                     .await?;
                 outcome.new_members.push(member);
                 index += 1;
@@ -230,7 +230,7 @@ pub async fn apply_change_in(
                         .update_columns([binding::Column::Priority, binding::Column::Enabled])
                         .to_owned(),
                 )
-                .exec(transaction)
+                .exec_without_returning(transaction)
                 .await?;
         }
         if let Some(policy_id) = change.unbind_policy {

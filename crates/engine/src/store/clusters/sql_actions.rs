@@ -26,7 +26,7 @@ pub async fn insert_actions(
     let transaction = begin_write(connection).await?;
     if !actions.is_empty() {
         action::Entity::insert_many(actions.iter().map(action_row))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
     }
     insert_events(&transaction, events).await?;

@@ -42,13 +42,13 @@ pub(super) async fn adopt_node(
         )));
     }
     profile::Entity::insert(profile_row(adopted_profile))
-        .exec(&transaction)
+        .exec_without_returning(&transaction)
         .await?;
     node::Entity::insert(node_row(adopted))
-        .exec(&transaction)
+        .exec_without_returning(&transaction)
         .await?;
     event::Entity::insert(event_row(adopted_event))
-        .exec(&transaction)
+        .exec_without_returning(&transaction)
         .await?;
     transaction.commit().await?;
     Ok(adopted.clone())

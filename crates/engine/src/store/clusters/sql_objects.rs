@@ -166,7 +166,7 @@ impl FromQueryResult for ClusterWithMembers {
 impl ClusterStore for SqlClusterStore {
     async fn insert_profile(&self, profile: &Profile) -> Result<()> {
         profile::Entity::insert(profile_row(profile))
-            .exec(&self.connection)
+            .exec_without_returning(&self.connection)
             .await?;
         Ok(())
     }
@@ -225,7 +225,7 @@ impl ClusterStore for SqlClusterStore {
 
     async fn insert_policy(&self, policy: &PolicyDefinition) -> Result<()> {
         policy::Entity::insert(policy_row(policy))
-            .exec(&self.connection)
+            .exec_without_returning(&self.connection)
             .await?;
         Ok(())
     }
@@ -278,13 +278,13 @@ impl ClusterStore for SqlClusterStore {
     ) -> Result<()> {
         let transaction = begin_write(&self.connection).await?;
         cluster::Entity::insert(cluster_row(cluster))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         action::Entity::insert(action_row(action))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         event::Entity::insert(event_row(event))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         transaction.commit().await?;
         Ok(())
@@ -377,13 +377,13 @@ impl ClusterStore for SqlClusterStore {
             node.index = take_node_indexes_in(&transaction, cluster_id, 1).await?;
         }
         node::Entity::insert(node_row(&node))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         action::Entity::insert(action_row(action))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         event::Entity::insert(event_row(event))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         transaction.commit().await?;
         Ok(node)
@@ -682,7 +682,7 @@ impl ClusterStore for SqlClusterStore {
             return Ok(());
         }
         event::Entity::insert_many(events.iter().map(event_row))
-            .exec(&self.connection)
+            .exec_without_returning(&self.connection)
             .await?;
         Ok(())
     }
@@ -730,7 +730,7 @@ impl ClusterStore for SqlClusterStore {
             &node.user_id,
         );
         event::Entity::insert(event_row(&event))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
         transaction.commit().await?;
         Ok(Some(node))

@@ -303,7 +303,7 @@ pub async fn start_waiting_on_children(
     }
     if !children.is_empty() {
         action::Entity::insert_many(children.iter().map(action_row))
-            .exec(&transaction)
+            .exec_without_returning(&transaction)
             .await?;
     }
     apply_change_in(&transaction, parent.id, change).await?;

@@ -248,7 +248,7 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
 impl InstanceStore for SqlInstanceStore {
     async fn insert_instance(&self, instance: &Instance) -> Result<()> {
         instances::Entity::insert(instance_row(instance))
-            .exec(&self.connection)
+            .exec_without_returning(&self.connection)
             .await?;
         Ok(())
     }
@@ -269,7 +269,7 @@ impl InstanceStore for SqlInstanceStore {
         let transaction = self.connection.begin().await?;
         for chunk in instances_to_insert.chunks(INSERT_CHUNK) {
             instances::Entity::insert_many(chunk.iter().map(instance_row))
-                .exec(&transaction)
+                .exec_without_returning(&transaction)
                 .await?;
         }
         transaction.commit().await?;
