@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::columns::column;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
+use super::rows;
 use super::{
     BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
     OrphanCandidate, StackListQuery, StackStore, StartWrites, WriteBatch, lease_lost,
@@ -97,56 +98,6 @@ fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel
             .and_then(|lock| lock.reason.clone())),
         definition_version: Set(stack.definition_version),
     }
-}
-
-fn resource_row(resource: &Resource) -> resources::ActiveModel {
-    resources::ActiveModel {
-        id: Set(resource.id),
-        stack_id: Set(resource.stack_id),
-        name: Set(resource.name.clone()),
-        type_name: Set(resource.type_name.clone()),
-        physical_id: Set(resource.physical_id.clone()),
-        action: Set(resource.action.as_str().to_owned()),
-        status: Set(resource.status.as_str().to_owned()),
-        status_reason: Set(resource.status_reason.clone()),
-        properties: Set(resource.properties.clone()),
-        attributes: Set(resource.attributes.clone()),
-        metadata: Set(resource.metadata.clone()),
-        data: Set(resource.data.clone()),
-        created_at: Set(resource.created_at),
-        updated_at: Set(resource.updated_at),
-    }
-}
-
-fn event_row(event: &Event) -> events::ActiveModel {
-    events::ActiveModel {
-        id: Set(event.id),
-        stack_id: Set(event.stack_id),
-        resource_name: Set(event.resource_name.clone()),
-        physical_resource_id: Set(event.physical_resource_id.clone()),
-        resource_type: Set(event.resource_type.clone()),
-        action: Set(event.action.as_str().to_owned()),
-        status: Set(event.status.as_str().to_owned()),
-        reason: Set(event.reason.clone()),
-        created_at: Set(event.created_at),
-    }
-}
-
-/// Upserts resource rows: every column but the id and creation time changes.
-fn resource_upsert() -> OnConflict {
-    OnConflict::column(resources::Column::Id)
-        .update_columns([
-            resources::Column::PhysicalId,
-            resources::Column::Action,
-            resources::Column::Status,
-            resources::Column::StatusReason,
-            resources::Column::Properties,
-            resources::Column::Attributes,
-            resources::Column::Metadata,
-            resources::Column::Data,
-            resources::Column::UpdatedAt,
-        ])
-        .to_owned()
 }
 
 #[async_trait]
@@ -312,11 +263,7 @@ impl StackStore for SqlStackStore {
         if events.is_empty() {
             return Ok(());
         }
-        for chunk in events.chunks(500) {
-            events::Entity::insert_many(chunk.iter().map(event_row))
-                .exec_without_returning(&self.connection)
-                .await?;
-        }
+        rows::insert_events(&self.connection, events).await?;
         Ok(())
     }
 
@@ -347,9 +294,7 @@ impl StackStore for SqlStackStore {
         hold_fence(&transaction, fence).await?;
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
-            events::Entity::insert_many(chunk.iter().map(|(_, event)| event_row(event)))
-                .exec_without_returning(&transaction)
-                .await?;
+            rows::insert_events(&transaction, chunk.iter().map(|(_, event)| event)).await?;
             resources::Entity::delete_many()
                 .filter(resources::Column::Id.is_in(chunk.iter().map(|(resource, _)| resource.id)))
                 .exec(&transaction)
@@ -673,11 +618,7 @@ impl StackStore for SqlStackStore {
             .map(|resource| Event::for_resource(resource, now))
             .collect();
         events.push(Event::for_stack(&stack, reason, now));
-        for chunk in events.chunks(500) {
-            events::Entity::insert_many(chunk.iter().map(event_row))
-                .exec_without_returning(&transaction)
-                .await?;
-        }
+        rows::insert_events(&transaction, &events).await?;
         // A failed update is not resumed: its origin goes.
         stack_update_origins::Entity::delete_by_id(stack_id)
             .exec(&transaction)
@@ -753,13 +694,8 @@ impl StackStore for SqlStackStore {
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
         release_fenced(&transaction, fence).await?;
-        resources::Entity::insert(resource_row(group))
-            .on_conflict(resource_upsert())
-            .exec_without_returning(&transaction)
-            .await?;
-        events::Entity::insert(event_row(event))
-            .exec_without_returning(&transaction)
-            .await?;
+        rows::write_resources(&transaction, [group], true).await?;
+        rows::insert_events(&transaction, [event]).await?;
         transaction.commit().await?;
         Ok(())
     }
@@ -808,13 +744,7 @@ async fn write_fenced(
         }),
         |resource| resource.id,
     );
-    // Bounded statement sizes: SQLite allows 32766 bound values.
-    for chunk in latest.chunks(500) {
-        resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
-            .on_conflict(resource_upsert())
-            .exec_without_returning(transaction)
-            .await?;
-    }
+    rows::write_resources(transaction, latest.iter().copied(), true).await?;
     // Each stack's row once, as the last of its states in the batch left
     // it (each write carries every column it sets); the ends' leases
     // released together (held above, and locked until the commit); the
@@ -867,11 +797,7 @@ async fn write_fenced(
             .exec(transaction)
             .await?;
     }
-    for chunk in kept.chunks(500) {
-        events::Entity::insert_many(chunk.iter().map(|write| event_row(write.event())))
-            .exec_without_returning(transaction)
-            .await?;
-    }
+    rows::insert_events(transaction, kept.iter().map(|write| write.event())).await?;
     Ok(fences
         .into_iter()
         .filter(|fence| !held.contains(fence))
@@ -964,9 +890,7 @@ async fn take_and_start(
     match &start.writes {
         StartWrites::Stack { stack, event } => {
             write_stack_state(transaction, stack).await?;
-            events::Entity::insert(event_row(event))
-                .exec_without_returning(transaction)
-                .await?;
+            rows::insert_events(transaction, [event]).await?;
         }
         StartWrites::Update {
             stack,
@@ -1033,17 +957,14 @@ async fn insert_new_stacks(
         }))
         .exec_without_returning(transaction)
         .await?;
-        events::Entity::insert_many(chunk.iter().map(|new| event_row(&new.event)))
-            .exec_without_returning(transaction)
-            .await?;
     }
-    let resources: Vec<&Resource> = kept.iter().flat_map(|new| &new.resources).collect();
-    // Bounded statement sizes: SQLite allows 32766 bound values.
-    for chunk in resources.chunks(500) {
-        resources::Entity::insert_many(chunk.iter().map(|resource| resource_row(resource)))
-            .exec_without_returning(transaction)
-            .await?;
-    }
+    rows::insert_events(transaction, kept.iter().map(|new| &new.event)).await?;
+    rows::write_resources(
+        transaction,
+        kept.iter().flat_map(|new| &new.resources),
+        false,
+    )
+    .await?;
     Ok(recorded)
 }
 
@@ -1170,14 +1091,8 @@ async fn write_update_start(
         .filter(stacks::Column::Id.eq(stack.id))
         .exec(transaction)
         .await?;
-    for chunk in new_resources.chunks(500) {
-        resources::Entity::insert_many(chunk.iter().map(resource_row))
-            .exec_without_returning(transaction)
-            .await?;
-    }
-    events::Entity::insert(event_row(event))
-        .exec_without_returning(transaction)
-        .await?;
+    rows::write_resources(transaction, new_resources, false).await?;
+    rows::insert_events(transaction, [event]).await?;
     Ok(())
 }
 
@@ -1212,9 +1127,7 @@ async fn write_health(
     if updated.rows_affected != 1 {
         return Ok(false);
     }
-    events::Entity::insert(event_row(event))
-        .exec_without_returning(transaction)
-        .await?;
+    rows::insert_events(transaction, [event]).await?;
     Ok(true)
 }
 
