@@ -64,30 +64,63 @@ const RESOURCE_CHANGES: &[&str] = &[
     "updated_at",
 ];
 
+/// A domain value written as one row of its table.
+trait TableRow {
+    const TABLE: &'static str;
+    const COLUMNS: &'static [&'static str];
+    /// Appends the row's values, in [`Self::COLUMNS`]' order.
+    fn bind(&self, values: &mut Vec<Value>);
+}
+
+impl TableRow for Event {
+    const TABLE: &'static str = "events";
+    const COLUMNS: &'static [&'static str] = EVENT_COLUMNS;
+
+    fn bind(&self, values: &mut Vec<Value>) {
+        values.extend([
+            Value::from(self.id),
+            Value::from(self.stack_id),
+            Value::from(self.resource_name.as_str()),
+            Value::from(self.physical_resource_id.as_str()),
+            Value::from(self.resource_type.as_str()),
+            Value::from(self.action.as_str()),
+            Value::from(self.status.as_str()),
+            Value::from(self.reason.as_str()),
+            Value::from(self.created_at),
+        ]);
+    }
+}
+
+impl TableRow for Resource {
+    const TABLE: &'static str = "resources";
+    const COLUMNS: &'static [&'static str] = RESOURCE_COLUMNS;
+
+    fn bind(&self, values: &mut Vec<Value>) {
+        values.extend([
+            Value::from(self.id),
+            Value::from(self.stack_id),
+            Value::from(self.name.as_str()),
+            Value::from(self.type_name.as_str()),
+            Value::from(self.physical_id.clone()),
+            Value::from(self.action.as_str()),
+            Value::from(self.status.as_str()),
+            Value::from(self.status_reason.as_str()),
+            Value::from(self.properties.clone()),
+            Value::from(self.attributes.clone()),
+            Value::from(self.metadata.clone()),
+            Value::from(self.data.clone()),
+            Value::from(self.created_at),
+            Value::from(self.updated_at),
+        ]);
+    }
+}
+
 /// Inserts `events`.
 pub(super) async fn insert_events<'a>(
     connection: &impl ConnectionTrait,
     events: impl IntoIterator<Item = &'a Event>,
 ) -> Result<()> {
-    let events: Vec<&Event> = events.into_iter().collect();
-    for chunk in events.chunks(ROWS_PER_STATEMENT) {
-        let mut values = Vec::with_capacity(chunk.len() * EVENT_COLUMNS.len());
-        for event in chunk {
-            values.extend([
-                Value::from(event.id),
-                Value::from(event.stack_id),
-                Value::from(event.resource_name.as_str()),
-                Value::from(event.physical_resource_id.as_str()),
-                Value::from(event.resource_type.as_str()),
-                Value::from(event.action.as_str()),
-                Value::from(event.status.as_str()),
-                Value::from(event.reason.as_str()),
-                Value::from(event.created_at),
-            ]);
-        }
-        execute(connection, "events", EVENT_COLUMNS, chunk.len(), "", values).await?;
-    }
-    Ok(())
+    insert(connection, events, "").await
 }
 
 /// Inserts `resources`' rows; with `upsert`, a row that exists is changed
@@ -97,7 +130,6 @@ pub(super) async fn write_resources<'a>(
     resources: impl IntoIterator<Item = &'a Resource>,
     upsert: bool,
 ) -> Result<()> {
-    let resources: Vec<&Resource> = resources.into_iter().collect();
     let tail = if upsert {
         let changes: Vec<String> = RESOURCE_CHANGES
             .iter()
@@ -107,54 +139,28 @@ pub(super) async fn write_resources<'a>(
     } else {
         String::new()
     };
-    for chunk in resources.chunks(ROWS_PER_STATEMENT) {
-        let mut values = Vec::with_capacity(chunk.len() * RESOURCE_COLUMNS.len());
-        for resource in chunk {
-            values.extend([
-                Value::from(resource.id),
-                Value::from(resource.stack_id),
-                Value::from(resource.name.as_str()),
-                Value::from(resource.type_name.as_str()),
-                Value::from(resource.physical_id.clone()),
-                Value::from(resource.action.as_str()),
-                Value::from(resource.status.as_str()),
-                Value::from(resource.status_reason.as_str()),
-                Value::from(resource.properties.clone()),
-                Value::from(resource.attributes.clone()),
-                Value::from(resource.metadata.clone()),
-                Value::from(resource.data.clone()),
-                Value::from(resource.created_at),
-                Value::from(resource.updated_at),
-            ]);
-        }
-        execute(
-            connection,
-            "resources",
-            RESOURCE_COLUMNS,
-            chunk.len(),
-            &tail,
-            values,
-        )
-        .await?;
-    }
-    Ok(())
+    insert(connection, resources, &tail).await
 }
 
-/// Runs `INSERT INTO table (columns) VALUES …` with `rows` rows of
-/// `values` (row after row) and `tail` after them.
-async fn execute(
+/// Inserts `rows`, [`ROWS_PER_STATEMENT`] to a statement, each statement
+/// ending with `tail`.
+async fn insert<'a, R: TableRow + 'a>(
     connection: &impl ConnectionTrait,
-    table: &str,
-    columns: &[&str],
-    rows: usize,
+    rows: impl IntoIterator<Item = &'a R>,
     tail: &str,
-    values: Vec<Value>,
 ) -> Result<()> {
+    let rows: Vec<&R> = rows.into_iter().collect();
     let backend = connection.get_database_backend();
-    let text = insert_text(backend, table, columns, rows, tail);
-    connection
-        .execute_raw(Statement::from_sql_and_values(backend, text, values))
-        .await?;
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let mut values = Vec::with_capacity(chunk.len() * R::COLUMNS.len());
+        for row in chunk {
+            row.bind(&mut values);
+        }
+        let text = insert_text(backend, R::TABLE, R::COLUMNS, chunk.len(), tail);
+        connection
+            .execute_raw(Statement::from_sql_and_values(backend, text, values))
+            .await?;
+    }
     Ok(())
 }
 
