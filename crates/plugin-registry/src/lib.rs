@@ -45,14 +45,25 @@ pub async fn serve(
         &config.database_url,
     )
     .await?;
-    let readiness = ember_runtime::readiness::Readiness::new("plugin-registry").with(
+    // SQLite: reads (every operation's generation check) get connections
+    // of their own beside the one writer.
+    let reader = ember_runtime::database::connect_reader(&config.database_url, &connection).await?;
+    let mut readiness = ember_runtime::readiness::Readiness::new("plugin-registry").with(
         ember_runtime::readiness::Check::database(
             "writer",
             connection.clone(),
             ember_runtime::readiness::DATABASE_STARVED_AFTER,
         ),
     );
-    let store: Arc<dyn store::PluginStore> = Arc::new(store::SqlPluginStore::new(connection));
+    if ember_runtime::database::has_reader_pool(&config.database_url) {
+        readiness = readiness.with(ember_runtime::readiness::Check::database(
+            "reader",
+            reader.clone(),
+            ember_runtime::readiness::DATABASE_STARVED_AFTER,
+        ));
+    }
+    let store: Arc<dyn store::PluginStore> =
+        Arc::new(store::SqlPluginStore::with_reader(connection, reader));
     let cache = Arc::new(runner::RegistryCache::new(Arc::clone(&store)));
     let registry = grpc::PluginRegistryHandler::new(store, Arc::clone(&cache));
     let runner = grpc::PluginRunnerHandler::new(Arc::new(runner::PluginRunner::new(cache)));

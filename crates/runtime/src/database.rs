@@ -5,10 +5,14 @@
 //! in-process (no SQLITE_BUSY under load) and each commit is one fsync of the
 //! write-ahead log. PostgreSQL gets a real pool.
 
+use std::str::FromStr as _;
 use std::time::Duration;
 
+use sea_orm::sqlx::ConnectOptions as _;
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use sea_orm_migration::MigratorTrait;
+
+pub use crate::reader::Reader;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DatabaseError {
@@ -237,35 +241,33 @@ pub fn has_reader_pool(url: &str) -> bool {
     Backend::of(url) == Some(Backend::Sqlite) && sqlite_path(url).is_some()
 }
 
-/// A pool for reads beside `writer`. SQLite in WAL mode lets readers run
-/// while the one writer commits, but a single pooled connection queues
-/// every read behind every write: reads get their own read-only pool.
+/// Where reads outside transactions go (see [`crate::reader`]). SQLite in
+/// WAL mode lets readers run while the one writer commits, but a single
+/// connection queues every read behind every write: a SQLite file's reads
+/// get [`SQLITE_READ_CONNECTIONS`] read-only connections of their own.
 /// PostgreSQL's pool already serves both; an in-memory SQLite database
-/// exists only in its one connection. Both get `writer` back.
+/// exists only in its one connection. Both read through `writer`.
 pub async fn connect_reader(
     url: &str,
     writer: &DatabaseConnection,
-) -> Result<DatabaseConnection, DatabaseError> {
+) -> Result<Reader, DatabaseError> {
     if !has_reader_pool(url) {
-        return Ok(writer.clone());
+        return Ok(Reader::shared(writer.clone()));
     }
-    let mut options = pool_options(url);
-    options
-        .max_connections(SQLITE_READ_CONNECTIONS)
-        .min_connections(1)
-        .map_sqlx_sqlite_opts(|sqlite| {
-            sqlite
-                .read_only(true)
-                .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(10))
-                .row_buffer_size(SQLITE_ROW_BUFFER)
-        });
-    Database::connect(options)
+    let failed = |source: sea_orm::sqlx::Error| DatabaseError::Connect {
+        url: redact(url),
+        source: sea_orm::DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(source))),
+    };
+    let options = sea_orm::sqlx::sqlite::SqliteConnectOptions::from_str(url)
+        .map_err(failed)?
+        .read_only(true)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10))
+        .row_buffer_size(SQLITE_ROW_BUFFER)
+        .disable_statement_logging();
+    Reader::sqlite(options, SQLITE_READ_CONNECTIONS as usize)
         .await
-        .map_err(|source| DatabaseError::Connect {
-            url: redact(url),
-            source,
-        })
+        .map_err(failed)
 }
 
 /// Connects and applies every pending migration of `M` (idempotent).

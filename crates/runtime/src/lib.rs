@@ -14,6 +14,7 @@ pub mod identity;
 pub mod in_process;
 pub mod protobuf_json;
 pub mod quote;
+pub mod reader;
 pub mod readiness;
 pub mod server;
 pub mod shutdown;

@@ -75,9 +75,10 @@ impl Check {
     /// `pool` names it in the report (`writer`, `reader`).
     pub fn database(
         pool: &'static str,
-        connection: DatabaseConnection,
+        connection: impl Into<crate::reader::Reader>,
         starved_after: Duration,
     ) -> Check {
+        let connection: crate::reader::Reader = connection.into();
         Check::new(format!("database ({pool})"), move || {
             let connection = connection.clone();
             async move { probe_database(pool, &connection, starved_after).await }
@@ -101,12 +102,12 @@ impl Check {
 
 async fn probe_database(
     pool: &'static str,
-    connection: &DatabaseConnection,
+    connection: &crate::reader::Reader,
     starved_after: Duration,
 ) -> Finding {
     // The pool as the service's own work left it, before the probe takes
     // a connection.
-    let (connections, idle) = pool_size(connection);
+    let (connections, idle) = connection.pool_size();
     let started = Instant::now();
     let answer =
         tokio::time::timeout(starved_after, connection.execute_unprepared("SELECT 1")).await;
@@ -153,7 +154,7 @@ async fn probe_database(
 }
 
 /// Connections in the pool and how many are idle, when the backend says.
-fn pool_size(connection: &DatabaseConnection) -> (Option<u32>, Option<usize>) {
+pub(crate) fn pool_size(connection: &DatabaseConnection) -> (Option<u32>, Option<usize>) {
     match connection.get_database_backend() {
         sea_orm::DatabaseBackend::Sqlite => {
             let pool = connection.get_sqlite_connection_pool();

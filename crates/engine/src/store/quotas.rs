@@ -43,12 +43,18 @@ pub trait QuotaStore: Send + Sync + 'static {
 
 pub struct SqlQuotaStore {
     connection: DatabaseConnection,
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlQuotaStore {
-    pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlQuotaStore { connection, reader }
+    pub fn new(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlQuotaStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 

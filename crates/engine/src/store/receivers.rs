@@ -133,12 +133,18 @@ pub trait ReceiverStore: Send + Sync + 'static {
 
 pub struct SqlReceiverStore {
     connection: DatabaseConnection,
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlReceiverStore {
-    pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlReceiverStore { connection, reader }
+    pub fn new(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlReceiverStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 
     async fn select(&self, filter: &str, values: Vec<sea_orm::Value>) -> Result<Vec<Receiver>> {

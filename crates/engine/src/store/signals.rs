@@ -35,12 +35,18 @@ pub trait WaitSignalStore: Send + Sync + 'static {
 
 pub struct SqlWaitSignalStore {
     connection: DatabaseConnection,
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlWaitSignalStore {
-    pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlWaitSignalStore { connection, reader }
+    pub fn new(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlWaitSignalStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 

@@ -75,12 +75,18 @@ pub trait SoftwareStore: Send + Sync + 'static {
 
 pub struct SqlSoftwareStore {
     connection: DatabaseConnection,
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlSoftwareStore {
-    pub fn new(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlSoftwareStore { connection, reader }
+    pub fn new(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlSoftwareStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 

@@ -30,21 +30,27 @@ pub struct SqlStackStore {
     /// Every write, and reads inside a write's transaction.
     connection: DatabaseConnection,
     /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlStackStore {
     /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
         SqlStackStore {
-            reader: connection.clone(),
+            reader: ember_runtime::database::Reader::shared(connection.clone()),
             connection,
         }
     }
 
     /// Writes through `connection`, reads through `reader`.
-    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlStackStore { connection, reader }
+    pub fn with_reader(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlStackStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 

@@ -19,11 +19,27 @@ use crate::error::{Error, Result};
 
 pub struct SqlPluginStore {
     connection: DatabaseConnection,
+    /// Reads outside transactions (see `ember_runtime::database::connect_reader`):
+    /// every stack operation reads the registry's generation.
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlPluginStore {
     pub fn new(connection: DatabaseConnection) -> Self {
-        SqlPluginStore { connection }
+        SqlPluginStore {
+            reader: ember_runtime::database::Reader::shared(connection.clone()),
+            connection,
+        }
+    }
+
+    pub fn with_reader(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlPluginStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 
@@ -138,7 +154,7 @@ impl PluginStore for SqlPluginStore {
 
     async fn get_plugin(&self, name: &str) -> Result<Option<Plugin>> {
         Plugins::find_by_id(name.to_owned())
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(plugin_from_row)
             .transpose()
@@ -148,7 +164,7 @@ impl PluginStore for SqlPluginStore {
         Plugins::find()
             .order_by_asc(entity::Column::Ordinal)
             .order_by_asc(entity::Column::Name)
-            .all(&self.connection)
+            .all(&self.reader)
             .await?
             .into_iter()
             .map(plugin_from_row)
@@ -157,7 +173,7 @@ impl PluginStore for SqlPluginStore {
 
     async fn registry_generation(&self) -> Result<i64> {
         RegistryGeneration::find_by_id(generation_entity::ROW_ID)
-            .one(&self.connection)
+            .one(&self.reader)
             .await?
             .map(|row| row.generation)
             .ok_or_else(|| {

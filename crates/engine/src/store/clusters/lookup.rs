@@ -5,7 +5,7 @@
 //! More than one match is the caller's to resolve: a 400 with Senlin's
 //! message, which its clients and API suite compare.
 
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect, Select};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QuerySelect, Select};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -22,7 +22,7 @@ pub(super) trait NamedObjects: EntityTrait {
 /// by id when `identity` is one (then by name, as Senlin does), otherwise
 /// by name and then by short id. `None` when nothing matches.
 pub(super) async fn find_by_name_or_id<E: NamedObjects>(
-    reader: &DatabaseConnection,
+    reader: &ember_runtime::database::Reader,
     project_id: Option<&str>,
     identity: &str,
 ) -> Result<Option<E::Model>> {
@@ -60,7 +60,7 @@ pub(super) async fn find_by_name_or_id<E: NamedObjects>(
 /// The one row `select` finds, none, or Senlin's "multiple choices".
 async fn only_match<E: EntityTrait>(
     select: Select<E>,
-    reader: &DatabaseConnection,
+    reader: &ember_runtime::database::Reader,
     identity: &str,
 ) -> Result<Option<E::Model>> {
     let mut rows = select.limit(2).all(reader).await?;

@@ -6,7 +6,10 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
 use uuid::Uuid;
 
 use super::changes::{begin_write, insert_events};
@@ -35,7 +38,7 @@ pub async fn insert_actions(
 }
 
 pub async fn list_actions(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     query: &ActionQuery,
 ) -> Result<Vec<ClusterAction>> {
     let mut select = action::Entity::find();
@@ -76,7 +79,7 @@ pub async fn list_actions(
 }
 
 pub async fn list_by_status(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     status: ActionStatus,
     limit: u64,
 ) -> Result<Vec<ClusterAction>> {
@@ -92,7 +95,7 @@ pub async fn list_by_status(
 }
 
 pub async fn last_success(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     cluster_id: Uuid,
     kind: ActionKind,
 ) -> Result<Option<DateTime<Utc>>> {
@@ -215,7 +218,7 @@ pub async fn mark_hooks_recorded(
 }
 
 pub async fn list_unrecorded_hooks(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     limit: u64,
 ) -> Result<Vec<ClusterAction>> {
     action::Entity::find()

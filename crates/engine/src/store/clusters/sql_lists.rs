@@ -9,7 +9,7 @@
 
 use sea_orm::sea_query::IntoCondition;
 use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, ModelTrait, Order, QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, ModelTrait, Order, QueryFilter,
     QueryOrder, QuerySelect, Select,
 };
 use uuid::Uuid;
@@ -35,7 +35,7 @@ where
 /// One page of `select`: ordered by `sort` (each key mapped to a column by
 /// `column`), then by `id`; after `marker` in that order.
 pub(super) async fn ordered_page<E>(
-    reader: &DatabaseConnection,
+    reader: &impl ConnectionTrait,
     select: Select<E>,
     sort: &[SortKey],
     column: impl Fn(&str) -> Option<E::Column>,
@@ -58,7 +58,7 @@ where
 /// The query of [`ordered_page`], for a caller reading more than the
 /// entity's columns.
 pub(super) async fn ordered_select<E>(
-    reader: &DatabaseConnection,
+    reader: &impl ConnectionTrait,
     mut select: Select<E>,
     sort: &[SortKey],
     column: impl Fn(&str) -> Option<E::Column>,

@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, FromQueryResult,
-    PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, Select, TryGetError,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QueryResult, QuerySelect, Select,
+    TryGetError,
 };
 use uuid::Uuid;
 
@@ -29,21 +30,27 @@ pub struct SqlClusterStore {
     /// Every write, and reads inside a write's transaction.
     pub(super) connection: DatabaseConnection,
     /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
-    pub(super) reader: DatabaseConnection,
+    pub(super) reader: ember_runtime::database::Reader,
 }
 
 impl SqlClusterStore {
     /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
         SqlClusterStore {
-            reader: connection.clone(),
+            reader: ember_runtime::database::Reader::shared(connection.clone()),
             connection,
         }
     }
 
     /// Writes through `connection`, reads through `reader`.
-    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlClusterStore { connection, reader }
+    pub fn with_reader(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlClusterStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 }
 
@@ -75,7 +82,7 @@ impl NamedObjects for node::Entity {
 /// narrowed by what `narrow` adds (types, statuses), in its order (see
 /// `sql_lists`).
 async fn list_page<E: NamedObjects>(
-    reader: &DatabaseConnection,
+    reader: &ember_runtime::database::Reader,
     query: &ObjectQuery,
     narrow: impl FnOnce(Select<E>) -> Select<E>,
     column: impl Fn(&str) -> Option<E::Column>,
@@ -92,7 +99,7 @@ where
 /// The query of [`list_page`], for a caller reading more than the
 /// entity's columns.
 async fn list_select<E: NamedObjects>(
-    reader: &DatabaseConnection,
+    reader: &ember_runtime::database::Reader,
     query: &ObjectQuery,
     narrow: impl FnOnce(Select<E>) -> Select<E>,
     column: impl Fn(&str) -> Option<E::Column>,

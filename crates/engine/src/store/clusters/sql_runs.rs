@@ -391,7 +391,7 @@ pub async fn finish_parent_if_done(
 pub const KEEP_DESIRED_OUTPUT: &str = "keep_desired_capacity";
 
 pub async fn list_expired_leases(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     now: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<ClusterAction>> {

@@ -150,7 +150,7 @@ pub async fn cancel_action<'a>(
 /// index order, in one query (a cluster list shows its page's member ids
 /// at once, not one cluster at a time).
 pub async fn member_ids_of(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     cluster_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<Uuid>>> {
     if cluster_ids.is_empty() {
@@ -215,7 +215,7 @@ pub fn parse_member_ids(cluster_id: Uuid, joined: &str) -> Result<Vec<Uuid>> {
 
 /// The names of the profiles of `ids` that exist, in one query.
 pub async fn profile_names(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     ids: &[Uuid],
 ) -> Result<std::collections::HashMap<Uuid, String>> {
     if ids.is_empty() {
@@ -236,7 +236,7 @@ pub async fn profile_names(
 /// The bindings of every cluster of `cluster_ids` with their policies,
 /// highest priority first, in two queries (bindings, then their policies).
 pub async fn bindings_of(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     cluster_ids: &[Uuid],
 ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>> {
     if cluster_ids.is_empty() {

@@ -28,21 +28,27 @@ pub struct SqlInstanceStore {
     /// Every write, and reads inside a write's transaction.
     connection: DatabaseConnection,
     /// Reads outside transactions (see `ember_runtime::database::connect_reader`).
-    reader: DatabaseConnection,
+    reader: ember_runtime::database::Reader,
 }
 
 impl SqlInstanceStore {
     /// One connection (pool) for reads and writes.
     pub fn new(connection: DatabaseConnection) -> Self {
         SqlInstanceStore {
-            reader: connection.clone(),
+            reader: ember_runtime::database::Reader::shared(connection.clone()),
             connection,
         }
     }
 
     /// Writes through `connection`, reads through `reader`.
-    pub fn with_reader(connection: DatabaseConnection, reader: DatabaseConnection) -> Self {
-        SqlInstanceStore { connection, reader }
+    pub fn with_reader(
+        connection: DatabaseConnection,
+        reader: impl Into<ember_runtime::database::Reader>,
+    ) -> Self {
+        SqlInstanceStore {
+            connection,
+            reader: reader.into(),
+        }
     }
 
     /// Sets `columns` (plus revision and updated_at) on `next`'s row if its

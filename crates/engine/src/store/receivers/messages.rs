@@ -165,7 +165,7 @@ pub(super) async fn delete_expired_messages(
 }
 
 pub(super) async fn list_messages(
-    connection: &DatabaseConnection,
+    connection: &impl ConnectionTrait,
     receiver_id: Uuid,
 ) -> Result<Vec<ReceiverMessage>> {
     let backend = connection.get_database_backend();
