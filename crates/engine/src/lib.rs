@@ -93,7 +93,7 @@ pub async fn serve(
         connection.clone(),
         DATABASE_STARVED_AFTER,
     ));
-    if ember_runtime::database::has_reader_pool(&config.database_url) {
+    if reader.has_own_connections() {
         readiness = readiness.with(Check::database(
             "reader",
             reader.clone(),

@@ -55,7 +55,7 @@ pub async fn serve(
             ember_runtime::readiness::DATABASE_STARVED_AFTER,
         ),
     );
-    if ember_runtime::database::has_reader_pool(&config.database_url) {
+    if reader.has_own_connections() {
         readiness = readiness.with(ember_runtime::readiness::Check::database(
             "reader",
             reader.clone(),

@@ -235,9 +235,9 @@ const SQLITE_ROW_BUFFER: usize = 1024;
 /// How many connections serve reads of a SQLite database.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
 
-/// Whether [`connect_reader`] opens a pool of its own for `url` (a SQLite
-/// file) rather than handing the writer back.
-pub fn has_reader_pool(url: &str) -> bool {
+/// Whether [`connect_reader`] opens connections of their own for `url` (a
+/// SQLite file) rather than reading through the writer's pool.
+fn has_own_readers(url: &str) -> bool {
     Backend::of(url) == Some(Backend::Sqlite) && sqlite_path(url).is_some()
 }
 
@@ -251,7 +251,7 @@ pub async fn connect_reader(
     url: &str,
     writer: &DatabaseConnection,
 ) -> Result<Reader, DatabaseError> {
-    if !has_reader_pool(url) {
+    if !has_own_readers(url) {
         return Ok(Reader::shared(writer.clone()));
     }
     let failed = |source: sea_orm::sqlx::Error| DatabaseError::Connect {

@@ -68,6 +68,12 @@ impl Reader {
         }))))
     }
 
+    /// Whether reads have connections of their own (a SQLite file), not
+    /// the writer's pool: then they are worth a readiness check of their own.
+    pub fn has_own_connections(&self) -> bool {
+        matches!(self.0, Reads::Sqlite(_))
+    }
+
     /// Connections held and how many are idle (`None` where unknown).
     pub fn pool_size(&self) -> (Option<u32>, Option<usize>) {
         match &self.0 {
@@ -131,10 +137,11 @@ struct Lent<'a> {
 }
 
 impl Lent<'_> {
-    fn connection(&mut self) -> &mut SqliteConnection {
+    /// The connection (held from the lending until the drop gives it back).
+    fn connection(&mut self) -> Result<&mut SqliteConnection, DbErr> {
         self.connection
             .as_mut()
-            .expect("a lent connection is held until it is dropped")
+            .ok_or_else(|| DbErr::Custom("a lent SQLite reader was given back early".to_owned()))
     }
 }
 
@@ -181,7 +188,7 @@ impl ConnectionTrait for Reader {
             Reads::Sqlite(readers) => {
                 let mut lent = readers.lend().await?;
                 query(&statement)
-                    .execute(lent.connection())
+                    .execute(lent.connection()?)
                     .await
                     .map(ExecResult::from)
                     .map_err(exec_error)
@@ -194,7 +201,7 @@ impl ConnectionTrait for Reader {
             Reads::Shared(connection) => connection.execute_unprepared(sql).await,
             Reads::Sqlite(readers) => {
                 let mut lent = readers.lend().await?;
-                lent.connection()
+                lent.connection()?
                     .execute(sqlx::AssertSqlSafe(sql.to_owned()))
                     .await
                     .map(ExecResult::from)
@@ -209,7 +216,7 @@ impl ConnectionTrait for Reader {
             Reads::Sqlite(readers) => {
                 let mut lent = readers.lend().await?;
                 query(&statement)
-                    .fetch_optional(lent.connection())
+                    .fetch_optional(lent.connection()?)
                     .await
                     .map(|row| row.map(QueryResult::from))
                     .map_err(query_error)
@@ -223,7 +230,7 @@ impl ConnectionTrait for Reader {
             Reads::Sqlite(readers) => {
                 let mut lent = readers.lend().await?;
                 query(&statement)
-                    .fetch_all(lent.connection())
+                    .fetch_all(lent.connection()?)
                     .await
                     .map(|rows| rows.into_iter().map(QueryResult::from).collect())
                     .map_err(query_error)

@@ -12,6 +12,8 @@
 //! sea-orm would have made of it (same types, so the same encoding on
 //! both backends: a uuid as SQLite's 16-byte blob, a timestamp as its text).
 
+use std::sync::LazyLock;
+
 use sea_orm::{ConnectionTrait, DatabaseBackend, Statement, Value};
 
 use crate::domain::{Event, Resource};
@@ -123,24 +125,31 @@ pub(super) async fn insert_events<'a>(
     insert(connection, events, "").await
 }
 
-/// Inserts `resources`' rows; with `upsert`, a row that exists is changed
-/// to the one given (see [`RESOURCE_CHANGES`]).
-pub(super) async fn write_resources<'a>(
+/// Inserts new resource rows.
+pub(super) async fn insert_resources<'a>(
     connection: &impl ConnectionTrait,
     resources: impl IntoIterator<Item = &'a Resource>,
-    upsert: bool,
 ) -> Result<()> {
-    let tail = if upsert {
-        let changes: Vec<String> = RESOURCE_CHANGES
-            .iter()
-            .map(|column| format!("\"{column}\" = \"excluded\".\"{column}\""))
-            .collect();
-        format!(" ON CONFLICT (\"id\") DO UPDATE SET {}", changes.join(", "))
-    } else {
-        String::new()
-    };
-    insert(connection, resources, &tail).await
+    insert(connection, resources, "").await
 }
+
+/// Writes resource rows: a row that exists is changed to the one given
+/// (see [`RESOURCE_CHANGES`]), one that does not is inserted.
+pub(super) async fn upsert_resources<'a>(
+    connection: &impl ConnectionTrait,
+    resources: impl IntoIterator<Item = &'a Resource>,
+) -> Result<()> {
+    insert(connection, resources, &RESOURCE_UPSERT).await
+}
+
+/// The tail of a resource upsert, written once from [`RESOURCE_CHANGES`].
+static RESOURCE_UPSERT: LazyLock<String> = LazyLock::new(|| {
+    let changes: Vec<String> = RESOURCE_CHANGES
+        .iter()
+        .map(|column| format!("\"{column}\" = \"excluded\".\"{column}\""))
+        .collect();
+    format!(" ON CONFLICT (\"id\") DO UPDATE SET {}", changes.join(", "))
+});
 
 /// Inserts `rows`, [`ROWS_PER_STATEMENT`] to a statement, each statement
 /// ending with `tail`.

@@ -700,7 +700,7 @@ impl StackStore for SqlStackStore {
     ) -> Result<()> {
         let transaction = self.connection.begin().await?;
         release_fenced(&transaction, fence).await?;
-        rows::write_resources(&transaction, [group], true).await?;
+        rows::upsert_resources(&transaction, [group]).await?;
         rows::insert_events(&transaction, [event]).await?;
         transaction.commit().await?;
         Ok(())
@@ -750,7 +750,7 @@ async fn write_fenced(
         }),
         |resource| resource.id,
     );
-    rows::write_resources(transaction, latest.iter().copied(), true).await?;
+    rows::upsert_resources(transaction, latest.iter().copied()).await?;
     // Each stack's row once, as the last of its states in the batch left
     // it (each write carries every column it sets); the ends' leases
     // released together (held above, and locked until the commit); the
@@ -965,12 +965,7 @@ async fn insert_new_stacks(
         .await?;
     }
     rows::insert_events(transaction, kept.iter().map(|new| &new.event)).await?;
-    rows::write_resources(
-        transaction,
-        kept.iter().flat_map(|new| &new.resources),
-        false,
-    )
-    .await?;
+    rows::insert_resources(transaction, kept.iter().flat_map(|new| &new.resources)).await?;
     Ok(recorded)
 }
 
@@ -1097,7 +1092,7 @@ async fn write_update_start(
         .filter(stacks::Column::Id.eq(stack.id))
         .exec(transaction)
         .await?;
-    rows::write_resources(transaction, new_resources, false).await?;
+    rows::insert_resources(transaction, new_resources).await?;
     rows::insert_events(transaction, [event]).await?;
     Ok(())
 }
