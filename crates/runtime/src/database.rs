@@ -12,6 +12,7 @@ use sea_orm::sqlx::ConnectOptions as _;
 use sea_orm::{ConnectOptions, Database, DatabaseConnection, DbErr};
 use sea_orm_migration::MigratorTrait;
 
+pub use crate::columns::{ColumnValue, Columns, Decoded};
 pub use crate::reader::Reader;
 
 #[derive(Debug, thiserror::Error)]

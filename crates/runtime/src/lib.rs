@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod channel;
+pub mod columns;
 pub mod config;
 pub mod database;
 pub mod error;

@@ -3,7 +3,6 @@
 //! PostgreSQL. sea-orm never leaks out of this module.
 
 pub mod clusters;
-pub(crate) mod columns;
 mod entity;
 pub mod instances;
 pub mod migrations;

@@ -14,7 +14,7 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::columns::column;
+use ember_runtime::database::Columns;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::rows;
 use super::{
@@ -51,6 +51,18 @@ impl SqlStackStore {
             connection,
             reader: reader.into(),
         }
+    }
+
+    /// The stacks `select` finds, its columns [`LIST_COLUMNS`] (read in
+    /// place on a SQLite file: see `Reader::rows`).
+    async fn stack_rows(&self, select: sea_orm::Select<stacks::Entity>) -> Result<Vec<Stack>> {
+        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
+        self.reader
+            .rows(statement, StackListRow::read)
+            .await?
+            .into_iter()
+            .map(|row| stack_from_row(row.into_model()))
+            .collect()
     }
 }
 
@@ -116,12 +128,10 @@ impl StackStore for SqlStackStore {
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
-        find_in_project(project_id, name_or_id)
-            .into_model::<StackListRow>()
-            .one(&self.reader)
+        Ok(self
+            .stack_rows(find_in_project(project_id, name_or_id).limit(1))
             .await?
-            .map(|row| stack_from_row(row.into_model()))
-            .transpose()
+            .pop())
     }
 
     async fn find_stack_with_free_lease(
@@ -189,44 +199,38 @@ impl StackStore for SqlStackStore {
             );
         }
         // A list needs no templates: leave the large JSON columns unread.
-        select
-            .select_only()
-            .columns(LIST_COLUMNS)
-            .order_by_desc(stacks::Column::CreatedAt)
-            .order_by_desc(stacks::Column::Id)
-            .limit(u64::from(query.page_size()))
-            .into_model::<StackListRow>()
-            .all(&self.reader)
-            .await?
-            .into_iter()
-            .map(|row| stack_from_row(row.into_model()))
-            .collect()
+        self.stack_rows(
+            select
+                .select_only()
+                .columns(LIST_COLUMNS)
+                .order_by_desc(stacks::Column::CreatedAt)
+                .order_by_desc(stacks::Column::Id)
+                .limit(u64::from(query.page_size())),
+        )
+        .await
     }
 
     async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>> {
-        stacks::Entity::find_by_id(stack_id)
-            .select_only()
-            .columns(LIST_COLUMNS)
-            .into_model::<StackListRow>()
-            .one(&self.reader)
+        Ok(self
+            .stack_rows(
+                stacks::Entity::find_by_id(stack_id)
+                    .select_only()
+                    .columns(LIST_COLUMNS),
+            )
             .await?
-            .map(|row| stack_from_row(row.into_model()))
-            .transpose()
+            .pop())
     }
 
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>> {
-        stacks::Entity::find()
-            .filter(stacks::Column::ParentId.eq(stack_id))
-            .filter(stacks::Column::DeletedAt.is_null())
-            .order_by_asc(stacks::Column::CreatedAt)
-            .select_only()
-            .columns(LIST_COLUMNS)
-            .into_model::<StackListRow>()
-            .all(&self.reader)
-            .await?
-            .into_iter()
-            .map(|row| stack_from_row(row.into_model()))
-            .collect()
+        self.stack_rows(
+            stacks::Entity::find()
+                .filter(stacks::Column::ParentId.eq(stack_id))
+                .filter(stacks::Column::DeletedAt.is_null())
+                .order_by_asc(stacks::Column::CreatedAt)
+                .select_only()
+                .columns(LIST_COLUMNS),
+        )
+        .await
     }
 
     async fn load_versioned_definition(&self, stack_id: Uuid) -> Result<(StackDefinition, i64)> {
@@ -518,18 +522,16 @@ impl StackStore for SqlStackStore {
         now: DateTime<Utc>,
         limit: u64,
     ) -> Result<Vec<OrphanCandidate>> {
-        let in_progress: Vec<Stack> = stacks::Entity::find()
-            .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
-            .select_only()
-            .columns(LIST_COLUMNS)
-            .order_by_asc(stacks::Column::UpdatedAt)
-            .limit(limit)
-            .into_model::<StackListRow>()
-            .all(&self.reader)
-            .await?
-            .into_iter()
-            .map(|row| stack_from_row(row.into_model()))
-            .collect::<Result<_>>()?;
+        let in_progress = self
+            .stack_rows(
+                stacks::Entity::find()
+                    .filter(stacks::Column::Status.eq(ActionStatus::InProgress.as_str()))
+                    .select_only()
+                    .columns(LIST_COLUMNS)
+                    .order_by_asc(stacks::Column::UpdatedAt)
+                    .limit(limit),
+            )
+            .await?;
         if in_progress.is_empty() {
             return Ok(Vec::new());
         }
@@ -1442,7 +1444,7 @@ impl sea_orm::FromQueryResult for StackWithFreeLease {
     ) -> std::result::Result<Self, DbErr> {
         Ok(StackWithFreeLease {
             row: StackListRow::from_query_result(row, pre)?,
-            free_generation: column(row, LIST_COLUMNS.len())?,
+            free_generation: Columns::from(row).get(LIST_COLUMNS.len())?,
         })
     }
 }
@@ -1475,9 +1477,6 @@ struct StackListRow {
     definition_version: i64,
 }
 
-/// Read by position, in [`LIST_COLUMNS`]' order, through
-/// [`column`](super::columns::column): the derived reader looks each of the
-/// 22 columns up by name, which was most of a list's cost.
 impl sea_orm::FromQueryResult for StackListRow {
     fn from_query_result(
         row: &sea_orm::QueryResult,
@@ -1490,35 +1489,42 @@ impl sea_orm::FromQueryResult for StackListRow {
         row: &sea_orm::QueryResult,
         _pre: &str,
     ) -> std::result::Result<Self, sea_orm::TryGetError> {
-        Ok(StackListRow {
-            id: column(row, 0)?,
-            name: column(row, 1)?,
-            project_id: column(row, 2)?,
-            user_id: column(row, 3)?,
-            parent_id: column(row, 4)?,
-            action: column(row, 5)?,
-            status: column(row, 6)?,
-            status_reason: column(row, 7)?,
-            description: column(row, 8)?,
-            tags: column(row, 9)?,
-            timeout_mins: column(row, 10)?,
-            disable_rollback: column(row, 11)?,
-            created_at: column(row, 12)?,
-            updated_at: column(row, 13)?,
-            nested_depth: column(row, 14)?,
-            parent_resource: column(row, 15)?,
-            deleted_at: column(row, 16)?,
-            lock_level: column(row, 17)?,
-            locked_by_user: column(row, 18)?,
-            locked_by_admin: column(row, 19)?,
-            locked_at: column(row, 20)?,
-            lock_reason: column(row, 21)?,
-            definition_version: column(row, 22)?,
-        })
+        StackListRow::read(&Columns::from(row))
     }
 }
 
 impl StackListRow {
+    /// Read by position, in [`LIST_COLUMNS`]' order: the derived reader
+    /// looks each of the 23 columns up by name, which was most of a list's
+    /// cost.
+    fn read(row: &Columns<'_>) -> std::result::Result<Self, sea_orm::TryGetError> {
+        Ok(StackListRow {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            project_id: row.get(2)?,
+            user_id: row.get(3)?,
+            parent_id: row.get(4)?,
+            action: row.get(5)?,
+            status: row.get(6)?,
+            status_reason: row.get(7)?,
+            description: row.get(8)?,
+            tags: row.get(9)?,
+            timeout_mins: row.get(10)?,
+            disable_rollback: row.get(11)?,
+            created_at: row.get(12)?,
+            updated_at: row.get(13)?,
+            nested_depth: row.get(14)?,
+            parent_resource: row.get(15)?,
+            deleted_at: row.get(16)?,
+            lock_level: row.get(17)?,
+            locked_by_user: row.get(18)?,
+            locked_by_admin: row.get(19)?,
+            locked_at: row.get(20)?,
+            lock_reason: row.get(21)?,
+            definition_version: row.get(22)?,
+        })
+    }
+
     fn into_model(self) -> stacks::Model {
         stacks::Model {
             id: self.id,

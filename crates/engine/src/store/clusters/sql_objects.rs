@@ -24,7 +24,7 @@ use crate::domain::cluster::{
     PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
-use crate::store::columns::column;
+use ember_runtime::database::Columns;
 
 pub struct SqlClusterStore {
     /// Every write, and reads inside a write's transaction.
@@ -144,27 +144,28 @@ impl FromQueryResult for ClusterWithMembers {
         row: &QueryResult,
         _prefix: &str,
     ) -> std::result::Result<Self, TryGetError> {
+        let row = Columns::from(row);
         Ok(ClusterWithMembers {
             cluster: cluster::Model {
-                id: column(row, 0)?,
-                name: column(row, 1)?,
-                profile_id: column(row, 2)?,
-                min_size: column(row, 3)?,
-                max_size: column(row, 4)?,
-                desired_capacity: column(row, 5)?,
-                status: column(row, 6)?,
-                status_reason: column(row, 7)?,
-                metadata: column(row, 8)?,
-                next_index: column(row, 9)?,
-                timeout: column(row, 10)?,
-                config: column(row, 11)?,
-                project_id: column(row, 12)?,
-                user_id: column(row, 13)?,
-                created_at: column(row, 14)?,
-                updated_at: column(row, 15)?,
-                lock_action_id: column(row, 16)?,
+                id: row.get(0)?,
+                name: row.get(1)?,
+                profile_id: row.get(2)?,
+                min_size: row.get(3)?,
+                max_size: row.get(4)?,
+                desired_capacity: row.get(5)?,
+                status: row.get(6)?,
+                status_reason: row.get(7)?,
+                metadata: row.get(8)?,
+                next_index: row.get(9)?,
+                timeout: row.get(10)?,
+                config: row.get(11)?,
+                project_id: row.get(12)?,
+                user_id: row.get(13)?,
+                created_at: row.get(14)?,
+                updated_at: row.get(15)?,
+                lock_action_id: row.get(16)?,
             },
-            member_ids: column(row, 17)?,
+            member_ids: row.get(17)?,
         })
     }
 }
