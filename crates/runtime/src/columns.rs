@@ -72,7 +72,10 @@ impl<T: Decoded> ColumnValue for Option<T> {
         let row = match row {
             Columns::Queried(row) => row,
             Columns::Stepped(row) => {
-                return match row.get_ref(index).map_err(|error| column_error(index, error))? {
+                return match row
+                    .get_ref(index)
+                    .map_err(|error| column_error(index, error))?
+                {
                     ValueRef::Null => Ok(None),
                     value => T::from_sqlite(value)
                         .map(Some)

@@ -76,7 +76,8 @@ impl Reader {
         }
         let path = options.get_filename().to_owned();
         // One now, so a file that cannot be read fails here, not on a read.
-        let stepping = open_stepping(&path).map_err(|error| sqlx::Error::Configuration(error.into()))?;
+        let stepping =
+            open_stepping(&path).map_err(|error| sqlx::Error::Configuration(error.into()))?;
         Ok(Reader(Reads::Sqlite(Arc::new(SqliteReaders {
             size: count,
             idle: Mutex::new(idle),
@@ -191,7 +192,11 @@ impl SqliteReaders {
         statement: &Statement,
         decode: impl Fn(&Columns<'_>) -> Result<T, sea_orm::TryGetError>,
     ) -> Result<Vec<T>, DbErr> {
-        let idle = self.stepping.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let idle = self
+            .stepping
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
         let connection = match idle {
             Some(connection) => connection,
             None => open_stepping(&self.path).map_err(sqlite_error)?,
@@ -210,8 +215,15 @@ fn step_on<T>(
     statement: &Statement,
     decode: impl Fn(&Columns<'_>) -> Result<T, sea_orm::TryGetError>,
 ) -> Result<Vec<T>, DbErr> {
-    let mut prepared = connection.prepare_cached(&statement.sql).map_err(sqlite_error)?;
-    for (index, value) in statement.values.iter().flat_map(|values| values.0.iter()).enumerate() {
+    let mut prepared = connection
+        .prepare_cached(&statement.sql)
+        .map_err(sqlite_error)?;
+    for (index, value) in statement
+        .values
+        .iter()
+        .flat_map(|values| values.0.iter())
+        .enumerate()
+    {
         prepared
             .raw_bind_parameter(index + 1, bound(value)?)
             .map_err(sqlite_error)?;
@@ -261,7 +273,9 @@ fn bound(value: &sea_orm::Value) -> Result<rusqlite::types::Value, DbErr> {
         Value::ChronoDateTimeUtc(value) => value.map_or(Bound::Null, |time| {
             Bound::Text(time.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, false))
         }),
-        Value::Uuid(value) => value.map_or(Bound::Null, |uuid| Bound::Blob(uuid.as_bytes().to_vec())),
+        Value::Uuid(value) => {
+            value.map_or(Bound::Null, |uuid| Bound::Blob(uuid.as_bytes().to_vec()))
+        }
         other => {
             return Err(DbErr::Query(RuntimeErr::Internal(format!(
                 "a SQLite reader does not bind {other:?}"
@@ -607,9 +621,10 @@ mod tests {
             .await
             .expect("a later commit");
         let names = reader
-            .rows(select("SELECT name FROM things ORDER BY id", vec![]), |row| {
-                row.get::<String>(0)
-            })
+            .rows(
+                select("SELECT name FROM things ORDER BY id", vec![]),
+                |row| row.get::<String>(0),
+            )
             .await
             .expect("names");
         assert_eq!(names, ["thing 0", "thing 1", "thing 2", "thing 3"]);
@@ -647,7 +662,10 @@ mod tests {
             )
             .await
             .expect_err("a value kind Ember never binds");
-        assert!(unbindable.to_string().contains("does not bind"), "{unbindable}");
+        assert!(
+            unbindable.to_string().contains("does not bind"),
+            "{unbindable}"
+        );
         let count = reader
             .rows(select("SELECT count(*) FROM things", vec![]), |row| {
                 row.get::<i64>(0)
@@ -666,13 +684,19 @@ mod tests {
         let values = typed_rows(&writer).await;
         let found = reader
             .rows(
-                select("SELECT id, n FROM typed WHERE id = ?", vec![values[0].clone()]),
+                select(
+                    "SELECT id, n FROM typed WHERE id = ?",
+                    vec![values[0].clone()],
+                ),
                 |row| Ok((row.get::<uuid::Uuid>(0)?, row.get::<Option<i32>>(1)?)),
             )
             .await
             .expect("rows");
         assert_eq!(found.len(), 1);
-        assert_eq!((sea_orm::Value::from(found[0].0), found[0].1), (values[0].clone(), None));
+        assert_eq!(
+            (sea_orm::Value::from(found[0].0), found[0].1),
+            (values[0].clone(), None)
+        );
     }
 
     #[tokio::test]

@@ -14,7 +14,6 @@ use sea_orm::{
 use serde_json::Value;
 use uuid::Uuid;
 
-use ember_runtime::database::Columns;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::rows;
 use super::{
@@ -25,6 +24,7 @@ use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
 };
 use crate::error::{Error, Result};
+use ember_runtime::database::Columns;
 
 pub struct SqlStackStore {
     /// Every write, and reads inside a write's transaction.
@@ -407,11 +407,15 @@ impl StackStore for SqlStackStore {
     }
 
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>> {
-        resources::Entity::find()
+        let select = resources::Entity::find()
+            .select_only()
+            .columns(RESOURCE_COLUMNS)
             .filter(resources::Column::StackId.eq(stack_id))
             .order_by_asc(resources::Column::CreatedAt)
-            .order_by_asc(resources::Column::Name)
-            .all(&self.reader)
+            .order_by_asc(resources::Column::Name);
+        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
+        self.reader
+            .rows(statement, resource_model)
             .await?
             .into_iter()
             .map(resource_from_row)
@@ -1601,6 +1605,46 @@ fn stack_from_row(row: stacks::Model) -> Result<Stack> {
             }),
             _ => None,
         },
+    })
+}
+
+/// A resource row's columns, in the order [`resource_model`] reads them.
+const RESOURCE_COLUMNS: [resources::Column; 14] = [
+    resources::Column::Id,
+    resources::Column::StackId,
+    resources::Column::Name,
+    resources::Column::TypeName,
+    resources::Column::PhysicalId,
+    resources::Column::Action,
+    resources::Column::Status,
+    resources::Column::StatusReason,
+    resources::Column::Properties,
+    resources::Column::Attributes,
+    resources::Column::Metadata,
+    resources::Column::Data,
+    resources::Column::CreatedAt,
+    resources::Column::UpdatedAt,
+];
+
+/// A resource row read by position ([`RESOURCE_COLUMNS`]), not by name.
+fn resource_model(
+    row: &Columns<'_>,
+) -> std::result::Result<resources::Model, sea_orm::TryGetError> {
+    Ok(resources::Model {
+        id: row.get(0)?,
+        stack_id: row.get(1)?,
+        name: row.get(2)?,
+        type_name: row.get(3)?,
+        physical_id: row.get(4)?,
+        action: row.get(5)?,
+        status: row.get(6)?,
+        status_reason: row.get(7)?,
+        properties: row.get(8)?,
+        attributes: row.get(9)?,
+        metadata: row.get(10)?,
+        data: row.get(11)?,
+        created_at: row.get(12)?,
+        updated_at: row.get(13)?,
     })
 }
 
