@@ -128,10 +128,14 @@ impl StackStore for SqlStackStore {
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
-        Ok(self
-            .stack_rows(find_in_project(project_id, name_or_id).limit(1))
+        let statement =
+            find_in_project_statement(self.reader.get_database_backend(), project_id, name_or_id);
+        self.reader
+            .rows(statement, StackListRow::read)
             .await?
-            .pop())
+            .pop()
+            .map(|row| stack_from_row(row.into_model()))
+            .transpose()
     }
 
     async fn find_stack_with_free_lease(
@@ -150,20 +154,21 @@ impl StackStore for SqlStackStore {
             )
             .and_where(Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now))
             .to_owned();
-        find_in_project(project_id, name_or_id)
+        let select = find_in_project(project_id, name_or_id)
             .expr(Expr::SubQuery(
                 None,
                 Box::new(free_generation.into_sub_query_statement()),
             ))
-            .into_model::<StackWithFreeLease>()
-            .one(&self.reader)
-            .await?
-            .map(|found| {
-                Ok((
-                    stack_from_row(found.row.into_model())?,
-                    found.free_generation,
-                ))
+            .limit(1);
+        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
+        // The stack's columns, then the free lease's generation.
+        self.reader
+            .rows(statement, |row| {
+                Ok((StackListRow::read(row)?, row.get(LIST_COLUMNS.len())?))
             })
+            .await?
+            .pop()
+            .map(|(row, free_generation)| Ok((stack_from_row(row.into_model())?, free_generation)))
             .transpose()
     }
 
@@ -1415,6 +1420,38 @@ const LIST_COLUMNS: [stacks::Column; 23] = [
     stacks::Column::DefinitionVersion,
 ];
 
+/// [`find_in_project`]'s statement, one row at most. Its text has two
+/// shapes (by name, or by id or name), each built once per backend: a
+/// lookup is on every request naming a stack, and building it through the
+/// query builder cost as much as stepping it.
+fn find_in_project_statement(
+    backend: sea_orm::DatabaseBackend,
+    project_id: &str,
+    name_or_id: &str,
+) -> sea_orm::Statement {
+    use std::sync::OnceLock;
+    static TEXTS: [[OnceLock<String>; 2]; 2] = [
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+    ];
+    let id = Uuid::parse_str(name_or_id).ok();
+    let postgres = backend == sea_orm::DatabaseBackend::Postgres;
+    let text = TEXTS[usize::from(postgres)][usize::from(id.is_some())].get_or_init(|| {
+        let shape = if id.is_some() {
+            Uuid::nil().to_string()
+        } else {
+            String::new()
+        };
+        sea_orm::QueryTrait::build(&find_in_project("", &shape).limit(1), backend).sql
+    });
+    // In the order the builder binds them: the project, the id, the name,
+    // the limit.
+    let mut values: Vec<sea_orm::Value> = vec![project_id.into()];
+    values.extend(id.map(sea_orm::Value::from));
+    values.extend([name_or_id.into(), 1_u64.into()]);
+    sea_orm::Statement::from_sql_and_values(backend, text.clone(), values)
+}
+
 /// The project's stack named `name_or_id` (a live one by name, any by
 /// id), as lookups read it ([`LIST_COLUMNS`]).
 fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks::Entity> {
@@ -1432,25 +1469,6 @@ fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks
         .filter(by)
         .select_only()
         .columns(LIST_COLUMNS)
-}
-
-/// A stack row ([`LIST_COLUMNS`]) followed by its lease's generation when
-/// that is free.
-struct StackWithFreeLease {
-    row: StackListRow,
-    free_generation: Option<i64>,
-}
-
-impl sea_orm::FromQueryResult for StackWithFreeLease {
-    fn from_query_result(
-        row: &sea_orm::QueryResult,
-        pre: &str,
-    ) -> std::result::Result<Self, DbErr> {
-        Ok(StackWithFreeLease {
-            row: StackListRow::from_query_result(row, pre)?,
-            free_generation: Columns::from(row).get(LIST_COLUMNS.len())?,
-        })
-    }
 }
 
 /// A stack row as lookups and lists read it (see [`LIST_COLUMNS`]).
@@ -1479,22 +1497,6 @@ struct StackListRow {
     locked_at: Option<DateTime<Utc>>,
     lock_reason: Option<String>,
     definition_version: i64,
-}
-
-impl sea_orm::FromQueryResult for StackListRow {
-    fn from_query_result(
-        row: &sea_orm::QueryResult,
-        pre: &str,
-    ) -> std::result::Result<Self, DbErr> {
-        Ok(Self::from_query_result_nullable(row, pre)?)
-    }
-
-    fn from_query_result_nullable(
-        row: &sea_orm::QueryResult,
-        _pre: &str,
-    ) -> std::result::Result<Self, sea_orm::TryGetError> {
-        StackListRow::read(&Columns::from(row))
-    }
 }
 
 impl StackListRow {
@@ -1707,5 +1709,30 @@ fn orphan(
             holder: None,
             generation: 0,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{DatabaseBackend, QuerySelect, QueryTrait};
+
+    use super::{find_in_project, find_in_project_statement};
+
+    #[test]
+    fn a_lookups_statement_is_the_one_the_query_builder_makes() {
+        for backend in [DatabaseBackend::Sqlite, DatabaseBackend::Postgres] {
+            for name_or_id in ["web", "3f0b5bb2-8c4e-4a5e-9d0e-7f1e2a9c6b10", "Web Tier"] {
+                // Twice: the second from the text written the first time.
+                for _ in 0..2 {
+                    assert_eq!(
+                        find_in_project_statement(backend, "project-a", name_or_id),
+                        find_in_project("project-a", name_or_id)
+                            .limit(1)
+                            .build(backend),
+                        "{backend:?} {name_or_id}"
+                    );
+                }
+            }
+        }
     }
 }
