@@ -1,5 +1,5 @@
-//! Reading a row's columns by position, for the rows read by the hundred
-//! (stacks, clusters), from whichever connection produced the row: a
+//! Reading a row's columns by position, for the rows read most (stacks,
+//! their resources, clusters), from whichever connection produced the row: a
 //! sea-orm [`QueryResult`] (PostgreSQL, or a SQLite database read through
 //! sqlx) or a row [`Reader::rows`](crate::reader::Reader::rows) stepped on
 //! a SQLite reader of its own.

@@ -13,7 +13,8 @@
 //! releases for every stack eight clients created and deleted, and one
 //! for every `GET` of a stack.
 //!
-//! The rows read by the hundred (lists of stacks) go further:
+//! The hottest reads (lists and lookups of stacks, a stack's resources) go
+//! further:
 //! [`Reader::rows`] steps them on the calling thread, on a read-only
 //! connection of its own, and decodes each row where it lies. A sqlx
 //! connection steps on a thread of its own and copies every value of every
@@ -102,7 +103,7 @@ impl Reader {
                 .iter()
                 .map(|row| decode(&Columns::Queried(row)).map_err(DbErr::from))
                 .collect(),
-            Reads::Sqlite(readers) => readers.step(&statement, decode),
+            Reads::Sqlite(readers) => readers.step(statement, decode),
         }
     }
 
@@ -189,7 +190,7 @@ impl SqliteReaders {
     /// is idle), decoding each row with `decode`.
     fn step<T>(
         &self,
-        statement: &Statement,
+        statement: Statement,
         decode: impl Fn(&Columns<'_>) -> Result<T, sea_orm::TryGetError>,
     ) -> Result<Vec<T>, DbErr> {
         let idle = self
@@ -212,7 +213,7 @@ impl SqliteReaders {
 
 fn step_on<T>(
     connection: &rusqlite::Connection,
-    statement: &Statement,
+    statement: Statement,
     decode: impl Fn(&Columns<'_>) -> Result<T, sea_orm::TryGetError>,
 ) -> Result<Vec<T>, DbErr> {
     let mut prepared = connection
@@ -220,8 +221,8 @@ fn step_on<T>(
         .map_err(sqlite_error)?;
     for (index, value) in statement
         .values
-        .iter()
-        .flat_map(|values| values.0.iter())
+        .into_iter()
+        .flat_map(|values| values.0)
         .enumerate()
     {
         prepared
@@ -242,7 +243,7 @@ fn sqlite_error(error: rusqlite::Error) -> DbErr {
 
 /// `value` bound as sqlx binds it (see [`crate::columns`]), so a statement
 /// compares a column with what sqlx wrote there.
-fn bound(value: &sea_orm::Value) -> Result<rusqlite::types::Value, DbErr> {
+fn bound(value: sea_orm::Value) -> Result<rusqlite::types::Value, DbErr> {
     use rusqlite::types::Value as Bound;
     use sea_orm::Value;
     let integer = |value: Option<i64>| value.map_or(Bound::Null, Bound::Integer);
@@ -251,21 +252,21 @@ fn bound(value: &sea_orm::Value) -> Result<rusqlite::types::Value, DbErr> {
         Value::TinyInt(value) => integer(value.map(i64::from)),
         Value::SmallInt(value) => integer(value.map(i64::from)),
         Value::Int(value) => integer(value.map(i64::from)),
-        Value::BigInt(value) => integer(*value),
+        Value::BigInt(value) => integer(value),
         Value::TinyUnsigned(value) => integer(value.map(i64::from)),
         Value::SmallUnsigned(value) => integer(value.map(i64::from)),
         Value::Unsigned(value) => integer(value.map(i64::from)),
         Value::BigUnsigned(None) => Bound::Null,
-        Value::BigUnsigned(Some(value)) => Bound::Integer(i64::try_from(*value).map_err(|_| {
+        Value::BigUnsigned(Some(value)) => Bound::Integer(i64::try_from(value).map_err(|_| {
             DbErr::Query(RuntimeErr::Internal(format!(
                 "{value} is beyond SQLite's integers"
             )))
         })?),
         Value::Float(value) => value.map_or(Bound::Null, |value| Bound::Real(f64::from(value))),
         Value::Double(value) => value.map_or(Bound::Null, Bound::Real),
-        Value::String(value) => value.clone().map_or(Bound::Null, Bound::Text),
+        Value::String(value) => value.map_or(Bound::Null, Bound::Text),
         Value::Char(value) => value.map_or(Bound::Null, |value| Bound::Text(value.to_string())),
-        Value::Bytes(value) => value.clone().map_or(Bound::Null, Bound::Blob),
+        Value::Bytes(value) => value.map_or(Bound::Null, Bound::Blob),
         Value::Json(value) => match value {
             Some(json) => Bound::Text(json.to_string()),
             None => Bound::Null,

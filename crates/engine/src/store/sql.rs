@@ -53,10 +53,19 @@ impl SqlStackStore {
         }
     }
 
-    /// The stacks `select` finds, its columns [`LIST_COLUMNS`] (read in
-    /// place on a SQLite file: see `Reader::rows`).
+    /// `select` built for this store's backend.
+    fn statement(&self, select: &impl sea_orm::QueryTrait) -> sea_orm::Statement {
+        select.build(self.reader.get_database_backend())
+    }
+
+    /// The stacks `select` finds, its columns [`LIST_COLUMNS`].
     async fn stack_rows(&self, select: sea_orm::Select<stacks::Entity>) -> Result<Vec<Stack>> {
-        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
+        self.stacks_from(self.statement(&select)).await
+    }
+
+    /// The stacks `statement` finds, its columns [`LIST_COLUMNS`] (read in
+    /// place on a SQLite file: see `Reader::rows`).
+    async fn stacks_from(&self, statement: sea_orm::Statement) -> Result<Vec<Stack>> {
         self.reader
             .rows(statement, StackListRow::read)
             .await?
@@ -130,12 +139,7 @@ impl StackStore for SqlStackStore {
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
         let statement =
             find_in_project_statement(self.reader.get_database_backend(), project_id, name_or_id);
-        self.reader
-            .rows(statement, StackListRow::read)
-            .await?
-            .pop()
-            .map(|row| stack_from_row(row.into_model()))
-            .transpose()
+        Ok(self.stacks_from(statement).await?.pop())
     }
 
     async fn find_stack_with_free_lease(
@@ -160,7 +164,7 @@ impl StackStore for SqlStackStore {
                 Box::new(free_generation.into_sub_query_statement()),
             ))
             .limit(1);
-        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
+        let statement = self.statement(&select);
         // The stack's columns, then the free lease's generation.
         self.reader
             .rows(statement, |row| {
@@ -418,9 +422,8 @@ impl StackStore for SqlStackStore {
             .filter(resources::Column::StackId.eq(stack_id))
             .order_by_asc(resources::Column::CreatedAt)
             .order_by_asc(resources::Column::Name);
-        let statement = sea_orm::QueryTrait::build(&select, self.reader.get_database_backend());
         self.reader
-            .rows(statement, resource_model)
+            .rows(self.statement(&select), resource_model)
             .await?
             .into_iter()
             .map(resource_from_row)
