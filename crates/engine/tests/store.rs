@@ -7,14 +7,21 @@ use ember_engine::store::{
     FencedWrite, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackListQuery, StackStore,
     migrations::Migrator,
 };
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::{
+    connect, connect_and_migrate, connect_reader, testing::TestDatabase,
+};
 use uuid::Uuid;
 
+/// The store as the engine builds it: on a SQLite file, reads step on
+/// connections of their own (`Reader::rows`), not the writer's pool.
 async fn store(database: &TestDatabase) -> SqlStackStore {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
         .expect("migrated");
-    SqlStackStore::new(connection)
+    let reader = connect_reader(&database.url, &connection)
+        .await
+        .expect("reader");
+    SqlStackStore::with_reader(connection, reader)
 }
 
 /// Records `stack` as a create does: with its lease, an empty definition,
@@ -317,7 +324,61 @@ async fn a_new_definition_moves_the_definition_version_on(database: &TestDatabas
     assert_eq!(read.definition_version, 2);
 }
 
+/// A row no write of Ember's makes (edited by hand, or by a newer
+/// version) is an error naming the stack and the column, never a panic or
+/// a stack made up.
+async fn a_corrupt_stack_row_is_an_error_naming_it(database: &TestDatabase) {
+    use sea_orm::ConnectionTrait;
+    let store = store(database).await;
+    let web = stack("project-a", "web", 0);
+    insert_stack(&store, &web).await.expect("inserted");
+    let writer = connect(&database.url).await.expect("connected");
+    for (column, value, what) in [
+        ("action", "'REBOOT'", "stack action"),
+        ("status", "'DONE'", "stack status"),
+        ("tags", "'{\"web\": 1}'", "stack tags"),
+    ] {
+        writer
+            .execute_unprepared(&format!(
+                "UPDATE stacks SET {column} = {value} WHERE name = 'web'"
+            ))
+            .await
+            .expect("corrupted");
+        for read in [
+            store.find_stack("project-a", "web").await,
+            store
+                .list_stacks("project-a", &StackListQuery::default())
+                .await
+                .map(|mut stacks| stacks.pop()),
+            store.get_stack(web.id).await,
+        ] {
+            match read {
+                Err(Error::Database(message)) => assert!(
+                    message.contains(&web.id.to_string()) && message.contains(what),
+                    "{message}"
+                ),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        writer
+            .execute_unprepared(
+                "UPDATE stacks SET action = 'CREATE', status = 'COMPLETE', tags = '[]' \
+                 WHERE name = 'web'",
+            )
+            .await
+            .expect("repaired");
+    }
+    assert!(
+        store
+            .find_stack("project-a", "web")
+            .await
+            .expect("read")
+            .is_some()
+    );
+}
+
 ember_runtime::store_suite!(
+    a_corrupt_stack_row_is_an_error_naming_it,
     a_new_definition_moves_the_definition_version_on,
     the_in_progress_count_reads_only_stacks_in_progress,
     a_stack_reads_back_by_name_and_by_id,

@@ -67,11 +67,9 @@ impl SqlStackStore {
     /// place on a SQLite file: see `Reader::rows`).
     async fn stacks_from(&self, statement: sea_orm::Statement) -> Result<Vec<Stack>> {
         self.reader
-            .rows(statement, StackListRow::read)
-            .await?
-            .into_iter()
-            .map(|row| stack_from_row(row.into_model()))
-            .collect()
+            .rows(statement, stack_from_columns)
+            .await
+            .map_err(Error::from)
     }
 }
 
@@ -168,12 +166,11 @@ impl StackStore for SqlStackStore {
         // The stack's columns, then the free lease's generation.
         self.reader
             .rows(statement, |row| {
-                Ok((StackListRow::read(row)?, row.get(LIST_COLUMNS.len())?))
+                Ok((stack_from_columns(row)?, row.get(LIST_COLUMNS.len())?))
             })
-            .await?
-            .pop()
-            .map(|(row, free_generation)| Ok((stack_from_row(row.into_model())?, free_generation)))
-            .transpose()
+            .await
+            .map(|mut rows| rows.pop())
+            .map_err(Error::from)
     }
 
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>> {
@@ -1474,139 +1471,64 @@ fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks
         .columns(LIST_COLUMNS)
 }
 
-/// A stack row as lookups and lists read it (see [`LIST_COLUMNS`]).
-#[derive(Debug)]
-struct StackListRow {
-    id: Uuid,
-    name: String,
-    project_id: String,
-    user_id: String,
-    parent_id: Option<Uuid>,
-    action: String,
-    status: String,
-    status_reason: String,
-    description: String,
-    tags: Value,
-    timeout_mins: Option<i32>,
-    disable_rollback: bool,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    nested_depth: i32,
-    parent_resource: Option<String>,
-    deleted_at: Option<DateTime<Utc>>,
-    lock_level: Option<String>,
-    locked_by_user: Option<String>,
-    locked_by_admin: Option<bool>,
-    locked_at: Option<DateTime<Utc>>,
-    lock_reason: Option<String>,
-    definition_version: i64,
-}
-
-impl StackListRow {
-    /// Read by position, in [`LIST_COLUMNS`]' order: the derived reader
-    /// looks each of the 23 columns up by name, which was most of a list's
-    /// cost.
-    fn read(row: &Columns<'_>) -> std::result::Result<Self, sea_orm::TryGetError> {
-        Ok(StackListRow {
-            id: row.get(0)?,
-            name: row.get(1)?,
-            project_id: row.get(2)?,
-            user_id: row.get(3)?,
-            parent_id: row.get(4)?,
-            action: row.get(5)?,
-            status: row.get(6)?,
-            status_reason: row.get(7)?,
-            description: row.get(8)?,
-            tags: row.get(9)?,
-            timeout_mins: row.get(10)?,
-            disable_rollback: row.get(11)?,
-            created_at: row.get(12)?,
-            updated_at: row.get(13)?,
-            nested_depth: row.get(14)?,
-            parent_resource: row.get(15)?,
-            deleted_at: row.get(16)?,
-            lock_level: row.get(17)?,
-            locked_by_user: row.get(18)?,
-            locked_by_admin: row.get(19)?,
-            locked_at: row.get(20)?,
-            lock_reason: row.get(21)?,
-            definition_version: row.get(22)?,
-        })
-    }
-
-    fn into_model(self) -> stacks::Model {
-        stacks::Model {
-            id: self.id,
-            name: self.name,
-            project_id: self.project_id,
-            user_id: self.user_id,
-            parent_id: self.parent_id,
-            action: self.action,
-            status: self.status,
-            status_reason: self.status_reason,
-            description: self.description,
-            tags: self.tags,
-            timeout_mins: self.timeout_mins,
-            disable_rollback: self.disable_rollback,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            template: Value::Null,
-            environment: Value::Null,
-            files: Value::Null,
-            parameters: Value::Null,
-            nested_depth: self.nested_depth,
-            parent_resource: self.parent_resource,
-            deleted_at: self.deleted_at,
-            lock_level: self.lock_level,
-            locked_by_user: self.locked_by_user,
-            locked_by_admin: self.locked_by_admin,
-            locked_at: self.locked_at,
-            lock_reason: self.lock_reason,
-            definition_version: self.definition_version,
-        }
-    }
-}
-
-fn stack_from_row(row: stacks::Model) -> Result<Stack> {
-    let action = StackAction::parse(&row.action).ok_or_else(|| corrupt("stack action", row.id))?;
-    let status = ActionStatus::parse(&row.status).ok_or_else(|| corrupt("stack status", row.id))?;
-    let tags = row
-        .tags
+/// A stack as lookups and lists read it, by position in [`LIST_COLUMNS`]'
+/// order (the derived reader looked each of the 23 columns up by name,
+/// which was most of a list's cost). Texts that are parsed (action,
+/// status, lock level) are read where they lie, not copied first.
+fn stack_from_columns(row: &Columns<'_>) -> std::result::Result<Stack, sea_orm::TryGetError> {
+    let id: Uuid = row.get(0)?;
+    let corrupt = |what: &str| {
+        sea_orm::TryGetError::DbErr(DbErr::Type(format!("{id}: stored {what} is invalid")))
+    };
+    let tags: Value = row.get(9)?;
+    let tags = tags
         .as_array()
         .and_then(|tags| {
             tags.iter()
                 .map(|tag| tag.as_str().map(str::to_owned))
                 .collect::<Option<Vec<_>>>()
         })
-        .ok_or_else(|| corrupt("stack tags", row.id))?;
+        .ok_or_else(|| corrupt("stack tags"))?;
+    let lock_level = match row.get::<Option<String>>(17)? {
+        Some(level) => Some(LockLevel::parse(&level).ok_or_else(|| corrupt("lock level"))?),
+        None => None,
+    };
+    let locked_by_user: Option<String> = row.get(18)?;
+    let locked_by_admin: Option<bool> = row.get(19)?;
+    let locked_at: Option<DateTime<Utc>> = row.get(20)?;
+    let lock_reason: Option<String> = row.get(21)?;
     Ok(Stack {
-        id: row.id,
-        name: row.name,
-        project_id: row.project_id,
-        user_id: row.user_id,
-        parent_id: row.parent_id,
-        action,
-        status,
-        status_reason: row.status_reason,
-        description: row.description,
+        id,
+        name: row.get(1)?,
+        project_id: row.get(2)?,
+        user_id: row.get(3)?,
+        parent_id: row.get(4)?,
+        action: row
+            .with_text(5, StackAction::parse)?
+            .ok_or_else(|| corrupt("stack action"))?,
+        status: row
+            .with_text(6, ActionStatus::parse)?
+            .ok_or_else(|| corrupt("stack status"))?,
+        status_reason: row.get(7)?,
+        description: row.get(8)?,
         tags,
         timeout_mins: row
-            .timeout_mins
+            .get::<Option<i32>>(10)?
             .and_then(|minutes| u32::try_from(minutes).ok()),
-        disable_rollback: row.disable_rollback,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        nested_depth: u32::try_from(row.nested_depth).unwrap_or(0),
-        parent_resource: row.parent_resource,
-        deleted_at: row.deleted_at,
-        definition_version: row.definition_version,
-        maintenance_lock: match (row.lock_level.as_deref(), row.locked_by_user, row.locked_at) {
+        disable_rollback: row.get(11)?,
+        created_at: row.get(12)?,
+        updated_at: row.get(13)?,
+        nested_depth: u32::try_from(row.get::<i32>(14)?).unwrap_or(0),
+        parent_resource: row.get(15)?,
+        deleted_at: row.get(16)?,
+        definition_version: row.get(22)?,
+        maintenance_lock: match (lock_level, locked_by_user, locked_at) {
             (Some(level), Some(locked_by_user), Some(locked_at)) => Some(MaintenanceLock {
-                level: LockLevel::parse(level).ok_or_else(|| corrupt("lock level", row.id))?,
+                level,
                 locked_by_user,
-                locked_by_admin: row.locked_by_admin.unwrap_or(false),
+                locked_by_admin: locked_by_admin.unwrap_or(false),
                 locked_at,
-                reason: row.lock_reason,
+                reason: lock_reason,
             }),
             _ => None,
         },
