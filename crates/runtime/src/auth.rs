@@ -12,6 +12,7 @@ use jsonwebtoken::{
     Algorithm, DecodingKey, EncodingKey, Header, Validation, errors::ErrorKind as JwtErrorKind,
 };
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::identity::Identity;
 
@@ -126,13 +127,15 @@ pub struct TokenSigner {
     decoding: DecodingKey,
     validation: Validation,
     clock_skew: i64,
-    /// Tokens verified before, by their whole text (signature included),
-    /// with what they said: a client sends one token with every request,
-    /// and checking its signature and decoding its claims each time was a
-    /// twentieth of the CPU of a `GET` of a stack. Only what cannot change
-    /// is kept — a remembered token's expiry is checked on every use, and
-    /// revocations are the caller's to check, on every use as before.
-    verified: Arc<Mutex<HashMap<String, TokenDetails>>>,
+    /// Tokens verified before, by the SHA-256 of their whole text
+    /// (signature included; the tokens themselves are not kept, as
+    /// keystonemiddleware keeps none), with what they said: a client sends
+    /// one token with every request, and checking its signature and
+    /// decoding its claims each time was a twentieth of the CPU of a `GET`
+    /// of a stack. Only what cannot change is kept — a remembered token's
+    /// expiry is checked on every use, and revocations are the caller's to
+    /// check, on every use as before.
+    verified: Arc<Mutex<HashMap<[u8; 32], TokenDetails>>>,
 }
 
 /// Tokens a signer remembers at most (a few MB); past that, the expired
@@ -214,14 +217,15 @@ impl TokenSigner {
     /// Verifies a token and returns everything it says.
     pub fn verify_details(&self, token: &str) -> Result<TokenDetails, TokenError> {
         let now = chrono::Utc::now().timestamp();
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut verified = self.verified.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(details) = verified.get(token) {
+        if let Some(details) = verified.get(&key) {
             // Expired as the decoder has it: once `exp` is in the past.
             if details.expires_at >= now {
                 return Ok(details.clone());
             }
             let expired_at = time_text(details.expires_at);
-            verified.remove(token);
+            verified.remove(&key);
             return Err(TokenError::Expired { expired_at });
         }
         drop(verified);
@@ -233,7 +237,7 @@ impl TokenSigner {
                 verified.clear();
             }
         }
-        verified.insert(token.to_owned(), details.clone());
+        verified.insert(key, details.clone());
         Ok(details)
     }
 
@@ -392,7 +396,7 @@ mod tests {
             .verified
             .lock()
             .expect("lock")
-            .insert(token.clone(), details);
+            .insert(Sha256::digest(token.as_bytes()).into(), details);
         assert_eq!(
             signer.verify(&token),
             Err(TokenError::Expired {
@@ -418,7 +422,7 @@ mod tests {
                 if index < expired {
                     details.expires_at = now - 10;
                 }
-                verified.insert(format!("token-{index}"), details);
+                verified.insert(Sha256::digest(format!("token-{index}")).into(), details);
             }
         };
         // Full, some expired: those are forgotten.
