@@ -7,13 +7,18 @@ use std::sync::Arc;
 use ember_plugin_registry::domain::{FailureMode, NewPlugin, Operation, PluginUpdate};
 use ember_plugin_registry::runner::RegistryCache;
 use ember_plugin_registry::store::{PluginStore, SqlPluginStore, migrations::Migrator};
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::{connect_and_migrate, connect_reader, testing::TestDatabase};
 
+/// The store as the service builds it: on a SQLite file, reads go through
+/// connections of their own.
 async fn store(database: &TestDatabase) -> SqlPluginStore {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
         .expect("migrated");
-    SqlPluginStore::new(connection)
+    let reader = connect_reader(&database.url, &connection)
+        .await
+        .expect("reader");
+    SqlPluginStore::with_reader(connection, reader)
 }
 
 fn plugin(name: &str, ordinal: i32) -> NewPlugin {

@@ -172,16 +172,40 @@ impl PluginStore for SqlPluginStore {
     }
 
     async fn registry_generation(&self) -> Result<i64> {
-        RegistryGeneration::find_by_id(generation_entity::ROW_ID)
-            .one(&self.reader)
+        self.reader
+            .rows(
+                generation_statement(self.reader.get_database_backend()),
+                |row| row.get(0),
+            )
             .await?
-            .map(|row| row.generation)
+            .pop()
             .ok_or_else(|| {
                 Error::Database(
                     "the registry_generation row is missing: the migrations did not run".to_owned(),
                 )
             })
     }
+}
+
+/// The generation's read: every stack operation makes it, so its text is
+/// built once per backend and its row read in place (`Reader::rows`).
+fn generation_statement(backend: sea_orm::DatabaseBackend) -> sea_orm::Statement {
+    use sea_orm::{QuerySelect, QueryTrait};
+    use std::sync::OnceLock;
+    static TEXTS: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    let text =
+        TEXTS[usize::from(backend == sea_orm::DatabaseBackend::Postgres)].get_or_init(|| {
+            RegistryGeneration::find_by_id(generation_entity::ROW_ID)
+                .select_only()
+                .column(generation_entity::Column::Generation)
+                .build(backend)
+                .sql
+        });
+    sea_orm::Statement::from_sql_and_values(
+        backend,
+        text.clone(),
+        [generation_entity::ROW_ID.into()],
+    )
 }
 
 fn plugin_from_row(row: entity::Model) -> Result<Plugin> {
@@ -216,4 +240,33 @@ fn string_list(value: &serde_json::Value) -> Option<Vec<String>> {
         .iter()
         .map(|item| item.as_str().map(str::to_owned))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{DatabaseBackend, EntityTrait, QueryTrait};
+
+    use super::{RegistryGeneration, generation_entity, generation_statement};
+
+    #[test]
+    fn the_generations_statement_is_the_one_the_query_builder_makes() {
+        for backend in [DatabaseBackend::Sqlite, DatabaseBackend::Postgres] {
+            let built = RegistryGeneration::find_by_id(generation_entity::ROW_ID).build(backend);
+            let statement = generation_statement(backend);
+            assert_eq!(statement.values, built.values, "{backend:?}");
+            assert!(
+                statement
+                    .sql
+                    .ends_with(built.sql.split_once(" FROM ").expect("a FROM").1),
+                "{backend:?}: {} vs {}",
+                statement.sql,
+                built.sql
+            );
+            assert!(
+                statement.sql.contains("\"generation\""),
+                "{}",
+                statement.sql
+            );
+        }
+    }
 }
