@@ -344,16 +344,22 @@ mod tests {
         Identity::new("alice", "project-a", vec!["member".into()])
     }
 
+    /// A signer, and a token of alice's it issued for a minute.
+    fn signer_and_token() -> (TokenSigner, String) {
+        let signer = TokenSigner::new("test-signing-key-0123456789abcdef");
+        let token = signer
+            .issue(&alice(), Duration::from_secs(60))
+            .expect("issued");
+        (signer, token)
+    }
+
     fn remembered(signer: &TokenSigner) -> usize {
         signer.verified.lock().expect("lock").len()
     }
 
     #[test]
     fn a_verified_token_is_remembered_and_a_changed_one_checked_again() {
-        let signer = TokenSigner::new("test-signing-key-0123456789abcdef");
-        let token = signer
-            .issue(&alice(), Duration::from_secs(60))
-            .expect("issued");
+        let (signer, token) = signer_and_token();
         assert_eq!(signer.verify(&token).expect("valid"), alice());
         assert_eq!(remembered(&signer), 1);
         assert_eq!(signer.verify(&token).expect("valid again"), alice());
@@ -384,10 +390,7 @@ mod tests {
 
     #[test]
     fn a_remembered_token_still_expires() {
-        let signer = TokenSigner::new("test-signing-key-0123456789abcdef");
-        let token = signer
-            .issue(&alice(), Duration::from_secs(60))
-            .expect("issued");
+        let (signer, token) = signer_and_token();
         let mut details = signer.verify_details(&token).expect("valid");
         // As if its hour had passed since it was remembered.
         let past = chrono::Utc::now().timestamp() - 5;
@@ -408,10 +411,7 @@ mod tests {
 
     #[test]
     fn remembered_tokens_are_bounded() {
-        let signer = TokenSigner::new("test-signing-key-0123456789abcdef");
-        let token = signer
-            .issue(&alice(), Duration::from_secs(60))
-            .expect("issued");
+        let (signer, token) = signer_and_token();
         let details = signer.verify_details(&token).expect("valid");
         let now = chrono::Utc::now().timestamp();
         let fill = |expired: usize| {
@@ -437,10 +437,7 @@ mod tests {
 
     #[test]
     fn a_signer_given_another_clock_skew_starts_afresh() {
-        let signer = TokenSigner::new("test-signing-key-0123456789abcdef");
-        let token = signer
-            .issue(&alice(), Duration::from_secs(60))
-            .expect("issued");
+        let (signer, token) = signer_and_token();
         signer.verify(&token).expect("valid");
         let strict = signer.clone().with_clock_skew(Duration::from_secs(0));
         assert_eq!(remembered(&strict), 0);

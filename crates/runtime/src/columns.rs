@@ -336,14 +336,18 @@ mod tests {
         assert!(columns.with_text(42, str::len).is_err(), "no such column");
     }
 
-    #[tokio::test]
-    async fn text_is_lent_from_a_row_sea_orm_read() {
+    /// [`ROW`] as sea-orm reads it.
+    async fn queried_row() -> QueryResult {
         let db = Database::connect("sqlite::memory:").await.expect("sqlite");
-        let row: QueryResult = db
-            .query_one_raw(Statement::from_string(db.get_database_backend(), ROW))
+        db.query_one_raw(Statement::from_string(db.get_database_backend(), ROW))
             .await
             .expect("query")
-            .expect("a row");
+            .expect("a row")
+    }
+
+    #[tokio::test]
+    async fn text_is_lent_from_a_row_sea_orm_read() {
+        let row = queried_row().await;
         let columns = Columns::from(&row);
         assert_eq!(columns.with_text(0, str::to_owned).expect("text"), "text");
         assert!(matches!(
@@ -354,13 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_row_sea_orm_read_is_decoded() {
-        let db = Database::connect("sqlite::memory:").await.expect("sqlite");
-        let row: QueryResult = db
-            .query_one_raw(Statement::from_string(db.get_database_backend(), ROW))
-            .await
-            .expect("query")
-            .expect("a row");
-        check(&Columns::from(&row));
+        check(&Columns::from(&queried_row().await));
     }
 
     #[test]

@@ -1473,8 +1473,8 @@ fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks
 
 /// A stack as lookups and lists read it, by position in [`LIST_COLUMNS`]'
 /// order (the derived reader looked each of the 23 columns up by name,
-/// which was most of a list's cost). Texts that are parsed (action,
-/// status, lock level) are read where they lie, not copied first.
+/// which was most of a list's cost). The action and status, parsed into
+/// enums, are read where their text lies, not copied first.
 fn stack_from_columns(row: &Columns<'_>) -> std::result::Result<Stack, sea_orm::TryGetError> {
     let id: Uuid = row.get(0)?;
     let corrupt = |what: &str| {
