@@ -142,17 +142,26 @@ impl WaitConditions {
         }
     }
 
-    /// Holds a resource at breakpoint `hook` until someone clears it
-    /// (`{"unset_hook": hook}` signalled to the resource, on any replica).
-    pub async fn pause_at_breakpoint(
+    /// Sets breakpoint `hook` of a resource: from now on a clear
+    /// (`{"unset_hook": hook}` signalled to the resource, on any replica)
+    /// finds it. [`Self::wait_at_breakpoint`] then holds the resource.
+    pub async fn set_breakpoint(
         &self,
         stack_id: uuid::Uuid,
         resource: &str,
         hook: &str,
     ) -> crate::error::Result<()> {
-        self.signals
-            .set_breakpoint(stack_id, resource, hook)
-            .await?;
+        self.signals.set_breakpoint(stack_id, resource, hook).await
+    }
+
+    /// Holds a resource at breakpoint `hook` (set before) until someone
+    /// clears it.
+    pub async fn wait_at_breakpoint(
+        &self,
+        stack_id: uuid::Uuid,
+        resource: &str,
+        hook: &str,
+    ) -> crate::error::Result<()> {
         self.wait_until(&breakpoint_key(stack_id, resource, hook), || async {
             let set = self
                 .signals

@@ -41,6 +41,11 @@ pub(super) async fn break_if_required(
     let Some(resource) = current(&target.resources, name) else {
         return Ok(());
     };
+    // Set before the event says so: a client that reads the event and
+    // clears the hook at once must find it set.
+    conditions
+        .set_breakpoint(target.stack_id, name, hook)
+        .await?;
     record(
         shared,
         &resource,
@@ -49,7 +54,7 @@ pub(super) async fn break_if_required(
     .await?;
     tracing::info!(stack_id = %target.stack_id, resource = name, hook, "paused at a breakpoint hook");
     conditions
-        .pause_at_breakpoint(target.stack_id, name, hook)
+        .wait_at_breakpoint(target.stack_id, name, hook)
         .await?;
     Ok(())
 }
