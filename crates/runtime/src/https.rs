@@ -27,6 +27,7 @@ pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 pub struct HttpsClient {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
+    answer_limit: usize,
 }
 
 impl std::fmt::Debug for HttpsClient {
@@ -89,7 +90,16 @@ impl HttpsClient {
         Ok(HttpsClient {
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,
+            answer_limit: MAX_ANSWER_BYTES,
         })
+    }
+
+    /// The same client reading answers of up to `bytes` (default
+    /// [`MAX_ANSWER_BYTES`]): a cloud's listings can be larger than a
+    /// webhook's answer.
+    pub fn with_answer_limit(mut self, bytes: usize) -> HttpsClient {
+        self.answer_limit = bytes;
+        self
     }
 
     /// Sends `request` and reads the whole answer, or says why there is
@@ -100,7 +110,7 @@ impl HttpsClient {
                 crate::error::with_causes(error.to_string(), std::error::Error::source(&error))
             })?;
             let (parts, body) = response.into_parts();
-            let body = http_body_util::Limited::new(body, MAX_ANSWER_BYTES)
+            let body = http_body_util::Limited::new(body, self.answer_limit)
                 .collect()
                 .await
                 .map_err(|error| format!("reading the answer: {error}"))?

@@ -1,0 +1,195 @@
+//! Glance (image): images by id or name, and images Ember makes — with the
+//! id Ember chooses (Glance takes it), so a create that is tried again
+//! finds the image instead of making a second — filled by Glance itself
+//! from a URL (`web-download` import), protected and unprotected for
+//! maintenance locks, and deleted.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, Error, Result, Service};
+use crate::session::{Call, Session, segment};
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Image {
+    pub id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// queued, saving, uploading, importing, active, killed, deleted, …
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub protected: bool,
+    #[serde(default)]
+    pub visibility: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub min_disk: Option<u64>,
+    #[serde(default)]
+    pub min_ram: Option<u64>,
+    #[serde(default)]
+    pub owner: Option<String>,
+    /// Everything Glance said, for the `show` attribute.
+    #[serde(skip)]
+    pub raw: Value,
+}
+
+/// An image to make; `properties` are its other fields (`disk_format`,
+/// `container_format`, `min_disk`, `visibility`, `os_distro`, …).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewImage {
+    pub id: String,
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+    pub properties: serde_json::Map<String, Value>,
+}
+
+/// Glance, through one session.
+#[derive(Debug, Clone)]
+pub struct Glance {
+    session: Session,
+}
+
+impl Glance {
+    pub fn new(session: &Session) -> Glance {
+        Glance {
+            session: session.clone(),
+        }
+    }
+
+    /// The image, or `None` when Glance does not have it (or hides it).
+    pub async fn image(&self, id: &str) -> Result<Option<Image>> {
+        match self
+            .session
+            .call(Call::get(
+                Service::Image,
+                format!("/images/{}", segment(id)),
+            ))
+            .await
+        {
+            Ok(answer) => Ok(Some(image_of(answer.json()?)?)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The image `name_or_id` names: by id, else the one image of that
+    /// name (none or several is an error naming it).
+    pub async fn find_image(&self, name_or_id: &str) -> Result<Image> {
+        if uuid::Uuid::parse_str(name_or_id).is_ok()
+            && let Some(image) = self.image(name_or_id).await?
+        {
+            return Ok(image);
+        }
+        let answer: Value = self
+            .session
+            .call(Call::get(Service::Image, "/images").query("name", name_or_id))
+            .await?
+            .json()?;
+        let images = answer["images"].as_array().cloned().unwrap_or_default();
+        let not_found = |status: u16, message: String| {
+            Error::Api(ApiError {
+                service: Service::Image,
+                method: "GET".to_owned(),
+                path: "/images".to_owned(),
+                status,
+                message,
+                request_id: None,
+            })
+        };
+        match images.as_slice() {
+            [one] => image_of(json!(one)),
+            [] => Err(not_found(
+                404,
+                format!("No image found with name or ID '{name_or_id}'"),
+            )),
+            _ => Err(not_found(
+                409,
+                format!(
+                    "Multiple images found with name '{name_or_id}', use an ID to be more specific"
+                ),
+            )),
+        }
+    }
+
+    /// Makes the image record (queued, no data yet). Glance refuses a
+    /// second create of one id with 409: the caller reads the image then.
+    pub async fn create_image(&self, image: &NewImage) -> Result<Image> {
+        let mut body = image.properties.clone();
+        body.insert("id".to_owned(), json!(image.id));
+        if let Some(name) = &image.name {
+            body.insert("name".to_owned(), json!(name));
+        }
+        if !image.tags.is_empty() {
+            body.insert("tags".to_owned(), json!(image.tags));
+        }
+        let answer = self
+            .session
+            .call(Call::post(Service::Image, "/images", Value::Object(body)))
+            .await?;
+        image_of(answer.json()?)
+    }
+
+    /// Asks Glance to fill the image from `url` (the `web-download`
+    /// import method); the image goes `importing` then `active`.
+    pub async fn import_from_url(&self, id: &str, url: &str) -> Result<()> {
+        self.session
+            .call(Call::post(
+                Service::Image,
+                format!("/images/{}/import", segment(id)),
+                json!({"method": {"name": "web-download", "uri": url}}),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Sets (or replaces) top-level fields: `protected`, `name`, …
+    pub async fn update_image(&self, id: &str, changes: &[(&str, Value)]) -> Result<Image> {
+        let patch: Vec<Value> = changes
+            .iter()
+            .map(|(path, value)| json!({"op": "replace", "path": format!("/{path}"), "value": value}))
+            .collect();
+        let answer = self
+            .session
+            .call(
+                Call::new(
+                    Service::Image,
+                    http::Method::PATCH,
+                    format!("/images/{}", segment(id)),
+                )
+                .body(Value::Array(patch))
+                .content_type("application/openstack-images-v2.1-json-patch")
+                .idempotent(),
+            )
+            .await?;
+        image_of(answer.json()?)
+    }
+
+    /// Deletes the image; one already gone is deleted.
+    pub async fn delete_image(&self, id: &str) -> Result<()> {
+        match self
+            .session
+            .call(Call::delete(
+                Service::Image,
+                format!("/images/{}", segment(id)),
+            ))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+fn image_of(raw: Value) -> Result<Image> {
+    let mut image: Image = serde_json::from_value(raw.clone()).map_err(|error| Error::Decode {
+        service: Service::Image,
+        message: format!("an image: {error}"),
+    })?;
+    image.raw = raw;
+    Ok(image)
+}

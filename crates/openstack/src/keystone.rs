@@ -1,0 +1,118 @@
+//! Keystone beyond tokens: trusts, through which Ember acts for a user
+//! after the user's own token has expired (Heat's deferred authentication).
+//! A trust is made with the user's token (only the trustor may delegate),
+//! names Ember's service user as trustee, and carries the user's roles in
+//! the project; Ember then asks for tokens with its own password scoped to
+//! the trust, and they act as the user (impersonation).
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::auth::Role;
+use crate::error::{Result, Service};
+use crate::session::{Call, Session, segment};
+
+/// A trust to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTrust {
+    pub trustor_user_id: String,
+    pub trustee_user_id: String,
+    pub project_id: String,
+    /// The roles delegated, by name (all the trustor holds in the project,
+    /// as Heat delegates by default).
+    pub role_names: Vec<String>,
+    /// Tokens of the trust act as the trustor.
+    pub impersonation: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Trust {
+    pub id: String,
+    pub trustor_user_id: String,
+    pub trustee_user_id: String,
+    #[serde(default)]
+    pub project_id: Option<String>,
+    #[serde(default)]
+    pub impersonation: bool,
+    #[serde(default)]
+    pub roles: Vec<Role>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TrustAnswer {
+    trust: Trust,
+}
+
+/// Keystone, through one session.
+#[derive(Debug, Clone)]
+pub struct Keystone {
+    session: Session,
+}
+
+impl Keystone {
+    pub fn new(session: &Session) -> Keystone {
+        Keystone {
+            session: session.clone(),
+        }
+    }
+
+    /// Makes a trust; the session must be the trustor's.
+    pub async fn create_trust(&self, trust: &NewTrust) -> Result<Trust> {
+        let mut body = json!({
+            "trustor_user_id": trust.trustor_user_id,
+            "trustee_user_id": trust.trustee_user_id,
+            "project_id": trust.project_id,
+            "impersonation": trust.impersonation,
+            "roles": trust.role_names.iter().map(|name| json!({"name": name})).collect::<Vec<_>>(),
+        });
+        if let Some(expires_at) = trust.expires_at {
+            body["expires_at"] =
+                Value::String(expires_at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        }
+        let answer = self
+            .session
+            .call(Call::post(
+                Service::Identity,
+                "/OS-TRUST/trusts",
+                json!({ "trust": body }),
+            ))
+            .await?;
+        Ok(answer.json::<TrustAnswer>()?.trust)
+    }
+
+    /// The trust, or `None` when it is gone.
+    pub async fn trust(&self, trust_id: &str) -> Result<Option<Trust>> {
+        match self
+            .session
+            .call(Call::get(
+                Service::Identity,
+                format!("/OS-TRUST/trusts/{}", segment(trust_id)),
+            ))
+            .await
+        {
+            Ok(answer) => Ok(Some(answer.json::<TrustAnswer>()?.trust)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Deletes the trust; one already gone is deleted.
+    pub async fn delete_trust(&self, trust_id: &str) -> Result<()> {
+        match self
+            .session
+            .call(Call::delete(
+                Service::Identity,
+                format!("/OS-TRUST/trusts/{}", segment(trust_id)),
+            ))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+}
