@@ -27,6 +27,13 @@ if [ "${1:-}" = stop ]; then
     exec "$here/stop-openstack.sh"
 fi
 
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if [ ! -f "$OS_BASE/run/keystone.pid" ] && port_open "${KEYSTONE_PORT:-15000}"; then
+    echo "FAIL: something not started from this checkout answers on 127.0.0.1:${KEYSTONE_PORT:-15000}" \
+        "(another checkout's test cloud? stop it with OS_BASE=<its target/openstack> tests/openstack/cloud.sh stop)" >&2
+    exit 1
+fi
+
 {
     missing=()
     command -v mariadbd >/dev/null || missing+=(mariadb-server)

@@ -66,6 +66,15 @@ pub fn token_of(headers: &HeaderMap) -> Result<&str, AuthError> {
     }
 }
 
+/// The request's token when it is a Keystone token (not one of Ember's
+/// own: those are JWTs, three dot-separated parts; Keystone's Fernet
+/// tokens have no dots).
+pub fn keystone_token_of(headers: &HeaderMap) -> Option<&str> {
+    token_of(headers)
+        .ok()
+        .filter(|token| !token.is_empty() && token.split('.').count() != 3)
+}
+
 /// The request's token, checked against `signer` (revocations aside).
 pub fn authenticate(signer: &TokenSigner, headers: &HeaderMap) -> Result<Identity, AuthError> {
     let token = token_of(headers)?;

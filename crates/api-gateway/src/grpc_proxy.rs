@@ -54,7 +54,17 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
         Ok(identity) => identity,
         Err(error) => return refused(&state, &error),
     };
+    let subject_token = match &state.authenticator {
+        crate::auth::Authenticator::Keystone { .. } => {
+            crate::auth::keystone_token_of(request.headers())
+                .map(ember_runtime::identity::SubjectToken::new)
+        }
+        crate::auth::Authenticator::BuiltIn { .. } => None,
+    };
     identity.write_headers(&state.credential, request.headers_mut());
+    if let Some(token) = subject_token {
+        token.write_header(request.headers_mut());
+    }
     request.headers_mut().remove(http::header::AUTHORIZATION);
     request.headers_mut().remove(crate::auth::AUTH_TOKEN_HEADER);
     match channel.oneshot(request.map(tonic::body::Body::new)).await {

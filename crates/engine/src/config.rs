@@ -61,6 +61,9 @@ pub struct EngineSection {
     pub quotas: QuotaSection,
     /// The compute driver behind instances.
     pub compute: ComputeSection,
+    /// The cloud behind the openstack backend (`compute.driver =
+    /// "openstack"`).
+    pub openstack: OpenStackSection,
     /// The gateway's URL as users reach it (behind a proxy: the proxy's),
     /// for the URLs the engine hands out — wait condition signal URLs.
     /// Empty = `http://` and the gateway's listen address (`ember dev`
@@ -81,6 +84,7 @@ impl Default for EngineSection {
             cluster_action_lease_ms: 10_000,
             quotas: QuotaSection::default(),
             compute: ComputeSection::default(),
+            openstack: OpenStackSection::default(),
             public_url: String::new(),
         }
     }
@@ -106,6 +110,9 @@ impl Validate for EngineSection {
         );
         check_database_url("engine.database_url", &self.database_url, problems);
         self.compute.validate(problems);
+        if self.compute.driver == "openstack" {
+            self.openstack.validate(problems);
+        }
         check_more_than_zero(
             "engine.request_timeout_ms",
             self.request_timeout_ms,
@@ -149,6 +156,7 @@ impl EngineSection {
                 RegistryUnavailable::Fail
             },
             compute: self.compute.resolve(),
+            openstack: (self.compute.driver == "openstack").then(|| self.openstack.resolve()),
             public_url: if self.public_url.is_empty() {
                 format!("http://{gateway_listen}")
             } else {
@@ -295,14 +303,14 @@ impl Default for ComputeSection {
 impl Validate for ComputeSection {
     fn validate(&self, problems: &mut Vec<String>) {
         match self.driver.as_str() {
-            "simulated" => {}
+            "simulated" | "openstack" => {}
             "docker" => {
                 if let Err(problem) = self.docker().validate() {
                     problems.push(problem);
                 }
             }
             other => problems.push(format!(
-                "engine.compute.driver: {other:?} is not a compute driver: use \"simulated\" or \"docker\""
+                "engine.compute.driver: {other:?} is not a compute driver: use \"simulated\", \"docker\" or \"openstack\""
             )),
         }
         if PullPolicy::parse(&self.pull).is_none() {
@@ -384,6 +392,122 @@ impl ComputeSection {
     }
 }
 
+/// `[engine.openstack]`: the cloud the openstack backend drives
+/// (`engine.compute.driver = "openstack"`), reached through its Keystone
+/// catalog, and Ember's service user there — the trustee of the trusts
+/// Ember acts for users through (give it the `admin` and `service` roles in
+/// its project, as Heat's service user has).
+///
+/// ```toml
+/// [engine.openstack]
+/// auth_url = "https://keystone.example.com:5000/v3"
+/// user = "ember"
+/// password = "…"                    # EMBER_ENGINE__OPENSTACK__PASSWORD
+/// project = "service"
+/// region = "RegionOne"
+/// interface = "internal"
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpenStackSection {
+    /// Keystone's URL, with or without `/v3`.
+    pub auth_url: String,
+    pub user: String,
+    pub password: String,
+    pub user_domain: String,
+    pub project: String,
+    pub project_domain: String,
+    /// The region whose endpoints are used; empty = the first offered.
+    pub region: String,
+    /// `public` (default), `internal` or `admin`.
+    pub interface: String,
+    /// Extra CA certificates (PEM) for https:// endpoints.
+    pub ca_file: String,
+    /// The longest one call to a service may take.
+    pub timeout_ms: u64,
+}
+
+impl Default for OpenStackSection {
+    fn default() -> Self {
+        OpenStackSection {
+            auth_url: String::new(),
+            user: "ember".to_owned(),
+            password: String::new(),
+            user_domain: "Default".to_owned(),
+            project: "service".to_owned(),
+            project_domain: "Default".to_owned(),
+            region: String::new(),
+            interface: "public".to_owned(),
+            ca_file: String::new(),
+            timeout_ms: 60_000,
+        }
+    }
+}
+
+/// Checked only when the backend is openstack.
+impl Validate for OpenStackSection {
+    fn validate(&self, problems: &mut Vec<String>) {
+        if !(self.auth_url.starts_with("http://") || self.auth_url.starts_with("https://")) {
+            problems.push(format!(
+                "engine.openstack.auth_url: {:?} must be Keystone's http:// or https:// URL (engine.compute.driver is openstack)",
+                self.auth_url
+            ));
+        }
+        if self.password.is_empty() {
+            problems.push(
+                "engine.openstack.password: Ember's service user's password is required (engine.compute.driver is openstack; EMBER_ENGINE__OPENSTACK__PASSWORD)"
+                    .to_owned(),
+            );
+        }
+        for (key, value) in [
+            ("engine.openstack.user", &self.user),
+            ("engine.openstack.user_domain", &self.user_domain),
+            ("engine.openstack.project", &self.project),
+            ("engine.openstack.project_domain", &self.project_domain),
+        ] {
+            if value.is_empty() {
+                problems.push(format!(
+                    "{key}: must not be empty (engine.compute.driver is openstack)"
+                ));
+            }
+        }
+        if ember_openstack::Interface::parse(&self.interface).is_none() {
+            problems.push(format!(
+                "engine.openstack.interface: {:?} must be public, internal or admin",
+                self.interface
+            ));
+        }
+        if !self.ca_file.is_empty() && std::fs::metadata(&self.ca_file).is_err() {
+            problems.push(format!(
+                "engine.openstack.ca_file: {:?} is not a readable file",
+                self.ca_file
+            ));
+        }
+        check_more_than_zero("engine.openstack.timeout_ms", self.timeout_ms, problems);
+    }
+}
+
+impl OpenStackSection {
+    fn resolve(&self) -> crate::cloud::OpenStackConfig {
+        crate::cloud::OpenStackConfig {
+            cloud: ember_openstack::CloudConfig {
+                auth_url: self.auth_url.clone(),
+                region: (!self.region.is_empty()).then(|| self.region.clone()),
+                interface: ember_openstack::Interface::parse(&self.interface).unwrap_or_default(),
+                ca_file: self.ca_file.clone(),
+                timeout: Duration::from_millis(self.timeout_ms),
+            },
+            account: crate::cloud::ServiceAccount {
+                user: self.user.clone(),
+                password: self.password.clone(),
+                user_domain: self.user_domain.clone(),
+                project: self.project.clone(),
+                project_domain: self.project_domain.clone(),
+            },
+        }
+    }
+}
+
 /// What the engine runs with, resolved from [`EngineSection`].
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -408,9 +532,11 @@ pub struct Config {
     pub lifecycle_hook_url: String,
     /// What to do when the plugin-registry cannot be reached.
     pub plugin_registry_unavailable: RegistryUnavailable,
-    /// The compute driver behind instances (simulated or docker), the
-    /// flavor table, and how often machines are resynced.
+    /// The compute driver behind instances (simulated, docker or
+    /// openstack), the flavor table, and how often machines are resynced.
     pub compute: ComputeConfig,
+    /// The cloud, when the backend is openstack.
+    pub openstack: Option<crate::cloud::OpenStackConfig>,
     /// The gateway's URL as users reach it, for the URLs the engine hands
     /// out (wait condition signal URLs).
     pub public_url: String,
@@ -462,10 +588,58 @@ mod tests {
         section.compute.fail_builds_matching = "(".into();
         let text = problems_of(&section);
         assert!(text.contains("engine.compute.driver: \"ironic\""), "{text}");
-        assert!(text.contains("use \"simulated\" or \"docker\""), "{text}");
+        assert!(
+            text.contains("use \"simulated\", \"docker\" or \"openstack\""),
+            "{text}"
+        );
         assert!(
             text.contains("engine.compute.fail_builds_matching"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_openstack_backend_needs_its_cloud_and_service_user() {
+        let mut section = EngineSection::default();
+        section.compute.driver = "openstack".into();
+        section.openstack.interface = "private".into();
+        let text = problems_of(&section);
+        for key in [
+            "engine.openstack.auth_url: \"\" must be Keystone's http:// or https:// URL",
+            "engine.openstack.password: Ember's service user's password is required",
+            "engine.openstack.interface: \"private\" must be public, internal or admin",
+        ] {
+            assert!(text.contains(key), "{key} in {text}");
+        }
+        section.openstack.auth_url = "http://keystone:5000/v3".into();
+        section.openstack.password = "pw".into();
+        section.openstack.interface = "internal".into();
+        section.openstack.region = "RegionTwo".into();
+        assert_eq!(problems_of(&section), "");
+        let resolved = section
+            .resolve(
+                Path::new("/data"),
+                "c",
+                SocketAddr::from(([127, 0, 0, 1], 8004)),
+            )
+            .openstack
+            .expect("the cloud is configured");
+        assert_eq!(resolved.cloud.region.as_deref(), Some("RegionTwo"));
+        assert_eq!(
+            resolved.cloud.interface,
+            ember_openstack::Interface::Internal
+        );
+        assert_eq!(resolved.account.user, "ember");
+        // Another backend ignores the section.
+        assert!(
+            EngineSection::default()
+                .resolve(
+                    Path::new("/data"),
+                    "c",
+                    SocketAddr::from(([127, 0, 0, 1], 8004))
+                )
+                .openstack
+                .is_none()
         );
     }
 

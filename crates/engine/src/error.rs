@@ -43,6 +43,10 @@ pub enum Error {
     /// to read, and nothing failed inside the engine.
     #[error("{0}")]
     PolicySpecRefused(String),
+    /// The cloud behind the openstack backend refused or could not answer
+    /// (its own status and message).
+    #[error("{0}")]
+    Cloud(#[from] ember_openstack::Error),
 }
 
 impl ServiceError for Error {
@@ -57,7 +61,29 @@ impl ServiceError for Error {
             Error::Database(_) => ErrorKind::Internal,
             Error::LeaseLost(_) => ErrorKind::Conflict,
             Error::PolicySpecRefused(_) => ErrorKind::Internal,
+            Error::Cloud(error) => cloud_kind(error),
         }
+    }
+}
+
+/// What a cloud's answer means to Ember's caller: the service's 4xx
+/// verdicts pass through as the same kind; no answer, no endpoint, or a
+/// 5xx is the service being unavailable (503 naming it).
+fn cloud_kind(error: &ember_openstack::Error) -> ErrorKind {
+    use ember_openstack::Error as Cloud;
+    match error {
+        Cloud::Api(api) => match api.status {
+            400 | 422 => ErrorKind::InvalidInput,
+            401 | 403 => ErrorKind::Forbidden,
+            404 => ErrorKind::NotFound,
+            409 | 413 => ErrorKind::Conflict,
+            _ => ErrorKind::Unavailable,
+        },
+        Cloud::Authentication(_) => ErrorKind::Forbidden,
+        Cloud::Unreachable { .. } | Cloud::NoEndpoint { .. } | Cloud::Decode { .. } => {
+            ErrorKind::Unavailable
+        }
+        Cloud::Unsupported { .. } => ErrorKind::Unavailable,
     }
 }
 

@@ -3,6 +3,7 @@
 //! leases. Everything that changes state goes through here.
 #![forbid(unsafe_code)]
 
+pub mod cloud;
 pub mod clusters;
 pub mod compute;
 pub mod config;
@@ -100,6 +101,19 @@ pub async fn serve(
             DATABASE_STARVED_AFTER,
         ));
     }
+    let cloud = match &config.openstack {
+        Some(openstack) => Some(
+            cloud::OpenStackCloud::new(
+                openstack,
+                Arc::new(store::delegations::SqlDelegationStore::new(
+                    connection.clone(),
+                    reader.clone(),
+                )),
+            )
+            .map_err(StartError::Config)?,
+        ),
+        None => None,
+    };
     let instance_service = instances::InstanceService::start_with(
         Arc::new(store::instances::SqlInstanceStore::with_reader(
             connection.clone(),
@@ -157,13 +171,15 @@ pub async fn serve(
     // Named in the log so an operator can tell which replica holds a lease
     // (`stack_leases.engine_id`, `cluster_actions.owner`).
     tracing::info!(%engine_id, "engine id");
+    let mut registry = resources::ResourceTypeRegistry::with_compute(instance_service.clone())
+        .with_wait_conditions(wait_conditions.clone())
+        .with_software(software.clone(), wait_conditions);
+    if let Some(cloud) = &cloud {
+        registry = registry.with_cloud(cloud);
+    }
     let stack_operations = stacks::StackOperations::configured(
         stack_store,
-        Arc::new(
-            resources::ResourceTypeRegistry::with_compute(instance_service.clone())
-                .with_wait_conditions(wait_conditions.clone())
-                .with_software(software.clone(), wait_conditions),
-        ),
+        Arc::new(registry),
         stacks::StackSettings {
             plugins: plugin_gate,
             lease_ttl: config.stack_lease_ttl,
@@ -171,6 +187,9 @@ pub async fn serve(
         },
     );
     stack_operations.enforce_quotas(quotas.clone());
+    if let Some(cloud) = &cloud {
+        stack_operations.act_on_cloud(cloud.clone());
+    }
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
     // From the moment shutdown begins, root creates and deletes start no new
     // step: they are handed back once their steps in flight finish.

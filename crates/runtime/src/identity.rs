@@ -16,6 +16,11 @@ pub const PROJECT_ID_HEADER: &str = "x-ember-project-id";
 pub const ROLES_HEADER: &str = "x-ember-roles";
 pub const INTERNAL_CREDENTIAL_HEADER: &str = "x-ember-internal-credential";
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// The caller's own Keystone token, forwarded by a gateway that validates
+/// tokens against Keystone (`auth.mode = "keystone"`): what the engine
+/// needs to make a trust for work that runs after the request (only the
+/// trustor may delegate). Never sent with Ember's own tokens.
+pub const SUBJECT_TOKEN_HEADER: &str = "x-ember-subject-token";
 
 /// The role that may act on every project's objects and lift admin locks.
 pub const ADMIN_ROLE: &str = "admin";
@@ -139,8 +144,49 @@ pub fn strip_identity_headers(headers: &mut HeaderMap) {
         PROJECT_ID_HEADER,
         ROLES_HEADER,
         INTERNAL_CREDENTIAL_HEADER,
+        SUBJECT_TOKEN_HEADER,
     ] {
         headers.remove(name);
+    }
+}
+
+/// The caller's Keystone token, as an internal service received it (see
+/// [`SUBJECT_TOKEN_HEADER`]); never shown in logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectToken(Arc<str>);
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(…)")
+    }
+}
+
+impl SubjectToken {
+    pub fn new(token: &str) -> SubjectToken {
+        SubjectToken(Arc::from(token))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// The token the request carried, if its caller was a Keystone user.
+    pub fn of<T>(request: &tonic::Request<T>) -> Option<&SubjectToken> {
+        request.extensions().get::<SubjectToken>()
+    }
+
+    /// Adds the token to `headers` (after [`Identity::write_headers`]).
+    pub fn write_header(&self, headers: &mut HeaderMap) {
+        if let Ok(value) = HeaderValue::from_str(&self.0) {
+            headers.insert(SUBJECT_TOKEN_HEADER, value);
+        }
+    }
+
+    /// The same as [`SubjectToken::write_header`] for a typed tonic request.
+    pub fn attach<T>(&self, request: &mut tonic::Request<T>) {
+        if let Ok(value) = AsciiMetadataValue::try_from(self.0.as_ref()) {
+            request.metadata_mut().insert(SUBJECT_TOKEN_HEADER, value);
+        }
     }
 }
 
@@ -216,6 +262,14 @@ impl tonic::service::Interceptor for InternalAuth {
         let identity = Identity::from_metadata(request.metadata()).map_err(|reason| {
             tonic::Status::unauthenticated(format!("caller identity: {reason}"))
         })?;
+        let subject_token = request
+            .metadata()
+            .get(SUBJECT_TOKEN_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(SubjectToken::new);
+        if let Some(token) = subject_token {
+            request.extensions_mut().insert(token);
+        }
         request.extensions_mut().insert(identity);
         Ok(request)
     }

@@ -44,6 +44,10 @@ pub fn router(state: GatewayState) -> Router {
         .nest(clustering::PREFIX, clustering::routes())
         .nest(messaging::PREFIX, messaging::routes())
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            keep_subject_token,
+        ))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
             count_upstream_failures,
@@ -61,6 +65,34 @@ fn identity_routes(state: &GatewayState) -> Router<GatewayState> {
         identity::routes()
     } else {
         Router::new()
+    }
+}
+
+tokio::task_local! {
+    /// The caller's Keystone token while its request is handled (see
+    /// [`keep_subject_token`]).
+    static SUBJECT_TOKEN: ember_runtime::identity::SubjectToken;
+}
+
+/// With tokens validated against Keystone, the request's own token goes
+/// with every call the gateway makes for it to the internal services
+/// ([`GatewayState::internal_request`]): the engine makes the trusts that
+/// act for the caller later with it. Ember's own tokens are never sent.
+async fn keep_subject_token(
+    State(state): State<GatewayState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let token = match &state.authenticator {
+        crate::auth::Authenticator::Keystone { .. } => {
+            crate::auth::keystone_token_of(request.headers())
+                .map(ember_runtime::identity::SubjectToken::new)
+        }
+        crate::auth::Authenticator::BuiltIn { .. } => None,
+    };
+    match token {
+        Some(token) => SUBJECT_TOKEN.scope(token, next.run(request)).await,
+        None => next.run(request).await,
     }
 }
 
@@ -113,6 +145,9 @@ impl GatewayState {
     pub fn internal_request<T>(&self, identity: &Identity, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         identity.attach(&self.credential, &mut request);
+        if let Ok(token) = SUBJECT_TOKEN.try_with(Clone::clone) {
+            token.attach(&mut request);
+        }
         request
     }
 }

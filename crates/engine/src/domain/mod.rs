@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod cluster;
+pub mod delegation;
 pub mod instance;
 pub mod quota;
 pub mod receiver;

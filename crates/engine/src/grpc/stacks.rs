@@ -79,10 +79,11 @@ impl pb::stack_service_server::StackService for StackHandler {
         request: Request<pb::CreateStackRequest>,
     ) -> Result<Response<pb::Stack>, Status> {
         let identity = Identity::of(&request)?.clone();
+        let subject_token = ember_runtime::identity::SubjectToken::of(&request).cloned();
         let request = request.into_inner();
         let stack = self
             .operations
-            .create_stack(&identity, create_request(request))
+            .create_stack_delegating(&identity, subject_token.as_ref(), create_request(request))
             .await?;
         tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack create started");
         Ok(Response::new(stack_to_proto(&stack)))

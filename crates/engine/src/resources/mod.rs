@@ -11,6 +11,7 @@ mod group_members;
 mod instance_group;
 mod nested;
 mod none;
+pub mod openstack;
 mod random_string;
 mod resource_chain;
 mod resource_group;
@@ -408,6 +409,13 @@ impl ResourceTypeRegistry {
             registry.nested_stack_host.clone(),
         )));
         registry
+    }
+
+    /// Adds the openstack backend's types (networks, volumes, key pairs,
+    /// images, …: see [`openstack`]), acting on `cloud`.
+    pub fn with_cloud(mut self, cloud: &Arc<crate::cloud::OpenStackCloud>) -> ResourceTypeRegistry {
+        openstack::register(&mut self, cloud);
+        self
     }
 
     /// Adds the wait condition types and their handles, backed by

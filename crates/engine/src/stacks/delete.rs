@@ -205,4 +205,16 @@ pub(super) async fn run_delete(
     if ended {
         plugins::after(&shared, &stack, StackAction::Delete, passed).await;
     }
+    if stack.parent_id.is_none()
+        && stack.status == ActionStatus::Complete
+        && let Some(cloud) = shared.cloud.get()
+        && let Err(error) = cloud
+            .revoke(
+                crate::domain::delegation::DelegationOwner::Stack(stack.id),
+                None,
+            )
+            .await
+    {
+        tracing::warn!(stack_id = %stack.id, %error, "the deleted stack's delegation stays recorded");
+    }
 }

@@ -45,6 +45,9 @@ pub struct Shared {
     /// Every operation run this engine started, so that shutdown can wait
     /// for the steps in flight.
     pub runs: tokio_util::task::TaskTracker,
+    /// The cloud of the openstack backend: root stacks are made with a
+    /// delegation to act on it through, and deleted with it.
+    pub cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 impl Shared {

@@ -174,6 +174,7 @@ impl StackOperations {
                     parsed_cache: Default::default(),
                     draining: Default::default(),
                     runs: Default::default(),
+                    cloud: Default::default(),
                 }),
             }
         })
@@ -186,6 +187,14 @@ impl StackOperations {
     /// Resource transitions queued for the next group commit.
     pub fn transitions_waiting(&self) -> usize {
         self.shared.writer.waiting()
+    }
+
+    /// Root stacks are made with a delegation to act on `cloud` through
+    /// (see `crate::cloud`), and deleted with it (once, at start-up).
+    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
+        if self.shared.cloud.set(cloud).is_err() {
+            tracing::warn!("stack operations already act on a cloud");
+        }
     }
 
     /// Enforces `quotas` on creates and updates from now on (once, at
@@ -251,6 +260,20 @@ impl StackOperations {
     /// Validates everything, records the stack CREATE_IN_PROGRESS with its
     /// resources INIT_COMPLETE, and starts creating them.
     pub async fn create_stack(&self, identity: &Identity, request: CreateStack) -> Result<Stack> {
+        self.create_stack_delegating(identity, None, request).await
+    }
+
+    /// [`Self::create_stack`] for a caller who came with their Keystone
+    /// token (`subject_token`): on the openstack backend the stack is made
+    /// with a trust from the caller, which every later step acts through.
+    /// Without a token, a stack needing one is refused before anything is
+    /// recorded.
+    pub async fn create_stack_delegating(
+        &self,
+        identity: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+        request: CreateStack,
+    ) -> Result<Stack> {
         crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
             caller: identity,
         })?;
@@ -266,10 +289,25 @@ impl StackOperations {
         }
         self.admit_quotas(&stack, parsed.enabled.len(), true)
             .await?;
-        let (stack, _running) = self
+        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
+        let cloud = self.shared.cloud.get();
+        if let Some(cloud) = cloud {
+            cloud.delegate(owner, identity, subject_token).await?;
+        }
+        match self
             .begin_create(stack, &definition, parsed, adopt_data)
-            .await?;
-        Ok(stack)
+            .await
+        {
+            Ok((stack, _running)) => Ok(stack),
+            Err(error) => {
+                if let Some(cloud) = cloud
+                    && let Err(revoking) = cloud.revoke(owner, subject_token).await
+                {
+                    tracing::warn!(%revoking, "a refused stack's delegation stays recorded");
+                }
+                Err(error)
+            }
+        }
     }
 
     /// What a create would record, without recording or creating anything.

@@ -3,6 +3,7 @@
 //! PostgreSQL. sea-orm never leaks out of this module.
 
 pub mod clusters;
+pub mod delegations;
 mod entity;
 pub mod instances;
 pub mod migrations;

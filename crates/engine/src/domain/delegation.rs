@@ -1,0 +1,50 @@
+//! A delegation: the Keystone trust through which the engine acts for a
+//! user after the request that asked for the work has ended — updates,
+//! scaling signals, hook deadlines, health checks, resumes after a crash
+//! (Heat's deferred authentication, `deferred_auth_method = trusts`).
+//!
+//! The user delegates their roles in the project to Ember's service user,
+//! with impersonation: what the engine does through the trust is done as
+//! the user, in the user's project, and nothing else. A delegation belongs
+//! to one owner — a root stack (its nested stacks act through it), an
+//! instance made through the instances API, a cluster — made with it and
+//! deleted with it.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// What a delegation belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DelegationOwner {
+    Stack(Uuid),
+    Instance(Uuid),
+    Cluster(Uuid),
+}
+
+impl DelegationOwner {
+    pub fn kind(self) -> &'static str {
+        match self {
+            DelegationOwner::Stack(_) => "stack",
+            DelegationOwner::Instance(_) => "instance",
+            DelegationOwner::Cluster(_) => "cluster",
+        }
+    }
+
+    pub fn id(self) -> Uuid {
+        match self {
+            DelegationOwner::Stack(id)
+            | DelegationOwner::Instance(id)
+            | DelegationOwner::Cluster(id) => id,
+        }
+    }
+}
+
+/// A trust and who it acts for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delegation {
+    pub trust_id: String,
+    /// The user whose roles the trust carries (the owner's creator).
+    pub trustor_user_id: String,
+    /// The project the trust acts in.
+    pub project_id: String,
+}
