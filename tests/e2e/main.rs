@@ -15,6 +15,7 @@ mod hostile;
 mod identity;
 mod instances;
 mod internal_services;
+mod openstack;
 mod orchestration;
 mod plugins;
 mod quotas;

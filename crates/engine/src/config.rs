@@ -344,7 +344,9 @@ impl ComputeSection {
             (true, false) => FlavorTable::accepting_any(),
         };
         ComputeConfig {
-            driver: if docker {
+            driver: if self.driver == "openstack" {
+                DriverConfig::OpenStack
+            } else if docker {
                 DriverConfig::Docker(self.docker())
             } else {
                 DriverConfig::Simulated(SimulatedComputeConfig {

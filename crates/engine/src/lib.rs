@@ -114,16 +114,24 @@ pub async fn serve(
         ),
         None => None,
     };
-    let instance_service = instances::InstanceService::start_with(
+    let driver: Arc<dyn compute::ComputeDriver> = match &cloud {
+        Some(cloud) => Arc::new(compute::openstack::NovaDriver::new(cloud.clone())),
+        None => config.compute.driver().map_err(StartError::Config)?,
+    };
+    let instance_service = instances::InstanceService::start_with_driver(
         Arc::new(store::instances::SqlInstanceStore::with_reader(
             connection.clone(),
             reader.clone(),
         )),
+        driver,
         &config.compute,
         shutdown.clone(),
     )
     .await
     .map_err(StartError::Config)?;
+    if let Some(cloud) = &cloud {
+        instance_service.act_on_cloud(cloud.clone());
+    }
     let cluster_store: Arc<dyn store::clusters::ClusterStore> = Arc::new(
         store::clusters::SqlClusterStore::with_reader(connection.clone(), reader.clone()),
     );

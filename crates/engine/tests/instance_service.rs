@@ -45,6 +45,8 @@ fn new_instance(name: &str) -> NewInstance {
         image: "debian-12".to_owned(),
         metadata: Default::default(),
         workload: Default::default(),
+        placement: Default::default(),
+        delegation: None,
     }
 }
 

@@ -28,6 +28,8 @@ fn instance(project: &str, name: &str, seconds_after_start: i64) -> Instance {
         image: "debian-12".to_owned(),
         metadata: BTreeMap::from([("role".to_owned(), "web".to_owned())]),
         workload: Default::default(),
+        placement: Default::default(),
+        delegation: None,
     };
     Instance::new_building(project, "alice", new, created_at).expect("valid")
 }

@@ -45,6 +45,8 @@ async fn an_instance_whose_machine_dies_is_error_with_the_reason(database: &Test
         ]
         .into(),
         workload: Default::default(),
+        placement: Default::default(),
+        delegation: None,
     };
     let created = service.create(&member(), new).await.expect("created");
     wait_until("the machine to die", Duration::from_secs(10), || async {
@@ -159,6 +161,8 @@ async fn a_death_nobody_observed_is_found_by_the_resync() {
         image: "debian-12".into(),
         metadata: [(SIMULATE_EXIT_AFTER_MS_KEY.to_owned(), "50".to_owned())].into(),
         workload: Default::default(),
+        placement: Default::default(),
+        delegation: None,
     };
     let created = service.create(&member(), new).await.expect("created");
     wait_until("ACTIVE", Duration::from_secs(10), || async {

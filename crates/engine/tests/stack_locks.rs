@@ -463,6 +463,8 @@ async fn lock_needs_a_created_stack(database: &TestDatabase) {
                 image: "i".into(),
                 metadata: Default::default(),
                 workload: Default::default(),
+                placement: Default::default(),
+                delegation: None,
             },
         )
         .await

@@ -42,6 +42,8 @@ async fn driver_calls_are_idempotent_and_report_what_the_engine_sees() {
             command: vec!["/bin/sleep".into(), "3600".into()],
             ..Workload::default()
         },
+        placement: Default::default(),
+        delegation: None,
     };
     let mut instance =
         Instance::new_building("demo", "demo", new, ember_runtime::time::now()).expect("valid");

@@ -156,6 +156,8 @@ async fn seed(database_url: &str, count: usize) -> Result<Vec<uuid::Uuid>, Strin
             image: "debian-12".to_owned(),
             metadata: [("bench".to_owned(), "true".to_owned())].into(),
             workload: Default::default(),
+            placement: Default::default(),
+            delegation: None,
         };
         let offset = chrono::Duration::milliseconds(i64::try_from(index).unwrap_or(i64::MAX));
         let instance = Instance {

@@ -45,6 +45,16 @@ pub enum InstanceCommand {
         /// A file of user data (a script starting with #! runs as the container's process)
         #[arg(long, value_name = "FILE")]
         user_data: Option<std::path::PathBuf>,
+        /// An interface (repeatable; openstack backend): `NETWORK`, or
+        /// `net=NETWORK,fixed_ip=IP`, `port=PORT`, `subnet=SUBNET` (names or ids)
+        #[arg(long = "nic", value_name = "NIC")]
+        networks: Vec<String>,
+        /// A security group by name or id (repeatable; openstack backend)
+        #[arg(long = "security-group", value_name = "GROUP")]
+        security_groups: Vec<String>,
+        /// The key pair injected into the machine (openstack backend)
+        #[arg(long, value_name = "NAME")]
+        key_name: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
         /// The command the machine runs, after `--` (default: the image's own)
@@ -118,6 +128,9 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             metadata,
             env,
             user_data,
+            networks,
+            security_groups,
+            key_name,
             wait,
             command,
         } => {
@@ -145,6 +158,12 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 user_data,
                 command,
                 env: pairs("--env", &env)?,
+                networks: networks
+                    .iter()
+                    .map(|nic| parse_nic(nic))
+                    .collect::<Result<_, _>>()?,
+                security_groups,
+                key_name: key_name.unwrap_or_default(),
             };
             let instance = service(&client)
                 .create_instance(client.request(request)?)
@@ -405,4 +424,56 @@ fn in_progress(instance: &pb::Instance) -> bool {
         || [pb::PowerState::PoweringOn, pb::PowerState::PoweringOff]
             .iter()
             .any(|state| instance.power_state == *state as i32)
+}
+
+/// One `--nic`: a network's name or id alone, or `key=value` pairs of
+/// `net`, `port`, `subnet` and `fixed_ip` (as `openstack server create
+/// --nic` takes them).
+fn parse_nic(nic: &str) -> Result<pb::InstanceNetwork, String> {
+    if !nic.contains('=') {
+        return Ok(pb::InstanceNetwork {
+            network: nic.to_owned(),
+            ..pb::InstanceNetwork::default()
+        });
+    }
+    let mut network = pb::InstanceNetwork::default();
+    for pair in nic.split(',') {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--nic {nic:?}: {pair:?} is not KEY=VALUE"))?;
+        let slot = match key {
+            "net" | "net-id" | "network" => &mut network.network,
+            "port" | "port-id" => &mut network.port,
+            "subnet" => &mut network.subnet,
+            "fixed_ip" | "v4-fixed-ip" | "v6-fixed-ip" => &mut network.fixed_ip,
+            other => {
+                return Err(format!(
+                    "--nic {nic:?}: unknown key {other:?} (net, port, subnet, fixed_ip)"
+                ));
+            }
+        };
+        *slot = value.to_owned();
+    }
+    Ok(network)
+}
+
+#[cfg(test)]
+mod nic_tests {
+    use super::*;
+
+    #[test]
+    fn nics_are_read_as_openstack_server_create_takes_them() {
+        assert_eq!(parse_nic("private").expect("a name").network, "private");
+        let nic = parse_nic("net=private,v4-fixed-ip=10.0.0.7").expect("pairs");
+        assert_eq!(
+            (nic.network.as_str(), nic.fixed_ip.as_str()),
+            ("private", "10.0.0.7")
+        );
+        assert_eq!(parse_nic("port-id=p1").expect("a port").port, "p1");
+        assert!(
+            parse_nic("vlan=3")
+                .expect_err("unknown")
+                .contains("unknown key \"vlan\"")
+        );
+    }
 }

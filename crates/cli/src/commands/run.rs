@@ -54,6 +54,10 @@ pub async fn dev(
             docker.docker_host, docker.network
         ),
         ember_engine::compute::DriverConfig::Simulated(_) => "simulated".to_owned(),
+        ember_engine::compute::DriverConfig::OpenStack => format!(
+            "openstack (the cloud at {})",
+            config.engine.openstack.auth_url
+        ),
     };
     let running = RunningEmber::start(config.clone(), secrets).await?;
     ember_runtime::shutdown::cancel_on_signal(running.shutdown.clone());

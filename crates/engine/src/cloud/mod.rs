@@ -134,6 +134,18 @@ impl OpenStackCloud {
         }
     }
 
+    /// The delegation a stack acts through: its root's.
+    pub async fn stack_delegation(&self, stack_id: Uuid) -> Result<Delegation> {
+        self.delegations
+            .delegation_of_stack(stack_id)
+            .await?
+            .ok_or_else(|| {
+                Error::Forbidden(format!(
+                    "stack {stack_id} has no delegation to act on the cloud through (it was made without a Keystone token)"
+                ))
+            })
+    }
+
     /// The session acting through `owner`'s own delegation.
     pub async fn owner_session(&self, owner: DelegationOwner) -> Result<Session> {
         match self.delegations.delegation_of(owner).await? {

@@ -101,6 +101,8 @@ impl ClusterService {
                     image: image.clone(),
                     metadata: metadata.clone(),
                     workload: workload.clone(),
+                    placement: Default::default(),
+                    delegation: None,
                 };
                 if let Err(error) = self.instances.create_with_uuid(caller, uuid, new).await {
                     return Ok(Built::Failed(error.to_string()));

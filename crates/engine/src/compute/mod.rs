@@ -18,6 +18,7 @@
 
 pub mod docker;
 pub mod flavors;
+pub mod openstack;
 pub mod simulated;
 
 use std::sync::Arc;
@@ -28,7 +29,8 @@ use futures::stream::BoxStream;
 use uuid::Uuid;
 
 pub use crate::domain::instance::observation::{MachineExit, MachineState};
-use crate::domain::instance::{Instance, InstanceTask};
+use crate::domain::instance::placement::Placement;
+use crate::domain::instance::{Instance, InstanceTask, MaintenanceLock};
 use flavors::{Flavor, FlavorTable};
 
 /// Why a driver call failed; recorded as the instance's fault.
@@ -43,6 +45,21 @@ pub enum MachinePower {
     Running,
     Stopped,
     Missing,
+}
+
+/// What a cloud's machine shows beyond its state: the id the cloud knows
+/// it by and its addresses (Nova's server id and `addresses`), for a
+/// server resource's physical id and attributes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MachineDetails {
+    pub machine_id: String,
+    /// Network name → its addresses, as Nova shows them.
+    pub addresses: std::collections::BTreeMap<String, Vec<serde_json::Value>>,
+    pub access_ipv4: String,
+    pub access_ipv6: String,
+    pub instance_name: Option<String>,
+    /// Everything the cloud said (the `show` attribute).
+    pub raw: serde_json::Value,
 }
 
 /// Whether a build may have run before for its instance.
@@ -91,6 +108,45 @@ pub trait ComputeDriver: Send + Sync + 'static {
     /// then reconnects and resyncs (what happened meanwhile was missed).
     async fn observe(&self)
     -> Result<BoxStream<'static, Result<Uuid, ComputeError>>, ComputeError>;
+
+    /// Refuses a placement the driver cannot honour, naming what it cannot
+    /// (checked before an instance is recorded). By default every
+    /// placement is taken (the simulated driver simulates it).
+    fn check_placement(&self, placement: &Placement) -> Result<(), String> {
+        let _ = placement;
+        Ok(())
+    }
+
+    /// Applies a maintenance lock to the machine itself, where the cloud
+    /// has one (Nova's lock); nothing by default.
+    async fn lock(&self, instance: &Instance, lock: &MaintenanceLock) -> Result<(), ComputeError> {
+        let _ = (instance, lock);
+        Ok(())
+    }
+
+    /// Lifts what [`ComputeDriver::lock`] placed; nothing by default.
+    async fn unlock(
+        &self,
+        instance: &Instance,
+        lock: &MaintenanceLock,
+    ) -> Result<(), ComputeError> {
+        let _ = (instance, lock);
+        Ok(())
+    }
+
+    /// Gives the machine the instance's name and metadata, where the cloud
+    /// keeps its own (Nova's); nothing by default.
+    async fn apply_details(&self, instance: &Instance) -> Result<(), ComputeError> {
+        let _ = instance;
+        Ok(())
+    }
+
+    /// What the cloud shows of the machine (`None`: nothing beyond the
+    /// instance's record, or no machine).
+    async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {
+        let _ = instance;
+        Ok(None)
+    }
 }
 
 /// Runs `task` on `driver`.
@@ -115,6 +171,9 @@ pub async fn run_task(
 pub enum DriverConfig {
     Simulated(simulated::SimulatedComputeConfig),
     Docker(docker::DockerComputeConfig),
+    /// Nova, on the cloud of `[engine.openstack]` (made with it: see
+    /// [`openstack::NovaDriver`]).
+    OpenStack,
 }
 
 /// Everything about compute the engine is configured with.
@@ -150,6 +209,12 @@ impl ComputeConfig {
                 Arc::new(simulated::SimulatedDriver::new(config.clone())?)
             }
             DriverConfig::Docker(config) => Arc::new(docker::DockerDriver::new(config.clone())?),
+            DriverConfig::OpenStack => {
+                return Err(
+                    "the openstack compute driver is made with its cloud ([engine.openstack])"
+                        .to_owned(),
+                );
+            }
         })
     }
 }

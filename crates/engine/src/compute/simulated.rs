@@ -360,6 +360,8 @@ mod tests {
                 .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
             workload: Default::default(),
+            placement: Default::default(),
+            delegation: None,
         };
         Instance::new_building("demo", "demo", new, chrono::Utc::now()).expect("valid")
     }

@@ -9,6 +9,7 @@
 //! late.
 
 pub mod observation;
+pub mod placement;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -374,6 +375,11 @@ pub struct Instance {
     pub metadata: BTreeMap<String, String>,
     /// What runs on the machine (fixed at create).
     pub workload: Workload,
+    /// Where a cloud places the machine (fixed at create).
+    pub placement: placement::Placement,
+    /// The trust the driver acts on the cloud through (openstack backend):
+    /// the instance's own, or its stack's or cluster's.
+    pub delegation: Option<super::delegation::Delegation>,
     pub status: InstanceStatus,
     pub power_state: PowerState,
     /// The maintenance lock, when locked.
@@ -396,6 +402,8 @@ pub struct NewInstance {
     pub image: String,
     pub metadata: BTreeMap<String, String>,
     pub workload: Workload,
+    pub placement: placement::Placement,
+    pub delegation: Option<super::delegation::Delegation>,
 }
 
 /// What a caller may change on an existing instance. `metadata` replaces
@@ -416,9 +424,13 @@ impl Instance {
     ) -> Result<Instance> {
         validate_text("name", &new.name)?;
         validate_text("flavor", &new.flavor)?;
-        validate_text("image", &new.image)?;
+        // A machine that boots from a volume names no image.
+        if !new.image.is_empty() || new.placement.block_device_mapping.is_empty() {
+            validate_text("image", &new.image)?;
+        }
         validate_metadata(&new.metadata)?;
         new.workload.validate()?;
+        new.placement.validate()?;
         Ok(Instance {
             uuid: Uuid::now_v7(),
             name: new.name,
@@ -428,6 +440,8 @@ impl Instance {
             image: new.image,
             metadata: new.metadata,
             workload: new.workload,
+            placement: new.placement,
+            delegation: new.delegation,
             status: InstanceStatus::Building,
             power_state: PowerState::NoState,
             maintenance_lock: None,
@@ -526,6 +540,8 @@ mod tests {
             image: "debian-12".into(),
             metadata: BTreeMap::from([("role".into(), "web".into())]),
             workload: Default::default(),
+            placement: Default::default(),
+            delegation: None,
         }
     }
 

@@ -10,6 +10,7 @@ use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
+use crate::domain::instance::placement::{NetworkRequest, Placement};
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, LockedBy, NewInstance, PowerAction, PowerState,
     Workload,
@@ -41,6 +42,7 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         request: Request<pb::CreateInstanceRequest>,
     ) -> Reply<pb::Instance> {
         let caller = Identity::of(&request)?.clone();
+        let subject_token = ember_runtime::identity::SubjectToken::of(&request).cloned();
         let request = request.into_inner();
         let new = NewInstance {
             name: request.name,
@@ -52,8 +54,33 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
                 command: request.command,
                 env: request.env.into_iter().collect(),
             },
+            placement: Placement {
+                networks: request
+                    .networks
+                    .into_iter()
+                    .map(|network| {
+                        let given = |text: String| (!text.is_empty()).then_some(text);
+                        NetworkRequest {
+                            network: given(network.network),
+                            port: given(network.port),
+                            subnet: given(network.subnet),
+                            fixed_ip: given(network.fixed_ip),
+                            tag: None,
+                        }
+                    })
+                    .collect(),
+                security_groups: request.security_groups,
+                key_name: (!request.key_name.is_empty()).then_some(request.key_name),
+                ..Placement::default()
+            },
+            delegation: None,
         };
-        reply(&self.instances.create(&caller, new).await?)
+        reply(
+            &self
+                .instances
+                .create_delegating(&caller, subject_token.as_ref(), new)
+                .await?,
+        )
     }
 
     async fn get_instance(&self, request: Request<pb::GetInstanceRequest>) -> Reply<pb::Instance> {
@@ -272,5 +299,18 @@ pub fn instance_to_proto(instance: &Instance) -> pb::Instance {
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect(),
         has_user_data: !instance.workload.user_data.is_empty(),
+        networks: instance
+            .placement
+            .networks
+            .iter()
+            .map(|network| pb::InstanceNetwork {
+                network: network.network.clone().unwrap_or_default(),
+                port: network.port.clone().unwrap_or_default(),
+                subnet: network.subnet.clone().unwrap_or_default(),
+                fixed_ip: network.fixed_ip.clone().unwrap_or_default(),
+            })
+            .collect(),
+        security_groups: instance.placement.security_groups.clone(),
+        key_name: instance.placement.key_name.clone().unwrap_or_default(),
     }
 }

@@ -83,6 +83,9 @@ pub struct InstanceService {
     quotas: crate::quotas::QuotaSlot,
     /// Machines found in another state than recorded (see `watch`).
     observed: tokio::sync::broadcast::Sender<Observation>,
+    /// The cloud of the openstack backend: instances act on it through a
+    /// delegation (their own, or their stack's or cluster's).
+    cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 /// How many observations wait for a slow subscriber.
@@ -116,6 +119,7 @@ impl InstanceService {
             flavors,
             quotas: Default::default(),
             observed: tokio::sync::broadcast::channel(OBSERVATION_BUFFER).0,
+            cloud: Default::default(),
         }
     }
 
@@ -139,7 +143,17 @@ impl InstanceService {
         compute: &ComputeConfig,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        let driver = compute.driver()?;
+        InstanceService::start_with_driver(store, compute.driver()?, compute, shutdown).await
+    }
+
+    /// [`InstanceService::start_with`] on a driver made by the caller (the
+    /// openstack driver is made with its cloud).
+    pub async fn start_with_driver(
+        store: Arc<dyn InstanceStore>,
+        driver: Arc<dyn ComputeDriver>,
+        compute: &ComputeConfig,
+        shutdown: CancellationToken,
+    ) -> std::result::Result<Arc<InstanceService>, String> {
         let service = Arc::new(InstanceService::with_flavors(
             store,
             driver,
@@ -185,6 +199,26 @@ impl InstanceService {
         self.driver.name()
     }
 
+    /// Instances act on `cloud` through delegations from now on (once, at
+    /// start-up): one made through the API gets a trust of its own.
+    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
+        if self.cloud.set(cloud).is_err() {
+            warn!("instances already act on a cloud");
+        }
+    }
+
+    /// The delegation a stack's instances act through (its root's), when
+    /// instances act on a cloud.
+    pub async fn stack_delegation(
+        &self,
+        stack_id: Uuid,
+    ) -> Result<Option<crate::domain::delegation::Delegation>> {
+        match self.cloud.get() {
+            Some(cloud) => cloud.stack_delegation(stack_id).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Enforces `quotas` on every create from now on (once, at start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.quotas.install(quotas);
@@ -209,19 +243,66 @@ impl InstanceService {
     /// Records a BUILDING instance of the caller's project and starts
     /// building it.
     pub async fn create(&self, caller: &Identity, new: NewInstance) -> Result<Instance> {
+        self.create_delegating(caller, None, new).await
+    }
+
+    /// [`Self::create`] for a caller who came with their Keystone token:
+    /// on a cloud the instance gets a trust of its own from the caller,
+    /// which its driver acts through (and deletes with it).
+    pub async fn create_delegating(
+        &self,
+        caller: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+        mut new: NewInstance,
+    ) -> Result<Instance> {
         policy::refuse_read_only(caller, "create")?;
         crate::domain::instance::validate_text("flavor", &new.flavor)?;
         self.check_flavor(&new.flavor)?;
+        self.check_placement(&new)?;
         self.admit_one_more(caller).await?;
-        let instance = Instance::new_building(
+        let mut instance = Instance::new_building(
             &caller.project_id,
             &caller.user_id,
-            new,
+            new.clone(),
             ember_runtime::time::now(),
         )?;
-        self.store.insert_instance(&instance).await?;
+        let owner = crate::domain::delegation::DelegationOwner::Instance(instance.uuid);
+        let cloud = self.cloud.get().filter(|_| new.delegation.is_none());
+        if let Some(cloud) = cloud {
+            new.delegation = Some(cloud.delegate(owner, caller, subject_token).await?);
+            instance.delegation = new.delegation.clone();
+        }
+        if let Err(error) = self.store.insert_instance(&instance).await {
+            if let Some(cloud) = cloud
+                && let Err(revoking) = cloud.revoke(owner, subject_token).await
+            {
+                warn!(%revoking, "a refused instance's delegation stays recorded");
+            }
+            return Err(error);
+        }
         self.start_building(caller, &instance);
         Ok(instance)
+    }
+
+    /// Refuses what the driver cannot honour of a new instance's placement.
+    fn check_placement(&self, new: &NewInstance) -> Result<()> {
+        self.driver
+            .check_placement(&new.placement)
+            .map_err(Error::InvalidInput)
+    }
+
+    /// What the cloud shows of the instance's machine (its id there, its
+    /// addresses), when the driver knows more than the record.
+    pub async fn machine_details(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+    ) -> Result<Option<crate::compute::MachineDetails>> {
+        let instance = self.get(caller, uuid).await?;
+        self.driver
+            .details(&instance)
+            .await
+            .map_err(|error| Error::Unavailable(format!("{}: {error}", instance.label())))
     }
 
     /// Logs a newly recorded instance and starts its build task.
@@ -253,6 +334,7 @@ impl InstanceService {
         policy::refuse_read_only(caller, "create")?;
         crate::domain::instance::validate_text("flavor", &new.flavor)?;
         self.check_flavor(&new.flavor)?;
+        self.check_placement(&new)?;
         if self.store.get_instance(uuid).await?.is_none() {
             self.admit_one_more(caller).await?;
         }
@@ -317,6 +399,23 @@ impl InstanceService {
             Some(instance) if policy::Access::of(caller, &instance).is_some() => Ok(instance),
             _ => Err(policy::not_found(uuid)),
         }
+    }
+
+    /// The instance after comparing it with its machine now (a check reads
+    /// the real state, not the last resync's): a machine that died or was
+    /// removed behind Ember's back is recorded first.
+    pub async fn refresh(&self, caller: &Identity, uuid: Uuid) -> Result<Instance> {
+        self.get(caller, uuid).await?;
+        if let Err(failure) = self
+            .watcher(crate::compute::DEFAULT_RESYNC_INTERVAL)
+            .reconcile_one(uuid)
+            .await
+        {
+            return Err(Error::Unavailable(format!(
+                "cannot read instance {uuid}'s machine: {failure}"
+            )));
+        }
+        self.get(caller, uuid).await
     }
 
     /// What happened to the instance's machine (task outcomes and
@@ -465,6 +564,28 @@ impl InstanceService {
                         overridden_lock,
                     } => (*next, task, overridden_lock),
                 };
+            // The machine's own lock (Nova's) is placed before the record
+            // says locked and lifted before it says unlocked: a failure
+            // leaves the record as it was, and doing either again is
+            // harmless.
+            match (&request, &next.maintenance_lock, &instance.maintenance_lock) {
+                (InstanceRequest::Lock { .. }, Some(lock), _) => {
+                    self.driver.lock(&next, lock).await.map_err(|error| {
+                        Error::Unavailable(format!("cannot lock {}: {error}", next.label()))
+                    })?;
+                }
+                (InstanceRequest::Unlock, None, Some(lock)) => {
+                    self.driver.unlock(&instance, lock).await.map_err(|error| {
+                        Error::Unavailable(format!("cannot unlock {}: {error}", instance.label()))
+                    })?;
+                }
+                (InstanceRequest::Update(_), _, _) => {
+                    self.driver.apply_details(&next).await.map_err(|error| {
+                        Error::Unavailable(format!("cannot update {}: {error}", next.label()))
+                    })?;
+                }
+                _ => {}
+            }
             let written = match &request {
                 InstanceRequest::Lock { .. } => self.store.lock_instance(&next).await?,
                 InstanceRequest::Unlock => self.store.unlock_instance(&next).await?,

@@ -36,6 +36,8 @@ use super::{
     AttributeSchema, LockRequest, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
+use crate::compute::MachineDetails;
+use crate::domain::instance::placement::{NetworkRequest, Placement};
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, NewInstance, PowerAction, Workload,
 };
@@ -93,9 +95,8 @@ impl ServerResource {
                     PropertySchema::new(
                         "image",
                         PropertyType::String,
-                        "Image; a change replaces the instance.",
-                    )
-                    .required(),
+                        "Image (name or id); a change replaces the instance. Required unless block_device_mapping_v2 boots from a volume.",
+                    ),
                     PropertySchema::new("metadata", PropertyType::Map, "Key/value metadata.")
                         .default(json!({}))
                         .update_allowed(),
@@ -135,8 +136,55 @@ impl ServerResource {
                     PropertySchema::new(
                         "availability_zone",
                         PropertyType::String,
-                        "Availability zone (recorded).",
+                        "Availability zone.",
                     ),
+                    PropertySchema::new(
+                        "block_device_mapping_v2",
+                        PropertyType::List,
+                        "Volumes, images, snapshots or blank disks to attach at boot (Nova's block device mapping v2).",
+                    ),
+                    PropertySchema::new(
+                        "scheduler_hints",
+                        PropertyType::Map,
+                        "Hints for the cloud's scheduler (a server group: {group: <id>}).",
+                    ),
+                    PropertySchema::new(
+                        "config_drive",
+                        PropertyType::Boolean,
+                        "Whether the cloud gives the machine a configuration drive.",
+                    ),
+                    PropertySchema::new(
+                        "flavor_update_policy",
+                        PropertyType::String,
+                        "How a new flavor is applied: Ember replaces the server either way (see the README's differences from Heat).",
+                    )
+                    .default(json!("RESIZE"))
+                    .update_allowed()
+                    .allowed_values(vec![json!("RESIZE"), json!("REPLACE")]),
+                    PropertySchema::new(
+                        "image_update_policy",
+                        PropertyType::String,
+                        "How a new image is applied: Ember replaces the server either way (see the README's differences from Heat).",
+                    )
+                    .default(json!("REBUILD"))
+                    .update_allowed()
+                    .allowed_values(vec![
+                        json!("REBUILD"),
+                        json!("REPLACE"),
+                        json!("REBUILD_PRESERVE_EPHEMERAL"),
+                    ]),
+                    PropertySchema::new(
+                        "software_config_transport",
+                        PropertyType::String,
+                        "How software deployments reach the server (recorded: Ember's deployments are signalled through its API).",
+                    )
+                    .update_allowed()
+                    .allowed_values(vec![
+                        json!("POLL_SERVER_CFN"),
+                        json!("POLL_SERVER_HEAT"),
+                        json!("POLL_TEMP_URL"),
+                        json!("ZAQAR_MESSAGE"),
+                    ]),
                 ],
                 attributes: vec![
                     AttributeSchema {
@@ -154,6 +202,34 @@ impl ServerResource {
                     AttributeSchema {
                         name: "locked",
                         description: "Whether the instance is locked.",
+                    },
+                    AttributeSchema {
+                        name: "instance_uuid",
+                        description: "Ember's instance behind the server (its uuid in the instances API).",
+                    },
+                    AttributeSchema {
+                        name: "addresses",
+                        description: "The server's addresses by network, as the cloud shows them.",
+                    },
+                    AttributeSchema {
+                        name: "networks",
+                        description: "The server's IP addresses by network name.",
+                    },
+                    AttributeSchema {
+                        name: "first_address",
+                        description: "The first address of the server's last network by name (Heat's deprecated attribute).",
+                    },
+                    AttributeSchema {
+                        name: "accessIPv4",
+                        description: "The server's public IPv4 address, if the cloud sets one.",
+                    },
+                    AttributeSchema {
+                        name: "accessIPv6",
+                        description: "The server's public IPv6 address, if the cloud sets one.",
+                    },
+                    AttributeSchema {
+                        name: "instance_name",
+                        description: "The hypervisor's name of the server (admins only).",
                     },
                 ],
                 accepts_any_properties: false,
@@ -186,11 +262,127 @@ fn owner_of(current: &Resource) -> Result<Identity, ResourceFailure> {
     }
 }
 
+/// The Ember instance behind the resource: recorded in its private data
+/// when the cloud knows the server by another id (its physical id then),
+/// else its physical id.
 fn instance_id(current: &Resource) -> Option<Uuid> {
     current
-        .physical_id
-        .as_deref()
+        .data
+        .get(INSTANCE_UUID)
+        .and_then(Value::as_str)
+        .or(current.physical_id.as_deref())
         .and_then(|id| Uuid::parse_str(id).ok())
+}
+
+/// Private-data key of the instance's uuid, when the physical id is the
+/// cloud's id of the server.
+const INSTANCE_UUID: &str = "instance_uuid";
+
+/// Where the cloud places the machine, from the template's properties.
+fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFailure> {
+    let strings = |name: &str| -> Result<Vec<String>, ResourceFailure> {
+        match properties.get(name) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(text) => Ok(text.clone()),
+                    other => Err(ResourceFailure(format!(
+                        "{name}: must be a list of strings, got {other}"
+                    ))),
+                })
+                .collect(),
+            Some(other) => Err(ResourceFailure(format!(
+                "{name}: must be a list, got {other}"
+            ))),
+        }
+    };
+    let text = |map: &Map<String, Value>, key: &str| match map.get(key) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    let mut networks = Vec::new();
+    if let Some(Value::Array(entries)) = properties.get("networks") {
+        for (index, entry) in entries.iter().enumerate() {
+            let Value::Object(entry) = entry else {
+                return Err(ResourceFailure(format!(
+                    "networks[{index}]: must be a map, got {entry}"
+                )));
+            };
+            let known = ["network", "uuid", "port", "subnet", "fixed_ip", "tag"];
+            if let Some(unsupported) = entry.keys().find(|key| !known.contains(&key.as_str())) {
+                return Err(ResourceFailure(format!(
+                    "networks[{index}].{unsupported}: not supported by Ember (it takes {})",
+                    known.join(", ")
+                )));
+            }
+            networks.push(NetworkRequest {
+                network: text(entry, "network").or_else(|| text(entry, "uuid")),
+                port: text(entry, "port"),
+                subnet: text(entry, "subnet"),
+                fixed_ip: text(entry, "fixed_ip"),
+                tag: text(entry, "tag"),
+            });
+        }
+    }
+    let placement = Placement {
+        networks,
+        security_groups: strings("security_groups")?,
+        key_name: properties
+            .get("key_name")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        availability_zone: properties
+            .get("availability_zone")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        block_device_mapping: match properties.get("block_device_mapping_v2") {
+            Some(Value::Array(entries)) => entries.clone(),
+            _ => Vec::new(),
+        },
+        scheduler_hints: match properties.get("scheduler_hints") {
+            Some(Value::Object(hints)) => hints.clone(),
+            _ => Map::new(),
+        },
+        config_drive: properties.get("config_drive").and_then(Value::as_bool),
+    };
+    placement
+        .validate()
+        .map_err(|error| ResourceFailure(error.to_string()))?;
+    Ok(placement)
+}
+
+/// Heat's server attributes from what the cloud shows of the machine:
+/// `addresses` as Nova shows them, `networks` (each network's IPs),
+/// `first_address` (the first IP of the last network by name, as Heat
+/// picks it), access IPs, the hypervisor's name, and the whole server for
+/// `show`.
+fn machine_attributes(attributes: &mut Map<String, Value>, details: &MachineDetails) {
+    let networks: Map<String, Value> = details
+        .addresses
+        .iter()
+        .map(|(network, entries)| {
+            let ips: Vec<Value> = entries
+                .iter()
+                .filter_map(|entry| entry.get("addr").cloned())
+                .collect();
+            (network.clone(), Value::Array(ips))
+        })
+        .collect();
+    let first_address = networks
+        .iter()
+        .rev()
+        .find_map(|(_, ips)| ips.as_array().and_then(|ips| ips.first()).cloned())
+        .unwrap_or_else(|| json!(""));
+    attributes.insert("id".to_owned(), json!(details.machine_id));
+    attributes.insert("addresses".to_owned(), json!(details.addresses));
+    attributes.insert("networks".to_owned(), Value::Object(networks));
+    attributes.insert("first_address".to_owned(), first_address);
+    attributes.insert("accessIPv4".to_owned(), json!(details.access_ipv4));
+    attributes.insert("accessIPv6".to_owned(), json!(details.access_ipv6));
+    attributes.insert("instance_name".to_owned(), json!(details.instance_name));
+    attributes.insert("show".to_owned(), details.raw.clone());
 }
 
 fn failure(error: Error) -> ResourceFailure {
@@ -313,6 +505,12 @@ impl ServerResource {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| request.physical_resource_name());
+        let placement = placement_of(&request.properties)?;
+        let delegation = self
+            .instances
+            .stack_delegation(request.stack_id)
+            .await
+            .map_err(failure)?;
         let new = NewInstance {
             name,
             flavor: request
@@ -329,6 +527,8 @@ impl ServerResource {
                 .to_owned(),
             metadata: string_metadata(&request.properties),
             workload: workload_of(&request.properties)?,
+            placement,
+            delegation,
         };
         let uuid = request.derived_id(INSTANCE_KIND);
         let instance = self
@@ -350,10 +550,46 @@ impl ServerResource {
                     instance.uuid
                 ))
             })?;
+        self.outcome(
+            &caller,
+            &active,
+            json!({ "user_id": request.user_id, "project_id": request.project_id }),
+        )
+        .await
+    }
+
+    /// The create's (or update's) outcome: the instance's uuid as the
+    /// physical id and its attributes — or, where the cloud knows the
+    /// server by an id of its own (Nova's), that id (what Heat's templates
+    /// hand to volume attachments and floating IPs) and Heat's server
+    /// attributes, the instance's uuid kept in the private data.
+    async fn outcome(
+        &self,
+        caller: &Identity,
+        instance: &Instance,
+        mut data: Value,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let mut attributes = attributes_of(instance);
+        let details = self
+            .instances
+            .machine_details(caller, instance.uuid)
+            .await
+            .map_err(failure)?;
+        let physical_id = match details {
+            Some(details) => {
+                machine_attributes(&mut attributes, &details);
+                if let Value::Object(map) = &mut data {
+                    map.insert(INSTANCE_UUID.to_owned(), json!(instance.uuid.to_string()));
+                }
+                details.machine_id
+            }
+            None => instance.uuid.to_string(),
+        };
+        attributes.insert(INSTANCE_UUID.to_owned(), json!(instance.uuid.to_string()));
         Ok(ResourceOutcome {
-            physical_id: active.uuid.to_string(),
-            attributes: attributes_of(&active),
-            data: json!({ "user_id": request.user_id, "project_id": request.project_id }),
+            physical_id,
+            attributes,
+            data,
         })
     }
 
@@ -503,11 +739,7 @@ impl ResourceType for ServerResource {
             .update(&caller, uuid, changes)
             .await
             .map_err(failure)?;
-        Ok(ResourceOutcome {
-            physical_id: instance.uuid.to_string(),
-            attributes: attributes_of(&instance),
-            data: current.data.clone(),
-        })
+        self.outcome(&caller, &instance, current.data.clone()).await
     }
 
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
@@ -531,9 +763,10 @@ impl ResourceType for ServerResource {
         let Some(uuid) = instance_id(current) else {
             return Err(ResourceFailure("no instance was created".to_owned()));
         };
+        // The machine as it is now (Nova's state on the openstack backend).
         let instance = self
             .instances
-            .get(&owner_of(current)?, uuid)
+            .refresh(&owner_of(current)?, uuid)
             .await
             .map_err(failure)?;
         match instance.status {

@@ -5,7 +5,7 @@
 //!
 //! | call | success |
 //! |---|---|
-//! | `POST /instances` `{"instance": {name, flavor, image, metadata?, user_data?, command?, env?}}` | 202 `{"instance": …}` |
+//! | `POST /instances` `{"instance": {name, flavor, image, metadata?, user_data?, command?, env?, networks?, security_groups?, key_name?}}` | 202 `{"instance": …}` |
 //! | `GET /instances?status=&locked=&name=&limit=&marker=&all_projects=` | 200 `{"instances": […]}` |
 //! | `GET /instances/{uuid}` | 200 `{"instance": …}` |
 //! | `PATCH /instances/{uuid}` `{name?, metadata?}` | 200 `{"instance": …}` |
@@ -34,7 +34,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use self::request_body::{
-    bad_request, json_object, metadata, parse_uuid, query_bool, refuse_unknown_keys,
+    bad_request, json_object, metadata, networks, parse_uuid, query_bool, refuse_unknown_keys,
     required_string, string_list, string_map, unwrap_instance, user_data,
 };
 use self::view::{event_view, instance_view, self_link};
@@ -76,6 +76,9 @@ async fn create_instance(
             "user_data",
             "command",
             "env",
+            "networks",
+            "security_groups",
+            "key_name",
         ],
         "an instance",
     )?;
@@ -98,6 +101,23 @@ async fn create_instance(
         env: match body.get("env") {
             None | Some(Value::Null) => HashMap::new(),
             Some(value) => string_map("env", value)?,
+        },
+        networks: match body.get("networks") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => networks(value)?,
+        },
+        security_groups: match body.get("security_groups") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => string_list("security_groups", value)?,
+        },
+        key_name: match body.get("key_name") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(name)) => name.clone(),
+            Some(other) => {
+                return Err(request_body::bad_request(format!(
+                    "key_name: must be a string (got {other})"
+                )));
+            }
         },
     };
     let instance = client(&state)

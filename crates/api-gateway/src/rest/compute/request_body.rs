@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use ember_proto::engine::v1 as pb;
 use ember_runtime::ErrorKind;
 use serde_json::{Map, Value};
 
@@ -153,4 +154,54 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// `networks`: a list of `{network | uuid | net_id, port | port_id, subnet,
+/// fixed_ip}` (Nova's and Mogan's spellings both taken).
+pub fn networks(value: &Value) -> Result<Vec<pb::InstanceNetwork>, RestError> {
+    let Value::Array(entries) = value else {
+        return Err(bad_request(format!(
+            "networks: must be a list of maps (got {value})"
+        )));
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let Value::Object(entry) = entry else {
+                return Err(bad_request(format!(
+                    "networks[{index}]: must be a map (got {entry})"
+                )));
+            };
+            let known = [
+                "network", "uuid", "net_id", "port", "port_id", "subnet", "fixed_ip",
+            ];
+            if let Some(unknown) = entry.keys().find(|key| !known.contains(&key.as_str())) {
+                return Err(bad_request(format!(
+                    "networks[{index}].{unknown}: unknown key (one of {})",
+                    known.join(", ")
+                )));
+            }
+            let text = |keys: &[&str]| -> Result<String, RestError> {
+                for key in keys {
+                    match entry.get(*key) {
+                        None | Some(Value::Null) => {}
+                        Some(Value::String(text)) => return Ok(text.clone()),
+                        Some(other) => {
+                            return Err(bad_request(format!(
+                                "networks[{index}].{key}: must be a string (got {other})"
+                            )));
+                        }
+                    }
+                }
+                Ok(String::new())
+            };
+            Ok(pb::InstanceNetwork {
+                network: text(&["network", "uuid", "net_id"])?,
+                port: text(&["port", "port_id"])?,
+                subnet: text(&["subnet"])?,
+                fixed_ip: text(&["fixed_ip"])?,
+            })
+        })
+        .collect()
 }

@@ -95,6 +95,22 @@ pub fn instance_view(instance: &pb::Instance) -> Value {
         "updated_at": time(instance.updated_at.as_ref()),
         "command": instance.command,
         "env": instance.env.iter().collect::<std::collections::BTreeMap<_, _>>(),
+        "networks": instance.networks.iter().map(|network| {
+            let mut entry = serde_json::Map::new();
+            for (key, value) in [
+                ("network", &network.network),
+                ("port", &network.port),
+                ("subnet", &network.subnet),
+                ("fixed_ip", &network.fixed_ip),
+            ] {
+                if !value.is_empty() {
+                    entry.insert(key.to_owned(), json!(value));
+                }
+            }
+            Value::Object(entry)
+        }).collect::<Vec<_>>(),
+        "security_groups": instance.security_groups,
+        "key_name": text_or_null(&instance.key_name),
         "links": [{ "href": self_link(&instance.uuid), "rel": "self" }],
     })
 }

@@ -185,7 +185,8 @@ pub async fn run(settings: ComputeBench) -> Result<(), String> {
     );
     let driver_config = match config.engine.compute.resolve().driver {
         ember_engine::compute::DriverConfig::Docker(docker) => docker,
-        ember_engine::compute::DriverConfig::Simulated(_) => {
+        ember_engine::compute::DriverConfig::Simulated(_)
+        | ember_engine::compute::DriverConfig::OpenStack => {
             return Err("the bench configures the docker driver".to_owned());
         }
     };
@@ -329,6 +330,8 @@ async fn engine_create_start(
             command: vec!["/bin/sleep".to_owned(), "3600".to_owned()],
             ..Workload::default()
         },
+        placement: Default::default(),
+        delegation: None,
     };
     let instance = Instance::new_building("demo", "bench", new, ember_runtime::time::now())
         .map_err(|error| error.to_string())?;

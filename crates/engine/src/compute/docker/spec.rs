@@ -143,6 +143,8 @@ mod tests {
                 (INSTANCE_ID_LABEL.into(), "forged".into()),
             ]),
             workload,
+            placement: Default::default(),
+            delegation: None,
         };
         Instance::new_building("demo", "alice", new, chrono::Utc::now()).expect("valid")
     }

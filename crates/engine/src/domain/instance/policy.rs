@@ -367,6 +367,8 @@ mod tests {
             image: "debian-12".into(),
             metadata: BTreeMap::new(),
             workload: Default::default(),
+            placement: Default::default(),
+            delegation: None,
         };
         Instance {
             status,

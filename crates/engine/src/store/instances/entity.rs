@@ -30,6 +30,11 @@ pub mod instances {
         pub command: Option<Json>,
         /// JSON object of strings; NULL = no variables.
         pub env: Option<Json>,
+        /// JSON object (`domain::instance::placement::Placement`); NULL =
+        /// nothing placed.
+        pub placement: Option<Json>,
+        /// JSON object (`domain::delegation::Delegation`); NULL = none.
+        pub delegation: Option<Json>,
         pub revision: i64,
         pub created_at: ChronoDateTimeUtc,
         pub updated_at: ChronoDateTimeUtc,

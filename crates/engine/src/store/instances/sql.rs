@@ -177,6 +177,12 @@ fn instance_row(instance: &Instance) -> instances::ActiveModel {
         ),
         command: Set(string_list_json(&instance.workload.command)),
         env: Set((!instance.workload.env.is_empty()).then(|| metadata_json(&instance.workload.env))),
+        placement: Set((!instance.placement.is_empty())
+            .then(|| serde_json::to_value(&instance.placement).unwrap_or(Value::Null))),
+        delegation: Set(instance
+            .delegation
+            .as_ref()
+            .and_then(|delegation| serde_json::to_value(delegation).ok())),
         revision: Set(instance.revision),
         created_at: Set(instance.created_at),
         updated_at: Set(instance.updated_at),
@@ -227,6 +233,18 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
             .collect::<Result<Vec<_>>>()?,
         Some(other) => return Err(corrupt("command", &other.to_string())),
     };
+    let placement = match &row.placement {
+        None | Some(Value::Null) => Default::default(),
+        Some(value) => serde_json::from_value(value.clone())
+            .map_err(|error| corrupt("placement", &error.to_string()))?,
+    };
+    let delegation = match &row.delegation {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            serde_json::from_value(value.clone())
+                .map_err(|error| corrupt("delegation", &error.to_string()))?,
+        ),
+    };
     Ok(Instance {
         uuid: row.uuid,
         name: row.name,
@@ -240,6 +258,8 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
             command,
             env,
         },
+        placement,
+        delegation,
         status,
         power_state,
         maintenance_lock,

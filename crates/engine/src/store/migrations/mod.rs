@@ -27,6 +27,7 @@ mod m20261202_100001_index_project_lists_by_id;
 mod m20261203_100001_add_stack_definition_versions;
 mod m20261204_100001_add_stack_lease_holders;
 mod m20261205_100001_create_delegations;
+mod m20261205_100002_add_instance_placements;
 
 pub struct Migrator;
 
@@ -59,6 +60,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_100001_add_stack_definition_versions::Migration),
             Box::new(m20261204_100001_add_stack_lease_holders::Migration),
             Box::new(m20261205_100001_create_delegations::Migration),
+            Box::new(m20261205_100002_add_instance_placements::Migration),
         ]
     }
 }
