@@ -244,6 +244,9 @@ pub async fn serve(
         engine_id,
     );
     cluster_service.enforce_quotas(quotas.clone());
+    if let Some(cloud) = &cloud {
+        cluster_service.act_on_cloud(cloud.clone());
+    }
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
     let receiver_service = receivers::ReceiverService::new(
         Arc::new(store::receivers::SqlReceiverStore::new(

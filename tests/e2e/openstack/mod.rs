@@ -4,6 +4,7 @@
 //! Nova, Neutron, Cinder and Glance — made as its owner through a Keystone
 //! trust, and seen through the services' own APIs.
 
+mod clusters;
 mod servers;
 
 use std::time::{Duration, Instant};

@@ -71,7 +71,7 @@ async fn wait_for_status(env: &CloudEmber, stack: &str, wanted: &str) -> Value {
 
 /// The trust Ember recorded for `owner_id` (a stack or an instance), read
 /// from the engine's own database.
-async fn recorded_trust(env: &CloudEmber, owner_id: &str) -> Option<String> {
+pub(super) async fn recorded_trust(env: &CloudEmber, owner_id: &str) -> Option<String> {
     use sea_orm::{ConnectionTrait, Database, Statement};
     let path = env.ember.data_dir.path().join("engine.db");
     let connection = Database::connect(format!("sqlite://{}?mode=ro", path.display()))

@@ -146,6 +146,11 @@ impl OpenStackCloud {
             })
     }
 
+    /// `owner`'s own delegation, if it has one.
+    pub async fn delegation_of(&self, owner: DelegationOwner) -> Result<Option<Delegation>> {
+        self.delegations.delegation_of(owner).await
+    }
+
     /// The session acting through `owner`'s own delegation.
     pub async fn owner_session(&self, owner: DelegationOwner) -> Result<Session> {
         match self.delegations.delegation_of(owner).await? {

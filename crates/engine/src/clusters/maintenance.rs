@@ -326,6 +326,10 @@ impl ClusterService {
             )
             .await?;
         if finished {
+            self.revoke(crate::domain::delegation::DelegationOwner::Cluster(
+                cluster.id,
+            ))
+            .await;
             Ok(Ran::Handed)
         } else {
             Err(Stop::Lost)

@@ -55,6 +55,9 @@ pub struct ClusterService {
     engine_id: Uuid,
     settings: dispatcher::DispatcherSettings,
     quotas: crate::quotas::QuotaSlot,
+    /// The cloud of the openstack backend: a cluster (and a node made
+    /// outside one) is made with a delegation its nodes act through.
+    cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 impl ClusterService {
@@ -79,12 +82,71 @@ impl ClusterService {
             engine_id,
             settings,
             quotas: Default::default(),
+            cloud: Default::default(),
         })
     }
 
     /// Enforces `quotas` on every request from now on (once, at start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.quotas.install(quotas);
+    }
+
+    /// Clusters (and nodes made outside one) are made with a delegation to
+    /// act on `cloud` through, and deleted with it (once, at start-up).
+    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
+        if self.cloud.set(cloud).is_err() {
+            tracing::warn!("clusters already act on a cloud");
+        }
+    }
+
+    /// Makes `owner`'s delegation with the caller's token when the
+    /// clusters act on a cloud (nothing otherwise).
+    async fn delegate(
+        &self,
+        owner: crate::domain::delegation::DelegationOwner,
+        caller: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+    ) -> Result<()> {
+        if let Some(cloud) = self.cloud.get() {
+            cloud.delegate(owner, caller, subject_token).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `owner`'s delegation (its trust) when there is one.
+    async fn revoke(&self, owner: crate::domain::delegation::DelegationOwner) {
+        if let Some(cloud) = self.cloud.get()
+            && let Err(error) = cloud.revoke(owner, None).await
+        {
+            tracing::warn!(owner = owner.kind(), owner_id = %owner.id(), %error, "a delegation stays recorded");
+        }
+    }
+
+    /// The delegation a node's instance acts through: its cluster's, or
+    /// its own for a node made outside any cluster; `None` when clusters
+    /// do not act on a cloud.
+    async fn node_delegation(
+        &self,
+        node: &crate::domain::cluster::Node,
+    ) -> Result<Option<crate::domain::delegation::Delegation>> {
+        use crate::domain::delegation::DelegationOwner;
+        let Some(cloud) = self.cloud.get() else {
+            return Ok(None);
+        };
+        let mut owners = Vec::with_capacity(2);
+        if let Some(cluster_id) = node.cluster_id {
+            owners.push(DelegationOwner::Cluster(cluster_id));
+        }
+        owners.push(DelegationOwner::Node(node.id));
+        for owner in owners {
+            if let Some(delegation) = cloud.delegation_of(owner).await? {
+                return Ok(Some(delegation));
+            }
+        }
+        Err(Error::Forbidden(format!(
+            "node {} has no delegation to act on the cloud through (its cluster was made without a Keystone token)",
+            node.name
+        )))
     }
 
     /// Refuses a cluster growing to `to` nodes from `from` when that is

@@ -80,6 +80,7 @@ impl ClusterService {
                 image,
                 metadata,
                 workload,
+                placement,
                 ..
             } => {
                 let Some(uuid) = node
@@ -95,14 +96,18 @@ impl ClusterService {
                 // Right before the call that makes something: a run that
                 // lost its action makes nothing.
                 run.check_still_owned(self).await?;
+                let delegation = match self.node_delegation(node).await {
+                    Ok(delegation) => delegation,
+                    Err(error) => return Ok(Built::Failed(error.to_string())),
+                };
                 let new = NewInstance {
                     name: node.name.clone(),
                     flavor: flavor.clone(),
                     image: image.clone(),
                     metadata: metadata.clone(),
                     workload: workload.clone(),
-                    placement: Default::default(),
-                    delegation: None,
+                    placement: placement.clone(),
+                    delegation,
                 };
                 if let Err(error) = self.instances.create_with_uuid(caller, uuid, new).await {
                     return Ok(Built::Failed(error.to_string()));

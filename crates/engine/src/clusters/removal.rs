@@ -379,25 +379,30 @@ impl ClusterService {
             events.extend(self.stop_before_delete(&caller, &node, &profile).await);
         }
         match self.delete_physical(&caller, &node, &profile).await {
-            Ok(()) => Ok(Ran::Finished {
-                status: ActionStatus::Succeeded,
-                reason: format!("node {} deleted", node.name),
-                change: ClusterChange {
-                    delete_nodes: vec![node.id],
-                    events: {
-                        events.push(node_event(
-                            &node,
-                            "NODE_DELETE",
-                            "DELETED",
-                            "deleted",
-                            &caller,
-                        ));
-                        events
+            Ok(()) => {
+                // A node made outside a cluster had a trust of its own.
+                self.revoke(crate::domain::delegation::DelegationOwner::Node(node.id))
+                    .await;
+                Ok(Ran::Finished {
+                    status: ActionStatus::Succeeded,
+                    reason: format!("node {} deleted", node.name),
+                    change: ClusterChange {
+                        delete_nodes: vec![node.id],
+                        events: {
+                            events.push(node_event(
+                                &node,
+                                "NODE_DELETE",
+                                "DELETED",
+                                "deleted",
+                                &caller,
+                            ));
+                            events
+                        },
+                        ..ClusterChange::default()
                     },
-                    ..ClusterChange::default()
-                },
-                settle: Settle::Unchanged,
-            }),
+                    settle: Settle::Unchanged,
+                })
+            }
             Err(error) => {
                 let reason = format!("not deleted: {error}");
                 let mut failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());

@@ -174,6 +174,18 @@ impl ClusterService {
         caller: &Identity,
         new: NewCluster,
     ) -> Result<(Cluster, ClusterAction)> {
+        self.create_cluster_delegating(caller, None, new).await
+    }
+
+    /// [`Self::create_cluster`] for a caller who came with their Keystone
+    /// token: on a cloud the cluster is made with a trust from the caller,
+    /// which its nodes act through (deleted with the cluster).
+    pub async fn create_cluster_delegating(
+        &self,
+        caller: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+        new: NewCluster,
+    ) -> Result<(Cluster, ClusterAction)> {
         admit(ClusterOperation::CreateCluster, caller)?;
         validate_name("cluster", &new.name)?;
         // Names need not be unique (Senlin's default): a name two
@@ -230,9 +242,12 @@ impl ClusterService {
         );
         self.admit_growth(&cluster, 0, i64::from(cluster.desired_capacity))
             .await?;
-        self.store
-            .create_cluster(&cluster, &action, &created)
-            .await?;
+        let owner = crate::domain::delegation::DelegationOwner::Cluster(cluster.id);
+        self.delegate(owner, caller, subject_token).await?;
+        if let Err(error) = self.store.create_cluster(&cluster, &action, &created).await {
+            self.revoke(owner).await;
+            return Err(error);
+        }
         self.wake_dispatcher();
         Ok((cluster, action))
     }
@@ -551,6 +566,18 @@ impl ClusterService {
         caller: &Identity,
         new: NewNode,
     ) -> Result<(Node, ClusterAction)> {
+        self.create_node_delegating(caller, None, new).await
+    }
+
+    /// [`Self::create_node`] for a caller who came with their Keystone
+    /// token: on a cloud a node made outside any cluster gets a trust of
+    /// its own from the caller (a member acts through its cluster's).
+    pub async fn create_node_delegating(
+        &self,
+        caller: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+        new: NewNode,
+    ) -> Result<(Node, ClusterAction)> {
         // Senlin's messages for what the request names (400: it is the
         // request that is wrong, not the node that is missing).
         let cluster = match &new.cluster {
@@ -621,10 +648,23 @@ impl ClusterService {
             caller,
             now,
         );
-        let node = self
+        // A member acts through its cluster's delegation; a node outside any
+        // cluster needs its own.
+        let owner = crate::domain::delegation::DelegationOwner::Node(node.id);
+        if node.cluster_id.is_none() {
+            self.delegate(owner, caller, subject_token).await?;
+        }
+        let node = match self
             .store
             .create_node(&node, &action, &action_event(&action, "READY", "accepted"))
-            .await?;
+            .await
+        {
+            Ok(node) => node,
+            Err(error) => {
+                self.revoke(owner).await;
+                return Err(error);
+            }
+        };
         self.wake_dispatcher();
         Ok((node, action))
     }

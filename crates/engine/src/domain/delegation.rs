@@ -7,8 +7,9 @@
 //! with impersonation: what the engine does through the trust is done as
 //! the user, in the user's project, and nothing else. A delegation belongs
 //! to one owner — a root stack (its nested stacks act through it), an
-//! instance made through the instances API, a cluster — made with it and
-//! deleted with it.
+//! instance made through the instances API, a cluster (its nodes act
+//! through it), a node made outside any cluster — made with it and deleted
+//! with it.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -19,6 +20,9 @@ pub enum DelegationOwner {
     Stack(Uuid),
     Instance(Uuid),
     Cluster(Uuid),
+    /// A node made outside any cluster (its own; a member acts through
+    /// its cluster's).
+    Node(Uuid),
 }
 
 impl DelegationOwner {
@@ -27,6 +31,7 @@ impl DelegationOwner {
             DelegationOwner::Stack(_) => "stack",
             DelegationOwner::Instance(_) => "instance",
             DelegationOwner::Cluster(_) => "cluster",
+            DelegationOwner::Node(_) => "node",
         }
     }
 
@@ -34,7 +39,8 @@ impl DelegationOwner {
         match self {
             DelegationOwner::Stack(id)
             | DelegationOwner::Instance(id)
-            | DelegationOwner::Cluster(id) => id,
+            | DelegationOwner::Cluster(id)
+            | DelegationOwner::Node(id) => id,
         }
     }
 }

@@ -63,6 +63,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         &self,
         request: Request<pb::CreateClusterRequest>,
     ) -> Reply<pb::ClusterActionResponse> {
+        let subject_token = ember_runtime::identity::SubjectToken::of(&request).cloned();
         self.accepted(request, |caller, request| async move {
             let new = NewCluster {
                 name: request.name,
@@ -74,7 +75,10 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                 timeout: request.timeout,
                 config: parse_object("config", &request.config)?,
             };
-            let (_, action) = self.service.create_cluster(&caller, new).await?;
+            let (_, action) = self
+                .service
+                .create_cluster_delegating(&caller, subject_token.as_ref(), new)
+                .await?;
             Ok(action)
         })
         .await

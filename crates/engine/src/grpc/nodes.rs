@@ -79,6 +79,7 @@ impl pb::node_service_server::NodeService for NodeHandler {
         &self,
         request: Request<pb::CreateNodeRequest>,
     ) -> Reply<pb::NodeActionResponse> {
+        let subject_token = ember_runtime::identity::SubjectToken::of(&request).cloned();
         answer(
             request,
             |caller, request| async move {
@@ -89,7 +90,10 @@ impl pb::node_service_server::NodeService for NodeHandler {
                     role: request.role,
                     metadata: parse_object("metadata", &request.metadata)?,
                 };
-                let created = self.service.create_node(&caller, new).await?;
+                let created = self
+                    .service
+                    .create_node_delegating(&caller, subject_token.as_ref(), new)
+                    .await?;
                 self.acted_on(created).await
             },
             |response| response,

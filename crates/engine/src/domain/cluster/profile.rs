@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::domain::instance::Workload;
+use crate::domain::instance::placement::{NetworkRequest, Placement};
 use crate::error::{Error, Result};
 
 /// Which profile type made an instance node.
@@ -48,6 +49,8 @@ pub enum ProfileKind {
         image: String,
         metadata: BTreeMap<String, String>,
         workload: Workload,
+        /// Networks, security groups, key pair… (`os.nova.server-1.0`).
+        placement: Placement,
     },
     Stack {
         /// The template as text (YAML or JSON).
@@ -147,6 +150,7 @@ impl ProfileSpec {
                     image,
                     metadata: string_map("metadata")?,
                     workload,
+                    placement: Placement::default(),
                 }
             }
             ("os.nova.server", "1.0") => {
@@ -170,6 +174,7 @@ impl ProfileSpec {
                     image,
                     metadata: string_map("metadata")?,
                     workload,
+                    placement: nova_server_placement(properties)?,
                 }
             }
             ("container.dockerinc.docker", "1.0") => {
@@ -221,6 +226,7 @@ impl ProfileSpec {
                     image,
                     metadata,
                     workload,
+                    placement: Placement::default(),
                 }
             }
             ("os.heat.stack", "1.0") => {
@@ -299,6 +305,87 @@ const NOVA_SERVER_PROPERTIES: &[&str] = &[
     "security_groups",
     "user_data",
 ];
+
+/// Where an `os.nova.server-1.0` node's server is placed: Senlin's
+/// `networks` (`network`, `port`, `subnet`, `fixed_ip`), `security_groups`,
+/// `key_name`, `availability_zone`, `scheduler_hints`,
+/// `block_device_mapping_v2`, `config_drive`. A network key Ember does not
+/// take yet is refused, naming it.
+fn nova_server_placement(properties: &Map<String, Value>) -> Result<Placement> {
+    let invalid = |message: String| Error::InvalidInput(message);
+    let text = |map: &Map<String, Value>, key: &str, at: &str| -> Result<Option<String>> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(invalid(format!("{at}.{key} must be a string, got {other}"))),
+        }
+    };
+    let mut networks = Vec::new();
+    match properties.get("networks") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(entries)) => {
+            for (index, entry) in entries.iter().enumerate() {
+                let at = format!("properties.networks[{index}]");
+                let Value::Object(entry) = entry else {
+                    return Err(invalid(format!("{at} must be a map, got {entry}")));
+                };
+                let taken = ["network", "port", "subnet", "fixed_ip"];
+                if let Some(other) = entry.keys().find(|key| !taken.contains(&key.as_str())) {
+                    return Err(invalid(format!(
+                        "{at}.{other} is not supported by Ember (it takes {})",
+                        taken.join(", ")
+                    )));
+                }
+                networks.push(NetworkRequest {
+                    network: text(entry, "network", &at)?,
+                    port: text(entry, "port", &at)?,
+                    subnet: text(entry, "subnet", &at)?,
+                    fixed_ip: text(entry, "fixed_ip", &at)?,
+                    tag: None,
+                });
+            }
+        }
+        Some(other) => {
+            return Err(invalid(format!(
+                "properties.networks must be a list, got {other}"
+            )));
+        }
+    }
+    let security_groups = match properties.get("security_groups") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(name) => Ok(name.clone()),
+                other => Err(invalid(format!(
+                    "properties.security_groups must be a list of names, got {other}"
+                ))),
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => {
+            return Err(invalid(format!(
+                "properties.security_groups must be a list, got {other}"
+            )));
+        }
+    };
+    let placement = Placement {
+        networks,
+        security_groups,
+        key_name: text(properties, "key_name", "properties")?,
+        availability_zone: text(properties, "availability_zone", "properties")?,
+        block_device_mapping: match properties.get("block_device_mapping_v2") {
+            Some(Value::Array(entries)) => entries.clone(),
+            _ => Vec::new(),
+        },
+        scheduler_hints: match properties.get("scheduler_hints") {
+            Some(Value::Object(hints)) => hints.clone(),
+            _ => Map::new(),
+        },
+        config_drive: properties.get("config_drive").and_then(Value::as_bool),
+    };
+    placement.validate()?;
+    Ok(placement)
+}
 
 /// Senlin's `container.dockerinc.docker-1.0` properties and Ember's
 /// additions (flavor, env, metadata).
@@ -443,6 +530,19 @@ mod tests {
             ("m1.small", "web")
         );
         assert!(workload.user_data.starts_with("#!/bin/sh"));
+        let ProfileKind::Instance { placement, .. } = &server.kind else {
+            panic!("an instance profile");
+        };
+        assert_eq!(placement.networks[0].network.as_deref(), Some("private"));
+        assert_eq!(placement.key_name.as_deref(), Some("oskey"));
+        let floating = ProfileSpec::parse(json!({"type": "os.nova.server", "version": 1.0,
+            "properties": {"flavor": "m1.small", "image": "cirros",
+                "networks": [{"network": "private", "floating_network": "public"}]}}))
+        .expect_err("not taken yet");
+        assert_eq!(
+            floating.to_string(),
+            "properties.networks[0].floating_network is not supported by Ember (it takes network, port, subnet, fixed_ip)"
+        );
 
         let docker = ProfileSpec::parse(
             json!({"type": "container.dockerinc.docker", "version": "1.0",
