@@ -265,6 +265,19 @@ impl TaggedObject for Port {
             body.insert("qos_policy_id".to_owned(), json!(policy));
         }
         change.changed_value_specs(&mut body);
+        if let Some(Value::Object(asked)) = body.get("binding:profile") {
+            let live = neutron
+                .get(Kind::Port, change.id)
+                .await
+                .map_err(failure)?
+                .unwrap_or(Value::Null);
+            let before = change
+                .before
+                .get("value_specs")
+                .and_then(|value_specs| value_specs.get("binding:profile"));
+            let merged = merged_profile(&live["binding:profile"], before, asked);
+            body.insert("binding:profile".to_owned(), merged);
+        }
         Ok(body)
     }
 
@@ -309,6 +322,25 @@ impl TaggedObject for Port {
         (text(new, "replacement_policy").as_deref() == Some("REPLACE_ALWAYS") && old != new)
             .then_some(true)
     }
+}
+
+/// A port's `binding:profile` after an update (Heat's 3-way merge): the
+/// live profile, with each entry the template changed since `before` set
+/// (or, changed to null, removed) — the entries Neutron or a driver set
+/// (an SR-IOV `pci_slot`) stay.
+fn merged_profile(live: &Value, before: Option<&Value>, asked: &Map<String, Value>) -> Value {
+    let mut merged = live.as_object().cloned().unwrap_or_default();
+    for (key, value) in asked {
+        if before.and_then(|before| before.get(key)) == Some(value) {
+            continue;
+        }
+        if value.is_null() {
+            merged.remove(key);
+        } else {
+            merged.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(merged)
 }
 
 /// The fixed IPs as Neutron takes them: each `{subnet_id, ip_address}`,
@@ -400,6 +432,23 @@ mod tests {
             "allowed_address_pairs[0].ip_address: property is required"
         );
         assert_eq!(address_pairs(&fields(json!({}))).expect("none"), json!([]));
+    }
+
+    #[test]
+    fn a_binding_profile_keeps_what_neutron_set() {
+        let live =
+            json!({"pci_slot": "0000:03:00.1", "capabilities": ["switchdev"], "trusted": false});
+        let before = json!({"capabilities": ["switchdev"], "trusted": false});
+        let asked = fields(json!({"capabilities": ["switchdev"], "trusted": true, "gone": null}));
+        assert_eq!(
+            merged_profile(&live, Some(&before), &asked),
+            json!({"pci_slot": "0000:03:00.1", "capabilities": ["switchdev"], "trusted": true})
+        );
+        let dropped = fields(json!({"trusted": null}));
+        assert_eq!(
+            merged_profile(&live, Some(&before), &dropped),
+            json!({"pci_slot": "0000:03:00.1", "capabilities": ["switchdev"]})
+        );
     }
 
     #[test]
