@@ -8,10 +8,13 @@
 //! it finds — a create retried, or taken over by another engine after a
 //! crash. Neutron takes no tags in a create body, so the marker is set by
 //! a second call; an object made by an attempt that died between the two
-//! is found by its name instead, when Ember named it (the name derives
-//! from the row: [`physical_name`]). A tag that cannot be set makes the
-//! create delete what it just made, so a failed create leaves nothing
-//! unmarked behind.
+//! is found by its name instead when the create runs again, if Ember named
+//! it (the name derives from the row: [`physical_name`]). A tag that
+//! cannot be set makes the create delete what it just made, so a failed
+//! create leaves nothing unmarked behind. What stays open: an engine dying
+//! in that one round trip, its row then deleted rather than created again
+//! (a delete knows the row, not the stack's name), or the template naming
+//! the object itself — the object is left, untagged.
 
 use std::time::Duration;
 
