@@ -22,6 +22,13 @@ pub enum Kind {
     SecurityGroup,
     SecurityGroupRule,
     FloatingIp,
+    /// Found by name or id only (a port's or network's `qos_policy`).
+    QosPolicy,
+    /// Found by name or id only (a subnet's `subnetpool`).
+    SubnetPool,
+    /// Found by name or id only (a subnet's `segment`), and listed for a
+    /// network's `segments`.
+    Segment,
 }
 
 impl Kind {
@@ -35,6 +42,9 @@ impl Kind {
             Kind::SecurityGroup => "security-groups",
             Kind::SecurityGroupRule => "security-group-rules",
             Kind::FloatingIp => "floatingips",
+            Kind::QosPolicy => "qos/policies",
+            Kind::SubnetPool => "subnetpools",
+            Kind::Segment => "segments",
         }
     }
 
@@ -48,6 +58,9 @@ impl Kind {
             Kind::SecurityGroup => "security_group",
             Kind::SecurityGroupRule => "security_group_rule",
             Kind::FloatingIp => "floatingip",
+            Kind::QosPolicy => "policy",
+            Kind::SubnetPool => "subnetpool",
+            Kind::Segment => "segment",
         }
     }
 
@@ -56,6 +69,7 @@ impl Kind {
         match self {
             Kind::SecurityGroup => "security_groups",
             Kind::SecurityGroupRule => "security_group_rules",
+            Kind::QosPolicy => "policies",
             other => other.collection(),
         }
     }
@@ -70,6 +84,9 @@ impl Kind {
             Kind::SecurityGroup => "security group",
             Kind::SecurityGroupRule => "security group rule",
             Kind::FloatingIp => "floating IP",
+            Kind::QosPolicy => "QoS policy",
+            Kind::SubnetPool => "subnet pool",
+            Kind::Segment => "segment",
         }
     }
 
@@ -246,6 +263,63 @@ impl Neutron {
         }
     }
 
+    /// The ids of the agents `agents` names that host the object `id` (a
+    /// network's DHCP agents, a router's L3 agents). Admin only.
+    pub async fn hosting_agents(&self, agents: AgentKind, id: &str) -> Result<Vec<String>> {
+        let answer: Value = self
+            .session
+            .call(Call::get(Service::Network, agents.hosting_path(id)))
+            .await?
+            .json()?;
+        answer["agents"]
+            .as_array()
+            .map(|listed| listed.iter().map(id_of).collect())
+            .unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// Has the agent `agent_id` host the object `id`. Admin only.
+    pub async fn add_to_agent(&self, agents: AgentKind, agent_id: &str, id: &str) -> Result<()> {
+        self.session
+            .call(Call::post(
+                Service::Network,
+                format!(
+                    "/agents/{}/{}",
+                    segment(agent_id),
+                    agents.agent_collection()
+                ),
+                json!({ agents.object_field(): id }),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Takes the object `id` off the agent `agent_id`; an agent or object
+    /// gone is taken off. Admin only.
+    pub async fn remove_from_agent(
+        &self,
+        agents: AgentKind,
+        agent_id: &str,
+        id: &str,
+    ) -> Result<()> {
+        match self
+            .session
+            .call(Call::delete(
+                Service::Network,
+                format!(
+                    "/agents/{}/{}/{}",
+                    segment(agent_id),
+                    agents.agent_collection(),
+                    segment(id)
+                ),
+            ))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Plugs a subnet or a port into a router.
     pub async fn add_router_interface(
         &self,
@@ -281,6 +355,40 @@ impl Neutron {
             Ok(_) => Ok(()),
             Err(error) if error.is_not_found() => Ok(()),
             Err(error) => Err(error),
+        }
+    }
+}
+
+/// The agents that host Neutron objects: DHCP agents host networks, L3
+/// agents routers (Heat's `dhcp_agent_ids` and `l3_agent_ids`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    Dhcp,
+    L3,
+}
+
+impl AgentKind {
+    /// Where the agents hosting the object `id` are listed.
+    fn hosting_path(self, id: &str) -> String {
+        match self {
+            AgentKind::Dhcp => format!("/networks/{}/dhcp-agents", segment(id)),
+            AgentKind::L3 => format!("/routers/{}/l3-agents", segment(id)),
+        }
+    }
+
+    /// An agent's collection of what it hosts.
+    fn agent_collection(self) -> &'static str {
+        match self {
+            AgentKind::Dhcp => "dhcp-networks",
+            AgentKind::L3 => "l3-routers",
+        }
+    }
+
+    /// The field naming the hosted object when adding it to an agent.
+    fn object_field(self) -> &'static str {
+        match self {
+            AgentKind::Dhcp => "network_id",
+            AgentKind::L3 => "router_id",
         }
     }
 }
@@ -335,6 +443,23 @@ mod tests {
         assert_eq!(Kind::FloatingIp.collection(), "floatingips");
         assert_eq!(Kind::FloatingIp.listing(), "floatingips");
         assert!(!Kind::SecurityGroupRule.has_tags());
+        assert_eq!(Kind::QosPolicy.collection(), "qos/policies");
+        assert_eq!(Kind::QosPolicy.member(), "policy");
+        assert_eq!(Kind::QosPolicy.listing(), "policies");
+        assert_eq!(Kind::SubnetPool.listing(), "subnetpools");
+    }
+
+    #[test]
+    fn agents_are_reached_by_the_scheduler_extensions_paths() {
+        assert_eq!(
+            AgentKind::Dhcp.hosting_path("n 1"),
+            "/networks/n%201/dhcp-agents"
+        );
+        assert_eq!(AgentKind::L3.hosting_path("r"), "/routers/r/l3-agents");
+        assert_eq!(AgentKind::Dhcp.agent_collection(), "dhcp-networks");
+        assert_eq!(AgentKind::L3.agent_collection(), "l3-routers");
+        assert_eq!(AgentKind::Dhcp.object_field(), "network_id");
+        assert_eq!(AgentKind::L3.object_field(), "router_id");
     }
 
     #[test]
