@@ -688,6 +688,17 @@ impl Nova {
         .await
     }
 
+    /// Takes a port off the server (the port stays); one not attached, or
+    /// a server gone, is detached.
+    pub async fn detach_interface(&self, server_id: &str, port_id: &str) -> Result<()> {
+        self.delete_ignoring_gone(format!(
+            "/servers/{}/os-interface/{}",
+            segment(server_id),
+            segment(port_id)
+        ))
+        .await
+    }
+
     async fn delete_ignoring_gone(&self, path: String) -> Result<()> {
         match self
             .session

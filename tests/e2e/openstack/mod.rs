@@ -6,6 +6,7 @@
 
 mod clusters;
 mod servers;
+mod topology;
 
 use std::time::{Duration, Instant};
 

@@ -141,6 +141,15 @@ pub trait ComputeDriver: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Takes the ports the instance was given (not those the cloud made for
+    /// it) off its machine, so a replacement can be given them while the
+    /// machine is still there (Heat's `prepare_for_replace`); nothing by
+    /// default.
+    async fn release_ports(&self, instance: &Instance) -> Result<(), ComputeError> {
+        let _ = instance;
+        Ok(())
+    }
+
     /// What the cloud shows of the machine (`None`: nothing beyond the
     /// instance's record, or no machine).
     async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {

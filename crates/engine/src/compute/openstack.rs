@@ -612,6 +612,53 @@ impl ComputeDriver for NovaDriver {
         self.act_on_lock(instance, lock, ServerAction::Unlock).await
     }
 
+    async fn release_ports(&self, instance: &Instance) -> Result<(), ComputeError> {
+        let given: Vec<&String> = instance
+            .placement
+            .networks
+            .iter()
+            .filter_map(|network| network.port.as_ref())
+            .collect();
+        if given.is_empty() {
+            return Ok(());
+        }
+        let session = self.session(instance)?;
+        let nova = self.nova(&session).await?;
+        let Some(server) = self.find(&nova, instance).await? else {
+            return Ok(());
+        };
+        let neutron = Neutron::new(&session);
+        for port in given {
+            let port_id = neutron.find_id(Kind::Port, port).await.map_err(failure)?;
+            nova.detach_interface(&server.id, &port_id)
+                .await
+                .map_err(failure)?;
+            let deadline = Instant::now() + SETTLE_TIMEOUT;
+            let mut pause = Duration::from_millis(200);
+            loop {
+                let device = neutron
+                    .get(Kind::Port, &port_id)
+                    .await
+                    .map_err(failure)?
+                    .and_then(|port| port["device_id"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                if device != server.id {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(ComputeError(format!(
+                        "port {port_id} is still on server {} after {} s",
+                        server.id,
+                        SETTLE_TIMEOUT.as_secs()
+                    )));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
+        Ok(())
+    }
+
     async fn apply_details(&self, instance: &Instance) -> Result<(), ComputeError> {
         let session = self.session(instance)?;
         let nova = self.nova(&session).await?;

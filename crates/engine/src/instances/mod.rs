@@ -291,6 +291,16 @@ impl InstanceService {
             .map_err(Error::InvalidInput)
     }
 
+    /// Takes the ports the instance was given off its machine, for a
+    /// replacement to take (see [`ComputeDriver::release_ports`]).
+    pub async fn release_ports(&self, caller: &Identity, uuid: Uuid) -> Result<()> {
+        let instance = self.get(caller, uuid).await?;
+        self.driver
+            .release_ports(&instance)
+            .await
+            .map_err(|error| Error::Unavailable(format!("{}: {error}", instance.label())))
+    }
+
     /// What the cloud shows of the instance's machine (its id there, its
     /// addresses), when the driver knows more than the record.
     pub async fn machine_details(

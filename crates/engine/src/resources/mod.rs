@@ -326,6 +326,14 @@ pub trait ResourceType: Send + Sync + 'static {
             .map_or(Value::Null, Value::String)
     }
 
+    /// Readies `current` to be replaced while it still exists: what the
+    /// replacement must take from it is let go first (a server's ports,
+    /// Heat's `prepare_for_replace`). Nothing by default.
+    async fn prepare_for_replace(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
     /// Whether a change of these properties can be done in place.
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
         self.schema().properties.iter().any(|property| {

@@ -746,6 +746,18 @@ impl ResourceType for ServerResource {
         self.remove(current, Attempt::First).await
     }
 
+    /// The ports the template gave the server go to its replacement: they
+    /// are taken off this one first (Heat does the same).
+    async fn prepare_for_replace(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let Some(uuid) = instance_id(current) else {
+            return Ok(());
+        };
+        match self.instances.release_ports(&owner_of(current)?, uuid).await {
+            Ok(()) | Err(Error::NotFound(_)) => Ok(()),
+            Err(error) => Err(failure(error)),
+        }
+    }
+
     async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
         self.remove(in_flight, Attempt::TakenOver).await
     }

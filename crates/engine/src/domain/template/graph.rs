@@ -99,7 +99,86 @@ impl Template {
                 dependencies.insert(reference.name);
             }
         }
+        dependencies.extend(self.implicit_dependencies(resource));
         dependencies
+    }
+
+    /// Heat's implicit dependencies among network resources, which
+    /// templates written for Heat rely on without saying so: a port, and a
+    /// server with an interface on a network, wait for every subnet of the
+    /// template on that network (a port made before its subnet gets no
+    /// address); a router with a gateway waits for the subnets of the
+    /// gateway's network; a floating IP waits for the routers whose gateway
+    /// is on its floating network and for every router interface (its port
+    /// must be reachable from that network). Networks are compared as
+    /// written (`{get_resource: net}` on both sides, or the same name).
+    fn implicit_dependencies(&self, resource: &ResourceDefinition) -> Vec<String> {
+        let property = |definition: &ResourceDefinition, name: &str| -> Option<Value> {
+            definition.properties.get(name).cloned().filter(|value| !value.is_null())
+        };
+        let of_type = |type_name: &'static str| {
+            self.resources
+                .values()
+                .filter(move |other| other.resource_type == type_name)
+        };
+        let subnets_on = |networks: &[Value]| -> Vec<String> {
+            of_type("OS::Neutron::Subnet")
+                .filter(|subnet| {
+                    property(subnet, "network")
+                        .or_else(|| property(subnet, "network_id"))
+                        .is_some_and(|network| networks.contains(&network))
+                })
+                .map(|subnet| subnet.name.clone())
+                .collect()
+        };
+        match resource.resource_type.as_str() {
+            "OS::Neutron::Port" => {
+                let networks: Vec<Value> = ["network", "network_id"]
+                    .iter()
+                    .filter_map(|name| property(resource, name))
+                    .collect();
+                subnets_on(&networks)
+            }
+            "OS::Nova::Server" | "Ember::Compute::Instance" => {
+                let networks: Vec<Value> = match property(resource, "networks") {
+                    Some(Value::Array(entries)) => entries
+                        .iter()
+                        .filter_map(|entry| entry.get("network").or_else(|| entry.get("uuid")))
+                        .cloned()
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                subnets_on(&networks)
+            }
+            "OS::Neutron::Router" => {
+                let gateway = property(resource, "external_gateway_info")
+                    .and_then(|gateway| gateway.get("network").cloned());
+                subnets_on(&gateway.into_iter().collect::<Vec<_>>())
+            }
+            "OS::Neutron::FloatingIP" => {
+                let floating = property(resource, "floating_network")
+                    .or_else(|| property(resource, "floating_network_id"));
+                let mut dependencies: Vec<String> = of_type("OS::Neutron::RouterInterface")
+                    .map(|interface| interface.name.clone())
+                    .collect();
+                if let Some(floating) = floating {
+                    dependencies.extend(
+                        of_type("OS::Neutron::Router")
+                            .filter(|router| {
+                                property(router, "external_gateway_info")
+                                    .and_then(|gateway| gateway.get("network").cloned())
+                                    .is_some_and(|network| network == floating)
+                            })
+                            .map(|router| router.name.clone()),
+                    );
+                }
+                dependencies
+            }
+            _ => Vec::new(),
+        }
+        .into_iter()
+        .filter(|name| *name != resource.name)
+        .collect()
     }
 
     fn resource_references(
@@ -409,6 +488,33 @@ mod tests {
 
     fn names(set: BTreeSet<String>) -> Vec<String> {
         set.into_iter().collect()
+    }
+
+    #[test]
+    fn network_resources_wait_for_what_heat_makes_them_wait_for() {
+        let template = template(concat!(
+            "  net: {type: OS::Neutron::Net}\n",
+            "  other_net: {type: OS::Neutron::Net}\n",
+            "  subnet: {type: OS::Neutron::Subnet, properties: {network: {get_resource: net}, cidr: 10.0.0.0/24}}\n",
+            "  other_subnet: {type: OS::Neutron::Subnet, properties: {network: {get_resource: other_net}, cidr: 10.1.0.0/24}}\n",
+            "  public_subnet: {type: OS::Neutron::Subnet, properties: {network: public, cidr: 10.2.0.0/24}}\n",
+            "  port: {type: OS::Neutron::Port, properties: {network: {get_resource: net}}}\n",
+            "  server: {type: OS::Nova::Server, properties: {networks: [{network: {get_resource: other_net}}]}}\n",
+            "  router: {type: OS::Neutron::Router, properties: {external_gateway_info: {network: public}}}\n",
+            "  interface: {type: OS::Neutron::RouterInterface, properties: {router: {get_resource: router}, subnet: {get_resource: subnet}}}\n",
+            "  fip: {type: OS::Neutron::FloatingIP, properties: {floating_network: public, port_id: {get_resource: port}}}\n",
+        ));
+        assert_eq!(names(template.dependencies("port")), vec!["net", "subnet"]);
+        assert_eq!(
+            names(template.dependencies("server")),
+            vec!["other_net", "other_subnet"]
+        );
+        assert_eq!(names(template.dependencies("router")), vec!["public_subnet"]);
+        assert_eq!(
+            names(template.dependencies("fip")),
+            vec!["interface", "port", "router"]
+        );
+        assert!(template.dependencies("subnet").iter().all(|name| name == "net"));
     }
 
     #[test]

@@ -357,6 +357,19 @@ async fn update_one(
         };
     }
     // Replacement: the new resource first; the old row is deleted at the end.
+    // What the new one must take from the old (a server's ports) is let go
+    // before.
+    if current.physical_id.is_some()
+        && current.status != ActionStatus::Failed
+        && let Some(old_type) = shared.registry.get(&current.type_name)
+        && let Err(failure) = old_type.prepare_for_replace(&current).await
+    {
+        let reason = format!("resources.{name}: cannot be replaced: {failure}");
+        return Err(RunFailure::Failed(format!(
+            "Resource {} failed: {reason}",
+            action.as_str()
+        )));
+    }
     let replaced = current
         .physical_id
         .clone()
