@@ -88,6 +88,17 @@ async fn a_volume_is_attached_to_a_server_and_detached() {
         "{:?}",
         reread.metadata
     );
+    // Cinder shows the read-only flag among the metadata.
+    assert_eq!(
+        reread.metadata.get("readonly").map(String::as_str),
+        Some("True"),
+        "{:?}",
+        reread.metadata
+    );
+    assert_eq!(
+        updated.attributes["attachments_list"][0]["server_id"],
+        json!(server_id)
+    );
 
     // Deleting the volume while attached is refused, in Heat's words.
     let refused = volume_type.delete(&volume).await.expect_err("in use");

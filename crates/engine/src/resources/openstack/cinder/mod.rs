@@ -11,7 +11,6 @@
 mod attach;
 mod attachment;
 mod volume;
-mod volume_spec;
 
 use std::sync::Arc;
 

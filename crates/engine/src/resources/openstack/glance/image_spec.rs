@@ -291,8 +291,8 @@ mod tests {
         assert_eq!(
             extra_properties(&properties),
             [
-                ImageChange::Set("cores".to_owned(), json!("2")),
                 ImageChange::Set("hw_disk_bus".to_owned(), json!("scsi")),
+                ImageChange::Set("cores".to_owned(), json!("2")),
             ]
         );
     }

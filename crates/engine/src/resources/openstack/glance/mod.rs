@@ -3,6 +3,7 @@
 //! API's images by location) is hidden in Heat and not offered.
 
 mod image_spec;
+mod import;
 mod web_image;
 
 use std::sync::Arc;

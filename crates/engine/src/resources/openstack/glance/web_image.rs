@@ -20,11 +20,12 @@ use async_trait::async_trait;
 use ember_openstack::glance::{Glance, Image};
 use serde_json::{Map, Value, json};
 
-use super::super::heat::{changed_properties, went_to_status};
+use super::super::heat::changed_properties;
 use super::super::{Cloud, failure, physical_id, text};
 use super::image_spec::{
     MARKER_KEY, check, difference, extra_properties, field_changes, new_image, schema, strings,
 };
+use super::import::wait_imported;
 use crate::domain::{LockLevel, Resource, StackAction};
 use crate::resources::{
     LockRequest, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
@@ -61,40 +62,6 @@ fn with_lock_flag(data: &Value, protected: bool) -> Value {
         map.remove(LOCKED_BY_STACK);
     }
     Value::Object(map)
-}
-
-/// Why the last import failed, if it did and none is under way: Glance
-/// puts a failed image back in `queued`, and its import task says why.
-async fn failed_import(glance: &Glance, image: &Image) -> Result<Option<String>, ResourceFailure> {
-    if image.status != "queued" {
-        return Ok(None);
-    }
-    let tasks = glance.image_tasks(&image.id).await.map_err(failure)?;
-    fn status(task: &Value) -> &str {
-        task.get("status").and_then(Value::as_str).unwrap_or("")
-    }
-    if tasks
-        .iter()
-        .any(|task| matches!(status(task), "pending" | "processing"))
-    {
-        return Ok(None);
-    }
-    let newest_failure = tasks
-        .iter()
-        .filter(|task| status(task) == "failure")
-        .max_by_key(|task| {
-            task.get("updated_at")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        });
-    Ok(newest_failure.map(|task| {
-        task.get("message")
-            .and_then(Value::as_str)
-            .filter(|message| !message.is_empty())
-            .unwrap_or("Unknown")
-            .to_owned()
-    }))
 }
 
 impl WebImageResource {
@@ -161,39 +128,6 @@ impl WebImageResource {
             Err(error) => Err(failure(error)),
         }
     }
-}
-
-/// Heat's `check_create_complete`: `killed` failed; with `active` the
-/// image is waited for until `active`, without it deactivated then.
-async fn wait_imported(
-    glance: &Glance,
-    image_id: &str,
-    location: &str,
-    active: bool,
-) -> Result<Image, ResourceFailure> {
-    Cloud::wait_for(&format!("image {image_id} active"), || async move {
-        let image = glance
-            .image(image_id)
-            .await
-            .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("No image found with ID {image_id}")))?;
-        match image.status.as_str() {
-            "killed" => Err(went_to_status("killed", "Unknown")),
-            "active" if active => Ok(Some(image)),
-            "active" => {
-                glance.deactivate_image(image_id).await.map_err(failure)?;
-                Ok(None)
-            }
-            "deactivated" if !active => Ok(Some(image)),
-            _ => match failed_import(glance, &image).await? {
-                Some(reason) => Err(ResourceFailure(format!(
-                    "Glance could not import image {image_id} from {location}: {reason}"
-                ))),
-                None => Ok(None),
-            },
-        }
-    })
-    .await
 }
 
 #[async_trait]

@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use ember_openstack::cinder::{NewVolume, Volume};
 use serde_json::{Map, Value, json};
 
-use super::super::heat::{python_json, python_repr, python_str};
-use super::super::text;
-use super::Dialect;
+use super::super::super::heat::{python_json, python_repr, python_str};
+use super::super::super::text;
+use super::super::Dialect;
 use crate::resources::{
     AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceTypeSchema,
 };
 
-/// The metadata key carrying the row's marker (see [`super::super::Cloud::marker`]).
+/// The metadata key carrying the row's marker (see [`crate::resources::openstack::Cloud::marker`]).
 pub const MARKER_KEY: &str = "ember_resource";
 
 /// Cinder keeps a volume's size in a 32-bit column: Heat's `Range(min=1)`
@@ -483,7 +483,7 @@ mod tests {
         );
         assert_eq!(
             shown["attachments"],
-            json!("[{'device': '/dev/vdb', 'server_id': 's1'}]")
+            json!("[{'server_id': 's1', 'device': '/dev/vdb'}]")
         );
         assert_eq!(shown["attachments_list"][0]["server_id"], json!("s1"));
         assert_eq!(shown["id"], json!("v1"));
