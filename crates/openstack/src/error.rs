@@ -212,14 +212,20 @@ fn json_message(value: &Value) -> Option<String> {
     })
 }
 
-/// WebOb (Glance's error bodies) ends a JSON message with HTML line
-/// breaks: `No image found with ID 7<br /><br />\n\n\n`.
+/// WebOb (Glance's error bodies) writes HTML line breaks into a JSON
+/// message (`conflict.<br /><br />\nProperty x does not exist.<br /><br />\n\n`):
+/// its lines are joined with spaces instead.
 fn without_line_breaks(message: &str) -> String {
-    let mut message = message.trim();
-    while let Some(shorter) = message.strip_suffix("<br />") {
-        message = shorter.trim_end();
+    if !message.contains("<br />") {
+        return message.trim().to_owned();
     }
-    message.to_owned()
+    message
+        .split("<br />")
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Glance and the WSGI layers answer some errors as small HTML pages.
@@ -260,7 +266,7 @@ mod tests {
 
     #[test]
     fn every_service_writes_its_message_its_own_way() {
-        let cases: [(&str, &str); 7] = [
+        let cases: [(&str, &str); 8] = [
             (
                 r#"{"itemNotFound": {"code": 404, "message": "Flavor m1.huge could not be found."}}"#,
                 "Flavor m1.huge could not be found.",
@@ -288,6 +294,10 @@ mod tests {
             (
                 r#"{"message": "No image found with ID 7<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}"#,
                 "No image found with ID 7",
+            ),
+            (
+                r#"{"message": "There was a conflict when trying to complete your request.<br /><br />\nProperty x does not exist.<br /><br />\n\n", "code": "409 Conflict", "title": "Conflict"}"#,
+                "There was a conflict when trying to complete your request. Property x does not exist.",
             ),
         ];
         for (body, message) in cases {

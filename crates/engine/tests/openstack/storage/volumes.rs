@@ -204,6 +204,50 @@ async fn a_delete_without_a_physical_id_deletes_what_the_marker_finds() {
 }
 
 #[tokio::test]
+async fn a_volume_from_an_image_is_made_or_fails_in_heats_words() {
+    let Some(harness) =
+        Harness::start("a_volume_from_an_image_is_made_or_fails_in_heats_words").await
+    else {
+        return;
+    };
+    // The image named, as templates do: Glance finds its id.
+    let image = &harness.test_cloud.facts.image;
+    let request = harness.request(VOLUME, "boot", json!({"size": 1, "image": image.name}));
+    let volume_type = harness.resource_type(VOLUME);
+    let cinder = Cinder::connect(&harness.demo())
+        .await
+        .expect("demo's Cinder");
+    let marker = format!("ember-{}", request.derived_id("volume"));
+    match volume_type.create(&request).await {
+        Ok(outcome) => assert_eq!(outcome.attributes["bootable"], json!("true")),
+        // Cinder's fake driver cannot copy an image into a volume: the
+        // volume goes into error, which fails the create as Heat words it.
+        Err(failed) => {
+            assert_eq!(failed.0, "Went to status error due to \"Unknown\"");
+            let made = cinder
+                .volumes_with_metadata("ember_resource", &marker)
+                .await
+                .expect("listed");
+            assert_eq!(made.len(), 1);
+            assert_eq!(made[0].status, "error");
+        }
+    }
+    // Either way the row recorded nothing the executor could keep from a
+    // failure: its delete finds the volume by the marker.
+    volume_type
+        .resume_delete(&unrecorded(&harness, &request))
+        .await
+        .expect("deleted");
+    assert!(
+        cinder
+            .volumes_with_metadata("ember_resource", &marker)
+            .await
+            .expect("listed")
+            .is_empty()
+    );
+}
+
+#[tokio::test]
 async fn an_aws_volume_is_tagged_and_immutable() {
     let Some(harness) = Harness::start("an_aws_volume_is_tagged_and_immutable").await else {
         return;
@@ -308,6 +352,15 @@ async fn bad_volumes_are_refused_naming_what_is_wrong() {
             .expect("listed")
             .is_empty()
     );
+    // A backup Cinder does not have (this cloud runs no backup service):
+    // Cinder's message names it.
+    let missing_backup = uuid::Uuid::new_v4().to_string();
+    let request = harness.request(VOLUME, "data", json!({"backup_id": missing_backup}));
+    let refused = volume_type
+        .create(&request)
+        .await
+        .expect_err("no such backup");
+    assert!(refused.0.contains(&missing_backup), "{refused}");
     // An image Glance does not have: Glance's message names it.
     let missing_image = unique("no-such-image");
     let request = harness.request(VOLUME, "data", json!({"size": 1, "image": missing_image}));

@@ -17,7 +17,7 @@
 //! in Heat.
 
 use async_trait::async_trait;
-use ember_openstack::glance::{Glance, Image};
+use ember_openstack::glance::{Glance, Image, ImageChange};
 use serde_json::{Map, Value, json};
 
 use super::super::heat::changed_properties;
@@ -222,15 +222,28 @@ impl ResourceType for WebImageResource {
             .get("protected")
             .and_then(Value::as_bool)
             .unwrap_or(false);
-        let mut changes = field_changes(&old, new);
+        let image = glance
+            .image(&image_id)
+            .await
+            .map_err(failure)?
+            .ok_or_else(|| ResourceFailure(format!("No image found with ID {image_id}")))?;
+        // Glance refuses to remove a field the image does not have (one
+        // removed by hand, or an import that never got that far).
+        let mut changes: Vec<ImageChange> = field_changes(&old, new)
+            .into_iter()
+            .filter(|change| match change {
+                ImageChange::Remove(field) => image.raw.get(field).is_some(),
+                ImageChange::Set(..) => true,
+            })
+            .collect();
         if protect {
             // The template protects it now: an unlock must leave it so.
             data = with_lock_flag(&data, false);
         } else if protected_by_lock(&data) {
             // Still locked: the lock's protection holds until the unlock.
-            changes.retain(|change| {
-                !matches!(change, ember_openstack::glance::ImageChange::Set(field, _) if field == "protected")
-            });
+            changes.retain(
+                |change| !matches!(change, ImageChange::Set(field, _) if field == "protected"),
+            );
         }
         if !changes.is_empty() {
             glance
