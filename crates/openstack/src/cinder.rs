@@ -69,6 +69,24 @@ pub struct NewVolume {
     pub scheduler_hints: Map<String, Value>,
 }
 
+/// Whether a retype may move the volume's data to another backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    /// Keep it where it is: Cinder gives up when the new type's backend
+    /// is another (Heat's choice).
+    Never,
+    OnDemand,
+}
+
+impl MigrationPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MigrationPolicy::Never => "never",
+            MigrationPolicy::OnDemand => "on-demand",
+        }
+    }
+}
+
 /// Where a backup is restored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RestoreTarget {
@@ -149,17 +167,16 @@ impl Cinder {
         })
     }
 
-    /// Changes the volume's type; `migration_policy` `never` keeps it on
-    /// its backend (Cinder refuses when that cannot be).
+    /// Changes the volume's type.
     pub async fn retype_volume(
         &self,
         id: &str,
         volume_type: &str,
-        migration_policy: &str,
+        migration_policy: MigrationPolicy,
     ) -> Result<()> {
         self.action(
             id,
-            json!({"os-retype": {"new_type": volume_type, "migration_policy": migration_policy}}),
+            json!({"os-retype": {"new_type": volume_type, "migration_policy": migration_policy.as_str()}}),
         )
         .await
     }

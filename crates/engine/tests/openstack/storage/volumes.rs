@@ -2,7 +2,9 @@
 
 use ember_engine::resources::validate_properties;
 use ember_engine::store::delegations::DelegationStore;
+use ember_openstack::Service;
 use ember_openstack::cinder::Cinder;
+use ember_openstack::session::Call;
 use serde_json::json;
 
 use super::unrecorded;
@@ -153,6 +155,30 @@ async fn a_volume_is_made_once_grown_renamed_and_deleted() {
         )
     );
 
+    // Retyped in place (a type the admin makes for the test).
+    let admin = harness.test_cloud.session(&harness.test_cloud.facts.admin);
+    let fast = unique("ember-fast");
+    let created_type: serde_json::Value = admin
+        .call(Call::post(
+            Service::BlockStorage,
+            "/types",
+            json!({"volume_type": {"name": fast}}),
+        ))
+        .await
+        .expect("a volume type")
+        .json()
+        .expect("its answer");
+    let retyped = harness.request_in(
+        harness.stack_id,
+        row.id,
+        VOLUME,
+        "data",
+        json!({"size": 2, "name": renamed, "description": "grown", "metadata": {"role": "db"}, "volume_type": fast}),
+    );
+    let outcome = volume_type.update(&retyped, &row).await.expect("retyped");
+    assert_eq!(outcome.attributes["volume_type"], json!(fast));
+    let row = harness.created(&retyped, &outcome);
+
     volume_type.check(&row).await.expect("available is healthy");
     harness.delete(&row).await;
     assert!(
@@ -162,6 +188,14 @@ async fn a_volume_is_made_once_grown_renamed_and_deleted() {
     harness.delete(&row).await;
     let checked = volume_type.check(&row).await.expect_err("gone");
     assert_eq!(checked.0, format!("Volume {volume_id} could not be found."));
+    let type_id = created_type["volume_type"]["id"].as_str().expect("an id");
+    admin
+        .call(Call::delete(
+            Service::BlockStorage,
+            format!("/types/{type_id}"),
+        ))
+        .await
+        .expect("the type deleted");
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use ember_openstack::cinder::{RestoreTarget, Volume};
+use ember_openstack::cinder::{MigrationPolicy, RestoreTarget, Volume};
 use ember_openstack::microversion::Microversion;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -144,10 +144,10 @@ pub(super) async fn update(
         && volume.volume_type.as_deref() != Some(volume_type)
     {
         cinder
-            .retype_volume(&volume_id, volume_type, "never")
+            .retype_volume(&volume_id, volume_type, MigrationPolicy::Never)
             .await
             .map_err(failure)?;
-        wait_settled(
+        let retyped = wait_settled(
             &cinder,
             &volume_id,
             &["retyping"],
@@ -155,6 +155,17 @@ pub(super) async fn update(
             "Volume retype failed",
         )
         .await?;
+        // Cinder gives up on a retype it cannot do without a migration by
+        // putting the volume back as it was (its log says why): a type
+        // named in the template that the volume does not have is that.
+        // (Cinder shows the type's name: a type given by id is not
+        // compared.)
+        let current_type = retyped.volume_type.unwrap_or_default();
+        if uuid::Uuid::parse_str(volume_type).is_err() && current_type != volume_type {
+            return Err(ResourceFailure(format!(
+                "Volume retype failed - the volume {volume_id} is still of type {current_type} (Cinder could not retype it to {volume_type} without migrating it)"
+            )));
+        }
     }
     let nova = if pending.is_empty() {
         None
