@@ -200,7 +200,7 @@ pub fn message_of(status: u16, body: &[u8]) -> String {
 fn json_message(value: &Value) -> Option<String> {
     let object = value.as_object()?;
     if let Some(message) = object.get("message").and_then(Value::as_str) {
-        return Some(truncated(message.trim().to_owned()));
+        return Some(truncated(without_line_breaks(message)));
     }
     // One wrapper object holding the message (every OpenStack service's
     // fault body), or a list of them (Glance's `errors`).
@@ -210,6 +210,22 @@ fn json_message(value: &Value) -> Option<String> {
         Value::String(text) if object.len() == 1 => Some(truncated(text.trim().to_owned())),
         _ => None,
     })
+}
+
+/// WebOb (Glance's error bodies) writes HTML line breaks into a JSON
+/// message (`conflict.<br /><br />\nProperty x does not exist.<br /><br />\n\n`):
+/// its lines are joined with spaces instead.
+fn without_line_breaks(message: &str) -> String {
+    if !message.contains("<br />") {
+        return message.trim().to_owned();
+    }
+    message
+        .split("<br />")
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Glance and the WSGI layers answer some errors as small HTML pages.
@@ -250,7 +266,7 @@ mod tests {
 
     #[test]
     fn every_service_writes_its_message_its_own_way() {
-        let cases: [(&str, &str); 6] = [
+        let cases: [(&str, &str); 8] = [
             (
                 r#"{"itemNotFound": {"code": 404, "message": "Flavor m1.huge could not be found."}}"#,
                 "Flavor m1.huge could not be found.",
@@ -274,6 +290,14 @@ mod tests {
             (
                 r#"{"errors": [{"title": "Bad Request", "message": "Invalid disk format"}]}"#,
                 "Invalid disk format",
+            ),
+            (
+                r#"{"message": "No image found with ID 7<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}"#,
+                "No image found with ID 7",
+            ),
+            (
+                r#"{"message": "There was a conflict when trying to complete your request.<br /><br />\nProperty x does not exist.<br /><br />\n\n", "code": "409 Conflict", "title": "Conflict"}"#,
+                "There was a conflict when trying to complete your request. Property x does not exist.",
             ),
         ];
         for (body, message) in cases {

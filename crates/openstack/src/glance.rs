@@ -1,8 +1,9 @@
 //! Glance (image): images by id or name, and images Ember makes — with the
 //! id Ember chooses (Glance takes it), so a create that is tried again
 //! finds the image instead of making a second — filled by Glance itself
-//! from a URL (`web-download` import), protected and unprotected for
-//! maintenance locks, and deleted.
+//! from a URL (`web-download` import), changed (fields, tags, members,
+//! deactivated and reactivated), protected and unprotected for maintenance
+//! locks, and deleted.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -45,6 +46,26 @@ pub struct NewImage {
     pub name: Option<String>,
     pub tags: Vec<String>,
     pub properties: serde_json::Map<String, Value>,
+}
+
+/// One change of an image's fields (a JSON patch operation in Glance's
+/// `openstack-images-v2.1-json-patch` form, where `add` sets a field
+/// whether or not it exists).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImageChange {
+    Set(String, Value),
+    Remove(String),
+}
+
+impl ImageChange {
+    fn operation(&self) -> Value {
+        match self {
+            ImageChange::Set(field, value) => {
+                json!({"op": "add", "path": format!("/{field}"), "value": value})
+            }
+            ImageChange::Remove(field) => json!({"op": "remove", "path": format!("/{field}")}),
+        }
+    }
 }
 
 /// Glance, through one session.
@@ -168,16 +189,121 @@ impl Glance {
         image_of(answer.json()?)
     }
 
-    /// Deletes the image; one already gone is deleted.
-    pub async fn delete_image(&self, id: &str) -> Result<()> {
+    /// Sets and removes fields (`add` sets one that exists as well).
+    pub async fn change_image(&self, id: &str, changes: &[ImageChange]) -> Result<Image> {
+        let patch: Vec<Value> = changes.iter().map(ImageChange::operation).collect();
+        let answer = self
+            .session
+            .call(
+                Call::new(
+                    Service::Image,
+                    http::Method::PATCH,
+                    format!("/images/{}", segment(id)),
+                )
+                .body(Value::Array(patch))
+                .content_type("application/openstack-images-v2.1-json-patch")
+                .idempotent(),
+            )
+            .await?;
+        image_of(answer.json()?)
+    }
+
+    /// Adds a tag (one the image has is kept).
+    pub async fn add_image_tag(&self, id: &str, tag: &str) -> Result<()> {
+        self.session
+            .call(Call::new(
+                Service::Image,
+                http::Method::PUT,
+                format!("/images/{}/tags/{}", segment(id), segment(tag)),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a tag; one the image does not have is removed.
+    pub async fn remove_image_tag(&self, id: &str, tag: &str) -> Result<()> {
+        self.delete_ignoring_gone(format!("/images/{}/tags/{}", segment(id), segment(tag)))
+            .await
+    }
+
+    /// Shares the image with `member` (a project); one already a member
+    /// stays one.
+    pub async fn add_image_member(&self, id: &str, member: &str) -> Result<()> {
         match self
             .session
-            .call(Call::delete(
-                Service::Image,
-                format!("/images/{}", segment(id)),
-            ))
+            .call(
+                Call::post(
+                    Service::Image,
+                    format!("/images/{}/members", segment(id)),
+                    json!({ "member": member }),
+                )
+                .idempotent(),
+            )
             .await
         {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_conflict() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Stops sharing the image with `member`; one not a member is removed.
+    pub async fn remove_image_member(&self, id: &str, member: &str) -> Result<()> {
+        self.delete_ignoring_gone(format!(
+            "/images/{}/members/{}",
+            segment(id),
+            segment(member)
+        ))
+        .await
+    }
+
+    /// Makes the image's data unreadable to all but admins (admin only).
+    pub async fn deactivate_image(&self, id: &str) -> Result<()> {
+        self.image_action(id, "deactivate").await
+    }
+
+    /// Makes a deactivated image usable again (admin only).
+    pub async fn reactivate_image(&self, id: &str) -> Result<()> {
+        self.image_action(id, "reactivate").await
+    }
+
+    async fn image_action(&self, id: &str, action: &str) -> Result<()> {
+        self.session
+            .call(
+                Call::post(
+                    Service::Image,
+                    format!("/images/{}/actions/{action}", segment(id)),
+                    json!({}),
+                )
+                .idempotent(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The tasks that imported data into the image (image API 2.12),
+    /// newest last as Glance lists them: a failed import's reason is in
+    /// its task's `message`.
+    pub async fn image_tasks(&self, id: &str) -> Result<Vec<Value>> {
+        let answer: Value = self
+            .session
+            .call(Call::get(
+                Service::Image,
+                format!("/images/{}/tasks", segment(id)),
+            ))
+            .await?
+            .json()?;
+        Ok(answer["tasks"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// Deletes the image; one already gone is deleted.
+    pub async fn delete_image(&self, id: &str) -> Result<()> {
+        self.delete_ignoring_gone(format!("/images/{}", segment(id)))
+            .await
+    }
+
+    async fn delete_ignoring_gone(&self, path: String) -> Result<()> {
+        match self.session.call(Call::delete(Service::Image, path)).await {
             Ok(_) => Ok(()),
             Err(error) if error.is_not_found() => Ok(()),
             Err(error) => Err(error),
@@ -192,4 +318,40 @@ fn image_of(raw: Value) -> Result<Image> {
     })?;
     image.raw = raw;
     Ok(image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_written_as_glance_reads_them() {
+        let changes = [
+            ImageChange::Set("os_distro".to_owned(), json!("debian")),
+            ImageChange::Set("protected".to_owned(), json!(true)),
+            ImageChange::Remove("architecture".to_owned()),
+        ];
+        let patch: Vec<Value> = changes.iter().map(ImageChange::operation).collect();
+        assert_eq!(
+            patch,
+            [
+                json!({"op": "add", "path": "/os_distro", "value": "debian"}),
+                json!({"op": "add", "path": "/protected", "value": true}),
+                json!({"op": "remove", "path": "/architecture"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_image_keeps_what_glance_said() {
+        let raw = json!({
+            "id": "i1", "name": "web", "status": "queued", "protected": false,
+            "visibility": "private", "tags": ["a"], "size": null,
+            "min_disk": 0, "min_ram": 0, "ember_resource": "ember-1"
+        });
+        let image = image_of(raw.clone()).expect("an image");
+        assert_eq!(image.status, "queued");
+        assert_eq!(image.size, None);
+        assert_eq!(image.raw["ember_resource"], "ember-1");
+    }
 }

@@ -229,13 +229,52 @@ pub struct KeyPair {
     pub name: String,
     #[serde(default)]
     pub public_key: String,
-    /// Only when Nova generated the key.
+    /// Only when Nova generated the key, in the create's answer.
     #[serde(default)]
     pub private_key: Option<String>,
     #[serde(default)]
     pub fingerprint: String,
     #[serde(default, rename = "type")]
     pub key_type: Option<String>,
+    /// Nova's own number for this key pair: a key pair deleted and made
+    /// again under the same name has a new one (only shown by a read).
+    #[serde(default)]
+    pub id: Option<i64>,
+    /// When Nova made it (only shown by a read), `2026-01-01T00:00:00.000000`.
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub user_id: Option<String>,
+    /// Everything Nova said, for the `show` attribute.
+    #[serde(skip)]
+    pub raw: Value,
+}
+
+/// A key pair to make: Nova generates the key when `public_key` is
+/// `None`; `user_id` makes it for another user (admin, 2.10).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewKeyPair {
+    pub name: String,
+    pub public_key: Option<String>,
+    /// `ssh` or `x509`.
+    pub key_type: Option<String>,
+    pub user_id: Option<String>,
+}
+
+impl NewKeyPair {
+    fn body(&self) -> Value {
+        let mut keypair = json!({ "name": self.name });
+        if let Some(public_key) = &self.public_key {
+            keypair["public_key"] = json!(public_key);
+        }
+        if let Some(key_type) = &self.key_type {
+            keypair["type"] = json!(key_type);
+        }
+        if let Some(user_id) = &self.user_id {
+            keypair["user_id"] = json!(user_id);
+        }
+        json!({ "keypair": keypair })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -248,6 +287,9 @@ pub struct ServerGroup {
     pub policies: Vec<String>,
     #[serde(default)]
     pub members: Vec<String>,
+    /// Everything Nova said, for the `show` attribute.
+    #[serde(skip)]
+    pub raw: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -532,52 +574,48 @@ impl Nova {
         Ok(flavors.into_iter().find(|flavor| flavor.name == id_or_name))
     }
 
-    pub async fn create_key_pair(
-        &self,
-        name: &str,
-        public_key: Option<&str>,
-        key_type: Option<&str>,
-    ) -> Result<KeyPair> {
-        let mut keypair = json!({ "name": name });
-        if let Some(public_key) = public_key {
-            keypair["public_key"] = json!(public_key);
-        }
-        if let Some(key_type) = key_type {
-            keypair["type"] = json!(key_type);
-        }
+    pub async fn create_key_pair(&self, key_pair: &NewKeyPair) -> Result<KeyPair> {
         let answer = self
             .session
             .call(self.call(Call::post(
                 Service::Compute,
                 "/os-keypairs",
-                json!({ "keypair": keypair }),
+                key_pair.body(),
             )))
             .await?;
         let value: Value = answer.json()?;
-        decode(value["keypair"].clone(), "a key pair")
+        with_raw(value["keypair"].clone(), "a key pair")
     }
 
-    pub async fn key_pair(&self, name: &str) -> Result<Option<KeyPair>> {
-        match self
-            .session
-            .call(self.call(Call::get(
-                Service::Compute,
-                format!("/os-keypairs/{}", segment(name)),
-            )))
-            .await
-        {
+    /// The key pair named `name` of `user_id` (another user's: admin), or
+    /// of the caller; `None` when there is none.
+    pub async fn key_pair(&self, name: &str, user_id: Option<&str>) -> Result<Option<KeyPair>> {
+        let mut call = Call::get(Service::Compute, format!("/os-keypairs/{}", segment(name)));
+        if let Some(user_id) = user_id {
+            call = call.query("user_id", user_id);
+        }
+        match self.session.call(self.call(call)).await {
             Ok(answer) => {
                 let value: Value = answer.json()?;
-                Ok(Some(decode(value["keypair"].clone(), "a key pair")?))
+                Ok(Some(with_raw(value["keypair"].clone(), "a key pair")?))
             }
             Err(error) if error.is_not_found() => Ok(None),
             Err(error) => Err(error),
         }
     }
 
-    pub async fn delete_key_pair(&self, name: &str) -> Result<()> {
-        self.delete_ignoring_gone(format!("/os-keypairs/{}", segment(name)))
-            .await
+    /// Deletes the key pair (of `user_id`, or of the caller); one already
+    /// gone is deleted.
+    pub async fn delete_key_pair(&self, name: &str, user_id: Option<&str>) -> Result<()> {
+        let mut call = Call::delete(Service::Compute, format!("/os-keypairs/{}", segment(name)));
+        if let Some(user_id) = user_id {
+            call = call.query("user_id", user_id);
+        }
+        match self.session.call(self.call(call)).await {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 
     pub async fn create_server_group(
@@ -604,7 +642,7 @@ impl Nova {
             )))
             .await?;
         let value: Value = answer.json()?;
-        decode(value["server_group"].clone(), "a server group")
+        with_raw(value["server_group"].clone(), "a server group")
     }
 
     pub async fn server_group(&self, id: &str) -> Result<Option<ServerGroup>> {
@@ -618,7 +656,7 @@ impl Nova {
         {
             Ok(answer) => {
                 let value: Value = answer.json()?;
-                Ok(Some(decode(
+                Ok(Some(with_raw(
                     value["server_group"].clone(),
                     "a server group",
                 )?))
@@ -635,7 +673,13 @@ impl Nova {
             .call(self.call(Call::get(Service::Compute, "/os-server-groups")))
             .await?
             .json()?;
-        decode(value["server_groups"].clone(), "server groups")
+        value["server_groups"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|group| with_raw(group, "a server group"))
+            .collect()
     }
 
     pub async fn delete_server_group(&self, id: &str) -> Result<()> {
@@ -712,6 +756,29 @@ impl Nova {
     }
 }
 
+/// What keeps Nova's whole answer beside the fields Ember reads.
+trait KeepsRaw {
+    fn keep_raw(&mut self, raw: Value);
+}
+
+impl KeepsRaw for KeyPair {
+    fn keep_raw(&mut self, raw: Value) {
+        self.raw = raw;
+    }
+}
+
+impl KeepsRaw for ServerGroup {
+    fn keep_raw(&mut self, raw: Value) {
+        self.raw = raw;
+    }
+}
+
+fn with_raw<T: serde::de::DeserializeOwned + KeepsRaw>(value: Value, what: &str) -> Result<T> {
+    let mut decoded: T = decode(value.clone(), what)?;
+    decoded.keep_raw(value);
+    Ok(decoded)
+}
+
 fn decode<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T> {
     serde_json::from_value(value).map_err(|error| Error::Decode {
         service: Service::Compute,
@@ -745,6 +812,35 @@ mod tests {
             .body(Microversion::new(2, 79)),
             json!({"resize": {"flavorRef": "2"}})
         );
+    }
+
+    #[test]
+    fn a_key_pair_is_asked_for_with_only_what_is_given() {
+        assert_eq!(
+            NewKeyPair {
+                name: "deploy".to_owned(),
+                ..NewKeyPair::default()
+            }
+            .body(),
+            json!({"keypair": {"name": "deploy"}})
+        );
+        assert_eq!(
+            NewKeyPair {
+                name: "deploy".to_owned(),
+                public_key: Some("ssh-ed25519 AAAA".to_owned()),
+                key_type: Some("ssh".to_owned()),
+                user_id: Some("u1".to_owned()),
+            }
+            .body(),
+            json!({"keypair": {"name": "deploy", "public_key": "ssh-ed25519 AAAA", "type": "ssh", "user_id": "u1"}})
+        );
+        let read: KeyPair = with_raw(
+            json!({"name": "deploy", "public_key": "ssh-ed25519 AAAA", "fingerprint": "f", "id": 7, "created_at": "2026-01-01T00:00:00.000000", "deleted": false}),
+            "a key pair",
+        )
+        .expect("a key pair");
+        assert_eq!(read.id, Some(7));
+        assert_eq!(read.raw["deleted"], json!(false));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 
 mod cinder;
 mod glance;
+mod heat;
 mod neutron;
 mod nova;
 

@@ -1,8 +1,0 @@
-//! Cinder types (and the AWS twins of volumes and attachments): not written yet.
-
-use super::Cloud;
-use crate::resources::ResourceTypeRegistry;
-
-pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
-    let _ = (registry, cloud);
-}

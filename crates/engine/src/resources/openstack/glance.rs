@@ -1,8 +1,0 @@
-//! Glance types: images filled from a URL: not written yet.
-
-use super::Cloud;
-use crate::resources::ResourceTypeRegistry;
-
-pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
-    let _ = (registry, cloud);
-}
