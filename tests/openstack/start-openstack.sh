@@ -219,8 +219,11 @@ filesystem_store_datadir = $DATA/glance/staging
 filesystem_store_datadir = $DATA/glance/tasks
 [import_filtering_opts]
 # Ember: its tests serve image data for web-download imports on this port
-# (tests/openstack/cloud.sh); Glance allows only 80 and 443 by default.
-allowed_ports = 80,443,${IMAGE_SERVER_PORT:-18780}
+# (tests/openstack/cloud.sh); Glance allows only 80 and 443 by default. Both
+# lists are bounded: written in brackets, or Glance refuses every URI.
+allowed_ports = [80,443,${IMAGE_SERVER_PORT:-18780}]
+# and on loopback, which Glance refuses unless allowed by name.
+allowed_hosts = [127.0.0.1]
 [oslo_concurrency]
 lock_path = $DATA/locks
 EOF

@@ -118,7 +118,9 @@ async fn a_heat_template_builds_a_whole_application_on_the_cloud_and_leaves_noth
         "{ports:?}"
     );
     assert!(
-        ports.iter().any(|port| port["device_id"] == worker.as_str()),
+        ports
+            .iter()
+            .any(|port| port["device_id"] == worker.as_str()),
         "{ports:?}"
     );
     let floating = neutron
@@ -184,14 +186,24 @@ async fn a_heat_template_builds_a_whole_application_on_the_cloud_and_leaves_noth
     let new_web = outputs["web"].as_str().expect("web").to_owned();
     assert_ne!(new_web, web, "a new server");
     let server = nova.server(&new_web).await.expect("read").expect("in Nova");
-    assert_eq!(server.raw["flavor"]["original_name"], "ember.small", "{}", server.raw);
-    assert!(nova.server(&web).await.expect("read").is_none(), "the old one is gone");
+    assert_eq!(
+        server.raw["flavor"]["original_name"], "ember.small",
+        "{}",
+        server.raw
+    );
+    assert!(
+        nova.server(&web).await.expect("read").is_none(),
+        "the old one is gone"
+    );
 
     // Delete: nothing of the stack is left in any service.
     let new_worker = outputs["worker"].as_str().expect("worker").to_owned();
     env.delete_stack(&demo, &stack).await;
     for server in [&new_web, &new_worker] {
-        assert!(nova.server(server).await.expect("read").is_none(), "{server}");
+        assert!(
+            nova.server(server).await.expect("read").is_none(),
+            "{server}"
+        );
     }
     assert!(
         neutron

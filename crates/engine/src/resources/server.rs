@@ -752,7 +752,11 @@ impl ResourceType for ServerResource {
         let Some(uuid) = instance_id(current) else {
             return Ok(());
         };
-        match self.instances.release_ports(&owner_of(current)?, uuid).await {
+        match self
+            .instances
+            .release_ports(&owner_of(current)?, uuid)
+            .await
+        {
             Ok(()) | Err(Error::NotFound(_)) => Ok(()),
             Err(error) => Err(failure(error)),
         }

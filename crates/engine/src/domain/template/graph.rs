@@ -114,7 +114,11 @@ impl Template {
     /// written (`{get_resource: net}` on both sides, or the same name).
     fn implicit_dependencies(&self, resource: &ResourceDefinition) -> Vec<String> {
         let property = |definition: &ResourceDefinition, name: &str| -> Option<Value> {
-            definition.properties.get(name).cloned().filter(|value| !value.is_null())
+            definition
+                .properties
+                .get(name)
+                .cloned()
+                .filter(|value| !value.is_null())
         };
         let of_type = |type_name: &'static str| {
             self.resources
@@ -509,12 +513,20 @@ mod tests {
             names(template.dependencies("server")),
             vec!["other_net", "other_subnet"]
         );
-        assert_eq!(names(template.dependencies("router")), vec!["public_subnet"]);
+        assert_eq!(
+            names(template.dependencies("router")),
+            vec!["public_subnet"]
+        );
         assert_eq!(
             names(template.dependencies("fip")),
             vec!["interface", "port", "router"]
         );
-        assert!(template.dependencies("subnet").iter().all(|name| name == "net"));
+        assert!(
+            template
+                .dependencies("subnet")
+                .iter()
+                .all(|name| name == "net")
+        );
     }
 
     #[test]

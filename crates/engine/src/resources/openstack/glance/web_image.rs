@@ -147,6 +147,22 @@ impl ResourceType for WebImageResource {
         let marker = Cloud::marker(request, IMAGE_KIND);
         let glance = self.glance(request.stack_id).await?;
         let image = Self::made(&glance, properties, &image_id, &marker).await?;
+        // Members and extra properties before the import: the import task
+        // saves the image it loaded when it began, over changes made while
+        // it runs.
+        for member in strings(properties.get("members")) {
+            glance
+                .add_image_member(&image_id, &member)
+                .await
+                .map_err(failure)?;
+        }
+        let extra = extra_properties(properties);
+        if !extra.is_empty() {
+            glance
+                .change_image(&image_id, &extra)
+                .await
+                .map_err(failure)?;
+        }
         // Only an image without data is imported into (a failed import
         // leaves it so too); one importing or imported is waited for.
         if image.status == "queued"
@@ -161,19 +177,6 @@ impl ResourceType for WebImageResource {
             if !started_meanwhile {
                 return Err(failure(error));
             }
-        }
-        for member in strings(properties.get("members")) {
-            glance
-                .add_image_member(&image_id, &member)
-                .await
-                .map_err(failure)?;
-        }
-        let extra = extra_properties(properties);
-        if !extra.is_empty() {
-            glance
-                .change_image(&image_id, &extra)
-                .await
-                .map_err(failure)?;
         }
         let active = properties
             .get("active")
