@@ -25,6 +25,7 @@ pub mod invariants;
 mod load;
 mod locks;
 mod memory;
+mod openstack;
 mod quotas;
 mod replicas;
 pub(crate) mod stacks;
@@ -182,6 +183,22 @@ pub enum BenchCommand {
         #[arg(long)]
         keystone_python: Option<std::path::PathBuf>,
     },
+    /// A real OpenStack (tests/openstack/cloud.sh, Heat from tests/openstack/heat.sh): a stack of servers with a port and floating IP each, created and deleted through Ember and through the cloud's own Heat
+    #[command(name = "openstack")]
+    OpenStack {
+        /// The cloud's facts file [default: $EMBER_TEST_OPENSTACK]
+        #[arg(long)]
+        cloud: Option<std::path::PathBuf>,
+        /// Servers in the stack
+        #[arg(long, default_value_t = 10)]
+        servers: usize,
+        /// Create/delete runs of each
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Only Ember (no Heat on the cloud)
+        #[arg(long)]
+        no_heat: bool,
+    },
     /// Heat-native paths: 50 WaitConditions signalled by 50 concurrent curls; an agent's metadata poll with 1,000 deployments stored
     Heat {
         /// WaitConditions (each with its own handle)
@@ -316,6 +333,20 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
                 tokens: tokens.max(10),
                 calls: calls.max(10),
                 keystone_python,
+            })
+            .await
+        }
+        BenchCommand::OpenStack {
+            cloud,
+            servers,
+            runs,
+            no_heat,
+        } => {
+            openstack::run(openstack::OpenStackBench {
+                cloud,
+                servers: servers.max(1),
+                runs: runs.max(1),
+                heat: !no_heat,
             })
             .await
         }

@@ -169,6 +169,11 @@ pub enum ServerAction {
         image_id: String,
         name: Option<String>,
     },
+    /// An admin's: sets the server's state (`error`, `active`) as Nova
+    /// records it, whatever the hypervisor says.
+    ResetState {
+        state: String,
+    },
 }
 
 impl ServerAction {
@@ -185,6 +190,7 @@ impl ServerAction {
             ServerAction::ConfirmResize => "confirmResize",
             ServerAction::RevertResize => "revertResize",
             ServerAction::Rebuild { .. } => "rebuild",
+            ServerAction::ResetState { .. } => "os-resetState",
         }
     }
 
@@ -207,6 +213,7 @@ impl ServerAction {
                 }
                 json!({ "rebuild": rebuild })
             }
+            ServerAction::ResetState { state } => json!({"os-resetState": {"state": state}}),
             other => json!({ other.name(): null }),
         }
     }

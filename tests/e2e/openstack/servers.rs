@@ -403,3 +403,110 @@ async fn an_instance_of_the_instances_api_is_a_nova_server_with_a_trust_of_its_o
         .await
         .expect("the network");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_nova_reports_in_error_fails_its_check_and_is_replaced_by_the_next_update() {
+    let Some(env) = CloudEmber::start(
+        "openstack::servers::a_server_nova_reports_in_error_fails_its_check_and_is_replaced_by_the_next_update",
+    )
+    .await
+    else {
+        return;
+    };
+    let demo = env.demo().clone();
+    let session = env.session(&demo);
+    let nova = Nova::connect(&session).await.expect("Nova");
+    let (network, network_id) = network_of(&env, &demo, "10.96.0.0/24").await;
+    let template = json!({
+        "heat_template_version": "2018-08-31",
+        "resources": {"web": {"type": "OS::Nova::Server", "properties": {
+            "image": env.cloud.facts.image.name, "flavor": "ember.tiny",
+            "networks": [{"network": network}]}}},
+        "outputs": {"id": {"value": {"get_resource": "web"}}}
+    });
+    let stack = env
+        .create_stack(&demo, &unique("healing"), template.clone())
+        .await;
+    let created = env.settled(&demo, &stack).await;
+    assert_eq!(
+        created["stack_status"],
+        "CREATE_COMPLETE",
+        "{}",
+        env.failures(&demo, &stack).await
+    );
+    let first = env.outputs(&demo, &stack).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    // Nova reports the server in ERROR (an admin resets its state): the
+    // stack's check reads Nova and fails it.
+    let admin = Nova::connect(&env.session(&env.cloud.facts.admin))
+        .await
+        .expect("Nova as admin");
+    admin
+        .act(
+            &first,
+            &ember_openstack::nova::ServerAction::ResetState {
+                state: "error".to_owned(),
+            },
+        )
+        .await
+        .expect("reset to error");
+    let checked = env
+        .call(
+            &demo,
+            Method::POST,
+            &format!("{stack}/actions"),
+            Some(json!({"check": null})),
+        )
+        .await;
+    assert_eq!(checked.status, StatusCode::OK, "{checked:?}");
+    let settled = env.settled(&demo, &stack).await;
+    assert_eq!(settled["stack_status"], "CHECK_FAILED", "{settled}");
+    let resource = env
+        .call(&demo, Method::GET, &format!("{stack}/resources/web"), None)
+        .await;
+    assert_eq!(
+        resource.body["resource"]["resource_status"], "CHECK_FAILED",
+        "{resource:?}"
+    );
+
+    // The next update replaces it: a new server, the old one deleted.
+    let updated = env
+        .call(
+            &demo,
+            Method::PATCH,
+            &stack,
+            Some(json!({"template": template})),
+        )
+        .await;
+    assert_eq!(updated.status, StatusCode::ACCEPTED, "{updated:?}");
+    let settled = env.settled(&demo, &stack).await;
+    assert_eq!(
+        settled["stack_status"],
+        "UPDATE_COMPLETE",
+        "{}",
+        env.failures(&demo, &stack).await
+    );
+    let second = env.outputs(&demo, &stack).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_ne!(second, first, "replaced");
+    let replacement = nova.server(&second).await.expect("read").expect("in Nova");
+    assert_eq!(replacement.status, "ACTIVE");
+    let deadline = Instant::now() + SETTLE;
+    while nova.server(&first).await.expect("read").is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the failed server is not deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    env.delete_stack(&demo, &stack).await;
+    Neutron::new(&session)
+        .delete(Kind::Network, &network_id)
+        .await
+        .expect("the network");
+}

@@ -293,7 +293,7 @@ struct Busy {
 }
 
 /// CPU time this process has used, user and system.
-fn process_cpu_time() -> Result<Duration, String> {
+pub(crate) fn process_cpu_time() -> Result<Duration, String> {
     use nix::sys::resource::{UsageWho, getrusage};
     let usage = getrusage(UsageWho::RUSAGE_SELF).map_err(|error| format!("getrusage: {error}"))?;
     let time = |value: nix::sys::time::TimeVal| {
