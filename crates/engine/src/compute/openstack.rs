@@ -136,8 +136,9 @@ impl NovaDriver {
         Ok(found)
     }
 
-    /// Polls the server until `done` says so; ERROR fails with Nova's
-    /// fault (Heat's words: `Went to status ERROR due to "Message: …"`).
+    /// Polls the server until `done` says so; ERROR with no task under way
+    /// fails with Nova's fault (Heat's words: `Went to status ERROR due to
+    /// "Message: …"`).
     async fn wait(
         &self,
         nova: &Nova,
@@ -151,7 +152,9 @@ impl NovaDriver {
             match nova.server(server_id).await.map_err(failure)? {
                 None => return Ok(None),
                 Some(server) if done(&server) => return Ok(Some(server)),
-                Some(server) if server.status == "ERROR" => {
+                // In ERROR with nothing under way: the task failed (a server
+                // being deleted from ERROR keeps its task until it is gone).
+                Some(server) if server.status == "ERROR" && server.is_settled() => {
                     let code = server
                         .fault
                         .as_ref()
