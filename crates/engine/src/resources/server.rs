@@ -462,7 +462,8 @@ impl ServerResource {
         uuid: Uuid,
         done: impl Fn(&Instance) -> bool,
     ) -> Result<Option<Instance>, ResourceFailure> {
-        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        let started = Instant::now();
+        let deadline = started + SETTLE_TIMEOUT;
         let mut pause = Duration::from_millis(1);
         loop {
             match self.instances.get(caller, uuid).await {
@@ -483,7 +484,15 @@ impl ServerResource {
                 )));
             }
             tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(50));
+            // Quickly at first (a simulated machine settles in
+            // milliseconds), then at most once a second: a cloud's server
+            // takes seconds, and each look is a read of the database.
+            let longest = if started.elapsed() < Duration::from_secs(1) {
+                Duration::from_millis(50)
+            } else {
+                Duration::from_secs(1)
+            };
+            pause = (pause * 2).min(longest);
         }
     }
 
