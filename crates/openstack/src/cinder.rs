@@ -227,15 +227,14 @@ impl Cinder {
     pub async fn volume(&self, id: &str) -> Result<Option<Volume>> {
         match self
             .session
-            .call(self.call(Call::get(
+            .call_found(self.call(Call::get(
                 Service::BlockStorage,
                 format!("/volumes/{}", segment(id)),
             )))
-            .await
+            .await?
         {
-            Ok(answer) => Ok(Some(volume_of(answer.json()?)?)),
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            Some(answer) => Ok(Some(volume_of(answer.json()?)?)),
+            None => Ok(None),
         }
     }
 
@@ -306,18 +305,12 @@ impl Cinder {
 
     /// Asks for the volume's deletion; one already gone is deleted.
     pub async fn delete_volume(&self, id: &str) -> Result<()> {
-        match self
-            .session
-            .call(self.call(Call::delete(
+        self.session
+            .call_removing(self.call(Call::delete(
                 Service::BlockStorage,
                 format!("/volumes/{}", segment(id)),
             )))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 }
 

@@ -85,15 +85,14 @@ impl Glance {
     pub async fn image(&self, id: &str) -> Result<Option<Image>> {
         match self
             .session
-            .call(Call::get(
+            .call_found(Call::get(
                 Service::Image,
                 format!("/images/{}", segment(id)),
             ))
-            .await
+            .await?
         {
-            Ok(answer) => Ok(Some(image_of(answer.json()?)?)),
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            Some(answer) => Ok(Some(image_of(answer.json()?)?)),
+            None => Ok(None),
         }
     }
 
@@ -303,11 +302,9 @@ impl Glance {
     }
 
     async fn delete_ignoring_gone(&self, path: String) -> Result<()> {
-        match self.session.call(Call::delete(Service::Image, path)).await {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
+        self.session
+            .call_removing(Call::delete(Service::Image, path))
+            .await
     }
 }
 

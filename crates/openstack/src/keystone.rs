@@ -88,31 +88,24 @@ impl Keystone {
     pub async fn trust(&self, trust_id: &str) -> Result<Option<Trust>> {
         match self
             .session
-            .call(Call::get(
+            .call_found(Call::get(
                 Service::Identity,
                 format!("/OS-TRUST/trusts/{}", segment(trust_id)),
             ))
-            .await
+            .await?
         {
-            Ok(answer) => Ok(Some(answer.json::<TrustAnswer>()?.trust)),
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            Some(answer) => Ok(Some(answer.json::<TrustAnswer>()?.trust)),
+            None => Ok(None),
         }
     }
 
     /// Deletes the trust; one already gone is deleted.
     pub async fn delete_trust(&self, trust_id: &str) -> Result<()> {
-        match self
-            .session
-            .call(Call::delete(
+        self.session
+            .call_removing(Call::delete(
                 Service::Identity,
                 format!("/OS-TRUST/trusts/{}", segment(trust_id)),
             ))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 }

@@ -157,15 +157,14 @@ impl Neutron {
     pub async fn get(&self, kind: Kind, id: &str) -> Result<Option<Value>> {
         match self
             .session
-            .call(Call::get(
+            .call_found(Call::get(
                 Service::Network,
                 format!("/{}/{}", kind.collection(), segment(id)),
             ))
-            .await
+            .await?
         {
-            Ok(answer) => Ok(Some(member(kind, answer.json()?)?)),
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            Some(answer) => Ok(Some(member(kind, answer.json()?)?)),
+            None => Ok(None),
         }
     }
 
@@ -189,18 +188,12 @@ impl Neutron {
 
     /// Deletes the object; one already gone is deleted.
     pub async fn delete(&self, kind: Kind, id: &str) -> Result<()> {
-        match self
-            .session
-            .call(Call::delete(
+        self.session
+            .call_removing(Call::delete(
                 Service::Network,
                 format!("/{}/{}", kind.collection(), segment(id)),
             ))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 
     /// Every object matching `filters` (Neutron's query filters: `name`,
@@ -301,9 +294,8 @@ impl Neutron {
         agent_id: &str,
         id: &str,
     ) -> Result<()> {
-        match self
-            .session
-            .call(Call::delete(
+        self.session
+            .call_removing(Call::delete(
                 Service::Network,
                 format!(
                     "/agents/{}/{}/{}",
@@ -313,11 +305,6 @@ impl Neutron {
                 ),
             ))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 
     /// Plugs a subnet or a port into a router.
@@ -343,19 +330,13 @@ impl Neutron {
         router_id: &str,
         interface: &RouterInterface,
     ) -> Result<()> {
-        match self
-            .session
-            .call(Call::put(
+        self.session
+            .call_removing(Call::put(
                 Service::Network,
                 format!("/routers/{}/remove_router_interface", segment(router_id)),
                 interface.body(),
             ))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 }
 

@@ -451,18 +451,17 @@ impl Nova {
     pub async fn server(&self, id: &str) -> Result<Option<Server>> {
         match self
             .session
-            .call(self.call(Call::get(
+            .call_found(self.call(Call::get(
                 Service::Compute,
                 format!("/servers/{}", segment(id)),
             )))
-            .await
+            .await?
         {
-            Ok(answer) => {
+            Some(answer) => {
                 let value: Value = answer.json()?;
                 Ok(Some(Server::from_value(value["server"].clone())?))
             }
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            None => Ok(None),
         }
     }
 
@@ -523,18 +522,12 @@ impl Nova {
 
     /// Asks for the server's deletion; one already gone is deleted.
     pub async fn delete_server(&self, id: &str) -> Result<()> {
-        match self
-            .session
-            .call(self.call(Call::delete(
+        self.session
+            .call_removing(self.call(Call::delete(
                 Service::Compute,
                 format!("/servers/{}", segment(id)),
             )))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 
     pub async fn act(&self, id: &str, action: &ServerAction) -> Result<()> {
@@ -555,20 +548,16 @@ impl Nova {
 
     /// A flavor by id, or else by name.
     pub async fn flavor(&self, id_or_name: &str) -> Result<Option<Flavor>> {
-        match self
+        if let Some(answer) = self
             .session
-            .call(self.call(Call::get(
+            .call_found(self.call(Call::get(
                 Service::Compute,
                 format!("/flavors/{}", segment(id_or_name)),
             )))
-            .await
+            .await?
         {
-            Ok(answer) => {
-                let value: Value = answer.json()?;
-                return Ok(Some(decode(value["flavor"].clone(), "a flavor")?));
-            }
-            Err(error) if error.is_not_found() => {}
-            Err(error) => return Err(error),
+            let value: Value = answer.json()?;
+            return Ok(Some(decode(value["flavor"].clone(), "a flavor")?));
         }
         let listed: Value =
             self.session
@@ -601,13 +590,12 @@ impl Nova {
         if let Some(user_id) = user_id {
             call = call.query("user_id", user_id);
         }
-        match self.session.call(self.call(call)).await {
-            Ok(answer) => {
+        match self.session.call_found(self.call(call)).await? {
+            Some(answer) => {
                 let value: Value = answer.json()?;
                 Ok(Some(with_raw(value["keypair"].clone(), "a key pair")?))
             }
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            None => Ok(None),
         }
     }
 
@@ -618,11 +606,7 @@ impl Nova {
         if let Some(user_id) = user_id {
             call = call.query("user_id", user_id);
         }
-        match self.session.call(self.call(call)).await {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
+        self.session.call_removing(self.call(call)).await
     }
 
     pub async fn create_server_group(
@@ -655,21 +639,20 @@ impl Nova {
     pub async fn server_group(&self, id: &str) -> Result<Option<ServerGroup>> {
         match self
             .session
-            .call(self.call(Call::get(
+            .call_found(self.call(Call::get(
                 Service::Compute,
                 format!("/os-server-groups/{}", segment(id)),
             )))
-            .await
+            .await?
         {
-            Ok(answer) => {
+            Some(answer) => {
                 let value: Value = answer.json()?;
                 Ok(Some(with_raw(
                     value["server_group"].clone(),
                     "a server group",
                 )?))
             }
-            Err(error) if error.is_not_found() => Ok(None),
-            Err(error) => Err(error),
+            None => Ok(None),
         }
     }
 
@@ -751,15 +734,9 @@ impl Nova {
     }
 
     async fn delete_ignoring_gone(&self, path: String) -> Result<()> {
-        match self
-            .session
-            .call(self.call(Call::delete(Service::Compute, path)))
+        self.session
+            .call_removing(self.call(Call::delete(Service::Compute, path)))
             .await
-        {
-            Ok(_) => Ok(()),
-            Err(error) if error.is_not_found() => Ok(()),
-            Err(error) => Err(error),
-        }
     }
 }
 

@@ -366,6 +366,26 @@ impl Session {
         Ok(range)
     }
 
+    /// [`Session::call`] of something that may be gone: the service's 404
+    /// is `None`.
+    pub async fn call_found(&self, call: Call) -> Result<Option<Answer>> {
+        match self.call(call).await {
+            Ok(answer) => Ok(Some(answer)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// [`Session::call`] that removes something: what the service no
+    /// longer has (404) is removed.
+    pub async fn call_removing(&self, call: Call) -> Result<()> {
+        match self.call(call).await {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Makes `call`, retrying as its [`Retry`] allows, and renewing the
     /// token once if the service refuses it. An error status is an
     /// [`Error::Api`] carrying the service's own message.
