@@ -4,6 +4,7 @@
 //! Nova, Neutron, Cinder and Glance — made as its owner through a Keystone
 //! trust, and seen through the services' own APIs.
 
+mod aws;
 mod clusters;
 mod servers;
 mod topology;

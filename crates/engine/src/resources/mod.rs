@@ -4,6 +4,7 @@
 //! resolved properties against, and that the API serves.
 
 mod autoscaling_group;
+mod aws_instance;
 mod delay;
 mod deployed_server;
 mod deployment_group;
@@ -56,6 +57,7 @@ pub fn template_resource_name(type_name: &str) -> &str {
         "OS::Heat::WaitCondition" => "HeatWaitCondition",
         "OS::Heat::WaitConditionHandle" => "HeatWaitConditionHandle",
         "Ember::Compute::Instance" => "Instance",
+        "AWS::EC2::Instance" => "Instance",
         other => other.rsplit("::").next().unwrap_or(other),
     }
 }
@@ -413,6 +415,9 @@ impl ResourceTypeRegistry {
                 instances.clone(),
             )));
         }
+        registry.register(Arc::new(aws_instance::AwsInstance::new(
+            server::ServerResource::new("OS::Nova::Server", instances.clone()),
+        )));
         registry.register(Arc::new(instance_group::InstanceGroup::new(
             registry.nested_stack_host.clone(),
         )));
