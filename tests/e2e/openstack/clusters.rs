@@ -224,3 +224,97 @@ async fn a_cluster_of_nova_servers_scales_and_a_hook_holds_the_server_until_comp
         .await
         .expect("the network");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_of_heat_stacks_makes_its_nodes_objects_through_the_clusters_trust() {
+    let Some(env) = CloudEmber::start(
+        "openstack::clusters::a_cluster_of_heat_stacks_makes_its_nodes_objects_through_the_clusters_trust",
+    )
+    .await
+    else {
+        return;
+    };
+    let demo = env.demo().clone();
+    let session = env.session(&demo);
+    let neutron = Neutron::new(&session);
+    let rest = Rest {
+        ember: &env.ember,
+        token: env.token(&demo).await,
+    };
+    let tag = unique("node-net");
+    let (status, _, body) = rest
+        .post(
+            "/profiles",
+            json!({"profile": {"name": "netstack", "spec": {"type": "os.heat.stack", "version": "1.0",
+                "properties": {"template": {
+                    "heat_template_version": "2018-08-31",
+                    "resources": {"net": {"type": "OS::Neutron::Net", "properties": {"tags": [tag]}}},
+                    "outputs": {"net": {"value": {"get_resource": "net"}}}}}}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, headers, body) = rest
+        .post(
+            "/clusters",
+            json!({"cluster": {"name": unique("stacks"), "profile_id": "netstack",
+                "min_size": 0, "max_size": 3, "desired_capacity": 2}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let cluster_id = body["cluster"]["id"].as_str().expect("id").to_owned();
+    wait_action(&rest, &location(&headers), "SUCCEEDED").await;
+    let tagged = || async {
+        neutron
+            .list(Kind::Network, &[("tags", tag.as_str())])
+            .await
+            .expect("listed")
+    };
+    let networks = tagged().await;
+    assert_eq!(
+        networks.len(),
+        2,
+        "one network per node, demo's: {networks:?}"
+    );
+    assert!(
+        networks
+            .iter()
+            .all(|network| network["project_id"] == demo.project_id.as_str())
+    );
+    let trust = super::servers::recorded_trust(&env, &cluster_id)
+        .await
+        .expect("the cluster's trust");
+
+    // A node's stack goes with its node; the cluster's trust stays.
+    let scaled = rest
+        .act(&cluster_id, json!({"scale_in": {"count": 1}}))
+        .await;
+    wait_action(&rest, &scaled, "SUCCEEDED").await;
+    assert_eq!(tagged().await.len(), 1);
+    assert!(
+        Keystone::new(&session)
+            .trust(&trust)
+            .await
+            .expect("asked")
+            .is_some(),
+        "a node's stack leaves its cluster's trust"
+    );
+
+    let (status, headers, body) = rest
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/clusters/{cluster_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    wait_action(&rest, &location(&headers), "SUCCEEDED").await;
+    assert!(tagged().await.is_empty());
+    assert!(
+        Keystone::new(&session)
+            .trust(&trust)
+            .await
+            .expect("asked")
+            .is_none(),
+        "the cluster's trust goes with the cluster"
+    );
+}

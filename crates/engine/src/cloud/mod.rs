@@ -24,7 +24,7 @@ use ember_runtime::identity::SubjectToken;
 use tracing::{info, warn};
 use uuid::Uuid;
 
-use crate::domain::delegation::{Delegation, DelegationOwner};
+use crate::domain::delegation::{Delegation, DelegationOwner, TrustOwnership};
 use crate::error::{Error, Result};
 use crate::store::delegations::DelegationStore;
 
@@ -199,12 +199,25 @@ impl OpenStackCloud {
             trustor_user_id: caller.user_id.clone(),
             project_id: caller.project_id.clone(),
         };
-        if let Err(error) = self.delegations.record_delegation(owner, &delegation).await {
+        if let Err(error) = self
+            .delegations
+            .record_delegation(owner, &delegation, TrustOwnership::Owns)
+            .await
+        {
             self.delete_trust(&delegation, Some(token)).await;
             return Err(error);
         }
         info!(owner = owner.kind(), owner_id = %owner.id(), trust_id = %delegation.trust_id, "delegation made");
         Ok(delegation)
+    }
+
+    /// Records that `owner` acts through `delegation`, another's trust (a
+    /// cluster node's stack through its cluster's): forgetting it later
+    /// leaves the trust to its owner.
+    pub async fn lend(&self, owner: DelegationOwner, delegation: &Delegation) -> Result<()> {
+        self.delegations
+            .record_delegation(owner, delegation, TrustOwnership::Borrows)
+            .await
     }
 
     /// Deletes `owner`'s trust and forgets it: with the trustor's own
@@ -216,7 +229,9 @@ impl OpenStackCloud {
         let Some(delegation) = self.delegations.delegation_of(owner).await? else {
             return Ok(());
         };
-        self.delete_trust(&delegation, token).await;
+        if self.delegations.owns_trust(owner).await? {
+            self.delete_trust(&delegation, token).await;
+        }
         self.delegations.forget_delegation(owner).await?;
         if let Ok(mut sessions) = self.sessions.lock() {
             sessions.remove(&delegation.trust_id);

@@ -163,24 +163,32 @@ impl ClusterService {
                     Ok(stack) => stack,
                     Err(Error::NotFound(_)) => {
                         run.check_still_owned(self).await?;
-                        let created = self
-                            .stacks
-                            .create_stack(
-                                caller,
-                                CreateStack {
-                                    name: name.clone(),
-                                    template: template.clone(),
-                                    environment: environment.clone(),
-                                    environment_files: Vec::new(),
-                                    files: files.clone(),
-                                    parameters: parameters.clone(),
-                                    timeout_mins: *timeout_mins,
-                                    disable_rollback: true,
-                                    tags: vec![format!("cluster_node={}", node.id)],
-                                    adopt_data: None,
-                                },
-                            )
-                            .await;
+                        let delegation = match self.node_delegation(node).await {
+                            Ok(delegation) => delegation,
+                            Err(error) => return Ok(Built::Failed(error.to_string())),
+                        };
+                        let request = CreateStack {
+                            name: name.clone(),
+                            template: template.clone(),
+                            environment: environment.clone(),
+                            environment_files: Vec::new(),
+                            files: files.clone(),
+                            parameters: parameters.clone(),
+                            timeout_mins: *timeout_mins,
+                            disable_rollback: true,
+                            tags: vec![format!("cluster_node={}", node.id)],
+                            adopt_data: None,
+                        };
+                        let created = match &delegation {
+                            // On a cloud: the node's stack acts through its
+                            // cluster's trust.
+                            Some(delegation) => {
+                                self.stacks
+                                    .create_stack_acting_through(caller, delegation, request)
+                                    .await
+                            }
+                            None => self.stacks.create_stack(caller, request).await,
+                        };
                         match created {
                             Ok(stack) => stack,
                             // Created meanwhile by another run of this step.

@@ -54,3 +54,13 @@ pub struct Delegation {
     /// The project the trust acts in.
     pub project_id: String,
 }
+
+/// Whether deleting an owner deletes its trust too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustOwnership {
+    /// The owner's trust was made for it: deleted with it.
+    Owns,
+    /// The owner acts through another's trust (a cluster node's stack
+    /// through its cluster's): only the record goes with it.
+    Borrows,
+}

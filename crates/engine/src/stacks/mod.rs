@@ -263,6 +263,40 @@ impl StackOperations {
         self.create_stack_delegating(identity, None, request).await
     }
 
+    /// [`Self::create_stack`] for the engine's own work on behalf of
+    /// someone whose trust it holds (a cluster node's stack, through its
+    /// cluster's delegation): the stack acts through `delegation` and
+    /// leaves the trust to its owner when it is deleted.
+    pub async fn create_stack_acting_through(
+        &self,
+        identity: &Identity,
+        delegation: &crate::domain::delegation::Delegation,
+        request: CreateStack,
+    ) -> Result<Stack> {
+        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
+            caller: identity,
+        })?;
+        let (stack, definition, parsed) = self.prepare(identity, &request)?;
+        self.admit_quotas(&stack, parsed.enabled.len(), true)
+            .await?;
+        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
+        let cloud = self.shared.cloud.get();
+        if let Some(cloud) = cloud {
+            cloud.lend(owner, delegation).await?;
+        }
+        match self.begin_create(stack, &definition, parsed, None).await {
+            Ok((stack, _running)) => Ok(stack),
+            Err(error) => {
+                if let Some(cloud) = cloud
+                    && let Err(forgetting) = cloud.revoke(owner, None).await
+                {
+                    tracing::warn!(%forgetting, "a refused stack's delegation stays recorded");
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// [`Self::create_stack`] for a caller who came with their Keystone
     /// token (`subject_token`): on the openstack backend the stack is made
     /// with a trust from the caller, which every later step acts through.

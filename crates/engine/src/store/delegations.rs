@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 use uuid::Uuid;
 
-use crate::domain::delegation::{Delegation, DelegationOwner};
+use crate::domain::delegation::{Delegation, DelegationOwner, TrustOwnership};
 use crate::error::Result;
 use ember_runtime::database::statement;
 
@@ -17,12 +17,15 @@ pub trait DelegationStore: Send + Sync + 'static {
         &self,
         owner: DelegationOwner,
         delegation: &Delegation,
+        ownership: TrustOwnership,
     ) -> Result<()>;
     /// `owner`'s own delegation.
     async fn delegation_of(&self, owner: DelegationOwner) -> Result<Option<Delegation>>;
     /// The delegation a stack acts through: its own, or the nearest of its
     /// ancestors' (a nested stack's root's).
     async fn delegation_of_stack(&self, stack_id: Uuid) -> Result<Option<Delegation>>;
+    /// Whether `owner`'s trust was made for it (deleted with it).
+    async fn owns_trust(&self, owner: DelegationOwner) -> Result<bool>;
     /// Forgets `owner`'s delegation; false when it had none.
     async fn forget_delegation(&self, owner: DelegationOwner) -> Result<bool>;
 }
@@ -58,27 +61,45 @@ impl DelegationStore for SqlDelegationStore {
         &self,
         owner: DelegationOwner,
         delegation: &Delegation,
+        ownership: TrustOwnership,
     ) -> Result<()> {
         let backend = self.connection.get_database_backend();
         self.connection
             .execute_raw(statement(
                 backend,
-                "INSERT INTO delegations (owner_kind, owner_id, trust_id, trustor_user_id, project_id, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6) \
+                "INSERT INTO delegations (owner_kind, owner_id, trust_id, trustor_user_id, project_id, owns_trust, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT (owner_kind, owner_id) DO UPDATE SET trust_id = excluded.trust_id, \
                  trustor_user_id = excluded.trustor_user_id, project_id = excluded.project_id, \
-                 created_at = excluded.created_at",
+                 owns_trust = excluded.owns_trust, created_at = excluded.created_at",
                 vec![
                     owner.kind().into(),
                     owner.id().into(),
                     delegation.trust_id.clone().into(),
                     delegation.trustor_user_id.clone().into(),
                     delegation.project_id.clone().into(),
+                    (ownership == TrustOwnership::Owns).into(),
                     chrono::Utc::now().into(),
                 ],
             ))
             .await?;
         Ok(())
+    }
+
+    async fn owns_trust(&self, owner: DelegationOwner) -> Result<bool> {
+        let backend = self.reader.get_database_backend();
+        let row = self
+            .reader
+            .query_one_raw(statement(
+                backend,
+                "SELECT owns_trust FROM delegations WHERE owner_kind = $1 AND owner_id = $2",
+                vec![owner.kind().into(), owner.id().into()],
+            ))
+            .await?;
+        match row {
+            Some(row) => Ok(row.try_get("", "owns_trust")?),
+            None => Ok(false),
+        }
     }
 
     async fn delegation_of(&self, owner: DelegationOwner) -> Result<Option<Delegation>> {

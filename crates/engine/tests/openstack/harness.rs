@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_engine::cloud::{OpenStackCloud, OpenStackConfig, ServiceAccount};
-use ember_engine::domain::delegation::{Delegation, DelegationOwner};
+use ember_engine::domain::delegation::{Delegation, DelegationOwner, TrustOwnership};
 use ember_engine::domain::{ActionStatus, Resource, StackAction};
 use ember_engine::resources::{
     ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeRegistry, validate_properties,
@@ -34,6 +34,7 @@ impl DelegationStore for Delegations {
         &self,
         owner: DelegationOwner,
         delegation: &Delegation,
+        _ownership: TrustOwnership,
     ) -> ember_engine::Result<()> {
         self.rows
             .lock()
@@ -59,6 +60,10 @@ impl DelegationStore for Delegations {
         stack_id: Uuid,
     ) -> ember_engine::Result<Option<Delegation>> {
         self.delegation_of(DelegationOwner::Stack(stack_id)).await
+    }
+
+    async fn owns_trust(&self, owner: DelegationOwner) -> ember_engine::Result<bool> {
+        Ok(self.delegation_of(owner).await?.is_some())
     }
 
     async fn forget_delegation(&self, owner: DelegationOwner) -> ember_engine::Result<bool> {
@@ -112,6 +117,7 @@ impl Harness {
                     trustor_user_id: facts.demo.user_id.clone(),
                     project_id: facts.demo.project_id.clone(),
                 },
+                TrustOwnership::Borrows,
             )
             .await
             .expect("recorded");

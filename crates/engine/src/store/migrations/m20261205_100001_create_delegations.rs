@@ -1,7 +1,8 @@
 //! Delegations: through which Keystone trust the engine acts for the user
 //! who made a stack (or an instance, or a cluster) on the openstack
 //! backend, after that user's own token has expired. One row per owner,
-//! made with it and removed (the trust deleted) with it.
+//! made with it and removed (the trust deleted, when the owner made it)
+//! with it.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
@@ -17,6 +18,7 @@ enum Delegations {
     TrustId,
     TrustorUserId,
     ProjectId,
+    OwnsTrust,
     CreatedAt,
 }
 
@@ -33,6 +35,7 @@ impl MigrationTrait for Migration {
                     .col(schema::string_len(Delegations::TrustId, 64))
                     .col(schema::string_len(Delegations::TrustorUserId, 64))
                     .col(schema::string_len(Delegations::ProjectId, 64))
+                    .col(schema::boolean(Delegations::OwnsTrust).default(true))
                     .col(schema::timestamp_with_time_zone(Delegations::CreatedAt))
                     .primary_key(
                         Index::create()
