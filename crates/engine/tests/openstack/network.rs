@@ -4,7 +4,7 @@
 //! deleted, and failures keep Neutron's words.
 
 use ember_engine::domain::Resource;
-use ember_engine::domain::delegation::{Delegation, DelegationOwner};
+use ember_engine::domain::delegation::{Delegation, DelegationOwner, TrustOwnership};
 use ember_engine::resources::ResourceRequest;
 use ember_engine::store::delegations::DelegationStore;
 use ember_openstack::keystone::Keystone;
@@ -830,6 +830,7 @@ async fn failures_keep_neutrons_words_and_other_projects_stay_hidden() {
                 trustor_user_id: alt_account.user_id.clone(),
                 project_id: alt_account.project_id.clone(),
             },
+            TrustOwnership::Borrows,
         )
         .await
         .expect("recorded");
