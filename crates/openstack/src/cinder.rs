@@ -167,6 +167,28 @@ impl Cinder {
         })
     }
 
+    /// The project's volumes whose name starts with `prefix` (read from
+    /// the whole listing: Cinder's "like" filters need a microversion and
+    /// a resource filter not every cloud allows).
+    pub async fn volumes_named_like(&self, prefix: &str) -> Result<Vec<Volume>> {
+        let answer: Value = self
+            .session
+            .call(self.call(Call::get(Service::BlockStorage, "/volumes/detail")))
+            .await?
+            .json()?;
+        volumes_of(answer).map(|volumes| {
+            volumes
+                .into_iter()
+                .filter(|volume| {
+                    volume
+                        .name
+                        .as_deref()
+                        .is_some_and(|name| name.starts_with(prefix))
+                })
+                .collect()
+        })
+    }
+
     /// Changes the volume's type.
     pub async fn retype_volume(
         &self,
