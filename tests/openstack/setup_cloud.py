@@ -13,7 +13,9 @@ Makes, if missing:
   * project `alt` with user `alt` (member): another tenant, for the tests
     that one project never reaches another's objects;
   * a raw image `ember-test-raw` (64 KiB, public: the fake virt driver
-    boots only raw images) and flavors `ember.tiny` and `ember.small`;
+    boots only raw images) and flavors `ember.tiny`, `ember.small`,
+    `ember.nohost` (no host fits its disk) and `ember.huge` (64 TiB of
+    memory: beyond the projects' quota);
   * an external flat network `public` (physnet `public`) with subnet
     172.24.4.0/24, for routers' gateways and floating IPs;
   * quotas in `demo` and `alt` large enough for the benchmarks;
@@ -72,7 +74,12 @@ if image is None:
         container_format="bare", visibility="public", wait=True)
 
 flavors = {}
-for name, ram, vcpus, disk in (("ember.tiny", 128, 1, 1), ("ember.small", 256, 1, 1)):
+# ember.nohost fits no host (its disk is larger than the fake hypervisor's
+# 600,000 GB: Nova's scheduler answers "No valid host"); ember.huge is
+# beyond the projects' quota (Nova refuses it at once).
+for name, ram, vcpus, disk in (("ember.tiny", 128, 1, 1), ("ember.small", 256, 1, 1),
+                               ("ember.nohost", 128, 1, 700000),
+                               ("ember.huge", 64 * 1024 * 1024, 1, 1)):
     flavor = admin.compute.find_flavor(name)
     if flavor is None:
         flavor = admin.compute.create_flavor(name=name, ram=ram, vcpus=vcpus, disk=disk)

@@ -6,6 +6,7 @@
 
 mod aws;
 mod clusters;
+mod failures;
 mod servers;
 mod topology;
 
@@ -176,7 +177,10 @@ impl CloudEmber {
                     .map(|resource| {
                         format!(
                             "{}: {}",
-                            resource["resource_name"], resource["resource_status_reason"]
+                            resource["resource_name"].as_str().unwrap_or_default(),
+                            resource["resource_status_reason"]
+                                .as_str()
+                                .unwrap_or_default()
                         )
                     })
                     .collect::<Vec<_>>()

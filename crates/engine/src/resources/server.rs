@@ -617,14 +617,18 @@ impl ServerResource {
     }
 
     /// Deletes the row's instance and waits until it is gone: gone already
-    /// is deleted, and one being deleted is waited for. A step taken over
-    /// from an engine that went away also finds the instance of a create
-    /// it had in flight (no physical id yet: by the derived uuid) and
-    /// continues a delete it left unfinished.
+    /// is deleted, and one being deleted is waited for. A row without a
+    /// physical id — its create failed with the instance made (in ERROR),
+    /// or was in flight on an engine that went away — finds its instance
+    /// by the uuid derived from the row; a step taken over continues a
+    /// delete the engine that went away left unfinished.
     async fn remove(&self, current: &Resource, attempt: Attempt) -> Result<(), ResourceFailure> {
         let (uuid, caller) = match instance_id(current) {
             Some(uuid) => (uuid, owner_of(current)?),
-            None if attempt == Attempt::TakenOver => {
+            // No physical id: a create that failed (the instance made, and
+            // in ERROR) or one taken over before it recorded one — the
+            // instance is found by the uuid derived from the row.
+            None => {
                 let uuid = super::derived_id(current.stack_id, current.id, INSTANCE_KIND);
                 match self.instances.owner_of(uuid).await.map_err(failure)? {
                     Some(owner) => (uuid, owner),
@@ -632,7 +636,6 @@ impl ServerResource {
                     None => return Ok(()),
                 }
             }
-            None => return Ok(()),
         };
         let instance = match self.instances.get(&caller, uuid).await {
             Ok(instance) => instance,

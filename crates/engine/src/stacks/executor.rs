@@ -806,8 +806,18 @@ async fn delete_one(
     // A step an engine that went away had in flight may have made
     // something even without a physical id (a create): its type looks.
     let in_flight = in_flight(&current);
+    // A create that failed may have made something before it failed (a
+    // server Nova put in ERROR, a volume that went to error): a type that
+    // acts outside its row is asked to delete it, finding it as it finds
+    // what a create in flight made.
+    let failed_create = current.action == StackAction::Create
+        && current.status == ActionStatus::Failed
+        && shared
+            .registry
+            .get(&current.type_name)
+            .is_some_and(|resource_type| resource_type.acts_outside_its_row());
     let never_created = current.action == StackAction::Init
-        || (current.physical_id.is_none() && in_flight.is_none());
+        || (current.physical_id.is_none() && in_flight.is_none() && !failed_create);
     let external = target
         .parsed
         .template
