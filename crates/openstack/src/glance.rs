@@ -98,6 +98,16 @@ impl Glance {
 
     /// The image `name_or_id` names: by id, else the one image of that
     /// name (none or several is an error naming it).
+    /// The id of the image `name_or_id` names (see [`Glance::find_image`]),
+    /// remembered for a minute (see [`Session::remembered_id`]).
+    pub async fn image_id(&self, name_or_id: &str) -> Result<String> {
+        self.session
+            .remembered_id("images", name_or_id, || async {
+                Ok(self.find_image(name_or_id).await?.id)
+            })
+            .await
+    }
+
     pub async fn find_image(&self, name_or_id: &str) -> Result<Image> {
         if uuid::Uuid::parse_str(name_or_id).is_ok()
             && let Some(image) = self.image(name_or_id).await?

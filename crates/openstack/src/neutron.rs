@@ -224,7 +224,16 @@ impl Neutron {
     /// The id of the object `name_or_id` names: itself if it is an id of
     /// one, else the one object of that name (none or several is an error
     /// naming it, as Heat's `find_resourceid_by_name_or_id` says).
+    /// Remembered for a minute (see [`Session::remembered_id`]).
     pub async fn find_id(&self, kind: Kind, name_or_id: &str) -> Result<String> {
+        self.session
+            .remembered_id(kind.collection(), name_or_id, || {
+                self.look_up_id(kind, name_or_id)
+            })
+            .await
+    }
+
+    async fn look_up_id(&self, kind: Kind, name_or_id: &str) -> Result<String> {
         if let Some(object) = self.get(kind, name_or_id).await? {
             return id_of(&object);
         }

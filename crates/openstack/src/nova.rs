@@ -546,6 +546,33 @@ impl Nova {
         Ok(())
     }
 
+    /// The id of the flavor `id_or_name` names, or `None` when the cloud
+    /// has none of that name or id; a flavor found is remembered for a
+    /// minute (see [`Session::remembered_id`]).
+    pub async fn flavor_id(&self, id_or_name: &str) -> Result<Option<String>> {
+        match self
+            .session
+            .remembered_id("flavors", id_or_name, || async {
+                match self.flavor(id_or_name).await? {
+                    Some(flavor) => Ok(flavor.id),
+                    None => Err(Error::Api(crate::error::ApiError {
+                        service: Service::Compute,
+                        method: "GET".to_owned(),
+                        path: "/flavors/detail".to_owned(),
+                        status: 404,
+                        message: format!("Flavor {id_or_name} could not be found."),
+                        request_id: None,
+                    })),
+                }
+            })
+            .await
+        {
+            Ok(id) => Ok(Some(id)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
     /// A flavor by id, or else by name.
     pub async fn flavor(&self, id_or_name: &str) -> Result<Option<Flavor>> {
         if let Some(answer) = self

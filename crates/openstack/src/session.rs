@@ -31,6 +31,19 @@ use crate::microversion::Microversion;
 /// keystoneauth does).
 pub const RENEW_BEFORE: Duration = Duration::from_secs(120);
 
+/// How long a name's (or an id's) resolution to an object's id is trusted
+/// before the service is asked again: a stack of many servers names the
+/// same image, flavor and networks many times (Heat memoizes its finders
+/// too, for an hour by default).
+pub const LOOKUP_TTL: Duration = Duration::from_secs(60);
+
+/// The most resolutions remembered (then forgotten all at once: cheap, and
+/// the next calls remember what is used now).
+const LOOKUPS_KEPT: usize = 10_000;
+
+/// A remembered resolution: (project, kind, name or id) → (id, until).
+type Lookups = HashMap<(String, &'static str, String), (String, std::time::Instant)>;
+
 /// The largest answer read from a service (listings are paged well below).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
@@ -60,6 +73,8 @@ pub struct Cloud {
     config: CloudConfig,
     /// The microversions each endpoint speaks, found once.
     versions: Mutex<HashMap<String, (Microversion, Microversion)>>,
+    /// Names (and ids) resolved to ids lately, per project.
+    lookups: Mutex<Lookups>,
 }
 
 impl std::fmt::Debug for Cloud {
@@ -79,6 +94,7 @@ impl Cloud {
             http,
             config,
             versions: Mutex::default(),
+            lookups: Mutex::default(),
         }))
     }
 
@@ -364,6 +380,38 @@ impl Session {
             known.insert(endpoint, range);
         }
         Ok(range)
+    }
+
+    /// The id `name_or_id` of `kind` resolves to in this session's project:
+    /// remembered for [`LOOKUP_TTL`] once `resolve` found it (a failure is
+    /// never remembered).
+    pub async fn remembered_id<F, Fut>(
+        &self,
+        kind: &'static str,
+        name_or_id: &str,
+        resolve: F,
+    ) -> Result<String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<String>>,
+    {
+        let project = self.token().await?.project_id.clone().unwrap_or_default();
+        let key = (project, kind, name_or_id.to_owned());
+        let now = std::time::Instant::now();
+        if let Ok(lookups) = self.cloud.lookups.lock()
+            && let Some((id, until)) = lookups.get(&key)
+            && *until > now
+        {
+            return Ok(id.clone());
+        }
+        let id = resolve().await?;
+        if let Ok(mut lookups) = self.cloud.lookups.lock() {
+            if lookups.len() >= LOOKUPS_KEPT {
+                lookups.clear();
+            }
+            lookups.insert(key, (id.clone(), now + LOOKUP_TTL));
+        }
+        Ok(id)
     }
 
     /// [`Session::call`] of something that may be gone: the service's 404

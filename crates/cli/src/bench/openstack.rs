@@ -146,6 +146,10 @@ pub async fn run(bench: OpenStackBench) -> Result<(), String> {
     config.engine.openstack.password = facts.service.password.clone();
     config.engine.openstack.project = facts.service.project.clone();
     config.engine.openstack.region = facts.region.clone();
+    // `RUST_LOG=ember_openstack=debug` shows every call to the cloud.
+    if std::env::var_os("RUST_LOG").is_some() {
+        ember_runtime::telemetry::init(&config.log);
+    }
     let running = RunningEmber::start(config, secrets).await?;
     let ember_url = format!(
         "http://{}/orchestration/v1/{}",

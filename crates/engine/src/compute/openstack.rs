@@ -309,14 +309,15 @@ impl NovaDriver {
         } else {
             Some(
                 Glance::new(session)
-                    .find_image(&instance.image)
+                    .image_id(&instance.image)
                     .await
-                    .map_err(|error| ComputeError(format!("image {:?}: {error}", instance.image)))?
-                    .id,
+                    .map_err(|error| {
+                        ComputeError(format!("image {:?}: {error}", instance.image))
+                    })?,
             )
         };
-        let flavor = nova
-            .flavor(&instance.flavor)
+        let flavor_id = nova
+            .flavor_id(&instance.flavor)
             .await
             .map_err(failure)?
             .ok_or_else(|| {
@@ -329,7 +330,7 @@ impl NovaDriver {
         let spec = NewServer {
             name: instance.name.clone(),
             image_id,
-            flavor_id: flavor.id,
+            flavor_id,
             networks: self.networks(session, instance).await?,
             security_groups: placement.security_groups.clone(),
             key_name: placement.key_name.clone(),
