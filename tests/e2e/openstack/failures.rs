@@ -94,3 +94,50 @@ async fn the_clouds_refusals_fail_the_resource_in_its_own_words_and_leave_nothin
         .await
         .expect("the network");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cloud_the_engine_cannot_reach_is_a_503_naming_the_service_and_nothing_is_made() {
+    // The gateway validates tokens at the cloud's Keystone; the engine's
+    // own way to it is broken (nothing listens on port 9).
+    let Some(env) = CloudEmber::start_configured(
+        "openstack::failures::a_cloud_the_engine_cannot_reach_is_a_503_naming_the_service_and_nothing_is_made",
+        |config| config.engine.openstack.auth_url = "http://127.0.0.1:9/v3".to_owned(),
+    )
+    .await
+    else {
+        return;
+    };
+    let demo = env.demo().clone();
+    let name = unique("unreachable");
+    let refused = env
+        .call(
+            &demo,
+            reqwest::Method::POST,
+            &CloudEmber::stacks(&demo),
+            Some(json!({"stack_name": name, "template": {
+                "heat_template_version": "2018-08-31",
+                "resources": {"net": {"type": "OS::Neutron::Net"}}}})),
+        )
+        .await;
+    assert_eq!(
+        refused.status,
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "{refused:?}"
+    );
+    let message = refused.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.starts_with("Keystone (identity) is unreachable"),
+        "{message}"
+    );
+    let listed = env
+        .call(
+            &demo,
+            reqwest::Method::GET,
+            &format!("{}?name={name}", CloudEmber::stacks(&demo)),
+            None,
+        )
+        .await;
+    assert_eq!(listed.body["stacks"], json!([]), "nothing recorded");
+}

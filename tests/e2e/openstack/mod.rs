@@ -39,6 +39,14 @@ impl CloudEmber {
     /// Ember whose gateway takes the cloud's Keystone tokens and whose
     /// engine acts on the cloud; `None` (said loudly) without a cloud.
     pub async fn start(test: &str) -> Option<CloudEmber> {
+        CloudEmber::start_configured(test, |_| {}).await
+    }
+
+    /// [`CloudEmber::start`] with `configure` applied last.
+    pub async fn start_configured(
+        test: &str,
+        configure: impl FnOnce(&mut ember::config::EmberConfig) + Send + 'static,
+    ) -> Option<CloudEmber> {
         let cloud = TestCloud::from_env(test)?;
         let facts = cloud.facts.clone();
         let ember = TestEmber::start_configured(move |config| {
@@ -57,6 +65,7 @@ impl CloudEmber {
             openstack.password = facts.service.password.clone();
             openstack.project = facts.service.project.clone();
             openstack.region = facts.region.clone();
+            configure(config);
         })
         .await;
         Some(CloudEmber { ember, cloud })
