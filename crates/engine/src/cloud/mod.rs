@@ -12,6 +12,8 @@
 //! reachable: a stack finds the delegation of its own root, an instance
 //! carries its own.
 
+pub mod simulated;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

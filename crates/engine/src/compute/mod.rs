@@ -150,6 +150,14 @@ pub trait ComputeDriver: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The simulated cloud the machines' networks are on: the simulated
+    /// driver's, so the simulated twins of the openstack types
+    /// (`crate::resources::simulated_cloud`) make the networks, ports and
+    /// volumes its machines use. `None` for the other drivers.
+    fn simulated_cloud(&self) -> Option<Arc<crate::cloud::simulated::SimulatedCloud>> {
+        None
+    }
+
     /// What the cloud shows of the machine (`None`: nothing beyond the
     /// instance's record, or no machine).
     async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {

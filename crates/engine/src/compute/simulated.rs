@@ -31,7 +31,11 @@ use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use super::flavors::Flavor;
-use super::{BuildAttempt, ComputeDriver, ComputeError, MachineExit, MachinePower, MachineState};
+use super::{
+    BuildAttempt, ComputeDriver, ComputeError, MachineDetails, MachineExit, MachinePower,
+    MachineState,
+};
+use crate::cloud::simulated::SimulatedCloud;
 use crate::domain::instance::{Instance, InstanceTask, PowerState};
 
 /// Metadata key listing the tasks that fail for this instance.
@@ -100,6 +104,8 @@ type Fleet = Arc<Mutex<HashMap<Uuid, SimulatedMachine>>>;
 
 pub struct SimulatedDriver {
     config: SimulatedComputeConfig,
+    /// The networks, ports and volumes its machines use.
+    cloud: Arc<SimulatedCloud>,
     fail_builds_matching: Option<Regex>,
     fleet: Fleet,
     observations: broadcast::Sender<Uuid>,
@@ -111,6 +117,7 @@ impl SimulatedDriver {
         Ok(SimulatedDriver {
             config,
             fail_builds_matching,
+            cloud: Arc::new(SimulatedCloud::new()),
             fleet: Fleet::default(),
             observations: broadcast::channel(OBSERVATION_BUFFER).0,
         })
@@ -266,6 +273,15 @@ impl ComputeDriver for SimulatedDriver {
         _attempt: BuildAttempt,
     ) -> Result<(), ComputeError> {
         self.simulate(InstanceTask::Build, instance).await?;
+        self.cloud
+            .with(|world| {
+                world.plug(
+                    &instance.project_id,
+                    instance.uuid,
+                    &instance.placement.networks,
+                )
+            })
+            .map_err(ComputeError)?;
         self.started(instance);
         Ok(())
     }
@@ -296,8 +312,53 @@ impl ComputeDriver for SimulatedDriver {
 
     async fn delete(&self, instance: &Instance) -> Result<(), ComputeError> {
         self.simulate(InstanceTask::Delete, instance).await?;
+        self.cloud.with(|world| {
+            world.unplug(instance.uuid, &instance.placement.networks, false);
+        });
         self.forget(instance.uuid);
         Ok(())
+    }
+
+    fn simulated_cloud(&self) -> Option<Arc<SimulatedCloud>> {
+        Some(self.cloud.clone())
+    }
+
+    async fn release_ports(&self, instance: &Instance) -> Result<(), ComputeError> {
+        self.cloud.with(|world| {
+            world.unplug(instance.uuid, &instance.placement.networks, true);
+        });
+        Ok(())
+    }
+
+    /// A machine with interfaces shows their addresses, as Nova shows a
+    /// server's; one without has nothing beyond its instance.
+    async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {
+        if instance.placement.networks.is_empty() {
+            return Ok(None);
+        }
+        let addresses = self
+            .cloud
+            .with(|world| world.addresses(&instance.project_id, instance.uuid));
+        let raw = serde_json::json!({
+            "id": instance.uuid.to_string(),
+            "name": instance.name,
+            "status": instance.status.as_str(),
+            "addresses": addresses,
+            "metadata": instance.metadata,
+            "key_name": instance.placement.key_name,
+            "security_groups": instance.placement.security_groups.iter()
+                .map(|name| serde_json::json!({"name": name})).collect::<Vec<_>>(),
+            "flavor": {"original_name": instance.flavor},
+            "image": {"id": instance.image},
+        });
+        Ok(Some(MachineDetails {
+            machine_id: instance.uuid.to_string(),
+            addresses,
+            access_ipv4: String::new(),
+            access_ipv6: String::new(),
+            instance_name: Some(format!("instance-{}", instance.uuid.simple())),
+            raw,
+        }))
     }
 
     async fn inspect(&self, instance: &Instance) -> Result<MachineState, ComputeError> {

@@ -195,6 +195,12 @@ impl InstanceService {
     }
 
     /// The compute driver's name.
+    /// The simulated cloud behind the driver's machines, on the simulated
+    /// backend (see [`ComputeDriver::simulated_cloud`]).
+    pub fn simulated_cloud(&self) -> Option<Arc<crate::cloud::simulated::SimulatedCloud>> {
+        self.driver.simulated_cloud()
+    }
+
     pub fn driver_name(&self) -> &'static str {
         self.driver.name()
     }

@@ -19,6 +19,7 @@ mod resource_group;
 mod scaling_policy;
 mod schema;
 mod server;
+mod simulated_cloud;
 pub mod software;
 mod test_resource;
 mod value;
@@ -421,6 +422,12 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(instance_group::InstanceGroup::new(
             registry.nested_stack_host.clone(),
         )));
+        // On the simulated backend, networks, volumes, key pairs and
+        // images are simulated too, on the cloud its machines are on (the
+        // openstack backend's types replace these: `with_cloud`).
+        if let Some(cloud) = instances.simulated_cloud() {
+            simulated_cloud::register(&mut registry, &cloud);
+        }
         registry
     }
 

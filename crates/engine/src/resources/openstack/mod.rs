@@ -20,10 +20,10 @@
 //!   `get_attr` and `show` read what the service said at the last create,
 //!   update or check.
 
-mod cinder;
+pub(crate) mod cinder;
 mod glance;
 mod heat;
-mod neutron;
+pub(crate) mod neutron;
 mod nova;
 
 use std::future::Future;
@@ -34,7 +34,7 @@ use ember_openstack::Session;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{ResourceFailure, ResourceRequest, ResourceTypeRegistry};
+use super::{ResourceFailure, ResourceRequest, ResourceTypeRegistry, ResourceTypeSchema};
 use crate::cloud::OpenStackCloud;
 use crate::domain::Resource;
 
@@ -126,6 +126,17 @@ pub fn text(properties: &Map<String, Value>, name: &str) -> Option<String> {
         Some(Value::String(text)) => Some(text.clone()),
         Some(other) => Some(other.to_string()),
     }
+}
+
+/// The schemas of every type [`register`] registers, with no cloud behind
+/// them: the simulated backend's twins (`super::simulated_cloud`) take the
+/// same properties and show the same attributes.
+pub fn schemas() -> Vec<ResourceTypeSchema> {
+    let mut schemas = neutron::schemas();
+    schemas.extend(cinder::schemas());
+    schemas.extend(nova::schemas());
+    schemas.extend(glance::schemas());
+    schemas
 }
 
 /// Registers every type of the openstack backend.

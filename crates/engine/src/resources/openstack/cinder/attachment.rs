@@ -43,7 +43,7 @@ fn names(dialect: Dialect) -> (&'static str, &'static str, &'static str) {
     }
 }
 
-fn schema(dialect: Dialect) -> ResourceTypeSchema {
+pub fn schema(dialect: Dialect) -> ResourceTypeSchema {
     match dialect {
         Dialect::OpenStack => ResourceTypeSchema {
             type_name: "OS::Cinder::VolumeAttachment",

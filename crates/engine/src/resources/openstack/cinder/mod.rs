@@ -10,7 +10,7 @@
 
 mod attach;
 mod attachment;
-mod volume;
+pub(crate) mod volume;
 
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ use ember_openstack::cinder::Cinder;
 use ember_openstack::nova::Nova;
 
 use super::{Cloud, failure};
-use crate::resources::{ResourceFailure, ResourceTypeRegistry};
+use crate::resources::{ResourceFailure, ResourceTypeRegistry, ResourceTypeSchema};
 
 /// Which of Heat's twins a type is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,6 +29,15 @@ pub enum Dialect {
     OpenStack,
     /// `AWS::EC2::*`: CloudFormation's names, every property immutable.
     Aws,
+}
+
+/// The schemas of the Cinder types and their `AWS::` twins, with no cloud
+/// behind them (the simulated backend's twins share them).
+pub fn schemas() -> Vec<ResourceTypeSchema> {
+    [Dialect::OpenStack, Dialect::Aws]
+        .into_iter()
+        .flat_map(|dialect| [volume::spec::schema(dialect), attachment::schema(dialect)])
+        .collect()
 }
 
 pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {

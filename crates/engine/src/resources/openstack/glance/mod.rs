@@ -9,7 +9,13 @@ mod web_image;
 use std::sync::Arc;
 
 use super::Cloud;
-use crate::resources::ResourceTypeRegistry;
+use crate::resources::{ResourceTypeRegistry, ResourceTypeSchema};
+
+/// The schema of `OS::Glance::WebImage`, with no cloud behind it (the
+/// simulated backend's twin shares it).
+pub fn schemas() -> Vec<ResourceTypeSchema> {
+    vec![image_spec::schema()]
+}
 
 pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
     registry.register(Arc::new(web_image::WebImageResource::new(cloud.clone())));

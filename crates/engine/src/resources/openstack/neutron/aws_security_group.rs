@@ -140,7 +140,7 @@ async fn apply_rules(
 
 /// The group's rules: the ingress and egress lists converted, plus the
 /// default egress rules when no egress rule is listed.
-fn desired_rules(properties: &Map<String, Value>) -> Result<Vec<Rule>, ResourceFailure> {
+pub(crate) fn desired_rules(properties: &Map<String, Value>) -> Result<Vec<Rule>, ResourceFailure> {
     let mut rules = ec2_rules(properties, "SecurityGroupIngress", "ingress")?;
     rules.extend(ec2_rules(properties, "SecurityGroupEgress", "egress")?);
     Ok(with_default_egress(rules))

@@ -39,40 +39,7 @@ impl ElasticIpAssociation {
     pub fn new(cloud: &Cloud) -> ElasticIpAssociation {
         ElasticIpAssociation {
             cloud: cloud.clone(),
-            schema: ResourceTypeSchema {
-                type_name: "AWS::EC2::EIPAssociation",
-                description: "An elastic IP forwarded to an instance or a network interface.",
-                properties: vec![
-                    PropertySchema::new(
-                        "InstanceId",
-                        PropertyType::String,
-                        "Instance ID to associate with EIP specified by EIP property.",
-                    )
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "EIP",
-                        PropertyType::String,
-                        "EIP address to associate with instance.",
-                    )
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "AllocationId",
-                        PropertyType::String,
-                        "Allocation ID for VPC EIP address.",
-                    )
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "NetworkInterfaceId",
-                        PropertyType::String,
-                        "Network interface ID to associate with EIP.",
-                    )
-                    .update_allowed(),
-                ],
-                // Only `show` (every type's), as Heat.
-                attributes: Vec::new(),
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
         }
     }
 
@@ -268,6 +235,44 @@ async fn floating_ip_at(neutron: &Neutron, address: &str) -> Result<String, Reso
         None => Err(ResourceFailure(format!(
             "No floatingip matching {{'ip_address': '{address}'}}."
         ))),
+    }
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: "AWS::EC2::EIPAssociation",
+        description: "An elastic IP forwarded to an instance or a network interface.",
+        properties: vec![
+            PropertySchema::new(
+                "InstanceId",
+                PropertyType::String,
+                "Instance ID to associate with EIP specified by EIP property.",
+            )
+            .update_allowed(),
+            PropertySchema::new(
+                "EIP",
+                PropertyType::String,
+                "EIP address to associate with instance.",
+            )
+            .update_allowed(),
+            PropertySchema::new(
+                "AllocationId",
+                PropertyType::String,
+                "Allocation ID for VPC EIP address.",
+            )
+            .update_allowed(),
+            PropertySchema::new(
+                "NetworkInterfaceId",
+                PropertyType::String,
+                "Network interface ID to associate with EIP.",
+            )
+            .update_allowed(),
+        ],
+        // Only `show` (every type's), as Heat.
+        attributes: Vec::new(),
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
     }
 }
 

@@ -29,32 +29,7 @@ impl FloatingIpAssociation {
     pub fn new(cloud: &Cloud) -> FloatingIpAssociation {
         FloatingIpAssociation {
             cloud: cloud.clone(),
-            schema: ResourceTypeSchema {
-                type_name: "OS::Neutron::FloatingIPAssociation",
-                description: "A Neutron floating IP forwarded to a port.",
-                properties: vec![
-                    PropertySchema::new("floatingip_id", PropertyType::String, "ID of the floating IP to associate.")
-                        .required()
-                        .update_allowed(),
-                    PropertySchema::new(
-                        "port_id",
-                        PropertyType::String,
-                        "ID of an existing port with at least one IP address to associate with this floating IP.",
-                    )
-                    .required()
-                    .update_allowed(),
-                    PropertySchema::new(
-                        "fixed_ip_address",
-                        PropertyType::String,
-                        "IP address to use if the port has multiple addresses.",
-                    )
-                    .update_allowed(),
-                ],
-                // Only `show` (every type's), as Heat.
-                attributes: Vec::new(),
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
         }
     }
 
@@ -131,6 +106,36 @@ async fn dissociate(
         Ok(_) => Ok(()),
         Err(error) if error.is_not_found() => Ok(()),
         Err(error) => Err(failure(error)),
+    }
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: "OS::Neutron::FloatingIPAssociation",
+        description: "A Neutron floating IP forwarded to a port.",
+        properties: vec![
+            PropertySchema::new("floatingip_id", PropertyType::String, "ID of the floating IP to associate.")
+                .required()
+                .update_allowed(),
+            PropertySchema::new(
+                "port_id",
+                PropertyType::String,
+                "ID of an existing port with at least one IP address to associate with this floating IP.",
+            )
+            .required()
+            .update_allowed(),
+            PropertySchema::new(
+                "fixed_ip_address",
+                PropertyType::String,
+                "IP address to use if the port has multiple addresses.",
+            )
+            .update_allowed(),
+        ],
+        // Only `show` (every type's), as Heat.
+        attributes: Vec::new(),
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
     }
 }
 

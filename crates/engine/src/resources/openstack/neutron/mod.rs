@@ -19,7 +19,7 @@
 //! router) are resolved through the acting session ([`resolve`]), so
 //! another project's objects are never found: Neutron hides them.
 
-mod aws_security_group;
+pub(crate) mod aws_security_group;
 mod eip;
 mod eip_association;
 mod floating_ip;
@@ -30,7 +30,7 @@ mod port;
 mod properties;
 mod router;
 mod router_interface;
-mod rules;
+pub(crate) mod rules;
 mod security_group;
 mod security_group_rule;
 mod subnet;
@@ -50,6 +50,25 @@ use lifecycle::Tagged;
 pub use properties::{
     check_value_specs, copy_given, fields, maps, merge_value_specs, present, strings,
 };
+
+/// The schemas of the Neutron types and their `AWS::` twins, with no cloud
+/// behind them (the simulated backend's twins share them).
+pub fn schemas() -> Vec<ResourceTypeSchema> {
+    vec![
+        net::Net.schema(),
+        subnet::Subnet.schema(),
+        port::Port.schema(),
+        router::Router.schema(),
+        security_group::SecurityGroup.schema(),
+        aws_security_group::AwsSecurityGroup.schema(),
+        floating_ip::FloatingIp.schema(),
+        eip::ElasticIp.schema(),
+        router_interface::schema(),
+        security_group_rule::schema(),
+        floating_ip_association::schema(),
+        eip_association::schema(),
+    ]
+}
 
 pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
     registry.register(Arc::new(Tagged::new(cloud, net::Net)));

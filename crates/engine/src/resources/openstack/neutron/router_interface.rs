@@ -39,37 +39,7 @@ impl RouterInterface {
     pub fn new(cloud: &Cloud) -> RouterInterface {
         RouterInterface {
             cloud: cloud.clone(),
-            schema: ResourceTypeSchema {
-                type_name: "OS::Neutron::RouterInterface",
-                description: "A subnet or port plugged into a Neutron router.",
-                properties: vec![
-                    PropertySchema::new("router", PropertyType::String, "The router.").required(),
-                    PropertySchema::new(
-                        "subnet",
-                        PropertyType::String,
-                        "The subnet, either subnet or port should be specified.",
-                    ),
-                    PropertySchema::new(
-                        "subnet_id",
-                        PropertyType::String,
-                        "The subnet (deprecated: use subnet).",
-                    ),
-                    PropertySchema::new(
-                        "port",
-                        PropertyType::String,
-                        "The port, either subnet or port should be specified.",
-                    ),
-                    PropertySchema::new(
-                        "port_id",
-                        PropertyType::String,
-                        "The port (deprecated: use port).",
-                    ),
-                ],
-                // Only `show` (every type's), as Heat.
-                attributes: Vec::new(),
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
         }
     }
 
@@ -164,6 +134,41 @@ async fn plugged_port(
                     .any(|fixed_ip| fixed_ip["subnet_id"].as_str() == Some(id)),
             }
     }))
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: "OS::Neutron::RouterInterface",
+        description: "A subnet or port plugged into a Neutron router.",
+        properties: vec![
+            PropertySchema::new("router", PropertyType::String, "The router.").required(),
+            PropertySchema::new(
+                "subnet",
+                PropertyType::String,
+                "The subnet, either subnet or port should be specified.",
+            ),
+            PropertySchema::new(
+                "subnet_id",
+                PropertyType::String,
+                "The subnet (deprecated: use subnet).",
+            ),
+            PropertySchema::new(
+                "port",
+                PropertyType::String,
+                "The port, either subnet or port should be specified.",
+            ),
+            PropertySchema::new(
+                "port_id",
+                PropertyType::String,
+                "The port (deprecated: use port).",
+            ),
+        ],
+        // Only `show` (every type's), as Heat.
+        attributes: Vec::new(),
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
+    }
 }
 
 #[async_trait]

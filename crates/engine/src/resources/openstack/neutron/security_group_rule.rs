@@ -31,62 +31,9 @@ pub struct SecurityGroupRule {
 
 impl SecurityGroupRule {
     pub fn new(cloud: &Cloud) -> SecurityGroupRule {
-        let mut protocols: Vec<Value> = PROTOCOL_NAMES.iter().map(|name| json!(name)).collect();
-        protocols.extend((0..=255).map(|number: u16| json!(number.to_string())));
         SecurityGroupRule {
             cloud: cloud.clone(),
-            schema: ResourceTypeSchema {
-                type_name: "OS::Neutron::SecurityGroupRule",
-                description: "A rule of a Neutron security group.",
-                properties: vec![
-                    PropertySchema::new(
-                        "security_group",
-                        PropertyType::String,
-                        "Security group name or ID to add rule.",
-                    )
-                    .required(),
-                    PropertySchema::new("description", PropertyType::String, "Description of the security group rule."),
-                    PropertySchema::new("direction", PropertyType::String, "The direction in which the security group rule is applied. For a compute instance, an ingress security group rule matches traffic that is incoming (ingress) for that instance. An egress rule is applied to traffic leaving the instance.")
-                        .default(json!("ingress"))
-                        .allowed_values(vec![json!("ingress"), json!("egress")]),
-                    PropertySchema::new("ethertype", PropertyType::String, "Ethertype of the traffic.")
-                        .default(json!("IPv4"))
-                        .allowed_values(vec![json!("IPv4"), json!("IPv6")]),
-                    PropertySchema::new(
-                        "port_range_min",
-                        PropertyType::Integer,
-                        "The minimum port number in the range that is matched by the security group rule. If the protocol is TCP or UDP, this value must be less than or equal to the value of the port_range_max attribute. If the protocol is ICMP, this value must be an ICMP type.",
-                    )
-                    .range(0.0, 65535.0),
-                    PropertySchema::new(
-                        "port_range_max",
-                        PropertyType::Integer,
-                        "The maximum port number in the range that is matched by the security group rule. The port_range_min attribute constrains the port_range_max attribute. If the protocol is ICMP, this value must be an ICMP code.",
-                    )
-                    .range(0.0, 65535.0),
-                    PropertySchema::new(
-                        "protocol",
-                        PropertyType::String,
-                        "The protocol that is matched by the security group rule. Allowed values are ah, dccp, egp, esp, gre, icmp, icmpv6, igmp, ipv6-encap, ipv6-frag, ipv6-icmp, ipv6-nonxt, ipv6-opts, ipv6-route, ospf, pgm, rsvp, sctp, tcp, udp, udplite, vrrp and integer representations [0-255].",
-                    )
-                    .default(json!("tcp"))
-                    .allowed_values(protocols),
-                    PropertySchema::new(
-                        "remote_group",
-                        PropertyType::String,
-                        "The remote group name or ID to be associated with this security group rule.",
-                    ),
-                    PropertySchema::new(
-                        "remote_ip_prefix",
-                        PropertyType::String,
-                        "The remote IP prefix (CIDR) to be associated with this security group rule.",
-                    ),
-                ],
-                // Only `show` (every type's), as Heat.
-                attributes: Vec::new(),
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
         }
     }
 
@@ -163,6 +110,64 @@ fn rule_of(properties: &Map<String, Value>) -> Result<Rule, ResourceFailure> {
         ));
     }
     Ok(rule)
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    let mut protocols: Vec<Value> = PROTOCOL_NAMES.iter().map(|name| json!(name)).collect();
+    protocols.extend((0..=255).map(|number: u16| json!(number.to_string())));
+    ResourceTypeSchema {
+        type_name: "OS::Neutron::SecurityGroupRule",
+        description: "A rule of a Neutron security group.",
+        properties: vec![
+            PropertySchema::new(
+                "security_group",
+                PropertyType::String,
+                "Security group name or ID to add rule.",
+            )
+            .required(),
+            PropertySchema::new("description", PropertyType::String, "Description of the security group rule."),
+            PropertySchema::new("direction", PropertyType::String, "The direction in which the security group rule is applied. For a compute instance, an ingress security group rule matches traffic that is incoming (ingress) for that instance. An egress rule is applied to traffic leaving the instance.")
+                .default(json!("ingress"))
+                .allowed_values(vec![json!("ingress"), json!("egress")]),
+            PropertySchema::new("ethertype", PropertyType::String, "Ethertype of the traffic.")
+                .default(json!("IPv4"))
+                .allowed_values(vec![json!("IPv4"), json!("IPv6")]),
+            PropertySchema::new(
+                "port_range_min",
+                PropertyType::Integer,
+                "The minimum port number in the range that is matched by the security group rule. If the protocol is TCP or UDP, this value must be less than or equal to the value of the port_range_max attribute. If the protocol is ICMP, this value must be an ICMP type.",
+            )
+            .range(0.0, 65535.0),
+            PropertySchema::new(
+                "port_range_max",
+                PropertyType::Integer,
+                "The maximum port number in the range that is matched by the security group rule. The port_range_min attribute constrains the port_range_max attribute. If the protocol is ICMP, this value must be an ICMP code.",
+            )
+            .range(0.0, 65535.0),
+            PropertySchema::new(
+                "protocol",
+                PropertyType::String,
+                "The protocol that is matched by the security group rule. Allowed values are ah, dccp, egp, esp, gre, icmp, icmpv6, igmp, ipv6-encap, ipv6-frag, ipv6-icmp, ipv6-nonxt, ipv6-opts, ipv6-route, ospf, pgm, rsvp, sctp, tcp, udp, udplite, vrrp and integer representations [0-255].",
+            )
+            .default(json!("tcp"))
+            .allowed_values(protocols),
+            PropertySchema::new(
+                "remote_group",
+                PropertyType::String,
+                "The remote group name or ID to be associated with this security group rule.",
+            ),
+            PropertySchema::new(
+                "remote_ip_prefix",
+                PropertyType::String,
+                "The remote IP prefix (CIDR) to be associated with this security group rule.",
+            ),
+        ],
+        // Only `show` (every type's), as Heat.
+        attributes: Vec::new(),
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
+    }
 }
 
 #[async_trait]

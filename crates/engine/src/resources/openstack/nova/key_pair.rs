@@ -121,49 +121,7 @@ fn attributes(
 impl KeyPairResource {
     pub fn new(cloud: Cloud) -> KeyPairResource {
         KeyPairResource {
-            schema: ResourceTypeSchema {
-                type_name: "OS::Nova::KeyPair",
-                description: "A key pair in Nova, given its public key or generated.",
-                properties: vec![
-                    PropertySchema::new("name", PropertyType::String, "The name of the key pair.")
-                        .required()
-                        .range(1.0, 255.0),
-                    PropertySchema::new(
-                        "save_private_key",
-                        PropertyType::Boolean,
-                        "True if the system should remember a generated private key; False otherwise.",
-                    )
-                    .default(json!(false)),
-                    PropertySchema::new(
-                        "type",
-                        PropertyType::String,
-                        "Keypair type. Supported since Nova api version 2.2.",
-                    )
-                    .allowed_values(vec![json!("ssh"), json!("x509")]),
-                    PropertySchema::new(
-                        "public_key",
-                        PropertyType::String,
-                        "The optional public key. This allows users to supply the public key from a pre-existing key pair. If not supplied, a new key pair will be generated.",
-                    ),
-                    PropertySchema::new(
-                        "user",
-                        PropertyType::String,
-                        "ID of user the key pair belongs to (admin). Supported since Nova api version 2.10.",
-                    ),
-                ],
-                attributes: vec![
-                    AttributeSchema {
-                        name: "public_key",
-                        description: "The public key.",
-                    },
-                    AttributeSchema {
-                        name: "private_key",
-                        description: "The private key if it has been saved.",
-                    },
-                ],
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
             cloud,
         }
     }
@@ -236,6 +194,53 @@ fn recorded_user(current: &Resource) -> Option<String> {
         .properties
         .as_object()
         .and_then(|properties| text(properties, "user"))
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: "OS::Nova::KeyPair",
+        description: "A key pair in Nova, given its public key or generated.",
+        properties: vec![
+            PropertySchema::new("name", PropertyType::String, "The name of the key pair.")
+                .required()
+                .range(1.0, 255.0),
+            PropertySchema::new(
+                "save_private_key",
+                PropertyType::Boolean,
+                "True if the system should remember a generated private key; False otherwise.",
+            )
+            .default(json!(false)),
+            PropertySchema::new(
+                "type",
+                PropertyType::String,
+                "Keypair type. Supported since Nova api version 2.2.",
+            )
+            .allowed_values(vec![json!("ssh"), json!("x509")]),
+            PropertySchema::new(
+                "public_key",
+                PropertyType::String,
+                "The optional public key. This allows users to supply the public key from a pre-existing key pair. If not supplied, a new key pair will be generated.",
+            ),
+            PropertySchema::new(
+                "user",
+                PropertyType::String,
+                "ID of user the key pair belongs to (admin). Supported since Nova api version 2.10.",
+            ),
+        ],
+        attributes: vec![
+            AttributeSchema {
+                name: "public_key",
+                description: "The public key.",
+            },
+            AttributeSchema {
+                name: "private_key",
+                description: "The private key if it has been saved.",
+            },
+        ],
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
+    }
 }
 
 #[async_trait]

@@ -10,7 +10,13 @@ use std::sync::Arc;
 use ember_openstack::nova::Nova;
 
 use super::{Cloud, failure};
-use crate::resources::{ResourceFailure, ResourceTypeRegistry};
+use crate::resources::{ResourceFailure, ResourceTypeRegistry, ResourceTypeSchema};
+
+/// The schemas of the key pair and server group types, with no cloud
+/// behind them (the simulated backend's twins share them).
+pub fn schemas() -> Vec<ResourceTypeSchema> {
+    vec![key_pair::schema(), server_group::schema()]
+}
 
 pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
     registry.register(Arc::new(key_pair::KeyPairResource::new(cloud.clone())));

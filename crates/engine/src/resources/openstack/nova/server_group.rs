@@ -92,33 +92,7 @@ fn policy_and_rules(
 impl ServerGroupResource {
     pub fn new(cloud: Cloud) -> ServerGroupResource {
         ServerGroupResource {
-            schema: ResourceTypeSchema {
-                type_name: "OS::Nova::ServerGroup",
-                description: "A server group: servers scheduled together or apart.",
-                properties: vec![
-                    PropertySchema::new("name", PropertyType::String, "Server Group name."),
-                    PropertySchema::new(
-                        "policies",
-                        PropertyType::List,
-                        "A list of exactly one policy to apply. Defaults to anti-affinity.",
-                    )
-                    .default(json!(["anti-affinity"]))
-                    .allowed_values(vec![
-                        json!("anti-affinity"),
-                        json!("affinity"),
-                        json!("soft-anti-affinity"),
-                        json!("soft-affinity"),
-                    ]),
-                    PropertySchema::new(
-                        "rules",
-                        PropertyType::Map,
-                        "Rules for a policy (max_server_per_host: maximum servers in a group on a given host, for anti-affinity).",
-                    ),
-                ],
-                attributes: Vec::new(),
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
+            schema: schema(),
             cloud,
         }
     }
@@ -172,6 +146,37 @@ async fn named(nova: &Nova, name: &str) -> Result<Vec<ServerGroup>, ResourceFail
         .into_iter()
         .filter(|group| group.name == name)
         .collect())
+}
+
+/// The type's schema (shared with the simulated backend's twin).
+pub fn schema() -> ResourceTypeSchema {
+    ResourceTypeSchema {
+        type_name: "OS::Nova::ServerGroup",
+        description: "A server group: servers scheduled together or apart.",
+        properties: vec![
+            PropertySchema::new("name", PropertyType::String, "Server Group name."),
+            PropertySchema::new(
+                "policies",
+                PropertyType::List,
+                "A list of exactly one policy to apply. Defaults to anti-affinity.",
+            )
+            .default(json!(["anti-affinity"]))
+            .allowed_values(vec![
+                json!("anti-affinity"),
+                json!("affinity"),
+                json!("soft-anti-affinity"),
+                json!("soft-affinity"),
+            ]),
+            PropertySchema::new(
+                "rules",
+                PropertyType::Map,
+                "Rules for a policy (max_server_per_host: maximum servers in a group on a given host, for anti-affinity).",
+            ),
+        ],
+        attributes: Vec::new(),
+        accepts_any_properties: false,
+        accepts_any_attributes: false,
+    }
 }
 
 #[async_trait]

@@ -11,7 +11,7 @@
 //! An update changes the volume in place ([`update`]); the properties
 //! and what Heat shows of the volume are read in [`spec`].
 
-mod spec;
+pub mod spec;
 mod update;
 
 use async_trait::async_trait;

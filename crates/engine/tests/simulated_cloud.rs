@@ -1,0 +1,666 @@
+//! The openstack types on the simulated backend: a template written for
+//! Heat on a real cloud — a network, subnet, router and interface, a
+//! security group and rule, a port, two servers, a floating IP, a volume
+//! and its attachment, a key pair, a server group, an image — runs
+//! unchanged, its `get_attr`s answer as the services would (addresses
+//! from the subnet, a floating address from the external network), an
+//! update changes what it can in place, a delete leaves nothing in the
+//! simulated cloud, the services' refusals fail the resource in their own
+//! words, and another project's objects are never found.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ember_engine::cloud::simulated::{Kind, SimulatedCloud};
+use ember_engine::compute::simulated::SimulatedComputeConfig;
+use ember_engine::domain::Stack;
+use ember_engine::instances::InstanceService;
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
+use ember_engine::store::instances::SqlInstanceStore;
+use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Engine {
+    operations: Arc<StackOperations>,
+    cloud: Arc<SimulatedCloud>,
+}
+
+async fn engine() -> (Engine, TestDatabase) {
+    let database = TestDatabase::sqlite().await;
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let driver = SimulatedComputeConfig {
+        build_latency: Duration::from_millis(5),
+        power_latency: Duration::from_millis(5),
+        reboot_latency: Duration::from_millis(5),
+        delete_latency: Duration::from_millis(5),
+        fail_builds_matching: String::new(),
+    };
+    let instances = InstanceService::start(
+        Arc::new(SqlInstanceStore::new(connection.clone())),
+        &driver,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("instances");
+    let cloud = instances.simulated_cloud().expect("the simulated cloud");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
+    let operations = StackOperations::new(
+        store,
+        Arc::new(ResourceTypeRegistry::with_compute(instances)),
+    );
+    (Engine { operations, cloud }, database)
+}
+
+fn member(project: &str) -> Identity {
+    Identity::new(project, project, vec!["member".to_owned()])
+}
+
+impl Engine {
+    async fn create(&self, who: &Identity, name: &str, template: &str) -> Stack {
+        self.operations
+            .create_stack(
+                who,
+                CreateStack {
+                    name: name.into(),
+                    template: template.into(),
+                    disable_rollback: true,
+                    ..CreateStack::default()
+                },
+            )
+            .await
+            .expect("create accepted");
+        self.settled(who, name).await
+    }
+
+    async fn settled(&self, who: &Identity, name: &str) -> Stack {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match self.operations.find_stack(who, name).await {
+                Ok(stack) if !stack.stack_status().ends_with("IN_PROGRESS") => return stack,
+                Err(error) => panic!("{name}: {error}"),
+                Ok(stack) => assert!(
+                    Instant::now() < deadline,
+                    "{name} still {}",
+                    stack.stack_status()
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn output(&self, stack: &Stack, name: &str) -> Value {
+        self.operations
+            .output(stack, name)
+            .await
+            .expect("output")
+            .value
+            .unwrap_or_else(|error| panic!("output {name}: {error:?}"))
+    }
+
+    async fn delete(&self, who: &Identity, name: &str) {
+        self.operations
+            .delete_stack(who, name)
+            .await
+            .expect("delete accepted");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Ok(stack) = self.operations.find_stack(who, name).await {
+            if stack.stack_status() == "DELETE_COMPLETE" {
+                break;
+            }
+            assert_ne!(
+                stack.stack_status(),
+                "DELETE_FAILED",
+                "{}",
+                stack.status_reason
+            );
+            assert!(
+                Instant::now() < deadline,
+                "{name} still {}",
+                stack.stack_status()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// How many objects of `kind` `project` has that the cloud was not
+    /// taken to have had.
+    fn count(&self, project: &str, kind: Kind) -> usize {
+        self.cloud.with(|world| {
+            world
+                .list(project, kind, |object| {
+                    object.project == project && !world.is_assumed(&object.id)
+                })
+                .count()
+        })
+    }
+}
+
+const TOPOLOGY: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  flavor: {type: string, default: m1.small}
+  image: {type: string, default: cirros}
+resources:
+  net:
+    type: OS::Neutron::Net
+    properties: {name: app-net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties:
+      network: {get_resource: net}
+      cidr: 192.168.40.0/24
+      dns_nameservers: [8.8.8.8]
+  router:
+    type: OS::Neutron::Router
+    properties:
+      external_gateway_info: {network: public}
+  interface:
+    type: OS::Neutron::RouterInterface
+    properties:
+      router: {get_resource: router}
+      subnet: {get_resource: subnet}
+  group:
+    type: OS::Neutron::SecurityGroup
+    properties:
+      rules:
+        - {protocol: tcp, port_range_min: 22, port_range_max: 22}
+  icmp:
+    type: OS::Neutron::SecurityGroupRule
+    properties:
+      security_group: {get_resource: group}
+      protocol: icmp
+  port:
+    type: OS::Neutron::Port
+    depends_on: subnet
+    properties:
+      network: {get_resource: net}
+      security_groups: [{get_resource: group}]
+      fixed_ips: [{subnet: {get_resource: subnet}, ip_address: 192.168.40.10}]
+  key:
+    type: OS::Nova::KeyPair
+    properties: {name: app-key, save_private_key: true}
+  spread:
+    type: OS::Nova::ServerGroup
+    properties: {policies: [anti-affinity]}
+  front:
+    type: OS::Nova::Server
+    properties:
+      flavor: {get_param: flavor}
+      image: {get_param: image}
+      key_name: {get_resource: key}
+      networks: [{port: {get_resource: port}}]
+      scheduler_hints: {group: {get_resource: spread}}
+  back:
+    type: OS::Nova::Server
+    depends_on: subnet
+    properties:
+      flavor: {get_param: flavor}
+      image: {get_param: image}
+      networks: [{network: {get_resource: net}}]
+  address:
+    type: OS::Neutron::FloatingIP
+    depends_on: interface
+    properties:
+      floating_network: public
+      port_id: {get_resource: port}
+  data:
+    type: OS::Cinder::Volume
+    properties: {size: 2}
+  attached:
+    type: OS::Cinder::VolumeAttachment
+    properties:
+      instance_uuid: {get_resource: back}
+      volume_id: {get_resource: data}
+  disk:
+    type: OS::Glance::WebImage
+    properties:
+      location: http://example.com/disk.qcow2
+      disk_format: qcow2
+      container_format: bare
+outputs:
+  front_address: {value: {get_attr: [front, first_address]}}
+  back_networks: {value: {get_attr: [back, networks]}}
+  back_address: {value: {get_attr: [back, first_address]}}
+  port_ip: {value: {get_attr: [port, fixed_ips, 0, ip_address]}}
+  floating: {value: {get_attr: [address, floating_ip_address]}}
+  floating_router: {value: {get_attr: [address, router_id]}}
+  router_gateway: {value: {get_attr: [router, external_gateway_info]}}
+  subnet_gateway: {value: {get_attr: [subnet, gateway_ip]}}
+  private_key: {value: {get_attr: [key, private_key]}}
+  group_rules: {value: {get_attr: [group, show, security_group_rules]}}
+  image_status: {value: {get_attr: [disk, show, status]}}
+  attachment_device: {value: {get_attr: [attached, show, device]}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_for_a_real_cloud_runs_unchanged_and_leaves_nothing_behind() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    let stack = engine.create(&demo, "topology", TOPOLOGY).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+
+    // Addresses as the services would give them.
+    assert_eq!(
+        engine.output(&stack, "port_ip").await,
+        json!("192.168.40.10")
+    );
+    assert_eq!(
+        engine.output(&stack, "front_address").await,
+        json!("192.168.40.10")
+    );
+    assert_eq!(
+        engine.output(&stack, "subnet_gateway").await,
+        json!("192.168.40.1")
+    );
+    let back = engine.output(&stack, "back_address").await;
+    let back = back.as_str().expect("an address");
+    assert!(
+        back.starts_with("192.168.40.") && back != "192.168.40.10" && back != "192.168.40.1",
+        "{back}"
+    );
+    assert_eq!(
+        engine.output(&stack, "back_networks").await,
+        json!({"app-net": [back]})
+    );
+    let floating = engine.output(&stack, "floating").await;
+    assert!(
+        floating
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("172.24.4.")),
+        "{floating}"
+    );
+    let router = engine.cloud.with(|world| {
+        world
+            .list("demo", Kind::Router, |_| true)
+            .map(|router| router.id.clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(router.len(), 1);
+    assert_eq!(
+        engine.output(&stack, "floating_router").await,
+        json!(router[0])
+    );
+    let gateway = engine.output(&stack, "router_gateway").await;
+    assert!(
+        gateway["external_fixed_ips"][0]["ip_address"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("172.24.4.") && Some(ip) != floating.as_str()),
+        "{gateway}"
+    );
+    let subnets = engine.cloud.with(|world| {
+        world
+            .list("demo", Kind::Network, |net| net.name() == "app-net")
+            .map(|net| net.fields["subnets"].clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(subnets.len(), 1);
+    assert_eq!(subnets[0].as_array().map(Vec::len), Some(1));
+    assert!(
+        engine
+            .output(&stack, "private_key")
+            .await
+            .as_str()
+            .is_some_and(|key| key.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----")),
+    );
+    // Port 22 and the default egress pair, as the group was made…
+    let shown = engine.output(&stack, "group_rules").await;
+    assert_eq!(shown.as_array().map(Vec::len), Some(3), "{shown}");
+    // …and the rule resource's ICMP added to it.
+    let rules = engine.cloud.with(|world| {
+        world
+            .list("demo", Kind::SecurityGroup, |group| {
+                group.fields["security_group_rules"] != json!([]) && !world.is_assumed(&group.id)
+            })
+            .map(|group| group.fields["security_group_rules"].clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(rules.len(), 1);
+    let rules = rules[0].as_array().expect("rules");
+    assert_eq!(rules.len(), 4, "{rules:?}");
+    assert!(rules.iter().any(|rule| rule["protocol"] == "icmp"));
+    assert_eq!(engine.output(&stack, "image_status").await, json!("active"));
+    assert_eq!(
+        engine.output(&stack, "attachment_device").await,
+        json!("/dev/vdb")
+    );
+    let volume_status = engine.cloud.with(|world| {
+        world
+            .list("demo", Kind::Volume, |_| true)
+            .map(|volume| volume.fields["status"].clone())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(volume_status, [json!("in-use")]);
+    // Two servers' interfaces, the given port and the router's interface.
+    assert_eq!(engine.count("demo", Kind::Port), 3);
+
+    engine.delete(&demo, "topology").await;
+    for kind in [
+        Kind::Network,
+        Kind::Subnet,
+        Kind::Port,
+        Kind::Router,
+        Kind::SecurityGroup,
+        Kind::FloatingIp,
+        Kind::Volume,
+        Kind::KeyPair,
+        Kind::ServerGroup,
+        Kind::Image,
+    ] {
+        assert_eq!(engine.count("demo", kind), 0, "{kind:?} left behind");
+    }
+}
+
+const NETWORK: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  net_name: {type: string, default: first}
+  address: {type: string, default: 10.20.0.5}
+resources:
+  net:
+    type: OS::Neutron::Net
+    properties: {name: {get_param: net_name}}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: 10.20.0.0/24}
+  port:
+    type: OS::Neutron::Port
+    properties:
+      network: {get_resource: net}
+      fixed_ips: [{subnet: {get_resource: subnet}, ip_address: {get_param: address}}]
+outputs:
+  net: {value: {get_resource: net}}
+  net_name: {value: {get_attr: [net, name]}}
+  port: {value: {get_resource: port}}
+  ip: {value: {get_attr: [port, fixed_ips, 0, ip_address]}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_changes_names_and_addresses_in_place() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    let stack = engine.create(&demo, "network", NETWORK).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let (net, port) = (
+        engine.output(&stack, "net").await,
+        engine.output(&stack, "port").await,
+    );
+    let mut update = UpdateStack {
+        name_or_id: "network".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    update.parameters.insert("net_name".into(), json!("second"));
+    update
+        .parameters
+        .insert("address".into(), json!("10.20.0.6"));
+    engine
+        .operations
+        .update_stack(&demo, update)
+        .await
+        .expect("update accepted");
+    let stack = engine.settled(&demo, "network").await;
+    assert_eq!(
+        stack.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    assert_eq!(engine.output(&stack, "net").await, net, "the same network");
+    assert_eq!(engine.output(&stack, "port").await, port, "the same port");
+    assert_eq!(engine.output(&stack, "net_name").await, json!("second"));
+    assert_eq!(engine.output(&stack, "ip").await, json!("10.20.0.6"));
+    // The old address went back to the subnet: another port may take it.
+    let taken = engine.cloud.with(|world| {
+        let subnet = world
+            .list("demo", Kind::Subnet, |subnet| {
+                subnet.fields["cidr"] == "10.20.0.0/24"
+            })
+            .map(|subnet| subnet.id.clone())
+            .next()
+            .expect("the subnet");
+        let network = net.as_str().expect("id").to_owned();
+        world.allocate(
+            "demo",
+            &network,
+            &[ember_engine::cloud::simulated::FixedIp {
+                subnet_id: Some(subnet),
+                ip_address: Some("10.20.0.5".to_owned()),
+            }],
+        )
+    });
+    let taken = taken.expect("10.20.0.5 is free again");
+    engine.cloud.with(|world| world.release_all(&json!(taken)));
+    engine.delete(&demo, "network").await;
+    assert_eq!(engine.count("demo", Kind::Network), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_services_refusals_fail_the_resource_in_their_own_words() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    let cases = [
+        (
+            "outside",
+            r#"
+heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: 10.30.0.0/24}
+  port:
+    type: OS::Neutron::Port
+    properties:
+      network: {get_resource: net}
+      fixed_ips: [{subnet: {get_resource: subnet}, ip_address: 10.31.0.4}]
+"#,
+            "IP address 10.31.0.4 is not a valid IP for the specified subnet.",
+        ),
+        (
+            "unrouted",
+            r#"
+heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: 10.32.0.0/24}
+  port:
+    type: OS::Neutron::Port
+    depends_on: subnet
+    properties: {network: {get_resource: net}}
+  address:
+    type: OS::Neutron::FloatingIP
+    properties: {floating_network: public, port_id: {get_resource: port}}
+"#,
+            "is not reachable from subnet",
+        ),
+        (
+            "overlap",
+            r#"
+heat_template_version: 2021-04-16
+resources:
+  net: {type: OS::Neutron::Net}
+  one:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: net}, cidr: 10.33.0.0/16}
+  two:
+    type: OS::Neutron::Subnet
+    depends_on: one
+    properties: {network: {get_resource: net}, cidr: 10.33.4.0/24}
+"#,
+            "overlaps with another subnet",
+        ),
+        (
+            "noname",
+            r#"
+heat_template_version: 2021-04-16
+resources:
+  port:
+    type: OS::Neutron::Port
+    properties: {network: private, fixed_ips: [{subnet: nowhere}]}
+"#,
+            "Unable to find subnet with name or id 'nowhere'",
+        ),
+    ];
+    for (name, template, expected) in cases {
+        let stack = engine.create(&demo, name, template).await;
+        assert_eq!(stack.stack_status(), "CREATE_FAILED", "{name}");
+        assert!(
+            stack.status_reason.contains(expected),
+            "{name}: {}",
+            stack.status_reason
+        );
+        engine.delete(&demo, name).await;
+    }
+    for kind in [Kind::Network, Kind::Subnet, Kind::Port, Kind::FloatingIp] {
+        assert_eq!(engine.count("demo", kind), 0, "{kind:?} left behind");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_projects_objects_are_never_found_by_id_or_by_name() {
+    let (engine, _database) = engine().await;
+    let (alice, bob) = (member("alice"), member("bob"));
+    let stack = engine.create(&alice, "network", NETWORK).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let alices_net = engine.output(&stack, "net").await;
+    let alices_net = alices_net.as_str().expect("id");
+    let alices_port = engine.output(&stack, "port").await;
+    let alices_port = alices_port.as_str().expect("id");
+
+    for (name, reference, expected) in [
+        (
+            "by-network-id",
+            format!("{{type: OS::Neutron::Port, properties: {{network: {alices_net}}}}}"),
+            format!("Unable to find network with name or id '{alices_net}'"),
+        ),
+        (
+            "by-port-id",
+            format!(
+                "{{type: OS::Nova::Server, properties: {{flavor: m1.small, image: cirros, networks: [{{port: {alices_port}}}]}}}}"
+            ),
+            format!("Unable to find port with name or id '{alices_port}'"),
+        ),
+    ] {
+        let template =
+            format!("heat_template_version: 2021-04-16\nresources:\n  thing: {reference}\n");
+        let stack = engine.create(&bob, name, &template).await;
+        assert_eq!(stack.stack_status(), "CREATE_FAILED", "{name}");
+        assert!(
+            stack.status_reason.contains(&expected),
+            "{name}: {}",
+            stack.status_reason
+        );
+    }
+
+    // By name, bob's "first" is a network of his own, never alice's.
+    let by_name = "heat_template_version: 2021-04-16\nresources:\n  port: {type: OS::Neutron::Port, properties: {network: first}}\noutputs:\n  network: {value: {get_attr: [port, network_id]}}\n";
+    let stack = engine.create(&bob, "by-name", by_name).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let bobs = engine.output(&stack, "network").await;
+    assert_ne!(bobs, json!(alices_net));
+    // Alice's port is still hers, unbound.
+    let port = engine.cloud.with(|world| {
+        world
+            .get("alice", Kind::Port, alices_port)
+            .map(|port| port.fields["device_id"].clone())
+    });
+    assert_eq!(port, Some(json!("")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_all_lock_protects_the_stacks_images_and_unlock_lifts_exactly_that() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  mine:
+    type: OS::Glance::WebImage
+    properties: {location: http://example.com/a.qcow2, disk_format: qcow2, container_format: bare}
+  kept:
+    type: OS::Glance::WebImage
+    properties: {location: http://example.com/b.qcow2, disk_format: qcow2, container_format: bare, protected: true}
+"#;
+    let stack = engine.create(&demo, "images", template).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let protected = || {
+        engine.cloud.with(|world| {
+            let mut flags: Vec<(String, Value)> = world
+                .list("demo", Kind::Image, |_| true)
+                .map(|image| {
+                    (
+                        image.fields["direct_url"].to_string(),
+                        image.fields["protected"].clone(),
+                    )
+                })
+                .collect();
+            flags.sort_by(|a, b| a.0.cmp(&b.0));
+            flags.into_iter().map(|(_, flag)| flag).collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(protected(), [json!(false), json!(true)]);
+    engine
+        .operations
+        .lock_stack(
+            &demo,
+            "images",
+            ember_engine::domain::LockLevel::All,
+            Some("audit".into()),
+        )
+        .await
+        .expect("lock accepted");
+    let locked = engine.settled(&demo, "images").await;
+    assert_eq!(
+        locked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        locked.status_reason
+    );
+    assert_eq!(protected(), [json!(true), json!(true)]);
+    engine
+        .operations
+        .unlock_stack(&demo, "images")
+        .await
+        .expect("unlock accepted");
+    let unlocked = engine.settled(&demo, "images").await;
+    assert_eq!(
+        unlocked.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        unlocked.status_reason
+    );
+    assert_eq!(protected(), [json!(false), json!(true)]);
+}
