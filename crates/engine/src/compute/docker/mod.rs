@@ -50,6 +50,7 @@ pub use spec::{INSTANCE_ID_LABEL, PROJECT_ID_LABEL, container_name};
 use super::flavors::Flavor;
 use super::{BuildAttempt, ComputeDriver, ComputeError, MachinePower, MachineState};
 use crate::domain::instance::Instance;
+use crate::domain::instance::placement::Placement;
 
 pub struct DockerDriver {
     config: DockerComputeConfig,
@@ -307,6 +308,32 @@ impl DockerDriver {
     }
 }
 
+/// What a container cannot honour of a placement, named: it runs on the
+/// engine's container network, with no key pairs, volumes to boot from or
+/// zones. Scheduler hints are hints (Nova, too, ignores those it does not
+/// know), and the `default` security group is what a container has.
+fn unplaceable(placement: &Placement) -> Result<(), String> {
+    let refused: Vec<&str> = placement
+        .given()
+        .into_iter()
+        .filter(|given| match *given {
+            "scheduler_hints" => false,
+            "security_groups" => placement
+                .security_groups
+                .iter()
+                .any(|group| group != "default"),
+            _ => true,
+        })
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the docker backend cannot honour {}: a container runs on the engine's container network, without key pairs, security groups, boot volumes or zones (the simulated and openstack backends take them)",
+        refused.join(", ")
+    ))
+}
+
 #[async_trait]
 impl ComputeDriver for DockerDriver {
     fn name(&self) -> &'static str {
@@ -315,6 +342,10 @@ impl ComputeDriver for DockerDriver {
 
     fn machine_noun(&self) -> &'static str {
         "container"
+    }
+
+    fn check_placement(&self, placement: &Placement) -> Result<(), String> {
+        unplaceable(placement)
     }
 
     async fn build(
@@ -477,4 +508,40 @@ fn gone(config: &DockerComputeConfig, instance: &Instance) -> ComputeError {
         container_name(config, instance),
         instance.label()
     ))
+}
+
+#[cfg(test)]
+mod placement_tests {
+    use super::*;
+    use crate::domain::instance::placement::NetworkRequest;
+
+    #[test]
+    fn a_container_refuses_what_it_cannot_honour_by_name() {
+        assert_eq!(unplaceable(&Placement::default()), Ok(()));
+        let default_group = Placement {
+            security_groups: vec!["default".to_owned()],
+            scheduler_hints: serde_json::json!({"group": "g"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..Placement::default()
+        };
+        assert_eq!(unplaceable(&default_group), Ok(()));
+        let refused = unplaceable(&Placement {
+            networks: vec![NetworkRequest {
+                network: Some("private".to_owned()),
+                ..NetworkRequest::default()
+            }],
+            security_groups: vec!["web".to_owned()],
+            key_name: Some("ops".to_owned()),
+            ..Placement::default()
+        })
+        .expect_err("refused");
+        assert!(
+            refused.starts_with(
+                "the docker backend cannot honour networks, security_groups, key_name:"
+            ),
+            "{refused}"
+        );
+    }
 }
