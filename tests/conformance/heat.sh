@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Heat's own functional and scenario suites — heat-tempest-plugin 3.0.0 on
+# tempest 47 — against Ember, run as a Heat user would run them:
+#
+#   tests/conformance/heat.sh             # against a fresh `ember dev`, through
+#                                         # its Keystone front door: no compute,
+#                                         # network, image or volume service in
+#                                         # its catalog, so the tests needing one
+#                                         # skip
+#   tests/conformance/heat.sh --cloud     # against Ember on the test OpenStack
+#                                         # (tests/openstack/cloud.sh, started if
+#                                         # need be): Nova, Neutron, Glance and
+#                                         # Cinder present, Ember acting on them
+#   tests/conformance/heat.sh [--cloud] 'tests\.functional\.test_preview'
+#
+# Prints tempest's totals and the failing tests, writes the whole report to
+# target/heat-tempest-<dev|cloud>/, and exits non-zero when fewer than
+# EMBER_HEAT_MIN_PASS percent (default 0: report only) of the tests that ran
+# passed. The tests run as the cloud's `demo` (a member) and `admin`; with
+# --cloud, `demo` gets the network the plugin expects (heat-net and
+# heat-subnet, routed to `public`) and the key pair heat-key.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root="$PWD"
+mode=dev
+if [ "${1:-}" = --cloud ]; then
+    mode=cloud
+    shift
+fi
+regex="heat_tempest_plugin\\.${1:-tests\\.(functional|scenario)}"
+work="${EMBER_HEAT_WORK:-$root/target/heat-tempest-$mode}"
+venv="$root/target/test-tools/heat-tempest-venv"
+ember="${EMBER_BINARY:-$root/target/debug/ember}"
+
+if [ ! -x "$venv/bin/tempest" ] || [ ! -d "$(echo "$venv"/lib/python3*/site-packages/heat_tempest_plugin)" ]; then
+    echo "installing tempest 47.0.0 and heat-tempest-plugin 3.0.0 into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check \
+        tempest==47.0.0 heat-tempest-plugin==3.0.0
+fi
+if [ ! -x "$ember" ]; then
+    cargo build -q -p ember
+fi
+
+rm -rf "$work"
+mkdir -p "$work/data"
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+url="http://127.0.0.1:$port"
+
+if [ "$mode" = cloud ]; then
+    facts="$(tests/openstack/cloud.sh)"
+    fact() { python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))
+for key in sys.argv[2].split("."): v = v[key]
+print(v)' "$facts" "$1"; }
+    auth_url="$(fact auth_url)" region="$(fact region)"
+    cat >"$work/ember.toml" <<TOML
+[auth]
+mode = "keystone"
+[auth.keystone]
+url = "$auth_url"
+user = "$(fact service.user)"
+password = "$(fact service.password)"
+project = "$(fact service.project)"
+[engine.compute]
+driver = "openstack"
+[engine.openstack]
+auth_url = "$auth_url"
+user = "$(fact service.user)"
+password = "$(fact service.password)"
+project = "$(fact service.project)"
+region = "$region"
+TOML
+    user="$(fact demo.user)" password="$(fact demo.password)" project="$(fact demo.project)"
+    admin="$(fact admin.user)" admin_password="$(fact admin.password)" admin_project="$(fact admin.project)"
+    image="$(fact image.name)"
+    # What the plugin expects the user to have: its network, routed to the
+    # external one, and a key pair (made once; kept with the cloud).
+    "$root/target/openstack/venv/bin/python" - "$facts" <<'PY'
+import json, sys
+import openstack
+facts = json.load(open(sys.argv[1]))
+demo = facts["demo"]
+conn = openstack.connect(auth_url=facts["auth_url"], username=demo["user"],
+                         password=demo["password"], project_name=demo["project"],
+                         user_domain_name="Default", project_domain_name="Default",
+                         region_name=facts["region"])
+net = conn.network.find_network("heat-net") or conn.network.create_network(name="heat-net")
+subnet = conn.network.find_subnet("heat-subnet") or conn.network.create_subnet(
+    name="heat-subnet", network_id=net.id, ip_version=4, cidr="10.77.0.0/24")
+router = conn.network.find_router("heat-router")
+if router is None:
+    router = conn.network.create_router(
+        name="heat-router", external_gateway_info={"network_id": facts["public_network"]["id"]})
+    conn.network.add_interface_to_router(router, subnet_id=subnet.id)
+if conn.compute.find_keypair("heat-key") is None:
+    conn.compute.create_keypair(name="heat-key")
+PY
+    "$ember" dev --config "$work/ember.toml" --listen "127.0.0.1:$port" --data-dir "$work/data" \
+        >"$work/ember-dev.log" 2>&1 &
+else
+    auth_url="$url/identity/v3" region=RegionOne image=cirros
+    "$ember" dev --listen "127.0.0.1:$port" --data-dir "$work/data" >"$work/ember-dev.log" 2>&1 &
+fi
+dev_pid=$!
+trap 'kill "$dev_pid" 2>/dev/null; wait "$dev_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 300); do
+    curl -fsS "$url/healthz" >/dev/null 2>&1 && break
+    kill -0 "$dev_pid" 2>/dev/null || { cat "$work/ember-dev.log" >&2; exit 1; }
+    sleep 0.1
+done
+curl -fsS "$url/healthz" >/dev/null || { echo "ember did not become healthy" >&2; exit 1; }
+
+if [ "$mode" = dev ]; then
+    # A member and an admin of their own projects, through the CLI.
+    cli() { "$ember" --url "$url" --data-dir "$work/data" --as admin "$@"; }
+    user=tempest-member project=tempest-member admin=tempest-admin admin_project=tempest-admin
+    password="$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
+    admin_password="$(head -c 18 /dev/urandom | base64 | tr -d '/+=')"
+    cli identity project create "$project" >/dev/null
+    cli identity user create "$user" --password "$password" --project "$project" >/dev/null
+    cli identity role add "$user" "$project" member >/dev/null
+    cli identity project create "$admin_project" >/dev/null
+    cli identity user create "$admin" --password "$admin_password" --project "$admin_project" >/dev/null
+    cli identity role add "$admin" "$admin_project" admin >/dev/null
+    cli identity role add "$admin" "$admin_project" member >/dev/null
+    services=false
+else
+    services=true
+fi
+
+mkdir -p "$work/tempest/etc"
+cat >"$work/tempest/etc/tempest.conf" <<CONF
+[DEFAULT]
+log_file = $work/tempest.log
+[oslo_concurrency]
+lock_path = $work/locks
+[identity]
+uri_v3 = $auth_url
+auth_version = v3
+region = $region
+[service_available]
+heat = true
+nova = $services
+neutron = $services
+glance = $services
+cinder = $services
+swift = false
+aodh = false
+octavia = false
+zaqar = false
+barbican = false
+[heat_plugin]
+auth_url = $auth_url
+auth_version = 3
+username = $user
+password = $password
+project_name = $project
+admin_username = $admin
+admin_password = $admin_password
+admin_project_name = $admin_project
+user_domain_name = Default
+project_domain_name = Default
+region = $region
+image_ref = $image
+minimal_image_ref = $image
+instance_type = ember.small
+minimal_instance_type = ember.tiny
+fixed_network_name = heat-net
+fixed_subnet_name = heat-subnet
+network_for_ssh = heat-net
+floating_network_name = public
+keypair_name = heat-key
+build_timeout = 300
+convergence_engine_enabled = true
+skip_scenario_tests = false
+CONF
+
+cd "$work/tempest"
+"$venv/bin/stestr" init >/dev/null 2>&1 || true
+site="$(cd "$venv"/lib/python3*/site-packages && pwd)"
+cat >.stestr.conf <<STESTR
+[DEFAULT]
+test_path=$site/heat_tempest_plugin/tests
+top_dir=$site
+STESTR
+status=0
+# The plugin's clients take Heat's endpoint from HEAT_URL when it is set;
+# keystoneauth fills in the project.
+HEAT_URL="$url/orchestration/v1/%(project_id)s" TEMPEST_CONFIG_DIR="$work/tempest/etc" \
+    "$venv/bin/tempest" run --regex "$regex" --concurrency 2 >"$work/run.log" 2>&1 || status=$?
+sed -n '/^Totals/,$p' "$work/run.log"
+"$venv/bin/stestr" failing --list 2>/dev/null | sed 's/^/FAILED /' | tee "$work/failing.txt" || true
+passed="$(sed -n 's/^ - Passed: \([0-9]*\).*/\1/p' "$work/run.log" | tail -n1)"
+failed="$(sed -n 's/^ - Failed: \([0-9]*\).*/\1/p' "$work/run.log" | tail -n1)"
+skipped="$(sed -n 's/^ - Skipped: \([0-9]*\).*/\1/p' "$work/run.log" | tail -n1)"
+passed="${passed:-0}" failed="${failed:-0}" skipped="${skipped:-0}"
+ran=$((passed + failed))
+percent=0
+[ "$ran" -gt 0 ] && percent=$((100 * passed / ran))
+echo "heat-tempest-plugin ($mode): $passed of $ran passed ($percent%), $skipped skipped; tempest exit $status; report in $work"
+if [ "$ran" -eq 0 ]; then
+    echo "no test ran; tempest said:" >&2
+    tail -n 40 "$work/run.log" >&2
+    exit 1
+fi
+[ "$percent" -ge "${EMBER_HEAT_MIN_PASS:-0}" ]
