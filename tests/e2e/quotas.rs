@@ -174,6 +174,23 @@ async fn quotas_are_read_set_and_enforced_per_project() {
     )
     .await;
     assert_over_quota(status, &body, "resources_per_stack");
+    // A group of groups counts every member of the tree before anything
+    // is made (Heat's max_resources_per_stack): a group of two groups of
+    // two is seven resources, not one.
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        stacks,
+        Some(json!({"stack_name": "bomb", "template": {
+            "heat_template_version": "2021-04-16",
+            "resources": {"bomb": {"type": "OS::Heat::ResourceGroup", "properties": {
+                "count": 2,
+                "resource_def": {"type": "OS::Heat::ResourceGroup", "properties": {
+                    "count": 2, "resource_def": {"type": "OS::Heat::None"}}}}}}}})),
+    )
+    .await;
+    assert_over_quota(status, &body, "resources_per_stack");
     let (status, body) = call(
         &ember,
         &member,

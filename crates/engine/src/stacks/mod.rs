@@ -209,7 +209,7 @@ impl StackOperations {
     pub(crate) async fn admit_quotas(
         &self,
         stack: &Stack,
-        resources: usize,
+        resources: u64,
         new_root: bool,
     ) -> Result<()> {
         use crate::domain::quota::QuotaKind;
@@ -218,7 +218,6 @@ impl StackOperations {
             return Ok(());
         };
         let project = stack.project_id.as_str();
-        let resources = u64::try_from(resources).unwrap_or(u64::MAX);
         if new_root && stack.parent_id.is_none() {
             return quotas.admit_stack_create(project, resources).await;
         }
@@ -236,6 +235,23 @@ impl StackOperations {
                 .await?;
         }
         Ok(())
+    }
+
+    /// How many resources the tree `parsed` will hold, counted before
+    /// anything is made: its own, its groups' members and its nested
+    /// stacks' (see [`planning`]), as Heat's `max_resources_per_stack`
+    /// counts the whole tree.
+    pub(crate) fn tree_size(
+        &self,
+        parsed: &ParsedStack,
+        definition: &crate::domain::StackDefinition,
+    ) -> u64 {
+        let planned = planning::total(&planning::planned_resources(
+            parsed,
+            definition,
+            &self.shared.registry,
+        ));
+        planned.max(u64::try_from(parsed.enabled.len()).unwrap_or(u64::MAX))
     }
 
     /// The deepest nesting the quotas of `project_id` allow.
@@ -277,7 +293,7 @@ impl StackOperations {
             caller: identity,
         })?;
         let (stack, definition, parsed) = self.prepare(identity, &request)?;
-        self.admit_quotas(&stack, parsed.enabled.len(), true)
+        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
         let cloud = self.shared.cloud.get();
@@ -321,7 +337,7 @@ impl StackOperations {
         if adopt_data.is_some() {
             abandon::mark_adopting(&mut stack);
         }
-        self.admit_quotas(&stack, parsed.enabled.len(), true)
+        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
         let cloud = self.shared.cloud.get();

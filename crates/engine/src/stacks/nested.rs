@@ -222,7 +222,7 @@ impl NestedStackHost for StackOperations {
             definition_version: 1,
             maintenance_lock: None,
         };
-        self.admit_quotas(&stack, parsed.enabled.len(), false)
+        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), false)
             .await
             .map_err(failure)?;
         let (stack, run) = self

@@ -91,31 +91,75 @@ fn add_stack(
         let Some(built_in) = parsed.resource_types.get(name) else {
             continue;
         };
-        let Some((members, member)) = registry
-            .get(built_in)
-            .and_then(|resource_type| resource_type.planned_members(&properties))
-        else {
-            continue;
-        };
-        let Some(member_type) = member.get("type").and_then(Value::as_str) else {
-            continue;
-        };
-        let copies = multiplier.saturating_mul(members);
-        add(planned, member_type, copies);
-        let member_properties = match member.get("properties") {
-            Some(Value::Object(properties)) => properties.clone(),
-            _ => Map::new(),
-        };
-        add_nested(
-            member_type,
-            &member_properties,
+        add_members(
+            built_in,
+            &properties,
             definition,
             registry,
-            copies,
+            multiplier,
             depth,
             planned,
         );
     }
+}
+
+/// The members a group of `type_name` makes, once per copy of it: each a
+/// resource of the member type — and, when that type is a template, its
+/// resources; when it is a group itself, its members (a group of 1,000
+/// groups of 1,000 is a million resources, as Heat counts the tree).
+fn add_members(
+    type_name: &str,
+    properties: &Map<String, Value>,
+    definition: &StackDefinition,
+    registry: &ResourceTypeRegistry,
+    multiplier: u64,
+    depth: u32,
+    planned: &mut PlannedResources,
+) {
+    if depth >= MAX_NESTED_DEPTH || multiplier == 0 {
+        return;
+    }
+    let Some((members, member)) = registry
+        .get(type_name)
+        .and_then(|resource_type| resource_type.planned_members(properties))
+    else {
+        return;
+    };
+    let Some(member_type) = member.get("type").and_then(Value::as_str) else {
+        return;
+    };
+    let copies = multiplier.saturating_mul(members);
+    add(planned, member_type, copies);
+    let member_properties = match member.get("properties") {
+        Some(Value::Object(properties)) => properties.clone(),
+        _ => Map::new(),
+    };
+    add_nested(
+        member_type,
+        &member_properties,
+        definition,
+        registry,
+        copies,
+        depth,
+        planned,
+    );
+    // Each member group is a nested stack of its own members.
+    add_members(
+        member_type,
+        &member_properties,
+        definition,
+        registry,
+        copies,
+        depth + 1,
+        planned,
+    );
+}
+
+/// The total of a plan: every resource of the tree (saturating).
+pub fn total(planned: &PlannedResources) -> u64 {
+    planned
+        .values()
+        .fold(0_u64, |sum, count| sum.saturating_add(*count))
 }
 
 /// The resources of the nested stack a resource of `type_name` makes, if
@@ -243,5 +287,25 @@ mod tests {
             &[],
         );
         assert_eq!(planned.get("OS::Heat::None"), Some(&1), "{planned:?}");
+    }
+
+    #[test]
+    fn a_group_of_groups_counts_every_member_of_every_group() {
+        let planned = plan(
+            json!({
+                "heat_template_version": "2021-04-16",
+                "resources": {
+                    "bomb": {"type": "OS::Heat::ResourceGroup", "properties": {
+                        "count": 1000,
+                        "resource_def": {"type": "OS::Heat::ResourceGroup", "properties": {
+                            "count": 1000,
+                            "resource_def": {"type": "OS::Heat::None"}}}}},
+                }
+            }),
+            &[],
+        );
+        assert_eq!(planned["OS::Heat::ResourceGroup"], 1 + 1000);
+        assert_eq!(planned["OS::Heat::None"], 1_000_000, "{planned:?}");
+        assert_eq!(total(&planned), 1_001_001);
     }
 }

@@ -245,7 +245,7 @@ impl StackOperations {
                 .admit_size(
                     &stack.project_id,
                     crate::domain::quota::QuotaKind::ResourcesPerStack,
-                    u64::try_from(parsed.enabled.len()).unwrap_or(u64::MAX),
+                    self.tree_size(&parsed, &definition),
                 )
                 .await?;
         }
