@@ -7,6 +7,7 @@ mod clusters_compat;
 mod concurrency;
 mod containers;
 mod cross_project;
+mod cross_role;
 mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;

@@ -38,23 +38,16 @@ pub enum Access {
 }
 
 /// The REST calls that change nothing although their method is not GET:
-/// Heat's preview and template validation, Senlin's spec validation and
-/// adoption preview. (Heat's default policy lets a reader preview a
-/// create; Ember lets a reader do every call that changes nothing.)
+/// Heat's preview of a new stack (a reader's in Heat's default policy),
+/// Heat's template validation and Senlin's spec validation (a member's in
+/// Heat; Ember lets a reader check a template it could read anyway). The
+/// previews of an update and of an adoption stay writes, as in Heat: they
+/// tell what the caller is about to change.
 pub const READ_ONLY_WRITES: &[(&str, &str)] = &[
     ("POST", "/orchestration/v1/{project_id}/stacks/preview"),
-    (
-        "PUT",
-        "/orchestration/v1/{project_id}/stacks/{stack_name}/{stack_id}/preview",
-    ),
-    (
-        "PATCH",
-        "/orchestration/v1/{project_id}/stacks/{stack_name}/{stack_id}/preview",
-    ),
     ("POST", "/orchestration/v1/{project_id}/validate"),
     ("POST", "/clustering/v1/profiles/validate"),
     ("POST", "/clustering/v1/policies/validate"),
-    ("POST", "/clustering/v1/nodes/adopt-preview"),
 ];
 
 /// Routes authorized by a credential in their URL (see the module header).
@@ -90,10 +83,12 @@ pub fn rest_access(method: &Method, route: &str) -> Access {
 
 /// The gRPC method names that read: a name starting with one of these
 /// verbs, or one of [`READ_METHODS`]. Any other method is a write.
-pub const READ_VERBS: &[&str] = &["Get", "List", "Identify", "Preview", "Validate"];
+pub const READ_VERBS: &[&str] = &["Get", "List", "Identify", "Validate"];
 
-/// Read methods whose name does not start with a read verb.
+/// Read methods whose name does not start with a read verb (the REST
+/// calls' twins: see [`READ_ONLY_WRITES`]).
 pub const READ_METHODS: &[&str] = &[
+    "PreviewStack",
     "WhoAmI",
     "CheckOperation",
     "ExportStack",
@@ -210,7 +205,7 @@ mod tests {
             "/ember.engine.v1.StackService/GetStack",
             "/ember.engine.v1.StackService/ListStacks",
             "/ember.engine.v1.StackService/IdentifyStack",
-            "/ember.engine.v1.StackService/PreviewStackUpdate",
+            "/ember.engine.v1.StackService/PreviewStack",
             "/ember.engine.v1.StackService/ValidateTemplate",
             "/ember.engine.v1.StackService/CheckOperation",
             "/ember.engine.v1.IdentityService/WhoAmI",
@@ -221,6 +216,8 @@ mod tests {
             "/ember.engine.v1.SoftwareConfigService/CreateSoftwareConfig",
             "/ember.engine.v1.SoftwareDeploymentService/UpdateSoftwareDeployment",
             "/ember.engine.v1.ResourceService/Signal",
+            "/ember.engine.v1.StackService/PreviewStackUpdate",
+            "/ember.engine.v1.NodeService/PreviewAdoptNode",
             "/ember.engine.v1.ClusterService/Check",
             "/ember.engine.v1.InstanceService/LockInstance",
             // A verb glued to a longer word is not that verb.

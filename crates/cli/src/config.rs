@@ -40,6 +40,9 @@ pub struct EmberConfig {
     pub engine: EngineSection,
     pub lifecycle_hook: LifecycleHookSection,
     pub plugin_registry: PluginRegistrySection,
+    /// Where tenant webhooks may point: read by the engine (when a hook's
+    /// policy is made) and the lifecycle-hook (at every delivery).
+    pub webhook_targets: ember_runtime::egress::WebhookTargetsSection,
 }
 
 impl Default for EmberConfig {
@@ -52,6 +55,7 @@ impl Default for EmberConfig {
             engine: EngineSection::default(),
             lifecycle_hook: LifecycleHookSection::default(),
             plugin_registry: PluginRegistrySection::default(),
+            webhook_targets: ember_runtime::egress::WebhookTargetsSection::default(),
         }
     }
 }
@@ -64,6 +68,7 @@ impl Validate for EmberConfig {
         self.engine.validate(problems);
         self.lifecycle_hook.validate(problems);
         self.plugin_registry.validate(problems);
+        self.webhook_targets.validate(problems);
     }
 }
 
@@ -96,16 +101,23 @@ impl EmberConfig {
     }
 
     pub fn engine(&self, secrets: &Secrets) -> ember_engine::Config {
-        self.engine.resolve(
-            &self.data_dir,
-            &secrets.internal_credential,
-            self.gateway.listen,
-        )
+        ember_engine::Config {
+            webhook_targets: self.webhook_targets.rules(),
+            ..self.engine.resolve(
+                &self.data_dir,
+                &secrets.internal_credential,
+                self.gateway.listen,
+            )
+        }
     }
 
     pub fn lifecycle_hook(&self, secrets: &Secrets) -> ember_lifecycle_hook::Config {
-        self.lifecycle_hook
-            .resolve(&self.data_dir, &secrets.internal_credential)
+        ember_lifecycle_hook::Config {
+            webhook_targets: self.webhook_targets.rules(),
+            ..self
+                .lifecycle_hook
+                .resolve(&self.data_dir, &secrets.internal_credential)
+        }
     }
 
     pub fn plugin_registry(&self, secrets: &Secrets) -> ember_plugin_registry::Config {
