@@ -31,3 +31,4 @@ mod senlin_ops;
 mod senlin_receivers;
 mod senlin_updates;
 mod unhealthy;
+mod webhook_targets;

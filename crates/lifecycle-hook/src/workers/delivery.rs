@@ -186,6 +186,10 @@ impl Deliverer {
             // The target is (now) an internal address: never retried, the
             // reason recorded (a name that resolved elsewhere when its
             // policy was made, DNS rebinding included).
+            // A name that does not resolve now may later: retried.
+            Err(SendFailure::Refused(
+                refusal @ ember_runtime::egress::EgressRefusal::Unresolved { .. },
+            )) => Attempt::Retryable(format!("POST {url} failed: {refusal}")),
             Err(SendFailure::Refused(refusal)) => {
                 Attempt::Final(format!("POST {url} refused: {refusal}"))
             }

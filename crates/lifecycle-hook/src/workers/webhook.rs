@@ -54,3 +54,85 @@ impl WebhookClient {
         self.client.try_send_for_status(request).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use ember_runtime::egress::{AddressKind, EgressRefusal, WebhookTargetsSection};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A real HTTP server on 127.0.0.1 answering 200 to anything, counting
+    /// the connections it accepts.
+    async fn target() -> (u16, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut buffer = [0_u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            }
+        });
+        (port, connections)
+    }
+
+    fn client(allow: Vec<String>) -> WebhookClient {
+        let rules = WebhookTargetsSection {
+            allow_private_addresses: false,
+            allow,
+        }
+        .rules();
+        WebhookClient::new("", Duration::from_secs(5), rules).expect("client")
+    }
+
+    /// What a delivery meets when a URL accepted earlier now leads inside
+    /// (DNS changed): refused at connection time, nothing reaches the
+    /// address, and the failure says it was refused, not unanswered.
+    #[tokio::test]
+    async fn a_delivery_to_an_internal_address_is_refused_before_connecting() {
+        let (port, connections) = target().await;
+        let strict = client(Vec::new());
+        for url in [
+            format!("http://127.0.0.1:{port}/hook"),
+            format!("http://localhost:{port}/hook"),
+        ] {
+            let failure = strict
+                .post(&url, &[], "{}".to_owned())
+                .await
+                .expect_err(&url);
+            assert!(
+                matches!(
+                    &failure,
+                    SendFailure::Refused(EgressRefusal::Internal {
+                        kind: AddressKind::Loopback,
+                        ..
+                    })
+                ),
+                "{url}: {failure:?}"
+            );
+        }
+        assert_eq!(connections.load(Ordering::SeqCst), 0, "nothing connected");
+
+        let allowed = client(vec![format!("127.0.0.1:{port}")]);
+        let status = allowed
+            .post(
+                &format!("http://127.0.0.1:{port}/hook"),
+                &[],
+                "{}".to_owned(),
+            )
+            .await
+            .expect("delivered");
+        assert_eq!(status, http::StatusCode::OK);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+}

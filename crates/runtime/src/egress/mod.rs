@@ -16,7 +16,7 @@
 
 pub mod connector;
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -170,7 +170,10 @@ fn canonical(address: IpAddr) -> IpAddr {
             None => {
                 let segments = v6.segments();
                 // IPv4-compatible (deprecated, still routed by some stacks).
-                if segments[..6].iter().all(|segment| *segment == 0) && v6 != Ipv6Addr::UNSPECIFIED
+                // (`::` and `::1` are IPv6's own unspecified and loopback.)
+                if segments[..6].iter().all(|segment| *segment == 0)
+                    && !v6.is_unspecified()
+                    && !v6.is_loopback()
                 {
                     let [.., a, b] = segments;
                     IpAddr::V4(Ipv4Addr::from((u32::from(a) << 16) | u32::from(b)))
