@@ -80,6 +80,12 @@ async fn every_route_and_method_as_reader_other_project_member_and_admin() {
             continue;
         }
         let path = concrete(&pattern, &victim, "demo");
+        // A pattern of the table no request reaches (a nested router's
+        // root) answers the fallback's 404: not a route.
+        let (status, text) = call(&ember, &member, Method::GET, &path, None).await;
+        if status == 404 && text.contains("no API at") {
+            continue;
+        }
         for method in methods_of(&ember, &member, &path).await {
             routes.push((pattern.clone(), path.clone(), method));
         }
@@ -293,7 +299,7 @@ async fn a_reader_cannot_write_configs_deployments_or_signals_and_a_member_can()
     assert!((200..300).contains(&status), "{text}");
 
     // gRPC: the same rule.
-    let request = json!({"config_id": config_id}).to_string();
+    let request = json!({"id": config_id}).to_string();
     let target = "ember.engine.v1.SoftwareConfigService/DeleteSoftwareConfig";
     let (success, _, stderr) = grpcurl(&ember, &reader, target, &request);
     assert!(
