@@ -218,6 +218,46 @@ mod tests {
     }
 
     #[test]
+    fn webhook_targets_load_and_bad_entries_are_named() {
+        let directory = tempfile::tempdir().expect("dir");
+        let file = directory.path().join("ember.toml");
+        let write = |allow: &str| {
+            std::fs::write(
+                &file,
+                format!("[webhook_targets]\nallow_private_addresses = true\nallow = [{allow}]\n"),
+            )
+            .expect("write");
+        };
+        write("\"10.0.0.0/40\"");
+        let refused =
+            ember_runtime::config::load::<EmberConfig>(Some(&file), &FlagOverrides::default())
+                .expect_err("a bad entry");
+        assert!(
+            format!("{refused:?}")
+                .contains("webhook_targets.allow: \\\"10.0.0.0/40\\\": the prefix must be 0-32"),
+            "{refused:?}"
+        );
+        write("\"10.20.0.0/16\", \"127.0.0.1:9000\"");
+        let config: EmberConfig =
+            ember_runtime::config::load(Some(&file), &FlagOverrides::default()).expect("loads");
+        let secrets = Secrets {
+            signing_key: "s".repeat(32),
+            internal_credential: "c".repeat(32),
+        };
+        let rules = config.lifecycle_hook(&secrets).webhook_targets;
+        assert!(rules.allow_private_addresses);
+        assert_eq!(rules.allow.len(), 2, "{rules:?}");
+        assert_eq!(config.engine(&secrets).webhook_targets, rules);
+        // The default: strict.
+        assert_eq!(
+            EmberConfig::default()
+                .lifecycle_hook(&secrets)
+                .webhook_targets,
+            ember_runtime::egress::EgressRules::default()
+        );
+    }
+
+    #[test]
     fn the_docker_driver_and_flavors_load_from_toml() {
         let directory = tempfile::tempdir().expect("dir");
         let file = directory.path().join("ember.toml");
