@@ -46,7 +46,7 @@ pub(crate) async fn webhook_target() -> (String, Received) {
     (format!("http://{address}/hook"), received)
 }
 
-fn hex_hmac(secret: &str, body: &[u8]) -> String {
+pub(crate) fn hex_hmac(secret: &str, body: &[u8]) -> String {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).expect("key");
     mac.update(body);
     let digest = mac.finalize().into_bytes();
@@ -370,7 +370,11 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
 
 /// A cluster of `size` ACTIVE nodes with a deletion-1.1 policy whose hooks
 /// are `hooks` attached; returns the cluster id and its nodes.
-async fn cluster_with_hooks(rest: &Rest<'_>, size: u32, hooks: Value) -> (String, Vec<Value>) {
+pub(crate) async fn cluster_with_hooks(
+    rest: &Rest<'_>,
+    size: u32,
+    hooks: Value,
+) -> (String, Vec<Value>) {
     let (status, _, body) = rest
         .post(
             "/profiles",
@@ -627,7 +631,7 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
 }
 
 /// The hook's pending actions of a cluster, resolved ones too if asked.
-async fn pending_hooks(
+pub(crate) async fn pending_hooks(
     ember: &TestEmber,
     cluster_id: &str,
     include_resolved: bool,

@@ -24,19 +24,19 @@ use serde_json::{Value, json};
 
 /// The victim's objects, and every identifier that must not leak.
 #[derive(Debug, Default)]
-struct Victim {
-    stack_name: String,
-    stack_id: String,
-    event_id: String,
-    cluster_id: String,
-    node_id: String,
-    profile_id: String,
-    policy_id: String,
-    action_id: String,
-    instance_id: String,
-    config_id: String,
-    deployment_id: String,
-    server_id: String,
+pub(crate) struct Victim {
+    pub(crate) stack_name: String,
+    pub(crate) stack_id: String,
+    pub(crate) event_id: String,
+    pub(crate) cluster_id: String,
+    pub(crate) node_id: String,
+    pub(crate) profile_id: String,
+    pub(crate) policy_id: String,
+    pub(crate) action_id: String,
+    pub(crate) instance_id: String,
+    pub(crate) config_id: String,
+    pub(crate) deployment_id: String,
+    pub(crate) server_id: String,
 }
 
 impl Victim {
@@ -61,7 +61,7 @@ impl Victim {
     }
 }
 
-async fn call(
+pub(crate) async fn call(
     ember: &TestEmber,
     token: &str,
     method: Method,
@@ -81,7 +81,7 @@ async fn call(
     (status, response.text().await.unwrap_or_default())
 }
 
-async fn json_of(ember: &TestEmber, token: &str, path: &str) -> Value {
+pub(crate) async fn json_of(ember: &TestEmber, token: &str, path: &str) -> Value {
     let (status, text) = call(ember, token, Method::GET, path, None).await;
     assert_eq!(status, 200, "{path}: {text}");
     serde_json::from_str(&text).expect("json")
@@ -94,7 +94,7 @@ async fn post(ember: &TestEmber, token: &str, path: &str, body: Value) -> Value 
 }
 
 /// The victim makes one of everything.
-async fn victim_objects(ember: &TestEmber) -> Victim {
+pub(crate) async fn victim_objects(ember: &TestEmber) -> Victim {
     let token = ember.member_token().to_owned();
     let heat = "/orchestration/v1/demo";
     let stack = post(
@@ -221,7 +221,7 @@ async fn victim_objects(ember: &TestEmber) -> Victim {
 }
 
 /// The victim's objects as the victim sees them (what nothing may change).
-async fn victim_state(ember: &TestEmber, victim: &Victim) -> Value {
+pub(crate) async fn victim_state(ember: &TestEmber, victim: &Victim) -> Value {
     let token = ember.member_token().to_owned();
     let heat = "/orchestration/v1/demo";
     let stack_path = format!("{heat}/stacks/victim-stack/{}", victim.stack_id);
@@ -271,7 +271,7 @@ async fn victim_state(ember: &TestEmber, victim: &Victim) -> Value {
 
 /// Every path of the gateway's REST router, from its path table (axum
 /// prints it as `RouteId(n): "/path"`).
-async fn router_paths() -> Vec<String> {
+pub(crate) async fn router_paths() -> Vec<String> {
     let data_dir = tempfile::tempdir().expect("a temporary directory");
     let database_url = ember_runtime::database::sqlite_url(&data_dir.path().join("gateway.db"));
     let stop = tokio_util::sync::CancellationToken::new();
@@ -314,7 +314,7 @@ async fn router_paths() -> Vec<String> {
 /// A path with the victim's identifiers in it; the Heat paths name the
 /// attacker's own project (naming the victim's is refused outright — that
 /// is walked too).
-fn concrete(path: &str, victim: &Victim, project: &str) -> String {
+pub(crate) fn concrete(path: &str, victim: &Victim, project: &str) -> String {
     let kind = |segment: &str| {
         path.split('/')
             .take_while(|part| *part != segment)
@@ -355,7 +355,7 @@ fn concrete(path: &str, victim: &Victim, project: &str) -> String {
 
 /// The methods a path answers, from the 405 its router gives to a method
 /// no route takes (`any` routes take every method).
-async fn methods_of(ember: &TestEmber, token: &str, path: &str) -> Vec<Method> {
+pub(crate) async fn methods_of(ember: &TestEmber, token: &str, path: &str) -> Vec<Method> {
     let response = ember
         .http
         .request(Method::TRACE, ember.url(path))
@@ -391,7 +391,7 @@ async fn methods_of(ember: &TestEmber, token: &str, path: &str) -> Vec<Method> {
 
 /// Whether a route is about one object (has an identifier in its path),
 /// as opposed to a collection, the catalog or the service itself.
-fn names_an_object(pattern: &str) -> bool {
+pub(crate) fn names_an_object(pattern: &str) -> bool {
     [
         "{stack_id}",
         "{stack_name}",
@@ -488,7 +488,11 @@ async fn another_project_reaches_nothing_through_any_route_or_method() {
 
 /// The request of a gRPC method: every string field named after an
 /// identifier gets the victim's (by the service, for a bare `id`).
-fn grpc_request(service: &str, input: &prost_types::DescriptorProto, victim: &Victim) -> Value {
+pub(crate) fn grpc_request(
+    service: &str,
+    input: &prost_types::DescriptorProto,
+    victim: &Victim,
+) -> Value {
     let id_for_service = || -> &str {
         match service.rsplit('.').next().unwrap_or_default() {
             "ClusterService" => &victim.cluster_id,
@@ -530,12 +534,9 @@ fn grpc_request(service: &str, input: &prost_types::DescriptorProto, victim: &Vi
     Value::Object(request)
 }
 
-async fn walk_grpc(
-    ember: &TestEmber,
-    attacker: &str,
-    victim: &Victim,
-    problems: &mut Vec<String>,
-) -> usize {
+/// Every public gRPC method (`package.Service/Method`) with a request
+/// naming the victim's objects (see [`grpc_request`]).
+pub(crate) fn public_grpc_methods(victim: &Victim) -> Vec<(String, String)> {
     let descriptors = prost_types::FileDescriptorSet::decode(ember_proto::FILE_DESCRIPTOR_SET)
         .expect("the descriptor set decodes");
     let messages: std::collections::HashMap<String, prost_types::DescriptorProto> = descriptors
@@ -551,9 +552,7 @@ async fn walk_grpc(
         })
         .collect();
     let public = ember_api_gateway::upstream::public_service_names();
-    let address = ember.running.gateway_addr.to_string();
-    let grpcurl = std::env::var("EMBER_GRPCURL").unwrap_or_else(|_| "grpcurl".to_owned());
-    let mut walked = 0;
+    let mut methods = Vec::new();
     for file in &descriptors.file {
         for service in &file.service {
             let full = format!("{}.{}", file.package(), service.name());
@@ -565,57 +564,87 @@ async fn walk_grpc(
                     continue;
                 };
                 let request = grpc_request(&full, input, victim).to_string();
-                let target = format!("{full}/{}", method.name());
-                let output = Command::new(&grpcurl)
-                    .args([
-                        "-plaintext",
-                        "-format-error",
-                        "-H",
-                        &format!("authorization: Bearer {attacker}"),
-                        "-d",
-                        &request,
-                        &address,
-                        &target,
-                    ])
-                    .output()
-                    .unwrap_or_else(|error| {
-                        panic!("cannot run grpcurl ({error}): ./scripts/test installs it")
-                    });
-                walked += 1;
-                let stdout = String::from_utf8_lossy(&output.stdout);
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let answer = format!("{stdout}{stderr}");
-                let names_victim = request.contains(&victim.stack_id)
-                    || request.contains(&victim.cluster_id)
-                    || request.contains(&victim.instance_id)
-                    || request.contains(&victim.config_id)
-                    || request.contains(&victim.deployment_id)
-                    || request.contains(&victim.node_id)
-                    || request.contains(&victim.profile_id)
-                    || request.contains(&victim.policy_id)
-                    || request.contains(&victim.action_id);
-                let listing = method.name().starts_with("List");
-                if output.status.success() {
-                    if names_victim && !listing {
-                        problems.push(format!("gRPC {target} {request} succeeded: {stdout}"));
-                    } else if let Some(secret) = leaked(&stdout, victim) {
-                        problems.push(format!("gRPC {target} leaked {secret:?}: {stdout}"));
-                    }
-                } else {
-                    // grpcurl -format-error prints the status as JSON:
-                    // NOT_FOUND, PERMISSION_DENIED, INVALID_ARGUMENT (the
-                    // attacker's own request incomplete), UNAUTHENTICATED,
-                    // FAILED_PRECONDITION are refusals.
-                    let code = serde_json::from_str::<Value>(&stderr)
-                        .ok()
-                        .and_then(|error| error["code"].as_u64());
-                    let refused = matches!(code, Some(3 | 5 | 7 | 9 | 16));
-                    if !refused {
-                        problems.push(format!(
-                            "gRPC {target} {request} failed unexpectedly: {answer}"
-                        ));
-                    }
-                }
+                methods.push((format!("{full}/{}", method.name()), request));
+            }
+        }
+    }
+    methods
+}
+
+/// One gRPC call through the gateway with `grpcurl`: whether it succeeded,
+/// its stdout and its stderr (with `-format-error`, the status as JSON).
+pub(crate) fn grpcurl(
+    ember: &TestEmber,
+    token: &str,
+    target: &str,
+    request: &str,
+) -> (bool, String, String) {
+    let address = ember.running.gateway_addr.to_string();
+    let grpcurl = std::env::var("EMBER_GRPCURL").unwrap_or_else(|_| "grpcurl".to_owned());
+    let output = Command::new(&grpcurl)
+        .args([
+            "-plaintext",
+            "-format-error",
+            "-H",
+            &format!("authorization: Bearer {token}"),
+            "-d",
+            request,
+            &address,
+            target,
+        ])
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run grpcurl ({error}): ./scripts/test installs it"));
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn walk_grpc(
+    ember: &TestEmber,
+    attacker: &str,
+    victim: &Victim,
+    problems: &mut Vec<String>,
+) -> usize {
+    let mut walked = 0;
+    for (target, request) in public_grpc_methods(victim) {
+        let (success, stdout, stderr) = grpcurl(ember, attacker, &target, &request);
+        walked += 1;
+        let answer = format!("{stdout}{stderr}");
+        let names_victim = request.contains(&victim.stack_id)
+            || request.contains(&victim.cluster_id)
+            || request.contains(&victim.instance_id)
+            || request.contains(&victim.config_id)
+            || request.contains(&victim.deployment_id)
+            || request.contains(&victim.node_id)
+            || request.contains(&victim.profile_id)
+            || request.contains(&victim.policy_id)
+            || request.contains(&victim.action_id);
+        let listing = target
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .starts_with("List");
+        if success {
+            if names_victim && !listing {
+                problems.push(format!("gRPC {target} {request} succeeded: {stdout}"));
+            } else if let Some(secret) = leaked(&stdout, victim) {
+                problems.push(format!("gRPC {target} leaked {secret:?}: {stdout}"));
+            }
+        } else {
+            // grpcurl -format-error prints the status as JSON:
+            // NOT_FOUND, PERMISSION_DENIED, INVALID_ARGUMENT (the
+            // attacker's own request incomplete), UNAUTHENTICATED,
+            // FAILED_PRECONDITION are refusals.
+            let code = serde_json::from_str::<Value>(&stderr)
+                .ok()
+                .and_then(|error| error["code"].as_u64());
+            let refused = matches!(code, Some(3 | 5 | 7 | 9 | 16));
+            if !refused {
+                problems.push(format!(
+                    "gRPC {target} {request} failed unexpectedly: {answer}"
+                ));
             }
         }
     }

@@ -62,6 +62,11 @@ impl TestEmber {
         log_to_file_if_asked();
         let data_dir = tempfile::tempdir().expect("temporary data dir");
         let (mut config, secrets) = ember::dev::ephemeral_config(data_dir.path());
+        // The tests' webhook receivers listen on this machine's loopback,
+        // which Ember refuses by default: the harness allows it as an
+        // operator would allow an internal target (the SSRF tests take it
+        // back in `configure`).
+        config.webhook_targets.allow = vec!["127.0.0.0/8".to_owned(), "::1/128".to_owned()];
         configure(&mut config);
         let running = RunningEmber::start(config.clone(), secrets.clone())
             .await

@@ -5,7 +5,8 @@
 //! the verified identity and the internal credential in its metadata.
 //! Forwarding at the HTTP/2 level keeps the gateway free of per-RPC code: a
 //! new RPC in a proto is public as soon as its service is listed in
-//! [`crate::upstream`].
+//! [`crate::upstream`]. The rule of roles ([`crate::roles`]) is applied
+//! here to every forwarded method, by its name.
 
 use std::sync::atomic::Ordering;
 
@@ -54,6 +55,18 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
         Ok(identity) => identity,
         Err(error) => return refused(&state, &error),
     };
+    let path = request.uri().path();
+    if crate::roles::grpc_access(path) == crate::roles::Access::Write
+        && let Some(refusal) = crate::roles::write_refusal(&identity, &format!("call {path}"))
+    {
+        tracing::info!(
+            user_id = %identity.user_id,
+            project_id = %identity.project_id,
+            method = %path,
+            "a reader's write refused"
+        );
+        return status_response(tonic::Status::permission_denied(refusal));
+    }
     let subject_token = match &state.authenticator {
         crate::auth::Authenticator::Keystone { .. } => {
             crate::auth::keystone_token_of(request.headers())

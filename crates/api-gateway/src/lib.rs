@@ -12,6 +12,7 @@ pub mod grpc_proxy;
 pub mod identity;
 pub mod metrics;
 pub mod rest;
+pub mod roles;
 pub mod upstream;
 
 use std::sync::Arc;

@@ -40,6 +40,9 @@ pub struct EmberConfig {
     pub engine: EngineSection,
     pub lifecycle_hook: LifecycleHookSection,
     pub plugin_registry: PluginRegistrySection,
+    /// Where tenant webhooks may point: read by the engine (when a hook's
+    /// policy is made) and the lifecycle-hook (at every delivery).
+    pub webhook_targets: ember_runtime::egress::WebhookTargetsSection,
 }
 
 impl Default for EmberConfig {
@@ -52,6 +55,7 @@ impl Default for EmberConfig {
             engine: EngineSection::default(),
             lifecycle_hook: LifecycleHookSection::default(),
             plugin_registry: PluginRegistrySection::default(),
+            webhook_targets: ember_runtime::egress::WebhookTargetsSection::default(),
         }
     }
 }
@@ -64,6 +68,7 @@ impl Validate for EmberConfig {
         self.engine.validate(problems);
         self.lifecycle_hook.validate(problems);
         self.plugin_registry.validate(problems);
+        self.webhook_targets.validate(problems);
     }
 }
 
@@ -96,16 +101,23 @@ impl EmberConfig {
     }
 
     pub fn engine(&self, secrets: &Secrets) -> ember_engine::Config {
-        self.engine.resolve(
-            &self.data_dir,
-            &secrets.internal_credential,
-            self.gateway.listen,
-        )
+        ember_engine::Config {
+            webhook_targets: self.webhook_targets.rules(),
+            ..self.engine.resolve(
+                &self.data_dir,
+                &secrets.internal_credential,
+                self.gateway.listen,
+            )
+        }
     }
 
     pub fn lifecycle_hook(&self, secrets: &Secrets) -> ember_lifecycle_hook::Config {
-        self.lifecycle_hook
-            .resolve(&self.data_dir, &secrets.internal_credential)
+        ember_lifecycle_hook::Config {
+            webhook_targets: self.webhook_targets.rules(),
+            ..self
+                .lifecycle_hook
+                .resolve(&self.data_dir, &secrets.internal_credential)
+        }
     }
 
     pub fn plugin_registry(&self, secrets: &Secrets) -> ember_plugin_registry::Config {
@@ -203,6 +215,46 @@ mod tests {
             ember_runtime::config::load(Some(&example), &FlagOverrides::default())
                 .expect("example loads");
         assert_eq!(config.gateway.listen, EmberConfig::default().gateway.listen);
+    }
+
+    #[test]
+    fn webhook_targets_load_and_bad_entries_are_named() {
+        let directory = tempfile::tempdir().expect("dir");
+        let file = directory.path().join("ember.toml");
+        let write = |allow: &str| {
+            std::fs::write(
+                &file,
+                format!("[webhook_targets]\nallow_private_addresses = true\nallow = [{allow}]\n"),
+            )
+            .expect("write");
+        };
+        write("\"10.0.0.0/40\"");
+        let refused =
+            ember_runtime::config::load::<EmberConfig>(Some(&file), &FlagOverrides::default())
+                .expect_err("a bad entry");
+        assert!(
+            format!("{refused:?}")
+                .contains("webhook_targets.allow: \\\"10.0.0.0/40\\\": the prefix must be 0-32"),
+            "{refused:?}"
+        );
+        write("\"10.20.0.0/16\", \"127.0.0.1:9000\"");
+        let config: EmberConfig =
+            ember_runtime::config::load(Some(&file), &FlagOverrides::default()).expect("loads");
+        let secrets = Secrets {
+            signing_key: "s".repeat(32),
+            internal_credential: "c".repeat(32),
+        };
+        let rules = config.lifecycle_hook(&secrets).webhook_targets;
+        assert!(rules.allow_private_addresses);
+        assert_eq!(rules.allow.len(), 2, "{rules:?}");
+        assert_eq!(config.engine(&secrets).webhook_targets, rules);
+        // The default: strict.
+        assert_eq!(
+            EmberConfig::default()
+                .lifecycle_hook(&secrets)
+                .webhook_targets,
+            ember_runtime::egress::EgressRules::default()
+        );
     }
 
     #[test]

@@ -164,6 +164,7 @@ impl EngineSection {
             },
             in_process: None,
             peers: ember_runtime::in_process::Peers::default(),
+            webhook_targets: ember_runtime::egress::EgressRules::default(),
         }
     }
 }
@@ -548,6 +549,10 @@ pub struct Config {
     /// The plugin registry and lifecycle-hook when they run in the same
     /// process: called directly instead of at their URLs.
     pub peers: ember_runtime::in_process::Peers,
+    /// Where a lifecycle hook's webhook may point, checked when its policy
+    /// is made (the `[webhook_targets]` section; the strict default
+    /// refuses internal and private addresses).
+    pub webhook_targets: ember_runtime::egress::EgressRules,
 }
 
 #[cfg(test)]

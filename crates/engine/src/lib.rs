@@ -244,6 +244,7 @@ pub async fn serve(
         engine_id,
     );
     cluster_service.enforce_quotas(quotas.clone());
+    cluster_service.vet_webhooks_with(config.webhook_targets.clone());
     if let Some(cloud) = &cloud {
         cluster_service.act_on_cloud(cloud.clone());
     }

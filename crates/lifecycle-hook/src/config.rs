@@ -162,6 +162,7 @@ impl LifecycleHookSection {
             webhook_secret: self.webhook_secret.clone().unwrap_or_default(),
             nats_url: self.nats_url.clone(),
             webhook_ca_file: self.webhook_ca_file.clone(),
+            webhook_targets: ember_runtime::egress::EgressRules::default(),
             receivers: ReceiverStreamConfig {
                 stream: self.receivers_stream.clone(),
                 subject_prefix: self.receivers_subject_prefix.clone(),
@@ -196,6 +197,9 @@ pub struct Config {
     /// PEM file of CA certificates trusted for `https://` webhooks besides
     /// the system's (a private CA); empty = the system's only.
     pub webhook_ca_file: String,
+    /// Where webhooks may be delivered (the `[webhook_targets]` section;
+    /// the strict default refuses internal and private addresses).
+    pub webhook_targets: ember_runtime::egress::EgressRules,
     /// Where message receivers' messages come from when `nats_url` is set.
     pub receivers: ReceiverStreamConfig,
 }

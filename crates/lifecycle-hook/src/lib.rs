@@ -102,6 +102,7 @@ pub async fn serve(
             webhook_secret: config.webhook_secret.clone(),
             nats_url: config.nats_url.clone(),
             webhook_ca_file: config.webhook_ca_file.clone(),
+            webhook_targets: config.webhook_targets.clone(),
             receivers: config.receivers.clone(),
         },
         wake.clone(),

@@ -20,12 +20,33 @@ use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
+use crate::egress::connector::{VettingConnector, refusal_in};
+use crate::egress::{EgressRefusal, EgressRules};
+
+/// Why a request got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendFailure {
+    /// The egress rules refused the target (never worth retrying as is).
+    Refused(EgressRefusal),
+    /// Connection, TLS or timeout.
+    Failed(String),
+}
+
+impl std::fmt::Display for SendFailure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendFailure::Refused(refusal) => refusal.fmt(formatter),
+            SendFailure::Failed(reason) => formatter.write_str(reason),
+        }
+    }
+}
+
 /// The largest answer read; a longer one is an error.
 pub const MAX_ANSWER_BYTES: usize = 1024 * 1024;
 
 #[derive(Clone)]
 pub struct HttpsClient {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<HttpsConnector<VettingConnector>, Full<Bytes>>,
     timeout: Duration,
     answer_limit: usize,
 }
@@ -50,6 +71,26 @@ impl HttpsClient {
     /// A client trusting the system's roots and those in `ca_file` (a PEM
     /// bundle; empty = none). `ca_key` names the setting in errors.
     pub fn new(ca_file: &str, ca_key: &str, timeout: Duration) -> Result<HttpsClient, String> {
+        HttpsClient::build(ca_file, ca_key, timeout, None)
+    }
+
+    /// A client for tenant-supplied URLs: it connects only to addresses
+    /// `rules` admit, vetted after resolution ([`crate::egress`]).
+    pub fn with_egress_rules(
+        ca_file: &str,
+        ca_key: &str,
+        timeout: Duration,
+        rules: Arc<EgressRules>,
+    ) -> Result<HttpsClient, String> {
+        HttpsClient::build(ca_file, ca_key, timeout, Some(rules))
+    }
+
+    fn build(
+        ca_file: &str,
+        ca_key: &str,
+        timeout: Duration,
+        rules: Option<Arc<EgressRules>>,
+    ) -> Result<HttpsClient, String> {
         let mut roots = RootCertStore::empty();
         // Missing or unreadable system roots only make https:// targets
         // fail to verify; http:// and a configured CA still work.
@@ -86,7 +127,7 @@ impl HttpsClient {
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(http);
+            .wrap_connector(VettingConnector::new(http, rules));
         Ok(HttpsClient {
             client: Client::builder(TokioExecutor::new()).build(connector),
             timeout,
@@ -133,13 +174,33 @@ impl HttpsClient {
         &self,
         request: http::Request<Full<Bytes>>,
     ) -> Result<http::StatusCode, String> {
+        self.try_send_for_status(request)
+            .await
+            .map_err(|failure| failure.to_string())
+    }
+
+    /// [`HttpsClient::send_for_status`], telling a target the egress rules
+    /// refused apart from one that did not answer.
+    pub async fn try_send_for_status(
+        &self,
+        request: http::Request<Full<Bytes>>,
+    ) -> Result<http::StatusCode, SendFailure> {
         match tokio::time::timeout(self.timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok(response.status()),
-            Ok(Err(error)) => Err(crate::error::with_causes(
-                error.to_string(),
-                std::error::Error::source(&error),
-            )),
-            Err(_) => Err(format!("no answer within {} s", self.timeout.as_secs())),
+            Ok(Err(error)) => {
+                let source = std::error::Error::source(&error);
+                if let Some(refusal) = refusal_in(source) {
+                    return Err(SendFailure::Refused(refusal.clone()));
+                }
+                Err(SendFailure::Failed(crate::error::with_causes(
+                    error.to_string(),
+                    source,
+                )))
+            }
+            Err(_) => Err(SendFailure::Failed(format!(
+                "no answer within {} s",
+                self.timeout.as_secs()
+            ))),
         }
     }
 }

@@ -24,6 +24,11 @@ pub const SUBJECT_TOKEN_HEADER: &str = "x-ember-subject-token";
 
 /// The role that may act on every project's objects and lift admin locks.
 pub const ADMIN_ROLE: &str = "admin";
+/// The role that may change its project's objects (Keystone's default
+/// roles nest: reader ⊂ member ⊂ admin).
+pub const MEMBER_ROLE: &str = "member";
+/// The role that may look but never change.
+pub const READER_ROLE: &str = "reader";
 
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +53,20 @@ impl Identity {
 
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|role| role == ADMIN_ROLE)
+    }
+
+    /// Ember's one rule of roles: a caller holding `reader` but neither
+    /// `member` nor `admin` may read and never change anything (Heat's
+    /// default policies: `PROJECT_READER` reads, `PROJECT_MEMBER` writes).
+    /// A token without `reader` is judged by its other roles, as before
+    /// roles were checked (Keystone gives no project-scoped token without a
+    /// role, and deployments still using `_member_` keep working).
+    pub fn is_read_only(&self) -> bool {
+        self.roles.iter().any(|role| role == READER_ROLE)
+            && !self
+                .roles
+                .iter()
+                .any(|role| role == MEMBER_ROLE || role == ADMIN_ROLE)
     }
 
     /// Checks that every part can travel in a header and is a sensible name:

@@ -9,6 +9,7 @@ pub mod channel;
 pub mod columns;
 pub mod config;
 pub mod database;
+pub mod egress;
 pub mod error;
 pub mod https;
 pub mod identity;

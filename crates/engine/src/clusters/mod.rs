@@ -24,6 +24,7 @@ mod requests;
 mod run;
 mod updates;
 mod views;
+mod webhook_targets;
 
 use std::sync::Arc;
 
@@ -58,6 +59,8 @@ pub struct ClusterService {
     /// The cloud of the openstack backend: a cluster (and a node made
     /// outside one) is made with a delegation its nodes act through.
     cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
+    /// Where hook webhooks may point; unset = the strict default rules.
+    webhook_targets: std::sync::OnceLock<ember_runtime::egress::EgressRules>,
 }
 
 impl ClusterService {
@@ -83,12 +86,21 @@ impl ClusterService {
             settings,
             quotas: Default::default(),
             cloud: Default::default(),
+            webhook_targets: Default::default(),
         })
     }
 
     /// Enforces `quotas` on every request from now on (once, at start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.quotas.install(quotas);
+    }
+
+    /// Checks hook webhooks against `rules` from now on (once, at start-up;
+    /// until then the strict default rules apply).
+    pub fn vet_webhooks_with(&self, rules: ember_runtime::egress::EgressRules) {
+        if self.webhook_targets.set(rules).is_err() {
+            tracing::warn!("hook webhooks already have their rules");
+        }
     }
 
     /// Clusters (and nodes made outside one) are made with a delegation to

@@ -129,10 +129,12 @@ impl ClusterService {
     ) -> Result<PolicyDefinition> {
         admit(ClusterOperation::CreatePolicy, caller)?;
         validate_name("policy", name)?;
+        let kind = PolicyKind::parse(&spec)?;
+        self.vet_hook_webhook(&kind).await?;
         let policy = PolicyDefinition {
             id: Uuid::now_v7(),
             name: name.to_owned(),
-            kind: PolicyKind::parse(&spec)?,
+            kind,
             spec,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),

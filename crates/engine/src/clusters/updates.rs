@@ -130,10 +130,12 @@ impl ClusterService {
         caller: &Identity,
         spec: Value,
     ) -> Result<PolicyDefinition> {
+        let kind = PolicyKind::parse(&spec)?;
+        self.vet_hook_webhook(&kind).await?;
         Ok(PolicyDefinition {
             id: Uuid::nil(),
             name: "validated_policy".into(),
-            kind: PolicyKind::parse(&spec)?,
+            kind,
             spec,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),

@@ -16,6 +16,7 @@ use tracing::{info, warn};
 use super::webhook::WebhookClient;
 use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
 use crate::store::{DeliveryResult, HookEvent, PendingActionStore};
+use ember_runtime::https::SendFailure;
 
 /// Header carrying `sha256=<hex HMAC-SHA256 of the body>`.
 pub const SIGNATURE_HEADER: &str = "X-Ember-Signature";
@@ -96,8 +97,9 @@ impl Deliverer {
         webhook_secret: Vec<u8>,
         nats_url: String,
         webhook_ca_file: &str,
+        webhook_targets: ember_runtime::egress::EgressRules,
     ) -> Result<Deliverer, String> {
-        let http = WebhookClient::new(webhook_ca_file, ATTEMPT_TIMEOUT)?;
+        let http = WebhookClient::new(webhook_ca_file, ATTEMPT_TIMEOUT, webhook_targets)?;
         Ok(Deliverer {
             store,
             http,
@@ -181,7 +183,19 @@ impl Deliverer {
                 Attempt::Retryable(format!("POST {url} answered {status}"))
             }
             Ok(status) => Attempt::Final(format!("POST {url} answered {status}: not retried")),
-            Err(error) => Attempt::Retryable(format!("POST {url} failed: {error}")),
+            // The target is (now) an internal address: never retried, the
+            // reason recorded (a name that resolved elsewhere when its
+            // policy was made, DNS rebinding included).
+            // A name that does not resolve now may later: retried.
+            Err(SendFailure::Refused(
+                refusal @ ember_runtime::egress::EgressRefusal::Unresolved { .. },
+            )) => Attempt::Retryable(format!("POST {url} failed: {refusal}")),
+            Err(SendFailure::Refused(refusal)) => {
+                Attempt::Final(format!("POST {url} refused: {refusal}"))
+            }
+            Err(SendFailure::Failed(error)) => {
+                Attempt::Retryable(format!("POST {url} failed: {error}"))
+            }
         }
     }
 

@@ -58,6 +58,7 @@ pub struct WorkerConfig {
     pub webhook_secret: String,
     pub nats_url: String,
     pub webhook_ca_file: String,
+    pub webhook_targets: ember_runtime::egress::EgressRules,
     pub receivers: crate::config::ReceiverStreamConfig,
 }
 
@@ -96,6 +97,7 @@ pub fn spawn(
         config.webhook_secret.into_bytes(),
         config.nats_url,
         &config.webhook_ca_file,
+        config.webhook_targets,
     )?;
     let firer = deadlines::DeadlineFirer::new(store, engine, credential);
     tokio::spawn(deliverer.run(wake.delivery.clone(), shutdown.clone()));

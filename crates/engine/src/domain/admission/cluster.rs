@@ -171,15 +171,12 @@ impl ClusterOperation<'_> {
 }
 
 /// The role that may read but not change.
-pub const READER_ROLE: &str = "reader";
+pub use ember_runtime::identity::READER_ROLE;
 
-/// Whether the caller may read but not change anything.
+/// Whether the caller may read but not change anything: Ember's one rule
+/// ([`Identity::is_read_only`]), also enforced at the gateway's door.
 pub fn is_read_only(caller: &Identity) -> bool {
-    caller.roles.iter().any(|role| role == READER_ROLE)
-        && !caller
-            .roles
-            .iter()
-            .any(|role| role == "member" || role == "admin")
+    caller.is_read_only()
 }
 
 /// Admits `operation` by `caller` now, or says why not.

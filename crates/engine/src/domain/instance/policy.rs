@@ -29,7 +29,7 @@ use super::{
 use crate::error::{Error, Result};
 
 /// The role that may read but not change.
-pub const READER_ROLE: &str = "reader";
+pub use ember_runtime::identity::READER_ROLE;
 
 /// How a caller relates to an instance it can see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub struct Access {
     pub is_owner: bool,
     /// The caller holds the admin role.
     pub is_admin: bool,
-    /// The caller's only role is `reader`.
+    /// The caller holds `reader` but neither `member` nor `admin`.
     pub read_only: bool,
 }
 
@@ -64,11 +64,10 @@ impl Access {
     }
 }
 
-/// Whether the caller may read but not change anything.
+/// Whether the caller may read but not change anything: Ember's one rule
+/// ([`Identity::is_read_only`]), also enforced at the gateway's door.
 pub fn is_read_only(caller: &Identity) -> bool {
-    !caller.is_admin()
-        && !caller.roles.is_empty()
-        && caller.roles.iter().all(|role| role == READER_ROLE)
+    caller.is_read_only()
 }
 
 /// Refuses a read-only caller `verb`ing something.
