@@ -74,6 +74,7 @@ async fn an_ec2_instance_with_an_elastic_ip_runs_on_nova_and_neutron() {
             "Web": {"Type": "AWS::EC2::Instance", "Properties": {
                 "ImageId": facts.image.name, "InstanceType": "ember.tiny",
                 "SubnetId": subnet_id,
+                "SecurityGroups": [{"Ref": "WebGroup"}],
                 "Tags": [{"Key": "role", "Value": "web"}]}},
             "Address": {"Type": "AWS::EC2::EIP", "Properties": {"InstanceId": {"Ref": "Web"}}}
         },
@@ -101,6 +102,24 @@ async fn an_ec2_instance_with_an_elastic_ip_runs_on_nova_and_neutron() {
         .expect("Nova has it");
     assert_eq!(server.status, "ACTIVE");
     assert_eq!(server.metadata["role"], "web", "Tags are the metadata");
+    // The port Ember made on the subnet has the instance's security
+    // group (Nova gives groups only to the ports it makes).
+    let group = outputs["Group"].as_str().expect("the group").to_owned();
+    let ports = neutron
+        .list(Kind::Port, &[("device_id", server_id.as_str())])
+        .await
+        .expect("listed");
+    assert_eq!(ports.len(), 1, "{ports:?}");
+    let groups = neutron
+        .list(Kind::SecurityGroup, &[])
+        .await
+        .expect("listed");
+    let group_id = groups
+        .iter()
+        .find(|candidate| candidate["id"] == json!(group) || candidate["name"] == json!(group))
+        .map(|found| found["id"].clone())
+        .expect("the group in Neutron");
+    assert_eq!(ports[0]["security_groups"], json!([group_id]));
     let private = outputs["PrivateIp"].as_str().expect("an address");
     assert!(private.starts_with("10.97.0."), "{private}");
     let public = outputs["PublicAddress"].as_str().expect("the elastic IP");

@@ -195,7 +195,7 @@ impl NovaDriver {
         let mut interfaces = Vec::with_capacity(requests.len());
         for (index, request) in requests.iter().enumerate() {
             interfaces.push(
-                self.interface(&neutron, &tag, index, request)
+                self.interface(&neutron, instance, &tag, index, request)
                     .await
                     .map_err(|error| ComputeError(format!("networks[{index}]: {error}")))?,
             );
@@ -206,6 +206,7 @@ impl NovaDriver {
     async fn interface(
         &self,
         neutron: &Neutron,
+        instance: &Instance,
         tag: &str,
         index: usize,
         request: &NetworkRequest,
@@ -258,6 +259,19 @@ impl NovaDriver {
                 attributes.insert("name".to_owned(), json!(name));
                 attributes.insert("network_id".to_owned(), subnet["network_id"].clone());
                 attributes.insert("fixed_ips".to_owned(), json!([fixed_ip]));
+                // Nova puts the server's security groups only on the ports
+                // it makes: a port made here gets them from Ember, as Heat
+                // gives them to its internal ports.
+                if !instance.placement.security_groups.is_empty() {
+                    let groups = crate::resources::openstack::neutron::security_group_ids(
+                        neutron,
+                        &instance.project_id,
+                        &instance.placement.security_groups,
+                    )
+                    .await
+                    .map_err(|error| ComputeError(error.0))?;
+                    attributes.insert("security_groups".to_owned(), json!(groups));
+                }
                 neutron
                     .create(Kind::Port, attributes, &[tag.to_owned()])
                     .await

@@ -1078,3 +1078,56 @@ async fn aws_security_groups_and_elastic_ips() {
     }
     routed.delete(&harness).await;
 }
+
+#[tokio::test]
+async fn a_replaced_port_hands_its_fixed_ip_to_its_replacement() {
+    let Some(harness) =
+        Harness::start("a_replaced_port_hands_its_fixed_ip_to_its_replacement").await
+    else {
+        return;
+    };
+    let net = harness
+        .create("OS::Neutron::Net", "net", json!({"name": unique("net")}))
+        .await;
+    let subnet = harness
+        .create(
+            "OS::Neutron::Subnet",
+            "subnet",
+            json!({"network": id(&net), "cidr": "10.74.0.0/24"}),
+        )
+        .await;
+    let properties = |mac: &str| {
+        json!({"network": id(&net), "mac_address": mac,
+            "fixed_ips": [{"subnet": id(&subnet), "ip_address": "10.74.0.11"}]})
+    };
+    let old = harness
+        .create("OS::Neutron::Port", "port", properties("fa:16:3e:00:00:01"))
+        .await;
+    let port_type = harness.resource_type("OS::Neutron::Port");
+    let new_properties = harness
+        .request("OS::Neutron::Port", "port", properties("fa:16:3e:00:00:02"))
+        .properties;
+    let old_properties = old.properties.as_object().cloned().expect("properties");
+    assert!(
+        port_type.needs_replacement(&old_properties, &new_properties),
+        "a new MAC address is a new port, as in Heat"
+    );
+    // Heat's order: the old port lets its address go, the new one takes it.
+    port_type
+        .prepare_for_replace(&old)
+        .await
+        .expect("the old port gives up its address");
+    assert_eq!(
+        shown(&harness, Kind::Port, id(&old)).await["fixed_ips"],
+        json!([])
+    );
+    let new = harness
+        .create("OS::Neutron::Port", "port", properties("fa:16:3e:00:00:02"))
+        .await;
+    let shown_new = shown(&harness, Kind::Port, id(&new)).await;
+    assert_eq!(shown_new["fixed_ips"][0]["ip_address"], json!("10.74.0.11"));
+    assert_eq!(shown_new["mac_address"], json!("fa:16:3e:00:00:02"));
+    for resource in [&old, &new, &subnet, &net] {
+        harness.delete(resource).await;
+    }
+}

@@ -221,6 +221,29 @@ impl ResourceType for SimulatedType {
         compute::protect(&self.cloud, current, false)
     }
 
+    /// A port lets its addresses go before its replacement is made, so
+    /// the replacement can take them (Heat's `Port.prepare_for_replace`).
+    async fn prepare_for_replace(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        if self.twin != Twin::Port {
+            return Ok(());
+        }
+        let Some(id) = made_id(current) else {
+            return Ok(());
+        };
+        self.cloud.with(|world| {
+            let fixed_ips = world
+                .get_any(&id)
+                .map(|port| port.fields["fixed_ips"].clone());
+            if let Some(fixed_ips) = fixed_ips {
+                world.release_all(&fixed_ips);
+                if let Some(fields) = world.fields_mut(&id) {
+                    fields.insert("fixed_ips".to_owned(), json!([]));
+                }
+            }
+        });
+        Ok(())
+    }
+
     fn reference(&self, current: &Resource) -> Value {
         match self.twin {
             // `Ref` of an elastic IP is its address.

@@ -362,6 +362,14 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
         self.object.reference(current)
     }
 
+    async fn prepare_for_replace(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let Some(id) = physical_id(current) else {
+            return Ok(());
+        };
+        let neutron = self.neutron(current.stack_id).await?;
+        self.object.prepare_for_replace(&neutron, id).await
+    }
+
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
         self.object.needs_replacement(old, new).unwrap_or_else(|| {
             self.schema.properties.iter().any(|property| {

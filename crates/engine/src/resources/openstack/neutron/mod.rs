@@ -188,6 +188,17 @@ pub trait TaggedObject: Send + Sync + 'static {
             .map_or(Value::Null, Value::String)
     }
 
+    /// What the object gives up before its replacement is made (Heat's
+    /// `prepare_for_replace`): a port its addresses. Nothing by default.
+    async fn prepare_for_replace(
+        &self,
+        neutron: &Neutron,
+        id: &str,
+    ) -> Result<(), ResourceFailure> {
+        let _ = (neutron, id);
+        Ok(())
+    }
+
     /// Whether a change of properties replaces the object; `None` leaves
     /// it to the schema (a change of a property not `update_allowed`).
     fn needs_replacement(

@@ -314,6 +314,23 @@ impl TaggedObject for Port {
 
     /// `replacement_policy: REPLACE_ALWAYS` replaces the port on every
     /// change (Heat's `needs_replace`).
+    /// The old port lets its addresses go, so its replacement can take the
+    /// same fixed IPs (Heat's `Port.prepare_for_replace`); one gone
+    /// already has none to give.
+    async fn prepare_for_replace(
+        &self,
+        neutron: &Neutron,
+        id: &str,
+    ) -> Result<(), ResourceFailure> {
+        let mut cleared = Map::new();
+        cleared.insert("fixed_ips".to_owned(), json!([]));
+        match neutron.update(Kind::Port, id, cleared).await {
+            Ok(_) => Ok(()),
+            Err(error) if error.is_not_found() => Ok(()),
+            Err(error) => Err(failure(error)),
+        }
+    }
+
     fn needs_replacement(
         &self,
         old: &Map<String, Value>,
