@@ -32,20 +32,14 @@ work="${EMBER_HEAT_WORK:-$root/target/heat-tempest-$mode}"
 venv="$root/target/test-tools/heat-tempest-venv"
 ember="${EMBER_BINARY:-$root/target/debug/ember}"
 
-if [ ! -x "$venv/bin/tempest" ] || [ ! -d "$(echo "$venv"/lib/python3*/site-packages/heat_tempest_plugin)" ]; then
-    echo "installing tempest 47.0.0 and heat-tempest-plugin 3.0.0 into $venv" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check \
-        tempest==47.0.0 heat-tempest-plugin==3.0.0
-fi
+. tests/conformance/lib.sh
+conformance_venv "$venv" tempest==47.0.0 heat-tempest-plugin==3.0.0
 if [ ! -x "$ember" ]; then
     cargo build -q -p ember
 fi
 
 rm -rf "$work"
 mkdir -p "$work/data"
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-url="http://127.0.0.1:$port"
 
 if [ "$mode" = cloud ]; then
     facts="$(tests/openstack/cloud.sh)"
@@ -95,20 +89,11 @@ if router is None:
 if conn.compute.find_keypair("heat-key") is None:
     conn.compute.create_keypair(name="heat-key")
 PY
-    "$ember" dev --config "$work/ember.toml" --listen "127.0.0.1:$port" --data-dir "$work/data" \
-        >"$work/ember-dev.log" 2>&1 &
+    conformance_start_ember "$ember" "$work" --config "$work/ember.toml"
 else
+    conformance_start_ember "$ember" "$work"
     auth_url="$url/identity/v3" region=RegionOne image=cirros
-    "$ember" dev --listen "127.0.0.1:$port" --data-dir "$work/data" >"$work/ember-dev.log" 2>&1 &
 fi
-dev_pid=$!
-trap 'kill "$dev_pid" 2>/dev/null; wait "$dev_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 300); do
-    curl -fsS "$url/healthz" >/dev/null 2>&1 && break
-    kill -0 "$dev_pid" 2>/dev/null || { cat "$work/ember-dev.log" >&2; exit 1; }
-    sleep 0.1
-done
-curl -fsS "$url/healthz" >/dev/null || { echo "ember did not become healthy" >&2; exit 1; }
 
 if [ "$mode" = dev ]; then
     # A member and an admin of their own projects, through the CLI.
@@ -198,10 +183,9 @@ STESTR
     echo "== $suite"
     sed -n '/^Totals/,$p' "$work/run-$suite.log"
     "$venv/bin/stestr" failing --list 2>/dev/null | sed 's/^/FAILED /' | tee -a "$work/failing.txt" || true
-    count() { sed -n "s/^ - $1: \([0-9]*\).*/\1/p" "$work/run-$suite.log" | tail -n1; }
-    passed=$((passed + $(count Passed || true) + 0))
-    failed=$((failed + $(count Failed || true) + 0))
-    skipped=$((skipped + $(count Skipped || true) + 0))
+    passed=$((passed + $(conformance_count "$work/run-$suite.log" Passed)))
+    failed=$((failed + $(conformance_count "$work/run-$suite.log" Failed)))
+    skipped=$((skipped + $(conformance_count "$work/run-$suite.log" Skipped)))
 done
 ran=$((passed + failed))
 percent=0

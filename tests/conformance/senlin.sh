@@ -20,29 +20,15 @@ work="${EMBER_SENLIN_WORK:-$root/target/senlin-tempest}"
 venv="$root/target/test-tools/tempest-venv"
 ember="${EMBER_BINARY:-$root/target/debug/ember}"
 
-if [ ! -x "$venv/bin/tempest" ]; then
-    echo "installing tempest 47.0.0 and senlin-tempest-plugin 1.8.0 into $venv" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check \
-        tempest==47.0.0 senlin-tempest-plugin==1.8.0
-fi
+. tests/conformance/lib.sh
+conformance_venv "$venv" tempest==47.0.0 senlin-tempest-plugin==1.8.0
 if [ ! -x "$ember" ]; then
     cargo build -q -p ember
 fi
 
 rm -rf "$work"
 mkdir -p "$work/data"
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-url="http://127.0.0.1:$port"
-"$ember" dev --listen "127.0.0.1:$port" --data-dir "$work/data" >"$work/ember-dev.log" 2>&1 &
-dev_pid=$!
-trap 'kill "$dev_pid" 2>/dev/null; wait "$dev_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 300); do
-    curl -fsS "$url/healthz" >/dev/null 2>&1 && break
-    kill -0 "$dev_pid" 2>/dev/null || { cat "$work/ember-dev.log" >&2; exit 1; }
-    sleep 0.1
-done
-curl -fsS "$url/healthz" >/dev/null || { echo "ember dev did not become healthy" >&2; exit 1; }
+conformance_start_ember "$ember" "$work"
 
 # Pre-provisioned credentials: tempest locks one account per test class
 # and role set, so each of the two workers needs its own. Four members and
@@ -117,9 +103,8 @@ TEMPEST_CONFIG_DIR="$work/tempest/etc" "$venv/bin/tempest" run --regex "$regex" 
     --concurrency 2 >"$work/run.log" 2>&1 || status=$?
 sed -n '/^Totals/,$p' "$work/run.log"
 "$venv/bin/stestr" failing --list 2>/dev/null | sed 's/^/FAILED /' | tee "$work/failing.txt" || true
-passed="$(sed -n 's/^ - Passed: \([0-9]*\).*/\1/p' "$work/run.log" | tail -n1)"
-failed="$(sed -n 's/^ - Failed: \([0-9]*\).*/\1/p' "$work/run.log" | tail -n1)"
-passed="${passed:-0}" failed="${failed:-0}"
+passed="$(conformance_count "$work/run.log" Passed)"
+failed="$(conformance_count "$work/run.log" Failed)"
 ran=$((passed + failed))
 percent=0
 [ "$ran" -gt 0 ] && percent=$((100 * passed / ran))
