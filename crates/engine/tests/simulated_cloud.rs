@@ -664,3 +664,105 @@ resources:
     );
     assert_eq!(protected(), [json!(false), json!(true)]);
 }
+
+const MOVING_SERVER: &str = r#"
+heat_template_version: 2021-04-16
+parameters:
+  on: {type: string, default: a}
+resources:
+  a: {type: OS::Neutron::Net}
+  a_subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: a}, cidr: 10.51.0.0/24}
+  b: {type: OS::Neutron::Net}
+  b_subnet:
+    type: OS::Neutron::Subnet
+    properties: {network: {get_resource: b}, cidr: 10.52.0.0/24}
+  server:
+    type: OS::Nova::Server
+    depends_on: [a_subnet, b_subnet]
+    properties:
+      flavor: m1.small
+      image: cirros
+      networks: [{network: {get_resource: {get_param: on}}}]
+outputs:
+  server: {value: {get_resource: server}}
+  address: {value: {get_attr: [server, first_address]}}
+  port: {value: {get_attr: [server, addresses]}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it_was() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    let stack = engine.create(&demo, "moving", MOVING_SERVER).await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let before = engine.output(&stack, "server").await;
+    let address = engine.output(&stack, "address").await;
+    assert!(
+        address
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.51.0.")),
+        "{address}"
+    );
+    let addresses = engine.output(&stack, "port").await;
+    let entry = addresses
+        .as_object()
+        .and_then(|networks| networks.values().next())
+        .and_then(|entries| entries.get(0))
+        .cloned()
+        .expect("an address");
+    assert!(
+        entry["port"].as_str().is_some(),
+        "each address names its port: {entry}"
+    );
+
+    let mut update = UpdateStack {
+        name_or_id: "moving".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    update.parameters.insert("on".into(), json!("b"));
+    engine
+        .operations
+        .update_stack(&demo, update)
+        .await
+        .expect("update accepted");
+    let stack = engine.settled(&demo, "moving").await;
+    assert_eq!(
+        stack.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    assert_ne!(
+        engine.output(&stack, "server").await,
+        before,
+        "a new server"
+    );
+    let address = engine.output(&stack, "address").await;
+    assert!(
+        address
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("10.52.0.")),
+        "{address}"
+    );
+    // The old server's interface went with it.
+    assert_eq!(
+        engine.cloud.with(|world| {
+            world
+                .list("demo", Kind::Port, |port| {
+                    port.fields["fixed_ips"][0]["ip_address"]
+                        .as_str()
+                        .is_some_and(|ip| ip.starts_with("10.51.0."))
+                })
+                .count()
+        }),
+        0
+    );
+}

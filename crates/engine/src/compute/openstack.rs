@@ -699,7 +699,37 @@ impl ComputeDriver for NovaDriver {
     async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {
         let session = self.session(instance)?;
         let nova = self.nova(&session).await?;
-        Ok(self.find(&nova, instance).await?.as_ref().map(details_of))
+        let Some(mut details) = self.find(&nova, instance).await?.as_ref().map(details_of) else {
+            return Ok(None);
+        };
+        // Heat's `addresses` name each address's port.
+        if details
+            .addresses
+            .values()
+            .any(|entries| !entries.is_empty())
+        {
+            let ports = Neutron::new(&session)
+                .list(Kind::Port, &[("device_id", details.machine_id.as_str())])
+                .await
+                .map_err(failure)?;
+            name_ports(&mut details, &ports);
+        }
+        Ok(Some(details))
+    }
+}
+
+/// Gives each of the server's addresses the id of its port (the port
+/// with its MAC address), as Heat's server `addresses` attribute has it.
+fn name_ports(details: &mut MachineDetails, ports: &[Value]) {
+    for entry in details.addresses.values_mut().flatten() {
+        let mac = entry.get("OS-EXT-IPS-MAC:mac_addr").cloned();
+        let port = ports
+            .iter()
+            .find(|port| mac.is_some() && port.get("mac_address") == mac.as_ref())
+            .and_then(|port| port.get("id").cloned());
+        if let (Some(port), Some(entry)) = (port, entry.as_object_mut()) {
+            entry.insert("port".to_owned(), port);
+        }
     }
 }
 
@@ -733,6 +763,22 @@ mod tests {
             machine_power(&server(json!({"id": "s", "status": "DELETED"}))),
             MachinePower::Missing
         );
+    }
+
+    #[test]
+    fn each_address_names_its_port_by_mac() {
+        let mut details = details_of(&server(json!({
+            "id": "s1", "status": "ACTIVE",
+            "addresses": {"private": [
+                {"addr": "10.0.0.5", "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:01"},
+                {"addr": "10.0.0.6", "OS-EXT-IPS-MAC:mac_addr": "fa:16:3e:00:00:09"}]}
+        })));
+        name_ports(
+            &mut details,
+            &[json!({"id": "p1", "mac_address": "fa:16:3e:00:00:01"})],
+        );
+        assert_eq!(details.addresses["private"][0]["port"], json!("p1"));
+        assert!(details.addresses["private"][1].get("port").is_none());
     }
 
     #[test]

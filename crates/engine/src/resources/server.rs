@@ -758,6 +758,21 @@ impl ResourceType for ServerResource {
         self.remove(current, Attempt::First).await
     }
 
+    /// Where the machine is plugged in is fixed when it is made: a change
+    /// of `networks` or `security_groups` replaces the server (Heat
+    /// attaches and detaches interfaces in place; the schema keeps Heat's
+    /// `update_allowed`, so the difference is here, not in what the API
+    /// shows).
+    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+        let placed = ["networks", "security_groups"]
+            .iter()
+            .any(|name| old.get(*name) != new.get(*name));
+        placed
+            || self.schema.properties.iter().any(|property| {
+                !property.update_allowed && old.get(property.name) != new.get(property.name)
+            })
+    }
+
     /// The ports the template gave the server go to its replacement: they
     /// are taken off this one first (Heat does the same).
     async fn prepare_for_replace(&self, current: &Resource) -> Result<(), ResourceFailure> {

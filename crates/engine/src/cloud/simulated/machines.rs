@@ -151,14 +151,15 @@ impl World {
                 };
                 entries.push(json!({"version": if address.contains(':') { 6 } else { 4 },
                     "addr": address, "OS-EXT-IPS:type": "fixed",
-                    "OS-EXT-IPS-MAC:mac_addr": mac}));
+                    "OS-EXT-IPS-MAC:mac_addr": mac, "port": port.id}));
             }
             for floating in self.list(project, Kind::FloatingIp, |floating| {
                 floating.fields.get("port_id").and_then(Value::as_str) == Some(port.id.as_str())
             }) {
                 entries.push(json!({"version": 4,
                     "addr": floating.fields["floating_ip_address"],
-                    "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": mac}));
+                    "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": mac,
+                    "port": port.id}));
             }
         }
         addresses
