@@ -141,6 +141,13 @@ async fn a_stack_is_created_along_its_graph_and_deleted(database: &TestDatabase)
         .expect("output");
     assert_eq!(combined.value, Ok(json!("hi-world")));
     assert_eq!(combined.description, "both words");
+    // An output the template says nothing of is described as Heat does.
+    let unsaid = details
+        .outputs
+        .iter()
+        .find(|output| output.key == "secret_length")
+        .expect("output");
+    assert_eq!(unsaid.description, "No description given");
     assert_eq!(details.parameters["greeting"], json!("hi"));
     assert_eq!(details.parameters["OS::stack_name"], json!("chain"));
 

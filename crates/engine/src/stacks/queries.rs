@@ -19,6 +19,9 @@ use crate::error::{Error, Result};
 use crate::resources::ResourceTypeSchema;
 use crate::store::{EventListQuery, StackListQuery};
 
+/// The description of an output whose template gives none (Heat's).
+pub const NO_DESCRIPTION: &str = "No description given";
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutputValue {
     pub key: String,
@@ -118,7 +121,11 @@ impl StackOperations {
             .filter(|(name, _)| enabled.contains(name))
             .map(|(name, output)| OutputValue {
                 key: name.clone(),
-                description: output.description.clone().unwrap_or_default(),
+                // Heat's words for an output the template does not describe.
+                description: output
+                    .description
+                    .clone()
+                    .unwrap_or_else(|| NO_DESCRIPTION.to_owned()),
                 value: resolve(&output.value, &context, &format!("outputs.{name}.value"))
                     .map_err(|error| error.to_string()),
             })
