@@ -94,6 +94,59 @@ impl Engine {
         }
     }
 
+    /// Creates `name` and expects it CREATE_COMPLETE.
+    async fn created(&self, who: &Identity, name: &str, template: &str) -> Stack {
+        let stack = self.create(who, name, template).await;
+        assert_eq!(
+            stack.stack_status(),
+            "CREATE_COMPLETE",
+            "{name}: {}",
+            stack.status_reason
+        );
+        stack
+    }
+
+    /// Updates `name` with the same template and new `parameters`, and
+    /// expects it UPDATE_COMPLETE.
+    async fn updated(&self, who: &Identity, name: &str, parameters: &[(&str, Value)]) -> Stack {
+        let mut update = UpdateStack {
+            name_or_id: name.into(),
+            existing: true,
+            ..UpdateStack::default()
+        };
+        for (key, value) in parameters {
+            update.parameters.insert((*key).into(), value.clone());
+        }
+        self.operations
+            .update_stack(who, update)
+            .await
+            .expect("update accepted");
+        let stack = self.settled(who, name).await;
+        assert_eq!(
+            stack.stack_status(),
+            "UPDATE_COMPLETE",
+            "{name}: {}",
+            stack.status_reason
+        );
+        stack
+    }
+
+    /// `key` of each object of `kind` `project` sees that `filter` takes.
+    fn fields(
+        &self,
+        project: &str,
+        kind: Kind,
+        filter: impl Fn(&ember_engine::cloud::simulated::Object) -> bool,
+        key: &str,
+    ) -> Vec<Value> {
+        self.cloud.with(|world| {
+            world
+                .list(project, kind, |object| filter(object))
+                .map(|object| object.fields.get(key).cloned().unwrap_or(Value::Null))
+                .collect()
+        })
+    }
+
     async fn output(&self, stack: &Stack, name: &str) -> Value {
         self.operations
             .output(stack, name)
@@ -242,13 +295,7 @@ outputs:
 async fn a_template_for_a_real_cloud_runs_unchanged_and_leaves_nothing_behind() {
     let (engine, _database) = engine().await;
     let demo = member("demo");
-    let stack = engine.create(&demo, "topology", TOPOLOGY).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.created(&demo, "topology", TOPOLOGY).await;
 
     // Addresses as the services would give them.
     assert_eq!(
@@ -298,12 +345,12 @@ async fn a_template_for_a_real_cloud_runs_unchanged_and_leaves_nothing_behind() 
             .is_some_and(|ip| ip.starts_with("172.24.4.") && Some(ip) != floating.as_str()),
         "{gateway}"
     );
-    let subnets = engine.cloud.with(|world| {
-        world
-            .list("demo", Kind::Network, |net| net.name() == "app-net")
-            .map(|net| net.fields["subnets"].clone())
-            .collect::<Vec<_>>()
-    });
+    let subnets = engine.fields(
+        "demo",
+        Kind::Network,
+        |net| net.name() == "app-net",
+        "subnets",
+    );
     assert_eq!(subnets.len(), 1);
     assert_eq!(subnets[0].as_array().map(Vec::len), Some(1));
     assert!(
@@ -334,13 +381,10 @@ async fn a_template_for_a_real_cloud_runs_unchanged_and_leaves_nothing_behind() 
         engine.output(&stack, "attachment_device").await,
         json!("/dev/vdb")
     );
-    let volume_status = engine.cloud.with(|world| {
-        world
-            .list("demo", Kind::Volume, |_| true)
-            .map(|volume| volume.fields["status"].clone())
-            .collect::<Vec<_>>()
-    });
-    assert_eq!(volume_status, [json!("in-use")]);
+    assert_eq!(
+        engine.fields("demo", Kind::Volume, |_| true, "status"),
+        [json!("in-use")]
+    );
     // Two servers' interfaces, the given port and the router's interface.
     assert_eq!(engine.count("demo", Kind::Port), 3);
 
@@ -389,38 +433,21 @@ outputs:
 async fn an_update_changes_names_and_addresses_in_place() {
     let (engine, _database) = engine().await;
     let demo = member("demo");
-    let stack = engine.create(&demo, "network", NETWORK).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.created(&demo, "network", NETWORK).await;
     let (net, port) = (
         engine.output(&stack, "net").await,
         engine.output(&stack, "port").await,
     );
-    let mut update = UpdateStack {
-        name_or_id: "network".into(),
-        existing: true,
-        ..UpdateStack::default()
-    };
-    update.parameters.insert("net_name".into(), json!("second"));
-    update
-        .parameters
-        .insert("address".into(), json!("10.20.0.6"));
-    engine
-        .operations
-        .update_stack(&demo, update)
-        .await
-        .expect("update accepted");
-    let stack = engine.settled(&demo, "network").await;
-    assert_eq!(
-        stack.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine
+        .updated(
+            &demo,
+            "network",
+            &[
+                ("net_name", json!("second")),
+                ("address", json!("10.20.0.6")),
+            ],
+        )
+        .await;
     assert_eq!(engine.output(&stack, "net").await, net, "the same network");
     assert_eq!(engine.output(&stack, "port").await, port, "the same port");
     assert_eq!(engine.output(&stack, "net_name").await, json!("second"));
@@ -538,13 +565,7 @@ resources:
 async fn another_projects_objects_are_never_found_by_id_or_by_name() {
     let (engine, _database) = engine().await;
     let (alice, bob) = (member("alice"), member("bob"));
-    let stack = engine.create(&alice, "network", NETWORK).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.created(&alice, "network", NETWORK).await;
     let alices_net = engine.output(&stack, "net").await;
     let alices_net = alices_net.as_str().expect("id");
     let alices_port = engine.output(&stack, "port").await;
@@ -577,13 +598,7 @@ async fn another_projects_objects_are_never_found_by_id_or_by_name() {
 
     // By name, bob's "first" is a network of his own, never alice's.
     let by_name = "heat_template_version: 2021-04-16\nresources:\n  port: {type: OS::Neutron::Port, properties: {network: first}}\noutputs:\n  network: {value: {get_attr: [port, network_id]}}\n";
-    let stack = engine.create(&bob, "by-name", by_name).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.created(&bob, "by-name", by_name).await;
     let bobs = engine.output(&stack, "network").await;
     assert_ne!(bobs, json!(alices_net));
     // Alice's port is still hers, unbound.
@@ -609,13 +624,7 @@ resources:
     type: OS::Glance::WebImage
     properties: {location: http://example.com/b.qcow2, disk_format: qcow2, container_format: bare, protected: true}
 "#;
-    let stack = engine.create(&demo, "images", template).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    engine.created(&demo, "images", template).await;
     let protected = || {
         engine.cloud.with(|world| {
             let mut flags: Vec<(String, Value)> = world
@@ -695,13 +704,7 @@ outputs:
 async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it_was() {
     let (engine, _database) = engine().await;
     let demo = member("demo");
-    let stack = engine.create(&demo, "moving", MOVING_SERVER).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.created(&demo, "moving", MOVING_SERVER).await;
     let before = engine.output(&stack, "server").await;
     let address = engine.output(&stack, "address").await;
     assert!(
@@ -722,24 +725,7 @@ async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it
         "each address names its port: {entry}"
     );
 
-    let mut update = UpdateStack {
-        name_or_id: "moving".into(),
-        existing: true,
-        ..UpdateStack::default()
-    };
-    update.parameters.insert("on".into(), json!("b"));
-    engine
-        .operations
-        .update_stack(&demo, update)
-        .await
-        .expect("update accepted");
-    let stack = engine.settled(&demo, "moving").await;
-    assert_eq!(
-        stack.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = engine.updated(&demo, "moving", &[("on", json!("b"))]).await;
     assert_ne!(
         engine.output(&stack, "server").await,
         before,
