@@ -135,6 +135,19 @@ pub fn derived_id(stack_id: uuid::Uuid, resource_id: uuid::Uuid, kind: &str) -> 
     uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
+/// Whether a property `schema` does not let change in place changed
+/// between `old` and `new` (the default rule of
+/// [`ResourceType::needs_replacement`]).
+pub fn fixed_property_changed(
+    schema: &ResourceTypeSchema,
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+) -> bool {
+    schema.properties.iter().any(|property| {
+        !property.update_allowed && old.get(property.name) != new.get(property.name)
+    })
+}
+
 /// A maintenance lock (or unlock) reaching a resource.
 #[derive(Debug, Clone)]
 pub struct LockRequest {
@@ -339,9 +352,7 @@ pub trait ResourceType: Send + Sync + 'static {
 
     /// Whether a change of these properties can be done in place.
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
-        self.schema().properties.iter().any(|property| {
-            !property.update_allowed && old.get(property.name) != new.get(property.name)
-        })
+        fixed_property_changed(self.schema(), old, new)
     }
 
     /// A nested stack (Heat's StackResource): every stack update reaches it,

@@ -767,10 +767,7 @@ impl ResourceType for ServerResource {
         let placed = ["networks", "security_groups"]
             .iter()
             .any(|name| old.get(*name) != new.get(*name));
-        placed
-            || self.schema.properties.iter().any(|property| {
-                !property.update_allowed && old.get(property.name) != new.get(property.name)
-            })
+        placed || super::fixed_property_changed(&self.schema, old, new)
     }
 
     /// The ports the template gave the server go to its replacement: they

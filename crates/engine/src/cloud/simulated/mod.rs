@@ -245,11 +245,17 @@ impl World {
         if !kind.assumed_when_named() {
             return Err(not_found());
         }
-        Ok(self.assume(project, kind, name_or_id, external))
+        self.assume(project, kind, name_or_id, external)
     }
 
     /// Makes the object the cloud is taken to have had.
-    fn assume(&mut self, project: &str, kind: Kind, name_or_id: &str, external: bool) -> String {
+    fn assume(
+        &mut self,
+        project: &str,
+        kind: Kind,
+        name_or_id: &str,
+        external: bool,
+    ) -> Result<String, String> {
         let owner = if external { CLOUD_PROJECT } else { project };
         let given_id = Uuid::parse_str(name_or_id).is_ok();
         let id = if given_id {
@@ -277,21 +283,27 @@ impl World {
                     let bytes = hash.as_bytes();
                     format!("10.{}.{}.0/24", bytes[0], bytes[1])
                 };
-                let cidr = Cidr::parse(&cidr).expect("a CIDR made here");
                 let subnet_id = named_id(owner, Kind::Subnet, &id).to_string();
-                self.assumed.insert(subnet_id.clone());
                 let subnet_name = format!("{}-subnet", if name.is_empty() { &id } else { name });
-                self.insert_subnet(
-                    owner,
-                    &subnet_id,
-                    &id,
-                    &subnet_name,
-                    &cidr,
-                    None,
-                    None,
-                    Map::new(),
-                )
-                .expect("a subnet made here");
+                let made = Cidr::parse(&cidr).and_then(|cidr| {
+                    self.insert_subnet(
+                        owner,
+                        &subnet_id,
+                        &id,
+                        &subnet_name,
+                        &cidr,
+                        None,
+                        None,
+                        Map::new(),
+                    )
+                });
+                if let Err(refused) = made {
+                    // Nothing half made stays.
+                    self.objects.remove(&id);
+                    self.assumed.remove(&id);
+                    return Err(refused);
+                }
+                self.assumed.insert(subnet_id);
             }
             Kind::SecurityGroup => {
                 fields.insert("description".to_owned(), json!("Default security group"));
@@ -359,7 +371,7 @@ impl World {
                 });
             }
         }
-        id
+        Ok(id)
     }
 
     /// Whether `id` is one the cloud was taken to have had: its networks

@@ -136,12 +136,10 @@ impl SimulatedType {
         })?;
         let mut attributes = made.attributes;
         attributes.insert("show".to_owned(), Value::Object(made.fields.clone()));
-        let mut data = made.data;
-        data.insert("project".to_owned(), json!(request.project_id));
         Ok(ResourceOutcome {
             physical_id: made.physical_id,
             attributes,
-            data: Value::Object(data),
+            data: Value::Object(made.data),
         })
     }
 }
@@ -392,16 +390,6 @@ fn texts(properties: &Map<String, Value>, name: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The project recorded by the row that made something.
-fn recorded_project(current: &Resource) -> String {
-    current
-        .data
-        .get("project")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[cfg(test)]

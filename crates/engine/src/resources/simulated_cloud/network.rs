@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use serde_json::{Map, Value, json};
 
-use super::{Made, Make, entries, recorded_project, texts};
+use super::{Made, Make, entries, texts};
 use crate::cloud::simulated::addresses::{Cidr, Pool, to_number};
 use crate::cloud::simulated::{self, FixedIp, Kind};
 use crate::domain::Resource;
@@ -562,7 +562,6 @@ pub(super) fn remove_router_interface(
     let Some(port) = current.data.get("interface_port").and_then(Value::as_str) else {
         return Ok(());
     };
-    let _ = recorded_project(current);
     world.remove(port).map(|_| ()).map_err(ResourceFailure)
 }
 
