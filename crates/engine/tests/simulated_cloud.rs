@@ -131,6 +131,29 @@ impl Engine {
         stack
     }
 
+    /// Updates `name` to `template` and expects it UPDATE_COMPLETE.
+    async fn updated_to(&self, who: &Identity, name: &str, template: &str) -> Stack {
+        self.operations
+            .update_stack(
+                who,
+                UpdateStack {
+                    name_or_id: name.into(),
+                    template: template.into(),
+                    ..UpdateStack::default()
+                },
+            )
+            .await
+            .expect("update accepted");
+        let stack = self.settled(who, name).await;
+        assert_eq!(
+            stack.stack_status(),
+            "UPDATE_COMPLETE",
+            "{name}: {}",
+            stack.status_reason
+        );
+        stack
+    }
+
     /// `key` of each object of `kind` `project` sees that `filter` takes.
     fn fields(
         &self,
@@ -701,7 +724,7 @@ outputs:
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it_was() {
+async fn a_server_moved_to_another_network_is_replugged_in_place_and_never_left_where_it_was() {
     let (engine, _database) = engine().await;
     let demo = member("demo");
     let stack = engine.created(&demo, "moving", MOVING_SERVER).await;
@@ -726,10 +749,10 @@ async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it
     );
 
     let stack = engine.updated(&demo, "moving", &[("on", json!("b"))]).await;
-    assert_ne!(
+    assert_eq!(
         engine.output(&stack, "server").await,
         before,
-        "a new server"
+        "the same server, replugged"
     );
     let address = engine.output(&stack, "address").await;
     assert!(
@@ -738,7 +761,7 @@ async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it
             .is_some_and(|ip| ip.starts_with("10.52.0.")),
         "{address}"
     );
-    // The old server's interface went with it.
+    // Its interface on the first network went with the move.
     assert_eq!(
         engine.cloud.with(|world| {
             world
@@ -751,4 +774,165 @@ async fn a_server_moved_to_another_network_is_replaced_there_never_left_where_it
         }),
         0
     );
+    engine.delete(&demo, "moving").await;
+    assert_eq!(engine.count("demo", Kind::Port), 0, "no port left behind");
+}
+
+/// Heat's UpdateServerNetworksTest templates: `$NETWORKS` is the server's
+/// networks; the outputs name the ports of the server's addresses.
+const RENETWORKED: &str = r#"
+heat_template_version: 2016-04-08
+resources:
+  net:
+    type: OS::Neutron::Net
+    properties: {name: the_net}
+  subnet:
+    type: OS::Neutron::Subnet
+    properties: {name: the_subnet, network: {get_resource: net}, cidr: 11.11.11.0/24}
+  spare:
+    type: OS::Neutron::Port
+    properties: {network: {get_resource: net}}
+  server:
+    type: OS::Nova::Server
+    depends_on: [subnet]
+    properties:
+      image: cirros
+      flavor: m1.small
+      networks: $NETWORKS
+outputs:
+  ports:
+    value: {get_attr: [server, addresses, the_net]}
+  server:
+    value: {get_resource: server}
+  spare:
+    value: {get_resource: spare}
+"#;
+
+/// The ports of the server's addresses, in their order.
+async fn ports_of(engine: &Engine, stack: &Stack) -> Vec<String> {
+    let entries = engine.output(stack, "ports").await;
+    let mut ports: Vec<String> = entries
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry["port"].as_str().map(str::to_owned))
+        .collect();
+    ports.sort();
+    ports
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_entries_that_name_what_the_server_has_keep_its_ports_as_heat_does() {
+    let (engine, _database) = engine().await;
+    let demo = member("demo");
+    // (created with, updated to) — each update names what the server
+    // already has another way, so its ports stay.
+    let cases = [
+        (
+            "[{network: {get_resource: net}}]",
+            "[{subnet: {get_resource: subnet}}]",
+        ),
+        (
+            "[{subnet: {get_resource: subnet}}]",
+            "[{network: {get_resource: net}}]",
+        ),
+        (
+            "[{network: {get_resource: net}}]",
+            "[{network: {get_resource: net}, subnet: {get_resource: subnet}}]",
+        ),
+        (
+            "[{network: {get_resource: net}}, {network: {get_resource: net}, fixed_ip: 11.11.11.33}, {subnet: {get_resource: subnet}}]",
+            "[{subnet: {get_resource: subnet}}, {network: {get_resource: net}}, {network: {get_resource: net}, subnet: {get_resource: subnet}}]",
+        ),
+    ];
+    for (index, (before, after)) in cases.into_iter().enumerate() {
+        let name = format!("renetworked-{index}");
+        let stack = engine
+            .created(&demo, &name, &RENETWORKED.replace("$NETWORKS", before))
+            .await;
+        let server = engine.output(&stack, "server").await;
+        let ports = ports_of(&engine, &stack).await;
+        assert!(!ports.is_empty(), "{name}: addresses name their ports");
+        let stack = engine
+            .updated_to(&demo, &name, &RENETWORKED.replace("$NETWORKS", after))
+            .await;
+        assert_eq!(
+            engine.output(&stack, "server").await,
+            server,
+            "{name}: same server"
+        );
+        assert_eq!(ports_of(&engine, &stack).await, ports, "{name}: same ports");
+        engine.delete(&demo, &name).await;
+    }
+
+    // Naming the port the cloud made for the server keeps it too; a port
+    // of another subnet is swapped in, and the one made for the server goes.
+    let stack = engine
+        .created(
+            &demo,
+            "swapped",
+            &RENETWORKED.replace("$NETWORKS", "[{network: {get_resource: net}}]"),
+        )
+        .await;
+    let ports = ports_of(&engine, &stack).await;
+    let by_port = format!("[{{port: {}}}]", ports[0]);
+    let stack = engine
+        .updated_to(
+            &demo,
+            "swapped",
+            &RENETWORKED.replace("$NETWORKS", &by_port),
+        )
+        .await;
+    assert_eq!(
+        ports_of(&engine, &stack).await,
+        ports,
+        "the named port stays"
+    );
+    let stack = engine
+        .updated_to(
+            &demo,
+            "swapped",
+            &RENETWORKED.replace(
+                "$NETWORKS",
+                "[{network: {get_resource: net}, fixed_ip: 11.11.11.77}]",
+            ),
+        )
+        .await;
+    let swapped = ports_of(&engine, &stack).await;
+    assert_eq!(swapped.len(), 1);
+    assert_ne!(swapped, ports, "another address is another interface");
+    assert!(
+        engine
+            .fields("demo", Kind::Port, |port| port.id == ports[0], "id")
+            .is_empty(),
+        "the port made for the server went with its interface, as Nova deletes it"
+    );
+    // A port the stack made is plugged in and, taken off, kept unbound.
+    let spare = engine.output(&stack, "spare").await;
+    let spare = spare.as_str().expect("the spare port's id").to_owned();
+    let stack = engine
+        .updated_to(
+            &demo,
+            "swapped",
+            &RENETWORKED.replace("$NETWORKS", "[{port: {get_resource: spare}}]"),
+        )
+        .await;
+    assert_eq!(ports_of(&engine, &stack).await, vec![spare.clone()]);
+    let stack = engine
+        .updated_to(
+            &demo,
+            "swapped",
+            &RENETWORKED.replace(
+                "$NETWORKS",
+                "[{network: {get_resource: net}, fixed_ip: 11.11.11.88}]",
+            ),
+        )
+        .await;
+    assert_ne!(ports_of(&engine, &stack).await, vec![spare.clone()]);
+    assert_eq!(
+        engine.fields("demo", Kind::Port, |port| port.id == spare, "device_id"),
+        vec![json!("")],
+        "the stack's port is unbound, not deleted"
+    );
+    engine.delete(&demo, "swapped").await;
 }

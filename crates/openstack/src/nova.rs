@@ -749,6 +749,38 @@ impl Nova {
         .await
     }
 
+    /// Plugs an interface into the server: an existing port, or a new port
+    /// Nova makes on a network (with `fixed_ip` when given); returns the
+    /// port's id.
+    pub async fn attach_interface(&self, server_id: &str, plug: &InterfacePlug) -> Result<String> {
+        let attachment = match plug {
+            InterfacePlug::Port(port_id) => json!({ "port_id": port_id }),
+            InterfacePlug::Network { id, fixed_ip } => {
+                let mut attachment = json!({ "net_id": id });
+                if let Some(address) = fixed_ip {
+                    attachment["fixed_ips"] = json!([{ "ip_address": address }]);
+                }
+                attachment
+            }
+        };
+        let answer: Value = self
+            .session
+            .call(self.call(Call::post(
+                Service::Compute,
+                format!("/servers/{}/os-interface", segment(server_id)),
+                json!({ "interfaceAttachment": attachment }),
+            )))
+            .await?
+            .json()?;
+        answer["interfaceAttachment"]["port_id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| Error::Decode {
+                service: Service::Compute,
+                message: format!("an interface attachment without a port_id: {answer}"),
+            })
+    }
+
     /// Takes a port off the server (the port stays); one not attached, or
     /// a server gone, is detached.
     pub async fn detach_interface(&self, server_id: &str, port_id: &str) -> Result<()> {
@@ -765,6 +797,18 @@ impl Nova {
             .call_removing(self.call(Call::delete(Service::Compute, path)))
             .await
     }
+}
+
+/// What [`Nova::attach_interface`] plugs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InterfacePlug {
+    /// An existing port, by id.
+    Port(String),
+    /// A new port on the network `id`.
+    Network {
+        id: String,
+        fixed_ip: Option<String>,
+    },
 }
 
 /// What keeps Nova's whole answer beside the fields Ember reads.

@@ -18,6 +18,7 @@
 
 pub mod docker;
 pub mod flavors;
+pub mod interfaces;
 pub mod openstack;
 pub mod simulated;
 
@@ -148,6 +149,27 @@ pub trait ComputeDriver: Send + Sync + 'static {
     async fn release_ports(&self, instance: &Instance) -> Result<(), ComputeError> {
         let _ = instance;
         Ok(())
+    }
+
+    /// Whether [`ComputeDriver::replug`] changes a machine's interfaces in
+    /// place; a driver that cannot has its servers replaced instead.
+    fn replugs_in_place(&self) -> bool {
+        false
+    }
+
+    /// Plugs the machine into `instance.placement.networks` in place (Nova's
+    /// interface attach and detach, as Heat updates a server's networks):
+    /// each interface the machine has that a request matches stays, the
+    /// others are taken off (the ports made for it deleted, those it was
+    /// given kept), and a request nothing matches gets a new interface.
+    /// Compared with what the machine has, not with what it was asked for
+    /// before, so doing it again after a failure or a crash finishes it.
+    async fn replug(&self, instance: &Instance) -> Result<(), ComputeError> {
+        let _ = instance;
+        Err(ComputeError(format!(
+            "a {} cannot change its networks in place",
+            self.machine_noun()
+        )))
     }
 
     /// The simulated cloud the machines' networks are on: the simulated

@@ -28,9 +28,12 @@ use uuid::Uuid;
 use ember_openstack::Session;
 use ember_openstack::glance::Glance;
 use ember_openstack::neutron::{Kind, Neutron};
-use ember_openstack::nova::{NewServer, Nova, Server, ServerAction, ServerNetwork, ServerNetworks};
+use ember_openstack::nova::{
+    InterfacePlug, NewServer, Nova, Server, ServerAction, ServerNetwork, ServerNetworks,
+};
 
 use super::flavors::Flavor;
+use super::interfaces::{self, Interface, Wanted};
 use super::{
     BuildAttempt, ComputeDriver, ComputeError, MachineDetails, MachineExit, MachinePower,
     MachineState,
@@ -232,8 +235,29 @@ impl NovaDriver {
                 ..ServerNetwork::default()
             });
         };
-        // Nova cannot be asked for a subnet: a port on it is made (as Heat
-        // makes its "internal ports"), found again by its name and tag.
+        Ok(ServerNetwork {
+            port_id: Some(
+                self.subnet_port(neutron, instance, tag, index, subnet, request)
+                    .await?,
+            ),
+            tag: request.tag.clone(),
+            ..ServerNetwork::default()
+        })
+    }
+
+    /// The port made for the `index`th interface, on `subnet` (Nova cannot
+    /// be asked for a subnet: a port on it is made, as Heat makes its
+    /// "internal ports"), tagged with the instance. One an earlier attempt
+    /// made and left unattached is found again by its name and tag.
+    async fn subnet_port(
+        &self,
+        neutron: &Neutron,
+        instance: &Instance,
+        tag: &str,
+        index: usize,
+        subnet: &str,
+        request: &NetworkRequest,
+    ) -> Result<String, ComputeError> {
         let subnet_id = neutron
             .find_id(Kind::Subnet, subnet)
             .await
@@ -243,60 +267,73 @@ impl NovaDriver {
             .list(Kind::Port, &[("tags", tag), ("name", &name)])
             .await
             .map_err(failure)?;
-        let port = match existing.into_iter().next() {
-            Some(port) => port,
-            None => {
-                let subnet = neutron
-                    .get(Kind::Subnet, &subnet_id)
-                    .await
-                    .map_err(failure)?
-                    .ok_or_else(|| ComputeError(format!("subnet {subnet_id} is gone")))?;
-                let mut fixed_ip = json!({ "subnet_id": subnet_id });
-                if let Some(address) = &request.fixed_ip {
-                    fixed_ip["ip_address"] = json!(address);
-                }
-                let mut attributes = Map::new();
-                attributes.insert("name".to_owned(), json!(name));
-                attributes.insert("network_id".to_owned(), subnet["network_id"].clone());
-                attributes.insert("fixed_ips".to_owned(), json!([fixed_ip]));
-                // Nova puts the server's security groups only on the ports
-                // it makes: a port made here gets them from Ember, as Heat
-                // gives them to its internal ports.
-                if !instance.placement.security_groups.is_empty() {
-                    let groups = crate::resources::openstack::neutron::security_group_ids(
-                        neutron,
-                        &instance.project_id,
-                        &instance.placement.security_groups,
-                    )
-                    .await
-                    .map_err(|error| ComputeError(error.0))?;
-                    attributes.insert("security_groups".to_owned(), json!(groups));
-                }
-                neutron
-                    .create(Kind::Port, attributes, &[tag.to_owned()])
-                    .await
-                    .map_err(failure)?
-            }
-        };
-        Ok(ServerNetwork {
-            port_id: port["id"].as_str().map(str::to_owned),
-            tag: request.tag.clone(),
-            ..ServerNetwork::default()
-        })
+        let unattached = existing.into_iter().find(|port| {
+            port["device_id"].as_str().unwrap_or_default().is_empty()
+                && port["fixed_ips"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|fixed| fixed["subnet_id"].as_str() == Some(&subnet_id))
+        });
+        if let Some(id) = unattached.as_ref().and_then(|port| port["id"].as_str()) {
+            return Ok(id.to_owned());
+        }
+        let subnet = neutron
+            .get(Kind::Subnet, &subnet_id)
+            .await
+            .map_err(failure)?
+            .ok_or_else(|| ComputeError(format!("subnet {subnet_id} is gone")))?;
+        let mut fixed_ip = json!({ "subnet_id": subnet_id });
+        if let Some(address) = &request.fixed_ip {
+            fixed_ip["ip_address"] = json!(address);
+        }
+        let mut attributes = Map::new();
+        attributes.insert("name".to_owned(), json!(name));
+        attributes.insert("network_id".to_owned(), subnet["network_id"].clone());
+        attributes.insert("fixed_ips".to_owned(), json!([fixed_ip]));
+        // Nova puts the server's security groups only on the ports it
+        // makes: a port made here gets them from Ember, as Heat gives them
+        // to its internal ports.
+        if let Some(groups) = self.security_group_ids(neutron, instance).await? {
+            attributes.insert("security_groups".to_owned(), groups);
+        }
+        let port = neutron
+            .create(Kind::Port, attributes, &[tag.to_owned()])
+            .await
+            .map_err(failure)?;
+        port["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ComputeError(format!("Neutron made a port without an id: {port}")))
     }
 
-    /// Deletes the ports made for the instance's subnets.
+    /// The ids of the instance's security groups (`None`: it names none).
+    async fn security_group_ids(
+        &self,
+        neutron: &Neutron,
+        instance: &Instance,
+    ) -> Result<Option<Value>, ComputeError> {
+        if instance.placement.security_groups.is_empty() {
+            return Ok(None);
+        }
+        let groups = crate::resources::openstack::neutron::security_group_ids(
+            neutron,
+            &instance.project_id,
+            &instance.placement.security_groups,
+        )
+        .await
+        .map_err(|error| ComputeError(error.0))?;
+        Ok(Some(json!(groups)))
+    }
+
+    /// Deletes the ports made for the instance (for its subnets, now or
+    /// before a replug: looked for whatever its networks say now).
     async fn delete_made_ports(
         &self,
         session: &Session,
         instance: &Instance,
     ) -> Result<(), ComputeError> {
-        if !instance
-            .placement
-            .networks
-            .iter()
-            .any(|network| network.subnet.is_some() && network.port.is_none())
-        {
+        if instance.placement.networks.is_empty() {
             return Ok(());
         }
         let neutron = Neutron::new(session);
@@ -651,28 +688,84 @@ impl ComputeDriver for NovaDriver {
             nova.detach_interface(&server.id, &port_id)
                 .await
                 .map_err(failure)?;
-            let deadline = Instant::now() + SETTLE_TIMEOUT;
-            let mut pause = Duration::from_millis(200);
-            loop {
-                let device = neutron
-                    .get(Kind::Port, &port_id)
+            wait_port(&neutron, &port_id, &server.id, false).await?;
+        }
+        Ok(())
+    }
+
+    fn replugs_in_place(&self) -> bool {
+        true
+    }
+
+    async fn replug(&self, instance: &Instance) -> Result<(), ComputeError> {
+        let session = self.session(instance)?;
+        let nova = self.nova(&session).await?;
+        let server = self
+            .find(&nova, instance)
+            .await?
+            .ok_or_else(|| ComputeError(format!("{} has no server to replug", instance.label())))?;
+        let neutron = Neutron::new(&session);
+        let tag = instance_tag(instance.uuid);
+        let ports = neutron
+            .list(Kind::Port, &[("device_id", server.id.as_str())])
+            .await
+            .map_err(failure)?;
+        let interfaces: Vec<Interface> = ports.iter().map(interface_of).collect();
+        let mut wanted = Vec::with_capacity(instance.placement.networks.len());
+        for (index, request) in instance.placement.networks.iter().enumerate() {
+            wanted.push(
+                resolve(&neutron, request)
                     .await
-                    .map_err(failure)?
-                    .and_then(|port| port["device_id"].as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                if device != server.id {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    return Err(ComputeError(format!(
-                        "port {port_id} is still on server {} after {} s",
-                        server.id,
-                        SETTLE_TIMEOUT.as_secs()
-                    )));
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(2));
+                    .map_err(|error| ComputeError(format!("networks[{index}]: {error}")))?,
+            );
+        }
+        let plan = interfaces::plan(&wanted, &interfaces);
+        for &at in &plan.detach {
+            let port_id = &interfaces[at].port;
+            nova.detach_interface(&server.id, port_id)
+                .await
+                .map_err(failure)?;
+            wait_port(&neutron, port_id, &server.id, false).await?;
+            // A port made for the instance goes with its interface (Nova
+            // deletes the ones it made itself; a given port stays).
+            let made = ports[at]["tags"]
+                .as_array()
+                .is_some_and(|tags| tags.iter().any(|each| each.as_str() == Some(&tag)));
+            if made {
+                neutron.delete(Kind::Port, port_id).await.map_err(failure)?;
             }
+        }
+        for &index in &plan.attach {
+            let request = &instance.placement.networks[index];
+            let resolved = &wanted[index];
+            let plug = match (&resolved.port, &request.subnet) {
+                (Some(port), _) => InterfacePlug::Port(port.clone()),
+                (None, Some(subnet)) => InterfacePlug::Port(
+                    self.subnet_port(&neutron, instance, &tag, index, subnet, request)
+                        .await?,
+                ),
+                (None, None) => InterfacePlug::Network {
+                    id: resolved.network.clone().unwrap_or_default(),
+                    fixed_ip: request.fixed_ip.clone(),
+                },
+            };
+            let port_id = nova
+                .attach_interface(&server.id, &plug)
+                .await
+                .map_err(|error| ComputeError(format!("networks[{index}]: {error}")))?;
+            // Nova gives the port it makes the project's default group:
+            // the server's own groups are put on it, as Heat does.
+            if matches!(plug, InterfacePlug::Network { .. })
+                && let Some(groups) = self.security_group_ids(&neutron, instance).await?
+            {
+                let mut attributes = Map::new();
+                attributes.insert("security_groups".to_owned(), groups);
+                neutron
+                    .update(Kind::Port, &port_id, attributes)
+                    .await
+                    .map_err(failure)?;
+            }
+            wait_port(&neutron, &port_id, &server.id, true).await?;
         }
         Ok(())
     }
@@ -716,6 +809,75 @@ impl ComputeDriver for NovaDriver {
         }
         Ok(Some(details))
     }
+}
+
+/// Waits until the port is on the server (`attached`) or off it.
+async fn wait_port(
+    neutron: &Neutron,
+    port_id: &str,
+    server_id: &str,
+    attached: bool,
+) -> Result<(), ComputeError> {
+    let deadline = Instant::now() + SETTLE_TIMEOUT;
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let device = neutron
+            .get(Kind::Port, port_id)
+            .await
+            .map_err(failure)?
+            .and_then(|port| port["device_id"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        if (device == server_id) == attached {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(ComputeError(format!(
+                "port {port_id} is still {} server {server_id} after {} s",
+                if attached { "not on" } else { "on" },
+                SETTLE_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// A port of the server as an interface to match requests against.
+fn interface_of(port: &Value) -> Interface {
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    Interface {
+        port: text(&port["id"]),
+        network: text(&port["network_id"]),
+        fixed_ips: port["fixed_ips"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|fixed| (text(&fixed["subnet_id"]), text(&fixed["ip_address"])))
+            .collect(),
+    }
+}
+
+/// A network request with its names resolved to ids (the owner's view).
+async fn resolve(neutron: &Neutron, request: &NetworkRequest) -> Result<Wanted, ComputeError> {
+    let id = |kind: Kind, name: &Option<String>| {
+        let name = name.clone();
+        async move {
+            match name {
+                Some(name) => neutron
+                    .find_id(kind, &name)
+                    .await
+                    .map(Some)
+                    .map_err(failure),
+                None => Ok(None),
+            }
+        }
+    };
+    Ok(Wanted {
+        port: id(Kind::Port, &request.port).await?,
+        network: id(Kind::Network, &request.network).await?,
+        subnet: id(Kind::Subnet, &request.subnet).await?,
+        fixed_ip: request.fixed_ip.clone(),
+    })
 }
 
 /// Gives each of the server's addresses the id of its port (the port

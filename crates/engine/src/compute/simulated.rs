@@ -313,7 +313,7 @@ impl ComputeDriver for SimulatedDriver {
     async fn delete(&self, instance: &Instance) -> Result<(), ComputeError> {
         self.simulate(InstanceTask::Delete, instance).await?;
         self.cloud.with(|world| {
-            world.unplug(instance.uuid, &instance.placement.networks, false);
+            world.unplug(instance.uuid, false);
         });
         self.forget(instance.uuid);
         Ok(())
@@ -325,9 +325,25 @@ impl ComputeDriver for SimulatedDriver {
 
     async fn release_ports(&self, instance: &Instance) -> Result<(), ComputeError> {
         self.cloud.with(|world| {
-            world.unplug(instance.uuid, &instance.placement.networks, true);
+            world.unplug(instance.uuid, true);
         });
         Ok(())
+    }
+
+    fn replugs_in_place(&self) -> bool {
+        true
+    }
+
+    async fn replug(&self, instance: &Instance) -> Result<(), ComputeError> {
+        self.cloud
+            .with(|world| {
+                world.replug(
+                    &instance.project_id,
+                    instance.uuid,
+                    &instance.placement.networks,
+                )
+            })
+            .map_err(ComputeError)
     }
 
     /// A machine with interfaces shows their addresses, as Nova shows a

@@ -407,11 +407,13 @@ pub struct NewInstance {
 }
 
 /// What a caller may change on an existing instance. `metadata` replaces
-/// the whole map.
+/// the whole map; `networks` replaces the placement's interfaces (the
+/// machine is replugged in place, where its driver can).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct InstanceChanges {
     pub name: Option<String>,
     pub metadata: Option<BTreeMap<String, String>>,
+    pub networks: Option<Vec<placement::NetworkRequest>>,
 }
 
 impl Instance {

@@ -128,6 +128,7 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
             metadata: request
                 .metadata
                 .map(|metadata| metadata.items.into_iter().collect()),
+            networks: None,
         };
         reply(&self.instances.update(&caller, uuid, changes).await?)
     }

@@ -297,6 +297,29 @@ impl InstanceService {
             .map_err(Error::InvalidInput)
     }
 
+    /// Whether a change of an instance's networks replugs its machine in
+    /// place (else whoever asks replaces the instance).
+    pub fn replugs_in_place(&self) -> bool {
+        self.driver.replugs_in_place()
+    }
+
+    async fn replug(&self, next: &Instance) -> Result<()> {
+        if !self.driver.replugs_in_place() {
+            return Err(Error::InvalidInput(format!(
+                "{}: the {} driver cannot change a machine's networks in place",
+                next.label(),
+                self.driver.name()
+            )));
+        }
+        self.driver
+            .check_placement(&next.placement)
+            .map_err(Error::InvalidInput)?;
+        self.driver
+            .replug(next)
+            .await
+            .map_err(|error| Error::Unavailable(format!("cannot replug {}: {error}", next.label())))
+    }
+
     /// Takes the ports the instance was given off its machine, for a
     /// replacement to take (see [`ComputeDriver::release_ports`]).
     pub async fn release_ports(&self, caller: &Identity, uuid: Uuid) -> Result<()> {
@@ -599,6 +622,11 @@ impl InstanceService {
                     self.driver.apply_details(&next).await.map_err(|error| {
                         Error::Unavailable(format!("cannot update {}: {error}", next.label()))
                     })?;
+                    // The record says the new networks only once the
+                    // machine has them (replugging again is harmless).
+                    if next.placement.networks != instance.placement.networks {
+                        self.replug(&next).await?;
+                    }
                 }
                 _ => {}
             }

@@ -745,6 +745,9 @@ impl ResourceType for ServerResource {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             metadata: Some(string_metadata(&request.properties)),
+            // Replugged in place when they changed (needs_replacement let
+            // this update through only where the driver can).
+            networks: Some(placement_of(&request.properties)?.networks),
         };
         let instance = self
             .instances
@@ -758,16 +761,20 @@ impl ResourceType for ServerResource {
         self.remove(current, Attempt::First).await
     }
 
-    /// Where the machine is plugged in is fixed when it is made: a change
-    /// of `networks` or `security_groups` replaces the server (Heat
-    /// attaches and detaches interfaces in place; the schema keeps Heat's
-    /// `update_allowed`, so the difference is here, not in what the API
-    /// shows).
+    /// A change of `networks` replugs the machine in place, as Heat
+    /// attaches and detaches interfaces, where the driver can (Nova, the
+    /// simulated cloud); from or to no networks at all, or on a driver
+    /// that cannot, it replaces the server. A change of `security_groups`
+    /// replaces it (Heat changes the ports' groups in place). The schema
+    /// keeps Heat's `update_allowed`, so the difference is here, not in
+    /// what the API shows.
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
-        let placed = ["networks", "security_groups"]
-            .iter()
-            .any(|name| old.get(*name) != new.get(*name));
-        placed || super::fixed_property_changed(&self.schema, old, new)
+        let given = |properties: &Map<String, Value>| matches!(properties.get("networks"), Some(Value::Array(list)) if !list.is_empty());
+        let networks_replace = old.get("networks") != new.get("networks")
+            && !(self.instances.replugs_in_place() && given(old) && given(new));
+        networks_replace
+            || old.get("security_groups") != new.get("security_groups")
+            || super::fixed_property_changed(&self.schema, old, new)
     }
 
     /// The ports the template gave the server go to its replacement: they

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{FixedIp, Kind, Object, World, mac_address};
+use crate::compute::interfaces::{self, Interface, Wanted};
 use crate::domain::instance::placement::NetworkRequest;
 
 /// What binds a port to a machine (Nova's `device_owner`).
@@ -23,108 +24,168 @@ impl World {
         instance: Uuid,
         networks: &[NetworkRequest],
     ) -> Result<(), String> {
-        let device = instance.to_string();
         for (index, request) in networks.iter().enumerate() {
-            if let Some(port) = &request.port {
-                let port_id = self.find(project, Kind::Port, port)?;
-                let fields = self
-                    .fields_mut(&port_id)
-                    .ok_or_else(|| format!("Port {port_id} could not be found."))?;
-                let bound = fields
-                    .get("device_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !bound.is_empty() && bound != device {
-                    return Err(format!("Port {port_id} is still in use."));
-                }
-                fields.insert("device_id".to_owned(), json!(device));
-                fields.insert("device_owner".to_owned(), json!(COMPUTE_OWNER));
-                fields.insert("status".to_owned(), json!("ACTIVE"));
+            let port_id = interface_id(instance, &index.to_string());
+            if request.port.is_none() && self.get_any(&port_id).is_some() {
                 continue;
             }
-            let port_id = interface_id(instance, index);
-            if self.get_any(&port_id).is_some() {
-                continue;
-            }
-            let subnet_id = match &request.subnet {
-                Some(subnet) => Some(self.find(project, Kind::Subnet, subnet)?),
-                None => None,
-            };
-            let network_id = match (&request.network, &subnet_id) {
-                (Some(network), _) => self.find(project, Kind::Network, network)?,
-                (None, Some(subnet)) => self
-                    .get_any(subnet)
-                    .and_then(|subnet| subnet.fields.get("network_id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                (None, None) => continue,
-            };
-            let wanted = if subnet_id.is_some() || request.fixed_ip.is_some() {
-                vec![FixedIp {
-                    subnet_id,
-                    ip_address: request.fixed_ip.clone(),
-                }]
-            } else {
-                Vec::new()
-            };
-            let fixed_ips = self.allocate(project, &network_id, &wanted)?;
-            let mut fields = Map::new();
-            fields.insert("name".to_owned(), json!(format!("eth{index}")));
-            fields.insert("network_id".to_owned(), json!(network_id));
-            fields.insert("tenant_id".to_owned(), json!(project));
-            fields.insert("project_id".to_owned(), json!(project));
-            fields.insert("mac_address".to_owned(), json!(mac_address(&port_id)));
-            fields.insert("fixed_ips".to_owned(), json!(fixed_ips));
-            fields.insert("status".to_owned(), json!("ACTIVE"));
-            fields.insert("device_id".to_owned(), json!(device));
-            fields.insert("device_owner".to_owned(), json!(COMPUTE_OWNER));
-            fields.insert("admin_state_up".to_owned(), json!(true));
-            fields.insert("security_groups".to_owned(), json!([]));
-            self.insert(Object {
-                id: port_id,
-                project: project.to_owned(),
-                kind: Kind::Port,
-                fields,
+            self.plug_one(project, instance, index, request, port_id)?;
+        }
+        Ok(())
+    }
+
+    /// Plugs the machine into `networks` in place, as Nova's interface
+    /// attach and detach would (see `crate::compute::interfaces`): the
+    /// interfaces a request matches stay, the others go (a port made for
+    /// the machine is deleted, a given one unbound), and each request left
+    /// gets a new interface.
+    pub fn replug(
+        &mut self,
+        project: &str,
+        instance: Uuid,
+        networks: &[NetworkRequest],
+    ) -> Result<(), String> {
+        let device = instance.to_string();
+        let ports: Vec<&Object> = self
+            .objects
+            .values()
+            .filter(|port| port.kind == Kind::Port && bound_to(port, &device))
+            .collect();
+        let interfaces: Vec<Interface> = ports.iter().map(|port| interface_of(port)).collect();
+        let mut wanted = Vec::with_capacity(networks.len());
+        for request in networks {
+            wanted.push(Wanted {
+                port: self.resolve(project, Kind::Port, &request.port)?,
+                network: self.resolve(project, Kind::Network, &request.network)?,
+                subnet: self.resolve(project, Kind::Subnet, &request.subnet)?,
+                fixed_ip: request.fixed_ip.clone(),
             });
         }
+        let plan = interfaces::plan(&wanted, &interfaces);
+        for &at in &plan.detach {
+            let port_id = interfaces[at].port.clone();
+            self.unplug_port(&port_id);
+        }
+        for &index in &plan.attach {
+            let port_id = (0..)
+                .map(|generation| interface_id(instance, &format!("{index}.{generation}")))
+                .find(|id| self.get_any(id).is_none())
+                .unwrap_or_default();
+            self.plug_one(project, instance, index, &networks[index], port_id)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(
+        &mut self,
+        project: &str,
+        kind: Kind,
+        name: &Option<String>,
+    ) -> Result<Option<String>, String> {
+        name.as_ref()
+            .map(|name| self.find(project, kind, name))
+            .transpose()
+    }
+
+    /// Binds the given port to the machine, or makes it the port `port_id`
+    /// on the requested network or subnet.
+    fn plug_one(
+        &mut self,
+        project: &str,
+        instance: Uuid,
+        index: usize,
+        request: &NetworkRequest,
+        port_id: String,
+    ) -> Result<(), String> {
+        let device = instance.to_string();
+        if let Some(port) = &request.port {
+            let port_id = self.find(project, Kind::Port, port)?;
+            let fields = self
+                .fields_mut(&port_id)
+                .ok_or_else(|| format!("Port {port_id} could not be found."))?;
+            let bound = fields
+                .get("device_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !bound.is_empty() && bound != device {
+                return Err(format!("Port {port_id} is still in use."));
+            }
+            fields.insert("device_id".to_owned(), json!(device));
+            fields.insert("device_owner".to_owned(), json!(COMPUTE_OWNER));
+            fields.insert("status".to_owned(), json!("ACTIVE"));
+            return Ok(());
+        }
+        let subnet_id = match &request.subnet {
+            Some(subnet) => Some(self.find(project, Kind::Subnet, subnet)?),
+            None => None,
+        };
+        let network_id = match (&request.network, &subnet_id) {
+            (Some(network), _) => self.find(project, Kind::Network, network)?,
+            (None, Some(subnet)) => self
+                .get_any(subnet)
+                .and_then(|subnet| subnet.fields.get("network_id"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            (None, None) => return Ok(()),
+        };
+        let wanted = if subnet_id.is_some() || request.fixed_ip.is_some() {
+            vec![FixedIp {
+                subnet_id,
+                ip_address: request.fixed_ip.clone(),
+            }]
+        } else {
+            Vec::new()
+        };
+        let fixed_ips = self.allocate(project, &network_id, &wanted)?;
+        let mut fields = Map::new();
+        fields.insert("name".to_owned(), json!(format!("eth{index}")));
+        fields.insert("network_id".to_owned(), json!(network_id));
+        fields.insert("tenant_id".to_owned(), json!(project));
+        fields.insert("project_id".to_owned(), json!(project));
+        fields.insert("mac_address".to_owned(), json!(mac_address(&port_id)));
+        fields.insert("fixed_ips".to_owned(), json!(fixed_ips));
+        fields.insert("status".to_owned(), json!("ACTIVE"));
+        fields.insert("device_id".to_owned(), json!(device));
+        fields.insert("device_owner".to_owned(), json!(COMPUTE_OWNER));
+        fields.insert("admin_state_up".to_owned(), json!(true));
+        fields.insert("security_groups".to_owned(), json!([]));
+        self.made_ports.insert(port_id.clone());
+        self.insert(Object {
+            id: port_id,
+            project: project.to_owned(),
+            kind: Kind::Port,
+            fields,
+        });
         Ok(())
     }
 
     /// Takes the machine's interfaces away: the ports made for it go, the
     /// ports it was given stay, unbound (`given_only`: only those).
-    pub fn unplug(&mut self, instance: Uuid, networks: &[NetworkRequest], given_only: bool) {
+    pub fn unplug(&mut self, instance: Uuid, given_only: bool) {
         let device = instance.to_string();
-        let ours: Vec<String> = networks
-            .iter()
-            .enumerate()
-            .filter(|(_, request)| request.port.is_none())
-            .map(|(index, _)| interface_id(instance, index))
-            .collect();
-        if !given_only {
-            for port in &ours {
-                // Nothing but this machine holds it.
-                let _ = self.remove(port);
-            }
-        }
-        let given: Vec<String> = self
+        let bound: Vec<String> = self
             .objects
             .values()
-            .filter(|port| {
-                port.kind == Kind::Port
-                    && !ours.contains(&port.id)
-                    && port.fields.get("device_id").and_then(Value::as_str) == Some(device.as_str())
-                    && port.fields.get("device_owner").and_then(Value::as_str)
-                        == Some(COMPUTE_OWNER)
-            })
+            .filter(|port| port.kind == Kind::Port && bound_to(port, &device))
             .map(|port| port.id.clone())
+            .filter(|port| !given_only || !self.made_ports.contains(port))
             .collect();
-        for port in given {
-            if let Some(fields) = self.fields_mut(&port) {
-                fields.insert("device_id".to_owned(), json!(""));
-                fields.insert("device_owner".to_owned(), json!(""));
-                fields.insert("status".to_owned(), json!("DOWN"));
-            }
+        for port in bound {
+            self.unplug_port(&port);
+        }
+    }
+
+    /// Takes one interface off its machine: a port made for it is deleted,
+    /// a given one unbound.
+    fn unplug_port(&mut self, port: &str) {
+        if self.made_ports.remove(port) {
+            // Nothing but its machine holds it.
+            let _ = self.remove(port);
+        } else if let Some(fields) = self.fields_mut(port) {
+            fields.insert("device_id".to_owned(), json!(""));
+            fields.insert("device_owner".to_owned(), json!(""));
+            fields.insert("status".to_owned(), json!("DOWN"));
         }
     }
 
@@ -166,7 +227,29 @@ impl World {
     }
 }
 
-/// The id of the port made for the machine's `index`th interface.
-fn interface_id(instance: Uuid, index: usize) -> String {
-    super::named_id(&instance.to_string(), Kind::Port, &index.to_string()).to_string()
+/// The id of the port made for the machine's interface `which` (its
+/// index at build; with a generation after a replug).
+fn interface_id(instance: Uuid, which: &str) -> String {
+    super::named_id(&instance.to_string(), Kind::Port, which).to_string()
+}
+
+/// Whether the port is one of the machine `device`'s interfaces.
+fn bound_to(port: &Object, device: &str) -> bool {
+    port.fields.get("device_id").and_then(Value::as_str) == Some(device)
+        && port.fields.get("device_owner").and_then(Value::as_str) == Some(COMPUTE_OWNER)
+}
+
+/// A machine's port as an interface to match requests against.
+fn interface_of(port: &Object) -> Interface {
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    Interface {
+        port: port.id.clone(),
+        network: text(&port.fields["network_id"]),
+        fixed_ips: port.fields["fixed_ips"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|fixed| (text(&fixed["subnet_id"]), text(&fixed["ip_address"])))
+            .collect(),
+    }
 }

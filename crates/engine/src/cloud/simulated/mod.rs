@@ -30,7 +30,7 @@
 pub mod addresses;
 mod machines;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::Mutex;
 
@@ -147,6 +147,9 @@ pub struct World {
     /// The objects taken to be the cloud's own (see the module's doc), and
     /// their subnets.
     assumed: BTreeSet<String>,
+    /// The ports made for machines (deleted with their interface; the
+    /// ports a machine was given stay).
+    made_ports: HashSet<String>,
 }
 
 impl World {

@@ -272,9 +272,9 @@ fn begin_change(
 }
 
 fn apply_changes(next: &mut Instance, changes: &InstanceChanges) -> Result<()> {
-    if changes.name.is_none() && changes.metadata.is_none() {
+    if changes.name.is_none() && changes.metadata.is_none() && changes.networks.is_none() {
         return Err(Error::InvalidInput(
-            "nothing to update: give a name or metadata".to_owned(),
+            "nothing to update: give a name, metadata or networks".to_owned(),
         ));
     }
     if let Some(name) = &changes.name {
@@ -284,6 +284,10 @@ fn apply_changes(next: &mut Instance, changes: &InstanceChanges) -> Result<()> {
     if let Some(metadata) = &changes.metadata {
         validate_metadata(metadata)?;
         next.metadata = metadata.clone();
+    }
+    if let Some(networks) = &changes.networks {
+        next.placement.networks = networks.clone();
+        next.placement.validate()?;
     }
     Ok(())
 }
@@ -406,7 +410,7 @@ mod tests {
         vec![
             InstanceRequest::Update(InstanceChanges {
                 name: Some("web-2".into()),
-                metadata: None,
+                ..InstanceChanges::default()
             }),
             InstanceRequest::Delete,
             InstanceRequest::Power(PowerAction::Off),
@@ -695,6 +699,7 @@ mod tests {
         let changes = InstanceChanges {
             name: Some("web-2".into()),
             metadata: Some(BTreeMap::from([("tier".into(), "front".into())])),
+            networks: None,
         };
         let next = after(&member(), &active(), &InstanceRequest::Update(changes));
         assert_eq!(next.name, "web-2");

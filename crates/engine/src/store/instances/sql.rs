@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::entity::{instance_events, instances};
 use super::{InstanceEvent, InstanceListQuery, InstanceStore, OBSERVED_EVENT, TaskOutcome};
 use crate::domain::instance::observation::Observation;
+use crate::domain::instance::placement::Placement;
 use crate::domain::instance::{
     Instance, InstanceStatus, InstanceTask, LockedBy, MaintenanceLock, PowerState, Workload,
 };
@@ -80,6 +81,11 @@ fn metadata_json(metadata: &BTreeMap<String, String>) -> Value {
             .map(|(key, value)| (key.clone(), Value::String(value.clone())))
             .collect(),
     )
+}
+
+/// NULL for a placement that says nothing.
+fn placement_json(placement: &Placement) -> Option<Value> {
+    (!placement.is_empty()).then(|| serde_json::to_value(placement).unwrap_or(Value::Null))
 }
 
 fn string_list_json(items: &[String]) -> Option<Value> {
@@ -177,8 +183,7 @@ fn instance_row(instance: &Instance) -> instances::ActiveModel {
         ),
         command: Set(string_list_json(&instance.workload.command)),
         env: Set((!instance.workload.env.is_empty()).then(|| metadata_json(&instance.workload.env))),
-        placement: Set((!instance.placement.is_empty())
-            .then(|| serde_json::to_value(&instance.placement).unwrap_or(Value::Null))),
+        placement: Set(placement_json(&instance.placement)),
         delegation: Set(instance
             .delegation
             .as_ref()
@@ -377,6 +382,10 @@ impl InstanceStore for SqlInstanceStore {
             (
                 instances::Column::Metadata,
                 Expr::value(metadata_json(&next.metadata)),
+            ),
+            (
+                instances::Column::Placement,
+                Expr::value(placement_json(&next.placement)),
             ),
         ];
         self.write_if_unchanged(next, columns).await
