@@ -55,7 +55,7 @@ async fn bad_bodies_and_bad_templates_are_400_naming_what_is_wrong() {
         // still checked.
         (
             json!({"stack_name": "x", "template": {}, "colour": "red"}),
-            "the template has no heat_template_version",
+            "The template version is invalid: Template version was not provided",
         ),
         (
             json!({"stack_name": "x", "template_url": "http://example.org/t.yaml"}),

@@ -456,13 +456,20 @@ impl pb::stack_service_server::StackService for StackHandler {
                     .map(struct_to_map)
                     .unwrap_or_default(),
             },
+            request.show_nested,
         )?;
+        let environment = match &report.environment {
+            serde_json::Value::Object(environment) => environment.clone(),
+            _ => serde_json::Map::new(),
+        };
         Ok(Response::new(pb::ValidateTemplateResponse {
             description: report.description,
             parameters: Some(map_to_struct(&report.parameters)),
             parameter_groups: Some(prost_types::ListValue {
                 values: report.parameter_groups.iter().map(json_to_proto).collect(),
             }),
+            environment: Some(map_to_struct(&environment)),
+            nested_parameters: Some(map_to_struct(&report.nested_parameters)),
         }))
     }
 

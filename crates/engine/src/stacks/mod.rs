@@ -24,6 +24,7 @@ mod run_end;
 mod signal;
 mod snapshots;
 mod update;
+mod validation;
 mod writer;
 
 use std::collections::BTreeMap;
@@ -45,13 +46,14 @@ pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
 pub use orphans::Swept;
 pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;
-pub use queries::{OutputValue, ResourceView, StackDetails, ValidationReport};
+pub use queries::{OutputValue, ResourceView, StackDetails};
 pub(crate) use run_end::{
     complete_or_fail, conclude, end, final_state, finish, operation_timeout,
     stop_without_final_state,
 };
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
+pub use validation::ValidationReport;
 pub use writer::{TakeRecord, TransitionWriter};
 
 use crate::domain::template::{StackIdentity, TemplateError};

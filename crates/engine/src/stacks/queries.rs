@@ -1,19 +1,17 @@
 //! Read-side operations: a stack with its outputs and parameters, its
-//! resources with who requires them, its events, its template, validation
-//! reports and resource type schemas.
+//! resources with who requires them, its events, its template and
+//! resource type schemas.
 
 use std::collections::BTreeMap;
 
 use ember_runtime::Identity;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::StackOperations;
 use super::context::RuntimeContext;
-use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
-use crate::domain::template::{
-    HIDDEN_VALUE_MASK, PSEUDO_PARAMETERS, ParameterType, StackIdentity, resolve,
-};
+use super::definition::ParsedStack;
+use crate::domain::template::{PSEUDO_PARAMETERS, resolve};
 use crate::domain::{Event, Resource, Stack, StackDefinition};
 use crate::error::{Error, Result};
 use crate::resources::ResourceTypeSchema;
@@ -44,14 +42,6 @@ pub struct ResourceView {
     pub resource: Resource,
     pub stack_name: String,
     pub required_by: Vec<String>,
-}
-
-/// Heat's validate answer.
-#[derive(Debug, Clone)]
-pub struct ValidationReport {
-    pub description: String,
-    pub parameters: Map<String, Value>,
-    pub parameter_groups: Vec<Value>,
 }
 
 impl StackOperations {
@@ -284,91 +274,10 @@ impl StackOperations {
         self.store().load_definition(stack.id).await
     }
 
-    /// Checks a template (and environment, parameters) as a create would,
-    /// and describes its parameters the way Heat's validate does.
-    pub fn validate_template(
-        &self,
-        identity: &Identity,
-        input: DefinitionInput<'_>,
-    ) -> Result<ValidationReport> {
-        let definition = definition_from_input(input)?;
-        let parsed = ParsedStack::build(
-            &definition,
-            StackIdentity {
-                stack_name: "validate".to_owned(),
-                stack_id: Uuid::nil().to_string(),
-                project_id: identity.project_id.clone(),
-            },
-            self.registry(),
-        );
-        // Missing parameter values are fine for validate: report the schema.
-        let template = match parsed {
-            Ok(parsed) => parsed.template,
-            Err(error) if error.path.starts_with("parameters") => {
-                crate::domain::template::Template::from_value(definition.template.clone())?
-            }
-            Err(error) => return Err(error.into()),
-        };
-        let mut parameters = Map::new();
-        for (name, schema) in &template.parameters {
-            let mut entry = Map::new();
-            entry.insert(
-                "Type".to_owned(),
-                json!(heat_parameter_type(schema.parameter_type)),
-            );
-            entry.insert(
-                "Description".to_owned(),
-                json!(schema.description.clone().unwrap_or_default()),
-            );
-            entry.insert(
-                "Label".to_owned(),
-                json!(schema.label.clone().unwrap_or_else(|| name.clone())),
-            );
-            entry.insert(
-                "NoEcho".to_owned(),
-                json!(if schema.hidden { "true" } else { "false" }),
-            );
-            if let Some(default) = &schema.default {
-                let shown = if schema.hidden {
-                    json!(HIDDEN_VALUE_MASK)
-                } else {
-                    default.clone()
-                };
-                entry.insert("Default".to_owned(), shown);
-            }
-            parameters.insert(name.clone(), Value::Object(entry));
-        }
-        Ok(ValidationReport {
-            description: template.description.clone().unwrap_or_default(),
-            parameters,
-            parameter_groups: template
-                .parameter_groups
-                .iter()
-                .map(|group| {
-                    json!({
-                        "label": group.label,
-                        "description": group.description,
-                        "parameters": group.parameters,
-                    })
-                })
-                .collect(),
-        })
-    }
-
     pub fn resource_type_schema(&self, type_name: &str) -> Result<&ResourceTypeSchema> {
         self.registry()
             .get(type_name)
             .map(|resource_type| resource_type.schema())
             .ok_or_else(|| Error::NotFound(format!("resource type {type_name:?} not found")))
-    }
-}
-
-fn heat_parameter_type(parameter_type: ParameterType) -> &'static str {
-    match parameter_type {
-        ParameterType::String => "String",
-        ParameterType::Number => "Number",
-        ParameterType::Json => "Json",
-        ParameterType::CommaDelimitedList => "CommaDelimitedList",
-        ParameterType::Boolean => "Boolean",
     }
 }

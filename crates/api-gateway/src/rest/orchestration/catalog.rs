@@ -162,14 +162,17 @@ pub async fn list_template_functions(
     Ok(Json(json!({ "template_functions": functions })))
 }
 
-/// `POST /validate` → Heat's `{"Description", "Parameters",
-/// "ParameterGroups"}`; an invalid template is a 400 saying where.
+/// `POST /validate[?show_nested=true]` → Heat's `{"Description",
+/// "Parameters", "ParameterGroups", "Environment", "NestedParameters"}`;
+/// an invalid template is a 400 saying where.
 pub async fn validate_template(
     State(state): State<GatewayState>,
     caller: HeatCaller,
+    query: QueryParams,
     body: Bytes,
 ) -> Result<Json<Value>, RestError> {
-    let request = heat_request::validate_template_request(heat_request::parse_body(&body)?)?;
+    let mut request = heat_request::validate_template_request(heat_request::parse_body(&body)?)?;
+    request.show_nested = query.boolean("show_nested")?.unwrap_or(false);
     let response = stack_service(&state)
         .validate_template(state.internal_request(&caller.identity, request))
         .await?

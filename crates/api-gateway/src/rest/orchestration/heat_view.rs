@@ -396,19 +396,28 @@ pub fn event_view(urls: &HeatUrls, event: &pb::Event, detail: bool) -> Value {
     view
 }
 
-/// Heat's validate answer; `ParameterGroups` only when the template has some.
+/// Heat's validate answer; `ParameterGroups` and `NestedParameters` only
+/// when there are some.
 pub fn validation(response: &pb::ValidateTemplateResponse) -> Value {
-    let mut view = json!({
-        "Description": response.description,
-        "Parameters": struct_to_json(response.parameters.as_ref()),
-    });
+    let mut view = Map::new();
+    view.insert("Description".into(), json!(response.description));
+    view.insert(
+        "Parameters".into(),
+        struct_to_json(response.parameters.as_ref()),
+    );
     let groups = list_to_json(response.parameter_groups.as_ref());
-    if groups.as_array().is_some_and(|groups| !groups.is_empty())
-        && let Value::Object(fields) = &mut view
-    {
-        fields.insert("ParameterGroups".into(), groups);
+    if groups.as_array().is_some_and(|groups| !groups.is_empty()) {
+        view.insert("ParameterGroups".into(), groups);
     }
-    view
+    let nested = struct_to_json(response.nested_parameters.as_ref());
+    if nested.as_object().is_some_and(|nested| !nested.is_empty()) {
+        view.insert("NestedParameters".into(), nested);
+    }
+    view.insert(
+        "Environment".into(),
+        struct_to_json(response.environment.as_ref()),
+    );
+    Value::Object(view)
 }
 
 /// Heat's resource type schema.

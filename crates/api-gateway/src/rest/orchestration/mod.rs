@@ -16,6 +16,8 @@ mod catalog;
 mod events;
 mod heat_request;
 mod heat_view;
+/// Heat's validate answer from the engine's (the CLI prints it too).
+pub use heat_view::validation as validation_view;
 pub mod protobuf_json;
 pub mod resources;
 mod snapshots;

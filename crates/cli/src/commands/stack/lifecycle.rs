@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use ember_api_gateway::rest::orchestration::protobuf_json::{map_to_struct, struct_to_json};
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::template_files::{self, TemplateBundle};
 use super::{WaitArgs, watch};
@@ -93,6 +93,9 @@ pub struct ValidateArgs {
     template: PathBuf,
     #[command(flatten)]
     inputs: InputArgs,
+    /// Also describe the parameters of nested templates
+    #[arg(long = "show-nested")]
+    show_nested: bool,
 }
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
@@ -379,29 +382,12 @@ pub async fn validate(client: &Client, args: ValidateArgs) -> Result<(), String>
             environment: String::new(),
             environment_files: bundle.environment_files,
             parameters: Some(map_to_struct(parameters)),
+            show_nested: args.show_nested,
         })?)
         .await
         .map_err(describe)?
         .into_inner();
-    let groups = response
-        .parameter_groups
-        .as_ref()
-        .map(|groups| groups.values.len())
-        .unwrap_or(0);
-    let mut report = json!({
-        "Description": response.description,
-        "Parameters": struct_to_json(response.parameters.as_ref()),
-    });
-    if groups > 0
-        && let Value::Object(fields) = &mut report
-    {
-        fields.insert(
-            "ParameterGroups".into(),
-            ember_api_gateway::rest::orchestration::protobuf_json::list_to_json(
-                response.parameter_groups.as_ref(),
-            ),
-        );
-    }
+    let report = ember_api_gateway::rest::orchestration::validation_view(&response);
     println!("{}", pretty(&report));
     Ok(())
 }

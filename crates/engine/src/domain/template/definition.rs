@@ -143,16 +143,17 @@ impl Template {
 fn parse_version(document: &Map<String, Value>) -> Result<TemplateVersion, TemplateError> {
     let key = "heat_template_version";
     match document.get(key) {
+        // Heat's words (clients and its own tests look for them).
         None => Err(TemplateError::new(
             "",
-            "the template has no heat_template_version",
+            "The template version is invalid: Template version was not provided",
         )),
         Some(Value::String(text)) => TemplateVersion::parse(text).ok_or_else(|| {
             let dates: Vec<&str> = TemplateVersion::ALL.iter().map(|version| version.date()).collect();
             TemplateError::new(
                 key,
                 format!(
-                    "unknown heat_template_version '{text}', expected one of {} or newton, ocata, pike, queens, rocky, wallaby",
+                    "The template version is invalid: \"{key}: {text}\". \"{key}\" should be one of: {} (or newton, ocata, pike, queens, rocky, wallaby)",
                     dates.join(", ")
                 ),
             )
@@ -371,14 +372,14 @@ conditions:
     fn version_errors() {
         assert_eq!(
             error_of("description: x").message,
-            "the template has no heat_template_version"
+            "The template version is invalid: Template version was not provided"
         );
         let error = error_of("heat_template_version: 2099-01-01");
         assert_eq!(error.path, "heat_template_version");
         assert!(
             error
                 .message
-                .contains("unknown heat_template_version '2099-01-01'")
+                .contains("The template version is invalid: \"heat_template_version: 2099-01-01\"")
         );
         assert!(
             error_of("heat_template_version: 2018")

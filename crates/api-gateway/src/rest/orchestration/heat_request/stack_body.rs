@@ -324,6 +324,7 @@ pub fn validate_template_request(
         environment: body.environment,
         environment_files: body.environment_files,
         parameters: Some(map_to_struct(body.parameters)),
+        show_nested: false,
     })
 }
 
