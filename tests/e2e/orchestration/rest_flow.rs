@@ -330,6 +330,28 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
         preview.body["stack"]["resources"].as_array().map(Vec::len),
         Some(4)
     );
+    // Heat's preview shape: no id yet, pseudo parameters, parameters as
+    // text, each resource as it would start with its properties.
+    assert_eq!(preview.body["stack"]["id"], "None");
+    assert_eq!(preview.body["stack"]["parameters"]["OS::stack_id"], "None");
+    assert_eq!(preview.body["stack"]["parameters"]["greeting"], "hi");
+    for resource in preview.body["stack"]["resources"]
+        .as_array()
+        .expect("resources")
+    {
+        assert_eq!(resource["resource_action"], "INIT", "{resource}");
+        assert_eq!(resource["resource_status"], "COMPLETE", "{resource}");
+        assert_eq!(resource["physical_resource_id"], "", "{resource}");
+        assert_eq!(resource["creation_time"], Value::Null, "{resource}");
+        assert_eq!(
+            resource["resource_identity"]["path"],
+            format!(
+                "/resources/{}",
+                resource["resource_name"].as_str().unwrap_or_default()
+            )
+        );
+        assert!(resource["properties"].is_object(), "{resource}");
+    }
     assert_eq!(
         heat.get("/stacks").await.body["stacks"],
         json!([]),
@@ -343,6 +365,41 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
     assert!(
         validated.body["Parameters"]["size"].is_object(),
         "{validated:?}"
+    );
+    // A value given through the environment, and a template file's
+    // parameters with show_nested, as Heat shows them.
+    let parent = "heat_template_version: 2018-08-31\nparameters:\n  n:\n    type: number\n    default: 5\nresources:\n  inner:\n    type: inner.yaml\n    properties:\n      size: {get_param: n}\n";
+    let nested = heat
+        .post(
+            "/validate?show_nested=true",
+            json!({"template": parent, "files": {"inner.yaml": yaml},
+                   "environment": {"parameters": {"n": 7}}}),
+        )
+        .await;
+    assert_eq!(nested.status, StatusCode::OK, "{nested:?}");
+    assert_eq!(nested.body["Parameters"]["n"]["Value"], json!(7));
+    assert_eq!(
+        nested.body["NestedParameters"]["inner"]["Parameters"]["size"]["Value"],
+        json!(7),
+        "{nested:?}"
+    );
+    assert_eq!(
+        nested.body["Environment"],
+        json!({"parameters": {"n": 7}, "parameter_defaults": {}, "event_sinks": [],
+               "resource_registry": {"inner.yaml": "inner.yaml", "resources": {}}})
+    );
+    let bad_version = heat
+        .post(
+            "/validate",
+            json!({"template": yaml.replace("2018-08-31", "invalid")}),
+        )
+        .await;
+    assert_eq!(bad_version.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad_version
+            .message()
+            .contains("The template version is invalid"),
+        "{bad_version:?}"
     );
     let invalid = heat
         .post("/validate", json!({"template": {"heat_template_version": "2018-08-31", "resources": {"a": {"type": "OS::No::Such"}}}}))

@@ -105,7 +105,7 @@ impl pb::stack_service_server::StackService for StackHandler {
                     .dependents_of(&resource.name)
                     .into_iter()
                     .collect();
-                super::convert::resource_to_proto(resource, &stack.name, required_by, false)
+                super::convert::resource_to_proto(resource, &stack.name, required_by, true)
             })
             .collect();
         let stack = pb::Stack {

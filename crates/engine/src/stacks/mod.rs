@@ -18,6 +18,7 @@ mod nested;
 mod orphans;
 mod planning;
 mod plugins;
+mod preview;
 mod preview_update;
 mod queries;
 mod run_end;
@@ -57,7 +58,7 @@ pub use validation::ValidationReport;
 pub use writer::{TakeRecord, TransitionWriter};
 
 use crate::domain::template::{StackIdentity, TemplateError};
-use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
+use crate::domain::{Event, Resource, Stack};
 use crate::error::{Error, Result};
 use crate::resources::ResourceTypeRegistry;
 use crate::store::StackStore;
@@ -360,31 +361,6 @@ impl StackOperations {
                 Err(error)
             }
         }
-    }
-
-    /// What a create would record, without recording or creating anything.
-    pub fn preview_stack(
-        &self,
-        identity: &Identity,
-        request: &CreateStack,
-    ) -> Result<(Stack, Vec<Resource>, ParsedStack)> {
-        let (mut stack, _definition, parsed) = self.prepare(identity, request)?;
-        stack.action = StackAction::Init;
-        stack.status = ActionStatus::Complete;
-        stack.status_reason = String::new();
-        let resources = parsed
-            .enabled
-            .iter()
-            .map(|name| {
-                Resource::initial(
-                    stack.id,
-                    name,
-                    &parsed.resource_types[name],
-                    stack.created_at,
-                )
-            })
-            .collect();
-        Ok((stack, resources, parsed))
     }
 
     /// A stack of the caller's project by name or id, or NotFound.

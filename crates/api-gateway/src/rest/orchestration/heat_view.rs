@@ -7,7 +7,7 @@
 use ember_proto::engine::v1 as pb;
 use serde_json::{Map, Value, json};
 
-use super::protobuf_json::{list_to_json, optional_value_to_json, struct_to_json};
+use super::protobuf_json::{list_to_json, optional_value_to_json, struct_to_json, struct_to_map};
 
 /// Builds the absolute URLs of one project's Heat API, from the origin
 /// (`http://host:port`) the caller reached the gateway at.
@@ -236,10 +236,11 @@ pub fn stack_lock(lock: &pb::StackLock) -> Value {
 pub fn stack_detail(urls: &HeatUrls, stack: &pb::Stack) -> Value {
     let mut view = stack_summary(urls, stack);
     if let Value::Object(fields) = &mut view {
-        fields.insert(
-            "parameters".into(),
-            struct_to_json(stack.parameters.as_ref()),
-        );
+        let parameters: Map<String, Value> = struct_to_map(stack.parameters.as_ref())
+            .into_iter()
+            .map(|(name, value)| (name, Value::String(parameter_text(&value))))
+            .collect();
+        fields.insert("parameters".into(), Value::Object(parameters));
         fields.insert(
             "outputs".into(),
             stack.outputs.iter().map(output_detail).collect(),
@@ -258,32 +259,106 @@ pub fn stack_detail(urls: &HeatUrls, stack: &pb::Stack) -> Value {
     view
 }
 
-/// A preview: the stack as it would be, with its resources.
+/// A preview as Heat answers it: the stack as it would be (no id yet:
+/// Heat's `"None"`), its parameters with the pseudo ones, and each resource
+/// as it would start (`INIT COMPLETE`, nothing made, no times), with its
+/// properties and the identities Heat gives it.
 pub fn stack_preview(urls: &HeatUrls, preview: &pb::StackPreview) -> Value {
+    const NO_ID: &str = "None";
     let stack = preview.stack.clone().unwrap_or_default();
     let mut view = stack_detail(urls, &stack);
+    let identity = |path: String| {
+        json!({
+            "stack_name": stack.name,
+            "stack_id": NO_ID,
+            "tenant": stack.project_id,
+            "path": path,
+        })
+    };
+    let resources: Vec<Value> = preview
+        .resources
+        .iter()
+        .map(|resource| {
+            let mut shown = resource_view(urls, resource, None, true);
+            if let Value::Object(fields) = &mut shown {
+                fields.remove("links");
+                fields.insert("resource_action".into(), json!("INIT"));
+                fields.insert("resource_status".into(), json!("COMPLETE"));
+                fields.insert("creation_time".into(), Value::Null);
+                fields.insert("updated_time".into(), Value::Null);
+                fields.insert("stack_name".into(), json!(stack.name));
+                fields.insert(
+                    "resource_identity".into(),
+                    identity(format!("/resources/{}", resource.resource_name)),
+                );
+                fields.insert("stack_identity".into(), identity(String::new()));
+                fields.insert(
+                    "properties".into(),
+                    struct_to_json(resource.properties.as_ref()),
+                );
+                fields.insert(
+                    "metadata".into(),
+                    struct_to_json(resource.metadata.as_ref()),
+                );
+            }
+            shown
+        })
+        .collect();
     if let Value::Object(fields) = &mut view {
-        let resources: Vec<Value> = preview
-            .resources
-            .iter()
-            .map(|resource| {
-                let mut shown = resource_view(urls, resource, None, true);
-                if let Value::Object(fields) = &mut shown {
-                    fields.insert(
-                        "properties".into(),
-                        struct_to_json(resource.properties.as_ref()),
-                    );
-                    fields.insert(
-                        "metadata".into(),
-                        struct_to_json(resource.metadata.as_ref()),
-                    );
-                }
-                shown
-            })
-            .collect();
+        fields.insert("id".into(), json!(NO_ID));
+        fields.insert("stack_status".into(), json!("INIT_COMPLETE"));
+        if stack.template_description.is_empty() {
+            fields.insert("template_description".into(), json!("No description"));
+            fields.insert("description".into(), json!("No description"));
+        }
+        if let Some(Value::Object(parameters)) = fields.get_mut("parameters") {
+            parameters.insert("OS::stack_id".into(), json!(NO_ID));
+            parameters.insert("OS::stack_name".into(), json!(stack.name));
+            parameters.insert("OS::project_id".into(), json!(stack.project_id));
+        }
         fields.insert("resources".into(), Value::Array(resources));
     }
     view
+}
+
+/// A parameter's value as Heat shows it in a stack: always text — a number
+/// as written, a boolean `True`/`False` (Python's), a list joined with
+/// commas, a map as JSON (Python's spacing).
+fn parameter_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Bool(true) => "True".to_owned(),
+        Value::Bool(false) => "False".to_owned(),
+        Value::Null => String::new(),
+        Value::Number(number) => number.to_string(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => text.clone(),
+                other => python_json(other),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => python_json(value),
+    }
+}
+
+/// JSON as Python's `json.dumps` writes it (`", "` and `": "`).
+fn python_json(value: &Value) -> String {
+    match value {
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(python_json).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(key, item)| format!("{}: {}", Value::String(key.clone()), python_json(item)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// An output in `GET …/outputs`: key and description only.
@@ -576,7 +651,10 @@ mod tests {
             description: "d".into(),
             ..pb::ValidateTemplateResponse::default()
         });
-        assert_eq!(empty, json!({"Description": "d", "Parameters": {}}));
+        assert_eq!(
+            empty,
+            json!({"Description": "d", "Parameters": {}, "Environment": {}})
+        );
         let grouped = validation(&pb::ValidateTemplateResponse {
             parameter_groups: Some(prost_types::ListValue {
                 values: vec![super::super::protobuf_json::json_to_value(
@@ -586,5 +664,19 @@ mod tests {
             ..pb::ValidateTemplateResponse::default()
         });
         assert_eq!(grouped["ParameterGroups"], json!([{"label": "g"}]));
+    }
+
+    #[test]
+    fn parameters_show_as_heat_shows_them_as_text() {
+        for (value, text) in [
+            (json!("a"), "a"),
+            (json!(10), "10"),
+            (json!(1.5), "1.5"),
+            (json!(true), "True"),
+            (json!(["a", "b"]), "a,b"),
+            (json!({"k": [1, {"n": null}]}), r#"{"k": [1, {"n": null}]}"#),
+        ] {
+            assert_eq!(parameter_text(&value), text, "{value}");
+        }
     }
 }

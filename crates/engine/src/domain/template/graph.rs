@@ -270,6 +270,9 @@ impl Template {
                     ReferenceKind::Condition => "condition",
                     _ => "resource",
                 };
+                if reference.kind == ReferenceKind::GetParam {
+                    return Err(unknown_parameter(&reference.path, &reference.name));
+                }
                 let message = if reference.kind == ReferenceKind::Condition {
                     format!("unknown condition '{}'", reference.name)
                 } else {
@@ -479,6 +482,20 @@ impl DependencyGraph {
     }
 }
 
+/// A `get_param` of a parameter the template does not declare, in Heat's
+/// words (clients and Heat's own tests match them): inside a resource's
+/// properties Heat says `Property error: : <property path>: : The
+/// Parameter (<name>) was not provided.`
+fn unknown_parameter(path: &str, name: &str) -> TemplateError {
+    let at = path.strip_suffix(".get_param").unwrap_or(path);
+    let said = format!("The Parameter ({name}) was not provided.");
+    if at.contains(".properties") {
+        TemplateError::new("", format!("Property error: : {at}: : {said}"))
+    } else {
+        TemplateError::new(at, said)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,8 +625,8 @@ mod tests {
             ),
             (
                 "  a: {type: X, properties: {x: {get_param: [nope, k]}}}\n",
-                "resources.a.properties.x.get_param",
-                "get_param refers to unknown parameter 'nope'",
+                "",
+                "Property error: : resources.a.properties.x: : The Parameter (nope) was not provided.",
             ),
             (
                 "  a: {type: X, condition: nope}\n",
@@ -636,7 +653,8 @@ mod tests {
         )
         .unwrap();
         let error = template.validate_references().unwrap_err();
-        assert_eq!(error.path, "conditions.a.equals[0].get_param");
+        assert_eq!(error.path, "conditions.a.equals[0]");
+        assert_eq!(error.message, "The Parameter (ghost) was not provided.");
         let template = Template::parse(
             "heat_template_version: 2021-04-16\noutputs:\n  o: {value: {get_attr: [ghost, x]}}\n",
         )
