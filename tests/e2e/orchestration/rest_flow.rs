@@ -245,6 +245,15 @@ async fn a_stack_is_patched_and_taken_through_suspend_resume_and_check_over_rest
         .body["output"]["output_value"]
         .clone();
 
+    // Tags given by a PATCH are the stack's; a PATCH that names none
+    // keeps them (a PUT that names none clears them, as Heat's does).
+    let tagged = heat
+        .call(Method::PATCH, &stack_path, Some(json!({"tags": "a,b"})))
+        .await;
+    assert_eq!(tagged.status, StatusCode::ACCEPTED, "{tagged:?}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["tags"], json!(["a", "b"]), "{stack}");
+
     // PATCH keeps the template and the other parameters.
     let patched = heat
         .call(
@@ -257,6 +266,7 @@ async fn a_stack_is_patched_and_taken_through_suspend_resume_and_check_over_rest
     assert_eq!(patched.body, Value::Null, "202 has an empty body");
     let stack = heat.wait_until_settled(&stack_path).await;
     assert_eq!(stack["stack_status"], "UPDATE_COMPLETE", "{stack}");
+    assert_eq!(stack["tags"], json!(["a", "b"]), "{stack}");
     assert_heat_time(&stack["updated_time"]);
     let greeting = heat.get(&format!("{stack_path}/outputs/greeting")).await;
     assert_eq!(greeting.body["output"]["output_value"], "bye");
@@ -522,6 +532,12 @@ async fn put_replaces_the_template_and_cancel_update_rolls_back() {
         .create_stack("swap", json!({"greeting": "first"}))
         .await;
     heat.wait_until_settled(&stack_path).await;
+    let tagged = heat
+        .call(Method::PATCH, &stack_path, Some(json!({"tags": "x,y"})))
+        .await;
+    assert_eq!(tagged.status, StatusCode::ACCEPTED, "{tagged:?}");
+    let stack = heat.wait_until_settled(&stack_path).await;
+    assert_eq!(stack["tags"], json!(["x", "y"]), "{stack}");
 
     // PUT: a full new template; resources it leaves out are deleted.
     let mut template = super::stack_template();
@@ -539,6 +555,7 @@ async fn put_replaces_the_template_and_cancel_update_rolls_back() {
     assert_eq!(put.status, StatusCode::ACCEPTED, "{put:?}");
     let stack = heat.wait_until_settled(&stack_path).await;
     assert_eq!(stack["stack_status"], "UPDATE_COMPLETE", "{stack}");
+    assert_eq!(stack["tags"], Value::Null, "a PUT without tags clears them");
     let resources = heat.get(&format!("{stack_path}/resources")).await;
     let names: Vec<&str> = resources.body["resources"]
         .as_array()

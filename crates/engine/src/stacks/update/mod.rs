@@ -337,8 +337,12 @@ impl StartedUpdate<()> {
         if let Some(disable_rollback) = request.disable_rollback {
             stack.disable_rollback = disable_rollback;
         }
-        if let Some(tags) = &request.tags {
-            stack.tags = tags.clone();
+        // A PUT replaces the whole definition, tags included (Heat's): no
+        // tags given clears them; a PATCH keeps what it does not name.
+        match &request.tags {
+            Some(tags) => stack.tags = tags.clone(),
+            None if !request.existing => stack.tags.clear(),
+            None => {}
         }
         let started = StartedUpdate {
             stack,
