@@ -92,7 +92,10 @@ fn fenced_blocks(file: &str, markdown: &str) -> Vec<Block> {
         }
     }
     if let Some(block) = open {
-        panic!("{} line {}: a block is never closed", block.file, block.line);
+        panic!(
+            "{} line {}: a block is never closed",
+            block.file, block.line
+        );
     }
     blocks
 }
@@ -300,7 +303,10 @@ fn broken_links(repository: &Path, file: &str, markdown: &str) -> Vec<String> {
             continue;
         }
         let Some(anchor) = anchor else { continue };
-        if linked.extension().is_some_and(|extension| extension == "md") {
+        if linked
+            .extension()
+            .is_some_and(|extension| extension == "md")
+        {
             let text = std::fs::read_to_string(repository.join(&linked)).unwrap_or_default();
             if !heading_anchors(&text).iter().any(|known| known == anchor) {
                 broken.push(format!(
@@ -519,6 +525,40 @@ fn the_book_order_and_links_are_read_as_written() {
             "a-real-cloud-the-openstack-backend",
             "stacks-1"
         ]
+    );
+}
+
+#[test]
+fn a_broken_link_is_named_with_its_file_and_line() {
+    let repository = tempfile::tempdir().expect("tempdir");
+    let root = repository.path();
+    std::fs::create_dir_all(root.join("docs/guide")).expect("docs/guide");
+    std::fs::write(root.join("examples.yaml"), "").expect("a file outside docs/");
+    std::fs::write(
+        root.join("docs/guide/stacks.md"),
+        "# Stacks\n## Maintenance lock\n",
+    )
+    .expect("a page");
+    let readme = "[ok](docs/guide/stacks.md#maintenance-lock)\n[gone](docs/guide/gone.md)\n\n[anchor](docs/guide/stacks.md#locks)\n";
+    assert_eq!(
+        broken_links(root, "README.md", readme),
+        vec![
+            "README.md line 2: link `docs/guide/gone.md`: docs/guide/gone.md does not exist",
+            "README.md line 4: link `docs/guide/stacks.md#locks`: docs/guide/stacks.md has no \
+             heading with the anchor #locks",
+        ]
+    );
+    let page = "[up](../../examples.yaml) [here](#stacks) [there](#nowhere)\n";
+    let broken = broken_links(root, "docs/guide/stacks.md", page);
+    assert_eq!(broken.len(), 2, "{broken:?}");
+    assert!(
+        broken[0]
+            .starts_with("docs/guide/stacks.md line 1: link `../../examples.yaml` leaves docs/"),
+        "{broken:?}"
+    );
+    assert!(
+        broken[1].ends_with("has no heading with the anchor #nowhere"),
+        "{broken:?}"
     );
 }
 
