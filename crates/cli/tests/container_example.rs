@@ -1,4 +1,4 @@
-//! The README's worked example, run as written: `examples/container-workers/
+//! The worked example of docs/guide/backends.md, run as written: `examples/container-workers/
 //! run.sh` with this build's `ember`, against the test container engine —
 //! a cluster of worker containers whose scale-in victim is drained by the
 //! example's drainer (Python) before its container is removed. Skips

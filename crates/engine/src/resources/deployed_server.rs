@@ -3,7 +3,8 @@
 //! target it. The resource gives it an id (what deployments' `server`
 //! names) and tells its agent where to look (`os_collect_config`): the
 //! deployments' metadata URL on the gateway, read with the agent's own
-//! token (Ember makes no stack users; see the README).
+//! token (Ember makes no stack users; see docs/guide/stacks.md, "Software
+//! configuration").
 //!
 //! It makes nothing but its row, and its id derives from the row
 //! ([`ResourceRequest::derived_id`]): a step another engine had in flight
