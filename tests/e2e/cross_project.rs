@@ -287,6 +287,7 @@ pub(crate) async fn router_paths() -> Vec<String> {
             auth: ember_api_gateway::AuthMode::BuiltIn { database_url },
             identity: ember_api_gateway::IdentitySettings::default(),
             peers: ember_runtime::in_process::Peers::default(),
+            connections: ember_api_gateway::connections::ConnectionLimits::default(),
         },
         stop.clone(),
     )

@@ -5,6 +5,7 @@ mod body_fuzz;
 mod clusters;
 mod clusters_compat;
 mod concurrency;
+mod connections;
 mod containers;
 mod cross_project;
 mod cross_role;

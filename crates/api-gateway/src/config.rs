@@ -23,6 +23,7 @@ use ember_runtime::config::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::connections::ConnectionLimits;
 use crate::identity::keystone::KeystoneConfig;
 
 /// `[auth]`: the secrets every service shares, token lifetimes, and who
@@ -191,6 +192,15 @@ pub struct GatewaySection {
     pub public_url: String,
     /// The region of every catalog endpoint.
     pub region: String,
+    /// The most connections held at once (loopback callers have a small
+    /// reserve beyond it: see `crate::connections`).
+    pub max_connections: usize,
+    /// The most connections from one address (0: no limit; behind a
+    /// proxy every connection comes from the proxy's).
+    pub max_connections_per_source: usize,
+    /// How long a connection may wait before sending a request's headers,
+    /// whole: after it opens, or between its requests (slowloris, idle).
+    pub header_timeout_ms: u64,
 }
 
 impl Default for GatewaySection {
@@ -204,6 +214,9 @@ impl Default for GatewaySection {
             database_url: String::new(),
             public_url: String::new(),
             region: "RegionOne".to_owned(),
+            max_connections: ConnectionLimits::default().max_connections,
+            max_connections_per_source: ConnectionLimits::default().max_per_source,
+            header_timeout_ms: ConnectionLimits::default().header_timeout.as_millis() as u64,
         }
     }
 }
@@ -229,6 +242,16 @@ impl Validate for GatewaySection {
         check_more_than_zero(
             "gateway.request_timeout_ms",
             self.request_timeout_ms,
+            problems,
+        );
+        check_more_than_zero(
+            "gateway.max_connections",
+            self.max_connections as u64,
+            problems,
+        );
+        check_more_than_zero(
+            "gateway.header_timeout_ms",
+            self.header_timeout_ms,
             problems,
         );
     }
@@ -270,6 +293,11 @@ impl GatewaySection {
                 token_ttl: Duration::from_secs(auth.identity_token_ttl_secs),
             },
             peers: ember_runtime::in_process::Peers::default(),
+            connections: ConnectionLimits {
+                max_connections: self.max_connections,
+                max_per_source: self.max_connections_per_source,
+                header_timeout: Duration::from_millis(self.header_timeout_ms),
+            },
         }
     }
 }
@@ -296,6 +324,8 @@ pub struct Config {
     /// Services in the same process (`ember dev`): called directly instead
     /// of at their URLs.
     pub peers: ember_runtime::in_process::Peers,
+    /// How many connections, from whom, for how long.
+    pub connections: ConnectionLimits,
 }
 
 /// Where identities come from.

@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod connections;
 pub mod error;
 pub mod grpc_proxy;
 pub mod identity;
@@ -20,7 +21,6 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::serve::ListenerExt;
 use ember_proto::identity::v1::identity_admin_service_server::IdentityAdminServiceServer;
 use ember_runtime::auth::TokenSigner;
 use ember_runtime::identity::InternalCredential;
@@ -171,33 +171,7 @@ pub async fn serve(
         Ok(address) => tracing::info!(%address, service = "api-gateway", "serving"),
         Err(_) => tracing::info!(service = "api-gateway", "serving"),
     }
-    let listener = listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
-        }
-    });
-    let drain = CancellationToken::new();
-    let serving = axum::serve(listener, router(state)).with_graceful_shutdown({
-        let shutdown = shutdown.clone();
-        let drain = drain.clone();
-        async move {
-            shutdown.cancelled().await;
-            drain.cancel();
-        }
-    });
-    let serving = serving.into_future();
-    tokio::pin!(serving);
-    tokio::select! {
-        result = &mut serving => return result.map_err(|error| StartError::Config(format!("gateway server: {error}"))),
-        () = drain.cancelled() => {}
-    }
-    match tokio::time::timeout(DRAIN_GRACE_PERIOD, serving).await {
-        Ok(result) => {
-            result.map_err(|error| StartError::Config(format!("gateway server: {error}")))
-        }
-        Err(_) => {
-            tracing::warn!("connections still open after the grace period were dropped");
-            Ok(())
-        }
-    }
+    let door = connections::Door::new(config.connections, state.metrics.clone());
+    connections::serve(listener, router(state), door, shutdown, DRAIN_GRACE_PERIOD).await;
+    Ok(())
 }

@@ -9,6 +9,7 @@ pub struct Metrics {
     pub rest_requests: AtomicU64,
     pub unauthenticated: AtomicU64,
     pub upstream_errors: AtomicU64,
+    pub connections_refused: AtomicU64,
 }
 
 impl Metrics {
@@ -34,6 +35,11 @@ impl Metrics {
                 "ember_gateway_upstream_errors_total",
                 "calls that failed to reach an internal service",
                 &self.upstream_errors,
+            ),
+            (
+                "ember_gateway_connections_refused_total",
+                "connections closed unserved: every slot, or every slot of their address, taken",
+                &self.connections_refused,
             ),
         ];
         for (name, help, counter) in counters {
