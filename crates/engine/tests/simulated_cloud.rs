@@ -117,34 +117,26 @@ impl Engine {
         for (key, value) in parameters {
             update.parameters.insert((*key).into(), value.clone());
         }
-        self.operations
-            .update_stack(who, update)
-            .await
-            .expect("update accepted");
-        let stack = self.settled(who, name).await;
-        assert_eq!(
-            stack.stack_status(),
-            "UPDATE_COMPLETE",
-            "{name}: {}",
-            stack.status_reason
-        );
-        stack
+        self.update_completes(who, update).await
     }
 
     /// Updates `name` to `template` and expects it UPDATE_COMPLETE.
     async fn updated_to(&self, who: &Identity, name: &str, template: &str) -> Stack {
+        let update = UpdateStack {
+            name_or_id: name.into(),
+            template: template.into(),
+            ..UpdateStack::default()
+        };
+        self.update_completes(who, update).await
+    }
+
+    async fn update_completes(&self, who: &Identity, update: UpdateStack) -> Stack {
+        let name = update.name_or_id.clone();
         self.operations
-            .update_stack(
-                who,
-                UpdateStack {
-                    name_or_id: name.into(),
-                    template: template.into(),
-                    ..UpdateStack::default()
-                },
-            )
+            .update_stack(who, update)
             .await
             .expect("update accepted");
-        let stack = self.settled(who, name).await;
+        let stack = self.settled(who, &name).await;
         assert_eq!(
             stack.stack_status(),
             "UPDATE_COMPLETE",

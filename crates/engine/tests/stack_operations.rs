@@ -493,6 +493,12 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
         "a stale release must not free the new holder's lease"
     );
     store.release_stack_lease(second).await.expect("release");
+    // A heartbeat's renewal that raced the release must not hold the stack
+    // again (the next operation would be refused for a whole TTL).
+    assert!(
+        !store.renew_stack_lease(second, later).await.expect("renew"),
+        "a released lease is not renewed"
+    );
     let third = store
         .take_stack_lease(&LeaseTake::new(stack_id, one, "UPDATE", now, later))
         .await

@@ -86,13 +86,7 @@ async fn an_ec2_instance_with_an_elastic_ip_runs_on_nova_and_neutron() {
         }
     });
     let stack = env.create_stack(&demo, &unique("ec2"), template).await;
-    let created = env.settled(&demo, &stack).await;
-    assert_eq!(
-        created["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let outputs = env.outputs(&demo, &stack).await;
     let server_id = outputs["Server"].as_str().expect("the server").to_owned();
     let server = nova

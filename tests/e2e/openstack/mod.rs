@@ -169,6 +169,20 @@ impl CloudEmber {
         }
     }
 
+    /// Polls the stack until it settles, and expects it `wanted`
+    /// (`CREATE_COMPLETE`, …), naming its failed resources if not; returns
+    /// its body.
+    pub async fn settled_as(&self, account: &Account, stack: &str, wanted: &str) -> Value {
+        let settled = self.settled(account, stack).await;
+        assert_eq!(
+            settled["stack_status"],
+            wanted,
+            "{}",
+            self.failures(account, stack).await
+        );
+        settled
+    }
+
     /// The reasons of the stack's failed resources, for a failure message.
     pub async fn failures(&self, account: &Account, stack: &str) -> String {
         let resources = self

@@ -57,13 +57,7 @@ async fn update(env: &CloudEmber, stack: &str, template: Value) {
         )
         .await;
     assert_eq!(answer.status, StatusCode::ACCEPTED, "{answer:?}");
-    let settled = env.settled(env.demo(), stack).await;
-    assert_eq!(
-        settled["stack_status"],
-        "UPDATE_COMPLETE",
-        "{}",
-        env.failures(env.demo(), stack).await
-    );
+    env.settled_as(env.demo(), stack, "UPDATE_COMPLETE").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,13 +79,7 @@ async fn a_servers_networks_change_in_place_keeping_the_ports_it_still_names() {
             template(&image, json!([{"network": {"get_resource": "net"}}])),
         )
         .await;
-    let created = env.settled(&demo, &stack).await;
-    assert_eq!(
-        created["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let (server, ports) = server_and_ports(&env, &stack).await;
     assert_eq!(ports.len(), 1, "{ports:?}");
 

@@ -119,13 +119,7 @@ async fn a_stacks_server_is_novas_made_as_its_owner_locked_in_nova_and_gone_with
         }
     });
     let stack = env.create_stack(&demo, &unique("servers"), template).await;
-    let created = env.settled(&demo, &stack).await;
-    assert_eq!(
-        created["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    let created = env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let stack_id = created["id"].as_str().expect("an id").to_owned();
     let trust = recorded_trust(&env, &stack_id)
         .await
@@ -270,13 +264,7 @@ async fn another_project_reaches_neither_the_stack_nor_the_networks_it_names() {
     let stack = env
         .create_stack(&demo, &unique("private"), template(&network))
         .await;
-    let settled = env.settled(&demo, &stack).await;
-    assert_eq!(
-        settled["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    let settled = env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let stack_id = settled["id"].as_str().expect("id");
     let by_demo_url = env.call(&alt, Method::GET, &stack, None).await;
     assert_eq!(by_demo_url.status, StatusCode::FORBIDDEN, "{by_demo_url:?}");
@@ -427,13 +415,7 @@ async fn a_server_nova_reports_in_error_fails_its_check_and_is_replaced_by_the_n
     let stack = env
         .create_stack(&demo, &unique("healing"), template.clone())
         .await;
-    let created = env.settled(&demo, &stack).await;
-    assert_eq!(
-        created["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let first = env.outputs(&demo, &stack).await["id"]
         .as_str()
         .expect("id")
@@ -482,13 +464,7 @@ async fn a_server_nova_reports_in_error_fails_its_check_and_is_replaced_by_the_n
         )
         .await;
     assert_eq!(updated.status, StatusCode::ACCEPTED, "{updated:?}");
-    let settled = env.settled(&demo, &stack).await;
-    assert_eq!(
-        settled["stack_status"],
-        "UPDATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "UPDATE_COMPLETE").await;
     let second = env.outputs(&demo, &stack).await["id"]
         .as_str()
         .expect("id")

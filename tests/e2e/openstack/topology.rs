@@ -83,13 +83,7 @@ async fn a_heat_template_builds_a_whole_application_on_the_cloud_and_leaves_noth
             template(&facts, "ember.tiny", &facts.image.name),
         )
         .await;
-    let created = env.settled(&demo, &stack).await;
-    assert_eq!(
-        created["stack_status"],
-        "CREATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "CREATE_COMPLETE").await;
     let outputs = env.outputs(&demo, &stack).await;
     let id = |key: &str| {
         outputs[key]
@@ -175,13 +169,7 @@ async fn a_heat_template_builds_a_whole_application_on_the_cloud_and_leaves_noth
         )
         .await;
     assert_eq!(updated.status, StatusCode::ACCEPTED, "{updated:?}");
-    let settled = env.settled(&demo, &stack).await;
-    assert_eq!(
-        settled["stack_status"],
-        "UPDATE_COMPLETE",
-        "{}",
-        env.failures(&demo, &stack).await
-    );
+    env.settled_as(&demo, &stack, "UPDATE_COMPLETE").await;
     let outputs = env.outputs(&demo, &stack).await;
     let new_web = outputs["web"].as_str().expect("web").to_owned();
     assert_ne!(new_web, web, "a new server");

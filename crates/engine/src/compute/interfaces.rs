@@ -119,7 +119,7 @@ mod tests {
             wanted("", "net", "", "10.0.0.5"),
         ] {
             assert_eq!(
-                plan(&[request.clone()], &have),
+                plan(std::slice::from_ref(&request), &have),
                 Replug::default(),
                 "{request:?}"
             );

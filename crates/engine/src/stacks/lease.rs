@@ -221,6 +221,9 @@ async fn keep_alive(
         let expires_at = expiry_after(ember_runtime::time::now(), ttl);
         match store.renew_stack_lease(fence, expires_at).await {
             Ok(true) => {}
+            // The operation ended (and released it) while this renewal
+            // was on its way: nothing was lost.
+            Ok(false) if settled.load(Ordering::SeqCst) || stop.is_cancelled() => break,
             Ok(false) => {
                 tracing::error!(stack_id = %fence.stack_id, generation = fence.generation, "stack lease lost: another engine took the stack over; this operation's writes are refused from now on");
                 lost = true;

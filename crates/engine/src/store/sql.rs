@@ -493,9 +493,13 @@ impl StackStore for SqlStackStore {
         fence: LeaseFence,
         expires_at: DateTime<Utc>,
     ) -> Result<bool> {
+        // Never a released lease: a renewal that raced the operation's
+        // final write (which released it) must not hold the stack again
+        // for a whole TTL after its operation ended.
         let renewed = stack_leases::Entity::update_many()
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
             .filter(at_fence(fence))
+            .filter(stack_leases::Column::ExpiresAt.gt(released_at()))
             .exec(&self.connection)
             .await?;
         Ok(renewed.rows_affected == 1)
