@@ -280,14 +280,18 @@ pub fn update_stack_request(
     existing: bool,
 ) -> Result<pb::UpdateStackRequest, RestError> {
     let mut body = parse_stack_body(map, Operation::Update { existing })?;
+    // Heat ignores a stack_name in an update's body (a stack is never
+    // renamed; clients such as heatclient send one): so does Ember.
     if let Some(name) = body
         .stack_name
         .as_deref()
         .filter(|name| *name != stack_name)
     {
-        return Err(invalid(format!(
-            "stack_name {name:?} does not match the stack {stack_name:?}: stacks cannot be renamed"
-        )));
+        tracing::debug!(
+            stack = stack_name,
+            ignored = name,
+            "an update's stack_name is ignored, as Heat ignores it"
+        );
     }
     let template = if existing {
         body.template.take().unwrap_or_default()
@@ -551,8 +555,8 @@ mod tests {
             body(json!({"stack_name": "other", "template": {}})),
             false,
         )
-        .expect_err("rename");
-        assert!(message(renamed).contains("cannot be renamed"));
+        .expect("a stack_name in an update is ignored, as Heat ignores it");
+        assert_eq!(renamed.stack, "id-1");
         update_stack_request(
             "web",
             "id-1",
