@@ -301,6 +301,9 @@ async fn metrics(State(state): State<GatewayState>) -> Response {
 async fn not_found(uri: http::Uri) -> RestError {
     RestError::new(
         ErrorKind::NotFound,
-        format!("no API at {}: see the README for the endpoints", uri.path()),
+        format!(
+            "no API at {}: see docs/guide/calling.md for the endpoints",
+            uri.path()
+        ),
     )
 }

@@ -156,7 +156,7 @@ impl ServerResource {
                     PropertySchema::new(
                         "flavor_update_policy",
                         PropertyType::String,
-                        "How a new flavor is applied: Ember replaces the server either way (see the README's differences from Heat).",
+                        "How a new flavor is applied: Ember replaces the server either way (see docs/openstack.md, its differences from Heat).",
                     )
                     .default(json!("RESIZE"))
                     .update_allowed()
@@ -164,7 +164,7 @@ impl ServerResource {
                     PropertySchema::new(
                         "image_update_policy",
                         PropertyType::String,
-                        "How a new image is applied: Ember replaces the server either way (see the README's differences from Heat).",
+                        "How a new image is applied: Ember replaces the server either way (see docs/openstack.md, its differences from Heat).",
                     )
                     .default(json!("REBUILD"))
                     .update_allowed()
