@@ -6,6 +6,8 @@
 //! fixed IP — is the interface's), so moving an entry from `network` to
 //! `subnet`, or naming the port Nova made, keeps the port.
 
+use serde_json::Value;
+
 /// One request of a machine's `networks`, its names resolved to ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Wanted {
@@ -25,18 +27,32 @@ pub struct Interface {
 }
 
 impl Interface {
+    /// A port as Neutron shows it (`network_id`, `fixed_ips`).
+    pub fn of_port(id: &str, network_id: &Value, fixed_ips: &Value) -> Interface {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+        Interface {
+            port: id.to_owned(),
+            network: text(network_id),
+            fixed_ips: fixed_ips
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|fixed| (text(&fixed["subnet_id"]), text(&fixed["ip_address"])))
+                .collect(),
+        }
+    }
+
     /// Whether everything `wanted` names is this interface's.
     fn satisfies(&self, wanted: &Wanted) -> bool {
-        let same =
-            |given: &Option<String>, has: &dyn Fn(&str) -> bool| given.as_deref().is_none_or(has);
-        same(&wanted.port, &|port| port == self.port)
-            && same(&wanted.network, &|network| network == self.network)
-            && same(&wanted.subnet, &|subnet| {
-                self.fixed_ips.iter().any(|(on, _)| on == subnet)
-            })
-            && same(&wanted.fixed_ip, &|address| {
-                self.fixed_ips.iter().any(|(_, ip)| ip == address)
-            })
+        let on_subnet = |subnet: &str| self.fixed_ips.iter().any(|(on, _)| on == subnet);
+        let has_address = |address: &str| self.fixed_ips.iter().any(|(_, ip)| ip == address);
+        wanted.port.as_deref().is_none_or(|port| port == self.port)
+            && wanted
+                .network
+                .as_deref()
+                .is_none_or(|network| network == self.network)
+            && wanted.subnet.as_deref().is_none_or(on_subnet)
+            && wanted.fixed_ip.as_deref().is_none_or(has_address)
     }
 }
 

@@ -710,7 +710,13 @@ impl ComputeDriver for NovaDriver {
             .list(Kind::Port, &[("device_id", server.id.as_str())])
             .await
             .map_err(failure)?;
-        let interfaces: Vec<Interface> = ports.iter().map(interface_of).collect();
+        let interfaces: Vec<Interface> = ports
+            .iter()
+            .map(|port| {
+                let id = port["id"].as_str().unwrap_or_default();
+                Interface::of_port(id, &port["network_id"], &port["fixed_ips"])
+            })
+            .collect();
         let mut wanted = Vec::with_capacity(instance.placement.networks.len());
         for (index, request) in instance.placement.networks.iter().enumerate() {
             wanted.push(
@@ -735,6 +741,8 @@ impl ComputeDriver for NovaDriver {
                 neutron.delete(Kind::Port, port_id).await.map_err(failure)?;
             }
         }
+        // The server's groups, resolved at most once for the ports Nova makes.
+        let mut groups: Option<Option<Value>> = None;
         for &index in &plan.attach {
             let request = &instance.placement.networks[index];
             let resolved = &wanted[index];
@@ -755,15 +763,18 @@ impl ComputeDriver for NovaDriver {
                 .map_err(|error| ComputeError(format!("networks[{index}]: {error}")))?;
             // Nova gives the port it makes the project's default group:
             // the server's own groups are put on it, as Heat does.
-            if matches!(plug, InterfacePlug::Network { .. })
-                && let Some(groups) = self.security_group_ids(&neutron, instance).await?
-            {
-                let mut attributes = Map::new();
-                attributes.insert("security_groups".to_owned(), groups);
-                neutron
-                    .update(Kind::Port, &port_id, attributes)
-                    .await
-                    .map_err(failure)?;
+            if matches!(plug, InterfacePlug::Network { .. }) {
+                if groups.is_none() {
+                    groups = Some(self.security_group_ids(&neutron, instance).await?);
+                }
+                if let Some(Some(ids)) = &groups {
+                    let mut attributes = Map::new();
+                    attributes.insert("security_groups".to_owned(), ids.clone());
+                    neutron
+                        .update(Kind::Port, &port_id, attributes)
+                        .await
+                        .map_err(failure)?;
+                }
             }
             wait_port(&neutron, &port_id, &server.id, true).await?;
         }
@@ -839,21 +850,6 @@ async fn wait_port(
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(2));
-    }
-}
-
-/// A port of the server as an interface to match requests against.
-fn interface_of(port: &Value) -> Interface {
-    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-    Interface {
-        port: text(&port["id"]),
-        network: text(&port["network_id"]),
-        fixed_ips: port["fixed_ips"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|fixed| (text(&fixed["subnet_id"]), text(&fixed["ip_address"])))
-            .collect(),
     }
 }
 

@@ -10,7 +10,7 @@ mod deployed_server;
 mod deployment_group;
 mod group_members;
 mod instance_group;
-pub(crate) mod nested;
+mod nested;
 mod none;
 pub mod openstack;
 mod random_string;

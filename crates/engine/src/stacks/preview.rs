@@ -15,7 +15,7 @@ use super::{CreateStack, StackOperations};
 use crate::domain::template::resolve;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction};
 use crate::error::Result;
-use crate::resources::validate_properties;
+use crate::resources::{ResourceTypeSchema, validate_properties};
 use crate::store::LeaseFence;
 
 impl StackOperations {
@@ -42,13 +42,17 @@ impl StackOperations {
             .map(|name| {
                 let type_name = &parsed.resource_types[name];
                 let mut resource = Resource::initial(stack.id, name, type_name, stack.created_at);
+                let schema = self
+                    .shared
+                    .registry
+                    .get(type_name)
+                    .map(|known| known.schema());
                 resource.properties =
-                    Value::Object(self.previewed_properties(&target, name, type_name));
+                    Value::Object(self.previewed_properties(&target, name, schema));
                 // Heat's preview names each attribute, none known yet.
-                if let Some(resource_type) = self.shared.registry.get(type_name) {
+                if let Some(schema) = schema {
                     resource.attributes = Value::Object(
-                        resource_type
-                            .schema()
+                        schema
                             .attributes
                             .iter()
                             .map(|attribute| (attribute.name.to_owned(), Value::Null))
@@ -69,7 +73,7 @@ impl StackOperations {
         &self,
         target: &RunTarget,
         name: &str,
-        type_name: &str,
+        schema: Option<&ResourceTypeSchema>,
     ) -> Map<String, Value> {
         let Some(definition) = target.parsed.template.resources.get(name) else {
             return Map::new();
@@ -91,13 +95,9 @@ impl StackOperations {
                 .cloned()
                 .unwrap_or_default(),
         };
-        match self.shared.registry.get(type_name) {
-            Some(resource_type) => validate_properties(
-                resource_type.schema(),
-                &Value::Object(properties.clone()),
-                &path,
-            )
-            .unwrap_or(properties),
+        match schema {
+            Some(schema) => validate_properties(schema, &Value::Object(properties.clone()), &path)
+                .unwrap_or(properties),
             None => properties,
         }
     }

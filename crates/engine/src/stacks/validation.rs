@@ -79,7 +79,7 @@ impl StackOperations {
             description: template.description.clone().unwrap_or_default(),
             parameters,
             parameter_groups: groups(&template),
-            environment: environment_view(&definition.environment, &given, &template),
+            environment: environment_view(&definition.environment, &environment, &given, &template),
             nested_parameters,
         })
     }
@@ -243,17 +243,24 @@ fn known_value(property: &Value, values: &Map<String, Value>) -> Option<Value> {
 /// there, the caller's parameters in `parameters`, and each template file
 /// the template names as a type registered as itself (as Heat registers a
 /// template resource).
-fn environment_view(merged: &Value, given: &Map<String, Value>, template: &Template) -> Value {
+fn environment_view(
+    merged: &Value,
+    environment: &Environment,
+    given: &Map<String, Value>,
+    template: &Template,
+) -> Value {
     let section = |name: &str| merged.get(name).cloned();
     let mut registry = match section("resource_registry") {
         Some(Value::Object(registry)) => registry,
         _ => Map::new(),
     };
-    for resource in template.resources.values() {
+    for (name, resource) in &template.resources {
         let type_name = &resource.resource_type;
-        if crate::resources::nested::is_template_file(type_name)
-            && !registry.contains_key(type_name)
-        {
+        let is_file = matches!(
+            environment.resolve_type(name, type_name),
+            Ok(ResolvedType::TemplateResource { file }) if file == *type_name
+        );
+        if is_file && !registry.contains_key(type_name) {
             registry.insert(type_name.clone(), json!(type_name));
         }
     }
@@ -361,6 +368,7 @@ resources:
         assert_eq!(
             environment_view(
                 &json!({"resource_registry": {"X::Y": "OS::Heat::None"}}),
+                &Environment::default(),
                 &given,
                 &parent
             ),

@@ -51,7 +51,16 @@ impl World {
             .values()
             .filter(|port| port.kind == Kind::Port && bound_to(port, &device))
             .collect();
-        let interfaces: Vec<Interface> = ports.iter().map(|port| interface_of(port)).collect();
+        let interfaces: Vec<Interface> = ports
+            .iter()
+            .map(|port| {
+                Interface::of_port(
+                    &port.id,
+                    &port.fields["network_id"],
+                    &port.fields["fixed_ips"],
+                )
+            })
+            .collect();
         let mut wanted = Vec::with_capacity(networks.len());
         for request in networks {
             wanted.push(Wanted {
@@ -237,19 +246,4 @@ fn interface_id(instance: Uuid, which: &str) -> String {
 fn bound_to(port: &Object, device: &str) -> bool {
     port.fields.get("device_id").and_then(Value::as_str) == Some(device)
         && port.fields.get("device_owner").and_then(Value::as_str) == Some(COMPUTE_OWNER)
-}
-
-/// A machine's port as an interface to match requests against.
-fn interface_of(port: &Object) -> Interface {
-    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
-    Interface {
-        port: port.id.clone(),
-        network: text(&port.fields["network_id"]),
-        fixed_ips: port.fields["fixed_ips"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|fixed| (text(&fixed["subnet_id"]), text(&fixed["ip_address"])))
-            .collect(),
-    }
 }
