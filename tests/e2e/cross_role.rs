@@ -341,16 +341,19 @@ async fn a_reader_cannot_write_configs_deployments_or_signals_and_a_member_can()
     let stack = format!("{heat}/stacks/waiting/{stack_id}");
     let signal = format!("{stack}/resources/handle/signal");
     let data = json!({"status": "SUCCESS", "reason": "up", "data": "ok", "id": "1"});
-    wait_for("the handle to exist", Duration::from_secs(20), || async {
-        call(
+    // A handle takes signals once it is created (a 409 before then).
+    wait_for("the handle to be created", Duration::from_secs(20), || async {
+        let (_, text) = call(
             &ember,
             &member,
             Method::GET,
             &format!("{stack}/resources/handle"),
             None,
         )
-        .await
-        .0 == 200
+        .await;
+        serde_json::from_str::<Value>(&text)
+            .map(|handle| handle["resource"]["resource_status"] == "CREATE_COMPLETE")
+            .unwrap_or(false)
     })
     .await;
     refused(
