@@ -342,19 +342,23 @@ async fn a_reader_cannot_write_configs_deployments_or_signals_and_a_member_can()
     let signal = format!("{stack}/resources/handle/signal");
     let data = json!({"status": "SUCCESS", "reason": "up", "data": "ok", "id": "1"});
     // A handle takes signals once it is created (a 409 before then).
-    wait_for("the handle to be created", Duration::from_secs(20), || async {
-        let (_, text) = call(
-            &ember,
-            &member,
-            Method::GET,
-            &format!("{stack}/resources/handle"),
-            None,
-        )
-        .await;
-        serde_json::from_str::<Value>(&text)
-            .map(|handle| handle["resource"]["resource_status"] == "CREATE_COMPLETE")
-            .unwrap_or(false)
-    })
+    wait_for(
+        "the handle to be created",
+        Duration::from_secs(20),
+        || async {
+            let (_, text) = call(
+                &ember,
+                &member,
+                Method::GET,
+                &format!("{stack}/resources/handle"),
+                None,
+            )
+            .await;
+            serde_json::from_str::<Value>(&text)
+                .map(|handle| handle["resource"]["resource_status"] == "CREATE_COMPLETE")
+                .unwrap_or(false)
+        },
+    )
     .await;
     refused(
         call(&ember, &reader, Method::POST, &signal, Some(data.clone())).await,

@@ -611,6 +611,24 @@ async fn another_projects_objects_are_never_found_by_id_or_by_name() {
         );
     }
 
+    // Nor adopted through external_id; alice adopts her own and reads it.
+    let adopt = |network: &str| {
+        format!(
+            "heat_template_version: 2021-04-16\nresources:\n  net: {{type: OS::Neutron::Net, external_id: {network}}}\noutputs:\n  name: {{value: {{get_attr: [net, show, name]}}}}\n"
+        )
+    };
+    let stolen = engine.create(&bob, "adopter", &adopt(alices_net)).await;
+    assert_eq!(stolen.stack_status(), "CREATE_FAILED");
+    assert!(
+        stolen.status_reason.contains(&format!(
+            "resources.net.external_id: no OS::Neutron::Net {alices_net} in this project"
+        )),
+        "{}",
+        stolen.status_reason
+    );
+    let adopted = engine.created(&alice, "adopter", &adopt(alices_net)).await;
+    assert_eq!(engine.output(&adopted, "name").await, json!("first"));
+
     // By name, bob's "first" is a network of his own, never alice's.
     let by_name = "heat_template_version: 2021-04-16\nresources:\n  port: {type: OS::Neutron::Port, properties: {network: first}}\noutputs:\n  network: {value: {get_attr: [port, network_id]}}\n";
     let stack = engine.created(&bob, "by-name", by_name).await;

@@ -259,7 +259,8 @@ async fn an_external_resource_is_adopted_never_changed_and_left_in_place() {
                            "properties": {"flavor": "m1.small", "image": "debian-12"}},
                 "note": {"type": "OS::Heat::Value", "properties": {"value": {"get_resource": "server"}}},
             },
-            "outputs": {"server": {"value": {"get_resource": "server"}}},
+            "outputs": {"server": {"value": {"get_resource": "server"}},
+                        "name": {"value": {"get_attr": ["server", "name"]}}},
         })
     };
     let stack = create(&heat, "adopter", template(&uuid)).await;
@@ -275,6 +276,47 @@ async fn an_external_resource_is_adopted_never_changed_and_left_in_place() {
         uuid.as_str()
     );
     assert_eq!(output(&heat, &stack, "server").await, uuid.as_str());
+    // The adopted server is read like a made one: get_attr has its name.
+    assert_eq!(output(&heat, &stack, "name").await, "outside");
+
+    // Another project's stack cannot adopt it (nor a nested stack be
+    // adopted): not found, as an id nobody made.
+    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let stolen = create(&other, "thief", template(&uuid)).await;
+    let settled = other.wait_until_settled(&stolen).await;
+    assert_eq!(settled["stack_status"], "CREATE_FAILED", "{settled}");
+    let reason = settled["stack_status_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(&format!(
+            "resources.server.external_id: no instance {uuid} in this project"
+        )),
+        "{settled}"
+    );
+    let thief = other.get(&format!("{stolen}/resources/server")).await;
+    assert_eq!(
+        thief.body["resource"]["resource_status"], "ADOPT_FAILED",
+        "{thief:?}"
+    );
+    let nested = create(
+        &heat,
+        "nested-adopter",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"group": {"type": "OS::Heat::ResourceGroup",
+                                    "external_id": stack.rsplit('/').next().expect("id"),
+                                    "properties": {"resource_def": {"type": "OS::Heat::None"}}}},
+        }),
+    )
+    .await;
+    let settled = heat.wait_until_settled(&nested).await;
+    assert_eq!(settled["stack_status"], "CREATE_FAILED", "{settled}");
+    assert!(
+        settled["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot adopt an existing stack"),
+        "{settled}"
+    );
 
     // Its id cannot change.
     let changed = heat

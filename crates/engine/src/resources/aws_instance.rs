@@ -408,6 +408,15 @@ impl ResourceType for AwsInstance {
         self.server.check(current).await
     }
 
+    async fn adopt(
+        &self,
+        request: &ResourceRequest,
+        adopted: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let outcome = self.server.adopt(request, adopted).await?;
+        Ok(with_aws_attributes(outcome, None))
+    }
+
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
         self.server.suspend(current).await
     }

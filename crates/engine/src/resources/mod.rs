@@ -216,6 +216,34 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Takes an existing physical resource into the stack (a template's
+    /// `external_id`): `adopted` is the row with the external id as its
+    /// physical id. The id must name something **of the stack's project**
+    /// (an id of another project's object is as unknown as one nobody
+    /// made); returns what the stack records of it. By default the type's
+    /// own [`check`](Self::check) reads it (through the project's
+    /// credentials on a cloud) and the stack records the id alone; a type
+    /// whose check does not read through the project finds it itself. A
+    /// nested stack is never adopted: its stack is Ember's own record.
+    async fn adopt(
+        &self,
+        request: &ResourceRequest,
+        adopted: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        if self.is_nested_stack() {
+            return Err(ResourceFailure(format!(
+                "{} cannot adopt an existing stack: a nested stack is made by its parent",
+                request.type_name
+            )));
+        }
+        self.check(adopted).await?;
+        Ok(ResourceOutcome {
+            physical_id: adopted.physical_id.clone().unwrap_or_default(),
+            attributes: Map::new(),
+            data: Value::Null,
+        })
+    }
+
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let _ = current;
         Ok(())

@@ -806,6 +806,40 @@ impl ResourceType for ServerResource {
         Ok(())
     }
 
+    /// An instance of the stack's project, named by its uuid: another
+    /// project's is not found, as one nobody made. The stack then acts on
+    /// it as its owner (check, suspend, resume, lock) and never deletes it.
+    async fn adopt(
+        &self,
+        request: &ResourceRequest,
+        adopted: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let external_id = adopted.physical_id.as_deref().unwrap_or_default();
+        let not_found = || {
+            ResourceFailure(format!(
+                "no instance {} in this project",
+                ember_runtime::quote::quoted(external_id)
+            ))
+        };
+        let uuid = Uuid::parse_str(external_id).map_err(|_| not_found())?;
+        let caller = Identity::new(
+            request.user_id.clone(),
+            request.project_id.clone(),
+            vec!["member".to_owned()],
+        );
+        let instance = match self.instances.get(&caller, uuid).await {
+            Ok(instance) => instance,
+            Err(Error::NotFound(_)) => return Err(not_found()),
+            Err(other) => return Err(failure(other)),
+        };
+        self.outcome(
+            &caller,
+            &instance,
+            json!({ "user_id": request.user_id, "project_id": request.project_id }),
+        )
+        .await
+    }
+
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(uuid) = instance_id(current) else {
             return Err(ResourceFailure("no instance was created".to_owned()));

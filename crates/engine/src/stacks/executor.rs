@@ -547,16 +547,46 @@ async fn adopt_external(
     adopted.physical_id = Some(external_id);
     adopted.attributes = Value::Object(Map::new());
     adopted.data = Value::Null;
-    transition(
-        shared,
-        target,
-        adopted,
-        StackAction::Adopt,
-        ActionStatus::Complete,
-        "external resource: not managed by the stack",
-    )
-    .await?;
-    Ok(())
+    let name = adopted.name.clone();
+    let found = match shared.registry.get(&adopted.type_name) {
+        Some(resource_type) => {
+            let request = request_for(target, &name, Map::new());
+            resource_type
+                .adopt(&request, &adopted)
+                .await
+                .map_err(|failure| failure.0)
+        }
+        None => Err(format!("unknown resource type {:?}", adopted.type_name)),
+    };
+    match found {
+        Ok(outcome) => {
+            adopted.attributes = Value::Object(outcome.attributes);
+            adopted.data = outcome.data;
+            transition(
+                shared,
+                target,
+                adopted,
+                StackAction::Adopt,
+                ActionStatus::Complete,
+                "external resource: not managed by the stack",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(reason) => {
+            let reason = format!("resources.{name}.external_id: {reason}");
+            transition(
+                shared,
+                target,
+                adopted,
+                StackAction::Adopt,
+                ActionStatus::Failed,
+                &reason,
+            )
+            .await?;
+            Err(format!("Resource ADOPT failed: {reason}").into())
+        }
+    }
 }
 
 /// The reason of the IN_PROGRESS a resumed step records again.

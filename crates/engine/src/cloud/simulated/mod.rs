@@ -104,7 +104,7 @@ impl Object {
             || self.fields.get("visibility").and_then(Value::as_str) == Some("public")
     }
 
-    fn visible_to(&self, project: &str) -> bool {
+    pub fn visible_to(&self, project: &str) -> bool {
         self.project == project || self.shared()
     }
 }

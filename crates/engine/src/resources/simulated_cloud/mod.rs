@@ -189,6 +189,39 @@ impl ResourceType for SimulatedType {
         })
     }
 
+    /// An object of the stack's project (or one shared with it), as a
+    /// project-scoped read of the real service finds it: another
+    /// project's is not found.
+    async fn adopt(
+        &self,
+        request: &ResourceRequest,
+        adopted: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        let id = adopted.physical_id.clone().unwrap_or_default();
+        let fields = self.cloud.with(|world| {
+            world
+                .get_any(&id)
+                .filter(|object| object.visible_to(&request.project_id))
+                .map(|object| object.fields.clone())
+        });
+        let Some(fields) = fields else {
+            return Err(ResourceFailure(format!(
+                "no {} {} in this project",
+                self.schema.type_name,
+                ember_runtime::quote::quoted(&id)
+            )));
+        };
+        // Its fields, as the service shows them (a made one's attributes
+        // are read from the same fields).
+        let mut attributes = fields.clone();
+        attributes.insert("show".to_owned(), Value::Object(fields));
+        Ok(ResourceOutcome {
+            physical_id: id,
+            attributes,
+            data: Value::Null,
+        })
+    }
+
     /// Nothing is made outside the simulated cloud, and making it again
     /// (same ids) is harmless.
     fn acts_outside_its_row(&self) -> bool {
