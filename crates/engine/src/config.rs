@@ -54,6 +54,10 @@ pub struct EngineSection {
     /// stacks over and resumes them when their leases expire, at most this
     /// long later (a sweep wakes at the next expiry).
     pub stack_lease_ttl_ms: u64,
+    /// How long a stack operation may run when its stack sets no
+    /// `timeout_mins` (Heat's `stack_action_timeout`, an hour): past it
+    /// the operation fails (`… timed out`) and the stack can be deleted.
+    pub stack_action_timeout_s: u64,
     /// How long a claimed cluster action stays an engine's without renewal:
     /// after an engine dies, another takes its actions over this much later.
     pub cluster_action_lease_ms: u64,
@@ -81,6 +85,7 @@ impl Default for EngineSection {
             plugin_registry_unavailable: "fail".to_owned(),
             lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
             stack_lease_ttl_ms: 30_000,
+            stack_action_timeout_s: 3600,
             cluster_action_lease_ms: 10_000,
             quotas: QuotaSection::default(),
             compute: ComputeSection::default(),
@@ -124,6 +129,11 @@ impl Validate for EngineSection {
             problems,
         );
         check_more_than_zero(
+            "engine.stack_action_timeout_s",
+            self.stack_action_timeout_s,
+            problems,
+        );
+        check_more_than_zero(
             "engine.cluster_action_lease_ms",
             self.cluster_action_lease_ms,
             problems,
@@ -146,6 +156,7 @@ impl EngineSection {
             internal_credential: internal_credential.to_owned(),
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             stack_lease_ttl: Duration::from_millis(self.stack_lease_ttl_ms),
+            stack_action_timeout: Duration::from_secs(self.stack_action_timeout_s),
             cluster_action_lease: Duration::from_millis(self.cluster_action_lease_ms),
             quotas: self.quotas.limits(),
             plugin_registry_url: self.plugin_registry_url.clone(),
@@ -522,6 +533,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// How long a stack lease lives without its heartbeat.
     pub stack_lease_ttl: Duration,
+    /// How long an operation runs on a stack without `timeout_mins`.
+    pub stack_action_timeout: Duration,
     /// How long a claimed cluster action stays an engine's without renewal.
     pub cluster_action_lease: Duration,
     /// Every project's quotas unless an admin set others for it.

@@ -191,6 +191,7 @@ pub async fn serve(
         stacks::StackSettings {
             plugins: plugin_gate,
             lease_ttl: config.stack_lease_ttl,
+            action_timeout: config.stack_action_timeout,
             engine_id,
         },
     );

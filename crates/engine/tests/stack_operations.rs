@@ -351,13 +351,13 @@ async fn an_operation_in_progress_holds_the_stack_lease(database: &TestDatabase)
         .await
         .expect("accepted");
     let error = operations
-        .delete_stack(&alice(), "slow")
+        .run_stack_wide_action(&alice(), "slow", StackWideAction::Check)
         .await
         .expect_err("busy");
     assert!(matches!(error, Error::Conflict(_)), "{error:?}");
     assert!(
         error.to_string().contains(
-            "is CREATE_IN_PROGRESS: delete must wait until the running operation finishes"
+            "is CREATE_IN_PROGRESS: check must wait until the running operation finishes"
         ),
         "{error}"
     );
@@ -367,6 +367,98 @@ async fn an_operation_in_progress_holds_the_stack_lease(database: &TestDatabase)
         .delete_stack(&alice(), "slow")
         .await
         .expect("free again");
+}
+
+/// A stack whose create cannot finish — nor its nested stack's — is
+/// deleted by its owner at once, as Heat's delete of a stack in progress:
+/// the create stops (no rollback), and the delete removes the whole tree.
+async fn a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree(
+    database: &TestDatabase,
+) {
+    let (operations, store) = operations(database).await;
+    let endless = "heat_template_version: 2021-04-16\nresources:\n  forever: {type: OS::Heat::Delay, properties: {min_wait: 1000000}}\n";
+    let parent = "heat_template_version: 2021-04-16\nresources:\n  quick: {type: OS::Heat::None}\n  forever: {type: OS::Heat::Delay, properties: {min_wait: 1000000}}\n  inner: {type: endless.yaml}\n";
+    let mut create = request("endless", parent);
+    create.disable_rollback = false;
+    create.files.insert("endless.yaml".into(), endless.into());
+    let created = operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    // The nested stack exists and is creating its own endless resource.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let nested_id = loop {
+        let children = store.list_child_stacks(created.id).await.expect("children");
+        if let [child] = children.as_slice() {
+            break child.id;
+        }
+        assert!(Instant::now() < deadline, "the nested stack never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let deleting = operations
+        .delete_stack(&alice(), "endless")
+        .await
+        .expect("a delete stops the create");
+    assert_eq!(deleting.stack_status(), "DELETE_IN_PROGRESS");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while operations.find_stack(&alice(), "endless").await.is_ok() {
+        assert!(Instant::now() < deadline, "never deleted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let nested = store
+        .get_stack(nested_id)
+        .await
+        .expect("read")
+        .expect("recorded");
+    assert!(nested.deleted_at.is_some(), "{}", nested.stack_status());
+    let (events, _) = operations
+        .events(&created, None, 0, (0, None, false))
+        .await
+        .expect("events");
+    let reasons: Vec<String> = events.iter().map(|event| event.reason.clone()).collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|reason| reason.contains("CREATE stopped: the stack is being deleted")),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.iter().any(|reason| reason.contains("ROLLBACK")),
+        "a stopped create does not roll back: {reasons:?}"
+    );
+}
+
+/// Without `timeout_mins`, an operation ends at the engine's
+/// `stack_action_timeout`; with it, at the stack's own.
+async fn an_operation_that_cannot_finish_times_out(database: &TestDatabase) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
+    let operations = StackOperations::configured(
+        store,
+        Arc::new(ResourceTypeRegistry::builtin()),
+        ember_engine::stacks::StackSettings {
+            action_timeout: Duration::from_secs(1),
+            ..ember_engine::stacks::StackSettings::default()
+        },
+    );
+    let endless = "heat_template_version: 2021-04-16\nresources:\n  forever: {type: OS::Heat::Delay, properties: {min_wait: 1000000}}\n";
+    operations
+        .create_stack(&alice(), request("endless", endless))
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "endless").await;
+    assert_eq!(stack.stack_status(), "CREATE_FAILED");
+    assert!(
+        stack.status_reason.contains("CREATE timed out"),
+        "{}",
+        stack.status_reason
+    );
+    operations
+        .delete_stack(&alice(), "endless")
+        .await
+        .expect("deleted");
 }
 
 async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDatabase) {
@@ -1657,6 +1749,8 @@ ember_runtime::store_suite!(
     a_failing_resource_fails_the_stack_and_rollback_deletes_the_rest,
     bad_requests_are_refused_before_anything_is_recorded,
     an_operation_in_progress_holds_the_stack_lease,
+    a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree,
+    an_operation_that_cannot_finish_times_out,
     an_update_left_in_progress_by_a_dead_engine_is_failed,
     an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,
     an_update_changes_in_place_replaces_adds_and_removes,

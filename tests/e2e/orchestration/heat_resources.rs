@@ -458,3 +458,31 @@ async fn an_instance_group_launches_servers_from_its_launch_configuration_and_re
     );
     ember.stop().await;
 }
+
+/// A stack that cannot finish is deleted by its owner at once over REST,
+/// as Heat deletes a stack in progress (the create is stopped first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_that_cannot_finish_is_deleted_at_once() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack = create(
+        &heat,
+        "endless",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {"forever": {"type": "OS::Heat::Delay",
+                                      "properties": {"min_wait": 1_000_000}}},
+        }),
+    )
+    .await;
+    let shown = heat.get(&stack).await;
+    assert_eq!(shown.body["stack"]["stack_status"], "CREATE_IN_PROGRESS");
+    // Another project cannot stop it: not found.
+    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let refused = other.call(reqwest::Method::DELETE, &stack, None).await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{refused:?}");
+    let deleted = heat.call(reqwest::Method::DELETE, &stack, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{deleted:?}");
+    heat.wait_until_deleted(&stack).await;
+    ember.stop().await;
+}

@@ -8,11 +8,10 @@ use std::sync::{Arc, Mutex};
 
 use ember_runtime::Identity;
 
+use super::bounds::within_bounds;
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult};
-use super::{
-    StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
-};
+use super::{StackCaller, StackOperation, StackOperations, conclude, lease, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
 
@@ -131,6 +130,7 @@ async fn run_action(
     stack_lease: lease::StackLease,
     resumed: bool,
 ) {
+    let stop = shared.stops.register(stack.id);
     let passed = match super::plugins::before(&shared, &stack, None).await {
         Ok(passed) => passed,
         Err(reason) => {
@@ -173,14 +173,14 @@ async fn run_action(
             }
         }
     });
-    let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
-        .await
-        .unwrap_or_else(|_| {
-            Err(RunFailure::Failed(format!(
-                "{} timed out",
-                stack_action.as_str()
-            )))
-        });
+    let outcome = within_bounds(
+        walking,
+        shared.operation_timeout(&stack),
+        &stop,
+        &format!("{} timed out", stack_action.as_str()),
+        stack_action.as_str(),
+    )
+    .await;
     let check_failures = check_failures
         .lock()
         .map(|failures| failures.clone())

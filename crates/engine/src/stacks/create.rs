@@ -10,13 +10,14 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use super::bounds::within_bounds;
 use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::writer::{NewStackRecord, Recorded};
 use super::{
     CreateStack, StackOperations, abandon, complete_or_fail, conclude, end, executor, final_state,
-    finish, lease, operation_timeout, plugins, stack_event, stop_without_final_state,
+    finish, lease, plugins, stack_event, stop_without_final_state,
 };
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
@@ -180,6 +181,7 @@ pub(super) async fn run_create(
     adopt_data: Option<Arc<Map<String, Value>>>,
     recorded: Recorded,
 ) {
+    let stop = shared.stops.register(stack.id);
     let passed = match plugins::before_recorded(&shared, &stack, None, &recorded).await {
         Some(Ok(passed)) => passed,
         Some(Err(reason)) => {
@@ -214,9 +216,14 @@ pub(super) async fn run_create(
             None => executor::create_resources(shared.clone(), target.clone(), names).await,
         }
     };
-    let outcome = tokio::time::timeout(operation_timeout(&stack), running)
-        .await
-        .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{operation} timed out"))));
+    let outcome = within_bounds(
+        running,
+        shared.operation_timeout(&stack),
+        &stop,
+        &format!("{operation} timed out"),
+        operation,
+    )
+    .await;
     let (failure, stack_lease) =
         match complete_or_fail(&mut stack, &target, outcome, operation, stack_lease).await {
             Ok(()) => {
@@ -227,7 +234,8 @@ pub(super) async fn run_create(
         };
     let outcome = match failure {
         stop @ (RunFailure::LeaseLost | RunFailure::HandedBack) => Err(stop),
-        failure if !stack.disable_rollback => {
+        // A delete stopped it: the delete removes what it made.
+        failure if !stack.disable_rollback && !stop.stopped() => {
             // Straight from CREATE_IN_PROGRESS to ROLLBACK_IN_PROGRESS: a
             // client polling for a final state must not stop at a FAILED
             // that is about to be rolled back.
@@ -244,10 +252,16 @@ pub(super) async fn run_create(
                 let rollback_passed = plugins::before(&shared, &stack, None).await?;
                 // The rollback's own post-operations come with the create's, below.
                 rollback_plugins = Some(rollback_passed);
-                let rolled_back = executor::delete_resources(
-                    shared.clone(),
-                    target.clone(),
-                    StackAction::Rollback,
+                let rolled_back = within_bounds(
+                    executor::delete_resources(
+                        shared.clone(),
+                        target.clone(),
+                        StackAction::Rollback,
+                    ),
+                    shared.operation_timeout(&stack),
+                    &stop,
+                    "Rollback timed out",
+                    StackAction::Rollback.as_str(),
                 )
                 .await;
                 executor::settled(&target, rolled_back).await
@@ -287,10 +301,16 @@ pub(super) async fn run_create_rollback(
     };
     let rolling_back =
         executor::delete_resources(shared.clone(), target.clone(), StackAction::Rollback);
-    let outcome = tokio::time::timeout(operation_timeout(&stack), rolling_back)
-        .await
-        .unwrap_or_else(|_| Err(RunFailure::Failed("Rollback timed out".to_owned())));
+    let stop = shared.stops.register(stack.id);
     let operation = StackAction::Rollback.as_str();
+    let outcome = within_bounds(
+        rolling_back,
+        shared.operation_timeout(&stack),
+        &stop,
+        "Rollback timed out",
+        operation,
+    )
+    .await;
     if end(&mut stack, &target, outcome, operation, stack_lease).await {
         plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
     }

@@ -4,17 +4,22 @@
 //! resources (and the old rows of replaced ones).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use ember_runtime::Identity;
+
+use super::bounds::STOP_WAIT;
 use super::executor::{RunTarget, Shared};
 use super::failure::RunFailure;
 use super::run_end::{complete_or_fail, end_failed};
 use super::writer::{Recorded, TakeRecord};
 use super::{
     LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, executor, lease,
-    operation_timeout, plugins, stack_event, update,
+    plugins, stack_event, update,
 };
+use crate::domain::admission::stack::stops_running;
 use crate::domain::{ActionStatus, Stack, StackAction};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{LeaseFence, OperationStart, StartWrites};
 use uuid::Uuid;
 
@@ -130,6 +135,53 @@ impl StackOperations {
         Ok(Some((stack, run)))
     }
 
+    /// Heat's delete of a stack in progress: the operation running on it
+    /// is stopped (see `bounds.rs`), and the stack is read again once that
+    /// operation let go of it. A stack in a final state is returned as it
+    /// is. Refused (409) when another engine runs the operation, or it
+    /// does not let go within [`STOP_WAIT`].
+    pub(super) async fn stop_running_operation(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+        stack: Stack,
+        lease_seen: LeaseSeen,
+    ) -> Result<(Stack, LeaseSeen)> {
+        if !stops_running(&stack, StackOperation::Delete) {
+            return Ok((stack, lease_seen));
+        }
+        let started = Instant::now();
+        let mut stopped = false;
+        let mut current = (stack, lease_seen);
+        loop {
+            // A run registers as it starts: a stop may have to be asked again.
+            stopped = self.shared.stops.stop(current.0.id) || stopped;
+            let (stack, lease_seen) = &current;
+            let settled = stack.status != ActionStatus::InProgress
+                && !matches!(lease_seen, LeaseSeen::NotFree);
+            if settled {
+                return Ok(current);
+            }
+            let waited = started.elapsed();
+            if (!stopped && waited >= NOT_HERE) || waited >= STOP_WAIT {
+                let why = if stopped {
+                    format!("it did not stop within {} s", STOP_WAIT.as_secs())
+                } else {
+                    "it runs on another engine".to_owned()
+                };
+                return Err(Error::Conflict(format!(
+                    "stack {:?} is {}: its operation could not be stopped for the delete ({why}): try again",
+                    stack.name,
+                    stack.stack_status()
+                )));
+            }
+            tokio::time::sleep(STOP_POLL).await;
+            current = self
+                .find_stack_with_free_lease(identity, name_or_id)
+                .await?;
+        }
+    }
+
     /// Takes the lease, then reads the stack under it and records
     /// DELETE_IN_PROGRESS.
     async fn start_delete(
@@ -159,6 +211,14 @@ impl StackOperations {
         Ok((stack, target, stack_lease))
     }
 }
+
+/// How often a delete that stopped an operation reads the stack again.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// How long a delete asks a run it cannot find here to stop before it
+/// concludes that another engine runs it (a run registers its stop as it
+/// starts, a moment after its IN_PROGRESS is recorded).
+const NOT_HERE: Duration = Duration::from_secs(1);
 
 fn mark_deleting(stack: &mut Stack) {
     stack.action = StackAction::Delete;
@@ -192,7 +252,7 @@ pub(super) async fn run_delete(
         executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
         update::retire_superseded(&shared, &target).await
     };
-    let outcome = tokio::time::timeout(operation_timeout(&stack), deleting)
+    let outcome = tokio::time::timeout(shared.operation_timeout(&stack), deleting)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
     let ended = match complete_or_fail(&mut stack, &target, outcome, "DELETE", stack_lease).await {

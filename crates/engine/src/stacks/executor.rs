@@ -33,6 +33,10 @@ pub struct Shared {
     pub running_updates: Mutex<BTreeMap<Uuid, tokio_util::sync::CancellationToken>>,
     /// How long a stack lease lives without its heartbeat.
     pub lease_ttl: std::time::Duration,
+    /// How long an operation runs on a stack without `timeout_mins`.
+    pub action_timeout: std::time::Duration,
+    /// The operations this engine runs that a delete may stop.
+    pub stops: super::bounds::Stops,
     /// The quotas creates and updates are checked against.
     pub quotas: crate::quotas::QuotaSlot,
     /// Recently parsed stored definitions.
@@ -51,6 +55,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// How long an operation on `stack` may run (its `timeout_mins`, else
+    /// the engine's default).
+    pub(crate) fn operation_timeout(&self, stack: &crate::domain::Stack) -> std::time::Duration {
+        super::bounds::operation_timeout(stack, self.action_timeout)
+    }
+
     /// Whether a step of `target`'s operation may start: not once the
     /// engine is handing its root operations back (nested stacks run on:
     /// their parent's step waits for them).

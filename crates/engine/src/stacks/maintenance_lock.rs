@@ -12,9 +12,7 @@ use ember_runtime::Identity;
 
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult};
-use super::{
-    StackCaller, StackOperation, StackOperations, conclude, lease, operation_timeout, stack_event,
-};
+use super::{StackCaller, StackOperation, StackOperations, conclude, lease, stack_event};
 use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
 use crate::error::{Error, Result};
 use crate::resources::LockRequest;
@@ -191,7 +189,7 @@ async fn run_maintenance_lock(
         let request = request.clone();
         async move { lock_one(&shared, &target, &name, action, &request).await }
     });
-    let outcome = tokio::time::timeout(operation_timeout(&stack), walking)
+    let outcome = tokio::time::timeout(shared.operation_timeout(&stack), walking)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{} timed out", action.as_str()))));
     let outcome = super::executor::settled(&target, outcome).await;

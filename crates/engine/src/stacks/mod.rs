@@ -4,6 +4,7 @@
 
 mod abandon;
 mod actions;
+mod bounds;
 mod breakpoints;
 mod context;
 mod create;
@@ -38,6 +39,7 @@ use uuid::Uuid;
 
 pub use crate::domain::admission::{StackCaller, StackOperation};
 pub use actions::StackWideAction;
+pub use bounds::DEFAULT_ACTION_TIMEOUT;
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub(crate) use lease::LeaseSeen;
@@ -49,8 +51,7 @@ pub use plugins::{PluginGate, RegistryUnavailable};
 pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails};
 pub(crate) use run_end::{
-    complete_or_fail, conclude, end, final_state, finish, operation_timeout,
-    stop_without_final_state,
+    complete_or_fail, conclude, end, final_state, finish, stop_without_final_state,
 };
 pub use signal::{Scaling, SignalOutcome};
 pub use update::UpdateStack;
@@ -95,6 +96,9 @@ pub struct StackSettings {
     /// the stacks the engine was working on are failed by the sweep once
     /// this has passed.
     pub lease_ttl: Duration,
+    /// How long an operation runs on a stack without `timeout_mins`
+    /// (Heat's `stack_action_timeout`).
+    pub action_timeout: Duration,
     /// The engine process these operations run in: it holds the stack
     /// leases it takes under this id. One per process, shared with the
     /// clustering service (see `crate::serve`).
@@ -108,6 +112,7 @@ impl Default for StackSettings {
         StackSettings {
             plugins: PluginGate::Disabled,
             lease_ttl: LEASE_TTL,
+            action_timeout: bounds::DEFAULT_ACTION_TIMEOUT,
             engine_id: Uuid::now_v7(),
         }
     }
@@ -158,6 +163,7 @@ impl StackOperations {
         let StackSettings {
             plugins,
             lease_ttl,
+            action_timeout,
             engine_id,
         } = settings;
         let writer = writer::TransitionWriter::start(store.clone());
@@ -173,6 +179,8 @@ impl StackOperations {
                     plugins,
                     running_updates: Default::default(),
                     lease_ttl,
+                    action_timeout,
+                    stops: Default::default(),
                     quotas: Default::default(),
                     parsed_cache: Default::default(),
                     draining: Default::default(),
@@ -442,6 +450,9 @@ impl StackOperations {
             .await?;
         let caller = StackCaller::User(identity);
         self.admit(&stack, StackOperation::Delete, caller).await?;
+        let (stack, lease_seen) = self
+            .stop_running_operation(identity, name_or_id, stack, lease_seen)
+            .await?;
         let (stack, run) = self
             .begin_delete(stack, lease_seen, name_or_id, caller)
             .await?;

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::definition::ParsedStack;
 use super::orphans::TakenOver;
-use super::{StackCaller, StackOperations, StackWideAction, UpdateStack};
+use super::{StackCaller, StackOperation, StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::Result as StoreResult;
@@ -272,8 +272,14 @@ impl NestedStackHost for StackOperations {
     }
 
     async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure> {
-        if self.nested_stack(stack_id).await?.is_none() {
+        let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
+        };
+        // An operation this engine runs on it (a create the parent's
+        // stopped create left running) is stopped, as a delete of the
+        // stack itself stops it.
+        if crate::domain::admission::stack::stops_running(&stack, StackOperation::Delete) {
+            self.shared.stops.stop(stack_id);
         }
         // An operation an engine that went away left on it (this delete,
         // resumed, included) ends first.

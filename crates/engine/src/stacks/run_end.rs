@@ -1,8 +1,6 @@
 //! How a running operation records its states and ends: the in-between
 //! transitions (fenced with the run's lease), the final state written with
-//! the lease's release, and the operation's timeout.
-
-use std::time::Duration;
+//! the lease's release.
 
 use super::executor::{RunTarget, Shared};
 use super::failure::{RunFailure, RunResult};
@@ -207,12 +205,4 @@ fn set_state(stack: &mut Stack, status: ActionStatus, reason: &str) {
     {
         stack.deleted_at = Some(stack.updated_at);
     }
-}
-
-pub(crate) fn operation_timeout(stack: &Stack) -> Duration {
-    stack
-        .timeout_mins
-        .map_or(Duration::from_secs(24 * 3600), |minutes| {
-            Duration::from_secs(u64::from(minutes) * 60)
-        })
 }

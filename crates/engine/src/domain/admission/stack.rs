@@ -13,7 +13,9 @@
 //!    only lock (to change the level) and unlock; LOCK_FAILED allows unlock,
 //!    delete and lock; UNLOCK_FAILED allows delete and unlock; nothing starts
 //!    while anything is in progress (but cancel_update, which exists to act
-//!    on a running update); lock needs a final state other than
+//!    on a running update, and delete, which stops a running create,
+//!    update, rollback, suspend, resume, check or restore first, as
+//!    Heat's does); lock needs a final state other than
 //!    INIT_COMPLETE and DELETE_COMPLETE; unlock needs a locked (or dirty)
 //!    stack.
 //! 4. What each operation needs of the state (Heat's rules): suspend not
@@ -133,7 +135,9 @@ pub fn admit_stack(
             operation.as_str()
         )));
     }
-    lock_table(stack, operation)?;
+    if !stops_running(stack, operation) {
+        lock_table(stack, operation)?;
+    }
     operation_needs(stack, operation)?;
     let lifting_user = match caller {
         StackCaller::User(user) | StackCaller::ParentOperation(Some(user)) => Some(user),
@@ -165,6 +169,27 @@ pub fn admit_new_stack(caller: &Identity) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// A delete of a stack whose own operation is running stops that
+/// operation and then deletes (Heat's delete of a stack in progress), so
+/// a stack that cannot finish is never stuck: not while it locks, unlocks
+/// (the lock spec allows nothing then) or is being deleted already, nor a
+/// snapshot (it changes nothing and ends by itself).
+pub fn stops_running(stack: &Stack, operation: StackOperation) -> bool {
+    operation == StackOperation::Delete
+        && stack.status == ActionStatus::InProgress
+        && matches!(
+            stack.action,
+            StackAction::Create
+                | StackAction::Update
+                | StackAction::Rollback
+                | StackAction::Suspend
+                | StackAction::Resume
+                | StackAction::Check
+                | StackAction::Adopt
+                | StackAction::Restore
+        )
 }
 
 /// Rule 3: the maintenance-lock table.
@@ -364,7 +389,17 @@ mod tests {
             return false;
         }
         let table = match (action, status) {
-            (StackAction::Update, InProgress) => operation == CancelUpdate,
+            (StackAction::Update, InProgress) => matches!(operation, CancelUpdate | Delete),
+            (
+                StackAction::Create
+                | StackAction::Rollback
+                | StackAction::Suspend
+                | StackAction::Resume
+                | StackAction::Check
+                | StackAction::Adopt
+                | StackAction::Restore,
+                InProgress,
+            ) => operation == Delete,
             (_, InProgress) => false,
             (StackAction::Lock, Complete) => matches!(operation, Lock | Unlock),
             (StackAction::Lock, Failed) => matches!(operation, Lock | Unlock | Delete),
@@ -563,7 +598,8 @@ mod tests {
 
     proptest! {
         /// Whatever the stacks above, nothing starts on a stack in progress
-        /// but cancel_update of its update, and an ancestor can only take
+        /// but cancel_update of its update and a delete that stops it, and
+        /// an ancestor can only take
         /// permissions away, never add them.
         #[test]
         fn ancestors_only_ever_refuse(
@@ -583,8 +619,8 @@ mod tests {
             if status == ActionStatus::InProgress {
                 prop_assert_eq!(
                     nested.is_ok(),
-                    operation == StackOperation::CancelUpdate
-                        && action == StackAction::Update
+                    ((operation == StackOperation::CancelUpdate && action == StackAction::Update)
+                        || stops_running(&subject, operation))
                         && ancestors.iter().all(|ancestor| lock_table(ancestor, operation).is_ok())
                 );
             }

@@ -19,8 +19,9 @@ use crate::domain::template::StackIdentity;
 use crate::domain::{Stack, StackAction, StackDefinition};
 use crate::stacks::definition::ParsedStack;
 use crate::stacks::executor::{RunTarget, Shared};
-use crate::stacks::failure::RunFailure;
-use crate::stacks::{Run, conclude, end, lease, operation_timeout, plugins};
+
+use crate::stacks::bounds::within_bounds;
+use crate::stacks::{Run, conclude, end, lease, plugins};
 
 /// The run that continues `stack`'s UPDATE towards its stored definition
 /// (`target`), rolling back to `origin` if it fails (unless rollback is
@@ -88,8 +89,9 @@ async fn run_rollback(
         || target.parsed.graph.clone(),
         |parsed| parsed.graph.clone(),
     );
-    let outcome = tokio::time::timeout(
-        operation_timeout(&stack),
+    let stop = shared.stops.register(stack.id);
+    let operation = StackAction::Rollback.as_str();
+    let outcome = within_bounds(
         update_resources(
             shared.clone(),
             target.clone(),
@@ -97,10 +99,12 @@ async fn run_rollback(
             StackAction::Rollback,
             CancellationToken::new(),
         ),
+        shared.operation_timeout(&stack),
+        &stop,
+        "Rollback timed out",
+        operation,
     )
-    .await
-    .unwrap_or_else(|_| Err(RunFailure::Failed("Rollback timed out".to_owned())));
-    let operation = StackAction::Rollback.as_str();
+    .await;
     if end(&mut stack, &target, outcome, operation, stack_lease).await {
         plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
     }

@@ -11,9 +11,10 @@ use super::resources::update_resources;
 use super::rollback::rollback;
 use super::{Previous, UpdateKind};
 use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::stacks::bounds::within_bounds;
 use crate::stacks::executor::{RunTarget, Shared};
 use crate::stacks::failure::RunFailure;
-use crate::stacks::{conclude, lease, operation_timeout};
+use crate::stacks::{conclude, lease};
 
 pub(super) async fn run_update(
     shared: Arc<Shared>,
@@ -24,6 +25,7 @@ pub(super) async fn run_update(
     cancel: CancellationToken,
     kind: UpdateKind,
 ) {
+    let stop = shared.stops.register(stack.id);
     let Previous {
         parsed: previous,
         definition: previous_definition,
@@ -52,8 +54,7 @@ pub(super) async fn run_update(
         || target.parsed.graph.clone(),
         |parsed| parsed.graph.clone(),
     );
-    let outcome = tokio::time::timeout(
-        operation_timeout(&stack),
+    let outcome = within_bounds(
         update_resources(
             shared.clone(),
             target.clone(),
@@ -61,9 +62,12 @@ pub(super) async fn run_update(
             StackAction::Update,
             cancel.clone(),
         ),
+        shared.operation_timeout(&stack),
+        &stop,
+        "Update timed out",
+        stack.action.as_str(),
     )
-    .await
-    .unwrap_or_else(|_| Err(RunFailure::Failed("Update timed out".to_owned())));
+    .await;
     let outcome = match (outcome, &kind) {
         (Ok(()), UpdateKind::Restore(recorded)) => {
             crate::stacks::snapshots::restore_data(&shared, &target, recorded).await
@@ -87,7 +91,10 @@ pub(super) async fn run_update(
     let outcome = match (failure, previous) {
         (stop @ (RunFailure::LeaseLost | RunFailure::HandedBack), _) => Err(stop),
         // No FAILED in between: pollers must not stop before the rollback.
-        (failure, Some(previous)) if cancel.is_cancelled() || !stack.disable_rollback => {
+        // A delete stopped it: the delete removes what it made.
+        (failure, Some(previous))
+            if !stop.stopped() && (cancel.is_cancelled() || !stack.disable_rollback) =>
+        {
             rollback(
                 &shared,
                 &mut stack,

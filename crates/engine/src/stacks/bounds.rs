@@ -1,0 +1,168 @@
+//! What ends an operation that would not end by itself: the stack's
+//! timeout (its `timeout_mins`, else the engine's `stack_action_timeout`,
+//! Heat's hour), and a delete of the stack, which stops the operation
+//! running on it — as Heat's delete of a stack in progress does — instead
+//! of waiting for it (a stack that cannot finish is never stuck).
+//!
+//! A stopped operation fails (`<ACTION> stopped: the stack is being
+//! deleted`) without rolling back — the delete that stopped it removes
+//! what it made — and releases the lease for the delete to take.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::failure::{RunFailure, RunResult};
+use crate::domain::Stack;
+
+/// How long an operation runs on a stack without `timeout_mins`
+/// (Heat's `stack_action_timeout`).
+pub const DEFAULT_ACTION_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// How long a delete waits for the operation it stopped to let go of the
+/// stack.
+pub const STOP_WAIT: Duration = Duration::from_secs(30);
+
+/// The operations this engine runs that a delete may stop, by stack.
+#[derive(Default)]
+pub struct Stops {
+    running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
+    next: AtomicU64,
+}
+
+impl Stops {
+    /// Registers the run of an operation on `stack_id`; the signal
+    /// forgets it when dropped.
+    pub fn register(&self, stack_id: Uuid) -> StopSignal {
+        let serial = self.next.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        if let Ok(mut running) = self.running.lock() {
+            running.insert(stack_id, (serial, token.clone()));
+        }
+        StopSignal {
+            running: self.running.clone(),
+            stack_id,
+            serial,
+            token,
+        }
+    }
+
+    /// Stops the operation this engine runs on `stack_id`; false when it
+    /// runs none there (another engine's, or none at all).
+    pub fn stop(&self, stack_id: Uuid) -> bool {
+        self.running
+            .lock()
+            .ok()
+            .and_then(|running| running.get(&stack_id).map(|(_, token)| token.clone()))
+            .map(|token| token.cancel())
+            .is_some()
+    }
+}
+
+/// One run's stop: cancelled when a delete stops the operation.
+pub struct StopSignal {
+    running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
+    stack_id: Uuid,
+    serial: u64,
+    token: CancellationToken,
+}
+
+impl StopSignal {
+    /// Whether a delete stopped the operation (it then does not roll back).
+    pub fn stopped(&self) -> bool {
+        self.token.is_cancelled()
+    }
+}
+
+impl Drop for StopSignal {
+    fn drop(&mut self) {
+        if let Ok(mut running) = self.running.lock()
+            && running
+                .get(&self.stack_id)
+                .is_some_and(|(serial, _)| *serial == self.serial)
+        {
+            running.remove(&self.stack_id);
+        }
+    }
+}
+
+/// How long an operation on `stack` may run: its `timeout_mins`, else
+/// `default`.
+pub(crate) fn operation_timeout(stack: &Stack, default: Duration) -> Duration {
+    stack.timeout_mins.map_or(default, |minutes| {
+        Duration::from_secs(u64::from(minutes) * 60)
+    })
+}
+
+/// Runs `running` until it ends, the stack's timeout passes (failed with
+/// `timed_out`), or a delete stops it (failed, saying so).
+pub(crate) async fn within_bounds(
+    running: impl Future<Output = RunResult>,
+    timeout: Duration,
+    stop: &StopSignal,
+    timed_out: &str,
+    operation: &str,
+) -> RunResult {
+    tokio::select! {
+        outcome = tokio::time::timeout(timeout, running) => {
+            outcome.unwrap_or_else(|_| Err(RunFailure::Failed(timed_out.to_owned())))
+        }
+        () = stop.token.cancelled() => Err(RunFailure::Failed(format!(
+            "{operation} stopped: the stack is being deleted"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_reaches_the_run_registered_last_and_is_forgotten_with_it() {
+        let stops = Stops::default();
+        let stack = Uuid::new_v4();
+        assert!(!stops.stop(stack), "nothing runs yet");
+        let first = stops.register(stack);
+        let second = stops.register(stack);
+        // The first run's end does not forget the second.
+        drop(first);
+        assert!(stops.stop(stack));
+        assert!(second.stopped());
+        drop(second);
+        assert!(!stops.stop(stack), "forgotten with its run");
+    }
+
+    #[tokio::test]
+    async fn a_stopped_or_timed_out_run_fails_saying_which() {
+        let stops = Stops::default();
+        let signal = stops.register(Uuid::new_v4());
+        let endless = std::future::pending::<RunResult>();
+        let timed_out = within_bounds(
+            endless,
+            Duration::from_millis(10),
+            &signal,
+            "CREATE timed out",
+            "CREATE",
+        )
+        .await;
+        assert_eq!(timed_out.unwrap_err().reason(), "CREATE timed out");
+        signal.token.cancel();
+        let stopped = within_bounds(
+            std::future::pending::<RunResult>(),
+            Duration::from_secs(60),
+            &signal,
+            "CREATE timed out",
+            "CREATE",
+        )
+        .await;
+        assert_eq!(
+            stopped.unwrap_err().reason(),
+            "CREATE stopped: the stack is being deleted"
+        );
+    }
+}
