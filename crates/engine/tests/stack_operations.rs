@@ -430,6 +430,68 @@ async fn a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree(
 
 /// Without `timeout_mins`, an operation ends at the engine's
 /// `stack_action_timeout`; with it, at the stack's own.
+/// Nested stacks whose create failed — a template resource, a group's
+/// member, a nested stack too deep — are deleted with their root: a
+/// delete is complete only when the whole tree is gone.
+async fn a_failed_nested_create_leaves_nothing_after_the_root_is_deleted(database: &TestDatabase) {
+    let (operations, store) = operations(database).await;
+    let failing = "heat_template_version: 2021-04-16\nresources:\n  made: {type: OS::Heat::None}\n  broken: {type: OS::Heat::TestResource, properties: {fail: true}, depends_on: made}\n";
+    // Each way a nested stack is made, and one nested too deep (its own
+    // create refused at the depth limit, under a stack that was made).
+    let parent = "heat_template_version: 2021-04-16\nresources:\n  inner: {type: failing.yaml}\n  group: {type: OS::Heat::ResourceGroup, properties: {count: 2, resource_def: {type: failing.yaml}}}\n  remote: {type: OS::Heat::Stack, properties: {template: {get_file: failing.yaml}}}\n  deep: {type: deep.yaml}\n";
+    let deep = "heat_template_version: 2021-04-16\nresources:\n  made: {type: OS::Heat::None}\n  deeper: {type: deep.yaml, depends_on: made}\n";
+    for disable_rollback in [true, false] {
+        let mut create = request("leaky", parent);
+        create.disable_rollback = disable_rollback;
+        create.files.insert("failing.yaml".into(), failing.into());
+        create.files.insert("deep.yaml".into(), deep.into());
+        let created = operations
+            .create_stack(&alice(), create)
+            .await
+            .expect("accepted");
+        let stack = settled(&operations, "leaky").await;
+        assert_ne!(stack.stack_status(), "CREATE_COMPLETE");
+        let mut tree = vec![created.id];
+        let mut index = 0;
+        while let Some(id) = tree.get(index).copied() {
+            tree.extend(
+                store
+                    .list_child_stacks(id)
+                    .await
+                    .expect("children")
+                    .into_iter()
+                    .map(|child| child.id),
+            );
+            index += 1;
+        }
+        // A rollback deletes them itself; without one they stay for the
+        // delete.
+        assert_eq!(
+            tree.len() > 1,
+            disable_rollback,
+            "nested stacks left after the create: {}",
+            stack.status_reason
+        );
+        operations
+            .delete_stack(&alice(), "leaky")
+            .await
+            .expect("delete");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while operations.find_stack(&alice(), "leaky").await.is_ok() {
+            assert!(Instant::now() < deadline, "never deleted");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for id in tree {
+            let left = store.get_stack(id).await.expect("read");
+            assert!(
+                left.as_ref().is_none_or(|stack| stack.deleted_at.is_some()),
+                "rollback disabled: {disable_rollback}: {:?} left",
+                left.map(|stack| (stack.stack_status(), stack.name))
+            );
+        }
+    }
+}
+
 async fn an_operation_that_cannot_finish_times_out(database: &TestDatabase) {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
@@ -1751,6 +1813,7 @@ ember_runtime::store_suite!(
     an_operation_in_progress_holds_the_stack_lease,
     a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree,
     an_operation_that_cannot_finish_times_out,
+    a_failed_nested_create_leaves_nothing_after_the_root_is_deleted,
     an_update_left_in_progress_by_a_dead_engine_is_failed,
     an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,
     an_update_changes_in_place_replaces_adds_and_removes,
