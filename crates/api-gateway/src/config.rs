@@ -47,6 +47,18 @@ pub struct AuthSection {
     /// Lifetime of tokens from `POST /identity/v3/auth/tokens`, in seconds
     /// (Keystone's default: an hour).
     pub identity_token_ttl_secs: u64,
+    /// Keystone's `lockout_failure_attempts`: this many wrong passwords in
+    /// a row lock a built-in user's password logins; 0 = never.
+    pub lockout_failure_attempts: u32,
+    /// Keystone's `lockout_duration`, in seconds: how long a lockout
+    /// lasts; 0 = until an admin unlocks the user.
+    pub lockout_duration_secs: u64,
+    /// Token requests (`POST /identity/v3/auth/tokens`) one address may
+    /// make per second on average (beyond: 429); 0 = no limit (behind a
+    /// proxy every request is the proxy's: rate-limit there instead).
+    pub login_rate_per_source: u32,
+    /// How many of them it may make at once.
+    pub login_burst_per_source: u32,
     pub keystone: KeystoneSection,
 }
 
@@ -59,6 +71,10 @@ impl Default for AuthSection {
             clock_skew_secs: 60,
             mode: "builtin".to_owned(),
             identity_token_ttl_secs: 3600,
+            lockout_failure_attempts: 10,
+            lockout_duration_secs: 1800,
+            login_rate_per_source: 10,
+            login_burst_per_source: 30,
             keystone: KeystoneSection::default(),
         }
     }
@@ -78,6 +94,12 @@ impl Validate for AuthSection {
             self.identity_token_ttl_secs,
             problems,
         );
+        if self.login_rate_per_source > 0 && self.login_burst_per_source == 0 {
+            problems.push(
+                "auth.login_burst_per_source: must be more than 0 when auth.login_rate_per_source is set"
+                    .to_owned(),
+            );
+        }
         match self.mode.as_str() {
             "builtin" => {}
             "keystone" => self.keystone.validate(problems),
@@ -291,6 +313,15 @@ impl GatewaySection {
                 public_url: self.public_url.clone(),
                 region: self.region.clone(),
                 token_ttl: Duration::from_secs(auth.identity_token_ttl_secs),
+                lockout: crate::identity::Lockout {
+                    attempts: auth.lockout_failure_attempts,
+                    duration: (auth.lockout_duration_secs > 0)
+                        .then(|| Duration::from_secs(auth.lockout_duration_secs)),
+                },
+                login_rate: crate::identity::throttle::LoginRate {
+                    per_second: f64::from(auth.login_rate_per_source),
+                    burst: f64::from(auth.login_burst_per_source),
+                },
             },
             peers: ember_runtime::in_process::Peers::default(),
             connections: ConnectionLimits {
@@ -348,6 +379,10 @@ pub struct IdentitySettings {
     pub region: String,
     /// How long tokens from `POST /identity/v3/auth/tokens` live.
     pub token_ttl: Duration,
+    /// When wrong passwords lock a user out.
+    pub lockout: crate::identity::Lockout,
+    /// How fast one address may ask for tokens.
+    pub login_rate: crate::identity::throttle::LoginRate,
 }
 
 impl Default for IdentitySettings {
@@ -356,6 +391,8 @@ impl Default for IdentitySettings {
             public_url: String::new(),
             region: "RegionOne".to_owned(),
             token_ttl: Duration::from_secs(3600),
+            lockout: crate::identity::Lockout::default(),
+            login_rate: crate::identity::throttle::LoginRate::default(),
         }
     }
 }

@@ -236,6 +236,13 @@ pub async fn serve(
             if !first_bytes_within(&stream, header_timeout).await {
                 return;
             }
+            // Handlers that limit by address (the token front door) read it.
+            let app = tower::ServiceExt::map_request(app, move |mut request: http::Request<_>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(source));
+                request
+            });
             let service = TowerToHyperService::new(app);
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {

@@ -65,6 +65,8 @@ pub struct GatewayShared {
     /// gRPC door's admin check.
     pub identity_grpc: Option<axum::Router>,
     pub identity: Arc<IdentitySettings>,
+    /// How fast each address may ask the front door for tokens.
+    pub login_throttle: Arc<identity::throttle::LoginThrottle>,
     pub metrics: Arc<metrics::Metrics>,
     pub request_timeout: std::time::Duration,
 }
@@ -88,7 +90,8 @@ impl GatewayState {
             AuthMode::BuiltIn { database_url } => {
                 let directory = identity::Directory::open(database_url, shutdown)
                     .await
-                    .map_err(|error| StartError::Config(format!("identity store: {error}")))?;
+                    .map_err(|error| StartError::Config(format!("identity store: {error}")))?
+                    .with_lockout(config.identity.lockout);
                 let admin = IdentityAdminServiceServer::new(identity::admin::AdminHandler::new(
                     directory.clone(),
                 ));
@@ -129,6 +132,9 @@ impl GatewayState {
             local_grpc,
             identity_grpc,
             identity: Arc::new(config.identity.clone()),
+            login_throttle: Arc::new(identity::throttle::LoginThrottle::new(
+                config.identity.login_rate,
+            )),
             metrics: Arc::default(),
             request_timeout: config.request_timeout,
         })))

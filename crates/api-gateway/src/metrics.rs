@@ -10,6 +10,8 @@ pub struct Metrics {
     pub unauthenticated: AtomicU64,
     pub upstream_errors: AtomicU64,
     pub connections_refused: AtomicU64,
+    pub logins_throttled: AtomicU64,
+    pub logins_locked: AtomicU64,
 }
 
 impl Metrics {
@@ -40,6 +42,16 @@ impl Metrics {
                 "ember_gateway_connections_refused_total",
                 "connections closed unserved: every slot, or every slot of their address, taken",
                 &self.connections_refused,
+            ),
+            (
+                "ember_gateway_logins_throttled_total",
+                "token requests refused with 429: their address asked too fast",
+                &self.logins_throttled,
+            ),
+            (
+                "ember_gateway_logins_locked_total",
+                "password logins refused because the user is locked out",
+                &self.logins_locked,
             ),
         ];
         for (name, help, counter) in counters {

@@ -8,7 +8,7 @@ use ember_tests::{TestEmber, with_bearer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{admin, call, login, password_body, stacks_status};
+use super::{Answer, admin, call, login, password_body, stacks_status};
 
 fn keystone_time(value: &Value) {
     let text = value.as_str().unwrap_or_else(|| panic!("a time: {value}"));
@@ -646,5 +646,168 @@ async fn a_token_revoked_on_one_gateway_replica_is_refused_by_the_other() {
     assert!(took < Duration::from_secs(2), "took {took:?}");
     stop.cancel();
     served.await.expect("joined").expect("clean stop");
+    ember.stop().await;
+}
+
+/// A token request from the loopback address `source` (each 127.0.0.x is
+/// an address of its own to the gateway).
+async fn login_from(ember: &TestEmber, source: &str, body: &Value) -> Answer {
+    let client = reqwest::Client::builder()
+        .local_address(source.parse::<std::net::IpAddr>().expect("address"))
+        .build()
+        .expect("client");
+    let response = client
+        .post(ember.url("/identity/v3/auth/tokens"))
+        .json(body)
+        .send()
+        .await
+        .expect("the gateway answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("a body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// Keystone's account lockout and a per-address rate on the front door:
+/// wrong passwords in a row lock the user (the right one is then refused
+/// with the same 401), a token it already had keeps working until it
+/// expires, and an admin unlocks it (gRPC); an address asking too fast
+/// gets 429 with `Retry-After` while another address is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_passwords_lock_a_user_out_and_an_address_asking_too_fast_gets_429() {
+    let ember = TestEmber::start_configured(|config| {
+        config.auth.lockout_failure_attempts = 3;
+        config.auth.lockout_duration_secs = 0;
+        config.auth.login_rate_per_source = 1;
+        config.auth.login_burst_per_source = 8;
+    })
+    .await;
+    let passwords = ember.seed_identity().await;
+    let right = password_body("demo", &passwords.demo, "demo");
+    let wrong = password_body("demo", "not-the-password", "demo");
+    let source = "127.0.0.2";
+    let before = login_from(&ember, source, &right).await;
+    assert_eq!(before.status, StatusCode::CREATED, "{}", before.body);
+    let kept = before.subject_token();
+    for _ in 0..3 {
+        let answer = login_from(&ember, source, &wrong).await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.body);
+    }
+    let locked = login_from(&ember, source, &right).await;
+    assert_eq!(locked.status, StatusCode::UNAUTHORIZED, "{}", locked.body);
+    assert_eq!(
+        locked.message(),
+        "The request you have made requires authentication.",
+        "a lockout says no more than any failure"
+    );
+    // The token it had still works.
+    let stacks = call(
+        &ember,
+        Method::GET,
+        "/orchestration/v1/demo/stacks",
+        &[("X-Auth-Token", &kept)],
+        None,
+    )
+    .await;
+    assert_eq!(stacks.status, StatusCode::OK, "{}", stacks.body);
+    // An admin sees the lockout and lifts it.
+    let mut identities = IdentityAdminServiceClient::new(ember.gateway_channel().await);
+    let users = identities
+        .list_users(with_bearer(pb::ListUsersRequest {}, ember.admin_token()))
+        .await
+        .expect("users")
+        .into_inner()
+        .users;
+    let demo = users.iter().find(|user| user.name == "demo").expect("demo");
+    assert!(demo.locked && demo.locked_until.is_none(), "{demo:?}");
+    assert_eq!(demo.failed_auth_count, 3);
+    let member = identities
+        .unlock_user(with_bearer(
+            pb::UnlockUserRequest {
+                user: "demo".into(),
+            },
+            ember.member_token(),
+        ))
+        .await
+        .expect_err("admins only");
+    assert_eq!(member.code(), tonic::Code::PermissionDenied, "{member:?}");
+    let unknown = identities
+        .unlock_user(with_bearer(
+            pb::UnlockUserRequest {
+                user: "nobody".into(),
+            },
+            ember.admin_token(),
+        ))
+        .await
+        .expect_err("no such user");
+    assert_eq!(unknown.code(), tonic::Code::NotFound, "{unknown:?}");
+    let unlocked = identities
+        .unlock_user(with_bearer(
+            pb::UnlockUserRequest {
+                user: "demo".into(),
+            },
+            ember.admin_token(),
+        ))
+        .await
+        .expect("unlocked")
+        .into_inner();
+    assert!(
+        !unlocked.locked && unlocked.failed_auth_count == 0,
+        "{unlocked:?}"
+    );
+    let after = login_from(&ember, source, &right).await;
+    assert_eq!(after.status, StatusCode::CREATED, "{}", after.body);
+
+    // A flood from one address: its burst, then 429 — before the password
+    // is even read — while another address is served.
+    // (Guessing another name's password: demo is not locked out again.)
+    let flood = "127.0.0.3";
+    let guess = password_body("someone", "guess", "demo");
+    let mut refused = None;
+    for _ in 0..20 {
+        let answer = login_from(&ember, flood, &guess).await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(answer);
+            break;
+        }
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{}", answer.body);
+    }
+    let refused = refused.expect("the flood is refused");
+    assert_eq!(refused.body["error"]["code"], 429);
+    assert!(
+        refused
+            .message()
+            .starts_with("Too many token requests from this address"),
+        "{}",
+        refused.body
+    );
+    let retry: u64 = refused
+        .headers
+        .get("retry-after")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=2).contains(&retry), "{retry}");
+    let elsewhere = login_from(&ember, "127.0.0.4", &right).await;
+    assert_eq!(elsewhere.status, StatusCode::CREATED, "{}", elsewhere.body);
+    let metrics = call(&ember, Method::GET, "/metrics", &[], None).await;
+    let text = metrics.body.as_str().unwrap_or_default().to_owned();
+    assert!(
+        text.lines().any(
+            |line| line.starts_with("ember_gateway_logins_throttled_total ")
+                && !line.ends_with(" 0")
+        ),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|line| line == "ember_gateway_logins_locked_total 1"),
+        "{text}"
+    );
     ember.stop().await;
 }

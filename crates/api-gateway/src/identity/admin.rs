@@ -6,7 +6,7 @@ use ember_proto::identity::v1 as pb;
 use ember_proto::identity::v1::identity_admin_service_server::IdentityAdminService;
 use tonic::{Request, Response, Status};
 
-use super::{Assignment, Directory, IdentityError, Project, User};
+use super::{Assignment, Directory, IdentityError, Lockout, Project, User};
 
 pub const SERVICE_NAME: &str = "ember.identity.v1.IdentityAdminService";
 
@@ -30,13 +30,23 @@ fn project_message(project: Project) -> pb::Project {
     }
 }
 
-fn user_message(user: User) -> pb::User {
+fn user_message(user: User, lockout: Lockout) -> pb::User {
+    let locked = lockout.locks(&user, ember_runtime::time::now());
+    let locked_until = match (locked, lockout.duration, user.failed_auth_at) {
+        (true, Some(duration), Some(last)) => chrono::Duration::from_std(duration)
+            .ok()
+            .map(|duration| ember_runtime::time::to_timestamp(last + duration)),
+        _ => None,
+    };
     pb::User {
         id: user.id,
         name: user.name,
         domain_id: super::DOMAIN_ID.to_owned(),
         default_project_id: user.default_project_id.unwrap_or_default(),
         created_at: Some(ember_runtime::time::to_timestamp(user.created_at)),
+        failed_auth_count: u32::try_from(user.failed_auth_count).unwrap_or(0),
+        locked,
+        locked_until,
     }
 }
 
@@ -103,6 +113,7 @@ impl IdentityAdminService for AdminHandler {
     }
 
     async fn create_user(&self, request: Request<pb::CreateUserRequest>) -> Reply<pb::User> {
+        let lockout = self.directory.lockout();
         let request = request.into_inner();
         required("name", &request.name)?;
         required("password", &request.password)?;
@@ -115,7 +126,7 @@ impl IdentityAdminService for AdminHandler {
                     &request.default_project,
                 )
                 .await,
-            user_message,
+            |user| user_message(user, lockout),
         )
     }
 
@@ -123,9 +134,13 @@ impl IdentityAdminService for AdminHandler {
         &self,
         _request: Request<pb::ListUsersRequest>,
     ) -> Reply<pb::ListUsersResponse> {
+        let lockout = self.directory.lockout();
         reply(self.directory.store().list_users().await, |users| {
             pb::ListUsersResponse {
-                users: users.into_iter().map(user_message).collect(),
+                users: users
+                    .into_iter()
+                    .map(|user| user_message(user, lockout))
+                    .collect(),
             }
         })
     }
@@ -141,7 +156,17 @@ impl IdentityAdminService for AdminHandler {
         })
     }
 
+    async fn unlock_user(&self, request: Request<pb::UnlockUserRequest>) -> Reply<pb::User> {
+        let user = request.into_inner().user;
+        required("user", &user)?;
+        let lockout = self.directory.lockout();
+        reply(self.directory.unlock_user(&user).await, |user| {
+            user_message(user, lockout)
+        })
+    }
+
     async fn set_password(&self, request: Request<pb::SetPasswordRequest>) -> Reply<pb::User> {
+        let lockout = self.directory.lockout();
         let request = request.into_inner();
         required("user", &request.user)?;
         required("password", &request.password)?;
@@ -149,7 +174,7 @@ impl IdentityAdminService for AdminHandler {
             self.directory
                 .set_password(&request.user, &request.password)
                 .await,
-            user_message,
+            |user| user_message(user, lockout),
         )
     }
 

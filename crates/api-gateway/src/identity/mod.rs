@@ -16,6 +16,7 @@ pub mod migrations;
 pub mod password;
 mod revocations;
 pub mod store;
+pub mod throttle;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,6 +56,51 @@ pub struct User {
     pub password_hash: String,
     pub default_project_id: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// Wrong passwords in a row (Keystone's `failed_auth_count`).
+    pub failed_auth_count: i32,
+    /// When the last wrong password was given.
+    pub failed_auth_at: Option<DateTime<Utc>>,
+}
+
+/// Keystone's account lockout (`[security_compliance]
+/// lockout_failure_attempts` and `lockout_duration`): after `attempts`
+/// wrong passwords in a row a user's password logins are refused — the
+/// right password too, with the same 401 as any failure — for
+/// `duration`, or until an admin unlocks the user when it is `None`.
+/// Tokens the user already has keep working until they expire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lockout {
+    /// 0 = never locked.
+    pub attempts: u32,
+    pub duration: Option<Duration>,
+}
+
+impl Default for Lockout {
+    /// Ten wrong passwords lock a user for half an hour (Keystone's
+    /// `lockout_duration` default; Keystone leaves lockout off).
+    fn default() -> Self {
+        Lockout {
+            attempts: 10,
+            duration: Some(Duration::from_secs(1800)),
+        }
+    }
+}
+
+impl Lockout {
+    /// Whether `user` is locked out at `now`.
+    pub fn locks(&self, user: &User, now: DateTime<Utc>) -> bool {
+        if self.attempts == 0 || u32::try_from(user.failed_auth_count).unwrap_or(0) < self.attempts
+        {
+            return false;
+        }
+        match (self.duration, user.failed_auth_at) {
+            (None, _) => true,
+            (Some(duration), Some(last)) => {
+                chrono::Duration::from_std(duration).is_ok_and(|duration| last + duration > now)
+            }
+            (Some(_), None) => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +197,8 @@ pub enum LoginFailure {
     UnknownUser(String),
     #[error("wrong password for user {0:?}")]
     WrongPassword(String),
+    #[error("user {0:?} is locked out after too many wrong passwords")]
+    Locked(String),
     #[error("no such project {0:?}")]
     UnknownProject(String),
     #[error("user {user:?} has no role on project {project:?}")]
@@ -204,6 +252,7 @@ pub struct Login {
 pub struct Directory {
     store: IdentityStore,
     revocations: Arc<Revocations>,
+    lockout: Lockout,
 }
 
 impl Directory {
@@ -223,7 +272,20 @@ impl Directory {
             store.clone(),
             shutdown,
         ));
-        Ok(Directory { store, revocations })
+        Ok(Directory {
+            store,
+            revocations,
+            lockout: Lockout::default(),
+        })
+    }
+
+    /// The same directory, locking users out by `lockout`.
+    pub fn with_lockout(self, lockout: Lockout) -> Directory {
+        Directory { lockout, ..self }
+    }
+
+    pub fn lockout(&self) -> Lockout {
+        self.lockout
     }
 
     pub fn store(&self) -> &IdentityStore {
@@ -304,12 +366,40 @@ impl Directory {
                 Reference::Id(id) | Reference::Name { name: id, .. } => id.clone(),
             }));
         };
+        // Keystone's order: a locked user's password is not even checked.
+        let now = ember_runtime::time::now();
+        if self.lockout.locks(&found, now) {
+            return Err(LoginFailure::Locked(found.name));
+        }
         let stored = found.password_hash.clone();
         let matches = tokio::task::spawn_blocking(move || password::verify(&password, &stored))
             .await
             .unwrap_or(false);
         if !matches {
+            let count = self
+                .store
+                .record_failed_auth(&found.id, now)
+                .await
+                .map_err(LoginFailure::Store)?;
+            if self.lockout.attempts > 0
+                && u32::try_from(count).unwrap_or(0) == self.lockout.attempts
+            {
+                // Audited once, as it happens.
+                tracing::warn!(
+                    user_id = %found.id,
+                    user = %found.name,
+                    attempts = count,
+                    until = ?self.lockout.duration.map(|duration| now + chrono::Duration::from_std(duration).unwrap_or_default()),
+                    "user locked out after too many wrong passwords"
+                );
+            }
             return Err(LoginFailure::WrongPassword(found.name));
+        }
+        if found.failed_auth_count > 0 {
+            self.store
+                .reset_failed_auth(&found.id)
+                .await
+                .map_err(LoginFailure::Store)?;
         }
         self.scope(found, project).await
     }
@@ -455,6 +545,8 @@ impl Directory {
             password_hash,
             default_project_id,
             created_at: ember_runtime::time::now(),
+            failed_auth_count: 0,
+            failed_auth_at: None,
         };
         self.store.create_user(&user).await?;
         Ok(user)
@@ -464,6 +556,21 @@ impl Directory {
         let user = self.find_user(name_or_id).await?;
         self.store.delete_user(&user, revocation_expiry()).await?;
         self.refresh().await
+    }
+
+    /// Lifts a user's lockout (forgets its wrong passwords), as an admin
+    /// re-enabling a Keystone user does.
+    pub async fn unlock_user(&self, name_or_id: &str) -> Result<User> {
+        let user = self.find_user(name_or_id).await?;
+        if !self.store.reset_failed_auth(&user.id).await? {
+            return Err(IdentityError::NotFound(format!("user {name_or_id:?}")));
+        }
+        tracing::warn!(user_id = %user.id, user = %user.name, "user unlocked by an admin");
+        Ok(User {
+            failed_auth_count: 0,
+            failed_auth_at: None,
+            ..user
+        })
     }
 
     pub async fn set_password(&self, name_or_id: &str, password: &str) -> Result<User> {
@@ -480,6 +587,8 @@ impl Directory {
         self.refresh().await?;
         Ok(User {
             password_hash: hash,
+            failed_auth_count: 0,
+            failed_auth_at: None,
             ..user
         })
     }

@@ -34,7 +34,8 @@ fn is_unique_violation(error: &DbErr) -> bool {
 }
 
 const PROJECT_COLUMNS: &str = "id, name, description, created_at";
-const USER_COLUMNS: &str = "id, name, password_hash, default_project_id, created_at";
+const USER_COLUMNS: &str =
+    "id, name, password_hash, default_project_id, created_at, failed_auth_count, failed_auth_at";
 
 fn project_of(row: &QueryResult) -> Result<Project> {
     Ok(Project {
@@ -52,6 +53,8 @@ fn user_of(row: &QueryResult) -> Result<User> {
         password_hash: row.try_get("", "password_hash")?,
         default_project_id: row.try_get("", "default_project_id")?,
         created_at: row.try_get("", "created_at")?,
+        failed_auth_count: row.try_get("", "failed_auth_count")?,
+        failed_auth_at: row.try_get("", "failed_auth_at")?,
     })
 }
 
@@ -292,6 +295,39 @@ impl IdentityStore {
         Ok(())
     }
 
+    /// Counts a wrong password of `user_id` at `now`; returns how many it
+    /// got wrong in a row (0 when there is no such user any more).
+    pub async fn record_failed_auth(&self, user_id: &str, now: DateTime<Utc>) -> Result<i32> {
+        let row = self
+            .connection
+            .query_one_raw(statement(
+                self.backend(),
+                "UPDATE identity_users SET failed_auth_count = failed_auth_count + 1, \
+                 failed_auth_at = $1 WHERE id = $2 RETURNING failed_auth_count",
+                vec![now.into(), user_id.into()],
+            ))
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get("", "failed_auth_count")?,
+            None => 0,
+        })
+    }
+
+    /// Forgets a user's wrong passwords (a right one, an unlock, a new
+    /// password, a lockout that ran out); false when there is no such user.
+    pub async fn reset_failed_auth(&self, user_id: &str) -> Result<bool> {
+        Ok(self
+            .connection
+            .execute_raw(statement(
+                self.backend(),
+                "UPDATE identity_users SET failed_auth_count = 0, failed_auth_at = NULL WHERE id = $1",
+                vec![user_id.into()],
+            ))
+            .await?
+            .rows_affected()
+            > 0)
+    }
+
     /// Replaces a user's password hash and revokes the tokens it had.
     pub async fn set_password(
         &self,
@@ -304,7 +340,8 @@ impl IdentityStore {
         let updated = transaction
             .execute_raw(statement(
                 backend,
-                "UPDATE identity_users SET password_hash = $1 WHERE id = $2",
+                "UPDATE identity_users SET password_hash = $1, failed_auth_count = 0, \
+                 failed_auth_at = NULL WHERE id = $2",
                 vec![password_hash.into(), user.id.clone().into()],
             ))
             .await?

@@ -13,23 +13,29 @@
 //! | `GET /identity/v3/auth/catalog`, `GET /identity/v3/auth/projects` | 200 the token's catalog / project |
 //!
 //! Every failed authentication is the same 401, whatever was wrong (the
-//! log says which). Ember issues project-scoped tokens only: a request
+//! log says which) — a user locked out by Keystone's account lockout
+//! (`auth.lockout_failure_attempts` wrong passwords in a row, for
+//! `auth.lockout_duration_secs` or until an admin unlocks it) included.
+//! An address asking for tokens faster than `auth.login_rate_per_source`
+//! gets 429 with `Retry-After`, before anything is read. Ember issues project-scoped tokens only: a request
 //! without a scope is scoped to the user's default project, and one for a
 //! domain or the system is refused (Keystone would issue an unscoped or a
 //! domain token).
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use ember_runtime::ErrorKind;
 use ember_runtime::auth::TokenDetails;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::GatewayState;
@@ -353,13 +359,40 @@ fn wants_catalog(query: &HashMap<String, String>) -> bool {
     !query.contains_key("nocatalog")
 }
 
+/// 429 for an address asking for tokens too fast, in Keystone's error
+/// shape, with when to try again.
+fn too_many_requests(retry_after: Duration) -> Response {
+    let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+    let message = format!("Too many token requests from this address: try again in {seconds} s.");
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        Json(json!({"error": {"code": 429, "title": "Too Many Requests", "message": message}})),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
 /// `POST /identity/v3/auth/tokens`.
 async fn issue(
     State(state): State<GatewayState>,
+    source: Option<Extension<ConnectInfo<SocketAddr>>>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, RestError> {
+    if let Some(Extension(ConnectInfo(source))) = source
+        && let Err(retry_after) = state.login_throttle.take(source.ip(), Instant::now())
+    {
+        state
+            .metrics
+            .logins_throttled
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::info!(%source, "token request refused: the address asks too fast");
+        return Ok(too_many_requests(retry_after));
+    }
     let directory = directory(&state)?;
     let request = parse_auth(&body)?;
     let (login, methods, parent) = match &request.method {
@@ -397,6 +430,9 @@ async fn issue(
             return Err(RestError::new(error.kind(), error.to_string()));
         }
         Err(failure) => {
+            if matches!(failure, LoginFailure::Locked(_)) {
+                state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
+            }
             tracing::info!(reason = %failure, "authentication refused");
             state
                 .metrics

@@ -63,12 +63,14 @@ pub enum UserCommand {
     },
     /// Delete a user (by name or id); its tokens stop working
     Delete { user: String },
-    /// Set a user's password; its tokens stop working
+    /// Set a user's password; its tokens stop working (and a lockout is lifted)
     Password {
         user: String,
         #[arg(long, env = "EMBER_IDENTITY_PASSWORD", hide_env_values = true)]
         password: String,
     },
+    /// Lift a user's lockout (too many wrong passwords): its wrong passwords are forgotten
+    Unlock { user: String },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -110,6 +112,18 @@ fn user_row(user: &pb::User) -> Record {
         .field("id", user.id.as_str())
         .field("default_project", user.default_project_id.as_str())
         .field("created", Cell::time(user.created_at.as_ref()))
+        .field("failed_logins", user.failed_auth_count)
+        .field(
+            "locked",
+            Cell::shown_as(
+                user.locked,
+                match (user.locked, user.locked_until.as_ref()) {
+                    (false, _) => "no".to_owned(),
+                    (true, Some(until)) => format!("until {}", Cell::time(Some(until)).text()),
+                    (true, None) => "until unlocked".to_owned(),
+                },
+            ),
+        )
 }
 
 fn role_row(assignment: &pb::RoleAssignment) -> Record {
@@ -235,6 +249,14 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                 .await
                 .map_err(describe)?;
             println!("password of {user} changed; its earlier tokens no longer work");
+        }
+        UserCommand::Unlock { user } => {
+            let (mut service, client) = admin(connect).await?;
+            service
+                .unlock_user(client.request(pb::UnlockUserRequest { user: user.clone() })?)
+                .await
+                .map_err(describe)?;
+            println!("{user} unlocked: its password logins work again");
         }
     }
     Ok(())

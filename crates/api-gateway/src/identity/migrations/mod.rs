@@ -5,13 +5,17 @@
 use sea_orm_migration::prelude::*;
 
 mod m20261125_000001_create_identity;
+mod m20261128_000001_user_lockout;
 
 pub struct Migrator;
 
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261125_000001_create_identity::Migration)]
+        vec![
+            Box::new(m20261125_000001_create_identity::Migration),
+            Box::new(m20261128_000001_user_lockout::Migration),
+        ]
     }
 
     fn migration_table_name() -> sea_orm::DynIden {
