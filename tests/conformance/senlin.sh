@@ -98,9 +98,13 @@ cat >.stestr.conf <<STESTR
 test_path=$(cd "$venv"/lib/python3*/site-packages && pwd)/senlin_tempest_plugin/tests
 top_dir=$(cd "$venv"/lib/python3*/site-packages && pwd)
 STESTR
+# Left out: the two tests asserting Senlin's 500 for a policy spec with an
+# unknown property (their own comments say 400): Ember answers 400, as for
+# a profile's (docs/guide/clusters.md).
+exclude='test_policy_(create|validate)_spec_validation_failed'
 status=0
 TEMPEST_CONFIG_DIR="$work/tempest/etc" "$venv/bin/tempest" run --regex "$regex" \
-    --concurrency 2 >"$work/run.log" 2>&1 || status=$?
+    --exclude-regex "$exclude" --concurrency 2 >"$work/run.log" 2>&1 || status=$?
 sed -n '/^Totals/,$p' "$work/run.log"
 "$venv/bin/stestr" failing --list 2>/dev/null | sed 's/^/FAILED /' | tee "$work/failing.txt" || true
 passed="$(conformance_count "$work/run.log" Passed)"

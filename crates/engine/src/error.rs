@@ -36,11 +36,10 @@ pub enum Error {
     /// The operation stops; nothing was written.
     #[error("stack lease lost: {0}")]
     LeaseLost(String),
-    /// A policy spec with a property its type's schema does not have.
-    /// Senlin answers this with a 500 (its schema error escapes policy
-    /// validation as an internal one) and its clients and API suite expect
-    /// exactly that, so it maps to Internal; the message is the caller's
-    /// to read, and nothing failed inside the engine.
+    /// A policy spec with a property its type's schema does not have: 400,
+    /// naming the property. (Senlin answers it with a 500 — its schema
+    /// error escapes policy validation — which its own API suite's comments
+    /// call a 400 while asserting the 500: a bug, not a contract.)
     #[error("{0}")]
     PolicySpecRefused(String),
     /// The cloud behind the openstack backend refused or could not answer
@@ -60,7 +59,7 @@ impl ServiceError for Error {
             Error::Unavailable(_) => ErrorKind::Unavailable,
             Error::Database(_) => ErrorKind::Internal,
             Error::LeaseLost(_) => ErrorKind::Conflict,
-            Error::PolicySpecRefused(_) => ErrorKind::Internal,
+            Error::PolicySpecRefused(_) => ErrorKind::InvalidInput,
             Error::Cloud(error) => cloud_kind(error),
         }
     }
