@@ -98,6 +98,67 @@ fn clusters_through_the_cli() {
         std::thread::park_timeout(Duration::from_millis(100));
     }
 
+    // Receivers: a webhook that grows the cluster, seen, changed, deleted.
+    let made = succeed(
+        &[
+            "receiver",
+            "create",
+            "grow",
+            "--cluster",
+            "web",
+            "--action",
+            "CLUSTER_SCALE_OUT",
+            "--param",
+            "count=2",
+            "-f",
+            "json",
+        ],
+        dir,
+    );
+    let made: serde_json::Value = serde_json::from_str(&made).expect("json");
+    assert_eq!(made["type"], "webhook", "{made}");
+    assert_eq!(made["params"], serde_json::json!({"count": 2}), "{made}");
+    let url = made["channel"]["alarm_url"].as_str().unwrap_or_default();
+    assert!(url.contains("/clustering/v1/webhooks/"), "{made}");
+    let listed = succeed(&["receiver", "list", "--type", "webhook"], dir);
+    assert!(
+        listed
+            .lines()
+            .any(|line| line.contains(" grow ") && line.contains("CLUSTER_SCALE_OUT")),
+        "{listed}"
+    );
+    let updated = succeed(
+        &[
+            "receiver", "update", "grow", "--param", "count=3", "-f", "json",
+        ],
+        dir,
+    );
+    let updated: serde_json::Value = serde_json::from_str(&updated).expect("json");
+    assert_eq!(
+        updated["params"],
+        serde_json::json!({"count": 3}),
+        "{updated}"
+    );
+    let shown = succeed(
+        &["receiver", "show", "grow", "-c", "action", "-f", "value"],
+        dir,
+    );
+    assert_eq!(shown.trim(), "CLUSTER_SCALE_OUT");
+    let refused = fail(
+        &["receiver", "create", "bad", "--action", "CLUSTER_SCALE_OUT"],
+        dir,
+    );
+    assert!(
+        refused.contains("Cluster identity is required for creating webhook receiver"),
+        "{refused}"
+    );
+    let refused = fail(&["receiver", "create", "bad", "--param", "count"], dir);
+    assert!(refused.contains("expected KEY=VALUE"), "{refused}");
+    let deleted = succeed(&["receiver", "delete", "grow"], dir);
+    assert!(deleted.contains("receiver grow deleted"), "{deleted}");
+    let gone = fail(&["receiver", "show", "grow"], dir);
+    assert!(gone.contains("not found"), "{gone}");
+
     let unknown = fail(&["cluster", "scale-in", "nope"], dir);
     assert!(unknown.contains("not found"), "{unknown}");
     assert!(unknown.contains("nope"), "{unknown}");

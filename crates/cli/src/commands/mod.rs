@@ -13,6 +13,7 @@ mod policy;
 mod probe;
 mod profile;
 mod quota;
+mod receiver;
 mod resource;
 mod resource_type;
 mod run;
@@ -84,6 +85,9 @@ pub enum Command {
     /// Cluster policies: list, show, delete
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Cluster receivers (webhooks, message queues): list, show, create, update, delete
+    #[command(subcommand)]
+    Receiver(receiver::ReceiverCommand),
     /// Lifecycle plugins (admin)
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
@@ -122,6 +126,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Node(command) => node::run(command, connect).await,
         Command::Profile(command) => profile::run(command, connect).await,
         Command::Policy(command) => policy::run(command, connect).await,
+        Command::Receiver(command) => receiver::run(command, connect).await,
         Command::Plugin(command) => plugin::run(command, connect).await,
         Command::Hook(command) => hook::run(command, connect).await,
         Command::Quota(command) => quota::run(command, connect).await,
