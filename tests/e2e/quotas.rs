@@ -410,3 +410,147 @@ async fn a_stack_as_large_as_the_default_quota_is_created_and_deleted() {
     assert_eq!(status_of().await, "DELETE_COMPLETE");
     ember.stop().await;
 }
+
+/// Software configs and deployments count against their project (a
+/// stack's too), a config's text is bounded, and another project is not
+/// touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn software_configs_and_deployments_are_bounded_per_project() {
+    let ember = TestEmber::start().await;
+    let member = ember.member_token().to_owned();
+    let admin = ember.admin_token().to_owned();
+    let stranger = mint(&ember, "eve", "other", &["member"]);
+    let mut quotas = QuotaServiceClient::new(ember.gateway_channel().await);
+    quotas
+        .set_quota(with_bearer(
+            pb::SetQuotaRequest {
+                project_id: "demo".into(),
+                limits: [
+                    ("software_configs".to_owned(), 2),
+                    ("software_deployments".to_owned(), 1),
+                ]
+                .into(),
+                reset: vec![],
+            },
+            &admin,
+        ))
+        .await
+        .expect("set");
+    let heat = "/orchestration/v1/demo";
+    let config = |name: &str| json!({"name": name, "config": "echo hi"});
+    let mut ids = Vec::new();
+    for name in ["one", "two"] {
+        let (status, body) = call(
+            &ember,
+            &member,
+            reqwest::Method::POST,
+            &format!("{heat}/software_configs"),
+            Some(config(name)),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        ids.push(
+            body["software_config"]["id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+    }
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        &format!("{heat}/software_configs"),
+        Some(config("three")),
+    )
+    .await;
+    assert_over_quota(status, &body, "software_configs");
+    // Another project is not touched.
+    let (status, body) = call(
+        &ember,
+        &stranger,
+        reqwest::Method::POST,
+        "/orchestration/v1/other/software_configs",
+        Some(config("theirs")),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    // A config's text is bounded whatever the quota.
+    let (status, body) = call(
+        &ember,
+        &stranger,
+        reqwest::Method::POST,
+        "/orchestration/v1/other/software_configs",
+        Some(json!({"name": "huge", "config": "x".repeat(600 * 1024)})),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("a software config holds at most 524288 bytes"),
+        "{body}"
+    );
+    let deployment = json!({"config_id": ids[0], "server_id": "server-1"});
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        &format!("{heat}/software_deployments"),
+        Some(deployment.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        &format!("{heat}/software_deployments"),
+        Some(deployment),
+    )
+    .await;
+    assert_over_quota(status, &body, "software_deployments");
+    // A stack's config counts too: its create fails naming the quota.
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        &format!("{heat}/stacks"),
+        Some(json!({"stack_name": "configured", "template": {
+            "heat_template_version": "2021-04-16",
+            "resources": {"config": {"type": "OS::Heat::SoftwareConfig",
+                                     "properties": {"config": "echo hi"}}}}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let stack = format!(
+        "{heat}/stacks/configured/{}",
+        body["stack"]["id"].as_str().expect("id")
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let failed = loop {
+        let (_, shown) = call(&ember, &member, reqwest::Method::GET, &stack, None).await;
+        if shown["stack"]["stack_status"] != "CREATE_IN_PROGRESS" {
+            break shown;
+        }
+        assert!(std::time::Instant::now() < deadline, "{shown}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(failed["stack"]["stack_status"], "CREATE_FAILED", "{failed}");
+    assert!(
+        failed["stack"]["stack_status_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("(quota software_configs)"),
+        "{failed}"
+    );
+    let own = quotas
+        .get_quota(with_bearer(pb::GetQuotaRequest::default(), &member))
+        .await
+        .expect("own quotas")
+        .into_inner();
+    assert_eq!(limit(&own, "software_configs").used, Some(2));
+    assert_eq!(limit(&own, "software_deployments").used, Some(1));
+    ember.stop().await;
+}

@@ -193,6 +193,8 @@ pub struct QuotaSection {
     pub nodes: u64,
     pub instances: u64,
     pub concurrent_operations: u64,
+    pub software_configs: u64,
+    pub software_deployments: u64,
 }
 
 impl Default for QuotaSection {
@@ -207,6 +209,8 @@ impl Default for QuotaSection {
             nodes: limits.nodes,
             instances: limits.instances,
             concurrent_operations: limits.concurrent_operations,
+            software_configs: limits.software_configs,
+            software_deployments: limits.software_deployments,
         }
     }
 }
@@ -222,6 +226,8 @@ impl QuotaSection {
             nodes: self.nodes,
             instances: self.instances,
             concurrent_operations: self.concurrent_operations,
+            software_configs: self.software_configs,
+            software_deployments: self.software_deployments,
         }
     }
 }

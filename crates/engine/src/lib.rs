@@ -162,6 +162,7 @@ pub async fn serve(
         )),
         wait_conditions.clone(),
     );
+    software.enforce_quotas(quotas.clone());
     let plugin_gate = if config.plugin_registry_url.is_empty() {
         stacks::PluginGate::Disabled
     } else {

@@ -26,10 +26,15 @@ pub enum QuotaKind {
     Instances,
     /// Stack operations in progress and cluster actions running at once.
     ConcurrentOperations,
+    /// Software configs of the project (those its stacks make included).
+    SoftwareConfigs,
+    /// Software deployments of the project (those its stacks make
+    /// included).
+    SoftwareDeployments,
 }
 
 impl QuotaKind {
-    pub const ALL: [QuotaKind; 8] = [
+    pub const ALL: [QuotaKind; 10] = [
         QuotaKind::Stacks,
         QuotaKind::ResourcesPerStack,
         QuotaKind::NestedDepth,
@@ -38,6 +43,8 @@ impl QuotaKind {
         QuotaKind::Nodes,
         QuotaKind::Instances,
         QuotaKind::ConcurrentOperations,
+        QuotaKind::SoftwareConfigs,
+        QuotaKind::SoftwareDeployments,
     ];
 
     /// The name the API, the CLI and the configuration use.
@@ -51,6 +58,8 @@ impl QuotaKind {
             QuotaKind::Nodes => "nodes",
             QuotaKind::Instances => "instances",
             QuotaKind::ConcurrentOperations => "concurrent_operations",
+            QuotaKind::SoftwareConfigs => "software_configs",
+            QuotaKind::SoftwareDeployments => "software_deployments",
         }
     }
 
@@ -71,6 +80,8 @@ impl QuotaKind {
             QuotaKind::Nodes => "nodes",
             QuotaKind::Instances => "instances",
             QuotaKind::ConcurrentOperations => "operations running at once",
+            QuotaKind::SoftwareConfigs => "software configs",
+            QuotaKind::SoftwareDeployments => "software deployments",
         }
     }
 }
@@ -86,12 +97,15 @@ pub struct QuotaLimits {
     pub nodes: u64,
     pub instances: u64,
     pub concurrent_operations: u64,
+    pub software_configs: u64,
+    pub software_deployments: u64,
 }
 
 impl Default for QuotaLimits {
     /// Heat's and Senlin's defaults where they have one (512 stacks, depth
     /// 5, 100 clusters, 1,000 nodes per cluster); 10,000 resources per
-    /// stack (Ember creates that many in a second).
+    /// stack (Ember creates that many in a second), and as many software
+    /// configs and deployments (a deployment resource makes one of each).
     fn default() -> Self {
         QuotaLimits {
             stacks: 512,
@@ -102,6 +116,8 @@ impl Default for QuotaLimits {
             nodes: 10_000,
             instances: 10_000,
             concurrent_operations: 100,
+            software_configs: 10_000,
+            software_deployments: 10_000,
         }
     }
 }
@@ -117,6 +133,8 @@ impl QuotaLimits {
             QuotaKind::Nodes => self.nodes,
             QuotaKind::Instances => self.instances,
             QuotaKind::ConcurrentOperations => self.concurrent_operations,
+            QuotaKind::SoftwareConfigs => self.software_configs,
+            QuotaKind::SoftwareDeployments => self.software_deployments,
         }
     }
 
@@ -130,6 +148,8 @@ impl QuotaLimits {
             QuotaKind::Nodes => &mut self.nodes,
             QuotaKind::Instances => &mut self.instances,
             QuotaKind::ConcurrentOperations => &mut self.concurrent_operations,
+            QuotaKind::SoftwareConfigs => &mut self.software_configs,
+            QuotaKind::SoftwareDeployments => &mut self.software_deployments,
         };
         *slot = limit;
     }

@@ -141,6 +141,8 @@ impl Quotas {
             (QuotaKind::Nodes, Usage::Nodes),
             (QuotaKind::Instances, Usage::Instances),
             (QuotaKind::ConcurrentOperations, Usage::RunningOperations),
+            (QuotaKind::SoftwareConfigs, Usage::SoftwareConfigs),
+            (QuotaKind::SoftwareDeployments, Usage::SoftwareDeployments),
         ] {
             usage.push((kind, self.store.quota_usage(&project_id, counted).await?));
         }

@@ -12,11 +12,13 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::domain::quota::QuotaKind;
 use crate::domain::software::{
     DeploymentStatus, SoftwareConfig, SoftwareDeployment, apply_outputs, normalise_io,
 };
 use crate::error::{Error, Result};
 use crate::resources::wait_condition::WaitConditions;
+use crate::store::quotas::Usage;
 use crate::store::software::{DeploymentChange, SoftwareStore};
 
 /// The most configs one list returns.
@@ -60,7 +62,12 @@ pub struct DeploymentUpdate {
 pub struct SoftwareService {
     store: Arc<dyn SoftwareStore>,
     waiters: Arc<WaitConditions>,
+    quotas: crate::quotas::QuotaSlot,
 }
+
+/// The longest a config's `config` text may be: Heat's
+/// `max_template_size` (a config is template content), 512 KiB.
+pub const MAX_CONFIG_BYTES: usize = 512 * 1024;
 
 /// Whose objects a caller may see: its project's, or any for an admin
 /// asking for every project.
@@ -109,6 +116,15 @@ fn status(text: &str) -> Result<DeploymentStatus> {
 fn new_config(identity: &Identity, id: Uuid, new: NewConfig) -> Result<SoftwareConfig> {
     check_length("name", &new.name, 255)?;
     check_length("group", &new.group, 255)?;
+    let size = match &new.config {
+        Value::String(text) => text.len(),
+        structured => structured.to_string().len(),
+    };
+    if size > MAX_CONFIG_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "config is {size} bytes long: a software config holds at most {MAX_CONFIG_BYTES} bytes"
+        )));
+    }
     let inputs = normalise_io(&new.inputs, false).map_err(Error::InvalidInput)?;
     let outputs = normalise_io(&new.outputs, true).map_err(Error::InvalidInput)?;
     Ok(SoftwareConfig {
@@ -139,7 +155,29 @@ impl SoftwareService {
         store: Arc<dyn SoftwareStore>,
         waiters: Arc<WaitConditions>,
     ) -> Arc<SoftwareService> {
-        Arc::new(SoftwareService { store, waiters })
+        Arc::new(SoftwareService {
+            store,
+            waiters,
+            quotas: Default::default(),
+        })
+    }
+
+    /// Enforces `quotas` on every config and deployment made from now on
+    /// (once, at start-up).
+    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
+        self.quotas.install(quotas);
+    }
+
+    /// Whether the caller's project may hold one more of `kind`.
+    async fn admit_one_more(&self, identity: &Identity, kind: QuotaKind) -> Result<()> {
+        let Some(quotas) = self.quotas.get() else {
+            return Ok(());
+        };
+        let usage = match kind {
+            QuotaKind::SoftwareDeployments => Usage::SoftwareDeployments,
+            _ => Usage::SoftwareConfigs,
+        };
+        quotas.admit(&identity.project_id, kind, usage, 1).await
     }
 
     pub async fn create_config(
@@ -148,6 +186,8 @@ impl SoftwareService {
         new: NewConfig,
     ) -> Result<SoftwareConfig> {
         let config = new_config(identity, Uuid::new_v4(), new)?;
+        self.admit_one_more(identity, QuotaKind::SoftwareConfigs)
+            .await?;
         self.store.create_config(&config).await?;
         Ok(config)
     }
@@ -166,7 +206,15 @@ impl SoftwareService {
         new: NewConfig,
     ) -> Result<SoftwareConfig> {
         let config = new_config(identity, id, new)?;
-        match self.store.create_config(&config).await {
+        // A config the earlier attempt made is found, even at the quota.
+        let admitted = self
+            .admit_one_more(identity, QuotaKind::SoftwareConfigs)
+            .await;
+        let created = match admitted {
+            Ok(()) => self.store.create_config(&config).await,
+            Err(refused) => Err(refused),
+        };
+        match created {
             Ok(()) => Ok(config),
             Err(error) => match self
                 .store
@@ -234,6 +282,8 @@ impl SoftwareService {
         }
         check_length("server_id", &new.server_id, 255)?;
         check_length("action", &new.action, 32)?;
+        self.admit_one_more(identity, QuotaKind::SoftwareDeployments)
+            .await?;
         let config =
             self.get_config(identity, &new.config_id)
                 .await

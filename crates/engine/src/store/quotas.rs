@@ -20,6 +20,8 @@ pub enum Usage {
     NodesOf(Uuid),
     Instances,
     RunningOperations,
+    SoftwareConfigs,
+    SoftwareDeployments,
 }
 
 #[async_trait]
@@ -140,6 +142,14 @@ impl QuotaStore for SqlQuotaStore {
             ),
             Usage::Instances => (
                 "SELECT COUNT(*) AS used FROM instances WHERE project_id = $1 AND status <> 'DELETED'",
+                vec![project_id.into()],
+            ),
+            Usage::SoftwareConfigs => (
+                "SELECT COUNT(*) AS used FROM software_configs WHERE project_id = $1",
+                vec![project_id.into()],
+            ),
+            Usage::SoftwareDeployments => (
+                "SELECT COUNT(*) AS used FROM software_deployments WHERE project_id = $1",
                 vec![project_id.into()],
             ),
             Usage::RunningOperations => (
