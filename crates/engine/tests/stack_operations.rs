@@ -492,6 +492,41 @@ async fn a_failed_nested_create_leaves_nothing_after_the_root_is_deleted(databas
     }
 }
 
+/// A group's nested stack is the engine's own template: however large it
+/// grows (thousands of members), updating it is not held to the size
+/// limit on users' templates (512 KiB).
+async fn a_group_grows_past_the_template_size_limit(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let group = |count: usize| {
+        format!(
+            "heat_template_version: 2021-04-16\nresources:\n  group:\n    type: OS::Heat::ResourceGroup\n    properties:\n      count: {count}\n      resource_def: {{type: OS::Heat::Value, properties: {{value: {}}}}}\n",
+            "x".repeat(200 * 1024)
+        )
+    };
+    operations
+        .create_stack(&alice(), request("large", &group(3)))
+        .await
+        .expect("accepted");
+    let created = settled(&operations, "large").await;
+    assert_eq!(
+        created.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        created.status_reason
+    );
+    operations
+        .update_stack(&alice(), update("large", &group(4)))
+        .await
+        .expect("accepted");
+    let updated = settled(&operations, "large").await;
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+}
+
 async fn an_operation_that_cannot_finish_times_out(database: &TestDatabase) {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
@@ -1813,6 +1848,7 @@ ember_runtime::store_suite!(
     an_operation_in_progress_holds_the_stack_lease,
     a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree,
     an_operation_that_cannot_finish_times_out,
+    a_group_grows_past_the_template_size_limit,
     a_failed_nested_create_leaves_nothing_after_the_root_is_deleted,
     an_update_left_in_progress_by_a_dead_engine_is_failed,
     an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can,

@@ -631,6 +631,7 @@ fn update_of(request: pb::UpdateStackRequest) -> UpdateStack {
         existing: request.existing,
         clear_parameters: request.clear_parameters,
         tags: (!request.tags.is_empty()).then_some(request.tags),
+        generated_template: None,
     }
 }
 

@@ -252,7 +252,8 @@ impl NestedStackHost for StackOperations {
         let definition = self.nested_definition(owner.stack_id, &nested).await?;
         let request = UpdateStack {
             name_or_id: stack_id.to_string(),
-            template: definition.template.to_string(),
+            template: String::new(),
+            generated_template: Some(definition.template),
             environment: definition.environment.to_string(),
             environment_files: Vec::new(),
             files: definition.files,

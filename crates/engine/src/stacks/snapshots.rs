@@ -181,7 +181,10 @@ impl StackOperations {
         };
         let request = UpdateStack {
             name_or_id: found.id.to_string(),
-            template: text(&data["template"]),
+            // Accepted when the snapshot was taken: taken as it is.
+            template: String::new(),
+            generated_template: Some(data["template"].clone())
+                .filter(|template| !template.is_null()),
             environment: text(&data["environment"]),
             environment_files: Vec::new(),
             files: data["files"]

@@ -55,6 +55,10 @@ pub struct UpdateStack {
     pub existing: bool,
     pub clear_parameters: Vec<String>,
     pub tags: Option<Vec<String>>,
+    /// A template the engine made itself (a group's nested stack), taken
+    /// as it is instead of `template`: the size limit is on users' text,
+    /// and a group of thousands of members is larger.
+    pub generated_template: Option<Value>,
 }
 
 impl StackOperations {

@@ -22,7 +22,9 @@ pub(in crate::stacks) fn updated_definition(
         BTreeMap::new()
     };
     files.extend(request.files.clone());
-    let template = if request.template.trim().is_empty() {
+    let template = if let Some(generated) = &request.generated_template {
+        generated.clone()
+    } else if request.template.trim().is_empty() {
         if !request.existing {
             return Err(Error::InvalidInput(
                 "template: a full update (PUT) needs a template; use PATCH to keep the current one"
