@@ -61,6 +61,9 @@ pub struct EngineSection {
     /// How long a claimed cluster action stays an engine's without renewal:
     /// after an engine dies, another takes its actions over this much later.
     pub cluster_action_lease_ms: u64,
+    /// How many actions may run or wait on one cluster: one more is
+    /// refused with 409 naming them (Senlin refuses any second one).
+    pub cluster_max_queued_actions: u64,
     /// Every project's quotas unless an admin set others for it.
     pub quotas: QuotaSection,
     /// The compute driver behind instances.
@@ -87,6 +90,7 @@ impl Default for EngineSection {
             stack_lease_ttl_ms: 30_000,
             stack_action_timeout_s: 3600,
             cluster_action_lease_ms: 10_000,
+            cluster_max_queued_actions: 16,
             quotas: QuotaSection::default(),
             compute: ComputeSection::default(),
             openstack: OpenStackSection::default(),
@@ -138,6 +142,11 @@ impl Validate for EngineSection {
             self.cluster_action_lease_ms,
             problems,
         );
+        check_more_than_zero(
+            "engine.cluster_max_queued_actions",
+            self.cluster_max_queued_actions,
+            problems,
+        );
     }
 }
 
@@ -158,6 +167,8 @@ impl EngineSection {
             stack_lease_ttl: Duration::from_millis(self.stack_lease_ttl_ms),
             stack_action_timeout: Duration::from_secs(self.stack_action_timeout_s),
             cluster_action_lease: Duration::from_millis(self.cluster_action_lease_ms),
+            cluster_max_queued_actions: usize::try_from(self.cluster_max_queued_actions)
+                .unwrap_or(usize::MAX),
             quotas: self.quotas.limits(),
             plugin_registry_url: self.plugin_registry_url.clone(),
             lifecycle_hook_url: self.lifecycle_hook_url.clone(),
@@ -543,6 +554,8 @@ pub struct Config {
     pub stack_action_timeout: Duration,
     /// How long a claimed cluster action stays an engine's without renewal.
     pub cluster_action_lease: Duration,
+    /// How many actions may run or wait on one cluster.
+    pub cluster_max_queued_actions: usize,
     /// Every project's quotas unless an admin set others for it.
     pub quotas: QuotaLimits,
     /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins

@@ -241,6 +241,7 @@ pub async fn serve(
                 std::time::Duration::from_millis(50),
                 std::time::Duration::from_secs(1),
             ),
+            max_queued_per_cluster: config.cluster_max_queued_actions,
             ..clusters::dispatcher::DispatcherSettings::default()
         },
         engine_id,

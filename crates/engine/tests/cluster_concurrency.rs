@@ -31,6 +31,7 @@ fn settings() -> DispatcherSettings {
         action_lease: Duration::from_secs(5),
         sweep_interval: Duration::from_millis(200),
         max_running: 64,
+        ..DispatcherSettings::default()
     }
 }
 
@@ -178,4 +179,56 @@ async fn concurrent_scaling_keeps_the_cluster_consistent(database: &TestDatabase
     }
 }
 
-ember_runtime::store_suite!(concurrent_scaling_keeps_the_cluster_consistent);
+/// A cluster runs or queues at most `max_queued_per_cluster` actions: one
+/// more is Senlin's 409 naming them, a delete is still taken, and the
+/// queue drains.
+async fn a_busy_clusters_queue_is_bounded(database: &TestDatabase) {
+    let slow = driver(Duration::from_millis(300));
+    let engine = Engine::start(
+        database,
+        slow,
+        DispatcherSettings {
+            max_queued_per_cluster: 4,
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    instance_profile(&engine, "web").await;
+    let created = active_cluster(&engine, "web", (0, 20, 1)).await;
+    let cluster = created.id.to_string();
+    let mut accepted = Vec::new();
+    let refused = loop {
+        match engine.service.scale(&member(), &cluster, true, 1).await {
+            Ok(action) => accepted.push(action.id),
+            Err(error) => break error,
+        }
+        assert!(accepted.len() <= 4, "more than 4 accepted: {accepted:?}");
+    };
+    assert_eq!(accepted.len(), 4, "{refused:?}");
+    let Error::Conflict(message) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert!(
+        message.starts_with(&format!(
+            "The CLUSTER_SCALE_OUT action for target {cluster} conflicts with the following action(s): "
+        )) && accepted.iter().all(|id| message.contains(&id.to_string())),
+        "{message}"
+    );
+    wait_until("the queue to drain", Duration::from_secs(60), || {
+        quiescent(&engine, created.id)
+    })
+    .await;
+    assert_eq!(members(&engine, created.id).await.len(), 5);
+    engine
+        .service
+        .scale(&member(), &cluster, true, 1)
+        .await
+        .expect("room again");
+    engine.kill().await;
+}
+
+ember_runtime::store_suite!(
+    concurrent_scaling_keeps_the_cluster_consistent,
+    a_busy_clusters_queue_is_bounded
+);

@@ -25,6 +25,7 @@ fn short_lease() -> DispatcherSettings {
         action_lease: Duration::from_millis(800),
         sweep_interval: Duration::from_millis(100),
         max_running: 64,
+        ..DispatcherSettings::default()
     }
 }
 

@@ -39,7 +39,13 @@ pub struct DispatcherSettings {
     pub sweep_interval: Duration,
     /// How many actions one engine runs at once.
     pub max_running: usize,
+    /// How many actions may run or wait on one cluster: one more is
+    /// refused (409, naming them) instead of queueing without bound.
+    pub max_queued_per_cluster: usize,
 }
+
+/// The default of [`DispatcherSettings::max_queued_per_cluster`].
+pub const MAX_QUEUED_PER_CLUSTER: usize = 16;
 
 impl Default for DispatcherSettings {
     fn default() -> Self {
@@ -47,6 +53,7 @@ impl Default for DispatcherSettings {
             action_lease: ACTION_LEASE,
             sweep_interval: SWEEP_INTERVAL,
             max_running: MAX_RUNNING_ACTIONS,
+            max_queued_per_cluster: MAX_QUEUED_PER_CLUSTER,
         }
     }
 }

@@ -284,6 +284,9 @@ impl ClusterService {
         kind: ActionKind,
         inputs: Map<String, Value>,
     ) -> Result<ClusterAction> {
+        if kind != ActionKind::ClusterDelete {
+            self.refuse_a_full_queue(cluster, kind).await?;
+        }
         self.admit_one(
             &caller.project_id,
             QuotaKind::ConcurrentOperations,
@@ -303,6 +306,40 @@ impl ClusterService {
         self.submit(std::slice::from_ref(&action), &[accepted])
             .await?;
         Ok(action)
+    }
+
+    /// Refuses one more action on `cluster` when as many as it queues
+    /// already run or wait there: Senlin's `ActionConflict` (a 409 naming
+    /// them; Senlin refuses any second action), so requests never pile up
+    /// minutes behind the cluster's lock. A delete is never refused here.
+    async fn refuse_a_full_queue(&self, cluster: &Cluster, kind: ActionKind) -> Result<()> {
+        let most = self.settings.max_queued_per_cluster;
+        let active = self
+            .store
+            .list_actions(&ActionQuery {
+                targets: vec![cluster.id],
+                statuses: vec![
+                    ActionStatus::Init,
+                    ActionStatus::Ready,
+                    ActionStatus::Running,
+                    ActionStatus::Waiting,
+                    ActionStatus::WaitingLifecycleCompletion,
+                    ActionStatus::Suspended,
+                ],
+                limit: u32::try_from(most).unwrap_or(u32::MAX),
+                ..ActionQuery::default()
+            })
+            .await?;
+        if active.len() < most {
+            return Ok(());
+        }
+        let ids: Vec<String> = active.iter().map(|action| action.id.to_string()).collect();
+        Err(Error::Conflict(format!(
+            "The {} action for target {} conflicts with the following action(s): {} (a cluster runs or queues at most {most} actions: try again when one has ended)",
+            kind.as_str(),
+            cluster.id,
+            ids.join(",")
+        )))
     }
 
     pub async fn delete_cluster(
