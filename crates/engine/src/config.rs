@@ -66,6 +66,8 @@ pub struct EngineSection {
     pub cluster_max_queued_actions: u64,
     /// Every project's quotas unless an admin set others for it.
     pub quotas: QuotaSection,
+    /// How long deleted stacks and instances and cluster history are kept.
+    pub retention: RetentionSection,
     /// The compute driver behind instances.
     pub compute: ComputeSection,
     /// The cloud behind the openstack backend (`compute.driver =
@@ -92,6 +94,7 @@ impl Default for EngineSection {
             cluster_action_lease_ms: 10_000,
             cluster_max_queued_actions: 16,
             quotas: QuotaSection::default(),
+            retention: RetentionSection::default(),
             compute: ComputeSection::default(),
             openstack: OpenStackSection::default(),
             public_url: String::new(),
@@ -170,6 +173,7 @@ impl EngineSection {
             cluster_max_queued_actions: usize::try_from(self.cluster_max_queued_actions)
                 .unwrap_or(usize::MAX),
             quotas: self.quotas.limits(),
+            retention: self.retention.settings(),
             plugin_registry_url: self.plugin_registry_url.clone(),
             lifecycle_hook_url: self.lifecycle_hook_url.clone(),
             plugin_registry_unavailable: if self.plugin_registry_unavailable == "allow" {
@@ -193,6 +197,45 @@ impl EngineSection {
 
 /// `[engine.quotas]`: each project's limits unless an admin set others
 /// (`ember quota set`).
+/// `[engine.retention]`: how many days deleted stacks (with their
+/// resources, events, snapshots …), deleted instances (with their events)
+/// and cluster history (actions that ended, events) are kept before the
+/// engine purges them; 0 = forever. `interval_s`: how often it looks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSection {
+    pub deleted_stacks_days: u64,
+    pub deleted_instances_days: u64,
+    pub cluster_history_days: u64,
+    pub interval_s: u64,
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        let days = |age: Option<Duration>| age.map_or(0, |age| age.as_secs() / (24 * 3600));
+        let settings = crate::retention::RetentionSettings::default();
+        RetentionSection {
+            deleted_stacks_days: days(settings.deleted_stacks),
+            deleted_instances_days: days(settings.deleted_instances),
+            cluster_history_days: days(settings.cluster_history),
+            interval_s: settings.interval.as_secs(),
+        }
+    }
+}
+
+impl RetentionSection {
+    fn settings(&self) -> crate::retention::RetentionSettings {
+        let kept =
+            |days: u64| (days > 0).then(|| Duration::from_secs(days.saturating_mul(24 * 3600)));
+        crate::retention::RetentionSettings {
+            deleted_stacks: kept(self.deleted_stacks_days),
+            deleted_instances: kept(self.deleted_instances_days),
+            cluster_history: kept(self.cluster_history_days),
+            interval: Duration::from_secs(self.interval_s.max(1)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotaSection {
@@ -558,6 +601,8 @@ pub struct Config {
     pub cluster_max_queued_actions: usize,
     /// Every project's quotas unless an admin set others for it.
     pub quotas: QuotaLimits,
+    /// What retention keeps.
+    pub retention: crate::retention::RetentionSettings,
     /// gRPC URL of the plugin-registry whose runner calls lifecycle plugins
     /// around stack operations; empty = no plugins.
     pub plugin_registry_url: String,

@@ -14,6 +14,7 @@ pub mod instances;
 pub mod quotas;
 pub mod receivers;
 pub mod resources;
+pub mod retention;
 pub mod software;
 pub mod stacks;
 pub mod store;
@@ -26,6 +27,7 @@ use ember_proto::engine::v1::cluster_service_server::ClusterServiceServer;
 use ember_proto::engine::v1::event_service_server::EventServiceServer;
 use ember_proto::engine::v1::identity_service_server::IdentityServiceServer;
 use ember_proto::engine::v1::instance_service_server::InstanceServiceServer;
+use ember_proto::engine::v1::maintenance_service_server::MaintenanceServiceServer;
 use ember_proto::engine::v1::node_service_server::NodeServiceServer;
 use ember_proto::engine::v1::policy_service_server::PolicyServiceServer;
 use ember_proto::engine::v1::profile_service_server::ProfileServiceServer;
@@ -62,6 +64,7 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.SoftwareConfigService",
     "ember.engine.v1.SoftwareDeploymentService",
     "ember.engine.v1.ReceiverService",
+    "ember.engine.v1.MaintenanceService",
 ];
 
 /// Served on the engine's own port only, for lifecycle-hook: telling the
@@ -163,6 +166,11 @@ pub async fn serve(
         wait_conditions.clone(),
     );
     software.enforce_quotas(quotas.clone());
+    let retention = retention::Retention::new(
+        store::retention::RetentionStore::new(connection.clone()),
+        config.retention,
+    );
+    retention.clone().spawn(shutdown.clone());
     let plugin_gate = if config.plugin_registry_url.is_empty() {
         stacks::PluginGate::Disabled
     } else {
@@ -308,6 +316,10 @@ pub async fn serve(
     ))
     .add_service(ClusterLifecycleCallbackServiceServer::with_interceptor(
         grpc::cluster_lifecycle_callback::ClusterLifecycleCallbackHandler::new(cluster_service),
+        auth.clone(),
+    ))
+    .add_service(MaintenanceServiceServer::with_interceptor(
+        grpc::maintenance::MaintenanceHandler::new(retention),
         auth.clone(),
     ))
     .add_service(QuotaServiceServer::with_interceptor(

@@ -1,6 +1,7 @@
 //! The command line: `ember dev`, `ember serve`, `ember token`, and the
 //! client commands that talk to a running Ember through its gateway.
 
+mod admin;
 mod cluster;
 mod hook;
 mod identity;
@@ -100,6 +101,9 @@ pub enum Command {
     /// The built-in identity (admin): projects, users, role assignments
     #[command(subcommand)]
     Identity(identity::IdentityCommand),
+    /// Operators' maintenance (admin): purge old records
+    #[command(subcommand)]
+    Admin(admin::AdminCommand),
     /// Health probes for containers
     #[command(subcommand)]
     Probe(probe::ProbeCommand),
@@ -131,6 +135,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Hook(command) => hook::run(command, connect).await,
         Command::Quota(command) => quota::run(command, connect).await,
         Command::Identity(command) => identity::run(command, connect).await,
+        Command::Admin(command) => admin::run(command, connect).await,
         Command::Probe(command) => probe::run(command).await,
         Command::Bench(command) => crate::bench::run(command).await,
     }

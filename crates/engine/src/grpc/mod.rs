@@ -9,6 +9,7 @@ pub mod convert;
 pub mod events;
 pub mod identity;
 pub mod instances;
+pub mod maintenance;
 pub mod nodes;
 pub mod policies;
 pub mod profiles;

@@ -9,6 +9,7 @@ pub mod instances;
 pub mod migrations;
 pub mod quotas;
 pub mod receivers;
+pub mod retention;
 mod rows;
 pub mod signals;
 mod snapshots;

@@ -1,0 +1,193 @@
+//! Retention: what is kept of the past, and for how long. Heat keeps a
+//! deleted stack's rows until an operator runs `purge_deleted`; Senlin its
+//! events and actions until `event_purge` / `action_purge`; Ember purges
+//! them itself, by age, in the background — and on demand
+//! (`ember admin purge --older-than`, gRPC `MaintenanceService/Purge`).
+//!
+//! - stacks deleted more than `deleted_stacks` ago, with every row of
+//!   theirs (resources, events, snapshots, signals, hooks, leases);
+//! - cluster actions that ended, and cluster events, more than
+//!   `cluster_history` ago;
+//! - instances deleted more than `deleted_instances` ago, with their events.
+//!
+//! Each kind goes in batches of [`BATCH`] rows, one short transaction each,
+//! with a pause between them, so a purge never holds the database long
+//! enough to slow a request. Every engine replica runs it; their deletes
+//! are idempotent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use ember_runtime::Identity;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::store::retention::RetentionStore;
+
+/// Rows removed per transaction.
+pub const BATCH: u64 = 200;
+
+/// The pause between two batches.
+const BETWEEN_BATCHES: Duration = Duration::from_millis(20);
+
+/// How long each kind of record is kept; `None` = forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionSettings {
+    pub deleted_stacks: Option<Duration>,
+    pub cluster_history: Option<Duration>,
+    pub deleted_instances: Option<Duration>,
+    /// How often the engine purges.
+    pub interval: Duration,
+}
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+impl Default for RetentionSettings {
+    /// A deleted stack or instance is kept a week (`show_deleted` shows it
+    /// meanwhile), cluster history a month; the engine looks every 5
+    /// minutes.
+    fn default() -> Self {
+        RetentionSettings {
+            deleted_stacks: Some(7 * DAY),
+            cluster_history: Some(30 * DAY),
+            deleted_instances: Some(7 * DAY),
+            interval: Duration::from_secs(300),
+        }
+    }
+}
+
+/// How many records a purge removed, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Purged {
+    pub stacks: u64,
+    pub cluster_actions: u64,
+    pub cluster_events: u64,
+    pub instances: u64,
+}
+
+impl Purged {
+    fn total(&self) -> u64 {
+        self.stacks + self.cluster_actions + self.cluster_events + self.instances
+    }
+}
+
+/// Purges what is older than each kind's retention.
+pub struct Retention {
+    store: RetentionStore,
+    settings: RetentionSettings,
+}
+
+/// The moment `age` before `now`.
+fn before(now: DateTime<Utc>, age: Duration) -> DateTime<Utc> {
+    now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX)
+}
+
+impl Retention {
+    pub fn new(store: RetentionStore, settings: RetentionSettings) -> Arc<Retention> {
+        Arc::new(Retention { store, settings })
+    }
+
+    /// Removes, batch after batch, every record of each kind older than
+    /// its cutoff (`None`: that kind is kept).
+    async fn purge_until(
+        &self,
+        stacks: Option<DateTime<Utc>>,
+        cluster_history: Option<DateTime<Utc>>,
+        instances: Option<DateTime<Utc>>,
+    ) -> Result<Purged> {
+        let mut purged = Purged::default();
+        if let Some(cutoff) = stacks {
+            purged.stacks = drain(|| self.store.purge_deleted_stacks(cutoff, BATCH)).await?;
+        }
+        if let Some(cutoff) = cluster_history {
+            purged.cluster_actions =
+                drain(|| self.store.purge_ended_actions(cutoff, BATCH)).await?;
+            purged.cluster_events =
+                drain(|| self.store.purge_cluster_events(cutoff, BATCH)).await?;
+        }
+        if let Some(cutoff) = instances {
+            purged.instances = drain(|| self.store.purge_deleted_instances(cutoff, BATCH)).await?;
+        }
+        Ok(purged)
+    }
+
+    /// One pass of the configured retention.
+    pub async fn purge_expired(&self) -> Result<Purged> {
+        let now = ember_runtime::time::now();
+        let cutoff = |age: Option<Duration>| age.map(|age| before(now, age));
+        self.purge_until(
+            cutoff(self.settings.deleted_stacks),
+            cutoff(self.settings.cluster_history),
+            cutoff(self.settings.deleted_instances),
+        )
+        .await
+    }
+
+    /// An admin's purge of everything older than `older_than` (every
+    /// kind, whatever the configured retention).
+    pub async fn purge_now(&self, caller: &Identity, older_than: Duration) -> Result<Purged> {
+        if !caller.is_admin() {
+            return Err(Error::Forbidden(format!(
+                "user {:?}: only an admin may purge",
+                caller.user_id
+            )));
+        }
+        let cutoff = before(ember_runtime::time::now(), older_than);
+        let purged = self
+            .purge_until(Some(cutoff), Some(cutoff), Some(cutoff))
+            .await?;
+        tracing::warn!(
+            user_id = %caller.user_id,
+            older_than_s = older_than.as_secs(),
+            stacks = purged.stacks,
+            cluster_actions = purged.cluster_actions,
+            cluster_events = purged.cluster_events,
+            instances = purged.instances,
+            "purged on request"
+        );
+        Ok(purged)
+    }
+
+    /// Purges every `interval` until `shutdown`.
+    pub fn spawn(self: Arc<Self>, shutdown: CancellationToken) {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(self.settings.interval) => {}
+                }
+                match self.purge_expired().await {
+                    Ok(purged) if purged.total() > 0 => tracing::info!(
+                        stacks = purged.stacks,
+                        cluster_actions = purged.cluster_actions,
+                        cluster_events = purged.cluster_events,
+                        instances = purged.instances,
+                        "retention purged old records"
+                    ),
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "retention could not purge: it tries again later")
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Runs `batch` until it removes fewer than a batch; the total removed.
+async fn drain<F, Fut>(batch: F) -> Result<u64>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<u64>>,
+{
+    let mut total = 0;
+    loop {
+        let removed = batch().await?;
+        total += removed;
+        if removed < BATCH {
+            return Ok(total);
+        }
+        tokio::time::sleep(BETWEEN_BATCHES).await;
+    }
+}

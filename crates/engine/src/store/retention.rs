@@ -1,0 +1,196 @@
+//! What retention removes, a bounded batch at a time (see
+//! `crate::retention`): the records of stacks deleted long ago (with every
+//! row of theirs), cluster actions that ended and cluster events long ago,
+//! and instances deleted long ago with their events. Each batch is one
+//! short transaction; nothing live is ever touched.
+
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
+use uuid::Uuid;
+
+use ember_runtime::database::statement;
+
+use crate::error::{Error, Result};
+
+/// The tables holding rows of one stack, by its `stack_id`.
+const STACK_TABLES: &[&str] = &[
+    "resources",
+    "events",
+    "stack_leases",
+    "wait_condition_signals",
+    "breakpoint_hooks",
+    "stack_snapshots",
+    "stack_update_origins",
+];
+
+/// Cluster action statuses that are final.
+const ENDED_ACTIONS: &str = "('SUCCEEDED', 'FAILED', 'CANCELLED')";
+
+#[derive(Clone, Debug)]
+pub struct RetentionStore {
+    connection: DatabaseConnection,
+}
+
+/// `$first, $first+1, …` for `count` values.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|index| format!("${index}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl RetentionStore {
+    pub fn new(connection: DatabaseConnection) -> RetentionStore {
+        RetentionStore { connection }
+    }
+
+    /// Ids of the first `batch` rows `sql` selects (one `id`-like column,
+    /// `$1` the cutoff, `$2` the batch).
+    async fn ids(&self, sql: &str, cutoff: DateTime<Utc>, batch: u64) -> Result<Vec<Uuid>> {
+        let backend = self.connection.get_database_backend();
+        let rows = self
+            .connection
+            .query_all_raw(statement(
+                backend,
+                sql,
+                vec![
+                    cutoff.into(),
+                    i64::try_from(batch).unwrap_or(i64::MAX).into(),
+                ],
+            ))
+            .await?;
+        rows.iter()
+            .map(|row| row.try_get_by_index::<Uuid>(0).map_err(Error::from))
+            .collect()
+    }
+
+    /// Removes up to `batch` stacks deleted before `cutoff`, with their
+    /// resources, events, leases, signals, hooks, snapshots and update
+    /// origins; returns how many stacks went.
+    pub async fn purge_deleted_stacks(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
+        let ids = self
+            .ids(
+                "SELECT id FROM stacks WHERE deleted_at IS NOT NULL AND deleted_at < $1 \
+                 ORDER BY deleted_at LIMIT $2",
+                cutoff,
+                batch,
+            )
+            .await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let values: Vec<sea_orm::Value> = ids.iter().map(|id| (*id).into()).collect();
+        let list = placeholders(1, ids.len());
+        let transaction = self.connection.begin().await?;
+        let backend = transaction.get_database_backend();
+        for table in STACK_TABLES {
+            transaction
+                .execute_raw(statement(
+                    backend,
+                    &format!("DELETE FROM {table} WHERE stack_id IN ({list})"),
+                    values.clone(),
+                ))
+                .await?;
+        }
+        let removed = transaction
+            .execute_raw(statement(
+                backend,
+                &format!("DELETE FROM stacks WHERE id IN ({list}) AND deleted_at IS NOT NULL"),
+                values,
+            ))
+            .await?
+            .rows_affected();
+        transaction.commit().await?;
+        Ok(removed)
+    }
+
+    /// Removes up to `batch` cluster actions that ended before `cutoff`.
+    pub async fn purge_ended_actions(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
+        self.delete_selected(
+            "cluster_actions",
+            &format!(
+                "SELECT id FROM cluster_actions WHERE status IN {ENDED_ACTIONS} AND updated_at < $1 \
+                 ORDER BY updated_at LIMIT $2"
+            ),
+            cutoff,
+            batch,
+        )
+        .await
+    }
+
+    /// Removes up to `batch` cluster events older than `cutoff`.
+    pub async fn purge_cluster_events(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
+        self.delete_selected(
+            "cluster_events",
+            "SELECT id FROM cluster_events WHERE generated_at < $1 ORDER BY generated_at LIMIT $2",
+            cutoff,
+            batch,
+        )
+        .await
+    }
+
+    /// Removes up to `batch` instances deleted before `cutoff`, with their
+    /// events.
+    pub async fn purge_deleted_instances(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
+        let ids = self
+            .ids(
+                "SELECT uuid FROM instances WHERE status = 'DELETED' AND updated_at < $1 \
+                 ORDER BY updated_at LIMIT $2",
+                cutoff,
+                batch,
+            )
+            .await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let values: Vec<sea_orm::Value> = ids.iter().map(|id| (*id).into()).collect();
+        let list = placeholders(1, ids.len());
+        let transaction = self.connection.begin().await?;
+        let backend = transaction.get_database_backend();
+        transaction
+            .execute_raw(statement(
+                backend,
+                &format!("DELETE FROM instance_events WHERE instance_uuid IN ({list})"),
+                values.clone(),
+            ))
+            .await?;
+        let removed = transaction
+            .execute_raw(statement(
+                backend,
+                &format!("DELETE FROM instances WHERE uuid IN ({list}) AND status = 'DELETED'"),
+                values,
+            ))
+            .await?
+            .rows_affected();
+        transaction.commit().await?;
+        Ok(removed)
+    }
+
+    /// Deletes from `table` the rows (by `id`) `select` picks.
+    async fn delete_selected(
+        &self,
+        table: &str,
+        select: &str,
+        cutoff: DateTime<Utc>,
+        batch: u64,
+    ) -> Result<u64> {
+        let ids = self.ids(select, cutoff, batch).await?;
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let backend = self.connection.get_database_backend();
+        let values: Vec<sea_orm::Value> = ids.iter().map(|id| (*id).into()).collect();
+        Ok(self
+            .connection
+            .execute_raw(statement(
+                backend,
+                &format!(
+                    "DELETE FROM {table} WHERE id IN ({})",
+                    placeholders(1, ids.len())
+                ),
+                values,
+            ))
+            .await?
+            .rows_affected())
+    }
+}
