@@ -4,6 +4,7 @@
 //! `ember dev` does.
 #![forbid(unsafe_code)]
 
+pub mod backup;
 pub mod bench;
 pub mod client;
 pub mod commands;

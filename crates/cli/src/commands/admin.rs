@@ -1,6 +1,8 @@
 //! `ember admin purge --older-than AGE`: removes now what retention would
 //! remove later (deleted stacks and instances, cluster history older than
 //! AGE). Admins only; under `ember dev` it acts as the dev admin.
+//! `ember admin backup --to DIR` and `ember admin restore --from DIR`: the
+//! embedded deployment's databases and secrets (see `crate::backup`).
 
 use std::time::Duration;
 
@@ -19,6 +21,18 @@ pub enum AdminCommand {
         older_than: Duration,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Copy the embedded deployment's databases and secrets (of --data-dir) into DIR, while it runs
+    Backup {
+        /// A new or empty directory
+        #[arg(long, value_name = "DIR")]
+        to: std::path::PathBuf,
+    },
+    /// Put a backup into --data-dir, which must hold no deployment yet; then start Ember on it
+    Restore {
+        /// A directory `ember admin backup` made
+        #[arg(long, value_name = "DIR")]
+        from: std::path::PathBuf,
     },
 }
 
@@ -49,10 +63,35 @@ fn parse_age(text: &str) -> Result<Duration, String> {
 }
 
 pub async fn run(command: AdminCommand, connect: &ConnectArgs) -> Result<(), String> {
-    let client = Client::connect(connect, DevIdentity::Admin).await?;
-    let mut maintenance = MaintenanceServiceClient::new(client.channel.clone());
     match command {
+        AdminCommand::Backup { to } => {
+            let data_dir = connect.dev_data_dir();
+            let copied = crate::backup::backup(&data_dir, &to).await?;
+            println!(
+                "backed up {} into {}: {}; {} (they hold the deployment's secrets: keep them private)",
+                data_dir.display(),
+                to.display(),
+                copied.databases.join(", "),
+                copied.files.join(", ")
+            );
+            Ok(())
+        }
+        AdminCommand::Restore { from } => {
+            let data_dir = connect.dev_data_dir();
+            let copied = crate::backup::restore(&from, &data_dir)?;
+            println!(
+                "restored {} into {}: {}; {} — start Ember on it (ember dev --data-dir {})",
+                from.display(),
+                data_dir.display(),
+                copied.databases.join(", "),
+                copied.files.join(", "),
+                data_dir.display()
+            );
+            Ok(())
+        }
         AdminCommand::Purge { older_than, output } => {
+            let client = Client::connect(connect, DevIdentity::Admin).await?;
+            let mut maintenance = MaintenanceServiceClient::new(client.channel.clone());
             let purged = maintenance
                 .purge(client.request(pb::PurgeRequest {
                     older_than_seconds: older_than.as_secs(),
