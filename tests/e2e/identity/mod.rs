@@ -61,7 +61,11 @@ pub async fn call(
     if let Some(body) = body {
         request = request.json(body);
     }
-    let response = request.send().await.expect("the gateway answers");
+    answer(request.send().await.expect("the gateway answers")).await
+}
+
+/// A response read whole: its status, headers, and JSON body (or text).
+pub async fn answer(response: reqwest::Response) -> Answer {
     let status = response.status();
     let headers = response.headers().clone();
     let text = response.text().await.expect("a body");

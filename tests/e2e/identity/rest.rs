@@ -8,7 +8,7 @@ use ember_tests::{TestEmber, with_bearer};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::{Answer, admin, call, login, password_body, stacks_status};
+use super::{Answer, admin, answer, call, login, password_body, stacks_status};
 
 fn keystone_time(value: &Value) {
     let text = value.as_str().unwrap_or_else(|| panic!("a time: {value}"));
@@ -662,15 +662,7 @@ async fn login_from(ember: &TestEmber, source: &str, body: &Value) -> Answer {
         .send()
         .await
         .expect("the gateway answers");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.expect("a body");
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    Answer {
-        status,
-        headers,
-        body,
-    }
+    answer(response).await
 }
 
 /// Keystone's account lockout and a per-address rate on the front door:

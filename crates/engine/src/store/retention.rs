@@ -26,6 +26,16 @@ const STACK_TABLES: &[&str] = &[
 /// Cluster action statuses that are final.
 const ENDED_ACTIONS: &str = "('SUCCEEDED', 'FAILED', 'CANCELLED')";
 
+/// Rows of one table purged with the rows of others that hang on them.
+struct Family {
+    table: &'static str,
+    key: &'static str,
+    /// What the rows must still be when they are deleted.
+    still: &'static str,
+    children: &'static [&'static str],
+    child_key: &'static str,
+}
+
 #[derive(Clone, Debug)]
 pub struct RetentionStore {
     connection: DatabaseConnection,
@@ -76,32 +86,14 @@ impl RetentionStore {
                 batch,
             )
             .await?;
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let values: Vec<sea_orm::Value> = ids.iter().map(|id| (*id).into()).collect();
-        let list = placeholders(1, ids.len());
-        let transaction = self.connection.begin().await?;
-        let backend = transaction.get_database_backend();
-        for table in STACK_TABLES {
-            transaction
-                .execute_raw(statement(
-                    backend,
-                    &format!("DELETE FROM {table} WHERE stack_id IN ({list})"),
-                    values.clone(),
-                ))
-                .await?;
-        }
-        let removed = transaction
-            .execute_raw(statement(
-                backend,
-                &format!("DELETE FROM stacks WHERE id IN ({list}) AND deleted_at IS NOT NULL"),
-                values,
-            ))
-            .await?
-            .rows_affected();
-        transaction.commit().await?;
-        Ok(removed)
+        let stacks = Family {
+            table: "stacks",
+            key: "id",
+            still: "deleted_at IS NOT NULL",
+            children: STACK_TABLES,
+            child_key: "stack_id",
+        };
+        self.delete_family(&stacks, &ids).await
     }
 
     /// Removes up to `batch` cluster actions that ended before `cutoff`.
@@ -140,6 +132,20 @@ impl RetentionStore {
                 batch,
             )
             .await?;
+        let instances = Family {
+            table: "instances",
+            key: "uuid",
+            still: "status = 'DELETED'",
+            children: &["instance_events"],
+            child_key: "instance_uuid",
+        };
+        self.delete_family(&instances, &ids).await
+    }
+
+    /// Deletes the rows of `family` among `ids` (those still matching its
+    /// condition), their children's first, in one transaction; returns how
+    /// many went.
+    async fn delete_family(&self, family: &Family, ids: &[Uuid]) -> Result<u64> {
         if ids.is_empty() {
             return Ok(0);
         }
@@ -147,17 +153,22 @@ impl RetentionStore {
         let list = placeholders(1, ids.len());
         let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
-        transaction
-            .execute_raw(statement(
-                backend,
-                &format!("DELETE FROM instance_events WHERE instance_uuid IN ({list})"),
-                values.clone(),
-            ))
-            .await?;
+        for child in family.children {
+            transaction
+                .execute_raw(statement(
+                    backend,
+                    &format!("DELETE FROM {child} WHERE {} IN ({list})", family.child_key),
+                    values.clone(),
+                ))
+                .await?;
+        }
         let removed = transaction
             .execute_raw(statement(
                 backend,
-                &format!("DELETE FROM instances WHERE uuid IN ({list}) AND status = 'DELETED'"),
+                &format!(
+                    "DELETE FROM {} WHERE {} IN ({list}) AND {}",
+                    family.table, family.key, family.still
+                ),
                 values,
             ))
             .await?
