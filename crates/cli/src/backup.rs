@@ -90,6 +90,7 @@ pub async fn backup(data_dir: &Path, to: &Path) -> Result<Copied, String> {
             .close()
             .await
             .map_err(|error| format!("{}: {error}", source.display()))?;
+        owner_only(&to.join(name))?;
         copied.databases.push((*name).to_owned());
     }
     for name in FILES {
@@ -157,6 +158,19 @@ pub fn restore(from: &Path, data_dir: &Path) -> Result<Copied, String> {
 fn copy_private(from: &Path, to: &PathBuf) -> Result<(), String> {
     let bytes = std::fs::read(from).map_err(|error| format!("{}: {error}", from.display()))?;
     write_private(to, &bytes)
+}
+
+/// Makes a file only its owner's (backups hold secrets).
+fn owner_only(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Writes a file only its owner can read (backups hold secrets).

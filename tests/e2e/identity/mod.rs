@@ -7,6 +7,7 @@ mod admin;
 pub(crate) mod clients;
 mod keystone;
 mod rest;
+mod upgrade;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
