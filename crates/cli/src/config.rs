@@ -103,6 +103,7 @@ impl EmberConfig {
     pub fn engine(&self, secrets: &Secrets) -> ember_engine::Config {
         ember_engine::Config {
             webhook_targets: self.webhook_targets.rules(),
+            region: self.gateway.region.clone(),
             ..self.engine.resolve(
                 &self.data_dir,
                 &secrets.internal_credential,

@@ -165,6 +165,7 @@ impl EngineSection {
     ) -> Config {
         Config {
             database_url: database_url_or_sqlite(&self.database_url, data_dir, "engine.db"),
+            region: "RegionOne".to_owned(),
             internal_credential: internal_credential.to_owned(),
             request_timeout: Duration::from_millis(self.request_timeout_ms),
             stack_lease_ttl: Duration::from_millis(self.stack_lease_ttl_ms),
@@ -195,8 +196,6 @@ impl EngineSection {
     }
 }
 
-/// `[engine.quotas]`: each project's limits unless an admin set others
-/// (`ember quota set`).
 /// `[engine.retention]`: how many days deleted stacks (with their
 /// resources, events, snapshots …), deleted instances (with their events)
 /// and cluster history (actions that ended, events) are kept before the
@@ -236,6 +235,8 @@ impl RetentionSection {
     }
 }
 
+/// `[engine.quotas]`: each project's limits unless an admin set others
+/// (`ember quota set`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotaSection {
@@ -587,6 +588,10 @@ impl OpenStackSection {
 pub struct Config {
     /// `sqlite://…` or `postgres://…`; migrated at start-up.
     pub database_url: String,
+    /// The region Ember's Keystone catalog puts its endpoints in (the
+    /// gateway's `region`): an `OS::Heat::Stack` whose `context` names it
+    /// is a stack of this Ember's.
+    pub region: String,
     /// The secret other Ember services present (see `ember_runtime::identity`).
     pub internal_credential: String,
     /// Deadline for one call when the client sets none.

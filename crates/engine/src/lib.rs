@@ -201,6 +201,7 @@ pub async fn serve(
             plugins: plugin_gate,
             lease_ttl: config.stack_lease_ttl,
             action_timeout: config.stack_action_timeout,
+            region: config.region.clone(),
             engine_id,
         },
     );

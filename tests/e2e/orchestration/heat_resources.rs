@@ -486,3 +486,96 @@ async fn a_stack_that_cannot_finish_is_deleted_at_once() {
     heat.wait_until_deleted(&stack).await;
     ember.stop().await;
 }
+
+/// `OS::Heat::Stack` with a `context` (Heat's remote stack): Ember's own
+/// region makes the stack here, readable by its id; another region, or a
+/// remote template that is not one, refuses the create at once (400) in
+/// Heat's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_stack_in_embers_own_region_is_made_and_others_are_refused() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let remote = "heat_template_version: 2013-05-23\nresources:\n  random1:\n    type: OS::Heat::RandomString\noutputs:\n  remote_key:\n    value: {get_attr: [random1, value]}\n";
+    let template = |region: &str| {
+        json!({
+            "heat_template_version": "2013-05-23",
+            "resources": {"my_stack": {"type": "OS::Heat::Stack", "properties": {
+                "context": {"region_name": region},
+                "template": {"get_file": "remote_stack.yaml"}}}},
+            "outputs": {"key": {"value": {"get_attr": ["my_stack", "outputs"]}}},
+        })
+    };
+    let create = |name: &str, template: Value, remote: &str| {
+        json!({"stack_name": name, "template": template,
+               "files": {"remote_stack.yaml": remote}})
+    };
+    let made = heat
+        .post("/stacks", create("remote", template("RegionOne"), remote))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{made:?}");
+    let stack = format!(
+        "/stacks/remote/{}",
+        made.body["stack"]["id"].as_str().expect("id")
+    );
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "CREATE_COMPLETE", "{settled}");
+    let key = output(&heat, &stack, "key").await;
+    let word = key["remote_key"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(word.len(), 32, "{key}");
+    let resource = heat.get(&format!("{stack}/resources/my_stack")).await;
+    let remote_id = resource.body["resource"]["physical_resource_id"]
+        .as_str()
+        .expect("the remote stack's id")
+        .to_owned();
+    // Found by its id alone, as heatclient finds Heat's remote stack.
+    let found = heat.get(&format!("/stacks/{remote_id}")).await;
+    assert_eq!(found.status, StatusCode::FOUND, "{found:?}");
+    let location = found.location.clone().unwrap_or_default();
+    let path = &location[location.find("/stacks/").expect("a stack URL")..];
+    assert!(path.ends_with(&remote_id), "{location}");
+    let shown = heat.get(path).await;
+    assert_eq!(shown.status, StatusCode::OK, "{shown:?}");
+    let remote_output = shown.body["stack"]["outputs"]
+        .as_array()
+        .and_then(|outputs| {
+            outputs
+                .iter()
+                .find(|output| output["output_key"] == "remote_key")
+        })
+        .map(|output| output["output_value"].clone());
+    assert_eq!(remote_output, Some(json!(word)), "{shown:?}");
+
+    let bad_region = heat
+        .post("/stacks", create("darkhole", template("DARKHOLE"), remote))
+        .await;
+    assert_eq!(bad_region.status, StatusCode::BAD_REQUEST, "{bad_region:?}");
+    assert_eq!(
+        bad_region.body["error"]["message"],
+        "Cannot establish connection to Heat endpoint at region \"DARKHOLE\" due to \"publicURL endpoint for orchestration service in DARKHOLE region not found\""
+    );
+    let bad_template = heat
+        .post(
+            "/stacks",
+            create(
+                "malformed",
+                template("RegionOne"),
+                &remote.replace("resources", "resource"),
+            ),
+        )
+        .await;
+    assert_eq!(
+        bad_template.status,
+        StatusCode::BAD_REQUEST,
+        "{bad_template:?}"
+    );
+    assert_eq!(
+        bad_template.body["error"]["message"],
+        "Failed validating stack template using Heat endpoint at region \"RegionOne\" due to \"ERROR: The template section is invalid: resource\""
+    );
+    // Nothing was made of either.
+    for name in ["darkhole", "malformed"] {
+        let missing = heat.get(&format!("/stacks/{name}")).await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND, "{missing:?}");
+    }
+    ember.stop().await;
+}

@@ -161,7 +161,7 @@ impl StackResource {
                         PropertySchema::new(
                             "context",
                             PropertyType::Map,
-                            "Remote region context (not supported).",
+                            "Heat's remote context: `region_name` may name only Ember's own region (the stack is then made here); credential_secret_id, ca_cert and insecure are accepted and unused.",
                         ),
                     ],
                     attributes: vec![
@@ -206,16 +206,9 @@ impl NestedStackKind for InlineTemplate {
         &self.schema
     }
 
+    /// A `context` was checked when the stack was (it names Ember's own
+    /// region: see `stacks/remote.rs`): the stack is made here.
     fn definition(&self, request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure> {
-        if request
-            .properties
-            .get("context")
-            .is_some_and(|context| !context.is_null())
-        {
-            return Err(ResourceFailure(
-                "context: remote stacks in other regions are not supported".to_owned(),
-            ));
-        }
         // The template as text (YAML or JSON), or — Ember accepts it too —
         // written inline as a map.
         let template = match request.properties.get("template") {

@@ -144,6 +144,7 @@ impl StackOperations {
             },
             &self.shared.registry,
         )?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
         let now = ember_runtime::time::now();
         let stack = Stack {
             id,

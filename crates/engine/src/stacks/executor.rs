@@ -37,6 +37,8 @@ pub struct Shared {
     pub action_timeout: std::time::Duration,
     /// The operations this engine runs that a delete may stop.
     pub stops: super::bounds::Stops,
+    /// The region of Ember's catalog.
+    pub region: String,
     /// The quotas creates and updates are checked against.
     pub quotas: crate::quotas::QuotaSlot,
     /// Recently parsed stored definitions.

@@ -22,6 +22,7 @@ mod plugins;
 mod preview;
 mod preview_update;
 mod queries;
+mod remote;
 mod run_end;
 mod signal;
 mod snapshots;
@@ -99,6 +100,8 @@ pub struct StackSettings {
     /// How long an operation runs on a stack without `timeout_mins`
     /// (Heat's `stack_action_timeout`).
     pub action_timeout: Duration,
+    /// The region of Ember's catalog (see `remote.rs`).
+    pub region: String,
     /// The engine process these operations run in: it holds the stack
     /// leases it takes under this id. One per process, shared with the
     /// clustering service (see `crate::serve`).
@@ -113,6 +116,7 @@ impl Default for StackSettings {
             plugins: PluginGate::Disabled,
             lease_ttl: LEASE_TTL,
             action_timeout: bounds::DEFAULT_ACTION_TIMEOUT,
+            region: "RegionOne".to_owned(),
             engine_id: Uuid::now_v7(),
         }
     }
@@ -164,6 +168,7 @@ impl StackOperations {
             plugins,
             lease_ttl,
             action_timeout,
+            region,
             engine_id,
         } = settings;
         let writer = writer::TransitionWriter::start(store.clone());
@@ -180,6 +185,7 @@ impl StackOperations {
                     running_updates: Default::default(),
                     lease_ttl,
                     action_timeout,
+                    region,
                     stops: Default::default(),
                     quotas: Default::default(),
                     parsed_cache: Default::default(),

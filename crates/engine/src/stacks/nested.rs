@@ -199,6 +199,8 @@ impl NestedStackHost for StackOperations {
             self.registry(),
         )
         .map_err(failure)?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)
+            .map_err(failure)?;
         let now = ember_runtime::time::now();
         let stack = Stack {
             id,

@@ -52,6 +52,9 @@ impl StackOperations {
             },
             self.registry(),
         );
+        if let Ok(parsed) = &parsed {
+            super::remote::check_remote_stacks(parsed, &definition, &self.shared.region)?;
+        }
         // Missing parameter values are fine for validate: report the schema.
         let template = match parsed {
             Ok(parsed) => parsed.template,

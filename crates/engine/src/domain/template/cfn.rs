@@ -859,7 +859,7 @@ mod tests {
             ),
             (
                 json!({"AWSTemplateFormatVersion": "2010-09-09", "Extra": {}}),
-                "unknown template section 'Extra'",
+                "The template section is invalid: Extra",
             ),
             (
                 json!({"AWSTemplateFormatVersion": "2010-09-09", "Parameters": {"p": {"Type": "Float"}}}),

@@ -244,6 +244,7 @@ impl StackOperations {
             identity_of_stack.clone(),
             &self.shared.registry,
         )?;
+        crate::stacks::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
         if let Some(quotas) = self.shared.quotas.get() {
             quotas
                 .admit_size(
