@@ -206,6 +206,9 @@ pub struct RetentionSection {
     pub deleted_stacks_days: u64,
     pub deleted_instances_days: u64,
     pub cluster_history_days: u64,
+    /// A live stack's newest events kept (Heat's `max_events_per_stack`);
+    /// 0 = every one.
+    pub events_per_stack: u64,
     pub interval_s: u64,
 }
 
@@ -217,6 +220,7 @@ impl Default for RetentionSection {
             deleted_stacks_days: days(settings.deleted_stacks),
             deleted_instances_days: days(settings.deleted_instances),
             cluster_history_days: days(settings.cluster_history),
+            events_per_stack: settings.events_per_stack.unwrap_or(0),
             interval_s: settings.interval.as_secs(),
         }
     }
@@ -230,6 +234,7 @@ impl RetentionSection {
             deleted_stacks: kept(self.deleted_stacks_days),
             deleted_instances: kept(self.deleted_instances_days),
             cluster_history: kept(self.cluster_history_days),
+            events_per_stack: (self.events_per_stack > 0).then_some(self.events_per_stack),
             interval: Duration::from_secs(self.interval_s.max(1)),
         }
     }

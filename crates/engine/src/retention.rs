@@ -8,7 +8,9 @@
 //!   theirs (resources, events, snapshots, signals, hooks, leases);
 //! - cluster actions that ended, and cluster events, more than
 //!   `cluster_history` ago;
-//! - instances deleted more than `deleted_instances` ago, with their events.
+//! - instances deleted more than `deleted_instances` ago, with their events;
+//! - a live stack's events beyond its newest `events_per_stack` (Heat's
+//!   `max_events_per_stack`, 1,000).
 //!
 //! Each kind goes in batches of [`BATCH`] rows, one short transaction each,
 //! with a pause between them, so a purge never holds the database long
@@ -37,6 +39,9 @@ pub struct RetentionSettings {
     pub deleted_stacks: Option<Duration>,
     pub cluster_history: Option<Duration>,
     pub deleted_instances: Option<Duration>,
+    /// The most events a live stack keeps (its oldest go beyond it: Heat's
+    /// `max_events_per_stack`); `None` = every one.
+    pub events_per_stack: Option<u64>,
     /// How often the engine purges.
     pub interval: Duration,
 }
@@ -45,13 +50,14 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 
 impl Default for RetentionSettings {
     /// A deleted stack or instance is kept a week (`show_deleted` shows it
-    /// meanwhile), cluster history a month; the engine looks every 5
-    /// minutes.
+    /// meanwhile), cluster history a month, a stack's newest 1,000 events
+    /// (Heat's default); the engine looks every 5 minutes.
     fn default() -> Self {
         RetentionSettings {
             deleted_stacks: Some(7 * DAY),
             cluster_history: Some(30 * DAY),
             deleted_instances: Some(7 * DAY),
+            events_per_stack: Some(1000),
             interval: Duration::from_secs(300),
         }
     }
@@ -61,6 +67,8 @@ impl Default for RetentionSettings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Purged {
     pub stacks: u64,
+    /// Events of live stacks beyond their cap.
+    pub events: u64,
     pub cluster_actions: u64,
     pub cluster_events: u64,
     pub instances: u64,
@@ -68,7 +76,7 @@ pub struct Purged {
 
 impl Purged {
     fn total(&self) -> u64 {
-        self.stacks + self.cluster_actions + self.cluster_events + self.instances
+        self.stacks + self.events + self.cluster_actions + self.cluster_events + self.instances
     }
 }
 
@@ -116,12 +124,33 @@ impl Retention {
     pub async fn purge_expired(&self) -> Result<Purged> {
         let now = ember_runtime::time::now();
         let cutoff = |age: Option<Duration>| age.map(|age| before(now, age));
-        self.purge_until(
-            cutoff(self.settings.deleted_stacks),
-            cutoff(self.settings.cluster_history),
-            cutoff(self.settings.deleted_instances),
-        )
-        .await
+        let mut purged = self
+            .purge_until(
+                cutoff(self.settings.deleted_stacks),
+                cutoff(self.settings.cluster_history),
+                cutoff(self.settings.deleted_instances),
+            )
+            .await?;
+        if let Some(keep) = self.settings.events_per_stack {
+            purged.events = self.trim_events(keep).await?;
+        }
+        Ok(purged)
+    }
+
+    /// Trims every stack's events to its newest `keep`, a batch of stacks
+    /// at a time.
+    async fn trim_events(&self, keep: u64) -> Result<u64> {
+        let mut trimmed = 0;
+        loop {
+            let stacks = self.store.stacks_with_events_over(keep, BATCH).await?;
+            for stack_id in &stacks {
+                trimmed += self.store.trim_events(*stack_id, keep).await?;
+                tokio::time::sleep(BETWEEN_BATCHES).await;
+            }
+            if u64::try_from(stacks.len()).unwrap_or(u64::MAX) < BATCH {
+                return Ok(trimmed);
+            }
+        }
     }
 
     /// An admin's purge of everything older than `older_than` (every
@@ -160,6 +189,7 @@ impl Retention {
                 match self.purge_expired().await {
                     Ok(purged) if purged.total() > 0 => tracing::info!(
                         stacks = purged.stacks,
+                        events = purged.events,
                         cluster_actions = purged.cluster_actions,
                         cluster_events = purged.cluster_events,
                         instances = purged.instances,

@@ -210,7 +210,68 @@ async fn more_than_a_batch_goes_in_batches(database: &TestDatabase) {
     assert_eq!(purged.stacks, u64::try_from(stacks).expect("small"));
 }
 
+/// A live stack keeps its newest events only (Heat's
+/// `max_events_per_stack`); another stack's are not touched.
+async fn a_live_stack_keeps_its_newest_events(database: &TestDatabase) {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let operations = StackOperations::new(store, Arc::new(ResourceTypeRegistry::builtin()));
+    let caller = member();
+    let resources: String = (0..10)
+        .map(|index| format!("  r{index}: {{type: OS::Heat::None}}\n"))
+        .collect();
+    let mut ids = Vec::new();
+    for name in ["busy", "quiet"] {
+        let template = if name == "busy" {
+            format!("heat_template_version: 2021-04-16\nresources:\n{resources}")
+        } else {
+            "heat_template_version: 2021-04-16\nresources:\n  a: {type: OS::Heat::None}\n"
+                .to_owned()
+        };
+        let stack = operations
+            .create_stack(
+                &caller,
+                CreateStack {
+                    name: name.to_owned(),
+                    template,
+                    ..CreateStack::default()
+                },
+            )
+            .await
+            .expect("created");
+        settled(&operations, &caller, name).await;
+        ids.push(stack.id);
+    }
+    let events = "SELECT COUNT(*) FROM events WHERE stack_id = $1";
+    assert!(count(&connection, events, ids[0]).await > 20);
+    let quiet_before = count(&connection, events, ids[1]).await;
+    let newest = "SELECT COUNT(*) FROM events WHERE stack_id = $1 AND reason = 'Stack CREATE completed successfully'";
+    assert_eq!(count(&connection, newest, ids[0]).await, 1);
+    let retention = Retention::new(
+        RetentionStore::new(connection.clone()),
+        RetentionSettings {
+            events_per_stack: Some(5),
+            ..RetentionSettings::default()
+        },
+    );
+    let purged = retention.purge_expired().await.expect("purge");
+    assert!(purged.events > 15, "{purged:?}");
+    assert_eq!(count(&connection, events, ids[0]).await, 5);
+    assert_eq!(
+        count(&connection, newest, ids[0]).await,
+        1,
+        "the newest kept"
+    );
+    assert_eq!(
+        count(&connection, events, ids[1]).await,
+        quiet_before.min(5)
+    );
+}
+
 ember_runtime::store_suite!(
     what_is_old_goes_and_what_lives_stays,
-    more_than_a_batch_goes_in_batches
+    more_than_a_batch_goes_in_batches,
+    a_live_stack_keeps_its_newest_events
 );

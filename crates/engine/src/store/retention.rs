@@ -96,6 +96,46 @@ impl RetentionStore {
         self.delete_family(&stacks, &ids).await
     }
 
+    /// Up to `batch` stacks that have more than `keep` events.
+    pub async fn stacks_with_events_over(&self, keep: u64, batch: u64) -> Result<Vec<Uuid>> {
+        let backend = self.connection.get_database_backend();
+        let rows = self
+            .connection
+            .query_all_raw(statement(
+                backend,
+                "SELECT stack_id FROM events GROUP BY stack_id HAVING COUNT(*) > $1 LIMIT $2",
+                vec![
+                    i64::try_from(keep).unwrap_or(i64::MAX).into(),
+                    i64::try_from(batch).unwrap_or(i64::MAX).into(),
+                ],
+            ))
+            .await?;
+        rows.iter()
+            .map(|row| row.try_get_by_index::<Uuid>(0).map_err(Error::from))
+            .collect()
+    }
+
+    /// Deletes the events of `stack_id` but its newest `keep` (event ids
+    /// are time-ordered); returns how many went.
+    pub async fn trim_events(&self, stack_id: Uuid, keep: u64) -> Result<u64> {
+        let backend = self.connection.get_database_backend();
+        Ok(self
+            .connection
+            .execute_raw(statement(
+                backend,
+                "DELETE FROM events WHERE stack_id = $1 AND id < \
+                 (SELECT id FROM events WHERE stack_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+                vec![
+                    stack_id.into(),
+                    i64::try_from(keep.saturating_sub(1))
+                        .unwrap_or(i64::MAX)
+                        .into(),
+                ],
+            ))
+            .await?
+            .rows_affected())
+    }
+
     /// Removes up to `batch` cluster actions that ended before `cutoff`.
     pub async fn purge_ended_actions(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
         self.delete_selected(
