@@ -362,6 +362,47 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
         );
         assert!(resource["properties"].is_object(), "{resource}");
     }
+    // Nested stacks are previewed as Heat lists them: their resources, as
+    // a list, in place of the resource making them — a template resource
+    // (given its properties), and a group's members of that template.
+    let inner = "heat_template_version: 2015-04-30\nparameters:\n  value: {type: string}\nresources:\n  nested:\n    type: OS::Heat::Value\n    properties: {value: {get_param: value}}\n";
+    let outer = json!({
+        "heat_template_version": "2015-04-30",
+        "parameters": {"incoming": {"type": "string", "default": "abc"}},
+        "resources": {
+            "main": {"type": "inner.yaml", "properties": {"value": {"get_param": "incoming"}}},
+            "rg": {"type": "OS::Heat::ResourceGroup", "properties": {"count": 2,
+                   "resource_def": {"type": "inner.yaml", "properties": {"value": "member"}}}}}});
+    let nested = heat
+        .post(
+            "/stacks/preview",
+            json!({"stack_name": "layered", "template": outer, "files": {"inner.yaml": inner}}),
+        )
+        .await;
+    assert_eq!(nested.status, StatusCode::OK, "{nested:?}");
+    let resources = nested.body["stack"]["resources"]
+        .as_array()
+        .expect("resources");
+    let main = resources
+        .iter()
+        .find_map(|item| {
+            item.as_array()
+                .and_then(|list| list.first())
+                .filter(|first| first["parent_resource"] == "main")
+        })
+        .unwrap_or_else(|| panic!("main's resources: {resources:?}"));
+    assert_eq!(main["resource_name"], "nested");
+    assert_eq!(main["stack_name"], "layered-main");
+    assert_eq!(main["properties"]["value"], "abc");
+    assert_eq!(main["resource_identity"]["stack_name"], "layered-main");
+    let group = resources
+        .iter()
+        .filter_map(Value::as_array)
+        .find(|list| list.iter().all(Value::is_array))
+        .unwrap_or_else(|| panic!("the group's members: {resources:?}"));
+    assert_eq!(group.len(), 2, "{group:?}");
+    assert_eq!(group[0][0]["resource_name"], "nested");
+    assert_eq!(group[0][0]["properties"]["value"], "member");
     assert_eq!(
         heat.get("/stacks").await.body["stacks"],
         json!([]),

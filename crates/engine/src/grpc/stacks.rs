@@ -94,29 +94,10 @@ impl pb::stack_service_server::StackService for StackHandler {
         request: Request<pb::CreateStackRequest>,
     ) -> Result<Response<pb::StackPreview>, Status> {
         let identity = Identity::of(&request)?.clone();
-        let (stack, resources, parsed) = self
+        let (stack, preview) = self
             .operations
             .preview_stack(&identity, &create_request(request.into_inner()))?;
-        let resources = resources
-            .iter()
-            .map(|resource| {
-                let required_by = parsed
-                    .graph
-                    .dependents_of(&resource.name)
-                    .into_iter()
-                    .collect();
-                super::convert::resource_to_proto(resource, &stack.name, required_by, true)
-            })
-            .collect();
-        let stack = pb::Stack {
-            parameters: Some(map_to_struct(&parsed.parameters.display_values())),
-            template_description: parsed.template.description.clone().unwrap_or_default(),
-            ..stack_to_proto(&stack)
-        };
-        Ok(Response::new(pb::StackPreview {
-            stack: Some(stack),
-            resources,
-        }))
+        Ok(Response::new(preview_to_proto(&stack, &preview)))
     }
 
     async fn get_stack(
@@ -610,6 +591,41 @@ impl pb::stack_service_server::StackService for StackHandler {
         Ok(Response::new(pb::ListTemplateFunctionsResponse {
             functions,
         }))
+    }
+}
+
+/// A stack's preview, its nested stacks' within it.
+fn preview_to_proto(
+    stack: &crate::domain::Stack,
+    preview: &crate::stacks::Preview,
+) -> pb::StackPreview {
+    let parsed = &preview.parsed;
+    let resources = preview
+        .resources
+        .iter()
+        .map(|resource| {
+            let required_by = parsed
+                .graph
+                .dependents_of(&resource.name)
+                .into_iter()
+                .collect();
+            super::convert::resource_to_proto(resource, &preview.stack_name, required_by, true)
+        })
+        .collect();
+    let shown = pb::Stack {
+        name: preview.stack_name.clone(),
+        parameters: Some(map_to_struct(&parsed.parameters.display_values())),
+        template_description: parsed.template.description.clone().unwrap_or_default(),
+        ..stack_to_proto(stack)
+    };
+    pb::StackPreview {
+        stack: Some(shown),
+        resources,
+        nested: preview
+            .nested
+            .iter()
+            .map(|(name, nested)| (name.clone(), preview_to_proto(stack, nested)))
+            .collect(),
     }
 }
 

@@ -41,7 +41,7 @@ pub use nested::{
 pub use scaling_policy::{AdjustmentType, PolicySettings, SCALING_POLICY_TYPE, new_capacity};
 pub use schema::{
     AttributeSchema, PropertySchema, PropertyType, ResourceTypeSchema, check_literal_property,
-    validate_properties,
+    translate_aliases, validate_properties,
 };
 
 use crate::domain::Resource;

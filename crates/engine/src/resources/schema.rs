@@ -42,6 +42,9 @@ pub struct PropertySchema {
     /// Inclusive bounds for numbers, or for the length of strings and lists.
     pub range: Option<(f64, f64)>,
     pub allowed_values: Option<Vec<Value>>,
+    /// Older names templates still use for it (Heat's hidden, translated
+    /// properties: a port's `network_id` is its `network`).
+    pub aliases: &'static [&'static str],
 }
 
 impl PropertySchema {
@@ -55,7 +58,14 @@ impl PropertySchema {
             update_allowed: false,
             range: None,
             allowed_values: None,
+            aliases: &[],
         }
+    }
+
+    /// The older names of this property (see [`PropertySchema::aliases`]).
+    pub fn aliases(mut self, aliases: &'static [&'static str]) -> Self {
+        self.aliases = aliases;
+        self
     }
 
     pub fn required(mut self) -> Self {
@@ -135,7 +145,7 @@ impl ResourceTypeSchema {
     pub fn property(&self, name: &str) -> Option<&PropertySchema> {
         self.properties
             .iter()
-            .find(|property| property.name == name)
+            .find(|property| property.name == name || property.aliases.contains(&name))
     }
 
     pub fn has_attribute(&self, name: &str) -> bool {
@@ -166,6 +176,7 @@ pub fn validate_properties(
     if schema.accepts_any_properties {
         return Ok(given);
     }
+    let given = translate_aliases(schema, given).map_err(|message| format!("{path}: {message}"))?;
     if let Some(unknown) = given.keys().find(|key| schema.property(key).is_none()) {
         let known: Vec<&str> = schema
             .properties
@@ -198,6 +209,29 @@ pub fn validate_properties(
         validated.insert(property.name.to_owned(), value);
     }
     Ok(validated)
+}
+
+/// `given` with each property given by an older name (an alias) under its
+/// name; both given is an error, in Heat's words.
+pub fn translate_aliases(
+    schema: &ResourceTypeSchema,
+    mut given: Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    for property in &schema.properties {
+        for alias in property.aliases {
+            let Some(value) = given.remove(*alias) else {
+                continue;
+            };
+            if given.contains_key(property.name) {
+                return Err(format!(
+                    "Cannot define the following properties at the same time: {}, {alias}",
+                    property.name
+                ));
+            }
+            given.insert(property.name.to_owned(), value);
+        }
+    }
+    Ok(given)
 }
 
 /// Checks one property's value as written in a template (no function in
@@ -347,6 +381,24 @@ mod tests {
             accepts_any_properties: false,
             accepts_any_attributes: false,
         }
+    }
+
+    #[test]
+    fn an_older_name_is_taken_for_its_property_but_not_both() {
+        let mut with_alias = schema();
+        with_alias.properties[0] = PropertySchema::new("name", PropertyType::String, "")
+            .required()
+            .aliases(&["name_id"]);
+        let validated = validate_properties(&with_alias, &json!({"name_id": "a"}), "p")
+            .expect("the alias is the property");
+        assert_eq!(validated["name"], json!("a"));
+        assert!(!validated.contains_key("name_id"));
+        let both = validate_properties(&with_alias, &json!({"name": "a", "name_id": "b"}), "p")
+            .expect_err("both");
+        assert_eq!(
+            both,
+            "p: Cannot define the following properties at the same time: name, name_id"
+        );
     }
 
     #[test]

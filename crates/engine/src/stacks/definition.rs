@@ -178,6 +178,8 @@ fn check_property_names(
     if given.len() == 1 && given.keys().next().is_some_and(|key| is_function_name(key)) {
         return Ok(());
     }
+    let given = &crate::resources::translate_aliases(schema, given.clone())
+        .map_err(|message| TemplateError::new(path.clone(), message))?;
     for key in given.keys() {
         if schema.property(key).is_none() {
             let known: Vec<&str> = schema

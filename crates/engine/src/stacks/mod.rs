@@ -49,6 +49,7 @@ pub use maintenance_lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
 pub use orphans::Swept;
 pub use plugins::{PluginGate, RegistryUnavailable};
+pub use preview::Preview;
 pub use preview_update::UpdatePreview;
 pub use queries::{OutputValue, ResourceView, StackDetails};
 pub(crate) use run_end::{

@@ -264,9 +264,38 @@ pub fn stack_detail(urls: &HeatUrls, stack: &pb::Stack) -> Value {
 /// as it would start (`INIT COMPLETE`, nothing made, no times), with its
 /// properties and the identities Heat gives it.
 pub fn stack_preview(urls: &HeatUrls, preview: &pb::StackPreview) -> Value {
-    const NO_ID: &str = "None";
     let stack = preview.stack.clone().unwrap_or_default();
     let mut view = stack_detail(urls, &stack);
+    let resources = preview_resources(urls, preview, None);
+    if let Value::Object(fields) = &mut view {
+        fields.insert("id".into(), json!(NO_ID));
+        fields.insert("stack_status".into(), json!("INIT_COMPLETE"));
+        if stack.template_description.is_empty() {
+            fields.insert("template_description".into(), json!("No description"));
+            fields.insert("description".into(), json!("No description"));
+        }
+        if let Some(Value::Object(parameters)) = fields.get_mut("parameters") {
+            parameters.insert("OS::stack_id".into(), json!(NO_ID));
+            parameters.insert("OS::stack_name".into(), json!(stack.name));
+            parameters.insert("OS::project_id".into(), json!(stack.project_id));
+        }
+        fields.insert("resources".into(), Value::Array(resources));
+    }
+    view
+}
+
+/// Heat's "None" for the ids of what a preview has not made.
+const NO_ID: &str = "None";
+
+/// The resources of one stack of a preview, as Heat lists them: a nested
+/// stack's resources, as a list, in place of the resource that makes it;
+/// `parent` the resource of the stack above, for a nested stack's.
+fn preview_resources(
+    urls: &HeatUrls,
+    preview: &pb::StackPreview,
+    parent: Option<&str>,
+) -> Vec<Value> {
+    let stack = preview.stack.clone().unwrap_or_default();
     let identity = |path: String| {
         json!({
             "stack_name": stack.name,
@@ -275,10 +304,17 @@ pub fn stack_preview(urls: &HeatUrls, preview: &pb::StackPreview) -> Value {
             "path": path,
         })
     };
-    let resources: Vec<Value> = preview
+    preview
         .resources
         .iter()
         .map(|resource| {
+            if let Some(nested) = preview.nested.get(&resource.resource_name) {
+                return Value::Array(preview_resources(
+                    urls,
+                    nested,
+                    Some(&resource.resource_name),
+                ));
+            }
             let mut shown = resource_view(urls, resource, None, true);
             if let Value::Object(fields) = &mut shown {
                 fields.remove("links");
@@ -300,25 +336,13 @@ pub fn stack_preview(urls: &HeatUrls, preview: &pb::StackPreview) -> Value {
                     "metadata".into(),
                     struct_to_json(resource.metadata.as_ref()),
                 );
+                if let Some(parent) = parent {
+                    fields.insert("parent_resource".into(), json!(parent));
+                }
             }
             shown
         })
-        .collect();
-    if let Value::Object(fields) = &mut view {
-        fields.insert("id".into(), json!(NO_ID));
-        fields.insert("stack_status".into(), json!("INIT_COMPLETE"));
-        if stack.template_description.is_empty() {
-            fields.insert("template_description".into(), json!("No description"));
-            fields.insert("description".into(), json!("No description"));
-        }
-        if let Some(Value::Object(parameters)) = fields.get_mut("parameters") {
-            parameters.insert("OS::stack_id".into(), json!(NO_ID));
-            parameters.insert("OS::stack_name".into(), json!(stack.name));
-            parameters.insert("OS::project_id".into(), json!(stack.project_id));
-        }
-        fields.insert("resources".into(), Value::Array(resources));
-    }
-    view
+        .collect()
 }
 
 /// A parameter's value as Heat shows it in a stack: always text — a number

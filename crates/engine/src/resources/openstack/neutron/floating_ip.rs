@@ -35,7 +35,8 @@ impl TaggedObject for FloatingIp {
                     PropertyType::String,
                     "Network to allocate floating IP from.",
                 )
-                .required(),
+                .required()
+                .aliases(&["floating_network_id"]),
                 PropertySchema::new(
                     "floating_subnet",
                     PropertyType::String,

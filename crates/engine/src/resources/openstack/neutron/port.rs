@@ -56,7 +56,8 @@ impl TaggedObject for Port {
                     PropertyType::String,
                     "Network this port belongs to. If you plan to use current port to assign Floating IP, you should specify fixed_ips with subnet.",
                 )
-                .required(),
+                .required()
+                .aliases(&["network_id"]),
                 PropertySchema::new("device_id", PropertyType::String, "Device ID of this port.")
                     .default(json!(""))
                     .update_allowed(),

@@ -38,6 +38,7 @@ impl TaggedObject for Subnet {
             description: "A Neutron subnet.",
             properties: vec![
                 PropertySchema::new("network", PropertyType::String, "The ID of the attached network.")
+                    .aliases(&["network_id"])
                     .required(),
                 PropertySchema::new(
                     "subnetpool",
