@@ -11,7 +11,7 @@
 //! deployment that may be running — and Ember is then started on it.
 //! PostgreSQL deployments use `pg_dump` / `pg_restore` (see the docs).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::json;
@@ -106,7 +106,7 @@ pub async fn backup(data_dir: &Path, to: &Path) -> Result<Copied, String> {
         "databases": copied.databases,
         "files": copied.files,
     });
-    write_private(&to.join(MANIFEST), &manifest.to_string())?;
+    write_private(&to.join(MANIFEST), manifest.to_string())?;
     Ok(copied)
 }
 
@@ -155,7 +155,7 @@ pub fn restore(from: &Path, data_dir: &Path) -> Result<Copied, String> {
     Ok(copied)
 }
 
-fn copy_private(from: &Path, to: &PathBuf) -> Result<(), String> {
+fn copy_private(from: &Path, to: &Path) -> Result<(), String> {
     let bytes = std::fs::read(from).map_err(|error| format!("{}: {error}", from.display()))?;
     write_private(to, &bytes)
 }
