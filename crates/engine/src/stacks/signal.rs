@@ -158,6 +158,18 @@ impl StackOperations {
                 message,
             });
         }
+        // A policy whose create never finished (its stack's create failed
+        // or was stopped) has no settings to act on yet.
+        if policy.action == crate::domain::StackAction::Init
+            || (policy.action == crate::domain::StackAction::Create
+                && policy.status != crate::domain::ActionStatus::Complete)
+        {
+            return Err(Error::Conflict(format!(
+                "scaling policy {:?} is {}: it takes signals once created",
+                policy.name,
+                policy.resource_status()
+            )));
+        }
         let settings = PolicySettings::of(&properties(&policy))
             .map_err(|failure| invalid_settings(&policy, failure))?;
         let group = current_rows(self.store().list_resources(stack.id).await?)
