@@ -59,6 +59,10 @@ pub struct AuthSection {
     pub login_rate_per_source: u32,
     /// How many of them it may make at once.
     pub login_burst_per_source: u32,
+    /// Whether loopback addresses are rate-limited too (by default not:
+    /// this host's tools, and a reverse proxy beside the gateway through
+    /// which every client would share one limit).
+    pub login_rate_limits_loopback: bool,
     pub keystone: KeystoneSection,
 }
 
@@ -75,6 +79,7 @@ impl Default for AuthSection {
             lockout_duration_secs: 1800,
             login_rate_per_source: 10,
             login_burst_per_source: 30,
+            login_rate_limits_loopback: false,
             keystone: KeystoneSection::default(),
         }
     }
@@ -321,6 +326,7 @@ impl GatewaySection {
                 login_rate: crate::identity::throttle::LoginRate {
                     per_second: f64::from(auth.login_rate_per_source),
                     burst: f64::from(auth.login_burst_per_source),
+                    loopback: auth.login_rate_limits_loopback,
                 },
             },
             peers: ember_runtime::in_process::Peers::default(),

@@ -677,6 +677,8 @@ async fn wrong_passwords_lock_a_user_out_and_an_address_asking_too_fast_gets_429
         config.auth.lockout_duration_secs = 0;
         config.auth.login_rate_per_source = 1;
         config.auth.login_burst_per_source = 8;
+        // The test's addresses are all loopback.
+        config.auth.login_rate_limits_loopback = true;
     })
     .await;
     let passwords = ember.seed_identity().await;
