@@ -317,6 +317,14 @@ impl ClusterService {
             reason,
             &caller,
         );
+        // The trust goes before the action ends, so a caller that sees
+        // the delete SUCCEEDED finds it gone (the nodes that acted
+        // through it are gone already; an engine taking the action over
+        // needs none to finish it).
+        self.revoke(crate::domain::delegation::DelegationOwner::Cluster(
+            cluster.id,
+        ))
+        .await;
         let finished = self
             .store
             .finish_cluster_delete(
@@ -326,10 +334,6 @@ impl ClusterService {
             )
             .await?;
         if finished {
-            self.revoke(crate::domain::delegation::DelegationOwner::Cluster(
-                cluster.id,
-            ))
-            .await;
             Ok(Ran::Handed)
         } else {
             Err(Stop::Lost)
