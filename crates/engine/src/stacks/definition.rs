@@ -32,6 +32,23 @@ pub struct ParsedStack {
 }
 
 impl ParsedStack {
+    /// What resolves before anything exists: its parameters, conditions
+    /// and `definition`'s files (a property that needs a resource does
+    /// not resolve).
+    pub(crate) fn static_context(&self, definition: &StackDefinition) -> StaticResolveContext {
+        let mut context = StaticResolveContext::new(self.template.version);
+        context.parameters = self.parameters.values();
+        context.files = definition
+            .files
+            .iter()
+            .map(|(name, text)| (name.clone(), text.clone()))
+            .collect();
+        context.conditions = self.conditions.clone();
+        context
+    }
+}
+
+impl ParsedStack {
     pub fn build(
         definition: &StackDefinition,
         identity: StackIdentity,

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::definition::ParsedStack;
 use crate::domain::StackDefinition;
-use crate::domain::template::{StackIdentity, StaticResolveContext, parse_document, resolve};
+use crate::domain::template::{StackIdentity, parse_document, resolve};
 use crate::resources::{MAX_NESTED_DEPTH, ResourceTypeRegistry};
 
 /// Resources per type, the tree's whole future (`count` saturates).
@@ -46,14 +46,7 @@ fn add_stack(
     depth: u32,
     planned: &mut PlannedResources,
 ) {
-    let mut context = StaticResolveContext::new(parsed.template.version);
-    context.parameters = parsed.parameters.values();
-    context.files = definition
-        .files
-        .iter()
-        .map(|(name, text)| (name.clone(), text.clone()))
-        .collect();
-    context.conditions = parsed.conditions.clone();
+    let context = parsed.static_context(definition);
     for name in &parsed.enabled {
         let Some(resource) = parsed.template.resources.get(name) else {
             continue;

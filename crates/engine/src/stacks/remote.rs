@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::ParsedStack;
 use crate::domain::StackDefinition;
-use crate::domain::template::{StaticResolveContext, Template, parse_document, resolve};
+use crate::domain::template::{Template, parse_document, resolve};
 use crate::error::{Error, Result};
 
 /// Refuses the remote stacks of `parsed` (its own resources) that name a
@@ -20,14 +20,7 @@ pub(crate) fn check_remote_stacks(
     definition: &StackDefinition,
     region: &str,
 ) -> Result<()> {
-    let mut context = StaticResolveContext::new(parsed.template.version);
-    context.parameters = parsed.parameters.values();
-    context.files = definition
-        .files
-        .iter()
-        .map(|(name, text)| (name.clone(), text.clone()))
-        .collect();
-    context.conditions = parsed.conditions.clone();
+    let context = parsed.static_context(definition);
     for name in &parsed.enabled {
         let Some(resource) = parsed.template.resources.get(name) else {
             continue;
