@@ -889,6 +889,47 @@ async fn scaling_policies_resize_the_group_within_bounds_and_cooldown(database: 
     assert!(matches!(error, Error::NotFound(_)), "{error:?}");
 }
 
+/// A policy whose create never ran (its group failed first, and the stack
+/// with it) takes no signal yet: a 409 saying so, not a 400 about its
+/// settings.
+async fn a_policy_never_created_refuses_signals_until_it_is(database: &TestDatabase) {
+    let (operations, _) = operations(database).await;
+    let template = SCALING.replace(
+        "properties: {value: member,",
+        "properties: {fail: true, value: member,",
+    );
+    operations
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "broken".into(),
+                template,
+                disable_rollback: true,
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("create accepted");
+    let stack = settled(&operations, "broken").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_FAILED",
+        "{}",
+        stack.status_reason
+    );
+    let error = operations
+        .signal_resource(&alice(), "broken", "scale_out", json!({}))
+        .await
+        .expect_err("never created");
+    assert!(matches!(error, Error::Conflict(_)), "{error:?}");
+    assert!(
+        error.to_string().contains(
+            "scaling policy \"scale_out\" is INIT_COMPLETE: it takes signals once created"
+        ),
+        "{error}"
+    );
+}
+
 async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(database: &TestDatabase) {
     let (operations, _) = operations(database).await;
     let template = SCALING.replace("default: 4", "default: 1").replace(
@@ -1135,6 +1176,7 @@ ember_runtime::store_suite!(
     an_autoscaling_group_removes_failed_members_first_and_keeps_names,
     scaling_policies_resize_the_group_within_bounds_and_cooldown,
     a_signal_during_a_scaling_or_an_update_is_refused_with_an_event,
+    a_policy_never_created_refuses_signals_until_it_is,
     a_locked_stack_refuses_marks_and_signals_with_an_event,
     the_health_store_call_writes_row_event_and_lease_release_at_once,
 );
