@@ -87,8 +87,12 @@ pub struct Retention {
 }
 
 /// The moment `age` before `now`.
+/// (An age beyond any date is the earliest date: nothing is that old.)
 fn before(now: DateTime<Utc>, age: Duration) -> DateTime<Utc> {
-    now - chrono::Duration::from_std(age).unwrap_or(chrono::Duration::MAX)
+    chrono::Duration::from_std(age)
+        .ok()
+        .and_then(|age| now.checked_sub_signed(age))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
 impl Retention {
@@ -219,5 +223,23 @@ where
             return Ok(total);
         }
         tokio::time::sleep(BETWEEN_BATCHES).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_age_beyond_any_date_purges_nothing_and_never_panics() {
+        let now = ember_runtime::time::now();
+        assert_eq!(
+            before(now, Duration::from_secs(u64::MAX)),
+            DateTime::<Utc>::MIN_UTC
+        );
+        assert_eq!(
+            before(now, Duration::from_secs(60)),
+            now - chrono::Duration::seconds(60)
+        );
     }
 }

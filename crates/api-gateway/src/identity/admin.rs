@@ -32,12 +32,11 @@ fn project_message(project: Project) -> pb::Project {
 
 fn user_message(user: User, lockout: Lockout) -> pb::User {
     let locked = lockout.locks(&user, ember_runtime::time::now());
-    let locked_until = match (locked, lockout.duration, user.failed_auth_at) {
-        (true, Some(duration), Some(last)) => chrono::Duration::from_std(duration)
-            .ok()
-            .map(|duration| ember_runtime::time::to_timestamp(last + duration)),
-        _ => None,
-    };
+    let locked_until = user
+        .failed_auth_at
+        .filter(|_| locked)
+        .and_then(|last| lockout.lifted_at(last))
+        .map(ember_runtime::time::to_timestamp);
     pb::User {
         id: user.id,
         name: user.name,

@@ -95,11 +95,16 @@ impl Lockout {
         }
         match (self.duration, user.failed_auth_at) {
             (None, _) => true,
-            (Some(duration), Some(last)) => {
-                chrono::Duration::from_std(duration).is_ok_and(|duration| last + duration > now)
-            }
+            (Some(_), Some(last)) => self.lifted_at(last).is_none_or(|lifted| lifted > now),
             (Some(_), None) => false,
         }
+    }
+
+    /// When a lockout that began at `since` ends by itself; `None` when it
+    /// does not (it lasts until an admin lifts it, or beyond any date).
+    pub fn lifted_at(&self, since: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let duration = chrono::Duration::from_std(self.duration?).ok()?;
+        since.checked_add_signed(duration)
     }
 }
 
@@ -389,7 +394,7 @@ impl Directory {
                     user_id = %found.id,
                     user = %found.name,
                     attempts = count,
-                    until = ?self.lockout.duration.map(|duration| now + chrono::Duration::from_std(duration).unwrap_or_default()),
+                    until = ?self.lockout.lifted_at(now),
                     "user locked out after too many wrong passwords"
                 );
             }
@@ -648,6 +653,39 @@ fn revocation_expiry() -> DateTime<Utc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lockout_ends_when_its_duration_passes_and_one_beyond_any_date_never_does() {
+        let now = Utc::now();
+        let user = User {
+            id: "u".into(),
+            name: "u".into(),
+            password_hash: String::new(),
+            default_project_id: None,
+            created_at: now,
+            failed_auth_count: 3,
+            failed_auth_at: Some(now),
+        };
+        let lockout = |duration| Lockout {
+            attempts: 3,
+            duration,
+        };
+        let hour = lockout(Some(Duration::from_secs(3600)));
+        assert!(hour.locks(&user, now));
+        assert!(!hour.locks(&user, now + chrono::Duration::hours(2)));
+        assert_eq!(hour.lifted_at(now), Some(now + chrono::Duration::hours(1)));
+        let endless = lockout(Some(Duration::from_secs(u64::MAX)));
+        assert!(endless.locks(&user, now + chrono::Duration::days(36_500)));
+        assert_eq!(endless.lifted_at(now), None);
+        assert!(lockout(None).locks(&user, now));
+        assert!(!lockout(None).locks(
+            &User {
+                failed_auth_count: 2,
+                ..user
+            },
+            now
+        ));
+    }
 
     fn details(user: &str, project: &str, issued_at: i64) -> TokenDetails {
         let mut details = TokenDetails::new(
