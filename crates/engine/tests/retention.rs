@@ -43,6 +43,28 @@ async fn settled(operations: &StackOperations, caller: &Identity, name: &str) {
     .await;
 }
 
+/// Creates the stack `name` of `template` and waits until it settles.
+async fn created(
+    operations: &StackOperations,
+    caller: &Identity,
+    name: &str,
+    template: &str,
+) -> ember_engine::domain::Stack {
+    let stack = operations
+        .create_stack(
+            caller,
+            CreateStack {
+                name: name.to_owned(),
+                template: template.to_owned(),
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("created");
+    settled(operations, caller, name).await;
+    stack
+}
+
 async fn what_is_old_goes_and_what_lives_stays(database: &TestDatabase) {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
@@ -53,19 +75,7 @@ async fn what_is_old_goes_and_what_lives_stays(database: &TestDatabase) {
     let template = "heat_template_version: 2021-04-16\nresources:\n  a: {type: OS::Heat::None}\n  b: {type: OS::Heat::RandomString}\n";
     let mut ids = Vec::new();
     for name in ["gone", "kept"] {
-        let stack = operations
-            .create_stack(
-                &caller,
-                CreateStack {
-                    name: name.to_owned(),
-                    template: template.to_owned(),
-                    ..CreateStack::default()
-                },
-            )
-            .await
-            .expect("created");
-        settled(&operations, &caller, name).await;
-        ids.push(stack.id);
+        ids.push(created(&operations, &caller, name, template).await.id);
     }
     operations
         .delete_stack(&caller, "gone")
@@ -173,18 +183,7 @@ async fn more_than_a_batch_goes_in_batches(database: &TestDatabase) {
     let stacks = usize::try_from(BATCH).expect("small") + 5;
     for index in 0..stacks {
         let name = format!("s{index}");
-        operations
-            .create_stack(
-                &caller,
-                CreateStack {
-                    name: name.clone(),
-                    template: template.to_owned(),
-                    ..CreateStack::default()
-                },
-            )
-            .await
-            .expect("created");
-        settled(&operations, &caller, &name).await;
+        created(&operations, &caller, &name, template).await;
         operations
             .delete_stack(&caller, &name)
             .await
@@ -230,19 +229,7 @@ async fn a_live_stack_keeps_its_newest_events(database: &TestDatabase) {
             "heat_template_version: 2021-04-16\nresources:\n  a: {type: OS::Heat::None}\n"
                 .to_owned()
         };
-        let stack = operations
-            .create_stack(
-                &caller,
-                CreateStack {
-                    name: name.to_owned(),
-                    template,
-                    ..CreateStack::default()
-                },
-            )
-            .await
-            .expect("created");
-        settled(&operations, &caller, name).await;
-        ids.push(stack.id);
+        ids.push(created(&operations, &caller, name, &template).await.id);
     }
     let events = "SELECT COUNT(*) FROM events WHERE stack_id = $1";
     assert!(count(&connection, events, ids[0]).await > 20);

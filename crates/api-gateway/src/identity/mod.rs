@@ -8,7 +8,9 @@
 //! with the user's and project's names and the methods added); revoking it,
 //! or taking away what it stood for (a role, a user, a project, a password),
 //! refuses it on every gateway replica: each one reads new revocations
-//! from the shared store every [`REVOCATION_POLL`].
+//! from the shared store every [`REVOCATION_POLL`]. Wrong passwords are
+//! counted in the store too, so Keystone's account lockout ([`Lockout`])
+//! holds on every replica; `throttle` bounds how fast one address may ask.
 
 pub mod admin;
 pub mod keystone;

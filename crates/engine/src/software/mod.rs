@@ -168,16 +168,18 @@ impl SoftwareService {
         self.quotas.install(quotas);
     }
 
-    /// Whether the caller's project may hold one more of `kind`.
-    async fn admit_one_more(&self, identity: &Identity, kind: QuotaKind) -> Result<()> {
-        let Some(quotas) = self.quotas.get() else {
-            return Ok(());
-        };
-        let usage = match kind {
-            QuotaKind::SoftwareDeployments => Usage::SoftwareDeployments,
-            _ => Usage::SoftwareConfigs,
-        };
-        quotas.admit(&identity.project_id, kind, usage, 1).await
+    /// Whether the caller's project may hold one more of `kind`, counted
+    /// as `usage`.
+    async fn admit_one_more(
+        &self,
+        identity: &Identity,
+        kind: QuotaKind,
+        usage: Usage,
+    ) -> Result<()> {
+        match self.quotas.get() {
+            Some(quotas) => quotas.admit(&identity.project_id, kind, usage, 1).await,
+            None => Ok(()),
+        }
     }
 
     pub async fn create_config(
@@ -186,7 +188,7 @@ impl SoftwareService {
         new: NewConfig,
     ) -> Result<SoftwareConfig> {
         let config = new_config(identity, Uuid::new_v4(), new)?;
-        self.admit_one_more(identity, QuotaKind::SoftwareConfigs)
+        self.admit_one_more(identity, QuotaKind::SoftwareConfigs, Usage::SoftwareConfigs)
             .await?;
         self.store.create_config(&config).await?;
         Ok(config)
@@ -208,7 +210,7 @@ impl SoftwareService {
         let config = new_config(identity, id, new)?;
         // A config the earlier attempt made is found, even at the quota.
         let admitted = self
-            .admit_one_more(identity, QuotaKind::SoftwareConfigs)
+            .admit_one_more(identity, QuotaKind::SoftwareConfigs, Usage::SoftwareConfigs)
             .await;
         let created = match admitted {
             Ok(()) => self.store.create_config(&config).await,
@@ -282,8 +284,12 @@ impl SoftwareService {
         }
         check_length("server_id", &new.server_id, 255)?;
         check_length("action", &new.action, 32)?;
-        self.admit_one_more(identity, QuotaKind::SoftwareDeployments)
-            .await?;
+        self.admit_one_more(
+            identity,
+            QuotaKind::SoftwareDeployments,
+            Usage::SoftwareDeployments,
+        )
+        .await?;
         let config =
             self.get_config(identity, &new.config_id)
                 .await

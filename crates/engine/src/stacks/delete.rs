@@ -1,7 +1,8 @@
-//! Deleting a stack: DELETE_IN_PROGRESS recorded with the take of its
-//! lease (usually in one commit, the run started behind the take; else
-//! the state re-read under the lease first), then the run that deletes its
-//! resources (and the old rows of replaced ones).
+//! Deleting a stack: the operation still running on it stopped first
+//! (Heat's delete of a stack in progress), DELETE_IN_PROGRESS recorded with
+//! the take of its lease (usually in one commit, the run started behind the
+//! take; else the state re-read under the lease first), then the run that
+//! deletes its resources (and the old rows of replaced ones).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -137,9 +138,11 @@ impl StackOperations {
 
     /// Heat's delete of a stack in progress: the operation running on it
     /// is stopped (see `bounds.rs`), and the stack is read again once that
-    /// operation let go of it. A stack in a final state is returned as it
-    /// is. Refused (409) when another engine runs the operation, or it
-    /// does not let go within [`STOP_WAIT`].
+    /// operation let go of it — and admitted again as it is then (another
+    /// delete may have deleted it meanwhile: it is not deleted twice). A
+    /// stack in a final state is returned as it is. Refused (409) when
+    /// another engine runs the operation, or it does not let go within
+    /// [`STOP_WAIT`].
     pub(super) async fn stop_running_operation(
         &self,
         identity: &Identity,
@@ -160,6 +163,8 @@ impl StackOperations {
             let settled = stack.status != ActionStatus::InProgress
                 && !matches!(lease_seen, LeaseSeen::NotFree);
             if settled {
+                self.admit(stack, StackOperation::Delete, StackCaller::User(identity))
+                    .await?;
                 return Ok(current);
             }
             let waited = started.elapsed();

@@ -460,9 +460,6 @@ impl StackOperations {
         let (stack, lease_seen) = self
             .stop_running_operation(identity, name_or_id, stack, lease_seen)
             .await?;
-        // Admitted again as the stop left it (another delete may have
-        // deleted it meanwhile: it is not deleted twice).
-        self.admit(&stack, StackOperation::Delete, caller).await?;
         let (stack, run) = self
             .begin_delete(stack, lease_seen, name_or_id, caller)
             .await?;
