@@ -8,7 +8,10 @@
 # test (crates/cli/tests/upgrade.rs) starts today's Ember on a copy and
 # checks all of it still works.
 #
-#   tests/upgrade/make-fixture.sh target/prev/debug/ember tests/upgrade/stop-48
+#   EMBER_RELEASE="commit 6b605e9" tests/upgrade/make-fixture.sh /tmp/ember-6b605e9 tests/upgrade/6b605e9
+#
+# (EMBER_RELEASE says in RELEASE which release made it; the .db files are
+# committed, see .gitignore.)
 set -euo pipefail
 ember="$(realpath "$1")"
 out="$(realpath -m "$2")"
@@ -80,5 +83,5 @@ today="${EMBER_TODAY:-$root/target/debug/ember}"
 "$today" admin backup --to "$work/copy" >/dev/null
 mkdir -p "$out"
 cp "$work/copy"/*.db "$work/copy/dev-secrets.json" "$work/copy/dev-identity.json" "$out/"
-"$ember" --version >"$out/RELEASE"
+echo "$("$ember" --version)${EMBER_RELEASE:+ at $EMBER_RELEASE}" >"$out/RELEASE"
 echo "fixture of $(cat "$out/RELEASE") in $out"

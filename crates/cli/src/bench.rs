@@ -225,6 +225,9 @@ pub enum BenchCommand {
         /// How long the clients create and delete stacks
         #[arg(long, default_value_t = 600)]
         loop_seconds: u64,
+        /// How often an admin purges deleted stacks during the loop (0: never)
+        #[arg(long, default_value_t = 30)]
+        purge_every_seconds: u64,
     },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
@@ -360,12 +363,15 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             clients,
             settle_seconds,
             loop_seconds,
+            purge_every_seconds,
         } => {
             memory::run(memory::MemoryBench {
                 stacks: stacks.max(1),
                 clients: clients.max(1),
                 settle: Duration::from_secs(settle_seconds),
                 loop_duration: Duration::from_secs(loop_seconds.max(1)),
+                purge_every: (purge_every_seconds > 0)
+                    .then(|| Duration::from_secs(purge_every_seconds)),
             })
             .await
         }
@@ -473,6 +479,7 @@ async fn gateway(calls: usize) -> Result<(), String> {
                         let message = pb::WhoAmIRequest {};
                         let request = authorize.request(message, via_gateway);
                         IdentityServiceClient::new(channel.clone())
+                            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                             .who_am_i(request)
                             .await
                             .map(|_| ())
@@ -481,6 +488,7 @@ async fn gateway(calls: usize) -> Result<(), String> {
                         let message = pb::ListStacksRequest::default();
                         let request = authorize.request(message, via_gateway);
                         StackServiceClient::new(channel.clone())
+                            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                             .list_stacks(request)
                             .await
                             .map(|_| ())

@@ -12,12 +12,13 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, StackLease, StackOperations, StackSettings, Swept, TakeRecord, TransitionWriter,
+    CreateStack, StackLease, StackOperations, StackSettings, Stops, Swept, TakeRecord,
+    TransitionWriter,
 };
 use ember_engine::store::{
-    EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
-    OperationStart, SqlStackStore, StackStore, StartWrites, WriteBatch, lease_lost,
-    migrations::Migrator,
+    EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest,
+    LeaseTake, NewStack, OperationStart, SqlStackStore, StackStore, StartWrites, WriteBatch,
+    lease_lost, migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -394,9 +395,11 @@ async fn two_sweepers_fail_an_orphan_once(database: &TestDatabase) {
 async fn a_dropped_guard_frees_the_stack(database: &TestDatabase) {
     let writer = TransitionWriter::start(store(database).await);
     let stack_id = Uuid::new_v4();
+    let stops = Stops::default();
     let take = || {
         StackLease::take(
             &writer,
+            &stops,
             stack_id,
             "guarded",
             Uuid::new_v4(),
@@ -1315,11 +1318,12 @@ async fn writes_queued_behind_a_take_commit_with_it_or_are_refused_with_it(
     assert_ne!(server_reason().await, "the loser's");
     // The loser's guard neither renews nor releases the winner's lease.
     let later = Utc::now() + chrono::Duration::seconds(60);
-    assert!(
-        !store
+    assert_eq!(
+        store
             .renew_stack_lease(loser_fence, later)
             .await
-            .expect("ran")
+            .expect("ran"),
+        LeaseRenewal::Lost
     );
     store.release_stack_lease(loser_fence).await.expect("ran");
     assert!(

@@ -13,7 +13,8 @@ use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
 use ember_engine::store::signals::SqlWaitSignalStore;
 use ember_engine::store::{
-    LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore, migrations::Migrator,
+    LeaseRenewal, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore,
+    migrations::Migrator,
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -650,7 +651,22 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
             .expect("take")
             .is_none()
     );
-    assert!(store.renew_stack_lease(first, later).await.expect("renew"));
+    assert_eq!(
+        store.renew_stack_lease(first, later).await.expect("renew"),
+        LeaseRenewal::Renewed
+    );
+    // A delete on another engine asks the holder to stop: its next
+    // renewal says so.
+    assert!(
+        store
+            .request_stack_stop(stack_id, now)
+            .await
+            .expect("asked")
+    );
+    assert_eq!(
+        store.renew_stack_lease(first, later).await.expect("renew"),
+        LeaseRenewal::StopRequested
+    );
     let after_expiry = later + chrono::Duration::seconds(1);
     let second = store
         .take_stack_lease(&LeaseTake::new(
@@ -667,9 +683,18 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
         second.generation > first.generation,
         "a takeover moves the generation on: {first:?} then {second:?}"
     );
-    assert!(
-        !store.renew_stack_lease(first, later).await.expect("renew"),
+    assert_eq!(
+        store.renew_stack_lease(first, later).await.expect("renew"),
+        LeaseRenewal::Lost,
         "the old holder lost it"
+    );
+    // The request was the old holder's: the new one is not asked.
+    assert_eq!(
+        store
+            .renew_stack_lease(second, after_expiry + chrono::Duration::seconds(30))
+            .await
+            .expect("renew"),
+        LeaseRenewal::Renewed
     );
     // Releasing with the old fence does nothing; with the new one it frees.
     store.release_stack_lease(first).await.expect("release");
@@ -684,9 +709,17 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     store.release_stack_lease(second).await.expect("release");
     // A heartbeat's renewal that raced the release must not hold the stack
     // again (the next operation would be refused for a whole TTL).
-    assert!(
-        !store.renew_stack_lease(second, later).await.expect("renew"),
+    assert_eq!(
+        store.renew_stack_lease(second, later).await.expect("renew"),
+        LeaseRenewal::Lost,
         "a released lease is not renewed"
+    );
+    assert!(
+        !store
+            .request_stack_stop(stack_id, now)
+            .await
+            .expect("asked"),
+        "no held lease, nothing to ask"
     );
     let third = store
         .take_stack_lease(&LeaseTake::new(stack_id, one, "UPDATE", now, later))
@@ -1679,6 +1712,73 @@ resources:
     assert_eq!(events.len(), 8, "{events:?}");
 }
 
+/// A hook set for a nested stack's resource (`resources: {nested: {one:
+/// {hooks: …}}}`, Heat's nested hooks) pauses that resource in the nested
+/// stack — not the parent's resource of the same name — and is cleared by
+/// a signal to the nested stack.
+async fn a_hook_for_a_nested_stacks_resource_pauses_it_there(database: &TestDatabase) {
+    let (operations, connection) = operations_with_hooks(database).await;
+    let inner = "heat_template_version: 2021-04-16\nresources:\n  one: {type: OS::Heat::None}\n  two: {type: OS::Heat::None, depends_on: one}\n";
+    let outer = "heat_template_version: 2021-04-16\nresources:\n  one: {type: OS::Heat::None}\n  nested: {type: inner.yaml, depends_on: one}\n";
+    let mut create = request("nested-hooks", outer);
+    create.files.insert("inner.yaml".into(), inner.into());
+    create.environment =
+        json!({"resource_registry": {"resources": {"nested": {"one": {"hooks": "pre-create"}}}}})
+            .to_string();
+    let created = operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    let paused = "CREATE paused until Hook pre-create is cleared";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while events_with_reason(&connection, paused).await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the nested resource never paused"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let children = SqlStackStore::new(connection.clone())
+        .list_child_stacks(created.id)
+        .await
+        .expect("children");
+    let [nested] = children.as_slice() else {
+        panic!("one nested stack: {children:?}");
+    };
+    let nested = nested.id.to_string();
+    // The parent's own `one` did not pause: it is made.
+    let parent_one = operations
+        .resource(&created, "one")
+        .await
+        .expect("one")
+        .resource;
+    assert_eq!(parent_one.resource_status(), "CREATE_COMPLETE");
+    let refused = operations
+        .signal_resource(
+            &alice(),
+            "nested-hooks",
+            "one",
+            json!({"unset_hook": "pre-create"}),
+        )
+        .await
+        .expect_err("the parent's one is not paused");
+    assert!(matches!(refused, Error::InvalidInput(_)), "{refused:?}");
+    operations
+        .signal_resource(
+            &alice(),
+            &nested,
+            "one",
+            json!({"unset_hook": "pre-create"}),
+        )
+        .await
+        .expect("the nested stack's hook cleared");
+    assert_eq!(
+        settled(&operations, "nested-hooks").await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    assert_eq!(events_with_reason(&connection, paused).await, 1);
+}
+
 /// Operations whose registry pauses at breakpoint hooks.
 async fn operations_with_hooks(
     database: &TestDatabase,
@@ -1839,6 +1939,7 @@ async fn deletes_racing_for_one_stack_start_one_delete(database: &TestDatabase) 
 }
 
 ember_runtime::store_suite!(
+    a_hook_for_a_nested_stacks_resource_pauses_it_there,
     a_stack_of_three_thousand_resources_is_created_updated_and_deleted,
     deletes_racing_for_one_stack_start_one_delete,
     creates_racing_for_one_name_pause_at_a_hook_once,

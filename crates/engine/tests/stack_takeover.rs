@@ -742,7 +742,68 @@ async fn a_dead_engines_restore_is_failed_with_why(database: &TestDatabase) {
     );
 }
 
+/// A delete on engine B of a stack whose create runs on engine A — and
+/// cannot finish, nor can its nested stack's — stops A's runs through
+/// the stacks' leases and deletes the whole tree, as a delete on A would.
+async fn a_delete_on_another_engine_stops_the_operation_and_deletes_the_tree(
+    database: &TestDatabase,
+) {
+    let replicas = replicas(database).await;
+    let endless = "heat_template_version: 2021-04-16\nresources:\n  forever: {type: OS::Heat::Delay, properties: {min_wait: 1000000}}\n";
+    let parent = "heat_template_version: 2021-04-16\nresources:\n  forever: {type: OS::Heat::Delay, properties: {min_wait: 1000000}}\n  inner: {type: endless.yaml}\n";
+    let mut files = std::collections::BTreeMap::new();
+    files.insert("endless.yaml".to_owned(), endless.to_owned());
+    let stack = replicas
+        .a
+        .create_stack(
+            &alice(),
+            CreateStack {
+                name: "endless".into(),
+                template: parent.into(),
+                files,
+                ..CreateStack::default()
+            },
+        )
+        .await
+        .expect("accepted");
+    reaches(&replicas.store, &stack, "inner", "CREATE_IN_PROGRESS").await;
+    let nested = loop {
+        if let [child] = replicas
+            .store
+            .list_child_stacks(stack.id)
+            .await
+            .expect("children")
+            .as_slice()
+        {
+            break child.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let deleting = replicas
+        .b
+        .delete_stack(&alice(), "endless")
+        .await
+        .expect("B's delete stops A's create");
+    assert_eq!(deleting.stack_status(), "DELETE_IN_PROGRESS");
+    let gone = settled(&replicas.store, &stack).await;
+    assert!(gone.deleted_at.is_some(), "{}", gone.stack_status());
+    let nested = replicas.row(&nested).await;
+    assert!(nested.deleted_at.is_some(), "{}", nested.stack_status());
+    let reasons = stack_reasons(&replicas.store, &stack).await;
+    assert!(
+        reasons
+            .iter()
+            .any(|reason| reason.contains("CREATE stopped: the stack is being deleted")),
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.iter().any(|reason| reason.contains("ROLLBACK")),
+        "a stopped create does not roll back: {reasons:?}"
+    );
+}
+
 ember_runtime::store_suite!(
+    a_delete_on_another_engine_stops_the_operation_and_deletes_the_tree,
     a_dead_engines_suspend_is_resumed_without_suspending_twice,
     a_dead_engines_restore_is_failed_with_why,
     a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires,

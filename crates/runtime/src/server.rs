@@ -74,6 +74,27 @@ pub const MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
 pub const STREAM_WINDOW_BYTES: u32 = 1024 * 1024;
 pub const CONNECTION_WINDOW_BYTES: u32 = 4 * 1024 * 1024;
 
+/// The largest reply a service builds and its callers read (tonic reads
+/// at most 4 MiB by default: a stack of 10,000 resources lists more).
+/// A service refuses, naming it, to answer more than this rather than
+/// build a message the transport would drop; Ember's clients are set to
+/// read this much (grpcurl users pass `-max-msg-sz`).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// `Err` naming the reply when `reply` is larger than
+/// [`MAX_MESSAGE_BYTES`]: the caller asked for more than a reply carries.
+pub fn bounded_reply<M: prost::Message>(reply: M, what: &str) -> Result<M, tonic::Status> {
+    let size = reply.encoded_len();
+    if size > MAX_MESSAGE_BYTES {
+        return Err(crate::ErrorKind::InvalidInput.status(format!(
+            "{what} is {} MiB, more than the {} MiB a reply carries: ask for less (filters, a smaller nested depth, or a page at a time)",
+            size.div_ceil(1024 * 1024),
+            MAX_MESSAGE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(reply)
+}
+
 /// Serves `service` on `listener` until `shutdown` is cancelled, then reports
 /// NOT_SERVING and drains for at most [`DRAIN_GRACE_PERIOD`].
 pub async fn serve_grpc(
@@ -237,4 +258,27 @@ pub fn reflection(
         .build_v1alpha()
         .map_err(|error| ServeError::Reflection(error.to_string()))?;
     Ok((v1, v1alpha))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_past_the_bound_is_refused_naming_its_size() {
+        let text = |bytes: usize| prost_types::Value {
+            kind: Some(prost_types::value::Kind::StringValue("x".repeat(bytes))),
+        };
+        assert!(bounded_reply(text(MAX_MESSAGE_BYTES - 16), "Value").is_ok());
+        let refused = bounded_reply(text(MAX_MESSAGE_BYTES + 1), "ListResourcesResponse")
+            .expect_err("one byte too many");
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(
+            refused
+                .message()
+                .starts_with("ListResourcesResponse is 65 MiB, more than the 64 MiB"),
+            "{}",
+            refused.message()
+        );
+    }
 }

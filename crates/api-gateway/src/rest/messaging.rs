@@ -107,6 +107,7 @@ async fn post_messages(
             messages: messages_of(&body)?,
         };
         let response = ReceiverServiceClient::new(state.upstreams.engine.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .post_receiver_messages(state.internal_request(&identity, request))
             .await?
             .into_inner();

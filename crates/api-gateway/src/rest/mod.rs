@@ -263,7 +263,8 @@ async fn readiness_report(
     state: &GatewayState,
     channel: ember_runtime::in_process::Upstream,
 ) -> Option<ReadinessReport> {
-    let mut client = ReadinessServiceClient::new(channel);
+    let mut client = ReadinessServiceClient::new(channel)
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     let mut request = state.internal_request(&gateway_identity(), GetReadinessRequest {});
     request.set_timeout(HEALTH_CHECK_TIMEOUT);
     client

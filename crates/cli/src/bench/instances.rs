@@ -43,7 +43,8 @@ pub async fn run(instance_count: usize, calls: usize) -> Result<(), String> {
     let http = reqwest::Client::new();
     let base = format!("http://{}/compute/v1/instances", running.gateway_addr);
     let channel = super::connect(running.gateway_addr).await?;
-    let mut grpc = InstanceServiceClient::new(channel);
+    let mut grpc = InstanceServiceClient::new(channel)
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
 
     // Scattered picks: consecutive calls hit instances far apart.
     let picks = |offset: usize, count: usize| -> Vec<String> {

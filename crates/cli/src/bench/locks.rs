@@ -78,7 +78,8 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
         .connect()
         .await
         .map_err(|error| error.to_string())?;
-    let client = StackServiceClient::new(channel);
+    let client = StackServiceClient::new(channel)
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     let child = super::stacks::template_of_independent_resources(100);
     let mut parent = String::from("heat_template_version: 2021-04-16\nresources:\n");
     for index in 0..10 {

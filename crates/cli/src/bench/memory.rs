@@ -18,7 +18,10 @@
 //!   the RSS sampled every second. It prints the RSS at the start and end of
 //!   the loop, the least and most seen, and the growth per 1,000 cycles two
 //!   ways: a linear fit of RSS over cycles, and idle after the loop minus
-//!   idle before it.
+//!   idle before it. With `--purge-every-seconds`, an admin purges what is
+//!   deleted (`MaintenanceService/Purge`, `ember admin purge`, the pass the
+//!   engine's retention runs) that often, and the data directory's size is
+//!   printed beside the RSS: flat once retention runs.
 //!
 //! MB are 10^6 bytes. The figures are printed, never judged (a debug build
 //! holds far more than a release build).
@@ -51,7 +54,13 @@ pub struct MemoryBench {
     pub clients: usize,
     pub settle: Duration,
     pub loop_duration: Duration,
+    /// How often deleted stacks are purged during the loop (`None`: never).
+    pub purge_every: Option<Duration>,
 }
+
+/// The age a purge during the loop removes (the least `ember admin purge`
+/// takes).
+const PURGE_OLDER_THAN: Duration = Duration::from_secs(1);
 
 pub async fn run(bench: MemoryBench) -> Result<(), String> {
     let mut child = DevChild::start(&bench).await?;
@@ -150,9 +159,16 @@ async fn churn(child: &mut DevChild, bench: &MemoryBench, before: Memory) -> Res
         bench.clients,
         bench.loop_duration.as_secs()
     );
+    if let Some(every) = bench.purge_every {
+        println!(
+            "  an admin purges what was deleted more than {} s ago every {} s",
+            PURGE_OLDER_THAN.as_secs(),
+            every.as_secs()
+        );
+    }
     println!(
-        "{:>10} {:>10} {:>10} {:>10}",
-        "seconds", "cycles", "cycles/s", "RSS MB"
+        "{:>10} {:>10} {:>10} {:>10} {:>10}",
+        "seconds", "cycles", "cycles/s", "RSS MB", "disk MB"
     );
     let template = template_of_independent_resources(RESOURCES);
     let cycles = Arc::new(AtomicUsize::new(0));
@@ -175,8 +191,23 @@ async fn churn(child: &mut DevChild, bench: &MemoryBench, before: Memory) -> Res
             Ok(())
         });
     }
+    if let Some(every) = bench.purge_every {
+        let purger = child.purger().await?;
+        let duration = bench.loop_duration;
+        workers.spawn(async move {
+            while started.elapsed() + every < duration {
+                tokio::time::sleep(every).await;
+                purger.purge().await?;
+            }
+            Ok(())
+        });
+    }
     // (seconds into the loop, cycles done, RSS in kB), one a second.
     let mut samples = vec![(0.0, 0usize, before.resident_kb)];
+    let data_dir = child.data_dir.path().to_owned();
+    let disk_at_start = bytes_on_disk(&data_dir)?;
+    // The data directory's size at each report line.
+    let mut disk = vec![disk_at_start];
     let mut next_report = report_every;
     child
         .supervise(&mut workers, "creating and deleting stacks", |memory| {
@@ -185,11 +216,16 @@ async fn churn(child: &mut DevChild, bench: &MemoryBench, before: Memory) -> Res
             samples.push((elapsed.as_secs_f64(), done, memory.resident_kb));
             if elapsed >= next_report {
                 next_report += report_every;
+                // Unreadable mid-checkpoint at worst: the last size stands.
+                let bytes = bytes_on_disk(&data_dir)
+                    .unwrap_or_else(|_| disk.last().copied().unwrap_or_default());
+                disk.push(bytes);
                 println!(
-                    "{:>10.0} {done:>10} {:>10.1} {:>10.1}",
+                    "{:>10.0} {done:>10} {:>10.1} {:>10.1} {:>10.1}",
                     elapsed.as_secs_f64(),
                     done as f64 / elapsed.as_secs_f64(),
-                    megabytes(memory.resident_kb)
+                    megabytes(memory.resident_kb),
+                    bytes as f64 / 1e6
                 );
             }
         })
@@ -235,8 +271,50 @@ async fn churn(child: &mut DevChild, bench: &MemoryBench, before: Memory) -> Res
         "growth per 1,000 cycles: linear fit of RSS over cycles (samples after the first \
          tenth of the loop) {fit}; idle after − idle before, over all cycles {idle_to_idle}"
     );
+    let disk_at_end = bytes_on_disk(&data_dir)?;
+    disk.push(disk_at_end);
+    // The second half against the first: growth that goes on, not the
+    // working set's first step.
+    let half = disk.len() / 2;
+    let most_before = disk[..half.max(1)]
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or_default();
+    let most_after = disk[half..].iter().max().copied().unwrap_or_default();
+    println!(
+        "data dir over the loop: start {:.1} MB, end {:.1} MB, largest in the first half {:.1} MB, in the second {:.1} MB",
+        disk_at_start as f64 / 1e6,
+        disk_at_end as f64 / 1e6,
+        most_before as f64 / 1e6,
+        most_after as f64 / 1e6
+    );
     println!("  data dir on disk: {}", disk_usage(child.data_dir.path())?);
     Ok(())
+}
+
+/// An admin's purge of what was deleted, over the gateway's gRPC door.
+struct Purger {
+    channel: tonic::transport::Channel,
+    bearer: tonic::metadata::MetadataValue<tonic::metadata::Ascii>,
+}
+
+impl Purger {
+    async fn purge(&self) -> Result<(), String> {
+        use ember_proto::engine::v1 as pb;
+        use ember_proto::engine::v1::maintenance_service_client::MaintenanceServiceClient;
+        let mut request = tonic::Request::new(pb::PurgeRequest {
+            older_than_seconds: PURGE_OLDER_THAN.as_secs(),
+        });
+        request
+            .metadata_mut()
+            .insert("authorization", self.bearer.clone());
+        MaintenanceServiceClient::new(self.channel.clone())
+            .purge(request)
+            .await
+            .map(drop)
+            .map_err(|status| format!("purge: {}", status.message()))
+    }
 }
 
 /// Leaves Ember idle for `duration`, then checks it is still running.
@@ -319,6 +397,18 @@ impl DevChild {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// The admin's purge, over a gRPC connection of its own.
+    async fn purger(&self) -> Result<Purger, String> {
+        let credentials = DevCredentials::read(self.data_dir.path())?;
+        let bearer = format!("Bearer {}", credentials.admin.token)
+            .parse()
+            .map_err(|_| "the admin token is not a header value".to_owned())?;
+        Ok(Purger {
+            channel: super::connect(self.gateway).await?,
+            bearer,
+        })
     }
 
     /// A keep-alive REST client as the member, waiting as a script would.

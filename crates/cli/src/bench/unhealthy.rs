@@ -156,8 +156,10 @@ async fn measure(
         .await
         .map_err(|error| error.to_string())?;
     let bench = Bench {
-        stacks: StackServiceClient::new(channel.clone()),
-        resources: ResourceServiceClient::new(channel),
+        stacks: StackServiceClient::new(channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES),
+        resources: ResourceServiceClient::new(channel)
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES),
         token: credentials.member.token.clone(),
     };
     println!(

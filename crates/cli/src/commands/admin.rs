@@ -91,7 +91,8 @@ pub async fn run(command: AdminCommand, connect: &ConnectArgs) -> Result<(), Str
         }
         AdminCommand::Purge { older_than, output } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
-            let mut maintenance = MaintenanceServiceClient::new(client.channel.clone());
+            let mut maintenance = MaintenanceServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
             let purged = maintenance
                 .purge(client.request(pb::PurgeRequest {
                     older_than_seconds: older_than.as_secs(),

@@ -99,6 +99,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
             let cluster_id = match cluster {
                 Some(cluster) => {
                     ClusterServiceClient::new(client.channel.clone())
+                        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                         .get_cluster(client.request(GetObjectRequest { id: cluster })?)
                         .await
                         .map_err(describe)?
@@ -108,6 +109,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                 None => String::new(),
             };
             let response = LifecycleHookServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .list_pending(client.request(pb::ListPendingRequest {
                     cluster_id,
                     limit: 0,
@@ -128,6 +130,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
         } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = LifecycleHookServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .list_queue_messages(client.request(pb::ListQueueMessagesRequest {
                     queue,
                     after_id: after,
@@ -146,6 +149,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
         } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = ClusterServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .complete_lifecycle(client.request(LifecycleTokenRequest {
                     cluster,
                     lifecycle_action_token: token.clone(),
@@ -170,6 +174,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
         } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = ClusterServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .record_lifecycle_heartbeat(client.request(LifecycleTokenRequest {
                     cluster,
                     lifecycle_action_token: token.clone(),

@@ -144,7 +144,8 @@ async fn admin(
 > {
     let client = Client::connect(connect, DevIdentity::Admin).await?;
     Ok((
-        IdentityAdminServiceClient::new(client.channel.clone()),
+        IdentityAdminServiceClient::new(client.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES),
         client,
     ))
 }

@@ -306,6 +306,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
 
 fn service(client: &Client) -> InstanceServiceClient<Channel> {
     InstanceServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 async fn get(client: &Client, uuid: &str) -> Result<pb::Instance, String> {

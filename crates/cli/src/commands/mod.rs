@@ -187,6 +187,7 @@ pub fn exit_on_parse_error(error: clap::Error) -> ! {
 async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let identity = IdentityServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .who_am_i(client.request(WhoAmIRequest {})?)
         .await
         .map_err(describe)?

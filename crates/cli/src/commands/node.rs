@@ -99,7 +99,8 @@ fn node_record(node: &pb::Node) -> Record {
 
 pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut nodes = NodeServiceClient::new(client.channel.clone());
+    let mut nodes = NodeServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         NodeCommand::List {
             cluster,

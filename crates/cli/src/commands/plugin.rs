@@ -122,6 +122,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 .collect::<Result<Vec<_>, _>>()?;
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .register_plugin(client.request(pb::RegisterPluginRequest {
                     name,
                     endpoint,
@@ -140,6 +141,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
         PluginCommand::List { output } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let response = PluginRegistryServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .list_plugins(client.request(pb::ListPluginsRequest {})?)
                 .await
                 .map_err(describe)?
@@ -149,6 +151,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
         PluginCommand::Show { name, output } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .get_plugin(client.request(pb::GetPluginRequest { name })?)
                 .await
                 .map_err(describe)?
@@ -208,6 +211,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             };
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .update_plugin(client.request(request)?)
                 .await
                 .map_err(describe)?
@@ -217,6 +221,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
         PluginCommand::Remove { name } => {
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             PluginRegistryServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .deregister_plugin(
                     client.request(pb::DeregisterPluginRequest { name: name.clone() })?,
                 )

@@ -196,6 +196,7 @@ impl Caller {
 
     async fn register(&self, name: &str, endpoint: &str, ordinal: i32) -> Result<(), String> {
         PluginRegistryServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .register_plugin(self.request(
                 pb::RegisterPluginRequest {
                     name: name.to_owned(),
@@ -227,7 +228,8 @@ impl Caller {
             operation: StackOperation::Delete as i32,
             ..request.clone()
         };
-        let mut client = PluginRunnerServiceClient::new(self.channel.clone());
+        let mut client = PluginRunnerServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
         for round in 0..WARM_UP_CALLS + calls {
             for (message, expected_calls) in [(&delete, 0), (request, plugins)] {
                 let started = Instant::now();
@@ -285,7 +287,8 @@ impl Caller {
                 .collect(),
         };
         let mut samples = Vec::with_capacity(calls);
-        let mut client = PluginRunnerServiceClient::new(self.channel.clone());
+        let mut client = PluginRunnerServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
         for round in 0..WARM_UP_CALLS + calls {
             let started = Instant::now();
             client

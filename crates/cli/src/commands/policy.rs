@@ -50,7 +50,8 @@ fn policy_record(policy: &pb::Policy) -> Record {
 
 pub async fn run(command: PolicyCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut policies = PolicyServiceClient::new(client.channel.clone());
+    let mut policies = PolicyServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         PolicyCommand::List { limit, output } => {
             let listed = policies

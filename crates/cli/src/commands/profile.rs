@@ -50,7 +50,8 @@ fn profile_record(profile: &pb::Profile) -> Record {
 
 pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut profiles = ProfileServiceClient::new(client.channel.clone());
+    let mut profiles = ProfileServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         ProfileCommand::List { limit, output } => {
             let listed = profiles

@@ -78,6 +78,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
         QuotaCommand::Show { project, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .get_quota(client.request(pb::GetQuotaRequest {
                     project_id: project,
                 })?)
@@ -97,6 +98,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
                 .collect::<Result<_, _>>()?;
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .set_quota(client.request(pb::SetQuotaRequest {
                     project_id: project,
                     limits,

@@ -121,7 +121,8 @@ fn params_json(pairs: &[String]) -> Result<String, String> {
 
 pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut receivers = ReceiverServiceClient::new(client.channel.clone());
+    let mut receivers = ReceiverServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         ReceiverCommand::List {
             limit,

@@ -53,6 +53,7 @@ pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), 
                 resource_status_reason: reason.unwrap_or_default(),
             };
             let marked = ResourceServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .mark_unhealthy(client.request(request)?)
                 .await
                 .map_err(describe)?
@@ -81,6 +82,7 @@ pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), 
                 signal_token: String::new(),
             };
             let answer = ResourceServiceClient::new(client.channel.clone())
+                .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .signal(client.request(request)?)
                 .await
                 .map_err(describe)?

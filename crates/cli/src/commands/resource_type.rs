@@ -47,7 +47,8 @@ fn schema_record(schema: &pb::ResourceTypeSchema) -> Record {
 
 pub async fn run(command: ResourceTypeCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut stacks = StackServiceClient::new(client.channel.clone());
+    let mut stacks = StackServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         ResourceTypeCommand::List { name, output } => {
             let listed = stacks

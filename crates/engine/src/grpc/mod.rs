@@ -32,7 +32,9 @@ pub(crate) type Reply<T> = Result<Response<T>, Status>;
 
 /// The shape most handlers share: the caller's identity and the request's
 /// message go to `call` (which decodes and calls the application layer);
-/// its result is encoded by `encode`, an error becomes its status.
+/// its result is encoded by `encode`, an error becomes its status — as is
+/// a reply larger than callers read
+/// ([`ember_runtime::server::MAX_MESSAGE_BYTES`]).
 pub(crate) async fn answer<Message, Answer, Encoded, Call>(
     request: Request<Message>,
     call: impl FnOnce(Identity, Message) -> Call,
@@ -40,8 +42,14 @@ pub(crate) async fn answer<Message, Answer, Encoded, Call>(
 ) -> Reply<Encoded>
 where
     Call: Future<Output = Result<Answer, Error>>,
+    Encoded: prost::Message,
 {
     let caller = Identity::of(&request)?.clone();
     let answer = call(caller, request.into_inner()).await?;
-    Ok(Response::new(encode(answer)))
+    let what = std::any::type_name::<Encoded>()
+        .rsplit("::")
+        .next()
+        .unwrap_or("the reply");
+    let reply = ember_runtime::server::bounded_reply(encode(answer), what)?;
+    Ok(Response::new(reply))
 }

@@ -4,6 +4,10 @@
 //! running on it — as Heat's delete of a stack in progress does — instead
 //! of waiting for it (a stack that cannot finish is never stuck).
 //!
+//! With several engines, the delete may be on another engine than the
+//! operation: it then asks through the stack's lease row, and the
+//! holder's heartbeat stops the run (within a third of the lease's TTL).
+//!
 //! A stopped operation fails (`<ACTION> stopped: the stack is being
 //! deleted`) without rolling back — the delete that stopped it removes
 //! what it made — and releases the lease for the delete to take.
@@ -28,11 +32,14 @@ pub const DEFAULT_ACTION_TIMEOUT: Duration = Duration::from_secs(3600);
 /// stack.
 pub const STOP_WAIT: Duration = Duration::from_secs(30);
 
-/// The operations this engine runs that a delete may stop, by stack.
-#[derive(Default)]
+/// The operations this engine runs that a delete may stop, by stack: a
+/// delete on this engine stops them here; one on another engine asks
+/// through the stack's lease, and the lease's heartbeat stops them (see
+/// [`crate::store::StackStore::request_stack_stop`]).
+#[derive(Clone, Default)]
 pub struct Stops {
     running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
-    next: AtomicU64,
+    next: Arc<AtomicU64>,
 }
 
 impl Stops {

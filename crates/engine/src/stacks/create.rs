@@ -93,8 +93,12 @@ impl StackOperations {
             .await?;
         let parsed = Arc::new(parsed);
         let start = |fence: LeaseFence, recorded: Recorded| {
-            let stack_lease =
-                lease::StackLease::held(self.shared.writer.clone(), fence, self.shared.lease_ttl);
+            let stack_lease = lease::StackLease::held(
+                self.shared.writer.clone(),
+                &self.shared.stops,
+                fence,
+                self.shared.lease_ttl,
+            );
             let target = RunTarget::new(&stack, parsed.clone(), resources, fence);
             self.shared.runs.spawn(run_create(
                 self.shared.clone(),

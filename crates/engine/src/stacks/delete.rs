@@ -137,12 +137,12 @@ impl StackOperations {
     }
 
     /// Heat's delete of a stack in progress: the operation running on it
-    /// is stopped (see `bounds.rs`), and the stack is read again once that
-    /// operation let go of it — and admitted again as it is then (another
-    /// delete may have deleted it meanwhile: it is not deleted twice). A
-    /// stack in a final state is returned as it is. Refused (409) when
-    /// another engine runs the operation, or it does not let go within
-    /// [`STOP_WAIT`].
+    /// is stopped (see `bounds.rs`) — here, or by the engine running it,
+    /// asked through the stack's lease — and the stack is read again once
+    /// that operation let go of it, and admitted again as it is then
+    /// (another delete may have deleted it meanwhile: it is not deleted
+    /// twice). A stack in a final state is returned as it is. Refused
+    /// (409) when the operation does not let go within [`STOP_WAIT`].
     pub(super) async fn stop_running_operation(
         &self,
         identity: &Identity,
@@ -155,6 +155,7 @@ impl StackOperations {
         }
         let started = Instant::now();
         let mut stopped = false;
+        let mut asked = false;
         let mut current = (stack, lease_seen);
         loop {
             // A run registers as it starts: a stop may have to be asked again.
@@ -168,16 +169,20 @@ impl StackOperations {
                 return Ok(current);
             }
             let waited = started.elapsed();
-            if (!stopped && waited >= NOT_HERE) || waited >= STOP_WAIT {
-                let why = if stopped {
-                    format!("it did not stop within {} s", STOP_WAIT.as_secs())
-                } else {
-                    "it runs on another engine".to_owned()
-                };
+            if !stopped && !asked && waited >= NOT_HERE {
+                // Another engine runs it: its lease's heartbeat stops it.
+                asked = self
+                    .store()
+                    .request_stack_stop(stack.id, ember_runtime::time::now())
+                    .await?;
+            }
+            if waited >= STOP_WAIT {
+                let whose = if stopped { "" } else { " on another engine" };
                 return Err(Error::Conflict(format!(
-                    "stack {:?} is {}: its operation could not be stopped for the delete ({why}): try again",
+                    "stack {:?} is {}: its operation{whose} did not stop within {} s for the delete: try again",
                     stack.name,
-                    stack.stack_status()
+                    stack.stack_status(),
+                    STOP_WAIT.as_secs()
                 )));
             }
             tokio::time::sleep(STOP_POLL).await;
@@ -221,8 +226,9 @@ impl StackOperations {
 const STOP_POLL: Duration = Duration::from_millis(50);
 
 /// How long a delete asks a run it cannot find here to stop before it
-/// concludes that another engine runs it (a run registers its stop as it
-/// starts, a moment after its IN_PROGRESS is recorded).
+/// concludes that another engine runs it and asks that one (a run
+/// registers its stop as it starts, a moment after its IN_PROGRESS is
+/// recorded).
 const NOT_HERE: Duration = Duration::from_secs(1);
 
 fn mark_deleting(stack: &mut Stack) {

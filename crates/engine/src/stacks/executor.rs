@@ -113,6 +113,7 @@ impl Shared {
     ) -> crate::error::Result<super::StackLease> {
         super::StackLease::take(
             &self.writer,
+            &self.stops,
             stack_id,
             stack_name,
             self.engine_id,
@@ -159,7 +160,7 @@ impl Shared {
 
     /// The guard of a lease [`Self::take_lease_at`] took.
     pub(crate) fn hold_lease(&self, fence: crate::store::LeaseFence) -> super::StackLease {
-        super::StackLease::held(self.writer.clone(), fence, self.lease_ttl)
+        super::StackLease::held(self.writer.clone(), &self.stops, fence, self.lease_ttl)
     }
 
     pub fn register_update(&self, stack_id: Uuid, cancel: tokio_util::sync::CancellationToken) {

@@ -20,10 +20,11 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::bounds::Stops;
 use super::writer::TransitionWriter;
 use crate::domain::{Event, Stack};
 use crate::error::{Error, Result};
-use crate::store::{LeaseFence, LeaseTake, StackStore};
+use crate::store::{LeaseFence, LeaseRenewal, LeaseTake, StackStore};
 
 /// How long a lease lives without a heartbeat, by default.
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -65,9 +66,12 @@ pub struct StackLease {
 impl StackLease {
     /// Takes the lease for `operation`, or `Error::Conflict` naming the stack
     /// when another operation holds it (Heat's ActionInProgress). It lives
-    /// `ttl` without a heartbeat; the heartbeat renews it every third of it.
+    /// `ttl` without a heartbeat; the heartbeat renews it every third of it,
+    /// and stops the run `stops` knows on the stack when a delete on
+    /// another engine asks.
     pub async fn take(
         writer: &TransitionWriter,
+        stops: &Stops,
         stack_id: Uuid,
         stack_name: &str,
         engine_id: Uuid,
@@ -81,23 +85,34 @@ impl StackLease {
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
             )));
         };
-        Ok(StackLease::held(writer.clone(), fence, ttl))
+        Ok(StackLease::held(writer.clone(), stops, fence, ttl))
     }
 
     /// The guard of a lease this engine took over from one that went away
     /// (the sweep's `take_over_orphaned_stack`), to resume its operation:
     /// renewed and released like a lease it took itself.
-    pub fn taken_over(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
-        StackLease::held(writer, fence, ttl)
+    pub fn taken_over(
+        writer: TransitionWriter,
+        stops: &Stops,
+        fence: LeaseFence,
+        ttl: Duration,
+    ) -> StackLease {
+        StackLease::held(writer, stops, fence, ttl)
     }
 
     /// The guard of a lease taken with a write of its own (a new stack's,
     /// taken in the transaction that records it).
-    pub(crate) fn held(writer: TransitionWriter, fence: LeaseFence, ttl: Duration) -> StackLease {
+    pub(crate) fn held(
+        writer: TransitionWriter,
+        stops: &Stops,
+        fence: LeaseFence,
+        ttl: Duration,
+    ) -> StackLease {
         let stop = CancellationToken::new();
         let settled = Arc::new(AtomicBool::new(false));
         tokio::spawn(keep_alive(
             writer.store().clone(),
+            stops.clone(),
             fence,
             ttl,
             stop.clone(),
@@ -202,10 +217,12 @@ impl Drop for StackLease {
 }
 
 /// Renews the lease every third of its lifetime until the guard is
-/// dropped, then releases it unless a final write settled it. Stops renewing
-/// once the lease is lost: from then on the run's fenced writes fail.
+/// dropped, then releases it unless a final write settled it; stops the
+/// run when a delete on another engine asked. Stops renewing once the
+/// lease is lost: from then on the run's fenced writes fail.
 async fn keep_alive(
     store: Arc<dyn StackStore>,
+    stops: Stops,
     fence: LeaseFence,
     ttl: Duration,
     stop: CancellationToken,
@@ -220,11 +237,18 @@ async fn keep_alive(
         }
         let expires_at = expiry_after(ember_runtime::time::now(), ttl);
         match store.renew_stack_lease(fence, expires_at).await {
-            Ok(true) => {}
+            Ok(LeaseRenewal::Renewed) => {}
+            Ok(LeaseRenewal::StopRequested) => {
+                if stops.stop(fence.stack_id) {
+                    tracing::info!(stack_id = %fence.stack_id, "operation stopped: a delete on another engine asked");
+                }
+            }
             // The operation ended (and released it) while this renewal
             // was on its way: nothing was lost.
-            Ok(false) if settled.load(Ordering::SeqCst) || stop.is_cancelled() => break,
-            Ok(false) => {
+            Ok(LeaseRenewal::Lost) if settled.load(Ordering::SeqCst) || stop.is_cancelled() => {
+                break;
+            }
+            Ok(LeaseRenewal::Lost) => {
                 tracing::error!(stack_id = %fence.stack_id, generation = fence.generation, "stack lease lost: another engine took the stack over; this operation's writes are refused from now on");
                 lost = true;
             }

@@ -40,7 +40,7 @@ use uuid::Uuid;
 
 pub use crate::domain::admission::{StackCaller, StackOperation};
 pub use actions::StackWideAction;
-pub use bounds::DEFAULT_ACTION_TIMEOUT;
+pub use bounds::{DEFAULT_ACTION_TIMEOUT, Stops};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub(crate) use lease::LeaseSeen;

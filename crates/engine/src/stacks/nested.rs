@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::definition::ParsedStack;
 use super::orphans::TakenOver;
 use super::{StackCaller, StackOperation, StackOperations, StackWideAction, UpdateStack};
-use crate::domain::template::StackIdentity;
+use crate::domain::template::{StackIdentity, child_environment};
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::Result as StoreResult;
 use crate::resources::{
@@ -74,11 +74,13 @@ impl StackOperations {
         }
     }
 
-    /// The nested stack's definition: its template, its parameters, and the
-    /// parent's files and environment.
+    /// The nested stack's definition: its template, its parameters, the
+    /// parent's files, and the parent's environment as the nested stack of
+    /// resource `owner` gets it ([`child_environment`]).
     async fn nested_definition(
         &self,
         parent_id: Uuid,
+        owner: &str,
         nested: &NestedDefinition,
     ) -> Result<StackDefinition, ResourceFailure> {
         let parent = self
@@ -101,7 +103,7 @@ impl StackOperations {
         };
         Ok(StackDefinition {
             template,
-            environment: parent.environment,
+            environment: child_environment(&parent.environment, owner),
             files: parent.files,
             parameters: nested.parameters.clone(),
         })
@@ -186,7 +188,9 @@ impl NestedStackHost for StackOperations {
             // create makes another.
             id = Uuid::new_v4();
         }
-        let definition = self.nested_definition(owner.stack_id, &nested).await?;
+        let definition = self
+            .nested_definition(owner.stack_id, &owner.resource_name, &nested)
+            .await?;
         let suffix: String = id.simple().to_string().chars().take(12).collect();
         let name = format!("{}-{}-{suffix}", owner.stack_name, owner.resource_name);
         let parsed = ParsedStack::build(
@@ -251,7 +255,9 @@ impl NestedStackHost for StackOperations {
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return self.create_nested_stack(owner, nested).await;
         };
-        let definition = self.nested_definition(owner.stack_id, &nested).await?;
+        let definition = self
+            .nested_definition(owner.stack_id, &owner.resource_name, &nested)
+            .await?;
         let request = UpdateStack {
             name_or_id: stack_id.to_string(),
             template: String::new(),
@@ -278,11 +284,17 @@ impl NestedStackHost for StackOperations {
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
         };
-        // An operation this engine runs on it (a create the parent's
-        // stopped create left running) is stopped, as a delete of the
-        // stack itself stops it.
-        if crate::domain::admission::stack::stops_running(&stack, StackOperation::Delete) {
-            self.shared.stops.stop(stack_id);
+        // An operation running on it (a create the parent's stopped
+        // create left running) is stopped, as a delete of the stack itself
+        // stops it: here, or by the engine running it, asked through the
+        // lease.
+        if crate::domain::admission::stack::stops_running(&stack, StackOperation::Delete)
+            && !self.shared.stops.stop(stack_id)
+        {
+            self.store()
+                .request_stack_stop(stack_id, ember_runtime::time::now())
+                .await
+                .map_err(failure)?;
         }
         // An operation an engine that went away left on it (this delete,
         // resumed, included) ends first.

@@ -239,7 +239,8 @@ impl StackOperations {
         else {
             return Ok(None);
         };
-        let stack_lease = StackLease::taken_over(self.shared.writer.clone(), fence, ttl);
+        let stack_lease =
+            StackLease::taken_over(self.shared.writer.clone(), &self.shared.stops, fence, ttl);
         let started = stack_lease
             .start(async {
                 let mut stack = self

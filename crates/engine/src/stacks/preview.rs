@@ -16,7 +16,9 @@ use super::context::RuntimeContext;
 use super::definition::ParsedStack;
 use super::executor::{RunTarget, with_states};
 use super::{CreateStack, StackOperations};
-use crate::domain::template::{ResolvedType, StackIdentity, parse_document, resolve};
+use crate::domain::template::{
+    ResolvedType, StackIdentity, child_environment, parse_document, resolve,
+};
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::Result;
 use crate::resources::{MAX_NESTED_DEPTH, ResourceTypeSchema, validate_properties};
@@ -161,7 +163,7 @@ impl StackOperations {
         let nested = |template: Map<String, Value>, parameters: Map<String, Value>| {
             Some(StackDefinition {
                 template: Value::Object(template),
-                environment: definition.environment.clone(),
+                environment: child_environment(&definition.environment, name),
                 files: definition.files.clone(),
                 parameters,
             })

@@ -135,6 +135,9 @@ pub mod stack_leases {
         /// The take's own token, when it gave one (see
         /// [`LeaseFence::holder`](crate::store::LeaseFence::holder)).
         pub holder: Option<Uuid>,
+        /// The generation a delete on another engine asked to stop (see
+        /// [`crate::store::StackStore::request_stack_stop`]).
+        pub stop_generation: Option<i64>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

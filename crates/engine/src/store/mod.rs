@@ -45,6 +45,17 @@ pub struct LeaseFence {
     pub holder: Option<Uuid>,
 }
 
+/// What a lease's renewal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseRenewal {
+    /// Renewed.
+    Renewed,
+    /// Renewed, and a delete asked its operation to stop.
+    StopRequested,
+    /// The fence no longer holds: nothing was renewed.
+    Lost,
+}
+
 impl LeaseFence {
     /// The generation of a new stack's first lease.
     pub const FIRST_GENERATION: i64 = 1;
@@ -454,9 +465,17 @@ pub trait StackStore: Send + Sync + 'static {
     /// on. Returns the fence of the new holder, or `None` when the stack is
     /// busy.
     async fn take_stack_lease(&self, take: &LeaseTake) -> Result<Option<LeaseFence>>;
-    /// Extends a lease while `fence` holds; false if it no longer does.
-    async fn renew_stack_lease(&self, fence: LeaseFence, expires_at: DateTime<Utc>)
-    -> Result<bool>;
+    /// Extends a lease while `fence` holds, saying whether a delete asked
+    /// its operation to stop ([`Self::request_stack_stop`]).
+    async fn renew_stack_lease(
+        &self,
+        fence: LeaseFence,
+        expires_at: DateTime<Utc>,
+    ) -> Result<LeaseRenewal>;
+    /// Asks the engine holding the stack's lease at `now` to stop its
+    /// operation (a delete on another engine): the holder's next renewal
+    /// learns it. False when no lease is held.
+    async fn request_stack_stop(&self, stack_id: Uuid, now: DateTime<Utc>) -> Result<bool>;
     /// Releases the lease `fence` holds (a no-op once it no longer holds).
     /// The row stays, expired, so generations never repeat.
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;

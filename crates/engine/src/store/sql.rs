@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::entity::{events, resources, stack_leases, stack_update_origins, stacks};
 use super::rows;
 use super::{
-    BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack,
-    OrphanCandidate, StackListQuery, StackStore, StartWrites, WriteBatch, lease_lost,
+    BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest, LeaseTake,
+    NewStack, OrphanCandidate, StackListQuery, StackStore, StartWrites, WriteBatch, lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -492,7 +492,7 @@ impl StackStore for SqlStackStore {
         &self,
         fence: LeaseFence,
         expires_at: DateTime<Utc>,
-    ) -> Result<bool> {
+    ) -> Result<LeaseRenewal> {
         // Never a released lease: a renewal that raced the operation's
         // final write (which released it) must not hold the stack again
         // for a whole TTL after its operation ended.
@@ -500,9 +500,30 @@ impl StackStore for SqlStackStore {
             .col_expr(stack_leases::Column::ExpiresAt, Expr::value(expires_at))
             .filter(at_fence(fence))
             .filter(stack_leases::Column::ExpiresAt.gt(released_at()))
+            .exec_with_returning(&self.connection)
+            .await?;
+        Ok(match renewed.first() {
+            None => LeaseRenewal::Lost,
+            Some(lease) if lease.stop_generation == Some(lease.generation) => {
+                LeaseRenewal::StopRequested
+            }
+            Some(_) => LeaseRenewal::Renewed,
+        })
+    }
+
+    async fn request_stack_stop(&self, stack_id: Uuid, now: DateTime<Utc>) -> Result<bool> {
+        // The generation held now: a later take moves it on, so the
+        // request never reaches the operation after this one.
+        let asked = stack_leases::Entity::update_many()
+            .col_expr(
+                stack_leases::Column::StopGeneration,
+                Expr::col(stack_leases::Column::Generation).into(),
+            )
+            .filter(stack_leases::Column::StackId.eq(stack_id))
+            .filter(stack_leases::Column::ExpiresAt.gt(now))
             .exec(&self.connection)
             .await?;
-        Ok(renewed.rows_affected == 1)
+        Ok(asked.rows_affected == 1)
     }
 
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()> {
@@ -736,6 +757,7 @@ fn first_lease(
         expires_at: Set(expires_at),
         generation: Set(LeaseFence::FIRST_GENERATION),
         holder: Set(None),
+        stop_generation: Set(None),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::rest::Authenticated;
 
 fn client(state: &GatewayState) -> ClusterServiceClient<ember_runtime::in_process::Upstream> {
     ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// The keys of Senlin's cluster create body, and Ember's `profile`.

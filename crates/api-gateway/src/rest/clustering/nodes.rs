@@ -36,6 +36,7 @@ use ember_runtime::in_process::Upstream;
 
 fn nodes(state: &GatewayState) -> NodeServiceClient<Upstream> {
     NodeServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// The body as a JSON object; an empty body is an empty object.
@@ -242,6 +243,7 @@ pub async fn show_event(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, RestError> {
     let event = ActionServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .get_cluster_event(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();

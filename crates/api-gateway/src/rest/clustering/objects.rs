@@ -52,6 +52,7 @@ fn created(key: &str, view: Value) -> Response {
 
 fn profiles(state: &GatewayState) -> ProfileServiceClient<Upstream> {
     ProfileServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub async fn create_profile(
@@ -123,6 +124,7 @@ pub async fn delete_profile(
 
 fn policies(state: &GatewayState) -> PolicyServiceClient<Upstream> {
     PolicyServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub async fn create_policy(
@@ -193,6 +195,7 @@ pub async fn delete_policy(
 
 fn nodes(state: &GatewayState) -> NodeServiceClient<Upstream> {
     NodeServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub async fn create_node(
@@ -363,6 +366,7 @@ pub async fn delete_node(
 
 fn actions(state: &GatewayState) -> ActionServiceClient<Upstream> {
     ActionServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// What `GET /actions` takes.

@@ -76,6 +76,7 @@ pub async fn cluster_operation(
         filters,
     };
     let response = ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .operate_cluster(state.internal_request(&identity, request))
         .await?
         .into_inner();

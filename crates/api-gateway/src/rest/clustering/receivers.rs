@@ -32,6 +32,7 @@ use crate::rest::Authenticated;
 
 fn client(state: &GatewayState) -> ReceiverServiceClient<ember_runtime::in_process::Upstream> {
     ReceiverServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// Senlin's view of a receiver.

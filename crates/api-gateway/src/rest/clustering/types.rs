@@ -24,10 +24,12 @@ const OPERATIONS_VERSION: ApiVersion = ApiVersion::new(1, 4);
 
 fn profiles(state: &GatewayState) -> ProfileServiceClient<ember_runtime::in_process::Upstream> {
     ProfileServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 fn policies(state: &GatewayState) -> PolicyServiceClient<ember_runtime::in_process::Upstream> {
     PolicyServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// JSON the engine sent as text; `{}` if it is not JSON (never expected).

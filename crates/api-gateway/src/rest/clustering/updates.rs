@@ -106,6 +106,7 @@ pub async fn update_profile(
         metadata: object_text(&body, "metadata")?,
     };
     let profile = ProfileServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .update_profile(state.internal_request(&identity, request))
         .await?
         .into_inner();
@@ -121,6 +122,7 @@ pub async fn validate_profile(
     version.require(ApiVersion::new(1, 2))?;
     let spec = spec_body(&body, "profile")?;
     let profile = ProfileServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .validate_profile(state.internal_request(&identity, pb::ValidateSpecRequest { spec }))
         .await?
         .into_inner();
@@ -143,6 +145,7 @@ pub async fn update_policy(
         name: Some(name),
     };
     let policy = PolicyServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .update_policy(state.internal_request(&identity, request))
         .await?
         .into_inner();
@@ -158,6 +161,7 @@ pub async fn validate_policy(
     version.require(ApiVersion::new(1, 2))?;
     let spec = spec_body(&body, "policy")?;
     let policy = PolicyServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .validate_policy(state.internal_request(&identity, pb::ValidateSpecRequest { spec }))
         .await?
         .into_inner();
@@ -209,6 +213,7 @@ pub async fn update_cluster(
         config,
     };
     let response = ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .update_cluster(state.internal_request(&identity, request))
         .await?
         .into_inner();
@@ -225,6 +230,7 @@ pub async fn show_cluster_policy(
     Path((cluster, policy)): Path<(String, String)>,
 ) -> Result<Json<Value>, RestError> {
     let binding = ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .get_cluster_policy(
             state.internal_request(&identity, pb::ClusterPolicyRequest { cluster, policy }),
         )
@@ -245,6 +251,7 @@ pub async fn collect(
 ) -> Result<Json<Value>, RestError> {
     version.require(ApiVersion::new(1, 2))?;
     let values = ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .collect_cluster_attributes(
             state.internal_request(&identity, pb::CollectRequest { cluster, path }),
         )
@@ -278,6 +285,7 @@ pub async fn policy_update(
         enabled: boolean(parameters, "enabled")?,
     };
     Ok(ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .update_cluster_policy(state.internal_request(identity, request))
         .await?
         .into_inner())
@@ -317,6 +325,7 @@ pub async fn replace_nodes(
         nodes: pairs,
     };
     Ok(ClusterServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .replace_nodes(state.internal_request(identity, request))
         .await?
         .into_inner())
@@ -341,6 +350,7 @@ pub async fn update_action(
         )));
     }
     ActionServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .cancel_action(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?;
     Ok(http::StatusCode::ACCEPTED.into_response())

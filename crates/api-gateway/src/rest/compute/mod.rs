@@ -58,6 +58,7 @@ pub fn routes() -> Router<GatewayState> {
 
 fn client(state: &GatewayState) -> InstanceServiceClient<ember_runtime::in_process::Upstream> {
     InstanceServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 async fn create_instance(

@@ -341,14 +341,17 @@ pub fn json_response(body: &impl serde::Serialize, capacity: usize) -> Response 
 
 pub fn stack_service(state: &GatewayState) -> StackServiceClient<Upstream> {
     StackServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub fn resource_service(state: &GatewayState) -> ResourceServiceClient<Upstream> {
     ResourceServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub fn event_service(state: &GatewayState) -> EventServiceClient<Upstream> {
     EventServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// One stack by name or id.

@@ -24,10 +24,12 @@ use crate::error::RestError;
 
 fn configs(state: &GatewayState) -> SoftwareConfigServiceClient<Upstream> {
     SoftwareConfigServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 fn deployments(state: &GatewayState) -> SoftwareDeploymentServiceClient<Upstream> {
     SoftwareDeploymentServiceClient::new(state.upstreams.engine.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 fn invalid(message: impl Into<String>) -> RestError {

@@ -125,14 +125,17 @@ impl Gateway {
 
     fn clusters(&self) -> ClusterServiceClient<Channel> {
         ClusterServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
     }
 
     fn hooks(&self) -> LifecycleHookServiceClient<Channel> {
         LifecycleHookServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
     }
 
     async fn action(&self, id: &str) -> Result<pb::Action, String> {
         ActionServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .get_action(self.request(pb::GetObjectRequest { id: id.to_owned() }))
             .await
             .map(tonic::Response::into_inner)
@@ -168,6 +171,7 @@ impl Gateway {
         status: &str,
     ) -> Result<Vec<pb::Action>, String> {
         Ok(ActionServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .list_actions(self.request(pb::ListActionsRequest {
                 cluster: cluster_id.to_owned(),
                 status: status.to_owned(),

@@ -31,6 +31,7 @@ pub(super) async fn delivery_and_completion(
     let node_spec = json!({"type": "ember.instance", "version": "1.0",
         "properties": {"flavor": "m1.small", "image": "debian-12"}});
     ProfileServiceClient::new(gateway.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .create_profile(gateway.request(pb::CreateProfileRequest {
             name: "bench-node".to_owned(),
             spec: node_spec.to_string(),
@@ -43,6 +44,7 @@ pub(super) async fn delivery_and_completion(
             "properties": {"criteria": "OLDEST_FIRST",
                 "hooks": {"type": "zaqar", "params": {"queue": QUEUE}, "timeout": timeout}}});
         PolicyServiceClient::new(gateway.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .create_policy(gateway.request(pb::CreatePolicyRequest {
                 name: name.to_owned(),
                 spec: spec.to_string(),

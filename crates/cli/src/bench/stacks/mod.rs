@@ -392,6 +392,7 @@ async fn plugin_overhead(
             },
         )?;
         PluginRegistryServiceClient::new(channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .register_plugin(registration)
             .await
             .map_err(|status| format!("register plugin: {}", status.message()))?;
@@ -412,6 +413,7 @@ async fn plugin_overhead(
             ember_proto::pluginregistry::v1::DeregisterPluginRequest { name },
         )?;
         PluginRegistryServiceClient::new(channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .deregister_plugin(request)
             .await
             .map_err(|status| format!("deregister plugin: {}", status.message()))?;

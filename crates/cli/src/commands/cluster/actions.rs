@@ -44,7 +44,8 @@ pub enum ActionCommand {
 
 pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
-    let mut actions = ActionServiceClient::new(client.channel.clone());
+    let mut actions = ActionServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     match command {
         ActionCommand::List {
             cluster,
@@ -85,7 +86,8 @@ pub async fn wait_for_action(
     wait: &WaitArgs,
 ) -> Result<pb::Action, String> {
     let deadline = Instant::now() + wait.timeout();
-    let mut actions = ActionServiceClient::new(client.channel.clone());
+    let mut actions = ActionServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
     let mut told_about_hooks = false;
     let mut progress = Progress::new();
     loop {

@@ -16,6 +16,7 @@ use crate::commands::wait::WaitArgs;
 
 pub fn service(client: &Client) -> ClusterServiceClient<Channel> {
     ClusterServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 pub async fn get(client: &Client, name_or_id: &str) -> Result<pb::Cluster, String> {
@@ -53,6 +54,7 @@ pub async fn show(cluster: &str, output: &OutputArgs, connect: &ConnectArgs) -> 
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let cluster = get(&client, cluster).await?;
     let nodes = NodeServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_nodes(client.request(pb::ListNodesRequest {
             cluster: cluster.id.clone(),
             limit: 1000,

@@ -54,6 +54,7 @@ impl Progress {
         // Progress is what can be seen: once the cluster is gone (its own
         // delete), or its nodes cannot be read, the wait goes on without.
         let Ok(listed) = NodeServiceClient::new(client.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .list_nodes(client.request(pb::ListNodesRequest {
                 cluster: action.cluster_id.clone(),
                 limit: NODE_PAGE,

@@ -19,6 +19,7 @@ pub async fn create_profile(
     let spec = read_spec(spec)?;
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let profile = ProfileServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .create_profile(client.request(pb::CreateProfileRequest {
             name,
             spec,
@@ -38,6 +39,7 @@ pub async fn create_policy(connect: &ConnectArgs, name: String, spec: &Path) -> 
     let spec = read_spec(spec)?;
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let policy = PolicyServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .create_policy(client.request(pb::CreatePolicyRequest { name, spec })?)
         .await
         .map_err(describe)?

@@ -86,6 +86,7 @@ pub async fn resource(client: &Client, command: ResourceCommand) -> Result<(), S
         output,
     } = command;
     let found = ResourceServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .get_resource(client.request(pb::GetResourceRequest {
             stack,
             resource_name: resource,
@@ -105,6 +106,7 @@ pub async fn event(client: &Client, command: EventCommand) -> Result<(), String>
         output,
     } = command;
     let found = EventServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .get_event(client.request(pb::GetEventRequest {
             stack,
             resource_name: resource,

@@ -17,6 +17,7 @@ use crate::commands::output::{Cell, OutputArgs, Record};
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
     StackServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// A JSON value on one line; strings without quotes.
@@ -149,6 +150,7 @@ pub async fn resources(
     output: &OutputArgs,
 ) -> Result<(), String> {
     let response = ResourceServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_resources(client.request(pb::ListResourcesRequest {
             stack,
             nested_depth,
@@ -188,6 +190,7 @@ pub async fn events(
     output: &OutputArgs,
 ) -> Result<(), String> {
     let response = EventServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_events(client.request(pb::ListEventsRequest {
             stack,
             resource_name: resource.unwrap_or_default(),

@@ -100,6 +100,7 @@ pub struct ValidateArgs {
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
     StackServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
 /// Prints that an operation started, or waits for it with progress.

@@ -19,6 +19,7 @@ const EVENT_PAGE: u32 = 100;
 /// The id of the stack's newest event, so a wait prints only what follows.
 pub async fn latest_event_id(client: &Client, stack: &str) -> Result<String, String> {
     let page = EventServiceClient::new(client.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_events(client.request(pb::ListEventsRequest {
             stack: stack.to_owned(),
             limit: 1,
@@ -46,6 +47,7 @@ pub async fn wait_until_settled(
     let deadline = Instant::now() + timeout;
     loop {
         let found = StackServiceClient::new(client.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .get_stack(client.request(pb::GetStackRequest {
                 stack: stack_id.to_owned(),
             })?)
@@ -81,6 +83,7 @@ async fn print_new_events(
 ) -> Result<(), String> {
     loop {
         let page = EventServiceClient::new(client.channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .list_events(client.request(pb::ListEventsRequest {
                 stack: stack_id.to_owned(),
                 limit: EVENT_PAGE,

@@ -45,7 +45,7 @@ pub use parameters::{HIDDEN_VALUE_MASK, ParameterSchema, ParameterType, coerce_p
 pub use resource_definition::{
     DeletionPolicy, DeletionPolicySetting, OutputDefinition, ResourceDefinition,
 };
-pub use resource_registry::{ResolvedType, ResourceOverrides, ResourceRegistry};
+pub use resource_registry::{ResolvedType, ResourceOverrides, ResourceRegistry, child_environment};
 pub use version::{TemplateVersion, function_versions, template_functions};
 
 #[cfg(test)]

@@ -30,6 +30,11 @@ pub struct ResourceOverrides {
     pub types: IndexMap<String, Option<String>>,
     pub hooks: Vec<String>,
     pub restricted_actions: Vec<String>,
+    /// Settings for the resources of this resource's nested stack, by
+    /// their names (`resources: {nested: {foo: {hooks: pre-create}}}`):
+    /// the nested stack's environment has them as its own `resources`
+    /// (see [`child_environment`]).
+    pub nested: IndexMap<String, ResourceOverrides>,
 }
 
 /// What a resource type finally means after the registry is applied.
@@ -257,6 +262,11 @@ fn parse_overrides(settings: &Value, path: &str) -> Result<ResourceOverrides, Te
                 overrides.restricted_actions =
                     word_list(value, &key_path, &RESTRICTED_ACTIONS, "restricted action")?;
             }
+            _ if value.is_object() => {
+                overrides
+                    .nested
+                    .insert(key.clone(), parse_overrides(value, &key_path)?);
+            }
             _ => {
                 overrides
                     .types
@@ -265,6 +275,45 @@ fn parse_overrides(settings: &Value, path: &str) -> Result<ResourceOverrides, Te
         }
     }
     Ok(overrides)
+}
+
+/// The environment (a JSON document) the nested stack of resource
+/// `resource_name` gets from its parent's: the same, except that its
+/// `resource_registry.resources` holds what the parent's gave that
+/// resource's nested stack — the settings under each entry whose name or
+/// pattern matches `resource_name`, the exact name's last — as Heat's
+/// child environments do. Settings for the parent's own resources do not
+/// reach into the nested stack.
+pub fn child_environment(environment: &Value, resource_name: &str) -> Value {
+    let mut child = environment.clone();
+    let Some(registry) = child
+        .get_mut("resource_registry")
+        .and_then(Value::as_object_mut)
+    else {
+        return child;
+    };
+    let Some(Value::Object(resources)) = registry.remove("resources") else {
+        return child;
+    };
+    let mut narrowed = Map::new();
+    let matching = resources
+        .iter()
+        .filter(|(pattern, _)| glob_matches(pattern, resource_name))
+        .chain(resources.get_key_value(resource_name));
+    for (_, settings) in matching {
+        let Value::Object(settings) = settings else {
+            continue;
+        };
+        for (name, nested) in settings {
+            if nested.is_object() {
+                narrowed.insert(name.clone(), nested.clone());
+            }
+        }
+    }
+    if !narrowed.is_empty() {
+        registry.insert("resources".to_owned(), Value::Object(narrowed));
+    }
+    child
 }
 
 /// A string or list of strings, each one of `allowed`.
@@ -310,6 +359,59 @@ fn word_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nested_stack_gets_the_settings_its_resource_was_given_and_no_others() {
+        let parent = serde_json::json!({
+            "parameters": {"size": 3},
+            "resource_registry": {
+                "My::Thing": "thing.yaml",
+                "resources": {
+                    "foo_step2": {"hooks": "pre-create"},
+                    "nested": {"foo_step2": {"hooks": "pre-create"}, "OS::Nova::Server": "x.yaml"},
+                    "nest*": {"bar": {"hooks": ["pre-delete"]}},
+                },
+            },
+        });
+        let child = child_environment(&parent, "nested");
+        assert_eq!(
+            child,
+            serde_json::json!({
+                "parameters": {"size": 3},
+                "resource_registry": {
+                    "My::Thing": "thing.yaml",
+                    "resources": {
+                        "bar": {"hooks": ["pre-delete"]},
+                        "foo_step2": {"hooks": "pre-create"},
+                    },
+                },
+            })
+        );
+        let environment = Environment::from_value(child).unwrap();
+        assert_eq!(environment.hooks_for("foo_step2").len(), 1);
+        assert_eq!(environment.hooks_for("bar").len(), 1);
+        // Another resource's nested stack gets none of them; the parent's
+        // own hook on foo_step2 stays with the parent.
+        let other = Environment::from_value(child_environment(&parent, "other")).unwrap();
+        assert!(other.resource_registry.resources.is_empty());
+        let parsed = Environment::from_value(parent).unwrap();
+        assert_eq!(
+            parsed.resource_registry.resources["nested"].nested["foo_step2"].hooks,
+            ["pre-create"]
+        );
+    }
+
+    #[test]
+    fn a_nested_setting_is_checked_as_a_top_level_one() {
+        let error = Environment::parse(
+            "resource_registry:\n  resources:\n    nested:\n      inner:\n        hooks: pre-lunch\n",
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("resources.nested.inner.hooks"),
+            "{error}"
+        );
+    }
 
     fn builtin(name: &str) -> ResolvedType {
         ResolvedType::Builtin(name.to_string())

@@ -28,6 +28,7 @@ mod m20261203_100001_add_stack_definition_versions;
 mod m20261204_100001_add_stack_lease_holders;
 mod m20261205_100001_create_delegations;
 mod m20261205_100002_add_instance_placements;
+mod m20261206_100001_add_stack_lease_stop_requests;
 
 pub struct Migrator;
 
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_100001_add_stack_lease_holders::Migration),
             Box::new(m20261205_100001_create_delegations::Migration),
             Box::new(m20261205_100002_add_instance_placements::Migration),
+            Box::new(m20261206_100001_add_stack_lease_stop_requests::Migration),
         ]
     }
 }
