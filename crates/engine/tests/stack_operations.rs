@@ -1779,6 +1779,41 @@ async fn a_hook_for_a_nested_stacks_resource_pauses_it_there(database: &TestData
     assert_eq!(events_with_reason(&connection, paused).await, 1);
 }
 
+/// A nested stack's output that names a parameter it lacks does not fail
+/// the stack (Heat resolves outputs when they are read): it is that
+/// output's error, and the parent's output that reads it through
+/// `get_attr` says where it came from, in Heat's words.
+async fn a_nested_output_error_is_passed_up_to_the_parent(database: &TestDatabase) {
+    let (operations, _store) = operations(database).await;
+    let inner = "heat_template_version: 2015-10-15\nresources:\n  a: {type: OS::Heat::Value, properties: {value: a}}\noutputs:\n  out_a: {value: {get_attr: [a, value]}}\n  out_b: {value: {get_param: foo}}\n";
+    let outer = "heat_template_version: 2015-10-15\nresources:\n  parent: {type: inner.yaml}\noutputs:\n  a: {value: {get_attr: [parent, out_a]}}\n  b: {value: {get_attr: [parent, out_b]}}\n";
+    let mut create = request("lazy-outputs", outer);
+    create.files.insert("inner.yaml".into(), inner.into());
+    operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    let stack = settled(&operations, "lazy-outputs").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        stack.status_reason
+    );
+    let outputs: std::collections::BTreeMap<String, Result<serde_json::Value, String>> = operations
+        .outputs(&stack)
+        .await
+        .expect("outputs")
+        .into_iter()
+        .map(|output| (output.key, output.value))
+        .collect();
+    assert_eq!(outputs["a"], Ok(json!("a")));
+    assert_eq!(
+        outputs["b"],
+        Err("Error in parent output out_b: The Parameter (foo) was not provided.".to_owned())
+    );
+}
+
 /// Operations whose registry pauses at breakpoint hooks.
 async fn operations_with_hooks(
     database: &TestDatabase,
@@ -1939,6 +1974,7 @@ async fn deletes_racing_for_one_stack_start_one_delete(database: &TestDatabase) 
 }
 
 ember_runtime::store_suite!(
+    a_nested_output_error_is_passed_up_to_the_parent,
     a_hook_for_a_nested_stacks_resource_pauses_it_there,
     a_stack_of_three_thousand_resources_is_created_updated_and_deleted,
     deletes_racing_for_one_stack_start_one_delete,

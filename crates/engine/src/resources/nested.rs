@@ -47,6 +47,25 @@ pub struct NestedStackOutcome {
     pub stack_id: Uuid,
     pub stack_name: String,
     pub outputs: Map<String, Value>,
+    /// Why each output that cannot be resolved cannot (Heat's
+    /// `output_error`), by key: a `get_attr` of it is that error.
+    pub output_errors: Map<String, Value>,
+}
+
+/// Where a nested-stack resource keeps its nested stack's output errors,
+/// in its private data.
+pub const OUTPUT_ERRORS: &str = "output_errors";
+
+/// The data of a resource whose nested stack has `output_errors`.
+fn output_error_data(output_errors: Map<String, Value>) -> Value {
+    if output_errors.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(Map::from_iter([(
+            OUTPUT_ERRORS.to_owned(),
+            Value::Object(output_errors),
+        )]))
+    }
 }
 
 /// Stack operations for nested stacks; each call returns once the nested
@@ -264,8 +283,8 @@ impl NestedStackKind for TemplateFile {
         );
         ResourceOutcome {
             physical_id: nested.stack_id.to_string(),
+            data: output_error_data(nested.output_errors),
             attributes,
-            data: Value::Null,
         }
     }
 }

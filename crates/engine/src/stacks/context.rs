@@ -61,6 +61,15 @@ impl ResolveContext for RuntimeContext<'_> {
                 resource.type_name
             ));
         }
+        // A nested stack's output that cannot be resolved: Heat's
+        // TemplateOutputError.
+        if let Some(Value::String(error)) = resource
+            .data
+            .get(crate::resources::OUTPUT_ERRORS)
+            .and_then(|errors| errors.get(attribute))
+        {
+            return Err(format!("Error in {name} output {attribute}: {error}"));
+        }
         let value = if attribute == "show" {
             resource.attributes.clone()
         } else {

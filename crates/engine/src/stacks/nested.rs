@@ -125,17 +125,20 @@ impl StackOperations {
         if stack.action != expected || stack.status != ActionStatus::Complete {
             return Err(ResourceFailure(stack.status_reason));
         }
-        let outputs: Map<String, Value> = self
-            .outputs(&stack)
-            .await
-            .map_err(failure)?
-            .into_iter()
-            .map(|output| (output.key, output.value.unwrap_or(Value::Null)))
-            .collect();
+        let mut outputs = Map::new();
+        let mut output_errors = Map::new();
+        for output in self.outputs(&stack).await.map_err(failure)? {
+            let value = output.value.unwrap_or_else(|error| {
+                output_errors.insert(output.key.clone(), Value::String(error));
+                Value::Null
+            });
+            outputs.insert(output.key, value);
+        }
         Ok(NestedStackOutcome {
             stack_id,
             stack_name: stack.name,
             outputs,
+            output_errors,
         })
     }
 

@@ -116,8 +116,10 @@ impl StackOperations {
                     .description
                     .clone()
                     .unwrap_or_else(|| NO_DESCRIPTION.to_owned()),
+                // Heat's output_error: the message, not where in the
+                // value it arose.
                 value: resolve(&output.value, &context, &format!("outputs.{name}.value"))
-                    .map_err(|error| error.to_string()),
+                    .map_err(|error| error.message),
             })
             .collect()
     }

@@ -239,7 +239,14 @@ impl Template {
             if let Some(condition) = &output.condition {
                 walker.walk_condition(condition, &child_path(&path, "condition"))?;
             }
-            references.extend(collector.references);
+            // An output's value is resolved when it is read, as Heat
+            // resolves it: a parameter it names that the stack does not
+            // have is that output's error then, not the stack's now.
+            let value_path = child_path(&path, "value");
+            references.extend(collector.references.into_iter().filter(|reference| {
+                reference.kind != ReferenceKind::GetParam
+                    || !reference.path.starts_with(&value_path)
+            }));
         }
         for (name, definition) in &self.conditions {
             let mut collector = ReferenceCollector::default();

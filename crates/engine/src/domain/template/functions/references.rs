@@ -44,7 +44,8 @@ impl Resolver<'_> {
             }
         };
         let Some(value) = self.context.parameter(name) else {
-            return fail(path, format!("unknown parameter '{name}'"));
+            // Heat's words (UserParameterMissing).
+            return fail(path, format!("The Parameter ({name}) was not provided."));
         };
         // Heat yields an empty string when the path leads nowhere.
         Ok(traverse_parameter(&value, components).unwrap_or_else(|| Value::String(String::new())))
@@ -230,7 +231,7 @@ mod tests {
     fn get_param_bad_input() {
         assert_eq!(
             err(json!({"get_param": "nope"})).message,
-            "unknown parameter 'nope'"
+            "The Parameter (nope) was not provided."
         );
         assert_eq!(
             err(json!({"get_param": []})).message,
