@@ -135,12 +135,7 @@ pub fn resource_to_proto(
         stack_id: resource.stack_id.to_string(),
         stack_name: stack_name.to_owned(),
         required_by,
-        nested_stack_id: if resource.type_name == "OS::Heat::Stack"
-            || crate::resources::is_template_file(&resource.type_name)
-            || matches!(
-                resource.type_name.as_str(),
-                "OS::Heat::ResourceGroup" | crate::resources::AUTOSCALING_GROUP_TYPE
-            ) {
+        nested_stack_id: if crate::resources::makes_nested_stack(&resource.type_name) {
             resource.physical_id.clone().unwrap_or_default()
         } else {
             String::new()

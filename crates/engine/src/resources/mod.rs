@@ -36,7 +36,7 @@ pub use autoscaling_group::{
 };
 pub use nested::{
     MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition, NestedStackHost, NestedStackHostSlot,
-    NestedStackOutcome, NestedTemplate, OUTPUT_ERRORS, is_template_file,
+    NestedStackOutcome, NestedTemplate, OUTPUT_ERRORS, is_template_file, makes_nested_stack,
 };
 pub use scaling_policy::{AdjustmentType, PolicySettings, SCALING_POLICY_TYPE, new_capacity};
 pub use schema::{

@@ -363,6 +363,16 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
     }
 }
 
+/// Whether a resource of `type_name` makes a nested stack (its physical
+/// id is that stack's id).
+pub fn makes_nested_stack(type_name: &str) -> bool {
+    is_template_file(type_name)
+        || matches!(
+            type_name,
+            "OS::Heat::Stack" | "OS::Heat::ResourceGroup" | super::AUTOSCALING_GROUP_TYPE
+        )
+}
+
 /// Whether a type name names a template file (Heat's rule: by extension).
 pub fn is_template_file(type_name: &str) -> bool {
     [".yaml", ".yml", ".template", ".json"]

@@ -161,7 +161,32 @@ impl StackOperations {
                     .await
                     .ok()
                     .map(|parsed| parsed.graph.clone());
-                for resource in self.store().list_resources(current.id).await? {
+                let mut resources = self.store().list_resources(current.id).await?;
+                // A nested stack's id is its resource's physical id once
+                // the resource is made; while it is being made (or if its
+                // create failed) it is found by its parent, as Heat shows
+                // it from the start.
+                let mut children = None;
+                if resources.iter().any(|resource| {
+                    resource.physical_id.is_none()
+                        && crate::resources::makes_nested_stack(&resource.type_name)
+                }) {
+                    let found = self.store().list_child_stacks(current.id).await?;
+                    for resource in &mut resources {
+                        if resource.physical_id.is_none()
+                            && crate::resources::makes_nested_stack(&resource.type_name)
+                        {
+                            resource.physical_id = found
+                                .iter()
+                                .find(|child| {
+                                    child.parent_resource.as_deref() == Some(&resource.name)
+                                })
+                                .map(|child| child.id.to_string());
+                        }
+                    }
+                    children = Some(found);
+                }
+                for resource in resources {
                     let required_by = graph
                         .as_ref()
                         .map(|graph| graph.dependents_of(&resource.name).into_iter().collect())
@@ -173,7 +198,10 @@ impl StackOperations {
                     });
                 }
                 if depth < nested_depth {
-                    next.extend(self.store().list_child_stacks(current.id).await?);
+                    match children {
+                        Some(children) => next.extend(children),
+                        None => next.extend(self.store().list_child_stacks(current.id).await?),
+                    }
                 }
             }
             level = next;
