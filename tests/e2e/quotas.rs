@@ -554,3 +554,73 @@ async fn software_configs_and_deployments_are_bounded_per_project() {
     assert_eq!(limit(&own, "software_deployments").used, Some(1));
     ember.stop().await;
 }
+
+/// Snapshots of one stack are bounded (`snapshots_per_stack`): one more is
+/// refused naming the quota, and deleting one makes room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_of_a_stack_are_bounded() {
+    let ember = TestEmber::start().await;
+    let member = ember.member_token().to_owned();
+    let admin = ember.admin_token().to_owned();
+    let mut quotas = QuotaServiceClient::new(ember.gateway_channel().await);
+    quotas
+        .set_quota(with_bearer(
+            pb::SetQuotaRequest {
+                project_id: "demo".into(),
+                limits: [("snapshots_per_stack".to_owned(), 1)].into(),
+                reset: vec![],
+            },
+            &admin,
+        ))
+        .await
+        .expect("set");
+    let heat = "/orchestration/v1/demo";
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::POST,
+        &format!("{heat}/stacks"),
+        Some(json!({"stack_name": "kept", "template": template(2)})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let stack = format!(
+        "{heat}/stacks/kept/{}",
+        body["stack"]["id"].as_str().expect("id")
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, shown) = call(&ember, &member, reqwest::Method::GET, &stack, None).await;
+        if shown["stack"]["stack_status"] == "CREATE_COMPLETE" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{shown}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let snapshots = format!("{stack}/snapshots");
+    let snapshot = |name: &str| {
+        call(
+            &ember,
+            &member,
+            reqwest::Method::POST,
+            &snapshots,
+            Some(json!({ "name": name })),
+        )
+    };
+    let (status, first) = snapshot("first").await;
+    assert_eq!(status, 200, "{first}");
+    let (status, body) = snapshot("second").await;
+    assert_over_quota(status, &body, "snapshots_per_stack");
+    let (status, body) = call(
+        &ember,
+        &member,
+        reqwest::Method::DELETE,
+        &format!("{stack}/snapshots/{}", first["id"].as_str().expect("id")),
+        None,
+    )
+    .await;
+    assert!(status == 204 || status == 200, "{status} {body}");
+    let (status, body) = snapshot("third").await;
+    assert_eq!(status, 200, "{body}");
+    ember.stop().await;
+}

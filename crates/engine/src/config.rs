@@ -255,6 +255,7 @@ pub struct QuotaSection {
     pub concurrent_operations: u64,
     pub software_configs: u64,
     pub software_deployments: u64,
+    pub snapshots_per_stack: u64,
 }
 
 impl Default for QuotaSection {
@@ -271,6 +272,7 @@ impl Default for QuotaSection {
             concurrent_operations: limits.concurrent_operations,
             software_configs: limits.software_configs,
             software_deployments: limits.software_deployments,
+            snapshots_per_stack: limits.snapshots_per_stack,
         }
     }
 }
@@ -288,6 +290,7 @@ impl QuotaSection {
             concurrent_operations: self.concurrent_operations,
             software_configs: self.software_configs,
             software_deployments: self.software_deployments,
+            snapshots_per_stack: self.snapshots_per_stack,
         }
     }
 }

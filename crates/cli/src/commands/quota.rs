@@ -22,7 +22,7 @@ pub enum QuotaCommand {
     Set {
         /// The project
         project: String,
-        /// NAME=LIMIT, repeatable: stacks, resources_per_stack, nested_depth, clusters, nodes_per_cluster, nodes, instances, concurrent_operations, software_configs, software_deployments
+        /// NAME=LIMIT, repeatable: stacks, resources_per_stack, nested_depth, clusters, nodes_per_cluster, nodes, instances, concurrent_operations, software_configs, software_deployments, snapshots_per_stack
         #[arg(long = "limit", value_name = "NAME=LIMIT")]
         limits: Vec<String>,
         /// Return a limit to the configured default (repeatable)

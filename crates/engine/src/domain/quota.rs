@@ -31,10 +31,12 @@ pub enum QuotaKind {
     /// Software deployments of the project (those its stacks make
     /// included).
     SoftwareDeployments,
+    /// Snapshots of one stack (each keeps the stack's template and data).
+    SnapshotsPerStack,
 }
 
 impl QuotaKind {
-    pub const ALL: [QuotaKind; 10] = [
+    pub const ALL: [QuotaKind; 11] = [
         QuotaKind::Stacks,
         QuotaKind::ResourcesPerStack,
         QuotaKind::NestedDepth,
@@ -45,6 +47,7 @@ impl QuotaKind {
         QuotaKind::ConcurrentOperations,
         QuotaKind::SoftwareConfigs,
         QuotaKind::SoftwareDeployments,
+        QuotaKind::SnapshotsPerStack,
     ];
 
     /// The name the API, the CLI and the configuration use.
@@ -60,6 +63,7 @@ impl QuotaKind {
             QuotaKind::ConcurrentOperations => "concurrent_operations",
             QuotaKind::SoftwareConfigs => "software_configs",
             QuotaKind::SoftwareDeployments => "software_deployments",
+            QuotaKind::SnapshotsPerStack => "snapshots_per_stack",
         }
     }
 
@@ -82,6 +86,7 @@ impl QuotaKind {
             QuotaKind::ConcurrentOperations => "operations running at once",
             QuotaKind::SoftwareConfigs => "software configs",
             QuotaKind::SoftwareDeployments => "software deployments",
+            QuotaKind::SnapshotsPerStack => "snapshots of one stack",
         }
     }
 }
@@ -99,13 +104,16 @@ pub struct QuotaLimits {
     pub concurrent_operations: u64,
     pub software_configs: u64,
     pub software_deployments: u64,
+    pub snapshots_per_stack: u64,
 }
 
 impl Default for QuotaLimits {
     /// Heat's and Senlin's defaults where they have one (512 stacks, depth
     /// 5, 100 clusters, 1,000 nodes per cluster); 10,000 resources per
     /// stack (Ember creates that many in a second), and as many software
-    /// configs and deployments (a deployment resource makes one of each).
+    /// configs and deployments (a deployment resource makes one of each),
+    /// and 100 snapshots of a stack (Heat sets none; each keeps up to a
+    /// template's 512 KiB and the stack's data).
     fn default() -> Self {
         QuotaLimits {
             stacks: 512,
@@ -118,6 +126,7 @@ impl Default for QuotaLimits {
             concurrent_operations: 100,
             software_configs: 10_000,
             software_deployments: 10_000,
+            snapshots_per_stack: 100,
         }
     }
 }
@@ -135,6 +144,7 @@ impl QuotaLimits {
             QuotaKind::ConcurrentOperations => self.concurrent_operations,
             QuotaKind::SoftwareConfigs => self.software_configs,
             QuotaKind::SoftwareDeployments => self.software_deployments,
+            QuotaKind::SnapshotsPerStack => self.snapshots_per_stack,
         }
     }
 
@@ -150,6 +160,7 @@ impl QuotaLimits {
             QuotaKind::ConcurrentOperations => &mut self.concurrent_operations,
             QuotaKind::SoftwareConfigs => &mut self.software_configs,
             QuotaKind::SoftwareDeployments => &mut self.software_deployments,
+            QuotaKind::SnapshotsPerStack => &mut self.snapshots_per_stack,
         };
         *slot = limit;
     }

@@ -32,6 +32,21 @@ const RESTORED_TYPES: &[&str] = &["OS::Heat::RandomString"];
 const MAX_NAME: usize = 255;
 
 impl StackOperations {
+    /// Refuses a snapshot beyond the project's `snapshots_per_stack`.
+    async fn admit_one_more_snapshot(&self, stack: &Stack) -> Result<()> {
+        let Some(quotas) = self.shared.quotas.get() else {
+            return Ok(());
+        };
+        let kept = self.store().list_snapshots(stack.id).await?.len() as u64;
+        quotas
+            .admit_size(
+                &stack.project_id,
+                crate::domain::quota::QuotaKind::SnapshotsPerStack,
+                kept + 1,
+            )
+            .await
+    }
+
     /// Saves a snapshot of the stack (SNAPSHOT_IN_PROGRESS, then
     /// SNAPSHOT_COMPLETE); refused while an operation runs or a lock holds.
     pub async fn snapshot_stack(
@@ -60,6 +75,7 @@ impl StackOperations {
                         Error::NotFound(format!("stack {name_or_id:?} not found"))
                     })?;
                 self.admit(&stack, StackOperation::Snapshot, caller).await?;
+                self.admit_one_more_snapshot(&stack).await?;
                 stack.action = StackAction::Snapshot;
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = "Stack SNAPSHOT started".to_owned();
