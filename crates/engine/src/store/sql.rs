@@ -517,7 +517,7 @@ impl StackStore for SqlStackStore {
         let asked = stack_leases::Entity::update_many()
             .col_expr(
                 stack_leases::Column::StopGeneration,
-                Expr::col(stack_leases::Column::Generation).into(),
+                Expr::col(stack_leases::Column::Generation),
             )
             .filter(stack_leases::Column::StackId.eq(stack_id))
             .filter(stack_leases::Column::ExpiresAt.gt(now))
