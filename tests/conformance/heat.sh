@@ -125,6 +125,20 @@ if [ "$mode" = cloud ]; then
     guest_functional="OSWaitCondition"
     guest_scenario="ServerSignalIntegrationTest, SoftwareConfigIntegrationTest, CfnInitIntegrationTest"
 fi
+# Tests of services Ember deliberately does not offer, skipped the same
+# way (tempest.conf says zaqar and aodh are unavailable, but these classes
+# do not ask): Zaqar's general queues — an event sink's queue read back
+# with zaqarclient, a wait condition signalled through a Zaqar queue
+# (Ember's messaging API takes only Senlin receivers' messages) — and
+# Aodh's alarms. The remote-stack scenario builds a network, so it runs
+# only where Neutron is (--cloud).
+not_offered_functional="ZaqarEventSinkTest, ZaqarWaitConditionTest"
+not_offered_scenario="AodhAlarmTest"
+if [ "$mode" != cloud ]; then
+    not_offered_scenario="$not_offered_scenario, RemoteDeeplyNestedStackTest"
+fi
+skip_functional="${guest_functional:+$guest_functional, }$not_offered_functional"
+skip_scenario="${guest_scenario:+$guest_scenario, }$not_offered_scenario"
 
 mkdir -p "$work/tempest/etc"
 cat >"$work/tempest/etc/tempest.conf" <<CONF
@@ -171,8 +185,8 @@ keypair_name = heat-key
 build_timeout = 300
 convergence_engine_enabled = true
 skip_scenario_tests = false
-skip_functional_test_list = $guest_functional
-skip_scenario_test_list = $guest_scenario
+skip_functional_test_list = $skip_functional
+skip_scenario_test_list = $skip_scenario
 CONF
 
 cd "$work/tempest"
