@@ -10,6 +10,7 @@ use cluster_support::{
     Engine, active_cluster, all_instances, assert_settled_invariants, driver, member, members,
     wait_for_action,
 };
+use ember_engine::clusters::HealthAction;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
 use ember_runtime::database::testing::TestDatabase;
@@ -58,7 +59,7 @@ async fn a_member_whose_resource_cannot_be_deleted_is_not_rebuilt(database: &Tes
     let before = members(&engine, cluster_id).await;
     let recover = engine
         .service
-        .check_or_recover(&member(), &cluster_id.to_string(), true)
+        .check_or_recover(&member(), &cluster_id.to_string(), HealthAction::Recover)
         .await
         .expect("recover");
     let recover = wait_for_action(&engine, recover.id, Duration::from_secs(20)).await;
@@ -120,7 +121,7 @@ async fn a_member_whose_instance_went_away_is_rebuilt(database: &TestDatabase) {
     .await;
     let recover = engine
         .service
-        .check_or_recover(&member(), &cluster.id.to_string(), true)
+        .check_or_recover(&member(), &cluster.id.to_string(), HealthAction::Recover)
         .await
         .expect("recover");
     let recover = wait_for_action(&engine, recover.id, Duration::from_secs(20)).await;

@@ -12,7 +12,7 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, StackLease, StackOperations, StackSettings, Stops, Swept, TakeRecord,
+    CreateStack, LeaseHolder, StackLease, StackOperations, StackSettings, Stops, Swept, TakeRecord,
     TransitionWriter,
 };
 use ember_engine::store::{
@@ -403,7 +403,7 @@ async fn a_dropped_guard_frees_the_stack(database: &TestDatabase) {
             stack_id,
             "guarded",
             Uuid::new_v4(),
-            "UPDATE",
+            LeaseHolder::Action(StackAction::Update),
             Duration::from_secs(30),
         )
     };

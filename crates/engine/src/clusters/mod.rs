@@ -41,7 +41,7 @@ use crate::store::clusters::ClusterStore;
 
 pub use adopt::Adoption;
 pub use node_ops::NodeUpdate;
-pub use requests::{NewCluster, NewNode, ResizeRequest};
+pub use requests::{HealthAction, NewCluster, NewNode, ResizeRequest};
 pub use updates::ClusterUpdate;
 pub use views::ClusterDetails;
 

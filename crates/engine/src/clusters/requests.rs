@@ -55,6 +55,14 @@ fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
     })
 }
 
+/// A cluster's or node's check, or its recover (Senlin's CLUSTER_CHECK /
+/// CLUSTER_RECOVER, NODE_CHECK / NODE_RECOVER).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthAction {
+    Check,
+    Recover,
+}
+
 impl ClusterService {
     pub async fn create_profile(
         &self,
@@ -581,16 +589,15 @@ impl ClusterService {
         &self,
         caller: &Identity,
         name_or_id: &str,
-        recover: bool,
+        health: HealthAction,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let (kind, operation) = if recover {
-            (
+        let (kind, operation) = match health {
+            HealthAction::Recover => (
                 ActionKind::ClusterRecover,
                 ClusterOperation::Recover(&cluster),
-            )
-        } else {
-            (ActionKind::ClusterCheck, ClusterOperation::Check(&cluster))
+            ),
+            HealthAction::Check => (ActionKind::ClusterCheck, ClusterOperation::Check(&cluster)),
         };
         admit(operation, caller)?;
         self.cluster_action(caller, &cluster, kind, Map::new())

@@ -11,7 +11,7 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
-use crate::clusters::{ClusterService, ClusterUpdate, NewCluster, ResizeRequest};
+use crate::clusters::{ClusterService, ClusterUpdate, HealthAction, NewCluster, ResizeRequest};
 use crate::domain::cluster::sizing::AdjustmentType;
 use crate::domain::cluster::{ClusterAction, parse_object};
 use crate::error::Result;
@@ -367,7 +367,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
     ) -> Reply<pb::ClusterActionResponse> {
         self.accepted(request, |caller, request| async move {
             self.service
-                .check_or_recover(&caller, &request.id, false)
+                .check_or_recover(&caller, &request.id, HealthAction::Check)
                 .await
         })
         .await
@@ -379,7 +379,7 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
     ) -> Reply<pb::ClusterActionResponse> {
         self.accepted(request, |caller, request| async move {
             self.service
-                .check_or_recover(&caller, &request.id, true)
+                .check_or_recover(&caller, &request.id, HealthAction::Recover)
                 .await
         })
         .await

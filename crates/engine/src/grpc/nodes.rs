@@ -9,7 +9,7 @@ use tonic::Request;
 
 use super::cluster_convert as convert;
 use super::{Reply, answer};
-use crate::clusters::{Adoption, ClusterService, NewNode, NodeUpdate};
+use crate::clusters::{Adoption, ClusterService, HealthAction, NewNode, NodeUpdate};
 use crate::domain::cluster::{Node, parse_object};
 use crate::error::Result;
 use crate::store::clusters::{NODE_SORT_KEYS, NodeQuery, SortKey};
@@ -44,7 +44,7 @@ impl NodeHandler {
     async fn check_or_recover(
         &self,
         request: Request<pb::NodeActionRequest>,
-        recover: bool,
+        health: HealthAction,
     ) -> Reply<pb::NodeActionResponse> {
         answer(
             request,
@@ -52,7 +52,7 @@ impl NodeHandler {
                 let params = parse_object("params", &request.params)?;
                 let acted = self
                     .service
-                    .check_or_recover_node(&caller, &request.node, recover, params)
+                    .check_or_recover_node(&caller, &request.node, health, params)
                     .await?;
                 self.acted_on(acted).await
             },
@@ -209,14 +209,14 @@ impl pb::node_service_server::NodeService for NodeHandler {
         &self,
         request: Request<pb::NodeActionRequest>,
     ) -> Reply<pb::NodeActionResponse> {
-        self.check_or_recover(request, false).await
+        self.check_or_recover(request, HealthAction::Check).await
     }
 
     async fn recover_node(
         &self,
         request: Request<pb::NodeActionRequest>,
     ) -> Reply<pb::NodeActionResponse> {
-        self.check_or_recover(request, true).await
+        self.check_or_recover(request, HealthAction::Recover).await
     }
 
     async fn operate_node(

@@ -7,7 +7,7 @@
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
 
-use crate::clusters::{ClusterService, ResizeRequest};
+use crate::clusters::{ClusterService, HealthAction, ResizeRequest};
 use crate::domain::cluster::ClusterAction;
 use crate::domain::cluster::sizing::AdjustmentType;
 use crate::domain::receiver::{Receiver, merged_params, validate_params};
@@ -97,8 +97,16 @@ pub(super) async fn run(
             let policy = required_text(params, "policy_id")?;
             clusters.detach_policy(owner, cluster, &policy).await
         }
-        "CLUSTER_CHECK" => clusters.check_or_recover(owner, cluster, false).await,
-        "CLUSTER_RECOVER" => clusters.check_or_recover(owner, cluster, true).await,
+        "CLUSTER_CHECK" => {
+            clusters
+                .check_or_recover(owner, cluster, HealthAction::Check)
+                .await
+        }
+        "CLUSTER_RECOVER" => {
+            clusters
+                .check_or_recover(owner, cluster, HealthAction::Recover)
+                .await
+        }
         "CLUSTER_DELETE" => clusters.delete_cluster(owner, cluster).await,
         other => Err(Error::InvalidInput(format!(
             "a receiver cannot run {other} in Ember"

@@ -320,7 +320,7 @@ impl ResourceType for AutoScalingGroup {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, true).await
+        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
     }
 
     async fn unlock(
@@ -328,7 +328,7 @@ impl ResourceType for AutoScalingGroup {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, false).await
+        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
     }
 
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {

@@ -15,7 +15,7 @@ use std::sync::{Arc, Weak};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{LockRequest, NestedStackHost, NestedStackHostSlot, ResourceFailure};
+use super::{LockChange, LockRequest, NestedStackHost, NestedStackHostSlot, ResourceFailure};
 use crate::domain::{ActionStatus, Resource};
 
 /// The keys a member definition (`resource_def`, `resource`) may have.
@@ -69,11 +69,11 @@ pub(super) async fn lock(
     slot: &NestedStackHostSlot,
     current: &Resource,
     request: &LockRequest,
-    lock: bool,
+    change: LockChange,
 ) -> Result<Value, ResourceFailure> {
     if let Some(stack_id) = nested_id(current) {
         host(slot)?
-            .lock_nested_stack(stack_id, request, lock)
+            .lock_nested_stack(stack_id, request, change)
             .await?;
     }
     Ok(current.data.clone())

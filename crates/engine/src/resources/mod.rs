@@ -157,6 +157,23 @@ pub struct LockRequest {
     pub reason: Option<String>,
 }
 
+/// Which way a maintenance lock moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockChange {
+    Lock,
+    Unlock,
+}
+
+impl LockChange {
+    /// The stack action that makes the change.
+    pub fn action(self) -> crate::domain::StackAction {
+        match self {
+            LockChange::Lock => crate::domain::StackAction::Lock,
+            LockChange::Unlock => crate::domain::StackAction::Unlock,
+        }
+    }
+}
+
 /// What a create or update produced.
 #[derive(Debug, Clone, Default)]
 pub struct ResourceOutcome {

@@ -95,7 +95,7 @@ pub trait NestedStackHost: Send + Sync {
         &self,
         stack_id: Uuid,
         request: &super::LockRequest,
-        lock: bool,
+        change: super::LockChange,
     ) -> Result<(), ResourceFailure>;
     /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK"). Safe to
     /// run again for a step another engine had in flight: the nested
@@ -342,7 +342,7 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
         current: &Resource,
         request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        lock(&self.host, current, request, true).await
+        lock(&self.host, current, request, super::LockChange::Lock).await
     }
 
     async fn unlock(
@@ -350,7 +350,7 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
         current: &Resource,
         request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        lock(&self.host, current, request, false).await
+        lock(&self.host, current, request, super::LockChange::Unlock).await
     }
 
     /// A nested stack is updated in place; only a failed one is replaced.

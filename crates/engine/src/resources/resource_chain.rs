@@ -194,7 +194,7 @@ impl ResourceType for ResourceChain {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, true).await
+        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
     }
 
     async fn unlock(
@@ -202,7 +202,7 @@ impl ResourceType for ResourceChain {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, false).await
+        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
     }
 
     /// `concurrent` cannot change in place (Heat: not update_allowed);

@@ -337,7 +337,7 @@ impl ResourceType for ResourceGroup {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, true).await
+        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
     }
 
     async fn unlock(
@@ -345,7 +345,7 @@ impl ResourceType for ResourceGroup {
         current: &Resource,
         request: &LockRequest,
     ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, false).await
+        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
     }
 
     /// Every change is made by updating the members' nested stack.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::executor::{RunTarget, Shared, current, resolve_properties, snapshot, transition};
 use super::failure::RunResult;
-use super::{StackCaller, StackOperation, StackOperations};
+use super::{LeaseHolder, StackCaller, StackOperation, StackOperations};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
 
@@ -22,7 +22,11 @@ impl StackOperations {
         self.admit(&found, StackOperation::Abandon, caller).await?;
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, "ABANDON")
+            .take_lease(
+                found.id,
+                &found.name,
+                LeaseHolder::Action(StackAction::Abandon),
+            )
             .await?;
         let fence = stack_lease.fence();
         let ((mut stack, data), stack_lease) = stack_lease

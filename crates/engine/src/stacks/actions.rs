@@ -11,7 +11,9 @@ use ember_runtime::Identity;
 use super::bounds::within_bounds;
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult};
-use super::{StackCaller, StackOperation, StackOperations, conclude, lease, stack_event};
+use super::{
+    LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
+};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
 
@@ -76,7 +78,11 @@ impl StackOperations {
         let operation = action.stack_action().as_str();
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, operation)
+            .take_lease(
+                found.id,
+                &found.name,
+                LeaseHolder::Action(action.stack_action()),
+            )
             .await?;
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease

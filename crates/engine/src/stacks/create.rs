@@ -85,7 +85,7 @@ impl StackOperations {
                 event,
                 lease: LeaseRequest::new(
                     self.shared.engine_id,
-                    "CREATE",
+                    lease::LeaseHolder::Action(StackAction::Create).label(),
                     taken_at,
                     lease::expiry_after(taken_at, self.shared.lease_ttl),
                 ),

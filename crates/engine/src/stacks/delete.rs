@@ -15,8 +15,8 @@ use super::failure::RunFailure;
 use super::run_end::{complete_or_fail, end_failed};
 use super::writer::{Recorded, TakeRecord};
 use super::{
-    LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, executor, lease,
-    plugins, stack_event, update,
+    LeaseHolder, LeaseSeen, Run, StackCaller, StackOperation, StackOperations, conclude, executor,
+    lease, plugins, stack_event, update,
 };
 use crate::domain::admission::stack::stops_running;
 use crate::domain::{ActionStatus, Stack, StackAction};
@@ -111,7 +111,9 @@ impl StackOperations {
                 stack: stack.clone(),
             },
         };
-        let take = self.shared.lease_take_at(stack.id, "DELETE", start);
+        let take =
+            self.shared
+                .lease_take_at(stack.id, LeaseHolder::Action(StackAction::Delete), start);
         let recorded = match self.shared.writer.queue_take(take).await? {
             TakeRecord::Answered(None) => return Ok(None),
             TakeRecord::Answered(Some(_)) => Recorded::already(),
@@ -202,7 +204,11 @@ impl StackOperations {
     ) -> Result<(Stack, RunTarget, lease::StackLease)> {
         let stack_lease = self
             .shared
-            .take_lease(stack.id, &stack.name, "DELETE")
+            .take_lease(
+                stack.id,
+                &stack.name,
+                LeaseHolder::Action(StackAction::Delete),
+            )
             .await?;
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease

@@ -109,7 +109,7 @@ impl Shared {
         &self,
         stack_id: Uuid,
         stack_name: &str,
-        operation: &str,
+        holder: super::LeaseHolder,
     ) -> crate::error::Result<super::StackLease> {
         super::StackLease::take(
             &self.writer,
@@ -117,7 +117,7 @@ impl Shared {
             stack_id,
             stack_name,
             self.engine_id,
-            operation,
+            holder,
             self.lease_ttl,
         )
         .await
@@ -132,11 +132,11 @@ impl Shared {
     pub(crate) async fn take_lease_at(
         &self,
         stack_id: Uuid,
-        operation: &str,
+        holder: super::LeaseHolder,
         start: crate::store::OperationStart,
     ) -> crate::error::Result<Option<crate::store::LeaseFence>> {
         self.writer
-            .take_lease(self.lease_take_at(stack_id, operation, start))
+            .take_lease(self.lease_take_at(stack_id, holder, start))
             .await
     }
 
@@ -144,14 +144,14 @@ impl Shared {
     pub(crate) fn lease_take_at(
         &self,
         stack_id: Uuid,
-        operation: &str,
+        holder: super::LeaseHolder,
         start: crate::store::OperationStart,
     ) -> crate::store::LeaseTake {
         let now = ember_runtime::time::now();
         crate::store::LeaseTake::new(
             stack_id,
             self.engine_id,
-            operation,
+            holder.label(),
             now,
             super::lease::expiry_after(now, self.lease_ttl),
         )

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use super::bounds::Stops;
 use super::writer::TransitionWriter;
-use crate::domain::{Event, Stack};
+use crate::domain::{Event, Stack, StackAction};
 use crate::error::{Error, Result};
 use crate::store::{LeaseFence, LeaseRenewal, LeaseTake, StackStore};
 
@@ -38,6 +38,28 @@ pub(crate) fn expiry_after(
     ttl: Duration,
 ) -> chrono::DateTime<chrono::Utc> {
     now + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::seconds(30))
+}
+
+/// What an operation holding a stack's lease is (its row's `operation`):
+/// a stack action, or one of the operations that are not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseHolder {
+    Action(StackAction),
+    /// A signal to one of the stack's resources.
+    Signal,
+    /// Marking a resource unhealthy (or healthy again).
+    MarkUnhealthy,
+}
+
+impl LeaseHolder {
+    /// The lease row's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            LeaseHolder::Action(action) => action.as_str(),
+            LeaseHolder::Signal => "SIGNAL",
+            LeaseHolder::MarkUnhealthy => "MARK_UNHEALTHY",
+        }
+    }
 }
 
 /// What the caller learnt of a stack's lease as it read the stack.
@@ -75,11 +97,17 @@ impl StackLease {
         stack_id: Uuid,
         stack_name: &str,
         engine_id: Uuid,
-        operation: &str,
+        holder: LeaseHolder,
         ttl: Duration,
     ) -> Result<StackLease> {
         let now = ember_runtime::time::now();
-        let take = LeaseTake::new(stack_id, engine_id, operation, now, expiry_after(now, ttl));
+        let take = LeaseTake::new(
+            stack_id,
+            engine_id,
+            holder.label(),
+            now,
+            expiry_after(now, ttl),
+        );
         let Some(fence) = writer.take_lease(take).await? else {
             return Err(Error::Conflict(format!(
                 "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"

@@ -12,10 +12,22 @@ use ember_runtime::Identity;
 
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult};
-use super::{StackCaller, StackOperation, StackOperations, conclude, lease, stack_event};
+use super::{
+    LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
+};
 use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
 use crate::error::{Error, Result};
-use crate::resources::LockRequest;
+use crate::resources::{LockChange, LockRequest};
+
+/// On whose behalf a stack's lock moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockedFor {
+    /// The user's own request.
+    User,
+    /// The lock of the stack above reaching this nested stack, still on
+    /// behalf of that user.
+    ParentStack,
+}
 
 /// Whether an operation would be allowed now, and which lock blocks it.
 #[derive(Debug, Clone)]
@@ -47,7 +59,7 @@ impl StackOperations {
             reason,
         };
         let (stack, run) = self
-            .begin_maintenance_lock(found, request, true, true)
+            .begin_maintenance_lock(found, request, LockChange::Lock, LockedFor::User)
             .await?;
         self.shared.runs.spawn(run);
         Ok(stack)
@@ -65,7 +77,7 @@ impl StackOperations {
             reason: None,
         };
         let (stack, run) = self
-            .begin_maintenance_lock(found, request, false, true)
+            .begin_maintenance_lock(found, request, LockChange::Unlock, LockedFor::User)
             .await?;
         self.shared.runs.spawn(run);
         Ok(stack)
@@ -94,28 +106,29 @@ impl StackOperations {
     }
 
     /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
-    /// `by_user`: the user's own request (else the lock of the stack above
-    /// reaching this nested stack, still on behalf of that user).
     pub(crate) async fn begin_maintenance_lock(
         &self,
         found: Stack,
         request: LockRequest,
-        locking: bool,
-        by_user: bool,
+        change: LockChange,
+        locked_for: LockedFor,
     ) -> Result<(Stack, super::Run)> {
+        let locking = change == LockChange::Lock;
         let operation = if locking {
             StackOperation::Lock
         } else {
             StackOperation::Unlock
         };
-        let caller = if by_user {
-            StackCaller::User(&request.caller)
-        } else {
-            StackCaller::ParentOperation(Some(&request.caller))
+        let caller = match locked_for {
+            LockedFor::User => StackCaller::User(&request.caller),
+            LockedFor::ParentStack => StackCaller::ParentOperation(Some(&request.caller)),
         };
         self.admit(&found, operation, caller).await?;
-        let label = if locking { "LOCK" } else { "UNLOCK" };
-        let stack_lease = self.shared.take_lease(found.id, &found.name, label).await?;
+        let label = change.action().as_str();
+        let stack_lease = self
+            .shared
+            .take_lease(found.id, &found.name, LeaseHolder::Action(change.action()))
+            .await?;
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease
             .start(async {
@@ -126,11 +139,7 @@ impl StackOperations {
                 self.admit(&stack, operation, caller).await?;
                 let target = self.load_target(&stack, fence).await?;
                 let now = ember_runtime::time::now();
-                stack.action = if locking {
-                    StackAction::Lock
-                } else {
-                    StackAction::Unlock
-                };
+                stack.action = change.action();
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = format!("Stack {label} started");
                 stack.updated_at = now;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use ember_runtime::Identity;
 
-use super::{LeaseSeen, StackCaller, StackOperation, StackOperations};
+use super::{LeaseHolder, LeaseSeen, StackCaller, StackOperation, StackOperations};
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
 use crate::error::{Error, Result};
 use crate::store::{OperationStart, StartWrites};
@@ -141,7 +141,7 @@ impl StackOperations {
             };
             let taken = self
                 .shared
-                .take_lease_at(stack.id, MARK_UNHEALTHY, start)
+                .take_lease_at(stack.id, LeaseHolder::MarkUnhealthy, start)
                 .await?;
             if taken.is_some() {
                 log_marked(&stack, &changed);
@@ -151,7 +151,7 @@ impl StackOperations {
         // Held for one transaction, which also releases it.
         let stack_lease = self
             .shared
-            .take_lease(stack.id, &stack.name, MARK_UNHEALTHY)
+            .take_lease(stack.id, &stack.name, LeaseHolder::MarkUnhealthy)
             .await?;
         // Under the lease: the state may have moved since it was read.
         let decided = async {
@@ -203,7 +203,6 @@ impl StackOperations {
 }
 
 /// The lease's operation while a mark is written.
-const MARK_UNHEALTHY: &str = "MARK_UNHEALTHY";
 
 fn log_marked(stack: &Stack, changed: &Resource) {
     tracing::info!(

@@ -27,8 +27,8 @@ use crate::domain::template::{StackIdentity, child_environment};
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::Result as StoreResult;
 use crate::resources::{
-    LockRequest, MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition, NestedStackHost,
-    NestedStackOutcome, NestedTemplate, ResourceFailure, ResourceRequest,
+    LockChange, LockRequest, MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition,
+    NestedStackHost, NestedStackOutcome, NestedTemplate, ResourceFailure, ResourceRequest,
 };
 
 fn failure(error: impl std::fmt::Display) -> ResourceFailure {
@@ -328,7 +328,7 @@ impl NestedStackHost for StackOperations {
         &self,
         stack_id: Uuid,
         request: &LockRequest,
-        lock: bool,
+        change: LockChange,
     ) -> Result<(), ResourceFailure> {
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Err(ResourceFailure(format!(
@@ -336,16 +336,18 @@ impl NestedStackHost for StackOperations {
             )));
         };
         let (_, run) = self
-            .begin_maintenance_lock(stack, request.clone(), lock, false)
+            .begin_maintenance_lock(
+                stack,
+                request.clone(),
+                change,
+                super::maintenance_lock::LockedFor::ParentStack,
+            )
             .await
             .map_err(failure)?;
         run.await;
-        let expected = if lock {
-            StackAction::Lock
-        } else {
-            StackAction::Unlock
-        };
-        self.nested_outcome(stack_id, expected).await.map(|_| ())
+        self.nested_outcome(stack_id, change.action())
+            .await
+            .map(|_| ())
     }
 
     /// A suspend or resume another engine had in flight finds the nested

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 
 use super::lease::StackLease;
 use super::mark_unhealthy::{current_rows, find_resource};
-use super::{StackCaller, StackOperation, StackOperations};
+use super::{LeaseHolder, StackCaller, StackOperation, StackOperations};
 use crate::domain::wait_condition::{
     HandleStyle, parse_signal, signal_reason as wait_signal_reason,
 };
@@ -237,7 +237,7 @@ impl StackOperations {
     ) {
         let stack_lease = match self
             .shared
-            .take_lease(stack.id, &stack.name, "SIGNAL")
+            .take_lease(stack.id, &stack.name, LeaseHolder::Signal)
             .await
         {
             Ok(stack_lease) => stack_lease,

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::executor::{RunTarget, Shared, current, snapshot as resource_states, transition};
 use super::failure::RunResult;
 use super::update::{UpdateKind, UpdateStack};
-use super::{StackCaller, StackOperation, StackOperations, conclude, stack_event};
+use super::{LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction, StackSnapshot};
 use crate::error::{Error, Result};
 
@@ -65,7 +65,11 @@ impl StackOperations {
         self.admit(&found, StackOperation::Snapshot, caller).await?;
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, "SNAPSHOT")
+            .take_lease(
+                found.id,
+                &found.name,
+                LeaseHolder::Action(StackAction::Snapshot),
+            )
             .await?;
         let fence = stack_lease.fence();
         let ((mut stack, saved), stack_lease) = stack_lease

@@ -207,16 +207,17 @@ impl ClusterService {
         &self,
         caller: &Identity,
         name_or_id: &str,
-        recover: bool,
+        health: super::HealthAction,
         params: Map<String, Value>,
     ) -> Result<(Node, ClusterAction)> {
         let node = self.find_node(caller, name_or_id).await?;
         admit(ClusterOperation::UpdateNode(&node), caller)?;
-        let kind = if recover {
-            check_recover_params(&params)?;
-            ActionKind::NodeRecover
-        } else {
-            ActionKind::NodeCheck
+        let kind = match health {
+            super::HealthAction::Recover => {
+                check_recover_params(&params)?;
+                ActionKind::NodeRecover
+            }
+            super::HealthAction::Check => ActionKind::NodeCheck,
         };
         settled(&node)?;
         let action = self.submit_node_action(caller, &node, kind, params).await?;

@@ -28,7 +28,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::definition::ParsedStack;
 use super::executor::{RunTarget, snapshot};
-use super::{LeaseSeen, StackCaller, StackOperation, StackOperations, lease, stack_event};
+use super::{
+    LeaseHolder, LeaseSeen, StackCaller, StackOperation, StackOperations, lease, stack_event,
+};
 use crate::domain::template::StackIdentity;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
@@ -178,7 +180,7 @@ impl StackOperations {
         };
         let taken = self
             .shared
-            .take_lease_at(started.stack.id, kind.action().as_str(), start)
+            .take_lease_at(started.stack.id, LeaseHolder::Action(kind.action()), start)
             .await?;
         Ok(taken.map(|fence| started.held(self.shared.hold_lease(fence))))
     }
@@ -196,7 +198,7 @@ impl StackOperations {
         let plan = self.plan_update(&found, request).await?;
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, kind.action().as_str())
+            .take_lease(found.id, &found.name, LeaseHolder::Action(kind.action()))
             .await?;
         let fence = stack_lease.fence();
         let prepared = async {
