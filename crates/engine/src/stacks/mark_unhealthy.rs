@@ -202,8 +202,6 @@ impl StackOperations {
     }
 }
 
-/// The lease's operation while a mark is written.
-
 fn log_marked(stack: &Stack, changed: &Resource) {
     tracing::info!(
         stack_id = %stack.id,
