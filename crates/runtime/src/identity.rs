@@ -233,7 +233,9 @@ impl InternalCredential {
     }
 }
 
-fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
+/// Compares secrets in time independent of where they differ (a token,
+/// a credential): the length is not secret, the bytes are.
+pub fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
     if left.len() != right.len() {
         return false;
     }

@@ -32,16 +32,6 @@ use crate::resources::{
 };
 use crate::store::FencedTransition;
 
-/// Compares secrets in time independent of where they differ.
-fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
-    left.len() == right.len()
-        && left
-            .iter()
-            .zip(right)
-            .fold(0u8, |difference, (a, b)| difference | (a ^ b))
-            == 0
-}
-
 /// What a signal did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignalOutcome {
@@ -532,7 +522,7 @@ impl StackOperations {
             return Err(not_found());
         }
         let expected = signal_token(&resource).ok_or_else(not_found)?;
-        if !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
+        if !ember_runtime::identity::constant_time_eq(expected.as_bytes(), token.as_bytes()) {
             return Err(not_found());
         }
         match style {
@@ -583,7 +573,9 @@ impl StackOperations {
             .ok_or_else(unknown)?;
         let stack_matches =
             input("deploy_stack_id").is_some_and(|path| path.ends_with(&format!("/{}", stack.id)));
-        if !stack_matches || !constant_time_eq(expected.as_bytes(), token.as_bytes()) {
+        if !stack_matches
+            || !ember_runtime::identity::constant_time_eq(expected.as_bytes(), token.as_bytes())
+        {
             return Err(unknown());
         }
         let message = software
