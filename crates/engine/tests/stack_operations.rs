@@ -13,7 +13,7 @@ use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
 use ember_engine::store::signals::SqlWaitSignalStore;
 use ember_engine::store::{
-    LeaseRenewal, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore,
+    LeaseRenewal, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore, StopRequest,
     migrations::Migrator,
 };
 use ember_runtime::Identity;
@@ -659,13 +659,13 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     // renewal says so.
     assert!(
         store
-            .request_stack_stop(stack_id, now)
+            .request_stack_stop(stack_id, StopRequest::Delete, now)
             .await
             .expect("asked")
     );
     assert_eq!(
         store.renew_stack_lease(first, later).await.expect("renew"),
-        LeaseRenewal::StopRequested
+        LeaseRenewal::StopRequested(StopRequest::Delete)
     );
     let after_expiry = later + chrono::Duration::seconds(1);
     let second = store
@@ -716,7 +716,7 @@ async fn an_unexpired_lease_cannot_be_stolen_but_an_expired_one_can(database: &T
     );
     assert!(
         !store
-            .request_stack_stop(stack_id, now)
+            .request_stack_stop(stack_id, StopRequest::Delete, now)
             .await
             .expect("asked"),
         "no held lease, nothing to ask"

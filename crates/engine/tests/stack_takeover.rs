@@ -802,7 +802,44 @@ async fn a_delete_on_another_engine_stops_the_operation_and_deletes_the_tree(
     );
 }
 
+/// A cancel on engine B of an update engine A runs reaches A through the
+/// stack's lease: the update stops and rolls back, as a cancel on A does.
+async fn a_cancel_on_another_engine_rolls_the_update_back(database: &TestDatabase) {
+    let replicas = replicas(database).await;
+    let before = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: before}}\n";
+    let slow = "heat_template_version: 2021-04-16\nresources:\n  r: {type: OS::Heat::TestResource, properties: {value: before}}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: r\n    properties: {action_wait_secs: {create: 4}}\n  after_slow: {type: OS::Heat::None, depends_on: slow}\n";
+    let stack = replicas.created_on_a("cancelled", before).await;
+    replicas
+        .update_on_a(
+            &stack,
+            UpdateStack {
+                template: slow.into(),
+                ..UpdateStack::default()
+            },
+        )
+        .await;
+    reaches(&replicas.store, &stack, "slow", "CREATE_IN_PROGRESS").await;
+    replicas
+        .b
+        .cancel_update(&alice(), "cancelled")
+        .await
+        .expect("B's cancel is accepted");
+    let done = settled(&replicas.store, &stack).await;
+    assert_eq!(
+        done.stack_status(),
+        "ROLLBACK_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let names: Vec<String> = resource_states(&replicas.store, &stack)
+        .await
+        .into_keys()
+        .collect();
+    assert_eq!(names, ["r"], "what the cancelled update added is gone");
+}
+
 ember_runtime::store_suite!(
+    a_cancel_on_another_engine_rolls_the_update_back,
     a_delete_on_another_engine_stops_the_operation_and_deletes_the_tree,
     a_dead_engines_suspend_is_resumed_without_suspending_twice,
     a_dead_engines_restore_is_failed_with_why,

@@ -23,6 +23,7 @@ use uuid::Uuid;
 
 use super::failure::{RunFailure, RunResult};
 use crate::domain::Stack;
+pub use crate::store::StopRequest;
 
 /// How long an operation runs on a stack without `timeout_mins`
 /// (Heat's `stack_action_timeout`).
@@ -32,14 +33,16 @@ pub const DEFAULT_ACTION_TIMEOUT: Duration = Duration::from_secs(3600);
 /// stack.
 pub const STOP_WAIT: Duration = Duration::from_secs(30);
 
-/// The operations this engine runs that a delete may stop, by stack: a
-/// delete on this engine stops them here; one on another engine asks
-/// through the stack's lease, and the lease's heartbeat stops them (see
+/// The operations this engine runs that a delete may stop, and the
+/// updates a cancel may stop (they roll back), by stack: a request on
+/// this engine stops them here; one on another engine asks through the
+/// stack's lease, and the lease's heartbeat stops them (see
 /// [`crate::store::StackStore::request_stack_stop`]).
 #[derive(Clone, Default)]
 pub struct Stops {
     running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
     next: Arc<AtomicU64>,
+    updates: Arc<Mutex<BTreeMap<Uuid, CancellationToken>>>,
 }
 
 impl Stops {
@@ -68,6 +71,37 @@ impl Stops {
             .and_then(|running| running.get(&stack_id).map(|(_, token)| token.clone()))
             .map(|token| token.cancel())
             .is_some()
+    }
+
+    /// Registers the update running on `stack_id`, for a cancel to stop.
+    pub fn register_update(&self, stack_id: Uuid, cancel: CancellationToken) {
+        if let Ok(mut updates) = self.updates.lock() {
+            updates.insert(stack_id, cancel);
+        }
+    }
+
+    pub fn forget_update(&self, stack_id: Uuid) {
+        if let Ok(mut updates) = self.updates.lock() {
+            updates.remove(&stack_id);
+        }
+    }
+
+    /// Cancels the update of `stack_id` if this engine runs it.
+    pub fn cancel_update(&self, stack_id: Uuid) -> bool {
+        self.updates
+            .lock()
+            .ok()
+            .and_then(|updates| updates.get(&stack_id).cloned())
+            .map(|cancel| cancel.cancel())
+            .is_some()
+    }
+
+    /// Acts on a request another engine made through the lease.
+    pub fn act_on(&self, stack_id: Uuid, request: StopRequest) -> bool {
+        match request {
+            StopRequest::Delete => self.stop(stack_id),
+            StopRequest::CancelUpdate => self.cancel_update(stack_id),
+        }
     }
 }
 

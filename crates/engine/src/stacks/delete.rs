@@ -175,7 +175,11 @@ impl StackOperations {
                 // Another engine runs it: its lease's heartbeat stops it.
                 asked = self
                     .store()
-                    .request_stack_stop(stack.id, ember_runtime::time::now())
+                    .request_stack_stop(
+                        stack.id,
+                        crate::store::StopRequest::Delete,
+                        ember_runtime::time::now(),
+                    )
                     .await?;
             }
             if waited >= STOP_WAIT {

@@ -29,13 +29,12 @@ pub struct Shared {
     pub engine_id: Uuid,
     /// The lifecycle plugins called around root stack operations.
     pub plugins: super::plugins::PluginGate,
-    /// Updates this engine runs, so cancel_update can stop them.
-    pub running_updates: Mutex<BTreeMap<Uuid, tokio_util::sync::CancellationToken>>,
     /// How long a stack lease lives without its heartbeat.
     pub lease_ttl: std::time::Duration,
     /// How long an operation runs on a stack without `timeout_mins`.
     pub action_timeout: std::time::Duration,
-    /// The operations this engine runs that a delete may stop.
+    /// The operations this engine runs that a delete may stop, and the
+    /// updates a cancel may stop.
     pub stops: super::bounds::Stops,
     /// The region of Ember's catalog.
     pub region: String,
@@ -161,29 +160,6 @@ impl Shared {
     /// The guard of a lease [`Self::take_lease_at`] took.
     pub(crate) fn hold_lease(&self, fence: crate::store::LeaseFence) -> super::StackLease {
         super::StackLease::held(self.writer.clone(), &self.stops, fence, self.lease_ttl)
-    }
-
-    pub fn register_update(&self, stack_id: Uuid, cancel: tokio_util::sync::CancellationToken) {
-        if let Ok(mut running) = self.running_updates.lock() {
-            running.insert(stack_id, cancel);
-        }
-    }
-
-    pub fn forget_update(&self, stack_id: Uuid) {
-        if let Ok(mut running) = self.running_updates.lock() {
-            running.remove(&stack_id);
-        }
-    }
-
-    /// Cancels the update of `stack_id` if this engine runs it.
-    pub fn cancel_update(&self, stack_id: Uuid) -> bool {
-        match self.running_updates.lock() {
-            Ok(running) => running
-                .get(&stack_id)
-                .map(|cancel| cancel.cancel())
-                .is_some(),
-            Err(_) => false,
-        }
     }
 }
 

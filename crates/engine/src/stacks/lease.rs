@@ -266,9 +266,9 @@ async fn keep_alive(
         let expires_at = expiry_after(ember_runtime::time::now(), ttl);
         match store.renew_stack_lease(fence, expires_at).await {
             Ok(LeaseRenewal::Renewed) => {}
-            Ok(LeaseRenewal::StopRequested) => {
-                if stops.stop(fence.stack_id) {
-                    tracing::info!(stack_id = %fence.stack_id, "operation stopped: a delete on another engine asked");
+            Ok(LeaseRenewal::StopRequested(request)) => {
+                if stops.act_on(fence.stack_id, request) {
+                    tracing::info!(stack_id = %fence.stack_id, request = request.label(), "operation stopped: another engine asked");
                 }
             }
             // The operation ended (and released it) while this renewal

@@ -183,7 +183,6 @@ impl StackOperations {
                     writer,
                     engine_id,
                     plugins,
-                    running_updates: Default::default(),
                     lease_ttl,
                     action_timeout,
                     region,

@@ -295,7 +295,11 @@ impl NestedStackHost for StackOperations {
             && !self.shared.stops.stop(stack_id)
         {
             self.store()
-                .request_stack_stop(stack_id, ember_runtime::time::now())
+                .request_stack_stop(
+                    stack_id,
+                    crate::store::StopRequest::Delete,
+                    ember_runtime::time::now(),
+                )
                 .await
                 .map_err(failure)?;
         }

@@ -138,6 +138,8 @@ pub mod stack_leases {
         /// The generation a delete on another engine asked to stop (see
         /// [`crate::store::StackStore::request_stack_stop`]).
         pub stop_generation: Option<i64>,
+        /// What it asked ([`crate::store::StopRequest::label`]).
+        pub stop_kind: Option<String>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -50,10 +50,34 @@ pub struct LeaseFence {
 pub enum LeaseRenewal {
     /// Renewed.
     Renewed,
-    /// Renewed, and a delete asked its operation to stop.
-    StopRequested,
+    /// Renewed, and another engine asked this one to stop its operation.
+    StopRequested(StopRequest),
     /// The fence no longer holds: nothing was renewed.
     Lost,
+}
+
+/// What an engine asks of the one holding a stack's lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopRequest {
+    /// A delete: stop the operation (it does not roll back).
+    Delete,
+    /// `cancel_update`: cancel the update (it rolls back).
+    CancelUpdate,
+}
+
+impl StopRequest {
+    pub fn label(self) -> &'static str {
+        match self {
+            StopRequest::Delete => "DELETE",
+            StopRequest::CancelUpdate => "CANCEL_UPDATE",
+        }
+    }
+
+    pub fn parse(label: &str) -> Option<StopRequest> {
+        [StopRequest::Delete, StopRequest::CancelUpdate]
+            .into_iter()
+            .find(|request| request.label() == label)
+    }
 }
 
 impl LeaseFence {
@@ -473,9 +497,15 @@ pub trait StackStore: Send + Sync + 'static {
         expires_at: DateTime<Utc>,
     ) -> Result<LeaseRenewal>;
     /// Asks the engine holding the stack's lease at `now` to stop its
-    /// operation (a delete on another engine): the holder's next renewal
-    /// learns it. False when no lease is held.
-    async fn request_stack_stop(&self, stack_id: Uuid, now: DateTime<Utc>) -> Result<bool>;
+    /// operation as `request` says (a delete or a cancel on another
+    /// engine): the holder's next renewal learns it. False when no lease
+    /// is held.
+    async fn request_stack_stop(
+        &self,
+        stack_id: Uuid,
+        request: StopRequest,
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
     /// Releases the lease `fence` holds (a no-op once it no longer holds).
     /// The row stays, expired, so generations never repeat.
     async fn release_stack_lease(&self, fence: LeaseFence) -> Result<()>;

@@ -18,7 +18,8 @@ use super::entity::{events, resources, stack_leases, stack_update_origins, stack
 use super::rows;
 use super::{
     BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest, LeaseTake,
-    NewStack, OrphanCandidate, StackListQuery, StackStore, StartWrites, WriteBatch, lease_lost,
+    NewStack, OrphanCandidate, StackListQuery, StackStore, StartWrites, StopRequest, WriteBatch,
+    lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -504,14 +505,21 @@ impl StackStore for SqlStackStore {
             .await?;
         Ok(match renewed.first() {
             None => LeaseRenewal::Lost,
-            Some(lease) if lease.stop_generation == Some(lease.generation) => {
-                LeaseRenewal::StopRequested
-            }
+            Some(lease) if lease.stop_generation == Some(lease.generation) => lease
+                .stop_kind
+                .as_deref()
+                .and_then(StopRequest::parse)
+                .map_or(LeaseRenewal::Renewed, LeaseRenewal::StopRequested),
             Some(_) => LeaseRenewal::Renewed,
         })
     }
 
-    async fn request_stack_stop(&self, stack_id: Uuid, now: DateTime<Utc>) -> Result<bool> {
+    async fn request_stack_stop(
+        &self,
+        stack_id: Uuid,
+        request: StopRequest,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
         // The generation held now: a later take moves it on, so the
         // request never reaches the operation after this one.
         let asked = stack_leases::Entity::update_many()
@@ -519,6 +527,7 @@ impl StackStore for SqlStackStore {
                 stack_leases::Column::StopGeneration,
                 Expr::col(stack_leases::Column::Generation),
             )
+            .col_expr(stack_leases::Column::StopKind, Expr::value(request.label()))
             .filter(stack_leases::Column::StackId.eq(stack_id))
             .filter(stack_leases::Column::ExpiresAt.gt(now))
             .exec(&self.connection)
@@ -758,6 +767,7 @@ fn first_lease(
         generation: Set(LeaseFence::FIRST_GENERATION),
         holder: Set(None),
         stop_generation: Set(None),
+        stop_kind: Set(None),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Cancelling a running update: it stops and rolls back (always, whatever
-//! `disable_rollback` says).
+//! `disable_rollback` says) — here, or on the engine running it, which its
+//! lease's heartbeat tells (within a third of the lease's TTL).
 
 use ember_runtime::Identity;
 
@@ -17,9 +18,19 @@ impl StackOperations {
             StackCaller::User(identity),
         )
         .await?;
-        if !self.shared.cancel_update(stack.id) {
+        // Here, or by the engine running it, asked through the lease.
+        let asked = self.shared.stops.cancel_update(stack.id)
+            || self
+                .store()
+                .request_stack_stop(
+                    stack.id,
+                    crate::store::StopRequest::CancelUpdate,
+                    ember_runtime::time::now(),
+                )
+                .await?;
+        if !asked {
             return Err(Error::Conflict(format!(
-                "the update of stack {:?} is run by another engine or just finished: try again",
+                "the update of stack {:?} just finished: nothing to cancel",
                 stack.name
             )));
         }

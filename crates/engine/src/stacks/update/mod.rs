@@ -117,6 +117,7 @@ impl StackOperations {
         };
         let cancel = CancellationToken::new();
         self.shared
+            .stops
             .register_update(started.stack.id, cancel.clone());
         let run: super::Run = Box::pin(run_update(
             self.shared.clone(),

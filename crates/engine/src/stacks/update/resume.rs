@@ -39,7 +39,7 @@ pub(in crate::stacks) fn resume_update(
         before: None,
     };
     let cancel = CancellationToken::new();
-    shared.register_update(stack.id, cancel.clone());
+    shared.stops.register_update(stack.id, cancel.clone());
     Box::pin(run_update(
         shared,
         stack,

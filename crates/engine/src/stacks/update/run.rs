@@ -45,7 +45,7 @@ pub(super) async fn run_update(
     let passed = match passed {
         Ok(passed) => passed,
         Err(reason) => {
-            shared.forget_update(stack.id);
+            shared.stops.forget_update(stack.id);
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
             return;
         }
@@ -75,7 +75,7 @@ pub(super) async fn run_update(
         (outcome, _) => outcome,
     };
     if outcome.is_ok() {
-        shared.forget_update(stack.id);
+        shared.stops.forget_update(stack.id);
     }
     let operation = stack.action.as_str();
     let (failure, stack_lease) =
@@ -107,7 +107,7 @@ pub(super) async fn run_update(
         }
         (failure, _) => Err(failure),
     };
-    shared.forget_update(stack.id);
+    shared.stops.forget_update(stack.id);
     let (status, reason) = match crate::stacks::final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
         Err(stop) => {

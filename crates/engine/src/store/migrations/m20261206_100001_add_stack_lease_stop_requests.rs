@@ -1,8 +1,10 @@
-//! A stack lease may carry a stop request: a delete on one engine of a
-//! stack whose operation runs on another writes the generation it found
-//! held, and the holder's heartbeat, seeing its own generation asked,
-//! stops the operation. A later take moves the generation on, so a stale
-//! request never stops the next holder.
+//! A stack lease may carry a stop request: a delete (or an update's
+//! cancel) on one engine of a stack whose operation runs on another writes
+//! the generation it found held and what it asks (`stop_kind`: `DELETE`
+//! stops the operation, `CANCEL_UPDATE` cancels an update, which rolls
+//! back), and the holder's heartbeat, seeing its own generation asked,
+//! acts on it. A later take moves the generation on, so a stale request
+//! never reaches the next holder.
 
 use sea_orm_migration::prelude::*;
 
@@ -13,11 +15,13 @@ pub struct Migration;
 enum StackLeases {
     Table,
     StopGeneration,
+    StopKind,
 }
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        // One column per statement: SQLite alters one at a time.
         manager
             .alter_table(
                 Table::alter()
@@ -29,17 +33,28 @@ impl MigrationTrait for Migration {
                     )
                     .to_owned(),
             )
-            .await
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+            .await?;
         manager
             .alter_table(
                 Table::alter()
                     .table(StackLeases::Table)
-                    .drop_column(StackLeases::StopGeneration)
+                    .add_column(ColumnDef::new(StackLeases::StopKind).string_len(16).null())
                     .to_owned(),
             )
             .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        for column in [StackLeases::StopKind, StackLeases::StopGeneration] {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(StackLeases::Table)
+                        .drop_column(column)
+                        .to_owned(),
+                )
+                .await?;
+        }
+        Ok(())
     }
 }
