@@ -577,6 +577,43 @@ async fn a_deployment_group_deploys_to_each_server_and_gathers_their_outputs() {
     );
     assert_eq!(output("codes").await, json!({"web": 0, "db": 0}));
 
+    // Heat's older name of the group is taken (hidden: not listed), and
+    // its member's nested stack is shown as the resource's while it is made.
+    let old_name = create(
+        &heat,
+        "old-name",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {
+                "web": {"type": "OS::Heat::None"},
+                "deploys": {"type": "OS::Heat::SoftwareDeployments",
+                    "properties": {"servers": {"web": {"get_resource": "web"}},
+                                   "signal_transport": "NO_SIGNAL"}}},
+            "outputs": {"codes": {"value": {"get_attr": ["deploys", "deploy_status_codes"]}}},
+        }),
+    )
+    .await;
+    let done = heat.wait_until_settled(&old_name).await;
+    assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
+    let deploys = heat
+        .get(&format!("{old_name}/resources/deploys"))
+        .await
+        .body["resource"]
+        .clone();
+    assert!(
+        deploys["links"]
+            .as_array()
+            .is_some_and(|links| links.iter().any(|link| link["rel"] == "nested")),
+        "{deploys}"
+    );
+    let listed = heat.get("/resource_types").await.body;
+    assert!(
+        !listed
+            .to_string()
+            .contains("OS::Heat::SoftwareDeployments\""),
+        "{listed}"
+    );
+
     // A server id that is not a string fails the stack, naming it.
     let bad = create(
         &heat,

@@ -20,6 +20,10 @@ use crate::domain::Resource;
 
 pub const SOFTWARE_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::SoftwareDeploymentGroup";
 pub const STRUCTURED_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::StructuredDeploymentGroup";
+/// Heat's older names of the groups, hidden (not listed) but still taken
+/// (Heat's `SoftwareDeployments` / `StructuredDeployments`).
+pub const SOFTWARE_DEPLOYMENTS_TYPE: &str = "OS::Heat::SoftwareDeployments";
+pub const STRUCTURED_DEPLOYMENTS_TYPE: &str = "OS::Heat::StructuredDeployments";
 
 /// The member attributes gathered into maps by server name.
 const GATHERED: [(&str, &str); 3] = [

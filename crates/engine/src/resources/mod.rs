@@ -421,6 +421,9 @@ pub trait ResourceType: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct ResourceTypeRegistry {
     types: BTreeMap<String, Arc<dyn ResourceType>>,
+    /// Older names still taken but not listed (Heat's hidden types), and
+    /// the type each stands for.
+    hidden: BTreeMap<&'static str, &'static str>,
     /// Implements every resource whose type is a template file.
     template_resource: Arc<dyn ResourceType>,
     /// Where the engine installs itself for nested stacks.
@@ -437,6 +440,7 @@ impl ResourceTypeRegistry {
         let nested_stack_host = NestedStackHostSlot::default();
         let mut registry = ResourceTypeRegistry {
             types: BTreeMap::new(),
+            hidden: BTreeMap::new(),
             template_resource: Arc::new(nested::TemplateResource::new(nested_stack_host.clone())),
             nested_stack_host: nested_stack_host.clone(),
             wait_conditions: None,
@@ -550,6 +554,14 @@ impl ResourceTypeRegistry {
         self.register(Arc::new(deployment_group::DeploymentGroup::structured(
             self.nested_stack_host.clone(),
         )));
+        self.hidden.insert(
+            deployment_group::SOFTWARE_DEPLOYMENTS_TYPE,
+            deployment_group::SOFTWARE_DEPLOYMENT_GROUP_TYPE,
+        );
+        self.hidden.insert(
+            deployment_group::STRUCTURED_DEPLOYMENTS_TYPE,
+            deployment_group::STRUCTURED_DEPLOYMENT_GROUP_TYPE,
+        );
         self.software = Some(software);
         self
     }
@@ -575,6 +587,11 @@ impl ResourceTypeRegistry {
     pub fn get(&self, type_name: &str) -> Option<&Arc<dyn ResourceType>> {
         self.types
             .get(type_name)
+            .or_else(|| {
+                self.hidden
+                    .get(type_name)
+                    .and_then(|current| self.types.get(*current))
+            })
             .or_else(|| is_template_file(type_name).then_some(&self.template_resource))
     }
 
@@ -594,6 +611,16 @@ impl ResourceTypeRegistry {
 mod tests {
     use super::*;
     use crate::domain::StackAction;
+
+    #[test]
+    fn every_type_that_makes_a_nested_stack_is_known_as_one() {
+        let registry = ResourceTypeRegistry::builtin();
+        for name in registry.names() {
+            let nested = registry.get(name).expect("registered").is_nested_stack();
+            assert_eq!(makes_nested_stack(name), nested, "{name}");
+        }
+        assert!(makes_nested_stack("members.yaml"));
+    }
 
     #[test]
     fn derived_ids_are_stable_per_row_and_kind_and_differ_otherwise() {
