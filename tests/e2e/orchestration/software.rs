@@ -683,6 +683,17 @@ async fn a_deployed_server_is_a_target_ember_does_not_create() {
     // The agent (with its own token) reads its deployments there.
     let configs = agent_metadata(&heat, &server).await;
     assert_eq!(configs[0]["config"], "#!/bin/sh\necho hi");
+    // And the server resource's own metadata carries them, as Heat keeps
+    // them there for the agent's heat collector.
+    let metadata = heat
+        .get(&format!("{stack}/resources/server/metadata"))
+        .await
+        .body;
+    let deployments = metadata["metadata"]["deployments"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no deployments in {metadata}"));
+    assert_eq!(deployments.len(), 1, "{metadata}");
+    assert_eq!(deployments[0]["config"], "#!/bin/sh\necho hi");
 
     // A transport Ember cannot serve fails by name.
     let bad = create(

@@ -421,6 +421,17 @@ impl SoftwareService {
             .await
     }
 
+    /// The configs of `server_id`'s deployments in `project_id`, as
+    /// [`Self::server_metadata`] gives them, for the server resource's own
+    /// metadata (`deployments`, what Heat's collector reads).
+    pub async fn project_server_configs(
+        &self,
+        project_id: &str,
+        server_id: &str,
+    ) -> Result<Vec<SoftwareConfig>> {
+        self.store.server_configs(Some(project_id), server_id).await
+    }
+
     /// An agent's signal with a deployment's outputs (Heat's
     /// signal_software_deployment): decides an IN_PROGRESS deployment once
     /// (a second signal finds it decided and changes nothing). Returns

@@ -28,6 +28,13 @@ pub struct OutputValue {
     pub value: std::result::Result<Value, String>,
 }
 
+/// The types whose resources are servers a deployment targets.
+const SERVER_TYPES: [&str; 3] = [
+    "OS::Nova::Server",
+    "Ember::Compute::Instance",
+    "OS::Heat::DeployedServer",
+];
+
 #[derive(Debug, Clone)]
 pub struct StackDetails {
     pub stack: Stack,
@@ -221,6 +228,41 @@ impl StackOperations {
                     stack.name
                 ))
             })?;
+        // A server's metadata carries its deployments' configs, as Heat
+        // keeps them there for the agent's `heat` collector.
+        if SERVER_TYPES.contains(&view.resource.type_name.as_str())
+            && let (Some(software), Some(server_id)) = (
+                self.shared.registry.software(),
+                view.resource.physical_id.as_deref(),
+            )
+        {
+            let configs = software
+                .project_server_configs(&stack.project_id, server_id)
+                .await?;
+            if !configs.is_empty() {
+                let deployments: Vec<Value> = configs
+                    .into_iter()
+                    .map(|config| {
+                        serde_json::json!({
+                            "id": config.id.to_string(),
+                            "name": config.name,
+                            "group": config.group,
+                            "config": config.config,
+                            "inputs": config.inputs,
+                            "outputs": config.outputs,
+                            "options": config.options,
+                            "creation_time": config.created_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                        })
+                    })
+                    .collect();
+                if !view.resource.metadata.is_object() {
+                    view.resource.metadata = Value::Object(Map::new());
+                }
+                if let Some(metadata) = view.resource.metadata.as_object_mut() {
+                    metadata.insert("deployments".to_owned(), Value::Array(deployments));
+                }
+            }
+        }
         // A wait condition handle's metadata is the signals it received,
         // by id, as Heat shows it.
         if let (Some(style), Some(conditions), Some(handle_id)) = (
