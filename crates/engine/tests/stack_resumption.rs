@@ -114,6 +114,16 @@ async fn replicas_powering(
     latency: Duration,
     power_latency: Duration,
 ) -> Replicas {
+    replicas_timed(database, latency, power_latency, Duration::from_secs(3600)).await
+}
+
+/// As [`replicas_powering`], whose operations end at `action_timeout`.
+async fn replicas_timed(
+    database: &TestDatabase,
+    latency: Duration,
+    power_latency: Duration,
+    action_timeout: Duration,
+) -> Replicas {
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
         .expect("migrated");
@@ -157,6 +167,7 @@ async fn replicas_powering(
             Arc::new(registry),
             StackSettings {
                 lease_ttl: Duration::from_secs(3),
+                action_timeout,
                 ..StackSettings::default()
             },
         );
@@ -980,6 +991,43 @@ echo $deploy_action"}
       actions: [SUSPEND, RESUME]
 "##;
 
+/// A deployment whose server never answers, cut short by the stack's
+/// timeout, fails `Deployment cancelled.` (Heat's handle_create_cancel):
+/// it does not wait forever in the server's metadata.
+async fn a_deployment_cut_short_by_the_timeout_fails(database: &TestDatabase) {
+    let replicas = replicas_timed(
+        database,
+        Duration::from_millis(5),
+        Duration::from_millis(5),
+        Duration::from_secs(2),
+    )
+    .await;
+    let template = DEPLOYED.replace("      actions: [SUSPEND, RESUME]\n", "");
+    let stack = replicas.create_on_a("unanswered", &template, true).await;
+    let failed = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        failed.stack_status(),
+        "CREATE_FAILED",
+        "{}",
+        failed.status_reason
+    );
+    assert!(
+        failed.status_reason.contains("CREATE timed out"),
+        "{}",
+        failed.status_reason
+    );
+    let deployments = replicas
+        .a
+        .software
+        .store()
+        .list_deployments(Some("project-a"), Some("server-1"))
+        .await
+        .expect("deployments");
+    assert_eq!(deployments.len(), 1, "{deployments:?}");
+    assert_eq!(deployments[0].status, DeploymentStatus::Failed);
+    assert_eq!(deployments[0].status_reason, "Deployment cancelled.");
+}
+
 /// The deployment of `deploy` in `stack`.
 async fn deployment_of(store: &Arc<dyn StackStore>, stack: &Stack) -> uuid::Uuid {
     uuid::Uuid::parse_str(&physical_id(store, stack, "deploy").await).expect("a deployment id")
@@ -1597,6 +1645,7 @@ async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &
 }
 
 ember_runtime::store_suite!(
+    a_deployment_cut_short_by_the_timeout_fails,
     a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_server_that_fails_to_build_after_a_take_over_fails_the_stack_with_its_reason,

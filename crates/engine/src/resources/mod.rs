@@ -233,6 +233,14 @@ pub trait ResourceType: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The action under way on `current` was cut short (the stack's
+    /// timeout, a delete stopping the operation): Heat's
+    /// `handle_<action>_cancel`. Nothing by default.
+    async fn cancel(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let _ = current;
+        Ok(())
+    }
+
     /// Takes an existing physical resource into the stack (a template's
     /// `external_id`): `adopted` is the row with the external id as its
     /// physical id. The id must name something **of the stack's project**

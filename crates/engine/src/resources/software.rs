@@ -1129,6 +1129,18 @@ impl ResourceType for DeploymentResource {
         &self.schema
     }
 
+    /// The deployment still waiting for its server fails: its action was
+    /// cut short (Heat's handle_<action>_cancel).
+    async fn cancel(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        let id = current
+            .data
+            .get("deployment_id")
+            .and_then(Value::as_str)
+            .and_then(|id| uuid::Uuid::parse_str(id).ok())
+            .unwrap_or_else(|| super::derived_id(current.stack_id, current.id, DEPLOYMENT_KIND));
+        self.software.cancel_deployment(id).await.map_err(failure)
+    }
+
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         let mut outcome = self.run_action(request, None, "CREATE").await?;
         if let Value::Object(data) = &mut outcome.data {

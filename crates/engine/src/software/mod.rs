@@ -388,6 +388,26 @@ impl SoftwareService {
         Ok(updated)
     }
 
+    /// Fails deployment `id` if it still waits for its server (Heat's
+    /// `Deployment cancelled.`): the resource's action was cut short.
+    pub async fn cancel_deployment(&self, id: Uuid) -> Result<()> {
+        let change = DeploymentChange {
+            status: Some(DeploymentStatus::Failed),
+            status_reason: Some("Deployment cancelled.".to_owned()),
+            only_if_status: Some(DeploymentStatus::InProgress),
+            ..DeploymentChange::default()
+        };
+        if self
+            .store
+            .update_deployment(None, id, &change)
+            .await?
+            .is_some()
+        {
+            self.waiters.wake(&deployment_key(id));
+        }
+        Ok(())
+    }
+
     pub async fn delete_deployment(&self, identity: &Identity, id: &str) -> Result<()> {
         let uuid = parse_id("software deployment", id)?;
         if self

@@ -180,6 +180,7 @@ async fn run_action(
         }
     });
     let outcome = within_bounds(
+        (&shared, &target),
         walking,
         shared.operation_timeout(&stack),
         &stop,

@@ -21,8 +21,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::executor::{RunTarget, Shared};
 use super::failure::{RunFailure, RunResult};
-use crate::domain::Stack;
+use crate::domain::{ActionStatus, Resource, Stack};
 pub use crate::store::StopRequest;
 
 /// How long an operation runs on a stack without `timeout_mins`
@@ -141,21 +142,66 @@ pub(crate) fn operation_timeout(stack: &Stack, default: Duration) -> Duration {
 }
 
 /// Runs `running` until it ends, the stack's timeout passes (failed with
-/// `timed_out`), or a delete stops it (failed, saying so).
+/// `timed_out`), or a delete stops it (failed, saying so). When it is cut
+/// short, the resources of `in_flight` whose action was under way are
+/// told ([`cancel_in_flight`]).
 pub(crate) async fn within_bounds(
+    in_flight: (&Shared, &RunTarget),
     running: impl Future<Output = RunResult>,
     timeout: Duration,
     stop: &StopSignal,
     timed_out: &str,
     operation: &str,
 ) -> RunResult {
+    match until_cut(running, timeout, stop, timed_out, operation).await {
+        Ok(outcome) => outcome,
+        Err(cut) => {
+            cancel_in_flight(in_flight.0, in_flight.1).await;
+            Err(RunFailure::Failed(cut))
+        }
+    }
+}
+
+/// `running`'s outcome, or why it was cut short.
+async fn until_cut(
+    running: impl Future<Output = RunResult>,
+    timeout: Duration,
+    stop: &StopSignal,
+    timed_out: &str,
+    operation: &str,
+) -> Result<RunResult, String> {
     tokio::select! {
         outcome = tokio::time::timeout(timeout, running) => {
-            outcome.unwrap_or_else(|_| Err(RunFailure::Failed(timed_out.to_owned())))
+            outcome.map_err(|_| timed_out.to_owned())
         }
-        () = stop.token.cancelled() => Err(RunFailure::Failed(format!(
+        () = stop.token.cancelled() => Err(format!(
             "{operation} stopped: the stack is being deleted"
-        ))),
+        )),
+    }
+}
+
+/// Tells each resource whose action was under way when its run was cut
+/// short (Heat's `handle_<action>_cancel`): a software deployment still
+/// waiting for its server fails, `Deployment cancelled.`.
+async fn cancel_in_flight(shared: &Shared, target: &RunTarget) {
+    let in_flight: Vec<Resource> = target
+        .resources
+        .lock()
+        .map(|resources| {
+            resources
+                .values()
+                .filter(|resource| resource.status == ActionStatus::InProgress)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    for resource in in_flight {
+        let Some(resource_type) = shared.registry.get(&resource.type_name) else {
+            continue;
+        };
+        if let Err(error) = resource_type.cancel(&resource).await {
+            tracing::warn!(stack_id = %resource.stack_id, resource = %resource.name, %error, "cannot cancel a resource's action cut short");
+        }
     }
 }
 
@@ -183,7 +229,7 @@ mod tests {
         let stops = Stops::default();
         let signal = stops.register(Uuid::new_v4());
         let endless = std::future::pending::<RunResult>();
-        let timed_out = within_bounds(
+        let timed_out = until_cut(
             endless,
             Duration::from_millis(10),
             &signal,
@@ -191,9 +237,18 @@ mod tests {
             "CREATE",
         )
         .await;
-        assert_eq!(timed_out.unwrap_err().reason(), "CREATE timed out");
+        assert_eq!(timed_out.unwrap_err(), "CREATE timed out");
+        let quick = until_cut(
+            async { Ok(()) },
+            Duration::from_secs(60),
+            &signal,
+            "CREATE timed out",
+            "CREATE",
+        )
+        .await;
+        assert!(matches!(quick, Ok(Ok(()))));
         signal.token.cancel();
-        let stopped = within_bounds(
+        let stopped = until_cut(
             std::future::pending::<RunResult>(),
             Duration::from_secs(60),
             &signal,
@@ -202,7 +257,7 @@ mod tests {
         )
         .await;
         assert_eq!(
-            stopped.unwrap_err().reason(),
+            stopped.unwrap_err(),
             "CREATE stopped: the stack is being deleted"
         );
     }

@@ -222,6 +222,7 @@ pub(super) async fn run_create(
         }
     };
     let outcome = within_bounds(
+        (&shared, &target),
         running,
         shared.operation_timeout(&stack),
         &stop,
@@ -258,6 +259,7 @@ pub(super) async fn run_create(
                 // The rollback's own post-operations come with the create's, below.
                 rollback_plugins = Some(rollback_passed);
                 let rolled_back = within_bounds(
+                    (&shared, &target),
                     executor::delete_resources(
                         shared.clone(),
                         target.clone(),
@@ -309,6 +311,7 @@ pub(super) async fn run_create_rollback(
     let stop = shared.stops.register(stack.id);
     let operation = StackAction::Rollback.as_str();
     let outcome = within_bounds(
+        (&shared, &target),
         rolling_back,
         shared.operation_timeout(&stack),
         &stop,

@@ -92,6 +92,7 @@ async fn run_rollback(
     let stop = shared.stops.register(stack.id);
     let operation = StackAction::Rollback.as_str();
     let outcome = within_bounds(
+        (&shared, &target),
         update_resources(
             shared.clone(),
             target.clone(),

@@ -55,6 +55,7 @@ pub(super) async fn run_update(
         |parsed| parsed.graph.clone(),
     );
     let outcome = within_bounds(
+        (&shared, &target),
         update_resources(
             shared.clone(),
             target.clone(),
