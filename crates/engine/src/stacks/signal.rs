@@ -168,16 +168,30 @@ impl StackOperations {
                 row.type_name == AUTOSCALING_GROUP_TYPE
                     && (row.physical_id.as_deref() == Some(settings.group.as_str())
                         || row.name == settings.group)
-            })
-            .ok_or_else(|| {
-                invalid_settings(
-                    &policy,
-                    format!(
-                        "auto_scaling_group_id {:?} names no {AUTOSCALING_GROUP_TYPE} of stack {:?}",
-                        settings.group, stack.name
-                    ),
-                )
-            })?;
+            });
+        let Some(group) = group else {
+            // An operation that began since the stack was read (a delete,
+            // an update replacing the group) moved the rows on: the
+            // caller retries, as for any busy stack.
+            let now = self.store().get_stack(stack.id).await?;
+            if now.as_ref().is_none_or(|now| {
+                now.status == crate::domain::ActionStatus::InProgress
+                    || now.updated_at != stack.updated_at
+                    || now.deleted_at.is_some()
+            }) {
+                return Err(Error::Conflict(format!(
+                    "stack {:?} is busy: an operation began while the signal was read (try again when it finishes)",
+                    stack.name
+                )));
+            }
+            return Err(invalid_settings(
+                &policy,
+                format!(
+                    "auto_scaling_group_id {:?} names no {AUTOSCALING_GROUP_TYPE} of stack {:?}",
+                    settings.group, stack.name
+                ),
+            ));
+        };
         let nested = match group.physical_id.as_deref().map(uuid::Uuid::parse_str) {
             Some(Ok(nested_id)) => self.store().get_stack(nested_id).await?,
             _ => None,
