@@ -1,8 +1,9 @@
 //! The gRPC server bootstrap every internal service uses: a pre-bound
 //! listener (and, in `ember dev`, an in-process link beside it), health
 //! (`grpc.health.v1`) and reflection (v1 and v1alpha, so grpcurl 1.8 works)
-//! next to the service's own routes, a trace and timeout stack, and a
-//! graceful drain when the shutdown token is cancelled.
+//! next to the service's own routes, a trace and timeout stack, a
+//! graceful drain when the shutdown token is cancelled, and the transport's
+//! limits (headers, windows, the largest reply).
 
 use std::time::Duration;
 

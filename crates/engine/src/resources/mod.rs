@@ -157,6 +157,15 @@ pub struct LockRequest {
     pub reason: Option<String>,
 }
 
+/// The types of compute servers (`with_compute` registers them).
+pub const COMPUTE_SERVER_TYPES: [&str; 2] = ["OS::Nova::Server", "Ember::Compute::Instance"];
+
+/// Whether a resource of `type_name` is a server a software deployment
+/// targets: a compute server, or a deployed (pre-existing) one.
+pub fn is_deployment_target(type_name: &str) -> bool {
+    COMPUTE_SERVER_TYPES.contains(&type_name) || type_name == deployed_server::DEPLOYED_SERVER_TYPE
+}
+
 /// Which way a maintenance lock moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockChange {
@@ -478,7 +487,7 @@ impl ResourceTypeRegistry {
     /// `Ember::Compute::Instance`) backed by `instances`.
     pub fn with_compute(instances: Arc<crate::instances::InstanceService>) -> ResourceTypeRegistry {
         let mut registry = ResourceTypeRegistry::builtin();
-        for type_name in ["OS::Nova::Server", "Ember::Compute::Instance"] {
+        for type_name in COMPUTE_SERVER_TYPES {
             registry.register(Arc::new(server::ServerResource::new(
                 type_name,
                 instances.clone(),

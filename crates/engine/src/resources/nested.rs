@@ -3,7 +3,9 @@
 //! file, or an environment alias of one; its properties are the nested
 //! template's parameters and its attributes the nested stack's outputs).
 //! Both are real stacks with a parent; the engine runs them through the
-//! [`NestedStackHost`] it installs when it starts.
+//! [`NestedStackHost`] it installs when it starts. A nested output that
+//! cannot be resolved is kept in the resource's data, and a `get_attr` of
+//! it is that error (Heat's TemplateOutputError).
 
 use std::sync::{Arc, OnceLock, Weak};
 

@@ -4,13 +4,16 @@
 //! running on it — as Heat's delete of a stack in progress does — instead
 //! of waiting for it (a stack that cannot finish is never stuck).
 //!
-//! With several engines, the delete may be on another engine than the
-//! operation: it then asks through the stack's lease row, and the
-//! holder's heartbeat stops the run (within a third of the lease's TTL).
+//! With several engines, the delete — or an update's cancel — may be on
+//! another engine than the operation: it then asks through the stack's
+//! lease row, and the holder's heartbeat acts on it (within a third of the
+//! lease's TTL).
 //!
 //! A stopped operation fails (`<ACTION> stopped: the stack is being
 //! deleted`) without rolling back — the delete that stopped it removes
-//! what it made — and releases the lease for the delete to take.
+//! what it made — and releases the lease for the delete to take. Either
+//! way an operation is cut short, the resources whose action was under
+//! way are told (`ResourceType::cancel`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -24,7 +27,7 @@ use uuid::Uuid;
 use super::executor::{RunTarget, Shared};
 use super::failure::{RunFailure, RunResult};
 use crate::domain::{ActionStatus, Resource, Stack};
-pub use crate::store::StopRequest;
+use crate::store::StopRequest;
 
 /// How long an operation runs on a stack without `timeout_mins`
 /// (Heat's `stack_action_timeout`).

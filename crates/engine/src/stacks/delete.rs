@@ -158,6 +158,10 @@ impl StackOperations {
         let started = Instant::now();
         let mut stopped = false;
         let mut asked = false;
+        // When the stop was last asked through the lease (a lease held by
+        // nobody — an engine that went away — is asked again once a
+        // second, not on every poll).
+        let mut last_ask: Option<Instant> = None;
         let mut current = (stack, lease_seen);
         loop {
             // A run registers as it starts: a stop may have to be asked again.
@@ -171,8 +175,13 @@ impl StackOperations {
                 return Ok(current);
             }
             let waited = started.elapsed();
-            if !stopped && !asked && waited >= NOT_HERE {
+            if !stopped
+                && !asked
+                && waited >= NOT_HERE
+                && last_ask.is_none_or(|at| at.elapsed() >= NOT_HERE)
+            {
                 // Another engine runs it: its lease's heartbeat stops it.
+                last_ask = Some(Instant::now());
                 asked = self
                     .store()
                     .request_stack_stop(

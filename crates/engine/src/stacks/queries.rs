@@ -1,6 +1,7 @@
 //! Read-side operations: a stack with its outputs and parameters, its
-//! resources with who requires them, its events, its template and
-//! resource type schemas.
+//! resources with who requires them (a nested stack's id shown from the
+//! moment it exists, a server's deployments in its metadata), its events,
+//! its template and resource type schemas.
 
 use std::collections::BTreeMap;
 
@@ -27,13 +28,6 @@ pub struct OutputValue {
     /// `Err` holds why the value cannot be resolved now.
     pub value: std::result::Result<Value, String>,
 }
-
-/// The types whose resources are servers a deployment targets.
-const SERVER_TYPES: [&str; 3] = [
-    "OS::Nova::Server",
-    "Ember::Compute::Instance",
-    "OS::Heat::DeployedServer",
-];
 
 #[derive(Debug, Clone)]
 pub struct StackDetails {
@@ -230,7 +224,7 @@ impl StackOperations {
             })?;
         // A server's metadata carries its deployments' configs, as Heat
         // keeps them there for the agent's `heat` collector.
-        if SERVER_TYPES.contains(&view.resource.type_name.as_str())
+        if crate::resources::is_deployment_target(&view.resource.type_name)
             && let (Some(software), Some(server_id)) = (
                 self.shared.registry.software(),
                 view.resource.physical_id.as_deref(),

@@ -37,7 +37,7 @@ impl StackOperations {
         let Some(quotas) = self.shared.quotas.get() else {
             return Ok(());
         };
-        let kept = self.store().list_snapshots(stack.id).await?.len() as u64;
+        let kept = self.store().count_snapshots(stack.id).await?;
         quotas
             .admit_size(
                 &stack.project_id,

@@ -475,6 +475,8 @@ pub trait StackStore: Send + Sync + 'static {
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;
     /// A stack's snapshots, oldest first.
     async fn list_snapshots(&self, stack_id: Uuid) -> Result<Vec<crate::domain::StackSnapshot>>;
+    /// How many snapshots a stack has (for its quota).
+    async fn count_snapshots(&self, stack_id: Uuid) -> Result<u64>;
     async fn get_snapshot(
         &self,
         stack_id: Uuid,

@@ -62,6 +62,23 @@ pub async fn list(connection: &impl ConnectionTrait, stack_id: Uuid) -> Result<V
     rows.iter().map(snapshot_of).collect()
 }
 
+/// How many snapshots `stack_id` has (their data is not read).
+pub async fn count(connection: &impl ConnectionTrait, stack_id: Uuid) -> Result<u64> {
+    let backend = connection.get_database_backend();
+    let row = connection
+        .query_one_raw(statement(
+            backend,
+            "SELECT COUNT(*) AS n FROM stack_snapshots WHERE stack_id = $1",
+            vec![stack_id.into()],
+        ))
+        .await?;
+    let count: i64 = match row {
+        Some(row) => row.try_get("", "n")?,
+        None => 0,
+    };
+    Ok(u64::try_from(count).unwrap_or_default())
+}
+
 pub async fn get(
     connection: &impl ConnectionTrait,
     stack_id: Uuid,

@@ -401,6 +401,10 @@ impl StackStore for SqlStackStore {
         super::snapshots::list(&self.reader, stack_id).await
     }
 
+    async fn count_snapshots(&self, stack_id: Uuid) -> Result<u64> {
+        super::snapshots::count(&self.reader, stack_id).await
+    }
+
     async fn get_snapshot(
         &self,
         stack_id: Uuid,
