@@ -946,3 +946,99 @@ async fn network_entries_that_name_what_the_server_has_keep_its_ports_as_heat_do
     );
     engine.delete(&demo, "swapped").await;
 }
+
+/// Heat's own functional test's template (`test_encryption_vol_type`),
+/// with the encryption shown as an output.
+const ENCRYPTED_TYPE: &str = r#"
+heat_template_version: 2015-04-30
+parameters:
+  cipher: {type: string, default: aes-xts-plain64}
+  key_size: {type: number, default: 512}
+  type_name: {type: string, default: LUKS}
+resources:
+  my_volume_type:
+    type: OS::Cinder::VolumeType
+    properties: {name: {get_param: type_name}, is_public: false, projects: [demo]}
+  my_encrypted_vol_type:
+    type: OS::Cinder::EncryptedVolumeType
+    properties:
+      provider: nova.volume.encryptors.luks.LuksEncryptor
+      control_location: front-end
+      cipher: {get_param: cipher}
+      key_size: {get_param: key_size}
+      volume_type: {get_resource: my_volume_type}
+outputs:
+  encryption: {value: {get_attr: [my_encrypted_vol_type, show]}}
+  type_id: {value: {get_resource: my_volume_type}}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_volume_type_and_its_encryption_are_made_changed_in_place_and_deleted() {
+    let (engine, _database) = engine().await;
+    let admin = Identity::new("admin", "admin", vec!["admin".to_owned()]);
+    let stack = engine.created(&admin, "luks", ENCRYPTED_TYPE).await;
+    let type_id = engine.output(&stack, "type_id").await;
+    let encryption = engine.output(&stack, "encryption").await;
+    assert_eq!(encryption["volume_type_id"], type_id);
+    assert_eq!(encryption["key_size"], json!(512));
+    assert_eq!(encryption["cipher"], json!("aes-xts-plain64"));
+    // Shared with demo (private, so no one else sees it).
+    let type_id = type_id.as_str().expect("an id").to_owned();
+    let seen = |project: &str| {
+        engine
+            .cloud
+            .with(|world| world.get(project, Kind::VolumeType, &type_id).is_some())
+    };
+    assert!(seen("admin") && seen("demo") && !seen("alt"));
+
+    // Changed in place: the same type, the encryption's new fields.
+    let stack = engine
+        .updated(
+            &admin,
+            "luks",
+            &[("cipher", json!("aes-cbc-essiv")), ("key_size", json!(256))],
+        )
+        .await;
+    assert_eq!(engine.output(&stack, "type_id").await, json!(type_id));
+    let encryption = engine.output(&stack, "encryption").await;
+    assert_eq!(encryption["key_size"], json!(256));
+    assert_eq!(encryption["cipher"], json!("aes-cbc-essiv"));
+
+    // Names are unique in the cloud, as Cinder keeps them.
+    let taken = engine.create(&admin, "again", ENCRYPTED_TYPE).await;
+    assert_eq!(taken.stack_status(), "CREATE_FAILED");
+    assert!(
+        taken
+            .status_reason
+            .contains("Volume Type LUKS already exists."),
+        "{}",
+        taken.status_reason
+    );
+    engine.delete(&admin, "again").await;
+    // Another project cannot encrypt the private type.
+    let outsider = format!(
+        r#"
+heat_template_version: 2015-04-30
+resources:
+  encryption:
+    type: OS::Cinder::EncryptedVolumeType
+    properties: {{provider: luks, volume_type: {type_id}}}
+"#
+    );
+    let refused = engine.create(&member("alt"), "outsider", &outsider).await;
+    assert_eq!(refused.stack_status(), "CREATE_FAILED");
+    assert!(
+        refused
+            .status_reason
+            .contains(&format!("The VolumeType ({type_id}) could not be found.")),
+        "{}",
+        refused.status_reason
+    );
+
+    engine.delete(&admin, "luks").await;
+    assert_eq!(
+        engine.count("admin", Kind::VolumeType),
+        0,
+        "the type is gone"
+    );
+}

@@ -1,9 +1,11 @@
 //! Cinder (block storage): volumes — made (empty, from an image, a
 //! snapshot, another volume or a backup), read, grown, retyped, renamed,
-//! made read-only and deleted. A volume Ember makes carries Ember's id in
+//! made read-only and deleted — and volume types (`volume_types`). A volume Ember makes carries Ember's id in
 //! its metadata, which Cinder filters on, so a create that is tried again
 //! finds it. Attaching a volume to a server is asked of Nova
 //! ([`crate::nova::Nova::attach_volume`]), as Heat does.
+
+mod volume_types;
 
 use std::collections::BTreeMap;
 
@@ -13,6 +15,8 @@ use serde_json::{Map, Value, json};
 use crate::error::{Error, Result, Service};
 use crate::microversion::Microversion;
 use crate::session::{Call, Session, segment};
+
+pub use volume_types::{Encryption, VolumeType, VolumeTypeFields};
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct Volume {

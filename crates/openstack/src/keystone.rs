@@ -99,6 +99,40 @@ impl Keystone {
         }
     }
 
+    /// The ids of the projects `name_or_id` may name, as Heat's keystone
+    /// plugin looks: the project of that id alone if there is one, else
+    /// those of that name the caller may see (several, in several
+    /// domains; none, when there is no such project).
+    pub async fn project_ids(&self, name_or_id: &str) -> Result<Vec<String>> {
+        if let Some(answer) = self
+            .session
+            .call_found(Call::get(
+                Service::Identity,
+                format!("/projects/{}", segment(name_or_id)),
+            ))
+            .await?
+        {
+            let project: Value = answer.json()?;
+            if let Some(id) = project["project"]["id"].as_str() {
+                return Ok(vec![id.to_owned()]);
+            }
+        }
+        let answer: Value = self
+            .session
+            .call(Call::get(Service::Identity, "/projects").query("name", name_or_id))
+            .await?
+            .json()?;
+        Ok(answer["projects"]
+            .as_array()
+            .map(|projects| {
+                projects
+                    .iter()
+                    .filter_map(|project| project["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
     /// Deletes the trust; one already gone is deleted.
     pub async fn delete_trust(&self, trust_id: &str) -> Result<()> {
         self.session

@@ -56,6 +56,7 @@ pub enum Kind {
     KeyPair,
     ServerGroup,
     Image,
+    VolumeType,
 }
 
 impl Kind {
@@ -72,6 +73,7 @@ impl Kind {
             Kind::KeyPair => "key pair",
             Kind::ServerGroup => "server group",
             Kind::Image => "image",
+            Kind::VolumeType => "volume type",
         }
     }
 
@@ -102,10 +104,21 @@ impl Object {
         self.project == CLOUD_PROJECT
             || self.fields.get("shared") == Some(&Value::Bool(true))
             || self.fields.get("visibility").and_then(Value::as_str) == Some("public")
+            || self.fields.get("os-volume-type-access:is_public") == Some(&Value::Bool(true))
     }
 
     pub fn visible_to(&self, project: &str) -> bool {
-        self.project == project || self.shared()
+        self.project == project || self.shared() || self.granted_to(project)
+    }
+
+    /// A private volume type is shared with the projects it names.
+    fn granted_to(&self, project: &str) -> bool {
+        self.kind == Kind::VolumeType
+            && self
+                .fields
+                .get("access_projects")
+                .and_then(Value::as_array)
+                .is_some_and(|projects| projects.iter().any(|granted| granted == project))
     }
 }
 
@@ -163,6 +176,18 @@ impl World {
     /// The object `id`, whoever owns it (for the rows that made it).
     pub fn get_any(&self, id: &str) -> Option<&Object> {
         self.objects.get(id)
+    }
+
+    /// The objects of `kind` named `name`, whoever owns them (for names a
+    /// service keeps unique across the cloud).
+    pub fn named_anywhere<'a>(
+        &'a self,
+        kind: Kind,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Object> + 'a {
+        self.objects
+            .values()
+            .filter(move |object| object.kind == kind && object.name() == name)
     }
 
     pub fn fields_mut(&mut self, id: &str) -> Option<&mut Map<String, Value>> {
@@ -358,6 +383,18 @@ impl World {
                 fields.insert("status".to_owned(), json!("available"));
                 fields.insert("size".to_owned(), json!(1));
                 fields.insert("attachments".to_owned(), json!([]));
+                self.insert(Object {
+                    id: id.clone(),
+                    project: owner.to_owned(),
+                    kind,
+                    fields,
+                });
+            }
+            Kind::VolumeType => {
+                // The cloud's own types are public.
+                fields.insert("is_public".to_owned(), json!(true));
+                fields.insert("os-volume-type-access:is_public".to_owned(), json!(true));
+                fields.insert("extra_specs".to_owned(), json!({}));
                 self.insert(Object {
                     id: id.clone(),
                     project: owner.to_owned(),
@@ -716,6 +753,21 @@ impl World {
             Kind::Image => {
                 if object.fields.get("protected") == Some(&json!(true)) {
                     return Err(format!("Image {id} is protected and cannot be deleted."));
+                }
+            }
+            Kind::VolumeType => {
+                let in_use = self.objects.values().any(|volume| {
+                    volume.kind == Kind::Volume
+                        && volume
+                            .fields
+                            .get("volume_type")
+                            .and_then(Value::as_str)
+                            .is_some_and(|volume_type| {
+                                volume_type == id || volume_type == object.name()
+                            })
+                });
+                if in_use {
+                    return Err("Target volume type is still in use.".to_owned());
                 }
             }
             Kind::SecurityGroup | Kind::KeyPair | Kind::ServerGroup => {}

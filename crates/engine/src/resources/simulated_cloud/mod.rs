@@ -1,7 +1,8 @@
 //! The simulated backend's twins of the openstack types — networks,
 //! subnets, ports, routers and their interfaces, security groups and
 //! rules, floating IPs and their associations, volumes and attachments,
-//! key pairs, server groups, images, and the `AWS::` twins — acting on the
+//! volume types and their encryption, key pairs, server groups, images,
+//! and the `AWS::` twins — acting on the
 //! simulated cloud ([`SimulatedCloud`]) instead of a real one, so a
 //! template written for Heat on OpenStack runs unchanged on `ember dev`.
 //!
@@ -51,6 +52,8 @@ enum Twin {
     KeyPair,
     ServerGroup,
     WebImage,
+    VolumeType,
+    EncryptedVolumeType,
 }
 
 impl Twin {
@@ -75,6 +78,8 @@ impl Twin {
             "OS::Nova::KeyPair" => Twin::KeyPair,
             "OS::Nova::ServerGroup" => Twin::ServerGroup,
             "OS::Glance::WebImage" => Twin::WebImage,
+            "OS::Cinder::VolumeType" => Twin::VolumeType,
+            "OS::Cinder::EncryptedVolumeType" => Twin::EncryptedVolumeType,
             _ => return None,
         })
     }
@@ -132,6 +137,8 @@ impl SimulatedType {
                 Twin::KeyPair => compute::key_pair(&mut make),
                 Twin::ServerGroup => compute::server_group(&mut make),
                 Twin::WebImage => compute::image(&mut make),
+                Twin::VolumeType => storage::volume_type(&mut make),
+                Twin::EncryptedVolumeType => storage::encrypted_volume_type(&mut make),
             }
         })?;
         let mut attributes = made.attributes;
@@ -170,6 +177,7 @@ impl ResourceType for SimulatedType {
                 floating::remove_association(world, current)
             }
             Twin::VolumeAttachment(_) => storage::remove_attachment(world, current),
+            Twin::EncryptedVolumeType => storage::remove_encryption(world, current),
             _ => remove_made(world, current),
         })
     }

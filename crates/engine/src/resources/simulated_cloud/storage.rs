@@ -2,7 +2,8 @@
 //! simulated cloud: a volume read and checked by the openstack type's own
 //! spec, shown as Cinder shows it; an attachment makes the volume
 //! `in-use` on a device of the server, and a volume still attached cannot
-//! be deleted.
+//! be deleted. Volume types and their encryption too (Cinder's policy
+//! keeps those to admins; the simulated cloud does not check roles).
 
 use serde_json::{Map, Value, json};
 
@@ -12,6 +13,7 @@ use crate::domain::Resource;
 use crate::resources::ResourceFailure;
 use crate::resources::openstack::cinder::Dialect;
 use crate::resources::openstack::cinder::volume::spec::{VolumeSpec, attributes};
+use crate::resources::openstack::cinder::volume_type::TypeSpec;
 
 /// `OS::Cinder::Volume`, `AWS::EC2::Volume`.
 pub(super) fn volume(make: &mut Make<'_>, dialect: Dialect) -> Result<Made, ResourceFailure> {
@@ -240,6 +242,125 @@ pub(super) fn remove_attachment(
             .is_none_or(Vec::is_empty);
         if detached {
             fields.insert("status".to_owned(), json!("available"));
+        }
+    }
+    Ok(())
+}
+
+/// `OS::Cinder::VolumeType`: a type whose name no other type in the cloud
+/// has (Cinder keeps them unique), public or shared with the projects
+/// named, its extra specs as given.
+pub(super) fn volume_type(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
+    let spec = TypeSpec::read(make.properties())?;
+    let id = make.id("volume type");
+    if make
+        .world
+        .named_anywhere(Kind::VolumeType, &spec.name)
+        .any(|other| other.id != id)
+    {
+        return Err(ResourceFailure(format!(
+            "Volume Type {} already exists.",
+            spec.name
+        )));
+    }
+    let encryption = make
+        .existing(&id)
+        .and_then(|existing| existing.fields.get("encryption").cloned());
+    let mut fields = Map::new();
+    fields.insert("id".to_owned(), json!(id));
+    fields.insert("name".to_owned(), json!(spec.name));
+    fields.insert("description".to_owned(), json!(spec.description));
+    fields.insert("is_public".to_owned(), json!(spec.is_public));
+    fields.insert(
+        "os-volume-type-access:is_public".to_owned(),
+        json!(spec.is_public),
+    );
+    fields.insert("extra_specs".to_owned(), json!(spec.extra_specs));
+    // Heat names projects by name or id; the simulated cloud has no
+    // Keystone, so they are taken as given.
+    let access: Vec<&String> = if spec.is_public {
+        Vec::new()
+    } else {
+        spec.projects.iter().collect()
+    };
+    fields.insert("access_projects".to_owned(), json!(access));
+    if let Some(encryption) = encryption {
+        fields.insert("encryption".to_owned(), encryption);
+    }
+    make.insert(&id, Kind::VolumeType, fields.clone());
+    Ok(Made::object(&id, shown_type(&fields)))
+}
+
+/// What Cinder shows of a type (Ember's own bookkeeping left out).
+fn shown_type(fields: &Map<String, Value>) -> Map<String, Value> {
+    let mut shown = fields.clone();
+    shown.remove("access_projects");
+    shown.remove("encryption");
+    shown
+}
+
+/// `OS::Cinder::EncryptedVolumeType`: the encryption of the type named,
+/// kept on the type (one per type, as Cinder keeps it).
+pub(super) fn encrypted_volume_type(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
+    let name_or_id = make
+        .text("volume_type")
+        .ok_or_else(|| ResourceFailure("Property volume_type not assigned".to_owned()))?;
+    let type_id = make.find(Kind::VolumeType, &name_or_id).map_err(|_| {
+        ResourceFailure(format!("The VolumeType ({name_or_id}) could not be found."))
+    })?;
+    let row = make.request.resource_id.to_string();
+    let owner = make
+        .world
+        .get_any(&type_id)
+        .and_then(|volume_type| volume_type.fields.get("encryption"))
+        .and_then(|encryption| encryption.get("ember_row"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if owner.is_some_and(|owner| owner != row) {
+        return Err(ResourceFailure(format!(
+            "Volume type encryption for type {type_id} already exists."
+        )));
+    }
+    let properties = make.properties();
+    let field = |name: &str| properties.get(name).cloned().unwrap_or(Value::Null);
+    let encryption = json!({
+        "volume_type_id": type_id,
+        "encryption_id": make.request.derived_id("encryption").to_string(),
+        "provider": field("provider"),
+        "control_location": field("control_location"),
+        "cipher": field("cipher"),
+        "key_size": field("key_size"),
+        "deleted": false,
+        "ember_row": row,
+    });
+    make.world
+        .fields_mut(&type_id)
+        .ok_or_else(|| {
+            ResourceFailure(format!("The VolumeType ({name_or_id}) could not be found."))
+        })?
+        .insert("encryption".to_owned(), encryption.clone());
+    let mut shown = encryption.as_object().cloned().unwrap_or_default();
+    shown.remove("ember_row");
+    Ok(Made::object(&type_id, shown))
+}
+
+/// Takes the type's encryption away (the row's only: the type is not).
+pub(super) fn remove_encryption(
+    world: &mut World,
+    current: &Resource,
+) -> Result<(), ResourceFailure> {
+    let Some(type_id) = current.physical_id.as_deref() else {
+        return Ok(());
+    };
+    let row = current.id.to_string();
+    if let Some(fields) = world.fields_mut(type_id) {
+        let ours = fields
+            .get("encryption")
+            .and_then(|encryption| encryption.get("ember_row"))
+            .and_then(Value::as_str)
+            == Some(row.as_str());
+        if ours {
+            fields.remove("encryption");
         }
     }
     Ok(())

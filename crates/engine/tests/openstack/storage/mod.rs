@@ -7,6 +7,7 @@
 mod attachments;
 mod images;
 mod key_pairs_and_groups;
+mod volume_types;
 mod volumes;
 
 use std::future::Future;

@@ -1,7 +1,8 @@
 //! Cinder types and their AWS twins: volumes (`OS::Cinder::Volume`,
 //! `AWS::EC2::Volume`) and their attachments to servers
 //! (`OS::Cinder::VolumeAttachment`, `AWS::EC2::VolumeAttachment`), which
-//! are asked of Nova as Heat does.
+//! are asked of Nova as Heat does — and volume types and their encryption
+//! (`OS::Cinder::VolumeType`, `OS::Cinder::EncryptedVolumeType`).
 //!
 //! Each twin shares its OpenStack type's implementation and differs only
 //! where Heat's does ([`Dialect`]): property names, defaults, attributes,
@@ -11,6 +12,7 @@
 mod attach;
 mod attachment;
 pub(crate) mod volume;
+pub(crate) mod volume_type;
 
 use std::sync::Arc;
 
@@ -34,10 +36,13 @@ pub enum Dialect {
 /// The schemas of the Cinder types and their `AWS::` twins, with no cloud
 /// behind them (the simulated backend's twins share them).
 pub fn schemas() -> Vec<ResourceTypeSchema> {
-    [Dialect::OpenStack, Dialect::Aws]
+    let mut schemas: Vec<ResourceTypeSchema> = [Dialect::OpenStack, Dialect::Aws]
         .into_iter()
         .flat_map(|dialect| [volume::spec::schema(dialect), attachment::schema(dialect)])
-        .collect()
+        .collect();
+    schemas.push(volume_type::schema());
+    schemas.push(volume_type::encrypted_schema());
+    schemas
 }
 
 pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
@@ -51,6 +56,12 @@ pub fn register(registry: &mut ResourceTypeRegistry, cloud: &Cloud) {
             cloud.clone(),
         )));
     }
+    registry.register(Arc::new(volume_type::VolumeTypeResource::new(
+        cloud.clone(),
+    )));
+    registry.register(Arc::new(volume_type::EncryptedVolumeTypeResource::new(
+        cloud.clone(),
+    )));
 }
 
 /// Cinder (and the session it came from) as the owner of `stack_id`.
