@@ -1028,6 +1028,73 @@ async fn a_deployment_cut_short_by_the_timeout_fails(database: &TestDatabase) {
     assert_eq!(deployments[0].status_reason, "Deployment cancelled.");
 }
 
+/// A deployment group (its members in a nested stack) that begins late
+/// in the root's timeout: when the root is cut short, the nested stack's
+/// run is stopped with it — not left to its own timeout — and its
+/// deployments fail `Deployment cancelled.` (Heat's
+/// `test_deployments_timeout_failed`).
+async fn a_nested_stack_is_cut_short_with_its_timed_out_parent(database: &TestDatabase) {
+    let replicas = replicas_timed(
+        database,
+        Duration::from_millis(5),
+        Duration::from_millis(5),
+        Duration::from_secs(3),
+    )
+    .await;
+    let template = r##"heat_template_version: 2021-04-16
+resources:
+  config:
+    type: OS::Heat::SoftwareConfig
+    properties: {config: "#!/bin/sh\necho hello"}
+  first:
+    type: OS::Heat::TestResource
+    properties: {action_wait_secs: {create: 2}}
+  deploys:
+    type: OS::Heat::SoftwareDeploymentGroup
+    depends_on: first
+    properties:
+      config: {get_resource: config}
+      servers: {'0': server-1, '1': server-1}
+"##;
+    let stack = replicas.create_on_a("grouped", template, true).await;
+    let failed = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        failed.stack_status(),
+        "CREATE_FAILED",
+        "{}",
+        failed.status_reason
+    );
+    let cut_at = std::time::Instant::now();
+    // The nested stack began ~2 s after its parent: its own timeout is
+    // ~2 s away, and it is stopped well before that.
+    let nested = replicas
+        .store
+        .list_child_stacks(stack.id)
+        .await
+        .expect("nested stacks");
+    assert_eq!(nested.len(), 1, "{nested:?}");
+    let nested = settled(&replicas.store, nested[0].id).await;
+    assert!(
+        cut_at.elapsed() < Duration::from_millis(1500),
+        "the nested stack ran on for {:?}",
+        cut_at.elapsed()
+    );
+    assert_eq!(nested.stack_status(), "CREATE_FAILED");
+    assert_eq!(nested.status_reason, "Stack CREATE cancelled");
+    let deployments = replicas
+        .a
+        .software
+        .store()
+        .list_deployments(Some("project-a"), Some("server-1"))
+        .await
+        .expect("deployments");
+    assert_eq!(deployments.len(), 2, "{deployments:?}");
+    for deployment in deployments {
+        assert_eq!(deployment.status, DeploymentStatus::Failed);
+        assert_eq!(deployment.status_reason, "Deployment cancelled.");
+    }
+}
+
 /// The deployment of `deploy` in `stack`.
 async fn deployment_of(store: &Arc<dyn StackStore>, stack: &Stack) -> uuid::Uuid {
     uuid::Uuid::parse_str(&physical_id(store, stack, "deploy").await).expect("a deployment id")
@@ -1646,6 +1713,7 @@ async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &
 
 ember_runtime::store_suite!(
     a_deployment_cut_short_by_the_timeout_fails,
+    a_nested_stack_is_cut_short_with_its_timed_out_parent,
     a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_server_that_fails_to_build_after_a_take_over_fails_the_stack_with_its_reason,

@@ -13,12 +13,16 @@
 //! deleted`) without rolling back — the delete that stopped it removes
 //! what it made — and releases the lease for the delete to take. Either
 //! way an operation is cut short, the resources whose action was under
-//! way are told (`ResourceType::cancel`).
+//! way are told (`ResourceType::cancel`), and the operation of a nested
+//! stack under way beneath one of them is stopped too (`Stack <ACTION>
+//! cancelled`, without rolling back: Heat's `handle_<action>_cancel` of a
+//! nested-stack resource), so nothing under a timed-out stack keeps
+//! running.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -27,6 +31,7 @@ use uuid::Uuid;
 use super::executor::{RunTarget, Shared};
 use super::failure::{RunFailure, RunResult};
 use crate::domain::{ActionStatus, Resource, Stack};
+use crate::resources::{NESTED_STACK_KIND, derived_id};
 use crate::store::StopRequest;
 
 /// How long an operation runs on a stack without `timeout_mins`
@@ -44,37 +49,68 @@ pub const STOP_WAIT: Duration = Duration::from_secs(30);
 /// [`crate::store::StackStore::request_stack_stop`]).
 #[derive(Clone, Default)]
 pub struct Stops {
-    running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
+    running: Arc<Mutex<BTreeMap<Uuid, Running>>>,
     next: Arc<AtomicU64>,
     updates: Arc<Mutex<BTreeMap<Uuid, CancellationToken>>>,
+}
+
+/// Why a run was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A delete of the stack stopped it.
+    Delete,
+    /// The operation of the stack's parent was cut short (its timeout, a
+    /// delete) while it made or changed this nested stack.
+    ParentCut,
+}
+
+/// One run's registration: its serial (a later run of the same stack
+/// replaces it), its token, and why it was stopped (the first reason).
+#[derive(Clone)]
+struct Running {
+    serial: u64,
+    token: CancellationToken,
+    reason: Arc<OnceLock<StopReason>>,
 }
 
 impl Stops {
     /// Registers the run of an operation on `stack_id`; the signal
     /// forgets it when dropped.
     pub fn register(&self, stack_id: Uuid) -> StopSignal {
-        let serial = self.next.fetch_add(1, Ordering::Relaxed);
-        let token = CancellationToken::new();
+        let run = Running {
+            serial: self.next.fetch_add(1, Ordering::Relaxed),
+            token: CancellationToken::new(),
+            reason: Arc::new(OnceLock::new()),
+        };
         if let Ok(mut running) = self.running.lock() {
-            running.insert(stack_id, (serial, token.clone()));
+            running.insert(stack_id, run.clone());
         }
         StopSignal {
             running: self.running.clone(),
             stack_id,
-            serial,
-            token,
+            run,
         }
     }
 
-    /// Stops the operation this engine runs on `stack_id`; false when it
-    /// runs none there (another engine's, or none at all).
+    /// Stops the operation this engine runs on `stack_id` for a delete;
+    /// false when it runs none there (another engine's, or none at all).
     pub fn stop(&self, stack_id: Uuid) -> bool {
-        self.running
+        self.stop_for(stack_id, StopReason::Delete)
+    }
+
+    /// Stops the operation this engine runs on `stack_id`, saying why.
+    pub fn stop_for(&self, stack_id: Uuid, reason: StopReason) -> bool {
+        let run = self
+            .running
             .lock()
             .ok()
-            .and_then(|running| running.get(&stack_id).map(|(_, token)| token.clone()))
-            .map(|token| token.cancel())
-            .is_some()
+            .and_then(|running| running.get(&stack_id).cloned());
+        let Some(run) = run else {
+            return false;
+        };
+        let _ = run.reason.set(reason);
+        run.token.cancel();
+        true
     }
 
     /// Registers the update running on `stack_id`, for a cancel to stop.
@@ -109,18 +145,28 @@ impl Stops {
     }
 }
 
-/// One run's stop: cancelled when a delete stops the operation.
+/// One run's stop: cancelled when a delete, or its parent's cut, stops
+/// the operation.
 pub struct StopSignal {
-    running: Arc<Mutex<BTreeMap<Uuid, (u64, CancellationToken)>>>,
+    running: Arc<Mutex<BTreeMap<Uuid, Running>>>,
     stack_id: Uuid,
-    serial: u64,
-    token: CancellationToken,
+    run: Running,
 }
 
 impl StopSignal {
-    /// Whether a delete stopped the operation (it then does not roll back).
+    /// Whether the operation was stopped (it then does not roll back).
     pub fn stopped(&self) -> bool {
-        self.token.is_cancelled()
+        self.run.token.is_cancelled()
+    }
+
+    /// Why the operation failed when it was stopped.
+    fn stopped_because(&self, operation: &str) -> String {
+        match self.run.reason.get() {
+            Some(StopReason::ParentCut) => format!("Stack {operation} cancelled"),
+            Some(StopReason::Delete) | None => {
+                format!("{operation} stopped: the stack is being deleted")
+            }
+        }
     }
 }
 
@@ -129,7 +175,7 @@ impl Drop for StopSignal {
         if let Ok(mut running) = self.running.lock()
             && running
                 .get(&self.stack_id)
-                .is_some_and(|(serial, _)| *serial == self.serial)
+                .is_some_and(|run| run.serial == self.run.serial)
         {
             running.remove(&self.stack_id);
         }
@@ -177,15 +223,15 @@ async fn until_cut(
         outcome = tokio::time::timeout(timeout, running) => {
             outcome.map_err(|_| timed_out.to_owned())
         }
-        () = stop.token.cancelled() => Err(format!(
-            "{operation} stopped: the stack is being deleted"
-        )),
+        () = stop.run.token.cancelled() => Err(stop.stopped_because(operation)),
     }
 }
 
 /// Tells each resource whose action was under way when its run was cut
 /// short (Heat's `handle_<action>_cancel`): a software deployment still
-/// waiting for its server fails, `Deployment cancelled.`.
+/// waiting for its server fails, `Deployment cancelled.`; the operation of
+/// a nested stack this engine runs beneath one is stopped (and cuts its
+/// own resources the same way).
 async fn cancel_in_flight(shared: &Shared, target: &RunTarget) {
     let in_flight: Vec<Resource> = target
         .resources
@@ -202,6 +248,10 @@ async fn cancel_in_flight(shared: &Shared, target: &RunTarget) {
         let Some(resource_type) = shared.registry.get(&resource.type_name) else {
             continue;
         };
+        if resource_type.is_nested_stack() {
+            let nested = derived_id(resource.stack_id, resource.id, NESTED_STACK_KIND);
+            shared.stops.stop_for(nested, StopReason::ParentCut);
+        }
         if let Err(error) = resource_type.cancel(&resource).await {
             tracing::warn!(stack_id = %resource.stack_id, resource = %resource.name, %error, "cannot cancel a resource's action cut short");
         }
@@ -250,7 +300,7 @@ mod tests {
         )
         .await;
         assert!(matches!(quick, Ok(Ok(()))));
-        signal.token.cancel();
+        signal.run.token.cancel();
         let stopped = until_cut(
             std::future::pending::<RunResult>(),
             Duration::from_secs(60),
@@ -263,5 +313,20 @@ mod tests {
             stopped.unwrap_err(),
             "CREATE stopped: the stack is being deleted"
         );
+        // A nested stack stopped because its parent's run was cut.
+        let nested = Uuid::new_v4();
+        let signal = stops.register(nested);
+        assert!(stops.stop_for(nested, StopReason::ParentCut));
+        // A later reason does not replace the first.
+        assert!(stops.stop(nested));
+        let cancelled = until_cut(
+            std::future::pending::<RunResult>(),
+            Duration::from_secs(60),
+            &signal,
+            "UPDATE timed out",
+            "UPDATE",
+        )
+        .await;
+        assert_eq!(cancelled.unwrap_err(), "Stack UPDATE cancelled");
     }
 }

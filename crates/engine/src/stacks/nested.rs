@@ -208,6 +208,12 @@ impl NestedStackHost for StackOperations {
         .map_err(failure)?;
         super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)
             .map_err(failure)?;
+        // A nested stack runs within its parent's timeout, as in Heat
+        // (its own run is also stopped when the parent's is cut short).
+        let timeout_mins = self
+            .nested_stack(owner.stack_id)
+            .await?
+            .and_then(|parent| parent.timeout_mins);
         let now = ember_runtime::time::now();
         let stack = Stack {
             id,
@@ -220,7 +226,7 @@ impl NestedStackHost for StackOperations {
             status_reason: "Stack CREATE started".to_owned(),
             description: parsed.template.description.clone().unwrap_or_default(),
             tags: Vec::new(),
-            timeout_mins: None,
+            timeout_mins,
             // The parent decides about rollback.
             disable_rollback: true,
             created_at: now,
