@@ -7,6 +7,7 @@
 mod clusters;
 mod driver;
 mod instances;
+mod networks;
 mod stacks;
 
 use ember_tests::containers::{ContainerEngine, ENGINE_DEADLINE};

@@ -180,6 +180,14 @@ pub trait ComputeDriver: Send + Sync + 'static {
         None
     }
 
+    /// The container engine the machines run on: the docker driver's, so
+    /// the docker twins of the network and volume types
+    /// (`crate::resources::docker_cloud`) make the container networks and
+    /// volumes its containers use. `None` for the other drivers.
+    fn docker_engine(&self) -> Option<Arc<docker::DockerEngine>> {
+        None
+    }
+
     /// What the cloud shows of the machine (`None`: nothing beyond the
     /// instance's record, or no machine).
     async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {

@@ -201,6 +201,12 @@ impl InstanceService {
         self.driver.simulated_cloud()
     }
 
+    /// The container engine behind the driver's machines, on the docker
+    /// backend (see [`ComputeDriver::docker_engine`]).
+    pub fn docker_engine(&self) -> Option<Arc<crate::compute::docker::DockerEngine>> {
+        self.driver.docker_engine()
+    }
+
     pub fn driver_name(&self) -> &'static str {
         self.driver.name()
     }

@@ -8,6 +8,7 @@ mod aws_instance;
 mod delay;
 mod deployed_server;
 mod deployment_group;
+mod docker_cloud;
 mod group_members;
 mod instance_group;
 mod nested;
@@ -504,6 +505,11 @@ impl ResourceTypeRegistry {
         // openstack backend's types replace these: `with_cloud`).
         if let Some(cloud) = instances.simulated_cloud() {
             simulated_cloud::register(&mut registry, &cloud);
+        }
+        // On the docker backend, networks, ports and volumes are the
+        // container engine's (see `docker_cloud`).
+        if let Some(engine) = instances.docker_engine() {
+            docker_cloud::register(&mut registry, &engine, &instances);
         }
         registry
     }

@@ -23,12 +23,16 @@
 //! unless `pull = "missing"`; a missing image is a build failure naming it.
 
 pub mod config;
+mod engine;
+pub mod objects;
 mod prepare;
+pub mod remount;
 pub mod spec;
 mod state;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -40,24 +44,32 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use tokio::sync::OnceCell;
 use tracing::{info, warn};
 use uuid::Uuid;
 
 pub use config::{DEFAULT_DOCKER_HOST, DockerComputeConfig, PullPolicy};
+pub use engine::DockerEngine;
 pub use spec::{INSTANCE_ID_LABEL, PROJECT_ID_LABEL, container_name};
 
 use super::flavors::Flavor;
-use super::{BuildAttempt, ComputeDriver, ComputeError, MachinePower, MachineState};
+use super::{
+    BuildAttempt, ComputeDriver, ComputeError, MachineDetails, MachinePower, MachineState,
+};
 use crate::domain::instance::Instance;
 use crate::domain::instance::placement::Placement;
 
 pub struct DockerDriver {
-    config: DockerComputeConfig,
-    /// Made at the first call that succeeds in connecting.
-    client: OnceCell<Docker>,
-    /// Set once the network is known to exist.
-    network_ready: AtomicBool,
+    /// The connection and configuration, shared with the docker backend's
+    /// networks, ports and volumes (`crate::resources::docker_cloud`).
+    engine: Arc<DockerEngine>,
+}
+
+impl std::ops::Deref for DockerDriver {
+    type Target = DockerEngine;
+
+    fn deref(&self) -> &DockerEngine {
+        &self.engine
+    }
 }
 
 /// A container operation besides create.
@@ -82,45 +94,13 @@ impl Operation {
 
 impl DockerDriver {
     pub fn new(config: DockerComputeConfig) -> Result<DockerDriver, String> {
-        config.validate()?;
         Ok(DockerDriver {
-            config,
-            client: OnceCell::new(),
-            network_ready: AtomicBool::new(false),
+            engine: Arc::new(DockerEngine::new(config)?),
         })
     }
+}
 
-    fn failure(&self, what: &str, error: &bollard::errors::Error) -> ComputeError {
-        ComputeError(format!(
-            "{what}: {}",
-            state::describe(error, &self.config.docker_host)
-        ))
-    }
-
-    /// The connected client (connecting, and agreeing on an API version
-    /// both sides speak, at the first call).
-    async fn client(&self) -> Result<&Docker, ComputeError> {
-        self.client
-            .get_or_try_init(|| async {
-                let host = &self.config.docker_host;
-                let timeout = self.config.api_timeout.as_secs().max(1);
-                let connected = if host.starts_with("unix://") {
-                    Docker::connect_with_unix(host, timeout, bollard::API_DEFAULT_VERSION)
-                } else {
-                    Docker::connect_with_http(host, timeout, bollard::API_DEFAULT_VERSION)
-                };
-                let docker = connected.map_err(|error| {
-                    self.failure("cannot connect to the container engine", &error)
-                })?;
-                let docker = docker.negotiate_version().await.map_err(|error| {
-                    self.failure("cannot connect to the container engine", &error)
-                })?;
-                info!(docker_host = %host, "connected to the container engine");
-                Ok(docker)
-            })
-            .await
-    }
-
+impl DockerEngine {
     /// Lists containers. Podman names some passing states in ways the
     /// Docker API does not ("stopped" between a container's exit and its
     /// clean-up), which no Docker client can decode: such an answer is
@@ -257,6 +237,7 @@ impl DockerDriver {
         instance: &Instance,
         flavor: &Flavor,
         attempt: BuildAttempt,
+        endpoints: &[spec::Endpoint],
     ) -> Result<String, ComputeError> {
         // A build that runs again (after a restart, or taken over by
         // another engine) finds what an earlier try made, whatever it was
@@ -276,7 +257,10 @@ impl DockerDriver {
                 name: Some(name.clone()),
                 ..CreateContainerOptions::default()
             };
-            let body = spec::container_body(&self.config, instance, flavor);
+            let body = spec::with_endpoints(
+                spec::container_body(&self.config, instance, flavor),
+                endpoints,
+            );
             let error = match docker.create_container(Some(options), body).await {
                 Ok(created) => return Ok(created.id),
                 Err(error) => error,
@@ -296,7 +280,11 @@ impl DockerDriver {
                 self.missing_image(docker, instance, &error).await?;
                 continue;
             }
-            if message.contains("network") && !tried_network && !self.config.network.is_empty() {
+            if message.contains("network")
+                && !tried_network
+                && endpoints.is_empty()
+                && !self.config.network.is_empty()
+            {
                 // Removed behind our back since we made sure of it.
                 tried_network = true;
                 self.network_ready.store(false, Ordering::Release);
@@ -309,27 +297,42 @@ impl DockerDriver {
 }
 
 /// What a container cannot honour of a placement, named: it runs on the
-/// engine's container network, with no key pairs, volumes to boot from or
-/// zones. Scheduler hints are hints (Nova, too, ignores those it does not
-/// know), and the `default` security group is what a container has.
+/// engine's container network or on the project's container networks its
+/// `networks` name (by network, subnet or port, with a fixed IPv4 address),
+/// with no key pairs, volumes to boot from, zones or device tags.
+/// Scheduler hints are hints (Nova, too, ignores those it does not know),
+/// and the `default` security group is what a container has.
 fn unplaceable(placement: &Placement) -> Result<(), String> {
-    let refused: Vec<&str> = placement
+    let mut refused: Vec<String> = placement
         .given()
         .into_iter()
         .filter(|given| match *given {
-            "scheduler_hints" => false,
+            "scheduler_hints" | "networks" => false,
             "security_groups" => placement
                 .security_groups
                 .iter()
                 .any(|group| group != "default"),
             _ => true,
         })
+        .map(str::to_owned)
         .collect();
+    for (index, network) in placement.networks.iter().enumerate() {
+        if network.tag.is_some() {
+            refused.push(format!("networks[{index}].tag"));
+        }
+        if let Some(fixed_ip) = &network.fixed_ip
+            && fixed_ip.parse::<std::net::Ipv4Addr>().is_err()
+        {
+            refused.push(format!(
+                "networks[{index}].fixed_ip {fixed_ip:?} (not an IPv4 address)"
+            ));
+        }
+    }
     if refused.is_empty() {
         return Ok(());
     }
     Err(format!(
-        "the docker backend cannot honour {}: a container runs on the engine's container network, without key pairs, security groups, boot volumes or zones (the simulated and openstack backends take them)",
+        "the docker backend cannot honour {}: a container is plugged into container networks (with IPv4 addresses), without key pairs, security groups, boot volumes, zones or device tags (the simulated and openstack backends take them)",
         refused.join(", ")
     ))
 }
@@ -355,8 +358,13 @@ impl ComputeDriver for DockerDriver {
         attempt: BuildAttempt,
     ) -> Result<(), ComputeError> {
         let docker = self.client().await?;
-        self.ensure_network(docker).await?;
-        let id = self.create(docker, instance, flavor, attempt).await?;
+        let endpoints = self.endpoints_of(instance).await?;
+        if endpoints.is_empty() {
+            self.ensure_network(docker).await?;
+        }
+        let id = self
+            .create(docker, instance, flavor, attempt, &endpoints)
+            .await?;
         docker.start_container(&id, None).await.map_err(|error| {
             self.failure(
                 &format!(
@@ -399,7 +407,54 @@ impl ComputeDriver for DockerDriver {
             .map(|_| ())
     }
 
+    fn docker_engine(&self) -> Option<Arc<DockerEngine>> {
+        Some(self.engine.clone())
+    }
+
+    /// The container's addresses, as Nova shows a server's (by network
+    /// name), so a server's `first_address`, `networks` and `addresses`
+    /// are the container's own. The machine's id is the instance's uuid.
+    async fn details(&self, instance: &Instance) -> Result<Option<MachineDetails>, ComputeError> {
+        let docker = self.client().await?;
+        let name = container_name(&self.config, instance);
+        let inspected = match self.inspect_container(docker, &name).await {
+            Ok(inspected) => inspected,
+            Err(error) if state::status_code(&error) == Some(404) => return Ok(None),
+            Err(error) => {
+                return Err(self.failure(&format!("cannot inspect container {name}"), &error));
+            }
+        };
+        let addresses = self.addresses_of(&inspected).await?;
+        let volumes: Vec<serde_json::Value> = remount::mounts_of(&inspected)
+            .iter()
+            .map(|mount| serde_json::json!({"id": mount.volume, "mount_path": mount.target}))
+            .collect();
+        let raw = serde_json::json!({
+            "id": instance.uuid.to_string(),
+            "name": instance.name,
+            "status": instance.status.as_str(),
+            "addresses": addresses,
+            "metadata": instance.metadata,
+            "flavor": {"original_name": instance.flavor},
+            "image": {"id": instance.image},
+            "container": name,
+            "os-extended-volumes:volumes_attached": volumes,
+        });
+        Ok(Some(MachineDetails {
+            machine_id: instance.uuid.to_string(),
+            addresses,
+            access_ipv4: String::new(),
+            access_ipv6: String::new(),
+            instance_name: Some(name),
+            raw,
+        }))
+    }
+
     async fn inspect(&self, instance: &Instance) -> Result<MachineState, ComputeError> {
+        // Stopped or missing for a moment on purpose (see `remount`).
+        if self.is_recreating(instance.uuid) {
+            return Ok(MachineState::Running);
+        }
         let docker = self.client().await?;
         let name = container_name(&self.config, instance);
         let inspected = match self.inspect_container(docker, &name).await {
@@ -452,10 +507,14 @@ impl ComputeDriver for DockerDriver {
         Ok(instances
             .iter()
             .map(|instance| {
-                let power = found
-                    .get(&instance.uuid)
-                    .copied()
-                    .unwrap_or(MachinePower::Missing);
+                let power = if self.is_recreating(instance.uuid) {
+                    MachinePower::Running
+                } else {
+                    found
+                        .get(&instance.uuid)
+                        .copied()
+                        .unwrap_or(MachinePower::Missing)
+                };
                 (instance.uuid, power)
             })
             .collect())
@@ -527,11 +586,38 @@ mod placement_tests {
             ..Placement::default()
         };
         assert_eq!(unplaceable(&default_group), Ok(()));
+        let on_networks = Placement {
+            networks: vec![
+                NetworkRequest {
+                    port: Some("p1".to_owned()),
+                    ..NetworkRequest::default()
+                },
+                NetworkRequest {
+                    network: Some("private".to_owned()),
+                    fixed_ip: Some("10.0.0.5".to_owned()),
+                    ..NetworkRequest::default()
+                },
+            ],
+            ..Placement::default()
+        };
+        assert_eq!(
+            unplaceable(&on_networks),
+            Ok(()),
+            "networks are container networks"
+        );
         let refused = unplaceable(&Placement {
-            networks: vec![NetworkRequest {
-                network: Some("private".to_owned()),
-                ..NetworkRequest::default()
-            }],
+            networks: vec![
+                NetworkRequest {
+                    network: Some("private".to_owned()),
+                    ..NetworkRequest::default()
+                },
+                NetworkRequest {
+                    network: Some("private".to_owned()),
+                    fixed_ip: Some("fd00::5".to_owned()),
+                    tag: Some("nic1".to_owned()),
+                    ..NetworkRequest::default()
+                },
+            ],
             security_groups: vec!["web".to_owned()],
             key_name: Some("ops".to_owned()),
             ..Placement::default()
@@ -539,7 +625,7 @@ mod placement_tests {
         .expect_err("refused");
         assert!(
             refused.starts_with(
-                "the docker backend cannot honour networks, security_groups, key_name:"
+                "the docker backend cannot honour security_groups, key_name, networks[1].tag, networks[1].fixed_ip \"fd00::5\" (not an IPv4 address):"
             ),
             "{refused}"
         );

@@ -12,11 +12,11 @@ use bollard::query_parameters::CreateImageOptions;
 use futures::StreamExt;
 use tracing::info;
 
-use super::{DockerDriver, PullPolicy, state};
+use super::{DockerEngine, PullPolicy, state};
 use crate::compute::ComputeError;
 use crate::domain::instance::Instance;
 
-impl DockerDriver {
+impl DockerEngine {
     /// Makes sure the configured network exists (once per process; again
     /// after a create found it gone).
     pub(super) async fn ensure_network(&self, docker: &Docker) -> Result<(), ComputeError> {

@@ -15,11 +15,18 @@
 //! - the name is `<name_prefix><instance uuid>`, the hostname the instance
 //!   name made DNS-safe; the container joins the configured network and
 //!   runs under an init process (signals reach the workload, so a stop's
-//!   SIGTERM ends a shell or `sleep`, which as PID 1 would ignore it).
+//!   SIGTERM ends a shell or `sleep`, which as PID 1 would ignore it);
+//! - the server's `networks` → the container's endpoints
+//!   ([`with_endpoints`]): one per container network, each with its fixed
+//!   IPv4 address and MAC address when a port or `fixed_ip` gives one; the
+//!   volumes attached → named-volume mounts ([`with_mounts`]).
 
 use std::collections::HashMap;
 
-use bollard::models::{ContainerCreateBody, HostConfig, RestartPolicy, RestartPolicyNameEnum};
+use bollard::models::{
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Mount, MountType,
+    NetworkingConfig, RestartPolicy, RestartPolicyNameEnum,
+};
 
 use super::DockerComputeConfig;
 use crate::compute::flavors::Flavor;
@@ -124,6 +131,82 @@ pub fn container_body(
         }),
         ..ContainerCreateBody::default()
     }
+}
+
+/// One interface of a container: the container network it is on, and the
+/// address and MAC address it must have (else the engine picks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The container network's name.
+    pub network: String,
+    pub ipv4_address: Option<String>,
+    pub mac_address: Option<String>,
+}
+
+/// A container volume mounted into a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeMount {
+    /// The container volume's name.
+    pub volume: String,
+    /// The path inside the container.
+    pub target: String,
+    pub read_only: bool,
+}
+
+/// `body` on `endpoints` instead of the engine's network: the first is the
+/// container's network mode, and every one is an endpoint with its
+/// addresses. No endpoints: `body` as it is.
+pub fn with_endpoints(
+    mut body: ContainerCreateBody,
+    endpoints: &[Endpoint],
+) -> ContainerCreateBody {
+    let Some(first) = endpoints.first() else {
+        return body;
+    };
+    let host = body.host_config.get_or_insert_with(HostConfig::default);
+    host.network_mode = Some(first.network.clone());
+    let endpoints_config = endpoints
+        .iter()
+        .map(|endpoint| {
+            let settings = EndpointSettings {
+                ipam_config: endpoint
+                    .ipv4_address
+                    .as_ref()
+                    .map(|address| EndpointIpamConfig {
+                        ipv4_address: Some(address.clone()),
+                        ..EndpointIpamConfig::default()
+                    }),
+                mac_address: endpoint.mac_address.clone(),
+                ..EndpointSettings::default()
+            };
+            (endpoint.network.clone(), settings)
+        })
+        .collect();
+    body.networking_config = Some(NetworkingConfig {
+        endpoints_config: Some(endpoints_config),
+    });
+    body
+}
+
+/// `body` with `mounts` (named container volumes) mounted.
+pub fn with_mounts(mut body: ContainerCreateBody, mounts: &[VolumeMount]) -> ContainerCreateBody {
+    if mounts.is_empty() {
+        return body;
+    }
+    let host = body.host_config.get_or_insert_with(HostConfig::default);
+    host.mounts = Some(
+        mounts
+            .iter()
+            .map(|mount| Mount {
+                typ: Some(MountType::VOLUME),
+                source: Some(mount.volume.clone()),
+                target: Some(mount.target.clone()),
+                read_only: Some(mount.read_only),
+                ..Mount::default()
+            })
+            .collect(),
+    );
+    body
 }
 
 #[cfg(test)]
@@ -236,6 +319,59 @@ mod tests {
             &small(),
         );
         assert_eq!((cloud_config.entrypoint, cloud_config.cmd), (None, None));
+    }
+
+    #[test]
+    fn endpoints_and_mounts_replace_the_engine_network_and_add_volumes() {
+        let config = DockerComputeConfig::for_tests("ember-");
+        let body = container_body(&config, &instance(Workload::default()), &small());
+        assert_eq!(
+            with_endpoints(body.clone(), &[]),
+            body,
+            "no endpoints: as it was"
+        );
+        let body = with_endpoints(
+            body,
+            &[
+                Endpoint {
+                    network: "ember-subnet-1".into(),
+                    ipv4_address: Some("10.0.0.5".into()),
+                    mac_address: Some("fa:16:3e:00:00:01".into()),
+                },
+                Endpoint {
+                    network: "ember-net-2".into(),
+                    ..Endpoint::default()
+                },
+            ],
+        );
+        let body = with_mounts(
+            body,
+            &[VolumeMount {
+                volume: "ember-vol-1".into(),
+                target: "/mnt/vdb".into(),
+                read_only: true,
+            }],
+        );
+        let host = body.host_config.expect("host config");
+        assert_eq!(host.network_mode.as_deref(), Some("ember-subnet-1"));
+        let mounts = host.mounts.expect("mounts");
+        assert_eq!(mounts[0].source.as_deref(), Some("ember-vol-1"));
+        assert_eq!(mounts[0].target.as_deref(), Some("/mnt/vdb"));
+        assert_eq!(mounts[0].read_only, Some(true));
+        let endpoints = body
+            .networking_config
+            .and_then(|config| config.endpoints_config)
+            .expect("endpoints");
+        let first = &endpoints["ember-subnet-1"];
+        assert_eq!(
+            first
+                .ipam_config
+                .as_ref()
+                .and_then(|ipam| ipam.ipv4_address.as_deref()),
+            Some("10.0.0.5")
+        );
+        assert_eq!(first.mac_address.as_deref(), Some("fa:16:3e:00:00:01"));
+        assert!(endpoints["ember-net-2"].ipam_config.is_none());
     }
 
     #[test]
