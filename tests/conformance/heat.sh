@@ -114,7 +114,8 @@ else
     services=true
 fi
 # Tests whose server must boot and run its user_data (a script calling back
-# wait condition handles, os-collect-config, cfn-init): the test cloud's
+# wait condition handles, os-collect-config, cfn-init; the backup-restore
+# scenario's server writes a file to its volume and signals): the test cloud's
 # Nova has the fake virt driver, which boots nothing, so they cannot pass
 # against any orchestrator there (Heat's own included) and would only wait
 # out their timeouts. They are skipped by name, through the plugin's own
@@ -123,7 +124,7 @@ guest_functional=""
 guest_scenario=""
 if [ "$mode" = cloud ]; then
     guest_functional="OSWaitCondition"
-    guest_scenario="ServerSignalIntegrationTest, SoftwareConfigIntegrationTest, CfnInitIntegrationTest"
+    guest_scenario="ServerSignalIntegrationTest, SoftwareConfigIntegrationTest, CfnInitIntegrationTest, VolumeBackupRestoreIntegrationTest"
 fi
 # Tests of services Ember deliberately does not offer, skipped the same
 # way (tempest.conf says zaqar and aodh are unavailable, but these classes
@@ -161,6 +162,9 @@ aodh = false
 octavia = false
 zaqar = false
 barbican = false
+[volume-feature-enabled]
+# The test cloud runs no cinder-backup service.
+backup = false
 [heat_plugin]
 auth_url = $auth_url
 auth_version = 3

@@ -225,11 +225,15 @@ impl VolumeTypeResource {
             }
         };
         let projects = project_ids(&session, &spec.projects).await?;
-        for project in &projects {
-            cinder
-                .set_type_access(&made.id, project, true)
-                .await
-                .map_err(failure)?;
+        if !projects.is_empty() {
+            // A create run again finds what the earlier attempt granted.
+            let granted = cinder.type_access(&made.id).await.map_err(failure)?;
+            for project in projects.iter().filter(|project| !granted.contains(project)) {
+                cinder
+                    .set_type_access(&made.id, project, true)
+                    .await
+                    .map_err(failure)?;
+            }
         }
         outcome(&cinder, &made.id).await
     }
