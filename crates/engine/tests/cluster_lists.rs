@@ -250,6 +250,7 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
             user_id: "alice".into(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         };
         let action = ClusterAction::new(
             ActionKind::ClusterCreate,

@@ -86,6 +86,7 @@ async fn cluster(store: &SqlClusterStore, desired_capacity: i32) -> Cluster {
         user_id: "alice".into(),
         created_at: now,
         updated_at: now,
+        maintenance_lock: None,
     };
     let create = locking(ActionKind::ClusterCreate, cluster.id);
     store

@@ -232,6 +232,7 @@ async fn seed(database_url: &str, clusters: usize, nodes: usize) -> Result<Vec<U
             user_id: "demo".into(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         };
         let (action, event) = finished(ActionKind::ClusterCreate, cluster.id, Some(cluster.id));
         store

@@ -110,6 +110,7 @@ impl Drop for RunningGuard {
 /// engine, or this one after a restart, takes them over).
 pub fn spawn(service: Arc<ClusterService>, shutdown: CancellationToken) {
     super::health::spawn(service.clone(), shutdown.clone());
+    super::locks::spawn_expiry(service.clone(), shutdown.clone());
     let running = Running::default();
     tokio::spawn(dispatch_loop(
         service.clone(),

@@ -15,6 +15,7 @@ mod grow;
 mod health;
 pub mod hooks;
 pub mod lifecycle;
+mod locks;
 mod maintenance;
 mod membership;
 mod node_ops;
@@ -40,6 +41,7 @@ use crate::stacks::StackOperations;
 use crate::store::clusters::ClusterStore;
 
 pub use adopt::Adoption;
+pub use locks::ClusterLockRequest;
 pub use node_ops::NodeUpdate;
 pub use requests::{HealthAction, NewCluster, NewNode, ResizeRequest};
 pub use updates::ClusterUpdate;

@@ -230,6 +230,7 @@ impl ClusterService {
             user_id: caller.user_id.clone(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         };
         let action = ClusterAction::new(
             ActionKind::ClusterCreate,

@@ -89,7 +89,47 @@ fn cluster_without_members(details: &ClusterDetails) -> pb::Cluster {
         updated_at: Some(to_timestamp(cluster.updated_at)),
         timeout: cluster.timeout,
         config: Value::Object(cluster.config.values().clone()).to_string(),
+        maintenance_lock: cluster.maintenance_lock.as_ref().map(cluster_lock),
     }
+}
+
+pub fn cluster_lock(lock: &crate::domain::cluster::ClusterLock) -> pb::ClusterLock {
+    pb::ClusterLock {
+        level: lock.level.as_str().to_owned(),
+        locked_by_user: lock.locked_by_user.clone(),
+        locked_by_role: if lock.locked_by_admin {
+            "admin"
+        } else {
+            "owner"
+        }
+        .to_owned(),
+        locked_at: Some(to_timestamp(lock.locked_at)),
+        reason: lock.reason.clone().unwrap_or_default(),
+        expires_at: lock.expires_at.map(to_timestamp),
+        locked_instances: lock.locked_instances.iter().map(Uuid::to_string).collect(),
+    }
+}
+
+/// A lock request's fields (a timestamp out of range is refused, naming
+/// it).
+pub fn lock_request(
+    request: &pb::LockClusterRequest,
+) -> Result<crate::clusters::ClusterLockRequest> {
+    let expires_at = match &request.expires_at {
+        None => None,
+        Some(at) => Some(
+            chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0))
+                .ok_or_else(|| {
+                    Error::InvalidInput("expires_at: not a time Ember can keep".to_owned())
+                })?,
+        ),
+    };
+    Ok(crate::clusters::ClusterLockRequest {
+        level: crate::domain::cluster::ClusterLockLevel::parse(&request.level)?,
+        reason: (!request.reason.is_empty()).then(|| request.reason.clone()),
+        expires_in: request.expires_in,
+        expires_at,
+    })
 }
 
 /// A node without its profile's name (see [`named_node`]).

@@ -373,6 +373,38 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         .await
     }
 
+    async fn lock_cluster(&self, request: Request<pb::LockClusterRequest>) -> Reply<pb::Cluster> {
+        answer(
+            request,
+            |caller, request| async move {
+                let lock = convert::lock_request(&request)?;
+                let cluster = self
+                    .service
+                    .lock_cluster(&caller, &request.cluster, lock)
+                    .await?;
+                self.service
+                    .cluster_details(&caller, &cluster.id.to_string())
+                    .await
+            },
+            |details| convert::cluster(&details),
+        )
+        .await
+    }
+
+    async fn unlock_cluster(&self, request: Request<pb::GetObjectRequest>) -> Reply<pb::Cluster> {
+        answer(
+            request,
+            |caller, request| async move {
+                let cluster = self.service.unlock_cluster(&caller, &request.id).await?;
+                self.service
+                    .cluster_details(&caller, &cluster.id.to_string())
+                    .await
+            },
+            |details| convert::cluster(&details),
+        )
+        .await
+    }
+
     async fn recover(
         &self,
         request: Request<pb::GetObjectRequest>,

@@ -29,6 +29,7 @@ mod lookup;
 mod sql_actions;
 mod sql_adopt;
 mod sql_lists;
+mod sql_locks;
 mod sql_objects;
 mod sql_runs;
 mod sql_updates;
@@ -40,8 +41,8 @@ use uuid::Uuid;
 use serde_json::{Map, Value};
 
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Fence,
-    LifecycleOutcome, Node, NodeStatus, PolicyBinding, PolicyDefinition, Profile,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterLock, ClusterStatus,
+    Fence, LifecycleOutcome, Node, NodeStatus, PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
 
@@ -350,6 +351,20 @@ pub trait ClusterStore: Send + Sync + 'static {
     ) -> Result<Vec<(Cluster, Vec<Uuid>)>>;
     /// The action holding the cluster's lock, if any.
     async fn cluster_lock_holder(&self, cluster_id: Uuid) -> Result<Option<Uuid>>;
+    /// Sets the cluster's maintenance lock to `next` (`None` lifts it)
+    /// where it is still `expected`, recording `events` with it; false
+    /// when it changed since it was read (a racing lock, unlock or expiry
+    /// won).
+    async fn change_cluster_lock(
+        &self,
+        cluster_id: Uuid,
+        expected: Option<&ClusterLock>,
+        next: Option<&ClusterLock>,
+        events: &[ClusterEvent],
+    ) -> Result<bool>;
+    /// The clusters whose maintenance lock expired by `now`, soonest
+    /// first, at most `limit`.
+    async fn expired_cluster_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Cluster>>;
     /// Reserves `count` node indexes of the cluster with one atomic
     /// `UPDATE … SET next_index = next_index + count RETURNING`; returns
     /// the first. Concurrent callers get disjoint ranges.

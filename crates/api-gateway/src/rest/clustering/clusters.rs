@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::lists::{self, ListQuery, ListRules};
 use super::{
-    accepted, bad_request, boolean, int32, json_text, listed, missing, only, required, string,
-    views, wrapped,
+    accepted, bad_request, boolean, int32, integer, json_text, listed, missing, only, required,
+    string, views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -255,6 +255,8 @@ const ACTIONS: &[&str] = &[
     "recover",
     "complete_lifecycle",
     "record_lifecycle_heartbeat",
+    "lock",
+    "unlock",
 ];
 
 /// `nodes` of add_nodes / del_nodes, checked as Senlin's identity list is:
@@ -459,6 +461,40 @@ pub async fn cluster_action(
             client
                 .complete_lifecycle(state.internal_request(&identity, message))
                 .await?
+        }
+        "lock" => {
+            only(&parameters, &["level", "reason", "expires_in", "expires_at"])?;
+            let expires_at = match string(&parameters, "expires_at")? {
+                None => None,
+                Some(text) => {
+                    let at = chrono::DateTime::parse_from_rfc3339(&text).map_err(|_| {
+                        bad_request(format!(
+                            "expires_at: {text:?} is not an ISO 8601 time with its offset (2026-11-29T12:00:00Z)"
+                        ))
+                    })?;
+                    Some(ember_runtime::time::to_timestamp(at.with_timezone(&chrono::Utc)))
+                }
+            };
+            let message = pb::LockClusterRequest {
+                cluster,
+                level: string(&parameters, "level")?.unwrap_or_default(),
+                reason: string(&parameters, "reason")?.unwrap_or_default(),
+                expires_in: integer(&parameters, "expires_in")?,
+                expires_at,
+            };
+            let locked = client
+                .lock_cluster(state.internal_request(&identity, message))
+                .await?
+                .into_inner();
+            return Ok(Json(json!({ "cluster": views::cluster(&locked) })).into_response());
+        }
+        "unlock" => {
+            only(&parameters, &[])?;
+            let unlocked = client
+                .unlock_cluster(state.internal_request(&identity, pb::GetObjectRequest { id: cluster }))
+                .await?
+                .into_inner();
+            return Ok(Json(json!({ "cluster": views::cluster(&unlocked) })).into_response());
         }
         "record_lifecycle_heartbeat" => {
             let token = required(&parameters, "lifecycle_action_token")?;

@@ -97,6 +97,9 @@ pub struct ClusterView<'a> {
     init_at: Value,
     created_at: Value,
     updated_at: Value,
+    /// Ember's: the maintenance lock, `null` when the cluster is not
+    /// locked.
+    maintenance_lock: Value,
 }
 
 /// `{}`.
@@ -164,7 +167,24 @@ pub fn cluster(cluster: &pb::Cluster) -> ClusterView<'_> {
         init_at: time(cluster.created_at.as_ref()),
         created_at: time(cluster.created_at.as_ref()),
         updated_at: time(cluster.updated_at.as_ref()),
+        maintenance_lock: cluster
+            .maintenance_lock
+            .as_ref()
+            .map_or(Value::Null, cluster_lock),
     }
+}
+
+/// A cluster's maintenance lock.
+pub fn cluster_lock(lock: &pb::ClusterLock) -> Value {
+    json!({
+        "level": lock.level,
+        "locked_by_user": lock.locked_by_user,
+        "locked_by_role": lock.locked_by_role,
+        "locked_at": time(lock.locked_at.as_ref()),
+        "reason": optional(&lock.reason),
+        "expires_at": time(lock.expires_at.as_ref()),
+        "locked_instances": lock.locked_instances,
+    })
 }
 
 /// Senlin's node view at the newest microversion.

@@ -49,6 +49,36 @@ pub async fn list(
     output.print_list(&response.clusters, cluster_row)
 }
 
+/// Locks the cluster (or changes or renews its lock) and says how it is
+/// locked now.
+pub async fn lock(request: pb::LockClusterRequest, connect: &ConnectArgs) -> Result<(), String> {
+    let client = Client::connect(connect, DevIdentity::Member).await?;
+    let cluster = service(&client)
+        .lock_cluster(client.request(request)?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    println!(
+        "cluster {} locked ({})",
+        cluster.name,
+        super::display::lock_text(cluster.maintenance_lock.as_ref())
+    );
+    Ok(())
+}
+
+pub async fn unlock(cluster: &str, connect: &ConnectArgs) -> Result<(), String> {
+    let client = Client::connect(connect, DevIdentity::Member).await?;
+    let cluster = service(&client)
+        .unlock_cluster(client.request(pb::GetObjectRequest {
+            id: cluster.to_owned(),
+        })?)
+        .await
+        .map_err(describe)?
+        .into_inner();
+    println!("cluster {} unlocked", cluster.name);
+    Ok(())
+}
+
 /// One cluster with its nodes and the policies attached to it.
 pub async fn show(cluster: &str, output: &OutputArgs, connect: &ConnectArgs) -> Result<(), String> {
     let client = Client::connect(connect, DevIdentity::Member).await?;

@@ -58,9 +58,40 @@ pub fn cluster_record(
             Cell::shown_as(policy_list, policy_names.join(", ")),
         )
         .field("metadata", metadata_cell(&cluster.metadata))
+        .field("lock", lock_text(cluster.maintenance_lock.as_ref()))
         .field("project", cluster.project_id.as_str())
         .field("created", Cell::time(cluster.created_at.as_ref()))
         .field("updated", Cell::time(cluster.updated_at.as_ref()))
+}
+
+/// `level all, by admin "ops" at 2026-11-29T05:00:00Z until …: why`, or
+/// `-` when the cluster is not locked.
+pub fn lock_text(lock: Option<&pb::ClusterLock>) -> String {
+    let Some(lock) = lock else {
+        return "-".to_owned();
+    };
+    let at = |time: Option<&prost_types::Timestamp>| {
+        time.and_then(|time| {
+            chrono::DateTime::from_timestamp(time.seconds, u32::try_from(time.nanos).unwrap_or(0))
+        })
+        .map(|time| time.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default()
+    };
+    let mut text = format!(
+        "level {}, by {} {:?} at {}",
+        lock.level,
+        lock.locked_by_role,
+        lock.locked_by_user,
+        at(lock.locked_at.as_ref())
+    );
+    if lock.expires_at.is_some() {
+        text.push_str(&format!(" until {}", at(lock.expires_at.as_ref())));
+    }
+    if !lock.reason.is_empty() {
+        text.push_str(": ");
+        text.push_str(&lock.reason);
+    }
+    text
 }
 
 /// `cluster show`: the cluster, then (as a table, without `-c`) its nodes

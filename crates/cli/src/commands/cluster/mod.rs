@@ -173,6 +173,23 @@ pub enum ClusterCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Lock a cluster for maintenance: nothing changes its size, members
+    /// or policies (users, receivers, recover) until it is unlocked or the
+    /// lock expires; locking again changes or renews the lock
+    Lock {
+        cluster: String,
+        /// clusters (Ember's operations on it) or all (also each member's instance)
+        #[arg(long, default_value = "clusters")]
+        level: String,
+        /// Why, shown to whoever the lock stops (1-255 characters)
+        #[arg(long)]
+        reason: Option<String>,
+        /// Lift the lock after this long: 90s, 30m, 4h, 2d
+        #[arg(long, value_parser = parse_duration)]
+        expires_in: Option<i64>,
+    },
+    /// Lift a cluster's lock (an admin's only as an admin)
+    Unlock { cluster: String },
     /// Recreate the cluster's nodes in ERROR
     Recover {
         cluster: String,
@@ -231,6 +248,22 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             return clusters::show(&cluster, &output, connect).await;
         }
         ClusterCommand::Action(command) => return actions::run(command, connect).await,
+        ClusterCommand::Lock {
+            cluster,
+            level,
+            reason,
+            expires_in,
+        } => {
+            let request = pb::LockClusterRequest {
+                cluster,
+                level,
+                reason: reason.unwrap_or_default(),
+                expires_in,
+                expires_at: None,
+            };
+            return clusters::lock(request, connect).await;
+        }
+        ClusterCommand::Unlock { cluster } => return clusters::unlock(&cluster, connect).await,
         ClusterCommand::ScaleIn {
             cluster,
             count,
@@ -315,6 +348,28 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
         ),
     };
     changes::start(change, &wait, connect).await
+}
+
+/// Seconds in `90`, `90s`, `30m`, `4h` or `2d`.
+fn parse_duration(text: &str) -> Result<i64, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let number: i64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (90s, 30m, 4h, 2d)"))?;
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?} is not a duration (90s, 30m, 4h, 2d)")),
+    };
+    number
+        .checked_mul(unit)
+        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 /// Scale in or out by `count` nodes; none given (0) lets the engine take

@@ -25,6 +25,14 @@
 //!   from running at once.
 //! - Lifecycle completion and heartbeats are for tokens still
 //!   WAITING_LIFECYCLE_COMPLETION (409 naming how the token ended).
+//! - A cluster under a maintenance lock (one not expired) admits only
+//!   reads, a check, lock (to change or renew it) and unlock, and what
+//!   finishes work already under way (lifecycle completion and
+//!   heartbeats, cancelling an action): everything else that acts on it —
+//!   scaling from users, receivers and their webhooks alike, resize, node
+//!   changes, policies, recover, update, delete — is 409 naming the lock.
+//!   An admin's lock is changed or lifted only by an admin (403); unlock
+//!   of a cluster not locked is 409.
 //!
 //! Everything else (queueing behind a running action, sizes at run time)
 //! is the dispatcher's: requests are never refused because the cluster is
@@ -98,6 +106,10 @@ pub enum ClusterOperation<'a> {
     },
     CompleteLifecycle(&'a ClusterAction),
     LifecycleHeartbeat(&'a ClusterAction),
+    /// Take, change or renew the cluster's maintenance lock.
+    Lock(&'a Cluster),
+    /// Lift it.
+    Unlock(&'a Cluster),
 }
 
 impl ClusterOperation<'_> {
@@ -132,6 +144,8 @@ impl ClusterOperation<'_> {
             ClusterOperation::DeleteNode { .. } => "delete a node",
             ClusterOperation::CompleteLifecycle(_) => "complete a lifecycle action",
             ClusterOperation::LifecycleHeartbeat(_) => "extend a lifecycle action",
+            ClusterOperation::Lock(_) => "lock",
+            ClusterOperation::Unlock(_) => "unlock",
         }
     }
 
@@ -151,7 +165,9 @@ impl ClusterOperation<'_> {
             | ClusterOperation::ReplaceNodes(cluster)
             | ClusterOperation::Check(cluster)
             | ClusterOperation::Recover(cluster)
-            | ClusterOperation::Operate(cluster) => Some(cluster),
+            | ClusterOperation::Operate(cluster)
+            | ClusterOperation::Lock(cluster)
+            | ClusterOperation::Unlock(cluster) => Some(cluster),
             ClusterOperation::CreateNode { cluster }
             | ClusterOperation::DeleteNode { cluster, .. } => cluster,
             ClusterOperation::Read
@@ -200,6 +216,9 @@ pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> 
             cluster.name,
             operation.verb()
         )));
+    }
+    if let Some(cluster) = operation.cluster_acted_on() {
+        lock_rule(cluster, operation, caller)?;
     }
     match *operation {
         // Senlin takes a scale beyond the cluster's sizes and fails the
@@ -301,7 +320,51 @@ pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> 
         | ClusterOperation::UpdateClusterPolicy(_)
         | ClusterOperation::ReplaceNodes(_)
         | ClusterOperation::CancelAction
-        | ClusterOperation::UpdateNode(_) => Ok(()),
+        | ClusterOperation::UpdateNode(_)
+        | ClusterOperation::Lock(_)
+        | ClusterOperation::Unlock(_) => Ok(()),
+    }
+}
+
+/// The maintenance lock's rules (see the module's header).
+fn lock_rule(cluster: &Cluster, operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
+    let lock = cluster
+        .maintenance_lock
+        .as_ref()
+        .filter(|lock| lock.holds_at(ember_runtime::time::now()));
+    let Some(lock) = lock else {
+        return match operation {
+            ClusterOperation::Unlock(_) => Err(Error::Conflict(format!(
+                "cluster {:?} is not locked: there is nothing to unlock",
+                cluster.name
+            ))),
+            _ => Ok(()),
+        };
+    };
+    match operation {
+        ClusterOperation::Lock(_) | ClusterOperation::Unlock(_)
+            if lock.locked_by_admin && !caller.is_admin() =>
+        {
+            Err(Error::Forbidden(format!(
+                "cluster {:?} was locked by admin {:?}: only an admin can {} it",
+                cluster.name,
+                lock.locked_by_user,
+                operation.verb()
+            )))
+        }
+        ClusterOperation::Lock(_)
+        | ClusterOperation::Unlock(_)
+        | ClusterOperation::Check(_)
+        | ClusterOperation::Read
+        | ClusterOperation::CompleteLifecycle(_)
+        | ClusterOperation::LifecycleHeartbeat(_)
+        | ClusterOperation::CancelAction => Ok(()),
+        _ => Err(Error::Conflict(format!(
+            "cluster {:?} is locked ({}): {} is not allowed; unlock it first",
+            cluster.name,
+            lock.describe(),
+            operation.verb()
+        ))),
     }
 }
 
@@ -360,6 +423,7 @@ mod tests {
             user_id: "alice".into(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         }
     }
 
@@ -416,6 +480,97 @@ mod tests {
         }
     }
 
+    /// Every operation on `cluster`, with whether it is refused while the
+    /// cluster is DELETING and whether it passes a maintenance lock.
+    fn table<'a>(
+        cluster: &'a Cluster,
+        member: &'a Node,
+        orphan: &'a Node,
+        waiting: &'a ClusterAction,
+        members: &'a [Node],
+        orphans: &'a [Node],
+    ) -> Vec<(ClusterOperation<'a>, bool, bool)> {
+        let operations: Vec<(ClusterOperation<'a>, bool)> = vec![
+            (ClusterOperation::Read, false),
+            (ClusterOperation::CreateProfile, false),
+            (ClusterOperation::DeleteProfile, false),
+            (ClusterOperation::CreatePolicy, false),
+            (ClusterOperation::DeletePolicy, false),
+            (ClusterOperation::CreateCluster, false),
+            (ClusterOperation::DeleteCluster(cluster), true),
+            (ClusterOperation::ScaleOut { cluster, count: 2 }, true),
+            (ClusterOperation::ScaleOut { cluster, count: 0 }, true),
+            (ClusterOperation::ScaleIn { cluster, count: 2 }, true),
+            (ClusterOperation::Resize(cluster), true),
+            (
+                ClusterOperation::AddNodes {
+                    cluster,
+                    nodes: orphans,
+                },
+                true,
+            ),
+            (
+                ClusterOperation::DelNodes {
+                    cluster,
+                    nodes: members,
+                },
+                true,
+            ),
+            (ClusterOperation::AttachPolicy(cluster), true),
+            (ClusterOperation::DetachPolicy(cluster), true),
+            (ClusterOperation::Check(cluster), true),
+            (ClusterOperation::Recover(cluster), true),
+            (ClusterOperation::Operate(cluster), true),
+            (
+                ClusterOperation::CreateNode {
+                    cluster: Some(cluster),
+                },
+                true,
+            ),
+            (ClusterOperation::CreateNode { cluster: None }, false),
+            (ClusterOperation::UpdateNode(member), false),
+            (
+                ClusterOperation::DeleteNode {
+                    node: member,
+                    cluster: Some(cluster),
+                },
+                true,
+            ),
+            (
+                ClusterOperation::DeleteNode {
+                    node: orphan,
+                    cluster: None,
+                },
+                false,
+            ),
+            (ClusterOperation::CompleteLifecycle(waiting), false),
+            (ClusterOperation::LifecycleHeartbeat(waiting), false),
+            (ClusterOperation::Lock(cluster), true),
+        ];
+        operations
+            .into_iter()
+            .map(|(operation, refused_while_deleting)| {
+                let passes_a_lock = matches!(
+                    operation,
+                    ClusterOperation::Read
+                        | ClusterOperation::CreateProfile
+                        | ClusterOperation::DeleteProfile
+                        | ClusterOperation::CreatePolicy
+                        | ClusterOperation::DeletePolicy
+                        | ClusterOperation::CreateCluster
+                        | ClusterOperation::Check(_)
+                        | ClusterOperation::Lock(_)
+                        | ClusterOperation::CreateNode { cluster: None }
+                        | ClusterOperation::UpdateNode(_)
+                        | ClusterOperation::DeleteNode { cluster: None, .. }
+                        | ClusterOperation::CompleteLifecycle(_)
+                        | ClusterOperation::LifecycleHeartbeat(_)
+                );
+                (operation, refused_while_deleting, passes_a_lock)
+            })
+            .collect()
+    }
+
     /// Every operation × every cluster status × reader/member/admin.
     #[test]
     fn every_operation_every_status_every_role() {
@@ -433,82 +588,8 @@ mod tests {
             let members = [member.clone()];
             let orphans = [orphan.clone()];
             let deleting = status == ClusterStatus::Deleting;
-            // (operation, refused while the cluster is DELETING)
-            let operations: Vec<(ClusterOperation<'_>, bool)> = vec![
-                (ClusterOperation::Read, false),
-                (ClusterOperation::CreateProfile, false),
-                (ClusterOperation::DeleteProfile, false),
-                (ClusterOperation::CreatePolicy, false),
-                (ClusterOperation::DeletePolicy, false),
-                (ClusterOperation::CreateCluster, false),
-                (ClusterOperation::DeleteCluster(&cluster), true),
-                (
-                    ClusterOperation::ScaleOut {
-                        cluster: &cluster,
-                        count: 2,
-                    },
-                    true,
-                ),
-                (
-                    ClusterOperation::ScaleOut {
-                        cluster: &cluster,
-                        count: 0,
-                    },
-                    true,
-                ),
-                (
-                    ClusterOperation::ScaleIn {
-                        cluster: &cluster,
-                        count: 2,
-                    },
-                    true,
-                ),
-                (ClusterOperation::Resize(&cluster), true),
-                (
-                    ClusterOperation::AddNodes {
-                        cluster: &cluster,
-                        nodes: &orphans,
-                    },
-                    true,
-                ),
-                (
-                    ClusterOperation::DelNodes {
-                        cluster: &cluster,
-                        nodes: &members,
-                    },
-                    true,
-                ),
-                (ClusterOperation::AttachPolicy(&cluster), true),
-                (ClusterOperation::DetachPolicy(&cluster), true),
-                (ClusterOperation::Check(&cluster), true),
-                (ClusterOperation::Recover(&cluster), true),
-                (ClusterOperation::Operate(&cluster), true),
-                (
-                    ClusterOperation::CreateNode {
-                        cluster: Some(&cluster),
-                    },
-                    true,
-                ),
-                (ClusterOperation::CreateNode { cluster: None }, false),
-                (ClusterOperation::UpdateNode(&member), false),
-                (
-                    ClusterOperation::DeleteNode {
-                        node: &member,
-                        cluster: Some(&cluster),
-                    },
-                    true,
-                ),
-                (
-                    ClusterOperation::DeleteNode {
-                        node: &orphan,
-                        cluster: None,
-                    },
-                    false,
-                ),
-                (ClusterOperation::CompleteLifecycle(&waiting), false),
-                (ClusterOperation::LifecycleHeartbeat(&waiting), false),
-            ];
-            for (operation, refused_while_deleting) in operations {
+            let operations = table(&cluster, &member, &orphan, &waiting, &members, &orphans);
+            for (operation, refused_while_deleting, _) in operations {
                 for (roles, read_only) in roles {
                     let got = answer(admit(&operation, &caller(roles)));
                     let expected = if matches!(operation, ClusterOperation::Read) {
@@ -530,6 +611,85 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn locked(mut cluster: Cluster, by_admin: bool, expires_in: i64) -> Cluster {
+        let now = chrono::Utc::now();
+        cluster.maintenance_lock = Some(crate::domain::cluster::ClusterLock {
+            level: crate::domain::cluster::ClusterLockLevel::Clusters,
+            locked_by_user: "ops".into(),
+            locked_by_admin: by_admin,
+            locked_at: now,
+            reason: Some("database maintenance".into()),
+            expires_at: Some(now + chrono::Duration::seconds(expires_in)),
+            locked_instances: Vec::new(),
+        });
+        cluster
+    }
+
+    /// Every operation × a member's lock, an admin's lock and an expired
+    /// lock × member and admin: only reads, check, lock, unlock and the
+    /// completion of work under way pass a lock, and an admin's lock is
+    /// changed only by an admin.
+    #[test]
+    fn a_lock_refuses_everything_that_acts_on_the_cluster_naming_itself() {
+        for (by_admin, expires_in) in [(false, 3600), (true, 3600), (false, -1)] {
+            let cluster = locked(cluster(ClusterStatus::Active), by_admin, expires_in);
+            let member = node(Some(cluster.id), NodeStatus::Active);
+            let orphan = node(None, NodeStatus::Active);
+            let waiting = token(ActionStatus::WaitingLifecycleCompletion);
+            let members = [member.clone()];
+            let orphans = [orphan.clone()];
+            let mut operations = table(&cluster, &member, &orphan, &waiting, &members, &orphans);
+            operations.push((ClusterOperation::Unlock(&cluster), true, true));
+            let holds = expires_in > 0;
+            for (operation, _, passes_a_lock) in operations {
+                for roles in [&["member"][..], &["admin"][..]] {
+                    let caller = caller(roles);
+                    let result = admit(&operation, &caller);
+                    let changes_the_lock = matches!(
+                        operation,
+                        ClusterOperation::Lock(_) | ClusterOperation::Unlock(_)
+                    );
+                    let expected = if !holds {
+                        // Expired: as if unlocked (unlock finds nothing).
+                        if matches!(operation, ClusterOperation::Unlock(_)) {
+                            Answer::Conflict
+                        } else {
+                            Answer::Ok
+                        }
+                    } else if changes_the_lock && by_admin && !caller.is_admin() {
+                        Answer::Forbidden
+                    } else if passes_a_lock {
+                        Answer::Ok
+                    } else {
+                        Answer::Conflict
+                    };
+                    if expected == Answer::Conflict && holds {
+                        let message = result.as_ref().expect_err("refused").to_string();
+                        assert!(
+                            message.contains("is locked (level clusters, by ")
+                                && message.contains("database maintenance")
+                                && message.ends_with("unlock it first"),
+                            "{message}"
+                        );
+                    }
+                    assert_eq!(
+                        answer(result),
+                        expected,
+                        "{} on a cluster locked by {} (expires in {expires_in} s) by {roles:?}",
+                        operation.verb(),
+                        if by_admin { "an admin" } else { "a member" }
+                    );
+                }
+            }
+        }
+        // Unlock of a cluster never locked.
+        let unlocked = cluster(ClusterStatus::Active);
+        let refused = admit(&ClusterOperation::Unlock(&unlocked), &caller(&["member"]))
+            .expect_err("nothing to unlock")
+            .to_string();
+        assert!(refused.contains("is not locked"), "{refused}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod config;
+pub mod lock;
 pub mod operations;
 pub mod policy;
 pub mod profile;
@@ -21,6 +22,7 @@ pub use action::{
     ActionKind, ActionStatus, ClusterAction, Fence, LifecycleOutcome, MAX_RUN_ATTEMPTS,
 };
 pub use config::ClusterConfig;
+pub use lock::{ClusterLock, ClusterLockLevel};
 pub use policy::{DeletionPolicy, HookTarget, LifecycleHooks, PolicyKind, ScalingPolicy};
 pub use profile::{ProfileKind, ProfileSpec};
 
@@ -150,6 +152,8 @@ pub struct Cluster {
     pub user_id: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The maintenance lock, if one was taken and not lifted yet.
+    pub maintenance_lock: Option<ClusterLock>,
 }
 
 impl Cluster {

@@ -101,6 +101,7 @@ mod tests {
             user_id: "u".into(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         }
     }
 

@@ -313,6 +313,7 @@ mod tests {
             user_id: "user".into(),
             created_at: now,
             updated_at: now,
+            maintenance_lock: None,
         }
     }
 

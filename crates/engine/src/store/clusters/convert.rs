@@ -132,6 +132,8 @@ pub fn cluster_row(cluster: &Cluster) -> cluster::ActiveModel {
         created_at: Set(cluster.created_at),
         updated_at: Set(cluster.updated_at),
         lock_action_id: Set(None),
+        maintenance_lock: Set(None),
+        lock_expires_at: Set(None),
     }
 }
 
@@ -153,6 +155,12 @@ pub fn cluster_from(row: cluster::Model) -> Result<Cluster> {
         user_id: row.user_id,
         created_at: row.created_at,
         updated_at: row.updated_at,
+        maintenance_lock: match row.maintenance_lock {
+            None => None,
+            Some(stored) => {
+                Some(serde_json::from_str(&stored).map_err(|_| corrupt("cluster", row.id))?)
+            }
+        },
     })
 }
 

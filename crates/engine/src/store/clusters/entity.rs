@@ -90,6 +90,12 @@ pub mod cluster {
         pub updated_at: ChronoDateTimeUtc,
         /// The action holding the cluster's lock, if any.
         pub lock_action_id: Option<Uuid>,
+        /// The maintenance lock ([`crate::domain::cluster::ClusterLock`])
+        /// as JSON text: a change is made only where the text is what the
+        /// writer read.
+        pub maintenance_lock: Option<String>,
+        /// The maintenance lock's expiry, for the sweep.
+        pub lock_expires_at: Option<ChronoDateTimeUtc>,
     }
     no_relations!();
 }

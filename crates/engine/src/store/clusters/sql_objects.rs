@@ -164,8 +164,10 @@ impl FromQueryResult for ClusterWithMembers {
                 created_at: row.get(14)?,
                 updated_at: row.get(15)?,
                 lock_action_id: row.get(16)?,
+                maintenance_lock: row.get(17)?,
+                lock_expires_at: row.get(18)?,
             },
-            member_ids: row.get(17)?,
+            member_ids: row.get(19)?,
         })
     }
 }
@@ -367,6 +369,21 @@ impl ClusterStore for SqlClusterStore {
             .one(&self.reader)
             .await?
             .and_then(|row| row.lock_action_id))
+    }
+
+    async fn change_cluster_lock(
+        &self,
+        cluster_id: Uuid,
+        expected: Option<&crate::domain::cluster::ClusterLock>,
+        next: Option<&crate::domain::cluster::ClusterLock>,
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        super::sql_locks::change_cluster_lock(&self.connection, cluster_id, expected, next, events)
+            .await
+    }
+
+    async fn expired_cluster_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Cluster>> {
+        super::sql_locks::expired_cluster_locks(&self.connection, now, limit).await
     }
 
     async fn take_node_indexes(&self, cluster_id: Uuid, count: i32) -> Result<i32> {
