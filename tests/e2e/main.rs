@@ -2,6 +2,7 @@
 //! gateway the way users and operators call them.
 
 mod body_fuzz;
+mod cluster_locks;
 mod clusters;
 mod clusters_compat;
 mod concurrency;

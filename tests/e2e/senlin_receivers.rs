@@ -20,7 +20,7 @@ fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
 }
 
-fn outsider(ember: &TestEmber) -> String {
+pub(crate) fn outsider(ember: &TestEmber) -> String {
     TokenSigner::new(&ember.secrets().signing_key)
         .issue(
             &Identity::new("mallory", "other", vec!["member".into()]),
@@ -30,7 +30,7 @@ fn outsider(ember: &TestEmber) -> String {
 }
 
 /// An ACTIVE cluster of `desired` nodes (max 5); its id.
-async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
+pub(crate) async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
     let (status, _, body) = rest
         .post(
             "/profiles",
@@ -52,7 +52,11 @@ async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
 }
 
 /// POSTs `url` (a whole alarm URL) with no token: status, Location, body.
-async fn trigger(ember: &TestEmber, url: &str, body: Option<Value>) -> (StatusCode, String, Value) {
+pub(crate) async fn trigger(
+    ember: &TestEmber,
+    url: &str,
+    body: Option<Value>,
+) -> (StatusCode, String, Value) {
     let mut request = ember.http.post(url);
     if let Some(body) = body {
         request = request.json(&body);

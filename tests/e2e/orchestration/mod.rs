@@ -183,14 +183,21 @@ impl HeatRest {
         }
     }
 
-    /// Polls until the stack is gone (404) or DELETE_COMPLETE.
+    /// Polls until the stack is gone (404) or DELETE_COMPLETE — with its
+    /// `deletion_time`, which Heat's own suite waits for after
+    /// DELETE_COMPLETE.
     pub async fn wait_until_deleted(&self, stack_path: &str) {
         let deadline = Instant::now() + SETTLE;
         loop {
             let answer = self.get(stack_path).await;
-            if answer.status == StatusCode::NOT_FOUND
-                || answer.body["stack"]["stack_status"] == "DELETE_COMPLETE"
-            {
+            if answer.status == StatusCode::NOT_FOUND {
+                return;
+            }
+            if answer.body["stack"]["stack_status"] == "DELETE_COMPLETE" {
+                assert!(
+                    answer.body["stack"]["deletion_time"].is_string(),
+                    "a deleted stack shows when it was deleted: {answer:?}"
+                );
                 return;
             }
             assert_eq!(answer.status, StatusCode::OK, "{answer:?}");

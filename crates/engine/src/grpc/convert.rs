@@ -88,6 +88,7 @@ pub fn stack_into_proto(stack: Stack) -> pb::Stack {
             .maintenance_lock
             .as_ref()
             .map(maintenance_lock_to_proto),
+        deleted_at: stack.deleted_at.map(to_timestamp),
     }
 }
 

@@ -475,10 +475,15 @@ pub async fn cluster_action(
                     Some(ember_runtime::time::to_timestamp(at.with_timezone(&chrono::Utc)))
                 }
             };
+            // gRPC reads an empty reason as none; here one given is checked.
+            let reason = string(&parameters, "reason")?;
+            if reason.as_ref().is_some_and(String::is_empty) {
+                return Err(bad_request("reason: must be 1-255 characters"));
+            }
             let message = pb::LockClusterRequest {
                 cluster,
                 level: string(&parameters, "level")?.unwrap_or_default(),
-                reason: string(&parameters, "reason")?.unwrap_or_default(),
+                reason: reason.unwrap_or_default(),
                 expires_in: integer(&parameters, "expires_in")?,
                 expires_at,
             };

@@ -154,8 +154,9 @@ pub struct StackSummary<'a> {
     stack_status_reason: &'a str,
     creation_time: Option<HeatTime>,
     updated_time: Option<HeatTime>,
-    /// Always null: a listed stack is a live one.
-    deletion_time: (),
+    /// When a deleted stack was deleted (Heat's clients wait for it after
+    /// DELETE_COMPLETE); null for a live one.
+    deletion_time: Option<HeatTime>,
     stack_owner: &'a str,
     stack_user_project_id: &'a str,
     parent: Option<&'a str>,
@@ -183,7 +184,7 @@ impl<'a> StackSummary<'a> {
             stack_status_reason: &stack.status_reason,
             creation_time: HeatTime::of(stack.created_at.as_ref()),
             updated_time: HeatTime::of(stack.updated_at.as_ref()),
-            deletion_time: (),
+            deletion_time: HeatTime::of(stack.deleted_at.as_ref()),
             stack_owner: &stack.user_id,
             stack_user_project_id: &stack.project_id,
             parent: Some(stack.parent_id.as_str()).filter(|parent| !parent.is_empty()),
