@@ -250,18 +250,55 @@ async fn what_the_engine_refuses_fails_clearly_and_projects_keep_their_networks(
         .expect("the net's id")
         .to_owned();
 
-    // A property the engine has no setting for, named.
-    let (_, refused) = settle(
+    // A property the engine has no setting for, named when the template
+    // is validated: the create is refused (400) and nothing is made.
+    let (status, body) = heat(
         &ember,
         &token,
         "demo",
-        "dns",
-        network(
+        reqwest::Method::POST,
+        "/stacks",
+        Some(json!({"stack_name": "dns", "template": network(
             json!({"network": {"get_resource": "net"}, "cidr": "10.1.2.0/24",
             "dns_nameservers": ["192.0.2.53"]}),
+        )})),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("OS::Neutron::Subnet on the docker backend cannot honour dns_nameservers"),
+        "{body}"
+    );
+    // A type the backend does not offer says so.
+    let (status, body) = heat(
+        &ember,
+        &token,
+        "demo",
+        reqwest::Method::POST,
+        "/stacks",
+        Some(
+            json!({"stack_name": "routed", "template": {"heat_template_version": "2018-08-31",
+            "resources": {"router": {"type": "OS::Neutron::Router"}}}}),
         ),
     )
     .await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message
+            .contains("OS::Neutron::Router is not offered here: the docker backend has no routers"),
+        "{body}"
+    );
+    // The same value given by a parameter is refused when the resource is
+    // made, by name.
+    let mut from_parameter = network(
+        json!({"network": {"get_resource": "net"}, "cidr": "10.1.2.0/24",
+        "dns_nameservers": {"get_param": "dns"}}),
+    );
+    from_parameter["parameters"] =
+        json!({"dns": {"type": "comma_delimited_list", "default": "192.0.2.53"}});
+    let (_, refused) = settle(&ember, &token, "demo", "dns", from_parameter).await;
     assert_eq!(refused["stack_status"], "CREATE_FAILED", "{refused}");
     let reason = refused["stack_status_reason"].as_str().unwrap_or_default();
     assert!(

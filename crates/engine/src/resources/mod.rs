@@ -367,6 +367,16 @@ pub trait ResourceType: Send + Sync + 'static {
         true
     }
 
+    /// Refuses, naming each, what of `properties` — as the template writes
+    /// them, before any function is resolved — this type cannot honour on
+    /// its backend: the template is refused when it is validated, nothing
+    /// is silently ignored. Values a function gives are checked again when
+    /// the resource is made. Everything passes by default.
+    fn refuse_unhonoured(&self, properties: &Map<String, Value>) -> Result<(), String> {
+        let _ = properties;
+        Ok(())
+    }
+
     /// Whether [`ResourceType::lock`]/[`ResourceType::unlock`] do anything:
     /// a resource with nothing to lock goes straight to LOCK_COMPLETE, one
     /// transition instead of two.
@@ -450,6 +460,9 @@ pub struct ResourceTypeRegistry {
     wait_conditions: Option<Arc<wait_condition::WaitConditions>>,
     /// The software configuration service behind the software types.
     software: Option<Arc<crate::software::SoftwareService>>,
+    /// Types other backends offer that this one does not, and why (a
+    /// template naming one is refused saying so).
+    not_offered: BTreeMap<&'static str, &'static str>,
 }
 
 impl ResourceTypeRegistry {
@@ -463,6 +476,7 @@ impl ResourceTypeRegistry {
             nested_stack_host: nested_stack_host.clone(),
             wait_conditions: None,
             software: None,
+            not_offered: BTreeMap::new(),
         };
         registry.register(Arc::new(nested::StackResource::new(nested_stack_host)));
         registry.register(Arc::new(none::NoneResource::new()));
@@ -616,6 +630,16 @@ impl ResourceTypeRegistry {
                     .and_then(|current| self.types.get(*current))
             })
             .or_else(|| is_template_file(type_name).then_some(&self.template_resource))
+    }
+
+    /// Records that this backend does not offer `type_name`, and why.
+    pub fn not_offered(&mut self, type_name: &'static str, why: &'static str) {
+        self.not_offered.insert(type_name, why);
+    }
+
+    /// Why `type_name` is not offered here, if another backend offers it.
+    pub fn why_not_offered(&self, type_name: &str) -> Option<&'static str> {
+        self.not_offered.get(type_name).copied()
     }
 
     /// Installs the engine that runs nested stacks (once).

@@ -112,6 +112,12 @@ impl ParsedStack {
                 }
             };
             let Some(resource_type) = registry.get(&type_name) else {
+                if let Some(why) = registry.why_not_offered(&type_name) {
+                    return Err(TemplateError::new(
+                        path,
+                        format!("{type_name} is not offered here: {why}"),
+                    ));
+                }
                 return Err(TemplateError::new(
                     path,
                     format!(
@@ -122,6 +128,11 @@ impl ParsedStack {
             };
             check_property_names(
                 resource_type.schema(),
+                &resource_definition.properties,
+                name,
+            )?;
+            check_refused_properties(
+                resource_type.as_ref(),
                 &resource_definition.properties,
                 name,
             )?;
@@ -137,6 +148,39 @@ impl ParsedStack {
             files: definition.files.clone(),
             resource_types,
         })
+    }
+}
+
+/// Refuses what the type cannot honour on this backend among the
+/// properties written as values (those a function gives are checked when
+/// the resource is made).
+fn check_refused_properties(
+    resource_type: &dyn crate::resources::ResourceType,
+    properties: &Value,
+    resource_name: &str,
+) -> Result<(), TemplateError> {
+    let Value::Object(given) = properties else {
+        return Ok(());
+    };
+    let written: serde_json::Map<String, Value> = given
+        .iter()
+        .filter(|(_, value)| !is_function_call(value))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    resource_type
+        .refuse_unhonoured(&written)
+        .map_err(|message| {
+            TemplateError::new(format!("resources.{resource_name}.properties"), message)
+        })
+}
+
+/// Whether `value` is a function call (`{get_param: …}`), resolved later.
+fn is_function_call(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            map.len() == 1 && map.keys().next().is_some_and(|key| is_function_name(key))
+        }
+        _ => false,
     }
 }
 

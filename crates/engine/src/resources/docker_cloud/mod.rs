@@ -65,6 +65,10 @@ impl Twin {
     }
 }
 
+/// Why the docker backend does not offer the openstack types it has no
+/// twin of.
+const NOT_OFFERED: &str = "the docker backend has no routers, floating IPs, security groups, key pairs, server groups, images or volume types (the simulated and openstack backends offer them)";
+
 /// The openstack types the docker backend does not offer (no twin here).
 #[cfg(test)]
 pub fn not_offered() -> Vec<&'static str> {
@@ -84,6 +88,7 @@ pub fn register(
 ) {
     for schema in super::openstack::schemas() {
         let Some(twin) = Twin::of(schema.type_name) else {
+            registry.not_offered(schema.type_name, NOT_OFFERED);
             continue;
         };
         registry.register(Arc::new(DockerType {
@@ -201,6 +206,13 @@ impl DockerType {
 impl ResourceType for DockerType {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    /// What the container engine cannot honour is refused when the
+    /// template is validated (and again at create, for values functions
+    /// gave).
+    fn refuse_unhonoured(&self, properties: &Map<String, Value>) -> Result<(), String> {
+        refusals::check(self.twin, self.schema.type_name, properties).map_err(|failure| failure.0)
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
