@@ -268,9 +268,109 @@ async fn a_create_with_a_chosen_uuid_is_idempotent(database: &TestDatabase) {
     service.drain().await;
 }
 
+/// A lock with an expiry holds until then, can be renewed by its holder
+/// (not by a colleague), and is lifted by the engine once — by an engine
+/// started after it was taken, racing another — with one `lock_expired`
+/// event; a delete refused while it held is admitted after.
+async fn an_expired_instance_lock_is_lifted_once(database: &TestDatabase) {
+    let store = store(database).await;
+    let first_shutdown = CancellationToken::new();
+    let first = InstanceService::start(store.clone(), &quick_driver(), first_shutdown.clone())
+        .await
+        .expect("started");
+    let owner = member("demo");
+    let colleague = member("bob");
+    let instance = first
+        .create(&owner, new_instance("expiring"))
+        .await
+        .expect("created");
+    wait_for_status(&store, &instance, InstanceStatus::Active).await;
+    let now = ember_runtime::time::now();
+    let locked = first
+        .lock_until(
+            &owner,
+            instance.uuid,
+            Some("nightly window".to_owned()),
+            Some(now + chrono::Duration::seconds(60)),
+        )
+        .await
+        .expect("locked")
+        .instance;
+    let lock = locked.maintenance_lock.clone().expect("a lock");
+    assert!(lock.describe().contains(" until "), "{}", lock.describe());
+    // A colleague cannot renew it; its holder can — shorter, here.
+    assert!(matches!(
+        first
+            .lock_until(&colleague, instance.uuid, None, Some(now + chrono::Duration::seconds(600)))
+            .await,
+        Err(Error::Conflict(message)) if message.contains("only its holder or an admin")
+    ));
+    let renewed = first
+        .lock_until(
+            &owner,
+            instance.uuid,
+            None,
+            Some(now + chrono::Duration::seconds(2)),
+        )
+        .await
+        .expect("renewed")
+        .instance
+        .maintenance_lock
+        .expect("a lock");
+    assert_eq!(renewed.locked_at, lock.locked_at);
+    assert_eq!(renewed.reason.as_deref(), Some("nightly window"), "kept");
+    assert!(matches!(
+        first.delete(&colleague, instance.uuid).await,
+        Err(Error::Conflict(message)) if message.contains("is locked")
+    ));
+    // The engine that took it goes; two others race to lift it.
+    first_shutdown.cancel();
+    first.drain().await;
+    let shutdown = CancellationToken::new();
+    let second = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
+        .await
+        .expect("started");
+    let _third = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
+        .await
+        .expect("started");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while store
+        .get_instance(instance.uuid)
+        .await
+        .expect("read")
+        .expect("exists")
+        .is_locked()
+    {
+        assert!(Instant::now() < deadline, "the lock was not lifted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let expired: Vec<_> = second
+        .events(&owner, instance.uuid, 100)
+        .await
+        .expect("events")
+        .into_iter()
+        .filter(|event| event.kind == "lock_expired")
+        .collect();
+    assert_eq!(expired.len(), 1, "{expired:?}");
+    assert!(
+        expired[0]
+            .reason
+            .starts_with("lock expired (was by owner \"demo\""),
+        "{}",
+        expired[0].reason
+    );
+    second
+        .delete(&colleague, instance.uuid)
+        .await
+        .expect("admitted once the lock expired");
+    shutdown.cancel();
+}
+
 ember_runtime::store_suite!(
     a_completed_delete_answers_not_found,
     a_create_with_a_chosen_uuid_is_idempotent,
     tasks_left_in_progress_are_resumed_at_start,
     a_lock_racing_a_delete_never_lets_both_through,
+    an_expired_instance_lock_is_lifted_once,
 );

@@ -53,6 +53,7 @@ fn locked(instance: &Instance, locked_by: LockedBy, reason: Option<&str>) -> Ins
             user_id: "ops".to_owned(),
             locked_at: now,
             reason: reason.map(str::to_owned),
+            expires_at: Some(now + chrono::Duration::hours(1)),
         }),
         ..instance.clone()
     }

@@ -77,6 +77,7 @@ async fn the_instance_service_works_over_grpc_with_the_same_rules() {
             pb::LockInstanceRequest {
                 uuid: uuid.clone(),
                 reason: Some("maintenance".into()),
+                ..pb::LockInstanceRequest::default()
             },
             &callers.other_admin,
         ))

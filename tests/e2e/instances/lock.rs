@@ -35,13 +35,28 @@ async fn lock_and_unlock_answer_202_and_show_who_locked_when_and_why() {
             .is_some_and(|at| at.ends_with('Z'))
     );
 
-    // The owner locking again changes nothing.
+    assert_eq!(shown["lock_expires_at"], serde_json::Value::Null);
+
+    // The owner locking again changes nothing; with an expiry, it renews
+    // the lock until then (same holder, time and reason).
     let (status, _) = lock(&ember, &callers.member, &uuid, json!({"target": true})).await;
     assert_eq!(status, 202);
     assert_eq!(
         show(&ember, &callers.member, &uuid).await["locked_reason"],
         "maintenance"
     );
+    let (status, body) = lock(
+        &ember,
+        &callers.member,
+        &uuid,
+        json!({"target": true, "expires_in": 3600}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let renewed = show(&ember, &callers.member, &uuid).await;
+    assert!(renewed["lock_expires_at"].is_string(), "{renewed}");
+    assert_eq!(renewed["locked_at"], shown["locked_at"], "{renewed}");
+    assert_eq!(renewed["locked_reason"], "maintenance", "{renewed}");
 
     let (listed_status, listed) = call(
         &ember,
@@ -100,6 +115,26 @@ async fn bad_lock_bodies_are_400_naming_the_key() {
         (
             json!({"target": false, "reason": "done"}),
             "reason: only a lock",
+        ),
+        (
+            json!({"target": true, "expires_in": 0}),
+            "expires_in: 0 is not a positive number of seconds",
+        ),
+        (
+            json!({"target": true, "expires_in": "1h"}),
+            "expires_in: must be whole seconds",
+        ),
+        (
+            json!({"target": true, "expires_at": "noon"}),
+            "expires_at: \"noon\" is not an ISO 8601 time",
+        ),
+        (
+            json!({"target": true, "expires_at": "2001-01-01T00:00:00Z"}),
+            "expires_at: 2001-01-01T00:00:00Z is not in the future",
+        ),
+        (
+            json!({"target": false, "expires_in": 60}),
+            "only a lock (\"target\": true) expires",
         ),
         (json!([true]), "the body must be a JSON object"),
     ];

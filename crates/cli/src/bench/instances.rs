@@ -115,6 +115,7 @@ pub async fn run(instance_count: usize, calls: usize) -> Result<(), String> {
         let request = pb::LockInstanceRequest {
             uuid: uuid.clone(),
             reason: None,
+            ..pb::LockInstanceRequest::default()
         };
         grpc.lock_instance(with_token(request, &bearer))
             .await

@@ -114,6 +114,10 @@ pub enum InstanceCommand {
         /// Why, shown to whoever the lock stops (1-255 characters)
         #[arg(long)]
         reason: Option<String>,
+        /// Lift the lock after this long (90s, 30m, 4h, 2d); on a locked
+        /// instance, renews its lock until then
+        #[arg(long, value_parser = crate::commands::parse_seconds)]
+        expires_in: Option<i64>,
     },
     /// Lift an instance's lock (an admin lock only as an admin)
     Unlock { instance: String },
@@ -275,11 +279,21 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 .into_inner();
             finish(&client, instance, &wait).await
         }
-        InstanceCommand::Lock { instance, reason } => {
+        InstanceCommand::Lock {
+            instance,
+            reason,
+            expires_in,
+        } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let uuid = resolve(&client, &instance).await?;
+            let request = pb::LockInstanceRequest {
+                uuid,
+                reason,
+                expires_in,
+                expires_at: None,
+            };
             let instance = service(&client)
-                .lock_instance(client.request(pb::LockInstanceRequest { uuid, reason })?)
+                .lock_instance(client.request(request)?)
                 .await
                 .map_err(describe)?
                 .into_inner();

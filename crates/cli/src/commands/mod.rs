@@ -201,6 +201,13 @@ async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A duration (`90`, `90s`, `30m`, `4h`, `2d`) in whole seconds, as lock
+/// expiries take it.
+pub fn parse_seconds(text: &str) -> Result<i64, String> {
+    token::parse_duration(text)
+        .map(|duration| i64::try_from(duration.as_secs()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;

@@ -122,7 +122,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         }
     };
     if seconds == 0 {
-        return Err("a token lifetime must be more than 0".to_owned());
+        return Err("a duration must be more than 0".to_owned());
     }
     Ok(Duration::from_secs(seconds))
 }

@@ -152,20 +152,33 @@ pub struct MaintenanceLock {
     pub user_id: String,
     pub locked_at: DateTime<Utc>,
     pub reason: Option<String>,
+    /// When the engine lifts it, unless it is renewed or lifted before.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl MaintenanceLock {
-    /// How error messages name the lock: `by admin "ops" at …: maintenance`.
+    /// Whether it still holds at `now` (an expired lock the sweep has not
+    /// lifted yet holds nothing back).
+    pub fn holds_at(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_none_or(|expires_at| expires_at > now)
+    }
+
+    /// How error messages name the lock: `by admin "ops" at … until …:
+    /// maintenance`.
     pub fn describe(&self) -> String {
         let when = self.locked_at.format("%Y-%m-%dT%H:%M:%SZ");
+        let until = self
+            .expires_at
+            .map(|at| format!(" until {}", at.format("%Y-%m-%dT%H:%M:%SZ")))
+            .unwrap_or_default();
         match &self.reason {
             Some(reason) => format!(
-                "by {} {:?} at {when}: {reason}",
+                "by {} {:?} at {when}{until}: {reason}",
                 self.locked_by.as_str(),
                 self.user_id
             ),
             None => format!(
-                "by {} {:?} at {when}",
+                "by {} {:?} at {when}{until}",
                 self.locked_by.as_str(),
                 self.user_id
             ),

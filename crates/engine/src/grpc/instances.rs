@@ -171,7 +171,26 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         let caller = Identity::of(&request)?.clone();
         let request = request.into_inner();
         let uuid = parse_uuid("uuid", &request.uuid)?;
-        let outcome = self.instances.lock(&caller, uuid, request.reason).await?;
+        let expires_at = match &request.expires_at {
+            None => None,
+            Some(at) => Some(
+                chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0))
+                    .ok_or_else(|| {
+                        crate::error::Error::InvalidInput(
+                            "expires_at: not a time Ember can keep".to_owned(),
+                        )
+                    })?,
+            ),
+        };
+        let expires_at = crate::domain::cluster::lock::expiry(
+            ember_runtime::time::now(),
+            request.expires_in,
+            expires_at,
+        )?;
+        let outcome = self
+            .instances
+            .lock_until(&caller, uuid, request.reason, expires_at)
+            .await?;
         reply(&outcome.instance)
     }
 
@@ -290,6 +309,7 @@ pub fn instance_to_proto(instance: &Instance) -> pb::Instance {
         locked_reason: lock
             .and_then(|lock| lock.reason.clone())
             .unwrap_or_default(),
+        lock_expires_at: to_optional_timestamp(lock.and_then(|lock| lock.expires_at)),
         created_at: Some(to_timestamp(instance.created_at)),
         updated_at: Some(to_timestamp(instance.updated_at)),
         command: instance.workload.command.clone(),

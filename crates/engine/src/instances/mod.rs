@@ -91,6 +91,10 @@ pub struct InstanceService {
 /// How many observations wait for a slow subscriber.
 const OBSERVATION_BUFFER: usize = 1024;
 
+/// The most expired instance locks one sweep lifts (the next takes the
+/// rest).
+const EXPIRED_LOCKS_PER_SWEEP: u64 = 500;
+
 impl InstanceService {
     /// Driver tasks stop when `shutdown` is cancelled; call
     /// [`InstanceService::resume_unfinished_tasks`] at start-up to pick up
@@ -167,7 +171,8 @@ impl InstanceService {
             Ok(resumed) => info!(resumed, "resumed unfinished instance tasks"),
             Err(failure) => warn!(%failure, "cannot resume unfinished instance tasks"),
         }
-        Arc::new(service.watcher(compute.resync_interval)).spawn(shutdown);
+        Arc::new(service.watcher(compute.resync_interval)).spawn(shutdown.clone());
+        service.spawn_lock_expiry(shutdown);
         info!(driver = service.driver.name(), "compute driver ready");
         Ok(service)
     }
@@ -554,8 +559,21 @@ impl InstanceService {
         uuid: Uuid,
         reason: Option<String>,
     ) -> Result<LockOutcome> {
+        self.lock_until(caller, uuid, reason, None).await
+    }
+
+    /// [`Self::lock`], the lock expiring at `expires_at` (the engine lifts
+    /// it then); on a locked instance, renews its lock until then (its
+    /// holder, or an admin).
+    pub async fn lock_until(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        reason: Option<String>,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<LockOutcome> {
         let applied = self
-            .apply(caller, uuid, InstanceRequest::Lock { reason })
+            .apply(caller, uuid, InstanceRequest::Lock { reason, expires_at })
             .await?;
         Ok(LockOutcome {
             previous_lock: applied.before.maintenance_lock,
@@ -569,6 +587,57 @@ impl InstanceService {
             .apply(caller, uuid, InstanceRequest::Unlock)
             .await?
             .after)
+    }
+
+    /// Lifts every instance lock whose expiry has passed (the machine's
+    /// own lock first, then the record, with a `lock_expired` event);
+    /// returns how many this engine lifted — a lock an unlock, a renewal
+    /// or another engine's sweep changed first is left to that.
+    pub async fn lift_expired_locks(&self) -> Result<usize> {
+        let now = ember_runtime::time::now();
+        let mut lifted = 0;
+        for instance in self
+            .store
+            .expired_instance_locks(now, EXPIRED_LOCKS_PER_SWEEP)
+            .await?
+        {
+            let Some(lock) = instance.maintenance_lock.clone() else {
+                continue;
+            };
+            if let Err(error) = self.driver.unlock(&instance, &lock).await {
+                warn!(instance_uuid = %instance.uuid, %error, "cannot lift an expired instance lock on its machine");
+                continue;
+            }
+            let mut next = instance.next_revision(now);
+            next.maintenance_lock = None;
+            let reason = format!("lock expired (was {})", lock.describe());
+            if self.store.expire_instance_lock(&next, &reason).await? {
+                info!(instance_uuid = %instance.uuid, "instance lock expired and lifted");
+                lifted += 1;
+            }
+        }
+        Ok(lifted)
+    }
+
+    /// Lifts expired locks every second until `shutdown`.
+    fn spawn_lock_expiry(self: &Arc<Self>, shutdown: CancellationToken) {
+        let service = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = ticker.tick() => {}
+                }
+                let Some(service) = service.upgrade() else {
+                    return;
+                };
+                if let Err(error) = service.lift_expired_locks().await {
+                    warn!(%error, "cannot lift expired instance locks");
+                }
+            }
+        });
     }
 
     /// Restarts the driver tasks a previous run left in progress.

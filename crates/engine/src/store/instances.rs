@@ -85,6 +85,9 @@ pub struct InstanceEvent {
 /// The kind of an observation event.
 pub const OBSERVED_EVENT: &str = "observed";
 
+/// The kind of the event of a lock the engine lifted at its expiry.
+pub const LOCK_EXPIRED_EVENT: &str = "lock_expired";
+
 /// The most events one instance keeps listable (the newest).
 pub const MAX_EVENTS_LISTED: u64 = 1000;
 
@@ -111,6 +114,15 @@ pub trait InstanceStore: Send + Sync + 'static {
     async fn lock_instance(&self, next: &Instance) -> Result<bool>;
     /// Lifts the maintenance lock.
     async fn unlock_instance(&self, next: &Instance) -> Result<bool>;
+    /// Lifts the expired maintenance lock `next` no longer has, with a
+    /// `lock_expired` event saying `reason`, in one transaction — only if
+    /// the stored revision is `next.revision - 1` (an unlock, a renewal or
+    /// another engine's sweep won otherwise).
+    async fn expire_instance_lock(&self, next: &Instance, reason: &str) -> Result<bool>;
+    /// Instances whose maintenance lock expired by `now`, soonest first,
+    /// at most `limit`.
+    async fn expired_instance_locks(&self, now: DateTime<Utc>, limit: u64)
+    -> Result<Vec<Instance>>;
     /// Writes `next`'s name and metadata.
     async fn update_instance_details(&self, next: &Instance) -> Result<bool>;
     /// Moves the instance into a task's in-progress status and power state.

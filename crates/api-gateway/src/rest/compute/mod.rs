@@ -351,7 +351,11 @@ async fn set_lock(
 ) -> Result<StatusCode, RestError> {
     let uuid = parse_uuid("instance uuid", &uuid)?.to_string();
     let body = json_object(&body)?;
-    refuse_unknown_keys(&body, &["target", "reason"], "a lock request")?;
+    refuse_unknown_keys(
+        &body,
+        &["target", "reason", "expires_in", "expires_at"],
+        "a lock request",
+    )?;
     let target = match body.get("target") {
         None => {
             return Err(bad_request(
@@ -382,9 +386,43 @@ async fn set_lock(
             )));
         }
     };
+    let expires_in = match body.get("expires_in") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(seconds)) => Some(seconds.as_i64().ok_or_else(|| {
+            bad_request(format!("expires_in: must be whole seconds (got {seconds})"))
+        })?),
+        Some(other) => {
+            return Err(bad_request(format!(
+                "expires_in: must be whole seconds (got {other})"
+            )));
+        }
+    };
+    let expires_at = match body.get("expires_at") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => {
+            let at = chrono::DateTime::parse_from_rfc3339(text).map_err(|_| {
+                bad_request(format!(
+                    "expires_at: {text:?} is not an ISO 8601 time with its offset (2026-11-29T12:00:00Z)"
+                ))
+            })?;
+            Some(ember_runtime::time::to_timestamp(
+                at.with_timezone(&chrono::Utc),
+            ))
+        }
+        Some(other) => {
+            return Err(bad_request(format!(
+                "expires_at: must be an ISO 8601 time (got {other})"
+            )));
+        }
+    };
     let mut engine = client(&state);
     if target {
-        let request = pb::LockInstanceRequest { uuid, reason };
+        let request = pb::LockInstanceRequest {
+            uuid,
+            reason,
+            expires_in,
+            expires_at,
+        };
         engine
             .lock_instance(state.internal_request(&identity, request))
             .await?;
@@ -392,6 +430,11 @@ async fn set_lock(
         if reason.is_some() {
             return Err(bad_request(
                 "reason: only a lock (\"target\": true) takes a reason",
+            ));
+        }
+        if expires_in.is_some() || expires_at.is_some() {
+            return Err(bad_request(
+                "expires_in, expires_at: only a lock (\"target\": true) expires",
             ));
         }
         let request = pb::UnlockInstanceRequest { uuid };

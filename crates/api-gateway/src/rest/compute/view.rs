@@ -91,6 +91,7 @@ pub fn instance_view(instance: &pb::Instance) -> Value {
         "locked_by_user": text_or_null(&instance.locked_by_user),
         "locked_at": time(instance.locked_at.as_ref()),
         "locked_reason": text_or_null(&instance.locked_reason),
+        "lock_expires_at": time(instance.lock_expires_at.as_ref()),
         "created_at": time(instance.created_at.as_ref()),
         "updated_at": time(instance.updated_at.as_ref()),
         "command": instance.command,

@@ -185,7 +185,7 @@ pub enum ClusterCommand {
         #[arg(long)]
         reason: Option<String>,
         /// Lift the lock after this long: 90s, 30m, 4h, 2d
-        #[arg(long, value_parser = parse_duration)]
+        #[arg(long, value_parser = crate::commands::parse_seconds)]
         expires_in: Option<i64>,
     },
     /// Lift a cluster's lock (an admin's only as an admin)
@@ -348,28 +348,6 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
         ),
     };
     changes::start(change, &wait, connect).await
-}
-
-/// Seconds in `90`, `90s`, `30m`, `4h` or `2d`.
-fn parse_duration(text: &str) -> Result<i64, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let number: i64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (90s, 30m, 4h, 2d)"))?;
-    let unit = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("{text:?} is not a duration (90s, 30m, 4h, 2d)")),
-    };
-    number
-        .checked_mul(unit)
-        .ok_or_else(|| format!("{text:?} is too long"))
 }
 
 /// Scale in or out by `count` nodes; none given (0) lets the engine take

@@ -92,7 +92,12 @@ pub enum InstanceRequest {
     Update(InstanceChanges),
     Delete,
     Power(PowerAction),
-    Lock { reason: Option<String> },
+    /// Lock, or renew the lock until `expires_at` (a time checked by
+    /// [`crate::domain::cluster::lock::expiry`]).
+    Lock {
+        reason: Option<String>,
+        expires_at: Option<DateTime<Utc>>,
+    },
     Unlock,
 }
 
@@ -137,10 +142,14 @@ pub fn decide(
     let access = Access::of(caller, instance).ok_or_else(|| not_found(instance.uuid))?;
     refuse_read_only(caller, request.verb())?;
     match request {
-        InstanceRequest::Lock { reason } => decide_lock(caller, access, instance, reason, now),
+        InstanceRequest::Lock { reason, expires_at } => {
+            decide_lock(caller, access, instance, reason, *expires_at, now)
+        }
         InstanceRequest::Unlock => decide_unlock(access, instance, now),
         InstanceRequest::Update(_) | InstanceRequest::Delete | InstanceRequest::Power(_) => {
+            // An expired lock the sweep has not lifted yet holds nothing.
             let overridden_lock = match &instance.maintenance_lock {
+                Some(lock) if !lock.holds_at(now) => None,
                 Some(lock) if !access.is_admin => return Err(locked_error(instance, lock)),
                 lock => lock.clone(),
             };
@@ -172,6 +181,7 @@ fn decide_lock(
     access: Access,
     instance: &Instance,
     reason: &Option<String>,
+    expires_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<Decision> {
     if let Some(reason) = reason {
@@ -184,8 +194,43 @@ fn decide_lock(
             instance.status.as_str()
         )));
     }
-    if instance.is_locked() && access.is_owner {
-        return Ok(Decision::Unchanged);
+    let held = instance
+        .maintenance_lock
+        .as_ref()
+        .filter(|lock| lock.holds_at(now));
+    if let Some(held) = held
+        && access.is_owner
+    {
+        // Locking a locked instance changes nothing (Nova's), unless it
+        // renews the lock until a new time: its holder may, or an admin.
+        let Some(expires_at) = expires_at else {
+            return Ok(Decision::Unchanged);
+        };
+        if held.locked_by == LockedBy::Admin && !access.is_admin {
+            return Err(Error::Forbidden(format!(
+                "{} is locked ({}): only an admin can renew it",
+                instance.label(),
+                held.describe()
+            )));
+        }
+        if held.user_id != caller.user_id && !access.is_admin {
+            return Err(Error::Conflict(format!(
+                "{} is locked ({}): only its holder or an admin can renew it",
+                instance.label(),
+                held.describe()
+            )));
+        }
+        let mut next = instance.next_revision(now);
+        next.maintenance_lock = Some(MaintenanceLock {
+            expires_at: Some(expires_at),
+            reason: reason.clone().or_else(|| held.reason.clone()),
+            ..held.clone()
+        });
+        return Ok(Decision::Change {
+            next: Box::new(next),
+            task: None,
+            overridden_lock: None,
+        });
     }
     let mut next = instance.next_revision(now);
     next.maintenance_lock = Some(MaintenanceLock {
@@ -193,6 +238,7 @@ fn decide_lock(
         user_id: caller.user_id.clone(),
         locked_at: now,
         reason: reason.clone(),
+        expires_at,
     });
     Ok(Decision::Change {
         next: Box::new(next),
@@ -387,6 +433,7 @@ mod tests {
     fn lock(reason: Option<&str>) -> InstanceRequest {
         InstanceRequest::Lock {
             reason: reason.map(str::to_owned),
+            expires_at: None,
         }
     }
 

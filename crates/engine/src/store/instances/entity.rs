@@ -23,6 +23,8 @@ pub mod instances {
         pub locked_by_user: Option<String>,
         pub locked_at: Option<ChronoDateTimeUtc>,
         pub locked_reason: Option<String>,
+        /// When the maintenance lock expires (the sweep lifts it).
+        pub lock_expires_at: Option<ChronoDateTimeUtc>,
         pub status_reason: String,
         /// User data; NULL = none.
         pub user_data: Option<String>,

@@ -157,6 +157,10 @@ fn lock_columns(lock: Option<&MaintenanceLock>) -> Vec<(instances::Column, Simpl
             instances::Column::LockedReason,
             Expr::value(lock.and_then(|lock| lock.reason.clone())),
         ),
+        (
+            instances::Column::LockExpiresAt,
+            Expr::value(lock.and_then(|lock| lock.expires_at)),
+        ),
     ]
 }
 
@@ -177,6 +181,7 @@ fn instance_row(instance: &Instance) -> instances::ActiveModel {
         locked_by_user: Set(lock.map(|lock| lock.user_id.clone())),
         locked_at: Set(lock.map(|lock| lock.locked_at)),
         locked_reason: Set(lock.and_then(|lock| lock.reason.clone())),
+        lock_expires_at: Set(lock.and_then(|lock| lock.expires_at)),
         status_reason: Set(instance.status_reason.clone()),
         user_data: Set(
             (!instance.workload.user_data.is_empty()).then(|| instance.workload.user_data.clone())
@@ -209,6 +214,7 @@ fn instance_from_row(row: instances::Model) -> Result<Instance> {
             user_id: row.locked_by_user.clone().unwrap_or_default(),
             locked_at,
             reason: row.locked_reason.clone(),
+            expires_at: row.lock_expires_at,
         }),
         (true, _, _) => return Err(corrupt("lock", "locked without locked_by/locked_at")),
     };
@@ -374,6 +380,54 @@ impl InstanceStore for SqlInstanceStore {
 
     async fn unlock_instance(&self, next: &Instance) -> Result<bool> {
         self.write_if_unchanged(next, lock_columns(None)).await
+    }
+
+    async fn expire_instance_lock(&self, next: &Instance, reason: &str) -> Result<bool> {
+        let mut update = instances::Entity::update_many()
+            .col_expr(instances::Column::Revision, Expr::value(next.revision))
+            .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at));
+        for (column, value) in lock_columns(None) {
+            update = update.col_expr(column, value);
+        }
+        let transaction = self.connection.begin().await?;
+        let written = update
+            .filter(instances::Column::Uuid.eq(next.uuid))
+            .filter(instances::Column::Revision.eq(next.revision - 1))
+            .exec(&transaction)
+            .await?;
+        if written.rows_affected != 1 {
+            return Ok(false);
+        }
+        instance_events::Entity::insert(event_row(
+            next.uuid,
+            &next.project_id,
+            super::LOCK_EXPIRED_EVENT,
+            next.status,
+            next.power_state,
+            reason,
+            next.updated_at,
+        ))
+        .exec_without_returning(&transaction)
+        .await?;
+        transaction.commit().await?;
+        Ok(true)
+    }
+
+    async fn expired_instance_locks(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        limit: u64,
+    ) -> Result<Vec<Instance>> {
+        instances::Entity::find()
+            .filter(instances::Column::LockExpiresAt.lte(now))
+            .filter(instances::Column::Locked.eq(true))
+            .order_by_asc(instances::Column::LockExpiresAt)
+            .limit(limit)
+            .all(&self.connection)
+            .await?
+            .into_iter()
+            .map(instance_from_row)
+            .collect()
     }
 
     async fn update_instance_details(&self, next: &Instance) -> Result<bool> {

@@ -30,6 +30,7 @@ mod m20261205_100001_create_delegations;
 mod m20261205_100002_add_instance_placements;
 mod m20261206_100001_add_stack_lease_stop_requests;
 mod m20261207_100001_add_cluster_maintenance_locks;
+mod m20261207_100002_add_instance_lock_expiry;
 
 pub struct Migrator;
 
@@ -65,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_100002_add_instance_placements::Migration),
             Box::new(m20261206_100001_add_stack_lease_stop_requests::Migration),
             Box::new(m20261207_100001_add_cluster_maintenance_locks::Migration),
+            Box::new(m20261207_100002_add_instance_lock_expiry::Migration),
         ]
     }
 }

@@ -1,0 +1,60 @@
+//! An instance's maintenance lock may expire: when, beside the lock,
+//! indexed for the engine's sweep to find the locks whose time has come.
+
+use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
+
+#[derive(DeriveIden)]
+enum Instances {
+    Table,
+    LockExpiresAt,
+}
+
+const EXPIRY_INDEX: &str = "idx_instances_lock_expires_at";
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(Instances::Table)
+                    .add_column(schema::timestamp_with_time_zone_null(
+                        Instances::LockExpiresAt,
+                    ))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name(EXPIRY_INDEX)
+                    .table(Instances::Table)
+                    .col(Instances::LockExpiresAt)
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_index(
+                Index::drop()
+                    .name(EXPIRY_INDEX)
+                    .table(Instances::Table)
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(Instances::Table)
+                    .drop_column(Instances::LockExpiresAt)
+                    .to_owned(),
+            )
+            .await
+    }
+}
