@@ -694,6 +694,21 @@ async fn a_deployed_server_is_a_target_ember_does_not_create() {
         .unwrap_or_else(|| panic!("no deployments in {metadata}"));
     assert_eq!(deployments.len(), 1, "{metadata}");
     assert_eq!(deployments[0]["config"], "#!/bin/sh\necho hi");
+    // A server its agent reads has the list from the start, empty before
+    // any deployment (Heat's suite reads the key at once).
+    let idle = create(
+        &heat,
+        "deployed-idle",
+        json!({"heat_template_version": "2021-04-16", "resources": {
+            "server": {"type": "OS::Heat::DeployedServer"}}}),
+    )
+    .await;
+    heat.wait_until_settled(&idle).await;
+    let metadata = heat
+        .get(&format!("{idle}/resources/server/metadata"))
+        .await
+        .body;
+    assert_eq!(metadata["metadata"]["deployments"], json!([]), "{metadata}");
 
     // A transport Ember cannot serve fails by name.
     let bad = create(

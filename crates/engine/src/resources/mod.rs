@@ -167,6 +167,16 @@ pub fn is_deployment_target(type_name: &str) -> bool {
     COMPUTE_SERVER_TYPES.contains(&type_name) || type_name == deployed_server::DEPLOYED_SERVER_TYPE
 }
 
+/// Whether a server's agent reads its deployments from its metadata
+/// (user data `SOFTWARE_CONFIG`, a deployed server): its metadata has
+/// the list from the start, empty until one is made, as in Heat.
+pub fn agent_reads_deployments(type_name: &str, properties: &Value) -> bool {
+    type_name == deployed_server::DEPLOYED_SERVER_TYPE
+        || (COMPUTE_SERVER_TYPES.contains(&type_name)
+            && properties.get("user_data_format").and_then(Value::as_str)
+                == Some("SOFTWARE_CONFIG"))
+}
+
 /// Which way a maintenance lock moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockChange {

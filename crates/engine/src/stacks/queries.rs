@@ -233,7 +233,11 @@ impl StackOperations {
             let configs = software
                 .project_server_configs(&stack.project_id, server_id)
                 .await?;
-            if !configs.is_empty() {
+            let agent_reads_it = crate::resources::agent_reads_deployments(
+                &view.resource.type_name,
+                &view.resource.properties,
+            );
+            if !configs.is_empty() || agent_reads_it {
                 let deployments: Vec<Value> = configs
                     .into_iter()
                     .map(|config| {
