@@ -648,13 +648,7 @@ impl DockerEngine {
 
     /// Records a port (or finds the record an earlier try made).
     pub async fn record_port(&self, port: &PortObject) -> Result<PortObject, ComputeError> {
-        let docker = self.client().await?;
         let name = self.port_record_name(&port.id);
-        if let Ok(found) = docker.inspect_volume(&name).await
-            && let Some(found) = port_object(&found)
-        {
-            return Ok(found);
-        }
         let labels = HashMap::from([
             (KIND_LABEL.to_owned(), ObjectKind::Port.label().to_owned()),
             (OBJECT_ID_LABEL.to_owned(), port.id.clone()),
@@ -665,16 +659,39 @@ impl DockerEngine {
             (IP_ADDRESS_LABEL.to_owned(), port.ip_address.clone()),
             (MAC_ADDRESS_LABEL.to_owned(), port.mac_address.clone()),
         ]);
+        self.labelled_volume(
+            &name,
+            labels,
+            &format!("the record of port {}", port.id),
+            port_object,
+        )
+        .await
+    }
+
+    /// The labelled volume `name` an earlier try made, read by `read`, or
+    /// one made now with `labels`; `what` names it in failures.
+    async fn labelled_volume<T>(
+        &self,
+        name: &str,
+        labels: HashMap<String, String>,
+        what: &str,
+        read: fn(&EngineVolume) -> Option<T>,
+    ) -> Result<T, ComputeError> {
+        let docker = self.client().await?;
+        if let Ok(found) = docker.inspect_volume(name).await
+            && let Some(found) = read(&found)
+        {
+            return Ok(found);
+        }
         let made = docker
             .create_volume(VolumeCreateRequest {
-                name: Some(name.clone()),
+                name: Some(name.to_owned()),
                 labels: Some(labels),
                 ..VolumeCreateRequest::default()
             })
             .await
-            .map_err(|error| self.failure(&format!("cannot record port {}", port.id), &error))?;
-        port_object(&made)
-            .ok_or_else(|| ComputeError(format!("the record of port {} lost its labels", port.id)))
+            .map_err(|error| self.failure(&format!("cannot make {what}"), &error))?;
+        read(&made).ok_or_else(|| ComputeError(format!("{what} lost its labels")))
     }
 
     /// `project`'s volumes.
@@ -708,13 +725,7 @@ impl DockerEngine {
 
     /// Makes a container volume (or finds the one an earlier try made).
     pub async fn make_volume(&self, volume: &VolumeObject) -> Result<VolumeObject, ComputeError> {
-        let docker = self.client().await?;
         let name = self.volume_name(&volume.id);
-        if let Ok(found) = docker.inspect_volume(&name).await
-            && let Some(found) = volume_object(&found)
-        {
-            return Ok(found);
-        }
         let labels = HashMap::from([
             (KIND_LABEL.to_owned(), ObjectKind::Volume.label().to_owned()),
             (OBJECT_ID_LABEL.to_owned(), volume.id.clone()),
@@ -724,18 +735,13 @@ impl DockerEngine {
             (MULTIATTACH_LABEL.to_owned(), volume.multiattach.to_string()),
             (READ_ONLY_LABEL.to_owned(), volume.read_only.to_string()),
         ]);
-        let made = docker
-            .create_volume(VolumeCreateRequest {
-                name: Some(name.clone()),
-                labels: Some(labels),
-                ..VolumeCreateRequest::default()
-            })
-            .await
-            .map_err(|error| {
-                self.failure(&format!("cannot make container volume {name}"), &error)
-            })?;
-        volume_object(&made)
-            .ok_or_else(|| ComputeError(format!("container volume {name} lost its labels")))
+        self.labelled_volume(
+            &name,
+            labels,
+            &format!("container volume {name}"),
+            volume_object,
+        )
+        .await
     }
 
     /// Removes a container volume (a volume's or a port's record); gone
