@@ -210,6 +210,7 @@ pub async fn serve(
         stack_operations.act_on_cloud(cloud.clone());
     }
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
+    stack_operations.spawn_lock_expiry(shutdown.clone());
     // From the moment shutdown begins, root creates and deletes start no new
     // step: they are handed back once their steps in flight finish.
     let handing_back = stack_operations.clone();

@@ -478,10 +478,92 @@ async fn lock_needs_a_created_stack(database: &TestDatabase) {
     assert!(!loose.is_locked() && loose.status != InstanceStatus::Error);
 }
 
+/// A lock with an expiry is unlocked by the engine once its time has
+/// come — two engines racing to do it begin one unlock — as its holder,
+/// the reason saying so; the instances it locked are unlocked with it.
+async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
+    let (operations, instances, store) = engine(database).await;
+    let (other, _, _) = engine(database).await;
+    let stack = create_root(&operations, "expiring").await;
+    let expires_at = ember_runtime::time::now() + chrono::Duration::seconds(2);
+    let locking = operations
+        .lock_stack_until(
+            &owner(),
+            "expiring",
+            LockLevel::All,
+            Some("quiet hours".to_owned()),
+            Some(expires_at),
+        )
+        .await
+        .expect("lock accepted");
+    let lock = locking.maintenance_lock.clone().expect("a lock");
+    assert_eq!(lock.expires_at, Some(expires_at));
+    assert!(lock.describe().contains(" until "), "{}", lock.describe());
+    let locked = settled(&operations, "expiring").await;
+    assert_eq!(
+        locked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        locked.status_reason
+    );
+    // Nothing to do before the expiry.
+    assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (mine, theirs) = tokio::join!(
+        operations.unlock_expired_stacks(),
+        other.unlock_expired_stacks()
+    );
+    assert_eq!(
+        mine.expect("sweep") + theirs.expect("sweep"),
+        1,
+        "one unlock begun"
+    );
+    let unlocked = settled(&operations, "expiring").await;
+    assert_eq!(
+        unlocked.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        unlocked.status_reason
+    );
+    assert!(unlocked.maintenance_lock.is_none());
+    let events = store
+        .list_events(&ember_engine::store::EventListQuery {
+            stack_ids: vec![stack.id],
+            resource_name: None,
+            limit: 1000,
+            marker: None,
+            descending: false,
+        })
+        .await
+        .expect("events");
+    let started: Vec<&str> = events
+        .iter()
+        .filter(|event| event.resource_name == stack.name)
+        .map(|event| event.reason.as_str())
+        .filter(|reason| reason.starts_with("Stack UNLOCK started"))
+        .collect();
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert!(
+        started[0].contains("lock expired (was level all, by owner \"demo\""),
+        "{}",
+        started[0]
+    );
+    for id in server_ids(&operations, &stack).await {
+        let instance = instances.get(&owner(), id).await.expect("instance");
+        assert!(
+            !instance.is_locked(),
+            "instance {id} unlocked with the stack"
+        );
+    }
+    // Swept once: nothing more to do.
+    assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
+}
+
 ember_runtime::store_suite!(
     a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow,
     unlock_lifts_only_the_instance_locks_the_stack_placed,
     a_failing_resource_leaves_lock_failed_and_unlock_cleans_up,
     an_admin_lock_is_lifted_only_by_an_admin,
     lock_needs_a_created_stack,
+    an_expired_stack_lock_is_unlocked_once,
 );

@@ -34,6 +34,18 @@ async fn a_locked_stack_refuses_changes_until_unlocked() {
             "lock reason must be 1-255 characters",
         ),
         (json!({"unlock": {"force": true}}), "takes no options"),
+        (
+            json!({"lock": {"expires_in": "1h"}}),
+            "expires_in: must be whole seconds",
+        ),
+        (
+            json!({"lock": {"expires_at": "noon"}}),
+            "expires_at: \"noon\" is not an ISO 8601 time",
+        ),
+        (
+            json!({"lock": {"expires_in": -5}}),
+            "expires_in: -5 is not a positive number of seconds",
+        ),
     ] {
         let answer = action(&member, &stack, body).await;
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{answer:?}");
@@ -62,12 +74,13 @@ async fn a_locked_stack_refuses_changes_until_unlocked() {
     let answer = action(
         &member,
         &stack,
-        json!({"lock": {"level": "stacks", "reason": "db upgrade"}}),
+        json!({"lock": {"level": "stacks", "reason": "db upgrade", "expires_in": 3600}}),
     )
     .await;
     assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
     let shown = member.wait_until_settled(&stack).await;
     assert_eq!(shown["stack_status"], "LOCK_COMPLETE", "{shown}");
+    assert!(shown["stack_lock"]["expires_at"].is_string(), "{shown}");
     assert_eq!(shown["stack_lock"]["level"], "stacks");
     assert_eq!(shown["stack_lock"]["locked_by_user"], "demo");
     assert_eq!(shown["stack_lock"]["locked_by_role"], "owner");
@@ -150,6 +163,7 @@ async fn an_admin_lock_needs_an_admin_to_lift_it_and_grpc_answers_the_same() {
                 stack: "audited".into(),
                 level: "all".into(),
                 reason: "audit".into(),
+                ..LockStackRequest::default()
             },
             ember.admin_token(),
         ))

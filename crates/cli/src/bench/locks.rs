@@ -109,6 +109,7 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
                     stack: "big".into(),
                     level: "all".into(),
                     reason: String::new(),
+                    ..pb::LockStackRequest::default()
                 },
             )?)
             .await
@@ -181,6 +182,7 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
                 locked_by_admin: false,
                 locked_at: now,
                 reason: Some("maintenance".into()),
+                expires_at: None,
             });
         }
         let caller = ember_runtime::Identity::new("demo", "demo", vec!["member".into()]);

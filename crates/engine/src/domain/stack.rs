@@ -164,6 +164,9 @@ pub struct MaintenanceLock {
     pub locked_by_admin: bool,
     pub locked_at: DateTime<Utc>,
     pub reason: Option<String>,
+    /// When the engine unlocks the stack, unless it is locked again (a
+    /// renewal) or unlocked before.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 impl MaintenanceLock {
@@ -180,6 +183,12 @@ impl MaintenanceLock {
             self.locked_by_user,
             self.locked_at.format("%Y-%m-%dT%H:%M:%SZ")
         );
+        if let Some(expires_at) = self.expires_at {
+            text.push_str(&format!(
+                " until {}",
+                expires_at.format("%Y-%m-%dT%H:%M:%SZ")
+            ));
+        }
         if let Some(reason) = &self.reason {
             text.push_str(": ");
             text.push_str(reason);

@@ -115,20 +115,15 @@ pub fn cluster_lock(lock: &crate::domain::cluster::ClusterLock) -> pb::ClusterLo
 pub fn lock_request(
     request: &pb::LockClusterRequest,
 ) -> Result<crate::clusters::ClusterLockRequest> {
-    let expires_at = match &request.expires_at {
-        None => None,
-        Some(at) => Some(
-            chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0))
-                .ok_or_else(|| {
-                    Error::InvalidInput("expires_at: not a time Ember can keep".to_owned())
-                })?,
-        ),
-    };
     Ok(crate::clusters::ClusterLockRequest {
         level: crate::domain::cluster::ClusterLockLevel::parse(&request.level)?,
         reason: (!request.reason.is_empty()).then(|| request.reason.clone()),
         expires_in: request.expires_in,
-        expires_at,
+        expires_at: request
+            .expires_at
+            .as_ref()
+            .map(super::convert::expiry_time)
+            .transpose()?,
     })
 }
 

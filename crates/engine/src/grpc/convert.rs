@@ -116,7 +116,28 @@ pub fn maintenance_lock_to_proto(lock: &crate::domain::MaintenanceLock) -> pb::S
         .to_owned(),
         locked_at: Some(to_timestamp(lock.locked_at)),
         reason: lock.reason.clone().unwrap_or_default(),
+        expires_at: lock.expires_at.map(to_timestamp),
     }
+}
+
+/// A lock request's expiry: `expires_in` seconds from now or `expires_at`
+/// (checked: in the future, bounded, not both).
+pub fn lock_expiry(
+    expires_in: Option<i64>,
+    expires_at: Option<&prost_types::Timestamp>,
+) -> crate::error::Result<Option<chrono::DateTime<chrono::Utc>>> {
+    let expires_at = expires_at.map(expiry_time).transpose()?;
+    crate::domain::cluster::lock::expiry(ember_runtime::time::now(), expires_in, expires_at)
+}
+
+/// A lock's `expires_at` as a time (one out of range is refused, naming
+/// it).
+pub fn expiry_time(
+    at: &prost_types::Timestamp,
+) -> crate::error::Result<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0)).ok_or_else(
+        || crate::error::Error::InvalidInput("expires_at: not a time Ember can keep".to_owned()),
+    )
 }
 
 pub fn resource_to_proto(

@@ -171,22 +171,8 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         let caller = Identity::of(&request)?.clone();
         let request = request.into_inner();
         let uuid = parse_uuid("uuid", &request.uuid)?;
-        let expires_at = match &request.expires_at {
-            None => None,
-            Some(at) => Some(
-                chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0))
-                    .ok_or_else(|| {
-                        crate::error::Error::InvalidInput(
-                            "expires_at: not a time Ember can keep".to_owned(),
-                        )
-                    })?,
-            ),
-        };
-        let expires_at = crate::domain::cluster::lock::expiry(
-            ember_runtime::time::now(),
-            request.expires_in,
-            expires_at,
-        )?;
+        let expires_at =
+            super::convert::lock_expiry(request.expires_in, request.expires_at.as_ref())?;
         let outcome = self
             .instances
             .lock_until(&caller, uuid, request.reason, expires_at)

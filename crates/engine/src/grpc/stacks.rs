@@ -126,9 +126,11 @@ impl pb::stack_service_server::StackService for StackHandler {
             })?,
         };
         let reason = (!request.reason.is_empty()).then_some(request.reason);
+        let expires_at =
+            super::convert::lock_expiry(request.expires_in, request.expires_at.as_ref())?;
         let stack = self
             .operations
-            .lock_stack(&identity, &request.stack, level, reason)
+            .lock_stack_until(&identity, &request.stack, level, reason, expires_at)
             .await?;
         tracing::info!(stack_id = %stack.id, level = level.as_str(), "stack lock started");
         Ok(Response::new(stack_to_proto(&stack)))

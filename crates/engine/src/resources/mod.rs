@@ -156,6 +156,8 @@ pub struct LockRequest {
     /// Who locks: the lock on an instance is placed as this caller.
     pub caller: ember_runtime::Identity,
     pub reason: Option<String>,
+    /// When the stack's lock expires (the engine unlocks it then).
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The types of compute servers (`with_compute` registers them).

@@ -19,6 +19,10 @@ use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction
 use crate::error::{Error, Result};
 use crate::resources::{LockChange, LockRequest};
 
+/// The most expired stack locks one sweep acts on (the next takes the
+/// rest).
+const EXPIRED_LOCKS_PER_SWEEP: u64 = 200;
+
 /// On whose behalf a stack's lock moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockedFor {
@@ -27,6 +31,8 @@ pub(crate) enum LockedFor {
     /// The lock of the stack above reaching this nested stack, still on
     /// behalf of that user.
     ParentStack,
+    /// The engine lifting a lock whose expiry passed, as its holder.
+    Expiry,
 }
 
 /// Whether an operation would be allowed now, and which lock blocks it.
@@ -45,6 +51,20 @@ impl StackOperations {
         level: LockLevel,
         reason: Option<String>,
     ) -> Result<Stack> {
+        self.lock_stack_until(identity, name_or_id, level, reason, None)
+            .await
+    }
+
+    /// [`Self::lock_stack`], the engine unlocking the stack at
+    /// `expires_at` (locking it again before then renews or changes it).
+    pub async fn lock_stack_until(
+        &self,
+        identity: &Identity,
+        name_or_id: &str,
+        level: LockLevel,
+        reason: Option<String>,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<Stack> {
         if let Some(reason) = &reason
             && (reason.is_empty() || reason.chars().count() > 255)
         {
@@ -57,6 +77,7 @@ impl StackOperations {
             level,
             caller: identity.clone(),
             reason,
+            expires_at,
         };
         let (stack, run) = self
             .begin_maintenance_lock(found, request, LockChange::Lock, LockedFor::User)
@@ -75,12 +96,87 @@ impl StackOperations {
             level,
             caller: identity.clone(),
             reason: None,
+            expires_at: None,
         };
         let (stack, run) = self
             .begin_maintenance_lock(found, request, LockChange::Unlock, LockedFor::User)
             .await?;
         self.shared.runs.spawn(run);
         Ok(stack)
+    }
+
+    /// Unlocks every root stack whose lock expired (as its holder; the
+    /// unlock reaches its nested stacks and instances as any unlock does);
+    /// returns how many unlocks this engine began. A stack another engine
+    /// began unlocking first, or that was unlocked or locked again since,
+    /// is refused by admission and left alone: the expiry is acted on
+    /// once.
+    pub async fn unlock_expired_stacks(&self) -> Result<usize> {
+        let now = ember_runtime::time::now();
+        let mut begun = 0;
+        for stack in self
+            .store()
+            .expired_stack_locks(now, EXPIRED_LOCKS_PER_SWEEP)
+            .await?
+        {
+            let Some(lock) = stack.maintenance_lock.clone() else {
+                continue;
+            };
+            let holder = Identity::new(
+                &lock.locked_by_user,
+                &stack.project_id,
+                vec![
+                    if lock.locked_by_admin {
+                        "admin"
+                    } else {
+                        "member"
+                    }
+                    .to_owned(),
+                ],
+            );
+            let request = LockRequest {
+                level: lock.level,
+                caller: holder,
+                reason: None,
+                expires_at: None,
+            };
+            match self
+                .begin_maintenance_lock(stack, request, LockChange::Unlock, LockedFor::Expiry)
+                .await
+            {
+                Ok((stack, run)) => {
+                    tracing::info!(stack_id = %stack.id, "stack lock expired: unlocking");
+                    self.shared.runs.spawn(run);
+                    begun += 1;
+                }
+                // Busy, or changed since it was read: another engine (or
+                // the holder) got there first.
+                Err(Error::Conflict(_) | Error::NotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(begun)
+    }
+
+    /// Runs [`Self::unlock_expired_stacks`] every second until `shutdown`.
+    pub fn spawn_lock_expiry(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
+        let operations = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = ticker.tick() => {}
+                }
+                let Some(operations) = operations.upgrade() else {
+                    return;
+                };
+                if let Err(error) = operations.unlock_expired_stacks().await {
+                    tracing::warn!(%error, "cannot unlock stacks whose lock expired");
+                }
+            }
+        });
     }
 
     /// The dry run: would `operation` be allowed on the stack now?
@@ -120,7 +216,7 @@ impl StackOperations {
             StackOperation::Unlock
         };
         let caller = match locked_for {
-            LockedFor::User => StackCaller::User(&request.caller),
+            LockedFor::User | LockedFor::Expiry => StackCaller::User(&request.caller),
             LockedFor::ParentStack => StackCaller::ParentOperation(Some(&request.caller)),
         };
         self.admit(&found, operation, caller).await?;
@@ -141,7 +237,13 @@ impl StackOperations {
                 let now = ember_runtime::time::now();
                 stack.action = change.action();
                 stack.status = ActionStatus::InProgress;
-                stack.status_reason = format!("Stack {label} started");
+                stack.status_reason = match (&locked_for, &stack.maintenance_lock) {
+                    (LockedFor::Expiry, Some(lock)) => format!(
+                        "Stack {label} started: lock expired (was {})",
+                        lock.describe()
+                    ),
+                    _ => format!("Stack {label} started"),
+                };
                 stack.updated_at = now;
                 if locking {
                     stack.maintenance_lock = Some(MaintenanceLock {
@@ -150,6 +252,7 @@ impl StackOperations {
                         locked_by_admin: request.caller.is_admin(),
                         locked_at: now,
                         reason: request.reason.clone(),
+                        expires_at: request.expires_at,
                     });
                 }
                 self.shared

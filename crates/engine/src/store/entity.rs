@@ -36,6 +36,9 @@ pub mod stacks {
         pub lock_reason: Option<String>,
         /// Moves on each time the stack is given a definition.
         pub definition_version: i64,
+        /// When the maintenance lock expires (the engine unlocks the stack
+        /// then).
+        pub lock_expires_at: Option<ChronoDateTimeUtc>,
     }
 
     #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

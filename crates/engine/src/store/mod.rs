@@ -397,6 +397,10 @@ pub trait StackStore: Send + Sync + 'static {
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>>;
     /// Any stack by id.
     async fn get_stack(&self, stack_id: Uuid) -> Result<Option<Stack>>;
+    /// Root stacks whose maintenance lock expired by `now` and that still
+    /// hold it (LOCK_COMPLETE, LOCK_FAILED), soonest expired first, at
+    /// most `limit`.
+    async fn expired_stack_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Stack>>;
     /// The stacks whose parent is `stack_id`.
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
     async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {

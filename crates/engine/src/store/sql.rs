@@ -123,6 +123,10 @@ fn stack_row(stack: &Stack, definition: &StackDefinition) -> stacks::ActiveModel
             .as_ref()
             .and_then(|lock| lock.reason.clone())),
         definition_version: Set(stack.definition_version),
+        lock_expires_at: Set(stack
+            .maintenance_lock
+            .as_ref()
+            .and_then(|lock| lock.expires_at)),
     }
 }
 
@@ -226,6 +230,22 @@ impl StackStore for SqlStackStore {
             )
             .await?
             .pop())
+    }
+
+    async fn expired_stack_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Stack>> {
+        self.stack_rows(
+            stacks::Entity::find()
+                .filter(stacks::Column::LockExpiresAt.lte(now))
+                .filter(stacks::Column::ParentId.is_null())
+                .filter(stacks::Column::DeletedAt.is_null())
+                .filter(stacks::Column::Action.eq(StackAction::Lock.as_str()))
+                .filter(stacks::Column::Status.ne(ActionStatus::InProgress.as_str()))
+                .order_by_asc(stacks::Column::LockExpiresAt)
+                .limit(limit)
+                .select_only()
+                .columns(LIST_COLUMNS),
+        )
+        .await
     }
 
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>> {
@@ -1421,6 +1441,15 @@ async fn write_stack_columns(
                     .and_then(|lock| lock.reason.clone()),
             ),
         )
+        .col_expr(
+            stacks::Column::LockExpiresAt,
+            Expr::value(
+                stack
+                    .maintenance_lock
+                    .as_ref()
+                    .and_then(|lock| lock.expires_at),
+            ),
+        )
         .filter(stacks::Column::Id.eq(stack.id))
         .exec(transaction)
         .await?;
@@ -1434,7 +1463,7 @@ fn corrupt(what: &str, id: Uuid) -> Error {
 /// The columns a [`Stack`] is read from: all but what the stack is built
 /// from (its template, environment, files and parameters: large JSON,
 /// decoded only when a run or a template read needs them).
-const LIST_COLUMNS: [stacks::Column; 23] = [
+const LIST_COLUMNS: [stacks::Column; 24] = [
     stacks::Column::Id,
     stacks::Column::Name,
     stacks::Column::ProjectId,
@@ -1458,6 +1487,7 @@ const LIST_COLUMNS: [stacks::Column; 23] = [
     stacks::Column::LockedAt,
     stacks::Column::LockReason,
     stacks::Column::DefinitionVersion,
+    stacks::Column::LockExpiresAt,
 ];
 
 /// [`find_in_project`]'s statement, one row at most. Its text has two
@@ -1512,7 +1542,7 @@ fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks
 }
 
 /// A stack as lookups and lists read it, by position in [`LIST_COLUMNS`]'
-/// order (the derived reader looked each of the 23 columns up by name,
+/// order (the derived reader looked each of the 24 columns up by name,
 /// which was most of a list's cost). The action and status, parsed into
 /// enums, are read where their text lies, not copied first.
 fn stack_from_columns(row: &Columns<'_>) -> std::result::Result<Stack, sea_orm::TryGetError> {
@@ -1537,6 +1567,7 @@ fn stack_from_columns(row: &Columns<'_>) -> std::result::Result<Stack, sea_orm::
     let locked_by_admin: Option<bool> = row.get(19)?;
     let locked_at: Option<DateTime<Utc>> = row.get(20)?;
     let lock_reason: Option<String> = row.get(21)?;
+    let lock_expires_at: Option<DateTime<Utc>> = row.get(23)?;
     Ok(Stack {
         id,
         name: row.get(1)?,
@@ -1569,6 +1600,7 @@ fn stack_from_columns(row: &Columns<'_>) -> std::result::Result<Stack, sea_orm::
                 locked_by_admin: locked_by_admin.unwrap_or(false),
                 locked_at,
                 reason: lock_reason,
+                expires_at: lock_expires_at,
             }),
             _ => None,
         },

@@ -230,6 +230,7 @@ pub fn stack_lock(lock: &pb::StackLock) -> Value {
         "locked_by_role": lock.locked_by_role,
         "locked_at": heat_time(lock.locked_at.as_ref()),
         "reason": null_if_empty(&lock.reason),
+        "expires_at": heat_time(lock.expires_at.as_ref()),
     })
 }
 

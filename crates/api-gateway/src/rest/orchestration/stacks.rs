@@ -298,6 +298,16 @@ pub async fn run_stack_action(
                 stack: stack.id,
                 level: option("level"),
                 reason: option("reason"),
+                expires_in: action
+                    .options
+                    .get("expires_in")
+                    .and_then(serde_json::Value::as_i64),
+                expires_at: action
+                    .options
+                    .get("expires_at")
+                    .and_then(serde_json::Value::as_str)
+                    .and_then(|text| chrono::DateTime::parse_from_rfc3339(text).ok())
+                    .map(|at| ember_runtime::time::to_timestamp(at.with_timezone(&chrono::Utc))),
             };
             client
                 .lock_stack(state.internal_request(&caller.identity, request))

@@ -238,18 +238,12 @@ pub async fn action(
 
 pub async fn lock(
     client: &Client,
-    stack: String,
-    level: String,
-    reason: Option<String>,
+    request: pb::LockStackRequest,
     wait: &WaitArgs,
 ) -> Result<(), String> {
-    let marker = watch::latest_event_id(client, &stack).await?;
+    let marker = watch::latest_event_id(client, &request.stack).await?;
     let started = stacks(client)
-        .lock_stack(client.request(pb::LockStackRequest {
-            stack,
-            level,
-            reason: reason.unwrap_or_default(),
-        })?)
+        .lock_stack(client.request(request)?)
         .await
         .map_err(describe)?
         .into_inner();

@@ -131,6 +131,9 @@ pub struct LockArgs {
     /// Why (shown with the lock)
     #[arg(long)]
     reason: Option<String>,
+    /// Unlock after this long (90s, 30m, 4h, 2d); locking again renews it
+    #[arg(long, value_parser = crate::commands::parse_seconds)]
+    expires_in: Option<i64>,
     #[command(flatten)]
     wait: WaitArgs,
 }
@@ -200,7 +203,14 @@ pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), Str
         }
         StackCommand::Lock(args) => {
             let client = client(connect).await?;
-            lifecycle::lock(&client, args.stack, args.level, args.reason, &args.wait).await
+            let request = ember_proto::engine::v1::LockStackRequest {
+                stack: args.stack,
+                level: args.level,
+                reason: args.reason.unwrap_or_default(),
+                expires_in: args.expires_in,
+                expires_at: None,
+            };
+            lifecycle::lock(&client, request, &args.wait).await
         }
         StackCommand::Unlock(args) => {
             let client = client(connect).await?;

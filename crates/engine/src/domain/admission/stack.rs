@@ -357,6 +357,7 @@ mod tests {
                     locked_by_admin,
                     locked_at: now,
                     reason: Some("maintenance".into()),
+                    expires_at: None,
                 },
             ),
         }

@@ -31,6 +31,7 @@ mod m20261205_100002_add_instance_placements;
 mod m20261206_100001_add_stack_lease_stop_requests;
 mod m20261207_100001_add_cluster_maintenance_locks;
 mod m20261207_100002_add_instance_lock_expiry;
+mod m20261207_100003_add_stack_lock_expiry;
 
 pub struct Migrator;
 
@@ -67,6 +68,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_100001_add_stack_lease_stop_requests::Migration),
             Box::new(m20261207_100001_add_cluster_maintenance_locks::Migration),
             Box::new(m20261207_100002_add_instance_lock_expiry::Migration),
+            Box::new(m20261207_100003_add_stack_lock_expiry::Migration),
         ]
     }
 }

@@ -25,6 +25,7 @@ fn lock(level: LockLevel) -> LockRequest {
         level,
         caller: Identity::new("demo", "demo", vec!["member".to_owned()]),
         reason: Some("maintenance".to_owned()),
+        expires_at: None,
     }
 }
 

@@ -51,7 +51,7 @@ const STACK_ACTIONS: &[StackActionRule] = &[
     StackActionRule {
         name: "lock",
         kind: ActionKind::Lock,
-        options: &["level", "reason"],
+        options: &["level", "reason", "expires_in", "expires_at"],
     },
     StackActionRule {
         name: "unlock",
@@ -145,6 +145,24 @@ pub fn stack_action(map: Map<String, Value>) -> Result<StackAction, RestError> {
                 return Err(invalid(format!(
                     "lock reason must be a string, got {}",
                     kind_of(other)
+                )));
+            }
+        }
+        match options.get("expires_in") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(seconds)) if seconds.is_i64() => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "expires_in: must be whole seconds, got {other}"
+                )));
+            }
+        }
+        match options.get("expires_at") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) if chrono::DateTime::parse_from_rfc3339(text).is_ok() => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "expires_at: {other} is not an ISO 8601 time with its offset (2026-11-29T12:00:00Z)"
                 )));
             }
         }
