@@ -68,6 +68,11 @@ fn lock_cell(lock: Option<&pb::StackLock>) -> Cell {
     } else {
         format!(": {}", lock.reason)
     };
+    let expires_at = lock.expires_at.as_ref().map(|at| format_time(Some(at)));
+    let until = expires_at
+        .as_ref()
+        .map(|at| format!(" until {at}"))
+        .unwrap_or_default();
     Cell::shown_as(
         json!({
             "level": lock.level,
@@ -75,9 +80,10 @@ fn lock_cell(lock: Option<&pb::StackLock>) -> Cell {
             "locked_by_role": lock.locked_by_role,
             "locked_at": locked_at,
             "reason": lock.reason,
+            "expires_at": expires_at,
         }),
         format!(
-            "level {} by {} {} at {locked_at}{reason}",
+            "level {} by {} {} at {locked_at}{until}{reason}",
             lock.level, lock.locked_by_role, lock.locked_by_user
         ),
     )
