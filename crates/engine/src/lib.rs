@@ -11,6 +11,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod instances;
+pub mod lock_expiry;
 pub mod quotas;
 pub mod receivers;
 pub mod resources;

@@ -19,7 +19,6 @@
 //!   nothing back (admission reads the expiry).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ember_runtime::Identity;
@@ -32,9 +31,6 @@ use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::lock::{checked_reason, expiry};
 use crate::domain::cluster::{Cluster, ClusterLock, ClusterLockLevel};
 use crate::error::{Error, Result};
-
-/// How often each engine looks for expired locks.
-const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
 
 /// The most expired locks one sweep lifts (the next takes the rest).
 const EXPIRED_PER_SWEEP: u64 = 500;
@@ -216,17 +212,10 @@ impl ClusterService {
                 continue;
             };
             // The lock's own holder lifts what it took.
-            let holder = Identity::new(
+            let holder = crate::lock_expiry::holder(
                 &lock.locked_by_user,
                 &cluster.project_id,
-                vec![
-                    if lock.locked_by_admin {
-                        "admin"
-                    } else {
-                        "member"
-                    }
-                    .to_owned(),
-                ],
+                lock.locked_by_admin,
             );
             self.let_go(&holder, &lock.locked_instances).await;
             let recorded = event(
@@ -278,19 +267,9 @@ impl ClusterService {
     }
 }
 
-/// Lifts expired locks every [`EXPIRY_SWEEP`] until `shutdown`.
+/// Lifts expired locks every second until `shutdown`.
 pub(super) fn spawn_expiry(service: Arc<ClusterService>, shutdown: CancellationToken) {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(EXPIRY_SWEEP);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = ticker.tick() => {}
-            }
-            if let Err(error) = service.lift_expired_locks().await {
-                warn!(%error, "cannot lift expired cluster locks");
-            }
-        }
+    crate::lock_expiry::spawn_sweep(&service, shutdown, "cluster locks", |service| async move {
+        service.lift_expired_locks().await
     });
 }

@@ -621,22 +621,8 @@ impl InstanceService {
 
     /// Lifts expired locks every second until `shutdown`.
     fn spawn_lock_expiry(self: &Arc<Self>, shutdown: CancellationToken) {
-        let service = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    _ = ticker.tick() => {}
-                }
-                let Some(service) = service.upgrade() else {
-                    return;
-                };
-                if let Err(error) = service.lift_expired_locks().await {
-                    warn!(%error, "cannot lift expired instance locks");
-                }
-            }
+        crate::lock_expiry::spawn_sweep(self, shutdown, "instance locks", |service| async move {
+            service.lift_expired_locks().await
         });
     }
 

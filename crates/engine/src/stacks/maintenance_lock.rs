@@ -122,17 +122,10 @@ impl StackOperations {
             let Some(lock) = stack.maintenance_lock.clone() else {
                 continue;
             };
-            let holder = Identity::new(
+            let holder = crate::lock_expiry::holder(
                 &lock.locked_by_user,
                 &stack.project_id,
-                vec![
-                    if lock.locked_by_admin {
-                        "admin"
-                    } else {
-                        "member"
-                    }
-                    .to_owned(),
-                ],
+                lock.locked_by_admin,
             );
             let request = LockRequest {
                 level: lock.level,
@@ -160,22 +153,8 @@ impl StackOperations {
 
     /// Runs [`Self::unlock_expired_stacks`] every second until `shutdown`.
     pub fn spawn_lock_expiry(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        let operations = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(std::time::Duration::from_secs(1));
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tokio::select! {
-                    () = shutdown.cancelled() => return,
-                    _ = ticker.tick() => {}
-                }
-                let Some(operations) = operations.upgrade() else {
-                    return;
-                };
-                if let Err(error) = operations.unlock_expired_stacks().await {
-                    tracing::warn!(%error, "cannot unlock stacks whose lock expired");
-                }
-            }
+        crate::lock_expiry::spawn_sweep(self, shutdown, "stack locks", |operations| async move {
+            operations.unlock_expired_stacks().await
         });
     }
 
