@@ -172,29 +172,43 @@ pub struct MaintenanceLock {
 impl MaintenanceLock {
     /// `level all, by admin "root" at 2026-11-22T05:00:00Z: maintenance`
     pub fn describe(&self) -> String {
-        let role = if self.locked_by_admin {
-            "admin"
-        } else {
-            "owner"
-        };
-        let mut text = format!(
-            "level {}, by {role} {:?} at {}",
+        describe_lock(
             self.level.as_str(),
-            self.locked_by_user,
-            self.locked_at.format("%Y-%m-%dT%H:%M:%SZ")
-        );
-        if let Some(expires_at) = self.expires_at {
-            text.push_str(&format!(
-                " until {}",
-                expires_at.format("%Y-%m-%dT%H:%M:%SZ")
-            ));
-        }
-        if let Some(reason) = &self.reason {
-            text.push_str(": ");
-            text.push_str(reason);
-        }
-        text
+            self.locked_by_admin,
+            &self.locked_by_user,
+            self.locked_at,
+            self.expires_at,
+            self.reason.as_deref(),
+        )
     }
+}
+
+/// How messages name a stack's or a cluster's lock: `level all, by admin
+/// "root" at 2026-11-22T05:00:00Z until 2026-11-22T09:00:00Z: maintenance`.
+pub fn describe_lock(
+    level: &str,
+    by_admin: bool,
+    user: &str,
+    locked_at: DateTime<Utc>,
+    expires_at: Option<DateTime<Utc>>,
+    reason: Option<&str>,
+) -> String {
+    let role = if by_admin { "admin" } else { "owner" };
+    let mut text = format!(
+        "level {level}, by {role} {user:?} at {}",
+        locked_at.format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    if let Some(expires_at) = expires_at {
+        text.push_str(&format!(
+            " until {}",
+            expires_at.format("%Y-%m-%dT%H:%M:%SZ")
+        ));
+    }
+    if let Some(reason) = reason {
+        text.push_str(": ");
+        text.push_str(reason);
+    }
+    text
 }
 
 /// What a stack was created or last updated from, kept so it can be

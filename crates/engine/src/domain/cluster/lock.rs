@@ -80,28 +80,14 @@ impl ClusterLock {
     /// `level all, by admin "ops" at 2026-11-29T05:00:00Z until
     /// 2026-11-29T09:00:00Z: database maintenance`
     pub fn describe(&self) -> String {
-        let role = if self.locked_by_admin {
-            "admin"
-        } else {
-            "owner"
-        };
-        let mut text = format!(
-            "level {}, by {role} {:?} at {}",
+        crate::domain::stack::describe_lock(
             self.level.as_str(),
-            self.locked_by_user,
-            self.locked_at.format("%Y-%m-%dT%H:%M:%SZ")
-        );
-        if let Some(expires_at) = self.expires_at {
-            text.push_str(&format!(
-                " until {}",
-                expires_at.format("%Y-%m-%dT%H:%M:%SZ")
-            ));
-        }
-        if let Some(reason) = &self.reason {
-            text.push_str(": ");
-            text.push_str(reason);
-        }
-        text
+            self.locked_by_admin,
+            &self.locked_by_user,
+            self.locked_at,
+            self.expires_at,
+            self.reason.as_deref(),
+        )
     }
 }
 
