@@ -508,7 +508,11 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
     );
     // Nothing to do before the expiry.
     assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Until the lock's own expiry (a time, not a condition to poll for).
+    let until_expiry = (expires_at - ember_runtime::time::now())
+        .to_std()
+        .unwrap_or_default();
+    tokio::time::sleep(until_expiry + Duration::from_millis(50)).await;
     let (mine, theirs) = tokio::join!(
         operations.unlock_expired_stacks(),
         other.unlock_expired_stacks()

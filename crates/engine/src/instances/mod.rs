@@ -8,7 +8,9 @@
 //! between, the request is decided again on the new state, so a lock placed
 //! concurrently is never bypassed. Driver work then runs in the background
 //! ([`tasks::TaskRunner`]), and a watcher ([`watch::MachineWatcher`])
-//! records what the machines really do.
+//! records what the machines really do. A lock with an expiry is lifted by
+//! every engine's sweep ([`InstanceService::lift_expired_locks`]) once its
+//! time has come, with a `lock_expired` event.
 
 pub mod tasks;
 pub mod watch;

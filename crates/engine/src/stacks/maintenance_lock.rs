@@ -3,7 +3,9 @@
 //! lock what it manages — nested stacks lock with their root at the same
 //! level; at level `all` instances are locked as the caller. A resource
 //! that fails leaves LOCK_FAILED, from which unlock brings everything back.
-//! An admin's lock can only be lifted by an admin.
+//! An admin's lock can only be lifted by an admin. A lock may carry an
+//! expiry: every engine's sweep ([`StackOperations::unlock_expired_stacks`])
+//! unlocks a root stack whose lock expired, as the lock's holder, once.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

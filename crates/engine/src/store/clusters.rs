@@ -4,7 +4,9 @@
 //! (claiming an action, completion versus deadline, finishing a parent) is
 //! one conditional update whose affected row count decides who won.
 //!
-//! Two rules keep concurrent runs and replicas apart:
+//! Two rules keep concurrent runs and replicas apart (a cluster's
+//! *maintenance* lock, which users take, is another thing: one JSON column
+//! changed by [`ClusterStore::change_cluster_lock`]):
 //! - **The cluster lock.** An action that needs it (see
 //!   [`ClusterAction::takes_cluster_lock`]) is claimed only in the
 //!   transaction that takes its cluster's lock (`clusters.lock_action_id`),
