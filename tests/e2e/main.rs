@@ -1,6 +1,7 @@
 //! End-to-end tests: real services on ephemeral ports, called through the
 //! gateway the way users and operators call them.
 
+mod audit;
 mod body_fuzz;
 mod cluster_locks;
 mod clusters;

@@ -67,6 +67,15 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
         );
         return status_response(tonic::Status::permission_denied(refusal));
     }
+    if crate::roles::grpc_access(path) == crate::roles::Access::Write
+        && let Some(value) = request
+            .headers()
+            .get(ember_runtime::call_context::BREAK_GLASS_HEADER)
+        && let Some((kind, refusal)) =
+            ember_runtime::call_context::break_glass_refusal(&identity, value.as_bytes())
+    {
+        return status_response(kind.status(refusal));
+    }
     let subject_token = match &state.authenticator {
         crate::auth::Authenticator::Keystone { .. } => {
             crate::auth::keystone_token_of(request.headers())

@@ -156,6 +156,14 @@ pub async fn enforce_rest(
             );
             return RestError::new(ErrorKind::Forbidden, refusal).into_response();
         }
+        if let Some(value) = request
+            .headers()
+            .get(ember_runtime::call_context::BREAK_GLASS_HEADER)
+            && let Some((kind, refusal)) =
+                ember_runtime::call_context::break_glass_refusal(&identity, value.as_bytes())
+        {
+            return RestError::new(kind, refusal).into_response();
+        }
         request.extensions_mut().insert(CheckedIdentity(identity));
     }
     next.run(request).await

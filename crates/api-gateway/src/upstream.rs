@@ -22,6 +22,7 @@ pub const ENGINE_SERVICES: &[&str] = &[
     "ember.engine.v1.ActionService",
     "ember.engine.v1.QuotaService",
     "ember.engine.v1.MaintenanceService",
+    "ember.engine.v1.AuditService",
     "ember.engine.v1.SoftwareConfigService",
     "ember.engine.v1.SoftwareDeploymentService",
     "ember.engine.v1.ReceiverService",

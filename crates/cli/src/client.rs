@@ -53,6 +53,16 @@ pub struct ConnectArgs {
         help_heading = "Global options"
     )]
     pub data_dir: Option<PathBuf>,
+    /// Run this operation through a maintenance lock, for REASON (admins;
+    /// audited): sent as `x-ember-break-glass` [default identity under
+    /// `ember dev`: the admin]
+    #[arg(
+        long,
+        value_name = "REASON",
+        global = true,
+        help_heading = "Global options"
+    )]
+    pub break_glass: Option<String>,
 }
 
 impl ConnectArgs {
@@ -71,6 +81,7 @@ const DEFAULT_DATA_DIR: &str = "./ember-data";
 pub struct Client {
     pub channel: Channel,
     token: String,
+    break_glass: Option<String>,
 }
 
 impl Client {
@@ -93,7 +104,12 @@ impl Client {
         };
         let token = match (&args.token, &dev) {
             (Some(token), _) => token.clone(),
-            (None, Some(dev)) => match args.identity.unwrap_or(default_identity) {
+            // Only an admin breaks glass.
+            (None, Some(dev)) => match args.identity.unwrap_or(if args.break_glass.is_some() {
+                DevIdentity::Admin
+            } else {
+                default_identity
+            }) {
                 DevIdentity::Admin => dev.admin.token.clone(),
                 DevIdentity::Member => dev.member.token.clone(),
             },
@@ -118,7 +134,11 @@ impl Client {
                     error_chain(&error)
                 )
             })?;
-        Ok(Client { channel, token })
+        Ok(Client {
+            channel,
+            token,
+            break_glass: args.break_glass.clone(),
+        })
     }
 
     /// A request carrying the bearer token.
@@ -128,6 +148,14 @@ impl Client {
             .parse()
             .map_err(|_| "the token contains characters that cannot be sent".to_owned())?;
         request.metadata_mut().insert("authorization", value);
+        if let Some(reason) = &self.break_glass {
+            let value = reason
+                .parse()
+                .map_err(|_| "--break-glass: the reason must be printable ASCII".to_owned())?;
+            request
+                .metadata_mut()
+                .insert(ember_runtime::call_context::BREAK_GLASS_HEADER, value);
+        }
         Ok(request)
     }
 }

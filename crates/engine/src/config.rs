@@ -198,7 +198,8 @@ impl EngineSection {
 
 /// `[engine.retention]`: how many days deleted stacks (with their
 /// resources, events, snapshots …), deleted instances (with their events)
-/// and cluster history (actions that ended, events) are kept before the
+/// cluster history (actions that ended, events) and the audit trail (lock,
+/// unlock, refusal, expiry, break-glass records) are kept before the
 /// engine purges them; 0 = forever. `interval_s`: how often it looks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -206,6 +207,7 @@ pub struct RetentionSection {
     pub deleted_stacks_days: u64,
     pub deleted_instances_days: u64,
     pub cluster_history_days: u64,
+    pub audit_days: u64,
     /// A live stack's newest events kept (Heat's `max_events_per_stack`);
     /// 0 = every one.
     pub events_per_stack: u64,
@@ -220,6 +222,7 @@ impl Default for RetentionSection {
             deleted_stacks_days: days(settings.deleted_stacks),
             deleted_instances_days: days(settings.deleted_instances),
             cluster_history_days: days(settings.cluster_history),
+            audit_days: days(settings.audit),
             events_per_stack: settings.events_per_stack.unwrap_or(0),
             interval_s: settings.interval.as_secs(),
         }
@@ -234,6 +237,7 @@ impl RetentionSection {
             deleted_stacks: kept(self.deleted_stacks_days),
             deleted_instances: kept(self.deleted_instances_days),
             cluster_history: kept(self.cluster_history_days),
+            audit: kept(self.audit_days),
             events_per_stack: (self.events_per_stack > 0).then_some(self.events_per_stack),
             interval: Duration::from_secs(self.interval_s.max(1)),
         }

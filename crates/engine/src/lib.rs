@@ -3,6 +3,7 @@
 //! leases. Everything that changes state goes through here.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod cloud;
 pub mod clusters;
 pub mod compute;
@@ -23,6 +24,7 @@ pub mod store;
 use std::sync::Arc;
 
 use ember_proto::engine::v1::action_service_server::ActionServiceServer;
+use ember_proto::engine::v1::audit_service_server::AuditServiceServer;
 use ember_proto::engine::v1::cluster_lifecycle_callback_service_server::ClusterLifecycleCallbackServiceServer;
 use ember_proto::engine::v1::cluster_service_server::ClusterServiceServer;
 use ember_proto::engine::v1::event_service_server::EventServiceServer;
@@ -66,6 +68,7 @@ pub const SERVICE_NAMES: &[&str] = &[
     "ember.engine.v1.SoftwareDeploymentService",
     "ember.engine.v1.ReceiverService",
     "ember.engine.v1.MaintenanceService",
+    "ember.engine.v1.AuditService",
 ];
 
 /// Served on the engine's own port only, for lifecycle-hook: telling the
@@ -147,6 +150,11 @@ pub async fn serve(
         config.quotas,
     );
     instance_service.enforce_quotas(quotas.clone());
+    let audit_trail = audit::AuditTrail::new(Arc::new(store::audit::SqlAuditStore::new(
+        connection.clone(),
+        reader.clone(),
+    )));
+    instance_service.record_audit(audit_trail.clone());
     let wait_signals: Arc<dyn store::signals::WaitSignalStore> = Arc::new(
         store::signals::SqlWaitSignalStore::new(connection.clone(), reader.clone()),
     );
@@ -207,6 +215,7 @@ pub async fn serve(
         },
     );
     stack_operations.enforce_quotas(quotas.clone());
+    stack_operations.record_audit(audit_trail.clone());
     if let Some(cloud) = &cloud {
         stack_operations.act_on_cloud(cloud.clone());
     }
@@ -258,6 +267,7 @@ pub async fn serve(
         engine_id,
     );
     cluster_service.enforce_quotas(quotas.clone());
+    cluster_service.record_audit(audit_trail.clone());
     cluster_service.vet_webhooks_with(config.webhook_targets.clone());
     if let Some(cloud) = &cloud {
         cluster_service.act_on_cloud(cloud.clone());
@@ -323,6 +333,10 @@ pub async fn serve(
     ))
     .add_service(MaintenanceServiceServer::with_interceptor(
         grpc::maintenance::MaintenanceHandler::new(retention),
+        auth.clone(),
+    ))
+    .add_service(AuditServiceServer::with_interceptor(
+        grpc::audit::AuditHandler::new(audit_trail),
         auth.clone(),
     ))
     .add_service(QuotaServiceServer::with_interceptor(

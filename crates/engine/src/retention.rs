@@ -9,6 +9,9 @@
 //! - cluster actions that ended, and cluster events, more than
 //!   `cluster_history` ago;
 //! - instances deleted more than `deleted_instances` ago, with their events;
+//! - audit records older than `audit` (only ever by this setting: an
+//!   on-demand purge leaves the audit trail alone, so nobody can erase
+//!   what they did through the API);
 //! - a live stack's events beyond its newest `events_per_stack` (Heat's
 //!   `max_events_per_stack`, 1,000).
 //!
@@ -39,6 +42,7 @@ pub struct RetentionSettings {
     pub deleted_stacks: Option<Duration>,
     pub cluster_history: Option<Duration>,
     pub deleted_instances: Option<Duration>,
+    pub audit: Option<Duration>,
     /// The most events a live stack keeps (its oldest go beyond it: Heat's
     /// `max_events_per_stack`); `None` = every one.
     pub events_per_stack: Option<u64>,
@@ -50,13 +54,15 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 
 impl Default for RetentionSettings {
     /// A deleted stack or instance is kept a week (`show_deleted` shows it
-    /// meanwhile), cluster history a month, a stack's newest 1,000 events
+    /// meanwhile), cluster history a month, the audit trail a year, a
+    /// stack's newest 1,000 events
     /// (Heat's default); the engine looks every 5 minutes.
     fn default() -> Self {
         RetentionSettings {
             deleted_stacks: Some(7 * DAY),
             cluster_history: Some(30 * DAY),
             deleted_instances: Some(7 * DAY),
+            audit: Some(365 * DAY),
             events_per_stack: Some(1000),
             interval: Duration::from_secs(300),
         }
@@ -72,11 +78,17 @@ pub struct Purged {
     pub cluster_actions: u64,
     pub cluster_events: u64,
     pub instances: u64,
+    pub audit_records: u64,
 }
 
 impl Purged {
     fn total(&self) -> u64 {
-        self.stacks + self.events + self.cluster_actions + self.cluster_events + self.instances
+        self.stacks
+            + self.events
+            + self.cluster_actions
+            + self.cluster_events
+            + self.instances
+            + self.audit_records
     }
 }
 
@@ -138,6 +150,9 @@ impl Retention {
         if let Some(keep) = self.settings.events_per_stack {
             purged.events = self.trim_events(keep).await?;
         }
+        if let Some(cutoff) = cutoff(self.settings.audit) {
+            purged.audit_records = drain(|| self.store.purge_audit_records(cutoff, BATCH)).await?;
+        }
         Ok(purged)
     }
 
@@ -197,6 +212,7 @@ impl Retention {
                         cluster_actions = purged.cluster_actions,
                         cluster_events = purged.cluster_events,
                         instances = purged.instances,
+                        audit_records = purged.audit_records,
                         "retention purged old records"
                     ),
                     Ok(_) => {}

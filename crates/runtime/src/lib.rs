@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod call_context;
 pub mod channel;
 pub mod columns;
 pub mod config;

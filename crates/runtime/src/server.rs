@@ -145,6 +145,7 @@ pub async fn serve_grpc(
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
         .layer(tower_http::trace::TraceLayer::new_for_grpc())
+        .layer(crate::call_context::CallContextLayer)
         .add_routes(routes);
 
     // One task owns the health status: readiness moves it while serving,
@@ -207,10 +208,11 @@ pub async fn serve_grpc(
 }
 
 /// Serves `link`'s calls with `routes` behind the layers a connection's
-/// calls go through: the trace layer and the deadline.
+/// calls go through: the trace layer, the call's context and the deadline.
 fn serve_in_process(link: &crate::in_process::InProcessListener, routes: Routes, limit: Duration) {
     let traced = tower::ServiceBuilder::new()
         .layer(tower_http::trace::TraceLayer::new_for_grpc())
+        .layer(crate::call_context::CallContextLayer)
         .service(routes.prepare());
     let traced = ServiceExt::<http::Request<tonic::body::Body>>::map_response(traced, |response| {
         response.map(tonic::body::Body::new)

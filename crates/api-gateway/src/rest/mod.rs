@@ -2,6 +2,7 @@
 //! APIs. Handlers authenticate with the [`Authenticated`] extractor and call
 //! the engine with the caller's identity attached.
 
+pub mod audit;
 mod clustering;
 mod compute;
 pub mod identity;
@@ -96,9 +97,11 @@ async fn keep_subject_token(
         }
         crate::auth::Authenticator::BuiltIn { .. } => None,
     };
+    let context = ember_runtime::call_context::CallContext::from_headers(request.headers());
+    let handled = context.scope(next.run(request));
     match token {
-        Some(token) => SUBJECT_TOKEN.scope(token, next.run(request)).await,
-        None => next.run(request).await,
+        Some(token) => SUBJECT_TOKEN.scope(token, handled).await,
+        None => handled.await,
     }
 }
 
@@ -156,6 +159,14 @@ impl GatewayState {
         identity.attach(&self.credential, &mut request);
         if let Ok(token) = SUBJECT_TOKEN.try_with(Clone::clone) {
             token.attach(&mut request);
+        }
+        let context = ember_runtime::call_context::CallContext::current();
+        let metadata = request.metadata_mut();
+        if let Ok(id) = context.request_id.parse() {
+            metadata.insert(ember_runtime::identity::REQUEST_ID_HEADER, id);
+        }
+        if let Some(Ok(reason)) = context.break_glass.map(|reason| reason.parse()) {
+            metadata.insert(ember_runtime::call_context::BREAK_GLASS_HEADER, reason);
         }
         request
     }

@@ -2,6 +2,7 @@
 //! client commands that talk to a running Ember through its gateway.
 
 mod admin;
+mod audit;
 mod cluster;
 mod hook;
 mod identity;
@@ -101,6 +102,9 @@ pub enum Command {
     /// The built-in identity (admin): projects, users, role assignments
     #[command(subcommand)]
     Identity(identity::IdentityCommand),
+    /// The audit trail of maintenance locks: who locked, unlocked, was refused or broke glass
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
     /// Operators' maintenance (admin): purge old records
     #[command(subcommand)]
     Admin(admin::AdminCommand),
@@ -134,6 +138,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Plugin(command) => plugin::run(command, connect).await,
         Command::Hook(command) => hook::run(command, connect).await,
         Command::Quota(command) => quota::run(command, connect).await,
+        Command::Audit(command) => audit::run(command, connect).await,
         Command::Identity(command) => identity::run(command, connect).await,
         Command::Admin(command) => admin::run(command, connect).await,
         Command::Probe(command) => probe::run(command).await,

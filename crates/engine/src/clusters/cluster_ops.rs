@@ -50,10 +50,8 @@ impl ClusterService {
         filters: Map<String, Value>,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-            operation: &ClusterOperation::Operate(&cluster),
-            caller,
-        })?;
+        self.admit(ClusterOperation::Operate(&cluster), caller)
+            .await?;
         let profile = self.cluster_profile(&cluster).await?;
         operations::parse(profile.spec.type_name(), operation, &params)?;
         let filter = MemberFilter::parse(&filters)?;

@@ -28,6 +28,7 @@ use uuid::Uuid;
 
 use super::{ClusterService, event};
 use crate::domain::admission::cluster::ClusterOperation;
+use crate::domain::audit::{AuditOutcome, AuditSubject, AuditTarget};
 use crate::domain::cluster::lock::{checked_reason, expiry};
 use crate::domain::cluster::{Cluster, ClusterLock, ClusterLockLevel};
 use crate::error::{Error, Result};
@@ -55,10 +56,7 @@ impl ClusterService {
     ) -> Result<Cluster> {
         let reason = checked_reason(request.reason)?;
         let cluster = self.find_cluster(caller, identity).await?;
-        crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-            operation: &ClusterOperation::Lock(&cluster),
-            caller,
-        })?;
+        self.admit(ClusterOperation::Lock(&cluster), caller).await?;
         let now = ember_runtime::time::now();
         let expires_at = expiry(now, request.expires_in, request.expires_at)?;
         let held = cluster
@@ -150,6 +148,16 @@ impl ClusterService {
             )));
         }
         info!(cluster_id = %cluster.id, lock = %lock.describe(), "cluster locked");
+        self.audit
+            .record(
+                &caller.user_id,
+                &audit_subject(&cluster),
+                "lock",
+                AuditOutcome::Accepted,
+                lock.reason.as_deref().unwrap_or_default(),
+                "",
+            )
+            .await;
         Ok(Cluster {
             maintenance_lock: Some(lock),
             ..cluster
@@ -160,10 +168,8 @@ impl ClusterService {
     /// took).
     pub async fn unlock_cluster(&self, caller: &Identity, identity: &str) -> Result<Cluster> {
         let cluster = self.find_cluster(caller, identity).await?;
-        crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-            operation: &ClusterOperation::Unlock(&cluster),
-            caller,
-        })?;
+        self.admit(ClusterOperation::Unlock(&cluster), caller)
+            .await?;
         let Some(lock) = cluster.maintenance_lock.clone() else {
             return Err(Error::Conflict(format!(
                 "cluster {:?} is not locked: there is nothing to unlock",
@@ -192,6 +198,16 @@ impl ClusterService {
             )));
         }
         info!(cluster_id = %cluster.id, "cluster unlocked");
+        self.audit
+            .record(
+                &caller.user_id,
+                &audit_subject(&cluster),
+                "unlock",
+                AuditOutcome::Accepted,
+                lock.reason.as_deref().unwrap_or_default(),
+                "",
+            )
+            .await;
         Ok(Cluster {
             maintenance_lock: None,
             ..cluster
@@ -234,6 +250,16 @@ impl ClusterService {
                 .await?
             {
                 info!(cluster_id = %cluster.id, "cluster lock expired and lifted");
+                self.audit
+                    .record(
+                        &holder.user_id,
+                        &audit_subject(&cluster),
+                        "unlock",
+                        AuditOutcome::Expired,
+                        &lock.describe(),
+                        "",
+                    )
+                    .await;
                 lifted += 1;
             }
         }
@@ -272,4 +298,14 @@ pub(super) fn spawn_expiry(service: Arc<ClusterService>, shutdown: CancellationT
     crate::lock_expiry::spawn_sweep(&service, shutdown, "cluster locks", |service| async move {
         service.lift_expired_locks().await
     });
+}
+
+/// What the audit trail says a record about `cluster` is about.
+fn audit_subject(cluster: &Cluster) -> AuditSubject {
+    AuditSubject {
+        target: AuditTarget::Cluster,
+        id: cluster.id.to_string(),
+        name: cluster.name.clone(),
+        project_id: cluster.project_id.clone(),
+    }
 }

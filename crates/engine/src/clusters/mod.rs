@@ -58,6 +58,8 @@ pub struct ClusterService {
     engine_id: Uuid,
     settings: dispatcher::DispatcherSettings,
     quotas: crate::quotas::QuotaSlot,
+    /// The audit trail of locks, refusals and break-glass.
+    audit: crate::audit::AuditSlot,
     /// The cloud of the openstack backend: a cluster (and a node made
     /// outside one) is made with a delegation its nodes act through.
     cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
@@ -87,6 +89,7 @@ impl ClusterService {
             engine_id,
             settings,
             quotas: Default::default(),
+            audit: Default::default(),
             cloud: Default::default(),
             webhook_targets: Default::default(),
         })
@@ -95,6 +98,38 @@ impl ClusterService {
     /// Enforces `quotas` on every request from now on (once, at start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.quotas.install(quotas);
+    }
+
+    /// Records locks, refusals and break-glass in `trail` from now on
+    /// (once, at start-up); without it, no break-glass is honoured.
+    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
+        self.audit.install(trail);
+    }
+
+    /// Admits `operation` for `caller` (the one place that decides:
+    /// `domain::admission`), recording a refusal of an operation on a
+    /// cluster or node in the audit trail and honouring an admin's
+    /// break-glass through a maintenance lock.
+    pub(crate) async fn admit(
+        &self,
+        operation: crate::domain::admission::ClusterOperation<'_>,
+        caller: &Identity,
+    ) -> Result<()> {
+        let verdict = crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
+            operation: &operation,
+            caller,
+        });
+        self.audit
+            .admitted(
+                crate::audit::Asked {
+                    caller,
+                    operation: operation.verb(),
+                },
+                || operation.audit_subject(),
+                verdict,
+                || crate::domain::admission::cluster::admit_through_locks(&operation, caller),
+            )
+            .await
     }
 
     /// Checks hook webhooks against `rules` from now on (once, at start-up;

@@ -47,14 +47,6 @@ pub struct ResizeRequest {
     pub strict: bool,
 }
 
-/// Admits `operation` for `caller` (the one place that decides).
-fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-        operation: &operation,
-        caller,
-    })
-}
-
 /// A cluster's or node's check, or its recover (Senlin's CLUSTER_CHECK /
 /// CLUSTER_RECOVER, NODE_CHECK / NODE_RECOVER).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +63,7 @@ impl ClusterService {
         spec: Value,
         metadata: Map<String, Value>,
     ) -> Result<Profile> {
-        admit(ClusterOperation::CreateProfile, caller)?;
+        self.admit(ClusterOperation::CreateProfile, caller).await?;
         validate_name("profile", name)?;
         // Senlin reports what the type's schema refuses as a failed
         // create (an unknown type, a 404, and a spec without a type or
@@ -113,7 +105,7 @@ impl ClusterService {
     }
 
     pub async fn delete_profile(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
-        admit(ClusterOperation::DeleteProfile, caller)?;
+        self.admit(ClusterOperation::DeleteProfile, caller).await?;
         let profile = self.find_profile(caller, name_or_id).await?;
         // The store refuses while a cluster or node uses it: said in
         // Senlin's words, naming the profile by id as Senlin does.
@@ -135,7 +127,7 @@ impl ClusterService {
         name: &str,
         spec: Value,
     ) -> Result<PolicyDefinition> {
-        admit(ClusterOperation::CreatePolicy, caller)?;
+        self.admit(ClusterOperation::CreatePolicy, caller).await?;
         validate_name("policy", name)?;
         let kind = PolicyKind::parse(&spec)?;
         self.vet_hook_webhook(&kind).await?;
@@ -164,7 +156,7 @@ impl ClusterService {
     }
 
     pub async fn delete_policy(&self, caller: &Identity, name_or_id: &str) -> Result<()> {
-        admit(ClusterOperation::DeletePolicy, caller)?;
+        self.admit(ClusterOperation::DeletePolicy, caller).await?;
         let policy = self.find_policy(caller, name_or_id).await?;
         // Refused while attached: in Senlin's words, naming the policy as
         // the caller did.
@@ -196,7 +188,7 @@ impl ClusterService {
         subject_token: Option<&ember_runtime::identity::SubjectToken>,
         new: NewCluster,
     ) -> Result<(Cluster, ClusterAction)> {
-        admit(ClusterOperation::CreateCluster, caller)?;
+        self.admit(ClusterOperation::CreateCluster, caller).await?;
         validate_name("cluster", &new.name)?;
         // Names need not be unique (Senlin's default): a name two
         // clusters share finds neither, and callers use the id.
@@ -357,7 +349,8 @@ impl ClusterService {
         name_or_id: &str,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::DeleteCluster(&cluster), caller)?;
+        self.admit(ClusterOperation::DeleteCluster(&cluster), caller)
+            .await?;
         self.cluster_action(caller, &cluster, ActionKind::ClusterDelete, Map::new())
             .await
     }
@@ -390,7 +383,7 @@ impl ClusterService {
                 ScalingEvent::ScaleIn,
             )
         };
-        admit(operation, caller)?;
+        self.admit(operation, caller).await?;
         if out {
             // A policy's step (count 0) is known when the action runs: 1 here.
             let growth = i64::from(count.clamp(1, u64::from(u32::MAX)) as u32);
@@ -421,7 +414,8 @@ impl ClusterService {
     ) -> Result<ClusterAction> {
         check_resize_request(&request)?;
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::Resize(&cluster), caller)?;
+        self.admit(ClusterOperation::Resize(&cluster), caller)
+            .await?;
         let min_step = request.min_step.max(1);
         let requested = match request.adjustment {
             Some((adjustment, number)) => Some(sizing::desired_after(
@@ -498,7 +492,7 @@ impl ClusterService {
                 },
             )
         };
-        admit(operation, caller)?;
+        self.admit(operation, caller).await?;
         if add {
             // Adopted nodes already count in the project's nodes; the
             // cluster's size grows.
@@ -534,7 +528,8 @@ impl ClusterService {
         enabled: bool,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::AttachPolicy(&cluster), caller)?;
+        self.admit(ClusterOperation::AttachPolicy(&cluster), caller)
+            .await?;
         let policy = self
             .find_policy(caller, policy)
             .await
@@ -553,7 +548,8 @@ impl ClusterService {
         policy: &str,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::DetachPolicy(&cluster), caller)?;
+        self.admit(ClusterOperation::DetachPolicy(&cluster), caller)
+            .await?;
         let identity = policy;
         let policy = self
             .find_policy(caller, identity)
@@ -600,7 +596,7 @@ impl ClusterService {
             ),
             HealthAction::Check => (ActionKind::ClusterCheck, ClusterOperation::Check(&cluster)),
         };
-        admit(operation, caller)?;
+        self.admit(operation, caller).await?;
         self.cluster_action(caller, &cluster, kind, Map::new())
             .await
     }
@@ -635,12 +631,13 @@ impl ClusterService {
             ),
             None => None,
         };
-        admit(
+        self.admit(
             ClusterOperation::CreateNode {
                 cluster: cluster.as_ref(),
             },
             caller,
-        )?;
+        )
+        .await?;
         validate_name("node", &new.name)?;
         let profile = self
             .find_profile(caller, &new.profile)
@@ -769,7 +766,8 @@ impl ClusterService {
         tainted: Option<bool>,
     ) -> Result<Node> {
         let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
+        self.admit(ClusterOperation::UpdateNode(&node), caller)
+            .await?;
         if let Some(name) = &name {
             validate_name("node", name)?;
         }
@@ -795,13 +793,14 @@ impl ClusterService {
             Some(cluster_id) => self.store.get_cluster(cluster_id).await?,
             None => None,
         };
-        admit(
+        self.admit(
             ClusterOperation::DeleteNode {
                 node: &node,
                 cluster: cluster.as_ref(),
             },
             caller,
-        )?;
+        )
+        .await?;
         let now = ember_runtime::time::now();
         let action = ClusterAction::new(
             ActionKind::NodeDelete,

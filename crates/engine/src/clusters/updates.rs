@@ -31,13 +31,6 @@ pub struct ClusterUpdate {
     pub config: Option<Map<String, Value>>,
 }
 
-fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-        operation: &operation,
-        caller,
-    })
-}
-
 fn nothing_to_update() -> Error {
     Error::InvalidInput("No property needs an update.".into())
 }
@@ -68,7 +61,7 @@ impl ClusterService {
         name: Option<String>,
         metadata: Option<Map<String, Value>>,
     ) -> Result<Profile> {
-        admit(ClusterOperation::UpdateProfile, caller)?;
+        self.admit(ClusterOperation::UpdateProfile, caller).await?;
         let profile = self.find_profile(caller, name_or_id).await?;
         let name = name.filter(|name| *name != profile.name);
         let metadata = metadata.filter(|metadata| *metadata != profile.metadata);
@@ -111,7 +104,7 @@ impl ClusterService {
         name_or_id: &str,
         name: String,
     ) -> Result<PolicyDefinition> {
-        admit(ClusterOperation::UpdatePolicy, caller)?;
+        self.admit(ClusterOperation::UpdatePolicy, caller).await?;
         validate_name("policy", &name)?;
         let policy = self.find_policy(caller, name_or_id).await?;
         if name == policy.name {
@@ -177,7 +170,8 @@ impl ClusterService {
         enabled: Option<bool>,
     ) -> Result<ClusterAction> {
         let found = self.find_cluster(caller, cluster).await?;
-        admit(ClusterOperation::UpdateClusterPolicy(&found), caller)?;
+        self.admit(ClusterOperation::UpdateClusterPolicy(&found), caller)
+            .await?;
         let policy = self
             .find_policy(caller, policy)
             .await
@@ -211,7 +205,8 @@ impl ClusterService {
         update: ClusterUpdate,
     ) -> Result<(Cluster, ClusterAction)> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateCluster(&cluster), caller)?;
+        self.admit(ClusterOperation::UpdateCluster(&cluster), caller)
+            .await?;
         let mut inputs = Map::new();
         if let Some(name) = update.name.filter(|name| *name != cluster.name) {
             validate_name("cluster", &name)?;
@@ -275,7 +270,8 @@ impl ClusterService {
         pairs: Vec<(String, String)>,
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        admit(ClusterOperation::ReplaceNodes(&cluster), caller)?;
+        self.admit(ClusterOperation::ReplaceNodes(&cluster), caller)
+            .await?;
         if pairs.is_empty() {
             return Err(Error::InvalidInput(
                 "Value for 'nodes' must have at least 1 item(s).".into(),
@@ -423,7 +419,7 @@ impl ClusterService {
     /// with status CANCELLED. A running action is not interrupted mid-step
     /// (409): Ember leaves nothing half-done.
     pub async fn cancel_action(&self, caller: &Identity, id: &str) -> Result<ClusterAction> {
-        admit(ClusterOperation::CancelAction, caller)?;
+        self.admit(ClusterOperation::CancelAction, caller).await?;
         let action = self.get_action(caller, id).await?;
         let outcome = self
             .store

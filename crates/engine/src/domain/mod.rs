@@ -1,6 +1,7 @@
 //! The engine's pure types and state machines: no I/O, no proto, no SQL.
 
 pub mod admission;
+pub mod audit;
 pub mod cluster;
 pub mod delegation;
 pub mod instance;

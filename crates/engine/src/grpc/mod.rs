@@ -1,6 +1,7 @@
 //! Thin gRPC handlers, one file per gRPC service: decode, call the
 //! application layer, encode.
 
+pub mod audit;
 pub mod cluster_actions;
 pub mod cluster_convert;
 pub mod cluster_lifecycle_callback;

@@ -25,6 +25,7 @@ use uuid::Uuid;
 use crate::compute::flavors::FlavorTable;
 use crate::compute::simulated::SimulatedComputeConfig;
 use crate::compute::{ComputeConfig, ComputeDriver};
+use crate::domain::audit::AuditOutcome;
 use crate::domain::instance::observation::Observation;
 use crate::domain::instance::policy::{self, Decision, InstanceRequest};
 use crate::domain::instance::{
@@ -83,6 +84,8 @@ pub struct InstanceService {
     flavors: FlavorTable,
     tasks: tasks::TaskRunner,
     quotas: crate::quotas::QuotaSlot,
+    /// The audit trail of locks, refusals and admins acting through locks.
+    audit: crate::audit::AuditSlot,
     /// Machines found in another state than recorded (see `watch`).
     observed: tokio::sync::broadcast::Sender<Observation>,
     /// The cloud of the openstack backend: instances act on it through a
@@ -124,6 +127,7 @@ impl InstanceService {
             driver,
             flavors,
             quotas: Default::default(),
+            audit: Default::default(),
             observed: tokio::sync::broadcast::channel(OBSERVATION_BUFFER).0,
             cloud: Default::default(),
         }
@@ -241,6 +245,12 @@ impl InstanceService {
     /// Enforces `quotas` on every create from now on (once, at start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.quotas.install(quotas);
+    }
+
+    /// Records locks, refusals and admins acting through locks in `trail`
+    /// from now on (once, at start-up).
+    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
+        self.audit.install(trail);
     }
 
     async fn admit_one_more(&self, caller: &Identity) -> Result<()> {
@@ -615,6 +625,16 @@ impl InstanceService {
             let reason = format!("lock expired (was {})", lock.describe());
             if self.store.expire_instance_lock(&next, &reason).await? {
                 info!(instance_uuid = %instance.uuid, "instance lock expired and lifted");
+                self.audit
+                    .record(
+                        &lock.user_id,
+                        &audit_subject(&instance),
+                        "unlock",
+                        AuditOutcome::Expired,
+                        &lock.describe(),
+                        "",
+                    )
+                    .await;
                 lifted += 1;
             }
         }
@@ -652,20 +672,40 @@ impl InstanceService {
                 .await?
                 .ok_or_else(|| policy::not_found(uuid))?;
             let now = ember_runtime::time::now();
-            let (next, task, overridden_lock) =
-                match policy::decide(caller, &instance, &request, now)? {
-                    Decision::Unchanged => {
-                        return Ok(Applied {
-                            before: instance.clone(),
-                            after: instance,
-                        });
-                    }
-                    Decision::Change {
-                        next,
-                        task,
-                        overridden_lock,
-                    } => (*next, task, overridden_lock),
-                };
+            let decided = policy::decide(caller, &instance, &request, now);
+            let asked = crate::audit::Asked {
+                caller,
+                operation: request.verb(),
+            };
+            if let Err(refusal) = &decided {
+                self.audit
+                    .refused(asked, &audit_subject(&instance), refusal)
+                    .await;
+            }
+            let (next, task, overridden_lock) = match decided? {
+                Decision::Unchanged => {
+                    return Ok(Applied {
+                        before: instance.clone(),
+                        after: instance,
+                    });
+                }
+                Decision::Change {
+                    next,
+                    task,
+                    overridden_lock,
+                } => (*next, task, overridden_lock),
+            };
+            // Nova lets an admin act on a locked instance: recorded before
+            // anything is done (and nothing is, unless it is recorded).
+            if let Some(lock) = &overridden_lock {
+                self.audit
+                    .broke_through(
+                        asked,
+                        &audit_subject(&instance),
+                        &policy::locked_error(&instance, lock).to_string(),
+                    )
+                    .await?;
+            }
             // The machine's own lock (Nova's) is placed before the record
             // says locked and lifted before it says unlocked: a failure
             // leaves the record as it was, and doing either again is
@@ -724,6 +764,30 @@ impl InstanceService {
                 locked = next.is_locked(),
                 "instance changed"
             );
+            if let InstanceRequest::Lock { reason, .. } = &request {
+                self.audit
+                    .record(
+                        &caller.user_id,
+                        &audit_subject(&next),
+                        "lock",
+                        AuditOutcome::Accepted,
+                        reason.as_deref().unwrap_or_default(),
+                        "",
+                    )
+                    .await;
+            }
+            if let (InstanceRequest::Unlock, Some(lock)) = (&request, &instance.maintenance_lock) {
+                self.audit
+                    .record(
+                        &caller.user_id,
+                        &audit_subject(&next),
+                        "unlock",
+                        AuditOutcome::Accepted,
+                        lock.reason.as_deref().unwrap_or_default(),
+                        "",
+                    )
+                    .await;
+            }
             if let Some(task) = task {
                 self.tasks.start(task, next.clone());
             }
@@ -736,5 +800,15 @@ impl InstanceService {
             "instance {uuid} kept changing while this {} was decided ({DECISION_ATTEMPTS} attempts): retry",
             request.verb()
         )))
+    }
+}
+
+/// What the audit trail says a record about `instance` is about.
+fn audit_subject(instance: &Instance) -> crate::domain::audit::AuditSubject {
+    crate::domain::audit::AuditSubject {
+        target: crate::domain::audit::AuditTarget::Instance,
+        id: instance.uuid.to_string(),
+        name: instance.name.clone(),
+        project_id: instance.project_id.clone(),
     }
 }

@@ -40,6 +40,8 @@ pub struct Shared {
     pub region: String,
     /// The quotas creates and updates are checked against.
     pub quotas: crate::quotas::QuotaSlot,
+    /// The audit trail of locks, refusals and break-glass.
+    pub audit: crate::audit::AuditSlot,
     /// Recently parsed stored definitions.
     pub parsed_cache: ParsedCache,
     /// Cancelled when the engine shuts down: root operations that can be

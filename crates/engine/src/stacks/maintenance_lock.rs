@@ -169,9 +169,9 @@ impl StackOperations {
     ) -> Result<OperationCheck> {
         let stack = self.find_stack(identity, name_or_id).await?;
         // The very function the operation asks: they cannot disagree.
-        let verdict = self
-            .admit(&stack, operation, StackCaller::User(identity))
-            .await;
+        let (verdict, _) = self
+            .verdict(&stack, operation, StackCaller::User(identity))
+            .await?;
         Ok(OperationCheck {
             allowed: verdict.is_ok(),
             reason: verdict
@@ -180,6 +180,62 @@ impl StackOperations {
                 .unwrap_or_default(),
             lock: stack.maintenance_lock,
         })
+    }
+
+    /// Admission of a lock or unlock: a user's is recorded when refused;
+    /// an expiry's is not (a stack unlocked or locked again since is left
+    /// alone, every second, by every engine).
+    async fn admit_lock_change(
+        &self,
+        stack: &Stack,
+        operation: StackOperation,
+        caller: StackCaller<'_>,
+        locked_for: LockedFor,
+    ) -> Result<()> {
+        match locked_for {
+            LockedFor::Expiry => self.verdict(stack, operation, caller).await?.0,
+            LockedFor::User | LockedFor::ParentStack => self.admit(stack, operation, caller).await,
+        }
+    }
+
+    /// The audit record of a lock or unlock begun on `stack` (as it was
+    /// `before`): a user's, or the expiry's on the holder's behalf. Nested
+    /// stacks moving with their root are not recorded again.
+    async fn audit_lock_change(
+        &self,
+        stack: &Stack,
+        before: &Stack,
+        request: &LockRequest,
+        operation: StackOperation,
+        locked_for: LockedFor,
+    ) {
+        use crate::domain::audit::AuditOutcome;
+        let (outcome, reason) = match locked_for {
+            LockedFor::ParentStack => return,
+            LockedFor::User => (
+                AuditOutcome::Accepted,
+                request.reason.clone().unwrap_or_default(),
+            ),
+            LockedFor::Expiry => (
+                AuditOutcome::Expired,
+                before
+                    .maintenance_lock
+                    .as_ref()
+                    .map(MaintenanceLock::describe)
+                    .unwrap_or_default(),
+            ),
+        };
+        self.shared
+            .audit
+            .record(
+                &request.caller.user_id,
+                &super::stack_audit_subject(stack),
+                operation.as_str(),
+                outcome,
+                &reason,
+                "",
+            )
+            .await;
     }
 
     /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
@@ -200,7 +256,8 @@ impl StackOperations {
             LockedFor::User | LockedFor::Expiry => StackCaller::User(&request.caller),
             LockedFor::ParentStack => StackCaller::ParentOperation(Some(&request.caller)),
         };
-        self.admit(&found, operation, caller).await?;
+        self.admit_lock_change(&found, operation, caller, locked_for)
+            .await?;
         let label = change.action().as_str();
         let stack_lease = self
             .shared
@@ -213,7 +270,8 @@ impl StackOperations {
                     self.store().get_stack(found.id).await?.ok_or_else(|| {
                         Error::NotFound(format!("stack {:?} not found", found.name))
                     })?;
-                self.admit(&stack, operation, caller).await?;
+                self.admit_lock_change(&stack, operation, caller, locked_for)
+                    .await?;
                 let target = self.load_target(&stack, fence).await?;
                 let now = ember_runtime::time::now();
                 stack.action = change.action();
@@ -243,6 +301,8 @@ impl StackOperations {
                 Ok((stack, target))
             })
             .await?;
+        self.audit_lock_change(&stack, &found, &request, operation, locked_for)
+            .await;
         let run: super::Run = Box::pin(run_maintenance_lock(
             self.shared.clone(),
             stack.clone(),

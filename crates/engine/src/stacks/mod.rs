@@ -188,6 +188,7 @@ impl StackOperations {
                     region,
                     stops: Default::default(),
                     quotas: Default::default(),
+                    audit: Default::default(),
                     parsed_cache: Default::default(),
                     draining: Default::default(),
                     runs: Default::default(),
@@ -218,6 +219,12 @@ impl StackOperations {
     /// start-up).
     pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
         self.shared.quotas.install(quotas);
+    }
+
+    /// Records locks, refusals and break-glass in `trail` from now on
+    /// (once, at start-up); without it, no break-glass is honoured.
+    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
+        self.shared.audit.install(trail);
     }
 
     /// The quota checks of a stack about to hold `resources` resources;
@@ -414,22 +421,59 @@ impl StackOperations {
     /// admission rules of `domain::admission`, with the stacks above a
     /// nested stack read for users. Asked before the lease is taken (a
     /// refusal costs no lease) and again under it.
+    ///
+    /// A user's refusal is recorded in the audit trail, and an admin's
+    /// break-glass honoured there ([`crate::audit::AuditSlot::admitted`]).
     pub(crate) async fn admit(
         &self,
         stack: &Stack,
         operation: StackOperation,
         caller: StackCaller<'_>,
     ) -> Result<()> {
+        let (verdict, ancestors) = self.verdict(stack, operation, caller).await?;
+        // The engine's own operations on nested stacks are not a user's
+        // asking: only a user's refusals and break-glass are recorded.
+        let StackCaller::User(user) = caller else {
+            return verdict;
+        };
+        self.shared
+            .audit
+            .admitted(
+                crate::audit::Asked {
+                    caller: user,
+                    operation: operation.as_str(),
+                },
+                || Some(stack_audit_subject(stack)),
+                verdict,
+                || {
+                    crate::domain::admission::stack::admit_stack_through_locks(
+                        stack, &ancestors, operation, user,
+                    )
+                },
+            )
+            .await
+    }
+
+    /// Admission's verdict alone (nothing recorded, no break-glass), with
+    /// the ancestors it read: what the dry run and the engine's own
+    /// operations (an expiry) ask.
+    pub(crate) async fn verdict(
+        &self,
+        stack: &Stack,
+        operation: StackOperation,
+        caller: StackCaller<'_>,
+    ) -> Result<(Result<()>, Vec<Stack>)> {
         let ancestors = match caller {
             StackCaller::User(_) if stack.parent_id.is_some() => self.ancestors(stack).await?,
             _ => Vec::new(),
         };
-        crate::domain::admission::admit(crate::domain::admission::Subject::Stack {
+        let verdict = crate::domain::admission::admit(crate::domain::admission::Subject::Stack {
             stack,
             ancestors: &ancestors,
             operation,
             caller,
-        })
+        });
+        Ok((verdict, ancestors))
     }
 
     /// The stacks above `stack`, nearest first.
@@ -561,4 +605,14 @@ fn require_name_or_id(name_or_id: &str) -> Result<()> {
 
 fn not_found(name_or_id: &str) -> Error {
     Error::NotFound(format!("stack {name_or_id:?} not found"))
+}
+
+/// What the audit trail says a record about `stack` is about.
+pub(crate) fn stack_audit_subject(stack: &Stack) -> crate::domain::audit::AuditSubject {
+    crate::domain::audit::AuditSubject {
+        target: crate::domain::audit::AuditTarget::Stack,
+        id: stack.id.to_string(),
+        name: stack.name.clone(),
+        project_id: stack.project_id.clone(),
+    }
 }

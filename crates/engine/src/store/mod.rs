@@ -2,6 +2,7 @@
 //! each one transaction, and their sea-orm implementation for SQLite and
 //! PostgreSQL. sea-orm never leaks out of this module.
 
+pub mod audit;
 pub mod clusters;
 pub mod delegations;
 mod entity;

@@ -1,8 +1,8 @@
 //! What retention removes, a bounded batch at a time (see
 //! `crate::retention`): the records of stacks deleted long ago (with every
 //! row of theirs), cluster actions that ended and cluster events long ago,
-//! and instances deleted long ago with their events. Each batch is one
-//! short transaction; nothing live is ever touched.
+//! instances deleted long ago with their events, and old audit records.
+//! Each batch is one short transaction; nothing live is ever touched.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
@@ -155,6 +155,17 @@ impl RetentionStore {
         self.delete_selected(
             "cluster_events",
             "SELECT id FROM cluster_events WHERE generated_at < $1 ORDER BY generated_at LIMIT $2",
+            cutoff,
+            batch,
+        )
+        .await
+    }
+
+    /// Removes up to `batch` audit records written before `cutoff`.
+    pub async fn purge_audit_records(&self, cutoff: DateTime<Utc>, batch: u64) -> Result<u64> {
+        self.delete_selected(
+            "audit_records",
+            "SELECT id FROM audit_records WHERE at < $1 ORDER BY at LIMIT $2",
             cutoff,
             batch,
         )

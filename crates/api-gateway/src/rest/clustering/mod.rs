@@ -75,6 +75,7 @@ pub use version::{list_versions as versions, show_version as version};
 pub fn routes() -> Router<GatewayState> {
     Router::new()
         .route("/", get(version::show_version))
+        .route("/audit", get(super::audit::list_for_caller))
         .route(
             "/profiles",
             get(objects::list_profiles).post(objects::create_profile),

@@ -93,6 +93,7 @@ pub fn routes() -> Router<GatewayState> {
             post(stacks::preview_stack).get(lookup_stack_named_preview),
         )
         .route("/stacks/{stack_name}", any(lookup_stack))
+        .route("/audit", get(super::audit::list_in_project))
         .route(
             "/stacks/{stack_name}/{stack_id}",
             get(stacks::show_stack)

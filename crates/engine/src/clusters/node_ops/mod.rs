@@ -53,13 +53,6 @@ const RECOVER_PARAMETERS: [&str; 5] = [
     "force_recreate",
 ];
 
-fn admit(operation: ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-        operation: &operation,
-        caller,
-    })
-}
-
 /// Refuses to start work on a node another action is creating or
 /// deleting (its resource is that action's until it ends).
 fn settled(node: &Node) -> Result<()> {
@@ -142,7 +135,8 @@ impl ClusterService {
         update: NodeUpdate,
     ) -> Result<(Node, ClusterAction)> {
         let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
+        self.admit(ClusterOperation::UpdateNode(&node), caller)
+            .await?;
         let mut inputs = Map::new();
         if let Some(wanted) = &update.profile {
             let profile = self
@@ -211,7 +205,8 @@ impl ClusterService {
         params: Map<String, Value>,
     ) -> Result<(Node, ClusterAction)> {
         let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
+        self.admit(ClusterOperation::UpdateNode(&node), caller)
+            .await?;
         let kind = match health {
             super::HealthAction::Recover => {
                 check_recover_params(&params)?;
@@ -233,7 +228,8 @@ impl ClusterService {
         params: Map<String, Value>,
     ) -> Result<(Node, ClusterAction)> {
         let node = self.find_node(caller, name_or_id).await?;
-        admit(ClusterOperation::UpdateNode(&node), caller)?;
+        self.admit(ClusterOperation::UpdateNode(&node), caller)
+            .await?;
         let profile = self.node_profile(&node).await?;
         operations::parse(profile.spec.type_name(), operation, &params)?;
         settled(&node)?;

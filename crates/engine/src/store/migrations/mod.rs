@@ -32,6 +32,7 @@ mod m20261206_100001_add_stack_lease_stop_requests;
 mod m20261207_100001_add_cluster_maintenance_locks;
 mod m20261207_100002_add_instance_lock_expiry;
 mod m20261207_100003_add_stack_lock_expiry;
+mod m20261208_100001_create_audit_records;
 
 pub struct Migrator;
 
@@ -69,6 +70,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_100001_add_cluster_maintenance_locks::Migration),
             Box::new(m20261207_100002_add_instance_lock_expiry::Migration),
             Box::new(m20261207_100003_add_stack_lock_expiry::Migration),
+            Box::new(m20261208_100001_create_audit_records::Migration),
         ]
     }
 }
