@@ -102,11 +102,63 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
+    // "Allowed?" says why before anyone tries, and records nothing.
+    let allowed = rest
+        .get(&format!(
+            "/clusters/{cluster_id}/allowed?operation=scale_out&count=1"
+        ))
+        .await;
+    assert_eq!(allowed["allowed"], false, "{allowed}");
+    assert_eq!(
+        allowed["blockers"][0]["kind"], "maintenance_lock",
+        "{allowed}"
+    );
+    assert_eq!(allowed["blockers"][0]["status"], 409, "{allowed}");
+    assert_eq!(allowed["break_glass_would_pass"], true, "{allowed}");
+    assert_eq!(
+        allowed["maintenance_lock"]["reason"], "db maintenance",
+        "{allowed}"
+    );
+    let node_id = rest.nodes(&cluster_id).await[0]["id"]
+        .as_str()
+        .expect("node id")
+        .to_owned();
+    let node = rest
+        .get(&format!("/nodes/{node_id}/allowed?operation=delete"))
+        .await;
+    assert_eq!(node["allowed"], false, "{node}");
+    assert_eq!(node["blockers"][0]["kind"], "maintenance_lock", "{node}");
+    let (status, _, body) = rest
+        .call(
+            reqwest::Method::GET,
+            &format!("/clusters/{cluster_id}/allowed"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(message(&body).contains("?operation="), "{body}");
+    let (status, _, body) = Rest {
+        ember: &ember,
+        token: outsider(&ember),
+    }
+    .call(
+        reqwest::Method::GET,
+        &format!("/clusters/{cluster_id}/allowed?operation=delete"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+
     // Refused, and recorded: the member's scale-out and the webhook.
     let (status, _, body) = rest
         .post(&actions, json!({"scale_out": {"count": 1}}))
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        message(&body),
+        allowed["reason"],
+        "the dry run said it first"
+    );
     let (status, _, body) = trigger(&ember, &alarm_url, None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
 
@@ -375,4 +427,115 @@ async fn a_stack_lock_is_broken_only_for_what_keeps_it() {
     assert_eq!(trail[0]["reason"], "INC-9 decommission", "{trail:#?}");
     assert_eq!(trail[0]["target_type"], "stack", "{trail:#?}");
     assert_eq!(trail[3]["reason"], "freeze", "{trail:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_acting_on_a_locked_instance_is_audited_with_the_reason() {
+    use crate::instances::{Callers, call, create_active, lock, wait_until_deleted};
+    let ember = TestEmber::start().await;
+    let callers = Callers::of(&ember);
+    let uuid = create_active(&ember, &callers.member, "db-1").await;
+    let (status, body) = lock(
+        &ember,
+        &callers.member,
+        &uuid,
+        json!({"target": true, "reason": "backup running"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+
+    // "Allowed?" for the member: the lock; for the admin: nothing (Nova
+    // lets an admin act on a locked instance).
+    let (status, allowed) = call(
+        &ember,
+        reqwest::Method::GET,
+        &format!("/instances/{uuid}/allowed?operation=delete"),
+        &callers.member,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{allowed}");
+    assert_eq!(allowed["allowed"], false, "{allowed}");
+    assert_eq!(
+        allowed["blockers"][0]["kind"], "maintenance_lock",
+        "{allowed}"
+    );
+    let (status, body) = call(
+        &ember,
+        reqwest::Method::DELETE,
+        &format!("/instances/{uuid}"),
+        &callers.member,
+        None,
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(message(&body), allowed["reason"], "{body}");
+    let (_, allowed) = call(
+        &ember,
+        reqwest::Method::GET,
+        &format!("/instances/{uuid}/allowed?operation=delete"),
+        &callers.project_admin,
+        None,
+    )
+    .await;
+    assert_eq!(allowed["allowed"], true, "{allowed}");
+    let (status, body) = call(
+        &ember,
+        reqwest::Method::GET,
+        &format!("/instances/{uuid}/allowed?operation=explode"),
+        &callers.member,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+
+    let response = ember
+        .http
+        .delete(ember.url(&format!("/compute/v1/instances/{uuid}")))
+        .header("X-Auth-Token", &callers.project_admin)
+        .header(BREAK_GLASS, "INC-12 disk full")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status().as_u16(), 202);
+    wait_until_deleted(&ember, &callers.member, &uuid).await;
+
+    let trail = records(&ember, &callers.member, &format!("?target={uuid}")).await;
+    let seen: Vec<(&str, &str, &str)> = trail
+        .iter()
+        .map(|record| {
+            (
+                record["operation"].as_str().unwrap_or_default(),
+                record["outcome"].as_str().unwrap_or_default(),
+                record["user_id"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("delete", "broke_glass", "admin"),
+            ("delete", "refused", "demo"),
+            ("lock", "accepted", "demo"),
+        ],
+        "{trail:#?}"
+    );
+    assert_eq!(trail[0]["reason"], "INC-12 disk full", "{trail:#?}");
+    assert!(
+        trail[0]["blocker"]
+            .as_str()
+            .is_some_and(|blocker| blocker.contains("backup running")),
+        "{trail:#?}"
+    );
+    assert_eq!(trail[2]["reason"], "backup running", "{trail:#?}");
+    // By name too, and not from another project.
+    assert_eq!(
+        records(&ember, &callers.member, "?target=db-1").await.len(),
+        3
+    );
+    assert!(
+        records(&ember, &callers.stranger, &format!("?target={uuid}"))
+            .await
+            .is_empty()
+    );
 }

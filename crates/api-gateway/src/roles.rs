@@ -91,6 +91,9 @@ pub const READ_METHODS: &[&str] = &[
     "PreviewStack",
     "WhoAmI",
     "CheckOperation",
+    "CheckClusterOperation",
+    "CheckNodeOperation",
+    "CheckInstanceOperation",
     "ExportStack",
     "CollectClusterAttributes",
 ];

@@ -2,6 +2,7 @@
 //! APIs. Handlers authenticate with the [`Authenticated`] extractor and call
 //! the engine with the caller's identity attached.
 
+pub mod allowed;
 pub mod audit;
 mod clustering;
 mod compute;

@@ -121,6 +121,9 @@ pub enum InstanceCommand {
     },
     /// Lift an instance's lock (an admin lock only as an admin)
     Unlock { instance: String },
+    /// Would OPERATION (delete, update, power_on, power_off, reboot, lock,
+    /// unlock) be accepted now? Every blocker at once; exits non-zero when not
+    Allowed { instance: String, operation: String },
 }
 
 pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), String> {
@@ -303,6 +306,27 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 locked_by_name(&instance)
             );
             Ok(())
+        }
+        InstanceCommand::Allowed {
+            instance,
+            operation,
+        } => {
+            let client = Client::connect(connect, DevIdentity::Member).await?;
+            let uuid = resolve(&client, &instance).await?;
+            let answer = service(&client)
+                .check_instance_operation(client.request(pb::CheckInstanceOperationRequest {
+                    uuid,
+                    operation: operation.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            crate::commands::print_allowed(
+                &format!("instance {instance}"),
+                &operation,
+                &answer.blockers,
+                false,
+            )
         }
         InstanceCommand::Unlock { instance } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;

@@ -208,6 +208,29 @@ async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
 
 /// A duration (`90`, `90s`, `30m`, `4h`, `2d`) in whole seconds, as lock
 /// expiries take it.
+/// Prints a dry run's answer — every blocker, the first being what the
+/// operation would answer — and fails when it is not allowed, so scripts
+/// can test the exit code (`ember cluster allowed db scale_out && …`).
+pub fn print_allowed(
+    what: &str,
+    operation: &str,
+    blockers: &[ember_proto::engine::v1::Blocker],
+    break_glass_would_pass: bool,
+) -> Result<(), String> {
+    if blockers.is_empty() {
+        println!("{operation}: allowed");
+        return Ok(());
+    }
+    println!("{operation}: not allowed");
+    for blocker in blockers {
+        println!("  {} ({}): {}", blocker.kind, blocker.code, blocker.message);
+    }
+    if break_glass_would_pass {
+        println!("  an admin's --break-glass REASON would run it (the lock stays)");
+    }
+    Err(format!("{operation} is not allowed on {what} now"))
+}
+
 pub fn parse_seconds(text: &str) -> Result<i64, String> {
     token::parse_duration(text)
         .map(|duration| i64::try_from(duration.as_secs()).unwrap_or(i64::MAX))

@@ -23,6 +23,9 @@ pub enum NodeCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Would OPERATION (update, delete, check, recover, operation) be
+    /// accepted on a node now? Every blocker at once; exits non-zero when not
+    Allowed { node: String, operation: String },
     /// One node by name or id
     Show {
         node: String,
@@ -118,6 +121,22 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .map_err(describe)?
                 .into_inner();
             output.print_list(&listed.nodes, node_row)
+        }
+        NodeCommand::Allowed { node, operation } => {
+            let answer = nodes
+                .check_node_operation(client.request(pb::CheckNodeOperationRequest {
+                    node: node.clone(),
+                    operation: operation.clone(),
+                })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            crate::commands::print_allowed(
+                &format!("node {node}"),
+                &operation,
+                &answer.blockers,
+                answer.break_glass_would_pass,
+            )
         }
         NodeCommand::Show { node, output } => {
             let found = nodes

@@ -63,16 +63,6 @@ impl ClusterService {
             .maintenance_lock
             .clone()
             .filter(|lock| lock.holds_at(now));
-        if let Some(held) = &held
-            && held.locked_by_user != caller.user_id
-            && !caller.is_admin()
-        {
-            return Err(Error::Conflict(format!(
-                "cluster {:?} is locked ({}): only its holder or an admin can change the lock",
-                cluster.name,
-                held.describe()
-            )));
-        }
         // What the instances get: this lock's instances stay, the members
         // are locked at level all, and let go below it.
         let mut kept = held

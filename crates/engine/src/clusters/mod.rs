@@ -8,6 +8,7 @@
 //! run's token (see `execute` for the durable steps of each kind).
 
 mod adopt;
+pub mod allowed;
 mod cluster_ops;
 pub mod dispatcher;
 mod execute;
@@ -106,19 +107,17 @@ impl ClusterService {
         self.audit.install(trail);
     }
 
-    /// Admits `operation` for `caller` (the one place that decides:
-    /// `domain::admission`), recording a refusal of an operation on a
-    /// cluster or node in the audit trail and honouring an admin's
-    /// break-glass through a maintenance lock.
+    /// Admits `operation` for `caller`: the first of [`Self::blockers`] is
+    /// the refusal. A refusal of an operation on a cluster or node is
+    /// recorded in the audit trail, and an admin's break-glass honoured
+    /// through a maintenance lock (nothing else).
     pub(crate) async fn admit(
         &self,
         operation: crate::domain::admission::ClusterOperation<'_>,
         caller: &Identity,
     ) -> Result<()> {
-        let verdict = crate::domain::admission::admit(crate::domain::admission::Subject::Cluster {
-            operation: &operation,
-            caller,
-        });
+        let blockers = self.blockers(&operation, caller).await?;
+        let verdict = crate::domain::admission::first(blockers.clone());
         self.audit
             .admitted(
                 crate::audit::Asked {
@@ -127,9 +126,56 @@ impl ClusterService {
                 },
                 || operation.audit_subject(),
                 verdict,
-                || crate::domain::admission::cluster::admit_through_locks(&operation, caller),
+                || crate::domain::admission::through_locks(blockers, true),
             )
             .await
+    }
+
+    /// Every reason `operation` by `caller` would be refused now, in the
+    /// order the operation checks them: admission's rules (the one place
+    /// that decides: `domain::admission`), then for a scale the project's
+    /// quota (growth) and the scaling policy's cooldown. What the dry run
+    /// ("allowed?") shows, and the operation's refusal is the first.
+    pub(crate) async fn blockers(
+        &self,
+        operation: &crate::domain::admission::ClusterOperation<'_>,
+        caller: &Identity,
+    ) -> Result<Vec<crate::domain::admission::Blocker>> {
+        use crate::domain::admission::{Blocker, BlockerKind, ClusterOperation};
+        use crate::domain::cluster::policy::ScalingEvent;
+        let mut blockers =
+            crate::domain::admission::blockers(crate::domain::admission::Subject::Cluster {
+                operation,
+                caller,
+            });
+        let (cluster, event, growth) = match *operation {
+            ClusterOperation::ScaleOut { cluster, count } => (
+                cluster,
+                ScalingEvent::ScaleOut,
+                // A policy's step (count 0) is known when the action runs: 1 here.
+                i64::from(count.clamp(1, u64::from(u32::MAX)) as u32),
+            ),
+            ClusterOperation::ScaleIn { cluster, .. } => (cluster, ScalingEvent::ScaleIn, 0),
+            _ => return Ok(blockers),
+        };
+        let as_blocker = |kind: BlockerKind, result: Result<()>| match result {
+            Ok(()) => Ok(None),
+            Err(error @ (Error::Forbidden(_) | Error::Conflict(_))) => {
+                Ok(Some(Blocker::new(kind, error)))
+            }
+            Err(other) => Err(other),
+        };
+        let current = i64::from(cluster.desired_capacity);
+        blockers.extend(as_blocker(
+            BlockerKind::Quota,
+            self.admit_growth(cluster, current, current.saturating_add(growth))
+                .await,
+        )?);
+        blockers.extend(as_blocker(
+            BlockerKind::Cooldown,
+            self.check_cooldown(cluster, event).await,
+        )?);
+        Ok(blockers)
     }
 
     /// Checks hook webhooks against `rules` from now on (once, at start-up;

@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use super::{ClusterService, action_event, event};
 use crate::domain::admission::cluster::ClusterOperation;
-use crate::domain::cluster::policy::ScalingEvent;
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterConfig, ClusterEvent, ClusterStatus,
@@ -364,14 +363,13 @@ impl ClusterService {
     ) -> Result<ClusterAction> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let count = u64::from(count);
-        let (kind, operation, event) = if out {
+        let (kind, operation) = if out {
             (
                 ActionKind::ClusterScaleOut,
                 ClusterOperation::ScaleOut {
                     cluster: &cluster,
                     count,
                 },
-                ScalingEvent::ScaleOut,
             )
         } else {
             (
@@ -380,20 +378,12 @@ impl ClusterService {
                     cluster: &cluster,
                     count,
                 },
-                ScalingEvent::ScaleIn,
             )
         };
+        // With the quota and the cooldown: said now rather than as a
+        // FAILED action later (the dispatcher checks again when the action
+        // runs).
         self.admit(operation, caller).await?;
-        if out {
-            // A policy's step (count 0) is known when the action runs: 1 here.
-            let growth = i64::from(count.clamp(1, u64::from(u32::MAX)) as u32);
-            let current = i64::from(cluster.desired_capacity);
-            self.admit_growth(&cluster, current, current.saturating_add(growth))
-                .await?;
-        }
-        // Said now rather than as a FAILED action later (the dispatcher
-        // checks again when the action runs).
-        self.check_cooldown(&cluster, event).await?;
         let inputs = if count == 0 {
             Map::new()
         } else {

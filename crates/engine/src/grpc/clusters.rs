@@ -373,6 +373,55 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         .await
     }
 
+    async fn check_cluster_operation(
+        &self,
+        request: Request<pb::CheckClusterOperationRequest>,
+    ) -> Reply<pb::CheckClusterOperationResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.service
+                    .check_cluster_operation(
+                        &caller,
+                        &request.cluster,
+                        &request.operation,
+                        request.count,
+                    )
+                    .await
+            },
+            |check| pb::CheckClusterOperationResponse {
+                allowed: check.blockers.is_empty(),
+                reason: check
+                    .blockers
+                    .first()
+                    .map(|blocker| blocker.error.to_string())
+                    .unwrap_or_default(),
+                blockers: check
+                    .blockers
+                    .iter()
+                    .map(super::convert::blocker_to_proto)
+                    .collect(),
+                maintenance_lock: check
+                    .cluster
+                    .maintenance_lock
+                    .as_ref()
+                    .map(super::cluster_convert::cluster_lock),
+                queued_behind: check
+                    .queued_behind
+                    .iter()
+                    .map(|action| pb::QueuedAction {
+                        id: action.id.to_string(),
+                        action: action.kind.as_str().to_owned(),
+                        status: action.status.as_str().to_owned(),
+                        since: Some(ember_runtime::time::to_timestamp(action.created_at)),
+                    })
+                    .collect(),
+                break_glass_would_pass: check.break_glass_would_pass,
+            },
+        )
+        .await
+    }
+
     async fn lock_cluster(&self, request: Request<pb::LockClusterRequest>) -> Reply<pb::Cluster> {
         answer(
             request,

@@ -200,3 +200,24 @@ mod tests {
         assert_eq!(back, value);
     }
 }
+
+/// One blocker of a dry run as the API shows it.
+pub fn blocker_to_proto(blocker: &crate::domain::admission::Blocker) -> pb::Blocker {
+    use ember_runtime::ErrorKind;
+    use ember_runtime::error::ServiceError;
+    let code = match blocker.error.kind() {
+        ErrorKind::InvalidInput => "invalid_input",
+        ErrorKind::Forbidden => "forbidden",
+        ErrorKind::NotFound => "not_found",
+        ErrorKind::Conflict => "conflict",
+        ErrorKind::Unauthenticated => "unauthenticated",
+        ErrorKind::Unavailable => "unavailable",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Internal => "internal",
+    };
+    pb::Blocker {
+        kind: blocker.kind.as_str().to_owned(),
+        message: blocker.error.to_string(),
+        code: code.to_owned(),
+    }
+}

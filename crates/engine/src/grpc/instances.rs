@@ -196,6 +196,29 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         }))
     }
 
+    async fn check_instance_operation(
+        &self,
+        request: Request<pb::CheckInstanceOperationRequest>,
+    ) -> Reply<pb::CheckInstanceOperationResponse> {
+        let caller = Identity::of(&request)?.clone();
+        let uuid = parse_uuid("uuid", &request.get_ref().uuid)?;
+        let blockers = self
+            .instances
+            .check_operation(&caller, uuid, &request.get_ref().operation)
+            .await?;
+        Ok(tonic::Response::new(pb::CheckInstanceOperationResponse {
+            allowed: blockers.is_empty(),
+            reason: blockers
+                .first()
+                .map(|blocker| blocker.error.to_string())
+                .unwrap_or_default(),
+            blockers: blockers
+                .iter()
+                .map(super::convert::blocker_to_proto)
+                .collect(),
+        }))
+    }
+
     async fn unlock_instance(
         &self,
         request: Request<pb::UnlockInstanceRequest>,

@@ -268,6 +268,35 @@ impl pb::node_service_server::NodeService for NodeHandler {
         .await
     }
 
+    async fn check_node_operation(
+        &self,
+        request: Request<pb::CheckNodeOperationRequest>,
+    ) -> Reply<pb::CheckNodeOperationResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.service
+                    .check_node_operation(&caller, &request.node, &request.operation)
+                    .await
+            },
+            |check| pb::CheckNodeOperationResponse {
+                allowed: check.blockers.is_empty(),
+                reason: check
+                    .blockers
+                    .first()
+                    .map(|blocker| blocker.error.to_string())
+                    .unwrap_or_default(),
+                blockers: check
+                    .blockers
+                    .iter()
+                    .map(super::convert::blocker_to_proto)
+                    .collect(),
+                break_glass_would_pass: check.break_glass_would_pass,
+            },
+        )
+        .await
+    }
+
     async fn get_node_details(&self, request: Request<pb::GetObjectRequest>) -> Reply<pb::Node> {
         answer(
             request,

@@ -168,6 +168,12 @@ impl pb::stack_service_server::StackService for StackHandler {
         Ok(Response::new(pb::CheckOperationResponse {
             allowed: check.allowed,
             reason: check.reason,
+            blockers: check
+                .blockers
+                .iter()
+                .map(super::convert::blocker_to_proto)
+                .collect(),
+            break_glass_would_pass: check.break_glass_would_pass,
             stack_lock: check
                 .lock
                 .as_ref()

@@ -601,6 +601,54 @@ impl InstanceService {
             .after)
     }
 
+    /// The dry run ("allowed?"): everything that would refuse `operation`
+    /// (delete, update, power_on, power_off, reboot, lock, unlock) on the
+    /// instance now, decided by the function the operation asks
+    /// (`policy::decide` refuses with the first); empty when it would be
+    /// accepted. An update is asked as one that renames the instance to
+    /// its own name.
+    pub async fn check_operation(
+        &self,
+        caller: &Identity,
+        uuid: Uuid,
+        operation: &str,
+    ) -> Result<Vec<crate::domain::admission::Blocker>> {
+        let instance = self
+            .store
+            .get_instance(uuid)
+            .await?
+            .ok_or_else(|| policy::not_found(uuid))?;
+        let request = match operation {
+            "delete" => InstanceRequest::Delete,
+            "update" => InstanceRequest::Update(crate::domain::instance::InstanceChanges {
+                name: Some(instance.name.clone()),
+                metadata: None,
+                networks: None,
+            }),
+            "power_on" => InstanceRequest::Power(PowerAction::On),
+            "power_off" => InstanceRequest::Power(PowerAction::Off),
+            "reboot" => InstanceRequest::Power(PowerAction::Reboot),
+            "lock" => InstanceRequest::Lock {
+                reason: None,
+                expires_at: None,
+            },
+            "unlock" => InstanceRequest::Unlock,
+            other => {
+                return Err(Error::InvalidInput(format!(
+                    "operation {other:?} is not one an instance dry run answers for: \
+                     delete, update, power_on, power_off, reboot, lock, unlock"
+                )));
+            }
+        };
+        let blockers = policy::blockers(caller, &instance, &request, ember_runtime::time::now());
+        match blockers.first() {
+            Some(first) if first.kind == crate::domain::admission::BlockerKind::NotFound => {
+                Err(first.error.clone())
+            }
+            _ => Ok(blockers),
+        }
+    }
+
     /// Lifts every instance lock whose expiry has passed (the machine's
     /// own lock first, then the record, with a `lock_expired` event);
     /// returns how many this engine lifted — a lock an unlock, a renewal

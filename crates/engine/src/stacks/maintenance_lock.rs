@@ -37,11 +37,15 @@ pub(crate) enum LockedFor {
     Expiry,
 }
 
-/// Whether an operation would be allowed now, and which lock blocks it.
+/// Whether an operation would be allowed now, and everything that blocks
+/// it (the first is what the operation answers).
 #[derive(Debug, Clone)]
 pub struct OperationCheck {
     pub allowed: bool,
     pub reason: String,
+    pub blockers: Vec<crate::domain::admission::Blocker>,
+    /// Whether an admin's break-glass would run it.
+    pub break_glass_would_pass: bool,
     pub lock: Option<MaintenanceLock>,
 }
 
@@ -169,15 +173,22 @@ impl StackOperations {
     ) -> Result<OperationCheck> {
         let stack = self.find_stack(identity, name_or_id).await?;
         // The very function the operation asks: they cannot disagree.
-        let (verdict, _) = self
-            .verdict(&stack, operation, StackCaller::User(identity))
+        let (blockers, _) = self
+            .blockers(&stack, operation, StackCaller::User(identity))
             .await?;
         Ok(OperationCheck {
-            allowed: verdict.is_ok(),
-            reason: verdict
-                .err()
-                .map(|error| error.to_string())
+            allowed: blockers.is_empty(),
+            reason: blockers
+                .first()
+                .map(|blocker| blocker.error.to_string())
                 .unwrap_or_default(),
+            break_glass_would_pass: !blockers.is_empty()
+                && crate::domain::admission::through_locks(
+                    blockers.clone(),
+                    crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
+                )
+                .is_ok(),
+            blockers,
             lock: stack.maintenance_lock,
         })
     }
@@ -193,7 +204,9 @@ impl StackOperations {
         locked_for: LockedFor,
     ) -> Result<()> {
         match locked_for {
-            LockedFor::Expiry => self.verdict(stack, operation, caller).await?.0,
+            LockedFor::Expiry => {
+                crate::domain::admission::first(self.blockers(stack, operation, caller).await?.0)
+            }
             LockedFor::User | LockedFor::ParentStack => self.admit(stack, operation, caller).await,
         }
     }

@@ -430,7 +430,8 @@ impl StackOperations {
         operation: StackOperation,
         caller: StackCaller<'_>,
     ) -> Result<()> {
-        let (verdict, ancestors) = self.verdict(stack, operation, caller).await?;
+        let (blockers, _) = self.blockers(stack, operation, caller).await?;
+        let verdict = crate::domain::admission::first(blockers.clone());
         // The engine's own operations on nested stacks are not a user's
         // asking: only a user's refusals and break-glass are recorded.
         let StackCaller::User(user) = caller else {
@@ -446,34 +447,36 @@ impl StackOperations {
                 || Some(stack_audit_subject(stack)),
                 verdict,
                 || {
-                    crate::domain::admission::stack::admit_stack_through_locks(
-                        stack, &ancestors, operation, user,
+                    crate::domain::admission::through_locks(
+                        blockers,
+                        crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
                     )
                 },
             )
             .await
     }
 
-    /// Admission's verdict alone (nothing recorded, no break-glass), with
+    /// Admission's blockers alone (nothing recorded, no break-glass), with
     /// the ancestors it read: what the dry run and the engine's own
-    /// operations (an expiry) ask.
-    pub(crate) async fn verdict(
+    /// operations (an expiry) ask; the first is the refusal.
+    pub(crate) async fn blockers(
         &self,
         stack: &Stack,
         operation: StackOperation,
         caller: StackCaller<'_>,
-    ) -> Result<(Result<()>, Vec<Stack>)> {
+    ) -> Result<(Vec<crate::domain::admission::Blocker>, Vec<Stack>)> {
         let ancestors = match caller {
             StackCaller::User(_) if stack.parent_id.is_some() => self.ancestors(stack).await?,
             _ => Vec::new(),
         };
-        let verdict = crate::domain::admission::admit(crate::domain::admission::Subject::Stack {
-            stack,
-            ancestors: &ancestors,
-            operation,
-            caller,
-        });
-        Ok((verdict, ancestors))
+        let blockers =
+            crate::domain::admission::blockers(crate::domain::admission::Subject::Stack {
+                stack,
+                ancestors: &ancestors,
+                operation,
+                caller,
+            });
+        Ok((blockers, ancestors))
     }
 
     /// The stacks above `stack`, nearest first.

@@ -58,7 +58,7 @@ mod receivers;
 mod types;
 mod updates;
 mod version;
-mod views;
+pub(super) mod views;
 
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -76,6 +76,8 @@ pub fn routes() -> Router<GatewayState> {
     Router::new()
         .route("/", get(version::show_version))
         .route("/audit", get(super::audit::list_for_caller))
+        .route("/clusters/{id}/allowed", get(super::allowed::cluster))
+        .route("/nodes/{id}/allowed", get(super::allowed::node))
         .route(
             "/profiles",
             get(objects::list_profiles).post(objects::create_profile),

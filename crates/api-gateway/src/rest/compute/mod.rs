@@ -54,6 +54,7 @@ pub fn routes() -> Router<GatewayState> {
         .route("/instances/{uuid}/states/power", put(set_power_state))
         .route("/instances/{uuid}/lock", put(set_lock))
         .route("/instances/{uuid}/events", get(list_events))
+        .route("/instances/{uuid}/allowed", get(super::allowed::instance))
 }
 
 fn client(state: &GatewayState) -> InstanceServiceClient<ember_runtime::in_process::Upstream> {

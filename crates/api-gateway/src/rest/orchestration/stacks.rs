@@ -357,5 +357,7 @@ pub async fn check_stack_operation(
         "allowed": response.allowed,
         "reason": if response.reason.is_empty() { serde_json::Value::Null } else { response.reason.into() },
         "stack_lock": response.stack_lock.as_ref().map(heat_view::stack_lock),
+        "blockers": crate::rest::allowed::blockers_view(&response.blockers),
+        "break_glass_would_pass": response.break_glass_would_pass,
     })))
 }

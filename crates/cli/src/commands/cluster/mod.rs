@@ -190,6 +190,18 @@ pub enum ClusterCommand {
     },
     /// Lift a cluster's lock (an admin's only as an admin)
     Unlock { cluster: String },
+    /// Would OPERATION be accepted now? Every blocker at once (lock,
+    /// state, role, quota, cooldown) and the actions it would queue behind;
+    /// exits non-zero when not: scale_out, scale_in, resize, update, delete,
+    /// check, recover, lock, unlock, attach_policy, detach_policy,
+    /// update_policy, replace_nodes, operation
+    Allowed {
+        cluster: String,
+        operation: String,
+        /// For scale_out and scale_in: how many (default: the policy's step)
+        #[arg(long, default_value_t = 0)]
+        count: u32,
+    },
     /// Recreate the cluster's nodes in ERROR
     Recover {
         cluster: String,
@@ -264,6 +276,38 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
             return clusters::lock(request, connect).await;
         }
         ClusterCommand::Unlock { cluster } => return clusters::unlock(&cluster, connect).await,
+        ClusterCommand::Allowed {
+            cluster,
+            operation,
+            count,
+        } => {
+            let client =
+                crate::client::Client::connect(connect, crate::client::DevIdentity::Member).await?;
+            let answer =
+                ember_proto::engine::v1::cluster_service_client::ClusterServiceClient::new(
+                    client.channel.clone(),
+                )
+                .check_cluster_operation(client.request(pb::CheckClusterOperationRequest {
+                    cluster: cluster.clone(),
+                    operation: operation.clone(),
+                    count,
+                })?)
+                .await
+                .map_err(crate::client::describe)?
+                .into_inner();
+            for action in &answer.queued_behind {
+                println!(
+                    "queued behind {} {} ({})",
+                    action.action, action.id, action.status
+                );
+            }
+            return crate::commands::print_allowed(
+                &format!("cluster {cluster}"),
+                &operation,
+                &answer.blockers,
+                answer.break_glass_would_pass,
+            );
+        }
         ClusterCommand::ScaleIn {
             cluster,
             count,

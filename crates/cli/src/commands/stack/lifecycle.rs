@@ -272,11 +272,12 @@ pub async fn allowed(client: &Client, stack: String, operation: String) -> Resul
         .await
         .map_err(describe)?
         .into_inner();
-    if answer.allowed {
-        println!("{operation}: allowed");
-    } else {
-        println!("{operation}: not allowed: {}", answer.reason);
-    }
+    let verdict = crate::commands::print_allowed(
+        &format!("stack {stack}"),
+        &operation,
+        &answer.blockers,
+        answer.break_glass_would_pass,
+    );
     if let Some(lock) = answer.stack_lock {
         let reason = if lock.reason.is_empty() {
             String::new()
@@ -291,11 +292,7 @@ pub async fn allowed(client: &Client, stack: String, operation: String) -> Resul
             super::format_time(lock.locked_at.as_ref())
         );
     }
-    if answer.allowed {
-        Ok(())
-    } else {
-        Err(format!("{operation} is not allowed on stack {stack} now"))
-    }
+    verdict
 }
 
 pub async fn abandon(client: &Client, stack: String) -> Result<(), String> {

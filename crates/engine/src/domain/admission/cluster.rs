@@ -31,8 +31,9 @@
 //!   heartbeats, cancelling an action): everything else that acts on it —
 //!   scaling from users, receivers and their webhooks alike, resize, node
 //!   changes, policies, recover, update, delete — is 409 naming the lock.
-//!   An admin's lock is changed or lifted only by an admin (403); unlock
-//!   of a cluster not locked is 409.
+//!   An admin's lock is changed or lifted only by an admin (403), anyone
+//!   else's by its holder or an admin (409); unlock of a cluster not
+//!   locked is 409.
 //!
 //! Everything else (queueing behind a running action, sizes at run time)
 //! is the dispatcher's: requests are never refused because the cluster is
@@ -40,6 +41,7 @@
 
 use ember_runtime::Identity;
 
+use super::{Blocker, BlockerKind};
 use crate::domain::cluster::sizing;
 use crate::domain::cluster::{
     ActionStatus, Cluster, ClusterAction, ClusterStatus, LifecycleOutcome, Node, NodeStatus,
@@ -195,24 +197,17 @@ pub fn is_read_only(caller: &Identity) -> bool {
     caller.is_read_only()
 }
 
-/// Whether a maintenance lock counts (an admin's break-glass sets it
-/// aside).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Locks {
-    Hold,
-    SetAside,
-}
-
-/// Admits `operation` by `caller` now, or says why not.
+/// Admits `operation` by `caller` now, or says why not: the first of
+/// [`blockers`].
 pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    admit_with(operation, caller, Locks::Hold)
+    super::first(blockers(operation, caller))
 }
 
 /// [`admit`] for an admin breaking glass: the cluster's maintenance lock
 /// does not refuse the operation (it stays in place); every other rule
 /// holds.
 pub fn admit_through_locks(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    admit_with(operation, caller, Locks::SetAside)
+    super::through_locks(blockers(operation, caller), true)
 }
 
 impl ClusterOperation<'_> {
@@ -242,32 +237,61 @@ impl ClusterOperation<'_> {
     }
 }
 
-fn admit_with(operation: &ClusterOperation<'_>, caller: &Identity, locks: Locks) -> Result<()> {
+/// Every rule `operation` by `caller` breaks, in the order of the module's
+/// header (the first is [`admit`]'s answer).
+pub fn blockers(operation: &ClusterOperation<'_>, caller: &Identity) -> Vec<Blocker> {
+    let mut blockers = Vec::new();
     if matches!(operation, ClusterOperation::Read) {
-        return Ok(());
+        return blockers;
     }
     if is_read_only(caller) {
-        return Err(Error::Forbidden(format!(
-            "user {:?} has only the {READER_ROLE} role in project {:?}: a reader may not change clusters ({})",
-            caller.user_id,
-            caller.project_id,
-            operation.verb()
-        )));
+        blockers.push(Blocker::new(
+            BlockerKind::Role,
+            Error::Forbidden(format!(
+                "user {:?} has only the {READER_ROLE} role in project {:?}: a reader may not change clusters ({})",
+                caller.user_id,
+                caller.project_id,
+                operation.verb()
+            )),
+        ));
     }
-    if let Some(cluster) = operation.cluster_acted_on()
-        && cluster.status == ClusterStatus::Deleting
-    {
-        return Err(Error::Conflict(format!(
-            "cluster {:?} is being deleted: it accepts no {}",
-            cluster.name,
-            operation.verb()
-        )));
+    if let Some(cluster) = operation.cluster_acted_on() {
+        if cluster.status == ClusterStatus::Deleting {
+            blockers.push(Blocker::new(
+                BlockerKind::State,
+                Error::Conflict(format!(
+                    "cluster {:?} is being deleted: it accepts no {}",
+                    cluster.name,
+                    operation.verb()
+                )),
+            ));
+        }
+        if let Err(error) = lock_rule(cluster, operation, caller) {
+            let held = cluster
+                .maintenance_lock
+                .as_ref()
+                .is_some_and(|lock| lock.holds_at(ember_runtime::time::now()));
+            let kind = match &error {
+                Error::Forbidden(_) => BlockerKind::Role,
+                _ if held => BlockerKind::MaintenanceLock,
+                _ => BlockerKind::State,
+            };
+            blockers.push(Blocker::new(kind, error));
+        }
     }
-    if let Some(cluster) = operation.cluster_acted_on()
-        && locks == Locks::Hold
-    {
-        lock_rule(cluster, operation, caller)?;
+    if let Err(error) = what_the_operation_needs(operation) {
+        let kind = match error {
+            Error::InvalidInput(_) => BlockerKind::Request,
+            _ => BlockerKind::State,
+        };
+        blockers.push(Blocker::new(kind, error));
     }
+    blockers
+}
+
+/// The rules of each operation (sizes, members, node and lifecycle
+/// states).
+fn what_the_operation_needs(operation: &ClusterOperation<'_>) -> Result<()> {
     match *operation {
         // Senlin takes a scale beyond the cluster's sizes and fails the
         // action with why (the sizes may change before it runs); only a
@@ -398,6 +422,15 @@ fn lock_rule(cluster: &Cluster, operation: &ClusterOperation<'_>, caller: &Ident
                 cluster.name,
                 lock.locked_by_user,
                 operation.verb()
+            )))
+        }
+        ClusterOperation::Lock(_)
+            if lock.locked_by_user != caller.user_id && !caller.is_admin() =>
+        {
+            Err(Error::Conflict(format!(
+                "cluster {:?} is locked ({}): only its holder or an admin can change the lock",
+                cluster.name,
+                lock.describe()
             )))
         }
         ClusterOperation::Lock(_)
@@ -708,12 +741,24 @@ mod tests {
                         }
                     } else if changes_the_lock && by_admin && !caller.is_admin() {
                         Answer::Forbidden
+                    } else if matches!(operation, ClusterOperation::Lock(_)) && !caller.is_admin() {
+                        // The lock is "ops"'s: another member may not change it.
+                        Answer::Conflict
                     } else if passes_a_lock {
                         Answer::Ok
                     } else {
                         Answer::Conflict
                     };
-                    if expected == Answer::Conflict && holds {
+                    if expected == Answer::Conflict
+                        && holds
+                        && matches!(operation, ClusterOperation::Lock(_))
+                    {
+                        let message = result.as_ref().expect_err("refused").to_string();
+                        assert!(
+                            message.contains("only its holder or an admin can change the lock"),
+                            "{message}"
+                        );
+                    } else if expected == Answer::Conflict && holds {
                         let message = result.as_ref().expect_err("refused").to_string();
                         assert!(
                             message.contains("is locked (level clusters, by ")

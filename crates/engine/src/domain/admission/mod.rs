@@ -18,7 +18,7 @@ pub use stack::{StackCaller, StackOperation};
 use crate::domain::Stack;
 use crate::domain::instance::Instance;
 use crate::domain::instance::policy::InstanceRequest;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// What is asked, of what.
 #[derive(Debug, Clone, Copy)]
@@ -46,23 +46,106 @@ pub enum Subject<'a> {
     },
 }
 
-/// `Ok` when the operation may start now; otherwise why not, as the
-/// caller's error.
-pub fn admit(subject: Subject<'_>) -> Result<()> {
+/// What kind of thing stands in an operation's way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockerKind {
+    /// The object is gone (or another project's): nothing else is said.
+    NotFound,
+    /// The caller's roles do not allow it (a reader; an admin's lock).
+    Role,
+    /// A maintenance lock (the object's, or a stack's above it).
+    MaintenanceLock,
+    /// Another operation runs on the object now.
+    InProgress,
+    /// The object's state does not allow it (not suspended, being deleted,
+    /// not locked, …).
+    State,
+    /// What the request names is wrong for the object (a count no cluster
+    /// holds, a node of another cluster, …).
+    Request,
+    /// The project's quota has no room for it.
+    Quota,
+    /// A scaling policy's cooldown after the last scale.
+    Cooldown,
+}
+
+impl BlockerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockerKind::NotFound => "not_found",
+            BlockerKind::Role => "role",
+            BlockerKind::MaintenanceLock => "maintenance_lock",
+            BlockerKind::InProgress => "in_progress",
+            BlockerKind::State => "state",
+            BlockerKind::Request => "request",
+            BlockerKind::Quota => "quota",
+            BlockerKind::Cooldown => "cooldown",
+        }
+    }
+}
+
+/// One thing that stands in an operation's way, as the error the caller
+/// gets if it is the first.
+#[derive(Debug, Clone)]
+pub struct Blocker {
+    pub kind: BlockerKind,
+    pub error: Error,
+}
+
+impl Blocker {
+    pub fn new(kind: BlockerKind, error: Error) -> Blocker {
+        Blocker { kind, error }
+    }
+}
+
+/// Every rule `subject` breaks, in the order they are checked: empty when
+/// the operation may start now. The first is what the operation itself
+/// answers ([`admit`]); the dry runs ("allowed?") show them all.
+pub fn blockers(subject: Subject<'_>) -> Vec<Blocker> {
     match subject {
         Subject::Stack {
             stack,
             ancestors,
             operation,
             caller,
-        } => stack::admit_stack(stack, ancestors, operation, caller),
-        Subject::NewStack { caller } => stack::admit_new_stack(caller),
-        Subject::Cluster { operation, caller } => cluster::admit(operation, caller),
+        } => stack::stack_blockers(stack, ancestors, operation, caller),
+        Subject::NewStack { caller } => stack::admit_new_stack(caller)
+            .err()
+            .map(|error| Blocker::new(BlockerKind::Role, error))
+            .into_iter()
+            .collect(),
+        Subject::Cluster { operation, caller } => cluster::blockers(operation, caller),
         Subject::Instance {
             instance,
             request,
             caller,
             now,
-        } => crate::domain::instance::policy::decide(caller, instance, request, now).map(|_| ()),
+        } => crate::domain::instance::policy::blockers(caller, instance, request, now),
     }
+}
+
+/// `Ok` when the operation may start now; otherwise why not, as the
+/// caller's error: the first of [`blockers`].
+pub fn admit(subject: Subject<'_>) -> Result<()> {
+    first(blockers(subject))
+}
+
+/// `Ok` for no blockers, else the first one's error.
+pub fn first(blockers: Vec<Blocker>) -> Result<()> {
+    match blockers.into_iter().next() {
+        Some(blocker) => Err(blocker.error),
+        None => Ok(()),
+    }
+}
+
+/// What an admin's break-glass makes of `blockers`: `Ok` when every one is
+/// a maintenance lock and `breakable` (the operation leaves the lock in
+/// place); otherwise the first blocker that still stands.
+pub fn through_locks(blockers: Vec<Blocker>, breakable: bool) -> Result<()> {
+    first(
+        blockers
+            .into_iter()
+            .filter(|blocker| !(breakable && blocker.kind == BlockerKind::MaintenanceLock))
+            .collect(),
+    )
 }

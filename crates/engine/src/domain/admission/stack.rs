@@ -28,6 +28,7 @@
 
 use ember_runtime::Identity;
 
+use super::{Blocker, BlockerKind};
 use crate::domain::instance::policy::is_read_only;
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::{Error, Result};
@@ -119,81 +120,91 @@ pub fn admit_stack(
     operation: StackOperation,
     caller: StackCaller<'_>,
 ) -> Result<()> {
+    super::first(stack_blockers(stack, ancestors, operation, caller))
+}
+
+/// Every rule `operation` on `stack` breaks for `caller`, in the order
+/// above (the first is [`admit_stack`]'s answer).
+pub fn stack_blockers(
+    stack: &Stack,
+    ancestors: &[Stack],
+    operation: StackOperation,
+    caller: StackCaller<'_>,
+) -> Vec<Blocker> {
     if stack.deleted_at.is_some() {
-        return Err(Error::NotFound(format!(
-            "stack {:?} not found (it was deleted)",
-            stack.name
-        )));
+        return vec![Blocker::new(
+            BlockerKind::NotFound,
+            Error::NotFound(format!("stack {:?} not found (it was deleted)", stack.name)),
+        )];
     }
+    let mut blockers = Vec::new();
     if let StackCaller::User(user) = caller
         && is_read_only(user)
     {
-        return Err(Error::Forbidden(format!(
-            "user {:?} has only the reader role in project {:?}: to {} a stack needs the member or admin role",
-            user.user_id,
-            user.project_id,
-            operation.as_str()
-        )));
+        blockers.push(Blocker::new(
+            BlockerKind::Role,
+            Error::Forbidden(format!(
+                "user {:?} has only the reader role in project {:?}: to {} a stack needs the member or admin role",
+                user.user_id,
+                user.project_id,
+                operation.as_str()
+            )),
+        ));
     }
-    if !stops_running(stack, operation) {
-        lock_table(stack, operation)?;
+    if !stops_running(stack, operation)
+        && let Err(error) = lock_table(stack, operation)
+    {
+        blockers.push(Blocker::new(lock_table_kind(stack), error));
     }
-    operation_needs(stack, operation)?;
+    if let Err(error) = operation_needs(stack, operation) {
+        blockers.push(Blocker::new(BlockerKind::State, error));
+    }
     let lifting_user = match caller {
         StackCaller::User(user) | StackCaller::ParentOperation(Some(user)) => Some(user),
         StackCaller::ParentOperation(None) => None,
     };
-    if let Some(user) = lifting_user {
-        admin_lock_rule(stack, user, operation)?;
+    if let Some(user) = lifting_user
+        && let Err(error) = admin_lock_rule(stack, user, operation)
+    {
+        blockers.push(Blocker::new(BlockerKind::Role, error));
     }
     if let StackCaller::User(_) = caller {
         for ancestor in ancestors {
-            lock_table(ancestor, operation).map_err(|error| match error {
-                Error::Conflict(message) => {
-                    Error::Conflict(format!("stack {:?} is nested in {message}", stack.name))
-                }
-                other => other,
-            })?;
+            if let Err(error) = lock_table(ancestor, operation) {
+                let error = match error {
+                    Error::Conflict(message) => {
+                        Error::Conflict(format!("stack {:?} is nested in {message}", stack.name))
+                    }
+                    other => other,
+                };
+                blockers.push(Blocker::new(lock_table_kind(ancestor), error));
+            }
         }
     }
-    Ok(())
+    blockers
 }
 
-/// What an admin's break-glass may run through a stack's maintenance lock:
+/// What kind of blocker the lock table's refusal on `stack` is: an
+/// operation running, a maintenance lock (locked, or a lock or unlock that
+/// failed), or another state.
+fn lock_table_kind(stack: &Stack) -> BlockerKind {
+    match (stack.action, stack.status) {
+        (_, ActionStatus::InProgress) => BlockerKind::InProgress,
+        (StackAction::Lock, _) | (StackAction::Unlock, ActionStatus::Failed) => {
+            BlockerKind::MaintenanceLock
+        }
+        _ => BlockerKind::State,
+    }
+}
+
+/// What an admin's break-glass may run through a stack's maintenance lock
+/// (see `admission::through_locks`):
 /// the operations that leave the lock in place — a delete (the lock goes
 /// with the stack) and marking a resource unhealthy. Any other would take
 /// the stack out of LOCK_COMPLETE, lifting the lock for everyone: those
 /// stay refused (unlock, act, lock again).
 pub const BREAKABLE_BY_GLASS: [StackOperation; 2] =
     [StackOperation::Delete, StackOperation::MarkUnhealthy];
-
-/// [`admit_stack`] for an admin breaking glass: a maintenance lock (the
-/// stack's, or an ancestor's) does not refuse the operations of
-/// [`BREAKABLE_BY_GLASS`]; every other rule holds.
-pub fn admit_stack_through_locks(
-    stack: &Stack,
-    ancestors: &[Stack],
-    operation: StackOperation,
-    caller: &Identity,
-) -> Result<()> {
-    let breakable = BREAKABLE_BY_GLASS.contains(&operation);
-    let unlocked = |stack: &Stack| {
-        let mut stack = stack.clone();
-        if breakable && (stack.action, stack.status) == (StackAction::Lock, ActionStatus::Complete)
-        {
-            // As any stack in a final state.
-            stack.action = StackAction::Check;
-        }
-        stack
-    };
-    let ancestors: Vec<Stack> = ancestors.iter().map(unlocked).collect();
-    admit_stack(
-        &unlocked(stack),
-        &ancestors,
-        operation,
-        StackCaller::User(caller),
-    )
-}
 
 /// May `caller` create (or adopt) a stack? Rule 2 is the only one that
 /// applies to a stack that does not exist yet.
@@ -590,6 +601,52 @@ mod tests {
             StackCaller::ParentOperation(Some(&admin())),
         )
         .expect("an admin can");
+    }
+
+    #[test]
+    fn every_blocker_comes_back_and_the_first_is_the_refusal() {
+        // A reader asks to update a locked nested stack whose root is
+        // being updated and whose parent is locked too.
+        let nested = stack(StackAction::Lock, ActionStatus::Complete, true);
+        let busy_root = stack(StackAction::Update, ActionStatus::InProgress, false);
+        let locked_parent = stack(StackAction::Lock, ActionStatus::Complete, false);
+        let ancestors = [locked_parent, busy_root];
+        let blockers = stack_blockers(
+            &nested,
+            &ancestors,
+            StackOperation::Update,
+            StackCaller::User(&reader()),
+        );
+        let kinds: Vec<BlockerKind> = blockers.iter().map(|blocker| blocker.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                BlockerKind::Role,
+                BlockerKind::MaintenanceLock,
+                BlockerKind::MaintenanceLock,
+                BlockerKind::InProgress
+            ],
+            "{blockers:?}"
+        );
+        let refusal = admit_stack(
+            &nested,
+            &ancestors,
+            StackOperation::Update,
+            StackCaller::User(&reader()),
+        )
+        .expect_err("refused");
+        assert_eq!(refusal.to_string(), blockers[0].error.to_string());
+        // An admin's break-glass gets a delete through the locks, never
+        // through a running operation, and never an update.
+        let through = |operation, ancestors: &[Stack]| {
+            crate::domain::admission::through_locks(
+                stack_blockers(&nested, ancestors, operation, StackCaller::User(&admin())),
+                BREAKABLE_BY_GLASS.contains(&operation),
+            )
+        };
+        assert!(through(StackOperation::Delete, &ancestors[..1]).is_ok());
+        assert!(through(StackOperation::Delete, &ancestors).is_err());
+        assert!(through(StackOperation::Update, &ancestors[..1]).is_err());
     }
 
     #[test]

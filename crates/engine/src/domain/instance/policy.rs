@@ -26,6 +26,7 @@ use super::{
     Instance, InstanceChanges, InstanceStatus, InstanceTask, LockedBy, MaintenanceLock,
     PowerAction, PowerState, validate_lock_reason, validate_metadata, validate_text,
 };
+use crate::domain::admission::{Blocker, BlockerKind};
 use crate::error::{Error, Result};
 
 /// The role that may read but not change.
@@ -133,14 +134,15 @@ pub enum Decision {
 
 /// Decides whether `caller` may make `request` of `instance` at `now`, and
 /// if so what the instance becomes.
+/// The first of [`blockers`], if any, is the refusal.
 pub fn decide(
     caller: &Identity,
     instance: &Instance,
     request: &InstanceRequest,
     now: DateTime<Utc>,
 ) -> Result<Decision> {
+    crate::domain::admission::first(blockers(caller, instance, request, now))?;
     let access = Access::of(caller, instance).ok_or_else(|| not_found(instance.uuid))?;
-    refuse_read_only(caller, request.verb())?;
     match request {
         InstanceRequest::Lock { reason, expires_at } => {
             decide_lock(caller, access, instance, reason, *expires_at, now)
@@ -161,6 +163,58 @@ pub fn decide(
             })
         }
     }
+}
+
+/// Every rule `request` by `caller` of `instance` breaks at `now`, in the
+/// order [`decide`] checks them (its refusal is the first).
+pub fn blockers(
+    caller: &Identity,
+    instance: &Instance,
+    request: &InstanceRequest,
+    now: DateTime<Utc>,
+) -> Vec<Blocker> {
+    let Some(access) = Access::of(caller, instance) else {
+        return vec![Blocker::new(
+            BlockerKind::NotFound,
+            not_found(instance.uuid),
+        )];
+    };
+    let mut blockers = Vec::new();
+    if let Err(error) = refuse_read_only(caller, request.verb()) {
+        blockers.push(Blocker::new(BlockerKind::Role, error));
+    }
+    let held = instance
+        .maintenance_lock
+        .as_ref()
+        .filter(|lock| lock.holds_at(now));
+    let refusal = match request {
+        InstanceRequest::Lock { reason, expires_at } => {
+            decide_lock(caller, access, instance, reason, *expires_at, now).err()
+        }
+        InstanceRequest::Unlock => decide_unlock(access, instance, now).err(),
+        InstanceRequest::Update(_) | InstanceRequest::Delete | InstanceRequest::Power(_) => {
+            if let Some(lock) = held
+                && !access.is_admin
+            {
+                blockers.push(Blocker::new(
+                    BlockerKind::MaintenanceLock,
+                    locked_error(instance, lock),
+                ));
+            }
+            begin_change(instance, request, now).err()
+        }
+    };
+    if let Some(error) = refusal {
+        let kind = match &error {
+            Error::InvalidInput(_) => BlockerKind::Request,
+            Error::Forbidden(_) => BlockerKind::Role,
+            _ if instance.status.is_going_away() => BlockerKind::State,
+            _ if held.is_some() => BlockerKind::MaintenanceLock,
+            _ => BlockerKind::State,
+        };
+        blockers.push(Blocker::new(kind, error));
+    }
+    blockers
 }
 
 /// The conflict a non-admin gets while the instance is locked.
