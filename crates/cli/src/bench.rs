@@ -23,6 +23,7 @@ mod identity;
 mod instances;
 pub mod invariants;
 mod load;
+mod lock_expiry;
 mod locks;
 mod memory;
 mod openstack;
@@ -38,6 +39,18 @@ pub enum BenchCommand {
         /// Lock/unlock rounds
         #[arg(long, default_value_t = 10)]
         runs: usize,
+    },
+    /// The expiry sweep: 100,000 locked clusters, 1,000 expiring at once
+    LockExpiry {
+        /// Locked clusters in all
+        #[arg(long, default_value_t = 100_000)]
+        locks: usize,
+        /// Of which expire at the same moment
+        #[arg(long, default_value_t = 1_000)]
+        expiring: usize,
+        /// Run on this PostgreSQL database instead of a temporary SQLite one
+        #[arg(long)]
+        postgres: Option<String>,
     },
     /// Stack create/delete of 100 resources, a chain of 20, and GET latencies
     Stacks {
@@ -246,6 +259,11 @@ pub enum BenchCommand {
 pub async fn run(command: BenchCommand) -> Result<(), String> {
     match command {
         BenchCommand::Locks { runs } => locks::run(runs.max(1)).await,
+        BenchCommand::LockExpiry {
+            locks,
+            expiring,
+            postgres,
+        } => lock_expiry::run(locks.max(1), expiring.max(1), postgres).await,
         BenchCommand::Stacks {
             runs,
             postgres,

@@ -58,7 +58,9 @@ impl AuditTrail {
         })
     }
 
-    fn record_of(
+    /// The record of `operation` on `subject` now, for a store to write
+    /// together with what it records.
+    pub fn record_of(
         user_id: &str,
         subject: &AuditSubject,
         operation: &str,

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::Result;
 
 /// How often each engine looks for expired locks.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
+pub const SWEEP_EVERY: Duration = Duration::from_millis(250);
 
 /// The identity an expired lock is lifted as: its holder, in the locked
 /// object's project, an admin if an admin took it (an admin's lock is
@@ -23,8 +23,10 @@ pub fn holder(user_id: &str, project_id: &str, by_admin: bool) -> Identity {
 }
 
 /// Runs `sweep` on `owner` every [`SWEEP_EVERY`] until `shutdown`, or
-/// until `owner` is dropped; a failed pass is logged naming `what`, and
-/// the next pass tries again.
+/// until `owner` is dropped; a pass that lifted something is followed by
+/// another at once (a sweep lifts a bounded batch: many locks expiring
+/// together are all lifted within the second, not one batch a second); a
+/// failed pass is logged naming `what`, and the next pass tries again.
 pub fn spawn_sweep<T, F, Fut>(
     owner: &Arc<T>,
     shutdown: CancellationToken,
@@ -44,11 +46,19 @@ pub fn spawn_sweep<T, F, Fut>(
                 () = shutdown.cancelled() => return,
                 _ = ticker.tick() => {}
             }
-            let Some(owner) = owner.upgrade() else {
-                return;
-            };
-            if let Err(error) = sweep(owner).await {
-                tracing::warn!(%error, "cannot lift expired {what}");
+            loop {
+                let Some(owner) = owner.upgrade() else {
+                    return;
+                };
+                match sweep(owner).await {
+                    Ok(0) => break,
+                    Ok(_) if shutdown.is_cancelled() => return,
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot lift expired {what}");
+                        break;
+                    }
+                }
             }
         }
     });

@@ -297,6 +297,23 @@ async fn an_expired_lock_is_lifted_once_even_by_an_engine_started_after_it(
         .filter(|event| event.action == "CLUSTER_UNLOCK")
         .collect();
     assert_eq!(expiries.len(), 1, "{expiries:?}");
+    // And one audit record of it, in the lift's transaction.
+    let records = third
+        .audit
+        .list(
+            &admin(),
+            ember_engine::domain::audit::AuditQuery {
+                target_id: Some(id.clone()),
+                outcome: Some(ember_engine::domain::audit::AuditOutcome::Expired),
+                ..Default::default()
+            },
+            true,
+        )
+        .await
+        .expect("audit");
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0].operation, "unlock");
+    assert_eq!(records[0].user_id, "demo", "the lock's holder");
     assert!(
         expiries[0]
             .status_reason

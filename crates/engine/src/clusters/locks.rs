@@ -32,6 +32,7 @@ use crate::domain::audit::{AuditOutcome, AuditSubject, AuditTarget};
 use crate::domain::cluster::lock::{checked_reason, expiry};
 use crate::domain::cluster::{Cluster, ClusterLock, ClusterLockLevel};
 use crate::error::{Error, Result};
+use crate::store::clusters::ExpiredLift;
 
 /// The most expired locks one sweep lifts (the next takes the rest).
 const EXPIRED_PER_SWEEP: u64 = 500;
@@ -206,9 +207,12 @@ impl ClusterService {
 
     /// Lifts every lock whose expiry has passed; returns how many this
     /// engine lifted (a lock another engine lifted first is not counted).
+    /// The instances a level `all` lock locked are unlocked first, as the
+    /// lock's holder; then the batch is lifted in one transaction, each
+    /// lock with its event and audit record (exactly once, whoever races).
     pub async fn lift_expired_locks(&self) -> Result<usize> {
         let now = ember_runtime::time::now();
-        let mut lifted = 0;
+        let mut lifts = Vec::new();
         for cluster in self
             .store
             .expired_cluster_locks(now, EXPIRED_PER_SWEEP)
@@ -224,7 +228,7 @@ impl ClusterService {
                 lock.locked_by_admin,
             );
             self.let_go(&holder, &lock.locked_instances).await;
-            let recorded = event(
+            let event = event(
                 "CLUSTER",
                 cluster.id,
                 &cluster.name,
@@ -234,26 +238,28 @@ impl ClusterService {
                 format!("lock expired (was {})", lock.describe()),
                 &holder,
             );
-            if self
-                .store
-                .change_cluster_lock(cluster.id, Some(&lock), None, &[recorded])
-                .await?
-            {
-                info!(cluster_id = %cluster.id, "cluster lock expired and lifted");
-                self.audit
-                    .record(
-                        &holder.user_id,
-                        &audit_subject(&cluster),
-                        "unlock",
-                        AuditOutcome::Expired,
-                        &lock.describe(),
-                        "",
-                    )
-                    .await;
-                lifted += 1;
-            }
+            let audit = self.audit.get().map(|_| {
+                crate::audit::AuditTrail::record_of(
+                    &holder.user_id,
+                    &audit_subject(&cluster),
+                    "unlock",
+                    AuditOutcome::Expired,
+                    &lock.describe(),
+                    "",
+                )
+            });
+            lifts.push(ExpiredLift {
+                cluster_id: cluster.id,
+                lock,
+                event,
+                audit,
+            });
         }
-        Ok(lifted)
+        let lifted = self.store.lift_expired_cluster_locks(&lifts).await?;
+        for cluster_id in &lifted {
+            info!(%cluster_id, "cluster lock expired and lifted");
+        }
+        Ok(lifted.len())
     }
 
     /// The instances behind the cluster's member nodes.

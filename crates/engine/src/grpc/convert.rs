@@ -187,20 +187,6 @@ pub fn event_to_proto(event: &Event, stack_name: &str) -> pb::Event {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn json_survives_a_round_trip_through_struct() {
-        let value = json!({"a": 1, "b": [true, null, "x", 2.5], "c": {"d": "e"}});
-        let back = Value::Object(struct_to_map(&value_to_struct(&value)));
-        assert_eq!(back, value);
-    }
-}
-
 /// One blocker of a dry run as the API shows it.
 pub fn blocker_to_proto(blocker: &crate::domain::admission::Blocker) -> pb::Blocker {
     use ember_runtime::ErrorKind;
@@ -219,5 +205,19 @@ pub fn blocker_to_proto(blocker: &crate::domain::admission::Blocker) -> pb::Bloc
         kind: blocker.kind.as_str().to_owned(),
         message: blocker.error.to_string(),
         code: code.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn json_survives_a_round_trip_through_struct() {
+        let value = json!({"a": 1, "b": [true, null, "x", 2.5], "c": {"d": "e"}});
+        let back = Value::Object(struct_to_map(&value_to_struct(&value)));
+        assert_eq!(back, value);
     }
 }

@@ -169,6 +169,16 @@ pub struct ActionQuery {
     pub marker: Option<Uuid>,
 }
 
+/// One expired cluster lock to lift, with what records it.
+#[derive(Debug, Clone)]
+pub struct ExpiredLift {
+    pub cluster_id: Uuid,
+    /// The lock as it was read: lifted only if it is still this one.
+    pub lock: ClusterLock,
+    pub event: ClusterEvent,
+    pub audit: Option<crate::domain::audit::AuditRecord>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct EventQuery {
     pub project_id: Option<String>,
@@ -367,6 +377,10 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// The clusters whose maintenance lock expired by `now`, soonest
     /// first, at most `limit`.
     async fn expired_cluster_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Cluster>>;
+    /// Lifts each expired lock of `lifts` where it is still the lock
+    /// read, with its event and audit record, all in one transaction;
+    /// returns the clusters lifted (a lock changed since is left alone).
+    async fn lift_expired_cluster_locks(&self, lifts: &[ExpiredLift]) -> Result<Vec<Uuid>>;
     /// Reserves `count` node indexes of the cluster with one atomic
     /// `UPDATE … SET next_index = next_index + count RETURNING`; returns
     /// the first. Concurrent callers get disjoint ranges.

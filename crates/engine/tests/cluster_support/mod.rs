@@ -46,6 +46,8 @@ pub fn driver(build: Duration) -> SimulatedComputeConfig {
 pub struct Engine {
     pub service: Arc<ClusterService>,
     pub instances: Arc<InstanceService>,
+    /// The audit trail its services write (as the engine's do).
+    pub audit: Arc<ember_engine::audit::AuditTrail>,
     shutdown: CancellationToken,
 }
 
@@ -74,6 +76,11 @@ impl Engine {
         );
         let hooks = HookClient::connect_lazy("", None, InternalCredential::new("test-credential"))
             .expect("hook client");
+        let audit = ember_engine::audit::AuditTrail::new(Arc::new(
+            ember_engine::store::audit::SqlAuditStore::new(connection.clone(), connection.clone()),
+        ));
+        instances.record_audit(audit.clone());
+        stacks.record_audit(audit.clone());
         let cluster_store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection));
         let engine_id = stacks.engine_id();
         let service = ClusterService::with_settings(
@@ -84,12 +91,14 @@ impl Engine {
             settings,
             engine_id,
         );
+        service.record_audit(audit.clone());
         if dispatch {
             dispatcher::spawn(service.clone(), shutdown.clone());
         }
         Engine {
             service,
             instances,
+            audit,
             shutdown,
         }
     }

@@ -72,3 +72,47 @@ pub(super) async fn expired_cluster_locks(
         .map(cluster_from)
         .collect()
 }
+
+/// See [`super::ClusterStore::lift_expired_cluster_locks`]: one
+/// conditional update per lock, then the events and audit records of
+/// those lifted, in one transaction.
+pub(super) async fn lift_expired_cluster_locks(
+    connection: &DatabaseConnection,
+    lifts: &[super::ExpiredLift],
+) -> Result<Vec<Uuid>> {
+    if lifts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let transaction = begin_write(connection).await?;
+    let mut lifted = Vec::new();
+    let mut events = Vec::new();
+    let mut records = Vec::new();
+    for lift in lifts {
+        let written = cluster::Entity::update_many()
+            .col_expr(
+                cluster::Column::MaintenanceLock,
+                Expr::value(None::<String>),
+            )
+            .col_expr(
+                cluster::Column::LockExpiresAt,
+                Expr::value(None::<DateTime<Utc>>),
+            )
+            .filter(cluster::Column::Id.eq(lift.cluster_id))
+            .filter(cluster::Column::MaintenanceLock.eq(stored(&lift.lock)?))
+            .exec(&transaction)
+            .await?;
+        if written.rows_affected == 1 {
+            lifted.push(lift.cluster_id);
+            events.push(event_row(&lift.event));
+            records.extend(lift.audit.clone());
+        }
+    }
+    if !events.is_empty() {
+        event::Entity::insert_many(events)
+            .exec_without_returning(&transaction)
+            .await?;
+    }
+    crate::store::audit::insert_audit_records(&transaction, &records).await?;
+    transaction.commit().await?;
+    Ok(lifted)
+}

@@ -386,6 +386,10 @@ impl ClusterStore for SqlClusterStore {
         super::sql_locks::expired_cluster_locks(&self.connection, now, limit).await
     }
 
+    async fn lift_expired_cluster_locks(&self, lifts: &[super::ExpiredLift]) -> Result<Vec<Uuid>> {
+        super::sql_locks::lift_expired_cluster_locks(&self.connection, lifts).await
+    }
+
     async fn take_node_indexes(&self, cluster_id: Uuid, count: i32) -> Result<i32> {
         take_node_indexes_in(&self.connection, cluster_id, count).await
     }

@@ -1,0 +1,328 @@
+//! `ember bench lock-expiry`: the engine's expiry sweep at scale. 100,000
+//! clusters under a maintenance lock (so the sweep's query runs over a
+//! large indexed table), of which 1,000 expire at the same moment; the
+//! engine's own dispatcher (with its sweep and audit trail) runs as in a
+//! deployment. Prints how long after the expiry the last of the 1,000 was
+//! lifted, how long lifting them took, and checks that exactly those were
+//! lifted, once each, with one audit record each.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use ember_engine::audit::AuditTrail;
+use ember_engine::clusters::ClusterService;
+use ember_engine::clusters::dispatcher::{self, DispatcherSettings};
+use ember_engine::clusters::hooks::HookClient;
+use ember_engine::domain::cluster::{
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterLock, ClusterLockLevel,
+    ClusterStatus,
+};
+use ember_engine::instances::InstanceService;
+use ember_engine::resources::ResourceTypeRegistry;
+use ember_engine::stacks::StackOperations;
+use ember_engine::store::audit::SqlAuditStore;
+use ember_engine::store::clusters::{ClusterStore, SqlClusterStore};
+use ember_engine::store::instances::SqlInstanceStore;
+use ember_engine::store::migrations::Migrator;
+use ember_engine::store::{SqlStackStore, StackStore};
+use ember_runtime::Identity;
+use ember_runtime::database::{connect_and_migrate, statement};
+use ember_runtime::identity::InternalCredential;
+use futures::StreamExt;
+use sea_orm::{ConnectionTrait, DatabaseConnection};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// How long after setting them the 1,000 expire: the sweep is running by
+/// then.
+const EXPIRES_AFTER: Duration = Duration::from_secs(3);
+
+pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Result<(), String> {
+    let expiring = expiring.min(locks);
+    let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let url = match &postgres {
+        Some(url) => url.clone(),
+        None => format!(
+            "sqlite://{}?mode=rwc",
+            data_dir.path().join("engine.db").display()
+        ),
+    };
+    let connection = connect_and_migrate::<Migrator>(&url)
+        .await
+        .map_err(|error| format!("{url}: {error}"))?;
+    if postgres.is_some() {
+        for table in [
+            "audit_records",
+            "cluster_events",
+            "cluster_actions",
+            "clusters",
+        ] {
+            connection
+                .execute_unprepared(&format!(
+                    "DELETE FROM {table} WHERE project_id = 'bench-expiry'"
+                ))
+                .await
+                .map_err(|error| error.to_string())?;
+        }
+    }
+    let store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection.clone()));
+    println!(
+        "lock expiry on {}: {locks} locked clusters, {expiring} expiring at once",
+        if postgres.is_some() {
+            "PostgreSQL"
+        } else {
+            "SQLite"
+        }
+    );
+    let started = Instant::now();
+    let ids = create_clusters(&store, locks).await?;
+    println!(
+        "  setup: {locks} clusters made in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let expires_at = Utc::now() + chrono::Duration::from_std(EXPIRES_AFTER).unwrap_or_default();
+    lock_all(&connection, &ids, expiring, expires_at).await?;
+
+    let shutdown = CancellationToken::new();
+    let service = cluster_service(&connection, store.clone(), &shutdown).await?;
+    dispatcher::spawn(service.clone(), shutdown.clone());
+    let soon: Vec<Uuid> = ids[..expiring].to_vec();
+    let mut first_lift = None;
+    let deadline = Instant::now() + EXPIRES_AFTER + Duration::from_secs(60);
+    let last_lift = loop {
+        let lifted = lifted_count(&connection, &soon).await?;
+        let now = Utc::now();
+        if lifted > 0 && first_lift.is_none() {
+            first_lift = Some(now);
+        }
+        if lifted == soon.len() {
+            break now;
+        }
+        if Instant::now() > deadline {
+            shutdown.cancel();
+            return Err(format!(
+                "only {lifted} of {expiring} expired locks lifted a minute after their expiry"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    shutdown.cancel();
+    let after_expiry = (last_lift - expires_at).to_std().unwrap_or_default();
+    let lifting = first_lift
+        .map(|first| (last_lift - first).to_std().unwrap_or_default())
+        .unwrap_or_default();
+    let still_locked = locked_count(&connection).await?;
+    let records = audit_count(&connection).await?;
+    println!(
+        "  {expiring} expired locks lifted {:.3} s after their expiry (lifting took {:.3} s; the sweep looks every {} ms)",
+        after_expiry.as_secs_f64(),
+        lifting.as_secs_f64(),
+        ember_engine::lock_expiry::SWEEP_EVERY.as_millis()
+    );
+    println!(
+        "  still locked: {still_locked} (expected {}); expiry audit records: {records} (expected {expiring})",
+        locks - expiring
+    );
+    if still_locked != (locks - expiring) as i64 || records != expiring as i64 {
+        return Err("the sweep lifted other locks than the expired ones, or some twice".into());
+    }
+    Ok(())
+}
+
+fn owner() -> Identity {
+    Identity::new("bench", "bench-expiry", vec!["member".to_owned()])
+}
+
+/// `count` clusters, made through the store 16 at a time.
+async fn create_clusters(store: &Arc<dyn ClusterStore>, count: usize) -> Result<Vec<Uuid>, String> {
+    let profile_id = Uuid::now_v7();
+    let made: Vec<Result<Uuid, String>> = futures::stream::iter(0..count)
+        .map(|index| {
+            let store = store.clone();
+            async move {
+                let now = Utc::now();
+                let cluster = Cluster {
+                    id: Uuid::now_v7(),
+                    name: format!("expiry-{index}"),
+                    profile_id,
+                    min_size: 0,
+                    max_size: -1,
+                    desired_capacity: 0,
+                    status: ClusterStatus::Active,
+                    status_reason: String::new(),
+                    metadata: serde_json::Map::new(),
+                    next_index: 1,
+                    timeout: None,
+                    config: Default::default(),
+                    project_id: owner().project_id,
+                    user_id: owner().user_id,
+                    created_at: now,
+                    updated_at: now,
+                    maintenance_lock: None,
+                };
+                let action = ClusterAction::new(
+                    ActionKind::ClusterCreate,
+                    cluster.id,
+                    Some(cluster.id),
+                    ActionStatus::Succeeded,
+                    serde_json::Map::new(),
+                    &owner(),
+                    now,
+                );
+                let event = ClusterEvent::new(
+                    "CLUSTER",
+                    cluster.id,
+                    &cluster.name,
+                    Some(cluster.id),
+                    "CLUSTER_CREATE",
+                    "SUCCEEDED",
+                    String::new(),
+                    &owner().project_id,
+                    &owner().user_id,
+                );
+                store
+                    .create_cluster(&cluster, &action, &event)
+                    .await
+                    .map(|()| cluster.id)
+                    .map_err(|error| error.to_string())
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    made.into_iter().collect()
+}
+
+/// Locks every cluster (as the lock's JSON and expiry columns say), the
+/// first `expiring` until `expires_at`, the others for a day.
+async fn lock_all(
+    connection: &DatabaseConnection,
+    ids: &[Uuid],
+    expiring: usize,
+    expires_at: chrono::DateTime<Utc>,
+) -> Result<(), String> {
+    let backend = connection.get_database_backend();
+    let lock = |until: chrono::DateTime<Utc>| ClusterLock {
+        level: ClusterLockLevel::Clusters,
+        locked_by_user: owner().user_id,
+        locked_by_admin: false,
+        locked_at: Utc::now(),
+        reason: Some("bench".into()),
+        expires_at: Some(until),
+        locked_instances: Vec::new(),
+    };
+    let later = Utc::now() + chrono::Duration::days(1);
+    for (index, chunk) in ids.chunks(500).enumerate() {
+        let until = if index * 500 < expiring {
+            expires_at
+        } else {
+            later
+        };
+        let text = serde_json::to_string(&lock(until)).map_err(|error| error.to_string())?;
+        let mut values: Vec<sea_orm::Value> = vec![text.into(), until.into()];
+        values.extend(chunk.iter().map(|id| sea_orm::Value::from(*id)));
+        let list = (3..3 + chunk.len())
+            .map(|index| format!("${index}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        connection
+            .execute_raw(statement(
+                backend,
+                &format!(
+                    "UPDATE clusters SET maintenance_lock = $1, lock_expires_at = $2 WHERE id IN ({list})"
+                ),
+                values,
+            ))
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
+
+async fn cluster_service(
+    connection: &DatabaseConnection,
+    store: Arc<dyn ClusterStore>,
+    shutdown: &CancellationToken,
+) -> Result<Arc<ClusterService>, String> {
+    let instances = InstanceService::start(
+        Arc::new(SqlInstanceStore::new(connection.clone())),
+        &ember_engine::compute::simulated::SimulatedComputeConfig::default(),
+        shutdown.clone(),
+    )
+    .await
+    .map_err(|error| error.to_string())?;
+    let stack_store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
+    let stacks = StackOperations::new(
+        stack_store,
+        Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
+    );
+    let hooks = HookClient::connect_lazy("", None, InternalCredential::new("bench"))
+        .map_err(|error| error.to_string())?;
+    let engine_id = stacks.engine_id();
+    let service = ClusterService::with_settings(
+        store,
+        instances,
+        stacks,
+        hooks,
+        DispatcherSettings::default(),
+        engine_id,
+    );
+    service.record_audit(AuditTrail::new(Arc::new(SqlAuditStore::new(
+        connection.clone(),
+        connection.clone(),
+    ))));
+    Ok(service)
+}
+
+async fn count(
+    connection: &DatabaseConnection,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+) -> Result<i64, String> {
+    let backend = connection.get_database_backend();
+    let row = connection
+        .query_one_raw(statement(backend, sql, values))
+        .await
+        .map_err(|error| error.to_string())?
+        .ok_or("no count")?;
+    row.try_get_by_index::<i64>(0)
+        .map_err(|error| error.to_string())
+}
+
+async fn lifted_count(connection: &DatabaseConnection, ids: &[Uuid]) -> Result<usize, String> {
+    let mut lifted = 0;
+    for chunk in ids.chunks(500) {
+        let list = (1..=chunk.len())
+            .map(|index| format!("${index}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        lifted += count(
+            connection,
+            &format!(
+                "SELECT COUNT(*) FROM clusters WHERE maintenance_lock IS NULL AND id IN ({list})"
+            ),
+            chunk.iter().map(|id| sea_orm::Value::from(*id)).collect(),
+        )
+        .await?;
+    }
+    Ok(usize::try_from(lifted).unwrap_or_default())
+}
+
+async fn locked_count(connection: &DatabaseConnection) -> Result<i64, String> {
+    count(
+        connection,
+        "SELECT COUNT(*) FROM clusters WHERE maintenance_lock IS NOT NULL AND project_id = 'bench-expiry'",
+        Vec::new(),
+    )
+    .await
+}
+
+async fn audit_count(connection: &DatabaseConnection) -> Result<i64, String> {
+    count(
+        connection,
+        "SELECT COUNT(*) FROM audit_records WHERE outcome = 'expired' AND project_id = 'bench-expiry'",
+        Vec::new(),
+    )
+    .await
+}
