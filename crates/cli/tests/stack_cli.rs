@@ -420,7 +420,13 @@ fn a_stack_is_locked_checked_and_unlocked_from_the_cli() {
     );
     let allowed = String::from_utf8_lossy(&not_allowed.stdout).into_owned();
     assert!(
-        allowed.starts_with("delete: not allowed: stack \"kept\" is locked"),
+        allowed.starts_with(
+            "delete: not allowed\n  maintenance_lock (conflict): stack \"kept\" is locked"
+        ),
+        "{allowed}"
+    );
+    assert!(
+        allowed.contains("an admin's --break-glass REASON would run it"),
         "{allowed}"
     );
     assert!(

@@ -73,12 +73,25 @@ pub fn blockers_view(blockers: &[pb::Blocker]) -> Value {
         .collect()
 }
 
-fn reason(reason: String) -> Value {
-    if reason.is_empty() {
-        Value::Null
-    } else {
-        reason.into()
-    }
+/// The answer every dry run shares: allowed, the first blocker's message
+/// (`null` when allowed) and every blocker.
+fn verdict(
+    allowed: bool,
+    reason: String,
+    blockers: &[pb::Blocker],
+) -> serde_json::Map<String, Value> {
+    let mut answer = serde_json::Map::new();
+    answer.insert("allowed".into(), allowed.into());
+    answer.insert(
+        "reason".into(),
+        if reason.is_empty() {
+            Value::Null
+        } else {
+            reason.into()
+        },
+    );
+    answer.insert("blockers".into(), blockers_view(blockers));
+    answer
 }
 
 /// `GET /clustering/v1/clusters/{id}/allowed?operation=scale_out&count=2`.
@@ -98,19 +111,36 @@ pub async fn cluster(
         .check_cluster_operation(state.internal_request(&identity, request))
         .await?
         .into_inner();
-    Ok(Json(json!({
-        "allowed": check.allowed,
-        "reason": reason(check.reason),
-        "blockers": blockers_view(&check.blockers),
-        "break_glass_would_pass": check.break_glass_would_pass,
-        "maintenance_lock": check.maintenance_lock.as_ref().map(super::clustering::views::cluster_lock),
-        "queued_behind": check.queued_behind.iter().map(|action| json!({
-            "id": action.id,
-            "action": action.action,
-            "status": action.status,
-            "since": action.since.as_ref().and_then(|at| chrono::DateTime::from_timestamp(at.seconds, 0)).map(|at| at.to_rfc3339()),
-        })).collect::<Vec<_>>(),
-    })))
+    let mut answer = verdict(check.allowed, check.reason, &check.blockers);
+    answer.insert(
+        "break_glass_would_pass".into(),
+        check.break_glass_would_pass.into(),
+    );
+    answer.insert(
+        "maintenance_lock".into(),
+        check
+            .maintenance_lock
+            .as_ref()
+            .map_or(Value::Null, super::clustering::views::cluster_lock),
+    );
+    answer.insert(
+        "queued_behind".into(),
+        check
+            .queued_behind
+            .iter()
+            .map(|action| {
+                json!({
+                    "id": action.id,
+                    "action": action.action,
+                    "status": action.status,
+                    "since": action.since.as_ref()
+                        .and_then(|at| chrono::DateTime::from_timestamp(at.seconds, 0))
+                        .map(|at| at.to_rfc3339()),
+                })
+            })
+            .collect(),
+    );
+    Ok(Json(Value::Object(answer)))
 }
 
 /// `GET /clustering/v1/nodes/{id}/allowed?operation=delete`.
@@ -129,12 +159,12 @@ pub async fn node(
         .check_node_operation(state.internal_request(&identity, request))
         .await?
         .into_inner();
-    Ok(Json(json!({
-        "allowed": check.allowed,
-        "reason": reason(check.reason),
-        "blockers": blockers_view(&check.blockers),
-        "break_glass_would_pass": check.break_glass_would_pass,
-    })))
+    let mut answer = verdict(check.allowed, check.reason, &check.blockers);
+    answer.insert(
+        "break_glass_would_pass".into(),
+        check.break_glass_would_pass.into(),
+    );
+    Ok(Json(Value::Object(answer)))
 }
 
 /// `GET /compute/v1/instances/{uuid}/allowed?operation=delete`.
@@ -153,9 +183,9 @@ pub async fn instance(
         .check_instance_operation(state.internal_request(&identity, request))
         .await?
         .into_inner();
-    Ok(Json(json!({
-        "allowed": check.allowed,
-        "reason": reason(check.reason),
-        "blockers": blockers_view(&check.blockers),
-    })))
+    Ok(Json(Value::Object(verdict(
+        check.allowed,
+        check.reason,
+        &check.blockers,
+    ))))
 }

@@ -389,34 +389,29 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                     )
                     .await
             },
-            |check| pb::CheckClusterOperationResponse {
-                allowed: check.blockers.is_empty(),
-                reason: check
-                    .blockers
-                    .first()
-                    .map(|blocker| blocker.error.to_string())
-                    .unwrap_or_default(),
-                blockers: check
-                    .blockers
-                    .iter()
-                    .map(super::convert::blocker_to_proto)
-                    .collect(),
-                maintenance_lock: check
-                    .cluster
-                    .maintenance_lock
-                    .as_ref()
-                    .map(super::cluster_convert::cluster_lock),
-                queued_behind: check
-                    .queued_behind
-                    .iter()
-                    .map(|action| pb::QueuedAction {
-                        id: action.id.to_string(),
-                        action: action.kind.as_str().to_owned(),
-                        status: action.status.as_str().to_owned(),
-                        since: Some(ember_runtime::time::to_timestamp(action.created_at)),
-                    })
-                    .collect(),
-                break_glass_would_pass: check.break_glass_would_pass,
+            |check| {
+                let (allowed, reason, blockers) = super::convert::dry_run_verdict(&check.blockers);
+                pb::CheckClusterOperationResponse {
+                    allowed,
+                    reason,
+                    blockers,
+                    maintenance_lock: check
+                        .cluster
+                        .maintenance_lock
+                        .as_ref()
+                        .map(super::cluster_convert::cluster_lock),
+                    queued_behind: check
+                        .queued_behind
+                        .iter()
+                        .map(|action| pb::QueuedAction {
+                            id: action.id.to_string(),
+                            action: action.kind.as_str().to_owned(),
+                            status: action.status.as_str().to_owned(),
+                            since: Some(ember_runtime::time::to_timestamp(action.created_at)),
+                        })
+                        .collect(),
+                    break_glass_would_pass: check.break_glass_would_pass,
+                }
             },
         )
         .await

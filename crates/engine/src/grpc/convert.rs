@@ -187,6 +187,22 @@ pub fn event_to_proto(event: &Event, stack_name: &str) -> pb::Event {
     }
 }
 
+/// A dry run's verdict as the API shows it: allowed, the first blocker's
+/// message (what the call would answer; empty when allowed) and every
+/// blocker.
+pub fn dry_run_verdict(
+    blockers: &[crate::domain::admission::Blocker],
+) -> (bool, String, Vec<pb::Blocker>) {
+    (
+        blockers.is_empty(),
+        blockers
+            .first()
+            .map(|blocker| blocker.error.to_string())
+            .unwrap_or_default(),
+        blockers.iter().map(blocker_to_proto).collect(),
+    )
+}
+
 /// One blocker of a dry run as the API shows it.
 pub fn blocker_to_proto(blocker: &crate::domain::admission::Blocker) -> pb::Blocker {
     use ember_runtime::ErrorKind;

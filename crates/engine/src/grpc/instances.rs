@@ -206,16 +206,11 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
             .instances
             .check_operation(&caller, uuid, &request.get_ref().operation)
             .await?;
+        let (allowed, reason, blockers) = super::convert::dry_run_verdict(&blockers);
         Ok(tonic::Response::new(pb::CheckInstanceOperationResponse {
-            allowed: blockers.is_empty(),
-            reason: blockers
-                .first()
-                .map(|blocker| blocker.error.to_string())
-                .unwrap_or_default(),
-            blockers: blockers
-                .iter()
-                .map(super::convert::blocker_to_proto)
-                .collect(),
+            allowed,
+            reason,
+            blockers,
         }))
     }
 

@@ -279,19 +279,14 @@ impl pb::node_service_server::NodeService for NodeHandler {
                     .check_node_operation(&caller, &request.node, &request.operation)
                     .await
             },
-            |check| pb::CheckNodeOperationResponse {
-                allowed: check.blockers.is_empty(),
-                reason: check
-                    .blockers
-                    .first()
-                    .map(|blocker| blocker.error.to_string())
-                    .unwrap_or_default(),
-                blockers: check
-                    .blockers
-                    .iter()
-                    .map(super::convert::blocker_to_proto)
-                    .collect(),
-                break_glass_would_pass: check.break_glass_would_pass,
+            |check| {
+                let (allowed, reason, blockers) = super::convert::dry_run_verdict(&check.blockers);
+                pb::CheckNodeOperationResponse {
+                    allowed,
+                    reason,
+                    blockers,
+                    break_glass_would_pass: check.break_glass_would_pass,
+                }
             },
         )
         .await
