@@ -24,6 +24,7 @@ fn run_request(ember: &TestEmber) -> tonic::Request<pb::RunPreOperationsRequest>
         }),
         previous: None,
         snapshot_on_demand: false,
+        dry_run: false,
     });
     Identity::new("demo", "demo", vec!["member".to_owned()]).attach(
         &InternalCredential::new(&ember.secrets().internal_credential),
@@ -261,4 +262,92 @@ async fn gateway_changes_reach_the_runner_which_only_the_engine_can_call() {
     assert_eq!(status.code(), Code::Unimplemented);
     plugin.stop().await;
     ember.stop().await;
+}
+
+/// "Allowed?" asks the plug-ins in their dry-run mode: every one, each
+/// told it is a dry run, with no post-operation; a deny is a `plugin`
+/// blocker naming the plug-in and its reason, and the operation itself is
+/// then accepted and fails with that reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_asks_every_plugin_in_its_dry_run_mode() {
+    use crate::orchestration::HeatRest;
+    let ember = TestEmber::start().await;
+    let admin = ember.admin_token().to_owned();
+    let journal = CallJournal::default();
+    let gatekeeper = TestPlugin::start(
+        "gatekeeper",
+        Behaviour::Deny("closed for maintenance".into()),
+        &journal,
+    )
+    .await
+    .expect("test plugin");
+    let auditor = TestPlugin::start("auditor", Behaviour::Allow, &journal)
+        .await
+        .expect("test plugin");
+    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
+    for (name, endpoint, operations) in [
+        (
+            "gatekeeper",
+            &gatekeeper.endpoint,
+            vec![StackOperation::Delete as i32],
+        ),
+        ("auditor", &auditor.endpoint, vec![]),
+    ] {
+        plugins
+            .register_plugin(with_bearer(
+                pb::RegisterPluginRequest {
+                    name: name.to_owned(),
+                    endpoint: endpoint.clone(),
+                    operations,
+                    ..pb::RegisterPluginRequest::default()
+                },
+                &admin,
+            ))
+            .await
+            .expect("registered");
+    }
+    let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
+    let stack = member
+        .create_stack("guarded", serde_json::json!({"greeting": "hi"}))
+        .await;
+    member.wait_until_settled(&stack).await;
+    journal.clear();
+
+    let answer = member.get(&format!("{stack}/actions/delete/allowed")).await;
+    assert_eq!(answer.status, reqwest::StatusCode::OK, "{answer:?}");
+    let body = &answer.body;
+    assert_eq!(body["allowed"], false, "{body}");
+    assert_eq!(body["blockers"][0]["kind"], "plugin", "{body}");
+    assert!(
+        body["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("\"gatekeeper\"")
+                && reason.contains("closed for maintenance")),
+        "{body}"
+    );
+    assert_eq!(body["break_glass_would_pass"], false, "{body}");
+    let mut asked = journal.summary();
+    asked.sort();
+    assert_eq!(
+        asked,
+        ["auditor:dry-run", "gatekeeper:dry-run"],
+        "no post-operation"
+    );
+    // An update meets only the auditor, which allows it.
+    journal.clear();
+    let answer = member.get(&format!("{stack}/actions/update/allowed")).await;
+    assert_eq!(answer.body["allowed"], true, "{answer:?}");
+    assert_eq!(journal.summary(), ["auditor:dry-run"]);
+
+    // The delete itself is accepted, and fails with the plug-in's reason.
+    let answer = member.call(reqwest::Method::DELETE, &stack, None).await;
+    assert_eq!(answer.status, reqwest::StatusCode::NO_CONTENT, "{answer:?}");
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(shown["stack_status"], "DELETE_FAILED", "{shown}");
+    assert!(
+        shown["stack_status_reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("closed for maintenance")),
+        "{shown}"
+    );
 }

@@ -248,7 +248,8 @@ impl LifecyclePlugin for RecordingPlugin {
         let request = request.into_inner();
         self.journal.record(RecordedCall {
             plugin: self.name.clone(),
-            phase: "pre",
+            // A dry run ("allowed?") is told apart.
+            phase: if request.dry_run { "dry-run" } else { "pre" },
             operation: request.operation,
             stack_name: stack_name(request.stack.as_ref()),
             failed: false,

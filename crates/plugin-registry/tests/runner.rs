@@ -152,6 +152,7 @@ impl Registry {
                 stack: Some(snapshot(project_id)),
                 previous: None,
                 snapshot_on_demand: false,
+                dry_run: false,
             }))
             .await
             .expect("pre-operations ran")
@@ -544,6 +545,7 @@ async fn plugins_are_chosen_by_operation_and_project_and_disabled_ones_are_skipp
             stack: Some(snapshot("team-a")),
             previous: None,
             snapshot_on_demand: false,
+            dry_run: false,
         }))
         .await
         .expect("ran")
@@ -574,6 +576,7 @@ async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
             stack: None,
             previous: None,
             snapshot_on_demand: true,
+            dry_run: false,
         });
         let mut runner = registry.runner();
         async move {

@@ -146,6 +146,7 @@ async fn ask(
             operation: operation as i32,
             stack: Some(snapshot(total)),
             previous: None,
+            dry_run: false,
         })
         .await
         .expect("answered")
@@ -182,6 +183,7 @@ async fn the_policy_plugin_denies_101_servers_and_allows_100() {
             operation: StackOperation::Create as i32,
             stack: None,
             previous: None,
+            dry_run: false,
         })
         .await
         .expect_err("no snapshot");
@@ -256,6 +258,7 @@ async fn the_runner_stops_a_create_with_the_policy_plugins_reason() {
             stack: Some(snapshot(total)),
             previous: None,
             snapshot_on_demand: false,
+            dry_run: false,
         });
         Identity::new("alice", "team-a", vec!["member".to_owned()])
             .attach(&InternalCredential::new(CREDENTIAL), &mut request);

@@ -172,6 +172,7 @@ fn pre_request(resources: usize) -> pb::RunPreOperationsRequest {
         }),
         previous: None,
         snapshot_on_demand: false,
+        dry_run: false,
     }
 }
 

@@ -173,9 +173,19 @@ impl StackOperations {
     ) -> Result<OperationCheck> {
         let stack = self.find_stack(identity, name_or_id).await?;
         // The very function the operation asks: they cannot disagree.
-        let (blockers, _) = self
+        let (mut blockers, _) = self
             .blockers(&stack, operation, StackCaller::User(identity))
             .await?;
+        // The lifecycle plug-ins' verdicts, asked in their dry-run mode.
+        for (plugin, reason) in super::plugins::ask(&self.shared, &stack, operation).await {
+            blockers.push(crate::domain::admission::Blocker::new(
+                crate::domain::admission::BlockerKind::Plugin,
+                Error::Conflict(format!(
+                    "lifecycle plugin {plugin:?} would stop {}: {reason}",
+                    operation.as_str()
+                )),
+            ));
+        }
         Ok(OperationCheck {
             allowed: blockers.is_empty(),
             reason: blockers

@@ -59,15 +59,22 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
                 }
             }));
         }
+        let dry_run = request.dry_run;
         let plugin_request = plugin_pb::PreOperationRequest {
             operation: request.operation,
             stack: request.stack,
             previous: request.previous,
+            dry_run,
         };
-        let report = self
-            .runner
-            .run_pre_operations(&context, plugin_request)
-            .await?;
+        let report = if dry_run {
+            self.runner
+                .ask_pre_operations(&context, plugin_request)
+                .await?
+        } else {
+            self.runner
+                .run_pre_operations(&context, plugin_request)
+                .await?
+        };
         Ok(Response::new(pb::RunPreOperationsResponse {
             allowed: report.allowed,
             reason: report.reason,

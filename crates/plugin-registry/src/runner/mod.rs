@@ -101,6 +101,36 @@ impl PluginRunner {
         })
     }
 
+    /// The dry run of the pre-operation chain: every plugin that applies
+    /// is asked (`request.dry_run` set), whatever the others answer, and
+    /// no post-operation follows; allowed when none would stop the chain.
+    pub async fn ask_pre_operations(
+        &self,
+        context: &OperationContext,
+        request: plugin_pb::PreOperationRequest,
+    ) -> Result<PreOperationsReport> {
+        let plugins = self.registry_plugins().await?;
+        let mut calls = Vec::new();
+        let mut reason = String::new();
+        for plugin in plugins
+            .iter()
+            .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
+        {
+            let answer = self.clients.pre_operation(plugin, request.clone()).await;
+            let stops = answer.result.stops_chain(plugin.failure_mode);
+            if stops && reason.is_empty() {
+                reason = stop_reason(&plugin.name, &answer.message);
+            }
+            calls.push(outcome(plugin, PluginPhase::Pre, answer, false, stops));
+        }
+        Ok(PreOperationsReport {
+            allowed: reason.is_empty(),
+            reason,
+            calls,
+            post_operation_plugins: Vec::new(),
+        })
+    }
+
     /// Whether any enabled plugin would be called for `context`.
     pub async fn any_applies(&self, context: &OperationContext) -> Result<bool> {
         Ok(self

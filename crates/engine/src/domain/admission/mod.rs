@@ -67,6 +67,9 @@ pub enum BlockerKind {
     Quota,
     /// A scaling policy's cooldown after the last scale.
     Cooldown,
+    /// A lifecycle plug-in would stop the operation (asked in a dry run;
+    /// the operation itself is accepted and then fails with its reason).
+    Plugin,
 }
 
 impl BlockerKind {
@@ -80,6 +83,7 @@ impl BlockerKind {
             BlockerKind::Request => "request",
             BlockerKind::Quota => "quota",
             BlockerKind::Cooldown => "cooldown",
+            BlockerKind::Plugin => "plugin",
         }
     }
 }

@@ -140,6 +140,7 @@ pub(in crate::stacks) async fn before_recorded(
         stack: None,
         previous: None,
         snapshot_on_demand: true,
+        dry_run: false,
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
@@ -177,6 +178,71 @@ pub(in crate::stacks) async fn before_recorded(
             }
         }
     })
+}
+
+/// The dry run of `operation` on `stack` ("allowed?"): each plugin that
+/// would stop it, and why — asked with `dry_run` set, every plugin whatever
+/// the others say, no post-operation, nothing recorded. Empty without
+/// plugins, for a nested stack (its root's operation asks them), and for
+/// the operations plugins do not guard (a signal, mark-unhealthy).
+pub(crate) async fn ask(
+    shared: &Shared,
+    stack: &Stack,
+    operation: crate::domain::admission::StackOperation,
+) -> Vec<(String, String)> {
+    use crate::domain::admission::StackOperation as Asked;
+    let PluginGate::Remote {
+        client,
+        credential,
+        unavailable,
+    } = &shared.plugins
+    else {
+        return Vec::new();
+    };
+    let action = match operation {
+        Asked::Update | Asked::Restore => StackAction::Update,
+        Asked::Delete => StackAction::Delete,
+        Asked::Abandon => StackAction::Abandon,
+        Asked::Suspend => StackAction::Suspend,
+        Asked::Resume => StackAction::Resume,
+        Asked::Check | Asked::Snapshot => StackAction::Check,
+        Asked::CancelUpdate => StackAction::Rollback,
+        Asked::Lock => StackAction::Lock,
+        Asked::Unlock => StackAction::Unlock,
+        Asked::Signal | Asked::MarkUnhealthy => return Vec::new(),
+    };
+    if stack.nested_depth > 0 {
+        return Vec::new();
+    }
+    let mut request = runner_pb::RunPreOperationsRequest {
+        operation: operation_of(action) as i32,
+        project_id: stack.project_id.clone(),
+        stack: None,
+        previous: None,
+        snapshot_on_demand: true,
+        dry_run: true,
+    };
+    let mut called = call_pre_operations(client, credential, stack, &request).await;
+    if matches!(&called, Ok(response) if response.snapshot_needed) {
+        request.stack = Some(snapshot_message(gather(shared, stack).await));
+        request.snapshot_on_demand = false;
+        called = call_pre_operations(client, credential, stack, &request).await;
+    }
+    match called {
+        Ok(response) => response
+            .calls
+            .into_iter()
+            .filter(|call| call.stopped_chain)
+            .map(|call| (call.plugin, call.message))
+            .collect(),
+        Err(status) => match unavailable {
+            RegistryUnavailable::Fail => vec![(
+                "plugin registry".to_owned(),
+                format!("the plugin registry is unavailable: {}", failure(&status)),
+            )],
+            RegistryUnavailable::Allow => Vec::new(),
+        },
+    }
 }
 
 async fn call_pre_operations(
