@@ -81,18 +81,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         token: member.clone(),
     };
     let cluster_id = active_cluster(&rest, "db", 1).await;
-    let (status, _, body) = rest
-        .post(
-            "/receivers",
-            json!({"receiver": {"name": "grow", "type": "webhook", "cluster_id": "db",
-                "action": "CLUSTER_SCALE_OUT", "params": {"count": 1}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let alarm_url = body["receiver"]["channel"]["alarm_url"]
-        .as_str()
-        .expect("alarm_url")
-        .to_owned();
+    let alarm_url = crate::cluster_locks::scale_out_webhook(&rest, "db").await;
     let actions = format!("/clusters/{cluster_id}/actions");
     let (status, _, body) = rest
         .post(

@@ -11,6 +11,22 @@ use serde_json::{Value, json};
 use crate::clusters::Rest;
 use crate::senlin_receivers::{active_cluster, outsider, trigger};
 
+/// A webhook receiver that scales `cluster` out by one; its alarm URL.
+pub(crate) async fn scale_out_webhook(rest: &Rest<'_>, cluster: &str) -> String {
+    let (status, _, body) = rest
+        .post(
+            "/receivers",
+            json!({"receiver": {"name": "grow", "type": "webhook", "cluster_id": cluster,
+                "action": "CLUSTER_SCALE_OUT", "params": {"count": 1}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["receiver"]["channel"]["alarm_url"]
+        .as_str()
+        .expect("alarm_url")
+        .to_owned()
+}
+
 fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
 }
@@ -23,18 +39,7 @@ async fn a_locked_cluster_refuses_users_and_webhooks_until_unlocked() {
         token: ember.member_token().to_owned(),
     };
     let cluster_id = active_cluster(&rest, "db", 1).await;
-    let (status, _, body) = rest
-        .post(
-            "/receivers",
-            json!({"receiver": {"name": "grow", "type": "webhook", "cluster_id": "db",
-                "action": "CLUSTER_SCALE_OUT", "params": {"count": 1}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let alarm_url = body["receiver"]["channel"]["alarm_url"]
-        .as_str()
-        .expect("alarm_url")
-        .to_owned();
+    let alarm_url = scale_out_webhook(&rest, "db").await;
     let actions = format!("/clusters/{cluster_id}/actions");
 
     // Bad requests name what is wrong, and lock nothing.

@@ -133,29 +133,18 @@ async fn cluster_dry_runs_answer_what_the_calls_do(database: &TestDatabase) {
             for (o, operation) in OPERATIONS.iter().enumerate() {
                 let cluster = one_node_cluster(&engine, &format!("c{s}-{c}-{o}")).await;
                 let id = cluster.id.to_string();
-                match state {
-                    LockState::Unlocked => {}
-                    LockState::ByMember => {
-                        engine
-                            .service
-                            .lock_cluster(&member(), &id, lock_request(None))
-                            .await
-                            .expect("locked");
-                    }
-                    LockState::ByAdmin => {
-                        engine
-                            .service
-                            .lock_cluster(&admin(), &id, lock_request(None))
-                            .await
-                            .expect("locked");
-                    }
-                    LockState::Expired => {
-                        engine
-                            .service
-                            .lock_cluster(&member(), &id, lock_request(Some(1)))
-                            .await
-                            .expect("locked");
-                    }
+                let locker = match state {
+                    LockState::Unlocked => None,
+                    LockState::ByMember => Some((member(), None)),
+                    LockState::ByAdmin => Some((admin(), None)),
+                    LockState::Expired => Some((member(), Some(1))),
+                };
+                if let Some((locker, expires_in)) = locker {
+                    engine
+                        .service
+                        .lock_cluster(&locker, &id, lock_request(expires_in))
+                        .await
+                        .expect("locked");
                 }
                 cells.push((*state, c, *operation, id));
             }
