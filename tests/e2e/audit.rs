@@ -1,6 +1,7 @@
 //! The audit trail and break-glass through the REST API and gRPC: a
-//! cluster and a stack are locked, a member's operations and a receiver's
-//! webhook are refused and recorded with the lock that refused them; an
+//! cluster and a stack are locked, a member's operations and receivers'
+//! webhooks (scale out, recover) are refused and recorded with the lock
+//! that refused them; an
 //! admin's break-glass without a reason is 400, a member's is 403, an
 //! admin's with a reason runs the operation, keeps the lock and is
 //! recorded (who, why, what it broke, the request id); update is not
@@ -150,6 +151,22 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
     );
     let (status, _, body) = trigger(&ember, &alarm_url, None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    // A health receiver's recover is refused and recorded alike.
+    let (status, _, body) = rest
+        .post(
+            "/receivers",
+            json!({"receiver": {"name": "heal", "type": "webhook", "cluster_id": "db",
+                "action": "CLUSTER_RECOVER"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let heal_url = body["receiver"]["channel"]["alarm_url"]
+        .as_str()
+        .expect("alarm_url")
+        .to_owned();
+    let (status, _, body) = trigger(&ember, &heal_url, None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(message(&body).contains("recover is not allowed"), "{body}");
 
     // Break-glass: a reason is required, and an admin's role.
     let scale_out = json!({"scale_out": {"count": 1}});
@@ -220,6 +237,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         ("unlock", "accepted", "demo"),
         ("scale out", "broke_glass", "admin"),
         ("scale out", "refused", "admin"),
+        ("recover", "refused", "demo"),
         ("scale out", "refused", "demo"),
         ("scale out", "refused", "demo"),
         ("lock", "accepted", "demo"),
@@ -240,7 +258,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
     assert_eq!(broke["target_type"], "cluster", "{broke}");
     assert_eq!(broke["target_id"], cluster_id.as_str(), "{broke}");
     assert_eq!(broke["project_id"], "demo", "{broke}");
-    let refused = &trail[3];
+    let refused = &trail[4];
     assert!(
         refused["blocker"]
             .as_str()
@@ -253,14 +271,14 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
             .is_some_and(|id| !id.is_empty()),
         "the gateway's request id: {refused}"
     );
-    assert_eq!(trail[5]["reason"], "db maintenance", "{trail:#?}");
+    assert_eq!(trail[6]["reason"], "db maintenance", "{trail:#?}");
 
     // Filters, and the same records under Heat's root.
     let broken = records(&ember, &member, "?outcome=broke_glass").await;
     assert_eq!(broken.len(), 1, "{broken:#?}");
     let (status, heat) = audit(&ember, &member, "/orchestration/v1/demo", "?target=db").await;
     assert_eq!(status, StatusCode::OK, "{heat}");
-    assert_eq!(heat["audit_records"].as_array().map(Vec::len), Some(6));
+    assert_eq!(heat["audit_records"].as_array().map(Vec::len), Some(7));
     let page = records(&ember, &member, "?target=db&limit=2").await;
     let marker = page[1]["id"].as_str().expect("id");
     let next = records(
@@ -303,7 +321,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         records(&ember, &admin, "?all_projects=true&target=db")
             .await
             .len(),
-        6
+        7
     );
 
     // gRPC reads the same, and refuses a member's break-glass.
@@ -320,7 +338,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         .expect("listed")
         .into_inner()
         .records;
-    assert_eq!(listed.len(), 6);
+    assert_eq!(listed.len(), 7);
     assert_eq!(listed[1].outcome, "broke_glass");
     assert_eq!(listed[1].reason, "INC-7 primary lost");
     let mut clusters = ember_proto::engine::v1::cluster_service_client::ClusterServiceClient::new(
