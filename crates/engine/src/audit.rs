@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use ember_runtime::Identity;
 use ember_runtime::call_context::CallContext;
 
+use crate::domain::admission::{self, Blocker};
 use crate::domain::audit::{AuditOutcome, AuditQuery, AuditRecord, AuditSubject};
 use crate::error::{Error, Result};
 use crate::store::audit::AuditStore;
@@ -254,21 +255,22 @@ impl AuditSlot {
         trail.record_break(asked, subject, &reason, blocker).await
     }
 
-    /// What admission's `verdict` on a user's operation becomes: `Ok` as
-    /// it is; a refusal (409, 403) of an operation on a stack, cluster,
-    /// node or instance (`subject`) recorded with its blocker, unless the
-    /// caller is an admin breaking glass and `through_locks` (the verdict
-    /// with every maintenance lock set aside) admits it — then the
-    /// break-glass is recorded and the operation goes on. Any other error
-    /// (not found, bad input) passes unrecorded.
+    /// What admission's `blockers` of a user's operation become: `Ok` for
+    /// none; the first as the refusal (409, 403) of an operation on a
+    /// stack, cluster, node or instance (`subject`), recorded with its
+    /// blocker — unless the caller is an admin breaking glass and every
+    /// blocker is a maintenance lock the operation may break (`breakable`,
+    /// see `admission::through_locks`): then the break-glass is recorded
+    /// and the operation goes on. Any other error (not found, bad input)
+    /// passes unrecorded.
     pub async fn admitted(
         &self,
         asked: Asked<'_>,
         subject: impl FnOnce() -> Option<AuditSubject>,
-        verdict: Result<()>,
-        through_locks: impl FnOnce() -> Result<()>,
+        blockers: &[Blocker],
+        breakable: bool,
     ) -> Result<()> {
-        let refusal = match verdict {
+        let refusal = match admission::first(blockers) {
             Ok(()) => return Ok(()),
             Err(error @ (Error::Conflict(_) | Error::Forbidden(_))) => error,
             Err(other) => return Err(other),
@@ -278,15 +280,17 @@ impl AuditSlot {
         };
         let context = CallContext::current();
         let refusal = match context.break_glass {
-            Some(reason) if asked.caller.is_admin() => match through_locks() {
-                Ok(()) => {
-                    trail
-                        .record_break(asked, &subject, &reason, &refusal.to_string())
-                        .await?;
-                    return Ok(());
+            Some(reason) if asked.caller.is_admin() => {
+                match admission::through_locks(blockers, breakable) {
+                    Ok(()) => {
+                        trail
+                            .record_break(asked, &subject, &reason, &refusal.to_string())
+                            .await?;
+                        return Ok(());
+                    }
+                    Err(other) => other,
                 }
-                Err(other) => other,
-            },
+            }
             _ => refusal,
         };
         self.refused(asked, &subject, &refusal).await;

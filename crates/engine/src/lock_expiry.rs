@@ -1,6 +1,6 @@
 //! What the three lock sweeps share (stacks, clusters and instances lift
-//! the locks whose expiry passed): the loop every engine runs, once a
-//! second, and the identity a lock is lifted as — its holder's.
+//! the locks whose expiry passed): the loop every engine runs every
+//! [`SWEEP_EVERY`], and the identity a lock is lifted as — its holder's.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};

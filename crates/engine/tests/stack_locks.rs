@@ -227,12 +227,12 @@ async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
         .check_operation(&owner(), "locked", Operation::Delete)
         .await
         .expect("check");
-    assert!(!check.allowed && check.lock.is_some(), "{check:?}");
+    assert!(!check.allowed() && check.lock.is_some(), "{check:?}");
     let check = operations
         .check_operation(&owner(), "locked", Operation::Unlock)
         .await
         .expect("check");
-    assert!(check.allowed, "{check:?}");
+    assert!(check.allowed(), "{check:?}");
 
     // Lock again to change the level: instances now lock too.
     operations

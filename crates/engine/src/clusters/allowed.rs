@@ -8,7 +8,7 @@
 use ember_runtime::Identity;
 
 use super::ClusterService;
-use crate::domain::admission::{Blocker, ClusterOperation, through_locks};
+use crate::domain::admission::{Blocker, ClusterOperation, break_glass_would_pass};
 use crate::domain::cluster::{ActionStatus, Cluster, ClusterAction};
 use crate::error::{Error, Result};
 use crate::store::clusters::ActionQuery;
@@ -64,10 +64,6 @@ fn unknown(what: &str, operation: &str, known: &[&str]) -> Error {
     ))
 }
 
-fn breaks_glass(blockers: &[Blocker]) -> bool {
-    !blockers.is_empty() && through_locks(blockers.to_vec(), true).is_ok()
-}
-
 impl ClusterService {
     /// Would `operation` (one of [`CLUSTER_OPERATIONS`]; `count` for a
     /// scale) be accepted on the caller's cluster now?
@@ -117,7 +113,7 @@ impl ClusterService {
             })
             .await?;
         Ok(ClusterCheck {
-            break_glass_would_pass: breaks_glass(&blockers),
+            break_glass_would_pass: break_glass_would_pass(&blockers, true),
             blockers,
             queued_behind,
             cluster,
@@ -147,7 +143,7 @@ impl ClusterService {
         };
         let blockers = self.blockers(&asked, caller).await?;
         Ok(NodeCheck {
-            break_glass_would_pass: breaks_glass(&blockers),
+            break_glass_would_pass: break_glass_would_pass(&blockers, true),
             blockers,
         })
     }

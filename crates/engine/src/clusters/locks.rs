@@ -13,9 +13,10 @@
 //!   (`CLUSTER_UNLOCK`).
 //! - **Expiry**: a sweep on every engine finds the locks whose time has
 //!   come (an indexed column) and lifts each as its unlock would, the
-//!   instances as the lock's holder; the conditional write lets exactly
-//!   one engine record it (`CLUSTER_UNLOCK`, "lock expired"), after a
-//!   restart too. Until the sweep gets to it, an expired lock holds
+//!   instances as the lock's holder, then a batch of locks in one
+//!   transaction, each by a conditional write with its event
+//!   (`CLUSTER_UNLOCK`, "lock expired") and its audit record: exactly one
+//!   engine records each expiry, after a restart too. Until the sweep gets to it, an expired lock holds
 //!   nothing back (admission reads the expiry).
 
 use std::sync::Arc;
@@ -289,7 +290,7 @@ impl ClusterService {
     }
 }
 
-/// Lifts expired locks every second until `shutdown`.
+/// Lifts expired locks until `shutdown` (see `lock_expiry::spawn_sweep`).
 pub(super) fn spawn_expiry(service: Arc<ClusterService>, shutdown: CancellationToken) {
     crate::lock_expiry::spawn_sweep(&service, shutdown, "cluster locks", |service| async move {
         service.lift_expired_locks().await

@@ -117,7 +117,6 @@ impl ClusterService {
         caller: &Identity,
     ) -> Result<()> {
         let blockers = self.blockers(&operation, caller).await?;
-        let verdict = crate::domain::admission::first(blockers.clone());
         self.audit
             .admitted(
                 crate::audit::Asked {
@@ -125,8 +124,8 @@ impl ClusterService {
                     operation: operation.verb(),
                 },
                 || operation.audit_subject(),
-                verdict,
-                || crate::domain::admission::through_locks(blockers, true),
+                &blockers,
+                true,
             )
             .await
     }

@@ -165,14 +165,11 @@ impl pb::stack_service_server::StackService for StackHandler {
             .operations
             .check_operation(&identity, &request.stack, operation)
             .await?;
+        let (allowed, reason, blockers) = super::convert::dry_run_verdict(&check.blockers);
         Ok(Response::new(pb::CheckOperationResponse {
-            allowed: check.allowed,
-            reason: check.reason,
-            blockers: check
-                .blockers
-                .iter()
-                .map(super::convert::blocker_to_proto)
-                .collect(),
+            allowed,
+            reason,
+            blockers,
             break_glass_would_pass: check.break_glass_would_pass,
             stack_lock: check
                 .lock

@@ -689,7 +689,7 @@ impl InstanceService {
         Ok(lifted)
     }
 
-    /// Lifts expired locks every second until `shutdown`.
+    /// Lifts expired locks until `shutdown` (see `lock_expiry::spawn_sweep`).
     fn spawn_lock_expiry(self: &Arc<Self>, shutdown: CancellationToken) {
         crate::lock_expiry::spawn_sweep(self, shutdown, "instance locks", |service| async move {
             service.lift_expired_locks().await

@@ -41,12 +41,16 @@ pub(crate) enum LockedFor {
 /// it (the first is what the operation answers).
 #[derive(Debug, Clone)]
 pub struct OperationCheck {
-    pub allowed: bool,
-    pub reason: String,
     pub blockers: Vec<crate::domain::admission::Blocker>,
     /// Whether an admin's break-glass would run it.
     pub break_glass_would_pass: bool,
     pub lock: Option<MaintenanceLock>,
+}
+
+impl OperationCheck {
+    pub fn allowed(&self) -> bool {
+        self.blockers.is_empty()
+    }
 }
 
 impl StackOperations {
@@ -157,7 +161,7 @@ impl StackOperations {
         Ok(begun)
     }
 
-    /// Runs [`Self::unlock_expired_stacks`] every second until `shutdown`.
+    /// Runs [`Self::unlock_expired_stacks`] until `shutdown` (see `lock_expiry::spawn_sweep`).
     pub fn spawn_lock_expiry(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         crate::lock_expiry::spawn_sweep(self, shutdown, "stack locks", |operations| async move {
             operations.unlock_expired_stacks().await
@@ -187,17 +191,10 @@ impl StackOperations {
             ));
         }
         Ok(OperationCheck {
-            allowed: blockers.is_empty(),
-            reason: blockers
-                .first()
-                .map(|blocker| blocker.error.to_string())
-                .unwrap_or_default(),
-            break_glass_would_pass: !blockers.is_empty()
-                && crate::domain::admission::through_locks(
-                    blockers.clone(),
-                    crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
-                )
-                .is_ok(),
+            break_glass_would_pass: crate::domain::admission::break_glass_would_pass(
+                &blockers,
+                crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
+            ),
             blockers,
             lock: stack.maintenance_lock,
         })
@@ -205,7 +202,7 @@ impl StackOperations {
 
     /// Admission of a lock or unlock: a user's is recorded when refused;
     /// an expiry's is not (a stack unlocked or locked again since is left
-    /// alone, every second, by every engine).
+    /// alone, on every sweep, by every engine).
     async fn admit_lock_change(
         &self,
         stack: &Stack,
@@ -215,7 +212,7 @@ impl StackOperations {
     ) -> Result<()> {
         match locked_for {
             LockedFor::Expiry => {
-                crate::domain::admission::first(self.blockers(stack, operation, caller).await?.0)
+                crate::domain::admission::first(&self.blockers(stack, operation, caller).await?.0)
             }
             LockedFor::User | LockedFor::ParentStack => self.admit(stack, operation, caller).await,
         }

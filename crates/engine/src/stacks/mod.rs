@@ -431,11 +431,10 @@ impl StackOperations {
         caller: StackCaller<'_>,
     ) -> Result<()> {
         let (blockers, _) = self.blockers(stack, operation, caller).await?;
-        let verdict = crate::domain::admission::first(blockers.clone());
         // The engine's own operations on nested stacks are not a user's
         // asking: only a user's refusals and break-glass are recorded.
         let StackCaller::User(user) = caller else {
-            return verdict;
+            return crate::domain::admission::first(&blockers);
         };
         self.shared
             .audit
@@ -445,13 +444,8 @@ impl StackOperations {
                     operation: operation.as_str(),
                 },
                 || Some(stack_audit_subject(stack)),
-                verdict,
-                || {
-                    crate::domain::admission::through_locks(
-                        blockers,
-                        crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
-                    )
-                },
+                &blockers,
+                crate::domain::admission::stack::BREAKABLE_BY_GLASS.contains(&operation),
             )
             .await
     }

@@ -200,14 +200,7 @@ pub fn is_read_only(caller: &Identity) -> bool {
 /// Admits `operation` by `caller` now, or says why not: the first of
 /// [`blockers`].
 pub fn admit(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    super::first(blockers(operation, caller))
-}
-
-/// [`admit`] for an admin breaking glass: the cluster's maintenance lock
-/// does not refuse the operation (it stays in place); every other rule
-/// holds.
-pub fn admit_through_locks(operation: &ClusterOperation<'_>, caller: &Identity) -> Result<()> {
-    super::through_locks(blockers(operation, caller), true)
+    super::first(&blockers(operation, caller))
 }
 
 impl ClusterOperation<'_> {

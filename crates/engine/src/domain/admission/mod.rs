@@ -1,8 +1,11 @@
 //! Admission: may this operation run on this stack, cluster or instance
-//! now, for this caller? One function, [`admit`], answers for every kind of
-//! object; every entry point (REST and gRPC handlers through the
-//! application layer, the CLI, the dry runs, signals, cluster actions,
-//! nested stacks) asks it, so no two places can disagree about a rule. The
+//! now, for this caller? One function, [`blockers`], answers for every kind
+//! of object with every rule the operation breaks; the operation refuses
+//! with the first ([`admit`]) and the dry runs ("allowed?") show them all.
+//! Every entry point (REST and gRPC handlers through the application
+//! layer, the CLI, the dry runs, signals, cluster actions, nested stacks)
+//! asks it, so no two places can disagree about a rule. An admin's
+//! break-glass sets the maintenance locks aside ([`through_locks`]). The
 //! rules of each kind live in its module; a refusal is the error the caller
 //! gets — NotFound, Forbidden or Conflict — naming the object and why.
 
@@ -131,13 +134,13 @@ pub fn blockers(subject: Subject<'_>) -> Vec<Blocker> {
 /// `Ok` when the operation may start now; otherwise why not, as the
 /// caller's error: the first of [`blockers`].
 pub fn admit(subject: Subject<'_>) -> Result<()> {
-    first(blockers(subject))
+    first(&blockers(subject))
 }
 
 /// `Ok` for no blockers, else the first one's error.
-pub fn first(blockers: Vec<Blocker>) -> Result<()> {
-    match blockers.into_iter().next() {
-        Some(blocker) => Err(blocker.error),
+pub fn first(blockers: &[Blocker]) -> Result<()> {
+    match blockers.first() {
+        Some(blocker) => Err(blocker.error.clone()),
         None => Ok(()),
     }
 }
@@ -145,11 +148,18 @@ pub fn first(blockers: Vec<Blocker>) -> Result<()> {
 /// What an admin's break-glass makes of `blockers`: `Ok` when every one is
 /// a maintenance lock and `breakable` (the operation leaves the lock in
 /// place); otherwise the first blocker that still stands.
-pub fn through_locks(blockers: Vec<Blocker>, breakable: bool) -> Result<()> {
-    first(
-        blockers
-            .into_iter()
-            .filter(|blocker| !(breakable && blocker.kind == BlockerKind::MaintenanceLock))
-            .collect(),
-    )
+pub fn through_locks(blockers: &[Blocker], breakable: bool) -> Result<()> {
+    match blockers
+        .iter()
+        .find(|blocker| !(breakable && blocker.kind == BlockerKind::MaintenanceLock))
+    {
+        Some(blocker) => Err(blocker.error.clone()),
+        None => Ok(()),
+    }
+}
+
+/// Whether an admin's break-glass would run an operation that `blockers`
+/// refuse (a dry run's `break_glass_would_pass`).
+pub fn break_glass_would_pass(blockers: &[Blocker], breakable: bool) -> bool {
+    !blockers.is_empty() && through_locks(blockers, breakable).is_ok()
 }

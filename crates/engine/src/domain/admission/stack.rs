@@ -120,7 +120,7 @@ pub fn admit_stack(
     operation: StackOperation,
     caller: StackCaller<'_>,
 ) -> Result<()> {
-    super::first(stack_blockers(stack, ancestors, operation, caller))
+    super::first(&stack_blockers(stack, ancestors, operation, caller))
 }
 
 /// Every rule `operation` on `stack` breaks for `caller`, in the order
@@ -640,7 +640,7 @@ mod tests {
         // through a running operation, and never an update.
         let through = |operation, ancestors: &[Stack]| {
             crate::domain::admission::through_locks(
-                stack_blockers(&nested, ancestors, operation, StackCaller::User(&admin())),
+                &stack_blockers(&nested, ancestors, operation, StackCaller::User(&admin())),
                 BREAKABLE_BY_GLASS.contains(&operation),
             )
         };

@@ -141,7 +141,7 @@ pub fn decide(
     request: &InstanceRequest,
     now: DateTime<Utc>,
 ) -> Result<Decision> {
-    crate::domain::admission::first(blockers(caller, instance, request, now))?;
+    crate::domain::admission::first(&blockers(caller, instance, request, now))?;
     let access = Access::of(caller, instance).ok_or_else(|| not_found(instance.uuid))?;
     match request {
         InstanceRequest::Lock { reason, expires_at } => {
