@@ -118,6 +118,33 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         .await;
     assert_eq!(node["allowed"], false, "{node}");
     assert_eq!(node["blockers"][0]["kind"], "maintenance_lock", "{node}");
+    // Another project finds neither; a reader hears its role first.
+    let callers = crate::instances::Callers::of(&ember);
+    let stranger = Rest {
+        ember: &ember,
+        token: callers.stranger.clone(),
+    };
+    for path in [
+        format!("/clusters/{cluster_id}/allowed?operation=scale_out"),
+        format!("/nodes/{node_id}/allowed?operation=delete"),
+    ] {
+        let (status, _, body) = stranger.call(reqwest::Method::GET, &path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let reading = Rest {
+        ember: &ember,
+        token: callers.reader.clone(),
+    }
+    .get(&format!(
+        "/clusters/{cluster_id}/allowed?operation=scale_out"
+    ))
+    .await;
+    assert_eq!(reading["blockers"][0]["kind"], "role", "{reading}");
+    assert_eq!(reading["blockers"][0]["status"], 403, "{reading}");
+    assert_eq!(
+        reading["blockers"][1]["kind"], "maintenance_lock",
+        "{reading}"
+    );
     let (status, _, body) = rest
         .call(
             reqwest::Method::GET,
@@ -495,6 +522,25 @@ async fn an_admin_acting_on_a_locked_instance_is_audited_with_the_reason() {
     )
     .await;
     assert_eq!(status, 400, "{body}");
+    let (status, body) = call(
+        &ember,
+        reqwest::Method::GET,
+        &format!("/instances/{uuid}/allowed?operation=delete"),
+        &callers.stranger,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = call(
+        &ember,
+        reqwest::Method::GET,
+        &format!("/instances/{uuid}/allowed?operation=delete"),
+        &callers.reader,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["blockers"][0]["kind"], "role", "{body}");
 
     let response = ember
         .http

@@ -150,7 +150,29 @@ async fn cluster_dry_runs_answer_what_the_calls_do(database: &TestDatabase) {
             }
         }
     }
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let expiring: Vec<uuid::Uuid> = cells
+        .iter()
+        .filter(|(state, ..)| matches!(state, LockState::Expired))
+        .map(|(.., id)| id.parse().expect("a cluster id"))
+        .collect();
+    cluster_support::wait_until(
+        "the 1 s locks to expire",
+        Duration::from_secs(10),
+        || async {
+            let now = chrono::Utc::now();
+            for id in &expiring {
+                let held = cluster_support::cluster(&engine, *id)
+                    .await
+                    .maintenance_lock
+                    .is_some_and(|lock| lock.holds_at(now));
+                if held {
+                    return false;
+                }
+            }
+            true
+        },
+    )
+    .await;
     let mut refused = 0;
     for (state, c, operation, id) in &cells {
         let (who, caller) = &callers[*c];
