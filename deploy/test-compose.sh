@@ -328,6 +328,15 @@ compose up -d --no-build --scale engine=2 --scale lifecycle-hook=2 >/dev/null 2>
 wait_healthy 180 9 || fail "the scaled deployment did not become healthy"
 sleep 3 # the gateway looks names up every 2 s
 step "scaled to two replicas of engine, lifecycle-hook and plugin-registry"
+# engine_lives: each engine replica's restart count and exit code so far.
+engine_lives() {
+    podman ps -a --filter "label=com.docker.compose.project=$project" \
+        --filter "label=com.docker.compose.service=engine" \
+        --format '{{.Names}}' | while read -r name; do
+        podman inspect -f "$name restarts={{.RestartCount}} started={{.State.StartedAt}} last_exit={{.State.ExitCode}} oom={{.State.OOMKilled}}" "$name"
+    done
+}
+lives_before_load="$(engine_lives)"
 load_started=$SECONDS
 for batch in 1 2 3 4; do
     for n in 1 2 3 4 5; do
@@ -343,8 +352,17 @@ spread="$(podman exec "${project}_postgres_1" psql -U ember -d engine -tAc \
     "SELECT count(*) FROM stack_leases l JOIN stacks s ON s.id = l.stack_id
      WHERE s.name LIKE 'load-%' GROUP BY l.engine_id ORDER BY 1")"
 echo "stacks per engine: $(tr '\n' ' ' <<<"$spread")"
-[ "$(grep -c . <<<"$spread")" -eq 2 ] && [ "$(head -n1 <<<"$spread")" -ge 3 ] \
-    || fail "20 creates were not spread over both engines: $(tr '\n' ' ' <<<"$spread")"
+if ! { [ "$(grep -c . <<<"$spread")" -eq 2 ] && [ "$(head -n1 <<<"$spread")" -ge 3 ]; }; then
+    # Why, in the failure's own words: an engine that restarted during the
+    # load (and what its log said besides INFO) is the usual cause.
+    for name in $(podman ps -a --filter "label=com.docker.compose.project=$project" \
+        --filter "label=com.docker.compose.service=engine" --format '{{.Names}}'); do
+        echo "---- $name, lines other than INFO" >&2
+        podman logs "$name" 2>&1 | grep -v '"level":"INFO"' | tail -n 20 >&2 || true
+    done
+    fail "20 creates were not spread over both engines: $(tr '\n' ' ' <<<"$spread");" \
+        "engines before the load: $(tr '\n' ';' <<<"$lives_before_load") after: $(engine_lives | tr '\n' ';')"
+fi
 step "20 stacks created 5 at a time in ${load_seconds}s, spread over both engines"
 for batch in 1 2 3 4; do
     for n in 1 2 3 4 5; do

@@ -199,13 +199,26 @@ impl Deployment {
         .await;
     }
 
-    /// Runs the CLI as the member user against this deployment.
-    pub fn ember(&self, args: &[&str]) -> String {
-        let output = Command::new(EMBER)
+    /// The CLI as the member user against this deployment, its output
+    /// discarded (see [`Self::ember`] for a command that must succeed).
+    pub fn ember_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(EMBER);
+        command
             .args(args)
             .env("EMBER_URL", self.gateway(""))
             .env("EMBER_TOKEN", &self.token)
             .env("EMBER_DATA_DIR", self.data_dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    /// Runs the CLI as the member user against this deployment.
+    pub fn ember(&self, args: &[&str]) -> String {
+        let output = self
+            .ember_command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .output()
             .expect("ember runs");
         assert!(output.status.success(), "ember {args:?}: {}", text(&output));

@@ -671,18 +671,23 @@ impl InstanceService {
             let mut next = instance.next_revision(now);
             next.maintenance_lock = None;
             let reason = format!("lock expired (was {})", lock.describe());
-            if self.store.expire_instance_lock(&next, &reason).await? {
+            // Written with the lift: a crash leaves both or neither.
+            let audit = self.audit.get().map(|_| {
+                crate::audit::AuditTrail::record_of(
+                    &lock.user_id,
+                    &audit_subject(&instance),
+                    "unlock",
+                    AuditOutcome::Expired,
+                    &lock.describe(),
+                    "",
+                )
+            });
+            if self
+                .store
+                .expire_instance_lock(&next, &reason, audit.as_ref())
+                .await?
+            {
                 info!(instance_uuid = %instance.uuid, "instance lock expired and lifted");
-                self.audit
-                    .record(
-                        &lock.user_id,
-                        &audit_subject(&instance),
-                        "unlock",
-                        AuditOutcome::Expired,
-                        &lock.describe(),
-                        "",
-                    )
-                    .await;
                 lifted += 1;
             }
         }

@@ -221,41 +221,41 @@ impl StackOperations {
     /// The audit record of a lock or unlock begun on `stack` (as it was
     /// `before`): a user's, or the expiry's on the holder's behalf. Nested
     /// stacks moving with their root are not recorded again.
-    async fn audit_lock_change(
+    /// The audit record of a user's lock change or an expiry, written
+    /// with the change's start (none for a parent stack's change of its
+    /// nested stacks, nor without an audit trail).
+    fn lock_change_record(
         &self,
         stack: &Stack,
-        before: &Stack,
         request: &LockRequest,
         operation: StackOperation,
         locked_for: LockedFor,
-    ) {
+    ) -> Option<crate::domain::audit::AuditRecord> {
         use crate::domain::audit::AuditOutcome;
+        self.shared.audit.get()?;
         let (outcome, reason) = match locked_for {
-            LockedFor::ParentStack => return,
+            LockedFor::ParentStack => return None,
             LockedFor::User => (
                 AuditOutcome::Accepted,
                 request.reason.clone().unwrap_or_default(),
             ),
             LockedFor::Expiry => (
                 AuditOutcome::Expired,
-                before
+                stack
                     .maintenance_lock
                     .as_ref()
                     .map(MaintenanceLock::describe)
                     .unwrap_or_default(),
             ),
         };
-        self.shared
-            .audit
-            .record(
-                &request.caller.user_id,
-                &super::stack_audit_subject(stack),
-                operation.as_str(),
-                outcome,
-                &reason,
-                "",
-            )
-            .await;
+        Some(crate::audit::AuditTrail::record_of(
+            &request.caller.user_id,
+            &super::stack_audit_subject(stack),
+            operation.as_str(),
+            outcome,
+            &reason,
+            "",
+        ))
     }
 
     /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
@@ -304,6 +304,8 @@ impl StackOperations {
                     _ => format!("Stack {label} started"),
                 };
                 stack.updated_at = now;
+                // Of the lock as it was (the expiry's record describes it).
+                let audit = self.lock_change_record(&stack, &request, operation, locked_for);
                 if locking {
                     stack.maintenance_lock = Some(MaintenanceLock {
                         level: request.level,
@@ -316,13 +318,16 @@ impl StackOperations {
                 }
                 self.shared
                     .writer
-                    .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
+                    .record_stack_audited(
+                        fence,
+                        &stack,
+                        stack_event(&stack, &stack.status_reason),
+                        audit,
+                    )
                     .await?;
                 Ok((stack, target))
             })
             .await?;
-        self.audit_lock_change(&stack, &found, &request, operation, locked_for)
-            .await;
         let run: super::Run = Box::pin(run_maintenance_lock(
             self.shared.clone(),
             stack.clone(),

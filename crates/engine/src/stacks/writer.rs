@@ -180,10 +180,23 @@ impl TransitionWriter {
     /// Records the stack's new state and its event under `fence`; returns
     /// once it is committed.
     pub async fn record_stack(&self, fence: LeaseFence, stack: &Stack, event: Event) -> Result<()> {
+        self.record_stack_audited(fence, stack, event, None).await
+    }
+
+    /// As [`Self::record_stack`], with the audit record of what began the
+    /// change committed in the same transaction.
+    pub async fn record_stack_audited(
+        &self,
+        fence: LeaseFence,
+        stack: &Stack,
+        event: Event,
+        audit: Option<crate::domain::audit::AuditRecord>,
+    ) -> Result<()> {
         self.write(FencedWrite::Stack {
             fence,
             stack: stack.clone(),
             event,
+            audit: audit.map(Box::new),
         })
         .await
     }

@@ -115,10 +115,16 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// Lifts the maintenance lock.
     async fn unlock_instance(&self, next: &Instance) -> Result<bool>;
     /// Lifts the expired maintenance lock `next` no longer has, with a
-    /// `lock_expired` event saying `reason`, in one transaction — only if
-    /// the stored revision is `next.revision - 1` (an unlock, a renewal or
-    /// another engine's sweep won otherwise).
-    async fn expire_instance_lock(&self, next: &Instance, reason: &str) -> Result<bool>;
+    /// `lock_expired` event saying `reason` and the `audit` record of the
+    /// expiry, in one transaction — only if the stored revision is
+    /// `next.revision - 1` (an unlock, a renewal or another engine's sweep
+    /// won otherwise).
+    async fn expire_instance_lock(
+        &self,
+        next: &Instance,
+        reason: &str,
+        audit: Option<&crate::domain::audit::AuditRecord>,
+    ) -> Result<bool>;
     /// Instances whose maintenance lock expired by `now`, soonest first,
     /// at most `limit`.
     async fn expired_instance_locks(&self, now: DateTime<Utc>, limit: u64)

@@ -127,11 +127,14 @@ pub struct FencedTransition {
 pub enum FencedWrite {
     /// A resource's new state and its event.
     Resource(FencedTransition),
-    /// The stack's new state (e.g. `DELETE_IN_PROGRESS`) and its event.
+    /// The stack's new state (e.g. `DELETE_IN_PROGRESS`) and its event,
+    /// and the audit record of what began it (a lock, an unlock, an
+    /// expiry), when there is one: written together or not at all.
     Stack {
         fence: LeaseFence,
         stack: Stack,
         event: Event,
+        audit: Option<Box<crate::domain::audit::AuditRecord>>,
     },
     /// The end of the operation: the stack's final state and its event,
     /// and the lease released (an update's origin dropped with it) — so

@@ -875,6 +875,19 @@ async fn write_fenced(
             .await?;
     }
     rows::insert_events(transaction, kept.iter().map(|write| write.event())).await?;
+    let audit: Vec<crate::domain::audit::AuditRecord> = kept
+        .iter()
+        .filter_map(|write| match write {
+            FencedWrite::Stack {
+                audit: Some(record),
+                ..
+            } => Some((**record).clone()),
+            _ => None,
+        })
+        .collect();
+    if !audit.is_empty() {
+        crate::store::audit::insert_audit_records(transaction, &audit).await?;
+    }
     Ok(fences
         .into_iter()
         .filter(|fence| !held.contains(fence))

@@ -58,10 +58,33 @@ pub fn cluster_record(
             Cell::shown_as(policy_list, policy_names.join(", ")),
         )
         .field("metadata", metadata_cell(&cluster.metadata))
-        .field("lock", lock_text(cluster.maintenance_lock.as_ref()))
+        .field("lock", lock_cell(cluster.maintenance_lock.as_ref()))
         .field("project", cluster.project_id.as_str())
         .field("created", Cell::time(cluster.created_at.as_ref()))
         .field("updated", Cell::time(cluster.updated_at.as_ref()))
+}
+
+/// The lock as a record in JSON and YAML (`null` when unlocked), and as
+/// [`lock_text`] in a table.
+fn lock_cell(lock: Option<&pb::ClusterLock>) -> Cell {
+    let Some(lock) = lock else {
+        return Cell::shown_as(serde_json::Value::Null, "-");
+    };
+    let at = |time: Option<&prost_types::Timestamp>| {
+        let text = crate::commands::stack::format_time(time);
+        (!text.is_empty()).then_some(text)
+    };
+    Cell::shown_as(
+        serde_json::json!({
+            "level": lock.level,
+            "locked_by_user": lock.locked_by_user,
+            "locked_by_role": lock.locked_by_role,
+            "locked_at": at(lock.locked_at.as_ref()),
+            "reason": lock.reason,
+            "expires_at": at(lock.expires_at.as_ref()),
+        }),
+        lock_text(Some(lock)),
+    )
 }
 
 /// `level all, by admin "ops" at 2026-11-29T05:00:00Z until …: why`, or

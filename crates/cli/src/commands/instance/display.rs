@@ -89,6 +89,10 @@ pub fn instance_record(instance: &pb::Instance) -> Record {
         .field("locked_by_user", instance.locked_by_user.as_str())
         .field("locked_at", Cell::time(instance.locked_at.as_ref()))
         .field("lock_reason", instance.locked_reason.as_str())
+        .field(
+            "lock_expires_at",
+            Cell::time(instance.lock_expires_at.as_ref()),
+        )
         .field("project", instance.project_id.as_str())
         .field("created", Cell::time(instance.created_at.as_ref()))
         .field("updated", Cell::time(instance.updated_at.as_ref()))

@@ -382,7 +382,12 @@ impl InstanceStore for SqlInstanceStore {
         self.write_if_unchanged(next, lock_columns(None)).await
     }
 
-    async fn expire_instance_lock(&self, next: &Instance, reason: &str) -> Result<bool> {
+    async fn expire_instance_lock(
+        &self,
+        next: &Instance,
+        reason: &str,
+        audit: Option<&crate::domain::audit::AuditRecord>,
+    ) -> Result<bool> {
         let mut update = instances::Entity::update_many()
             .col_expr(instances::Column::Revision, Expr::value(next.revision))
             .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at));
@@ -409,6 +414,10 @@ impl InstanceStore for SqlInstanceStore {
         ))
         .exec_without_returning(&transaction)
         .await?;
+        if let Some(record) = audit {
+            crate::store::audit::insert_audit_records(&transaction, std::slice::from_ref(record))
+                .await?;
+        }
         transaction.commit().await?;
         Ok(true)
     }
