@@ -1,8 +1,8 @@
 //! The audit trail and break-glass through the REST API and gRPC: a
 //! cluster and a stack are locked, a member's operations and receivers'
 //! webhooks (scale out, recover) are refused and recorded with the lock
-//! that refused them; an
-//! admin's break-glass without a reason is 400, a member's is 403, an
+//! that refused them, as is a scaling policy's signal to a locked stack;
+//! an admin's break-glass without a reason is 400, a member's is 403, an
 //! admin's with a reason runs the operation, keeps the lock and is
 //! recorded (who, why, what it broke, the request id); update is not
 //! breakable through a stack lock; unlock is recorded. The trail reads
@@ -461,6 +461,86 @@ async fn a_stack_lock_is_broken_only_for_what_keeps_it() {
     assert_eq!(trail[0]["reason"], "INC-9 decommission", "{trail:#?}");
     assert_eq!(trail[0]["target_type"], "stack", "{trail:#?}");
     assert_eq!(trail[3]["reason"], "freeze", "{trail:#?}");
+}
+
+/// The lock spec: a locked stack ignores "signals that modify the stack
+/// (such as scaling)". A scaling policy's signal is refused with the lock
+/// and recorded; the group keeps its size; after the unlock it scales.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scaling_signal_to_a_locked_stack_is_refused_and_audited() {
+    let ember = TestEmber::start().await;
+    let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
+    let template = "heat_template_version: 2021-04-16
+resources:
+  group:
+    type: OS::Heat::AutoScalingGroup
+    properties: {min_size: 1, max_size: 3, resource: {type: OS::Heat::None}}
+  grow:
+    type: OS::Heat::ScalingPolicy
+    properties: {auto_scaling_group_id: {get_resource: group}, adjustment_type: change_in_capacity, scaling_adjustment: 1, cooldown: 0}
+outputs:
+  size: {value: {get_attr: [group, current_size]}}
+";
+    let answer = member
+        .post(
+            "/stacks",
+            json!({"stack_name": "scaled", "template": template}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{answer:?}");
+    let stack = format!(
+        "/stacks/scaled/{}",
+        answer.body["stack"]["id"].as_str().expect("id")
+    );
+    member.wait_until_settled(&stack).await;
+    let answer = member
+        .post(
+            &format!("{stack}/actions"),
+            json!({"lock": {"level": "stacks", "reason": "quiet hours"}}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    member.wait_until_settled(&stack).await;
+
+    let signal = format!("{stack}/resources/grow/signal");
+    let answer = member.post(&signal, json!({})).await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{answer:?}");
+    assert!(
+        answer.message().contains("is locked") && answer.message().contains("quiet hours"),
+        "the refusal names the lock: {answer:?}"
+    );
+    let size = |shown: &Value| {
+        shown["outputs"]
+            .as_array()
+            .and_then(|outputs| outputs.iter().find(|output| output["output_key"] == "size"))
+            .map(|output| output["output_value"].clone())
+            .unwrap_or(Value::Null)
+    };
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(size(&shown), json!(1), "the group kept its size: {shown}");
+
+    let trail = records(&ember, ember.member_token(), "?target=scaled").await;
+    let refused = &trail[0];
+    assert_eq!(refused["operation"], "signal", "{trail:#?}");
+    assert_eq!(refused["outcome"], "refused", "{trail:#?}");
+    assert!(
+        refused["blocker"]
+            .as_str()
+            .is_some_and(|blocker| blocker.contains("quiet hours")),
+        "{refused}"
+    );
+
+    let answer = member
+        .post(&format!("{stack}/actions"), json!({"unlock": {}}))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    member.wait_until_settled(&stack).await;
+    let answer = member.post(&signal, json!({})).await;
+    assert!(answer.status.is_success(), "{answer:?}");
+    ember_tests::wait_for("the group to grow", Duration::from_secs(30), || async {
+        size(&member.wait_until_settled(&stack).await) == json!(2)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
