@@ -25,6 +25,7 @@ fn run_request(ember: &TestEmber) -> tonic::Request<pb::RunPreOperationsRequest>
         previous: None,
         snapshot_on_demand: false,
         dry_run: false,
+        break_glass: false,
     });
     Identity::new("demo", "demo", vec!["member".to_owned()]).attach(
         &InternalCredential::new(&ember.secrets().internal_credential),
@@ -325,7 +326,10 @@ async fn allowed_asks_every_plugin_in_its_dry_run_mode() {
                 && reason.contains("closed for maintenance")),
         "{body}"
     );
-    assert_eq!(body["break_glass_would_pass"], false, "{body}");
+    assert_eq!(
+        body["break_glass_would_pass"], true,
+        "an admin may break through a plug-in: {body}"
+    );
     let mut asked = journal.summary();
     asked.sort();
     assert_eq!(
@@ -350,4 +354,180 @@ async fn allowed_asks_every_plugin_in_its_dry_run_mode() {
             .is_some_and(|reason| reason.contains("closed for maintenance")),
         "{shown}"
     );
+}
+
+/// A lifecycle plug-in stops an update and a delete; an admin runs each
+/// through it with `X-Ember-Break-Glass` (a member cannot, a blank reason
+/// is 400): the operation completes, the plug-ins that ran get their
+/// post-operation, and the audit trail and the stack's events say who
+/// broke through what, and why. A delete through a lock and the plug-in is
+/// recorded as two break-glasses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_breaks_glass_through_a_failing_plugin() {
+    use crate::orchestration::{HeatRest, stack_template};
+    use reqwest::StatusCode;
+    use serde_json::{Value, json};
+    let ember = TestEmber::start().await;
+    let admin = ember.admin_token().to_owned();
+    let journal = CallJournal::default();
+    let gatekeeper = TestPlugin::start(
+        "gatekeeper",
+        Behaviour::Deny("change freeze".into()),
+        &journal,
+    )
+    .await
+    .expect("test plugin");
+    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
+    plugins
+        .register_plugin(with_bearer(
+            pb::RegisterPluginRequest {
+                name: "gatekeeper".to_owned(),
+                endpoint: gatekeeper.endpoint.clone(),
+                operations: vec![StackOperation::Update as i32, StackOperation::Delete as i32],
+                ..pb::RegisterPluginRequest::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("registered");
+    let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
+    let stack = member
+        .create_stack("frozen", json!({"greeting": "hi"}))
+        .await;
+    member.wait_until_settled(&stack).await;
+
+    let call = |token: &str, method: reqwest::Method, body: Option<Value>, glass: Option<&str>| {
+        let mut request = ember
+            .http
+            .request(method, format!("{}{stack}", member.base))
+            .header("X-Auth-Token", token)
+            .header("X-Request-Id", "req-glass-1");
+        if let Some(reason) = glass {
+            request = request.header("X-Ember-Break-Glass", reason);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let response = request.send().await.expect("request");
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let update = |greeting: &str| {
+        Some(json!({"template": stack_template(), "parameters": {"greeting": greeting}}))
+    };
+    let (status, body) = call(
+        ember.member_token(),
+        reqwest::Method::PUT,
+        update("a"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(shown["stack_status"], "UPDATE_FAILED", "{shown}");
+    let (status, body) = call(
+        ember.member_token(),
+        reqwest::Method::PUT,
+        update("b"),
+        Some("members cannot"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = call(&admin, reqwest::Method::PUT, update("b"), Some("  ")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    let (status, body) = call(
+        &admin,
+        reqwest::Method::PUT,
+        update("through"),
+        Some("INC-3 freeze exemption"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(shown["stack_status"], "UPDATE_COMPLETE", "{shown}");
+    assert_eq!(shown["parameters"]["greeting"], "through", "{shown}");
+    let events = member.get(&format!("{stack}/events?limit=1000")).await;
+    assert!(
+        events.body["events"]
+            .as_array()
+            .is_some_and(|events| events.iter().any(|event| {
+                event["resource_status_reason"]
+                    .as_str()
+                    .is_some_and(|reason| {
+                        reason.contains("broken through by admin \"admin\"")
+                            && reason.contains("INC-3 freeze exemption")
+                    })
+            })),
+        "an event says who broke through: {events:?}"
+    );
+
+    // Locked too: the delete breaks through the lock at admission and
+    // through the plug-in when its run meets it.
+    let answer = member
+        .post(
+            &format!("{stack}/actions"),
+            json!({"lock": {"reason": "quarter end"}}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+    member.wait_until_settled(&stack).await;
+    let (status, body) = call(
+        &admin,
+        reqwest::Method::DELETE,
+        None,
+        Some("INC-4 decommission"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    member.wait_until_deleted(&stack).await;
+
+    let trail = ember
+        .http
+        .get(ember.url("/orchestration/v1/demo/audit?target=frozen&outcome=broke_glass"))
+        .header("X-Auth-Token", ember.member_token())
+        .send()
+        .await
+        .expect("audit")
+        .json::<Value>()
+        .await
+        .expect("audit JSON");
+    let records = trail["audit_records"].as_array().expect("records");
+    let seen: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|record| {
+            let blocker = record["blocker"].as_str().unwrap_or_default();
+            let what = if blocker.contains("\"gatekeeper\"") && blocker.contains("change freeze") {
+                "plugin"
+            } else if blocker.contains("quarter end") {
+                "lock"
+            } else {
+                blocker
+            };
+            (
+                record["operation"].as_str().unwrap_or_default(),
+                what,
+                record["reason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("delete", "plugin", "INC-4 decommission"),
+            ("delete", "lock", "INC-4 decommission"),
+            ("update", "plugin", "INC-3 freeze exemption"),
+        ],
+        "{records:#?}"
+    );
+    for record in records {
+        assert_eq!(record["user_id"], "admin", "{record}");
+        assert_eq!(record["request_id"], "req-glass-1", "{record}");
+    }
+    gatekeeper.stop().await;
 }

@@ -15,7 +15,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::deployment::{Deployment, Service, wait_until};
+use support::deployment::{Deployment, Service};
 
 const TEMPLATE: &str =
     "heat_template_version: 2021-04-16\nresources:\n  a: {type: OS::Heat::None}\n";
@@ -167,10 +167,9 @@ impl Deployment {
     }
 
     async fn wait_all_unlocked(&self, timeout: Duration) {
-        let mut locked = Vec::new();
         let deadline = Instant::now() + timeout;
         loop {
-            locked = self.still_locked();
+            let locked = self.still_locked();
             if locked.is_empty() {
                 return;
             }

@@ -37,10 +37,14 @@ const RECENT_BREAKS: usize = 256;
 
 pub struct AuditTrail {
     store: Arc<dyn AuditStore>,
-    recent_breaks: Mutex<VecDeque<(String, String, String)>>,
+    recent_breaks: Mutex<VecDeque<BreakKey>>,
     /// Records that could not be written (logged each time).
     pub lost: AtomicU64,
 }
+
+/// A break-glass, for recording it once: the request, the target, the
+/// operation and what was broken through.
+type BreakKey = (String, String, String, String);
 
 /// What an operation is, for the records about it.
 #[derive(Debug, Clone, Copy)]
@@ -112,8 +116,8 @@ impl AuditTrail {
 
     /// Records an admin breaking through `blocker` for `reason`, before the
     /// operation runs: `Err` (and the operation refused) when it cannot be
-    /// written. Once per call, target and operation.
-    async fn record_break(
+    /// written. Once per call, target, operation and blocker.
+    pub(crate) async fn record_break(
         &self,
         asked: Asked<'_>,
         subject: &AuditSubject,
@@ -121,7 +125,12 @@ impl AuditTrail {
         blocker: &str,
     ) -> Result<()> {
         let request_id = CallContext::current().request_id;
-        let key = (request_id, subject.id.clone(), asked.operation.to_owned());
+        let key = (
+            request_id,
+            subject.id.clone(),
+            asked.operation.to_owned(),
+            blocker.to_owned(),
+        );
         if !key.0.is_empty() {
             let recent = self
                 .recent_breaks
@@ -151,7 +160,7 @@ impl AuditTrail {
             operation = asked.operation,
             reason,
             blocker,
-            "break-glass: an admin ran an operation through a lock"
+            "break-glass: an admin ran an operation through a lock or a lifecycle plug-in"
         );
         if !key.0.is_empty() {
             let mut recent = self

@@ -167,6 +167,7 @@ async fn stack_write(
             fence,
             stack,
             event,
+            audit: None,
         }
     };
     if store.record_fenced_writes(&[write]).await?.is_empty() {
@@ -618,6 +619,7 @@ async fn one_batch_commits_every_stacks_writes_under_its_own_fence(database: &Te
                 fence: moving_fence,
                 stack: moved,
                 event: moved_event,
+                audit: None,
             },
             FencedWrite::Finish {
                 fence: ending_fence,

@@ -153,6 +153,7 @@ impl Registry {
                 previous: None,
                 snapshot_on_demand: false,
                 dry_run: false,
+                break_glass: false,
             }))
             .await
             .expect("pre-operations ran")
@@ -375,6 +376,90 @@ async fn a_deny_in_fail_mode_stops_the_chain_and_unwinds_the_passed_plugins_in_r
     registry.stop().await;
 }
 
+/// An admin's break-glass: the plugins that would stop the chain do not;
+/// the rest are called, nothing is unwound, and the answer names each one
+/// broken through and owes a post-operation to those that allowed it.
+#[tokio::test]
+async fn under_a_break_glass_every_plugin_is_called_and_the_stops_are_reported_not_unwound() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(
+        &journal,
+        &[
+            ("scheduler", Behaviour::Allow),
+            ("freeze", Behaviour::Deny("change freeze".into())),
+            ("quota", Behaviour::Deny("over quota".into())),
+            ("audit", Behaviour::Allow),
+        ],
+    )
+    .await;
+    for (ordinal, test_plugin) in (1..).zip(&plugins) {
+        registry
+            .register(plugin(&test_plugin.name, &test_plugin.endpoint, ordinal))
+            .await;
+    }
+    let request = |break_glass: bool, dry_run: bool| pb::RunPreOperationsRequest {
+        operation: StackOperation::Delete as i32,
+        project_id: "team-a".to_owned(),
+        stack: Some(snapshot("team-a")),
+        previous: None,
+        snapshot_on_demand: false,
+        dry_run,
+        break_glass,
+    };
+
+    let answer = registry
+        .runner()
+        .run_pre_operations(registry.member(request(true, false)))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(!answer.allowed, "the caller records the break-glass");
+    assert_eq!(answer.reason, "plugin freeze: change freeze");
+    assert_eq!(
+        outcomes(&answer.calls),
+        [
+            "scheduler:pre:allow",
+            "freeze:pre:deny",
+            "quota:pre:deny",
+            "audit:pre:allow"
+        ]
+    );
+    let stopped: Vec<&str> = answer
+        .calls
+        .iter()
+        .filter(|call| call.stopped_chain)
+        .map(|call| call.plugin.as_str())
+        .collect();
+    assert_eq!(stopped, ["freeze", "quota"]);
+    assert_eq!(answer.post_operation_plugins, ["scheduler", "audit"]);
+    assert_eq!(
+        journal.summary(),
+        ["scheduler:pre", "freeze:pre", "quota:pre", "audit:pre"],
+        "no post-operation: the operation goes on"
+    );
+
+    // A dry run is a dry run, whatever else the request says.
+    journal.clear();
+    let answer = registry
+        .runner()
+        .run_pre_operations(registry.member(request(true, true)))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(answer.post_operation_plugins.is_empty());
+    assert_eq!(
+        journal.summary(),
+        [
+            "scheduler:dry-run",
+            "freeze:dry-run",
+            "quota:dry-run",
+            "audit:dry-run"
+        ]
+    );
+    registry.stop().await;
+}
+
 #[tokio::test]
 async fn failures_of_warn_mode_plugins_are_recorded_and_the_chain_goes_on() {
     let registry = Registry::start().await;
@@ -546,6 +631,7 @@ async fn plugins_are_chosen_by_operation_and_project_and_disabled_ones_are_skipp
             previous: None,
             snapshot_on_demand: false,
             dry_run: false,
+            break_glass: false,
         }))
         .await
         .expect("ran")
@@ -577,6 +663,7 @@ async fn a_snapshot_on_demand_is_asked_for_only_when_a_plugin_applies() {
             previous: None,
             snapshot_on_demand: true,
             dry_run: false,
+            break_glass: false,
         });
         let mut runner = registry.runner();
         async move {

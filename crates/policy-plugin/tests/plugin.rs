@@ -259,6 +259,7 @@ async fn the_runner_stops_a_create_with_the_policy_plugins_reason() {
             previous: None,
             snapshot_on_demand: false,
             dry_run: false,
+            break_glass: false,
         });
         Identity::new("alice", "team-a", vec!["member".to_owned()])
             .attach(&InternalCredential::new(CREDENTIAL), &mut request);

@@ -31,8 +31,14 @@ pub struct CallContext {
     /// The gateway's `x-request-id` (empty when the call did not come
     /// through it).
     pub request_id: String,
-    /// An admin's reason to run this operation through a lock.
+    /// An admin's reason to run this operation through a lock or a
+    /// failing lifecycle plug-in.
     pub break_glass: Option<String>,
+    /// Who asked for the break-glass (read from the call's identity
+    /// headers only when it carries one): the work an operation runs after
+    /// its call returned — a stack's lifecycle plug-ins — checks and
+    /// records the breaker from here.
+    pub breaker: Option<Identity>,
 }
 
 tokio::task_local! {
@@ -59,13 +65,26 @@ impl CallContext {
                 .and_then(|value| value.to_str().ok())
                 .map(str::trim)
         };
+        let break_glass = text(BREAK_GLASS_HEADER)
+            .filter(|reason| !reason.is_empty())
+            .map(str::to_owned);
         CallContext {
             request_id: text(REQUEST_ID_HEADER)
                 .map(|id| id.chars().take(MAX_REQUEST_ID).collect())
                 .unwrap_or_default(),
-            break_glass: text(BREAK_GLASS_HEADER)
-                .filter(|reason| !reason.is_empty())
-                .map(str::to_owned),
+            breaker: break_glass
+                .as_ref()
+                .and_then(|_| Identity::from_headers(headers).ok()),
+            break_glass,
+        }
+    }
+
+    /// The reason of an admin's break-glass, with the admin: `None` when
+    /// the call carries none, or its caller is not an admin.
+    pub fn admin_break_glass(&self) -> Option<(&Identity, &str)> {
+        match (&self.breaker, &self.break_glass) {
+            (Some(breaker), Some(reason)) if breaker.is_admin() => Some((breaker, reason)),
+            _ => None,
         }
     }
 }
@@ -189,6 +208,21 @@ mod tests {
             .await;
         assert_eq!(seen.request_id, "req-1");
         assert_eq!(seen.break_glass.as_deref(), Some("INC-7"));
+        assert_eq!(seen.admin_break_glass(), None, "no caller named");
         assert_eq!(CallContext::current(), CallContext::default());
+
+        admin().write_headers(
+            &crate::identity::InternalCredential::new("c".repeat(32).as_str()),
+            &mut headers,
+        );
+        let context = CallContext::from_headers(&headers);
+        let (breaker, reason) = context.admin_break_glass().expect("an admin's");
+        assert_eq!((breaker.user_id.as_str(), reason), ("root", "INC-7"));
+        headers.remove(BREAK_GLASS_HEADER);
+        assert_eq!(
+            CallContext::from_headers(&headers).breaker,
+            None,
+            "the caller is read only with a break-glass"
+        );
     }
 }

@@ -116,8 +116,14 @@ impl Identity {
     }
 
     fn from_metadata(metadata: &MetadataMap) -> Result<Identity, String> {
+        Identity::from_headers(metadata.as_ref())
+    }
+
+    /// The identity the headers name, unchecked: whether the call also
+    /// carries the internal credential is the interceptor's to decide.
+    pub fn from_headers(headers: &HeaderMap) -> Result<Identity, String> {
         let read = |name: &str| -> Result<String, String> {
-            metadata
+            headers
                 .get(name)
                 .and_then(|value| value.to_str().ok())
                 .map(str::to_owned)

@@ -173,6 +173,7 @@ fn pre_request(resources: usize) -> pb::RunPreOperationsRequest {
         previous: None,
         snapshot_on_demand: false,
         dry_run: false,
+        break_glass: false,
     }
 }
 

@@ -63,7 +63,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_stack_wide_action(found, name_or_id, action, caller)
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 

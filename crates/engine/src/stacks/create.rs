@@ -100,7 +100,7 @@ impl StackOperations {
                 self.shared.lease_ttl,
             );
             let target = RunTarget::new(&stack, parsed.clone(), resources, fence);
-            self.shared.runs.spawn(run_create(
+            self.shared.spawn_run(run_create(
                 self.shared.clone(),
                 stack.clone(),
                 target,

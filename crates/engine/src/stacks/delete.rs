@@ -120,7 +120,7 @@ impl StackOperations {
             TakeRecord::Queued(taken) => Recorded::pending_take(taken, stack.id),
         };
         let stack_lease = self.shared.hold_lease(target.fence);
-        let running = self.shared.runs.spawn(run_delete(
+        let running = self.shared.spawn_run(run_delete(
             self.shared.clone(),
             stack.clone(),
             target,

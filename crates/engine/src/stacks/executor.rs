@@ -58,6 +58,18 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Starts an operation's run, tracked for shutdown, in the context of
+    /// the call that asked for it (its request id in the records the run
+    /// writes, an admin's break-glass for the lifecycle plug-ins it meets).
+    pub(crate) fn spawn_run<F>(&self, run: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runs
+            .spawn(ember_runtime::call_context::CallContext::current().scope(run))
+    }
+
     /// How long an operation on `stack` may run (its `timeout_mins`, else
     /// the engine's default).
     pub(crate) fn operation_timeout(&self, stack: &crate::domain::Stack) -> std::time::Duration {

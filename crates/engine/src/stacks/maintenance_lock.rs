@@ -92,7 +92,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_maintenance_lock(found, request, LockChange::Lock, LockedFor::User)
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 
@@ -111,7 +111,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_maintenance_lock(found, request, LockChange::Unlock, LockedFor::User)
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 
@@ -149,7 +149,7 @@ impl StackOperations {
             {
                 Ok((stack, run)) => {
                     tracing::info!(stack_id = %stack.id, "stack lock expired: unlocking");
-                    self.shared.runs.spawn(run);
+                    self.shared.spawn_run(run);
                     begun += 1;
                 }
                 // Busy, or changed since it was read: another engine (or

@@ -503,7 +503,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_delete(stack, lease_seen, name_or_id, caller)
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 

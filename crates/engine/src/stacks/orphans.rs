@@ -94,7 +94,7 @@ impl StackOperations {
             }
             match self.take_over_orphan(&candidate).await? {
                 TakenOver::Resumed(run) => {
-                    self.shared.runs.spawn(run);
+                    self.shared.spawn_run(run);
                     swept.resumed += 1;
                 }
                 TakenOver::Failed => swept.failed += 1,

@@ -233,7 +233,7 @@ impl StackOperations {
                 UpdateKind::Restore(recorded),
             )
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 

@@ -43,6 +43,7 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
         let context = OperationContext {
             operation: operation_from_proto(request.operation, "operation")?,
             project_id: project_of(request.project_id, request.stack.as_ref()),
+            break_glass: request.break_glass && !request.dry_run,
         };
         if request.snapshot_on_demand && request.stack.is_none() {
             // Asked without the stack: a plugin that applies needs it;

@@ -33,6 +33,9 @@ pub struct OperationContext {
     pub operation: Operation,
     /// Selects plugins by their project filter.
     pub project_id: String,
+    /// An admin's break-glass: a plugin that would stop the chain does not
+    /// (see `RunPreOperationsRequest.break_glass`).
+    pub break_glass: bool,
 }
 
 impl PluginRunner {
@@ -58,6 +61,8 @@ impl PluginRunner {
         let plugins = self.registry_plugins().await?;
         let mut calls = Vec::new();
         let mut called: Vec<&Plugin> = Vec::new();
+        // Under a break-glass: why the first plugin would have stopped it.
+        let mut first_stop = String::new();
         for plugin in plugins
             .iter()
             .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
@@ -72,6 +77,13 @@ impl PluginRunner {
                 false,
                 stopped_chain,
             ));
+            if stopped_chain && context.break_glass {
+                tracing::warn!(plugin = %plugin.name, %reason, "plugin broken through by an admin's break-glass");
+                if first_stop.is_empty() {
+                    first_stop = reason;
+                }
+                continue;
+            }
             if stopped_chain {
                 tracing::info!(plugin = %plugin.name, %reason, "plugin stopped the chain");
                 let unwind = plugin_pb::PostOperationRequest {
@@ -94,8 +106,8 @@ impl PluginRunner {
             called.push(plugin);
         }
         Ok(PreOperationsReport {
-            allowed: true,
-            reason: String::new(),
+            allowed: first_stop.is_empty(),
+            reason: first_stop,
             calls,
             post_operation_plugins: called.iter().map(|plugin| plugin.name.clone()).collect(),
         })

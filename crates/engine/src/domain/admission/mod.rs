@@ -159,7 +159,13 @@ pub fn through_locks(blockers: &[Blocker], breakable: bool) -> Result<()> {
 }
 
 /// Whether an admin's break-glass would run an operation that `blockers`
-/// refuse (a dry run's `break_glass_would_pass`).
+/// refuse (a dry run's `break_glass_would_pass`): each is a maintenance
+/// lock the operation may break (`breakable`) or a lifecycle plug-in
+/// (asked after admission, and broken through where it stops the run).
 pub fn break_glass_would_pass(blockers: &[Blocker], breakable: bool) -> bool {
-    !blockers.is_empty() && through_locks(blockers, breakable).is_ok()
+    !blockers.is_empty()
+        && blockers.iter().all(|blocker| {
+            blocker.kind == BlockerKind::Plugin
+                || (breakable && blocker.kind == BlockerKind::MaintenanceLock)
+        })
 }

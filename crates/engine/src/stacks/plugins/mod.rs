@@ -132,6 +132,13 @@ pub(in crate::stacks) async fn before_recorded(
         return Some(Ok(PassedPlugins::default()));
     }
     let operation = operation_of(stack.action);
+    // The call that started the operation (the run keeps its context):
+    // an admin's break-glass runs it through the plugins, when it can be
+    // recorded.
+    let context = ember_runtime::call_context::CallContext::current();
+    let breaker = context
+        .admin_break_glass()
+        .filter(|_| shared.audit.get().is_some());
     // Asked first without the snapshot: gathering it reads the whole tree,
     // and most operations meet no plugin.
     let mut request = runner_pb::RunPreOperationsRequest {
@@ -141,6 +148,7 @@ pub(in crate::stacks) async fn before_recorded(
         previous: None,
         snapshot_on_demand: true,
         dry_run: false,
+        break_glass: breaker.is_some(),
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
@@ -160,10 +168,25 @@ pub(in crate::stacks) async fn before_recorded(
     Some(match called {
         Ok(response) => {
             record_calls(shared, stack, &response.calls).await;
-            if response.allowed {
-                Ok(PassedPlugins(response.post_operation_plugins))
-            } else {
-                Err(response.reason)
+            let passed = PassedPlugins(response.post_operation_plugins);
+            match breaker {
+                _ if response.allowed => Ok(passed),
+                Some((admin, why)) => {
+                    let stops: Vec<&runner_pb::PluginCallOutcome> = response
+                        .calls
+                        .iter()
+                        .filter(|call| call.stopped_chain)
+                        .collect();
+                    match break_through(shared, stack, admin, why, &stops).await {
+                        Ok(()) => Ok(passed),
+                        Err(error) => {
+                            let reason = format!("{} ({error})", response.reason);
+                            unwind(shared, stack, passed, &reason).await;
+                            Err(reason)
+                        }
+                    }
+                }
+                None => Err(response.reason),
             }
         }
         Err(status) => {
@@ -172,12 +195,77 @@ pub(in crate::stacks) async fn before_recorded(
             }
             let reason = format!("the plugin registry is unavailable: {}", failure(&status));
             record_registry_failure(shared, stack, &reason).await;
-            match unavailable {
-                RegistryUnavailable::Fail => Err(reason),
-                RegistryUnavailable::Allow => Ok(PassedPlugins::default()),
+            match (unavailable, breaker) {
+                (RegistryUnavailable::Allow, _) => Ok(PassedPlugins::default()),
+                (RegistryUnavailable::Fail, None) => Err(reason),
+                (RegistryUnavailable::Fail, Some((admin, why))) => {
+                    let registry = runner_pb::PluginCallOutcome {
+                        plugin: "plugin-registry".to_owned(),
+                        message: reason.clone(),
+                        ..Default::default()
+                    };
+                    break_through(shared, stack, admin, why, &[&registry])
+                        .await
+                        .map(|()| PassedPlugins::default())
+                        .map_err(|error| format!("{reason} ({error})"))
+                }
             }
         }
     })
+}
+
+/// An admin's break-glass through each plugin in `stops` (the calls that
+/// would have stopped the operation): recorded in the audit trail, before
+/// the run goes past them, and as events of the stack. `Err` when a record
+/// cannot be written: the operation must not go on unseen.
+async fn break_through(
+    shared: &Shared,
+    stack: &Stack,
+    admin: &Identity,
+    why: &str,
+    stops: &[&runner_pb::PluginCallOutcome],
+) -> crate::error::Result<()> {
+    let Some(trail) = shared.audit.get() else {
+        return Err(crate::error::Error::Unavailable(
+            "no audit trail to record the break-glass in".to_owned(),
+        ));
+    };
+    let operation = stack.action.as_str().to_lowercase();
+    let subject = super::stack_audit_subject(stack);
+    let mut events = Vec::new();
+    for stop in stops {
+        let blocker = format!(
+            "lifecycle plugin {:?} would have stopped it: {}",
+            stop.plugin, stop.message
+        );
+        let asked = crate::audit::Asked {
+            caller: admin,
+            operation: &operation,
+        };
+        trail.record_break(asked, &subject, why, &blocker).await?;
+        events.push(plugin_event(
+            stack,
+            &stop.plugin,
+            ActionStatus::Complete,
+            format!(
+                "plugin {}: broken through by admin {:?} ({why}): {}",
+                stop.plugin, admin.user_id, stop.message
+            ),
+        ));
+    }
+    if let Err(error) = shared.store.record_events(&events).await {
+        tracing::warn!(stack_id = %stack.id, %error, "cannot record break-glass events");
+    }
+    Ok(())
+}
+
+/// Tells the plugins that allowed an operation that it will not run after
+/// all (their post-operation with `failed` and `reason`).
+async fn unwind(shared: &Shared, stack: &Stack, passed: PassedPlugins, reason: &str) {
+    let mut failed = stack.clone();
+    failed.status = ActionStatus::Failed;
+    reason.clone_into(&mut failed.status_reason);
+    after(shared, &failed, stack.action, passed).await;
 }
 
 /// The dry run of `operation` on `stack` ("allowed?"): each plugin that
@@ -221,6 +309,7 @@ pub(crate) async fn ask(
         previous: None,
         snapshot_on_demand: true,
         dry_run: true,
+        break_glass: false,
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {

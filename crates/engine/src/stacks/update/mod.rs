@@ -76,7 +76,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_update_stack_as(found, lease_seen, &request, caller, UpdateKind::Update)
             .await?;
-        self.shared.runs.spawn(run);
+        self.shared.spawn_run(run);
         Ok(stack)
     }
 
