@@ -782,6 +782,41 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
         Some(1),
         "{waiting_actions}"
     );
+    // "Allowed?" says what a scale-in would wait for: the node waiting for
+    // its hook, and the actions queued behind it.
+    let allowed = rest
+        .get(&format!(
+            "/clusters/{cluster_id}/allowed?operation=scale_in&count=1"
+        ))
+        .await;
+    assert_eq!(allowed["allowed"], true, "{allowed}");
+    let pending = allowed["pending_lifecycle_actions"]
+        .as_array()
+        .expect("pending_lifecycle_actions");
+    assert_eq!(pending.len(), 1, "{allowed}");
+    assert_eq!(pending[0]["target"], node_id(0).as_str(), "{allowed}");
+    assert_eq!(
+        pending[0]["status"], "WAITING_LIFECYCLE_COMPLETION",
+        "{allowed}"
+    );
+    let queued: Vec<(&str, &str)> = allowed["queued_behind"]
+        .as_array()
+        .expect("queued_behind")
+        .iter()
+        .map(|action| {
+            (
+                action["action"].as_str().unwrap_or_default(),
+                action["status"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    for expected in [
+        ("NODE_DELETE", "WAITING_LIFECYCLE_COMPLETION"),
+        ("NODE_DELETE", "READY"),
+        ("CLUSTER_RESIZE", "READY"),
+    ] {
+        assert!(queued.contains(&expected), "{expected:?} in {allowed}");
+    }
 
     // Completing it lets the node delete run: its hook comes next.
     let mut tokens = vec![first[0].token.clone()];

@@ -125,22 +125,29 @@ pub async fn cluster(
     );
     answer.insert(
         "queued_behind".into(),
+        check.queued_behind.iter().map(queued_action).collect(),
+    );
+    answer.insert(
+        "pending_lifecycle_actions".into(),
         check
-            .queued_behind
+            .pending_lifecycle_actions
             .iter()
-            .map(|action| {
-                json!({
-                    "id": action.id,
-                    "action": action.action,
-                    "status": action.status,
-                    "since": action.since.as_ref()
-                        .and_then(|at| chrono::DateTime::from_timestamp(at.seconds, 0))
-                        .map(|at| at.to_rfc3339()),
-                })
-            })
+            .map(queued_action)
             .collect(),
     );
     Ok(Json(Value::Object(answer)))
+}
+
+fn queued_action(action: &pb::QueuedAction) -> Value {
+    json!({
+        "id": action.id,
+        "action": action.action,
+        "target": action.target,
+        "status": action.status,
+        "since": action.since.as_ref()
+            .and_then(|at| chrono::DateTime::from_timestamp(at.seconds, 0))
+            .map(|at| at.to_rfc3339()),
+    })
 }
 
 /// `GET /clustering/v1/nodes/{id}/allowed?operation=delete`.

@@ -400,15 +400,15 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                         .maintenance_lock
                         .as_ref()
                         .map(super::cluster_convert::cluster_lock),
-                    queued_behind: check
+                    queued_behind: check.queued_behind.iter().map(queued_action).collect(),
+                    pending_lifecycle_actions: check
                         .queued_behind
                         .iter()
-                        .map(|action| pb::QueuedAction {
-                            id: action.id.to_string(),
-                            action: action.kind.as_str().to_owned(),
-                            status: action.status.as_str().to_owned(),
-                            since: Some(ember_runtime::time::to_timestamp(action.created_at)),
+                        .filter(|action| {
+                            action.status
+                                == crate::domain::cluster::ActionStatus::WaitingLifecycleCompletion
                         })
+                        .map(queued_action)
                         .collect(),
                     break_glass_would_pass: check.break_glass_would_pass,
                 }
@@ -517,5 +517,16 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
             },
         )
         .await
+    }
+}
+
+/// An action a dry run lists: what, on what, where it stands, since when.
+fn queued_action(action: &crate::domain::cluster::ClusterAction) -> pb::QueuedAction {
+    pb::QueuedAction {
+        id: action.id.to_string(),
+        action: action.kind.as_str().to_owned(),
+        status: action.status.as_str().to_owned(),
+        since: Some(ember_runtime::time::to_timestamp(action.created_at)),
+        target: action.target_id.to_string(),
     }
 }

@@ -297,8 +297,14 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                 .into_inner();
             for action in &answer.queued_behind {
                 println!(
-                    "queued behind {} {} ({})",
-                    action.action, action.id, action.status
+                    "queued behind {} {} on {} ({})",
+                    action.action, action.id, action.target, action.status
+                );
+            }
+            for action in &answer.pending_lifecycle_actions {
+                println!(
+                    "waiting for a lifecycle hook: {} of node {}",
+                    action.action, action.target
                 );
             }
             return crate::commands::print_allowed(
