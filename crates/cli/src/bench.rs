@@ -42,9 +42,12 @@ pub enum BenchCommand {
     },
     /// The expiry sweep: 100,000 locked clusters, 1,000 expiring at once
     LockExpiry {
-        /// Locked clusters in all
+        /// Locked clusters (or instances) in all
         #[arg(long, default_value_t = 100_000)]
         locks: usize,
+        /// Lock instances instead of clusters
+        #[arg(long)]
+        instances: bool,
         /// Of which expire at the same moment
         #[arg(long, default_value_t = 1_000)]
         expiring: usize,
@@ -261,9 +264,17 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
         BenchCommand::Locks { runs } => locks::run(runs.max(1)).await,
         BenchCommand::LockExpiry {
             locks,
+            instances,
             expiring,
             postgres,
-        } => lock_expiry::run(locks.max(1), expiring.max(1), postgres).await,
+        } => {
+            let target = if instances {
+                lock_expiry::Target::Instances
+            } else {
+                lock_expiry::Target::Clusters
+            };
+            lock_expiry::run(target, locks.max(1), expiring.max(1), postgres).await
+        }
         BenchCommand::Stacks {
             runs,
             postgres,

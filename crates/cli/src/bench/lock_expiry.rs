@@ -1,10 +1,10 @@
 //! `ember bench lock-expiry`: the engine's expiry sweep at scale. 100,000
-//! clusters under a maintenance lock (so the sweep's query runs over a
-//! large indexed table), of which 1,000 expire at the same moment; the
-//! engine's own dispatcher (with its sweep and audit trail) runs as in a
-//! deployment. Prints how long after the expiry the last of the 1,000 was
-//! lifted, how long lifting them took, and checks that exactly those were
-//! lifted, once each, with one audit record each.
+//! clusters (or instances, `--instances`) under a maintenance lock (so the
+//! sweep's query runs over a large indexed table), of which 1,000 expire
+//! at the same moment; the engine's own sweeps (with the audit trail) run
+//! as in a deployment. Prints how long after the expiry the last of the
+//! 1,000 was lifted, how long lifting them took, and checks that exactly
+//! those were lifted, once each, with one audit record each.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +38,43 @@ use uuid::Uuid;
 /// then.
 const EXPIRES_AFTER: Duration = Duration::from_secs(3);
 
-pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Result<(), String> {
+/// What the locks are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Clusters,
+    Instances,
+}
+
+impl Target {
+    fn table(self) -> &'static str {
+        match self {
+            Target::Clusters => "clusters",
+            Target::Instances => "instances",
+        }
+    }
+
+    /// The SQL condition of a row still locked.
+    fn locked(self) -> &'static str {
+        match self {
+            Target::Clusters => "maintenance_lock IS NOT NULL",
+            Target::Instances => "locked",
+        }
+    }
+
+    fn id_column(self) -> &'static str {
+        match self {
+            Target::Clusters => "id",
+            Target::Instances => "uuid",
+        }
+    }
+}
+
+pub async fn run(
+    target: Target,
+    locks: usize,
+    expiring: usize,
+    postgres: Option<String>,
+) -> Result<(), String> {
     let expiring = expiring.min(locks);
     let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let url = match &postgres {
@@ -57,6 +93,8 @@ pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Res
             "cluster_events",
             "cluster_actions",
             "clusters",
+            "instance_events",
+            "instances",
         ] {
             connection
                 .execute_unprepared(&format!(
@@ -67,8 +105,9 @@ pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Res
         }
     }
     let store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection.clone()));
+    let table = target.table();
     println!(
-        "lock expiry on {}: {locks} locked clusters, {expiring} expiring at once",
+        "lock expiry on {}: {locks} locked {table}, {expiring} expiring at once",
         if postgres.is_some() {
             "PostgreSQL"
         } else {
@@ -76,13 +115,30 @@ pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Res
         }
     );
     let started = Instant::now();
-    let ids = create_clusters(&store, locks).await?;
+    // Clusters are made first and locked at once after; instances are
+    // inserted locked (the expiry is set as the setup starts).
+    let made = match target {
+        Target::Clusters => Some(create_clusters(&store, locks).await?),
+        Target::Instances => None,
+    };
+    let expires_at = Utc::now() + chrono::Duration::from_std(EXPIRES_AFTER).unwrap_or_default();
+    let ids = match made {
+        Some(ids) => {
+            lock_all(&connection, &ids, expiring, expires_at).await?;
+            ids
+        }
+        None => create_locked_instances(&connection, locks, expiring, expires_at).await?,
+    };
     println!(
-        "  setup: {locks} clusters made in {:.1} s",
+        "  setup: {locks} {table} made and locked in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let expires_at = Utc::now() + chrono::Duration::from_std(EXPIRES_AFTER).unwrap_or_default();
-    lock_all(&connection, &ids, expiring, expires_at).await?;
+    if Utc::now() >= expires_at {
+        return Err(format!(
+            "the setup took longer than the {} s before the expiry: try fewer --locks",
+            EXPIRES_AFTER.as_secs()
+        ));
+    }
 
     let shutdown = CancellationToken::new();
     let service = cluster_service(&connection, store.clone(), &shutdown).await?;
@@ -91,7 +147,7 @@ pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Res
     let mut first_lift = None;
     let deadline = Instant::now() + EXPIRES_AFTER + Duration::from_secs(60);
     let last_lift = loop {
-        let lifted = lifted_count(&connection, &soon).await?;
+        let lifted = lifted_count(&connection, target, &soon).await?;
         let now = Utc::now();
         if lifted > 0 && first_lift.is_none() {
             first_lift = Some(now);
@@ -112,7 +168,7 @@ pub async fn run(locks: usize, expiring: usize, postgres: Option<String>) -> Res
     let lifting = first_lift
         .map(|first| (last_lift - first).to_std().unwrap_or_default())
         .unwrap_or_default();
-    let still_locked = locked_count(&connection).await?;
+    let still_locked = locked_count(&connection, target).await?;
     let records = audit_count(&connection).await?;
     println!(
         "  {expiring} expired locks lifted {:.3} s after their expiry (lifting took {:.3} s; the sweep looks every {} ms)",
@@ -194,6 +250,59 @@ async fn create_clusters(store: &Arc<dyn ClusterStore>, count: usize) -> Result<
     made.into_iter().collect()
 }
 
+/// `count` active instances, locked: the first `expiring` until
+/// `expires_at`, the others for a day; inserted 500 at a time.
+async fn create_locked_instances(
+    connection: &DatabaseConnection,
+    count: usize,
+    expiring: usize,
+    expires_at: chrono::DateTime<Utc>,
+) -> Result<Vec<Uuid>, String> {
+    use ember_engine::domain::instance::{
+        Instance, InstanceStatus, LockedBy, MaintenanceLock, NewInstance, PowerState,
+    };
+    use ember_engine::store::instances::InstanceStore;
+    let store = SqlInstanceStore::new(connection.clone());
+    let later = Utc::now() + chrono::Duration::days(1);
+    let mut ids = Vec::with_capacity(count);
+    for start in (0..count).step_by(500) {
+        let mut chunk = Vec::with_capacity(500);
+        for index in start..(start + 500).min(count) {
+            let now = Utc::now();
+            let new = NewInstance {
+                name: format!("expiry-{index}"),
+                flavor: "m1.small".to_owned(),
+                image: "debian-12".to_owned(),
+                metadata: Default::default(),
+                workload: Default::default(),
+                placement: Default::default(),
+                delegation: None,
+            };
+            let building = Instance::new_building(&owner().project_id, &owner().user_id, new, now)
+                .map_err(|error| error.to_string())?;
+            let instance = Instance {
+                status: InstanceStatus::Active,
+                power_state: PowerState::On,
+                maintenance_lock: Some(MaintenanceLock {
+                    locked_by: LockedBy::Owner,
+                    user_id: owner().user_id,
+                    locked_at: now,
+                    reason: Some("bench".into()),
+                    expires_at: Some(if index < expiring { expires_at } else { later }),
+                }),
+                ..building
+            };
+            ids.push(instance.uuid);
+            chunk.push(instance);
+        }
+        store
+            .insert_instances(&chunk)
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(ids)
+}
+
 /// Locks every cluster (as the lock's JSON and expiry columns say), the
 /// first `expiring` until `expires_at`, the others for a day.
 async fn lock_all(
@@ -262,16 +371,18 @@ async fn cluster_service(
     let engine_id = stacks.engine_id();
     let service = ClusterService::with_settings(
         store,
-        instances,
+        instances.clone(),
         stacks,
         hooks,
         DispatcherSettings::default(),
         engine_id,
     );
-    service.record_audit(AuditTrail::new(Arc::new(SqlAuditStore::new(
+    let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(
         connection.clone(),
         connection.clone(),
-    ))));
+    )));
+    instances.record_audit(trail.clone());
+    service.record_audit(trail);
     Ok(service)
 }
 
@@ -290,7 +401,11 @@ async fn count(
         .map_err(|error| error.to_string())
 }
 
-async fn lifted_count(connection: &DatabaseConnection, ids: &[Uuid]) -> Result<usize, String> {
+async fn lifted_count(
+    connection: &DatabaseConnection,
+    target: Target,
+    ids: &[Uuid],
+) -> Result<usize, String> {
     let mut lifted = 0;
     for chunk in ids.chunks(500) {
         let list = (1..=chunk.len())
@@ -300,7 +415,10 @@ async fn lifted_count(connection: &DatabaseConnection, ids: &[Uuid]) -> Result<u
         lifted += count(
             connection,
             &format!(
-                "SELECT COUNT(*) FROM clusters WHERE maintenance_lock IS NULL AND id IN ({list})"
+                "SELECT COUNT(*) FROM {} WHERE NOT ({}) AND {} IN ({list})",
+                target.table(),
+                target.locked(),
+                target.id_column()
             ),
             chunk.iter().map(|id| sea_orm::Value::from(*id)).collect(),
         )
@@ -309,10 +427,14 @@ async fn lifted_count(connection: &DatabaseConnection, ids: &[Uuid]) -> Result<u
     Ok(usize::try_from(lifted).unwrap_or_default())
 }
 
-async fn locked_count(connection: &DatabaseConnection) -> Result<i64, String> {
+async fn locked_count(connection: &DatabaseConnection, target: Target) -> Result<i64, String> {
     count(
         connection,
-        "SELECT COUNT(*) FROM clusters WHERE maintenance_lock IS NOT NULL AND project_id = 'bench-expiry'",
+        &format!(
+            "SELECT COUNT(*) FROM {} WHERE {} AND project_id = 'bench-expiry'",
+            target.table(),
+            target.locked()
+        ),
         Vec::new(),
     )
     .await

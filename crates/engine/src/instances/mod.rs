@@ -32,7 +32,9 @@ use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, MaintenanceLock, NewInstance, PowerAction,
 };
 use crate::error::{Error, Result};
-use crate::store::instances::{InstanceEvent, InstanceListQuery, InstanceStore, MAX_EVENTS_LISTED};
+use crate::store::instances::{
+    ExpiredInstanceLock, InstanceEvent, InstanceListQuery, InstanceStore, MAX_EVENTS_LISTED,
+};
 
 /// How many times a request is decided again when the instance keeps
 /// changing under it before the caller is told to retry.
@@ -99,6 +101,10 @@ const OBSERVATION_BUFFER: usize = 1024;
 /// The most expired instance locks one sweep lifts (the next takes the
 /// rest).
 const EXPIRED_LOCKS_PER_SWEEP: u64 = 500;
+
+/// How many machines' expired locks are lifted at once (a cloud call each
+/// with the openstack backend).
+const MACHINE_UNLOCKS_AT_ONCE: usize = 16;
 
 impl InstanceService {
     /// Driver tasks stop when `shutdown` is cancelled; call
@@ -649,49 +655,53 @@ impl InstanceService {
         }
     }
 
-    /// Lifts every instance lock whose expiry has passed (the machine's
-    /// own lock first, then the record, with a `lock_expired` event);
+    /// Lifts every instance lock whose expiry has passed (the machines'
+    /// own locks first, a few at a time, then the records, with a
+    /// `lock_expired` event and an audit record each, in one transaction);
     /// returns how many this engine lifted — a lock an unlock, a renewal
     /// or another engine's sweep changed first is left to that.
     pub async fn lift_expired_locks(&self) -> Result<usize> {
+        use futures::StreamExt;
         let now = ember_runtime::time::now();
-        let mut lifted = 0;
-        for instance in self
+        let expired = self
             .store
             .expired_instance_locks(now, EXPIRED_LOCKS_PER_SWEEP)
-            .await?
-        {
-            let Some(lock) = instance.maintenance_lock.clone() else {
-                continue;
-            };
-            if let Err(error) = self.driver.unlock(&instance, &lock).await {
-                warn!(instance_uuid = %instance.uuid, %error, "cannot lift an expired instance lock on its machine");
-                continue;
-            }
-            let mut next = instance.next_revision(now);
-            next.maintenance_lock = None;
-            let reason = format!("lock expired (was {})", lock.describe());
-            // Written with the lift: a crash leaves both or neither.
-            let audit = self.audit.get().map(|_| {
-                crate::audit::AuditTrail::record_of(
-                    &lock.user_id,
-                    &audit_subject(&instance),
-                    "unlock",
-                    AuditOutcome::Expired,
-                    &lock.describe(),
-                    "",
-                )
-            });
-            if self
-                .store
-                .expire_instance_lock(&next, &reason, audit.as_ref())
-                .await?
-            {
-                info!(instance_uuid = %instance.uuid, "instance lock expired and lifted");
-                lifted += 1;
-            }
+            .await?;
+        let lifts: Vec<ExpiredInstanceLock> = futures::stream::iter(expired)
+            .map(|instance| async move {
+                let lock = instance.maintenance_lock.clone()?;
+                if let Err(error) = self.driver.unlock(&instance, &lock).await {
+                    warn!(instance_uuid = %instance.uuid, %error, "cannot lift an expired instance lock on its machine");
+                    return None;
+                }
+                let mut next = instance.next_revision(now);
+                next.maintenance_lock = None;
+                // Written with the lift: a crash leaves both or neither.
+                let audit = self.audit.get().map(|_| {
+                    crate::audit::AuditTrail::record_of(
+                        &lock.user_id,
+                        &audit_subject(&instance),
+                        "unlock",
+                        AuditOutcome::Expired,
+                        &lock.describe(),
+                        "",
+                    )
+                });
+                Some(ExpiredInstanceLock {
+                    next,
+                    reason: format!("lock expired (was {})", lock.describe()),
+                    audit,
+                })
+            })
+            .buffer_unordered(MACHINE_UNLOCKS_AT_ONCE)
+            .filter_map(std::future::ready)
+            .collect()
+            .await;
+        let lifted = self.store.expire_instance_locks(&lifts).await?;
+        for instance_uuid in &lifted {
+            info!(%instance_uuid, "instance lock expired and lifted");
         }
-        Ok(lifted)
+        Ok(lifted.len())
     }
 
     /// Lifts expired locks until `shutdown` (see `lock_expiry::spawn_sweep`).

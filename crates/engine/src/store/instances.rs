@@ -91,6 +91,17 @@ pub const LOCK_EXPIRED_EVENT: &str = "lock_expired";
 /// The most events one instance keeps listable (the newest).
 pub const MAX_EVENTS_LISTED: u64 = 1000;
 
+/// An expired instance lock the sweep lifts (see
+/// [`InstanceStore::expire_instance_locks`]).
+#[derive(Debug, Clone)]
+pub struct ExpiredInstanceLock {
+    /// The instance one revision on, without its lock.
+    pub next: Instance,
+    /// The event's reason: which lock expired.
+    pub reason: String,
+    pub audit: Option<crate::domain::audit::AuditRecord>,
+}
+
 #[async_trait]
 pub trait InstanceStore: Send + Sync + 'static {
     /// Records a new instance.
@@ -114,17 +125,12 @@ pub trait InstanceStore: Send + Sync + 'static {
     async fn lock_instance(&self, next: &Instance) -> Result<bool>;
     /// Lifts the maintenance lock.
     async fn unlock_instance(&self, next: &Instance) -> Result<bool>;
-    /// Lifts the expired maintenance lock `next` no longer has, with a
-    /// `lock_expired` event saying `reason` and the `audit` record of the
-    /// expiry, in one transaction — only if the stored revision is
-    /// `next.revision - 1` (an unlock, a renewal or another engine's sweep
-    /// won otherwise).
-    async fn expire_instance_lock(
-        &self,
-        next: &Instance,
-        reason: &str,
-        audit: Option<&crate::domain::audit::AuditRecord>,
-    ) -> Result<bool>;
+    /// Lifts the expired maintenance locks `lifts` name, all in one
+    /// transaction: each instance's `next` (without its lock) only if the
+    /// stored revision is `next.revision - 1` (an unlock, a renewal or
+    /// another engine's sweep won otherwise), with a `lock_expired` event
+    /// and the expiry's audit record. Returns the instances lifted.
+    async fn expire_instance_locks(&self, lifts: &[ExpiredInstanceLock]) -> Result<Vec<Uuid>>;
     /// Instances whose maintenance lock expired by `now`, soonest first,
     /// at most `limit`.
     async fn expired_instance_locks(&self, now: DateTime<Utc>, limit: u64)

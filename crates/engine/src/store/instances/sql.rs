@@ -382,44 +382,53 @@ impl InstanceStore for SqlInstanceStore {
         self.write_if_unchanged(next, lock_columns(None)).await
     }
 
-    async fn expire_instance_lock(
+    async fn expire_instance_locks(
         &self,
-        next: &Instance,
-        reason: &str,
-        audit: Option<&crate::domain::audit::AuditRecord>,
-    ) -> Result<bool> {
-        let mut update = instances::Entity::update_many()
-            .col_expr(instances::Column::Revision, Expr::value(next.revision))
-            .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at));
-        for (column, value) in lock_columns(None) {
-            update = update.col_expr(column, value);
+        lifts: &[super::ExpiredInstanceLock],
+    ) -> Result<Vec<Uuid>> {
+        if lifts.is_empty() {
+            return Ok(Vec::new());
         }
         let transaction = self.connection.begin().await?;
-        let written = update
-            .filter(instances::Column::Uuid.eq(next.uuid))
-            .filter(instances::Column::Revision.eq(next.revision - 1))
-            .exec(&transaction)
-            .await?;
-        if written.rows_affected != 1 {
-            return Ok(false);
+        let mut lifted = Vec::new();
+        let mut events = Vec::new();
+        let mut records = Vec::new();
+        for lift in lifts {
+            let next = &lift.next;
+            let mut update = instances::Entity::update_many()
+                .col_expr(instances::Column::Revision, Expr::value(next.revision))
+                .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at));
+            for (column, value) in lock_columns(None) {
+                update = update.col_expr(column, value);
+            }
+            let written = update
+                .filter(instances::Column::Uuid.eq(next.uuid))
+                .filter(instances::Column::Revision.eq(next.revision - 1))
+                .exec(&transaction)
+                .await?;
+            if written.rows_affected != 1 {
+                continue;
+            }
+            lifted.push(next.uuid);
+            events.push(event_row(
+                next.uuid,
+                &next.project_id,
+                super::LOCK_EXPIRED_EVENT,
+                next.status,
+                next.power_state,
+                &lift.reason,
+                next.updated_at,
+            ));
+            records.extend(lift.audit.clone());
         }
-        instance_events::Entity::insert(event_row(
-            next.uuid,
-            &next.project_id,
-            super::LOCK_EXPIRED_EVENT,
-            next.status,
-            next.power_state,
-            reason,
-            next.updated_at,
-        ))
-        .exec_without_returning(&transaction)
-        .await?;
-        if let Some(record) = audit {
-            crate::store::audit::insert_audit_records(&transaction, std::slice::from_ref(record))
+        for chunk in events.chunks(INSERT_CHUNK) {
+            instance_events::Entity::insert_many(chunk.to_vec())
+                .exec_without_returning(&transaction)
                 .await?;
         }
+        crate::store::audit::insert_audit_records(&transaction, &records).await?;
         transaction.commit().await?;
-        Ok(true)
+        Ok(lifted)
     }
 
     async fn expired_instance_locks(
