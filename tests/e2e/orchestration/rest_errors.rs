@@ -116,6 +116,46 @@ async fn bad_bodies_and_bad_templates_are_400_naming_what_is_wrong() {
     ember.stop().await;
 }
 
+/// A parameter's `allowed_pattern` reads as Heat's Python `re.match`:
+/// a look-ahead password rule refuses a weak value with 400 naming the
+/// parameter and takes a strong one.
+#[tokio::test]
+async fn an_allowed_pattern_with_look_ahead_is_checked_as_heat_checks_it() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = json!({
+        "heat_template_version": "2021-04-16",
+        "parameters": {"password": {
+            "type": "string",
+            "hidden": true,
+            "constraints": [{
+                "allowed_pattern": "^(?=.*[A-Z])(?=.*\\d)[A-Za-z\\d]{8,}$",
+                "description": "8 or more letters and digits, with a capital and a digit",
+            }],
+        }},
+        "resources": {"none": {"type": "OS::Heat::None"}},
+    });
+    let weak = heat
+        .post(
+            "/stacks",
+            json!({"stack_name": "vault", "template": template, "parameters": {"password": "password1"}}),
+        )
+        .await;
+    assert_eq!(weak.status, StatusCode::BAD_REQUEST, "{weak:?}");
+    assert!(
+        weak.message().contains("password")
+            && weak.message().contains("with a capital and a digit"),
+        "{weak:?}"
+    );
+    let strong = heat
+        .post(
+            "/stacks",
+            json!({"stack_name": "vault", "template": template, "parameters": {"password": "Password1"}}),
+        )
+        .await;
+    assert_eq!(strong.status, StatusCode::CREATED, "{strong:?}");
+}
+
 #[tokio::test]
 async fn a_duplicate_name_is_409_and_a_wrong_name_for_an_id_is_404() {
     let ember = TestEmber::start().await;

@@ -3,7 +3,7 @@
 //! `length`, `modulo`, `allowed_values`, `allowed_pattern`,
 //! `custom_constraint`) and the parameter types each applies to.
 
-use regex::RegexBuilder;
+use fancy_regex::RegexBuilder;
 use serde_json::{Map, Number, Value};
 
 use super::constraints::{ConstraintRule, ParameterConstraint};
@@ -23,6 +23,11 @@ const CONSTRAINT_KINDS: [&str; 6] = [
 /// Compiled patterns larger than this are refused so a template cannot make
 /// the engine build an enormous automaton.
 const MAX_PATTERN_PROGRAM_BYTES: usize = 1 << 20;
+
+/// How far a pattern with look-around or backreferences may backtrack on
+/// one value before the check gives up (a catastrophic pattern costs a
+/// refusal, not the engine's time).
+const MAX_PATTERN_BACKTRACKS: usize = 100_000;
 
 impl ParameterConstraint {
     /// Parses one entry of a parameter's `constraints` list found at `path`.
@@ -273,8 +278,13 @@ fn parse_pattern(body: &Value, path: &str) -> Result<ConstraintRule, TemplateErr
             ),
         ));
     };
-    let regex = RegexBuilder::new(&format!(r"\A(?:{pattern})\z"))
-        .size_limit(MAX_PATTERN_PROGRAM_BYTES)
+    // Heat checks `re.match(pattern, value)` and that the match ends at
+    // the value's end: anchored at the start, the first match a
+    // backtracking engine finds (so `a|ab` refuses "ab", as in Heat), with
+    // Python's look-around and backreferences.
+    let regex = RegexBuilder::new(&format!(r"\A(?:{pattern})"))
+        .delegate_size_limit(MAX_PATTERN_PROGRAM_BYTES)
+        .backtrack_limit(MAX_PATTERN_BACKTRACKS)
         .build()
         .map_err(|error| {
             TemplateError::new(
@@ -408,7 +418,7 @@ mod tests {
         );
         assert!(
             parse_error(
-                json!({"allowed_pattern": "a{1000}{1000}"}),
+                json!({"allowed_pattern": "(?:\\w{1000}){1000}"}),
                 ParameterType::String
             )
             .message

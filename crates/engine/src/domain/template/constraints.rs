@@ -3,7 +3,7 @@
 //! coerced parameter values against it. Parsing is in
 //! `constraint_parsing.rs`.
 
-use regex::Regex;
+use fancy_regex::Regex;
 use serde_json::{Number, Value};
 
 use super::error::{describe_value, type_name};
@@ -35,8 +35,8 @@ pub enum ConstraintRule {
     AllowedValues(Vec<Value>),
     AllowedPattern {
         pattern: String,
-        /// The pattern anchored at both ends, because Heat requires the
-        /// whole value to match.
+        /// The pattern anchored at the start; Heat requires the first
+        /// match to end at the value's end.
         regex: Regex,
     },
     /// Accepted for compatibility; Ember does not check custom constraints.
@@ -152,8 +152,15 @@ impl ParameterConstraint {
             }
             ConstraintRule::AllowedPattern { pattern, regex } => {
                 let text = value.as_str()?;
-                (!regex.is_match(text))
-                    .then(|| format!("value {shown} does not match the pattern \"{pattern}\""))
+                match regex.find(text) {
+                    Ok(Some(found)) if found.end() == text.len() => None,
+                    Ok(_) => Some(format!(
+                        "value {shown} does not match the pattern \"{pattern}\""
+                    )),
+                    Err(error) => Some(format!(
+                        "value {shown} could not be checked against the pattern \"{pattern}\": {error}"
+                    )),
+                }
             }
             ConstraintRule::CustomConstraint(_) => None,
         }
@@ -306,6 +313,66 @@ mod tests {
         );
         let alternation = constraint(json!({"allowed_pattern": "a|b"}), ParameterType::String);
         assert!(alternation.check(&json!("ab"), "x").is_err());
+    }
+
+    /// Heat evaluates a pattern with Python's `re.match` and wants the
+    /// match to end at the value's end: look-ahead and backreferences
+    /// work, `^`/`$` are allowed, and the first match found is the one
+    /// that counts (so `a|ab` refuses "ab" while `ab|a` takes it).
+    #[test]
+    fn allowed_pattern_reads_as_pythons_re_match() {
+        let password = constraint(
+            json!({"allowed_pattern": "^(?=.*[A-Z])(?=.*\\d)[A-Za-z\\d]{8,}$"}),
+            ParameterType::String,
+        );
+        assert!(password.check(&json!("Secret123"), "x").is_ok());
+        assert!(
+            password.check(&json!("secret123"), "x").is_err(),
+            "no capital"
+        );
+        assert!(password.check(&json!("Secret"), "x").is_err(), "too short");
+        let no_admin = constraint(
+            json!({"allowed_pattern": "(?!admin$)[a-z]+"}),
+            ParameterType::String,
+        );
+        assert!(no_admin.check(&json!("alice"), "x").is_ok());
+        assert!(no_admin.check(&json!("admin"), "x").is_err());
+        assert!(no_admin.check(&json!("admins"), "x").is_ok());
+        let doubled = constraint(
+            json!({"allowed_pattern": "(\\w)\\1"}),
+            ParameterType::String,
+        );
+        assert!(doubled.check(&json!("aa"), "x").is_ok());
+        assert!(doubled.check(&json!("ab"), "x").is_err());
+        let first = constraint(json!({"allowed_pattern": "a|ab"}), ParameterType::String);
+        assert!(
+            first.check(&json!("ab"), "x").is_err(),
+            "re.match takes \"a\""
+        );
+        let longer_first = constraint(json!({"allowed_pattern": "ab|a"}), ParameterType::String);
+        assert!(longer_first.check(&json!("ab"), "x").is_ok());
+        let named = constraint(
+            json!({"allowed_pattern": "(?P<zone>[a-z]+)-(?P=zone)"}),
+            ParameterType::String,
+        );
+        assert!(named.check(&json!("az-az"), "x").is_ok());
+        assert!(named.check(&json!("az-bz"), "x").is_err());
+    }
+
+    /// A pattern that backtracks without end is refused for the value,
+    /// with a reason, instead of holding the engine.
+    #[test]
+    fn a_catastrophic_pattern_gives_up_with_a_reason() {
+        let catastrophic = constraint(
+            json!({"allowed_pattern": "(?=x?)(a+)+$"}),
+            ParameterType::String,
+        );
+        let started = std::time::Instant::now();
+        let refused = catastrophic
+            .check(&json!(format!("{}b", "a".repeat(40))), "v")
+            .unwrap_err();
+        assert!(refused.contains("could not be checked"), "{refused}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
