@@ -457,6 +457,31 @@ async fn preview_validate_resource_types_and_build_info_answer_in_heat_shapes() 
         .await;
     assert_eq!(invalid.status, StatusCode::BAD_REQUEST, "{invalid:?}");
     assert!(invalid.message().contains("resources.a"), "{invalid:?}");
+    // A parameter without a value does not hide an unknown type (Heat
+    // reports it either way); without the unknown type the same template
+    // validates, its parameter reported without a value.
+    let template = |resource_type: &str| {
+        json!({"heat_template_version": "2018-08-31",
+            "parameters": {"flavor": {"type": "string"}},
+            "resources": {"a": {"type": resource_type, "properties": {}}}})
+    };
+    let invalid = heat
+        .post("/validate", json!({"template": template("OS::No::Such")}))
+        .await;
+    assert_eq!(invalid.status, StatusCode::BAD_REQUEST, "{invalid:?}");
+    assert!(
+        invalid.message().contains("resources.a.type")
+            && invalid.message().contains("OS::No::Such"),
+        "{invalid:?}"
+    );
+    let valid = heat
+        .post("/validate", json!({"template": template("OS::Heat::None")}))
+        .await;
+    assert_eq!(valid.status, StatusCode::OK, "{valid:?}");
+    assert!(
+        valid.body["Parameters"]["flavor"].get("Value").is_none(),
+        "{valid:?}"
+    );
 
     let types = heat.get("/resource_types").await;
     let types = types.body["resource_types"]

@@ -88,44 +88,13 @@ impl ParsedStack {
             let Some(resource_definition) = template.resources.get(name) else {
                 continue;
             };
-            let path = format!("resources.{name}.type");
-            let type_name = match environment
-                .resolve_type(name, &resource_definition.resource_type)?
-            {
-                ResolvedType::Builtin(type_name) => type_name,
-                ResolvedType::TemplateResource { file } => {
-                    let Some(text) = definition.files.get(&file) else {
-                        return Err(TemplateError::new(
-                            path,
-                            format!(
-                                "template file {file:?} is not among the files sent with the stack"
-                            ),
-                        ));
-                    };
-                    check_template_resource_properties(
-                        text,
-                        &file,
-                        &resource_definition.properties,
-                        name,
-                    )?;
-                    file
-                }
-            };
-            let Some(resource_type) = registry.get(&type_name) else {
-                if let Some(why) = registry.why_not_offered(&type_name) {
-                    return Err(TemplateError::new(
-                        path,
-                        format!("{type_name} is not offered here: {why}"),
-                    ));
-                }
-                return Err(TemplateError::new(
-                    path,
-                    format!(
-                        "unknown resource type {:?}: GET /resource_types lists the available ones",
-                        ember_runtime::quote::quoted(&type_name)
-                    ),
-                ));
-            };
+            let (type_name, resource_type) = resolve_resource_type(
+                definition,
+                &environment,
+                registry,
+                name,
+                resource_definition,
+            )?;
             check_property_names(
                 resource_type.schema(),
                 &resource_definition.properties,
@@ -149,6 +118,78 @@ impl ParsedStack {
             resource_types,
         })
     }
+}
+
+impl ParsedStack {
+    /// Checks that every resource of the template names a type this
+    /// engine offers (a template resource: a file sent with it), without
+    /// parameter values: what validate still checks when some parameter
+    /// has none, as Heat's does.
+    pub fn check_resource_types(
+        definition: &StackDefinition,
+        registry: &ResourceTypeRegistry,
+    ) -> Result<(), TemplateError> {
+        let template = Template::from_value(definition.template.clone())?;
+        let environment = Environment::from_value(definition.environment.clone())?;
+        for (name, resource_definition) in &template.resources {
+            resolve_resource_type(
+                definition,
+                &environment,
+                registry,
+                name,
+                resource_definition,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The type resource `name` is made with (the environment's mapping
+/// applied): its name and the registry's implementation, or why it is not
+/// offered.
+fn resolve_resource_type<'r>(
+    definition: &StackDefinition,
+    environment: &Environment,
+    registry: &'r ResourceTypeRegistry,
+    name: &str,
+    resource_definition: &crate::domain::template::ResourceDefinition,
+) -> Result<
+    (
+        String,
+        &'r std::sync::Arc<dyn crate::resources::ResourceType>,
+    ),
+    TemplateError,
+> {
+    let path = format!("resources.{name}.type");
+    let type_name = match environment.resolve_type(name, &resource_definition.resource_type)? {
+        ResolvedType::Builtin(type_name) => type_name,
+        ResolvedType::TemplateResource { file } => {
+            let Some(text) = definition.files.get(&file) else {
+                return Err(TemplateError::new(
+                    path,
+                    format!("template file {file:?} is not among the files sent with the stack"),
+                ));
+            };
+            check_template_resource_properties(text, &file, &resource_definition.properties, name)?;
+            file
+        }
+    };
+    let Some(resource_type) = registry.get(&type_name) else {
+        if let Some(why) = registry.why_not_offered(&type_name) {
+            return Err(TemplateError::new(
+                path,
+                format!("{type_name} is not offered here: {why}"),
+            ));
+        }
+        return Err(TemplateError::new(
+            path,
+            format!(
+                "unknown resource type {:?}: GET /resource_types lists the available ones",
+                ember_runtime::quote::quoted(&type_name)
+            ),
+        ));
+    };
+    Ok((type_name, resource_type))
 }
 
 /// Refuses what the type cannot honour on this backend among the

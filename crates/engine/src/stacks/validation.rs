@@ -59,6 +59,9 @@ impl StackOperations {
         let template = match parsed {
             Ok(parsed) => parsed.template,
             Err(error) if error.path.starts_with("parameters") => {
+                // The resource types are still checked (Heat reports an
+                // unknown type whatever the parameters say).
+                ParsedStack::check_resource_types(&definition, self.registry())?;
                 Template::from_value(definition.template.clone())?
             }
             Err(error) => return Err(error.into()),
