@@ -34,6 +34,36 @@ fn run_request(ember: &TestEmber) -> tonic::Request<pb::RunPreOperationsRequest>
     request
 }
 
+/// A test plug-in `name` that answers as `behaviour`, registered through
+/// the gateway by the admin for `operations` (none: every operation).
+async fn registered_plugin(
+    ember: &TestEmber,
+    journal: &CallJournal,
+    name: &str,
+    behaviour: Behaviour,
+    operations: &[StackOperation],
+) -> TestPlugin {
+    let plugin = TestPlugin::start(name, behaviour, journal)
+        .await
+        .expect("test plugin");
+    PluginRegistryServiceClient::new(ember.gateway_channel().await)
+        .register_plugin(with_bearer(
+            pb::RegisterPluginRequest {
+                name: name.to_owned(),
+                endpoint: plugin.endpoint.clone(),
+                operations: operations
+                    .iter()
+                    .map(|operation| *operation as i32)
+                    .collect(),
+                ..pb::RegisterPluginRequest::default()
+            },
+            ember.admin_token(),
+        ))
+        .await
+        .expect("registered");
+    plugin
+}
+
 #[tokio::test]
 async fn an_admin_updates_and_deregisters_plugins_through_the_gateway() {
     let ember = TestEmber::start().await;
@@ -273,40 +303,16 @@ async fn gateway_changes_reach_the_runner_which_only_the_engine_can_call() {
 async fn allowed_asks_every_plugin_in_its_dry_run_mode() {
     use crate::orchestration::HeatRest;
     let ember = TestEmber::start().await;
-    let admin = ember.admin_token().to_owned();
     let journal = CallJournal::default();
-    let gatekeeper = TestPlugin::start(
+    let _gatekeeper = registered_plugin(
+        &ember,
+        &journal,
         "gatekeeper",
         Behaviour::Deny("closed for maintenance".into()),
-        &journal,
+        &[StackOperation::Delete],
     )
-    .await
-    .expect("test plugin");
-    let auditor = TestPlugin::start("auditor", Behaviour::Allow, &journal)
-        .await
-        .expect("test plugin");
-    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
-    for (name, endpoint, operations) in [
-        (
-            "gatekeeper",
-            &gatekeeper.endpoint,
-            vec![StackOperation::Delete as i32],
-        ),
-        ("auditor", &auditor.endpoint, vec![]),
-    ] {
-        plugins
-            .register_plugin(with_bearer(
-                pb::RegisterPluginRequest {
-                    name: name.to_owned(),
-                    endpoint: endpoint.clone(),
-                    operations,
-                    ..pb::RegisterPluginRequest::default()
-                },
-                &admin,
-            ))
-            .await
-            .expect("registered");
-    }
+    .await;
+    let _auditor = registered_plugin(&ember, &journal, "auditor", Behaviour::Allow, &[]).await;
     let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
     let stack = member
         .create_stack("guarded", serde_json::json!({"greeting": "hi"}))
@@ -370,26 +376,14 @@ async fn an_admin_breaks_glass_through_a_failing_plugin() {
     let ember = TestEmber::start().await;
     let admin = ember.admin_token().to_owned();
     let journal = CallJournal::default();
-    let gatekeeper = TestPlugin::start(
+    let gatekeeper = registered_plugin(
+        &ember,
+        &journal,
         "gatekeeper",
         Behaviour::Deny("change freeze".into()),
-        &journal,
+        &[StackOperation::Update, StackOperation::Delete],
     )
-    .await
-    .expect("test plugin");
-    let mut plugins = PluginRegistryServiceClient::new(ember.gateway_channel().await);
-    plugins
-        .register_plugin(with_bearer(
-            pb::RegisterPluginRequest {
-                name: "gatekeeper".to_owned(),
-                endpoint: gatekeeper.endpoint.clone(),
-                operations: vec![StackOperation::Update as i32, StackOperation::Delete as i32],
-                ..pb::RegisterPluginRequest::default()
-            },
-            &admin,
-        ))
-        .await
-        .expect("registered");
+    .await;
     let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
     let stack = member
         .create_stack("frozen", json!({"greeting": "hi"}))

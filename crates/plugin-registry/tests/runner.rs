@@ -130,6 +130,14 @@ impl Registry {
             .into_inner()
     }
 
+    /// Registers `plugins` with ordinals 1, 2, … in the order given.
+    async fn register_in_order(&self, plugins: &[TestPlugin]) {
+        for (ordinal, test_plugin) in (1..).zip(plugins) {
+            self.register(plugin(&test_plugin.name, &test_plugin.endpoint, ordinal))
+                .await;
+        }
+    }
+
     async fn update(&self, request: pb::UpdatePluginRequest) -> pb::Plugin {
         self.registry()
             .update_plugin(self.admin(request))
@@ -331,11 +339,7 @@ async fn a_deny_in_fail_mode_stops_the_chain_and_unwinds_the_passed_plugins_in_r
         ],
     )
     .await;
-    for (ordinal, test_plugin) in (1..).zip(&plugins) {
-        registry
-            .register(plugin(&test_plugin.name, &test_plugin.endpoint, ordinal))
-            .await;
-    }
+    registry.register_in_order(&plugins).await;
 
     let answer = registry.pre(StackOperation::Create, "team-a").await;
     assert!(!answer.allowed);
@@ -393,11 +397,7 @@ async fn under_a_break_glass_every_plugin_is_called_and_the_stops_are_reported_n
         ],
     )
     .await;
-    for (ordinal, test_plugin) in (1..).zip(&plugins) {
-        registry
-            .register(plugin(&test_plugin.name, &test_plugin.endpoint, ordinal))
-            .await;
-    }
+    registry.register_in_order(&plugins).await;
     let request = |break_glass: bool, dry_run: bool| pb::RunPreOperationsRequest {
         operation: StackOperation::Delete as i32,
         project_id: "team-a".to_owned(),

@@ -1,7 +1,9 @@
 //! The CloudFormation template format (issue 16): a stack made from an
 //! `AWSTemplateFormatVersion: 2010-09-09` template with every function
 //! Heat's CFN format has, conditions, pseudo-parameters and a nested
-//! `AWS::CloudFormation::Stack`; bad CFN refused up front.
+//! `AWS::CloudFormation::Stack`; `Mappings` read by `Fn::FindInMap`
+//! with keys written out, `AWS::Region` and a parameter's value; bad CFN
+//! refused up front.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -133,7 +135,7 @@ async fn a_cloudformation_template_runs_with_every_function() {
             json!({"AWSTemplateFormatVersion": "2010-09-09",
                 "Resources": {"r": {"Type": "OS::Heat::Value",
                     "Properties": {"value": {"Fn::FindInMap": ["m", "a", "b"]}}}}}),
-            "Fn::FindInMap",
+            "Fn::FindInMap: there is no mapping \"m\"",
         ),
     ] {
         let refused = heat
@@ -148,5 +150,85 @@ async fn a_cloudformation_template_runs_with_every_function() {
             "{expected}: {refused:?}"
         );
     }
+    ember.stop().await;
+}
+
+/// The AWS sample templates' pattern: an image by region and by the
+/// architecture an instance type maps to — keys written out, the region,
+/// and a parameter's value (chosen when the stack resolves; a value that
+/// is no key of the mapping fails the resource, naming the mapping).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mappings_are_read_by_find_in_map() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let template = json!({
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Parameters": {"InstanceType": {"Type": "String", "Default": "m1.small"}},
+        "Mappings": {
+            "InstanceTypeArch": {"m1.small": {"Arch": "64"}, "t1.micro": {"Arch": "32"}},
+            "RegionArchImage": {"RegionOne": {"32": "cirros-32", "64": "cirros-64"},
+                                "us-east-1": {"32": "ami-1", "64": "ami-2"}},
+        },
+        "Resources": {"Image": {"Type": "OS::Heat::Value", "Properties": {"value": {
+            "Fn::FindInMap": ["RegionArchImage", {"Ref": "AWS::Region"},
+                {"Fn::FindInMap": ["InstanceTypeArch", {"Ref": "InstanceType"}, "Arch"]}]}}}},
+        "Outputs": {
+            "Image": {"Value": {"Fn::GetAtt": ["Image", "value"]}},
+            "Written": {"Value": {"Fn::FindInMap": ["RegionArchImage", "us-east-1", "32"]}},
+        },
+    });
+    for (name, parameters, image) in [
+        ("mapped", json!({}), "cirros-64"),
+        (
+            "mapped-micro",
+            json!({"InstanceType": "t1.micro"}),
+            "cirros-32",
+        ),
+    ] {
+        let created = heat
+            .post(
+                "/stacks",
+                json!({"stack_name": name, "template": template, "parameters": parameters}),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{created:?}");
+        let stack = format!(
+            "/stacks/{name}/{}",
+            created.body["stack"]["id"].as_str().expect("id")
+        );
+        let settled = heat.wait_until_settled(&stack).await;
+        assert_eq!(settled["stack_status"], "CREATE_COMPLETE", "{settled}");
+        let output = heat.get(&format!("{stack}/outputs/Image")).await;
+        assert_eq!(output.body["output"]["output_value"], image, "{output:?}");
+        let written = heat.get(&format!("{stack}/outputs/Written")).await;
+        assert_eq!(
+            written.body["output"]["output_value"], "ami-1",
+            "{written:?}"
+        );
+    }
+    let refused = heat
+        .post(
+            "/stacks",
+            json!({"stack_name": "unmapped", "template": template,
+                "parameters": {"InstanceType": "x9.huge"}}),
+        )
+        .await;
+    // Accepted (the value is only known when the stack resolves), and the
+    // resource fails naming the mapping and its keys.
+    assert_eq!(refused.status, StatusCode::CREATED, "{refused:?}");
+    let stack = format!(
+        "/stacks/unmapped/{}",
+        refused.body["stack"]["id"].as_str().expect("id")
+    );
+    let settled = heat.wait_until_settled(&stack).await;
+    assert_eq!(settled["stack_status"], "CREATE_FAILED", "{settled}");
+    assert!(
+        settled["stack_status_reason"]
+            .as_str()
+            .is_some_and(|reason| {
+                reason.contains("not a key of mapping InstanceTypeArch (m1.small, t1.micro)")
+            }),
+        "{settled}"
+    );
     ember.stop().await;
 }

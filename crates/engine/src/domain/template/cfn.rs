@@ -17,6 +17,7 @@
 //! | `Fn::GetAZs` | `["nova"]`: Ember has one availability zone |
 //! | `Fn::Select` | the item, when the list is written out, a parameter or an attribute (a path into it) |
 //! | `Fn::MemberListToMap` | the map, when the list is written out |
+//! | `Mappings`, `Fn::FindInMap` | the value, for keys written out (or `AWS::Region`); for a key a parameter gives, `if` … `equals` over the mapping's keys |
 //!
 //! Pseudo-parameters: `AWS::StackName` and `AWS::StackId` are the stack's
 //! (`OS::stack_name`, `OS::stack_id`), `AWS::Region` is `RegionOne`.
@@ -148,8 +149,21 @@ pub fn translate(document: &Map<String, Value>) -> Result<Map<String, Value>, Te
     super::document::only_known_sections(document, &TOP_LEVEL_KEYS)?;
     let parameters = section(document, "Parameters")?;
     let resources = section(document, "Resources")?;
+    let mappings = section(document, "Mappings")?;
+    for (name, mapping) in mappings {
+        if !mapping.is_object() {
+            return Err(TemplateError::new(
+                format!("Mappings.{name}"),
+                format!(
+                    "a mapping is a map of keys to maps, found {}",
+                    super::error::describe_value(mapping)
+                ),
+            ));
+        }
+    }
     let translator = Translator {
         parameters: parameters.keys().cloned().collect(),
+        mappings: mappings.clone(),
         nested_stacks: resources
             .iter()
             .filter(|(_, definition)| {
@@ -379,6 +393,8 @@ fn parameter(name: &str, definition: &Value) -> Result<Value, TemplateError> {
 
 struct Translator {
     parameters: Vec<String>,
+    /// The `Mappings` section, for `Fn::FindInMap`.
+    mappings: Map<String, Value>,
     nested_stacks: Vec<String>,
 }
 
@@ -569,13 +585,37 @@ impl Translator {
             "Fn::GetAZs" => Ok(json!(["nova"])),
             "Fn::Select" => arguments(2).and_then(|args| select(args, &path)),
             "Fn::MemberListToMap" => arguments(3).and_then(|args| member_list_to_map(args, &path)),
-            "Fn::FindInMap" => Err(TemplateError::new(
-                path.as_str(),
-                "Fn::FindInMap is not supported by Ember: write the value, or use a parameter",
-            )),
+            "Fn::FindInMap" => arguments(3).and_then(|args| self.find_in_map(&args, &path)),
             _ => return None,
         };
         Some(translated)
+    }
+
+    /// `Fn::FindInMap: [map, top-level key, second-level key]`: the value,
+    /// when the keys are written out (or `AWS::Region`); a key another
+    /// function gives (a parameter's value) becomes a choice among the
+    /// mapping's keys (`if` … `equals`), which fails, naming the mapping,
+    /// for a value that is not one of them.
+    fn find_in_map(&self, args: &[Value], path: &str) -> Result<Value, TemplateError> {
+        let [name, top, second] = args else {
+            return Err(TemplateError::new(path, "Fn::FindInMap takes 3 arguments"));
+        };
+        let Value::String(name) = name else {
+            return Err(TemplateError::new(
+                format!("{path}[0]"),
+                format!(
+                    "Fn::FindInMap names a mapping of the Mappings section, found {}",
+                    super::error::describe_value(name)
+                ),
+            ));
+        };
+        let Some(mapping) = self.mappings.get(name) else {
+            return Err(TemplateError::new(
+                format!("{path}[0]"),
+                format!("Fn::FindInMap: there is no mapping {name:?} in the Mappings section"),
+            ));
+        };
+        look_up(name, mapping, &[top, second], path)
     }
 
     fn reference(&self, argument: &Value, path: &str) -> Result<Value, TemplateError> {
@@ -646,6 +686,83 @@ fn nested_stack_properties(properties: Option<&Value>, path: &str) -> Result<Val
         hot.insert("timeout".to_owned(), timeout.clone());
     }
     Ok(Value::Object(hot))
+}
+
+/// How a lookup's failure begins: the parameter its last branch asks for,
+/// which does not exist, names the mapping and its keys.
+pub(super) const NOT_A_KEY: &str = "Fn::FindInMap: the value given is not a key of mapping";
+
+/// The value under `keys` in `level` of mapping `name`: looked up now for a
+/// key written out, chosen at resolution (`if` … `equals` over the
+/// level's keys) for a key a function gives.
+fn look_up(name: &str, level: &Value, keys: &[&Value], path: &str) -> Result<Value, TemplateError> {
+    let Some((key, rest)) = keys.split_first() else {
+        return Ok(level.clone());
+    };
+    let Value::Object(entries) = level else {
+        return Err(TemplateError::new(
+            path,
+            format!(
+                "Fn::FindInMap: mapping {name:?} is not two levels of keys here: found {}",
+                super::error::describe_value(level)
+            ),
+        ));
+    };
+    let literal = match key {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        _ => None,
+    };
+    if let Value::Object(function) = key
+        && function.len() == 1
+    {
+        // A key another lookup chooses (nested Fn::FindInMap): the choice
+        // is made first and this lookup done in each of its branches (a
+        // condition cannot hold an `if`); its failure stays a failure.
+        if let Some(Value::Array(branches)) = function.get("if")
+            && let [condition, when_true, when_false] = branches.as_slice()
+        {
+            let with_key = |chosen: &Value| -> Result<Value, TemplateError> {
+                let keys: Vec<&Value> = std::iter::once(chosen)
+                    .chain(rest.iter().copied())
+                    .collect();
+                look_up(name, level, &keys, path)
+            };
+            return Ok(json!({"if": [condition, with_key(when_true)?, with_key(when_false)?]}));
+        }
+        if function
+            .get("get_param")
+            .and_then(Value::as_str)
+            .is_some_and(|marker| marker.starts_with(NOT_A_KEY))
+        {
+            return Ok((*key).clone());
+        }
+    }
+    if let Some(literal) = literal {
+        let Some(next) = entries.get(&literal) else {
+            return Err(TemplateError::new(
+                path,
+                format!("Fn::FindInMap: mapping {name:?} has no key {literal:?}"),
+            ));
+        };
+        return look_up(name, next, rest, path);
+    }
+    // Resolved with the stack: a parameter's value picks the entry; a
+    // value that is none of the keys fails the resolution, naming them.
+    let known: Vec<&str> = entries.keys().map(String::as_str).collect();
+    let mut chosen = json!({"get_param": format!(
+        "{NOT_A_KEY} {name} ({})",
+        known.join(", ")
+    )});
+    for (entry_key, next) in entries.iter().rev() {
+        chosen = json!({"if": [
+            {"equals": [(*key).clone(), entry_key]},
+            look_up(name, next, rest, path)?,
+            chosen,
+        ]});
+    }
+    Ok(chosen)
 }
 
 /// `Fn::Select: [index, list]` as a written-out item, or a path into a
@@ -881,7 +998,17 @@ mod tests {
             (
                 json!({"AWSTemplateFormatVersion": "2010-09-09", "Resources": {"r": {"Type": "X",
                 "Properties": {"a": {"Fn::FindInMap": ["m", "k", "v"]}}}}}),
-                "Fn::FindInMap is not supported",
+                "there is no mapping \"m\" in the Mappings section",
+            ),
+            (
+                json!({"AWSTemplateFormatVersion": "2010-09-09", "Mappings": {"m": {"k": {"v": 1}}},
+                "Resources": {"r": {"Type": "X", "Properties": {"a": {"Fn::FindInMap": ["m", "k", "w"]}}}}}),
+                "mapping \"m\" has no key \"w\"",
+            ),
+            (
+                json!({"AWSTemplateFormatVersion": "2010-09-09", "Mappings": {"m": ["k"]},
+                "Resources": {}}),
+                "a mapping is a map of keys to maps",
             ),
             (
                 json!({"AWSTemplateFormatVersion": "2010-09-09", "Resources": {"r": {"Type": "X",

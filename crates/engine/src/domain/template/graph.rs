@@ -264,7 +264,10 @@ impl Template {
                 }
                 ReferenceKind::GetParam => (
                     self.parameters.contains_key(&reference.name)
-                        || PSEUDO_PARAMETERS.contains(&reference.name.as_str()),
+                        || PSEUDO_PARAMETERS.contains(&reference.name.as_str())
+                        // A CFN lookup's failure branch, which fails only
+                        // when a value chooses it.
+                        || reference.name.starts_with(super::cfn::NOT_A_KEY),
                     "get_param",
                 ),
                 ReferenceKind::Condition => {
