@@ -46,8 +46,12 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 100_000)]
         locks: usize,
         /// Lock instances instead of clusters
-        #[arg(long)]
+        #[arg(long, conflicts_with = "stacks")]
         instances: bool,
+        /// Lock stacks (of one OS::Heat::None) instead of clusters: each
+        /// expiry is an UNLOCK operation (try --locks 10000)
+        #[arg(long)]
+        stacks: bool,
         /// Of which expire at the same moment
         #[arg(long, default_value_t = 1_000)]
         expiring: usize,
@@ -265,11 +269,14 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
         BenchCommand::LockExpiry {
             locks,
             instances,
+            stacks,
             expiring,
             postgres,
         } => {
             let target = if instances {
                 lock_expiry::Target::Instances
+            } else if stacks {
+                lock_expiry::Target::Stacks
             } else {
                 lock_expiry::Target::Clusters
             };

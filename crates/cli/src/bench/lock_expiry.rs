@@ -1,7 +1,8 @@
 //! `ember bench lock-expiry`: the engine's expiry sweep at scale. 100,000
-//! clusters (or instances, `--instances`) under a maintenance lock (so the
-//! sweep's query runs over a large indexed table), of which 1,000 expire
-//! at the same moment; the engine's own sweeps (with the audit trail) run
+//! clusters (or instances, `--instances`, or stacks of one resource,
+//! `--stacks`, whose expiries are UNLOCK operations) under a maintenance
+//! lock (so the sweep's query runs over a large indexed table), of which
+//! 1,000 expire at the same moment; the engine's own sweeps (with the audit trail) run
 //! as in a deployment. Prints how long after the expiry the last of the
 //! 1,000 was lifted, how long lifting them took, and checks that exactly
 //! those were lifted, once each, with one audit record each.
@@ -43,6 +44,7 @@ const EXPIRES_AFTER: Duration = Duration::from_secs(3);
 pub enum Target {
     Clusters,
     Instances,
+    Stacks,
 }
 
 impl Target {
@@ -50,6 +52,7 @@ impl Target {
         match self {
             Target::Clusters => "clusters",
             Target::Instances => "instances",
+            Target::Stacks => "stacks",
         }
     }
 
@@ -58,12 +61,14 @@ impl Target {
         match self {
             Target::Clusters => "maintenance_lock IS NOT NULL",
             Target::Instances => "locked",
+            // Until its UNLOCK completes.
+            Target::Stacks => "(lock_level IS NOT NULL OR status <> 'COMPLETE')",
         }
     }
 
     fn id_column(self) -> &'static str {
         match self {
-            Target::Clusters => "id",
+            Target::Clusters | Target::Stacks => "id",
             Target::Instances => "uuid",
         }
     }
@@ -76,6 +81,12 @@ pub async fn run(
     postgres: Option<String>,
 ) -> Result<(), String> {
     let expiring = expiring.min(locks);
+    if target == Target::Stacks && postgres.is_some() {
+        return Err(
+            "--stacks runs on a temporary SQLite database only (the stacks it makes are not cleaned from a PostgreSQL one)"
+                .into(),
+        );
+    }
     let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let url = match &postgres {
         Some(url) => url.clone(),
@@ -117,12 +128,19 @@ pub async fn run(
     let started = Instant::now();
     // Clusters are made first and locked at once after; instances are
     // inserted locked (the expiry is set as the setup starts).
+    let shutdown = CancellationToken::new();
+    let (service, stacks) = cluster_service(&connection, store.clone(), &shutdown).await?;
     let made = match target {
         Target::Clusters => Some(create_clusters(&store, locks).await?),
+        Target::Stacks => Some(create_stacks(&connection, &stacks, locks).await?),
         Target::Instances => None,
     };
     let expires_at = Utc::now() + chrono::Duration::from_std(EXPIRES_AFTER).unwrap_or_default();
     let ids = match made {
+        Some(ids) if target == Target::Stacks => {
+            lock_stacks(&connection, &ids, expiring, expires_at).await?;
+            ids
+        }
         Some(ids) => {
             lock_all(&connection, &ids, expiring, expires_at).await?;
             ids
@@ -140,9 +158,8 @@ pub async fn run(
         ));
     }
 
-    let shutdown = CancellationToken::new();
-    let service = cluster_service(&connection, store.clone(), &shutdown).await?;
     dispatcher::spawn(service.clone(), shutdown.clone());
+    stacks.spawn_lock_expiry(shutdown.clone());
     let soon: Vec<Uuid> = ids[..expiring].to_vec();
     let mut first_lift = None;
     let deadline = Instant::now() + EXPIRES_AFTER + Duration::from_secs(60);
@@ -349,11 +366,105 @@ async fn lock_all(
     Ok(())
 }
 
+/// `count` stacks of one `OS::Heat::None`, made through the engine 16 at a
+/// time; returns once every one is CREATE_COMPLETE.
+async fn create_stacks(
+    connection: &DatabaseConnection,
+    stacks: &Arc<StackOperations>,
+    how_many: usize,
+) -> Result<Vec<Uuid>, String> {
+    let made: Vec<Result<Uuid, String>> = futures::stream::iter(0..how_many)
+        .map(|index| {
+            let stacks = stacks.clone();
+            async move {
+                let request = ember_engine::stacks::CreateStack {
+                    name: format!("expiry-{index}"),
+                    template: "heat_template_version: 2021-04-16\nresources:\n  none: {type: OS::Heat::None}\n".to_owned(),
+                    environment: String::new(),
+                    environment_files: Vec::new(),
+                    files: Default::default(),
+                    parameters: Default::default(),
+                    timeout_mins: None,
+                    disable_rollback: true,
+                    tags: Vec::new(),
+                    adopt_data: None,
+                };
+                stacks
+                    .create_stack(&owner(), request)
+                    .await
+                    .map(|stack| stack.id)
+                    .map_err(|error| error.to_string())
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let ids: Vec<Uuid> = made.into_iter().collect::<Result<_, _>>()?;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let complete = count(
+            connection,
+            "SELECT COUNT(*) FROM stacks WHERE project_id = 'bench-expiry' AND action = 'CREATE' AND status = 'COMPLETE'",
+            Vec::new(),
+        )
+        .await?;
+        if complete == ids.len() as i64 {
+            return Ok(ids);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "only {complete} of {} stacks created in 10 minutes",
+                ids.len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Locks every stack (LOCK_COMPLETE, level stacks, held by the bench's
+/// member), the first `expiring` until `expires_at`, the others for a day.
+async fn lock_stacks(
+    connection: &DatabaseConnection,
+    ids: &[Uuid],
+    expiring: usize,
+    expires_at: chrono::DateTime<Utc>,
+) -> Result<(), String> {
+    let backend = connection.get_database_backend();
+    let later = Utc::now() + chrono::Duration::days(1);
+    for (index, chunk) in ids.chunks(500).enumerate() {
+        let until = if index * 500 < expiring {
+            expires_at
+        } else {
+            later
+        };
+        let mut values: Vec<sea_orm::Value> =
+            vec![owner().user_id.into(), Utc::now().into(), until.into()];
+        values.extend(chunk.iter().map(|id| sea_orm::Value::from(*id)));
+        let list = (4..4 + chunk.len())
+            .map(|index| format!("${index}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        connection
+            .execute_raw(statement(
+                backend,
+                &format!(
+                    "UPDATE stacks SET action = 'LOCK', status = 'COMPLETE', lock_level = 'stacks', \
+                     locked_by_user = $1, locked_by_admin = false, locked_at = $2, lock_expires_at = $3 \
+                     WHERE id IN ({list})"
+                ),
+                values,
+            ))
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
+
 async fn cluster_service(
     connection: &DatabaseConnection,
     store: Arc<dyn ClusterStore>,
     shutdown: &CancellationToken,
-) -> Result<Arc<ClusterService>, String> {
+) -> Result<(Arc<ClusterService>, Arc<StackOperations>), String> {
     let instances = InstanceService::start(
         Arc::new(SqlInstanceStore::new(connection.clone())),
         &ember_engine::compute::simulated::SimulatedComputeConfig::default(),
@@ -372,7 +483,7 @@ async fn cluster_service(
     let service = ClusterService::with_settings(
         store,
         instances.clone(),
-        stacks,
+        stacks.clone(),
         hooks,
         DispatcherSettings::default(),
         engine_id,
@@ -382,8 +493,9 @@ async fn cluster_service(
         connection.clone(),
     )));
     instances.record_audit(trail.clone());
+    stacks.record_audit(trail.clone());
     service.record_audit(trail);
-    Ok(service)
+    Ok((service, stacks))
 }
 
 async fn count(
