@@ -2,7 +2,9 @@
 //! `domain::audit`, rows in `store::audit`).
 //!
 //! - Locks taken or renewed, unlocks and expiries are recorded by the code
-//!   that makes them, once they are accepted.
+//!   that makes them, once they are accepted — an expiry, and a stack's
+//!   lock change, in the very transaction that makes it
+//!   ([`AuditTrail::record_of`] builds the record a store writes).
 //! - Every refusal by admission of a user's operation is recorded with
 //!   what refused it ([`AuditSlot::admitted`]: the one way the services
 //!   ask admission).
@@ -11,9 +13,10 @@
 //!   operation a lock refused, when nothing but the lock stood in its way;
 //!   the lock stays. It is recorded *before* the operation runs and the
 //!   operation is refused if the record cannot be written: nobody breaks a
-//!   lock unseen. Every other record is written after the fact, and a
-//!   failure to write it is logged (and counted) without undoing what
-//!   happened.
+//!   lock unseen; one through a lifecycle plug-in, before the run goes
+//!   past it. The records not written with what they record (refusals,
+//!   cluster and instance lock changes) follow it, and a failure to write
+//!   one is logged (and counted) without undoing what happened.
 //!
 //! Reading: a caller reads their project's records; an admin may ask for
 //! every project's. Nothing changes or removes a record but retention.

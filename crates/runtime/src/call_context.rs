@@ -37,8 +37,8 @@ pub struct CallContext {
     /// Who asked for the break-glass (read from the call's identity
     /// headers only when it carries one): the work an operation runs after
     /// its call returned — a stack's lifecycle plug-ins — checks and
-    /// records the breaker from here.
-    pub breaker: Option<Identity>,
+    /// records who broke glass from here.
+    pub break_glass_caller: Option<Identity>,
 }
 
 tokio::task_local! {
@@ -72,7 +72,7 @@ impl CallContext {
             request_id: text(REQUEST_ID_HEADER)
                 .map(|id| id.chars().take(MAX_REQUEST_ID).collect())
                 .unwrap_or_default(),
-            breaker: break_glass
+            break_glass_caller: break_glass
                 .as_ref()
                 .and_then(|_| Identity::from_headers(headers).ok()),
             break_glass,
@@ -82,8 +82,8 @@ impl CallContext {
     /// The reason of an admin's break-glass, with the admin: `None` when
     /// the call carries none, or its caller is not an admin.
     pub fn admin_break_glass(&self) -> Option<(&Identity, &str)> {
-        match (&self.breaker, &self.break_glass) {
-            (Some(breaker), Some(reason)) if breaker.is_admin() => Some((breaker, reason)),
+        match (&self.break_glass_caller, &self.break_glass) {
+            (Some(caller), Some(reason)) if caller.is_admin() => Some((caller, reason)),
             _ => None,
         }
     }
@@ -216,11 +216,11 @@ mod tests {
             &mut headers,
         );
         let context = CallContext::from_headers(&headers);
-        let (breaker, reason) = context.admin_break_glass().expect("an admin's");
-        assert_eq!((breaker.user_id.as_str(), reason), ("root", "INC-7"));
+        let (caller, reason) = context.admin_break_glass().expect("an admin's");
+        assert_eq!((caller.user_id.as_str(), reason), ("root", "INC-7"));
         headers.remove(BREAK_GLASS_HEADER);
         assert_eq!(
-            CallContext::from_headers(&headers).breaker,
+            CallContext::from_headers(&headers).break_glass_caller,
             None,
             "the caller is read only with a break-glass"
         );

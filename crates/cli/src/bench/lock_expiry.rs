@@ -282,9 +282,9 @@ async fn create_locked_instances(
     let store = SqlInstanceStore::new(connection.clone());
     let later = Utc::now() + chrono::Duration::days(1);
     let mut ids = Vec::with_capacity(count);
-    for start in (0..count).step_by(500) {
-        let mut chunk = Vec::with_capacity(500);
-        for index in start..(start + 500).min(count) {
+    for start in (0..count).step_by(CHUNK) {
+        let mut chunk = Vec::with_capacity(CHUNK);
+        for index in start..(start + CHUNK).min(count) {
             let now = Utc::now();
             let new = NewInstance {
                 name: format!("expiry-{index}"),
@@ -328,42 +328,68 @@ async fn lock_all(
     expiring: usize,
     expires_at: chrono::DateTime<Utc>,
 ) -> Result<(), String> {
+    lock_in_chunks(connection, "clusters", ids, expiring, expires_at, |until| {
+        let lock = ClusterLock {
+            level: ClusterLockLevel::Clusters,
+            locked_by_user: owner().user_id,
+            locked_by_admin: false,
+            locked_at: Utc::now(),
+            reason: Some("bench".into()),
+            expires_at: Some(until),
+            locked_instances: Vec::new(),
+        };
+        let text = serde_json::to_string(&lock).map_err(|error| error.to_string())?;
+        Ok((
+            "maintenance_lock = $1, lock_expires_at = $2",
+            vec![text.into(), until.into()],
+        ))
+    })
+    .await
+}
+
+/// Sets `table`'s lock on the rows `ids` names, 500 at a time: `set` gives
+/// the SET clause (placeholders `$1`…) and its values for a lock until a
+/// time — `expires_at` for the first `expiring`, a day for the others.
+async fn lock_in_chunks(
+    connection: &DatabaseConnection,
+    table: &str,
+    ids: &[Uuid],
+    expiring: usize,
+    expires_at: chrono::DateTime<Utc>,
+    set: impl Fn(chrono::DateTime<Utc>) -> Result<(&'static str, Vec<sea_orm::Value>), String>,
+) -> Result<(), String> {
     let backend = connection.get_database_backend();
-    let lock = |until: chrono::DateTime<Utc>| ClusterLock {
-        level: ClusterLockLevel::Clusters,
-        locked_by_user: owner().user_id,
-        locked_by_admin: false,
-        locked_at: Utc::now(),
-        reason: Some("bench".into()),
-        expires_at: Some(until),
-        locked_instances: Vec::new(),
-    };
     let later = Utc::now() + chrono::Duration::days(1);
-    for (index, chunk) in ids.chunks(500).enumerate() {
-        let until = if index * 500 < expiring {
+    for (index, chunk) in ids.chunks(CHUNK).enumerate() {
+        let until = if index * CHUNK < expiring {
             expires_at
         } else {
             later
         };
-        let text = serde_json::to_string(&lock(until)).map_err(|error| error.to_string())?;
-        let mut values: Vec<sea_orm::Value> = vec![text.into(), until.into()];
+        let (clause, mut values) = set(until)?;
+        let list = placeholders(values.len() + 1, chunk.len());
         values.extend(chunk.iter().map(|id| sea_orm::Value::from(*id)));
-        let list = (3..3 + chunk.len())
-            .map(|index| format!("${index}"))
-            .collect::<Vec<_>>()
-            .join(", ");
         connection
             .execute_raw(statement(
                 backend,
-                &format!(
-                    "UPDATE clusters SET maintenance_lock = $1, lock_expires_at = $2 WHERE id IN ({list})"
-                ),
+                &format!("UPDATE {table} SET {clause} WHERE id IN ({list})"),
                 values,
             ))
             .await
             .map_err(|error| error.to_string())?;
     }
     Ok(())
+}
+
+/// How many rows one statement names.
+const CHUNK: usize = 500;
+
+/// `$first, $first+1, …`: `count` placeholders.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|index| format!("${index}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `count` stacks of one `OS::Heat::None`, made through the engine 16 at a
@@ -429,35 +455,14 @@ async fn lock_stacks(
     expiring: usize,
     expires_at: chrono::DateTime<Utc>,
 ) -> Result<(), String> {
-    let backend = connection.get_database_backend();
-    let later = Utc::now() + chrono::Duration::days(1);
-    for (index, chunk) in ids.chunks(500).enumerate() {
-        let until = if index * 500 < expiring {
-            expires_at
-        } else {
-            later
-        };
-        let mut values: Vec<sea_orm::Value> =
-            vec![owner().user_id.into(), Utc::now().into(), until.into()];
-        values.extend(chunk.iter().map(|id| sea_orm::Value::from(*id)));
-        let list = (4..4 + chunk.len())
-            .map(|index| format!("${index}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        connection
-            .execute_raw(statement(
-                backend,
-                &format!(
-                    "UPDATE stacks SET action = 'LOCK', status = 'COMPLETE', lock_level = 'stacks', \
-                     locked_by_user = $1, locked_by_admin = false, locked_at = $2, lock_expires_at = $3 \
-                     WHERE id IN ({list})"
-                ),
-                values,
-            ))
-            .await
-            .map_err(|error| error.to_string())?;
-    }
-    Ok(())
+    lock_in_chunks(connection, "stacks", ids, expiring, expires_at, |until| {
+        Ok((
+            "action = 'LOCK', status = 'COMPLETE', lock_level = 'stacks', locked_by_user = $1, \
+             locked_by_admin = false, locked_at = $2, lock_expires_at = $3",
+            vec![owner().user_id.into(), Utc::now().into(), until.into()],
+        ))
+    })
+    .await
 }
 
 async fn cluster_service(
@@ -519,11 +524,8 @@ async fn lifted_count(
     ids: &[Uuid],
 ) -> Result<usize, String> {
     let mut lifted = 0;
-    for chunk in ids.chunks(500) {
-        let list = (1..=chunk.len())
-            .map(|index| format!("${index}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+    for chunk in ids.chunks(CHUNK) {
+        let list = placeholders(1, chunk.len());
         lifted += count(
             connection,
             &format!(

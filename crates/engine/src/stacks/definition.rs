@@ -127,18 +127,12 @@ impl ParsedStack {
     /// has none, as Heat's does.
     pub fn check_resource_types(
         definition: &StackDefinition,
+        template: &Template,
+        environment: &Environment,
         registry: &ResourceTypeRegistry,
     ) -> Result<(), TemplateError> {
-        let template = Template::from_value(definition.template.clone())?;
-        let environment = Environment::from_value(definition.environment.clone())?;
         for (name, resource_definition) in &template.resources {
-            resolve_resource_type(
-                definition,
-                &environment,
-                registry,
-                name,
-                resource_definition,
-            )?;
+            resolve_resource_type(definition, environment, registry, name, resource_definition)?;
         }
         Ok(())
     }

@@ -56,17 +56,23 @@ impl StackOperations {
             super::remote::check_remote_stacks(parsed, &definition, &self.shared.region)?;
         }
         // Missing parameter values are fine for validate: report the schema.
-        let template = match parsed {
-            Ok(parsed) => parsed.template,
+        let (template, environment) = match parsed {
+            Ok(parsed) => (parsed.template, parsed.environment),
             Err(error) if error.path.starts_with("parameters") => {
+                let template = Template::from_value(definition.template.clone())?;
+                let environment = Environment::from_value(definition.environment.clone())?;
                 // The resource types are still checked (Heat reports an
                 // unknown type whatever the parameters say).
-                ParsedStack::check_resource_types(&definition, self.registry())?;
-                Template::from_value(definition.template.clone())?
+                ParsedStack::check_resource_types(
+                    &definition,
+                    &template,
+                    &environment,
+                    self.registry(),
+                )?;
+                (template, environment)
             }
             Err(error) => return Err(error.into()),
         };
-        let environment = Environment::from_value(definition.environment.clone())?;
         // The values the caller gave: the request's over the environment's.
         let mut given = environment.parameters.clone();
         given.extend(definition.parameters.clone());

@@ -1,6 +1,8 @@
 //! The runner: calls the matching plugins' pre-operations in order, unwinds
-//! the ones already called when a FAIL-mode plugin stops the chain, and calls
-//! the post-operations once the engine's operation is over.
+//! the ones already called when a FAIL-mode plugin stops the chain (under
+//! an admin's break-glass it calls them all, unwinds nothing and reports
+//! the stops), and calls the post-operations once the engine's operation
+//! is over.
 //!
 //! The runner keeps no state between the two halves: RunPreOperations hands
 //! the engine the names of the plugins owed a post-operation, and the engine

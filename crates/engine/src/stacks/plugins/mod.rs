@@ -5,7 +5,9 @@
 //! reason. After the operation, the plugins whose pre-operation ran get
 //! their post-operation with the right `failed` flag. Every plugin call
 //! becomes an event of the stack. Nested stacks are covered by their root's
-//! call: the snapshot includes them.
+//! call: the snapshot includes them. An admin's break-glass on the call
+//! that started the operation runs it past the plugins that would stop it,
+//! each recorded in the audit trail first ([`break_through`]).
 //!
 //! This module is the engine's client of the plugin-registry's runner: it
 //! sends proto messages, so they are made here (`messages`) from the
@@ -136,9 +138,10 @@ pub(in crate::stacks) async fn before_recorded(
     // an admin's break-glass runs it through the plugins, when it can be
     // recorded.
     let context = ember_runtime::call_context::CallContext::current();
-    let breaker = context
+    let glass = context
         .admin_break_glass()
-        .filter(|_| shared.audit.get().is_some());
+        .zip(shared.audit.get())
+        .map(|((admin, why), trail)| BreakGlass { trail, admin, why });
     // Asked first without the snapshot: gathering it reads the whole tree,
     // and most operations meet no plugin.
     let mut request = runner_pb::RunPreOperationsRequest {
@@ -148,7 +151,7 @@ pub(in crate::stacks) async fn before_recorded(
         previous: None,
         snapshot_on_demand: true,
         dry_run: false,
-        break_glass: breaker.is_some(),
+        break_glass: glass.is_some(),
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
@@ -169,15 +172,15 @@ pub(in crate::stacks) async fn before_recorded(
         Ok(response) => {
             record_calls(shared, stack, &response.calls).await;
             let passed = PassedPlugins(response.post_operation_plugins);
-            match breaker {
+            match &glass {
                 _ if response.allowed => Ok(passed),
-                Some((admin, why)) => {
+                Some(glass) => {
                     let stops: Vec<&runner_pb::PluginCallOutcome> = response
                         .calls
                         .iter()
                         .filter(|call| call.stopped_chain)
                         .collect();
-                    match break_through(shared, stack, admin, why, &stops).await {
+                    match break_through(shared, stack, glass, &stops).await {
                         Ok(()) => Ok(passed),
                         Err(error) => {
                             let reason = format!("{} ({error})", response.reason);
@@ -195,16 +198,16 @@ pub(in crate::stacks) async fn before_recorded(
             }
             let reason = format!("the plugin registry is unavailable: {}", failure(&status));
             record_registry_failure(shared, stack, &reason).await;
-            match (unavailable, breaker) {
+            match (unavailable, &glass) {
                 (RegistryUnavailable::Allow, _) => Ok(PassedPlugins::default()),
                 (RegistryUnavailable::Fail, None) => Err(reason),
-                (RegistryUnavailable::Fail, Some((admin, why))) => {
+                (RegistryUnavailable::Fail, Some(glass)) => {
                     let registry = runner_pb::PluginCallOutcome {
                         plugin: "plugin-registry".to_owned(),
                         message: reason.clone(),
                         ..Default::default()
                     };
-                    break_through(shared, stack, admin, why, &[&registry])
+                    break_through(shared, stack, glass, &[&registry])
                         .await
                         .map(|()| PassedPlugins::default())
                         .map_err(|error| format!("{reason} ({error})"))
@@ -214,6 +217,16 @@ pub(in crate::stacks) async fn before_recorded(
     })
 }
 
+/// The break-glass of the call that started an operation: an admin's
+/// reason, and the audit trail that records it (without one, nothing is
+/// broken through).
+#[derive(Clone, Copy)]
+struct BreakGlass<'a> {
+    trail: &'a crate::audit::AuditTrail,
+    admin: &'a Identity,
+    why: &'a str,
+}
+
 /// An admin's break-glass through each plugin in `stops` (the calls that
 /// would have stopped the operation): recorded in the audit trail, before
 /// the run goes past them, and as events of the stack. `Err` when a record
@@ -221,15 +234,10 @@ pub(in crate::stacks) async fn before_recorded(
 async fn break_through(
     shared: &Shared,
     stack: &Stack,
-    admin: &Identity,
-    why: &str,
+    glass: &BreakGlass<'_>,
     stops: &[&runner_pb::PluginCallOutcome],
 ) -> crate::error::Result<()> {
-    let Some(trail) = shared.audit.get() else {
-        return Err(crate::error::Error::Unavailable(
-            "no audit trail to record the break-glass in".to_owned(),
-        ));
-    };
+    let BreakGlass { trail, admin, why } = *glass;
     let operation = stack.action.as_str().to_lowercase();
     let subject = super::stack_audit_subject(stack);
     let mut events = Vec::new();
