@@ -45,11 +45,27 @@ where
 
 impl Registry {
     async fn start() -> Registry {
-        let data_dir = tempfile::tempdir().expect("temporary directory");
+        Registry::start_in(tempfile::tempdir().expect("temporary directory")).await
+    }
+
+    /// Another replica, on the same database as `self` (which must outlive
+    /// it).
+    async fn replica(&self) -> Registry {
+        Registry::start_on(
+            self._data_dir.path().join("plugin-registry.db"),
+            tempfile::tempdir().expect("temporary directory"),
+        )
+        .await
+    }
+
+    async fn start_in(data_dir: tempfile::TempDir) -> Registry {
+        let database = data_dir.path().join("plugin-registry.db");
+        Registry::start_on(database, data_dir).await
+    }
+
+    async fn start_on(database: std::path::PathBuf, data_dir: tempfile::TempDir) -> Registry {
         let config = ember_plugin_registry::Config {
-            database_url: ember_runtime::database::sqlite_url(
-                &data_dir.path().join("plugin-registry.db"),
-            ),
+            database_url: ember_runtime::database::sqlite_url(&database),
             internal_credential: CREDENTIAL.to_owned(),
             request_timeout: Duration::from_secs(30),
             in_process: None,
@@ -1003,5 +1019,331 @@ async fn the_runner_wants_the_internal_credential_and_a_real_operation() {
         .expect_err("bad operation");
     assert_eq!(status.code(), Code::InvalidArgument);
     assert!(registry.address.port() > 0);
+    registry.stop().await;
+}
+
+/// A registration with a breaker of `failures` and a cool-down of
+/// `cooldown_ms`, calls timing out after 100 ms.
+fn with_breaker(
+    request: pb::RegisterPluginRequest,
+    failures: u32,
+    cooldown_ms: u32,
+) -> pb::RegisterPluginRequest {
+    pb::RegisterPluginRequest {
+        timeout_ms: 100,
+        breaker_failures: Some(failures),
+        breaker_cooldown_ms: Some(cooldown_ms),
+        ..request
+    }
+}
+
+impl Registry {
+    async fn show(&self, name: &str) -> pb::Plugin {
+        self.registry()
+            .get_plugin(self.admin(pb::GetPluginRequest {
+                name: name.to_owned(),
+            }))
+            .await
+            .expect("shown")
+            .into_inner()
+    }
+
+    /// "Allowed?": the dry run of the chain.
+    async fn ask(&self, operation: StackOperation) -> pb::RunPreOperationsResponse {
+        self.runner()
+            .run_pre_operations(self.member(pb::RunPreOperationsRequest {
+                operation: operation as i32,
+                project_id: "team-a".to_owned(),
+                stack: Some(snapshot("team-a")),
+                dry_run: true,
+                ..pb::RunPreOperationsRequest::default()
+            }))
+            .await
+            .expect("asked")
+            .into_inner()
+    }
+}
+
+fn circuit_state(plugin: &pb::Plugin) -> pb::CircuitState {
+    pb::CircuitState::try_from(plugin.circuit.as_ref().expect("a circuit").state).expect("state")
+}
+
+#[tokio::test]
+async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_probe_closes_it() {
+    let registry = Registry::start().await;
+    let other = registry.replica().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(
+        &journal,
+        &[("quota", Behaviour::Slow(Duration::from_secs(5)))],
+    )
+    .await;
+    registry
+        .register(with_breaker(
+            plugin("quota", &plugins[0].endpoint, 1),
+            3,
+            400,
+        ))
+        .await;
+
+    for failure in 1..=3 {
+        let answer = registry.pre(StackOperation::Create, "team-a").await;
+        assert!(!answer.allowed);
+        assert_eq!(outcomes(&answer.calls)[0], "quota:pre:timeout", "{failure}");
+    }
+    let shown = other.show("quota").await;
+    assert_eq!(circuit_state(&shown), pb::CircuitState::Open, "{shown:?}");
+    let circuit = shown.circuit.expect("circuit");
+    assert_eq!(circuit.consecutive_failures, 3);
+    assert_eq!(circuit.last_failure, "timed out after 100 ms");
+    assert!(circuit.opened_at.is_some() && circuit.open_until.is_some());
+
+    // Open: no call, no timeout waited out, on either replica.
+    journal.clear();
+    for replica in [&registry, &other] {
+        let started = Instant::now();
+        let answer = replica.pre(StackOperation::Create, "team-a").await;
+        let took = started.elapsed();
+        assert!(!answer.allowed);
+        assert_eq!(outcomes(&answer.calls), ["quota:pre:circuit_open"]);
+        assert!(answer.calls[0].stopped_chain);
+        assert!(
+            answer
+                .reason
+                .starts_with("plugin quota: unavailable: circuit open since ")
+                && answer
+                    .reason
+                    .contains("after 3 consecutive failures (last: timed out after 100 ms)"),
+            "{}",
+            answer.reason
+        );
+        assert!(
+            took < Duration::from_millis(90),
+            "an open circuit waits out no timeout: {took:?}"
+        );
+    }
+    assert!(journal.calls().is_empty(), "{:?}", journal.summary());
+
+    // Half-open: asking ("allowed?") does not probe; the next operation
+    // does, and an answer closes the circuit for every replica.
+    plugins[0].set_behaviour(Behaviour::Allow);
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let asked = other.ask(StackOperation::Create).await;
+    assert_eq!(outcomes(&asked.calls), ["quota:pre:circuit_open"]);
+    assert!(
+        asked.reason.contains("a probe is under way"),
+        "{}",
+        asked.reason
+    );
+    assert!(journal.calls().is_empty(), "{:?}", journal.summary());
+    let probed = registry.pre(StackOperation::Create, "team-a").await;
+    assert!(probed.allowed, "{probed:?}");
+    assert_eq!(outcomes(&probed.calls), ["quota:pre:allow"]);
+    assert_eq!(
+        circuit_state(&other.show("quota").await),
+        pb::CircuitState::Closed
+    );
+    let after = other.pre(StackOperation::Create, "team-a").await;
+    assert_eq!(outcomes(&after.calls), ["quota:pre:allow"]);
+    other.stop().await;
+    registry.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_probe_opens_the_circuit_again_and_an_admin_may_close_it() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(
+        &journal,
+        &[("quota", Behaviour::Slow(Duration::from_secs(5)))],
+    )
+    .await;
+    registry
+        .register(with_breaker(
+            plugin("quota", &plugins[0].endpoint, 1),
+            1,
+            300,
+        ))
+        .await;
+    registry.pre(StackOperation::Create, "team-a").await;
+    let opened = registry.show("quota").await.circuit.expect("circuit");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let probe = registry.pre(StackOperation::Create, "team-a").await;
+    assert_eq!(outcomes(&probe.calls), ["quota:pre:timeout"]);
+    let reopened = registry.show("quota").await;
+    assert_eq!(circuit_state(&reopened), pb::CircuitState::Open);
+    let circuit = reopened.circuit.expect("circuit");
+    assert_eq!(
+        circuit.opened_at, opened.opened_at,
+        "open since the first time"
+    );
+    let seconds = |time: Option<prost_types::Timestamp>| {
+        let time = time.expect("a time");
+        (time.seconds, time.nanos)
+    };
+    assert!(seconds(circuit.open_until) > seconds(opened.open_until));
+    assert_eq!(circuit.consecutive_failures, 2);
+
+    let closed = registry
+        .update(pb::UpdatePluginRequest {
+            name: "quota".to_owned(),
+            close_circuit: true,
+            ..pb::UpdatePluginRequest::default()
+        })
+        .await;
+    assert_eq!(circuit_state(&closed), pb::CircuitState::Closed);
+    assert_eq!(closed.circuit.expect("circuit").consecutive_failures, 0);
+    plugins[0].set_behaviour(Behaviour::Allow);
+    let answer = registry.pre(StackOperation::Create, "team-a").await;
+    assert_eq!(outcomes(&answer.calls), ["quota:pre:allow"]);
+    registry.stop().await;
+}
+
+#[tokio::test]
+async fn an_open_circuit_skips_a_warn_plugin_and_owes_it_no_post_operation() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(
+        &journal,
+        &[("audit-log", Behaviour::Allow), ("last", Behaviour::Allow)],
+    )
+    .await;
+    registry
+        .register(with_breaker(
+            warn_mode(plugin(
+                "flaky",
+                &unreachable_endpoint().await.expect("port"),
+                1,
+            )),
+            2,
+            60_000,
+        ))
+        .await;
+    registry
+        .register(plugin("last", &plugins[1].endpoint, 2))
+        .await;
+    for _ in 0..2 {
+        let answer = registry.pre(StackOperation::Update, "team-a").await;
+        assert!(answer.allowed);
+        assert_eq!(
+            outcomes(&answer.calls),
+            ["flaky:pre:error", "last:pre:allow"]
+        );
+    }
+    let answer = registry.pre(StackOperation::Update, "team-a").await;
+    assert!(answer.allowed, "{answer:?}");
+    assert_eq!(
+        outcomes(&answer.calls),
+        ["flaky:pre:circuit_open", "last:pre:allow"]
+    );
+    assert!(!answer.calls[0].stopped_chain);
+    assert_eq!(answer.post_operation_plugins, ["last"]);
+    registry.stop().await;
+}
+
+#[tokio::test]
+async fn an_observing_plugin_is_called_and_reported_but_never_stops_the_chain() {
+    let registry = Registry::start().await;
+    let journal = CallJournal::default();
+    let plugins = start_plugins(
+        &journal,
+        &[
+            ("new-policy", Behaviour::Deny("no public ports".into())),
+            ("last", Behaviour::Allow),
+        ],
+    )
+    .await;
+    let registered = registry
+        .register(pb::RegisterPluginRequest {
+            enforce: Some(false),
+            ..plugin("new-policy", &plugins[0].endpoint, 1)
+        })
+        .await;
+    assert!(!registered.enforce);
+    registry
+        .register(plugin("last", &plugins[1].endpoint, 2))
+        .await;
+    let answer = registry.pre(StackOperation::Create, "team-a").await;
+    assert!(answer.allowed, "{answer:?}");
+    assert_eq!(
+        outcomes(&answer.calls),
+        ["new-policy:pre:deny", "last:pre:allow"]
+    );
+    assert!(answer.calls[0].observed && !answer.calls[0].stopped_chain);
+    assert!(!answer.calls[1].observed);
+    assert_eq!(answer.post_operation_plugins, ["new-policy", "last"]);
+    let asked = registry.ask(StackOperation::Create).await;
+    assert!(asked.allowed, "{asked:?}");
+    assert!(asked.calls[0].observed);
+
+    // Enforced from now on.
+    registry
+        .update(pb::UpdatePluginRequest {
+            name: "new-policy".to_owned(),
+            enforce: Some(true),
+            ..pb::UpdatePluginRequest::default()
+        })
+        .await;
+    let answer = registry.pre(StackOperation::Create, "team-a").await;
+    assert!(!answer.allowed);
+    assert_eq!(answer.reason, "plugin new-policy: no public ports");
+    registry.stop().await;
+}
+
+#[tokio::test]
+async fn breaker_settings_are_validated() {
+    let registry = Registry::start().await;
+    for (request, key) in [
+        (
+            pb::RegisterPluginRequest {
+                breaker_cooldown_ms: Some(50),
+                ..plugin("a", "http://127.0.0.1:1", 1)
+            },
+            "breaker_cooldown_ms",
+        ),
+        (
+            pb::RegisterPluginRequest {
+                breaker_failures: Some(1_001),
+                ..plugin("a", "http://127.0.0.1:1", 1)
+            },
+            "breaker_failures",
+        ),
+    ] {
+        let status = registry
+            .registry()
+            .register_plugin(registry.admin(request))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(status.message().starts_with(key), "{}", status.message());
+    }
+    let registered = registry
+        .register(plugin("a", "http://127.0.0.1:1", 1))
+        .await;
+    assert_eq!(
+        (
+            registered.breaker_failures,
+            registered.breaker_cooldown_ms,
+            registered.enforce
+        ),
+        (5, 30_000, true),
+        "the defaults"
+    );
+    assert_eq!(circuit_state(&registered), pb::CircuitState::Closed);
+    let status = registry
+        .registry()
+        .update_plugin(registry.admin(pb::UpdatePluginRequest {
+            name: "a".to_owned(),
+            breaker_cooldown_ms: Some(3_600_001),
+            ..pb::UpdatePluginRequest::default()
+        }))
+        .await
+        .expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().starts_with("breaker_cooldown_ms"),
+        "{}",
+        status.message()
+    );
     registry.stop().await;
 }

@@ -4,7 +4,9 @@ use chrono::Duration;
 use ember_plugin_registry::Error;
 use std::sync::Arc;
 
-use ember_plugin_registry::domain::{FailureMode, NewPlugin, Operation, PluginUpdate};
+use ember_plugin_registry::domain::{
+    BreakerSettings, Circuit, FailureMode, NewPlugin, Operation, PluginUpdate,
+};
 use ember_plugin_registry::runner::RegistryCache;
 use ember_plugin_registry::store::{PluginStore, SqlPluginStore, migrations::Migrator};
 use ember_runtime::database::{connect_and_migrate, connect_reader, testing::TestDatabase};
@@ -31,6 +33,9 @@ fn plugin(name: &str, ordinal: i32) -> NewPlugin {
         failure_mode: FailureMode::Warn,
         timeout_ms: Some(250),
         enabled: true,
+        enforce: true,
+        breaker_failures: None,
+        breaker_cooldown_ms: None,
     }
 }
 
@@ -303,7 +308,160 @@ async fn a_write_on_one_replica_reaches_another_replicas_cache(database: &TestDa
     assert!(cache.current().await.expect("read").plugins.is_empty());
 }
 
+/// Failures recorded on one replica open the circuit every replica's
+/// cache sees; one probe is claimed among them; an answer closes it.
+async fn a_circuit_is_shared_by_every_replica(database: &TestDatabase) {
+    let one = store(database).await;
+    let other: Arc<dyn PluginStore> = Arc::new(store(database).await);
+    let cache = RegistryCache::new(Arc::clone(&other));
+    register(&one, "quota", 5).await;
+    let settings = BreakerSettings {
+        failures: 2,
+        cooldown_ms: 1_000,
+    };
+    let now = ember_runtime::time::now();
+    let first = one
+        .record_failure("quota", settings, now, "timed out after 250 ms", false)
+        .await
+        .expect("recorded")
+        .expect("registered");
+    assert_eq!(first.circuit(now), Circuit::Closed);
+    let seen = &cache.current().await.expect("read").plugins[0];
+    assert_eq!(seen.circuit.consecutive_failures, 1);
+    assert_eq!(seen.circuit.last_failure, "timed out after 250 ms");
+
+    let second = one
+        .record_failure("quota", settings, now, "refused", false)
+        .await
+        .expect("recorded")
+        .expect("registered");
+    let until = now + Duration::seconds(1);
+    assert_eq!(second.circuit(now), Circuit::Open { since: now, until });
+    let seen = cache.current().await.expect("read");
+    assert!(seen.reloaded, "a circuit's change advances the generation");
+    assert_eq!(
+        seen.plugins[0].circuit.circuit(now),
+        Circuit::Open { since: now, until }
+    );
+
+    // Not claimable while open; once half-open, by exactly one caller
+    // until the claim lapses.
+    let claim_until = until + Duration::seconds(6);
+    assert!(
+        !one.claim_probe("quota", now, claim_until)
+            .await
+            .expect("claim")
+    );
+    assert!(
+        one.claim_probe("quota", until, claim_until)
+            .await
+            .expect("claim")
+    );
+    assert!(
+        !other
+            .claim_probe("quota", until, claim_until)
+            .await
+            .expect("claim")
+    );
+    assert!(
+        other
+            .claim_probe(
+                "quota",
+                claim_until + Duration::milliseconds(1),
+                claim_until + Duration::seconds(6)
+            )
+            .await
+            .expect("claim"),
+        "a probe whose replica died is claimed again once its claim lapses"
+    );
+
+    one.record_success("quota").await.expect("recorded");
+    let closed = &cache.current().await.expect("read").plugins[0];
+    assert!(closed.circuit.is_clear(), "{:?}", closed.circuit);
+
+    // A failure of a plug-in deregistered meanwhile leaves nothing behind.
+    one.deregister_plugin("quota").await.expect("removed");
+    assert_eq!(
+        one.record_failure("quota", settings, now, "x", false)
+            .await
+            .expect("recorded"),
+        None
+    );
+    register(&one, "quota", 5).await;
+    assert!(
+        one.get_plugin("quota")
+            .await
+            .expect("read")
+            .expect("there")
+            .circuit
+            .is_clear(),
+        "a plug-in registered again starts closed"
+    );
+}
+
+/// An operator closes a circuit by asking, or by moving the plug-in.
+async fn an_update_may_close_the_circuit(database: &TestDatabase) {
+    let store = store(database).await;
+    register(&store, "quota", 5).await;
+    let settings = BreakerSettings {
+        failures: 1,
+        cooldown_ms: 60_000,
+    };
+    let now = ember_runtime::time::now();
+    for update in [
+        PluginUpdate {
+            close_circuit: true,
+            ..PluginUpdate::default()
+        },
+        PluginUpdate {
+            endpoint: Some("http://127.0.0.1:7001".to_owned()),
+            ..PluginUpdate::default()
+        },
+    ] {
+        store
+            .record_failure("quota", settings, now, "refused", false)
+            .await
+            .expect("recorded");
+        let open = store
+            .get_plugin("quota")
+            .await
+            .expect("read")
+            .expect("there");
+        assert!(matches!(open.circuit.circuit(now), Circuit::Open { .. }));
+        // A change that does not move it keeps the circuit.
+        let kept = store
+            .update_plugin(
+                "quota",
+                &PluginUpdate {
+                    ordinal: Some(6),
+                    ..PluginUpdate::default()
+                },
+                now,
+            )
+            .await
+            .expect("updated");
+        assert!(matches!(kept.circuit.circuit(now), Circuit::Open { .. }));
+        let updated = store
+            .update_plugin("quota", &update, now)
+            .await
+            .expect("updated");
+        assert!(updated.circuit.is_clear(), "{update:?}");
+        assert!(
+            store
+                .get_plugin("quota")
+                .await
+                .expect("read")
+                .expect("there")
+                .circuit
+                .is_clear(),
+            "{update:?}"
+        );
+    }
+}
+
 ember_runtime::store_suite!(
+    a_circuit_is_shared_by_every_replica,
+    an_update_may_close_the_circuit,
     an_update_changes_only_the_named_fields,
     a_refused_update_changes_nothing,
     deregistering_removes_the_plugin_and_returns_it,

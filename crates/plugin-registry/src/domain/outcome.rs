@@ -28,17 +28,28 @@ pub enum CallResult {
     Timeout,
     /// Post-operation returned.
     Ok,
+    /// Not called: the plug-in's circuit is open (see `circuit`).
+    CircuitOpen,
 }
 
 impl CallResult {
-    /// A deny, an error or a timeout stops the chain in FAIL mode; in WARN
-    /// mode nothing does.
+    /// A deny, an error, a timeout or an open circuit stops the chain in
+    /// FAIL mode; in WARN mode nothing does.
     pub fn stops_chain(self, failure_mode: FailureMode) -> bool {
         let is_failure = match self {
-            CallResult::Deny | CallResult::Error | CallResult::Timeout => true,
+            CallResult::Deny
+            | CallResult::Error
+            | CallResult::Timeout
+            | CallResult::CircuitOpen => true,
             CallResult::Allow | CallResult::Warn | CallResult::Ok => false,
         };
         is_failure && failure_mode == FailureMode::Fail
+    }
+
+    /// The plug-in could not be asked: what its circuit breaker counts.
+    /// (A deny is an answer.)
+    pub fn is_unavailable(self) -> bool {
+        matches!(self, CallResult::Error | CallResult::Timeout)
     }
 }
 
@@ -55,6 +66,9 @@ pub struct PluginCallOutcome {
     /// Post phase: the `failed` flag sent.
     pub failed: bool,
     pub stopped_chain: bool,
+    /// The plug-in is in observe mode and this call would have stopped
+    /// the chain: recorded, not enforced.
+    pub observed: bool,
 }
 
 /// The status reason an operation stopped by `plugin` ends with.
@@ -80,7 +94,12 @@ mod tests {
 
     #[test]
     fn only_failures_in_fail_mode_stop_the_chain() {
-        for result in [CallResult::Deny, CallResult::Error, CallResult::Timeout] {
+        for result in [
+            CallResult::Deny,
+            CallResult::Error,
+            CallResult::Timeout,
+            CallResult::CircuitOpen,
+        ] {
             assert!(result.stops_chain(FailureMode::Fail), "{result:?}");
             assert!(!result.stops_chain(FailureMode::Warn), "{result:?}");
         }

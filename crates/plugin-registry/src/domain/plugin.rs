@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::circuit::{BreakerSettings, CircuitRecord};
 use crate::error::{Error, Result};
 
 /// Stack operations a plugin can be called for.
@@ -98,6 +99,12 @@ pub struct Plugin {
     pub failure_mode: FailureMode,
     pub timeout_ms: u32,
     pub enabled: bool,
+    /// `false`: observe mode — called, its verdicts recorded, never
+    /// enforced (a deny or a failure does not stop the chain).
+    pub enforce: bool,
+    pub breaker: BreakerSettings,
+    /// Its recent failures and circuit, as the registry last recorded them.
+    pub circuit: CircuitRecord,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -114,6 +121,11 @@ pub struct NewPlugin {
     /// `None` means the default of 5 s.
     pub timeout_ms: Option<u32>,
     pub enabled: bool,
+    pub enforce: bool,
+    /// `None` means the default (5 failures).
+    pub breaker_failures: Option<u32>,
+    /// `None` means the default (30 s).
+    pub breaker_cooldown_ms: Option<u32>,
 }
 
 /// A partial update: `None` keeps the current value.
@@ -128,11 +140,27 @@ pub struct PluginUpdate {
     pub failure_mode: Option<FailureMode>,
     pub timeout_ms: Option<u32>,
     pub enabled: Option<bool>,
+    pub enforce: Option<bool>,
+    pub breaker_failures: Option<u32>,
+    pub breaker_cooldown_ms: Option<u32>,
+    /// Close the circuit now (an operator who mended the plug-in). A new
+    /// endpoint closes it too.
+    pub close_circuit: bool,
 }
 
 impl PluginUpdate {
     pub fn is_empty(&self) -> bool {
         self == &PluginUpdate::default()
+    }
+
+    /// Whether the update forgets the plug-in's failures: asked to, or it
+    /// moves the plug-in to another endpoint.
+    pub fn closes_circuit(&self, current: &Plugin) -> bool {
+        self.close_circuit
+            || self
+                .endpoint
+                .as_ref()
+                .is_some_and(|endpoint| endpoint != &current.endpoint)
     }
 }
 
@@ -146,6 +174,12 @@ impl NewPlugin {
         validate_endpoint(&self.endpoint)?;
         let timeout_ms = self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
         validate_timeout(timeout_ms)?;
+        let defaults = BreakerSettings::default();
+        let breaker = BreakerSettings {
+            failures: self.breaker_failures.unwrap_or(defaults.failures),
+            cooldown_ms: self.breaker_cooldown_ms.unwrap_or(defaults.cooldown_ms),
+        }
+        .validate()?;
         Ok(Plugin {
             name: self.name,
             endpoint: self.endpoint,
@@ -155,6 +189,9 @@ impl NewPlugin {
             failure_mode: self.failure_mode,
             timeout_ms,
             enabled: self.enabled,
+            enforce: self.enforce,
+            breaker,
+            circuit: CircuitRecord::default(),
             created_at: now,
             updated_at: now,
         })
@@ -189,8 +226,33 @@ impl Plugin {
         if let Some(enabled) = update.enabled {
             updated.enabled = enabled;
         }
+        if let Some(enforce) = update.enforce {
+            updated.enforce = enforce;
+        }
+        updated.breaker = BreakerSettings {
+            failures: update.breaker_failures.unwrap_or(self.breaker.failures),
+            cooldown_ms: update
+                .breaker_cooldown_ms
+                .unwrap_or(self.breaker.cooldown_ms),
+        }
+        .validate()?;
+        if update.closes_circuit(self) {
+            updated.circuit = CircuitRecord::default();
+        }
         updated.updated_at = now;
         Ok(updated)
+    }
+
+    /// Whether `result` stops the chain: in FAIL mode a deny or a failure
+    /// does, unless the plug-in only observes.
+    pub fn stops_chain(&self, result: super::CallResult) -> bool {
+        self.enforce && result.stops_chain(self.failure_mode)
+    }
+
+    /// Whether `result` would have stopped the chain, were the plug-in not
+    /// in observe mode: recorded, not enforced.
+    pub fn observed(&self, result: super::CallResult) -> bool {
+        !self.enforce && result.stops_chain(self.failure_mode)
     }
 
     /// Whether the runner calls this plugin for `operation` on a stack of
@@ -282,6 +344,9 @@ mod tests {
             failure_mode: FailureMode::Fail,
             timeout_ms: None,
             enabled: true,
+            enforce: true,
+            breaker_failures: None,
+            breaker_cooldown_ms: None,
         }
     }
 

@@ -3,10 +3,10 @@
 
 use ember_proto::common::v1::StackOperation;
 use ember_proto::pluginregistry::v1 as pb;
-use ember_runtime::time::to_timestamp;
+use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 
 use crate::domain::{
-    CallResult, FailureMode, NewPlugin, Operation, Plugin, PluginCallOutcome, PluginPhase,
+    CallResult, Circuit, FailureMode, NewPlugin, Operation, Plugin, PluginCallOutcome, PluginPhase,
     PluginUpdate,
 };
 use crate::error::Error;
@@ -94,6 +94,9 @@ pub fn new_plugin_from_proto(request: pb::RegisterPluginRequest) -> Result<NewPl
         failure_mode: failure_mode_from_proto(request.failure_mode, Some(FailureMode::Fail))?,
         timeout_ms: (request.timeout_ms != 0).then_some(request.timeout_ms),
         enabled: !request.disabled,
+        enforce: request.enforce.unwrap_or(true),
+        breaker_failures: request.breaker_failures,
+        breaker_cooldown_ms: request.breaker_cooldown_ms,
     })
 }
 
@@ -112,6 +115,10 @@ pub fn plugin_update_from_proto(request: pb::UpdatePluginRequest) -> Result<Plug
             .transpose()?,
         timeout_ms: request.timeout_ms,
         enabled: request.enabled,
+        enforce: request.enforce,
+        breaker_failures: request.breaker_failures,
+        breaker_cooldown_ms: request.breaker_cooldown_ms,
+        close_circuit: request.close_circuit,
     })
 }
 
@@ -131,6 +138,31 @@ pub fn plugin_to_proto(plugin: &Plugin) -> pb::Plugin {
         enabled: plugin.enabled,
         created_at: Some(to_timestamp(plugin.created_at)),
         updated_at: Some(to_timestamp(plugin.updated_at)),
+        enforce: plugin.enforce,
+        breaker_failures: plugin.breaker.failures,
+        breaker_cooldown_ms: plugin.breaker.cooldown_ms,
+        circuit: Some(circuit_to_proto(plugin, ember_runtime::time::now())),
+    }
+}
+
+/// `plugin`'s circuit as a caller meets it at `now`.
+fn circuit_to_proto(plugin: &Plugin, now: chrono::DateTime<chrono::Utc>) -> pb::Circuit {
+    let record = &plugin.circuit;
+    let state = if plugin.breaker.enabled() {
+        record.circuit(now)
+    } else {
+        Circuit::Closed
+    };
+    pb::Circuit {
+        state: match state {
+            Circuit::Closed => pb::CircuitState::Closed,
+            Circuit::Open { .. } => pb::CircuitState::Open,
+            Circuit::HalfOpen { .. } => pb::CircuitState::HalfOpen,
+        } as i32,
+        consecutive_failures: record.consecutive_failures,
+        opened_at: to_optional_timestamp(record.opened_at),
+        open_until: to_optional_timestamp(record.open_until),
+        last_failure: record.last_failure.clone(),
     }
 }
 
@@ -148,6 +180,7 @@ pub fn call_outcome_to_proto(outcome: PluginCallOutcome) -> pb::PluginCallOutcom
             CallResult::Error => pb::PluginCallResult::Error,
             CallResult::Timeout => pb::PluginCallResult::Timeout,
             CallResult::Ok => pb::PluginCallResult::Ok,
+            CallResult::CircuitOpen => pb::PluginCallResult::CircuitOpen,
         } as i32,
         message: outcome.message,
         duration_ms: u32::try_from(outcome.duration.as_millis()).unwrap_or(u32::MAX),
@@ -155,5 +188,6 @@ pub fn call_outcome_to_proto(outcome: PluginCallOutcome) -> pb::PluginCallOutcom
         failure_mode: failure_mode_to_proto(outcome.failure_mode) as i32,
         failed: outcome.failed,
         stopped_chain: outcome.stopped_chain,
+        observed: outcome.observed,
     }
 }

@@ -67,6 +67,11 @@ impl RegistryCache {
         })
     }
 
+    /// The registry's store (the runner records plug-ins' failures there).
+    pub fn store(&self) -> &Arc<dyn PluginStore> {
+        &self.store
+    }
+
     /// Forgets the cached registry: called after every write on this replica.
     pub fn invalidate(&self) {
         *self

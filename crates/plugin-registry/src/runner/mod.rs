@@ -8,6 +8,15 @@
 //! the engine the names of the plugins owed a post-operation, and the engine
 //! passes them back to RunPostOperations, so either call may land on any
 //! replica.
+//!
+//! Every call goes through the plug-in's circuit breaker ([`guarded`]): a
+//! plug-in whose circuit is open is not called (its failure mode decides
+//! at once), a half-open one is probed by the one caller that claims it,
+//! and each failure or recovery is recorded in the registry for every
+//! replica. A plug-in in observe mode is called like any other; what it
+//! would have stopped is reported (`observed`), not enforced.
+//!
+//! [`guarded`]: PluginRunner::guarded
 
 mod cache;
 mod client;
@@ -17,7 +26,8 @@ use std::sync::Arc;
 use ember_proto::plugin::v1 as plugin_pb;
 
 use crate::domain::{
-    CallResult, Operation, Plugin, PluginCallOutcome, PluginPhase, PreOperationsReport, stop_reason,
+    CallResult, Circuit, Operation, PROBE_GRACE, Plugin, PluginCallOutcome, PluginPhase,
+    PreOperationsReport, stop_reason,
 };
 use crate::error::Result;
 use crate::store::PluginStore;
@@ -69,8 +79,15 @@ impl PluginRunner {
             .iter()
             .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
         {
-            let answer = self.clients.pre_operation(plugin, request.clone()).await;
-            let stopped_chain = answer.result.stops_chain(plugin.failure_mode);
+            let answer = self
+                .guarded(
+                    plugin,
+                    Probe::Allowed,
+                    self.clients.pre_operation(plugin, request.clone()),
+                )
+                .await;
+            let stopped_chain = plugin.stops_chain(answer.result);
+            let answer_result = answer.result;
             let reason = stop_reason(&plugin.name, &answer.message);
             calls.push(outcome(
                 plugin,
@@ -95,7 +112,13 @@ impl PluginRunner {
                     reason: reason.clone(),
                 };
                 for passed in called.iter().rev() {
-                    let answer = self.clients.post_operation(passed, unwind.clone()).await;
+                    let answer = self
+                        .guarded(
+                            passed,
+                            Probe::Allowed,
+                            self.clients.post_operation(passed, unwind.clone()),
+                        )
+                        .await;
                     calls.push(outcome(passed, PluginPhase::Post, answer, true, false));
                 }
                 return Ok(PreOperationsReport {
@@ -105,7 +128,11 @@ impl PluginRunner {
                     post_operation_plugins: Vec::new(),
                 });
             }
-            called.push(plugin);
+            // A plug-in skipped for its open circuit was not called, so it
+            // is owed nothing.
+            if answer_result != CallResult::CircuitOpen {
+                called.push(plugin);
+            }
         }
         Ok(PreOperationsReport {
             allowed: first_stop.is_empty(),
@@ -130,8 +157,15 @@ impl PluginRunner {
             .iter()
             .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
         {
-            let answer = self.clients.pre_operation(plugin, request.clone()).await;
-            let stops = answer.result.stops_chain(plugin.failure_mode);
+            // Asking changes no circuit's course: no probe.
+            let answer = self
+                .guarded(
+                    plugin,
+                    Probe::NotHere,
+                    self.clients.pre_operation(plugin, request.clone()),
+                )
+                .await;
+            let stops = plugin.stops_chain(answer.result);
             if stops && reason.is_empty() {
                 reason = stop_reason(&plugin.name, &answer.message);
             }
@@ -175,10 +209,17 @@ impl PluginRunner {
                     failure_mode: crate::domain::FailureMode::default(),
                     failed: request.failed,
                     stopped_chain: false,
+                    observed: false,
                 });
                 continue;
             };
-            let answer = self.clients.post_operation(plugin, request.clone()).await;
+            let answer = self
+                .guarded(
+                    plugin,
+                    Probe::Allowed,
+                    self.clients.post_operation(plugin, request.clone()),
+                )
+                .await;
             calls.push(outcome(
                 plugin,
                 PluginPhase::Post,
@@ -190,6 +231,109 @@ impl PluginRunner {
         Ok(calls)
     }
 
+    /// Makes `call` to `plugin` unless its circuit is open, and records
+    /// what it came to for the breaker: a failure counted (the circuit
+    /// opens at the plug-in's threshold), an answer forgetting earlier
+    /// failures. A half-open circuit is probed by the caller that claims
+    /// it (when `probe` allows), skipped by the others.
+    async fn guarded(
+        &self,
+        plugin: &Plugin,
+        probe: Probe,
+        call: impl Future<Output = CallAnswer>,
+    ) -> CallAnswer {
+        let probing = match self.gate(plugin, probe).await {
+            Ok(probing) => probing,
+            Err(message) => {
+                return CallAnswer {
+                    result: CallResult::CircuitOpen,
+                    message,
+                    duration: std::time::Duration::ZERO,
+                };
+            }
+        };
+        let answer = call.await;
+        self.note(plugin, &answer, probing).await;
+        answer
+    }
+
+    /// Whether `plugin` may be called now: `Ok(true)` when the call is its
+    /// half-open circuit's probe, `Err` with what the caller is told when
+    /// its circuit is open.
+    async fn gate(&self, plugin: &Plugin, probe: Probe) -> Result<bool, String> {
+        if !plugin.breaker.enabled() {
+            return Ok(false);
+        }
+        let now = ember_runtime::time::now();
+        let since = match plugin.circuit.circuit(now) {
+            Circuit::Closed => return Ok(false),
+            Circuit::Open { since, .. } => since,
+            Circuit::HalfOpen { since } => {
+                if probe == Probe::Allowed {
+                    let until = now
+                        + chrono::Duration::milliseconds(i64::from(plugin.timeout_ms))
+                        + PROBE_GRACE;
+                    match self
+                        .registry
+                        .store()
+                        .claim_probe(&plugin.name, now, until)
+                        .await
+                    {
+                        Ok(true) => {
+                            tracing::info!(plugin = %plugin.name, "probing a half-open circuit");
+                            return Ok(true);
+                        }
+                        Ok(false) => {}
+                        Err(error) => {
+                            tracing::warn!(plugin = %plugin.name, %error, "cannot claim a circuit's probe");
+                        }
+                    }
+                }
+                since
+            }
+        };
+        Err(plugin.circuit.unavailable(since, now))
+    }
+
+    /// Records `answer` for `plugin`'s breaker. A bookkeeping failure is
+    /// logged: the call happened, and the operation goes on.
+    async fn note(&self, plugin: &Plugin, answer: &CallAnswer, probing: bool) {
+        let store = self.registry.store();
+        if answer.result.is_unavailable() {
+            if !plugin.breaker.enabled() {
+                return;
+            }
+            let now = ember_runtime::time::now();
+            match store
+                .record_failure(&plugin.name, plugin.breaker, now, &answer.message, probing)
+                .await
+            {
+                Ok(Some(record)) if record.open_until != plugin.circuit.open_until => {
+                    tracing::warn!(
+                        plugin = %plugin.name,
+                        failures = record.consecutive_failures,
+                        cooldown_ms = plugin.breaker.cooldown_ms,
+                        "circuit opened: the plug-in is not called until the cool-down passes"
+                    );
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(plugin = %plugin.name, %error, "cannot record a plug-in's failure");
+                }
+            }
+        } else if probing || plugin.circuit.consecutive_failures > 0 {
+            match store.record_success(&plugin.name).await {
+                Ok(()) if probing => {
+                    tracing::info!(plugin = %plugin.name, "circuit closed: the probe was answered");
+                }
+                Ok(()) => {}
+                Err(error) => {
+                    tracing::warn!(plugin = %plugin.name, %error, "cannot record a plug-in's recovery");
+                }
+            }
+        }
+    }
+
     async fn registry_plugins(&self) -> Result<Arc<Vec<Plugin>>> {
         let snapshot = self.registry.current().await?;
         if snapshot.reloaded {
@@ -199,6 +343,14 @@ impl PluginRunner {
     }
 }
 
+/// Whether a call may be a half-open circuit's probe: not when the
+/// operation is only asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Allowed,
+    NotHere,
+}
+
 fn outcome(
     plugin: &Plugin,
     phase: PluginPhase,
@@ -206,8 +358,12 @@ fn outcome(
     failed: bool,
     stopped_chain: bool,
 ) -> PluginCallOutcome {
-    if matches!(answer.result, CallResult::Error | CallResult::Timeout) {
+    if answer.result.is_unavailable() {
         tracing::warn!(plugin = %plugin.name, ?phase, message = %answer.message, "plugin call failed");
+    }
+    let observed = phase == PluginPhase::Pre && plugin.observed(answer.result);
+    if observed {
+        tracing::info!(plugin = %plugin.name, message = %answer.message, "observe mode: the plug-in would have stopped the chain");
     }
     PluginCallOutcome {
         plugin: plugin.name.clone(),
@@ -218,5 +374,6 @@ fn outcome(
         failure_mode: plugin.failure_mode,
         failed,
         stopped_chain,
+        observed,
     }
 }

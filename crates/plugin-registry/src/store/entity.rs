@@ -16,6 +16,9 @@ pub struct Model {
     pub failure_mode: String,
     pub timeout_ms: i64,
     pub enabled: bool,
+    pub enforce: bool,
+    pub breaker_failures: i32,
+    pub breaker_cooldown_ms: i64,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

@@ -12,9 +12,10 @@ use sea_orm::{
 };
 
 use super::PluginStore;
+use super::circuit_entity::{self, Entity as PluginCircuits};
 use super::entity::{self, Entity as Plugins};
 use super::generation_entity::{self, Entity as RegistryGeneration};
-use crate::domain::{FailureMode, Operation, Plugin, PluginUpdate};
+use crate::domain::{BreakerSettings, CircuitRecord, FailureMode, Operation, Plugin, PluginUpdate};
 use crate::error::{Error, Result};
 
 pub struct SqlPluginStore {
@@ -82,6 +83,9 @@ fn row_from_plugin(plugin: &Plugin) -> entity::ActiveModel {
         failure_mode: Set(plugin.failure_mode.as_str().to_owned()),
         timeout_ms: Set(i64::from(plugin.timeout_ms)),
         enabled: Set(plugin.enabled),
+        enforce: Set(plugin.enforce),
+        breaker_failures: Set(i32::try_from(plugin.breaker.failures).unwrap_or(i32::MAX)),
+        breaker_cooldown_ms: Set(i64::from(plugin.breaker.cooldown_ms)),
         created_at: Set(plugin.created_at),
         updated_at: Set(plugin.updated_at),
     }
@@ -125,10 +129,19 @@ impl PluginStore for SqlPluginStore {
             .map(plugin_from_row)
             .transpose()?
             .ok_or_else(|| not_found(name))?;
+        let current = Plugin {
+            circuit: circuit_of(&transaction, name).await?,
+            ..current
+        };
         let updated = current.with_update(update, now)?;
         Plugins::update(row_from_plugin(&updated))
             .exec(&transaction)
             .await?;
+        if update.closes_circuit(&current) {
+            PluginCircuits::delete_by_id(name.to_owned())
+                .exec(&transaction)
+                .await?;
+        }
         transaction.commit().await?;
         Ok(updated)
     }
@@ -148,26 +161,48 @@ impl PluginStore for SqlPluginStore {
         if result.rows_affected != 1 {
             return Err(not_found(name));
         }
+        PluginCircuits::delete_by_id(name.to_owned())
+            .exec(&transaction)
+            .await?;
         transaction.commit().await?;
         Ok(removed)
     }
 
     async fn get_plugin(&self, name: &str) -> Result<Option<Plugin>> {
-        Plugins::find_by_id(name.to_owned())
+        let Some(plugin) = Plugins::find_by_id(name.to_owned())
             .one(&self.reader)
             .await?
             .map(plugin_from_row)
-            .transpose()
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Plugin {
+            circuit: circuit_of(&self.reader, name).await?,
+            ..plugin
+        }))
     }
 
     async fn list_plugins(&self) -> Result<Vec<Plugin>> {
+        let mut circuits: std::collections::HashMap<String, CircuitRecord> = PluginCircuits::find()
+            .all(&self.reader)
+            .await?
+            .into_iter()
+            .map(|row| (row.name.clone(), circuit_from_row(row)))
+            .collect();
         Plugins::find()
             .order_by_asc(entity::Column::Ordinal)
             .order_by_asc(entity::Column::Name)
             .all(&self.reader)
             .await?
             .into_iter()
-            .map(plugin_from_row)
+            .map(|row| {
+                let plugin = plugin_from_row(row)?;
+                Ok(Plugin {
+                    circuit: circuits.remove(&plugin.name).unwrap_or_default(),
+                    ..plugin
+                })
+            })
             .collect()
     }
 
@@ -184,6 +219,95 @@ impl PluginStore for SqlPluginStore {
                     "the registry_generation row is missing: the migrations did not run".to_owned(),
                 )
             })
+    }
+
+    async fn record_failure(
+        &self,
+        name: &str,
+        settings: BreakerSettings,
+        now: DateTime<Utc>,
+        message: &str,
+        probe: bool,
+    ) -> Result<Option<CircuitRecord>> {
+        let transaction = self.connection.begin().await?;
+        // The bump first: it serialises this with every registry write.
+        advance_generation(&transaction).await?;
+        if Plugins::find_by_id(name.to_owned())
+            .one(&transaction)
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        let row = PluginCircuits::find_by_id(name.to_owned())
+            .one(&transaction)
+            .await?;
+        let exists = row.is_some();
+        let current = row.map(circuit_from_row).unwrap_or_default();
+        let next = current.after_failure(settings, now, message, probe);
+        let active = circuit_entity::ActiveModel {
+            name: Set(name.to_owned()),
+            consecutive_failures: Set(i64::from(next.consecutive_failures)),
+            opened_at: Set(next.opened_at),
+            open_until: Set(next.open_until),
+            probe_until: Set(None),
+            last_failure: Set(next.last_failure.clone()),
+        };
+        if exists {
+            PluginCircuits::update(active).exec(&transaction).await?;
+        } else {
+            PluginCircuits::insert(active).exec(&transaction).await?;
+        }
+        transaction.commit().await?;
+        Ok(Some(next))
+    }
+
+    async fn record_success(&self, name: &str) -> Result<()> {
+        let transaction = self.connection.begin().await?;
+        advance_generation(&transaction).await?;
+        PluginCircuits::delete_by_id(name.to_owned())
+            .exec(&transaction)
+            .await?;
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    async fn claim_probe(
+        &self,
+        name: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool> {
+        let claimed = PluginCircuits::update_many()
+            .col_expr(circuit_entity::Column::ProbeUntil, Expr::value(until))
+            .filter(circuit_entity::Column::Name.eq(name))
+            .filter(circuit_entity::Column::OpenUntil.lte(now))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(circuit_entity::Column::ProbeUntil.is_null())
+                    .add(circuit_entity::Column::ProbeUntil.lt(now)),
+            )
+            .exec(&self.connection)
+            .await?;
+        Ok(claimed.rows_affected == 1)
+    }
+}
+
+/// `name`'s circuit as stored (no row: closed).
+async fn circuit_of(connection: &impl ConnectionTrait, name: &str) -> Result<CircuitRecord> {
+    Ok(PluginCircuits::find_by_id(name.to_owned())
+        .one(connection)
+        .await?
+        .map(circuit_from_row)
+        .unwrap_or_default())
+}
+
+fn circuit_from_row(row: circuit_entity::Model) -> CircuitRecord {
+    CircuitRecord {
+        consecutive_failures: u32::try_from(row.consecutive_failures).unwrap_or(u32::MAX),
+        opened_at: row.opened_at,
+        open_until: row.open_until,
+        last_failure: row.last_failure,
     }
 }
 
@@ -220,6 +344,11 @@ fn plugin_from_row(row: entity::Model) -> Result<Plugin> {
     let failure_mode =
         FailureMode::parse(&row.failure_mode).ok_or_else(|| corrupt("failure_mode"))?;
     let timeout_ms = u32::try_from(row.timeout_ms).map_err(|_| corrupt("timeout_ms"))?;
+    let breaker = BreakerSettings {
+        failures: u32::try_from(row.breaker_failures).map_err(|_| corrupt("breaker_failures"))?,
+        cooldown_ms: u32::try_from(row.breaker_cooldown_ms)
+            .map_err(|_| corrupt("breaker_cooldown_ms"))?,
+    };
     Ok(Plugin {
         name: row.name,
         endpoint: row.endpoint,
@@ -229,6 +358,9 @@ fn plugin_from_row(row: entity::Model) -> Result<Plugin> {
         failure_mode,
         timeout_ms,
         enabled: row.enabled,
+        enforce: row.enforce,
+        breaker,
+        circuit: CircuitRecord::default(),
         created_at: row.created_at,
         updated_at: row.updated_at,
     })

@@ -4,6 +4,7 @@ use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_create_plugins;
 mod m20261201_000001_create_registry_generation;
+mod m20261209_000001_add_plugin_breakers;
 
 pub struct Migrator;
 
@@ -13,6 +14,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_create_plugins::Migration),
             Box::new(m20261201_000001_create_registry_generation::Migration),
+            Box::new(m20261209_000001_add_plugin_breakers::Migration),
         ]
     }
 }
