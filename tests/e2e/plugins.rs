@@ -525,3 +525,190 @@ async fn an_admin_breaks_glass_through_a_failing_plugin() {
     }
     gatekeeper.stop().await;
 }
+
+/// A plug-in `name` answering as `behaviour`, registered by the admin for
+/// creates with the registration `settings` gives.
+async fn registered_with(
+    ember: &TestEmber,
+    journal: &CallJournal,
+    name: &str,
+    behaviour: Behaviour,
+    settings: pb::RegisterPluginRequest,
+) -> TestPlugin {
+    let plugin = TestPlugin::start(name, behaviour, journal)
+        .await
+        .expect("test plugin");
+    PluginRegistryServiceClient::new(ember.gateway_channel().await)
+        .register_plugin(with_bearer(
+            pb::RegisterPluginRequest {
+                name: name.to_owned(),
+                endpoint: plugin.endpoint.clone(),
+                operations: vec![StackOperation::Create as i32],
+                ..settings
+            },
+            ember.admin_token(),
+        ))
+        .await
+        .expect("registered");
+    plugin
+}
+
+/// The reasons of a stack's events from plug-in `plugin`, oldest first.
+async fn plugin_event_reasons(
+    member: &crate::orchestration::HeatRest,
+    stack: &str,
+    plugin: &str,
+) -> Vec<String> {
+    let events = member.get(&format!("{stack}/events?limit=1000")).await;
+    events.body["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|event| event["resource_name"] == plugin)
+        .filter_map(|event| event["resource_status_reason"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A plug-in that keeps timing out opens its circuit: the next stack fails
+/// at once with why (no timeout waited out), the plug-in is not called,
+/// and `/metrics` and the registry show the circuit open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_circuit_opened_fails_stacks_at_once_and_shows_it() {
+    use crate::orchestration::HeatRest;
+    use serde_json::json;
+    let ember = TestEmber::start().await;
+    let journal = CallJournal::default();
+    let _slowpoke = registered_with(
+        &ember,
+        &journal,
+        "slowpoke",
+        Behaviour::Slow(std::time::Duration::from_secs(10)),
+        pb::RegisterPluginRequest {
+            timeout_ms: 300,
+            breaker_failures: Some(2),
+            breaker_cooldown_ms: Some(600_000),
+            ..pb::RegisterPluginRequest::default()
+        },
+    )
+    .await;
+    let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
+    for name in ["first", "second"] {
+        let stack = member.create_stack(name, json!({"greeting": "hi"})).await;
+        let shown = member.wait_until_settled(&stack).await;
+        assert_eq!(shown["stack_status"], "CREATE_FAILED", "{shown}");
+        assert_eq!(
+            shown["stack_status_reason"], "plugin slowpoke: timed out after 300 ms",
+            "{shown}"
+        );
+    }
+    journal.clear();
+    let stack = member
+        .create_stack("third", json!({"greeting": "hi"}))
+        .await;
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(shown["stack_status"], "CREATE_FAILED", "{shown}");
+    let reason = shown["stack_status_reason"].as_str().expect("reason");
+    assert!(
+        reason.starts_with("plugin slowpoke: unavailable: circuit open since ")
+            && reason.contains("after 2 consecutive failures (last: timed out after 300 ms)"),
+        "{reason}"
+    );
+    assert_eq!(
+        plugin_event_reasons(&member, &stack, "slowpoke").await,
+        [format!(
+            "plugin slowpoke: pre-operation CIRCUIT_OPEN in 0 ms: {}",
+            &reason["plugin slowpoke: ".len()..]
+        )],
+        "not called, no time spent"
+    );
+    assert!(journal.calls().is_empty(), "{:?}", journal.summary());
+
+    let shown = PluginRegistryServiceClient::new(ember.gateway_channel().await)
+        .get_plugin(with_bearer(
+            pb::GetPluginRequest {
+                name: "slowpoke".to_owned(),
+            },
+            ember.admin_token(),
+        ))
+        .await
+        .expect("shown")
+        .into_inner();
+    let circuit = shown.circuit.expect("circuit");
+    assert_eq!(circuit.state, pb::CircuitState::Open as i32);
+    assert_eq!(circuit.consecutive_failures, 2);
+    let open_line = "ember_plugin_circuit_open{service=\"plugin-registry\",plugin=\"slowpoke\"} 1";
+    ember_tests::wait_for(
+        "/metrics to show the open circuit",
+        std::time::Duration::from_secs(20),
+        || async {
+            ember
+                .http
+                .get(ember.url("/metrics"))
+                .send()
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .is_ok_and(|text| text.contains(open_line))
+        },
+    )
+    .await;
+    ember.stop().await;
+}
+
+/// A plug-in in observe mode denies: the stack is created anyway, and the
+/// verdict is an event and an audit record (`observed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observing_plugins_verdict_is_recorded_and_not_enforced() {
+    use crate::orchestration::HeatRest;
+    use serde_json::{Value, json};
+    let ember = TestEmber::start().await;
+    let journal = CallJournal::default();
+    let _policy = registered_with(
+        &ember,
+        &journal,
+        "new-policy",
+        Behaviour::Deny("no public ports".into()),
+        pb::RegisterPluginRequest {
+            enforce: Some(false),
+            ..pb::RegisterPluginRequest::default()
+        },
+    )
+    .await;
+    let member = HeatRest::new(&ember, "demo", Some(ember.member_token()));
+    let stack = member
+        .create_stack("watched", json!({"greeting": "hi"}))
+        .await;
+    let shown = member.wait_until_settled(&stack).await;
+    assert_eq!(shown["stack_status"], "CREATE_COMPLETE", "{shown}");
+    let reasons = plugin_event_reasons(&member, &stack, "new-policy").await;
+    assert!(
+        reasons.iter().any(|reason| {
+            reason.starts_with("plugin new-policy: pre-operation DENY in ")
+                && reason.ends_with(": no public ports (observe mode: not enforced)")
+        }),
+        "{reasons:?}"
+    );
+    assert_eq!(journal.summary(), ["new-policy:pre", "new-policy:post"]);
+
+    let trail = ember
+        .http
+        .get(ember.url("/orchestration/v1/demo/audit?target=watched&outcome=observed"))
+        .header("X-Auth-Token", ember.member_token())
+        .send()
+        .await
+        .expect("audit")
+        .json::<Value>()
+        .await
+        .expect("audit JSON");
+    let records = trail["audit_records"].as_array().expect("records");
+    assert_eq!(records.len(), 1, "{trail}");
+    assert_eq!(records[0]["operation"], "create");
+    assert_eq!(records[0]["outcome"], "observed");
+    assert_eq!(
+        records[0]["blocker"],
+        "lifecycle plugin \"new-policy\" would have stopped it: no public ports"
+    );
+    ember.stop().await;
+}

@@ -65,6 +65,7 @@ pub async fn serve(
     let store: Arc<dyn store::PluginStore> =
         Arc::new(store::SqlPluginStore::with_reader(connection, reader));
     let cache = Arc::new(runner::RegistryCache::new(Arc::clone(&store)));
+    let readiness = readiness.with(runner::circuit_check(Arc::clone(&cache)));
     let registry = grpc::PluginRegistryHandler::new(store, Arc::clone(&cache));
     let runner = grpc::PluginRunnerHandler::new(Arc::new(runner::PluginRunner::new(cache)));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));

@@ -1123,6 +1123,21 @@ async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_pr
         );
     }
     assert!(journal.calls().is_empty(), "{:?}", journal.summary());
+    // Asked without the stack, as the engine first asks: the answer needs
+    // no snapshot, since no plugin will be called.
+    let on_demand = other
+        .runner()
+        .run_pre_operations(other.member(pb::RunPreOperationsRequest {
+            operation: StackOperation::Create as i32,
+            project_id: "team-a".to_owned(),
+            snapshot_on_demand: true,
+            ..pb::RunPreOperationsRequest::default()
+        }))
+        .await
+        .expect("ran")
+        .into_inner();
+    assert!(!on_demand.snapshot_needed && !on_demand.allowed, "{on_demand:?}");
+    assert_eq!(outcomes(&on_demand.calls), ["quota:pre:circuit_open"]);
 
     // Half-open: asking ("allowed?") does not probe; the next operation
     // does, and an answer closes the circuit for every replica.

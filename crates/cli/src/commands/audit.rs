@@ -20,8 +20,8 @@ pub enum AuditCommand {
         /// Only records about stacks, clusters, nodes or instances
         #[arg(long = "type", value_name = "TYPE", value_parser = ["stack", "cluster", "node", "instance"])]
         target_type: Option<String>,
-        /// Only accepted, refused, expired or broke_glass records
-        #[arg(long, value_parser = ["accepted", "refused", "expired", "broke_glass"])]
+        /// Only accepted, refused, expired, broke_glass or observed records
+        #[arg(long, value_parser = ["accepted", "refused", "expired", "broke_glass", "observed"])]
         outcome: Option<String>,
         /// Records of the last DURATION (`90s`, `15m`, `2h`, `7d`) or since an RFC 3339 time
         #[arg(long)]

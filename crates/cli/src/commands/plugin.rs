@@ -38,6 +38,12 @@ pub enum PluginCommand {
         /// Register without enabling
         #[arg(long)]
         disabled: bool,
+        /// Observe mode: call the plugin and record its verdicts, never
+        /// enforce them
+        #[arg(long)]
+        observe: bool,
+        #[command(flatten)]
+        breaker: BreakerArgs,
     },
     /// List plugins in calling order
     List {
@@ -76,9 +82,33 @@ pub enum PluginCommand {
         /// Disable the plugin (it stays registered but is not called)
         #[arg(long)]
         disable: bool,
+        /// Only observe: record the plugin's verdicts, never enforce them
+        #[arg(long, conflicts_with = "enforce")]
+        observe: bool,
+        /// Enforce the plugin's verdicts again
+        #[arg(long)]
+        enforce: bool,
+        #[command(flatten)]
+        breaker: BreakerArgs,
+        /// Close the plugin's circuit now and forget its failures
+        #[arg(long)]
+        close_circuit: bool,
     },
     /// Deregister a plugin: it is not called for any later operation
     Remove { name: String },
+}
+
+/// A plugin's circuit breaker.
+#[derive(Debug, clap::Args)]
+pub struct BreakerArgs {
+    /// Consecutive failures (errors, timeouts) that open the plugin's
+    /// circuit; 0 = no breaker [default: 5]
+    #[arg(long)]
+    breaker_failures: Option<u32>,
+    /// How long an open circuit stays open before one call probes it, in
+    /// milliseconds [default: 30000]
+    #[arg(long)]
+    breaker_cooldown_ms: Option<u32>,
 }
 
 /// `["all"]` (or nothing) clears a filter.
@@ -115,6 +145,8 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             failure_mode,
             timeout_ms,
             disabled,
+            observe,
+            breaker,
         } => {
             let operations = operations
                 .iter()
@@ -132,6 +164,9 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                     failure_mode: failure_mode_to_proto(failure_mode) as i32,
                     timeout_ms: timeout_ms.unwrap_or(0),
                     disabled,
+                    enforce: observe.then_some(false),
+                    breaker_failures: breaker.breaker_failures,
+                    breaker_cooldown_ms: breaker.breaker_cooldown_ms,
                 })?)
                 .await
                 .map_err(describe)?
@@ -168,6 +203,10 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             timeout_ms,
             enable,
             disable,
+            observe,
+            enforce,
+            breaker,
+            close_circuit,
         } => {
             let operations = match operations {
                 None => None,
@@ -189,10 +228,15 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 && failure_mode.is_none()
                 && timeout_ms.is_none()
                 && !enable
-                && !disable;
+                && !disable
+                && !observe
+                && !enforce
+                && breaker.breaker_failures.is_none()
+                && breaker.breaker_cooldown_ms.is_none()
+                && !close_circuit;
             if nothing_to_change {
                 return Err(format!(
-                    "nothing to update for plugin {name:?}: pass at least one of --endpoint, --ordinal, --operations, --projects, --failure-mode, --timeout-ms, --enable, --disable"
+                    "nothing to update for plugin {name:?}: pass at least one of --endpoint, --ordinal, --operations, --projects, --failure-mode, --timeout-ms, --enable, --disable, --observe, --enforce, --breaker-failures, --breaker-cooldown-ms, --close-circuit"
                 ));
             }
             let request = pb::UpdatePluginRequest {
@@ -208,6 +252,14 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                     (_, true) => Some(false),
                     _ => None,
                 },
+                enforce: match (enforce, observe) {
+                    (true, _) => Some(true),
+                    (_, true) => Some(false),
+                    _ => None,
+                },
+                breaker_failures: breaker.breaker_failures,
+                breaker_cooldown_ms: breaker.breaker_cooldown_ms,
+                close_circuit,
             };
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
@@ -284,6 +336,78 @@ fn plugin_record(plugin: &pb::Plugin) -> Record {
             "enabled",
             Cell::shown_as(plugin.enabled, if plugin.enabled { "yes" } else { "no" }),
         )
+        .field(
+            "enforce",
+            Cell::shown_as(
+                plugin.enforce,
+                if plugin.enforce {
+                    "yes"
+                } else {
+                    "no (observe)"
+                },
+            ),
+        )
+        .field(
+            "breaker",
+            Cell::shown_as(
+                serde_json::json!({
+                    "failures": plugin.breaker_failures,
+                    "cooldown_ms": plugin.breaker_cooldown_ms,
+                }),
+                if plugin.breaker_failures == 0 {
+                    "off".to_owned()
+                } else {
+                    format!(
+                        "{} failures, {}ms",
+                        plugin.breaker_failures, plugin.breaker_cooldown_ms
+                    )
+                },
+            ),
+        )
+        .field("circuit", circuit_cell(plugin.circuit.as_ref()))
         .field("created", Cell::time(plugin.created_at.as_ref()))
         .field("updated", Cell::time(plugin.updated_at.as_ref()))
+}
+
+/// The circuit as a word (`closed`, `open`, `half-open`) with the failures
+/// and times behind it; in JSON, the whole record.
+fn circuit_cell(circuit: Option<&pb::Circuit>) -> Cell {
+    let Some(circuit) = circuit else {
+        return Cell::shown_as(serde_json::Value::Null, "");
+    };
+    let state = pb::CircuitState::try_from(circuit.state)
+        .unwrap_or_default()
+        .as_str_name()
+        .trim_start_matches("CIRCUIT_STATE_")
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    let time = |timestamp: Option<&prost_types::Timestamp>| super::stack::format_time(timestamp);
+    let json_time = |timestamp: Option<&prost_types::Timestamp>| {
+        Some(time(timestamp)).filter(|text| !text.is_empty())
+    };
+    let mut text = state.clone();
+    if circuit.opened_at.is_some() {
+        text.push_str(&format!(
+            " since {} until {} ({} failures, last: {})",
+            time(circuit.opened_at.as_ref()),
+            time(circuit.open_until.as_ref()),
+            circuit.consecutive_failures,
+            circuit.last_failure
+        ));
+    } else if circuit.consecutive_failures > 0 {
+        text.push_str(&format!(
+            " ({} failures, last: {})",
+            circuit.consecutive_failures, circuit.last_failure
+        ));
+    }
+    Cell::shown_as(
+        serde_json::json!({
+            "state": state,
+            "consecutive_failures": circuit.consecutive_failures,
+            "opened_at": json_time(circuit.opened_at.as_ref()),
+            "open_until": json_time(circuit.open_until.as_ref()),
+            "last_failure": circuit.last_failure,
+        }),
+        text,
+    )
 }

@@ -59,14 +59,18 @@ pub enum AuditOutcome {
     /// An admin ran it through what would have refused it (the record's
     /// `blocker`), for the record's `reason`.
     BrokeGlass,
+    /// A lifecycle plug-in in observe mode would have refused it (the
+    /// record's `blocker`); it was not enforced.
+    Observed,
 }
 
 impl AuditOutcome {
-    pub const ALL: [AuditOutcome; 4] = [
+    pub const ALL: [AuditOutcome; 5] = [
         AuditOutcome::Accepted,
         AuditOutcome::Refused,
         AuditOutcome::Expired,
         AuditOutcome::BrokeGlass,
+        AuditOutcome::Observed,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +79,7 @@ impl AuditOutcome {
             AuditOutcome::Refused => "refused",
             AuditOutcome::Expired => "expired",
             AuditOutcome::BrokeGlass => "broke_glass",
+            AuditOutcome::Observed => "observed",
         }
     }
 
@@ -84,7 +89,7 @@ impl AuditOutcome {
             .find(|outcome| outcome.as_str() == text)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "outcome {text:?} is not one of accepted, refused, expired, broke_glass"
+                    "outcome {text:?} is not one of accepted, refused, expired, broke_glass, observed"
                 ))
             })
     }

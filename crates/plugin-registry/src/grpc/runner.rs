@@ -10,7 +10,7 @@ use ember_proto::pluginregistry::v1 as pb;
 use tonic::{Request, Response, Status};
 
 use super::convert::{call_outcome_to_proto, operation_from_proto};
-use crate::runner::{OperationContext, PluginRunner};
+use crate::runner::{OnDemand, OperationContext, PluginRunner};
 
 pub struct PluginRunnerHandler {
     runner: Arc<PluginRunner>,
@@ -45,21 +45,6 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
             project_id: project_of(request.project_id, request.stack.as_ref()),
             break_glass: request.break_glass && !request.dry_run,
         };
-        if request.snapshot_on_demand && request.stack.is_none() {
-            // Asked without the stack: a plugin that applies needs it;
-            // with none, the answer is known from this one registry read.
-            return Ok(Response::new(if self.runner.any_applies(&context).await? {
-                pb::RunPreOperationsResponse {
-                    snapshot_needed: true,
-                    ..Default::default()
-                }
-            } else {
-                pb::RunPreOperationsResponse {
-                    allowed: true,
-                    ..Default::default()
-                }
-            }));
-        }
         let dry_run = request.dry_run;
         let plugin_request = plugin_pb::PreOperationRequest {
             operation: request.operation,
@@ -67,7 +52,29 @@ impl pb::plugin_runner_service_server::PluginRunnerService for PluginRunnerHandl
             previous: request.previous,
             dry_run,
         };
-        let report = if dry_run {
+        let report = if request.snapshot_on_demand && plugin_request.stack.is_none() {
+            // Asked without the stack: a plugin that would be called needs
+            // it; otherwise the answer is known from this registry read.
+            match self
+                .runner
+                .pre_operations_on_demand(&context, plugin_request)
+                .await?
+            {
+                OnDemand::NoPlugin => {
+                    return Ok(Response::new(pb::RunPreOperationsResponse {
+                        allowed: true,
+                        ..Default::default()
+                    }));
+                }
+                OnDemand::SnapshotNeeded => {
+                    return Ok(Response::new(pb::RunPreOperationsResponse {
+                        snapshot_needed: true,
+                        ..Default::default()
+                    }));
+                }
+                OnDemand::Answered(report) => report,
+            }
+        } else if dry_run {
             self.runner
                 .ask_pre_operations(&context, plugin_request)
                 .await?

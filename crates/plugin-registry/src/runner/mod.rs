@@ -20,6 +20,7 @@
 
 mod cache;
 mod client;
+mod gauges;
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ use crate::store::PluginStore;
 
 pub use cache::RegistryCache;
 use client::{CallAnswer, PluginClients};
+pub use gauges::circuit_check;
 
 pub struct PluginRunner {
     registry: Arc<RegistryCache>,
@@ -71,6 +73,55 @@ impl PluginRunner {
         request: plugin_pb::PreOperationRequest,
     ) -> Result<PreOperationsReport> {
         let plugins = self.registry_plugins().await?;
+        Ok(self
+            .run_chain(&plugins, context, request, Probe::Allowed)
+            .await)
+    }
+
+    /// The chain's answer when the stack's snapshot would be wasted on it:
+    /// [`OnDemand::NoPlugin`] when no plugin applies, the report itself
+    /// when each that applies has its circuit open (none is called, so
+    /// the operation costs what it costs without plugins), and
+    /// [`OnDemand::SnapshotNeeded`] when one would be called. One read of
+    /// the registry decides and runs it.
+    pub async fn pre_operations_on_demand(
+        &self,
+        context: &OperationContext,
+        request: plugin_pb::PreOperationRequest,
+    ) -> Result<OnDemand> {
+        let plugins = self.registry_plugins().await?;
+        let now = ember_runtime::time::now();
+        let (applies, called) = plugins
+            .iter()
+            .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
+            .fold((false, false), |(_, called), plugin| {
+                let open = plugin.breaker.enabled()
+                    && matches!(plugin.circuit.circuit(now), Circuit::Open { .. });
+                (true, called || !open)
+            });
+        if !applies {
+            return Ok(OnDemand::NoPlugin);
+        }
+        if called {
+            return Ok(OnDemand::SnapshotNeeded);
+        }
+        // Every circuit it meets is open: no call, and no probe (a probe
+        // would need the snapshot; the next operation makes it).
+        Ok(OnDemand::Answered(if request.dry_run {
+            self.ask_chain(&plugins, context, request).await
+        } else {
+            self.run_chain(&plugins, context, request, Probe::NotHere)
+                .await
+        }))
+    }
+
+    async fn run_chain(
+        &self,
+        plugins: &[Plugin],
+        context: &OperationContext,
+        request: plugin_pb::PreOperationRequest,
+        probe: Probe,
+    ) -> PreOperationsReport {
         let mut calls = Vec::new();
         let mut called: Vec<&Plugin> = Vec::new();
         // Under a break-glass: why the first plugin would have stopped it.
@@ -82,7 +133,7 @@ impl PluginRunner {
             let answer = self
                 .guarded(
                     plugin,
-                    Probe::Allowed,
+                    probe,
                     self.clients.pre_operation(plugin, request.clone()),
                 )
                 .await;
@@ -121,12 +172,12 @@ impl PluginRunner {
                         .await;
                     calls.push(outcome(passed, PluginPhase::Post, answer, true, false));
                 }
-                return Ok(PreOperationsReport {
+                return PreOperationsReport {
                     allowed: false,
                     reason,
                     calls,
                     post_operation_plugins: Vec::new(),
-                });
+                };
             }
             // A plug-in skipped for its open circuit was not called, so it
             // is owed nothing.
@@ -134,12 +185,12 @@ impl PluginRunner {
                 called.push(plugin);
             }
         }
-        Ok(PreOperationsReport {
+        PreOperationsReport {
             allowed: first_stop.is_empty(),
             reason: first_stop,
             calls,
             post_operation_plugins: called.iter().map(|plugin| plugin.name.clone()).collect(),
-        })
+        }
     }
 
     /// The dry run of the pre-operation chain: every plugin that applies
@@ -151,6 +202,15 @@ impl PluginRunner {
         request: plugin_pb::PreOperationRequest,
     ) -> Result<PreOperationsReport> {
         let plugins = self.registry_plugins().await?;
+        Ok(self.ask_chain(&plugins, context, request).await)
+    }
+
+    async fn ask_chain(
+        &self,
+        plugins: &[Plugin],
+        context: &OperationContext,
+        request: plugin_pb::PreOperationRequest,
+    ) -> PreOperationsReport {
         let mut calls = Vec::new();
         let mut reason = String::new();
         for plugin in plugins
@@ -171,21 +231,12 @@ impl PluginRunner {
             }
             calls.push(outcome(plugin, PluginPhase::Pre, answer, false, stops));
         }
-        Ok(PreOperationsReport {
+        PreOperationsReport {
             allowed: reason.is_empty(),
             reason,
             calls,
             post_operation_plugins: Vec::new(),
-        })
-    }
-
-    /// Whether any enabled plugin would be called for `context`.
-    pub async fn any_applies(&self, context: &OperationContext) -> Result<bool> {
-        Ok(self
-            .registry_plugins()
-            .await?
-            .iter()
-            .any(|plugin| plugin.applies_to(context.operation, &context.project_id)))
+        }
     }
 
     /// Calls the post-operation of each named plugin, in the order given.
@@ -341,6 +392,16 @@ impl PluginRunner {
         }
         Ok(snapshot.plugins)
     }
+}
+
+/// The chain's answer to a request without the stack's snapshot.
+pub enum OnDemand {
+    /// No enabled plugin applies: allowed, nothing called.
+    NoPlugin,
+    /// A plugin would be called: send the snapshot.
+    SnapshotNeeded,
+    /// Each plugin that applies has its circuit open: the answer.
+    Answered(PreOperationsReport),
 }
 
 /// Whether a call may be a half-open circuit's probe: not when the

@@ -433,6 +433,113 @@ async fn plugin_overhead(
         "  pre-operation overhead per plugin (median)",
         (chained.median_us - plain.median_us) / 5.0 / 1000.0
     );
+    open_circuit_overhead(client, credentials, &channel, runs, &small).await
+}
+
+/// What a plug-in whose circuit is open costs a create: none at all is
+/// the aim. A WARN plug-in on an address where nothing listens opens its
+/// circuit on the first create; then creates alternate with it disabled
+/// (no plugin) and enabled (circuit open), so drift hits both alike.
+async fn open_circuit_overhead(
+    client: &RestStacks,
+    credentials: &DevCredentials,
+    channel: &Channel,
+    runs: usize,
+    template: &str,
+) -> Result<(), String> {
+    use ember_proto::pluginregistry::v1 as pb;
+    const NAME: &str = "bench-circuit-open";
+    let nowhere = {
+        let listener =
+            std::net::TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
+        format!(
+            "http://{}",
+            listener.local_addr().map_err(|error| error.to_string())?
+        )
+    };
+    let registry = || {
+        PluginRegistryServiceClient::new(channel.clone())
+            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
+    };
+    registry()
+        .register_plugin(admin_request(
+            credentials,
+            pb::RegisterPluginRequest {
+                name: NAME.to_owned(),
+                endpoint: nowhere,
+                operations: vec![ember_proto::common::v1::StackOperation::Create as i32],
+                failure_mode: pb::FailureMode::Warn as i32,
+                breaker_failures: Some(1),
+                breaker_cooldown_ms: Some(3_600_000),
+                ..Default::default()
+            },
+        )?)
+        .await
+        .map_err(|status| format!("register plugin: {}", status.message()))?;
+    let (stack, _) = client
+        .create_and_wait("opens-the-circuit", template)
+        .await?;
+    client.delete_and_wait(&stack).await?;
+    let enable = |enabled: bool| {
+        let request = admin_request(
+            credentials,
+            pb::UpdatePluginRequest {
+                name: NAME.to_owned(),
+                enabled: Some(enabled),
+                ..Default::default()
+            },
+        );
+        async move {
+            let plugin = registry()
+                .update_plugin(request?)
+                .await
+                .map_err(|status| format!("update plugin: {}", status.message()))?
+                .into_inner();
+            match plugin.circuit.map(|circuit| circuit.state) {
+                Some(state) if state == pb::CircuitState::Open as i32 => Ok(()),
+                other => Err(format!("the circuit is not open: {other:?}")),
+            }
+        }
+    };
+    let (mut without, mut open) = (Vec::new(), Vec::new());
+    for run in 0..runs {
+        enable(false).await?;
+        let (stack, created) = client
+            .create_and_wait(&format!("no-plugin-{run}"), template)
+            .await?;
+        without.push(created);
+        client.delete_and_wait(&stack).await?;
+        enable(true).await?;
+        let (stack, created) = client
+            .create_and_wait(&format!("circuit-open-{run}"), template)
+            .await?;
+        open.push(created);
+        client.delete_and_wait(&stack).await?;
+    }
+    registry()
+        .deregister_plugin(admin_request(
+            credentials,
+            pb::DeregisterPluginRequest {
+                name: NAME.to_owned(),
+            },
+        )?)
+        .await
+        .map_err(|status| format!("deregister plugin: {}", status.message()))?;
+    let plain = summarize(&mut without);
+    let skipped = summarize(&mut open);
+    print_row(
+        "10 OS::Heat::None: create, no plugin (alternating)",
+        &mut without,
+    );
+    print_row(
+        "10 OS::Heat::None: create, 1 plugin, circuit open",
+        &mut open,
+    );
+    println!(
+        "{:<56} {:>10.2}",
+        "  an open circuit's cost (median difference)",
+        (skipped.median_us - plain.median_us) / 1000.0
+    );
     Ok(())
 }
 

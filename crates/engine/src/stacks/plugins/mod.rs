@@ -170,6 +170,11 @@ pub(in crate::stacks) async fn before_recorded(
     }
     Some(match called {
         Ok(response) => {
+            // Answered without the snapshot (each plugin's circuit open):
+            // its calls are events of a stack that must exist first.
+            if !response.calls.is_empty() && !recorded.wait().await {
+                return None;
+            }
             record_calls(shared, stack, &response.calls).await;
             let passed = PassedPlugins(response.post_operation_plugins);
             match &glass {
@@ -443,11 +448,44 @@ async fn record_calls(shared: &Shared, stack: &Stack, calls: &[runner_pb::Plugin
                 reason.push_str(": ");
                 reason.push_str(&call.message);
             }
+            if call.observed {
+                reason.push_str(" (observe mode: not enforced)");
+            }
             plugin_event(stack, &call.plugin, status, reason)
         })
         .collect();
     if let Err(error) = shared.store.record_events(&events).await {
         tracing::warn!(stack_id = %stack.id, %error, "cannot record plugin call events");
+    }
+    record_observed(shared, stack, calls).await;
+}
+
+/// What plug-ins in observe mode would have stopped, in the audit trail:
+/// one record each, in the stack's owner's name.
+async fn record_observed(shared: &Shared, stack: &Stack, calls: &[runner_pb::PluginCallOutcome]) {
+    let observed: Vec<&runner_pb::PluginCallOutcome> =
+        calls.iter().filter(|call| call.observed).collect();
+    if observed.is_empty() {
+        return;
+    }
+    let subject = super::stack_audit_subject(stack);
+    let operation = stack.action.as_str().to_lowercase();
+    for call in observed {
+        let blocker = format!(
+            "lifecycle plugin {:?} would have stopped it: {}",
+            call.plugin, call.message
+        );
+        shared
+            .audit
+            .record(
+                &stack.user_id,
+                &subject,
+                &operation,
+                crate::domain::audit::AuditOutcome::Observed,
+                "observe mode: not enforced",
+                &blocker,
+            )
+            .await;
     }
 }
 
