@@ -22,6 +22,7 @@ mod internal_services;
 mod openstack;
 mod orchestration;
 mod plugins;
+mod protection;
 mod quotas;
 mod senlin_cli;
 mod senlin_config;

@@ -36,6 +36,7 @@ async fn profile(store: &SqlClusterStore, project: &str, name: &str, type_name: 
             "properties": {"flavor": "small", "image": "debian"}}))
         .expect("a spec"),
         metadata: Map::new(),
+        protected: false,
         project_id: project.to_owned(),
         user_id: "alice".into(),
         created_at: ember_runtime::time::now(),
@@ -299,6 +300,7 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
             status_reason: String::new(),
             physical_id: None,
             tainted: false,
+            protected: false,
             metadata: Map::new(),
             project_id: "project-a".into(),
             user_id: "alice".into(),

@@ -28,6 +28,7 @@ async fn profile(store: &SqlClusterStore, project: &str, id: &str, name: &str) -
             "properties": {"flavor": "small", "image": "debian"}}))
         .expect("a spec"),
         metadata: Map::new(),
+        protected: false,
         project_id: project.to_owned(),
         user_id: "alice".into(),
         created_at: ember_runtime::time::now(),

@@ -28,6 +28,7 @@ fn adoption(name: &str, instance: &str) -> (Profile, Node, ClusterEvent) {
             "properties": {"flavor": "m1.small", "image": "debian-12"}}))
         .expect("a spec"),
         metadata: Map::new(),
+        protected: false,
         project_id: "project-a".into(),
         user_id: "alice".into(),
         created_at: now,
@@ -44,6 +45,7 @@ fn adoption(name: &str, instance: &str) -> (Profile, Node, ClusterEvent) {
         status_reason: "Node adopted successfully".into(),
         physical_id: Some(instance.to_owned()),
         tainted: false,
+        protected: false,
         metadata: Map::new(),
         project_id: "project-a".into(),
         user_id: "alice".into(),

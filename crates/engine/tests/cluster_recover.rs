@@ -43,6 +43,7 @@ async fn failing_cluster(engine: &Engine, failures: &str) -> uuid::Uuid {
                 }
             }),
             Map::new(),
+            false,
         )
         .await
         .expect("profile");

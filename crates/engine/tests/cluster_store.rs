@@ -762,6 +762,7 @@ async fn racing_allocators_get_disjoint_indexes(database: &TestDatabase) {
         status_reason: String::new(),
         physical_id: None,
         tainted: false,
+        protected: false,
         metadata: Map::new(),
         project_id: "project-a".into(),
         user_id: "alice".into(),

@@ -210,6 +210,7 @@ async fn a_node_whose_machine_dies_goes_error_by_itself() {
                 "flavor": "m1.small", "image": "debian-12",
                 "metadata": {SIMULATE_EXIT_AFTER_MS_KEY: "400"}}}),
             Map::new(),
+            false,
         )
         .await
         .expect("profile");

@@ -1136,7 +1136,10 @@ async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_pr
         .await
         .expect("ran")
         .into_inner();
-    assert!(!on_demand.snapshot_needed && !on_demand.allowed, "{on_demand:?}");
+    assert!(
+        !on_demand.snapshot_needed && !on_demand.allowed,
+        "{on_demand:?}"
+    );
     assert_eq!(outcomes(&on_demand.calls), ["quota:pre:circuit_open"]);
 
     // Half-open: asking ("allowed?") does not probe; the next operation

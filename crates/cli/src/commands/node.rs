@@ -46,8 +46,8 @@ pub enum NodeCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Rename a node, change its role, or taint it (a tainted node is
-    /// removed first on scale-in)
+    /// Rename a node, change its role, taint it (a tainted node is
+    /// removed first on scale-in) or protect it (a protected node never is)
     Update {
         node: String,
         #[arg(long)]
@@ -56,6 +56,13 @@ pub enum NodeCommand {
         role: Option<String>,
         #[arg(long, value_name = "true|false")]
         tainted: Option<bool>,
+        /// Protect the node from scale-in: never chosen for removal, and not
+        /// deleted until unprotected
+        #[arg(long, conflicts_with = "unprotect")]
+        protect: bool,
+        /// Clear the node's scale-in protection
+        #[arg(long)]
+        unprotect: bool,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -71,6 +78,10 @@ fn tainted_cell(tainted: bool) -> Cell {
     Cell::shown_as(tainted, if tainted { "yes" } else { "-" })
 }
 
+fn protected_cell(protected: bool) -> Cell {
+    Cell::shown_as(protected, if protected { "yes" } else { "-" })
+}
+
 fn node_row(node: &pb::Node) -> Record {
     Record::new()
         .field("id", node.id.as_str())
@@ -80,6 +91,7 @@ fn node_row(node: &pb::Node) -> Record {
         .field("status", node.status.as_str())
         .field("physical_id", node.physical_id.as_str())
         .field("tainted", tainted_cell(node.tainted))
+        .field("protected", protected_cell(node.protected))
 }
 
 fn node_record(node: &pb::Node) -> Record {
@@ -94,6 +106,7 @@ fn node_record(node: &pb::Node) -> Record {
         .field("reason", node.status_reason.as_str())
         .field("physical_id", node.physical_id.as_str())
         .field("tainted", tainted_cell(node.tainted))
+        .field("protected", protected_cell(node.protected))
         .field("project", node.project_id.as_str())
         .field("user", node.user_id.as_str())
         .field("created", Cell::time(node.created_at.as_ref()))
@@ -171,6 +184,8 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
             name,
             role,
             tainted,
+            protect,
+            unprotect,
             output,
         } => {
             let updated = nodes
@@ -179,6 +194,11 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     name,
                     role,
                     tainted,
+                    protected: match (protect, unprotect) {
+                        (true, _) => Some(true),
+                        (_, true) => Some(false),
+                        _ => None,
+                    },
                     ..Default::default()
                 })?)
                 .await

@@ -93,6 +93,7 @@ impl ClusterService {
                 status_reason: format!("being created by {}", run.action.name),
                 physical_id: planned_physical_id(&profile),
                 tainted: false,
+                protected: profile.protected,
                 metadata: serde_json::Map::new(),
                 project_id: cluster.project_id.clone(),
                 user_id: caller.user_id.clone(),

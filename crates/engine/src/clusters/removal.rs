@@ -36,7 +36,8 @@ use crate::domain::cluster::{
 };
 use crate::error::{Error, Result};
 use crate::store::clusters::{
-    ClusterChange, ClusterColumns, KEEP_DESIRED_OUTPUT, NodeStatusChange, Settle,
+    ClusterChange, ClusterColumns, KEEP_DESIRED_OUTPUT, KEPT_PROTECTED_OUTPUT,
+    KEPT_PROTECTED_REASON, NodeStatusChange, Settle,
 };
 
 /// The NODE_DELETE input saying the node's instance is stopped first.
@@ -48,6 +49,9 @@ const STOP_BEFORE_DELETE: &str = "stop_before_delete";
 pub(super) struct Removal {
     pub policy: Option<DeletionPolicy>,
     pub destroy: bool,
+    /// Nodes a scale-in asked for but could not take: the members left
+    /// are protected from scale-in.
+    pub kept_protected: usize,
 }
 
 impl Removal {
@@ -56,7 +60,11 @@ impl Removal {
         let destroy = policy
             .as_ref()
             .is_none_or(|policy| policy.destroy_after_deletion);
-        Removal { policy, destroy }
+        Removal {
+            policy,
+            destroy,
+            kept_protected: 0,
+        }
     }
 }
 
@@ -87,7 +95,11 @@ impl ClusterService {
         victims: Vec<Node>,
         desired_capacity: i32,
         mut columns: ClusterColumns,
-        Removal { policy, destroy }: Removal,
+        Removal {
+            policy,
+            destroy,
+            kept_protected,
+        }: Removal,
     ) -> RunResult<Ran> {
         let parent = &run.action;
         let now = ember_runtime::time::now();
@@ -158,11 +170,17 @@ impl ClusterService {
             node_changes.push(deleting);
             children.push(child);
         }
-        let reason = format!(
+        let mut reason = format!(
             "{}: removing {} node(s)",
             parent.kind.as_str(),
             children.len()
         );
+        if kept_protected > 0 {
+            reason.push_str(&format!(
+                " ({kept_protected} fewer than asked: {})",
+                KEPT_PROTECTED_REASON
+            ));
+        }
         columns.desired_capacity = Some(desired_capacity);
         columns.status = Some((ClusterStatus::Resizing, reason.clone()));
         events.push(event(
@@ -197,6 +215,9 @@ impl ClusterService {
         );
         if keep_desired {
             outputs.insert(KEEP_DESIRED_OUTPUT.into(), Value::Bool(true));
+        }
+        if kept_protected > 0 {
+            outputs.insert(KEPT_PROTECTED_OUTPUT.into(), json!(kept_protected));
         }
         let change = ClusterChange {
             cluster_id: Some(cluster.id),

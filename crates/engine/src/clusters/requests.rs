@@ -61,6 +61,7 @@ impl ClusterService {
         name: &str,
         spec: Value,
         metadata: Map<String, Value>,
+        protected: bool,
     ) -> Result<Profile> {
         self.admit(ClusterOperation::CreateProfile, caller).await?;
         validate_name("profile", name)?;
@@ -84,6 +85,7 @@ impl ClusterService {
             name: name.to_owned(),
             spec,
             metadata,
+            protected,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: ember_runtime::time::now(),
@@ -667,6 +669,7 @@ impl ClusterService {
             status_reason: "waiting to be created".into(),
             physical_id: None,
             tainted: false,
+            protected: profile.protected,
             metadata: new.metadata,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
@@ -754,6 +757,7 @@ impl ClusterService {
         name: Option<String>,
         role: Option<String>,
         tainted: Option<bool>,
+        protected: Option<bool>,
     ) -> Result<Node> {
         let node = self.find_node(caller, name_or_id).await?;
         self.admit(ClusterOperation::UpdateNode(&node), caller)
@@ -768,6 +772,7 @@ impl ClusterService {
                     name,
                     role,
                     tainted,
+                    protected,
                     metadata: None,
                 },
             )

@@ -91,6 +91,7 @@ impl ClusterService {
             name: "validated_profile".into(),
             spec,
             metadata: Map::new(),
+            protected: false,
             project_id: caller.project_id.clone(),
             user_id: caller.user_id.clone(),
             created_at: ember_runtime::time::now(),
@@ -279,6 +280,7 @@ impl ClusterService {
         }
         let cluster_type = self.cluster_profile(&cluster).await?.spec.type_name();
         let mut found = Map::new();
+        let mut replaced = Vec::new();
         let (mut not_member, mut owned, mut inactive, mut unmatched) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut old_missing, mut new_missing) = (Vec::new(), Vec::new());
@@ -307,6 +309,7 @@ impl ClusterService {
                 old_node.id.to_string(),
                 Value::String(new_node.id.to_string()),
             );
+            replaced.push(old_node);
         }
         let mut problems = Vec::new();
         if !not_member.is_empty() {
@@ -345,6 +348,11 @@ impl ClusterService {
         }
         if !problems.is_empty() {
             return Err(Error::InvalidInput(problems.join("\n")));
+        }
+        // A replaced node is deleted: not one protected from scale-in.
+        if let Some(refusal) = crate::domain::admission::cluster::protected_from_deletion(&replaced)
+        {
+            return Err(refusal);
         }
         let inputs = json_object(json!({ "candidates": found }));
         self.cluster_action(caller, &cluster, ActionKind::ClusterReplaceNodes, inputs)

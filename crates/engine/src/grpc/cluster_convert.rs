@@ -26,6 +26,7 @@ pub fn profile(profile: &Profile) -> pb::Profile {
         user_id: profile.user_id.clone(),
         created_at: Some(to_timestamp(profile.created_at)),
         updated_at: profile.updated_at.map(to_timestamp),
+        protected: profile.protected,
     }
 }
 
@@ -140,6 +141,7 @@ pub fn node(node: &Node) -> pb::Node {
         status_reason: node.status_reason.clone(),
         physical_id: node.physical_id.clone().unwrap_or_default(),
         tainted: node.tainted,
+        protected: node.protected,
         project_id: node.project_id.clone(),
         user_id: node.user_id.clone(),
         created_at: Some(to_timestamp(node.created_at)),

@@ -152,6 +152,7 @@ impl pb::node_service_server::NodeService for NodeHandler {
                         request.name,
                         request.role,
                         request.tainted,
+                        request.protected,
                     )
                     .await?;
                 self.named_one(&node).await
@@ -191,6 +192,7 @@ impl pb::node_service_server::NodeService for NodeHandler {
                     name: request.name,
                     role: request.role,
                     tainted: request.tainted,
+                    protected: request.protected,
                     metadata,
                     profile: request.profile,
                 };

@@ -34,7 +34,7 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
                 let spec = convert::json("spec", &request.spec)?;
                 let metadata = parse_object("metadata", &request.metadata)?;
                 self.service
-                    .create_profile(&caller, &request.name, spec, metadata)
+                    .create_profile(&caller, &request.name, spec, metadata, request.protected)
                     .await
             },
             |profile| convert::profile(&profile),

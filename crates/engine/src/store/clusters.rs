@@ -49,7 +49,7 @@ use crate::domain::cluster::{
 use crate::error::{Error, Result};
 
 pub use sql_objects::SqlClusterStore;
-pub use sql_runs::KEEP_DESIRED_OUTPUT;
+pub use sql_runs::{KEEP_DESIRED_OUTPUT, KEPT_PROTECTED_OUTPUT, KEPT_PROTECTED_REASON};
 
 /// The keys each list may be sorted by (Senlin's).
 pub const PROFILE_SORT_KEYS: &[&str] = &["type", "name", "created_at", "updated_at"];
@@ -260,6 +260,7 @@ pub struct NodeDetails {
     pub name: Option<String>,
     pub role: Option<String>,
     pub tainted: Option<bool>,
+    pub protected: Option<bool>,
     pub metadata: Option<Map<String, Value>>,
 }
 

@@ -155,6 +155,7 @@ pub async fn instance_profile(engine: &Engine, name: &str) {
                 "properties": {"flavor": "m1.small", "image": "debian-12"}
             }),
             Map::new(),
+            false,
         )
         .await
         .expect("profile");

@@ -135,7 +135,14 @@ pub async fn update_node(
     body: Bytes,
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "node")?;
-    const FIELDS: [&str; 5] = ["name", "role", "metadata", "profile_id", "tainted"];
+    const FIELDS: [&str; 6] = [
+        "name",
+        "role",
+        "metadata",
+        "profile_id",
+        "tainted",
+        "protected",
+    ];
     if let Some(unknown) = body.keys().find(|key| !FIELDS.contains(&key.as_str())) {
         return Err(bad_request(format!(
             "Additional properties are not allowed ('{unknown}' was unexpected)"
@@ -155,6 +162,8 @@ pub async fn update_node(
             .then(|| json_text(&body, "metadata"))
             .transpose()?,
         profile: string(&body, "profile_id")?,
+        // Ember's scale-in protection, at every version.
+        protected: boolean(&body, "protected")?,
     };
     let response = nodes(&state)
         .update_node_action(state.internal_request(&identity, request))

@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use super::lists::{self, ListQuery, ListRules};
 use super::version::ApiVersion;
-use super::{accepted, json_text, only, required, required_json_text, string, views, wrapped};
+use super::{
+    accepted, boolean, json_text, only, required, required_json_text, string, views, wrapped,
+};
 use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
@@ -61,11 +63,13 @@ pub async fn create_profile(
     body: Bytes,
 ) -> Result<Response, RestError> {
     let body = wrapped(&body, "profile")?;
-    only(&body, &["name", "spec", "metadata"])?;
+    only(&body, &["name", "spec", "metadata", "protected"])?;
     let request = pb::CreateProfileRequest {
         name: required(&body, "name")?,
         spec: required_json_text(&body, "spec")?,
         metadata: json_text(&body, "metadata")?,
+        // Ember's: the nodes made from it start protected from scale-in.
+        protected: boolean(&body, "protected")?.unwrap_or(false),
     };
     let profile = profiles(&state)
         .create_profile(state.internal_request(&identity, request))

@@ -36,6 +36,7 @@ pub(super) async fn delivery_and_completion(
             name: "bench-node".to_owned(),
             spec: node_spec.to_string(),
             metadata: String::new(),
+            protected: false,
         }))
         .await
         .map_err(|status| format!("CreateProfile: {}", status.message()))?;

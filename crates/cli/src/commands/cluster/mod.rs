@@ -53,6 +53,9 @@ pub enum ClusterCommand {
         /// `{type: ember.instance, version: "1.0", properties: {…}}`
         #[arg(long, value_name = "FILE")]
         spec: PathBuf,
+        /// Nodes made from this profile start protected from scale-in
+        #[arg(long)]
+        protected: bool,
     },
     /// Create a policy (deletion, scaling) from a YAML or JSON spec file
     PolicyCreate {
@@ -222,8 +225,12 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
     // Every command but these few starts a change the engine runs as an
     // action, and all of those end the same way.
     let (change, wait) = match command {
-        ClusterCommand::ProfileCreate { name, spec } => {
-            return specs::create_profile(connect, name, &spec).await;
+        ClusterCommand::ProfileCreate {
+            name,
+            spec,
+            protected,
+        } => {
+            return specs::create_profile(connect, name, &spec, protected).await;
         }
         ClusterCommand::PolicyCreate { name, spec } => {
             return specs::create_policy(connect, name, &spec).await;

@@ -15,6 +15,7 @@ pub async fn create_profile(
     connect: &ConnectArgs,
     name: String,
     spec: &Path,
+    protected: bool,
 ) -> Result<(), String> {
     let spec = read_spec(spec)?;
     let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -24,13 +25,21 @@ pub async fn create_profile(
             name,
             spec,
             metadata: String::new(),
+            protected,
         })?)
         .await
         .map_err(describe)?
         .into_inner();
     println!(
-        "profile {} created ({}, id {})",
-        profile.name, profile.r#type, profile.id
+        "profile {} created ({}, id {}{})",
+        profile.name,
+        profile.r#type,
+        profile.id,
+        if profile.protected {
+            "; its nodes start protected from scale-in"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

@@ -60,7 +60,11 @@ impl ClusterService {
             victims,
             desired,
             ClusterColumns::default(),
-            Removal { policy, destroy },
+            Removal {
+                policy,
+                destroy,
+                kept_protected: 0,
+            },
         )
         .await
     }

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::clusters::ClusterService;
 use crate::clusters::removal::Removal;
-use crate::clusters::run::{Ran, Run, RunResult};
+use crate::clusters::run::{Ran, Run, RunResult, Stop};
 use crate::domain::cluster::policy::{Criteria, ScalingEvent, ScalingPolicy};
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::victims::select_victims;
@@ -213,7 +213,9 @@ impl ClusterService {
         Ok(())
     }
 
-    /// Chooses `count` victims among the members and removes them.
+    /// Chooses `count` victims among the members and removes them — never
+    /// one protected from scale-in: with too few others it removes what
+    /// it can and says how many it could not (none at all fails).
     async fn shrink(
         &self,
         run: &Run,
@@ -240,9 +242,23 @@ impl ClusterService {
         .into_iter()
         .cloned()
         .collect();
+        let asked = usize::try_from(count).unwrap_or(0);
+        let kept_protected = asked.saturating_sub(victims.len());
+        if victims.is_empty() && asked > 0 {
+            let protected = members.iter().filter(|node| node.protected).count();
+            return Err(Stop::Failed(Error::Conflict(format!(
+                "no member of cluster {:?} can be removed: {protected} of its {} members are protected from scale-in and the others are being deleted",
+                cluster.name,
+                members.len()
+            ))));
+        }
+        // The members it keeps stay counted.
+        let desired = desired.saturating_add(i32::try_from(kept_protected).unwrap_or(0));
+        let mut removal = Removal::by(policy);
+        removal.kept_protected = kept_protected;
         // A scale-in or resize deletes its victims unless the deletion
         // policy keeps them (Senlin's).
-        self.remove_nodes(run, cluster, victims, desired, columns, Removal::by(policy))
+        self.remove_nodes(run, cluster, victims, desired, columns, removal)
             .await
     }
 }

@@ -36,6 +36,8 @@ pub struct NodeUpdate {
     pub name: Option<String>,
     pub role: Option<String>,
     pub tainted: Option<bool>,
+    /// Protect the node from scale-in, or clear its protection.
+    pub protected: Option<bool>,
     pub metadata: Option<Map<String, Value>>,
     /// Name or id of the profile to move the node to.
     pub profile: Option<String>,
@@ -177,6 +179,13 @@ impl ClusterService {
         if let Some(tainted) = update.tainted.filter(|tainted| *tainted != node.tainted) {
             inputs.insert("tainted".into(), json!(tainted));
             details.tainted = Some(tainted);
+        }
+        if let Some(protected) = update
+            .protected
+            .filter(|protected| *protected != node.protected)
+        {
+            inputs.insert("protected".into(), json!(protected));
+            details.protected = Some(protected);
         }
         if inputs.is_empty() {
             return Err(Error::InvalidInput("No property needs an update.".into()));

@@ -23,6 +23,9 @@
 //!   before it does (409): node actions are serialised by the cluster lock
 //!   only for members, so this keeps a create and a delete of one orphan
 //!   from running at once.
+//! - A node protected from scale-in is not deleted — by del_nodes, a node
+//!   delete or replace_nodes — until its protection is cleared (409
+//!   naming it). A scale-in or resize never chooses one (the action's).
 //! - Lifecycle completion and heartbeats are for tokens still
 //!   WAITING_LIFECYCLE_COMPLETION (409 naming how the token ended).
 //! - A cluster under a maintenance lock (one not expired) admits only
@@ -279,7 +282,39 @@ pub fn blockers(operation: &ClusterOperation<'_>, caller: &Identity) -> Vec<Bloc
         };
         blockers.push(Blocker::new(kind, error));
     }
+    let deleted: &[Node] = match operation {
+        ClusterOperation::DelNodes { nodes, .. } => nodes,
+        ClusterOperation::DeleteNode { node, .. } => std::slice::from_ref(*node),
+        _ => &[],
+    };
+    if let Some(error) = protected_from_deletion(deleted) {
+        blockers.push(Blocker::new(BlockerKind::Protection, error));
+    }
     blockers
+}
+
+/// The refusal of a delete of `nodes` when some are protected from
+/// scale-in, naming them.
+pub fn protected_from_deletion(nodes: &[Node]) -> Option<Error> {
+    let protected: Vec<&str> = nodes
+        .iter()
+        .filter(|node| node.protected)
+        .map(|node| node.name.as_str())
+        .collect();
+    match protected.as_slice() {
+        [] => None,
+        [name] => Some(Error::Conflict(format!(
+            "node {name:?} is protected from scale-in: clear its protection first (ember node update {name} --unprotect)"
+        ))),
+        names => Some(Error::Conflict(format!(
+            "nodes {} are protected from scale-in: clear their protection first",
+            names
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// The rules of each operation (sizes, members, node and lifecycle
@@ -514,6 +549,7 @@ mod tests {
             status_reason: String::new(),
             physical_id: None,
             tainted: false,
+            protected: false,
             metadata: Map::new(),
             project_id: "project-a".into(),
             user_id: "alice".into(),

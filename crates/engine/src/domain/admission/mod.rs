@@ -73,6 +73,8 @@ pub enum BlockerKind {
     /// A lifecycle plug-in would stop the operation (asked in a dry run;
     /// the operation itself is accepted and then fails with its reason).
     Plugin,
+    /// A node it would delete is protected from scale-in.
+    Protection,
 }
 
 impl BlockerKind {
@@ -87,6 +89,7 @@ impl BlockerKind {
             BlockerKind::Quota => "quota",
             BlockerKind::Cooldown => "cooldown",
             BlockerKind::Plugin => "plugin",
+            BlockerKind::Protection => "protection",
         }
     }
 }

@@ -108,6 +108,8 @@ pub struct Profile {
     pub name: String,
     pub spec: ProfileSpec,
     pub metadata: Map<String, Value>,
+    /// The nodes made from it start protected from scale-in.
+    pub protected: bool,
     pub project_id: String,
     pub user_id: String,
     pub created_at: DateTime<Utc>,
@@ -183,6 +185,9 @@ pub struct Node {
     pub physical_id: Option<String>,
     /// Chosen first for removal (Senlin's node tainting).
     pub tainted: bool,
+    /// Protected from scale-in: never chosen for removal, and not deleted
+    /// (409) until cleared.
+    pub protected: bool,
     pub metadata: Map<String, Value>,
     pub project_id: String,
     pub user_id: String,

@@ -359,6 +359,7 @@ mod tests {
             status_reason: String::new(),
             physical_id: None,
             tainted: false,
+            protected: false,
             metadata: Map::new(),
             project_id: "p".into(),
             user_id: "u".into(),

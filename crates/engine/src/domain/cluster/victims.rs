@@ -1,13 +1,14 @@
-//! Which nodes a scale-in removes: nodes in ERROR or WARNING and tainted
-//! nodes first (they are the ones an operator wants gone), then the
-//! deletion policy's criteria.
+//! Which nodes a scale-in removes: never one protected from scale-in;
+//! nodes in ERROR or WARNING and tainted nodes first (they are the ones an
+//! operator wants gone), then the deletion policy's criteria.
 
 use rand::seq::SliceRandom;
 
 use super::policy::Criteria;
 use super::{Node, NodeStatus};
 
-/// Picks `count` victims among `nodes` (fewer if there are fewer nodes).
+/// Picks `count` victims among `nodes` (fewer if there are fewer
+/// unprotected nodes).
 /// `profile_created` gives each node's profile creation time order key.
 pub fn select_victims(
     nodes: &[Node],
@@ -17,7 +18,7 @@ pub fn select_victims(
 ) -> Vec<&Node> {
     let candidates: Vec<&Node> = nodes
         .iter()
-        .filter(|node| node.status != NodeStatus::Deleting)
+        .filter(|node| node.status != NodeStatus::Deleting && !node.protected)
         .collect();
     let unhealthy = |node: &Node| {
         matches!(node.status, NodeStatus::Error | NodeStatus::Warning) || node.tainted
@@ -59,6 +60,7 @@ mod tests {
             status_reason: String::new(),
             physical_id: None,
             tainted,
+            protected: false,
             metadata: Map::new(),
             project_id: "p".into(),
             user_id: "u".into(),
@@ -87,5 +89,21 @@ mod tests {
             .collect();
         assert_eq!(youngest, vec![4, 3, 5]);
         assert_eq!(select_victims(&nodes, 9, Criteria::Random, |_| 0).len(), 5);
+    }
+
+    #[test]
+    fn a_protected_node_is_never_chosen_even_when_failed_or_tainted() {
+        let mut nodes = vec![
+            node(1, NodeStatus::Active, false),
+            node(2, NodeStatus::Error, true),
+            node(3, NodeStatus::Active, false),
+        ];
+        nodes[1].protected = true;
+        nodes[2].protected = true;
+        let chosen: Vec<i32> = select_victims(&nodes, 3, Criteria::YoungestFirst, |_| 0)
+            .iter()
+            .map(|node| node.index)
+            .collect();
+        assert_eq!(chosen, vec![1]);
     }
 }

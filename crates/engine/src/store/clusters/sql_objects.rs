@@ -504,6 +504,9 @@ impl ClusterStore for SqlClusterStore {
         if let Some(tainted) = details.tainted {
             update = update.col_expr(node::Column::Tainted, Expr::value(tainted));
         }
+        if let Some(protected) = details.protected {
+            update = update.col_expr(node::Column::Protected, Expr::value(protected));
+        }
         if let Some(metadata) = details.metadata {
             update = update.col_expr(
                 node::Column::Metadata,

@@ -343,10 +343,17 @@ pub async fn finish_parent_if_done(
         .await?;
     let children = parent.depends_on.len();
     let (status, reason) = if failed == 0 {
-        (
-            ActionStatus::Succeeded,
-            format!("{} completed", parent.kind.as_str()),
-        )
+        let mut reason = format!("{} completed", parent.kind.as_str());
+        if let Some(kept) = parent
+            .outputs
+            .get(KEPT_PROTECTED_OUTPUT)
+            .and_then(Value::as_u64)
+        {
+            reason.push_str(&format!(
+                ": {children} node(s) removed, {kept} fewer than asked: {KEPT_PROTECTED_REASON}"
+            ));
+        }
+        (ActionStatus::Succeeded, reason)
     } else {
         (
             ActionStatus::Failed,
@@ -389,6 +396,13 @@ pub async fn finish_parent_if_done(
 /// The output of a removal whose deletion policy keeps the desired
 /// capacity (`reduce_desired_capacity: false`).
 pub const KEEP_DESIRED_OUTPUT: &str = "keep_desired_capacity";
+
+/// The output of a scale-in that removed fewer nodes than asked because
+/// the members left are protected from scale-in: how many fewer.
+pub const KEPT_PROTECTED_OUTPUT: &str = "kept_protected";
+
+/// Why: said in the action's reasons.
+pub const KEPT_PROTECTED_REASON: &str = "the other members are protected from scale-in";
 
 pub async fn list_expired_leases(
     connection: &impl ConnectionTrait,

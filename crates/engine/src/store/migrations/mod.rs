@@ -33,6 +33,7 @@ mod m20261207_100001_add_cluster_maintenance_locks;
 mod m20261207_100002_add_instance_lock_expiry;
 mod m20261207_100003_add_stack_lock_expiry;
 mod m20261208_100001_create_audit_records;
+mod m20261209_100001_add_node_protection;
 
 pub struct Migrator;
 
@@ -71,6 +72,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_100002_add_instance_lock_expiry::Migration),
             Box::new(m20261207_100003_add_stack_lock_expiry::Migration),
             Box::new(m20261208_100001_create_audit_records::Migration),
+            Box::new(m20261209_100001_add_node_protection::Migration),
         ]
     }
 }
