@@ -90,7 +90,10 @@ EMBER_SIGNING_KEY="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EMBER_INTERNAL_CREDENTIAL="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EMBER_WEBHOOK_SECRET="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 EMBER_POSTGRES_PASSWORD="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-export EMBER_SIGNING_KEY EMBER_INTERNAL_CREDENTIAL EMBER_WEBHOOK_SECRET EMBER_POSTGRES_PASSWORD
+# The test watches a hook's 6 s deadline pass.
+EMBER_LIFECYCLE_HOOK_MIN_TIMEOUT_S=1
+export EMBER_SIGNING_KEY EMBER_INTERNAL_CREDENTIAL EMBER_WEBHOOK_SECRET EMBER_POSTGRES_PASSWORD \
+    EMBER_LIFECYCLE_HOOK_MIN_TIMEOUT_S
 compose() { docker-compose -p "$project" -f "$compose_file" "$@"; }
 
 healthchecks_pid=""

@@ -15,6 +15,7 @@ mod gateway_grpc;
 mod gateway_rest;
 mod grpcurl;
 mod health;
+mod hook_results;
 mod hostile;
 mod identity;
 mod instances;

@@ -214,6 +214,8 @@ pub fn ephemeral_config(data_dir: &Path) -> (EmberConfig, Secrets) {
         ..EmberConfig::default()
     };
     config.gateway.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    // Tests and benchmarks watch lifecycle deadlines pass in seconds.
+    config.engine.lifecycle_hook_min_timeout_s = 1;
     let secrets = Secrets {
         signing_key: random_secret(),
         internal_credential: random_secret(),

@@ -49,6 +49,10 @@ pub struct EngineSection {
     /// lifecycle-hook, handed the pending lifecycle actions of scale-ins
     /// under a deletion policy with hooks; empty = such removals wait.
     pub lifecycle_hook_url: String,
+    /// The shortest `hooks.timeout` a new deletion policy may have, in
+    /// seconds (30 by default, as AWS Auto Scaling's; 1–7200). Test set-ups
+    /// lower it to watch deadlines pass quickly.
+    pub lifecycle_hook_min_timeout_s: u64,
     /// How long a stack lease lives without its heartbeat: after an engine
     /// dies, another engine (or this one, restarted) takes its in-progress
     /// stacks over and resumes them when their leases expire, at most this
@@ -89,6 +93,9 @@ impl Default for EngineSection {
             plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
             plugin_registry_unavailable: "fail".to_owned(),
             lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            lifecycle_hook_min_timeout_s: u64::from(
+                crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
+            ),
             stack_lease_ttl_ms: 30_000,
             stack_action_timeout_s: 3600,
             cluster_action_lease_ms: 10_000,
@@ -121,6 +128,13 @@ impl Validate for EngineSection {
             problems,
         );
         check_database_url("engine.database_url", &self.database_url, problems);
+        let max_hook = u64::from(crate::domain::cluster::policy::MAX_HOOK_TIMEOUT_SECS);
+        if !(1..=max_hook).contains(&self.lifecycle_hook_min_timeout_s) {
+            problems.push(format!(
+                "engine.lifecycle_hook_min_timeout_s: {} must be 1-{max_hook}",
+                self.lifecycle_hook_min_timeout_s
+            ));
+        }
         self.compute.validate(problems);
         if self.compute.driver == "openstack" {
             self.openstack.validate(problems);
@@ -177,6 +191,8 @@ impl EngineSection {
             retention: self.retention.settings(),
             plugin_registry_url: self.plugin_registry_url.clone(),
             lifecycle_hook_url: self.lifecycle_hook_url.clone(),
+            lifecycle_hook_min_timeout_secs: u32::try_from(self.lifecycle_hook_min_timeout_s)
+                .unwrap_or(crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS),
             plugin_registry_unavailable: if self.plugin_registry_unavailable == "allow" {
                 RegistryUnavailable::Allow
             } else {
@@ -627,6 +643,8 @@ pub struct Config {
     /// scale-ins under a deletion policy with hooks; empty = such removals
     /// wait until one is configured.
     pub lifecycle_hook_url: String,
+    /// The shortest hook timeout a new deletion policy may have.
+    pub lifecycle_hook_min_timeout_secs: u32,
     /// What to do when the plugin-registry cannot be reached.
     pub plugin_registry_unavailable: RegistryUnavailable,
     /// The compute driver behind instances (simulated, docker or

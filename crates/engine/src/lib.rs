@@ -269,6 +269,7 @@ pub async fn serve(
     cluster_service.enforce_quotas(quotas.clone());
     cluster_service.record_audit(audit_trail.clone());
     cluster_service.vet_webhooks_with(config.webhook_targets.clone());
+    cluster_service.allow_hook_timeouts_from(config.lifecycle_hook_min_timeout_secs);
     if let Some(cloud) = &cloud {
         cluster_service.act_on_cloud(cloud.clone());
     }

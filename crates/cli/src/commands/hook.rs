@@ -36,7 +36,8 @@ pub enum HookCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
-    /// Complete a lifecycle action: its node is deleted now
+    /// Complete a lifecycle action: its node is deleted now (or, with
+    /// --result abandon, kept out of service)
     Complete {
         /// The cluster the token belongs to (name or id)
         cluster: String,
@@ -44,6 +45,10 @@ pub enum HookCommand {
         /// that is the global --token flag)
         #[arg(value_name = "TOKEN")]
         lifecycle_action_token: String,
+        /// continue: the node goes; abandon: it is kept, out of its cluster
+        /// and out of service
+        #[arg(long, value_parser = ["continue", "abandon"], default_value = "continue")]
+        result: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -145,26 +150,37 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
         HookCommand::Complete {
             cluster,
             lifecycle_action_token: token,
+            result,
             wait,
         } => {
+            let abandon = result == "abandon";
             let client = Client::connect(connect, DevIdentity::Member).await?;
             let response = ClusterServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .complete_lifecycle(client.request(LifecycleTokenRequest {
                     cluster,
                     lifecycle_action_token: token.clone(),
+                    lifecycle_action_result: result.to_ascii_uppercase(),
                 })?)
                 .await
                 .map_err(describe)?
                 .into_inner();
-            if wait.wait {
-                wait_for_action(&client, &response.action_id, &wait).await?;
-                println!("lifecycle action {token} completed: node deleted");
-            } else {
-                println!(
-                    "lifecycle action {token} completed: deleting the node (action {})",
+            match (wait.wait, abandon) {
+                (true, false) => {
+                    wait_for_action(&client, &response.action_id, &wait).await?;
+                    println!("lifecycle action {token} completed: node deleted");
+                }
+                (true, true) => {
+                    wait_for_action(&client, &response.action_id, &wait).await?;
+                    println!(
+                        "lifecycle action {token} abandoned: the node left its cluster and is kept out of service"
+                    );
+                }
+                (false, _) => println!(
+                    "lifecycle action {token} completed with {}: action {}",
+                    result.to_ascii_uppercase(),
                     response.action_id
-                );
+                ),
             }
             Ok(())
         }
@@ -178,6 +194,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .record_lifecycle_heartbeat(client.request(LifecycleTokenRequest {
                     cluster,
                     lifecycle_action_token: token.clone(),
+                    ..LifecycleTokenRequest::default()
                 })?)
                 .await
                 .map_err(describe)?

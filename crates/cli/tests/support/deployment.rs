@@ -93,6 +93,8 @@ impl Deployment {
                 url(Service::PluginRegistry),
             ),
             ("EMBER_ENGINE__COMPUTE__BUILD_MS", "0".into()),
+            // The crash tests watch lifecycle deadlines pass in seconds.
+            ("EMBER_ENGINE__LIFECYCLE_HOOK_MIN_TIMEOUT_S", "1".into()),
             ("EMBER_ENGINE__COMPUTE__DELETE_MS", "0".into()),
             ("EMBER_LIFECYCLE_HOOK__ENGINE_URL", url(Service::Engine)),
             ("EMBER_LIFECYCLE_HOOK__NATS_URL", String::new()),

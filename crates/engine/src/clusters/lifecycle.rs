@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::ClusterService;
 use crate::domain::admission::cluster::{ClusterOperation, admit, lifecycle_not_waiting};
+use crate::domain::cluster::policy::LifecycleResult;
 use crate::domain::cluster::{ActionKind, ActionStatus, ClusterAction, LifecycleOutcome};
 use crate::error::{Error, Result};
 use crate::store::clusters::ReadyOutcome;
@@ -52,26 +53,34 @@ impl ClusterService {
         }
     }
 
+    /// `complete_lifecycle` with the application's `result`: CONTINUE lets
+    /// the node go, ABANDON keeps it out of service.
     pub async fn complete_lifecycle(
         &self,
         caller: &Identity,
         cluster: &str,
         token: &str,
+        result: LifecycleResult,
     ) -> Result<ClusterAction> {
         let action = self.lifecycle_action(caller, cluster, token).await?;
         admit(&ClusterOperation::CompleteLifecycle(&action), caller)?;
         let detail = format!(
-            "completed by {} at {}",
+            "completed with {} by {} at {}",
+            result.as_str(),
             caller.user_id,
             ember_runtime::time::now().to_rfc3339()
         );
+        let outcome = match result {
+            LifecycleResult::Continue => LifecycleOutcome::Completed,
+            LifecycleResult::Abandon => LifecycleOutcome::Abandoned,
+        };
         let event = super::action_event(&action, "READY", format!("lifecycle {detail}"));
         match self
             .store
             .make_ready(
                 action.id,
                 ActionStatus::WaitingLifecycleCompletion,
-                Some((LifecycleOutcome::Completed, &detail)),
+                Some((outcome, &detail)),
                 Some(&event),
             )
             .await?
@@ -139,7 +148,9 @@ impl ClusterService {
             .map(|id| match id {
                 Some(id) if moved.contains(&id) => DeadlineResult::Continued,
                 Some(id) => match others.get(&id) {
-                    Some(Some(LifecycleOutcome::Completed)) => DeadlineResult::AlreadyCompleted,
+                    Some(Some(LifecycleOutcome::Completed | LifecycleOutcome::Abandoned)) => {
+                        DeadlineResult::AlreadyCompleted
+                    }
                     // Fired before (a retried call): the deadline won then.
                     Some(Some(LifecycleOutcome::Expired)) => DeadlineResult::Continued,
                     _ => DeadlineResult::Unknown,

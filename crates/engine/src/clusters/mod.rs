@@ -66,6 +66,8 @@ pub struct ClusterService {
     cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
     /// Where hook webhooks may point; unset = the strict default rules.
     webhook_targets: std::sync::OnceLock<ember_runtime::egress::EgressRules>,
+    /// The shortest hook timeout a new deletion policy may have.
+    hook_min_timeout_secs: std::sync::atomic::AtomicU32,
 }
 
 impl ClusterService {
@@ -93,6 +95,9 @@ impl ClusterService {
             audit: Default::default(),
             cloud: Default::default(),
             webhook_targets: Default::default(),
+            hook_min_timeout_secs: std::sync::atomic::AtomicU32::new(
+                crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
+            ),
         })
     }
 
@@ -179,6 +184,18 @@ impl ClusterService {
 
     /// Checks hook webhooks against `rules` from now on (once, at start-up;
     /// until then the strict default rules apply).
+    /// Lets new deletion policies have hook timeouts down to `secs` (the
+    /// engine's `lifecycle_hook_min_timeout_s`; 30 s otherwise).
+    pub fn allow_hook_timeouts_from(&self, secs: u32) {
+        self.hook_min_timeout_secs
+            .store(secs, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn hook_min_timeout_secs(&self) -> u32 {
+        self.hook_min_timeout_secs
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn vet_webhooks_with(&self, rules: ember_runtime::egress::EgressRules) {
         if self.webhook_targets.set(rules).is_err() {
             tracing::warn!("hook webhooks already have their rules");

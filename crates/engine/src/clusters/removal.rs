@@ -30,9 +30,10 @@ use super::requests::json_object;
 use super::run::{Ran, Run, RunResult, Stop};
 use super::{ClusterService, action_event, event, node_event};
 use crate::domain::cluster::operations;
+use crate::domain::cluster::policy::LifecycleResult;
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, DeletionPolicy,
-    HookTarget, LifecycleHooks, Node, NodeStatus, PolicyKind, Profile,
+    HookTarget, LifecycleHooks, LifecycleOutcome, Node, NodeStatus, PolicyKind, Profile,
 };
 use crate::error::{Error, Result};
 use crate::store::clusters::{
@@ -149,7 +150,8 @@ impl ClusterService {
                 };
                 child.inputs.insert(
                     "hook".into(),
-                    json!({"type": kind, "address": address, "timeout": hooks.timeout_secs}),
+                    json!({"type": kind, "address": address, "timeout": hooks.timeout_secs,
+                        "default_result": hooks.default_result.as_str()}),
                 );
             }
             events.push(action_event(
@@ -355,6 +357,30 @@ impl ClusterService {
     async fn delete_one_node(&self, run: &Run, node: Node) -> RunResult<Ran> {
         let action = &run.action;
         let caller = action.caller();
+        if let Some(why) = abandoned(action) {
+            // AWS's Retain: the node leaves the cluster, kept and out of
+            // service, and the operator is told.
+            let reason = format!(
+                "kept out of service: {why}; the node left its cluster: delete it, or add it back"
+            );
+            tracing::warn!(node = %node.name, %why, "lifecycle ABANDON: node kept out of service");
+            return Ok(Ran::Finished {
+                status: ActionStatus::Succeeded,
+                reason: format!("node {} kept: {why}", node.name),
+                change: ClusterChange {
+                    release_nodes: vec![(node.id, NodeStatus::Active, reason.clone())],
+                    events: vec![node_event(
+                        &node,
+                        "NODE_DELETE",
+                        "RETAINED",
+                        &reason,
+                        &caller,
+                    )],
+                    ..ClusterChange::default()
+                },
+                settle: Settle::Unchanged,
+            });
+        }
         let destroy = action
             .inputs
             .get("destroy")
@@ -545,6 +571,7 @@ impl ClusterService {
                 LifecycleHooks {
                     target,
                     timeout_secs,
+                    default_result: hook_default_result(action),
                 },
                 resource_id,
             ));
@@ -560,5 +587,37 @@ impl ClusterService {
             .collect();
         self.hand_over(&pending).await;
         Ok(())
+    }
+}
+
+/// The default result a waiting action's hook had (CONTINUE for actions
+/// recorded before hooks had one).
+fn hook_default_result(action: &ClusterAction) -> LifecycleResult {
+    action
+        .inputs
+        .get("hook")
+        .and_then(|hook| hook.get("default_result"))
+        .and_then(Value::as_str)
+        .and_then(|text| LifecycleResult::parse(text, "default_result").ok())
+        .unwrap_or_default()
+}
+
+/// Why a NODE_DELETE keeps its node instead: its lifecycle wait came to
+/// ABANDON — the application's answer, or the hook's default when the
+/// deadline passed first. `None`: the node goes.
+fn abandoned(action: &ClusterAction) -> Option<String> {
+    match action.lifecycle_outcome {
+        Some(LifecycleOutcome::Abandoned) => {
+            Some(format!("lifecycle ABANDON ({})", action.lifecycle_detail))
+        }
+        Some(LifecycleOutcome::Expired)
+            if hook_default_result(action) == LifecycleResult::Abandon =>
+        {
+            Some(format!(
+                "lifecycle deadline passed, the hook's default result is ABANDON ({})",
+                action.lifecycle_detail
+            ))
+        }
+        _ => None,
     }
 }

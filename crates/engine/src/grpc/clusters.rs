@@ -2,6 +2,7 @@
 //! [`ClusterService`]. A request that changes a cluster records an action
 //! and answers with it and the cluster as it is now.
 
+use crate::domain::cluster::policy::LifecycleResult;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -488,8 +489,21 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         answer(
             request,
             |caller, request| async move {
+                let result = if request.lifecycle_action_result.is_empty() {
+                    LifecycleResult::Continue
+                } else {
+                    LifecycleResult::parse(
+                        &request.lifecycle_action_result,
+                        "lifecycle_action_result",
+                    )?
+                };
                 self.service
-                    .complete_lifecycle(&caller, &request.cluster, &request.lifecycle_action_token)
+                    .complete_lifecycle(
+                        &caller,
+                        &request.cluster,
+                        &request.lifecycle_action_token,
+                        result,
+                    )
                     .await
             },
             |action| convert::accepted(&action, None),

@@ -119,14 +119,17 @@ impl Resolution {
 }
 
 /// The most a heartbeat may push a deadline: this many timeouts after the
-/// action was recorded (AWS's rule for lifecycle hooks).
+/// action was recorded, or [`MAX_WAIT`], whichever comes first (AWS's rule
+/// for lifecycle hooks).
 pub const MAX_TIMEOUTS_PER_WAIT: i64 = 100;
+pub const MAX_WAIT: chrono::Duration = chrono::Duration::hours(48);
 
 impl PendingLifecycleAction {
     /// The deadline after a heartbeat at `now`.
     pub fn extended_deadline(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         let timeout = chrono::Duration::seconds(i64::from(self.timeout_secs));
-        let cap = self.created_at + timeout * i32::try_from(MAX_TIMEOUTS_PER_WAIT).unwrap_or(100);
+        let cap = self.created_at
+            + (timeout * i32::try_from(MAX_TIMEOUTS_PER_WAIT).unwrap_or(100)).min(MAX_WAIT);
         (now + timeout).max(self.deadline).min(cap)
     }
 
@@ -199,6 +202,16 @@ mod tests {
             action
                 .message_body()
                 .contains("\"lifecycle_transition_type\":\"termination\"")
+        );
+        // An hour-long hook: 100 timeouts would be 100 h; 48 h is the most.
+        let long = PendingLifecycleAction {
+            timeout_secs: 3_600,
+            deadline: created + chrono::Duration::hours(1),
+            ..action
+        };
+        assert_eq!(
+            long.extended_deadline(created + chrono::Duration::hours(60)),
+            created + chrono::Duration::hours(48)
         );
     }
 

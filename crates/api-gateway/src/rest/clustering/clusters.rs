@@ -457,6 +457,9 @@ pub async fn cluster_action(
             let message = pb::LifecycleTokenRequest {
                 cluster,
                 lifecycle_action_token: required(&parameters, "lifecycle_action_token")?,
+                // Ember's (AWS's LifecycleActionResult): CONTINUE or ABANDON.
+                lifecycle_action_result: string(&parameters, "lifecycle_action_result")?
+                    .unwrap_or_default(),
             };
             client
                 .complete_lifecycle(state.internal_request(&identity, message))
@@ -506,6 +509,7 @@ pub async fn cluster_action(
             let message = pb::LifecycleTokenRequest {
                 cluster,
                 lifecycle_action_token: token.clone(),
+                ..pb::LifecycleTokenRequest::default()
             };
             let response = client
                 .record_lifecycle_heartbeat(state.internal_request(&identity, message))

@@ -69,6 +69,7 @@ pub(super) async fn delivery_and_completion(
                 .complete_lifecycle(gateway.request(pb::LifecycleTokenRequest {
                     cluster: cluster_id.clone(),
                     lifecycle_action_token: token.clone(),
+                    ..pb::LifecycleTokenRequest::default()
                 }))
                 .await
                 .map_err(|status| format!("CompleteLifecycle {token}: {}", status.message()))?;

@@ -485,6 +485,10 @@ pub fn lifecycle_not_waiting(action: &ClusterAction) -> Error {
             "lifecycle action {} was already completed ({}): the node is deleted or being deleted",
             action.id, action.lifecycle_detail
         )),
+        Some(LifecycleOutcome::Abandoned) => Error::Conflict(format!(
+            "lifecycle action {} was already completed with ABANDON ({}): the node is kept out of service",
+            action.id, action.lifecycle_detail
+        )),
         Some(LifecycleOutcome::Expired) => Error::Conflict(format!(
             "lifecycle action {} already expired ({}): the node is deleted or being deleted",
             action.id, action.lifecycle_detail

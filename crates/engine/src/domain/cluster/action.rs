@@ -169,9 +169,11 @@ impl ActionStatus {
 /// How a lifecycle wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LifecycleOutcome {
-    /// complete_lifecycle came first.
+    /// complete_lifecycle came first, with CONTINUE.
     Completed,
-    /// The deadline came first.
+    /// complete_lifecycle came first, with ABANDON.
+    Abandoned,
+    /// The deadline came first: the hook's default result applies.
     Expired,
 }
 
@@ -179,14 +181,19 @@ impl LifecycleOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             LifecycleOutcome::Completed => "COMPLETED",
+            LifecycleOutcome::Abandoned => "ABANDONED",
             LifecycleOutcome::Expired => "EXPIRED",
         }
     }
 
     pub fn parse(text: &str) -> Option<LifecycleOutcome> {
-        [LifecycleOutcome::Completed, LifecycleOutcome::Expired]
-            .into_iter()
-            .find(|outcome| outcome.as_str() == text)
+        [
+            LifecycleOutcome::Completed,
+            LifecycleOutcome::Abandoned,
+            LifecycleOutcome::Expired,
+        ]
+        .into_iter()
+        .find(|outcome| outcome.as_str() == text)
     }
 }
 

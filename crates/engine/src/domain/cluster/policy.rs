@@ -7,9 +7,46 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-/// The default and the bounds of a hook's `timeout`, in seconds.
+/// The default and the bounds of a hook's `timeout`, in seconds: a new
+/// policy's lies in 30 s – 2 h (AWS Auto Scaling's range; the floor is the
+/// engine's `lifecycle_hook_min_timeout_s`); a stored one is read back up
+/// to the day earlier releases allowed.
 pub const DEFAULT_HOOK_TIMEOUT_SECS: u32 = 300;
-pub const MAX_HOOK_TIMEOUT_SECS: u32 = 86_400;
+pub const MIN_HOOK_TIMEOUT_SECS: u32 = 30;
+pub const MAX_HOOK_TIMEOUT_SECS: u32 = 7_200;
+const MAX_STORED_HOOK_TIMEOUT_SECS: u32 = 86_400;
+
+/// What a lifecycle wait comes to: the application's answer, or the
+/// hook's default when the deadline passes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LifecycleResult {
+    /// Go on: a removed node is deleted.
+    #[default]
+    Continue,
+    /// Do not: a removed node is kept, out of the cluster and out of
+    /// service, for the operator (AWS's Retain).
+    Abandon,
+}
+
+impl LifecycleResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LifecycleResult::Continue => "CONTINUE",
+            LifecycleResult::Abandon => "ABANDON",
+        }
+    }
+
+    /// `CONTINUE` or `ABANDON`, in any case; `key` names it in the error.
+    pub fn parse(text: &str, key: &str) -> Result<LifecycleResult> {
+        match text.to_ascii_uppercase().as_str() {
+            "CONTINUE" => Ok(LifecycleResult::Continue),
+            "ABANDON" => Ok(LifecycleResult::Abandon),
+            _ => Err(invalid(&format!(
+                "{key} {text:?} must be CONTINUE or ABANDON"
+            ))),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Criteria {
@@ -43,6 +80,24 @@ pub enum HookTarget {
 pub struct LifecycleHooks {
     pub target: HookTarget,
     pub timeout_secs: u32,
+    /// What the wait comes to when its deadline passes.
+    pub default_result: LifecycleResult,
+}
+
+impl LifecycleHooks {
+    /// Refuses a timeout outside `min_secs` – [`MAX_HOOK_TIMEOUT_SECS`]:
+    /// checked when a policy is made (what is stored is read back as it
+    /// was).
+    pub fn check_timeout(&self, min_secs: u32) -> Result<()> {
+        if (min_secs..=MAX_HOOK_TIMEOUT_SECS).contains(&self.timeout_secs) {
+            Ok(())
+        } else {
+            Err(invalid(&format!(
+                "hooks.timeout {} must be {min_secs}-{MAX_HOOK_TIMEOUT_SECS} seconds",
+                self.timeout_secs
+            )))
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -310,14 +365,24 @@ fn parse_hooks(hooks: &Map<String, Value>) -> Result<LifecycleHooks> {
         }
     };
     let timeout_secs = unsigned(hooks, "timeout", DEFAULT_HOOK_TIMEOUT_SECS)?;
-    if timeout_secs == 0 || timeout_secs > MAX_HOOK_TIMEOUT_SECS {
+    if timeout_secs == 0 || timeout_secs > MAX_STORED_HOOK_TIMEOUT_SECS {
         return Err(invalid(&format!(
-            "hooks.timeout {timeout_secs} must be 1-{MAX_HOOK_TIMEOUT_SECS} seconds"
+            "hooks.timeout {timeout_secs} must be {MIN_HOOK_TIMEOUT_SECS}-{MAX_HOOK_TIMEOUT_SECS} seconds"
         )));
     }
+    let default_result = match hooks.get("default_result") {
+        None | Some(Value::Null) => LifecycleResult::default(),
+        Some(Value::String(text)) => LifecycleResult::parse(text, "hooks.default_result")?,
+        Some(other) => {
+            return Err(invalid(&format!(
+                "hooks.default_result {other} must be CONTINUE or ABANDON"
+            )));
+        }
+    };
     Ok(LifecycleHooks {
         target,
         timeout_secs,
+        default_result,
     })
 }
 
@@ -390,8 +455,51 @@ mod tests {
             policy.hooks,
             Some(LifecycleHooks {
                 target: HookTarget::Webhook("http://127.0.0.1:9/x".into()),
-                timeout_secs: 30
+                timeout_secs: 30,
+                default_result: LifecycleResult::Continue,
             })
+        );
+    }
+
+    #[test]
+    fn a_hook_has_a_default_result_and_a_new_ones_timeout_is_bounded() {
+        let spec = |hooks: Value| {
+            json!({"type": "senlin.policy.deletion", "version": "1.1",
+                "properties": {"hooks": hooks}})
+        };
+        let hooks_of = |spec: Value| match PolicyKind::parse(&spec) {
+            Ok(PolicyKind::Deletion { policy, .. }) => Ok(policy.hooks.expect("hooks")),
+            Ok(_) => panic!("not a deletion policy"),
+            Err(error) => Err(error.to_string()),
+        };
+        let abandon = hooks_of(spec(json!({"params": {"queue": "q"},
+            "default_result": "abandon", "timeout": 60})))
+        .expect("parses");
+        assert_eq!(abandon.default_result, LifecycleResult::Abandon);
+        let error = hooks_of(spec(
+            json!({"params": {"queue": "q"}, "default_result": "RETAIN"}),
+        ))
+        .expect_err("refused");
+        assert!(
+            error.contains("hooks.default_result \"RETAIN\" must be CONTINUE or ABANDON"),
+            "{error}"
+        );
+        assert!(abandon.check_timeout(MIN_HOOK_TIMEOUT_SECS).is_ok());
+        for (timeout, floor) in [(29, MIN_HOOK_TIMEOUT_SECS), (7_201, 1), (0, 1)] {
+            let hooks = LifecycleHooks {
+                timeout_secs: timeout,
+                ..abandon.clone()
+            };
+            let error = hooks.check_timeout(floor).expect_err("refused").to_string();
+            assert!(error.starts_with("hooks.timeout"), "{error}");
+        }
+        // A policy stored by an earlier release with a day-long hook reads
+        // back.
+        assert_eq!(
+            hooks_of(spec(json!({"params": {"queue": "q"}, "timeout": 86_400})))
+                .expect("parses")
+                .timeout_secs,
+            86_400
         );
     }
 
