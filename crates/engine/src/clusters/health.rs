@@ -2,8 +2,9 @@
 //! machine dead (its container exited or was removed behind Ember's back),
 //! the node becomes ERROR with the reason and a NODE_CHECK event, at once
 //! — without waiting for a CLUSTER_CHECK — so `cluster recover` and
-//! Senlin's health tooling see it. Nothing is recreated here: recovering
-//! is the operator's (or a health policy's) decision.
+//! Senlin's health tooling see it. A member of a cluster with a health
+//! policy is then recovered as the policy and its budget allow
+//! (`remediation`); without one, recovering is the operator's decision.
 //!
 //! The write is conditional on the node being ACTIVE: a node being
 //! created, deleted or recovered by a running action is that action's.
@@ -48,7 +49,12 @@ pub(super) fn spawn(service: Arc<ClusterService>, shutdown: CancellationToken) {
                 .await
             {
                 Ok(Some(node)) => {
-                    info!(node_id = %node.id, node = %node.name, %reason, "node is ERROR: its machine failed")
+                    info!(node_id = %node.id, node = %node.name, %reason, "node is ERROR: its machine failed");
+                    if let Some(cluster_id) = node.cluster_id
+                        && let Err(failure) = service.remediate(cluster_id).await
+                    {
+                        warn!(%cluster_id, %failure, "cannot start the health policy's recovery");
+                    }
                 }
                 Ok(None) => {}
                 Err(failure) => {

@@ -21,6 +21,7 @@ mod maintenance;
 mod membership;
 mod node_ops;
 mod physical;
+mod remediation;
 mod removal;
 mod requests;
 mod run;
@@ -68,6 +69,8 @@ pub struct ClusterService {
     webhook_targets: std::sync::OnceLock<ember_runtime::egress::EgressRules>,
     /// The shortest hook timeout a new deletion policy may have.
     hook_min_timeout_secs: std::sync::atomic::AtomicU32,
+    /// Held recoveries of the health policies, as this engine saw them.
+    remediation: remediation::RemediationState,
 }
 
 impl ClusterService {
@@ -98,6 +101,7 @@ impl ClusterService {
             hook_min_timeout_secs: std::sync::atomic::AtomicU32::new(
                 crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
             ),
+            remediation: Default::default(),
         })
     }
 

@@ -83,7 +83,7 @@ impl ClusterService {
             .filter(|(binding, _)| binding.enabled)
             .find_map(|(_, policy)| match policy.kind {
                 PolicyKind::Deletion { policy, .. } => Some(policy),
-                PolicyKind::Scaling(_) => None,
+                PolicyKind::Scaling(_) | PolicyKind::Health { .. } => None,
             }))
     }
 

@@ -133,6 +133,10 @@ pub enum PolicyKind {
         policy: DeletionPolicy,
     },
     Scaling(ScalingPolicy),
+    Health {
+        version: String,
+        policy: super::remediation::HealthPolicy,
+    },
 }
 
 impl PolicyKind {
@@ -141,6 +145,7 @@ impl PolicyKind {
         match self {
             PolicyKind::Deletion { version, .. } => format!("senlin.policy.deletion-{version}"),
             PolicyKind::Scaling(_) => "senlin.policy.scaling-1.0".to_owned(),
+            PolicyKind::Health { version, .. } => format!("senlin.policy.health-{version}"),
         }
     }
 
@@ -192,8 +197,16 @@ impl PolicyKind {
                 refuse_unknown(properties, SCALING_PROPERTIES)?;
                 Ok(PolicyKind::Scaling(parse_scaling(properties)?))
             }
+            ("senlin.policy.health", "1.0" | "1.1") => {
+                refuse_unknown(properties, super::remediation::HEALTH_PROPERTIES)?;
+                Ok(PolicyKind::Health {
+                    policy: super::remediation::parse_health(properties)?,
+                    version,
+                })
+            }
             // Senlin's 404 for a type it has no plugin of (Ember's types:
-            // senlin.policy.deletion 1.0 and 1.1, senlin.policy.scaling 1.0).
+            // senlin.policy.deletion 1.0 and 1.1, senlin.policy.scaling 1.0,
+            // senlin.policy.health 1.0 and 1.1).
             _ => Err(Error::NotFound(format!(
                 "The policy_type '{type_name}-{version}' could not be found."
             ))),

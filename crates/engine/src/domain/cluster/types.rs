@@ -418,6 +418,41 @@ pub const POLICY_TYPES: &[TypeDefinition] = &[
         properties: SCALING,
         listed: true,
     },
+    TypeDefinition {
+        name: "senlin.policy.health",
+        version: "1.0",
+        support: SUPPORTED_2016,
+        properties: HEALTH,
+        listed: true,
+    },
+    TypeDefinition {
+        name: "senlin.policy.health",
+        version: "1.1",
+        support: &[("SUPPORTED", "2018.09")],
+        properties: HEALTH,
+        listed: true,
+    },
+];
+
+const HEALTH: &[Property] = &[
+    property(
+        "detection",
+        "Map",
+        "Policy aspect for node failure detection. Ember detects failures from its machine watcher whatever the mode; interval: how often held recoveries are looked at again.",
+        false,
+    ),
+    property(
+        "recovery",
+        "Map",
+        "Policy aspect for node failure recovery: actions[0].name is REBOOT, REBUILD or RECREATE (the default).",
+        false,
+    ),
+    property(
+        "remediation",
+        "Map",
+        "Ember: the recovery budget. max_unhealthy (a count, or a percentage such as \"40%\"; default 100%): beyond it recovery stops; max_recoveries (0: no limit) per window seconds (default 600).",
+        false,
+    ),
 ];
 
 /// The type named `full_name` (`os.nova.server-1.0`) among `types`, with
