@@ -25,6 +25,7 @@ mod orchestration;
 mod plugins;
 mod protection;
 mod quotas;
+mod remediation;
 mod senlin_cli;
 mod senlin_config;
 mod senlin_lists;

@@ -223,7 +223,9 @@ async fn types_build_info_and_services() {
         [
             "senlin.policy.deletion-1.0",
             "senlin.policy.deletion-1.1",
-            "senlin.policy.scaling-1.0"
+            "senlin.policy.scaling-1.0",
+            "senlin.policy.health-1.0",
+            "senlin.policy.health-1.1"
         ]
     );
     let (status, body) = get(&ember, &token, "/policy-types/senlin.policy.deletion-1.1").await;

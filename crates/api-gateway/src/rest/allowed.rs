@@ -128,6 +128,13 @@ pub async fn cluster(
         check.queued_behind.iter().map(queued_action).collect(),
     );
     answer.insert(
+        "remediation".into(),
+        check
+            .remediation
+            .as_ref()
+            .map_or(Value::Null, super::clustering::views::remediation),
+    );
+    answer.insert(
         "pending_lifecycle_actions".into(),
         check
             .pending_lifecycle_actions

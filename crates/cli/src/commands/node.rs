@@ -66,6 +66,16 @@ pub enum NodeCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Mark an ACTIVE node unhealthy (ERROR): its cluster's health policy
+    /// recovers it as its budget allows
+    MarkUnhealthy {
+        node: String,
+        /// Why
+        #[arg(long, default_value = "")]
+        reason: String,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Delete a node (a cluster member waits for the deletion policy's hooks)
     Delete {
         node: String,
@@ -205,6 +215,18 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                 .map_err(describe)?
                 .into_inner();
             output.print_record(&node_record(&updated))
+        }
+        NodeCommand::MarkUnhealthy {
+            node,
+            reason,
+            output,
+        } => {
+            let marked = nodes
+                .mark_node_unhealthy(client.request(pb::MarkNodeUnhealthyRequest { node, reason })?)
+                .await
+                .map_err(describe)?
+                .into_inner();
+            output.print_record(&node_record(&marked))
         }
         NodeCommand::Delete { node, wait } => {
             let response = nodes

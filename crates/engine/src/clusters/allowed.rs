@@ -48,6 +48,8 @@ pub struct ClusterCheck {
     pub break_glass_would_pass: bool,
     /// The cluster's actions that have not ended, oldest first.
     pub queued_behind: Vec<ClusterAction>,
+    /// The health policy's recovery budget.
+    pub remediation: Option<super::remediation::RemediationStatus>,
 }
 
 /// What a node's dry run answers.
@@ -116,6 +118,7 @@ impl ClusterService {
             break_glass_would_pass: break_glass_would_pass(&blockers, true),
             blockers,
             queued_behind,
+            remediation: self.remediation_status(&cluster).await?,
             cluster,
         })
     }

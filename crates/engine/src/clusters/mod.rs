@@ -21,7 +21,7 @@ mod maintenance;
 mod membership;
 mod node_ops;
 mod physical;
-mod remediation;
+pub mod remediation;
 mod removal;
 mod requests;
 mod run;

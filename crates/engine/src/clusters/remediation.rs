@@ -32,6 +32,16 @@ pub const BY_HEALTH_POLICY: &str = "by_health_policy";
 /// The most recent recoveries looked at when counting the budget.
 const RECENT_RECOVERIES: u32 = 1_000;
 
+/// A cluster's health policy and its budget now.
+#[derive(Debug, Clone)]
+pub struct RemediationStatus {
+    pub policy_name: String,
+    pub policy: HealthPolicy,
+    pub budget: remediation::Budget,
+    /// Why recovery waits now; `None` when it does not.
+    pub held: Option<String>,
+}
+
 /// What this engine said last about each cluster's held recoveries, and
 /// which clusters it will look at again: so a hold is one event, not one
 /// per failure, and one timer per cluster.
@@ -54,6 +64,72 @@ impl ClusterService {
                 PolicyKind::Health { policy: health, .. } => Some((policy.name, health)),
                 _ => None,
             }))
+    }
+
+    /// The cluster's health policy and its budget now, with why recovery
+    /// waits (what the cluster view and "allowed?" show); `None` without
+    /// an enabled health policy.
+    pub async fn remediation_status(&self, cluster: &Cluster) -> Result<Option<RemediationStatus>> {
+        let Some((policy_name, policy)) = self.health_policy(cluster).await? else {
+            return Ok(None);
+        };
+        let members = self.counted_members(cluster.id).await?;
+        let (recovering, recent) = self.recoveries(cluster.id).await?;
+        let now = ember_runtime::time::now();
+        let decision = remediation::decide(&policy, &members, &recovering, &recent, now);
+        let held = match cluster
+            .maintenance_lock
+            .as_ref()
+            .filter(|lock| lock.holds_at(now))
+        {
+            Some(_) if decision.held.is_some() || !decision.recover.is_empty() => {
+                Some("automatic recovery held: the cluster is locked".to_owned())
+            }
+            _ => decision.held,
+        };
+        Ok(Some(RemediationStatus {
+            budget: remediation::Budget::of(&policy, &members, &recent, now),
+            policy_name,
+            policy,
+            held,
+        }))
+    }
+
+    /// The cluster's NODE_RECOVER actions lately: the members with one
+    /// not ended, and when each the health policy started began.
+    async fn recoveries(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<(Vec<Uuid>, Vec<chrono::DateTime<chrono::Utc>>)> {
+        let recoveries = self
+            .store
+            .list_actions(&ActionQuery {
+                cluster_id: Some(cluster_id),
+                kinds: vec![ActionKind::NodeRecover.as_str().to_owned()],
+                sort: vec![SortKey {
+                    key: "created_at".to_owned(),
+                    descending: true,
+                }],
+                limit: RECENT_RECOVERIES,
+                ..ActionQuery::default()
+            })
+            .await?;
+        let recovering = recoveries
+            .iter()
+            .filter(|action| {
+                !matches!(
+                    action.status,
+                    ActionStatus::Succeeded | ActionStatus::Failed | ActionStatus::Cancelled
+                )
+            })
+            .map(|action| action.target_id)
+            .collect();
+        let recent = recoveries
+            .iter()
+            .filter(|action| action.inputs.contains_key(BY_HEALTH_POLICY))
+            .map(|action| action.created_at)
+            .collect();
+        Ok((recovering, recent))
     }
 
     /// Recovers what the cluster's health policy and its budget allow now,
@@ -91,34 +167,7 @@ impl ClusterService {
             return Ok(());
         }
         let members = self.counted_members(cluster.id).await?;
-        let recoveries = self
-            .store
-            .list_actions(&ActionQuery {
-                cluster_id: Some(cluster.id),
-                kinds: vec![ActionKind::NodeRecover.as_str().to_owned()],
-                sort: vec![SortKey {
-                    key: "created_at".to_owned(),
-                    descending: true,
-                }],
-                limit: RECENT_RECOVERIES,
-                ..ActionQuery::default()
-            })
-            .await?;
-        let recovering: Vec<Uuid> = recoveries
-            .iter()
-            .filter(|action| {
-                !matches!(
-                    action.status,
-                    ActionStatus::Succeeded | ActionStatus::Failed | ActionStatus::Cancelled
-                )
-            })
-            .map(|action| action.target_id)
-            .collect();
-        let recent: Vec<_> = recoveries
-            .iter()
-            .filter(|action| action.inputs.contains_key(BY_HEALTH_POLICY))
-            .map(|action| action.created_at)
-            .collect();
+        let (recovering, recent) = self.recoveries(cluster.id).await?;
         let decision = remediation::decide(&policy, &members, &recovering, &recent, now);
         if !decision.recover.is_empty() {
             let actions: Vec<ClusterAction> = members
@@ -199,6 +248,61 @@ impl ClusterService {
         if let Err(error) = self.store.record_events(&[held]).await {
             tracing::warn!(%error, "cannot record a held recovery");
         }
+    }
+
+    /// Marks the caller's ACTIVE node unhealthy (ERROR, with `reason` and a
+    /// NODE_CHECK event, in one conditional write); its cluster's health
+    /// policy then recovers it as the budget allows.
+    pub async fn mark_node_unhealthy(
+        self: &Arc<Self>,
+        caller: &Identity,
+        name_or_id: &str,
+        reason: &str,
+    ) -> Result<crate::domain::cluster::Node> {
+        let node = self.find_node(caller, name_or_id).await?;
+        self.admit(
+            crate::domain::admission::cluster::ClusterOperation::UpdateNode(&node),
+            caller,
+        )
+        .await?;
+        if reason.chars().count() > 255 {
+            return Err(crate::error::Error::InvalidInput(format!(
+                "reason is {} characters: at most 255",
+                reason.chars().count()
+            )));
+        }
+        let not_active = || {
+            crate::error::Error::Conflict(format!(
+                "node {:?} is {}: only an ACTIVE node is marked unhealthy",
+                node.name,
+                node.status.as_str()
+            ))
+        };
+        let Some(physical_id) = node
+            .physical_id
+            .clone()
+            .filter(|_| node.status == crate::domain::cluster::NodeStatus::Active)
+        else {
+            return Err(not_active());
+        };
+        let reason = if reason.is_empty() {
+            format!("marked unhealthy by {}", caller.user_id)
+        } else {
+            format!("marked unhealthy by {}: {reason}", caller.user_id)
+        };
+        self.store
+            .mark_node_machine_failed(&physical_id, &reason, ember_runtime::time::now())
+            .await?
+            .ok_or_else(not_active)?;
+        if let Some(cluster_id) = node.cluster_id
+            && let Err(error) = self.remediate(cluster_id).await
+        {
+            tracing::warn!(%cluster_id, %error, "cannot start the health policy's recovery");
+        }
+        self.store
+            .get_node(node.id)
+            .await?
+            .ok_or_else(|| super::not_found("node", name_or_id))
     }
 
     /// Looks at the cluster again at `at` (once per cluster: an earlier

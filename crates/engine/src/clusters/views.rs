@@ -22,6 +22,8 @@ pub struct ClusterDetails {
     pub node_ids: Vec<Uuid>,
     /// The attached policies, in the store's order.
     pub policy_ids: Vec<Uuid>,
+    /// The health policy's budget (shown for one cluster, not in lists).
+    pub remediation: Option<super::remediation::RemediationStatus>,
 }
 
 impl ClusterService {
@@ -33,8 +35,12 @@ impl ClusterService {
         name_or_id: &str,
     ) -> Result<ClusterDetails> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
+        let remediation = self.remediation_status(&cluster).await?;
         let mut details = self.details_of(vec![cluster]).await?;
-        Ok(details.remove(0))
+        Ok(ClusterDetails {
+            remediation,
+            ..details.remove(0)
+        })
     }
 
     /// The clusters `query` selects, each with its details.
@@ -93,6 +99,7 @@ impl ClusterService {
                 profile_name: names.get(&cluster.profile_id).cloned().unwrap_or_default(),
                 node_ids,
                 policy_ids: policies.remove(&cluster.id).unwrap_or_default(),
+                remediation: None,
                 cluster,
             })
             .collect())

@@ -69,6 +69,7 @@ fn cluster_without_members(details: &ClusterDetails) -> pb::Cluster {
         profile_name,
         node_ids: _,
         policy_ids,
+        remediation,
     } = details;
     pb::Cluster {
         id: cluster.id.to_string(),
@@ -91,6 +92,25 @@ fn cluster_without_members(details: &ClusterDetails) -> pb::Cluster {
         timeout: cluster.timeout,
         config: Value::Object(cluster.config.values().clone()).to_string(),
         maintenance_lock: cluster.maintenance_lock.as_ref().map(cluster_lock),
+        remediation: remediation.as_ref().map(remediation_status),
+    }
+}
+
+pub fn remediation_status(
+    status: &crate::clusters::remediation::RemediationStatus,
+) -> pb::Remediation {
+    let count = |value: usize| u32::try_from(value).unwrap_or(u32::MAX);
+    pb::Remediation {
+        policy: status.policy_name.clone(),
+        max_unhealthy: status.policy.max_unhealthy.describe(),
+        max_unhealthy_count: count(status.budget.max_unhealthy),
+        unhealthy: count(status.budget.unhealthy),
+        members: count(status.budget.members),
+        max_recoveries: status.policy.max_recoveries,
+        window: status.policy.window_secs,
+        recoveries_in_window: count(status.budget.recoveries_in_window),
+        remaining: status.budget.remaining.map(count),
+        held: status.held.clone().unwrap_or_default(),
     }
 }
 

@@ -412,6 +412,10 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
                         .map(queued_action)
                         .collect(),
                     break_glass_would_pass: check.break_glass_would_pass,
+                    remediation: check
+                        .remediation
+                        .as_ref()
+                        .map(super::cluster_convert::remediation_status),
                 }
             },
         )

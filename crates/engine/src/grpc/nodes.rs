@@ -207,6 +207,24 @@ impl pb::node_service_server::NodeService for NodeHandler {
         .await
     }
 
+    async fn mark_node_unhealthy(
+        &self,
+        request: Request<pb::MarkNodeUnhealthyRequest>,
+    ) -> Reply<pb::Node> {
+        answer(
+            request,
+            |caller, request| async move {
+                let node = self
+                    .service
+                    .mark_node_unhealthy(&caller, &request.node, &request.reason)
+                    .await?;
+                self.named_one(&node).await
+            },
+            |node| node,
+        )
+        .await
+    }
+
     async fn check_node(
         &self,
         request: Request<pb::NodeActionRequest>,

@@ -71,6 +71,9 @@ pub async fn node_action(
     body: Bytes,
 ) -> Result<Response, RestError> {
     let (action, params) = the_one_entry(object_body(&body)?, "action")?;
+    if action == "mark_unhealthy" {
+        return mark_unhealthy(&state, &identity, id, &params).await;
+    }
     if action != "check" && action != "recover" {
         return Err(bad_request(format!(
             "Unrecognized action '{action}' specified"
@@ -94,6 +97,41 @@ pub async fn node_action(
         &response.action_id,
         json!({ "action": response.action_id }),
     ))
+}
+
+/// `{"mark_unhealthy": {"reason"?}}` (Ember's): the node, ERROR now, 200.
+async fn mark_unhealthy(
+    state: &GatewayState,
+    identity: &ember_runtime::Identity,
+    node: String,
+    params: &Value,
+) -> Result<Response, RestError> {
+    let Some(params) = params.as_object() else {
+        return Err(bad_request("The params provided is not a map."));
+    };
+    if let Some(unknown) = params.keys().find(|key| key.as_str() != "reason") {
+        return Err(bad_request(format!(
+            "mark_unhealthy takes only a reason ('{unknown}' was unexpected)"
+        )));
+    }
+    let reason = match params.get("reason") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(reason)) => reason.clone(),
+        Some(other) => {
+            return Err(bad_request(format!(
+                "mark_unhealthy.reason must be a string, got {other}"
+            )));
+        }
+    };
+    let marked = nodes(state)
+        .mark_node_unhealthy(
+            state.internal_request(identity, pb::MarkNodeUnhealthyRequest { node, reason }),
+        )
+        .await?
+        .into_inner();
+    Ok(axum::response::IntoResponse::into_response(Json(
+        json!({ "node": views::node(&marked) }),
+    )))
 }
 
 /// `POST /nodes/{id}/ops`: NODE_OPERATION (microversion 1.4 on).

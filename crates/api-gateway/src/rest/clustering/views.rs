@@ -101,6 +101,10 @@ pub struct ClusterView<'a> {
     /// Ember's: the maintenance lock, `null` when the cluster is not
     /// locked.
     maintenance_lock: Value,
+    /// Ember's: the health policy's recovery budget (a cluster shown
+    /// alone, with an enabled health policy).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    remediation: Value,
 }
 
 /// `{}`.
@@ -172,7 +176,27 @@ pub fn cluster(cluster: &pb::Cluster) -> ClusterView<'_> {
             .maintenance_lock
             .as_ref()
             .map_or(Value::Null, cluster_lock),
+        remediation: cluster
+            .remediation
+            .as_ref()
+            .map_or(Value::Null, remediation),
     }
+}
+
+/// A cluster's recovery budget.
+pub fn remediation(budget: &pb::Remediation) -> Value {
+    json!({
+        "policy": budget.policy,
+        "max_unhealthy": budget.max_unhealthy,
+        "max_unhealthy_count": budget.max_unhealthy_count,
+        "unhealthy": budget.unhealthy,
+        "members": budget.members,
+        "max_recoveries": budget.max_recoveries,
+        "window": budget.window,
+        "recoveries_in_window": budget.recoveries_in_window,
+        "remaining": budget.remaining,
+        "held": optional(&budget.held),
+    })
 }
 
 /// A cluster's maintenance lock.

@@ -59,9 +59,51 @@ pub fn cluster_record(
         )
         .field("metadata", metadata_cell(&cluster.metadata))
         .field("lock", lock_cell(cluster.maintenance_lock.as_ref()))
+        .field(
+            "remediation",
+            remediation_cell(cluster.remediation.as_ref()),
+        )
         .field("project", cluster.project_id.as_str())
         .field("created", Cell::time(cluster.created_at.as_ref()))
         .field("updated", Cell::time(cluster.updated_at.as_ref()))
+}
+
+/// The health policy's budget: a record in JSON and YAML (`null` without
+/// a health policy), and in a table `3 of 5 unhealthy (max 40%), 1 of 3
+/// recoveries left per 600 s` and why recovery waits.
+fn remediation_cell(budget: Option<&pb::Remediation>) -> Cell {
+    let Some(budget) = budget else {
+        return Cell::shown_as(serde_json::Value::Null, "-");
+    };
+    let mut text = format!(
+        "{}: {} of {} unhealthy (max {})",
+        budget.policy, budget.unhealthy, budget.members, budget.max_unhealthy
+    );
+    match budget.remaining {
+        Some(remaining) => text.push_str(&format!(
+            ", {remaining} of {} recoveries left per {} s",
+            budget.max_recoveries, budget.window
+        )),
+        None => text.push_str(", recoveries unlimited"),
+    }
+    if !budget.held.is_empty() {
+        text.push_str("; ");
+        text.push_str(&budget.held);
+    }
+    Cell::shown_as(
+        serde_json::json!({
+            "policy": budget.policy,
+            "max_unhealthy": budget.max_unhealthy,
+            "unhealthy": budget.unhealthy,
+            "members": budget.members,
+            "max_recoveries": budget.max_recoveries,
+            "window": budget.window,
+            "recoveries_in_window": budget.recoveries_in_window,
+            "remaining": budget.remaining,
+            "held": budget.held,
+        }),
+        text,
+    )
 }
 
 /// The lock as a record in JSON and YAML (`null` when unlocked), and as

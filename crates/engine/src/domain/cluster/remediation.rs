@@ -222,6 +222,49 @@ pub fn parse_health(properties: &Map<String, Value>) -> Result<HealthPolicy> {
     })
 }
 
+/// The budget as it stands: what the cluster view and "allowed?" show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    pub members: usize,
+    pub unhealthy: usize,
+    /// The count `max_unhealthy` allows among the members now.
+    pub max_unhealthy: usize,
+    pub recoveries_in_window: usize,
+    /// Recoveries the window still allows now; `None`: no limit.
+    pub remaining: Option<usize>,
+}
+
+impl Budget {
+    /// The budget of `policy` for `members` when the recoveries it started
+    /// lately began at `recent`.
+    pub fn of(
+        policy: &HealthPolicy,
+        members: &[Node],
+        recent: &[DateTime<Utc>],
+        now: DateTime<Utc>,
+    ) -> Budget {
+        let window = chrono::Duration::seconds(i64::from(policy.window_secs));
+        let recoveries_in_window = recent
+            .iter()
+            .filter(|started| **started > now - window)
+            .count();
+        Budget {
+            members: members.len(),
+            unhealthy: members
+                .iter()
+                .filter(|node| matches!(node.status, NodeStatus::Error | NodeStatus::Warning))
+                .count(),
+            max_unhealthy: policy.max_unhealthy.of(members.len()),
+            recoveries_in_window,
+            remaining: (policy.max_recoveries > 0).then(|| {
+                usize::try_from(policy.max_recoveries)
+                    .unwrap_or(usize::MAX)
+                    .saturating_sub(recoveries_in_window)
+            }),
+        }
+    }
+}
+
 /// What the budget allows now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
