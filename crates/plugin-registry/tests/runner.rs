@@ -1101,9 +1101,7 @@ async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_pr
     // Open: no call, no timeout waited out, on either replica.
     journal.clear();
     for replica in [&registry, &other] {
-        let started = Instant::now();
         let answer = replica.pre(StackOperation::Create, "team-a").await;
-        let took = started.elapsed();
         assert!(!answer.allowed);
         assert_eq!(outcomes(&answer.calls), ["quota:pre:circuit_open"]);
         assert!(answer.calls[0].stopped_chain);
@@ -1117,9 +1115,9 @@ async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_pr
             "{}",
             answer.reason
         );
-        assert!(
-            took < Duration::from_millis(90),
-            "an open circuit waits out no timeout: {took:?}"
+        assert_eq!(
+            answer.calls[0].duration_us, 0,
+            "an open circuit waits out no timeout"
         );
     }
     assert!(journal.calls().is_empty(), "{:?}", journal.summary());
