@@ -226,8 +226,16 @@ fn a_hooked_removal_waits_for_hook_complete() {
         assert!(Instant::now() < deadline, "no pending hook: {pending}");
         std::thread::park_timeout(Duration::from_millis(50));
     };
-    let messages = succeed(&["hook", "messages", "drain"], dir);
-    assert!(messages.contains(&token), "{messages}");
+    // The pending action is recorded before its message is delivered to
+    // the queue (the delivery worker's next pass): wait for it.
+    loop {
+        let messages = succeed(&["hook", "messages", "drain"], dir);
+        if messages.contains(&token) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no message: {messages}");
+        std::thread::park_timeout(Duration::from_millis(50));
+    }
     // Scripts read both as JSON: the pending action, and the message a
     // receiver gets, its body a JSON object.
     let pending: serde_json::Value = serde_json::from_str(&succeed(
