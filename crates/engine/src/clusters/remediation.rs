@@ -54,16 +54,11 @@ pub(super) struct RemediationState {
 impl ClusterService {
     /// The cluster's enabled health policy, by name.
     async fn health_policy(&self, cluster: &Cluster) -> Result<Option<(String, HealthPolicy)>> {
-        Ok(self
-            .store
-            .list_bindings(cluster.id)
-            .await?
-            .into_iter()
-            .filter(|(binding, _)| binding.enabled)
-            .find_map(|(_, policy)| match policy.kind {
-                PolicyKind::Health { policy: health, .. } => Some((policy.name, health)),
-                _ => None,
-            }))
+        self.enabled_policy(cluster, |policy| match policy.kind {
+            PolicyKind::Health { policy: health, .. } => Some((policy.name, health)),
+            _ => None,
+        })
+        .await
     }
 
     /// The cluster's health policy and its budget now, with why recovery

@@ -75,16 +75,27 @@ impl ClusterService {
         &self,
         cluster: &Cluster,
     ) -> Result<Option<DeletionPolicy>> {
+        self.enabled_policy(cluster, |policy| match policy.kind {
+            PolicyKind::Deletion { policy, .. } => Some(policy),
+            PolicyKind::Scaling(_) | PolicyKind::Health { .. } => None,
+        })
+        .await
+    }
+
+    /// The first of the cluster's enabled policies (in the store's order:
+    /// highest priority first) that `pick` takes.
+    pub(super) async fn enabled_policy<T>(
+        &self,
+        cluster: &Cluster,
+        pick: impl Fn(crate::domain::cluster::PolicyDefinition) -> Option<T>,
+    ) -> Result<Option<T>> {
         Ok(self
             .store
             .list_bindings(cluster.id)
             .await?
             .into_iter()
             .filter(|(binding, _)| binding.enabled)
-            .find_map(|(_, policy)| match policy.kind {
-                PolicyKind::Deletion { policy, .. } => Some(policy),
-                PolicyKind::Scaling(_) | PolicyKind::Health { .. } => None,
-            }))
+            .find_map(|(_, policy)| pick(policy)))
     }
 
     /// Records the children and makes the run's action wait on them, with
