@@ -179,3 +179,71 @@ async fn nothing_is_recovered_while_more_than_max_unhealthy_members_are_unhealth
     assert!(after <= 1, "{after}");
     engine.kill().await;
 }
+
+/// The sweep every engine runs finds a cluster whose health policy came
+/// after its member failed; two engines sweeping at once recover the
+/// member once (the second recovery finds it no longer ERROR).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweep_recovers_what_no_failure_triggered_and_twice_is_once() {
+    let database = TestDatabase::sqlite().await;
+    let engine = Engine::start(
+        &database,
+        driver(Duration::from_millis(5)),
+        DispatcherSettings::default(),
+        true,
+    )
+    .await;
+    cluster_support::instance_profile(&engine, "steady").await;
+    let cluster = active_cluster(&engine, "steady", (0, 5, 1)).await;
+    let node = cluster_support::members(&engine, cluster.id).await[0].clone();
+    let marked = engine
+        .service
+        .mark_node_unhealthy(&member(), &node.name, "bad disk")
+        .await
+        .expect("marked");
+    assert_eq!(marked.status_reason, "marked unhealthy by demo: bad disk");
+    engine
+        .service
+        .create_policy(
+            &member(),
+            "steady-health",
+            json!({"type": "senlin.policy.health", "version": "1.1", "properties": {}}),
+        )
+        .await
+        .expect("policy");
+    let attach = engine
+        .service
+        .attach_policy(&member(), "steady", "steady-health", 0, true)
+        .await
+        .expect("attached");
+    cluster_support::wait_for_action(&engine, attach.id, Duration::from_secs(10)).await;
+    let (first, second) = tokio::join!(
+        engine.service.sweep_remediation(),
+        engine.service.sweep_remediation()
+    );
+    first.expect("swept");
+    second.expect("swept");
+    wait_until("the member recovered", Duration::from_secs(10), || async {
+        cluster_support::members(&engine, cluster.id).await[0].status
+            == ember_engine::domain::cluster::NodeStatus::Active
+    })
+    .await;
+    wait_until("the recoveries ended", Duration::from_secs(10), || async {
+        cluster_support::quiescent(&engine, cluster.id).await
+    })
+    .await;
+    let actions = all_actions(&engine, cluster.id).await;
+    let recoveries = by_policy(&actions);
+    let real: Vec<_> = recoveries
+        .iter()
+        .filter(|action| !action.status_reason.ends_with("nothing to recover"))
+        .collect();
+    assert_eq!(real.len(), 1, "{recoveries:?}");
+    engine.service.sweep_remediation().await.expect("swept");
+    assert_eq!(
+        by_policy(&all_actions(&engine, cluster.id).await).len(),
+        recoveries.len(),
+        "a healthy cluster gets no recovery"
+    );
+    engine.kill().await;
+}

@@ -18,6 +18,25 @@ use tracing::{info, warn};
 use super::ClusterService;
 
 pub(super) fn spawn(service: Arc<ClusterService>, shutdown: CancellationToken) {
+    // Held recoveries whose engine restarted, and clusters whose health
+    // policy was attached after members failed, are found by the sweep.
+    tokio::spawn({
+        let service = Arc::clone(&service);
+        let shutdown = shutdown.clone();
+        async move {
+            let mut ticks = tokio::time::interval(super::remediation::SWEEP_INTERVAL);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = ticks.tick() => {}
+                }
+                if let Err(failure) = service.sweep_remediation().await {
+                    warn!(%failure, "cannot sweep the clusters with health policies");
+                }
+            }
+        }
+    });
     let mut observations = service.instances.subscribe_observations();
     tokio::spawn(async move {
         loop {

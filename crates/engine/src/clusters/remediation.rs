@@ -29,6 +29,14 @@ use crate::store::clusters::{ActionQuery, SortKey};
 /// The input marking a NODE_RECOVER the health policy started.
 pub const BY_HEALTH_POLICY: &str = "by_health_policy";
 
+/// How such a recovery ends when its node is no longer ERROR: it recovered
+/// nothing, and the budget does not count it.
+pub const NOTHING_TO_RECOVER: &str = "no longer unhealthy, nothing to recover";
+
+/// How often every engine looks at the clusters with a health policy (a
+/// held recovery whose engine restarted is started by then).
+pub const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The most recent recoveries looked at when counting the budget.
 const RECENT_RECOVERIES: u32 = 1_000;
 
@@ -121,7 +129,10 @@ impl ClusterService {
             .collect();
         let recent = recoveries
             .iter()
-            .filter(|action| action.inputs.contains_key(BY_HEALTH_POLICY))
+            .filter(|action| {
+                action.inputs.contains_key(BY_HEALTH_POLICY)
+                    && !action.status_reason.ends_with(NOTHING_TO_RECOVER)
+            })
             .map(|action| action.created_at)
             .collect();
         Ok((recovering, recent))
@@ -243,6 +254,19 @@ impl ClusterService {
         if let Err(error) = self.store.record_events(&[held]).await {
             tracing::warn!(%error, "cannot record a held recovery");
         }
+    }
+
+    /// Every cluster with an enabled health policy, remediated: what a
+    /// restarted engine held is started, whichever engine sweeps first
+    /// (a second engine's recovery of the same node does nothing: see
+    /// [`NOTHING_TO_RECOVER`]).
+    pub async fn sweep_remediation(self: &Arc<Self>) -> Result<()> {
+        for cluster_id in self.store.clusters_with_health_policies().await? {
+            if let Err(error) = self.remediate(cluster_id).await {
+                tracing::warn!(%cluster_id, %error, "cannot remediate a cluster");
+            }
+        }
+        Ok(())
     }
 
     /// Marks the caller's ACTIVE node unhealthy (ERROR, with `reason` and a

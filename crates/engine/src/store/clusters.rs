@@ -414,6 +414,9 @@ pub trait ClusterStore: Send + Sync + 'static {
         cluster_id: Uuid,
     ) -> Result<Vec<(PolicyBinding, PolicyDefinition)>>;
 
+    /// The clusters, of every project, with an enabled health policy.
+    async fn clusters_with_health_policies(&self) -> Result<Vec<Uuid>>;
+
     /// Inserts actions and events in one transaction.
     async fn insert_actions(
         &self,

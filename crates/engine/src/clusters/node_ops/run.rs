@@ -99,6 +99,21 @@ impl ClusterService {
         profile: &Profile,
     ) -> RunResult<Ran> {
         let inputs = &run.action.inputs;
+        // A health policy's recovery of a node no longer ERROR (another
+        // engine's, or a user's, recovered it first) does nothing.
+        if inputs.contains_key(crate::clusters::remediation::BY_HEALTH_POLICY)
+            && node.status != NodeStatus::Error
+        {
+            return Ok(Ran::succeeded(
+                format!(
+                    "node {} is {}: {}",
+                    node.name,
+                    node.status.as_str(),
+                    crate::clusters::remediation::NOTHING_TO_RECOVER
+                ),
+                settle("NODE_RECOVER"),
+            ));
+        }
         if inputs.get("check").and_then(Value::as_bool) == Some(true) {
             let (status, _) = self.check_physical(caller, node, profile).await;
             if status == NodeStatus::Active {

@@ -530,6 +530,10 @@ impl ClusterStore for SqlClusterStore {
         sql_updates::bindings_of(&self.reader, &[cluster_id]).await
     }
 
+    async fn clusters_with_health_policies(&self) -> Result<Vec<Uuid>> {
+        sql_updates::clusters_with_policy_type(&self.reader, "senlin.policy.health-").await
+    }
+
     async fn insert_actions(
         &self,
         actions: &[ClusterAction],

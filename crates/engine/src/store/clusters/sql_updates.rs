@@ -235,6 +235,35 @@ pub async fn profile_names(
 
 /// The bindings of every cluster of `cluster_ids` with their policies,
 /// highest priority first, in two queries (bindings, then their policies).
+/// The clusters bound, enabled, to a policy whose type name starts with
+/// `type_prefix` (`senlin.policy.health-`).
+pub async fn clusters_with_policy_type(
+    connection: &impl ConnectionTrait,
+    type_prefix: &str,
+) -> Result<Vec<Uuid>> {
+    let policies: Vec<Uuid> = policy::Entity::find()
+        .filter(policy::Column::TypeName.starts_with(type_prefix))
+        .all(connection)
+        .await?
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
+    if policies.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut clusters: Vec<Uuid> = binding::Entity::find()
+        .filter(binding::Column::PolicyId.is_in(policies))
+        .filter(binding::Column::Enabled.eq(true))
+        .all(connection)
+        .await?
+        .into_iter()
+        .map(|row| row.cluster_id)
+        .collect();
+    clusters.sort_unstable();
+    clusters.dedup();
+    Ok(clusters)
+}
+
 pub async fn bindings_of(
     connection: &impl ConnectionTrait,
     cluster_ids: &[Uuid],
