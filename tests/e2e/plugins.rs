@@ -43,6 +43,31 @@ async fn registered_plugin(
     behaviour: Behaviour,
     operations: &[StackOperation],
 ) -> TestPlugin {
+    registered_with(
+        ember,
+        journal,
+        name,
+        behaviour,
+        pb::RegisterPluginRequest {
+            operations: operations
+                .iter()
+                .map(|operation| *operation as i32)
+                .collect(),
+            ..pb::RegisterPluginRequest::default()
+        },
+    )
+    .await
+}
+
+/// A test plug-in `name` answering as `behaviour`, registered by the admin
+/// through the gateway with the other settings of `settings`.
+async fn registered_with(
+    ember: &TestEmber,
+    journal: &CallJournal,
+    name: &str,
+    behaviour: Behaviour,
+    settings: pb::RegisterPluginRequest,
+) -> TestPlugin {
     let plugin = TestPlugin::start(name, behaviour, journal)
         .await
         .expect("test plugin");
@@ -51,11 +76,7 @@ async fn registered_plugin(
             pb::RegisterPluginRequest {
                 name: name.to_owned(),
                 endpoint: plugin.endpoint.clone(),
-                operations: operations
-                    .iter()
-                    .map(|operation| *operation as i32)
-                    .collect(),
-                ..pb::RegisterPluginRequest::default()
+                ..settings
             },
             ember.admin_token(),
         ))
@@ -318,6 +339,13 @@ async fn allowed_asks_every_plugin_in_its_dry_run_mode() {
         .create_stack("guarded", serde_json::json!({"greeting": "hi"}))
         .await;
     member.wait_until_settled(&stack).await;
+    // The create's post-operation may land after the stack settled.
+    ember_tests::wait_for(
+        "the create's post-operation",
+        std::time::Duration::from_secs(10),
+        || async { journal.summary().contains(&"auditor:post".to_owned()) },
+    )
+    .await;
     journal.clear();
 
     let answer = member.get(&format!("{stack}/actions/delete/allowed")).await;
@@ -526,33 +554,6 @@ async fn an_admin_breaks_glass_through_a_failing_plugin() {
     gatekeeper.stop().await;
 }
 
-/// A plug-in `name` answering as `behaviour`, registered by the admin for
-/// creates with the registration `settings` gives.
-async fn registered_with(
-    ember: &TestEmber,
-    journal: &CallJournal,
-    name: &str,
-    behaviour: Behaviour,
-    settings: pb::RegisterPluginRequest,
-) -> TestPlugin {
-    let plugin = TestPlugin::start(name, behaviour, journal)
-        .await
-        .expect("test plugin");
-    PluginRegistryServiceClient::new(ember.gateway_channel().await)
-        .register_plugin(with_bearer(
-            pb::RegisterPluginRequest {
-                name: name.to_owned(),
-                endpoint: plugin.endpoint.clone(),
-                operations: vec![StackOperation::Create as i32],
-                ..settings
-            },
-            ember.admin_token(),
-        ))
-        .await
-        .expect("registered");
-    plugin
-}
-
 /// The reasons of a stack's events from plug-in `plugin`, oldest first.
 async fn plugin_event_reasons(
     member: &crate::orchestration::HeatRest,
@@ -585,6 +586,7 @@ async fn a_plugin_whose_circuit_opened_fails_stacks_at_once_and_shows_it() {
         "slowpoke",
         Behaviour::Slow(std::time::Duration::from_secs(10)),
         pb::RegisterPluginRequest {
+            operations: vec![StackOperation::Create as i32],
             timeout_ms: 300,
             breaker_failures: Some(2),
             breaker_cooldown_ms: Some(600_000),
@@ -671,6 +673,7 @@ async fn an_observing_plugins_verdict_is_recorded_and_not_enforced() {
         "new-policy",
         Behaviour::Deny("no public ports".into()),
         pb::RegisterPluginRequest {
+            operations: vec![StackOperation::Create as i32],
             enforce: Some(false),
             ..pb::RegisterPluginRequest::default()
         },
