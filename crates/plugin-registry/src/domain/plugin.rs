@@ -243,6 +243,16 @@ impl Plugin {
         Ok(updated)
     }
 
+    /// The plug-in's circuit as a caller meets it at `now`: always closed
+    /// when its breaker is off.
+    pub fn circuit_at(&self, now: DateTime<Utc>) -> super::Circuit {
+        if self.breaker.enabled() {
+            self.circuit.circuit(now)
+        } else {
+            super::Circuit::Closed
+        }
+    }
+
     /// Whether `result` stops the chain: in FAIL mode a deny or a failure
     /// does, unless the plug-in only observes.
     pub fn stops_chain(&self, result: super::CallResult) -> bool {

@@ -148,13 +148,8 @@ pub fn plugin_to_proto(plugin: &Plugin) -> pb::Plugin {
 /// `plugin`'s circuit as a caller meets it at `now`.
 fn circuit_to_proto(plugin: &Plugin, now: chrono::DateTime<chrono::Utc>) -> pb::Circuit {
     let record = &plugin.circuit;
-    let state = if plugin.breaker.enabled() {
-        record.circuit(now)
-    } else {
-        Circuit::Closed
-    };
     pb::Circuit {
-        state: match state {
+        state: match plugin.circuit_at(now) {
             Circuit::Closed => pb::CircuitState::Closed,
             Circuit::Open { .. } => pb::CircuitState::Open,
             Circuit::HalfOpen { .. } => pb::CircuitState::HalfOpen,

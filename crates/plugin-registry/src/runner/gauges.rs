@@ -33,7 +33,7 @@ fn circuit_finding(plugins: &[crate::domain::Plugin]) -> Finding {
     let mut open = Vec::new();
     let mut gauges = Vec::with_capacity(plugins.len() * 2);
     for plugin in plugins {
-        let is_open = plugin.breaker.enabled() && plugin.circuit.circuit(now) != Circuit::Closed;
+        let is_open = plugin.circuit_at(now) != Circuit::Closed;
         if is_open {
             open.push(plugin.name.as_str());
         }

@@ -95,8 +95,7 @@ impl PluginRunner {
             .iter()
             .filter(|plugin| plugin.applies_to(context.operation, &context.project_id))
             .fold((false, false), |(_, called), plugin| {
-                let open = plugin.breaker.enabled()
-                    && matches!(plugin.circuit.circuit(now), Circuit::Open { .. });
+                let open = matches!(plugin.circuit_at(now), Circuit::Open { .. });
                 (true, called || !open)
             });
         if !applies {
@@ -110,7 +109,7 @@ impl PluginRunner {
         Ok(OnDemand::Answered(if request.dry_run {
             self.ask_chain(&plugins, context, request).await
         } else {
-            self.run_chain(&plugins, context, request, Probe::NotHere)
+            self.run_chain(&plugins, context, request, Probe::NotAllowed)
                 .await
         }))
     }
@@ -221,7 +220,7 @@ impl PluginRunner {
             let answer = self
                 .guarded(
                     plugin,
-                    Probe::NotHere,
+                    Probe::NotAllowed,
                     self.clients.pre_operation(plugin, request.clone()),
                 )
                 .await;
@@ -304,7 +303,7 @@ impl PluginRunner {
             }
         };
         let answer = call.await;
-        self.note(plugin, &answer, probing).await;
+        self.count_for_breaker(plugin, &answer, probing).await;
         answer
     }
 
@@ -312,11 +311,8 @@ impl PluginRunner {
     /// half-open circuit's probe, `Err` with what the caller is told when
     /// its circuit is open.
     async fn gate(&self, plugin: &Plugin, probe: Probe) -> Result<bool, String> {
-        if !plugin.breaker.enabled() {
-            return Ok(false);
-        }
         let now = ember_runtime::time::now();
-        let since = match plugin.circuit.circuit(now) {
+        let since = match plugin.circuit_at(now) {
             Circuit::Closed => return Ok(false),
             Circuit::Open { since, .. } => since,
             Circuit::HalfOpen { since } => {
@@ -348,7 +344,7 @@ impl PluginRunner {
 
     /// Records `answer` for `plugin`'s breaker. A bookkeeping failure is
     /// logged: the call happened, and the operation goes on.
-    async fn note(&self, plugin: &Plugin, answer: &CallAnswer, probing: bool) {
+    async fn count_for_breaker(&self, plugin: &Plugin, answer: &CallAnswer, probing: bool) {
         let store = self.registry.store();
         if answer.result.is_unavailable() {
             if !plugin.breaker.enabled() {
@@ -409,7 +405,7 @@ pub enum OnDemand {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Probe {
     Allowed,
-    NotHere,
+    NotAllowed,
 }
 
 fn outcome(
