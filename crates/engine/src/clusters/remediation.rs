@@ -59,6 +59,20 @@ pub(super) struct RemediationState {
     scheduled: Mutex<HashMap<Uuid, chrono::DateTime<chrono::Utc>>>,
 }
 
+impl RemediationState {
+    /// Drops what this engine said and planned for a cluster that is gone.
+    fn forget(&self, cluster_id: Uuid) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&cluster_id);
+        self.scheduled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&cluster_id);
+    }
+}
+
 impl ClusterService {
     /// The cluster's enabled health policy, by name.
     async fn health_policy(&self, cluster: &Cluster) -> Result<Option<(String, HealthPolicy)>> {
@@ -80,16 +94,7 @@ impl ClusterService {
         let (recovering, recent) = self.recoveries(cluster.id).await?;
         let now = ember_runtime::time::now();
         let decision = remediation::decide(&policy, &members, &recovering, &recent, now);
-        let held = match cluster
-            .maintenance_lock
-            .as_ref()
-            .filter(|lock| lock.holds_at(now))
-        {
-            Some(_) if decision.held.is_some() || !decision.recover.is_empty() => {
-                Some("automatic recovery held: the cluster is locked".to_owned())
-            }
-            _ => decision.held,
-        };
+        let held = held_by_lock(cluster, &decision, now).or(decision.held);
         Ok(Some(RemediationStatus {
             budget: remediation::Budget::of(&policy, &members, &recent, now),
             policy_name,
@@ -142,6 +147,7 @@ impl ClusterService {
     /// and says why the rest waits.
     pub(crate) async fn remediate(self: &Arc<Self>, cluster_id: Uuid) -> Result<()> {
         let Some(cluster) = self.store.get_cluster(cluster_id).await? else {
+            self.remediation.forget(cluster_id);
             return Ok(());
         };
         let Some((policy_name, policy)) = self.health_policy(&cluster).await? else {
@@ -156,25 +162,14 @@ impl ClusterService {
             cluster.project_id.clone(),
             vec!["member".to_owned()],
         );
-        if let Some(lock) = cluster
-            .maintenance_lock
-            .as_ref()
-            .filter(|lock| lock.holds_at(now))
-        {
-            let why = format!(
-                "automatic recovery held: the cluster is locked by {:?}{}",
-                lock.locked_by_user,
-                lock.reason
-                    .as_deref()
-                    .map_or_else(String::new, |reason| format!(" ({reason})"))
-            );
+        let members = self.counted_members(cluster.id).await?;
+        let (recovering, recent) = self.recoveries(cluster.id).await?;
+        let decision = remediation::decide(&policy, &members, &recovering, &recent, now);
+        if let Some(why) = held_by_lock(&cluster, &decision, now) {
             self.say_held(&cluster, &owner, Some(why)).await;
             self.look_again(cluster.id, now + seconds(policy.interval_secs));
             return Ok(());
         }
-        let members = self.counted_members(cluster.id).await?;
-        let (recovering, recent) = self.recoveries(cluster.id).await?;
-        let decision = remediation::decide(&policy, &members, &recovering, &recent, now);
         if !decision.recover.is_empty() {
             let actions: Vec<ClusterAction> = members
                 .iter()
@@ -358,6 +353,29 @@ impl ClusterService {
             }
         });
     }
+}
+
+/// Why a maintenance lock holds recovery back, when the cluster has
+/// something to recover (a locked, healthy cluster waits for nothing).
+fn held_by_lock(
+    cluster: &Cluster,
+    decision: &remediation::Decision,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    let lock = cluster
+        .maintenance_lock
+        .as_ref()
+        .filter(|lock| lock.holds_at(now))?;
+    if decision.recover.is_empty() && decision.held.is_none() {
+        return None;
+    }
+    Some(format!(
+        "automatic recovery held: the cluster is locked by {:?}{}",
+        lock.locked_by_user,
+        lock.reason
+            .as_deref()
+            .map_or_else(String::new, |reason| format!(" ({reason})"))
+    ))
 }
 
 fn seconds(secs: u32) -> chrono::Duration {
