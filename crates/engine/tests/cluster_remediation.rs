@@ -114,6 +114,7 @@ async fn recoveries_stay_within_the_window_and_resume_when_it_passes() {
         || async { by_policy(&all_actions(&engine, cluster_id).await).len() >= 3 },
     )
     .await;
+    // Watched a while longer, for the bound to be tested over more windows.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let actions = all_actions(&engine, cluster_id).await;
     let recoveries = by_policy(&actions);
@@ -162,14 +163,21 @@ async fn nothing_is_recovered_while_more_than_max_unhealthy_members_are_unhealth
     .await;
     // Both die together: the first failure alone is within the budget and
     // may be recovered; once both are down, nothing more is.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let reasons = held(&engine, cluster_id).await;
-    assert!(
-        reasons.iter().any(|reason| reason
-            == "automatic recovery stopped: 2 of 2 members are unhealthy, more than max_unhealthy 1 (1)"),
-        "{reasons:?}"
-    );
+    let stopped =
+        "automatic recovery stopped: 2 of 2 members are unhealthy, more than max_unhealthy 1 (1)";
+    wait_until(
+        "recovery stopped at max_unhealthy",
+        Duration::from_secs(10),
+        || async {
+            held(&engine, cluster_id)
+                .await
+                .iter()
+                .any(|reason| reason == stopped)
+        },
+    )
+    .await;
     let before = by_policy(&all_actions(&engine, cluster_id).await).len();
+    // Nothing may happen: watched for more than a detection interval.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let after = by_policy(&all_actions(&engine, cluster_id).await).len();
     assert_eq!(

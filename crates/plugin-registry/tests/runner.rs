@@ -1048,6 +1048,16 @@ impl Registry {
             .into_inner()
     }
 
+    /// Waits for `name`'s cool-down to pass (its circuit half-open).
+    async fn wait_until_half_open(&self, name: &str) {
+        wait_for(
+            "the circuit to be half-open",
+            Duration::from_secs(5),
+            || async { circuit_state(&self.show(name).await) == pb::CircuitState::HalfOpen },
+        )
+        .await;
+    }
+
     /// "Allowed?": the dry run of the chain.
     async fn ask(&self, operation: StackOperation) -> pb::RunPreOperationsResponse {
         self.runner()
@@ -1143,7 +1153,7 @@ async fn a_failing_plugins_circuit_opens_fails_at_once_on_every_replica_and_a_pr
     // Half-open: asking ("allowed?") does not probe; the next operation
     // does, and an answer closes the circuit for every replica.
     plugins[0].set_behaviour(Behaviour::Allow);
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    registry.wait_until_half_open("quota").await;
     let asked = other.ask(StackOperation::Create).await;
     assert_eq!(outcomes(&asked.calls), ["quota:pre:circuit_open"]);
     assert!(
@@ -1183,7 +1193,7 @@ async fn a_failed_probe_opens_the_circuit_again_and_an_admin_may_close_it() {
         .await;
     registry.pre(StackOperation::Create, "team-a").await;
     let opened = registry.show("quota").await.circuit.expect("circuit");
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    registry.wait_until_half_open("quota").await;
     let probe = registry.pre(StackOperation::Create, "team-a").await;
     assert_eq!(outcomes(&probe.calls), ["quota:pre:timeout"]);
     let reopened = registry.show("quota").await;
