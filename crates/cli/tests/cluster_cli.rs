@@ -279,7 +279,7 @@ fn a_hooked_removal_waits_for_hook_complete() {
         "{queued}"
     );
     assert_eq!(
-        message["body"]["lifecycle_transition_type"], "termination",
+        message["body"]["lifecycle_transition_type"], "terminating",
         "{queued}"
     );
     assert_eq!(message["body"]["node_id"], pending[0]["node"], "{queued}");

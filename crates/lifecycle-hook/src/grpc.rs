@@ -188,5 +188,6 @@ fn action_to_proto(action: &PendingLifecycleAction) -> pb::PendingLifecycleActio
         resolved_at: to_optional_timestamp(action.resolved_at),
         resolved_by: action.resolved_by.clone().unwrap_or_default(),
         timeout_secs: action.timeout_secs,
+        lifecycle_transition_type: action.transition.as_str().to_owned(),
     }
 }

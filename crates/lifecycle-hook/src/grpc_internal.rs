@@ -12,7 +12,7 @@ use ember_runtime::time::to_timestamp;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target};
+use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target, Transition};
 use crate::error::Error;
 use crate::store::{HookEvent, PendingActionStore};
 use crate::workers::Wake;
@@ -60,8 +60,17 @@ fn new_action(
             )));
         }
     };
+    let transition = match action.lifecycle_transition_type.as_str() {
+        "" => Transition::Terminating,
+        text => Transition::parse(text).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "action {token}: lifecycle_transition_type {text:?} must be launching or terminating"
+            ))
+        })?,
+    };
     Ok(PendingLifecycleAction {
         token,
+        transition,
         node_id: uuid("node_id", &action.node_id)?,
         resource_id: action.resource_id,
         cluster_id: uuid("cluster_id", &action.cluster_id)?,

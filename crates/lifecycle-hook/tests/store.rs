@@ -1,7 +1,9 @@
 //! The pending-action store's conformance suite, on SQLite and PostgreSQL.
 
 use chrono::Duration;
-use ember_lifecycle_hook::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target};
+use ember_lifecycle_hook::domain::{
+    DeliveryState, PendingLifecycleAction, Resolution, Target, Transition,
+};
 use ember_lifecycle_hook::store::{
     HookEvent, PendingActionStore, PendingListQuery, SqlPendingActionStore, migrations::Migrator,
 };
@@ -19,6 +21,7 @@ fn pending(project: &str, cluster_id: Uuid, deadline_in_secs: i64) -> PendingLif
     let now = ember_runtime::time::now();
     PendingLifecycleAction {
         token: Uuid::now_v7(),
+        transition: Transition::Terminating,
         node_id: Uuid::now_v7(),
         resource_id: "instance-1".to_owned(),
         cluster_id,
@@ -48,6 +51,7 @@ async fn recorded_actions_read_back_unchanged(database: &TestDatabase) {
         delivery_state: DeliveryState::Retrying,
         delivery_attempts: 3,
         last_error: Some("connection refused".to_owned()),
+        transition: Transition::Launching,
         ..pending("project-a", Uuid::now_v7(), 60)
     };
     store

@@ -267,7 +267,8 @@ pub async fn sweep(service: &ClusterService) -> crate::error::Result<()> {
     let now = ember_runtime::time::now();
     let mut requeued = false;
     for action in service.store.list_expired_leases(now, 100).await? {
-        let requeue = action.attempt < MAX_RUN_ATTEMPTS;
+        let requeue =
+            action.attempt < MAX_RUN_ATTEMPTS.saturating_add(super::launch::resumed_runs(&action));
         let reason = if requeue {
             "taken over: its engine went away"
         } else {

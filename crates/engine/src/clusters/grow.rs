@@ -19,9 +19,12 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::ClusterService;
+use super::launch::{Building, Grown};
 use super::physical::Built;
 use super::run::{Ran, Run, RunResult, Stop};
-use crate::domain::cluster::{Cluster, ClusterStatus, Node, NodeStatus, Profile, ProfileKind};
+use crate::domain::cluster::{
+    ActionStatus, Cluster, ClusterStatus, Node, NodeStatus, Profile, ProfileKind,
+};
 use crate::error::Error;
 use crate::store::clusters::{ClusterChange, ClusterColumns, NodeStatusChange, Settle};
 
@@ -40,6 +43,34 @@ pub(super) fn planned_nodes(run: &Run) -> Option<Vec<Uuid>> {
                 .filter_map(|item| item.as_str().and_then(|text| Uuid::parse_str(text).ok()))
                 .collect()
         })
+}
+
+/// A growth's end: SUCCEEDED when every planned node was built (some may
+/// be in ERROR, as Senlin's growth says), FAILED when one was abandoned at
+/// launch for good or none came up; the cluster settled from its nodes
+/// either way.
+fn grown_into(kind: &str, grown: &Grown, reason: String) -> Ran {
+    let lead = if grown.abandoned > 0 {
+        format!("{kind} failed: {reason}")
+    } else {
+        format!("{kind} completed")
+    };
+    // A node create's one node is what was asked for.
+    let failed = grown.abandoned > 0 || (kind == "NODE_CREATE" && grown.active == 0);
+    let status = if failed {
+        ActionStatus::Failed
+    } else {
+        ActionStatus::Succeeded
+    };
+    Ran::Finished {
+        status,
+        reason,
+        change: ClusterChange::default(),
+        settle: Settle::FromNodes {
+            keep_desired: false,
+            lead,
+        },
+    }
 }
 
 /// A physical id chosen before the resource exists: the uuid an instance
@@ -139,12 +170,15 @@ impl ClusterService {
     }
 
     /// Step 2: brings every planned node still CREATING to ACTIVE or
-    /// ERROR. Returns how many of `node_ids` are ACTIVE and how many not.
+    /// ERROR — or, with `hold` (a launch hook waits for them), leaves those
+    /// built CREATING. Returns how many of `node_ids` are ACTIVE and how
+    /// many not.
     pub(super) async fn converge_nodes(
         &self,
         run: &Run,
         profile: &Profile,
         node_ids: &[Uuid],
+        hold: bool,
     ) -> RunResult<(usize, usize)> {
         let caller = run.action.caller();
         let nodes = self.store.get_nodes(node_ids).await?;
@@ -152,7 +186,7 @@ impl ClusterService {
             nodes
                 .iter()
                 .filter(|node| node.status == NodeStatus::Creating)
-                .map(|node| self.converge_node(run, &caller, profile, node)),
+                .map(|node| self.converge_node(run, &caller, profile, node, hold)),
         )
         .await;
         for result in results {
@@ -172,9 +206,12 @@ impl ClusterService {
         caller: &ember_runtime::Identity,
         profile: &Profile,
         node: &Node,
+        hold: bool,
     ) -> RunResult<()> {
         let built = self.ensure_physical(run, caller, node, profile).await?;
         let (status, reason) = match built {
+            // Its launch hook's wait, recorded next, says so.
+            Built::Ready if hold => return Ok(()),
             Built::Ready => (NodeStatus::Active, "created".to_owned()),
             Built::Failed(reason) => (NodeStatus::Error, reason),
         };
@@ -208,23 +245,12 @@ impl ClusterService {
     ) -> RunResult<Ran> {
         let planned = self.plan_growth(run, cluster, count, columns).await?;
         let profile = self.cluster_profile(cluster).await?;
-        let (active, failed) = self.converge_nodes(run, &profile, &planned).await?;
-        let kind = run.action.kind.as_str();
-        let reason = if failed == 0 {
-            format!("{active} node(s) created")
-        } else {
-            format!(
-                "{active} of {} node(s) created, {failed} in ERROR",
-                planned.len()
-            )
+        let grown = match self.build_planned(run, cluster, &profile, &planned).await? {
+            Building::Held => return Ok(Ran::Handed),
+            Building::Done(grown) => grown,
         };
-        Ok(Ran::succeeded(
-            reason,
-            Settle::FromNodes {
-                keep_desired: false,
-                lead: format!("{kind} completed"),
-            },
-        ))
+        let kind = run.action.kind.as_str();
+        Ok(grown_into(kind, &grown, grown.summary()))
     }
 
     /// NODE_CREATE: the node recorded INIT by the request, created in the
@@ -281,28 +307,47 @@ impl ClusterService {
                 ))));
             }
         }
-        let (active, _) = self.converge_nodes(run, &profile, &[node.id]).await?;
-        let node =
-            self.store.get_node(node.id).await?.ok_or_else(|| {
-                Stop::Failed(Error::NotFound(format!("node {} is gone", node.name)))
-            })?;
-        let settle = Settle::FromNodes {
-            keep_desired: false,
-            lead: "NODE_CREATE completed".to_owned(),
+        let grown = match node.cluster_id {
+            Some(cluster_id) => {
+                let cluster = self.store.get_cluster(cluster_id).await?.ok_or_else(|| {
+                    Stop::Failed(Error::NotFound(format!("cluster {cluster_id} is gone")))
+                })?;
+                match self
+                    .build_planned(run, &cluster, &profile, &[node.id])
+                    .await?
+                {
+                    Building::Held => return Ok(Ran::Handed),
+                    Building::Done(grown) => grown,
+                }
+            }
+            None => {
+                let (active, failed) = self
+                    .converge_nodes(run, &profile, &[node.id], false)
+                    .await?;
+                Grown {
+                    active,
+                    failed,
+                    abandoned: 0,
+                    planned: 1,
+                }
+            }
         };
-        if active == 1 {
-            Ok(Ran::succeeded(
-                format!("node {} created", node.name),
-                settle,
-            ))
+        let reason = if grown.active == 1 {
+            format!("node {} created", node.name)
+        } else if grown.abandoned == 1 {
+            format!(
+                "node {} abandoned by its launch lifecycle hook and deleted",
+                node.name
+            )
         } else {
-            Ok(Ran::Finished {
-                status: crate::domain::cluster::ActionStatus::Failed,
-                reason: format!("node {} failed: {}", node.name, node.status_reason),
-                change: ClusterChange::default(),
-                settle,
-            })
-        }
+            let now = self.store.get_node(node.id).await?;
+            format!(
+                "node {} failed: {}",
+                node.name,
+                now.map(|node| node.status_reason).unwrap_or_default()
+            )
+        };
+        Ok(grown_into("NODE_CREATE", &grown, reason))
     }
 
     /// The cluster's members that count in its size (INIT nodes left out),

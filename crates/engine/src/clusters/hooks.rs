@@ -11,7 +11,7 @@ use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use ember_runtime::time::to_timestamp;
 
-use crate::domain::cluster::{ClusterAction, HookTarget, LifecycleHooks};
+use crate::domain::cluster::{ClusterAction, HookTarget, HookTransition, LifecycleHooks};
 use crate::error::{Error, Result};
 
 /// One pending lifecycle action to hand over.
@@ -19,6 +19,7 @@ pub struct PendingHook<'a> {
     pub action: &'a ClusterAction,
     pub resource_id: String,
     pub hooks: &'a LifecycleHooks,
+    pub transition: HookTransition,
     pub deadline: DateTime<Utc>,
 }
 
@@ -105,6 +106,7 @@ impl HookClient {
                 }),
                 timeout_secs: hook.hooks.timeout_secs,
                 deadline: Some(to_timestamp(hook.deadline)),
+                lifecycle_transition_type: hook.transition.as_str().to_owned(),
             })
             .collect();
         let client = self.client()?;

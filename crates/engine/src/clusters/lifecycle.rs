@@ -1,7 +1,9 @@
 //! Completing a lifecycle wait: `complete_lifecycle` from a user and the
-//! deadline from lifecycle-hook race to move the NODE_DELETE action
+//! deadline from lifecycle-hook race to move the waiting action — a
+//! NODE_DELETE (terminating) or a launching node's NODE_CREATE —
 //! WAITING_LIFECYCLE_COMPLETION → READY in one conditional update. Exactly
-//! one wins, so the node is deleted once; the loser gets a clear answer.
+//! one wins, so the node is deleted (or put in service) once; the loser
+//! gets a clear answer.
 
 use ember_runtime::Identity;
 use uuid::Uuid;
@@ -22,8 +24,9 @@ pub enum DeadlineResult {
 }
 
 impl ClusterService {
-    /// The waiting NODE_DELETE action `token` of `cluster`, as `caller` may
-    /// see it; unknown, foreign and malformed tokens are all NotFound.
+    /// The lifecycle action `token` of `cluster` (a NODE_DELETE with a hook,
+    /// or a launching node's NODE_CREATE), as `caller` may see it; unknown,
+    /// foreign and malformed tokens are all NotFound.
     async fn lifecycle_action(
         &self,
         caller: &Identity,
@@ -40,7 +43,8 @@ impl ClusterService {
         let id = Uuid::parse_str(token).map_err(|_| not_found())?;
         match self.store.get_action(id).await? {
             Some(action)
-                if action.kind == ActionKind::NodeDelete
+                if (action.kind == ActionKind::NodeDelete
+                    || super::launch::is_launch_wait(&action))
                     && action.cluster_id == Some(cluster.id)
                     && action.project_id == cluster.project_id
                     && (action.lifecycle_outcome.is_some()
@@ -54,7 +58,9 @@ impl ClusterService {
     }
 
     /// `complete_lifecycle` with the application's `result`: CONTINUE lets
-    /// the node go, ABANDON keeps it out of service.
+    /// a terminating node go and a launching one into service; ABANDON
+    /// keeps a terminating node out of service and deletes a launching
+    /// one.
     pub async fn complete_lifecycle(
         &self,
         caller: &Identity,

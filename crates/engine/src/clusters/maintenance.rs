@@ -44,7 +44,8 @@ impl ClusterService {
             .map(|node| node.id)
             .collect();
         if recover && !left_creating.is_empty() {
-            self.converge_nodes(run, &profile, &left_creating).await?;
+            self.converge_nodes(run, &profile, &left_creating, false)
+                .await?;
         }
         let mut checked = Vec::new();
         let mut events = Vec::new();
@@ -209,7 +210,7 @@ impl ClusterService {
             },
         )
         .await?;
-        let (active, _) = self.converge_nodes(run, new, &[node.id]).await?;
+        let (active, _) = self.converge_nodes(run, new, &[node.id], false).await?;
         Ok(Ok(active == 1))
     }
 

@@ -15,6 +15,7 @@ mod execute;
 mod grow;
 mod health;
 pub mod hooks;
+mod launch;
 pub mod lifecycle;
 mod locks;
 mod maintenance;

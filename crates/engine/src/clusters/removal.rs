@@ -26,6 +26,7 @@ use ember_runtime::Identity;
 use serde_json::{Value, json};
 
 use super::hooks::PendingHook;
+use super::launch::{HOOK_INPUT, hook_input, hook_of, lifecycle_result};
 use super::requests::json_object;
 use super::run::{Ran, Run, RunResult, Stop};
 use super::{ClusterService, action_event, event, node_event};
@@ -33,7 +34,7 @@ use crate::domain::cluster::operations;
 use crate::domain::cluster::policy::LifecycleResult;
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, DeletionPolicy,
-    HookTarget, LifecycleHooks, LifecycleOutcome, Node, NodeStatus, PolicyKind, Profile,
+    HookTransition, LifecycleOutcome, Node, NodeStatus, PolicyKind, Profile,
 };
 use crate::error::{Error, Result};
 use crate::store::clusters::{
@@ -77,7 +78,7 @@ impl ClusterService {
     ) -> Result<Option<DeletionPolicy>> {
         self.enabled_policy(cluster, |policy| match policy.kind {
             PolicyKind::Deletion { policy, .. } => Some(policy),
-            PolicyKind::Scaling(_) | PolicyKind::Health { .. } => None,
+            PolicyKind::Scaling(_) | PolicyKind::Health { .. } | PolicyKind::Launch(_) => None,
         })
         .await
     }
@@ -154,15 +155,9 @@ impl ClusterService {
             );
             child.depended_by = vec![parent.id];
             if let (true, Some(hooks)) = (waits, &hooks) {
-                // Enough to hand the hook over again after a crash.
-                let (kind, address) = match &hooks.target {
-                    HookTarget::Queue(queue) => ("queue", queue.as_str()),
-                    HookTarget::Webhook(url) => ("webhook", url.as_str()),
-                };
                 child.inputs.insert(
-                    "hook".into(),
-                    json!({"type": kind, "address": address, "timeout": hooks.timeout_secs,
-                        "default_result": hooks.default_result.as_str()}),
+                    HOOK_INPUT.into(),
+                    hook_input(hooks, HookTransition::Terminating),
                 );
             }
             events.push(action_event(
@@ -256,6 +251,7 @@ impl ClusterService {
                     action: child,
                     resource_id: node.physical_id.clone().unwrap_or_default(),
                     hooks,
+                    transition: HookTransition::Terminating,
                     deadline: now + Duration::seconds(i64::from(hooks.timeout_secs)),
                 })
                 .collect();
@@ -554,45 +550,22 @@ impl ClusterService {
         let actions = self.store.list_unrecorded_hooks(500).await?;
         let mut parsed = Vec::with_capacity(actions.len());
         for action in &actions {
-            let Some(hook) = action.inputs.get("hook") else {
+            let Some((hooks, transition)) = hook_of(action) else {
                 continue;
             };
-            let text = |key: &str| {
-                hook.get(key)
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            let target = if text("type") == "webhook" {
-                HookTarget::Webhook(text("address"))
-            } else {
-                HookTarget::Queue(text("address"))
-            };
-            let timeout_secs = hook
-                .get("timeout")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|t| u32::try_from(t).ok())
-                .unwrap_or(crate::domain::cluster::policy::DEFAULT_HOOK_TIMEOUT_SECS);
             let resource_id = match self.store.get_node(action.target_id).await? {
                 Some(node) => node.physical_id.unwrap_or_default(),
                 None => String::new(),
             };
-            parsed.push((
-                action,
-                LifecycleHooks {
-                    target,
-                    timeout_secs,
-                    default_result: hook_default_result(action),
-                },
-                resource_id,
-            ));
+            parsed.push((action, hooks, transition, resource_id));
         }
         let pending: Vec<PendingHook<'_>> = parsed
             .iter()
-            .map(|(action, hooks, resource_id)| PendingHook {
+            .map(|(action, hooks, transition, resource_id)| PendingHook {
                 action,
                 resource_id: resource_id.clone(),
                 hooks,
+                transition: *transition,
                 deadline: action.created_at + Duration::seconds(i64::from(hooks.timeout_secs)),
             })
             .collect();
@@ -601,34 +574,18 @@ impl ClusterService {
     }
 }
 
-/// The default result a waiting action's hook had (CONTINUE for actions
-/// recorded before hooks had one).
-fn hook_default_result(action: &ClusterAction) -> LifecycleResult {
-    action
-        .inputs
-        .get("hook")
-        .and_then(|hook| hook.get("default_result"))
-        .and_then(Value::as_str)
-        .and_then(|text| LifecycleResult::parse(text, "default_result").ok())
-        .unwrap_or_default()
-}
-
 /// Why a NODE_DELETE keeps its node instead: its lifecycle wait came to
 /// ABANDON — the application's answer, or the hook's default when the
 /// deadline passed first. `None`: the node goes.
 fn abandoned(action: &ClusterAction) -> Option<String> {
-    match action.lifecycle_outcome {
-        Some(LifecycleOutcome::Abandoned) => {
+    match (lifecycle_result(action)?, action.lifecycle_outcome?) {
+        (LifecycleResult::Continue, _) => None,
+        (LifecycleResult::Abandon, LifecycleOutcome::Expired) => Some(format!(
+            "lifecycle deadline passed, the hook's default result is ABANDON ({})",
+            action.lifecycle_detail
+        )),
+        (LifecycleResult::Abandon, _) => {
             Some(format!("lifecycle ABANDON ({})", action.lifecycle_detail))
         }
-        Some(LifecycleOutcome::Expired)
-            if hook_default_result(action) == LifecycleResult::Abandon =>
-        {
-            Some(format!(
-                "lifecycle deadline passed, the hook's default result is ABANDON ({})",
-                action.lifecycle_detail
-            ))
-        }
-        _ => None,
     }
 }

@@ -131,14 +131,7 @@ impl ClusterService {
         self.admit(ClusterOperation::CreatePolicy, caller).await?;
         validate_name("policy", name)?;
         let kind = PolicyKind::parse(&spec)?;
-        if let PolicyKind::Deletion {
-            policy:
-                crate::domain::cluster::DeletionPolicy {
-                    hooks: Some(hooks), ..
-                },
-            ..
-        } = &kind
-        {
+        if let Some(hooks) = kind.hooks() {
             hooks.check_timeout(self.hook_min_timeout_secs())?;
         }
         self.vet_hook_webhook(&kind).await?;

@@ -429,6 +429,13 @@ impl ClusterService {
     pub async fn cancel_action(&self, caller: &Identity, id: &str) -> Result<ClusterAction> {
         self.admit(ClusterOperation::CancelAction, caller).await?;
         let action = self.get_action(caller, id).await?;
+        if super::launch::is_launch_wait(&action) {
+            // Cancelled, its node would stay built and never in service.
+            return Err(Error::Conflict(format!(
+                "Action ({}) is the lifecycle action of a launching node: complete it with CONTINUE to put the node in service or ABANDON to delete it.",
+                &action.id.to_string()[..8]
+            )));
+        }
         let outcome = self
             .store
             .cancel_action(action.id, &|cancelled| {

@@ -1,4 +1,4 @@
-//! A deletion policy's hook webhook is checked when the policy is made or
+//! A lifecycle hook's webhook (deletion or launch policy) is checked when the policy is made or
 //! validated: its host, once resolved, must be an address the operator's
 //! egress rules admit (`ember_runtime::egress`), so a tenant learns at once
 //! that `http://169.254.169.254/…` or `http://localhost:…` will never be
@@ -17,11 +17,7 @@ impl ClusterService {
     /// it may exist by the time a scale-in needs it, and every delivery is
     /// vetted anyway.
     pub(super) async fn vet_hook_webhook(&self, kind: &PolicyKind) -> Result<()> {
-        let PolicyKind::Deletion { policy, .. } = kind else {
-            return Ok(());
-        };
-        let Some(HookTarget::Webhook(url)) = policy.hooks.as_ref().map(|hooks| &hooks.target)
-        else {
+        let Some(HookTarget::Webhook(url)) = kind.hooks().map(|hooks| &hooks.target) else {
             return Ok(());
         };
         let strict = EgressRules::default();

@@ -49,7 +49,9 @@ use crate::domain::cluster::{
 use crate::error::{Error, Result};
 
 pub use sql_objects::SqlClusterStore;
-pub use sql_runs::{KEEP_DESIRED_OUTPUT, KEPT_PROTECTED_OUTPUT, KEPT_PROTECTED_REASON};
+pub use sql_runs::{
+    KEEP_DESIRED_OUTPUT, KEPT_PROTECTED_OUTPUT, KEPT_PROTECTED_REASON, RESUME_AFTER_CHILDREN_OUTPUT,
+};
 
 /// The keys each list may be sorted by (Senlin's).
 pub const PROFILE_SORT_KEYS: &[&str] = &["type", "name", "created_at", "updated_at"];

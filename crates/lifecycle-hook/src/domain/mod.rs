@@ -3,5 +3,5 @@
 mod pending_action;
 
 pub use pending_action::{
-    DeliveryState, MAX_TIMEOUTS_PER_WAIT, PendingLifecycleAction, Resolution, Target,
+    DeliveryState, MAX_TIMEOUTS_PER_WAIT, PendingLifecycleAction, Resolution, Target, Transition,
 };

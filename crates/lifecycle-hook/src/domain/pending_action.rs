@@ -39,6 +39,34 @@ impl Target {
     }
 }
 
+/// The lifecycle transition a node waits in (AWS's
+/// `EC2_INSTANCE_LAUNCHING` / `EC2_INSTANCE_TERMINATING`), said in every
+/// message as `lifecycle_transition_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    /// A new node is built and waits before it goes into service (a launch
+    /// hook; the token is its NODE_CREATE action).
+    Launching,
+    /// A node chosen for removal waits before it goes (a deletion policy's
+    /// hook; the token is its NODE_DELETE action).
+    Terminating,
+}
+
+impl Transition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transition::Launching => "launching",
+            Transition::Terminating => "terminating",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Transition> {
+        [Transition::Launching, Transition::Terminating]
+            .into_iter()
+            .find(|transition| transition.as_str() == text)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryState {
     Pending,
@@ -72,8 +100,10 @@ impl DeliveryState {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingLifecycleAction {
-    /// The lifecycle action token: the engine's NODE_DELETE action id.
+    /// The lifecycle action token: the engine's NODE_DELETE (terminating)
+    /// or NODE_CREATE (launching) action id.
     pub token: Uuid,
+    pub transition: Transition,
     pub node_id: Uuid,
     /// Physical id of the node (instance or stack id).
     pub resource_id: String,
@@ -140,7 +170,7 @@ impl PendingLifecycleAction {
             "node_id": self.node_id.to_string(),
             "resource_id": self.resource_id,
             "cluster_id": self.cluster_id.to_string(),
-            "lifecycle_transition_type": "termination",
+            "lifecycle_transition_type": self.transition.as_str(),
             "deadline": self.deadline.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         })
         .to_string()
@@ -172,6 +202,7 @@ mod tests {
         let created = chrono::Utc::now();
         let action = PendingLifecycleAction {
             token: Uuid::nil(),
+            transition: Transition::Terminating,
             node_id: Uuid::nil(),
             resource_id: String::new(),
             cluster_id: Uuid::nil(),
@@ -201,8 +232,19 @@ mod tests {
         assert!(
             action
                 .message_body()
-                .contains("\"lifecycle_transition_type\":\"termination\"")
+                .contains("\"lifecycle_transition_type\":\"terminating\"")
         );
+        let launching = PendingLifecycleAction {
+            transition: Transition::Launching,
+            ..action.clone()
+        };
+        assert!(
+            launching
+                .message_body()
+                .contains("\"lifecycle_transition_type\":\"launching\"")
+        );
+        assert_eq!(Transition::parse("launching"), Some(Transition::Launching));
+        assert_eq!(Transition::parse("termination"), None);
         // An hour-long hook: 100 timeouts would be 100 h; 48 h is the most.
         let long = PendingLifecycleAction {
             timeout_secs: 3_600,

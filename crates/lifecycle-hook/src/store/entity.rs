@@ -25,6 +25,8 @@ pub struct Model {
     pub resolved_by: Option<String>,
     pub next_attempt_at: Option<ChronoDateTimeUtc>,
     pub fire_claimed_until: Option<ChronoDateTimeUtc>,
+    /// `launching` or `terminating`.
+    pub transition_type: String,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 
 use super::sql_work;
 use super::{DeliveryResult, HookEvent, PendingActionStore, PendingListQuery, QueueMessage};
-use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target};
+use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target, Transition};
 use crate::error::{Error, Result};
 
 pub struct SqlPendingActionStore {
@@ -51,6 +51,7 @@ impl PendingActionStore for SqlPendingActionStore {
             resolved_by: Set(action.resolved_by.clone()),
             next_attempt_at: Set(Some(action.created_at)),
             fire_claimed_until: Set(None),
+            transition_type: Set(action.transition.as_str().to_owned()),
         });
         let transaction = self.connection.begin().await?;
         PendingActions::insert_many(rows)
@@ -218,5 +219,7 @@ pub(super) fn action_from_row(row: entity::Model) -> Result<PendingLifecycleActi
         },
         resolved_at: row.resolved_at,
         resolved_by: row.resolved_by,
+        transition: Transition::parse(&row.transition_type)
+            .ok_or_else(|| corrupt("transition_type"))?,
     })
 }

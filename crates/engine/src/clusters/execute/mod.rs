@@ -7,7 +7,8 @@
 //!
 //! | kind | resumes from |
 //! |---|---|
-//! | CLUSTER_CREATE, CLUSTER_SCALE_OUT, CLUSTER_RESIZE up, NODE_CREATE | the growth plan in the action's outputs (`planned_nodes`): nodes still CREATING are created idempotently and settled (see `grow`); no plan yet = start again |
+//! | CLUSTER_CREATE, CLUSTER_SCALE_OUT, CLUSTER_RESIZE up, NODE_CREATE | the growth plan in the action's outputs (`planned_nodes`): nodes still CREATING are created idempotently and settled (see `grow`); no plan yet = start again. With a launch policy, once the waits are recorded the growth WAITs and runs again only when they are all answered (see `launch`) |
+//! | NODE_CREATE of a launching node (a growth's child) | the node row: no longer CREATING = answered already; otherwise CONTINUE again, or delete its resource again (see `launch`) |
 //! | CLUSTER_SCALE_IN, CLUSTER_RESIZE down, CLUSTER_DEL_NODES, NODE_DELETE of a member | nothing written = start again; once the removal is recorded the parent WAITs and is never run again: its NODE_DELETE children carry on (see `removal`) |
 //! | NODE_DELETE (child, or of a node of no cluster) | the node row: gone after a takeover = done; otherwise delete its resource again (a delete of a gone resource succeeds) |
 //! | CLUSTER_RECOVER | members left CREATING by the dead run are created with their recorded id; the rest are checked and recovered again (see `maintenance`) |
@@ -35,6 +36,9 @@ mod update;
 impl ClusterService {
     pub(super) async fn execute(&self, run: &Run) -> RunResult<Ran> {
         match run.action.kind {
+            ActionKind::NodeCreate if super::launch::is_launch_wait(&run.action) => {
+                self.run_launch_answer(run).await
+            }
             ActionKind::NodeCreate => self.run_node_create(run).await,
             ActionKind::NodeDelete => self.run_node_delete(run).await,
             ActionKind::NodeUpdate

@@ -68,7 +68,8 @@ impl ClusterService {
                 .map(|node| node.id)
                 .collect();
             if !left_creating.is_empty() {
-                self.converge_nodes(run, profile, &left_creating).await?;
+                self.converge_nodes(run, profile, &left_creating, false)
+                    .await?;
             }
             for node in members
                 .iter()

@@ -41,7 +41,8 @@ impl ClusterService {
         // A run taken over after its engine died: the node it left
         // CREATING (moved to its profile already) is created first.
         if node.status == NodeStatus::Creating {
-            self.converge_nodes(run, &profile, &[node.id]).await?;
+            self.converge_nodes(run, &profile, &[node.id], false)
+                .await?;
             let node = self.store.get_node(node.id).await?.ok_or_else(|| {
                 Stop::Failed(Error::NotFound(format!("node {} is gone", node.name)))
             })?;

@@ -24,7 +24,10 @@ pub use action::{
 };
 pub use config::ClusterConfig;
 pub use lock::{ClusterLock, ClusterLockLevel};
-pub use policy::{DeletionPolicy, HookTarget, LifecycleHooks, PolicyKind, ScalingPolicy};
+pub use policy::{
+    DeletionPolicy, HookTarget, HookTransition, LaunchPolicy, LifecycleHooks, OnAbandon,
+    PolicyKind, ScalingPolicy,
+};
 pub use profile::{ProfileKind, ProfileSpec};
 
 /// Where a cluster is in its life.

@@ -1,7 +1,9 @@
 //! Policy specs: `senlin.policy.deletion-1.0|1.1` (with the lifecycle
-//! `hooks` of spec senlin-scale-in-lifecycle-hooks) and
-//! `senlin.policy.scaling-1.0`, parsed and checked once when the policy is
-//! created so a cluster action never meets a bad spec.
+//! `hooks` of spec senlin-scale-in-lifecycle-hooks),
+//! `senlin.policy.scaling-1.0`, `senlin.policy.health-1.0|1.1` and Ember's
+//! `ember.policy.launch-1.0` (lifecycle hooks on node creation), parsed
+//! and checked once when the policy is created so a cluster action never
+//! meets a bad spec.
 
 use serde_json::{Map, Value};
 
@@ -76,6 +78,25 @@ pub enum HookTarget {
     Webhook(String),
 }
 
+/// The lifecycle transition a hook holds a node in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookTransition {
+    /// A new node waits before it goes into service (a launch policy).
+    Launching,
+    /// A node chosen for removal waits before it goes (a deletion policy).
+    Terminating,
+}
+
+impl HookTransition {
+    /// As lifecycle-hook's messages say it (`lifecycle_transition_type`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookTransition::Launching => "launching",
+            HookTransition::Terminating => "terminating",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LifecycleHooks {
     pub target: HookTarget,
@@ -109,6 +130,39 @@ pub struct DeletionPolicy {
     pub hooks: Option<LifecycleHooks>,
 }
 
+/// What a launch hook's ABANDON does to the action that made the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnAbandon {
+    /// The abandoned node is deleted and a new one built in its place (up
+    /// to the policy's `retries`; then the action fails).
+    Retry,
+    /// The abandoned node is deleted and the action fails.
+    Fail,
+}
+
+impl OnAbandon {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnAbandon::Retry => "RETRY",
+            OnAbandon::Fail => "FAIL",
+        }
+    }
+}
+
+/// `ember.policy.launch-1.0`: every node a cluster builds (scale-out,
+/// resize up, node create into the cluster) waits, built but not in
+/// service, until the application completes its lifecycle action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchPolicy {
+    pub hooks: LifecycleHooks,
+    pub on_abandon: OnAbandon,
+    /// Rounds of replacements a growth may build for abandoned nodes.
+    pub retries: u32,
+}
+
+/// The most rounds of replacements a launch policy may ask for.
+pub const MAX_LAUNCH_RETRIES: u32 = 10;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScalingEvent {
     ScaleIn,
@@ -137,15 +191,26 @@ pub enum PolicyKind {
         version: String,
         policy: super::remediation::HealthPolicy,
     },
+    Launch(LaunchPolicy),
 }
 
 impl PolicyKind {
+    /// The lifecycle hooks the policy holds nodes with, if any.
+    pub fn hooks(&self) -> Option<&LifecycleHooks> {
+        match self {
+            PolicyKind::Deletion { policy, .. } => policy.hooks.as_ref(),
+            PolicyKind::Launch(policy) => Some(&policy.hooks),
+            PolicyKind::Scaling(_) | PolicyKind::Health { .. } => None,
+        }
+    }
+
     /// `senlin.policy.deletion-1.1`, as Senlin names policy types.
     pub fn type_name(&self) -> String {
         match self {
             PolicyKind::Deletion { version, .. } => format!("senlin.policy.deletion-{version}"),
             PolicyKind::Scaling(_) => "senlin.policy.scaling-1.0".to_owned(),
             PolicyKind::Health { version, .. } => format!("senlin.policy.health-{version}"),
+            PolicyKind::Launch(_) => "ember.policy.launch-1.0".to_owned(),
         }
     }
 
@@ -204,9 +269,13 @@ impl PolicyKind {
                     version,
                 })
             }
+            ("ember.policy.launch", "1.0") => {
+                refuse_unknown(properties, LAUNCH_PROPERTIES)?;
+                Ok(PolicyKind::Launch(parse_launch(properties)?))
+            }
             // Senlin's 404 for a type it has no plugin of (Ember's types:
             // senlin.policy.deletion 1.0 and 1.1, senlin.policy.scaling 1.0,
-            // senlin.policy.health 1.0 and 1.1).
+            // senlin.policy.health 1.0 and 1.1, ember.policy.launch 1.0).
             _ => Err(Error::NotFound(format!(
                 "The policy_type '{type_name}-{version}' could not be found."
             ))),
@@ -229,6 +298,7 @@ const DELETION_1_1_PROPERTIES: &[&str] = &[
     "hooks",
 ];
 const SCALING_PROPERTIES: &[&str] = &["event", "adjustment"];
+const LAUNCH_PROPERTIES: &[&str] = &["hooks", "on_abandon", "retries"];
 
 /// Refuses a property the type's schema does not have, in Senlin's words
 /// and with its status (see [`Error::PolicySpecRefused`]).
@@ -321,7 +391,8 @@ fn parse_deletion(properties: &Map<String, Value>, hooks_allowed: bool) -> Resul
                 "hooks need senlin.policy.deletion version 1.1 (this spec says 1.0)",
             ));
         }
-        Some(Value::Object(hooks)) => Some(parse_hooks(hooks)?),
+        // Senlin's default on timeout: the node goes.
+        Some(Value::Object(hooks)) => Some(parse_hooks(hooks, LifecycleResult::Continue)?),
         Some(_) => return Err(invalid("hooks must be an object")),
     };
     Ok(DeletionPolicy {
@@ -333,7 +404,52 @@ fn parse_deletion(properties: &Map<String, Value>, hooks_allowed: bool) -> Resul
     })
 }
 
-fn parse_hooks(hooks: &Map<String, Value>) -> Result<LifecycleHooks> {
+fn parse_launch(properties: &Map<String, Value>) -> Result<LaunchPolicy> {
+    let hooks = match properties.get("hooks") {
+        // AWS's default on timeout for a launching instance: abandon it.
+        Some(Value::Object(hooks)) => parse_hooks(hooks, LifecycleResult::Abandon)?,
+        None | Some(Value::Null) => {
+            return Err(invalid(
+                "hooks is required: a launch policy holds new nodes with a lifecycle hook",
+            ));
+        }
+        Some(_) => return Err(invalid("hooks must be an object")),
+    };
+    let on_abandon = match properties.get("on_abandon") {
+        None | Some(Value::Null) => OnAbandon::Retry,
+        Some(Value::String(text)) => match text.to_ascii_uppercase().as_str() {
+            "RETRY" => OnAbandon::Retry,
+            "FAIL" => OnAbandon::Fail,
+            _ => {
+                return Err(invalid(&format!(
+                    "on_abandon {text:?} must be RETRY or FAIL"
+                )));
+            }
+        },
+        Some(other) => {
+            return Err(invalid(&format!(
+                "on_abandon {other} must be RETRY or FAIL"
+            )));
+        }
+    };
+    let retries = unsigned(properties, "retries", 3)?;
+    if retries > MAX_LAUNCH_RETRIES {
+        return Err(invalid(&format!(
+            "retries {retries} must be 0-{MAX_LAUNCH_RETRIES}"
+        )));
+    }
+    Ok(LaunchPolicy {
+        hooks,
+        on_abandon,
+        retries,
+    })
+}
+
+/// A spec's `hooks`; `default_result` when it names none.
+fn parse_hooks(
+    hooks: &Map<String, Value>,
+    default_result: LifecycleResult,
+) -> Result<LifecycleHooks> {
     let empty = Map::new();
     let params = match hooks.get("params") {
         None | Some(Value::Null) => &empty,
@@ -384,7 +500,7 @@ fn parse_hooks(hooks: &Map<String, Value>) -> Result<LifecycleHooks> {
         )));
     }
     let default_result = match hooks.get("default_result") {
-        None | Some(Value::Null) => LifecycleResult::default(),
+        None | Some(Value::Null) => default_result,
         Some(Value::String(text)) => LifecycleResult::parse(text, "hooks.default_result")?,
         Some(other) => {
             return Err(invalid(&format!(
@@ -534,6 +650,51 @@ mod tests {
             "properties": {"hooks": {"type": "sqs", "params": {"queue": "q"}}}});
         let error = PolicyKind::parse(&bad).expect_err("bad type").to_string();
         assert!(error.contains("hooks.type \"sqs\""), "{error}");
+    }
+
+    #[test]
+    fn a_launch_policy_holds_new_nodes_and_abandons_on_timeout_by_default() {
+        let spec = |properties: Value| json!({"type": "ember.policy.launch", "version": "1.0", "properties": properties});
+        let PolicyKind::Launch(policy) =
+            PolicyKind::parse(&spec(json!({"hooks": {"params": {"queue": "warm"}}})))
+                .expect("parses")
+        else {
+            panic!("not a launch policy")
+        };
+        assert_eq!(policy.hooks.default_result, LifecycleResult::Abandon);
+        assert_eq!(policy.hooks.target, HookTarget::Queue("warm".into()));
+        assert_eq!((policy.on_abandon, policy.retries), (OnAbandon::Retry, 3));
+        let kind = PolicyKind::parse(&spec(json!({
+            "hooks": {"type": "webhook", "params": {"url": "https://hooks.example/warm"},
+                "timeout": 60, "default_result": "CONTINUE"},
+            "on_abandon": "fail", "retries": 0})))
+        .expect("parses");
+        assert_eq!(kind.type_name(), "ember.policy.launch-1.0");
+        assert_eq!(
+            kind.hooks().map(|hooks| hooks.default_result),
+            Some(LifecycleResult::Continue)
+        );
+        for (properties, message) in [
+            (json!({}), "hooks is required"),
+            (
+                json!({"hooks": {"params": {"queue": "q"}}, "on_abandon": "RETAIN"}),
+                "on_abandon \"RETAIN\" must be RETRY or FAIL",
+            ),
+            (
+                json!({"hooks": {"params": {"queue": "q"}}, "retries": 11}),
+                "retries 11 must be 0-10",
+            ),
+        ] {
+            let error = PolicyKind::parse(&spec(properties))
+                .expect_err("refused")
+                .to_string();
+            assert!(error.contains(message), "{error}");
+        }
+        let extra = spec(json!({"hooks": {"params": {"queue": "q"}}, "criteria": "RANDOM"}));
+        assert!(matches!(
+            PolicyKind::parse(&extra),
+            Err(Error::PolicySpecRefused(message)) if message == "Unrecognizable spec item 'criteria'"
+        ));
     }
 
     #[test]

@@ -432,6 +432,36 @@ pub const POLICY_TYPES: &[TypeDefinition] = &[
         properties: HEALTH,
         listed: true,
     },
+    // Ember's own: described, not in Senlin's list (its clients compare
+    // the list with Senlin's).
+    TypeDefinition {
+        name: "ember.policy.launch",
+        version: "1.0",
+        support: &[("SUPPORTED", "2026.12")],
+        properties: LAUNCH,
+        listed: false,
+    },
+];
+
+const LAUNCH: &[Property] = &[
+    property(
+        "hooks",
+        "Map",
+        "The lifecycle hook every new node waits on before it goes into service: type (zaqar, queue or webhook), params (queue or url), timeout (30-7200 seconds, default 300), default_result on timeout (ABANDON, the default, or CONTINUE).",
+        true,
+    ),
+    property(
+        "on_abandon",
+        "String",
+        "What an abandoned node's action does once the node is deleted: RETRY (the default) builds another in its place, FAIL fails the action.",
+        false,
+    ),
+    property(
+        "retries",
+        "Integer",
+        "Rounds of replacements one action may build for abandoned nodes before it fails (0-10, default 3).",
+        false,
+    ),
 ];
 
 const HEALTH: &[Property] = &[
@@ -504,12 +534,19 @@ mod tests {
         }
         for definition in POLICY_TYPES {
             // Only the required properties: a policy refuses any its type
-            // does not have (scaling's one required property is its event).
+            // does not have (scaling's one required property is its event,
+            // a launch policy's its hooks).
             let properties: Map<String, Value> = definition
                 .properties
                 .iter()
                 .filter(|property| property.required)
-                .map(|property| (property.name.to_owned(), json!("CLUSTER_SCALE_IN")))
+                .map(|property| {
+                    let value = match property.kind {
+                        "Map" => json!({"params": {"queue": "q"}}),
+                        _ => json!("CLUSTER_SCALE_IN"),
+                    };
+                    (property.name.to_owned(), value)
+                })
                 .collect();
             let spec = json!({
                 "type": definition.name,

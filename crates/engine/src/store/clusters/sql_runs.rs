@@ -337,6 +337,9 @@ pub async fn finish_parent_if_done(
     if unfinished > 0 {
         return Ok(None);
     }
+    if parent.outputs.get(RESUME_AFTER_CHILDREN_OUTPUT) == Some(&Value::Bool(true)) {
+        return resume_parent(connection, parent).await;
+    }
     let failed = children()
         .filter(action::Column::Status.ne(ActionStatus::Succeeded.as_str()))
         .count(connection)
@@ -392,6 +395,38 @@ pub async fn finish_parent_if_done(
         ..parent
     }))
 }
+
+/// WAITING → READY, keeping the cluster's lock: the action runs again to
+/// finish what its children's answers left (a growth's launch waits).
+async fn resume_parent(
+    connection: &DatabaseConnection,
+    parent: ClusterAction,
+) -> Result<Option<ClusterAction>> {
+    let reason = "its lifecycle actions are answered: running again";
+    let result = action::Entity::update_many()
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Ready.as_str()),
+        )
+        .col_expr(action::Column::StatusReason, Expr::value(reason))
+        .col_expr(
+            action::Column::UpdatedAt,
+            Expr::value(ember_runtime::time::now()),
+        )
+        .filter(action::Column::Id.eq(parent.id))
+        .filter(action::Column::Status.eq(ActionStatus::Waiting.as_str()))
+        .exec(connection)
+        .await?;
+    Ok((result.rows_affected == 1).then(|| ClusterAction {
+        status: ActionStatus::Ready,
+        status_reason: reason.to_owned(),
+        ..parent
+    }))
+}
+
+/// The output of an action that is READY again, not finished, when its
+/// children have all ended (see `resume_parent`).
+pub const RESUME_AFTER_CHILDREN_OUTPUT: &str = "resume_after_children";
 
 /// The output of a removal whose deletion policy keeps the desired
 /// capacity (`reduce_desired_capacity: false`).
