@@ -101,7 +101,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2000)]
         calls: usize,
     },
-    /// Scale-in lifecycle hooks: scale_in to every message delivered, complete_lifecycle to the node deleted, many pending deadlines firing
+    /// Lifecycle hooks: scale_in to every message delivered, complete_lifecycle to the node deleted, many pending deadlines firing, 1,000 launching nodes completed by 50 callers
     Hooks {
         /// Clusters scaled in (one scale-in of every node each)
         #[arg(long, default_value_t = 5)]
@@ -112,6 +112,12 @@ pub enum BenchCommand {
         /// Pending actions held by lifecycle-hook until their deadline
         #[arg(long, default_value_t = 10_000)]
         pending: usize,
+        /// Nodes of one scale-out that all wait on a launch hook (0: skip)
+        #[arg(long, default_value_t = 1000)]
+        launch: usize,
+        /// Concurrent callers completing the launch hooks
+        #[arg(long, default_value_t = 50)]
+        callers: usize,
     },
     /// Clustering reads at size (cluster list of 200, node lists with 5,000 nodes) and a webhook receiver's trigger to a READY action
     Clustering {
@@ -299,7 +305,18 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
             runs,
             nodes,
             pending,
-        } => hooks::run(runs.max(1), nodes.max(1), pending.max(1)).await,
+            launch,
+            callers,
+        } => {
+            hooks::run(
+                runs.max(1),
+                nodes.max(1),
+                pending.max(1),
+                launch,
+                callers.max(1),
+            )
+            .await
+        }
         BenchCommand::Clustering {
             clusters,
             nodes,

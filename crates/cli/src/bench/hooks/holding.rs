@@ -47,6 +47,7 @@ pub(super) async fn holding(running: &RunningEmber, count: usize) -> Result<(), 
                 }),
                 timeout_secs: 60,
                 deadline: Some(ember_runtime::time::to_timestamp(deadline)),
+                lifecycle_transition_type: "terminating".to_owned(),
             })
             .collect();
         let mut request = tonic::Request::new(hook_pb::RecordPendingActionsRequest { actions });

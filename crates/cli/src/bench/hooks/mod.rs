@@ -1,4 +1,4 @@
-//! `ember bench hooks`: scale-in lifecycle hooks on the embedded defaults
+//! `ember bench hooks`: lifecycle hooks on the embedded defaults
 //! (SQLite, the embedded queue, no NATS), as a user sees them through the
 //! gateway's gRPC services, and as one lifecycle-hook holds them.
 //!
@@ -16,6 +16,9 @@
 //!    internal service the way the engine records them, all with one
 //!    deadline a few seconds ahead; the process RSS, and the time from the
 //!    deadline to every one fired.
+//! 4. Launching (`--launch`): one scale-out whose every new node waits on
+//!    a launch hook, completed by `--callers` concurrent callers; from the
+//!    last completion to the scale-out's end.
 //!
 //! The simulated compute driver builds and deletes instances at once
 //! (`engine.compute.build_ms` and `delete_ms` 0), so the figures are
@@ -42,10 +45,12 @@ use uuid::Uuid;
 use super::{connect, summarize};
 
 mod holding;
+mod launch;
 mod removal;
 
 use crate::dev::{DEV_PROJECT, DevCredentials, RunningEmber};
 use holding::holding;
+use launch::launching;
 use removal::delivery_and_completion;
 
 /// Between two polls of a state the bench waits for.
@@ -62,7 +67,13 @@ const RECORD_BATCH: usize = 1000;
 /// How far ahead of the recording the deadline of the held actions is.
 const DEADLINE_LEAD: Duration = Duration::from_secs(5);
 
-pub async fn run(runs: usize, nodes: usize, pending: usize) -> Result<(), String> {
+pub async fn run(
+    runs: usize,
+    nodes: usize,
+    pending: usize,
+    launch: usize,
+    callers: usize,
+) -> Result<(), String> {
     // With RUST_LOG set, the services' logs (and tower_http=debug's latency
     // of every gRPC call) show where a slow figure's time went.
     if std::env::var_os("RUST_LOG").is_some() {
@@ -83,6 +94,15 @@ pub async fn run(runs: usize, nodes: usize, pending: usize) -> Result<(), String
     let running = start(data_dir.path()).await?;
     let result = holding(&running, pending).await;
     let stopped = running.stop().await;
+    result.and(stopped)?;
+
+    if launch == 0 {
+        return Ok(());
+    }
+    let data_dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let running = start(data_dir.path()).await?;
+    let result = launching(&running, launch, callers).await;
+    let stopped = running.stop().await;
     result.and(stopped)
 }
 
@@ -94,6 +114,7 @@ async fn start(data_dir: &std::path::Path) -> Result<RunningEmber, String> {
 }
 
 /// The gateway's gRPC services, called as the dev project's member.
+#[derive(Clone)]
 struct Gateway {
     channel: Channel,
     bearer: MetadataValue<Ascii>,

@@ -196,7 +196,7 @@ async fn expiry(gateway: &Gateway, nodes: usize) -> Result<(), String> {
 }
 
 /// A cluster of `nodes` ACTIVE nodes with `policy` attached; its id.
-async fn cluster_with_hook(
+pub(super) async fn cluster_with_hook(
     gateway: &Gateway,
     name: &str,
     policy: &str,

@@ -1,0 +1,148 @@
+//! Launch hooks at size: one scale-out of a cluster with an
+//! `ember.policy.launch-1.0` policy builds `nodes` nodes that all wait on
+//! their lifecycle actions; `callers` concurrent callers complete them
+//! (CONTINUE); the figure the issue asks for is from the last
+//! `complete_lifecycle` answered to the scale-out's end (its stored
+//! `updated_at`, against the clock read when the last answer came).
+
+use super::removal::cluster_with_hook;
+use super::*;
+
+pub(super) async fn launching(
+    running: &RunningEmber,
+    nodes: usize,
+    callers: usize,
+) -> Result<(), String> {
+    let gateway = Gateway::connect(running).await?;
+    let node_spec = json!({"type": "ember.instance", "version": "1.0",
+        "properties": {"flavor": "m1.small", "image": "debian-12"}});
+    ProfileServiceClient::new(gateway.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
+        .create_profile(gateway.request(pb::CreateProfileRequest {
+            name: "bench-node".to_owned(),
+            spec: node_spec.to_string(),
+            metadata: String::new(),
+            protected: false,
+        }))
+        .await
+        .map_err(|status| format!("CreateProfile: {}", status.message()))?;
+    let spec = json!({"type": "ember.policy.launch", "version": "1.0", "properties": {
+        "hooks": {"type": "zaqar", "params": {"queue": QUEUE}, "timeout": HOOK_TIMEOUT_SECS}}});
+    PolicyServiceClient::new(gateway.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
+        .create_policy(gateway.request(pb::CreatePolicyRequest {
+            name: "bench-launch".to_owned(),
+            spec: spec.to_string(),
+        }))
+        .await
+        .map_err(|status| format!("CreatePolicy: {}", status.message()))?;
+    let cluster_id = cluster_with_hook(&gateway, "bench-launch", "bench-launch", 0).await?;
+
+    let started = Instant::now();
+    let scale_out = gateway
+        .clusters()
+        .scale_out(gateway.request(pb::ScaleRequest {
+            cluster: cluster_id.clone(),
+            count: u32::try_from(nodes).map_err(|error| error.to_string())?,
+        }))
+        .await
+        .map_err(|status| format!("ScaleOut: {}", status.message()))?
+        .into_inner();
+    let pending = loop {
+        let pending = gateway.pending(&cluster_id, false).await?;
+        if pending.len() >= nodes {
+            break pending;
+        }
+        if started.elapsed() > PATIENCE {
+            return Err(format!(
+                "{} of {nodes} launch waits after {PATIENCE:?}",
+                pending.len()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let waiting = started.elapsed();
+    if let Some(other) = pending
+        .iter()
+        .find(|action| action.lifecycle_transition_type != "launching")
+    {
+        return Err(format!(
+            "pending action {} is {:?}, not launching",
+            other.token, other.lifecycle_transition_type
+        ));
+    }
+
+    let tokens: Vec<String> = pending.into_iter().map(|action| action.token).collect();
+    let per_caller = tokens.len().div_ceil(callers.max(1));
+    let completing = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for chunk in tokens.chunks(per_caller.max(1)) {
+        let (gateway, cluster_id, chunk) = (gateway.clone(), cluster_id.clone(), chunk.to_vec());
+        tasks.spawn(async move {
+            let mut answers = Vec::with_capacity(chunk.len());
+            for token in chunk {
+                let sent = Instant::now();
+                gateway
+                    .clusters()
+                    .complete_lifecycle(gateway.request(pb::LifecycleTokenRequest {
+                        cluster: cluster_id.clone(),
+                        lifecycle_action_token: token.clone(),
+                        lifecycle_action_result: "CONTINUE".to_owned(),
+                    }))
+                    .await
+                    .map_err(|status| format!("CompleteLifecycle {token}: {}", status.message()))?;
+                answers.push(sent.elapsed());
+            }
+            Ok::<_, String>(answers)
+        });
+    }
+    let mut answers = Vec::with_capacity(tokens.len());
+    while let Some(joined) = tasks.join_next().await {
+        answers.extend(joined.map_err(|error| error.to_string())??);
+    }
+    let last_answer_at = ember_runtime::time::now();
+    let all_answered = completing.elapsed();
+    let last_answer = Instant::now();
+    let action = gateway.succeeded(&scale_out.action_id, POLL).await?;
+    let observed = last_answer.elapsed();
+    let ended = between(last_answer_at, time(action.updated_at.as_ref())?);
+
+    println!();
+    println!(
+        "scale_out of {nodes} nodes with a launch hook on the embedded queue, \
+         completed (CONTINUE) by {callers} concurrent callers"
+    );
+    print_figure(
+        &format!("scale_out → all {nodes} nodes built and waiting (ListPending)"),
+        millis(waiting),
+        1,
+        "ms",
+    );
+    print_figure(
+        &format!("{} completions by {callers} callers", tokens.len()),
+        millis(all_answered),
+        1,
+        "ms",
+    );
+    print_figure(
+        "  completions per second",
+        tokens.len() as f64 / all_answered.as_secs_f64().max(1e-9),
+        0,
+        "/s",
+    );
+    print_figure(
+        "last complete_lifecycle → CLUSTER_SCALE_OUT SUCCEEDED",
+        millis(ended),
+        1,
+        "ms",
+    );
+    print_figure(
+        "  the same, seen by polling GetAction (1 ms)",
+        millis(observed),
+        1,
+        "ms",
+    );
+    print_header("one CompleteLifecycle call, under the 50 callers' load");
+    print_row("  CompleteLifecycle", &mut answers);
+    Ok(())
+}
