@@ -301,3 +301,309 @@ async fn with_two_lifecycle_hook_replicas_each_deadline_fires_once() {
         database.drop_schema().await;
     }
 }
+
+/// Launch hooks through kills: the engine killed while the new nodes are
+/// built and held, lifecycle-hook killed while they wait, the engine
+/// killed again right after the answers. Every node ends in service or
+/// built again once, and the cluster settles with the nodes it reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
+    let mut deployment = Deployment::start_with(&[
+        ("EMBER_ENGINE__CLUSTER_ACTION_LEASE_MS", "1500"),
+        ("EMBER_ENGINE__COMPUTE__BUILD_MS", "100"),
+    ]);
+    deployment.wait_healthy().await;
+    let dir = deployment.data_dir.path().to_owned();
+    let profile = dir.join("web-profile.yaml");
+    std::fs::write(
+        &profile,
+        "type: ember.instance\nversion: \"1.0\"\nproperties: {flavor: m1.small, image: debian-12}\n",
+    )
+    .expect("profile written");
+    let policy = dir.join("warm-policy.yaml");
+    std::fs::write(
+        &policy,
+        "type: ember.policy.launch\nversion: \"1.0\"\nproperties:\n  hooks: {type: zaqar, params: {queue: warm}, timeout: 120}\n  on_abandon: RETRY\n  retries: 1\n",
+    )
+    .expect("policy written");
+    let (profile, policy) = (profile.display().to_string(), policy.display().to_string());
+    for command in [
+        vec!["cluster", "profile-create", "web", "--spec", &profile],
+        vec!["cluster", "policy-create", "warm", "--spec", &policy],
+        vec![
+            "cluster",
+            "create",
+            "web",
+            "--profile",
+            "web",
+            "--desired",
+            "1",
+            "--max",
+            "6",
+            "--wait",
+        ],
+        vec!["cluster", "policy-attach", "web", "warm", "--wait"],
+    ] {
+        deployment.ember(&command);
+    }
+
+    // Killed while the three new nodes build (100 ms each) and are held.
+    deployment.ember(&["cluster", "scale-out", "web", "--count", "3"]);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    deployment.kill(Service::Engine);
+    deployment.spawn(Service::Engine);
+    let mut tokens = Vec::new();
+    wait_until("three launch waits", Duration::from_secs(30), || {
+        tokens = deployment.pending_tokens();
+        std::future::ready(tokens.len() == 3)
+    })
+    .await;
+    let listed = deployment.ember(&["hook", "list", "--cluster", "web", "-c", "transition"]);
+    assert_eq!(listed.matches("launching").count(), 3, "{listed}");
+
+    // lifecycle-hook killed while they wait: the answers need only the
+    // engine; the engine killed right after them.
+    deployment.kill(Service::LifecycleHook);
+    deployment.ember(&["hook", "complete", "web", &tokens[0]]);
+    deployment.ember(&["hook", "complete", "web", &tokens[1], "--result", "abandon"]);
+    deployment.kill(Service::Engine);
+    deployment.spawn(Service::Engine);
+    deployment.spawn(Service::LifecycleHook);
+    deployment.wait_healthy().await;
+    deployment.ember(&["hook", "complete", "web", &tokens[2]]);
+
+    // The abandoned node is built again and waits on a new action.
+    let mut again = Vec::new();
+    wait_until(
+        "the abandoned node's new wait",
+        Duration::from_secs(30),
+        || {
+            again = deployment
+                .pending_tokens()
+                .into_iter()
+                .filter(|token| !tokens.contains(token))
+                .collect();
+            std::future::ready(again.len() == 1)
+        },
+    )
+    .await;
+    deployment.ember(&["hook", "complete", "web", &again[0]]);
+    wait_until("the scale-out to end", Duration::from_secs(30), || async {
+        let cluster = deployment.get("/clusters/web").await;
+        cluster["cluster"]["status"] == "ACTIVE"
+    })
+    .await;
+    let nodes = deployment.get("/nodes?cluster_id=web").await;
+    let nodes = nodes["nodes"].as_array().expect("nodes").clone();
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    assert!(
+        nodes.iter().all(|node| node["status"] == "ACTIVE"),
+        "{nodes:?}"
+    );
+    let cluster = deployment.get("/clusters/web").await;
+    assert_eq!(cluster["cluster"]["desired_capacity"], 4, "{cluster}");
+    let late = deployment
+        .ember_command(&["hook", "complete", "web", &tokens[1]])
+        .status()
+        .expect("ember runs");
+    assert!(!late.success(), "an answered wait is answered once");
+}
+
+/// Plug-in circuit breakers through kills: plugin-registry is killed right
+/// after each operation that counts a failure (while it records it or
+/// opens the circuit), and again while the half-open probe is under way.
+/// The circuit's state lives in the registry's database: it opens after
+/// the failures that were recorded, fails operations at once while open,
+/// and closes once a probe gets an answer — no failure counted twice, no
+/// circuit stuck half-open, every stack final.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
+    use ember_plugin_registry::testing::{Behaviour, CallJournal, TestPlugin};
+
+    let mut deployment = Deployment::start();
+    deployment.wait_healthy().await;
+    let admin = deployment.admin_token();
+    let as_admin = |args: &[&str]| {
+        let mut all = vec!["--token", admin.as_str()];
+        all.extend_from_slice(args);
+        deployment.ember(&all)
+    };
+    let journal = CallJournal::default();
+    // Answers after 2 s: every call times out (200 ms), a failure.
+    let plugin = TestPlugin::start("guard", Behaviour::Slow(Duration::from_secs(2)), &journal)
+        .await
+        .expect("plugin");
+    as_admin(&[
+        "plugin",
+        "register",
+        "guard",
+        "--endpoint",
+        &plugin.endpoint,
+        "--operations",
+        "create",
+        "--timeout-ms",
+        "200",
+        "--breaker-failures",
+        "3",
+        "--breaker-cooldown-ms",
+        "1500",
+    ]);
+    let circuit = |deployment: &Deployment| -> Value {
+        let shown = deployment.ember(&[
+            "--token",
+            admin.as_str(),
+            "plugin",
+            "show",
+            "guard",
+            "-f",
+            "json",
+        ]);
+        let shown: Value = serde_json::from_str(&shown).expect("plugin show -f json");
+        shown["circuit"].clone()
+    };
+    let create = |name: String| {
+        let deployment = &deployment;
+        async move {
+            let template = "heat_template_version: 2021-04-16\nresources: {}\n";
+            let (status, body) = {
+                let response = deployment
+                    .http
+                    .post(deployment.gateway("/orchestration/v1/demo/stacks"))
+                    .header("X-Auth-Token", &deployment.token)
+                    .json(&json!({"stack_name": name, "template": template}))
+                    .send()
+                    .await
+                    .expect("request");
+                let status = response.status().as_u16();
+                (
+                    status,
+                    response.json::<Value>().await.unwrap_or(Value::Null),
+                )
+            };
+            (status, body)
+        }
+    };
+
+    // Failures, each followed at once by a kill of the registry.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        assert!(
+            attempts <= 12,
+            "the circuit never opened: {}",
+            circuit(&deployment)
+        );
+        let (status, body) = create(format!("guarded-{attempts}")).await;
+        assert!(status == 201 || status >= 400, "{status} {body}");
+        deployment.kill(Service::PluginRegistry);
+        deployment.spawn(Service::PluginRegistry);
+        deployment.wait_healthy().await;
+        if circuit(&deployment)["state"] == "open" {
+            break;
+        }
+    }
+    let open = circuit(&deployment);
+    assert!(open["consecutive_failures"].as_u64() >= Some(3), "{open}");
+
+    // Open: an operation fails at once, naming the circuit.
+    let started = std::time::Instant::now();
+    let (status, body) = create("while-open".to_owned()).await;
+    let stack = wait_for_final_stack(&deployment, "while-open", status, &body).await;
+    assert!(
+        stack["stack_status_reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("circuit open")),
+        "{stack}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The plugin answers again; the registry is killed while the first
+    // operation after the cool-down probes. The probe's claim lapses with
+    // the dead process, a later call probes, and the circuit closes.
+    plugin.set_behaviour(Behaviour::Allow);
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let _ = create("probe-killed".to_owned()).await;
+    deployment.kill(Service::PluginRegistry);
+    deployment.spawn(Service::PluginRegistry);
+    deployment.wait_healthy().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let closed = loop {
+        let now = circuit(&deployment);
+        if now["state"] == "closed" {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the circuit never closed: {now}"
+        );
+        let _ = create(format!("probe-{}", uuid_suffix())).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(closed["consecutive_failures"], 0, "{closed}");
+    let (status, body) = create("after-close".to_owned()).await;
+    let stack = wait_for_final_stack(&deployment, "after-close", status, &body).await;
+    assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
+
+    // No stack is left in progress.
+    let stacks = deployment
+        .http
+        .get(deployment.gateway("/orchestration/v1/demo/stacks"))
+        .header("X-Auth-Token", &deployment.token)
+        .send()
+        .await
+        .expect("list")
+        .json::<Value>()
+        .await
+        .expect("json");
+    for stack in stacks["stacks"].as_array().expect("stacks") {
+        let status = stack["stack_status"].as_str().unwrap_or("");
+        assert!(!status.ends_with("IN_PROGRESS"), "{stack}");
+    }
+    plugin.stop().await;
+}
+
+fn uuid_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
+/// The stack `name` once final (a create refused outright has no stack:
+/// its answer is returned as the stack's reason).
+async fn wait_for_final_stack(
+    deployment: &Deployment,
+    name: &str,
+    status: u16,
+    body: &Value,
+) -> Value {
+    if status != 201 {
+        return json!({"stack_status": "REFUSED", "stack_status_reason": body.to_string()});
+    }
+    let id = body["stack"]["id"].as_str().unwrap_or_default();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let stack = loop {
+        let stack = deployment
+            .http
+            .get(deployment.gateway(&format!("/orchestration/v1/demo/stacks/{name}/{id}")))
+            .header("X-Auth-Token", &deployment.token)
+            .send()
+            .await
+            .expect("get")
+            .json::<Value>()
+            .await
+            .unwrap_or(Value::Null)["stack"]
+            .clone();
+        let status = stack["stack_status"].as_str().unwrap_or("IN_PROGRESS");
+        if !status.ends_with("IN_PROGRESS") {
+            break stack;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "stack {name} never final: {stack}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    stack
+}

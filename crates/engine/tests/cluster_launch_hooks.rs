@@ -472,3 +472,87 @@ async fn an_engine_killed_while_nodes_wait_leaves_them_to_the_next() {
     assert_eq!(cluster.desired_capacity, 3);
     assert_eq!(active(&members(&second, cluster_id).await), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebuilt_member_waits_before_it_is_back_in_service() {
+    let database = TestDatabase::sqlite().await;
+    let engine = engine(&database).await;
+    let cluster_id = launching_cluster(
+        &engine,
+        "mended",
+        2,
+        queue_hooks(json!({"on_abandon": "FAIL"})),
+    )
+    .await;
+    let nodes = members(&engine, cluster_id).await;
+    // The first member's instance deleted behind the cluster's back: the
+    // cluster's recover rebuilds it, and the rebuilt node waits.
+    let lost: Uuid = nodes[0]
+        .physical_id
+        .as_deref()
+        .and_then(|id| id.parse().ok())
+        .expect("instance id");
+    engine
+        .instances
+        .delete(&member(), lost)
+        .await
+        .expect("deleting");
+    wait_until("the instance gone", WAIT, || async {
+        engine.instances.get(&member(), lost).await.is_err()
+    })
+    .await;
+    let recover = engine
+        .service
+        .check_or_recover(
+            &member(),
+            "mended",
+            ember_engine::clusters::HealthAction::Recover,
+        )
+        .await
+        .expect("recover");
+    let wait = waiting_launches(&engine, cluster_id, 1).await.remove(0);
+    assert_eq!(wait.target_id, nodes[0].id);
+    assert_eq!(wait.depended_by, vec![recover.id]);
+    let held = engine
+        .store()
+        .get_node(nodes[0].id)
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(held.status, NodeStatus::Creating, "{held:?}");
+    answer(&engine, "mended", &wait, LifecycleResult::Continue).await;
+    let recover = wait_for_action(&engine, recover.id, WAIT).await;
+    assert_eq!(recover.status, ActionStatus::Succeeded, "{recover:?}");
+    assert_eq!(recover.status_reason, "1 of 1 rebuilt node(s) in service");
+    assert_eq!(active(&members(&engine, cluster_id).await), 2);
+
+    // A node's own recover: its rebuilt node abandoned, with FAIL.
+    let (_, node_recover) = engine
+        .service
+        .check_or_recover_node(
+            &member(),
+            &nodes[1].id.to_string(),
+            ember_engine::clusters::HealthAction::Recover,
+            Map::new(),
+        )
+        .await
+        .expect("node recover");
+    let wait = waiting_launches(&engine, cluster_id, 1).await.remove(0);
+    assert_eq!(wait.target_id, nodes[1].id);
+    answer(&engine, "mended", &wait, LifecycleResult::Abandon).await;
+    let node_recover = wait_for_action(&engine, node_recover.id, WAIT).await;
+    assert_eq!(
+        node_recover.status,
+        ActionStatus::Failed,
+        "{node_recover:?}"
+    );
+    assert!(
+        node_recover
+            .status_reason
+            .ends_with("was rebuilt, then abandoned by the launch lifecycle hook and deleted"),
+        "{}",
+        node_recover.status_reason
+    );
+    let cluster = assert_settled_invariants(&engine, cluster_id).await;
+    assert_eq!(cluster.desired_capacity, 1);
+}

@@ -76,6 +76,7 @@ fn pending_row(action: &pb::PendingLifecycleAction) -> Record {
     Record::new()
         .field("token", action.token.as_str())
         .field("node", action.node_id.as_str())
+        .field("transition", action.lifecycle_transition_type.as_str())
         .field("cluster", action.cluster_id.as_str())
         .field("deadline", Cell::time(action.deadline.as_ref()))
         .field("delivery", delivery)

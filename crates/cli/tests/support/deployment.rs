@@ -215,6 +215,26 @@ impl Deployment {
         command
     }
 
+    /// A token of the admin `ops` in the project `demo`.
+    pub fn admin_token(&self) -> String {
+        let output = Command::new(EMBER)
+            .args([
+                "token",
+                "issue",
+                "--user",
+                "ops",
+                "--project",
+                "demo",
+                "--role",
+                "admin",
+            ])
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("ember token issue runs");
+        assert!(output.status.success(), "{}", text(&output));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
     /// Runs the CLI as the member user against this deployment.
     pub fn ember(&self, args: &[&str]) -> String {
         let output = self

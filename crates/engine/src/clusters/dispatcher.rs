@@ -221,7 +221,7 @@ async fn run_one(service: &ClusterService, action: ClusterAction) {
     }
 }
 
-async fn finish_parent(service: &ClusterService, parent: Uuid) {
+pub(super) async fn finish_parent(service: &ClusterService, parent: Uuid) {
     match service.store.finish_parent_if_done(parent).await {
         Ok(Some(parent)) => {
             let event = action_event(

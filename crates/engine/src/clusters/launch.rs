@@ -19,7 +19,13 @@
 //! When the last child ends, the growth is READY again (not finished: its
 //! outputs say it resumes) and its next run builds the nodes made CREATING
 //! again, holds them in a new round, or finishes — failed if a node was
-//! abandoned for good. Every step is durable: a run taken over rebuilds
+//! abandoned for good.
+//!
+//! A recover's rebuild (RECREATE or REBUILD of a member, by CLUSTER_RECOVER
+//! or NODE_RECOVER, a health policy's included) puts the node on a new
+//! resource: with a launch policy the rebuilt node waits the same way, and
+//! the recover resumes from the nodes it held (`launch.nodes` in its
+//! outputs) instead of checking the cluster again. Every step is durable: a run taken over rebuilds
 //! only nodes still CREATING, and a child finds its node as the dead run
 //! left it.
 
@@ -106,23 +112,33 @@ pub(super) fn is_launch_wait(action: &ClusterAction) -> bool {
     action.kind == ActionKind::NodeCreate && action.inputs.contains_key(LAUNCH_INPUT)
 }
 
-/// Where a growth's launch hooks stand, kept in its outputs.
-#[derive(Debug, Clone, Copy, Default)]
+/// Where an action's launch hooks stand, kept in its outputs.
+#[derive(Debug, Clone, Default)]
 struct Rounds {
     /// How many rounds of waits it recorded.
     held: u32,
+    /// Every node it held, in any round.
+    nodes: Vec<Uuid>,
 }
 
 impl Rounds {
     fn of(action: &ClusterAction) -> Rounds {
-        let held = action
-            .outputs
-            .get(LAUNCH_OUTPUT)
+        let launch = action.outputs.get(LAUNCH_OUTPUT);
+        let held = launch
             .and_then(|launch| launch.get("rounds"))
             .and_then(Value::as_u64)
             .and_then(|rounds| u32::try_from(rounds).ok())
             .unwrap_or(0);
-        Rounds { held }
+        let nodes = launch
+            .and_then(|launch| launch.get("nodes"))
+            .and_then(Value::as_array)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|id| id.as_str().and_then(|id| Uuid::parse_str(id).ok()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Rounds { held, nodes }
     }
 }
 
@@ -174,7 +190,7 @@ pub(super) enum Building {
 
 impl ClusterService {
     /// The cluster's enabled launch policy, if any.
-    async fn launch_policy(&self, cluster: &Cluster) -> Result<Option<LaunchPolicy>> {
+    pub(super) async fn launch_policy(&self, cluster: &Cluster) -> Result<Option<LaunchPolicy>> {
         self.enabled_policy(cluster, |policy| match policy.kind {
             PolicyKind::Launch(launch) => Some(launch),
             _ => None,
@@ -238,10 +254,22 @@ impl ClusterService {
         }))
     }
 
+    /// For an action resumed after its launch waits (a recover's rebuild):
+    /// the nodes it held are built again, held again, or done.
+    pub(super) async fn resume_held(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        profile: &Profile,
+    ) -> RunResult<Building> {
+        let held = Rounds::of(&run.action).nodes;
+        self.build_planned(run, cluster, profile, &held).await
+    }
+
     /// Records a waiting NODE_CREATE child per built node and makes the
     /// run's action wait on them (one fenced transaction), then hands them
     /// to lifecycle-hook.
-    async fn hold_for_launch(
+    pub(super) async fn hold_for_launch(
         &self,
         run: &Run,
         cluster: &Cluster,
@@ -307,7 +335,16 @@ impl ClusterService {
             .map(|action| action.outputs)
             .unwrap_or_else(|| parent.outputs.clone());
         outputs.insert(RESUME_AFTER_CHILDREN_OUTPUT.into(), Value::Bool(true));
-        outputs.insert(LAUNCH_OUTPUT.into(), json!({"rounds": round}));
+        let mut held = Rounds::of(parent).nodes;
+        for node in built {
+            if !held.contains(&node.id) {
+                held.push(node.id);
+            }
+        }
+        outputs.insert(
+            LAUNCH_OUTPUT.into(),
+            json!({"rounds": round, "nodes": held.iter().map(Uuid::to_string).collect::<Vec<_>>()}),
+        );
         outputs.insert(
             "lifecycle_action_tokens".into(),
             json!(

@@ -80,18 +80,51 @@ impl ClusterService {
             LifecycleResult::Continue => LifecycleOutcome::Completed,
             LifecycleResult::Abandon => LifecycleOutcome::Abandoned,
         };
-        let event = super::action_event(&action, "READY", format!("lifecycle {detail}"));
-        match self
-            .store
-            .make_ready(
-                action.id,
-                ActionStatus::WaitingLifecycleCompletion,
-                Some((outcome, &detail)),
-                Some(&event),
-            )
-            .await?
-        {
+        let answered =
+            if super::launch::is_launch_wait(&action) && outcome == LifecycleOutcome::Completed {
+                // A launching node's CONTINUE is one write: the node goes into
+                // service now, with no run to wait for.
+                let name = action
+                    .inputs
+                    .get("node_name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default();
+                let reason = format!("node {name} in service");
+                let node_reason = format!("created; in service (lifecycle {detail})");
+                let events = [
+                    super::action_event(&action, "SUCCEEDED", format!("lifecycle {detail}")),
+                    super::event(
+                        "NODE",
+                        action.target_id,
+                        name,
+                        action.cluster_id,
+                        "NODE_CREATE",
+                        "ACTIVE",
+                        node_reason.clone(),
+                        &action.caller(),
+                    ),
+                ];
+                self.store
+                    .continue_launch(action.id, &detail, &reason, &node_reason, &events)
+                    .await?
+            } else {
+                let event = super::action_event(&action, "READY", format!("lifecycle {detail}"));
+                self.store
+                    .make_ready(
+                        action.id,
+                        ActionStatus::WaitingLifecycleCompletion,
+                        Some((outcome, &detail)),
+                        Some(&event),
+                    )
+                    .await?
+            };
+        match answered {
             ReadyOutcome::Moved(action) => {
+                if action.status.is_final() {
+                    for parent in &action.depended_by {
+                        super::dispatcher::finish_parent(self, *parent).await;
+                    }
+                }
                 self.wake_dispatcher();
                 tracing::info!(token = %action.id, user_id = %caller.user_id, "lifecycle completed");
                 let hooks = self.hooks.clone();

@@ -36,6 +36,14 @@ impl ClusterService {
         let recover = action.kind == ActionKind::ClusterRecover;
         let profile = self.cluster_profile(cluster).await?;
         let caller = action.caller();
+        if recover && super::launch::resumed_runs(action) > 0 {
+            return self.finish_held_recover(run, cluster, &profile).await;
+        }
+        let launch = if recover {
+            self.launch_policy(cluster).await?
+        } else {
+            None
+        };
         // Members a dead run of this recover left CREATING: finish them
         // with the resource id it recorded.
         let left_creating: Vec<Uuid> = members
@@ -44,7 +52,7 @@ impl ClusterService {
             .map(|node| node.id)
             .collect();
         if recover && !left_creating.is_empty() {
-            self.converge_nodes(run, &profile, &left_creating, false)
+            self.converge_nodes(run, &profile, &left_creating, launch.is_some())
                 .await?;
         }
         let mut checked = Vec::new();
@@ -105,16 +113,35 @@ impl ClusterService {
             .filter(|(_, status, _)| *status != NodeStatus::Active)
             .map(|(node, _, _)| *node)
             .collect();
+        let hold = launch.is_some();
         let results = super::for_each_node(
             unhealthy
                 .iter()
-                .map(|node| self.recover_node(run, &caller, &profile, node)),
+                .map(|node| self.recover_node(run, &caller, &profile, node, hold)),
         )
         .await;
         let mut recovered = 0;
         for result in results {
             if result? {
                 recovered += 1;
+            }
+        }
+        if let Some(launch) = launch {
+            // The rebuilt nodes wait on their launch hooks before they are
+            // back in service.
+            let ids: Vec<Uuid> = unhealthy
+                .iter()
+                .map(|node| node.id)
+                .chain(left_creating.iter().copied())
+                .collect();
+            let nodes = self.store.get_nodes(&ids).await?;
+            let built: Vec<&Node> = nodes
+                .iter()
+                .filter(|node| node.status == NodeStatus::Creating)
+                .collect();
+            if !built.is_empty() {
+                self.hold_for_launch(run, cluster, &built, &launch).await?;
+                return Ok(Ran::Handed);
             }
         }
         Ok(Ran::succeeded(
@@ -129,22 +156,68 @@ impl ClusterService {
         ))
     }
 
+    /// A CLUSTER_RECOVER resumed after the launch waits of the nodes it
+    /// rebuilt: those built again are held again; otherwise it ends with
+    /// how they came out.
+    async fn finish_held_recover(
+        &self,
+        run: &Run,
+        cluster: &Cluster,
+        profile: &crate::domain::cluster::Profile,
+    ) -> RunResult<Ran> {
+        let grown = match self.resume_held(run, cluster, profile).await? {
+            super::launch::Building::Held => return Ok(Ran::Handed),
+            super::launch::Building::Done(grown) => grown,
+        };
+        let mut reason = format!(
+            "{} of {} rebuilt node(s) in service",
+            grown.active, grown.planned
+        );
+        if grown.abandoned > 0 {
+            reason.push_str(&format!(
+                ", {} abandoned by the launch lifecycle hook and deleted",
+                grown.abandoned
+            ));
+        }
+        let lead = if grown.abandoned > 0 {
+            format!("CLUSTER_RECOVER failed: {reason}")
+        } else {
+            "CLUSTER_RECOVER completed".to_owned()
+        };
+        Ok(Ran::Finished {
+            status: if grown.abandoned > 0 {
+                ActionStatus::Failed
+            } else {
+                ActionStatus::Succeeded
+            },
+            reason,
+            change: ClusterChange::default(),
+            settle: Settle::FromNodes {
+                keep_desired: false,
+                lead,
+            },
+        })
+    }
+
     /// Replaces one unhealthy node's resource; true when it is ACTIVE
-    /// again.
+    /// again (with `hold`, a node built stays CREATING for its launch
+    /// hook).
     async fn recover_node(
         &self,
         run: &Run,
         caller: &ember_runtime::Identity,
         profile: &crate::domain::cluster::Profile,
         node: &Node,
+        hold: bool,
     ) -> RunResult<bool> {
-        self.replace_or_mark(run, caller, node, profile, profile, "NODE_RECOVER")
+        self.replace_or_mark(run, caller, node, profile, profile, "NODE_RECOVER", hold)
             .await
     }
 
     /// [`Self::replace_node_resource`], and when the old resource could not
     /// be deleted, the node ERROR with why (an event `what` says so); true
     /// when the node is ACTIVE on `new`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn replace_or_mark(
         &self,
         run: &Run,
@@ -153,9 +226,10 @@ impl ClusterService {
         old: &Profile,
         new: &Profile,
         what: &str,
+        hold: bool,
     ) -> RunResult<bool> {
         match self
-            .replace_node_resource(run, caller, node, old, new)
+            .replace_node_resource(run, caller, node, old, new, hold)
             .await?
         {
             Ok(active) => Ok(active),
@@ -181,7 +255,8 @@ impl ClusterService {
     /// that fails, `Ok(Err(why))` and nothing new is made (nothing leaks) —
     /// then one fenced write makes the node CREATING on `new` with the id
     /// of its new resource, and the create follows. `Ok(Ok(active))`: the
-    /// create ran, the node is ACTIVE or not.
+    /// create ran, the node is ACTIVE or not (with `hold`, a node built
+    /// stays CREATING: a launch hook waits for it).
     pub(super) async fn replace_node_resource(
         &self,
         run: &Run,
@@ -189,6 +264,7 @@ impl ClusterService {
         node: &Node,
         old: &Profile,
         new: &Profile,
+        hold: bool,
     ) -> RunResult<Result<bool, String>> {
         run.check_still_owned(self).await?;
         if let Err(error) = self.delete_physical(caller, node, old).await {
@@ -210,7 +286,7 @@ impl ClusterService {
             },
         )
         .await?;
-        let (active, _) = self.converge_nodes(run, new, &[node.id], false).await?;
+        let (active, _) = self.converge_nodes(run, new, &[node.id], hold).await?;
         Ok(Ok(active == 1))
     }
 

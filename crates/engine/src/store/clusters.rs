@@ -497,6 +497,18 @@ pub trait ClusterStore: Send + Sync + 'static {
         outcome: Option<(LifecycleOutcome, &str)>,
         event: Option<&ClusterEvent>,
     ) -> Result<ReadyOutcome>;
+    /// A launching node's CONTINUE at once: its waiting NODE_CREATE
+    /// SUCCEEDED (outcome COMPLETED, `detail`, `reason`) and the node
+    /// CREATING → ACTIVE (`node_reason`), with `events`, in one
+    /// transaction.
+    async fn continue_launch(
+        &self,
+        action_id: Uuid,
+        detail: &str,
+        reason: &str,
+        node_reason: &str,
+        events: &[ClusterEvent],
+    ) -> Result<ReadyOutcome>;
     /// The deadline passed for `ids`: those still
     /// WAITING_LIFECYCLE_COMPLETION move to READY (outcome EXPIRED,
     /// `detail`) in one conditional update, each with the event `event`

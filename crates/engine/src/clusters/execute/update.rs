@@ -140,7 +140,7 @@ impl ClusterService {
             .get_profile(node.profile_id)
             .await?
             .unwrap_or_else(|| profile.clone());
-        self.replace_or_mark(run, caller, node, &old, profile, "NODE_UPDATE")
+        self.replace_or_mark(run, caller, node, &old, profile, "NODE_UPDATE", false)
             .await
     }
 

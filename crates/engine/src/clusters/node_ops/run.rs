@@ -26,6 +26,11 @@ impl ClusterService {
     /// Runs NODE_UPDATE, NODE_CHECK, NODE_RECOVER or NODE_OPERATION.
     pub(in crate::clusters) async fn run_node_maintenance(&self, run: &Run) -> RunResult<Ran> {
         let action = &run.action;
+        if action.kind == ActionKind::NodeRecover
+            && crate::clusters::launch::resumed_runs(action) > 0
+        {
+            return self.finish_held_rebuild(run).await;
+        }
         let node = self
             .store
             .get_node(action.target_id)
@@ -282,8 +287,22 @@ impl ClusterService {
         new: &Profile,
     ) -> RunResult<Ran> {
         let kind = run.action.kind.as_str();
+        // A recover's rebuild of a member waits on the cluster's launch
+        // hook, if it has one, before the node is back in service.
+        let launch = match (run.action.kind, node.cluster_id) {
+            (ActionKind::NodeRecover, Some(cluster_id)) => {
+                match self.store.get_cluster(cluster_id).await? {
+                    Some(cluster) => self
+                        .launch_policy(&cluster)
+                        .await?
+                        .map(|launch| (cluster, launch)),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
         if let Err(reason) = self
-            .replace_node_resource(run, caller, node, old, new)
+            .replace_node_resource(run, caller, node, old, new, launch.is_some())
             .await?
         {
             return Err(Stop::Failed(Error::Conflict(format!(
@@ -294,7 +313,54 @@ impl ClusterService {
             self.store.get_node(node.id).await?.ok_or_else(|| {
                 Stop::Failed(Error::NotFound(format!("node {} is gone", node.name)))
             })?;
+        if let Some((cluster, launch)) = launch
+            && node.status == NodeStatus::Creating
+        {
+            self.hold_for_launch(run, &cluster, &[&node], &launch)
+                .await?;
+            return Ok(Ran::Handed);
+        }
         Ok(finished(run.action.kind, &node, caller))
+    }
+
+    /// A NODE_RECOVER resumed after its rebuilt node's launch wait: the
+    /// node built again (and held again), in service, or abandoned.
+    async fn finish_held_rebuild(&self, run: &Run) -> RunResult<Ran> {
+        let action = &run.action;
+        let caller = action.caller();
+        let name = action
+            .inputs
+            .get("node_name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| action.target_id.to_string());
+        let Some(node) = self.store.get_node(action.target_id).await? else {
+            return Ok(Ran::Finished {
+                status: ActionStatus::Failed,
+                reason: format!(
+                    "node {name} was rebuilt, then abandoned by the launch lifecycle hook and deleted"
+                ),
+                change: ClusterChange::default(),
+                settle: settle("NODE_RECOVER"),
+            });
+        };
+        let cluster = match node.cluster_id {
+            Some(cluster_id) => self.store.get_cluster(cluster_id).await?,
+            None => None,
+        };
+        if let Some(cluster) = cluster {
+            let profile = self.node_profile(&node).await?;
+            if let crate::clusters::launch::Building::Held =
+                self.resume_held(run, &cluster, &profile).await?
+            {
+                return Ok(Ran::Handed);
+            }
+        }
+        let node =
+            self.store.get_node(node.id).await?.ok_or_else(|| {
+                Stop::Failed(Error::NotFound(format!("node {} is gone", node.name)))
+            })?;
+        Ok(finished(action.kind, &node, &caller))
     }
 
     /// Runs an operation on the node's instance and waits until the

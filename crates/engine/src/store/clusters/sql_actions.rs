@@ -14,10 +14,10 @@ use uuid::Uuid;
 
 use super::changes::{begin_write, insert_events};
 use super::convert::{action_from, action_row};
-use super::entity::action;
+use super::entity::{action, node};
 use super::{ActionQuery, ReadyOutcome};
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, ClusterAction, ClusterEvent, LifecycleOutcome,
+    ActionKind, ActionStatus, ClusterAction, ClusterEvent, LifecycleOutcome, NodeStatus,
 };
 use crate::error::Result;
 
@@ -149,6 +149,62 @@ pub async fn make_ready(
     let row = action::Entity::find_by_id(action_id)
         .one(&transaction)
         .await?;
+    transaction.commit().await?;
+    Ok(match row {
+        None => ReadyOutcome::Unknown,
+        Some(row) if moved => ReadyOutcome::Moved(action_from(row)?),
+        Some(row) => ReadyOutcome::NotWaiting(action_from(row)?),
+    })
+}
+
+/// A launching node's CONTINUE, done at once: its waiting NODE_CREATE
+/// WAITING_LIFECYCLE_COMPLETION → SUCCEEDED (outcome COMPLETED, `detail`)
+/// and the node CREATING → ACTIVE with `node_reason`, with `events`, in one
+/// transaction.
+pub async fn continue_launch(
+    connection: &DatabaseConnection,
+    action_id: Uuid,
+    detail: &str,
+    reason: &str,
+    node_reason: &str,
+    events: &[ClusterEvent],
+) -> Result<ReadyOutcome> {
+    let now = ember_runtime::time::now();
+    let transaction = begin_write(connection).await?;
+    let result = action::Entity::update_many()
+        .col_expr(
+            action::Column::Status,
+            Expr::value(ActionStatus::Succeeded.as_str()),
+        )
+        .col_expr(action::Column::StatusReason, Expr::value(reason))
+        .col_expr(
+            action::Column::LifecycleOutcome,
+            Expr::value(LifecycleOutcome::Completed.as_str()),
+        )
+        .col_expr(action::Column::LifecycleDetail, Expr::value(detail))
+        .col_expr(action::Column::UpdatedAt, Expr::value(now))
+        .filter(action::Column::Id.eq(action_id))
+        .filter(action::Column::Status.eq(ActionStatus::WaitingLifecycleCompletion.as_str()))
+        .exec(&transaction)
+        .await?;
+    let moved = result.rows_affected == 1;
+    let row = action::Entity::find_by_id(action_id)
+        .one(&transaction)
+        .await?;
+    if moved && let Some(row) = &row {
+        node::Entity::update_many()
+            .col_expr(
+                node::Column::Status,
+                Expr::value(NodeStatus::Active.as_str()),
+            )
+            .col_expr(node::Column::StatusReason, Expr::value(node_reason))
+            .col_expr(node::Column::UpdatedAt, Expr::value(now))
+            .filter(node::Column::Id.eq(row.target_id))
+            .filter(node::Column::Status.eq(NodeStatus::Creating.as_str()))
+            .exec(&transaction)
+            .await?;
+        insert_events(&transaction, events).await?;
+    }
     transaction.commit().await?;
     Ok(match row {
         None => ReadyOutcome::Unknown,

@@ -623,6 +623,25 @@ impl ClusterStore for SqlClusterStore {
         sql_actions::make_ready(&self.connection, action_id, from, outcome, event).await
     }
 
+    async fn continue_launch(
+        &self,
+        action_id: Uuid,
+        detail: &str,
+        reason: &str,
+        node_reason: &str,
+        events: &[ClusterEvent],
+    ) -> Result<ReadyOutcome> {
+        sql_actions::continue_launch(
+            &self.connection,
+            action_id,
+            detail,
+            reason,
+            node_reason,
+            events,
+        )
+        .await
+    }
+
     async fn expire_waiting<'a>(
         &'a self,
         ids: &[Uuid],
