@@ -556,3 +556,61 @@ async fn a_rebuilt_member_waits_before_it_is_back_in_service() {
     let cluster = assert_settled_invariants(&engine, cluster_id).await;
     assert_eq!(cluster.desired_capacity, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_rebuilt_by_an_update_wait_before_they_are_back_in_service() {
+    let database = TestDatabase::sqlite().await;
+    let engine = engine(&database).await;
+    let cluster_id = launching_cluster(
+        &engine,
+        "rolled",
+        2,
+        queue_hooks(json!({"on_abandon": "FAIL"})),
+    )
+    .await;
+    engine
+        .service
+        .create_profile(
+            &member(),
+            "rolled-v2",
+            json!({"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.large", "image": "debian-12"}}),
+            Map::new(),
+            false,
+        )
+        .await
+        .expect("profile");
+    let (_, update) = engine
+        .service
+        .update_cluster(
+            &member(),
+            "rolled",
+            ember_engine::clusters::ClusterUpdate {
+                name: None,
+                metadata: None,
+                timeout: None,
+                profile: Some("rolled-v2".into()),
+                profile_only: false,
+                config: None,
+            },
+        )
+        .await
+        .expect("update");
+    let waits = waiting_launches(&engine, cluster_id, 2).await;
+    for wait in &waits {
+        assert_eq!(wait.depended_by, vec![update.id]);
+    }
+    answer(&engine, "rolled", &waits[0], LifecycleResult::Continue).await;
+    answer(&engine, "rolled", &waits[1], LifecycleResult::Abandon).await;
+    let update = wait_for_action(&engine, update.id, WAIT).await;
+    assert_eq!(update.status, ActionStatus::Failed, "{update:?}");
+    assert_eq!(
+        update.status_reason,
+        "1 node(s) could not be updated to the new profile (1 abandoned by the launch lifecycle hook and deleted)"
+    );
+    let nodes = members(&engine, cluster_id).await;
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    assert_eq!(nodes[0].status, NodeStatus::Active);
+    let cluster = assert_settled_invariants(&engine, cluster_id).await;
+    assert_eq!(cluster.desired_capacity, 1);
+}

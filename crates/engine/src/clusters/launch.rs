@@ -142,6 +142,11 @@ impl Rounds {
     }
 }
 
+/// Every node `action` held on a launch hook, in any round.
+pub(super) fn held_nodes(action: &ClusterAction) -> Vec<Uuid> {
+    Rounds::of(action).nodes
+}
+
 /// How many times `action` was made READY again after its launch waits:
 /// runs that are not take-overs (an engine that died), so they do not
 /// count against its take-over attempts.

@@ -60,25 +60,66 @@ impl ClusterService {
             .unwrap_or(false);
         let mut rebuilt = 0;
         let mut failures = 0;
+        let mut abandoned = 0;
         if let Some(profile) = new_profile.as_ref().filter(|_| !profile_only) {
             let caller = run.action.caller();
+            // With a launch policy each rebuilt member waits on its hook
+            // before it is back in service; the update resumes once they
+            // are answered, from the members still on the old profile.
+            let launch = self.launch_policy(cluster).await?;
             let left_creating: Vec<Uuid> = members
                 .iter()
                 .filter(|node| node.status == NodeStatus::Creating && node.profile_id == profile.id)
                 .map(|node| node.id)
                 .collect();
             if !left_creating.is_empty() {
-                self.converge_nodes(run, profile, &left_creating, false)
+                self.converge_nodes(run, profile, &left_creating, launch.is_some())
                     .await?;
             }
+            let mut touched = left_creating.clone();
             for node in members
                 .iter()
                 .filter(|node| node.profile_id != profile.id && node.status != NodeStatus::Deleting)
             {
-                if self.rebuild_node(run, &caller, node, profile).await? {
+                touched.push(node.id);
+                if self
+                    .rebuild_node(run, &caller, node, profile, launch.is_some())
+                    .await?
+                {
                     rebuilt += 1;
                 } else {
                     failures += 1;
+                }
+            }
+            if let Some(launch) = launch {
+                let nodes = self.store.get_nodes(&touched).await?;
+                let built: Vec<&Node> = nodes
+                    .iter()
+                    .filter(|node| node.status == NodeStatus::Creating)
+                    .collect();
+                if !built.is_empty() {
+                    self.hold_for_launch(run, cluster, &built, &launch).await?;
+                    return Ok(Ran::Handed);
+                }
+                // Resumed: how the members it held came out.
+                let held = super::super::launch::held_nodes(&run.action);
+                if !held.is_empty() {
+                    let nodes = self.store.get_nodes(&held).await?;
+                    rebuilt = nodes
+                        .iter()
+                        .filter(|node| node.status == NodeStatus::Active)
+                        .count();
+                    abandoned = held.len() - nodes.len();
+                    let unwell = self
+                        .store
+                        .list_cluster_nodes(cluster.id)
+                        .await?
+                        .iter()
+                        .filter(|node| {
+                            node.profile_id == profile.id && node.status != NodeStatus::Active
+                        })
+                        .count();
+                    failures = abandoned + unwell;
                 }
             }
         }
@@ -109,6 +150,13 @@ impl ClusterService {
                 ActionStatus::Succeeded,
                 format!("Cluster update completed ({rebuilt} node(s) updated)"),
             )
+        } else if abandoned > 0 {
+            (
+                ActionStatus::Failed,
+                format!(
+                    "{failures} node(s) could not be updated to the new profile ({abandoned} abandoned by the launch lifecycle hook and deleted)"
+                ),
+            )
         } else {
             (
                 ActionStatus::Failed,
@@ -120,27 +168,30 @@ impl ClusterService {
             reason,
             change,
             settle: Settle::FromNodes {
-                keep_desired: true,
+                // The nodes abandoned are gone: the size is what is left.
+                keep_desired: abandoned == 0,
                 lead: "CLUSTER_UPDATE completed".into(),
             },
         })
     }
 
     /// Replaces one member's resource by one of `profile`; true when it is
-    /// ACTIVE on it.
+    /// ACTIVE on it (with `hold`, a member built stays CREATING for its
+    /// launch hook).
     async fn rebuild_node(
         &self,
         run: &Run,
         caller: &ember_runtime::Identity,
         node: &Node,
         profile: &Profile,
+        hold: bool,
     ) -> RunResult<bool> {
         let old = self
             .store
             .get_profile(node.profile_id)
             .await?
             .unwrap_or_else(|| profile.clone());
-        self.replace_or_mark(run, caller, node, &old, profile, "NODE_UPDATE", false)
+        self.replace_or_mark(run, caller, node, &old, profile, "NODE_UPDATE", hold)
             .await
     }
 

@@ -26,8 +26,10 @@ impl ClusterService {
     /// Runs NODE_UPDATE, NODE_CHECK, NODE_RECOVER or NODE_OPERATION.
     pub(in crate::clusters) async fn run_node_maintenance(&self, run: &Run) -> RunResult<Ran> {
         let action = &run.action;
-        if action.kind == ActionKind::NodeRecover
-            && crate::clusters::launch::resumed_runs(action) > 0
+        if matches!(
+            action.kind,
+            ActionKind::NodeRecover | ActionKind::NodeUpdate
+        ) && crate::clusters::launch::resumed_runs(action) > 0
         {
             return self.finish_held_rebuild(run).await;
         }
@@ -287,10 +289,11 @@ impl ClusterService {
         new: &Profile,
     ) -> RunResult<Ran> {
         let kind = run.action.kind.as_str();
-        // A recover's rebuild of a member waits on the cluster's launch
-        // hook, if it has one, before the node is back in service.
+        // A member rebuilt (a recover, or an update to a new profile) waits
+        // on the cluster's launch hook, if it has one, before the node is
+        // back in service.
         let launch = match (run.action.kind, node.cluster_id) {
-            (ActionKind::NodeRecover, Some(cluster_id)) => {
+            (ActionKind::NodeRecover | ActionKind::NodeUpdate, Some(cluster_id)) => {
                 match self.store.get_cluster(cluster_id).await? {
                     Some(cluster) => self
                         .launch_policy(&cluster)
@@ -323,8 +326,9 @@ impl ClusterService {
         Ok(finished(run.action.kind, &node, caller))
     }
 
-    /// A NODE_RECOVER resumed after its rebuilt node's launch wait: the
-    /// node built again (and held again), in service, or abandoned.
+    /// A NODE_RECOVER or NODE_UPDATE resumed after its rebuilt node's
+    /// launch wait: the node built again (and held again), in service, or
+    /// abandoned.
     async fn finish_held_rebuild(&self, run: &Run) -> RunResult<Ran> {
         let action = &run.action;
         let caller = action.caller();
@@ -341,7 +345,7 @@ impl ClusterService {
                     "node {name} was rebuilt, then abandoned by the launch lifecycle hook and deleted"
                 ),
                 change: ClusterChange::default(),
-                settle: settle("NODE_RECOVER"),
+                settle: settle(action.kind.as_str()),
             });
         };
         let cluster = match node.cluster_id {

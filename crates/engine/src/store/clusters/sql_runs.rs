@@ -315,6 +315,36 @@ pub async fn finish_parent_if_done(
     connection: &DatabaseConnection,
     parent_id: Uuid,
 ) -> Result<Option<ClusterAction>> {
+    // Called after every child: first a look that reads no JSON. A
+    // parent's children are the only actions of its cluster that are not
+    // final and do not take the cluster's lock (children never do, and
+    // only the parent, which holds the lock, has any now); while one
+    // remains, the parent waits. Without it each of n children would load
+    // the parent's outputs (its n node ids) and count n ids: n² work.
+    let head: Option<(Option<Uuid>, String)> = action::Entity::find_by_id(parent_id)
+        .select_only()
+        .column(action::Column::ClusterId)
+        .column(action::Column::Status)
+        .into_tuple()
+        .one(connection)
+        .await?;
+    let Some((cluster_id, status)) = head else {
+        return Ok(None);
+    };
+    if status != ActionStatus::Waiting.as_str() {
+        return Ok(None);
+    }
+    if let Some(cluster_id) = cluster_id {
+        let siblings_left = action::Entity::find()
+            .filter(action::Column::ClusterId.eq(cluster_id))
+            .filter(action::Column::Status.is_not_in(ActionStatus::FINAL.map(ActionStatus::as_str)))
+            .filter(action::Column::TakesClusterLock.eq(false))
+            .count(connection)
+            .await?;
+        if siblings_left > 0 {
+            return Ok(None);
+        }
+    }
     let Some(parent) = action::Entity::find_by_id(parent_id)
         .one(connection)
         .await?
