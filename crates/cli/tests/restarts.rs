@@ -423,17 +423,14 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
     let mut deployment = Deployment::start();
     deployment.wait_healthy().await;
     let admin = deployment.admin_token();
-    let as_admin = |args: &[&str]| {
-        let mut all = vec!["--token", admin.as_str()];
-        all.extend_from_slice(args);
-        deployment.ember(&all)
-    };
     let journal = CallJournal::default();
     // Answers after 2 s: every call times out (200 ms), a failure.
     let plugin = TestPlugin::start("guard", Behaviour::Slow(Duration::from_secs(2)), &journal)
         .await
         .expect("plugin");
-    as_admin(&[
+    deployment.ember(&[
+        "--token",
+        &admin,
         "plugin",
         "register",
         "guard",
@@ -448,41 +445,7 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
         "--breaker-cooldown-ms",
         "1500",
     ]);
-    let circuit = |deployment: &Deployment| -> Value {
-        let shown = deployment.ember(&[
-            "--token",
-            admin.as_str(),
-            "plugin",
-            "show",
-            "guard",
-            "-f",
-            "json",
-        ]);
-        let shown: Value = serde_json::from_str(&shown).expect("plugin show -f json");
-        shown["circuit"].clone()
-    };
-    let create = |name: String| {
-        let deployment = &deployment;
-        async move {
-            let template = "heat_template_version: 2021-04-16\nresources: {}\n";
-            let (status, body) = {
-                let response = deployment
-                    .http
-                    .post(deployment.gateway("/orchestration/v1/demo/stacks"))
-                    .header("X-Auth-Token", &deployment.token)
-                    .json(&json!({"stack_name": name, "template": template}))
-                    .send()
-                    .await
-                    .expect("request");
-                let status = response.status().as_u16();
-                (
-                    status,
-                    response.json::<Value>().await.unwrap_or(Value::Null),
-                )
-            };
-            (status, body)
-        }
-    };
+    let circuit = |deployment: &Deployment| circuit_of(deployment, &admin);
 
     // Failures, each followed at once by a kill of the registry.
     let mut attempts = 0;
@@ -493,8 +456,12 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
             "the circuit never opened: {}",
             circuit(&deployment)
         );
-        let (status, body) = create(format!("guarded-{attempts}")).await;
+        let (status, body) = create_empty_stack(&deployment, format!("guarded-{attempts}")).await;
         assert!(status == 201 || status >= 400, "{status} {body}");
+        // Around the moment the call times out (200 ms) and the failure
+        // is recorded: before it, during it, after it.
+        let around = [150, 200, 220, 240, 260, 300, 400][attempts % 7];
+        tokio::time::sleep(Duration::from_millis(around)).await;
         deployment.kill(Service::PluginRegistry);
         deployment.spawn(Service::PluginRegistry);
         deployment.wait_healthy().await;
@@ -503,11 +470,12 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
         }
     }
     let open = circuit(&deployment);
+    eprintln!("the circuit opened after {attempts} operations, each followed by a kill: {open}");
     assert!(open["consecutive_failures"].as_u64() >= Some(3), "{open}");
 
     // Open: an operation fails at once, naming the circuit.
     let started = std::time::Instant::now();
-    let (status, body) = create("while-open".to_owned()).await;
+    let (status, body) = create_empty_stack(&deployment, "while-open".to_owned()).await;
     let stack = wait_for_final_stack(&deployment, "while-open", status, &body).await;
     assert!(
         stack["stack_status_reason"]
@@ -526,7 +494,7 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
     // the dead process, a later call probes, and the circuit closes.
     plugin.set_behaviour(Behaviour::Allow);
     tokio::time::sleep(Duration::from_millis(1600)).await;
-    let _ = create("probe-killed".to_owned()).await;
+    let _ = create_empty_stack(&deployment, "probe-killed".to_owned()).await;
     deployment.kill(Service::PluginRegistry);
     deployment.spawn(Service::PluginRegistry);
     deployment.wait_healthy().await;
@@ -540,11 +508,11 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
             std::time::Instant::now() < deadline,
             "the circuit never closed: {now}"
         );
-        let _ = create(format!("probe-{}", uuid_suffix())).await;
+        let _ = create_empty_stack(&deployment, format!("probe-{}", uuid_suffix())).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert_eq!(closed["consecutive_failures"], 0, "{closed}");
-    let (status, body) = create("after-close".to_owned()).await;
+    let (status, body) = create_empty_stack(&deployment, "after-close".to_owned()).await;
     let stack = wait_for_final_stack(&deployment, "after-close", status, &body).await;
     assert_eq!(stack["stack_status"], "CREATE_COMPLETE", "{stack}");
 
@@ -564,6 +532,32 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
         assert!(!status.ends_with("IN_PROGRESS"), "{stack}");
     }
     plugin.stop().await;
+}
+
+/// The plugin `guard`'s circuit, as `ember plugin show -f json` shows it.
+fn circuit_of(deployment: &Deployment, admin: &str) -> Value {
+    let shown = deployment.ember(&["--token", admin, "plugin", "show", "guard", "-f", "json"]);
+    let shown: Value = serde_json::from_str(&shown).expect("plugin show -f json");
+    shown["circuit"].clone()
+}
+
+/// POSTs a stack with no resources: its create is what the plugin is
+/// called for.
+async fn create_empty_stack(deployment: &Deployment, name: String) -> (u16, Value) {
+    let template = "heat_template_version: 2021-04-16\nresources: {}\n";
+    let response = deployment
+        .http
+        .post(deployment.gateway("/orchestration/v1/demo/stacks"))
+        .header("X-Auth-Token", &deployment.token)
+        .json(&json!({"stack_name": name, "template": template}))
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    (
+        status,
+        response.json::<Value>().await.unwrap_or(Value::Null),
+    )
 }
 
 fn uuid_suffix() -> String {
