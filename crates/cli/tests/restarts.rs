@@ -577,7 +577,7 @@ async fn wait_for_final_stack(
     }
     let id = body["stack"]["id"].as_str().unwrap_or_default();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let stack = loop {
+    loop {
         let stack = deployment
             .http
             .get(deployment.gateway(&format!("/orchestration/v1/demo/stacks/{name}/{id}")))
@@ -591,13 +591,12 @@ async fn wait_for_final_stack(
             .clone();
         let status = stack["stack_status"].as_str().unwrap_or("IN_PROGRESS");
         if !status.ends_with("IN_PROGRESS") {
-            break stack;
+            return stack;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "stack {name} never final: {stack}"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    stack
+    }
 }
