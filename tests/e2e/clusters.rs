@@ -220,7 +220,7 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
         );
         let message: Value = serde_json::from_slice(body).expect("JSON message");
         assert_eq!(
-            message["lifecycle_transition_type"], "termination",
+            message["lifecycle_transition_type"], "terminating",
             "{message}"
         );
         assert_eq!(message["cluster_id"], cluster_id.as_str(), "{message}");

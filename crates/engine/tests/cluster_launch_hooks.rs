@@ -158,6 +158,22 @@ async fn new_nodes_wait_out_of_service_until_continue() {
         Some(2)
     );
 
+    // "Why is this blocked?": the scale-out waits on the two launching
+    // nodes' lifecycle actions, and a scale-in would queue behind them.
+    let check = engine
+        .service
+        .check_cluster_operation(&member(), "warm", "scale_in", 1)
+        .await
+        .expect("allowed?");
+    let pending: Vec<Uuid> = check
+        .queued_behind
+        .iter()
+        .filter(|action| action.status == ActionStatus::WaitingLifecycleCompletion)
+        .map(|action| action.id)
+        .collect();
+    assert_eq!(pending.len(), 2, "{:?}", check.queued_behind);
+    assert!(waits.iter().all(|wait| pending.contains(&wait.id)));
+
     // One answered: that node is in service, the action still waits.
     answer(&engine, "warm", &waits[0], LifecycleResult::Continue).await;
     wait_until("the first node in service", WAIT, || async {
@@ -487,32 +503,12 @@ async fn a_rebuilt_member_waits_before_it_is_back_in_service() {
     let nodes = members(&engine, cluster_id).await;
     // The first member's instance deleted behind the cluster's back: the
     // cluster's recover rebuilds it, and the rebuilt node waits.
-    let lost: Uuid = nodes[0]
-        .physical_id
-        .as_deref()
-        .and_then(|id| id.parse().ok())
-        .expect("instance id");
-    engine
-        .instances
-        .delete(&member(), lost)
-        .await
-        .expect("deleting");
-    wait_until("the instance gone", WAIT, || async {
-        engine.instances.get(&member(), lost).await.is_err()
-    })
-    .await;
-    let recover = engine
-        .service
-        .check_or_recover(
-            &member(),
-            "mended",
-            ember_engine::clusters::HealthAction::Recover,
-        )
-        .await
-        .expect("recover");
+    let recover_id = Path::ClusterRecover
+        .start(&engine, "mended", cluster_id)
+        .await;
     let wait = waiting_launches(&engine, cluster_id, 1).await.remove(0);
     assert_eq!(wait.target_id, nodes[0].id);
-    assert_eq!(wait.depended_by, vec![recover.id]);
+    assert_eq!(wait.depended_by, vec![recover_id]);
     let held = engine
         .store()
         .get_node(nodes[0].id)
@@ -521,7 +517,7 @@ async fn a_rebuilt_member_waits_before_it_is_back_in_service() {
         .expect("kept");
     assert_eq!(held.status, NodeStatus::Creating, "{held:?}");
     answer(&engine, "mended", &wait, LifecycleResult::Continue).await;
-    let recover = wait_for_action(&engine, recover.id, WAIT).await;
+    let recover = wait_for_action(&engine, recover_id, WAIT).await;
     assert_eq!(recover.status, ActionStatus::Succeeded, "{recover:?}");
     assert_eq!(recover.status_reason, "1 of 1 rebuilt node(s) in service");
     assert_eq!(active(&members(&engine, cluster_id).await), 2);
@@ -568,41 +564,14 @@ async fn members_rebuilt_by_an_update_wait_before_they_are_back_in_service() {
         queue_hooks(json!({"on_abandon": "FAIL"})),
     )
     .await;
-    engine
-        .service
-        .create_profile(
-            &member(),
-            "rolled-v2",
-            json!({"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.large", "image": "debian-12"}}),
-            Map::new(),
-            false,
-        )
-        .await
-        .expect("profile");
-    let (_, update) = engine
-        .service
-        .update_cluster(
-            &member(),
-            "rolled",
-            ember_engine::clusters::ClusterUpdate {
-                name: None,
-                metadata: None,
-                timeout: None,
-                profile: Some("rolled-v2".into()),
-                profile_only: false,
-                config: None,
-            },
-        )
-        .await
-        .expect("update");
+    let update_id = Path::Update.start(&engine, "rolled", cluster_id).await;
     let waits = waiting_launches(&engine, cluster_id, 2).await;
     for wait in &waits {
-        assert_eq!(wait.depended_by, vec![update.id]);
+        assert_eq!(wait.depended_by, vec![update_id]);
     }
     answer(&engine, "rolled", &waits[0], LifecycleResult::Continue).await;
     answer(&engine, "rolled", &waits[1], LifecycleResult::Abandon).await;
-    let update = wait_for_action(&engine, update.id, WAIT).await;
+    let update = wait_for_action(&engine, update_id, WAIT).await;
     assert_eq!(update.status, ActionStatus::Failed, "{update:?}");
     assert_eq!(
         update.status_reason,
@@ -613,4 +582,201 @@ async fn members_rebuilt_by_an_update_wait_before_they_are_back_in_service() {
     assert_eq!(nodes[0].status, NodeStatus::Active);
     let cluster = assert_settled_invariants(&engine, cluster_id).await;
     assert_eq!(cluster.desired_capacity, 1);
+}
+
+/// How a growth or rebuild is started, on a cluster of one member.
+#[derive(Debug, Clone, Copy)]
+enum Path {
+    ScaleOut,
+    Resize,
+    NodeCreate,
+    ClusterRecover,
+    NodeRecover,
+    Update,
+}
+
+impl Path {
+    const ALL: [Path; 6] = [
+        Path::ScaleOut,
+        Path::Resize,
+        Path::NodeCreate,
+        Path::ClusterRecover,
+        Path::NodeRecover,
+        Path::Update,
+    ];
+
+    /// Starts it on the cluster `name`: the action that waits, and the
+    /// node it holds.
+    async fn start(self, engine: &Engine, name: &str, cluster_id: Uuid) -> Uuid {
+        let first = members(engine, cluster_id).await.remove(0);
+        match self {
+            Path::ScaleOut => {
+                engine
+                    .service
+                    .scale(&member(), name, true, 1)
+                    .await
+                    .expect("scale")
+                    .id
+            }
+            Path::Resize => engine
+                .service
+                .resize(
+                    &member(),
+                    name,
+                    ember_engine::clusters::ResizeRequest {
+                        adjustment: Some((
+                            ember_engine::domain::cluster::sizing::AdjustmentType::ChangeInCapacity,
+                            1.0,
+                        )),
+                        min_size: None,
+                        max_size: None,
+                        min_step: 1,
+                        strict: true,
+                    },
+                )
+                .await
+                .expect("resize")
+                .id,
+            Path::NodeCreate => {
+                engine
+                    .service
+                    .create_node(
+                        &member(),
+                        NewNode {
+                            name: format!("{name}-extra"),
+                            profile: name.into(),
+                            cluster: Some(name.into()),
+                            role: String::new(),
+                            metadata: Map::new(),
+                        },
+                    )
+                    .await
+                    .expect("node create")
+                    .1
+                    .id
+            }
+            Path::ClusterRecover | Path::NodeRecover => {
+                let lost: Uuid = first
+                    .physical_id
+                    .as_deref()
+                    .and_then(|id| id.parse().ok())
+                    .expect("instance id");
+                engine
+                    .instances
+                    .delete(&member(), lost)
+                    .await
+                    .expect("deleting");
+                wait_until("the instance gone", WAIT, || async {
+                    engine.instances.get(&member(), lost).await.is_err()
+                })
+                .await;
+                if let Path::ClusterRecover = self {
+                    engine
+                        .service
+                        .check_or_recover(
+                            &member(),
+                            name,
+                            ember_engine::clusters::HealthAction::Recover,
+                        )
+                        .await
+                        .expect("recover")
+                        .id
+                } else {
+                    engine
+                        .service
+                        .check_or_recover_node(
+                            &member(),
+                            &first.id.to_string(),
+                            ember_engine::clusters::HealthAction::Recover,
+                            Map::new(),
+                        )
+                        .await
+                        .expect("node recover")
+                        .1
+                        .id
+                }
+            }
+            Path::Update => {
+                let profile = format!("{name}-v2");
+                engine
+                    .service
+                    .create_profile(
+                        &member(),
+                        &profile,
+                        json!({"type": "ember.instance", "version": "1.0",
+                            "properties": {"flavor": "m1.large", "image": "debian-12"}}),
+                        Map::new(),
+                        false,
+                    )
+                    .await
+                    .expect("profile");
+                engine
+                    .service
+                    .update_cluster(
+                        &member(),
+                        name,
+                        ember_engine::clusters::ClusterUpdate {
+                            name: None,
+                            metadata: None,
+                            timeout: None,
+                            profile: Some(profile),
+                            profile_only: false,
+                            config: None,
+                        },
+                    )
+                    .await
+                    .expect("update")
+                    .1
+                    .id
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_every_path_the_deadline_applies_each_default_result() {
+    for path in Path::ALL {
+        for default in [LifecycleResult::Continue, LifecycleResult::Abandon] {
+            let database = TestDatabase::sqlite().await;
+            let engine = engine(&database).await;
+            let cluster_id = launching_cluster(
+                &engine,
+                "path",
+                1,
+                json!({"hooks": {"params": {"queue": "warm-up"}, "timeout": 30,
+                    "default_result": default.as_str()}, "on_abandon": "FAIL"}),
+            )
+            .await;
+            let action_id = path.start(&engine, "path", cluster_id).await;
+            let wait = waiting_launches(&engine, cluster_id, 1).await.remove(0);
+            assert_eq!(wait.depended_by, vec![action_id], "{path:?}");
+            engine
+                .service
+                .continue_after_deadline(&[wait.id.to_string()])
+                .await
+                .expect("deadline");
+            let action = wait_for_action(&engine, action_id, WAIT).await;
+            let node = engine.store().get_node(wait.target_id).await.expect("read");
+            match default {
+                LifecycleResult::Continue => {
+                    assert_eq!(
+                        action.status,
+                        ActionStatus::Succeeded,
+                        "{path:?}: {action:?}"
+                    );
+                    assert_eq!(
+                        node.map(|node| node.status),
+                        Some(NodeStatus::Active),
+                        "{path:?}"
+                    );
+                }
+                LifecycleResult::Abandon => {
+                    assert_eq!(action.status, ActionStatus::Failed, "{path:?}: {action:?}");
+                    assert!(node.is_none(), "{path:?}: {node:?}");
+                }
+            }
+            assert_settled_invariants(&engine, cluster_id).await;
+            engine.kill().await;
+        }
+    }
 }

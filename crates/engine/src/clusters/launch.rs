@@ -471,67 +471,68 @@ impl ClusterService {
             && round <= retries;
         let profile = self.node_profile(node).await?;
         run.check_still_owned(self).await?;
+        // One final write: the node's change (or its row gone) and its
+        // event, the child action ending `status` with `summary`.
+        let ended =
+            |status, summary: String, change: ClusterChange, event: &str, reason: String| {
+                let mut change = change;
+                change
+                    .events
+                    .push(node_event(node, "NODE_CREATE", event, reason, &caller));
+                Ran::Finished {
+                    status,
+                    reason: summary,
+                    change,
+                    settle: crate::store::clusters::Settle::Unchanged,
+                }
+            };
+        let changed = |change: NodeStatusChange| ClusterChange {
+            node_changes: vec![NodeStatusChange {
+                only_from: vec![NodeStatus::Creating],
+                ..change
+            }],
+            ..ClusterChange::default()
+        };
         if let Err(error) = self.delete_physical(&caller, node, &profile).await {
             let reason =
                 format!("abandoned at launch ({why}), but its resource was not deleted: {error}");
-            let mut failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
-            failed.only_from = vec![NodeStatus::Creating];
-            return Ok(Ran::Finished {
-                status: ActionStatus::Failed,
-                reason: format!("node {} {reason}", node.name),
-                change: ClusterChange {
-                    node_changes: vec![failed],
-                    events: vec![node_event(node, "NODE_CREATE", "ERROR", reason, &caller)],
-                    ..ClusterChange::default()
-                },
-                settle: crate::store::clusters::Settle::Unchanged,
-            });
+            let failed = NodeStatusChange::new(node.id, NodeStatus::Error, reason.clone());
+            return Ok(ended(
+                ActionStatus::Failed,
+                format!("node {} {reason}", node.name),
+                changed(failed),
+                "ERROR",
+                reason,
+            ));
         }
         if retry {
             let reason = format!(
                 "abandoned at launch ({why}): its resource was deleted, another is built (retry {round} of {retries})"
             );
             let mut again = NodeStatusChange::new(node.id, NodeStatus::Creating, reason.clone());
-            again.only_from = vec![NodeStatus::Creating];
             again.physical_id = Some(super::grow::planned_physical_id(&profile));
-            return Ok(Ran::Finished {
-                status: ActionStatus::Succeeded,
-                reason: format!("node {} abandoned at launch: built again", node.name),
-                change: ClusterChange {
-                    node_changes: vec![again],
-                    events: vec![node_event(
-                        node,
-                        "NODE_CREATE",
-                        "ABANDONED",
-                        reason,
-                        &caller,
-                    )],
-                    ..ClusterChange::default()
-                },
-                settle: crate::store::clusters::Settle::Unchanged,
-            });
+            return Ok(ended(
+                ActionStatus::Succeeded,
+                format!("node {} abandoned at launch: built again", node.name),
+                changed(again),
+                "ABANDONED",
+                reason,
+            ));
         }
         let after = if round > retries {
             format!("no retries left ({retries})")
         } else {
             "on_abandon FAIL".to_owned()
         };
-        let reason = format!("abandoned at launch ({why}): deleted, {after}");
-        Ok(Ran::Finished {
-            status: ActionStatus::Succeeded,
-            reason: format!("node {} abandoned at launch and deleted", node.name),
-            change: ClusterChange {
+        Ok(ended(
+            ActionStatus::Succeeded,
+            format!("node {} abandoned at launch and deleted", node.name),
+            ClusterChange {
                 delete_nodes: vec![node.id],
-                events: vec![node_event(
-                    node,
-                    "NODE_CREATE",
-                    "ABANDONED",
-                    reason,
-                    &caller,
-                )],
                 ..ClusterChange::default()
             },
-            settle: crate::store::clusters::Settle::Unchanged,
-        })
+            "ABANDONED",
+            format!("abandoned at launch ({why}): deleted, {after}"),
+        ))
     }
 }

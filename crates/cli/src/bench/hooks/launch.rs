@@ -14,28 +14,10 @@ pub(super) async fn launching(
     callers: usize,
 ) -> Result<(), String> {
     let gateway = Gateway::connect(running).await?;
-    let node_spec = json!({"type": "ember.instance", "version": "1.0",
-        "properties": {"flavor": "m1.small", "image": "debian-12"}});
-    ProfileServiceClient::new(gateway.channel.clone())
-        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-        .create_profile(gateway.request(pb::CreateProfileRequest {
-            name: "bench-node".to_owned(),
-            spec: node_spec.to_string(),
-            metadata: String::new(),
-            protected: false,
-        }))
-        .await
-        .map_err(|status| format!("CreateProfile: {}", status.message()))?;
+    create_node_profile(&gateway).await?;
     let spec = json!({"type": "ember.policy.launch", "version": "1.0", "properties": {
         "hooks": {"type": "zaqar", "params": {"queue": QUEUE}, "timeout": HOOK_TIMEOUT_SECS}}});
-    PolicyServiceClient::new(gateway.channel.clone())
-        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-        .create_policy(gateway.request(pb::CreatePolicyRequest {
-            name: "bench-launch".to_owned(),
-            spec: spec.to_string(),
-        }))
-        .await
-        .map_err(|status| format!("CreatePolicy: {}", status.message()))?;
+    create_policy(&gateway, "bench-launch", spec).await?;
     let cluster_id = cluster_with_hook(&gateway, "bench-launch", "bench-launch", 0).await?;
 
     let started = Instant::now();

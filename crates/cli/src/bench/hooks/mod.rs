@@ -235,6 +235,41 @@ impl Gateway {
     }
 }
 
+/// The profile `bench-node` every bench cluster is made of: an
+/// `ember.instance` of the simulated driver.
+async fn create_node_profile(gateway: &Gateway) -> Result<(), String> {
+    let node_spec = json!({"type": "ember.instance", "version": "1.0",
+        "properties": {"flavor": "m1.small", "image": "debian-12"}});
+    ProfileServiceClient::new(gateway.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
+        .create_profile(gateway.request(pb::CreateProfileRequest {
+            name: "bench-node".to_owned(),
+            spec: node_spec.to_string(),
+            metadata: String::new(),
+            protected: false,
+        }))
+        .await
+        .map_err(|status| format!("CreateProfile: {}", status.message()))?;
+    Ok(())
+}
+
+/// Creates the policy `name` of `spec`.
+async fn create_policy(
+    gateway: &Gateway,
+    name: &str,
+    spec: serde_json::Value,
+) -> Result<(), String> {
+    PolicyServiceClient::new(gateway.channel.clone())
+        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
+        .create_policy(gateway.request(pb::CreatePolicyRequest {
+            name: name.to_owned(),
+            spec: spec.to_string(),
+        }))
+        .await
+        .map_err(|status| format!("CreatePolicy: {}", status.message()))?;
+    Ok(())
+}
+
 fn time(timestamp: Option<&prost_types::Timestamp>) -> Result<DateTime<Utc>, String> {
     timestamp
         .and_then(|t| DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0)))

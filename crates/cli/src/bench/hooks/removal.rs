@@ -28,30 +28,12 @@ pub(super) async fn delivery_and_completion(
     nodes: usize,
 ) -> Result<(), String> {
     let gateway = Gateway::connect(running).await?;
-    let node_spec = json!({"type": "ember.instance", "version": "1.0",
-        "properties": {"flavor": "m1.small", "image": "debian-12"}});
-    ProfileServiceClient::new(gateway.channel.clone())
-        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-        .create_profile(gateway.request(pb::CreateProfileRequest {
-            name: "bench-node".to_owned(),
-            spec: node_spec.to_string(),
-            metadata: String::new(),
-            protected: false,
-        }))
-        .await
-        .map_err(|status| format!("CreateProfile: {}", status.message()))?;
+    create_node_profile(&gateway).await?;
     for (name, timeout) in [("bench-drain", HOOK_TIMEOUT_SECS), ("bench-expire", 1)] {
         let spec = json!({"type": "senlin.policy.deletion", "version": "1.1",
             "properties": {"criteria": "OLDEST_FIRST",
                 "hooks": {"type": "zaqar", "params": {"queue": QUEUE}, "timeout": timeout}}});
-        PolicyServiceClient::new(gateway.channel.clone())
-            .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-            .create_policy(gateway.request(pb::CreatePolicyRequest {
-                name: name.to_owned(),
-                spec: spec.to_string(),
-            }))
-            .await
-            .map_err(|status| format!("CreatePolicy: {}", status.message()))?;
+        create_policy(&gateway, name, spec).await?;
     }
 
     let mut deliveries = Vec::with_capacity(runs);
