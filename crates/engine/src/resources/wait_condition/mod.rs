@@ -72,8 +72,7 @@ pub fn handle_style(type_name: &str) -> Option<HandleStyle> {
     }
 }
 
-/// What wait conditions and their handles share: the signal store, the
-
+/// A new handle's signal secret: the prefix and 32 random bytes, hex.
 pub(crate) fn new_signal_token() -> String {
     use rand::RngCore;
     let mut bytes = [0u8; 32];
