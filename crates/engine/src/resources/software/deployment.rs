@@ -1,385 +1,25 @@
-//! Software configuration resources: configs (`OS::Heat::SoftwareConfig`,
-//! `StructuredConfig`, `CloudConfig`, `MultipartMime`) are immutable
-//! software configs made from the template; deployments
-//! (`OS::Heat::SoftwareDeployment`, `StructuredDeployment`) apply one to
-//! a server for the actions they name and hold the stack until the
-//! server's agent signals the outputs back.
-//!
-//! For each triggered action a deployment makes a *derived* config — the
-//! source config with the input values filled in, plus Heat's `deploy_*`
-//! inputs (server, action, stack, resource, and how to signal) — which is
-//! what the agent reads from the server's metadata
-//! (`GET …/software_deployments/metadata/{server}`), then it waits for the
-//! signal (CFN_SIGNAL and HEAT_SIGNAL: an HTTP POST to `deploy_signal_id`,
-//! a URL carrying its secret; TEMP_URL_SIGNAL: a PUT there; or a `PUT
-//! /software_deployments/{id}` by a user; NO_SIGNAL: no wait). The secret
-//! lives in the derived config's inputs, so a signal is checked against
-//! the deployment itself while its resource is still being created.
-//!
-//! A deployment's id derives from its resource's row
-//! ([`ResourceRequest::derived_id`]), and its outputs are stored when the
-//! agent signals them: every step another engine had in flight when it
-//! went away is taken over — the deployment that engine triggered is
-//! found and waited for again (its agent keeps the same signal URL and
-//! secret), one never triggered is triggered now. A suspend or resume
-//! tells its own trigger by when it happened: a deployment moved to the
-//! step's action after the step began (its first IN_PROGRESS event) was
-//! triggered by it, so the agent never runs one step's config twice.
-//!
-//! A config resource's config id derives from its row too: a create
-//! taken over finds the config the earlier attempt made (configs are
-//! immutable, so it is the same one) instead of making a second.
+//! The deployment resource types: a derived config per triggered action,
+//! applied to a server, waited for until its agent signals the outputs.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 
-use super::wait_condition::{WaitConditions, new_signal_token};
+use super::inputs::substitute_inputs;
 use super::{
-    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
-    ResourceRequest, ResourceType, ResourceTypeSchema,
+    DEPLOYMENT_KIND, SOFTWARE_DEPLOYMENT_TYPE, STEP_EVENTS_READ, STRUCTURED_DEPLOYMENT_TYPE,
+    failure, owner, owner_of,
 };
 use crate::domain::software::{DEPLOYMENT_OUTPUTS, DeploymentStatus, UNGROUPED};
 use crate::domain::{ActionStatus, Resource};
+use crate::resources::wait_condition::{WaitConditions, new_signal_token};
+use crate::resources::{
+    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
+    ResourceRequest, ResourceType, ResourceTypeSchema,
+};
 use crate::software::{DeploymentUpdate, NewConfig, NewDeployment, SoftwareService};
 use crate::store::EventListQuery;
-
-pub const SOFTWARE_DEPLOYMENT_TYPE: &str = "OS::Heat::SoftwareDeployment";
-
-/// What a deployment's id is derived for (see
-/// [`ResourceRequest::derived_id`]).
-const DEPLOYMENT_KIND: &str = "software deployment";
-pub const STRUCTURED_DEPLOYMENT_TYPE: &str = "OS::Heat::StructuredDeployment";
-
-/// What a config resource's config id is derived for.
-const CONFIG_KIND: &str = "software config";
-
-/// How many of a resource's newest events are read to find when its step
-/// began (the step's IN_PROGRESS events, and the signals recorded while it
-/// waits, come first).
-const STEP_EVENTS_READ: u32 = 50;
-
-/// Whether a resource type is a deployment (signals go to its deployment).
-pub fn is_deployment(type_name: &str) -> bool {
-    matches!(
-        type_name,
-        SOFTWARE_DEPLOYMENT_TYPE | STRUCTURED_DEPLOYMENT_TYPE
-    )
-}
-
-/// The identity the resources act with: the stack's owner in its project.
-fn owner(request: &ResourceRequest) -> Identity {
-    Identity::new(
-        request.user_id.clone(),
-        request.project_id.clone(),
-        vec!["member".to_owned()],
-    )
-}
-
-fn owner_of(resource: &Resource, project_id: &str) -> Identity {
-    let _ = resource;
-    Identity::new("engine", project_id.to_owned(), vec!["member".to_owned()])
-}
-
-fn failure(error: crate::error::Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
-}
-
-/// Which config resource a type is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ConfigKind {
-    Software,
-    Structured,
-    Cloud,
-    Multipart,
-}
-
-pub struct ConfigResource {
-    schema: ResourceTypeSchema,
-    kind: ConfigKind,
-    software: Arc<SoftwareService>,
-}
-
-fn io_properties() -> Vec<PropertySchema> {
-    vec![
-        PropertySchema::new(
-            "group",
-            PropertyType::String,
-            "Namespace to group this software config by when delivered to a server. This may imply what configuration tool is going to perform the configuration.",
-        )
-        .default(json!(UNGROUPED)),
-        PropertySchema::new(
-            "options",
-            PropertyType::Map,
-            "Map containing options specific to the configuration management tool used by this resource.",
-        ),
-        PropertySchema::new(
-            "inputs",
-            PropertyType::List,
-            "Schema representing the inputs that this software config is expecting.",
-        ),
-        PropertySchema::new(
-            "outputs",
-            PropertyType::List,
-            "Schema representing the outputs that this software config will produce.",
-        ),
-    ]
-}
-
-impl ConfigResource {
-    fn with(
-        type_name: &'static str,
-        description: &'static str,
-        kind: ConfigKind,
-        properties: Vec<PropertySchema>,
-        software: Arc<SoftwareService>,
-    ) -> Self {
-        ConfigResource {
-            schema: ResourceTypeSchema {
-                type_name,
-                description,
-                properties,
-                attributes: vec![AttributeSchema {
-                    name: "config",
-                    description: "The config value of the software config.",
-                }],
-                accepts_any_properties: false,
-                accepts_any_attributes: false,
-            },
-            kind,
-            software,
-        }
-    }
-
-    pub fn software(software: Arc<SoftwareService>) -> Self {
-        let mut properties = io_properties();
-        properties.push(PropertySchema::new(
-            "config",
-            PropertyType::String,
-            "Configuration script or manifest which specifies what actual configuration is performed.",
-        ));
-        ConfigResource::with(
-            "OS::Heat::SoftwareConfig",
-            "A script or manifest and its inputs and outputs, stored immutable for deployments to apply to servers.",
-            ConfigKind::Software,
-            properties,
-            software,
-        )
-    }
-
-    pub fn structured(software: Arc<SoftwareService>) -> Self {
-        let mut properties = io_properties();
-        properties.push(PropertySchema::new(
-            "config",
-            PropertyType::Map,
-            "Map representing the configuration data structure which will be serialized to JSON format.",
-        ));
-        ConfigResource::with(
-            "OS::Heat::StructuredConfig",
-            "A software config whose config is a structure; StructuredDeployment replaces its get_input calls with input values.",
-            ConfigKind::Structured,
-            properties,
-            software,
-        )
-    }
-
-    pub fn cloud(software: Arc<SoftwareService>) -> Self {
-        ConfigResource::with(
-            "OS::Heat::CloudConfig",
-            "A cloud-init configuration: #cloud-config and the YAML of cloud_config.",
-            ConfigKind::Cloud,
-            vec![PropertySchema::new(
-                "cloud_config",
-                PropertyType::Map,
-                "Map representing the cloud-config data structure which will be formatted as YAML.",
-            )],
-            software,
-        )
-    }
-
-    pub fn multipart(software: Arc<SoftwareService>) -> Self {
-        ConfigResource::with(
-            "OS::Heat::MultipartMime",
-            "A multipart MIME message made of other configs or texts, as cloud-init reads user data.",
-            ConfigKind::Multipart,
-            vec![
-                PropertySchema::new(
-                    "parts",
-                    PropertyType::List,
-                    "Parts belonging to this message: [{config: a config id or text, filename, type: text|multipart, subtype}].",
-                )
-                .default(json!([])),
-                PropertySchema::new("group", PropertyType::String, "The config's group.")
-                    .default(json!(UNGROUPED)),
-            ],
-            software,
-        )
-    }
-
-    async fn config_value(&self, request: &ResourceRequest) -> Result<Value, ResourceFailure> {
-        let properties = &request.properties;
-        match self.kind {
-            ConfigKind::Software | ConfigKind::Structured => {
-                Ok(properties.get("config").cloned().unwrap_or(Value::Null))
-            }
-            ConfigKind::Cloud => {
-                let cloud_config = properties
-                    .get("cloud_config")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let yaml = serde_yaml_ng::to_string(&cloud_config)
-                    .map_err(|error| ResourceFailure(format!("cloud_config: {error}")))?;
-                Ok(json!(format!("#cloud-config\n{yaml}")))
-            }
-            ConfigKind::Multipart => {
-                let parts = properties
-                    .get("parts")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let mut message_parts = Vec::new();
-                for (index, part) in parts.iter().enumerate() {
-                    let Some(part) = part.as_object() else {
-                        return Err(ResourceFailure(format!(
-                            "parts[{index}] must be a map with a config"
-                        )));
-                    };
-                    let reference =
-                        part.get("config").and_then(Value::as_str).ok_or_else(|| {
-                            ResourceFailure(format!("parts[{index}].config is required"))
-                        })?;
-                    // A config id stands for that config's text.
-                    let text = match self.software.get_config(&owner(request), reference).await {
-                        Ok(config) => match config.config {
-                            Value::String(text) => text,
-                            other => other.to_string(),
-                        },
-                        Err(_) => reference.to_owned(),
-                    };
-                    let subtype = part
-                        .get("subtype")
-                        .and_then(Value::as_str)
-                        .unwrap_or("x-shellscript");
-                    let kind = part.get("type").and_then(Value::as_str).unwrap_or("text");
-                    if !matches!(kind, "text" | "multipart") {
-                        return Err(ResourceFailure(format!(
-                            "parts[{index}].type must be text or multipart, got {kind:?}"
-                        )));
-                    }
-                    let filename = part
-                        .get("filename")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                        .unwrap_or_else(|| format!("part-{index:03}"));
-                    message_parts.push((kind.to_owned(), subtype.to_owned(), filename, text));
-                }
-                Ok(json!(multipart_message(&message_parts)))
-            }
-        }
-    }
-}
-
-/// A `multipart/mixed` message of (type, subtype, filename, body) parts.
-fn multipart_message(parts: &[(String, String, String, String)]) -> String {
-    let boundary = format!("==============={}==", uuid::Uuid::new_v4().simple());
-    let mut message =
-        format!("Content-Type: multipart/mixed; boundary=\"{boundary}\"\nMIME-Version: 1.0\n\n");
-    for (kind, subtype, filename, body) in parts {
-        if kind == "multipart" {
-            message.push_str(&format!("--{boundary}\n{body}\n"));
-            continue;
-        }
-        message.push_str(&format!(
-            "--{boundary}\nContent-Type: text/{subtype}; charset=\"us-ascii\"\nMIME-Version: 1.0\nContent-Transfer-Encoding: 7bit\nContent-Disposition: attachment; filename=\"{filename}\"\n\n{body}\n"
-        ));
-    }
-    message.push_str(&format!("--{boundary}--\n"));
-    message
-}
-
-#[async_trait]
-impl ResourceType for ConfigResource {
-    fn schema(&self) -> &ResourceTypeSchema {
-        &self.schema
-    }
-
-    /// Makes the row's config — or finds the one an earlier attempt made
-    /// (same derived id), whose value is the attribute then (a multipart
-    /// message made again would have another boundary).
-    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let config = self.config_value(request).await?;
-        let properties = &request.properties;
-        let created = self
-            .software
-            .find_or_create_config(
-                &owner(request),
-                request.derived_id(CONFIG_KIND),
-                NewConfig {
-                    name: request.physical_resource_name(),
-                    group: properties
-                        .get("group")
-                        .and_then(Value::as_str)
-                        .unwrap_or(UNGROUPED)
-                        .to_owned(),
-                    config: config.clone(),
-                    inputs: properties.get("inputs").cloned().unwrap_or(Value::Null),
-                    outputs: properties.get("outputs").cloned().unwrap_or(Value::Null),
-                    options: properties.get("options").cloned().unwrap_or(Value::Null),
-                },
-            )
-            .await
-            .map_err(failure)?;
-        let mut attributes = Map::new();
-        attributes.insert("config".to_owned(), created.config);
-        Ok(ResourceOutcome {
-            physical_id: created.id.to_string(),
-            attributes,
-            data: json!({ "project_id": request.project_id }),
-        })
-    }
-
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let (Some(id), Some(project)) = (
-            current.physical_id.as_deref(),
-            current.data.get("project_id").and_then(Value::as_str),
-        ) else {
-            return Ok(());
-        };
-        match self
-            .software
-            .delete_config(&owner_of(current, project), id)
-            .await
-        {
-            Ok(()) | Err(crate::error::Error::NotFound(_)) => Ok(()),
-            Err(error) => Err(failure(error)),
-        }
-    }
-
-    /// A row whose create was in flight has no config id recorded: the
-    /// derived one names what that create may have made (none: deleted
-    /// already). A config a deployment uses stays, as in [`Self::delete`].
-    async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
-        if in_flight.physical_id.is_some() {
-            return self.delete(in_flight).await;
-        }
-        let id = super::derived_id(in_flight.stack_id, in_flight.id, CONFIG_KIND);
-        self.software
-            .store()
-            .delete_config(None, id)
-            .await
-            .map(|_| ())
-            .map_err(failure)
-    }
-
-    /// Every step is taken over: a create finds the config an earlier
-    /// attempt made (its id derives from the row), a delete of what is
-    /// gone is done, and the other steps change nothing.
-    fn take_over(&self, _step: crate::domain::StackAction) -> Result<(), String> {
-        Ok(())
-    }
-}
 
 /// How a deployment's agent signals its outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -409,7 +49,7 @@ impl DeploymentTransport {
 
 /// The properties of a software (or structured) deployment; a deployment
 /// group has them too, with `servers` instead of `server`.
-pub(super) fn deployment_properties(structured: bool) -> Vec<PropertySchema> {
+pub(in crate::resources) fn deployment_properties(structured: bool) -> Vec<PropertySchema> {
     let mut properties = vec![
         PropertySchema::new(
             "config",
@@ -1082,47 +722,6 @@ impl DeploymentResource {
     }
 }
 
-/// Replaces `{<key>: name}` in a structured config with the input's value;
-/// with `strict`, a name without an input fails.
-fn substitute_inputs(
-    config: &Value,
-    key: &str,
-    values: &Map<String, Value>,
-    strict: bool,
-) -> Result<Value, ResourceFailure> {
-    Ok(match config {
-        Value::Object(map) if map.len() == 1 && map.contains_key(key) => {
-            let name = map.get(key).and_then(Value::as_str).unwrap_or_default();
-            match values.get(name) {
-                Some(value) => value.clone(),
-                None if strict => {
-                    return Err(ResourceFailure(format!(
-                        "Input {name} not found in input_values for {key}"
-                    )));
-                }
-                None => Value::Null,
-            }
-        }
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(field, value)| {
-                    Ok((
-                        field.clone(),
-                        substitute_inputs(value, key, values, strict)?,
-                    ))
-                })
-                .collect::<Result<_, ResourceFailure>>()?,
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| substitute_inputs(item, key, values, strict))
-                .collect::<Result<_, _>>()?,
-        ),
-        other => other.clone(),
-    })
-}
-
 #[async_trait]
 impl ResourceType for DeploymentResource {
     fn schema(&self) -> &ResourceTypeSchema {
@@ -1137,7 +736,9 @@ impl ResourceType for DeploymentResource {
             .get("deployment_id")
             .and_then(Value::as_str)
             .and_then(|id| uuid::Uuid::parse_str(id).ok())
-            .unwrap_or_else(|| super::derived_id(current.stack_id, current.id, DEPLOYMENT_KIND));
+            .unwrap_or_else(|| {
+                crate::resources::derived_id(current.stack_id, current.id, DEPLOYMENT_KIND)
+            });
         self.software.cancel_deployment(id).await.map_err(failure)
     }
 
@@ -1220,7 +821,7 @@ impl ResourceType for DeploymentResource {
             .and_then(Value::as_str)
             .and_then(|id| uuid::Uuid::parse_str(id).ok())
             .unwrap_or_else(|| {
-                super::derived_id(in_flight.stack_id, in_flight.id, DEPLOYMENT_KIND)
+                crate::resources::derived_id(in_flight.stack_id, in_flight.id, DEPLOYMENT_KIND)
             });
         let Some(deployment) = self.deployment(id).await? else {
             return Ok(());
@@ -1269,55 +870,5 @@ impl ResourceType for DeploymentResource {
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
         old.get("server") != new.get("server")
             || old.get("signal_transport") != new.get("signal_transport")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn structured_configs_take_their_inputs() {
-        let config = json!({"config": {"port": {"get_input": "port"}, "list": [{"get_input": "deploy_action"}]}});
-        let values = json!({"port": 80, "deploy_action": "CREATE"});
-        let substituted = substitute_inputs(
-            &config,
-            "get_input",
-            values.as_object().expect("map"),
-            false,
-        )
-        .expect("substituted");
-        assert_eq!(
-            substituted,
-            json!({"config": {"port": 80, "list": ["CREATE"]}})
-        );
-        let missing = json!({"x": {"get_input": "nope"}});
-        assert_eq!(
-            substitute_inputs(&missing, "get_input", &Map::new(), false).expect("lax"),
-            json!({"x": null})
-        );
-        assert!(substitute_inputs(&missing, "get_input", &Map::new(), true).is_err());
-    }
-
-    #[test]
-    fn a_multipart_message_holds_each_part() {
-        let message = multipart_message(&[
-            (
-                "text".into(),
-                "x-shellscript".into(),
-                "boot.sh".into(),
-                "#!/bin/sh\necho hi".into(),
-            ),
-            (
-                "text".into(),
-                "cloud-config".into(),
-                "part-001".into(),
-                "#cloud-config\n".into(),
-            ),
-        ]);
-        assert!(message.starts_with("Content-Type: multipart/mixed; boundary="));
-        assert!(message.contains("filename=\"boot.sh\""));
-        assert!(message.contains("Content-Type: text/cloud-config"));
-        assert!(message.trim_end().ends_with("--"));
     }
 }
