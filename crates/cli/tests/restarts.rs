@@ -493,7 +493,14 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
     // operation after the cool-down probes. The probe's claim lapses with
     // the dead process, a later call probes, and the circuit closes.
     plugin.set_behaviour(Behaviour::Allow);
-    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while circuit(&deployment)["state"] != "half-open" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cool-down never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let _ = create_empty_stack(&deployment, "probe-killed".to_owned()).await;
     deployment.kill(Service::PluginRegistry);
     deployment.spawn(Service::PluginRegistry);

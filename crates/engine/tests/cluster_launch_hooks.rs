@@ -89,6 +89,27 @@ async fn waiting_launches(engine: &Engine, cluster_id: Uuid, count: usize) -> Ve
     waiting().await
 }
 
+/// The one launch wait of `cluster_id` that is not `answered`: the wait of
+/// a node built again after ABANDON.
+async fn next_wait(engine: &Engine, cluster_id: Uuid, answered: Uuid) -> ClusterAction {
+    let waiting = || async {
+        all_actions(engine, cluster_id)
+            .await
+            .into_iter()
+            .filter(|action| {
+                action.kind == ActionKind::NodeCreate
+                    && action.status == ActionStatus::WaitingLifecycleCompletion
+                    && action.id != answered
+            })
+            .collect::<Vec<_>>()
+    };
+    wait_until("the next launch wait", WAIT, || async {
+        waiting().await.len() == 1
+    })
+    .await;
+    waiting().await.remove(0)
+}
+
 async fn answer(engine: &Engine, cluster: &str, action: &ClusterAction, result: LifecycleResult) {
     engine
         .service
@@ -238,13 +259,7 @@ async fn abandon_builds_another_until_the_retries_are_spent() {
 
     // Round 2: the same node, its first instance deleted, a new one built
     // and waiting on a new lifecycle action.
-    let second = loop {
-        let waits = waiting_launches(&engine, cluster_id, 1).await;
-        if waits[0].id != first.id {
-            break waits.into_iter().next().expect("one");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let second = next_wait(&engine, cluster_id, first.id).await;
     assert_eq!(second.target_id, node_id);
     assert_eq!(second.inputs["launch"]["round"], 2);
     let node = engine
@@ -473,13 +488,7 @@ async fn an_engine_killed_while_nodes_wait_leaves_them_to_the_next() {
     let second = engine(&database).await;
     answer(&second, "crash", &waits[0], LifecycleResult::Continue).await;
     answer(&second, "crash", &waits[1], LifecycleResult::Abandon).await;
-    let rebuilt = loop {
-        let now = waiting_launches(&second, cluster_id, 1).await;
-        if now[0].id != waits[1].id {
-            break now.into_iter().next().expect("one");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let rebuilt = next_wait(&second, cluster_id, waits[1].id).await;
     assert_eq!(rebuilt.target_id, waits[1].target_id);
     answer(&second, "crash", &rebuilt, LifecycleResult::Continue).await;
     let scale = wait_for_action(&second, scale.id, WAIT).await;
