@@ -38,13 +38,24 @@ impl Deployment {
     }
 
     /// Tokens of the pending (unresolved) lifecycle actions, from
-    /// `ember hook list`.
-    fn pending_tokens(&self) -> Vec<String> {
-        self.ember(&["hook", "list", "--cluster", "web"])
+    /// `ember hook list`; `None` while the list cannot be had (a service
+    /// just restarted and not yet reachable).
+    fn pending_tokens(&self) -> Option<Vec<String>> {
+        let output = self
+            .ember_command(&["hook", "list", "--cluster", "web"])
+            .stdout(std::process::Stdio::piped())
+            .output()
+            .expect("ember runs");
+        if !output.status.success() {
+            return None;
+        }
+        let listed = String::from_utf8_lossy(&output.stdout);
+        let tokens = listed
             .lines()
             .skip(1)
             .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
-            .collect()
+            .collect();
+        Some(tokens)
     }
 
     /// Every NODE_DELETE action of the cluster, and how often each node's
@@ -100,7 +111,7 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     deployment.wait_healthy().await;
     let mut tokens = Vec::new();
     wait_until("both hooks recorded", Duration::from_secs(20), || {
-        tokens = deployment.pending_tokens();
+        tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 2)
     })
     .await;
@@ -140,7 +151,7 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     wait_until(
         "both lifecycle actions resolved",
         Duration::from_secs(10),
-        || std::future::ready(deployment.pending_tokens().is_empty()),
+        || std::future::ready(deployment.pending_tokens() == Some(Vec::new())),
     )
     .await;
     let scale_in = deployment.get("/actions?cluster_id=web&limit=1000").await["actions"]
@@ -161,7 +172,7 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
     deployment.ember(&["cluster", "scale-in", "web", "--count", "2"]);
     let mut tokens = Vec::new();
     wait_until("both hooks delivered", Duration::from_secs(20), || {
-        tokens = deployment.pending_tokens();
+        tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 2)
     })
     .await;
@@ -354,7 +365,7 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
     deployment.spawn(Service::Engine);
     let mut tokens = Vec::new();
     wait_until("three launch waits", Duration::from_secs(30), || {
-        tokens = deployment.pending_tokens();
+        tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 3)
     })
     .await;
@@ -380,6 +391,7 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
         || {
             again = deployment
                 .pending_tokens()
+                .unwrap_or_default()
                 .into_iter()
                 .filter(|token| !tokens.contains(token))
                 .collect();

@@ -125,6 +125,10 @@ pub async fn serve(
         Some(cloud) => Arc::new(compute::openstack::NovaDriver::new(cloud.clone())),
         None => config.compute.driver().map_err(StartError::Config)?,
     };
+    let audit_trail = audit::AuditTrail::new(Arc::new(store::audit::SqlAuditStore::new(
+        connection.clone(),
+        reader.clone(),
+    )));
     let instance_service = instances::InstanceService::start_with_driver(
         Arc::new(store::instances::SqlInstanceStore::with_reader(
             connection.clone(),
@@ -132,6 +136,7 @@ pub async fn serve(
         )),
         driver,
         &config.compute,
+        Some(audit_trail.clone()),
         shutdown.clone(),
     )
     .await
@@ -150,11 +155,6 @@ pub async fn serve(
         config.quotas,
     );
     instance_service.enforce_quotas(quotas.clone());
-    let audit_trail = audit::AuditTrail::new(Arc::new(store::audit::SqlAuditStore::new(
-        connection.clone(),
-        reader.clone(),
-    )));
-    instance_service.record_audit(audit_trail.clone());
     let wait_signals: Arc<dyn store::signals::WaitSignalStore> = Arc::new(
         store::signals::SqlWaitSignalStore::new(connection.clone(), reader.clone()),
     );

@@ -8,9 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::Error;
+use ember_engine::audit::AuditTrail;
+use ember_engine::compute::ComputeConfig;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
+use ember_engine::domain::audit::{AuditOutcome, AuditQuery};
 use ember_engine::domain::instance::{Instance, InstanceStatus, NewInstance, PowerState};
 use ember_engine::instances::{InstanceFilter, InstanceService};
+use ember_engine::store::audit::SqlAuditStore;
 use ember_engine::store::instances::{InstanceStore, SqlInstanceStore};
 use ember_engine::store::migrations::Migrator;
 use ember_runtime::Identity;
@@ -327,12 +331,31 @@ async fn an_expired_instance_lock_is_lifted_once(database: &TestDatabase) {
     first_shutdown.cancel();
     first.drain().await;
     let shutdown = CancellationToken::new();
-    let second = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
+    // Both record in the audit trail from their first sweep, which runs
+    // as they start: the lock expired while no engine ran.
+    let compute = ComputeConfig::simulated(quick_driver());
+    let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
-        .expect("started");
-    let third = InstanceService::start(store.clone(), &quick_driver(), shutdown.clone())
-        .await
-        .expect("started");
+        .expect("connected");
+    let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(connection.clone(), connection)));
+    let second = InstanceService::start_with_driver(
+        store.clone(),
+        compute.driver().expect("driver"),
+        &compute,
+        Some(trail.clone()),
+        shutdown.clone(),
+    )
+    .await
+    .expect("started");
+    let third = InstanceService::start_with_driver(
+        store.clone(),
+        compute.driver().expect("driver"),
+        &compute,
+        Some(trail.clone()),
+        shutdown.clone(),
+    )
+    .await
+    .expect("started");
     let deadline = Instant::now() + Duration::from_secs(15);
     while store
         .get_instance(instance.uuid)
@@ -356,6 +379,19 @@ async fn an_expired_instance_lock_is_lifted_once(database: &TestDatabase) {
         .filter(|event| event.kind == "lock_expired")
         .collect();
     assert_eq!(expired.len(), 1, "{expired:?}");
+    let audited = trail
+        .list(
+            &owner,
+            AuditQuery {
+                outcome: Some(AuditOutcome::Expired),
+                limit: 100,
+                ..AuditQuery::default()
+            },
+            false,
+        )
+        .await
+        .expect("audit records");
+    assert_eq!(audited.len(), 1, "one expiry, recorded once: {audited:?}");
     assert!(
         expired[0]
             .reason

@@ -159,15 +159,18 @@ impl InstanceService {
         compute: &ComputeConfig,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        InstanceService::start_with_driver(store, compute.driver()?, compute, shutdown).await
+        InstanceService::start_with_driver(store, compute.driver()?, compute, None, shutdown).await
     }
 
     /// [`InstanceService::start_with`] on a driver made by the caller (the
-    /// openstack driver is made with its cloud).
+    /// openstack driver is made with its cloud), recording in `audit` from
+    /// the start: the expiry sweep begins here, and a lock it lifts before
+    /// a trail were installed would go unrecorded.
     pub async fn start_with_driver(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
         compute: &ComputeConfig,
+        audit: Option<Arc<crate::audit::AuditTrail>>,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
         let service = Arc::new(InstanceService::with_flavors(
@@ -176,6 +179,9 @@ impl InstanceService {
             compute.flavors.clone(),
             shutdown.clone(),
         ));
+        if let Some(trail) = audit {
+            service.record_audit(trail);
+        }
         // A database that is down now fails the first requests too; the
         // tasks are resumed at the next start.
         match service.resume_unfinished_tasks().await {
