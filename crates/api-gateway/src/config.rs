@@ -18,8 +18,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use ember_runtime::config::{
-    Validate, check_database_url, check_http_url, check_more_than_zero, check_optional_http_url,
-    check_secret_length, database_url_or_sqlite,
+    Validate, check_database_url, check_more_than_zero, check_optional_http_url,
+    check_secret_length, check_service_urls, database_url_or_sqlite,
 };
 use serde::{Deserialize, Serialize};
 
@@ -254,15 +254,17 @@ impl Validate for GatewaySection {
         if self.region.is_empty() {
             problems.push("gateway.region: must not be empty".to_owned());
         }
-        check_http_url("gateway.engine_url", &self.engine_url, problems);
-        check_http_url(
+        check_service_urls("gateway.engine_url", &self.engine_url, true, problems);
+        check_service_urls(
             "gateway.lifecycle_hook_url",
             &self.lifecycle_hook_url,
+            true,
             problems,
         );
-        check_http_url(
+        check_service_urls(
             "gateway.plugin_registry_url",
             &self.plugin_registry_url,
+            true,
             problems,
         );
         check_database_url("gateway.database_url", &self.database_url, problems);

@@ -196,6 +196,9 @@ mod tests {
         let mut config = EmberConfig::default();
         config.auth.signing_key = Some("short".into());
         config.gateway.engine_url = "engine:50052".into();
+        // Replicas on two hosts, the second written without its scheme.
+        config.gateway.lifecycle_hook_url = "http://hooks-a:50053, hooks-b:50053".into();
+        config.gateway.plugin_registry_url = "http://plugins-a:50054,http://plugins-b:50054".into();
         config.engine.database_url = "mysql://x".into();
         let mut problems = Vec::new();
         config.validate(&mut problems);
@@ -205,6 +208,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("gateway.engine_url"), "{text}");
+        assert!(
+            text.contains("gateway.lifecycle_hook_url: \"hooks-b:50053\" must be"),
+            "{text}"
+        );
+        assert!(!text.contains("gateway.plugin_registry_url"), "{text}");
         assert!(text.contains("engine.database_url"), "{text}");
     }
 

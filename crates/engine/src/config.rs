@@ -20,8 +20,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ember_runtime::config::{
-    Validate, check_database_url, check_more_than_zero, check_optional_http_url,
-    database_url_or_sqlite,
+    Validate, check_database_url, check_more_than_zero, check_service_urls, database_url_or_sqlite,
 };
 use serde::{Deserialize, Serialize};
 
@@ -117,14 +116,16 @@ impl Validate for EngineSection {
                 self.plugin_registry_unavailable
             ));
         }
-        check_optional_http_url(
+        check_service_urls(
             "engine.plugin_registry_url",
             &self.plugin_registry_url,
+            false,
             problems,
         );
-        check_optional_http_url(
+        check_service_urls(
             "engine.lifecycle_hook_url",
             &self.lifecycle_hook_url,
+            false,
             problems,
         );
         check_database_url("engine.database_url", &self.database_url, problems);

@@ -18,8 +18,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use ember_runtime::config::{
-    Validate, check_database_url, check_more_than_zero, check_optional_http_url,
-    check_secret_length, database_url_or_sqlite,
+    Validate, check_database_url, check_more_than_zero, check_secret_length, check_service_urls,
+    database_url_or_sqlite,
 };
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,12 @@ impl Validate for LifecycleHookSection {
             self.webhook_secret.as_deref(),
             problems,
         );
-        check_optional_http_url("lifecycle_hook.engine_url", &self.engine_url, problems);
+        check_service_urls(
+            "lifecycle_hook.engine_url",
+            &self.engine_url,
+            false,
+            problems,
+        );
         check_database_url("lifecycle_hook.database_url", &self.database_url, problems);
         if !self.webhook_ca_file.is_empty() && !Path::new(&self.webhook_ca_file).is_file() {
             problems.push(format!(

@@ -1,41 +1,52 @@
 //! gRPC channels to the other services of a deployment, spread over every
 //! replica of the service.
 //!
-//! A service URL names a host. With replicas (`docker-compose --scale`, a
-//! Kubernetes headless service) that name resolves to one address per
-//! replica, but a plain tonic channel connects to one of them and multiplexes
-//! every call over that single HTTP/2 connection: one replica does all the
-//! work. [`balanced`] keeps one lazily connected HTTP/2 connection per
-//! resolved address instead and sends each call to the less loaded of two
-//! picked at random (tower's power of two choices over pending requests). It
-//! looks the name up again every [`RESOLVE_INTERVAL`] and opens a TCP
-//! connection to each address found: replicas that start are used, and a
-//! replica that refuses connections (killed, or its DNS entry not yet
-//! removed) gets no calls until it accepts them again. When no address
-//! accepts, all are kept, so calls fail with the real connection error.
+//! A service is named by a URL, or by several separated by commas
+//! (`http://engine-a:50052,http://engine-b:50052`: replicas on hosts of
+//! their own). With replicas (`docker-compose --scale`, a Kubernetes
+//! headless service) one name resolves to one address per replica, but a
+//! plain tonic channel connects to one of them and multiplexes every call
+//! over that single HTTP/2 connection: one replica does all the work.
+//! [`balanced`] keeps one lazily connected HTTP/2 connection per address
+//! instead — every address of every name, and every IP address given — and
+//! sends each call to the less loaded of two picked at random (tower's
+//! power of two choices over pending requests). It looks the names up again
+//! every [`RESOLVE_INTERVAL`] and opens a TCP connection to each address
+//! found: replicas that start are used, and a replica that refuses
+//! connections (killed, or its DNS entry not yet removed) gets no calls
+//! until it accepts them again. When no address accepts, all are kept, so
+//! calls fail with the real connection error.
 //!
-//! A URL whose host is an IP address gets a plain channel: there is nothing
-//! to spread over. While the name cannot be resolved (the DNS entry is not
-//! there yet at start-up), the channel dials the name itself, as a plain
-//! channel would, so a call fails UNAVAILABLE quickly rather than waiting
-//! for an address; an answer with no address keeps the addresses known.
+//! A single URL whose host is an IP address gets a plain channel: there is
+//! nothing to spread over. While a name cannot be resolved (the DNS entry
+//! is not there yet at start-up), the channel dials the URL itself, as a
+//! plain channel would, so a call fails UNAVAILABLE (once it was tried
+//! for [`UNSENT_RETRY_PATIENCE`]) rather than waiting for an address
+//! without end; an answer with no address keeps the addresses known.
 //!
 //! Between a replica's death and the next lookup, a call can still be sent
 //! its way and fail to connect. Such a call never left, so it is safe to
-//! send again: [`retry_unsent`] does, until the dead replica is dropped or
-//! the service comes back.
+//! send again: a [`Balanced`] channel does, on another replica, for up to
+//! [`UNSENT_RETRY_PATIENCE`] — and the first such failure has the names
+//! looked up and the replicas probed at once, so the dead one is dropped
+//! from the balance set then, not at the next interval.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use http::Uri;
+use http_body_util::BodyExt;
+use tokio::sync::Notify;
 use tokio::sync::mpsc::Sender;
+use tonic::body::Body;
 use tonic::transport::channel::Change;
 use tonic::transport::{Channel, Endpoint};
+use tower::{Service, ServiceExt};
 
 /// How often a service's name is looked up again and its replicas probed.
 pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(2);
@@ -44,9 +55,9 @@ pub const RESOLVE_INTERVAL: Duration = Duration::from_secs(2);
 /// as unreachable for one interval.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// How long [`retry_unsent`] keeps trying a call that could not connect:
-/// long enough for the follower to notice a dead replica (one interval and
-/// its probe) even when the death came just after a lookup.
+/// How long a call that could not connect is tried again: long enough for
+/// the follower to notice a dead replica (one interval and its probe) even
+/// when the death came just after a lookup.
 pub const UNSENT_RETRY_PATIENCE: Duration = Duration::from_millis(
     2 * RESOLVE_INTERVAL.as_millis() as u64 + PROBE_TIMEOUT.as_millis() as u64,
 );
@@ -61,6 +72,9 @@ pub type Resolve = Arc<
         + Sync,
 >;
 
+/// What a call through a [`Balanced`] channel fails with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The URL of a service could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ChannelError {
@@ -68,19 +82,24 @@ pub enum ChannelError {
     InvalidUrl(String),
     #[error("the URL has no host")]
     NoHost,
+    #[error("no URL given")]
+    Empty,
+    #[error("the URLs mix schemes ({0} and {1}): a service is reached one way")]
+    MixedSchemes(String, String),
 }
 
-/// A channel to the service at `url`, spread over every address its host
-/// resolves to (see the module documentation). `configure` sets what each
-/// connection needs (timeouts, keep-alive). Must be called within a Tokio
-/// runtime: the lookups run on a task of their own, which ends when the
-/// channel and its clones are dropped.
+/// A channel to the service at `urls` (one URL, or several separated by
+/// commas), spread over every address they resolve to (see the module
+/// documentation). `configure` sets what each connection needs (timeouts,
+/// keep-alive). Must be called within a Tokio runtime: the lookups run on
+/// a task of their own, which ends when the channel and its clones are
+/// dropped.
 pub fn balanced(
-    url: &str,
+    urls: &str,
     configure: impl Fn(Endpoint) -> Endpoint + Send + Sync + 'static,
-) -> Result<Channel, ChannelError> {
+) -> Result<Balanced, ChannelError> {
     balanced_with(
-        url,
+        urls,
         Arc::new(configure),
         system_resolver(),
         RESOLVE_INTERVAL,
@@ -90,113 +109,243 @@ pub fn balanced(
 /// [`balanced`] with the name lookup and its interval chosen by the caller
 /// (tests stand in for DNS with it).
 pub fn balanced_with(
-    url: &str,
+    urls: &str,
     configure: Configure,
     resolve: Resolve,
     interval: Duration,
-) -> Result<Channel, ChannelError> {
-    let uri: Uri = url
-        .parse()
-        .map_err(|error: http::uri::InvalidUri| ChannelError::InvalidUrl(error.to_string()))?;
-    let host = uri.host().ok_or(ChannelError::NoHost)?.to_owned();
-    let named = configure(Endpoint::from(uri.clone()));
-    if host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .parse::<IpAddr>()
-        .is_ok()
-    {
-        return Ok(named.connect_lazy());
+) -> Result<Balanced, ChannelError> {
+    let sources = urls
+        .split(',')
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(Source::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = sources.first().ok_or(ChannelError::Empty)?;
+    if let Some(other) = sources.iter().find(|source| source.scheme != first.scheme) {
+        return Err(ChannelError::MixedSchemes(
+            first.scheme.clone(),
+            other.scheme.clone(),
+        ));
     }
-    let scheme = uri.scheme_str().unwrap_or("http").to_owned();
-    let port = uri
-        .port_u16()
-        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    if let [only] = sources.as_slice()
+        && only.address.is_some()
+    {
+        return Ok(Balanced {
+            channel: configure(Endpoint::from(only.url.clone())).connect_lazy(),
+            follower: None,
+        });
+    }
     let (channel, changes) = Channel::balance_channel::<Target>(64);
+    let nudge = Arc::new(Notify::new());
     let follower = Follower {
-        name: format!("{host}:{port}"),
-        scheme,
-        origin: uri,
+        sources,
         configure,
         resolve,
         changes,
+        nudge: nudge.clone(),
         current: BTreeSet::new(),
     };
-    tokio::spawn(follower.run(named, interval));
-    Ok(channel)
+    tokio::spawn(follower.run(interval));
+    Ok(Balanced {
+        channel,
+        follower: Some(nudge),
+    })
 }
 
-/// What the balancer holds a connection to: the name itself until it
+/// A channel made by [`balanced`]: a tower service that gRPC clients are
+/// generic over (`StackServiceClient<Balanced>`). A call that could not
+/// connect is sent again, on another replica when there is one, for up to
+/// [`UNSENT_RETRY_PATIENCE`]; its request is kept for that (every Ember
+/// RPC is unary: one message).
+#[derive(Clone, Debug)]
+pub struct Balanced {
+    channel: Channel,
+    /// Wakes the follower to look up and probe at once (`None`: a plain
+    /// channel to one address).
+    follower: Option<Arc<Notify>>,
+}
+
+type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<http::Response<Body>, BoxError>> + Send + 'static>>;
+
+impl Service<http::Request<Body>> for Balanced {
+    type Response = http::Response<Body>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.channel.poll_ready(context).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> ResponseFuture {
+        // The clone made ready by `poll_ready` goes with the first try.
+        let spare = self.channel.clone();
+        let ready = std::mem::replace(&mut self.channel, spare.clone());
+        let follower = self.follower.clone();
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let body = body.collect().await.map_err(BoxError::from)?.to_bytes();
+            let request = || {
+                let mut request =
+                    http::Request::new(Body::new(http_body_util::Full::new(body.clone())));
+                *request.method_mut() = parts.method.clone();
+                *request.uri_mut() = parts.uri.clone();
+                *request.version_mut() = parts.version;
+                *request.headers_mut() = parts.headers.clone();
+                *request.extensions_mut() = parts.extensions.clone();
+                request
+            };
+            let deadline = tokio::time::Instant::now() + UNSENT_RETRY_PATIENCE;
+            let mut pause = Duration::from_millis(20);
+            let mut channel = ready;
+            loop {
+                match channel.call(request()).await {
+                    Err(error)
+                        if chain_has_connect_error(&error)
+                            && tokio::time::Instant::now() + pause < deadline =>
+                    {
+                        tracing::debug!(%error, "call not sent, trying again");
+                        if let Some(follower) = &follower {
+                            follower.notify_one();
+                        }
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_millis(500));
+                        channel = spare.clone();
+                        channel.ready().await.map_err(BoxError::from)?;
+                    }
+                    outcome => return outcome.map_err(Into::into),
+                }
+            }
+        })
+    }
+}
+
+/// One of the URLs a service is named by.
+struct Source {
+    url: Uri,
+    scheme: String,
+    /// `host:port`, as looked up.
+    name: String,
+    /// The host, when it is an IP address (nothing to look up).
+    address: Option<SocketAddr>,
+    /// The addresses of its last answer with any.
+    known: Vec<SocketAddr>,
+}
+
+impl Source {
+    fn parse(url: &str) -> Result<Source, ChannelError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|error: http::uri::InvalidUri| ChannelError::InvalidUrl(error.to_string()))?;
+        let host = uri.host().ok_or(ChannelError::NoHost)?.to_owned();
+        let scheme = uri.scheme_str().unwrap_or("http").to_owned();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let address = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, port));
+        Ok(Source {
+            url: uri,
+            scheme,
+            name: format!("{host}:{port}"),
+            known: address.into_iter().collect(),
+            address,
+        })
+    }
+}
+
+/// What the balancer holds a connection to: a URL itself until its name
 /// resolves, then one address per replica.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Target {
-    Name,
+    Url(usize),
     Address(SocketAddr),
 }
 
-/// The task that keeps the balancer's connections in step with the name's
+/// The task that keeps the balancer's connections in step with the names'
 /// addresses.
 struct Follower {
-    name: String,
-    scheme: String,
-    origin: Uri,
+    sources: Vec<Source>,
     configure: Configure,
     resolve: Resolve,
     changes: Sender<Change<Target, Endpoint>>,
+    nudge: Arc<Notify>,
     current: BTreeSet<Target>,
 }
 
 impl Follower {
-    async fn run(mut self, named: Endpoint, interval: Duration) {
-        if self
-            .send(Change::Insert(Target::Name, named))
-            .await
-            .is_err()
-        {
-            return;
-        }
-        self.current.insert(Target::Name);
-        loop {
-            let addresses = match (self.resolve)(self.name.clone()).await {
-                Ok(addresses) => addresses,
-                Err(error) => {
-                    tracing::debug!(name = %self.name, %error, "service name did not resolve");
-                    Vec::new()
-                }
-            };
-            let reachable = reachable(&addresses).await;
-            let chosen = if reachable.is_empty() {
-                addresses
-            } else {
-                reachable
-            };
-            if !chosen.is_empty() && self.follow(chosen).await.is_err() {
+    async fn run(mut self, interval: Duration) {
+        for index in 0..self.sources.len() {
+            let endpoint = (self.configure)(Endpoint::from(self.sources[index].url.clone()));
+            if self
+                .send(Change::Insert(Target::Url(index), endpoint))
+                .await
+                .is_err()
+            {
                 return;
+            }
+            self.current.insert(Target::Url(index));
+        }
+        loop {
+            // Each address with the URL it came from (the first, when two
+            // name it).
+            let mut addresses: BTreeMap<SocketAddr, usize> = BTreeMap::new();
+            for index in 0..self.sources.len() {
+                let source = &mut self.sources[index];
+                if source.address.is_none() {
+                    match (self.resolve)(source.name.clone()).await {
+                        Ok(found) if !found.is_empty() => source.known = found,
+                        Ok(_) => {}
+                        Err(error) => {
+                            tracing::debug!(name = %source.name, %error, "service name did not resolve");
+                        }
+                    }
+                }
+                for address in &source.known {
+                    addresses.entry(*address).or_insert(index);
+                }
+            }
+            let all: Vec<SocketAddr> = addresses.keys().copied().collect();
+            let reachable = reachable(&all).await;
+            let chosen = if reachable.is_empty() { all } else { reachable };
+            if !chosen.is_empty() {
+                let chosen = chosen
+                    .into_iter()
+                    .map(|address| (address, addresses[&address]))
+                    .collect();
+                if self.follow(chosen).await.is_err() {
+                    return;
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
+                _ = self.nudge.notified() => {}
                 _ = self.changes.closed() => return,
             }
         }
     }
 
-    /// Connects to new addresses and drops vanished ones (and the name, once
-    /// addresses are known). Errs when the channel is gone.
-    async fn follow(&mut self, addresses: Vec<SocketAddr>) -> Result<(), ()> {
-        let wanted: BTreeSet<Target> = addresses.into_iter().map(Target::Address).collect();
-        for target in wanted
-            .difference(&self.current)
-            .cloned()
-            .collect::<Vec<_>>()
-        {
-            let Target::Address(address) = target else {
+    /// Connects to new addresses and drops vanished ones (and the URLs
+    /// dialled as they are, once addresses are known). Errs when the
+    /// channel is gone.
+    async fn follow(&mut self, addresses: BTreeMap<SocketAddr, usize>) -> Result<(), ()> {
+        let wanted: BTreeSet<Target> = addresses.keys().copied().map(Target::Address).collect();
+        for (address, index) in &addresses {
+            let target = Target::Address(*address);
+            if self.current.contains(&target) {
+                continue;
+            }
+            let source = &self.sources[*index];
+            let Ok(endpoint) = Endpoint::from_shared(format!("{}://{address}", source.scheme))
+            else {
                 continue;
             };
-            let Ok(endpoint) = Endpoint::from_shared(format!("{}://{address}", self.scheme)) else {
-                continue;
-            };
-            let endpoint = (self.configure)(endpoint).origin(self.origin.clone());
-            tracing::debug!(name = %self.name, %address, "replica found");
+            let endpoint = (self.configure)(endpoint).origin(source.url.clone());
+            tracing::debug!(name = %source.name, %address, "replica found");
             self.send(Change::Insert(target.clone(), endpoint)).await?;
             self.current.insert(target);
         }
@@ -206,7 +355,7 @@ impl Follower {
             .cloned()
             .collect::<Vec<_>>()
         {
-            tracing::debug!(name = %self.name, ?target, "replica gone");
+            tracing::debug!(?target, "replica gone");
             self.send(Change::Remove(target.clone())).await?;
             self.current.remove(&target);
         }
@@ -240,12 +389,17 @@ async fn reachable(addresses: &[SocketAddr]) -> Vec<SocketAddr> {
 /// Whether a call failed because no connection could be made: its request
 /// never reached the service, so sending it again cannot do anything twice.
 pub fn never_sent(status: &tonic::Status) -> bool {
-    let mut source = std::error::Error::source(status);
-    while let Some(error) = source {
+    std::error::Error::source(status).is_some_and(chain_has_connect_error)
+}
+
+/// Whether `error` or one of its causes is a `tonic::ConnectError`.
+fn chain_has_connect_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
         if error.is::<tonic::ConnectError>() {
             return true;
         }
-        source = error.source();
+        next = error.source();
     }
     false
 }
@@ -255,30 +409,6 @@ pub fn never_sent(status: &tonic::Status) -> bool {
 /// Name or service not known" rather than "dns error").
 pub fn failure(status: &tonic::Status) -> String {
     crate::error::with_causes(status.message(), std::error::Error::source(status))
-}
-
-/// Makes `call` again, backing off, while it fails [`never_sent`] and
-/// `patience` has not run out; any other outcome is returned as it is.
-/// `call` builds its request anew each time (requests are consumed).
-pub async fn retry_unsent<T, F, Fut>(patience: Duration, mut call: F) -> Result<T, tonic::Status>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, tonic::Status>>,
-{
-    let deadline = tokio::time::Instant::now() + patience;
-    let mut pause = Duration::from_millis(20);
-    loop {
-        match call().await {
-            Err(status)
-                if never_sent(&status) && tokio::time::Instant::now() + pause < deadline =>
-            {
-                tracing::debug!(%status, "call not sent, trying again");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(500));
-            }
-            outcome => return outcome,
-        }
-    }
 }
 
 fn system_resolver() -> Resolve {
@@ -323,7 +453,7 @@ mod tests {
 
     /// One health check of `service` through `channel`.
     fn check(
-        channel: &Channel,
+        channel: &Balanced,
         service: &str,
     ) -> impl Future<
         Output = Result<tonic::Response<tonic_health::pb::HealthCheckResponse>, tonic::Status>,
@@ -336,7 +466,7 @@ mod tests {
     }
 
     /// Which of `names` answered each of `calls` calls.
-    async fn who_answers(channel: &Channel, names: &[&str], calls: usize) -> Vec<usize> {
+    async fn who_answers(channel: &Balanced, names: &[&str], calls: usize) -> Vec<usize> {
         let mut counts = vec![0; names.len()];
         for _ in 0..calls {
             for (index, name) in names.iter().enumerate() {
@@ -469,7 +599,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_name_that_does_not_resolve_fails_calls_quickly() {
+    async fn a_name_that_does_not_resolve_fails_calls_within_the_patience() {
         let channel = balanced_with(
             "http://nowhere.invalid:1",
             Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
@@ -483,7 +613,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
-        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(started.elapsed() < UNSENT_RETRY_PATIENCE * 2);
         // Nothing left: a retry is safe. And the text says why, not only
         // "dns error".
         assert!(never_sent(&status), "{status:?}");
@@ -524,25 +654,65 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         drop(dying);
-
-        let check = || check(&channel, "a");
-        let mut unsent = 0;
+        // Calls that pick the dead replica are sent again until they reach
+        // the live one.
         for _ in 0..20 {
-            if let Err(status) = check().await {
-                assert!(never_sent(&status), "{status:?}");
-                unsent += 1;
-            }
-        }
-        assert!(unsent > 0, "some plain calls picked the dead replica");
-        for _ in 0..20 {
-            retry_unsent(UNSENT_RETRY_PATIENCE, check)
+            check(&channel, "a")
                 .await
-                .expect("a call retried reaches the live replica");
+                .expect("every call reaches the live replica");
         }
     }
 
     #[tokio::test]
-    async fn only_calls_that_never_left_are_retried_and_only_for_a_while() {
+    async fn the_first_call_that_cannot_connect_drops_the_dead_replica_at_once() {
+        let a = replica("a").await;
+        let dying = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let dns = Dns::answering(vec![a, dying.local_addr().unwrap()]);
+        // An interval far longer than the test: only a nudge looks again.
+        let channel = balanced_with(
+            "http://replicas.test:1",
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            dns.resolver(),
+            Duration::from_secs(600),
+        )
+        .unwrap();
+        // Found and probed (`dying` accepts connections but never answers
+        // a call: no call may go its way before it is closed).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while dns.lookups.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            assert!(std::time::Instant::now() < deadline, "no lookup");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let looked_up = dns.lookups.load(std::sync::atomic::Ordering::SeqCst);
+        drop(dying);
+        // Until one call happens on the dead replica, nothing looks again.
+        let mut calls = 0;
+        while dns.lookups.load(std::sync::atomic::Ordering::SeqCst) == looked_up {
+            check(&channel, "a")
+                .await
+                .expect("sent again to the live replica");
+            calls += 1;
+            assert!(calls < 200, "no call ever picked the dead replica");
+        }
+        // The probe that followed dropped it: every later call goes to the
+        // live replica on its first try (no lookup is needed again).
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let settled = dns.lookups.load(std::sync::atomic::Ordering::SeqCst);
+        for _ in 0..40 {
+            check(&channel, "a")
+                .await
+                .expect("the live replica answers");
+        }
+        assert_eq!(
+            dns.lookups.load(std::sync::atomic::Ordering::SeqCst),
+            settled,
+            "no call met the dead replica after it was dropped"
+        );
+    }
+
+    #[tokio::test]
+    async fn only_calls_that_never_left_are_sent_again_and_only_for_a_while() {
         let a = replica("a").await;
         let channel = balanced_with(
             "http://replicas.test:1",
@@ -551,38 +721,43 @@ mod tests {
             Duration::from_millis(50),
         )
         .unwrap();
-        // The service answered (NOT_FOUND): that is the outcome, once.
-        let calls = std::sync::atomic::AtomicUsize::new(0);
-        let status = retry_unsent(UNSENT_RETRY_PATIENCE, || {
-            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            check(&channel, "unknown")
-        })
-        .await
-        .unwrap_err();
+        // The service answered (NOT_FOUND): that is the outcome.
+        let status = check(&channel, "unknown").await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
         assert!(!never_sent(&status));
-        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 
-        // Nothing listens: tried for the patience given, then Unavailable.
+        // Nothing listens: tried for the patience, then Unavailable.
         let dead = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap()
         };
-        let channel = Endpoint::from_shared(format!("http://{dead}"))
-            .unwrap()
-            .connect_lazy();
-        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let channel = balanced(&format!("http://{dead}"), |endpoint| endpoint).unwrap();
         let started = std::time::Instant::now();
-        let status = retry_unsent(Duration::from_millis(300), || {
-            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            check(&channel, "")
-        })
-        .await
-        .unwrap_err();
+        let status = check(&channel, "").await.unwrap_err();
         assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
         assert!(never_sent(&status));
-        assert!(calls.load(std::sync::atomic::Ordering::SeqCst) > 1);
-        assert!(started.elapsed() < Duration::from_secs(2));
+        let waited = started.elapsed();
+        assert!(
+            waited >= UNSENT_RETRY_PATIENCE / 2 && waited < UNSENT_RETRY_PATIENCE * 2,
+            "sent again for about {UNSENT_RETRY_PATIENCE:?}: {waited:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn several_urls_are_one_balance_set() {
+        let (a, b) = (replica("a").await, replica("b").await);
+        // One by IP address, one by a name the resolver answers.
+        let dns = Dns::answering(vec![b]);
+        let channel = balanced_with(
+            &format!("http://{a}, http://replicas.test:{}", b.port()),
+            Arc::new(|endpoint| endpoint.connect_timeout(Duration::from_secs(1))),
+            dns.resolver(),
+            Duration::from_millis(50),
+        )
+        .unwrap();
+        dns.settled().await;
+        let counts = who_answers(&channel, &["a", "b"], 40).await;
+        assert!(counts[0] > 0 && counts[1] > 0, "both answer: {counts:?}");
     }
 
     #[tokio::test]
@@ -608,5 +783,13 @@ mod tests {
             Err(ChannelError::NoHost)
         ));
         assert!(balanced("http://127.0.0.1:1", |endpoint| endpoint).is_ok());
+        assert!(matches!(
+            balanced(" , ", |endpoint| endpoint),
+            Err(ChannelError::Empty)
+        ));
+        assert!(matches!(
+            balanced("http://a:1,https://b:1", |endpoint| endpoint),
+            Err(ChannelError::MixedSchemes(..))
+        ));
     }
 }

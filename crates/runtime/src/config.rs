@@ -132,6 +132,25 @@ pub fn check_http_url(key: &str, url: &str, problems: &mut Vec<String>) {
     }
 }
 
+/// Reports a peer service's address that is not one `http://` or
+/// `https://` URL or several separated by commas (replicas on several
+/// hosts, see [`crate::channel`]), or is empty where `required`.
+pub fn check_service_urls(key: &str, urls: &str, required: bool, problems: &mut Vec<String>) {
+    if urls.is_empty() {
+        if required {
+            problems.push(format!("{key}: must be an http:// or https:// URL"));
+        }
+        return;
+    }
+    for url in urls.split(',').map(str::trim) {
+        if !is_http_url(url) {
+            problems.push(format!(
+                "{key}: {url:?} must be an http:// or https:// URL (several are separated by commas)"
+            ));
+        }
+    }
+}
+
 fn is_http_url(url: &str) -> bool {
     url.starts_with("http://") || url.starts_with("https://")
 }

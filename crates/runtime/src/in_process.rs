@@ -15,8 +15,8 @@
 //!
 //! A call made before the server is up waits for it (as a connection waits
 //! in a TCP backlog); one made after it began to drain fails UNAVAILABLE as
-//! never sent (a `tonic::ConnectError`, so `channel::retry_unsent` sends it
-//! again elsewhere or later).
+//! never sent (a `tonic::ConnectError`: nothing was done, and the caller may
+//! send it again).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tonic::body::Body;
-use tonic::transport::Channel;
 use tower::util::BoxCloneSyncService;
 use tower::{Service, ServiceExt};
 
@@ -197,12 +196,12 @@ pub struct Peers {
 /// (`StackServiceClient<Upstream>`), so a caller does not care which.
 #[derive(Clone, Debug)]
 pub enum Upstream {
-    Remote(Channel),
+    Remote(crate::channel::Balanced),
     Local(InProcessConnector),
 }
 
-impl From<Channel> for Upstream {
-    fn from(channel: Channel) -> Upstream {
+impl From<crate::channel::Balanced> for Upstream {
+    fn from(channel: crate::channel::Balanced) -> Upstream {
         Upstream::Remote(channel)
     }
 }
@@ -233,17 +232,14 @@ impl Service<http::Request<Body>> for Upstream {
 
     fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         match self {
-            Upstream::Remote(channel) => channel.poll_ready(context).map_err(Into::into),
+            Upstream::Remote(channel) => channel.poll_ready(context),
             Upstream::Local(_) => Poll::Ready(Ok(())),
         }
     }
 
     fn call(&mut self, request: http::Request<Body>) -> ResponseFuture {
         match self {
-            Upstream::Remote(channel) => {
-                let response = channel.call(request);
-                Box::pin(async move { response.await.map_err(Into::into) })
-            }
+            Upstream::Remote(channel) => channel.call(request),
             Upstream::Local(connector) => connector.call(request),
         }
     }
@@ -420,11 +416,8 @@ mod tests {
             .expect("health over the link");
         assert_eq!(answer.into_inner().status, ServingStatus::Serving as i32);
         let mut over_tcp = HealthClient::new(Upstream::from(
-            tonic::transport::Endpoint::from_shared(format!("http://{address}"))
-                .expect("a URL")
-                .connect()
-                .await
-                .expect("the port still serves"),
+            crate::channel::balanced(&format!("http://{address}"), |endpoint| endpoint)
+                .expect("a URL"),
         ));
         over_tcp
             .check(HealthCheckRequest::default())

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_proto::lifecyclehook::v1::lifecycle_hook_internal_service_client::LifecycleHookInternalServiceClient;
 use ember_runtime::Identity;
-use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
+use ember_runtime::channel::failure;
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use ember_runtime::time::to_timestamp;
@@ -111,13 +111,11 @@ impl HookClient {
             .collect();
         let client = self.client()?;
         let message = pb::RecordPendingActionsRequest { actions };
-        retry_unsent(UNSENT_RETRY_PATIENCE, || {
-            let mut client = client.clone();
-            let request = self.request(&first.action.project_id, message.clone());
-            async move { client.record_pending_actions(request).await }
-        })
-        .await
-        .map_err(unavailable)?;
+        client
+            .clone()
+            .record_pending_actions(self.request(&first.action.project_id, message))
+            .await
+            .map_err(unavailable)?;
         Ok(())
     }
 
@@ -134,13 +132,11 @@ impl HookClient {
             resolution: "COMPLETED".into(),
             resolved_by: resolved_by.to_owned(),
         };
-        retry_unsent(UNSENT_RETRY_PATIENCE, || {
-            let mut client = client.clone();
-            let request = self.request(project_id, message.clone());
-            async move { client.resolve_pending_actions(request).await }
-        })
-        .await
-        .map_err(unavailable)?;
+        client
+            .clone()
+            .resolve_pending_actions(self.request(project_id, message))
+            .await
+            .map_err(unavailable)?;
         Ok(())
     }
 
@@ -150,18 +146,16 @@ impl HookClient {
         let message = pb::ExtendDeadlineRequest {
             token: token.to_owned(),
         };
-        let response = retry_unsent(UNSENT_RETRY_PATIENCE, || {
-            let mut client = client.clone();
-            let request = self.request(project_id, message.clone());
-            async move { client.extend_deadline(request).await }
-        })
-        .await
-        .map_err(|status| match status.code() {
-            tonic::Code::NotFound => Error::NotFound(status.message().to_owned()),
-            tonic::Code::FailedPrecondition => Error::Conflict(status.message().to_owned()),
-            _ => unavailable(status),
-        })?
-        .into_inner();
+        let response = client
+            .clone()
+            .extend_deadline(self.request(project_id, message))
+            .await
+            .map_err(|status| match status.code() {
+                tonic::Code::NotFound => Error::NotFound(status.message().to_owned()),
+                tonic::Code::FailedPrecondition => Error::Conflict(status.message().to_owned()),
+                _ => unavailable(status),
+            })?
+            .into_inner();
         response
             .deadline
             .ok_or_else(|| Error::Unavailable("lifecycle-hook returned no deadline".into()))

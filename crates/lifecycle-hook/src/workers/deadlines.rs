@@ -12,10 +12,10 @@ use std::time::Duration;
 use ember_proto::engine::v1 as engine_pb;
 use ember_proto::engine::v1::cluster_lifecycle_callback_service_client::ClusterLifecycleCallbackServiceClient;
 use ember_runtime::Identity;
+use ember_runtime::channel::Balanced;
 use ember_runtime::identity::InternalCredential;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 use tracing::{info, warn};
 
 use crate::domain::{PendingLifecycleAction, Resolution};
@@ -31,7 +31,7 @@ pub const RESOLVED_BY_DEADLINE: &str = "deadline";
 
 pub struct DeadlineFirer {
     store: Arc<dyn PendingActionStore>,
-    engine: Option<Channel>,
+    engine: Option<Balanced>,
     credential: InternalCredential,
 }
 
@@ -40,7 +40,7 @@ impl DeadlineFirer {
     /// deadlines wait until an engine is configured.
     pub fn new(
         store: Arc<dyn PendingActionStore>,
-        engine: Option<Channel>,
+        engine: Option<Balanced>,
         credential: InternalCredential,
     ) -> DeadlineFirer {
         DeadlineFirer {

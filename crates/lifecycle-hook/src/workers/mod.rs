@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use ember_runtime::channel::Balanced;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -63,7 +64,7 @@ pub struct WorkerConfig {
 }
 
 /// The engine's channel; `None` when no URL is configured.
-fn engine_channel(engine_url: &str) -> Result<Option<tonic::transport::Channel>, String> {
+fn engine_channel(engine_url: &str) -> Result<Option<Balanced>, String> {
     if engine_url.is_empty() {
         return Ok(None);
     }

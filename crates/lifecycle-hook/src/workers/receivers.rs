@@ -25,11 +25,11 @@ use async_nats::jetstream::stream::{Config as StreamConfig, RetentionPolicy};
 use ember_proto::engine::v1 as engine_pb;
 use ember_proto::engine::v1::receiver_queue_service_client::ReceiverQueueServiceClient;
 use ember_runtime::Identity;
+use ember_runtime::channel::Balanced;
 use ember_runtime::identity::InternalCredential;
 use futures::StreamExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 use tracing::{error, info, warn};
 
 use crate::config::ReceiverStreamConfig;
@@ -181,7 +181,7 @@ fn retry_delay(delivered: i64) -> Duration {
 pub struct ReceiverFeed {
     nats_url: String,
     stream: ReceiverStreamConfig,
-    engine: Channel,
+    engine: Balanced,
     credential: InternalCredential,
 }
 
@@ -191,7 +191,7 @@ impl ReceiverFeed {
     pub fn new(
         nats_url: &str,
         stream: ReceiverStreamConfig,
-        engine: Option<Channel>,
+        engine: Option<Balanced>,
         credential: InternalCredential,
     ) -> Option<ReceiverFeed> {
         if nats_url.is_empty() {
@@ -436,8 +436,9 @@ mod tests {
 
     #[tokio::test]
     async fn without_nats_or_an_engine_there_is_no_consumer() {
-        let engine = Channel::from_static("http://127.0.0.1:1").connect_lazy();
-        let feed = |nats_url: &str, engine: Option<Channel>| {
+        let engine = ember_runtime::channel::balanced("http://127.0.0.1:1", |endpoint| endpoint)
+            .expect("a channel");
+        let feed = |nats_url: &str, engine: Option<Balanced>| {
             ReceiverFeed::new(
                 nats_url,
                 ReceiverStreamConfig::default(),

@@ -3,14 +3,12 @@
 //! (see the parent module for why its engine channel is assembled here).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ember_runtime::channel::{Configure, RESOLVE_INTERVAL, Resolve, balanced_with};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 
 use crate::dev::{ServiceName, bind, serve_one};
 
@@ -58,7 +56,12 @@ pub(super) async fn start(
         .lifecycle_hook
         .webhook_secret
         .get_or_insert_with(ember_runtime::auth::random_secret);
-    config.gateway.engine_url = format!("http://{first_engine}");
+    // Every engine, as a deployment across hosts names them.
+    config.gateway.engine_url = engine_addrs
+        .iter()
+        .map(|address| format!("http://{address}"))
+        .collect::<Vec<_>>()
+        .join(",");
     config.gateway.lifecycle_hook_url = lifecycle_hook_url;
     config.gateway.plugin_registry_url = plugin_registry_url;
 
@@ -95,15 +98,9 @@ pub(super) async fn start(
         wait_for_serving(*address).await?;
     }
 
-    let mut state =
-        ember_api_gateway::GatewayState::new(&config.gateway(secrets), shutdown.clone())
-            .await
-            .map_err(|error| format!("api-gateway: {error}"))?;
-    state
-        .shared_mut()
-        .ok_or("the gateway's state is already shared")?
-        .upstreams
-        .engine = engine_channel(&engine_addrs)?.into();
+    let state = ember_api_gateway::GatewayState::new(&config.gateway(secrets), shutdown.clone())
+        .await
+        .map_err(|error| format!("api-gateway: {error}"))?;
     let router = ember_api_gateway::router(state);
     let stopped = shutdown.clone().cancelled_owned();
     tasks.spawn(async move {
@@ -115,33 +112,6 @@ pub(super) async fn start(
     });
     wait_for_healthz(gateway_addr).await?;
     Ok(gateway_addr)
-}
-
-/// The gateway's engine channel: the runtime's balancer over `engines`, as
-/// it would be over a name resolving to them. Connection settings as the
-/// gateway's own upstreams.
-fn engine_channel(engines: &[SocketAddr]) -> Result<Channel, String> {
-    let first = engines.first().ok_or("no engine to balance over")?;
-    let addresses = engines.to_vec();
-    let resolve: Resolve = Arc::new(move |_name| {
-        let addresses = addresses.clone();
-        Box::pin(async move { Ok(addresses) })
-    });
-    let configure: Configure = Arc::new(|endpoint: Endpoint| {
-        endpoint
-            .connect_timeout(Duration::from_secs(5))
-            .http2_max_header_list_size(ember_runtime::server::MAX_HEADER_LIST_BYTES)
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .keep_alive_while_idle(true)
-    });
-    balanced_with(
-        &format!("http://engine.replicas.invalid:{}", first.port()),
-        configure,
-        resolve,
-        RESOLVE_INTERVAL,
-    )
-    .map_err(|error| format!("engine channel: {error}"))
 }
 
 /// Polls an engine's gRPC health until SERVING (its migrations ran).

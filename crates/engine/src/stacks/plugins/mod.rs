@@ -21,7 +21,7 @@ use std::time::Duration;
 use ember_proto::pluginregistry::v1 as runner_pb;
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
-use ember_runtime::channel::{UNSENT_RETRY_PATIENCE, failure, retry_unsent};
+use ember_runtime::channel::failure;
 use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use uuid::Uuid;
@@ -353,13 +353,11 @@ async fn call_pre_operations(
     stack: &Stack,
     request: &runner_pb::RunPreOperationsRequest,
 ) -> Result<runner_pb::RunPreOperationsResponse, tonic::Status> {
-    retry_unsent(UNSENT_RETRY_PATIENCE, || {
-        let mut client = client.clone();
-        let request = request_as_owner(stack, credential, request.clone());
-        async move { client.run_pre_operations(request).await }
-    })
-    .await
-    .map(tonic::Response::into_inner)
+    client
+        .clone()
+        .run_pre_operations(request_as_owner(stack, credential, request.clone()))
+        .await
+        .map(tonic::Response::into_inner)
 }
 
 /// Runs the post-operations owed after the operation ended. Failures are
@@ -387,12 +385,10 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
         },
         plugins: passed.0,
     };
-    let called = retry_unsent(UNSENT_RETRY_PATIENCE, || {
-        let mut client = client.clone();
-        let request = request_as_owner(stack, credential, request.clone());
-        async move { client.run_post_operations(request).await }
-    })
-    .await;
+    let called = client
+        .clone()
+        .run_post_operations(request_as_owner(stack, credential, request))
+        .await;
     match called {
         Ok(response) => record_calls(shared, stack, &response.into_inner().calls).await,
         Err(status) => {
