@@ -90,9 +90,9 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
-        &config.database_url,
-    )
+    let connection = ember_runtime::database::connect_and_migrate_patiently::<
+        store::migrations::Migrator,
+    >(&config.database_url, &shutdown)
     .await?;
     // SQLite: reads get a pool of their own beside the one writer.
     let reader = ember_runtime::database::connect_reader(&config.database_url, &connection).await?;

@@ -85,9 +85,9 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
-        &config.database_url,
-    )
+    let connection = ember_runtime::database::connect_and_migrate_patiently::<
+        store::migrations::Migrator,
+    >(&config.database_url, &shutdown)
     .await?;
     let readiness = readiness(&connection);
     let store: Arc<dyn store::PendingActionStore> =

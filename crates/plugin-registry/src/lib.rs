@@ -41,9 +41,9 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), StartError> {
-    let connection = ember_runtime::database::connect_and_migrate::<store::migrations::Migrator>(
-        &config.database_url,
-    )
+    let connection = ember_runtime::database::connect_and_migrate_patiently::<
+        store::migrations::Migrator,
+    >(&config.database_url, &shutdown)
     .await?;
     // SQLite: reads (every operation's generation check) get connections
     // of their own beside the one writer.

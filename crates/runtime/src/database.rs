@@ -271,6 +271,117 @@ pub async fn connect_reader(
         .map_err(failed)
 }
 
+/// How long [`connect_and_migrate_patiently`] waits before its second try;
+/// each later wait doubles, up to [`CONNECT_RETRY_MAX`].
+const CONNECT_RETRY_FIRST: Duration = Duration::from_millis(250);
+const CONNECT_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// [`connect_and_migrate`], waiting for a database that cannot be reached
+/// yet (a deployment's services started before their database, or the
+/// database restarting): each failure to connect is logged with its cause
+/// and tried again, backing off up to [`CONNECT_RETRY_MAX`], until it
+/// succeeds or `shutdown`. A service calls it before it serves: until the
+/// database answers, its probes fail and no caller is answered. What
+/// waiting cannot mend — an unsupported URL, a migration the database
+/// refused — fails at once.
+pub async fn connect_and_migrate_patiently<M: MigratorTrait>(
+    url: &str,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<DatabaseConnection, DatabaseError> {
+    let mut pause = CONNECT_RETRY_FIRST;
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        // An attempt itself may wait: a refused connection is tried again
+        // within the pool's connect timeout.
+        let attempt = tokio::select! {
+            attempt = connect_and_migrate_or_say_why::<M>(url) => attempt,
+            _ = shutdown.cancelled() => Err(DatabaseError::Connect {
+                url: redact(url),
+                source: DbErr::Conn(sea_orm::RuntimeErr::Internal(
+                    "shut down while waiting for the database".to_owned(),
+                )),
+            }),
+        };
+        match attempt {
+            Ok(connection) => {
+                if attempts > 1 {
+                    tracing::info!(url = %redact(url), attempts, "connected to the database");
+                }
+                return Ok(connection);
+            }
+            Err(error) if error.is_unreachable() => {
+                tracing::warn!(
+                    attempts,
+                    retry_in_ms = pause.as_millis() as u64,
+                    error = %crate::error::with_causes(&error.to_string(), std::error::Error::source(&error)),
+                    "the database cannot be reached yet; not ready until it can"
+                );
+                if shutdown.is_cancelled() {
+                    return Err(error);
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = shutdown.cancelled() => return Err(error),
+                }
+                pause = (pause * 2).min(CONNECT_RETRY_MAX);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// [`connect_and_migrate`], but a PostgreSQL server is first reached by
+/// one connection of its own: a pool retries a refused connection until
+/// its timeout and then says only that it timed out, where this one fails
+/// at once with the cause (refused, unresolvable, still starting up, a
+/// password refused).
+async fn connect_and_migrate_or_say_why<M: MigratorTrait>(
+    url: &str,
+) -> Result<DatabaseConnection, DatabaseError> {
+    use sea_orm::sqlx::Connection as _;
+    if Backend::of(url) == Some(Backend::Postgres)
+        && let Ok(options) = sea_orm::sqlx::postgres::PgConnectOptions::from_str(url)
+    {
+        let failed = |source: sea_orm::sqlx::Error| DatabaseError::Connect {
+            url: redact(url),
+            source: DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(source))),
+        };
+        match tokio::time::timeout(
+            Duration::from_secs(10),
+            sea_orm::sqlx::PgConnection::connect_with(&options),
+        )
+        .await
+        {
+            Ok(Ok(direct)) => {
+                let _ = direct.close().await;
+            }
+            Ok(Err(error)) => return Err(failed(error)),
+            Err(_) => {
+                return Err(failed(sea_orm::sqlx::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no connection within 10 s",
+                ))));
+            }
+        }
+    }
+    connect_and_migrate::<M>(url).await
+}
+
+impl DatabaseError {
+    /// Whether the database could not be reached (waiting may mend it),
+    /// rather than refusing what was asked of it.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            DatabaseError::Connect { .. } => true,
+            DatabaseError::Migrate { source, .. } => {
+                matches!(source, DbErr::Conn(_) | DbErr::ConnectionAcquire(_))
+            }
+            DatabaseError::UnsupportedUrl { .. } | DatabaseError::Directory { .. } => false,
+        }
+    }
+}
+
 /// Connects and applies every pending migration of `M` (idempotent).
 ///
 /// Replicas of a service may start at the same moment on one database, so
@@ -564,8 +675,13 @@ mod tests {
 
     impl VanishingRelay {
         async fn to(server: String) -> VanishingRelay {
+            VanishingRelay::at("127.0.0.1:0", server).await
+        }
+
+        /// A relay listening on `address`.
+        async fn at(address: &str, server: String) -> VanishingRelay {
             use std::sync::atomic::Ordering;
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let listener = tokio::net::TcpListener::bind(address).await.unwrap();
             let address = listener.local_addr().unwrap();
             let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
             let current = generation.clone();
@@ -616,6 +732,86 @@ mod tests {
             self.generation
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+    }
+
+    struct NoMigrations;
+
+    impl MigratorTrait for NoMigrations {
+        fn migrations() -> Vec<Box<dyn sea_orm_migration::MigrationTrait>> {
+            Vec::new()
+        }
+    }
+
+    /// A service started before its database waits for it: the first
+    /// tries are refused (nothing listens yet), the one after the server
+    /// appears connects and migrates. What waiting cannot mend fails at
+    /// once, and shutdown ends the wait.
+    #[tokio::test]
+    async fn a_database_that_comes_up_later_is_waited_for() {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let unsupported = connect_and_migrate_patiently::<NoMigrations>("mysql://x", &shutdown)
+            .await
+            .expect_err("not a supported URL");
+        assert!(!unsupported.is_unreachable(), "{unsupported}");
+
+        let Ok(url) = std::env::var("EMBER_TEST_DATABASE_URL") else {
+            eprintln!("not run: EMBER_TEST_DATABASE_URL is not set");
+            return;
+        };
+        let options: sea_orm::sqlx::postgres::PgConnectOptions =
+            url.parse().expect("a PostgreSQL URL");
+        let server = format!("{}:{}", options.get_host(), options.get_port());
+        assert!(url.contains(&server), "no host:port in {}", redact(&url));
+        let later = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            listener.local_addr().expect("its address")
+        };
+        let waiting_url = url.replacen(&server, &later.to_string(), 1);
+        let waiting = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { connect_and_migrate_patiently::<NoMigrations>(&waiting_url, &shutdown).await }
+        });
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        assert!(!waiting.is_finished(), "it waits while nothing listens");
+        let _relay = VanishingRelay::at(&later.to_string(), server).await;
+        let connection = tokio::time::timeout(Duration::from_secs(15), waiting)
+            .await
+            .expect("connected within the backoff's bound")
+            .expect("joined")
+            .expect("connected once the server is there");
+        use sea_orm::ConnectionTrait;
+        connection
+            .execute_unprepared("SELECT 1")
+            .await
+            .expect("the connection answers");
+
+        // Still waiting when shutdown comes: it ends with the last error.
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            listener.local_addr().expect("its address")
+        };
+        let dead_url = url.replacen(
+            &format!("{}:{}", options.get_host(), options.get_port()),
+            &dead.to_string(),
+            1,
+        );
+        let waiting = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { connect_and_migrate_patiently::<NoMigrations>(&dead_url, &shutdown).await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        shutdown.cancel();
+        let error = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("shutdown ends the wait")
+            .expect("joined")
+            .expect_err("never connected");
+        assert!(error.is_unreachable(), "{error}");
+        let said = crate::error::with_causes(error.to_string(), std::error::Error::source(&error));
+        assert!(
+            said.to_lowercase().contains("refused"),
+            "the cause, not a pool timeout: {said}"
+        );
     }
 
     #[tokio::test]

@@ -44,6 +44,9 @@ use crate::columns::Columns;
 #[derive(Clone)]
 pub struct Reader(Reads);
 
+/// How long [`Reader::connect_failure`] waits for its connection.
+const CONNECT_DIAGNOSIS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
 #[derive(Clone)]
 enum Reads {
     /// The service's own pool serves reads too.
@@ -111,6 +114,42 @@ impl Reader {
     /// the writer's pool: then they are worth a readiness check of their own.
     pub fn has_own_connections(&self) -> bool {
         matches!(self.0, Reads::Sqlite(_))
+    }
+
+    /// Why the pool cannot hand out a connection, when it is a PostgreSQL
+    /// pool whose own attempts fail: one connection is opened directly
+    /// with the pool's options, and its error is the cause the pool's
+    /// acquire timeout hides (a refused or unresolvable address, a
+    /// database still starting, a password refused). `None` when it
+    /// connects (the pool is busy, not cut off) or is not PostgreSQL.
+    pub async fn connect_failure(&self) -> Option<String> {
+        use sea_orm::sqlx::Connection as _;
+        let Reads::Shared(connection) = &self.0 else {
+            return None;
+        };
+        if connection.get_database_backend() != sea_orm::DatabaseBackend::Postgres {
+            return None;
+        }
+        let options = connection.get_postgres_connection_pool().connect_options();
+        let attempt = tokio::time::timeout(
+            CONNECT_DIAGNOSIS_PATIENCE,
+            sea_orm::sqlx::PgConnection::connect_with(&options),
+        )
+        .await;
+        match attempt {
+            Ok(Ok(direct)) => {
+                let _ = direct.close().await;
+                None
+            }
+            Ok(Err(error)) => Some(crate::error::with_causes(
+                error.to_string(),
+                std::error::Error::source(&error),
+            )),
+            Err(_) => Some(format!(
+                "a new connection was not made within {} s",
+                CONNECT_DIAGNOSIS_PATIENCE.as_secs()
+            )),
+        }
     }
 
     /// Connections held and how many are idle (`None` where unknown).

@@ -132,7 +132,7 @@ async fn probe_database(
             value: (connections as usize).saturating_sub(idle) as f64,
         });
     }
-    let (healthy, detail) = match answer {
+    let (healthy, mut detail) = match answer {
         Ok(Ok(_)) => (
             true,
             format!("a connection answered in {:.1} ms", millis(waited)),
@@ -146,6 +146,11 @@ async fn probe_database(
             ),
         ),
     };
+    // A pool that cannot connect says only that it timed out: the cause is
+    // found by connecting once without it.
+    if !healthy && let Some(cause) = connection.connect_failure().await {
+        detail = format!("{detail}; the pool cannot connect: {cause}");
+    }
     Finding {
         healthy,
         detail,
@@ -391,6 +396,36 @@ mod tests {
         let busy = busy_connections(&report);
         // The pool may still be opening its first connection.
         assert!(busy <= 1.0, "{report:?}");
+    }
+
+    /// A PostgreSQL pool whose server went away (nothing listens at its
+    /// address any more): the probe names the cause the pool's timeout
+    /// hides.
+    #[tokio::test]
+    async fn a_pool_that_cannot_connect_says_why() {
+        let dead = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            listener.local_addr().expect("its address")
+        };
+        let mut options =
+            sea_orm::ConnectOptions::new(format!("postgres://ember@{dead}/ember?sslmode=disable"));
+        options
+            .connect_lazy(true)
+            .min_connections(0)
+            .acquire_timeout(Duration::from_secs(30))
+            .sqlx_logging(false);
+        let database = sea_orm::Database::connect(options)
+            .await
+            .expect("a lazy pool");
+        let readiness = Readiness::new("engine").with(Check::database(
+            "writer",
+            database,
+            Duration::from_millis(300),
+        ));
+        assert!(!readiness.refresh().await);
+        let detail = &readiness.report().checks[0].detail;
+        assert!(detail.contains("the pool cannot connect: "), "{detail}");
+        assert!(detail.to_lowercase().contains("refused"), "{detail}");
     }
 
     #[tokio::test]

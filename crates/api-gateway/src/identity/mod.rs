@@ -268,7 +268,7 @@ impl Directory {
         database_url: &str,
         shutdown: CancellationToken,
     ) -> std::result::Result<Directory, String> {
-        let store = IdentityStore::open(database_url).await?;
+        let store = IdentityStore::open(database_url, &shutdown).await?;
         let revocations = Arc::new(Revocations::default());
         revocations
             .refresh(&store)

@@ -59,12 +59,18 @@ fn user_of(row: &QueryResult) -> Result<User> {
 }
 
 impl IdentityStore {
-    /// Connects to `url` and applies the gateway's migrations.
-    pub async fn open(url: &str) -> std::result::Result<IdentityStore, String> {
-        let connection =
-            ember_runtime::database::connect_and_migrate::<super::migrations::Migrator>(url)
-                .await
-                .map_err(|error| error.to_string())?;
+    /// Connects to `url` (waiting for it until `shutdown`, see
+    /// `connect_and_migrate_patiently`) and applies the gateway's
+    /// migrations.
+    pub async fn open(
+        url: &str,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> std::result::Result<IdentityStore, String> {
+        let connection = ember_runtime::database::connect_and_migrate_patiently::<
+            super::migrations::Migrator,
+        >(url, shutdown)
+        .await
+        .map_err(|error| error.to_string())?;
         Ok(IdentityStore { connection })
     }
 
