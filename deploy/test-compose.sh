@@ -6,8 +6,9 @@
 #   - a Debian base is made with debootstrap and imported once;
 #   - `ember:latest` is the runtime stage of deploy/Dockerfile around
 #     binaries built here (deploy/ci/ember.Containerfile);
-#   - `postgres:16` and `nats:2.10-alpine` are built from Debian's packages
-#     (deploy/ci/*.Containerfile) under the names the compose file uses.
+#   - `postgres:16`, `nats:2.10-alpine` and `caddy:2` are built from
+#     Debian's packages (deploy/ci/*.Containerfile) under the names the
+#     compose file uses.
 #
 # Usage: deploy/test-compose.sh
 #   EMBER_COMPOSE_BINARIES=DIR   where `ember` and `ember-policy-plugin` are
@@ -77,6 +78,9 @@ fi
 if ! podman image exists localhost/nats:2.10-alpine; then
     podman build -q -t nats:2.10-alpine -f deploy/ci/nats.Containerfile deploy/ci >/dev/null
 fi
+if ! podman image exists localhost/caddy:2; then
+    podman build -q -t caddy:2 -f deploy/ci/caddy.Containerfile deploy/ci >/dev/null
+fi
 context="$dir/ember-image"
 rm -rf "$context" && mkdir -p "$context"
 # Stripped, as deploy/Dockerfile ships them.
@@ -138,9 +142,10 @@ step "docker-compose up"
 up_started=$SECONDS
 compose up -d --no-build
 # wait_healthy SECONDS [CONTAINERS]: every container of the project healthy,
-# and at least CONTAINERS of them (default 7: plugin-registry has two).
+# and at least CONTAINERS of them (default 9: plugin-registry and
+# api-gateway have two each, behind gateway-lb).
 wait_healthy() {
-    local limit="$1" expected="${2:-7}" waited=0 states
+    local limit="$1" expected="${2:-9}" waited=0 states
     while true; do
         states="$(podman ps -a --filter "label=com.docker.compose.project=$project" --format '{{.Names}} {{.Status}}')"
         if [ "$(grep -c . <<<"$states")" -ge "$expected" ] && ! grep -vq '(healthy)' <<<"$states"; then
@@ -156,9 +161,11 @@ wait_healthy() {
 }
 wait_healthy 180 || fail "not every service became healthy within 180 s"
 up_seconds=$((SECONDS - up_started))
-step "all 7 containers healthy ${up_seconds}s after up"
-[ "$(podman ps --filter "label=com.docker.compose.service=plugin-registry" -q | grep -c .)" -eq 2 ] \
-    || fail "plugin-registry does not run two replicas"
+step "all 9 containers healthy ${up_seconds}s after up"
+for service in plugin-registry api-gateway; do
+    [ "$(podman ps --filter "label=com.docker.compose.service=$service" -q | grep -c .)" -eq 2 ] \
+        || fail "$service does not run two replicas"
+done
 
 # Podman's aardvark-dns (1.4) rebinds its listeners whenever a container of
 # the network starts or stops; on this machine the services' names have
@@ -168,9 +175,10 @@ step "all 7 containers healthy ${up_seconds}s after up"
 # gap. Wait, and say how long, until the engine resolves every name it
 # calls — an operator would check the same before sending work.
 dns_started=$SECONDS
-until podman exec "${project}_engine_1" getent hosts postgres plugin-registry lifecycle-hook >/dev/null 2>&1; do
+until podman exec "${project}_engine_1" getent hosts postgres plugin-registry lifecycle-hook >/dev/null 2>&1 \
+    && podman exec "${project}_gateway-lb_1" getent hosts api-gateway >/dev/null 2>&1; do
     [ $((SECONDS - dns_started)) -lt 90 ] \
-        || fail "the engine cannot resolve postgres, plugin-registry and lifecycle-hook after 90 s"
+        || fail "the engine cannot resolve its peers, or the load balancer the gateways, after 90 s"
     sleep 1
 done
 step "the engine resolves its peers' names ($((SECONDS - dns_started))s after healthy)"
@@ -182,7 +190,7 @@ token="$(EMBER_AUTH__SIGNING_KEY="$EMBER_SIGNING_KEY" "$ember" token issue \
 cli() { in_netns env EMBER_URL="$url" EMBER_TOKEN="$token" "$ember" "$@"; }
 
 in_netns curl -fsS "$url/healthz" >/dev/null || fail "the gateway's /healthz does not answer"
-step "the gateway answers"
+step "the gateway answers through the load balancer"
 
 template="$dir/compose-stack.yaml"
 cat >"$template" <<'EOF'
@@ -328,7 +336,7 @@ wait_final() {
 # engines. Each stack's lease row keeps the engine that ran it.
 compose up -d --no-build --scale engine=2 --scale lifecycle-hook=2 >/dev/null 2>&1 \
     || fail "docker-compose up --scale engine=2 --scale lifecycle-hook=2"
-wait_healthy 180 9 || fail "the scaled deployment did not become healthy"
+wait_healthy 180 11 || fail "the scaled deployment did not become healthy"
 sleep 3 # the gateway looks names up every 2 s
 step "scaled to two replicas of engine, lifecycle-hook and plugin-registry"
 # engine_lives: each engine replica's restart count and exit code so far.
@@ -370,6 +378,89 @@ step "20 stacks created 5 at a time in ${load_seconds}s, spread over both engine
 for batch in 1 2 3 4; do
     for n in 1 2 3 4 5; do
         cli stack delete --wait "load-$batch-$n" >/dev/null || fail "stack delete load-$batch-$n"
+    done
+done
+
+# One replica each of plugin-registry and lifecycle-hook stopped: every
+# stack operation consults the registry and every hooked removal goes
+# through lifecycle-hook, and the surviving replicas take all of it — a
+# call that found a stopped replica is sent to the other.
+registry_1="${project}_plugin-registry_1"
+hook_1="${project}_lifecycle-hook_1"
+in_netns podman stop -t 5 "$registry_1" "$hook_1" >/dev/null 2>&1 || fail "cannot stop $registry_1 and $hook_1"
+stopped_started=$SECONDS
+for batch in 1 2 3 4; do
+    for n in 1 2 3 4 5; do
+        cli stack create --template "$template" --wait "stopped-$batch-$n" >/dev/null &
+    done
+    for job in $(jobs -p); do
+        [ "$job" = "$healthchecks_pid" ] && continue
+        wait "$job" || fail "a stack create failed with a plugin-registry and a lifecycle-hook replica stopped"
+    done
+done
+cli cluster create drained --profile web --desired 2 --wait >/dev/null || fail "cluster create drained"
+cli cluster policy-attach drained drain --wait >/dev/null || fail "policy attach drain to drained"
+cli cluster scale-in drained --count 1 >/dev/null || fail "scale-in drained"
+hook_token=""
+for _ in $(seq 150); do
+    hook_token="$(cli hook list --cluster drained -f value -c token 2>/dev/null | head -n1)"
+    [ -n "$hook_token" ] && break
+    sleep 0.2
+done
+[ -n "$hook_token" ] || fail "the hooked scale-in's lifecycle action never showed with a lifecycle-hook replica stopped"
+cli hook complete drained "$hook_token" >/dev/null || fail "hook complete with a lifecycle-hook replica stopped"
+for _ in $(seq 150); do
+    [ "$(cli node list --cluster drained -f value -c id | grep -c .)" -eq 1 ] && break
+    sleep 0.2
+done
+[ "$(cli node list --cluster drained -f value -c id | grep -c .)" -eq 1 ] \
+    || fail "the hooked node was not deleted with a lifecycle-hook replica stopped"
+step "one plugin-registry and one lifecycle-hook replica stopped: 20 creates and a hooked scale-in succeeded in $((SECONDS - stopped_started))s"
+in_netns podman start "$registry_1" "$hook_1" >/dev/null 2>&1 || fail "cannot start $registry_1 and $hook_1"
+wait_healthy 120 11 || fail "the stopped replicas did not come back"
+cli cluster delete drained --wait >/dev/null || fail "cluster delete drained"
+for batch in 1 2 3 4; do
+    for n in 1 2 3 4 5; do
+        cli stack delete --wait "stopped-$batch-$n" >/dev/null || fail "stack delete stopped-$batch-$n"
+    done
+done
+
+# One gateway stopped (SIGTERM, as an upgrade or a scale-down stops it)
+# while clients keep calling through the load balancer: no request fails.
+# Each client runs its calls one after another and writes one line per
+# call: ok, or the failure.
+gateway_1="${project}_api-gateway_1"
+calls_dir="$dir/gateway-calls"
+rm -rf "$calls_dir" && mkdir -p "$calls_dir"
+for client in 1 2 3 4; do
+    (
+        for n in $(seq 40); do
+            if [ $((n % 10)) -eq 0 ]; then
+                said="$(cli stack create --template "$template" "lb-$client-$n" 2>&1 >/dev/null)" \
+                    && echo ok || echo "create lb-$client-$n: $said"
+            else
+                said="$(cli stack list 2>&1 >/dev/null)" && echo ok || echo "stack list: $said"
+            fi
+        done >"$calls_dir/$client"
+    ) &
+done
+sleep 1
+in_netns podman stop -t 10 "$gateway_1" >/dev/null 2>&1 || fail "cannot stop $gateway_1"
+for job in $(jobs -p); do
+    [ "$job" = "$healthchecks_pid" ] && continue
+    wait "$job" || true
+done
+calls="$(cat "$calls_dir"/* | grep -c .)"
+failed="$(cat "$calls_dir"/* | grep -v '^ok$' || true)"
+[ -z "$failed" ] || fail "calls through the load balancer failed while a gateway stopped: $failed"
+[ "$calls" -eq 160 ] || fail "$calls of 160 calls were made"
+step "a gateway stopped while 4 clients called through the load balancer: 160 calls, none failed"
+in_netns podman start "$gateway_1" >/dev/null 2>&1 || fail "cannot start $gateway_1"
+wait_healthy 120 11 || fail "the stopped gateway did not come back"
+wait_final 60 $(for client in 1 2 3 4; do for n in 10 20 30 40; do echo "lb-$client-$n"; done; done)
+for client in 1 2 3 4; do
+    for n in 10 20 30 40; do
+        cli stack delete --wait "lb-$client-$n" >/dev/null || fail "stack delete lb-$client-$n"
     done
 done
 
@@ -434,7 +525,7 @@ resumed="$(awk -F '|' 'NR == FNR { expiry[$1] = $2; next }
     <(echo "$leases_at_kill") <(echo "$ended"))"
 [ -n "$resumed" ] || fail "no create was taken over from the killed replica $victim"
 step "$victim killed during 4 creates: all CREATE_COMPLETE $((SECONDS - kill_started))s after the kill (lease 30 s); taken over, lease expiry to take-over: $resumed"
-wait_healthy 120 9 || fail "the killed engine replica did not come back"
+wait_healthy 120 11 || fail "the killed engine replica did not come back"
 
 # A lifecycle-hook replica killed (SIGKILL) with two hooks pending: one is
 # completed by its token meanwhile, the other's deadline (6 s) fires — once —
@@ -468,7 +559,7 @@ done
 expired="$(podman exec "${project}_postgres_1" psql -U ember -d lifecycle_hook -tAc \
     "SELECT count(*) FROM lifecycle_hook_events WHERE token = '${tokens[1]}' AND kind = 'EXPIRED'")"
 [ "$expired" = 1 ] || fail "the deadline fired $expired times (once expected)"
-wait_healthy 120 9 || fail "the killed lifecycle-hook replica did not come back"
+wait_healthy 120 11 || fail "the killed lifecycle-hook replica did not come back"
 cli cluster delete held --wait >/dev/null || fail "cluster delete held"
 step "a lifecycle-hook replica killed with two hooks pending: one completed meanwhile, the other expired once, both nodes deleted"
 
@@ -476,4 +567,34 @@ for name in one-registry-1 one-registry-2 one-registry-3 one-registry-4 after-po
     restarted killed-1 killed-2 killed-3 killed-4; do
     cli stack delete --wait "$name" >/dev/null || fail "stack delete $name"
 done
+# PostgreSQL started after the services: they wait for it — each failed
+# try logged with its cause — and become ready by themselves, without a
+# restart; the first requests after that succeed (no pool timeouts).
+compose stop -t 10 postgres >/dev/null 2>&1 || fail "docker-compose stop postgres"
+ember_services="engine lifecycle-hook plugin-registry api-gateway"
+# shellcheck disable=SC2086
+compose restart -t 10 $ember_services >/dev/null 2>&1 || fail "docker-compose restart of the services"
+restarts_before="$(podman ps -a --filter "label=com.docker.compose.project=$project" \
+    --format '{{.Names}}' | grep -E '_(engine|lifecycle-hook|plugin-registry|api-gateway)_' \
+    | xargs -n1 podman inspect -f '{{.Name}} {{.RestartCount}}')"
+sleep 8
+podman logs "${project}_engine_1" 2>&1 | grep -q 'the database cannot be reached yet' \
+    || fail "the engine did not say it waits for its database"
+waiting_said="$(podman logs "${project}_engine_1" 2>&1 | grep 'the database cannot be reached yet' | tail -n1 \
+    | grep -o '"error":"[^"]*"' | cut -d'"' -f4 || true)"
+postgres_started=$SECONDS
+compose start postgres >/dev/null 2>&1 || fail "docker-compose start postgres"
+wait_healthy 180 11 || fail "the services did not become ready by themselves once PostgreSQL started"
+ready_after=$((SECONDS - postgres_started))
+restarts_after="$(podman ps -a --filter "label=com.docker.compose.project=$project" \
+    --format '{{.Names}}' | grep -E '_(engine|lifecycle-hook|plugin-registry|api-gateway)_' \
+    | xargs -n1 podman inspect -f '{{.Name}} {{.RestartCount}}')"
+[ "$restarts_before" = "$restarts_after" ] \
+    || fail "services restarted instead of waiting: before $(tr '\n' ';' <<<"$restarts_before") after $(tr '\n' ';' <<<"$restarts_after")"
+for n in 1 2 3 4 5; do
+    said="$(cli stack create --template "$template" --wait "after-late-postgres-$n" 2>&1 >/dev/null)" \
+        || fail "stack create $n after PostgreSQL started late: $said"
+done
+step "PostgreSQL started after the services: they waited (\"${waiting_said}\"), were ready ${ready_after}s after it started, without a restart, and 5 creates succeeded"
+
 step "passed; up to healthy took ${up_seconds}s"
