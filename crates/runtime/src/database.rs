@@ -314,7 +314,7 @@ pub async fn connect_and_migrate_patiently<M: MigratorTrait>(
                 tracing::warn!(
                     attempts,
                     retry_in_ms = pause.as_millis() as u64,
-                    error = %crate::error::with_causes(&error.to_string(), std::error::Error::source(&error)),
+                    error = %crate::error::with_causes(error.to_string(), std::error::Error::source(&error)),
                     "the database cannot be reached yet; not ready until it can"
                 );
                 if shutdown.is_cancelled() {
