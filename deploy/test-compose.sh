@@ -347,17 +347,32 @@ engine_lives() {
         podman inspect -f "$name restarts={{.RestartCount}} started={{.State.StartedAt}} last_exit={{.State.ExitCode}} oom={{.State.OOMKilled}}" "$name"
     done
 }
+# create_twenty PREFIX WHILE: 20 stacks PREFIX-1-1 … PREFIX-4-5 created,
+# 5 at a time, each waited for; fails naming WHILE if one fails.
+create_twenty() {
+    local batch n job
+    for batch in 1 2 3 4; do
+        for n in 1 2 3 4 5; do
+            cli stack create --template "$template" --wait "$1-$batch-$n" >/dev/null &
+        done
+        for job in $(jobs -p); do
+            [ "$job" = "$healthchecks_pid" ] && continue
+            wait "$job" || fail "a stack create failed $2"
+        done
+    done
+}
+# delete_twenty PREFIX: the stacks create_twenty made, deleted.
+delete_twenty() {
+    local batch n
+    for batch in 1 2 3 4; do
+        for n in 1 2 3 4 5; do
+            cli stack delete --wait "$1-$batch-$n" >/dev/null || fail "stack delete $1-$batch-$n"
+        done
+    done
+}
 lives_before_load="$(engine_lives)"
 load_started=$SECONDS
-for batch in 1 2 3 4; do
-    for n in 1 2 3 4 5; do
-        cli stack create --template "$template" --wait "load-$batch-$n" >/dev/null &
-    done
-    for job in $(jobs -p); do
-        [ "$job" = "$healthchecks_pid" ] && continue
-        wait "$job" || fail "a stack create under load failed"
-    done
-done
+create_twenty load "under load"
 load_seconds=$((SECONDS - load_started))
 spread="$(podman exec "${project}_postgres_1" psql -U ember -d engine -tAc \
     "SELECT count(*) FROM stack_leases l JOIN stacks s ON s.id = l.stack_id
@@ -375,11 +390,7 @@ if ! { [ "$(grep -c . <<<"$spread")" -eq 2 ] && [ "$(head -n1 <<<"$spread")" -ge
         "engines before the load: $(tr '\n' ';' <<<"$lives_before_load") after: $(engine_lives | tr '\n' ';')"
 fi
 step "20 stacks created 5 at a time in ${load_seconds}s, spread over both engines"
-for batch in 1 2 3 4; do
-    for n in 1 2 3 4 5; do
-        cli stack delete --wait "load-$batch-$n" >/dev/null || fail "stack delete load-$batch-$n"
-    done
-done
+delete_twenty load
 
 # One replica each of plugin-registry and lifecycle-hook stopped: every
 # stack operation consults the registry and every hooked removal goes
@@ -389,15 +400,7 @@ registry_1="${project}_plugin-registry_1"
 hook_1="${project}_lifecycle-hook_1"
 in_netns podman stop -t 5 "$registry_1" "$hook_1" >/dev/null 2>&1 || fail "cannot stop $registry_1 and $hook_1"
 stopped_started=$SECONDS
-for batch in 1 2 3 4; do
-    for n in 1 2 3 4 5; do
-        cli stack create --template "$template" --wait "stopped-$batch-$n" >/dev/null &
-    done
-    for job in $(jobs -p); do
-        [ "$job" = "$healthchecks_pid" ] && continue
-        wait "$job" || fail "a stack create failed with a plugin-registry and a lifecycle-hook replica stopped"
-    done
-done
+create_twenty stopped "with a plugin-registry and a lifecycle-hook replica stopped"
 cli cluster create drained --profile web --desired 2 --wait >/dev/null || fail "cluster create drained"
 cli cluster policy-attach drained drain --wait >/dev/null || fail "policy attach drain to drained"
 cli cluster scale-in drained --count 1 >/dev/null || fail "scale-in drained"
@@ -419,11 +422,7 @@ step "one plugin-registry and one lifecycle-hook replica stopped: 20 creates and
 in_netns podman start "$registry_1" "$hook_1" >/dev/null 2>&1 || fail "cannot start $registry_1 and $hook_1"
 wait_healthy 120 11 || fail "the stopped replicas did not come back"
 cli cluster delete drained --wait >/dev/null || fail "cluster delete drained"
-for batch in 1 2 3 4; do
-    for n in 1 2 3 4 5; do
-        cli stack delete --wait "stopped-$batch-$n" >/dev/null || fail "stack delete stopped-$batch-$n"
-    done
-done
+delete_twenty stopped
 
 # One gateway stopped (SIGTERM, as an upgrade or a scale-down stops it)
 # while clients keep calling through the load balancer: no request fails.

@@ -693,7 +693,7 @@ mod tests {
         };
         let text = problems_of(&section);
         for key in [
-            "engine.lifecycle_hook_url: \"lifecycle-hook:50053\" must be an http:// or https:// URL (or empty)",
+            "engine.lifecycle_hook_url: \"lifecycle-hook:50053\" must be an http:// or https:// URL (several are separated by commas)",
             "engine.database_url: \"mysql://x\" is not a sqlite:// or postgres:// URL",
             "engine.stack_lease_ttl_ms: must be more than 0",
         ] {

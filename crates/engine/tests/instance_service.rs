@@ -338,24 +338,18 @@ async fn an_expired_instance_lock_is_lifted_once(database: &TestDatabase) {
         .await
         .expect("connected");
     let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(connection.clone(), connection)));
-    let second = InstanceService::start_with_driver(
-        store.clone(),
-        compute.driver().expect("driver"),
-        &compute,
-        Some(trail.clone()),
-        shutdown.clone(),
-    )
-    .await
-    .expect("started");
-    let third = InstanceService::start_with_driver(
-        store.clone(),
-        compute.driver().expect("driver"),
-        &compute,
-        Some(trail.clone()),
-        shutdown.clone(),
-    )
-    .await
-    .expect("started");
+    let engine = || async {
+        InstanceService::start_with_driver(
+            store.clone(),
+            compute.driver().expect("driver"),
+            &compute,
+            Some(trail.clone()),
+            shutdown.clone(),
+        )
+        .await
+        .expect("started")
+    };
+    let (second, third) = (engine().await, engine().await);
     let deadline = Instant::now() + Duration::from_secs(15);
     while store
         .get_instance(instance.uuid)

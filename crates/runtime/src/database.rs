@@ -280,7 +280,8 @@ const CONNECT_RETRY_MAX: Duration = Duration::from_secs(5);
 /// yet (a deployment's services started before their database, or the
 /// database restarting): each failure to connect is logged with its cause
 /// and tried again, backing off up to [`CONNECT_RETRY_MAX`], until it
-/// succeeds or `shutdown`. A service calls it before it serves: until the
+/// succeeds or `shutdown` comes between tries (then the last error is
+/// returned). A service calls it before it serves: until the
 /// database answers, its probes fail and no caller is answered. What
 /// waiting cannot mend — an unsupported URL, a migration the database
 /// refused — fails at once.
@@ -292,18 +293,10 @@ pub async fn connect_and_migrate_patiently<M: MigratorTrait>(
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        // An attempt itself may wait: a refused connection is tried again
-        // within the pool's connect timeout.
-        let attempt = tokio::select! {
-            attempt = connect_and_migrate_or_say_why::<M>(url) => attempt,
-            _ = shutdown.cancelled() => Err(DatabaseError::Connect {
-                url: redact(url),
-                source: DbErr::Conn(sea_orm::RuntimeErr::Internal(
-                    "shut down while waiting for the database".to_owned(),
-                )),
-            }),
-        };
-        match attempt {
+        // An attempt runs to its end, shutdown or not (a refused or
+        // unresolvable address fails it at once): a service stopped while
+        // it migrates finishes migrating and then stops cleanly.
+        match connect_and_migrate_or_say_why::<M>(url).await {
             Ok(connection) => {
                 if attempts > 1 {
                     tracing::info!(url = %redact(url), attempts, "connected to the database");
@@ -734,6 +727,12 @@ mod tests {
         }
     }
 
+    /// A loopback address nothing listens on (it was free a moment ago).
+    fn free_port() -> std::net::SocketAddr {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        listener.local_addr().expect("its address")
+    }
+
     struct NoMigrations;
 
     impl MigratorTrait for NoMigrations {
@@ -762,10 +761,7 @@ mod tests {
             url.parse().expect("a PostgreSQL URL");
         let server = format!("{}:{}", options.get_host(), options.get_port());
         assert!(url.contains(&server), "no host:port in {}", redact(&url));
-        let later = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-            listener.local_addr().expect("its address")
-        };
+        let later = free_port();
         let waiting_url = url.replacen(&server, &later.to_string(), 1);
         let waiting = tokio::spawn({
             let shutdown = shutdown.clone();
@@ -773,7 +769,7 @@ mod tests {
         });
         tokio::time::sleep(Duration::from_millis(1_200)).await;
         assert!(!waiting.is_finished(), "it waits while nothing listens");
-        let _relay = VanishingRelay::at(&later.to_string(), server).await;
+        let _relay = VanishingRelay::at(&later.to_string(), server.clone()).await;
         let connection = tokio::time::timeout(Duration::from_secs(15), waiting)
             .await
             .expect("connected within the backoff's bound")
@@ -786,15 +782,7 @@ mod tests {
             .expect("the connection answers");
 
         // Still waiting when shutdown comes: it ends with the last error.
-        let dead = {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-            listener.local_addr().expect("its address")
-        };
-        let dead_url = url.replacen(
-            &format!("{}:{}", options.get_host(), options.get_port()),
-            &dead.to_string(),
-            1,
-        );
+        let dead_url = url.replacen(&server, &free_port().to_string(), 1);
         let waiting = tokio::spawn({
             let shutdown = shutdown.clone();
             async move { connect_and_migrate_patiently::<NoMigrations>(&dead_url, &shutdown).await }
