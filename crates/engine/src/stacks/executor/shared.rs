@@ -1,0 +1,136 @@
+//! What every run shares: the store, the registry, the writer, the
+//! engine's settings and slots, and the leases it takes.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::resources::ResourceTypeRegistry;
+use crate::stacks::writer::TransitionWriter;
+
+use super::parse_cache::ParsedCache;
+use super::target::RunTarget;
+
+/// What every run needs.
+pub struct Shared {
+    pub store: Arc<dyn crate::store::StackStore>,
+    pub registry: Arc<ResourceTypeRegistry>,
+    pub writer: TransitionWriter,
+    pub engine_id: Uuid,
+    /// The lifecycle plugins called around root stack operations.
+    pub plugins: crate::stacks::plugins::PluginGate,
+    /// How long a stack lease lives without its heartbeat.
+    pub lease_ttl: std::time::Duration,
+    /// How long an operation runs on a stack without `timeout_mins`.
+    pub action_timeout: std::time::Duration,
+    /// The operations this engine runs that a delete may stop, and the
+    /// updates a cancel may stop.
+    pub stops: crate::stacks::bounds::Stops,
+    /// The region of Ember's catalog.
+    pub region: String,
+    /// The quotas creates and updates are checked against.
+    pub quotas: crate::quotas::QuotaSlot,
+    /// The audit trail of locks, refusals and break-glass.
+    pub audit: crate::audit::AuditSlot,
+    /// Recently parsed stored definitions.
+    pub parsed_cache: ParsedCache,
+    /// Cancelled when the engine shuts down: root operations that can be
+    /// resumed (create, delete, update and its rollback, suspend, resume,
+    /// check) start no new resource step and hand their operation back unfinished
+    /// ([`RunFailure::HandedBack`]) for an engine to resume.
+    pub draining: tokio_util::sync::CancellationToken,
+    /// Every operation run this engine started, so that shutdown can wait
+    /// for the steps in flight.
+    pub runs: tokio_util::task::TaskTracker,
+    /// The cloud of the openstack backend: root stacks are made with a
+    /// delegation to act on it through, and deleted with it.
+    pub cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
+}
+
+impl Shared {
+    /// Starts an operation's run, tracked for shutdown, in the context of
+    /// the call that asked for it (its request id in the records the run
+    /// writes, an admin's break-glass for the lifecycle plug-ins it meets).
+    pub(crate) fn spawn_run<F>(&self, run: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runs
+            .spawn(ember_runtime::call_context::CallContext::current().scope(run))
+    }
+
+    /// How long an operation on `stack` may run (its `timeout_mins`, else
+    /// the engine's default).
+    pub(crate) fn operation_timeout(&self, stack: &crate::domain::Stack) -> std::time::Duration {
+        crate::stacks::bounds::operation_timeout(stack, self.action_timeout)
+    }
+
+    /// Whether a step of `target`'s operation may start: not once the
+    /// engine is handing its root operations back (nested stacks run on:
+    /// their parent's step waits for them).
+    pub(in crate::stacks) fn handing_back(&self, target: &RunTarget) -> bool {
+        target.nested_depth == 0 && self.draining.is_cancelled()
+    }
+}
+
+impl Shared {
+    /// Takes the stack lease for `operation` as this engine.
+    pub async fn take_lease(
+        &self,
+        stack_id: Uuid,
+        stack_name: &str,
+        holder: crate::stacks::LeaseHolder,
+    ) -> crate::error::Result<crate::stacks::StackLease> {
+        crate::stacks::StackLease::take(
+            &self.writer,
+            &self.stops,
+            stack_id,
+            stack_name,
+            self.engine_id,
+            holder,
+            self.lease_ttl,
+        )
+        .await
+    }
+
+    /// Takes `stack_id`'s lease for `operation` only while it is free at
+    /// `start`'s generation — no operation took it since the caller saw it
+    /// free there, so what the caller read after that is the stack's
+    /// state — and records `start`'s writes in the same transaction: an
+    /// operation's usual start, in one commit. `None`, nothing written, when the lease moved
+    /// on or is held (then the caller starts as any operation does).
+    pub(crate) async fn take_lease_at(
+        &self,
+        stack_id: Uuid,
+        holder: crate::stacks::LeaseHolder,
+        start: crate::store::OperationStart,
+    ) -> crate::error::Result<Option<crate::store::LeaseFence>> {
+        self.writer
+            .take_lease(self.lease_take_at(stack_id, holder, start))
+            .await
+    }
+
+    /// The take [`Self::take_lease_at`] makes.
+    pub(crate) fn lease_take_at(
+        &self,
+        stack_id: Uuid,
+        holder: crate::stacks::LeaseHolder,
+        start: crate::store::OperationStart,
+    ) -> crate::store::LeaseTake {
+        let now = ember_runtime::time::now();
+        crate::store::LeaseTake::new(
+            stack_id,
+            self.engine_id,
+            holder.label(),
+            now,
+            crate::stacks::lease::expiry_after(now, self.lease_ttl),
+        )
+        .starting(start)
+    }
+
+    /// The guard of a lease [`Self::take_lease_at`] took.
+    pub(crate) fn hold_lease(&self, fence: crate::store::LeaseFence) -> crate::stacks::StackLease {
+        crate::stacks::StackLease::held(self.writer.clone(), &self.stops, fence, self.lease_ttl)
+    }
+}
