@@ -727,6 +727,24 @@ mod tests {
         }
     }
 
+    /// The test PostgreSQL server's URL and its `host:port` (which a test
+    /// swaps for a relay's), or `None`, said, when none is configured.
+    fn test_server() -> Option<(String, String)> {
+        let Ok(url) = std::env::var("EMBER_TEST_DATABASE_URL") else {
+            eprintln!("not run: EMBER_TEST_DATABASE_URL is not set");
+            return None;
+        };
+        let options: sea_orm::sqlx::postgres::PgConnectOptions =
+            url.parse().expect("a PostgreSQL URL");
+        let server = format!("{}:{}", options.get_host(), options.get_port());
+        assert!(
+            url.contains(&server),
+            "EMBER_TEST_DATABASE_URL names no host:port to relay: {}",
+            redact(&url)
+        );
+        Some((url, server))
+    }
+
     /// A loopback address nothing listens on (it was free a moment ago).
     fn free_port() -> std::net::SocketAddr {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
@@ -753,14 +771,9 @@ mod tests {
             .expect_err("not a supported URL");
         assert!(!unsupported.is_unreachable(), "{unsupported}");
 
-        let Ok(url) = std::env::var("EMBER_TEST_DATABASE_URL") else {
-            eprintln!("not run: EMBER_TEST_DATABASE_URL is not set");
+        let Some((url, server)) = test_server() else {
             return;
         };
-        let options: sea_orm::sqlx::postgres::PgConnectOptions =
-            url.parse().expect("a PostgreSQL URL");
-        let server = format!("{}:{}", options.get_host(), options.get_port());
-        assert!(url.contains(&server), "no host:port in {}", redact(&url));
         let later = free_port();
         let waiting_url = url.replacen(&server, &later.to_string(), 1);
         let waiting = tokio::spawn({
@@ -804,18 +817,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_postgres_connection_that_went_silent_is_replaced_within_the_ping_patience() {
-        let Ok(url) = std::env::var("EMBER_TEST_DATABASE_URL") else {
-            eprintln!("not run: EMBER_TEST_DATABASE_URL is not set");
+        let Some((url, server)) = test_server() else {
             return;
         };
-        let options: sea_orm::sqlx::postgres::PgConnectOptions =
-            url.parse().expect("a PostgreSQL URL");
-        let server = format!("{}:{}", options.get_host(), options.get_port());
-        assert!(
-            url.contains(&server),
-            "EMBER_TEST_DATABASE_URL names no host:port to relay: {}",
-            redact(&url)
-        );
         let relay = VanishingRelay::to(server.clone()).await;
         let relayed = url.replacen(&server, &relay.address.to_string(), 1);
         let pool = connect(&relayed).await.expect("connects through the relay");
