@@ -576,9 +576,12 @@ compose restart -t 10 $ember_services >/dev/null 2>&1 || fail "docker-compose re
 restarts_before="$(podman ps -a --filter "label=com.docker.compose.project=$project" \
     --format '{{.Names}}' | grep -E '_(engine|lifecycle-hook|plugin-registry|api-gateway)_' \
     | xargs -n1 podman inspect -f '{{.Name}} {{.RestartCount}}')"
-sleep 8
-podman logs "${project}_engine_1" 2>&1 | grep -q 'the database cannot be reached yet' \
-    || fail "the engine did not say it waits for its database"
+waited=0
+until podman logs "${project}_engine_1" 2>&1 | grep -q 'the database cannot be reached yet'; do
+    [ "$waited" -lt 60 ] || fail "the engine did not say it waits for its database within 60 s"
+    sleep 1
+    waited=$((waited + 1))
+done
 waiting_said="$(podman logs "${project}_engine_1" 2>&1 | grep 'the database cannot be reached yet' | tail -n1 \
     | grep -o '"error":"[^"]*"' | cut -d'"' -f4 || true)"
 postgres_started=$SECONDS

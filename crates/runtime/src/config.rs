@@ -125,13 +125,6 @@ pub fn check_optional_http_url(key: &str, url: &str, problems: &mut Vec<String>)
     }
 }
 
-/// Reports a URL that is not `http://` or `https://`.
-pub fn check_http_url(key: &str, url: &str, problems: &mut Vec<String>) {
-    if !is_http_url(url) {
-        problems.push(format!("{key}: {url:?} must be an http:// or https:// URL"));
-    }
-}
-
 /// Reports a peer service's address that is not one `http://` or
 /// `https://` URL or several separated by commas (replicas on several
 /// hosts, see [`crate::channel`]), or is empty where `required`.

@@ -332,33 +332,38 @@ pub async fn connect_and_migrate_patiently<M: MigratorTrait>(
 async fn connect_and_migrate_or_say_why<M: MigratorTrait>(
     url: &str,
 ) -> Result<DatabaseConnection, DatabaseError> {
-    use sea_orm::sqlx::Connection as _;
     if Backend::of(url) == Some(Backend::Postgres)
         && let Ok(options) = sea_orm::sqlx::postgres::PgConnectOptions::from_str(url)
     {
-        let failed = |source: sea_orm::sqlx::Error| DatabaseError::Connect {
-            url: redact(url),
-            source: DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(source))),
-        };
-        match tokio::time::timeout(
-            Duration::from_secs(10),
-            sea_orm::sqlx::PgConnection::connect_with(&options),
-        )
-        .await
-        {
-            Ok(Ok(direct)) => {
-                let _ = direct.close().await;
-            }
-            Ok(Err(error)) => return Err(failed(error)),
-            Err(_) => {
-                return Err(failed(sea_orm::sqlx::Error::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no connection within 10 s",
-                ))));
-            }
-        }
+        connect_once(&options, Duration::from_secs(10))
+            .await
+            .map_err(|source| DatabaseError::Connect {
+                url: redact(url),
+                source: DbErr::Conn(sea_orm::RuntimeErr::SqlxError(std::sync::Arc::new(source))),
+            })?;
     }
     connect_and_migrate::<M>(url).await
+}
+
+/// Opens one PostgreSQL connection with `options`, outside any pool, and
+/// closes it: its error is the cause a pool's own attempts hide behind
+/// "timed out" (refused, unresolvable, still starting up, a password
+/// refused). Gives up after `patience`.
+pub(crate) async fn connect_once(
+    options: &sea_orm::sqlx::postgres::PgConnectOptions,
+    patience: Duration,
+) -> Result<(), sea_orm::sqlx::Error> {
+    use sea_orm::sqlx::Connection as _;
+    match tokio::time::timeout(patience, sea_orm::sqlx::PgConnection::connect_with(options)).await {
+        Ok(connected) => {
+            let _ = connected?.close().await;
+            Ok(())
+        }
+        Err(_) => Err(sea_orm::sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("no connection within {} s", patience.as_secs()),
+        ))),
+    }
 }
 
 impl DatabaseError {

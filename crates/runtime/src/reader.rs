@@ -123,7 +123,6 @@ impl Reader {
     /// database still starting, a password refused). `None` when it
     /// connects (the pool is busy, not cut off) or is not PostgreSQL.
     pub async fn connect_failure(&self) -> Option<String> {
-        use sea_orm::sqlx::Connection as _;
         let Reads::Shared(connection) = &self.0 else {
             return None;
         };
@@ -131,25 +130,13 @@ impl Reader {
             return None;
         }
         let options = connection.get_postgres_connection_pool().connect_options();
-        let attempt = tokio::time::timeout(
-            CONNECT_DIAGNOSIS_PATIENCE,
-            sea_orm::sqlx::PgConnection::connect_with(&options),
-        )
-        .await;
-        match attempt {
-            Ok(Ok(direct)) => {
-                let _ = direct.close().await;
-                None
-            }
-            Ok(Err(error)) => Some(crate::error::with_causes(
-                error.to_string(),
-                std::error::Error::source(&error),
-            )),
-            Err(_) => Some(format!(
-                "a new connection was not made within {} s",
-                CONNECT_DIAGNOSIS_PATIENCE.as_secs()
-            )),
-        }
+        let error = crate::database::connect_once(&options, CONNECT_DIAGNOSIS_PATIENCE)
+            .await
+            .err()?;
+        Some(crate::error::with_causes(
+            error.to_string(),
+            std::error::Error::source(&error),
+        ))
     }
 
     /// Connections held and how many are idle (`None` where unknown).

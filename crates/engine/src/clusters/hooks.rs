@@ -109,10 +109,9 @@ impl HookClient {
                 lifecycle_transition_type: hook.transition.as_str().to_owned(),
             })
             .collect();
-        let client = self.client()?;
+        let mut client = self.client()?;
         let message = pb::RecordPendingActionsRequest { actions };
         client
-            .clone()
             .record_pending_actions(self.request(&first.action.project_id, message))
             .await
             .map_err(unavailable)?;
@@ -126,14 +125,13 @@ impl HookClient {
         tokens: Vec<String>,
         resolved_by: &str,
     ) -> Result<()> {
-        let client = self.client()?;
+        let mut client = self.client()?;
         let message = pb::ResolvePendingActionsRequest {
             tokens,
             resolution: "COMPLETED".into(),
             resolved_by: resolved_by.to_owned(),
         };
         client
-            .clone()
             .resolve_pending_actions(self.request(project_id, message))
             .await
             .map_err(unavailable)?;
@@ -142,12 +140,11 @@ impl HookClient {
 
     /// Extends a waiting action's deadline; returns the new one.
     pub async fn extend(&self, project_id: &str, token: &str) -> Result<prost_types::Timestamp> {
-        let client = self.client()?;
+        let mut client = self.client()?;
         let message = pb::ExtendDeadlineRequest {
             token: token.to_owned(),
         };
         let response = client
-            .clone()
             .extend_deadline(self.request(project_id, message))
             .await
             .map_err(|status| match status.code() {
