@@ -13,6 +13,7 @@
 #                                         # need be): Nova, Neutron, Glance and
 #                                         # Cinder present, Ember acting on them
 #   tests/conformance/heat.sh [--cloud] 'tests\.functional\.test_preview'
+#   tests/conformance/heat.sh --prepare   # only install tempest and the plugin
 #
 # Prints tempest's totals and the failing tests, writes the whole report to
 # target/heat-tempest-<dev|cloud>/, and exits non-zero when fewer than
@@ -35,6 +36,9 @@ ember="${EMBER_BINARY:-$root/target/debug/ember}"
 
 . tests/conformance/lib.sh
 conformance_venv "$venv" tempest==47.0.0 heat-tempest-plugin==3.0.0
+if [ "${1:-}" = --prepare ]; then
+    exit 0
+fi
 if [ ! -x "$ember" ]; then
     cargo build -q -p ember
 fi

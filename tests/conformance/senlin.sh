@@ -12,6 +12,7 @@
 #   tests/conformance/senlin.sh 'tests\.api\.clusters' # a regex of tests
 #   EMBER_BINARY=target/release/ember tests/conformance/senlin.sh
 #   EMBER_SENLIN_WORK=target/senlin-mine tests/conformance/senlin.sh  # another report directory
+#   tests/conformance/senlin.sh --prepare             # only install tempest and the plugin
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root="$PWD"
@@ -22,6 +23,9 @@ ember="${EMBER_BINARY:-$root/target/debug/ember}"
 
 . tests/conformance/lib.sh
 conformance_venv "$venv" tempest==47.0.0 senlin-tempest-plugin==1.8.0
+if [ "${1:-}" = --prepare ]; then
+    exit 0
+fi
 if [ ! -x "$ember" ]; then
     cargo build -q -p ember
 fi

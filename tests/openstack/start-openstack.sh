@@ -46,10 +46,6 @@ log() { echo "[$(($(date +%s)-T0))s] $*"; }
 die() { echo "ERROR: $*" >&2; exit 1; }
 
 mkdir -p "$ETC" "$LOGS" "$RUN" "$DATA" "$WSGI"
-for b in mariadbd mariadb-install-db epmd curl; do
-  command -v $b >/dev/null || die "$b missing: apt-get update && apt-get install -y mariadb-server rabbitmq-server curl"
-done
-[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server missing: apt-get install -y rabbitmq-server"
 
 # ---------------------------------------------------------------- helpers
 alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
@@ -105,6 +101,13 @@ if [ ! -f "$VENV/.installed" ]; then
   touch "$VENV/.installed"
   log "venv ready"
 fi
+# Ember: `--venv-only` installs the venv and stops there (CI installs it in
+# the background while it builds); the binary check moved below it for that.
+[ "${1:-}" = --venv-only ] && exit 0
+for b in mariadbd mariadb-install-db epmd curl; do
+  command -v $b >/dev/null || die "$b missing: apt-get update && apt-get install -y mariadb-server rabbitmq-server curl"
+done
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || die "rabbitmq-server missing: apt-get install -y rabbitmq-server"
 export PATH=$VENV/bin:$PATH
 SP=$("$VENV/bin/python" -c 'import sysconfig;print(sysconfig.get_paths()["purelib"])')
 
