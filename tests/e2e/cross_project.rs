@@ -288,6 +288,9 @@ pub(crate) async fn router_paths() -> Vec<String> {
             identity: ember_api_gateway::IdentitySettings::default(),
             peers: ember_runtime::in_process::Peers::default(),
             connections: ember_api_gateway::connections::ConnectionLimits::default(),
+            // Static files for anyone (the console's own tests cover them):
+            // not API routes.
+            console: ember_api_gateway::console::ConsoleSource::Off,
         },
         stop.clone(),
     )

@@ -24,6 +24,7 @@ use ember_runtime::config::{
 use serde::{Deserialize, Serialize};
 
 use crate::connections::ConnectionLimits;
+use crate::console::ConsoleSource;
 use crate::identity::keystone::KeystoneConfig;
 
 /// `[auth]`: the secrets every service shares, token lifetimes, and who
@@ -228,6 +229,12 @@ pub struct GatewaySection {
     /// How long a connection may wait before sending a request's headers,
     /// whole: after it opens, or between its requests (slowloris, idle).
     pub header_timeout_ms: u64,
+    /// Serve the web console at `/console/`.
+    pub console: bool,
+    /// Serve the console's files from this directory, read at each
+    /// request, instead of those built in (for working on the console);
+    /// empty = built in.
+    pub console_dir: String,
 }
 
 impl Default for GatewaySection {
@@ -244,6 +251,8 @@ impl Default for GatewaySection {
             max_connections: ConnectionLimits::default().max_connections,
             max_connections_per_source: ConnectionLimits::default().max_per_source,
             header_timeout_ms: ConnectionLimits::default().header_timeout.as_millis() as u64,
+            console: true,
+            console_dir: String::new(),
         }
     }
 }
@@ -283,6 +292,12 @@ impl Validate for GatewaySection {
             self.header_timeout_ms,
             problems,
         );
+        if !self.console_dir.is_empty() && !Path::new(&self.console_dir).is_dir() {
+            problems.push(format!(
+                "gateway.console_dir: {:?} is not a directory",
+                self.console_dir
+            ));
+        }
     }
 }
 
@@ -332,6 +347,11 @@ impl GatewaySection {
                 },
             },
             peers: ember_runtime::in_process::Peers::default(),
+            console: match (self.console, self.console_dir.as_str()) {
+                (false, _) => ConsoleSource::Off,
+                (true, "") => ConsoleSource::Embedded,
+                (true, dir) => ConsoleSource::Directory(dir.into()),
+            },
             connections: ConnectionLimits {
                 max_connections: self.max_connections,
                 max_per_source: self.max_connections_per_source,
@@ -365,6 +385,8 @@ pub struct Config {
     pub peers: ember_runtime::in_process::Peers,
     /// How many connections, from whom, for how long.
     pub connections: ConnectionLimits,
+    /// Where the web console's files come from.
+    pub console: ConsoleSource,
 }
 
 /// Where identities come from.

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod config;
 pub mod connections;
+pub mod console;
 pub mod error;
 pub mod grpc_proxy;
 pub mod identity;
@@ -69,6 +70,8 @@ pub struct GatewayShared {
     pub login_throttle: Arc<identity::throttle::LoginThrottle>,
     pub metrics: Arc<metrics::Metrics>,
     pub request_timeout: std::time::Duration,
+    /// The web console's files (`None`: no console).
+    pub console: Option<Arc<console::Console>>,
 }
 
 impl GatewayState {
@@ -137,6 +140,7 @@ impl GatewayState {
             )),
             metrics: Arc::default(),
             request_timeout: config.request_timeout,
+            console: console::Console::new(&config.console),
         })))
     }
 }

@@ -51,6 +51,9 @@ pub fn router(state: GatewayState) -> Router {
             state.clone(),
             crate::roles::enforce_rest,
         ))
+        // Static files any visitor may load: the pages sign in and then
+        // call the routes above like any client.
+        .merge(console_routes(&state))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -65,6 +68,14 @@ pub fn router(state: GatewayState) -> Router {
             state.request_timeout,
         ))
         .with_state(state)
+}
+
+/// The web console, unless it is turned off.
+fn console_routes(state: &GatewayState) -> Router<GatewayState> {
+    match &state.console {
+        Some(console) => console.clone().routes(),
+        None => Router::new(),
+    }
 }
 
 /// The Keystone front door, when this gateway keeps the identity.

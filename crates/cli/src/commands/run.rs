@@ -65,7 +65,13 @@ pub async fn dev(
     let credentials = DevCredentials::mint(running.gateway_addr, &running.secrets, token_ttl)?;
     credentials.write(&data_dir)?;
     let passwords = dev::seed_dev_identity(&config, &running.secrets, running.gateway_addr).await?;
-    print_banner(&running, &credentials, &data_dir, &compute);
+    print_banner(
+        &running,
+        &credentials,
+        &data_dir,
+        &compute,
+        config.gateway.console,
+    );
     if let Some(passwords) = passwords {
         print_identity(&running, &passwords, &data_dir);
     }
@@ -77,6 +83,7 @@ fn print_banner(
     credentials: &DevCredentials,
     data_dir: &Path,
     compute: &str,
+    console: bool,
 ) {
     let gateway = running.gateway_addr;
     println!(
@@ -85,6 +92,11 @@ fn print_banner(
     );
     println!("  compute driver         {compute}");
     println!("  gateway (REST + gRPC)  http://{gateway}");
+    if console {
+        println!(
+            "  web console            http://{gateway}/console/ (sign in with a password below, or a token)"
+        );
+    }
     println!(
         "  engine                 {} (internal)",
         running.engine_addr

@@ -4,6 +4,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod deployment;
 
 use std::path::Path;
@@ -15,6 +16,8 @@ pub const EMBER: &str = env!("CARGO_BIN_EXE_ember");
 /// A running `ember dev`, stopped with SIGTERM when dropped.
 pub struct Dev {
     child: Child,
+    /// Where its gateway answers, `http://127.0.0.1:<port>`.
+    pub url: String,
 }
 
 impl Dev {
@@ -42,7 +45,10 @@ impl Dev {
             .stderr(Stdio::null())
             .spawn()
             .expect("ember dev starts");
-        let dev = Dev { child };
+        let dev = Dev {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
         // Ready once the CLI reaches the engine through the gateway.
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {

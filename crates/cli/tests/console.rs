@@ -1,0 +1,389 @@
+//! The web console in a real browser (headless Chromium through WebDriver)
+//! against a real `ember dev`: signing in, a stack created from a file
+//! with its graph drawn, a lock and the reasons it disables actions, a
+//! resource marked unhealthy, a cluster's scale-in held by a lifecycle hook
+//! and completed from the page, a phone-width screen, and another project's
+//! user who sees none of it. Screenshots of each page are kept under
+//! `target/console-screenshots/`.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::browser::Browser;
+use support::{Dev, hooked_cluster_commands, succeed};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Three resources, two dependencies: `server` reads `secret`, `note`
+/// depends on `server`.
+const TEMPLATE: &str = "heat_template_version: 2021-04-16
+parameters:
+  length: {type: number, default: 16}
+resources:
+  secret:
+    type: OS::Heat::RandomString
+    properties: {length: {get_param: length}}
+  server:
+    type: OS::Nova::Server
+    properties:
+      flavor: m1.small
+      image: debian-12
+      metadata: {secret: {get_attr: [secret, value]}}
+  note:
+    type: OS::Heat::None
+    depends_on: [server]
+outputs:
+  server:
+    value: {get_resource: server}
+";
+
+/// The password `ember dev` gave `user` (its clouds.yaml).
+fn password_of(dir: &Path, user: &str) -> String {
+    let clouds = std::fs::read_to_string(dir.join("clouds.yaml")).expect("clouds.yaml");
+    let mut lines = clouds
+        .lines()
+        .skip_while(|line| line.trim() != format!("username: {user}"));
+    let line = lines
+        .find(|line| line.trim().starts_with("password:"))
+        .expect("a password line");
+    line.trim()
+        .trim_start_matches("password:")
+        .trim()
+        .trim_matches('"')
+        .to_owned()
+}
+
+async fn sign_in(browser: &Browser, url: &str, user: &str, password: &str, project: &str) {
+    browser.goto(&format!("{url}/console/")).await;
+    let field = browser.wait_for("#signin-user", WAIT).await;
+    browser.type_into(&field, user).await;
+    let field = browser.wait_for("#signin-password", WAIT).await;
+    browser.type_into(&field, password).await;
+    let field = browser.wait_for("#signin-project", WAIT).await;
+    // A remembered project name is replaced.
+    browser
+        .execute(
+            "document.querySelector('#signin-project').value = '';",
+            json!([]),
+        )
+        .await;
+    browser.type_into(&field, project).await;
+    let submit = browser.wait_for("#signin-submit", WAIT).await;
+    browser.click(&submit).await;
+    browser
+        .wait_until(
+            "signed in",
+            &format!(
+                "const who = document.querySelector('#whoami'); \
+                 return who && who.textContent.includes('{user}') && who.textContent.includes('{project}');"
+            ),
+            WAIT,
+        )
+        .await;
+}
+
+/// The text of the first element matching `css`, or "" when there is none.
+async fn text_of(browser: &Browser, css: &str) -> String {
+    let script = format!(
+        "const e = document.querySelector({}); return e ? e.textContent : '';",
+        json!(css)
+    );
+    browser
+        .execute(&script, json!([]))
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn count(browser: &Browser, css: &str) -> usize {
+    browser.find_all(css).await.len()
+}
+
+async fn click(browser: &Browser, css: &str) {
+    let element = browser.wait_for(css, WAIT).await;
+    browser.click(&element).await;
+}
+
+async fn type_text(browser: &Browser, css: &str, text: &str) {
+    let element = browser.wait_for(css, WAIT).await;
+    browser.type_into(&element, text).await;
+}
+
+/// Waits until the text of `css` contains `wanted`.
+async fn wait_text(browser: &Browser, css: &str, wanted: &str) {
+    let script = format!(
+        "const e = document.querySelector({}); return !!e && e.textContent.includes({});",
+        json!(css),
+        json!(wanted)
+    );
+    browser
+        .wait_until(&format!("{css} shows {wanted:?}"), &script, WAIT)
+        .await;
+}
+
+async fn api(dev: &Dev, token: &str, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{}{path}", dev.url))
+        .header("x-auth-token", token)
+        .send()
+        .await
+        .expect("the gateway answers")
+        .json()
+        .await
+        .expect("JSON")
+}
+
+fn member_token(dir: &Path) -> String {
+    let credentials: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("dev-credentials.json")).expect("credentials"),
+    )
+    .expect("JSON");
+    credentials["member"]["token"]
+        .as_str()
+        .expect("a member token")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apart() {
+    let data_dir = tempfile::tempdir().expect("tempdir");
+    let dir = data_dir.path();
+    let dev = Dev::start(dir);
+    let Some(browser) = Browser::start(1280, 800).await else {
+        return;
+    };
+    let token = member_token(dir);
+    let template = dir.join("app.yaml");
+    std::fs::write(&template, TEMPLATE).expect("template written");
+
+    // Signing in with a wrong password says so, with the API's words.
+    browser.goto(&format!("{}/console/", dev.url)).await;
+    type_text(&browser, "#signin-user", "demo").await;
+    type_text(&browser, "#signin-password", "not-the-password").await;
+    click(&browser, "#signin-submit").await;
+    browser
+        .wait_until(
+            "the sign-in refusal shown",
+            "const e = document.querySelector('#signin-error'); \
+             return !!e && e.textContent.trim().length > 0;",
+            WAIT,
+        )
+        .await;
+    // Chromium itself logs the refused request (a 401) as an error; what
+    // the pages log is checked from here on.
+    browser.console_errors().await;
+
+    sign_in(
+        &browser,
+        &dev.url,
+        "demo",
+        &password_of(dir, "demo"),
+        "demo",
+    )
+    .await;
+    browser.screenshot("stacks-empty").await;
+
+    // A stack from a template file, followed to CREATE_COMPLETE.
+    click(&browser, "#create-stack").await;
+    type_text(&browser, "#new-stack-name", "app").await;
+    type_text(&browser, "#new-stack-file", &template.display().to_string()).await;
+    type_text(&browser, "#new-stack-params", "length=20").await;
+    click(&browser, "#new-stack-submit").await;
+    wait_text(&browser, "#stack-status", "CREATE_COMPLETE").await;
+
+    // Its graph: a node per resource and an edge per dependency, as the
+    // API lists them.
+    let stacks = api(&dev, &token, "/orchestration/v1/demo/stacks").await;
+    let id = stacks["stacks"][0]["id"]
+        .as_str()
+        .expect("a stack id")
+        .to_owned();
+    let resources = api(
+        &dev,
+        &token,
+        &format!("/orchestration/v1/demo/stacks/app/{id}/resources"),
+    )
+    .await;
+    let resources = resources["resources"]
+        .as_array()
+        .expect("resources")
+        .clone();
+    let dependencies: usize = resources
+        .iter()
+        .map(|resource| resource["required_by"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!((resources.len(), dependencies), (3, 2));
+    browser
+        .wait_until(
+            "the graph is drawn",
+            "return document.querySelectorAll('svg#topology g.node').length === 3;",
+            WAIT,
+        )
+        .await;
+    assert_eq!(count(&browser, "svg#topology .edge").await, dependencies);
+    for name in ["secret", "server", "note"] {
+        assert_eq!(
+            count(
+                &browser,
+                &format!("svg#topology g.node[data-resource=\"{name}\"]")
+            )
+            .await,
+            1,
+            "no node for {name}"
+        );
+    }
+    browser.screenshot("stack").await;
+
+    // A lock: its banner, and delete disabled saying why; unlock undoes it.
+    click(&browser, "#action-lock").await;
+    type_text(&browser, "#lock-reason", "kernel upgrade").await;
+    click(&browser, "#lock-submit").await;
+    wait_text(&browser, "#lock-banner", "kernel upgrade").await;
+    browser
+        .wait_until(
+            "delete disabled with its reason",
+            "const b = document.querySelector('#action-delete'); \
+             return !!b && b.disabled && (b.title || '').toLowerCase().includes('lock');",
+            WAIT,
+        )
+        .await;
+    browser.screenshot("stack-locked").await;
+    click(&browser, "#action-unlock").await;
+    browser
+        .wait_until(
+            "unlocked",
+            "const b = document.querySelector('#action-delete'); \
+             return !document.querySelector('#lock-banner') && !!b && !b.disabled;",
+            WAIT,
+        )
+        .await;
+
+    // A resource marked unhealthy from its node.
+    click(&browser, "svg#topology g.node[data-resource=\"server\"]").await;
+    click(&browser, "#mark-unhealthy").await;
+    let server = format!("/orchestration/v1/demo/stacks/app/{id}/resources/server");
+    let mut marked = Value::Null;
+    for _ in 0..100 {
+        marked = api(&dev, &token, &server).await;
+        if marked["resource"]["resource_status"] == "CHECK_FAILED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        marked["resource"]["resource_status"], "CHECK_FAILED",
+        "{marked}"
+    );
+    wait_text(
+        &browser,
+        "#resources tr[data-resource=\"server\"]",
+        "CHECK_FAILED",
+    )
+    .await;
+
+    // A cluster whose scale-in waits for its lifecycle hook, completed
+    // from the page.
+    for command in hooked_cluster_commands(dir, 2, 300) {
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        succeed(&command, dir);
+    }
+    browser
+        .goto(&format!("{}/console/#/clusters", dev.url))
+        .await;
+    click(&browser, "tr[data-cluster=\"web\"] a").await;
+    browser
+        .wait_until(
+            "two nodes",
+            "return document.querySelectorAll('#nodes tr[data-node]').length === 2;",
+            WAIT,
+        )
+        .await;
+    click(&browser, "#scale-in").await;
+    browser
+        .wait_for("#lifecycle tr[data-lifecycle]", WAIT)
+        .await;
+    let countdown = text_of(&browser, "#lifecycle .countdown").await;
+    assert!(countdown.contains("left"), "no countdown: {countdown:?}");
+    browser
+        .wait_until(
+            "the deadline counts down",
+            &format!(
+                "const e = document.querySelector('#lifecycle .countdown'); \
+                 return !!e && e.textContent !== {};",
+                json!(countdown)
+            ),
+            Duration::from_secs(3),
+        )
+        .await;
+    browser.screenshot("cluster-hook").await;
+    click(&browser, "#lifecycle button.complete-continue").await;
+    browser
+        .wait_until(
+            "one node left",
+            "return document.querySelectorAll('#nodes tr[data-node]').length === 1 \
+             && document.querySelectorAll('#lifecycle tr[data-lifecycle]').length === 0;",
+            WAIT,
+        )
+        .await;
+    browser.screenshot("cluster").await;
+
+    // A phone-width screen: nothing wider than the window.
+    browser.resize(390, 844).await;
+    browser
+        .goto(&format!("{}/console/#/stacks/app/{id}", dev.url))
+        .await;
+    wait_text(&browser, "#stack-status", "COMPLETE").await;
+    let overflow = browser
+        .execute(
+            "return document.documentElement.scrollWidth - window.innerWidth;",
+            json!([]),
+        )
+        .await;
+    assert!(
+        overflow.as_i64().unwrap_or(i64::MAX) <= 1,
+        "wider than a phone: {overflow}"
+    );
+    browser.screenshot("stack-phone").await;
+    browser.resize(1280, 800).await;
+
+    let errors = browser.console_errors().await;
+    assert!(errors.is_empty(), "the browser logged errors: {errors:#?}");
+
+    // Another project's user sees none of it, by list or by address.
+    succeed(&["identity", "project", "create", "other"], dir);
+    succeed(
+        &[
+            "identity",
+            "user",
+            "create",
+            "bob",
+            "--password",
+            "bob-password-1",
+            "--project",
+            "other",
+        ],
+        dir,
+    );
+    succeed(&["identity", "role", "add", "bob", "other", "member"], dir);
+    click(&browser, "#signout").await;
+    sign_in(&browser, &dev.url, "bob", "bob-password-1", "other").await;
+    browser.goto(&format!("{}/console/#/stacks", dev.url)).await;
+    browser.wait_for("#stack-search", WAIT).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(count(&browser, "tr[data-stack]").await, 0);
+    browser
+        .goto(&format!("{}/console/#/clusters", dev.url))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(count(&browser, "tr[data-cluster]").await, 0);
+    browser
+        .goto(&format!("{}/console/#/stacks/app/{id}", dev.url))
+        .await;
+    browser.wait_for(".error", WAIT).await;
+    assert_eq!(count(&browser, "svg#topology g.node").await, 0);
+    browser.screenshot("other-project").await;
+}
