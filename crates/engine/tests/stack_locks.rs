@@ -563,6 +563,104 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
     assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
 }
 
+/// A lock is not a repair: a resource marked unhealthy is still marked
+/// after a lock and an unlock — its instance locked and unlocked all the
+/// same — and the next update replaces it (heat-mark-unhealthy).
+async fn a_mark_survives_lock_and_unlock_and_the_update_still_replaces(database: &TestDatabase) {
+    let (operations, instances, _) = engine(database).await;
+    let stack = create_root(&operations, "marked").await;
+    let web_of = |operations: Arc<StackOperations>, stack: Stack| async move {
+        operations
+            .resources(&stack, 0)
+            .await
+            .expect("resources")
+            .into_iter()
+            .map(|view| view.resource)
+            .find(|resource| resource.name == "web")
+            .expect("web")
+    };
+    let before = web_of(operations.clone(), stack.clone()).await;
+    let instance = Uuid::parse_str(before.physical_id.as_deref().expect("an id")).expect("uuid");
+    operations
+        .mark_unhealthy(&owner(), "marked", "web", true, Some("disk broken".into()))
+        .await
+        .expect("marked");
+
+    operations
+        .lock_stack(&owner(), "marked", LockLevel::All, Some("patching".into()))
+        .await
+        .expect("lock accepted");
+    let locked = settled(&operations, "marked").await;
+    assert_eq!(
+        locked.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        locked.status_reason
+    );
+    let web = web_of(operations.clone(), locked.clone()).await;
+    assert_eq!(
+        (web.resource_status().as_str(), web.status_reason.as_str()),
+        ("CHECK_FAILED", "disk broken"),
+        "the lock kept the mark"
+    );
+    assert!(
+        instances
+            .get(&owner(), instance)
+            .await
+            .expect("instance")
+            .is_locked(),
+        "the marked server's instance is locked all the same"
+    );
+
+    operations
+        .unlock_stack(&owner(), "marked")
+        .await
+        .expect("unlock accepted");
+    let unlocked = settled(&operations, "marked").await;
+    assert_eq!(
+        unlocked.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        unlocked.status_reason
+    );
+    let web = web_of(operations.clone(), unlocked.clone()).await;
+    assert_eq!(
+        web.resource_status(),
+        "CHECK_FAILED",
+        "the unlock kept the mark"
+    );
+    assert!(
+        !instances
+            .get(&owner(), instance)
+            .await
+            .expect("instance")
+            .is_locked()
+    );
+
+    let update = UpdateStack {
+        name_or_id: "marked".into(),
+        existing: true,
+        ..UpdateStack::default()
+    };
+    operations
+        .update_stack(&owner(), update)
+        .await
+        .expect("update accepted");
+    let updated = settled(&operations, "marked").await;
+    assert_eq!(
+        updated.stack_status(),
+        "UPDATE_COMPLETE",
+        "{}",
+        updated.status_reason
+    );
+    let web = web_of(operations.clone(), updated).await;
+    assert_eq!(web.resource_status(), "CREATE_COMPLETE");
+    assert_ne!(
+        web.physical_id, before.physical_id,
+        "the marked server was replaced"
+    );
+}
+
 ember_runtime::store_suite!(
     a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow,
     unlock_lifts_only_the_instance_locks_the_stack_placed,
@@ -570,4 +668,5 @@ ember_runtime::store_suite!(
     an_admin_lock_is_lifted_only_by_an_admin,
     lock_needs_a_created_stack,
     an_expired_stack_lock_is_unlocked_once,
+    a_mark_survives_lock_and_unlock_and_the_update_still_replaces,
 );

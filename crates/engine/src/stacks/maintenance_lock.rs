@@ -419,6 +419,13 @@ async fn lock_one(
             current.type_name
         )));
     };
+    // A lock's or unlock's own failure is what the next one repairs; any
+    // other is kept.
+    let failed_otherwise = current.status == ActionStatus::Failed
+        && !matches!(current.action, StackAction::Lock | StackAction::Unlock);
+    if failed_otherwise {
+        return keep_failure(shared, target, current, action, request).await;
+    }
     if !resource_type.has_lock_handler() {
         // Nothing to lock: one transition, straight to the final state.
         transition(
@@ -483,4 +490,53 @@ async fn lock_one(
             )))
         }
     }
+}
+
+/// Locks or unlocks a failed resource — one marked unhealthy
+/// (`CHECK_FAILED`), or one another failed operation left — keeping its
+/// failure:
+/// the lock is not a repair, and the next update must still replace it
+/// (heat-mark-unhealthy). A type without a lock handler is left as it is;
+/// one with a handler is locked without an IN_PROGRESS state, so a crash
+/// while it is called leaves the failure recorded and the run taken over
+/// calls the handler again (locking is idempotent).
+async fn keep_failure(
+    shared: &Shared,
+    target: &RunTarget,
+    current: crate::domain::Resource,
+    action: StackAction,
+    request: &LockRequest,
+) -> RunResult {
+    let Some(resource_type) = shared
+        .registry
+        .get(&current.type_name)
+        .filter(|resource_type| resource_type.has_lock_handler())
+    else {
+        return Ok(());
+    };
+    let result = if action == StackAction::Lock {
+        resource_type.lock(&current, request).await
+    } else {
+        resource_type.unlock(&current, request).await
+    };
+    let data = result.map_err(|failure| {
+        RunFailure::Failed(format!(
+            "Resource {} failed: resources.{}: {failure}",
+            action.as_str(),
+            current.name
+        ))
+    })?;
+    let mut done = current;
+    done.data = data;
+    let (kept_action, reason) = (done.action, done.status_reason.clone());
+    transition(
+        shared,
+        target,
+        done,
+        kept_action,
+        ActionStatus::Failed,
+        &reason,
+    )
+    .await?;
+    Ok(())
 }
