@@ -252,3 +252,98 @@ async fn a_deadline_applies_the_hooks_default_result() {
     );
     ember.stop().await;
 }
+
+/// `GET /clusters/{id}/lifecycle-actions` (Ember's): what waits, with the
+/// deadline as heartbeats move it — for the console's countdown and any
+/// operator's script — and nothing for another project.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_lists_its_waiting_lifecycle_actions_with_their_deadlines() {
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (cluster_id, received) = hooked_cluster(&rest, "listed", 2, json!({"timeout": 120})).await;
+    let empty = rest
+        .get(&format!("/clusters/{cluster_id}/lifecycle-actions"))
+        .await;
+    assert_eq!(empty, json!({"lifecycle_actions": []}));
+
+    let scale_in = rest
+        .act(&cluster_id, json!({"scale_in": {"count": 1}}))
+        .await;
+    let token = tokens(&received, 1).await.remove(0);
+    // By name as well as by id.
+    let listed = rest.get("/clusters/listed/lifecycle-actions").await;
+    let waiting = listed["lifecycle_actions"]
+        .as_array()
+        .expect("a list")
+        .clone();
+    assert_eq!(waiting.len(), 1, "{listed}");
+    let entry = &waiting[0];
+    assert_eq!(entry["lifecycle_action_token"], token.as_str());
+    assert_eq!(entry["cluster_id"], cluster_id.as_str());
+    assert_eq!(entry["node_id"], action(&rest, &token).await["target"]);
+    assert_eq!(entry["lifecycle_transition_type"], "terminating");
+    assert_eq!(entry["timeout"], 120);
+    let at = |value: &Value| {
+        chrono::DateTime::parse_from_rfc3339(value.as_str().expect("a time")).expect("RFC 3339")
+    };
+    let first_deadline = at(&entry["deadline"]);
+    let created = at(&entry["created_at"]);
+    let span = (first_deadline - created).num_seconds();
+    assert!(
+        (119..=121).contains(&span),
+        "deadline {span} s after the wait began"
+    );
+
+    // A heartbeat moves the deadline, and the list shows where to.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"record_lifecycle_heartbeat": {"lifecycle_action_token": token}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let moved = rest
+        .get(&format!("/clusters/{cluster_id}/lifecycle-actions"))
+        .await;
+    let moved_deadline = at(&moved["lifecycle_actions"][0]["deadline"]);
+    assert!(moved_deadline > first_deadline, "{moved}");
+    assert_eq!(moved["lifecycle_actions"][0]["deadline"], body["deadline"]);
+
+    // Another project sees no such cluster; an unknown one is 404 too.
+    let outsider = ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
+        .issue(
+            &ember_runtime::Identity::new("mallory", "other", vec!["member".into()]),
+            Duration::from_secs(600),
+        )
+        .expect("token");
+    let foreign = Rest {
+        ember: &ember,
+        token: outsider,
+    };
+    for path in [
+        format!("/clusters/{cluster_id}/lifecycle-actions"),
+        "/clusters/listed/lifecycle-actions".to_owned(),
+        "/clusters/no-such-cluster/lifecycle-actions".to_owned(),
+    ] {
+        let (status, _, body) = foreign.call(reqwest::Method::GET, &path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+
+    // Answered: nothing waits any more.
+    let (status, _, body) = rest
+        .post(
+            &format!("/clusters/{cluster_id}/actions"),
+            json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    rest.wait_action(&scale_in, "SUCCEEDED").await;
+    let after = rest
+        .get(&format!("/clusters/{cluster_id}/lifecycle-actions"))
+        .await;
+    assert_eq!(after, json!({"lifecycle_actions": []}));
+}

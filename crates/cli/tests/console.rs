@@ -306,6 +306,31 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
     browser
         .wait_for("#lifecycle tr[data-lifecycle]", WAIT)
         .await;
+    // The countdown runs to the lifecycle-hook service's own deadline.
+    let cluster = api(&dev, &token, "/clustering/v1/clusters/web").await;
+    let cluster_id = cluster["cluster"]["id"]
+        .as_str()
+        .expect("a cluster id")
+        .to_owned();
+    let waits = api(
+        &dev,
+        &token,
+        &format!("/clustering/v1/clusters/{cluster_id}/lifecycle-actions"),
+    )
+    .await;
+    let deadline = waits["lifecycle_actions"][0]["deadline"].clone();
+    assert!(deadline.is_string(), "{waits}");
+    browser
+        .wait_until(
+            "the countdown's deadline is the service's",
+            &format!(
+                "const e = document.querySelector('#lifecycle .countdown'); \
+                 return !!e && e.dataset.estimated === 'false' \
+                   && new Date(e.dataset.deadline).getTime() === new Date({deadline}).getTime();"
+            ),
+            WAIT,
+        )
+        .await;
     let countdown = text_of(&browser, "#lifecycle .countdown").await;
     assert!(countdown.contains("left"), "no countdown: {countdown:?}");
     browser

@@ -14,8 +14,6 @@ const FAST = 2000;
 const IDLE = 6000;
 const BUSY = new Set(["INIT", "CREATING", "DELETING", "UPDATING", "RESIZING", "RECOVERING", "CHECKING", "OPERATING"]);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const UNTIL = /until (\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))/;
-const HANDED = /deadline (\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))/;
 
 export async function render(ctx) {
   const { root, params, signal } = ctx;
@@ -29,13 +27,13 @@ export async function render(ctx) {
   let verdicts = {};
   let lastVerdicts = 0;
   let gone = false;
-  /** Deadlines a heartbeat answered, by token: exact. */
+  /** What the lifecycle-hook service knows of each waiting action, by
+   *  token (`GET …/lifecycle-actions`): the deadline as heartbeats moved
+   *  it, the transition, the delivery. */
+  let waits = new Map();
+  /** Deadlines a heartbeat from this page answered, by token: exact, and
+   *  newer than the last listing until the next one. */
   const knownDeadlines = new Map();
-  /** Deadlines the action's "handed to lifecycle-hook, deadline …" event
-   *  names, by token (exact until someone else sends a heartbeat). */
-  const eventDeadlines = new Map();
-  const eventTries = new Map();
-  const shownDeadlines = new Map();
   let refresh = { now() {} };
 
   // ------------------------------------------------------------ header
@@ -295,6 +293,8 @@ export async function render(ctx) {
     return (action.inputs && typeof action.inputs === "object" && action.inputs.hook) || {};
   }
   function transitionOf(action) {
+    const wait = waits.get(action.id);
+    if (wait && wait.lifecycle_transition_type) return wait.lifecycle_transition_type;
     const hook = hookOf(action);
     if (hook.transition) return hook.transition;
     if (action.action === "NODE_CREATE") return "launching";
@@ -304,28 +304,13 @@ export async function render(ctx) {
   function waitingSince(action) {
     return action.updated_at || action.created_at;
   }
-  /** The deadline: a heartbeat's answer, the time the node's status reason
-   *  names, else the wait's start plus the hook's timeout (estimated). */
+  /** The deadline: a heartbeat's answer from this page, else the
+   *  lifecycle-hook service's (exact), else — before the service has the
+   *  wait — the wait's start plus the hook's timeout (estimated). */
   function deadlineOf(action) {
-    const next = bestDeadline(action);
-    // A countdown that jumps back a second when the estimate gives way to
-    // the exact time looks broken: keep what is shown unless the deadline
-    // really moved (a heartbeat).
-    const shown = shownDeadlines.get(action.id);
-    if (shown && shown.at && next.at && Math.abs(next.at - shown.at) < 2000) {
-      const kept = { at: shown.at, estimated: next.estimated };
-      shownDeadlines.set(action.id, kept);
-      return kept;
-    }
-    shownDeadlines.set(action.id, next);
-    return next;
-  }
-  function bestDeadline(action) {
     if (knownDeadlines.has(action.id)) return { at: parseTime(knownDeadlines.get(action.id)), estimated: false };
-    if (eventDeadlines.get(action.id)) return { at: parseTime(eventDeadlines.get(action.id)), estimated: false };
-    const node = nodeById.get(action.target);
-    const match = node && UNTIL.exec(node.status_reason || "");
-    if (match) return { at: parseTime(match[1]), estimated: false };
+    const wait = waits.get(action.id);
+    if (wait && wait.deadline) return { at: parseTime(wait.deadline), estimated: false };
     const timeout = Number(hookOf(action).timeout);
     const since = parseTime(waitingSince(action));
     if (since && timeout > 0) return { at: new Date(since.getTime() + timeout * 1000), estimated: true };
@@ -453,24 +438,15 @@ export async function render(ctx) {
 
   async function loadLifecycle() {
     try {
-      const body = await api(withQuery(`${SENLIN}/actions`, { cluster_id: cluster ? cluster.id : id,
-        status: "WAITING_LIFECYCLE_COMPLETION" }), { signal });
+      const [body, listed] = await Promise.all([
+        api(withQuery(`${SENLIN}/actions`, { cluster_id: cluster ? cluster.id : id,
+          status: "WAITING_LIFECYCLE_COMPLETION" }), { signal }),
+        api(`${base}/lifecycle-actions`, { signal }),
+      ]);
       pending = body.actions || [];
-      for (const map of [knownDeadlines, eventDeadlines, shownDeadlines, eventTries]) {
-        for (const token of [...map.keys()]) if (!pending.some((a) => a.id === token)) map.delete(token);
-      }
-      // The hand-off event appears a moment after the action waits: ask a
-      // few times, then let the estimate stand.
-      const unknown = pending.filter((a) => !eventDeadlines.has(a.id) && (eventTries.get(a.id) || 0) < 5).slice(0, 20);
-      await Promise.all(unknown.map((a) => {
-        eventTries.set(a.id, (eventTries.get(a.id) || 0) + 1);
-        return api(withQuery(`${SENLIN}/events`, { oid: a.id, sort: "timestamp:desc", limit: 10 }), { signal })
-          .then((answer) => {
-            const handed = (answer.events || []).map((e) => HANDED.exec(e.status_reason || "")).find(Boolean);
-            if (handed) eventDeadlines.set(a.id, handed[1]);
-          })
-          .catch(() => { /* the estimate stands */ });
-      }));
+      waits = new Map((listed.lifecycle_actions || []).map((wait) => [wait.lifecycle_action_token, wait]));
+      // The listing is as new as any heartbeat answered before it.
+      knownDeadlines.clear();
       lifecycleTable.update(pending);
       showError(lifecycleError, "");
     } catch (error) {

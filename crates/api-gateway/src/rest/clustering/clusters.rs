@@ -19,7 +19,9 @@ use crate::GatewayState;
 use crate::error::RestError;
 use crate::rest::Authenticated;
 
-fn client(state: &GatewayState) -> ClusterServiceClient<ember_runtime::in_process::Upstream> {
+pub(super) fn client(
+    state: &GatewayState,
+) -> ClusterServiceClient<ember_runtime::in_process::Upstream> {
     ClusterServiceClient::new(state.upstreams.engine.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }

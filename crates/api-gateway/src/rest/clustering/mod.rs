@@ -35,6 +35,7 @@
 //! | `POST /clusters/{id}/actions` `{"<action>": {…}}` | 202 `{"action": id}` |
 //! | `POST /clusters/{id}/ops` `{"<op>": {"params", "filters"}}` (1.4; see `ops`) | 202 `{"action": id}` |
 //! | `GET /clusters/{id}/policies` | 200 `{"cluster_policies": […]}` |
+//! | `GET /clusters/{id}/lifecycle-actions` (Ember's; see `lifecycle`) | 200 `{"lifecycle_actions": [{lifecycle_action_token, node_id, lifecycle_transition_type, deadline, delivery_state, …}]}` |
 //! | `POST /nodes`, `GET /nodes?cluster_id=`, `GET\|PATCH\|DELETE /nodes/{id}` | 202 / 200 / 202 / 202 |
 //! | `POST /nodes/{id}/actions` `{"check"\|"recover": {…}}`, `POST /nodes/{id}/ops` `{"<op>": {…}}` (see `nodes`) | 202 `{"action": id}` |
 //! | `POST /nodes/adopt`, `POST /nodes/adopt-preview` (1.7; see `nodes`) | 200 `{"node": …}` / `{"node_profile": …}` |
@@ -50,6 +51,7 @@
 
 mod clusters;
 mod info;
+mod lifecycle;
 mod lists;
 mod nodes;
 mod objects;
@@ -118,6 +120,7 @@ pub fn routes() -> Router<GatewayState> {
         .route("/clusters/{id}/actions", post(clusters::cluster_action))
         .route("/clusters/{id}/ops", post(ops::cluster_operation))
         .route("/clusters/{id}/policies", get(clusters::cluster_policies))
+        .route("/clusters/{id}/lifecycle-actions", get(lifecycle::pending))
         .route(
             "/nodes",
             get(objects::list_nodes).post(objects::create_node),
