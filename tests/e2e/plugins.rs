@@ -639,6 +639,7 @@ async fn a_plugin_whose_circuit_opened_fails_stacks_at_once_and_shows_it() {
     let circuit = shown.circuit.expect("circuit");
     assert_eq!(circuit.state, pb::CircuitState::Open as i32);
     assert_eq!(circuit.consecutive_failures, 2);
+
     let open_line = "ember_plugin_circuit_open{service=\"plugin-registry\",plugin=\"slowpoke\"} 1";
     ember_tests::wait_for(
         "/metrics to show the open circuit",
@@ -656,6 +657,37 @@ async fn a_plugin_whose_circuit_opened_fails_stacks_at_once_and_shows_it() {
         },
     )
     .await;
+
+    // The same over REST (the console's admin page): shown, then closed.
+    let admin = HeatRest::new(&ember, "demo", Some(ember.admin_token()));
+    let listed = admin.get("/plugins").await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    let plugin = &listed.body["plugins"][0];
+    assert_eq!(
+        (&plugin["name"], &plugin["circuit"]["state"]),
+        (&json!("slowpoke"), &json!("OPEN")),
+        "{plugin}"
+    );
+    assert_eq!(plugin["circuit"]["consecutive_failures"], 2);
+    assert_eq!(plugin["circuit"]["last_failure"], "timed out after 300 ms");
+    assert_eq!(plugin["operations"], json!(["create"]));
+    assert_eq!(
+        (&plugin["failure_mode"], &plugin["timeout_ms"]),
+        (&json!("fail"), &json!(300))
+    );
+    let closed = admin
+        .call(
+            reqwest::Method::PATCH,
+            "/plugins/slowpoke",
+            Some(json!({"plugin": {"close_circuit": true}})),
+        )
+        .await;
+    assert_eq!(closed.status, 200, "{:?}", closed.body);
+    assert_eq!(closed.body["plugin"]["circuit"]["state"], "CLOSED");
+    assert_eq!(
+        admin.get("/plugins/slowpoke").await.body["plugin"]["circuit"]["state"],
+        "CLOSED"
+    );
     ember.stop().await;
 }
 
@@ -712,6 +744,89 @@ async fn an_observing_plugins_verdict_is_recorded_and_not_enforced() {
     assert_eq!(
         records[0]["blocker"],
         "lifecycle plugin \"new-policy\" would have stopped it: no public ports"
+    );
+    ember.stop().await;
+}
+
+/// The plug-in REST routes (Ember's, for the console and scripts): an
+/// admin changes settings by name; bad bodies are 400 naming what is
+/// wrong, an unknown plug-in 404, and a member or reader may not even
+/// read the registry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_are_read_and_changed_over_rest_by_admins_only() {
+    use crate::orchestration::HeatRest;
+    use reqwest::Method;
+    use serde_json::json;
+    let ember = TestEmber::start().await;
+    let journal = CallJournal::default();
+    let _policy = registered_plugin(&ember, &journal, "policy", Behaviour::Allow, &[]).await;
+    let admin = HeatRest::new(&ember, "demo", Some(ember.admin_token()));
+    let changed = admin
+        .call(
+            Method::PATCH,
+            "/plugins/policy",
+            Some(
+                json!({"plugin": {"enabled": false, "enforce": false, "ordinal": 7,
+                "failure_mode": "warn", "timeout_ms": 900, "breaker_failures": 3,
+                "breaker_cooldown_ms": 5000}}),
+            ),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{:?}", changed.body);
+    let plugin = &changed.body["plugin"];
+    assert_eq!(
+        json!([
+            plugin["enabled"],
+            plugin["enforce"],
+            plugin["ordinal"],
+            plugin["failure_mode"],
+            plugin["timeout_ms"],
+            plugin["breaker_failures"],
+            plugin["breaker_cooldown_ms"]
+        ]),
+        json!([false, false, 7, "warn", 900, 3, 5000])
+    );
+    assert_eq!(admin.get("/plugins/policy").await.body, changed.body);
+
+    for (body, wanted) in [
+        (
+            json!({"plugin": {"failure_mode": "explode"}}),
+            "failure_mode",
+        ),
+        (json!({"plugin": {"colour": "red"}}), "colour"),
+        (json!({"enabled": false}), "plugin"),
+        (json!({"plugin": {"timeout_ms": 0}}), "timeout"),
+    ] {
+        let refused = admin
+            .call(Method::PATCH, "/plugins/policy", Some(body.clone()))
+            .await;
+        assert_eq!(refused.status, 400, "{body}: {:?}", refused.body);
+        assert!(
+            refused.message().contains(wanted),
+            "{body}: {}",
+            refused.message()
+        );
+    }
+    let missing = admin.get("/plugins/nothing-here").await;
+    assert_eq!(missing.status, 404, "{:?}", missing.body);
+
+    let member = HeatRest::member(&ember);
+    for answer in [
+        member.get("/plugins").await,
+        member.get("/plugins/policy").await,
+        member
+            .call(
+                Method::PATCH,
+                "/plugins/policy",
+                Some(json!({"plugin": {"enabled": true}})),
+            )
+            .await,
+    ] {
+        assert_eq!(answer.status, 403, "{:?}", answer.body);
+    }
+    assert_eq!(
+        admin.get("/plugins/policy").await.body["plugin"]["enabled"],
+        false
     );
     ember.stop().await;
 }

@@ -624,3 +624,134 @@ async fn snapshots_of_a_stack_are_bounded() {
     assert_eq!(status, 200, "{body}");
     ember.stop().await;
 }
+
+/// The quota over REST (Ember's, under Heat's root, for the console and
+/// scripts): a member reads their project's with what it uses, an admin
+/// reads and sets any project's; a member may not set it nor read
+/// another project's; bad bodies and unknown limits are 400 by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotas_are_read_and_set_over_rest() {
+    use reqwest::Method;
+    let ember = TestEmber::start().await;
+    let member = ember.member_token().to_owned();
+    let admin = ember.admin_token().to_owned();
+    let (status, created) = call(
+        &ember,
+        &member,
+        Method::POST,
+        "/orchestration/v1/demo/stacks",
+        Some(json!({"stack_name": "counted", "template":
+            {"heat_template_version": "2021-04-16", "resources": {"n": {"type": "OS::Heat::None"}}}})),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+
+    let (status, own) = call(
+        &ember,
+        &member,
+        Method::GET,
+        "/orchestration/v1/demo/quotas",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{own}");
+    assert_eq!(own["quota"]["project_id"], "demo");
+    let limit = |quota: &Value, name: &str| {
+        quota["quota"]["limits"]
+            .as_array()
+            .expect("limits")
+            .iter()
+            .find(|limit| limit["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {quota}"))
+    };
+    let stacks = limit(&own, "stacks");
+    assert_eq!(
+        (&stacks["used"], &stacks["overridden"]),
+        (&json!(1), &json!(false)),
+        "{stacks}"
+    );
+    assert_eq!(
+        limit(&own, "nested_depth")["used"],
+        Value::Null,
+        "a per-object limit"
+    );
+
+    let (status, refused) = call(
+        &ember,
+        &member,
+        Method::PUT,
+        "/orchestration/v1/demo/quotas",
+        Some(json!({"quota": {"limits": {"stacks": 100}}})),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, refused) = call(
+        &ember,
+        &member,
+        Method::GET,
+        "/orchestration/v1/other/quotas",
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "another project's quota: {refused}");
+
+    let (status, set) = call(
+        &ember,
+        &admin,
+        Method::PUT,
+        "/orchestration/v1/other/quotas",
+        Some(json!({"quota": {"limits": {"stacks": 3, "clusters": 2}}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{set}");
+    assert_eq!(set["quota"]["project_id"], "other");
+    assert_eq!(
+        (
+            &limit(&set, "stacks")["limit"],
+            &limit(&set, "stacks")["overridden"]
+        ),
+        (&json!(3), &json!(true))
+    );
+    let (_, reset) = call(
+        &ember,
+        &admin,
+        Method::PUT,
+        "/orchestration/v1/other/quotas",
+        Some(json!({"quota": {"reset": ["clusters"]}})),
+    )
+    .await;
+    assert_eq!(limit(&reset, "clusters")["overridden"], false, "{reset}");
+    assert_eq!(limit(&reset, "stacks")["limit"], 3);
+    let (_, untouched) = call(
+        &ember,
+        &member,
+        Method::GET,
+        "/orchestration/v1/demo/quotas",
+        None,
+    )
+    .await;
+    assert_eq!(
+        limit(&untouched, "stacks")["overridden"],
+        false,
+        "demo's quota is its own"
+    );
+
+    for (body, wanted) in [
+        (json!({"quota": {"limits": {"widgets": 3}}}), "widgets"),
+        (json!({"quota": {"limits": {"stacks": "many"}}}), "quota"),
+        (json!({"limits": {"stacks": 3}}), "quota"),
+    ] {
+        let (status, refused) = call(
+            &ember,
+            &admin,
+            Method::PUT,
+            "/orchestration/v1/other/quotas",
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(wanted), "{body}: {message}");
+    }
+}

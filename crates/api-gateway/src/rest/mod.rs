@@ -9,6 +9,8 @@ mod compute;
 pub mod identity;
 mod messaging;
 pub mod orchestration;
+mod plugins;
+mod quotas;
 
 use std::sync::atomic::Ordering;
 

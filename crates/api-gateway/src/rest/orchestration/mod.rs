@@ -94,6 +94,12 @@ pub fn routes() -> Router<GatewayState> {
         )
         .route("/stacks/{stack_name}", any(lookup_stack))
         .route("/audit", get(super::audit::list_in_project))
+        .route("/plugins", get(super::plugins::list))
+        .route(
+            "/plugins/{name}",
+            get(super::plugins::show).patch(super::plugins::update),
+        )
+        .route("/quotas", get(super::quotas::show).put(super::quotas::set))
         .route(
             "/stacks/{stack_name}/{stack_id}",
             get(stacks::show_stack)
