@@ -17,6 +17,7 @@ use crate::dev::{DevCredentials, RunningEmber};
 pub(crate) mod allow_plugin;
 mod clustering;
 mod compute;
+mod console;
 mod heat;
 mod hooks;
 mod identity;
@@ -255,6 +256,21 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 30)]
         purge_every_seconds: u64,
     },
+    /// The web console in a headless Chromium: the stacks list of 1,000 stacks and a stack page of 500 resources, and what the console costs the API
+    Console {
+        /// Stacks in the list
+        #[arg(long, default_value_t = 1000)]
+        stacks: usize,
+        /// Resources of the stack whose page is drawn
+        #[arg(long, default_value_t = 500)]
+        resources: usize,
+        /// Page loads of each
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// GET one stack calls with the console on, and as many with it off
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+    },
     /// Cost of a chain of lifecycle plugins: RunPreOperations/RunPostOperations on loopback
     Plugins {
         /// Measured calls per case
@@ -425,6 +441,20 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
                 loop_duration: Duration::from_secs(loop_seconds.max(1)),
                 purge_every: (purge_every_seconds > 0)
                     .then(|| Duration::from_secs(purge_every_seconds)),
+            })
+            .await
+        }
+        BenchCommand::Console {
+            stacks,
+            resources,
+            runs,
+            calls,
+        } => {
+            console::run(console::ConsoleBench {
+                stacks: stacks.max(1),
+                resources: resources.max(1),
+                runs: runs.max(1),
+                calls: calls.max(10),
             })
             .await
         }

@@ -6,6 +6,7 @@
 
 pub mod backup;
 pub mod bench;
+pub mod browser;
 pub mod client;
 pub mod commands;
 pub mod config;
