@@ -11,6 +11,7 @@ import * as clusters from "./pages/clusters.js";
 import * as cluster from "./pages/cluster.js";
 import * as instances from "./pages/instances.js";
 import * as instance from "./pages/instance.js";
+import * as admin from "./pages/admin.js";
 
 // Routes as data: a pattern of path segments (":x" captures), the page
 // module, and the nav section it highlights.
@@ -23,12 +24,16 @@ const ROUTES = [
   { pattern: ["clusters", ":id"], page: cluster, section: "clusters" },
   { pattern: ["instances"], page: instances, section: "instances" },
   { pattern: ["instances", ":uuid"], page: instance, section: "instances" },
+  { pattern: ["admin"], page: admin, section: "admin" },
 ];
 
 const NAV = [
   { section: "stacks", label: "Stacks", href: "#/stacks", icon: "stack" },
   { section: "clusters", label: "Clusters", href: "#/clusters", icon: "cluster" },
   { section: "instances", label: "Instances", href: "#/instances", icon: "instance" },
+  // Shown only to a user with the role; the page itself shows the API's
+  // answer to anyone who opens it.
+  { section: "admin", label: "Admin", href: "#/admin", icon: "admin", role: "admin" },
 ];
 
 const DEFAULT_ROUTE = "#/stacks";
@@ -59,6 +64,7 @@ function match(segments) {
 
 const app = document.getElementById("app");
 const navLinks = new Map();
+const roleItems = []; // [{role, li}]: nav entries for one role
 const whoami = h("div", { id: "whoami", class: "whoami" });
 const signoutButton = h("button", { type: "button", id: "signout", class: "btn btn-quiet",
   onclick: async () => {
@@ -72,7 +78,9 @@ const nav = h("nav", { id: "nav", class: "nav", "aria-label": "Main" },
   h("ul", {}, NAV.map((item) => {
     const link = h("a", { href: item.href, class: "nav-link" }, icon(item.icon), h("span", {}, item.label));
     navLinks.set(item.section, link);
-    return h("li", {}, link);
+    const li = h("li", { "data-section": item.section }, link);
+    if (item.role) { li.hidden = true; roleItems.push({ role: item.role, li }); }
+    return li;
   })));
 const header = h("header", { class: "topbar" },
   navToggle,
@@ -100,6 +108,7 @@ function renderWho(s) {
   document.body.classList.toggle("signed-out", !signedIn);
   signoutButton.hidden = !signedIn;
   whoami.hidden = !signedIn;
+  for (const { role, li } of roleItems) li.hidden = !(signedIn && (s.roles || []).includes(role));
   if (!signedIn) return;
   whoami.append(
     h("span", { class: "who-user" }, s.user || s.userId || "unknown user"),

@@ -193,6 +193,7 @@ const ICONS = {
   menu: "M3 6h18v2H3V6zm0 5h18v2H3v-2zm0 5h18v2H3v-2z",
   nested: "M4 4h10v2H6v8H4V4zm4 4h12v12H8V8zm2 2v8h8v-8h-8z",
   hook: "M6 4h4v16H6V4zm8 0h4v16h-4V4z",
+  admin: "M3 5h9v2H3V5zm13 0h5v2h-5V5zm-3-2h2v6h-2V3zM3 11h3v2H3v-2zm7 0h11v2H10v-2zM7 9h2v6H7V9zm-4 8h11v2H3v-2zm15 0h3v2h-3v-2zm-3-2h2v6h-2v-6z",
 };
 
 export function icon(name, label) {

@@ -1,7 +1,7 @@
 //! The web console in a real browser (headless Chromium through WebDriver)
 //! against a real `ember dev`: signing in, a stack created from a file
 //! with its graph drawn, a lock and the reasons it disables actions, a
-//! resource marked unhealthy, a cluster's scale-in held by a lifecycle hook
+//! resource marked unhealthy and replaced by the next update, a cluster's scale-in held by a lifecycle hook
 //! and completed from the page, a phone-width screen, and another project's
 //! user who sees none of it. Screenshots of each page are kept under
 //! `target/console-screenshots/`.
@@ -17,8 +17,8 @@ use support::{Dev, hooked_cluster_commands, succeed};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Three resources, two dependencies: `server` reads `secret`, `note`
-/// depends on `server`.
+/// Four resources, two dependencies: `server` reads `secret`, `note`
+/// depends on `server`; `inner` is a nested stack of one `leaf`.
 const TEMPLATE: &str = "heat_template_version: 2021-04-16
 parameters:
   length: {type: number, default: 16}
@@ -35,6 +35,13 @@ resources:
   note:
     type: OS::Heat::None
     depends_on: [server]
+  inner:
+    type: OS::Heat::Stack
+    properties:
+      template: |
+        heat_template_version: 2021-04-16
+        resources:
+          leaf: {type: OS::Heat::None}
 outputs:
   server:
     value: {get_resource: server}
@@ -108,6 +115,19 @@ async fn click(browser: &Browser, css: &str) {
     browser.click(&element).await;
 }
 
+/// Clicks `css` once it is there and enabled (the pages disable an action
+/// until its "allowed?" answer says it may run).
+async fn click_enabled(browser: &Browser, css: &str) {
+    let script = format!(
+        "const e = document.querySelector({}); return !!e && !e.disabled;",
+        json!(css)
+    );
+    browser
+        .wait_until(&format!("{css} enabled"), &script, WAIT)
+        .await;
+    click(browser, css).await;
+}
+
 async fn type_text(browser: &Browser, css: &str, text: &str) {
     let element = browser.wait_for(css, WAIT).await;
     browser.type_into(&element, text).await;
@@ -137,15 +157,24 @@ async fn api(dev: &Dev, token: &str, path: &str) -> Value {
         .expect("JSON")
 }
 
-fn member_token(dir: &Path) -> String {
+/// The token `ember dev` minted for `who` (`member` or `admin`).
+fn dev_token(dir: &Path, who: &str) -> String {
     let credentials: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("dev-credentials.json")).expect("credentials"),
     )
     .expect("JSON");
-    credentials["member"]["token"]
+    credentials[who]["token"]
         .as_str()
-        .expect("a member token")
+        .expect("a token")
         .to_owned()
+}
+
+fn member_token(dir: &Path) -> String {
+    dev_token(dir, "member")
+}
+
+fn admin_token(dir: &Path) -> String {
+    dev_token(dir, "admin")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,6 +215,14 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
     )
     .await;
     browser.screenshot("stacks-empty").await;
+    let admin_shown = browser
+        .execute(
+            "const a = document.querySelector('a[href=\"#/admin\"]'); \
+             return !!a && !a.closest('[hidden]');",
+            json!([]),
+        )
+        .await;
+    assert_eq!(admin_shown, json!(false), "a member is shown no admin page");
 
     // A stack from a template file, followed to CREATE_COMPLETE.
     click(&browser, "#create-stack").await;
@@ -216,16 +253,16 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         .iter()
         .map(|resource| resource["required_by"].as_array().map_or(0, Vec::len))
         .sum();
-    assert_eq!((resources.len(), dependencies), (3, 2));
+    assert_eq!((resources.len(), dependencies), (4, 2));
     browser
         .wait_until(
             "the graph is drawn",
-            "return document.querySelectorAll('svg#topology g.node').length === 3;",
+            "return document.querySelectorAll('svg#topology g.node').length === 4;",
             WAIT,
         )
         .await;
     assert_eq!(count(&browser, "svg#topology .edge").await, dependencies);
-    for name in ["secret", "server", "note"] {
+    for name in ["secret", "server", "note", "inner"] {
         assert_eq!(
             count(
                 &browser,
@@ -236,12 +273,34 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
             "no node for {name}"
         );
     }
+    // The nested stack opens in place, and closes again.
+    click(
+        &browser,
+        "svg#topology g.expand-nested[data-resource=\"inner\"]",
+    )
+    .await;
+    browser
+        .wait_for("svg#topology g.node[data-resource=\"inner/leaf\"]", WAIT)
+        .await;
+    assert_eq!(count(&browser, "svg#topology .edge").await, dependencies);
     browser.screenshot("stack").await;
+    click(
+        &browser,
+        "svg#topology g.expand-nested[data-resource=\"inner\"]",
+    )
+    .await;
+    browser
+        .wait_until(
+            "the nested stack folded",
+            "return document.querySelectorAll('svg#topology g.node').length === 4;",
+            WAIT,
+        )
+        .await;
 
     // A lock: its banner, and delete disabled saying why; unlock undoes it.
-    click(&browser, "#action-lock").await;
+    click_enabled(&browser, "#action-lock").await;
     type_text(&browser, "#lock-reason", "kernel upgrade").await;
-    click(&browser, "#lock-submit").await;
+    click_enabled(&browser, "#lock-submit").await;
     wait_text(&browser, "#lock-banner", "kernel upgrade").await;
     browser
         .wait_until(
@@ -252,7 +311,8 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         )
         .await;
     browser.screenshot("stack-locked").await;
-    click(&browser, "#action-unlock").await;
+    wait_text(&browser, "#stack-status", "LOCK_COMPLETE").await;
+    click_enabled(&browser, "#action-unlock").await;
     browser
         .wait_until(
             "unlocked",
@@ -264,7 +324,7 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
 
     // A resource marked unhealthy from its node.
     click(&browser, "svg#topology g.node[data-resource=\"server\"]").await;
-    click(&browser, "#mark-unhealthy").await;
+    click_enabled(&browser, "#mark-unhealthy").await;
     let server = format!("/orchestration/v1/demo/stacks/app/{id}/resources/server");
     let mut marked = Value::Null;
     for _ in 0..100 {
@@ -285,6 +345,20 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
     )
     .await;
 
+    // The next update from the page replaces it.
+    click_enabled(&browser, "#action-update").await;
+    click_enabled(&browser, "#update-submit").await;
+    wait_text(&browser, "#stack-status", "UPDATE_COMPLETE").await;
+    let replaced = api(&dev, &token, &server).await;
+    assert_eq!(
+        replaced["resource"]["resource_status"], "CREATE_COMPLETE",
+        "{replaced}"
+    );
+    assert_ne!(
+        replaced["resource"]["physical_resource_id"], marked["resource"]["physical_resource_id"],
+        "the marked server was replaced"
+    );
+
     // A cluster whose scale-in waits for its lifecycle hook, completed
     // from the page.
     for command in hooked_cluster_commands(dir, 2, 300) {
@@ -302,7 +376,7 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
             WAIT,
         )
         .await;
-    click(&browser, "#scale-in").await;
+    click_enabled(&browser, "#scale-in").await;
     browser
         .wait_for("#lifecycle tr[data-lifecycle]", WAIT)
         .await;
@@ -345,7 +419,7 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         )
         .await;
     browser.screenshot("cluster-hook").await;
-    click(&browser, "#lifecycle button.complete-continue").await;
+    click_enabled(&browser, "#lifecycle button.complete-continue").await;
     browser
         .wait_until(
             "one node left",
@@ -377,6 +451,69 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
 
     let errors = browser.console_errors().await;
     assert!(errors.is_empty(), "the browser logged errors: {errors:#?}");
+
+    // An admin's page: the plug-ins with their circuits, quotas, the audit
+    // trail (the lock and unlock above are in it).
+    succeed(
+        &[
+            "plugin",
+            "register",
+            "flaky",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--failure-mode",
+            "warn",
+            "--disabled",
+        ],
+        dir,
+    );
+    click(&browser, "#signout").await;
+    sign_in(
+        &browser,
+        &dev.url,
+        "admin",
+        &password_of(dir, "admin"),
+        "demo",
+    )
+    .await;
+    click(&browser, "a[href=\"#/admin\"]").await;
+    browser
+        .wait_for("#plugins tr[data-plugin=\"flaky\"]", WAIT)
+        .await;
+    click(
+        &browser,
+        "#plugins tr[data-plugin=\"flaky\"] button.plugin-enable",
+    )
+    .await;
+    wait_text(
+        &browser,
+        "#plugins tr[data-plugin=\"flaky\"] .plugin-enabled",
+        "enabled",
+    )
+    .await;
+    let shown = api(
+        &dev,
+        &admin_token(dir),
+        "/orchestration/v1/demo/plugins/flaky",
+    )
+    .await;
+    assert_eq!(
+        shown["plugin"]["enabled"], true,
+        "the page's switch enabled it: {shown}"
+    );
+    succeed(&["plugin", "remove", "flaky"], dir);
+    browser
+        .wait_for("#quotas tr[data-limit=\"stacks\"]", WAIT)
+        .await;
+    browser
+        .wait_until(
+            "the audit trail shows the lock",
+            "return Array.from(document.querySelectorAll('#audit tr[data-audit]'))\
+               .some((row) => row.textContent.includes('kernel upgrade'));",
+            WAIT,
+        )
+        .await;
+    browser.screenshot("admin").await;
 
     // Another project's user sees none of it, by list or by address.
     succeed(&["identity", "project", "create", "other"], dir);

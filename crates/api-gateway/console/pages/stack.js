@@ -75,6 +75,9 @@ export async function render(ctx) {
   let selected = null;
   let stackPoll = { now() {} };
   let hooks = new Map(); // resource name → hook it is paused at
+  /** Nested stacks shown in the topology, by key ("app", "app/db", …):
+   *  {ref, stack, resources} — resources null while the first load runs. */
+  const expanded = new Map();
 
   // ------------------------------------------------------------ header
   const statusBadge = badge("", { id: "stack-status" });
@@ -173,7 +176,11 @@ export async function render(ctx) {
   }
 
   // ------------------------------------------------------------ topology + details
-  const topology = createTopology({ onSelect: (resourceName) => selectResource(resourceName) });
+  const topology = createTopology({
+    onSelect: (key) => selectResource(key),
+    onToggleNested: (key, open) => toggleNested(key, open),
+  });
+  const nestedError = errorBox("", { id: "nested-error", class: "topology-error" });
   const details = h("section", { id: "resource-details", class: "card details-card", "aria-live": "polite" },
     h("p", { class: "muted" }, "Select a resource in the graph or the table to see its details."));
 
@@ -289,6 +296,7 @@ export async function render(ctx) {
         h("div", { class: "card-title" }, h("h2", {}, "Topology"),
           h("span", { class: "muted small card-subtitle" }, "arrow: dependency → dependent"),
           topology.controls),
+        nestedError,
         topology.el),
       details),
     h("section", { class: "card card-tabs" }, tabset.el));
@@ -409,12 +417,11 @@ export async function render(ctx) {
       showResources();
       resourceTable.setEmpty("This stack has no resources.");
       showProgress();
-      if (selected) {
-        const r = byName.get(selected);
-        if (!r) showDetails(null);
-        else if (detailsFor !== `${r.resource_name}|${r.resource_status}|${r.resource_status_reason}|${r.updated_time}`) {
-          showDetails(r.resource_name);
-        }
+      refreshSelectedDetails();
+      if (expanded.size) {
+        await refreshNested();
+        drawTopology();
+        refreshSelectedDetails();
       }
     } catch (error) {
       if (error.name === "AbortError") throw error;
@@ -431,13 +438,126 @@ export async function render(ctx) {
   function showResources() {
     const shown = withHooks();
     byName = new Map(shown.map((r) => [r.resource_name, r]));
-    topology.update(shown);
+    topology.update(shown, expanded);
     resourceTable.update(shown);
     const paused = [...hooks.entries()].filter(([resourceName]) => byName.has(resourceName));
     setChildren(hookSlot, paused.length ? h("div", { id: "hook-banner", class: "banner banner-warn", role: "status" },
       icon("hook"), h("div", {}, h("strong", {}, `${paused.length} resource${paused.length === 1 ? "" : "s"} paused at a breakpoint: `),
         paused.map(([resourceName, hook], index) => [index ? ", " : "", `${resourceName} (${hook})`]),
         ". Clear a hook from the resource's row or its details.")) : null);
+  }
+
+  function drawTopology() {
+    topology.update(withHooks(), expanded);
+  }
+
+  // ------------------------------------------------------------ nested stacks in the topology
+  /** The resource a topology key names: "name" in this stack, "a/name" in
+   *  the nested stack of a (as loaded), and so on down; with the stack
+   *  that holds it. */
+  function resourceAt(key) {
+    const parts = String(key).split("/");
+    let list = resources;
+    let owner = stack;
+    let prefix = "";
+    for (let index = 0; index < parts.length; index += 1) {
+      const found = list.find((r) => r.resource_name === parts[index]);
+      if (!found) return null;
+      if (index === parts.length - 1) return { resource: index ? found : (byName.get(found.resource_name) || found), stack: owner };
+      prefix = prefix ? `${prefix}/${parts[index]}` : parts[index];
+      const entry = expanded.get(prefix);
+      if (!entry || !entry.resources) return null;
+      list = entry.resources;
+      owner = entry.stack;
+    }
+    return null;
+  }
+
+  function collapse(key) {
+    for (const other of [...expanded.keys()]) {
+      if (other === key || other.startsWith(`${key}/`)) expanded.delete(other);
+    }
+  }
+
+  async function toggleNested(key, open) {
+    showError(nestedError, "");
+    if (!open) {
+      collapse(key);
+      drawTopology();
+      refreshSelectedDetails();
+      return;
+    }
+    const found = resourceAt(key);
+    const ref = found && nestedRef(found.resource);
+    if (!ref || expanded.has(key)) return;
+    const entry = { ref, stack: null, resources: null };
+    expanded.set(key, entry);
+    drawTopology();
+    await loadNested(key, entry);
+    drawTopology();
+    refreshSelectedDetails();
+  }
+
+  /** The nested stack (Heat's GET of its `nested` link), then its
+   *  resources. False (and the API's message shown) when it failed. */
+  async function loadNested(key, entry) {
+    try {
+      const path = entry.ref.name ? stackPath(entry.ref.name, entry.ref.id) : `${heat()}/stacks/${seg(entry.ref.id)}`;
+      const body = await api(path, { signal });
+      const nestedStack = body.stack;
+      const listed = await api(`${stackPath(nestedStack.stack_name, nestedStack.id)}/resources`, { signal });
+      if (expanded.get(key) !== entry) return true;
+      entry.stack = nestedStack;
+      entry.resources = (listed.resources || []).slice().sort((a, b) => a.resource_name.localeCompare(b.resource_name));
+      return true;
+    } catch (error) {
+      if (error.name === "AbortError") return true;
+      if (expanded.get(key) !== entry) return true;
+      // Never shown, or gone: fold it again; else keep what was shown.
+      if (!entry.resources || error.status === 404) collapse(key);
+      showError(nestedError, `The nested stack of ${key} could not be shown: ${error.message}`);
+      return false;
+    }
+  }
+
+  /** Every expanded nested stack again (parents first: a replaced nested
+   *  stack is followed by its new link). */
+  async function refreshNested() {
+    const keys = [...expanded.keys()];
+    const depth = (key) => key.split("/").length;
+    const levels = [...new Set(keys.map(depth))].sort((a, b) => a - b);
+    let ok = true;
+    for (const level of levels) {
+      const results = await Promise.all(keys.filter((key) => depth(key) === level).map((key) => {
+        const entry = expanded.get(key);
+        if (!entry || !entry.resources) return true; // gone, or its first load still runs
+        const found = resourceAt(key);
+        const ref = found && nestedRef(found.resource);
+        if (!ref) { collapse(key); return true; }
+        entry.ref = ref;
+        return loadNested(key, entry);
+      }));
+      if (results.includes(false)) ok = false;
+    }
+    if (ok) showError(nestedError, "");
+  }
+
+  function nestedBusy() {
+    for (const entry of expanded.values()) {
+      if (entry.stack && isInProgress(entry.stack.stack_status)) return true;
+      if ((entry.resources || []).some((r) => isInProgress(r.resource_status))) return true;
+    }
+    return false;
+  }
+
+  function refreshSelectedDetails() {
+    if (!selected) return;
+    const found = resourceAt(selected);
+    if (!found) { if (detailsFor) showDetails(null); return; }
+    const r = found.resource;
+    if (detailsFor !== `${selected}|${r.resource_status}|${r.resource_status_reason}|${r.updated_time}`) {
+      showDetails(selected);
+    }
   }
 
   /** Which resources wait at a hook, from each one's latest event. */
@@ -552,6 +672,10 @@ export async function render(ctx) {
   }
 
   async function showDetails(resourceName) {
+    if (resourceName && resourceName.includes("/") && !byName.has(resourceName)) {
+      showNestedDetails(resourceName);
+      return;
+    }
     const r = resourceName && byName.get(resourceName);
     if (!r) {
       detailsFor = "";
@@ -631,6 +755,43 @@ export async function render(ctx) {
     const props = definition && (definition.properties || definition.Properties);
     setChildren(properties, props ? jsonBlock(props, { id: "resource-properties" })
       : h("p", { class: "muted" }, definition ? "No properties." : "Not in this stack's template (a member of a group, or a nested resource)."));
+  }
+
+  /** A resource of an expanded nested stack: what it is, and a link to
+   *  it in its own stack's page (where its actions are). */
+  function showNestedDetails(key) {
+    const found = resourceAt(key);
+    if (!found) { showDetails(null); return; }
+    const { resource: r, stack: owner } = found;
+    detailsFor = `${key}|${r.resource_status}|${r.resource_status_reason}|${r.updated_time}`;
+    markWrap = null;
+    const parentKey = key.split("/").slice(0, -1).join("/");
+    const ownerRoute = owner ? stackRoute(owner.stack_name, owner.id) : null;
+    const nested = nestedRef(r);
+    const siblings = (parentKey && expanded.get(parentKey) && expanded.get(parentKey).resources) || [];
+    const dependsOn = siblings.filter((other) => (other.required_by || []).includes(r.resource_name))
+      .map((other) => other.resource_name);
+    setChildren(details,
+      h("div", { class: "details-head" },
+        h("h2", {}, r.resource_name), badge(r.resource_status, { id: "resource-status" })),
+      h("p", { class: "muted small nested-path" }, `In the nested stack of ${parentKey}`),
+      r.resource_status_reason ? h("p", { class: `status-reason text-${statusKind(r.resource_status)}` },
+        r.resource_status_reason) : null,
+      detailList([
+        ["Type", h("span", { class: "mono" }, r.resource_type)],
+        ["Physical ID", r.physical_resource_id ? h("span", { class: "mono" }, r.physical_resource_id) : null],
+        ["Created", timeEl(r.creation_time)],
+        ["Updated", timeEl(r.updated_time)],
+        ["Depends on", dependsOn.length ? dependsOn.join(", ") : null],
+        ["Required by", (r.required_by || []).length ? r.required_by.join(", ") : null],
+        ["Stack", ownerRoute ? h("a", { href: ownerRoute, id: "nested-owner-link" }, owner.stack_name) : null],
+        ["Nested stack", nested ? h("a", { href: stackRoute(nested.name || nested.id, nested.name ? nested.id : null),
+          id: "nested-link" }, nested.name || nested.id) : undefined],
+      ]),
+      ownerRoute ? h("p", { class: "nested-open" },
+        h("a", { href: `${ownerRoute}?resource=${seg(r.resource_name)}`, id: "nested-resource-link", class: "btn btn-small" },
+          "Open in its stack"),
+        h("span", { class: "muted small" }, " to see its attributes, mark it unhealthy or clear a hook.")) : null);
   }
 
   async function clearHook(resourceName, hook) {
@@ -854,13 +1015,13 @@ export async function render(ctx) {
       const changed = await loadStack();
       if (gone) return;
       const running = stack && isInProgress(stack.stack_status);
-      if (running || wasRunning || changed || Date.now() - lastResources > 30000) await loadResources();
+      if (running || wasRunning || changed || nestedBusy() || Date.now() - lastResources > 30000) await loadResources();
       else showProgress();
       if (Date.now() - lastVerdicts > 30000) refreshVerdicts();
     } finally {
       polling = false;
     }
-  }, () => (stack && isInProgress(stack.stack_status) ? FAST : IDLE), signal);
+  }, () => ((stack && isInProgress(stack.stack_status)) || nestedBusy() ? FAST : IDLE), signal);
 
   // Events every 2 s while the page is open and the browser tab visible.
   poll(() => (gone ? null : loadEvents(false)), FAST, signal);
