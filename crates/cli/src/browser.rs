@@ -39,6 +39,11 @@ pub fn programs() -> Option<(String, String)> {
     ))
 }
 
+/// The Tab key, for [`Browser::keys`].
+pub const TAB: char = '\u{E004}';
+/// The Enter key, for [`Browser::keys`].
+pub const ENTER: char = '\u{E007}';
+
 /// Why this machine cannot run the browser, for messages.
 pub const NO_BROWSER: &str = "no chromium and chromedriver in /usr/bin \
     (apt-get install chromium chromium-driver; ./scripts/test installs them)";
@@ -219,6 +224,28 @@ impl Browser {
             reqwest::Method::POST,
             &format!("/element/{}/value", element.id),
             Some(json!({"text": text})),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Presses the keys of `text` on whatever has the focus, as a person
+    /// at the keyboard does (`TAB` and `ENTER` are keys too).
+    pub async fn keys(&self, text: &str) -> Result<(), String> {
+        let actions: Vec<Value> = text
+            .chars()
+            .flat_map(|key| {
+                let key = key.to_string();
+                [
+                    json!({"type": "keyDown", "value": key}),
+                    json!({"type": "keyUp", "value": key}),
+                ]
+            })
+            .collect();
+        self.call(
+            reqwest::Method::POST,
+            "/actions",
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
         )
         .await
         .map(drop)

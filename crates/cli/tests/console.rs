@@ -531,8 +531,23 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         dir,
     );
     succeed(&["identity", "role", "add", "bob", "other", "member"], dir);
+    // Bob signs in with the keyboard alone: the form is reachable by Tab
+    // and sent by Enter.
     click(&browser, "#signout").await;
-    sign_in(&browser, &dev.url, "bob", "bob-password-1", "other").await;
+    browser.wait_for("#signin-user", WAIT).await;
+    browser
+        .execute(
+            "for (const id of ['signin-user', 'signin-password', 'signin-project']) \
+               document.getElementById(id).value = ''; \
+             document.getElementById('signin-user').focus();",
+            json!([]),
+        )
+        .await;
+    let (tab, enter) = (ember::browser::TAB, ember::browser::ENTER);
+    browser
+        .keys(&format!("bob{tab}bob-password-1{tab}other{enter}"))
+        .await;
+    wait_text(&browser, "#whoami", "other").await;
     browser.goto(&format!("{}/console/#/stacks", dev.url)).await;
     browser.wait_for("#stack-search", WAIT).await;
     tokio::time::sleep(Duration::from_millis(500)).await;

@@ -85,6 +85,11 @@ impl Browser {
         self.sure(result).await
     }
 
+    pub async fn keys(&self, text: &str) {
+        let result = self.0.keys(text).await;
+        self.sure(result).await
+    }
+
     pub async fn console_errors(&self) -> Vec<String> {
         let result = self.0.console_errors().await;
         self.sure(result).await
