@@ -464,4 +464,44 @@ mod tests {
         };
         assert_eq!(database_url, "sqlite:///data/gateway.db?mode=rwc");
     }
+
+    #[test]
+    fn the_console_is_built_in_unless_turned_off_or_given_a_directory() {
+        let resolve = |section: GatewaySection| {
+            section
+                .resolve(
+                    &AuthSection::default(),
+                    Path::new("/data"),
+                    "key",
+                    "credential",
+                )
+                .console
+        };
+        assert_eq!(resolve(GatewaySection::default()), ConsoleSource::Embedded);
+        let off = GatewaySection {
+            console: false,
+            console_dir: "/srv/console".into(),
+            ..GatewaySection::default()
+        };
+        assert_eq!(resolve(off), ConsoleSource::Off);
+        let here = env!("CARGO_MANIFEST_DIR");
+        let from_disk = GatewaySection {
+            console_dir: here.into(),
+            ..GatewaySection::default()
+        };
+        let mut problems = Vec::new();
+        from_disk.validate(&mut problems);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(resolve(from_disk), ConsoleSource::Directory(here.into()));
+
+        let missing = GatewaySection {
+            console_dir: "/no/such/console".into(),
+            ..GatewaySection::default()
+        };
+        missing.validate(&mut problems);
+        assert_eq!(
+            problems,
+            ["gateway.console_dir: \"/no/such/console\" is not a directory"]
+        );
+    }
 }
