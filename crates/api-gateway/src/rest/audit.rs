@@ -54,10 +54,7 @@ fn record_view(record: pb::AuditRecord) -> Value {
     };
     json!({
         "id": record.id,
-        "at": record
-            .at
-            .and_then(|at| chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0)))
-            .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
+        "at": super::rfc3339(record.at.as_ref(), chrono::SecondsFormat::Micros),
         "project_id": record.project_id,
         "user_id": record.user_id,
         "target_type": record.target_type,

@@ -137,6 +137,21 @@ async fn count_upstream_failures(
     response
 }
 
+/// A protobuf timestamp as RFC 3339 text in UTC to `precision` (each API
+/// shows its own: Senlin seconds, the audit trail microseconds), or null.
+pub(crate) fn rfc3339(
+    timestamp: Option<&prost_types::Timestamp>,
+    precision: chrono::SecondsFormat,
+) -> serde_json::Value {
+    timestamp
+        .and_then(|at| {
+            chrono::DateTime::from_timestamp(at.seconds, u32::try_from(at.nanos).unwrap_or(0))
+        })
+        .map_or(serde_json::Value::Null, |at| {
+            serde_json::Value::String(at.to_rfc3339_opts(precision, true))
+        })
+}
+
 /// The caller, authenticated from `X-Auth-Token` or `Authorization: Bearer`.
 pub struct Authenticated(pub Identity);
 

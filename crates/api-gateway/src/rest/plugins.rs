@@ -126,13 +126,7 @@ pub async fn update(
 }
 
 fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
-    timestamp
-        .and_then(|t| {
-            chrono::DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0))
-        })
-        .map_or(Value::Null, |t| {
-            Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-        })
+    super::rfc3339(timestamp, chrono::SecondsFormat::Millis)
 }
 
 fn view(plugin: &pb::Plugin) -> Value {

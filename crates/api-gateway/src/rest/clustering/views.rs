@@ -6,13 +6,7 @@ use serde_json::{Value, json};
 
 /// A prost timestamp as Senlin's ISO 8601 text, or null.
 pub(super) fn time(timestamp: Option<&prost_types::Timestamp>) -> Value {
-    timestamp
-        .and_then(|t| {
-            chrono::DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0))
-        })
-        .map_or(Value::Null, |t| {
-            Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        })
+    crate::rest::rfc3339(timestamp, chrono::SecondsFormat::Secs)
 }
 
 /// A prost timestamp as seconds since the epoch with a fraction (Senlin's
