@@ -276,6 +276,32 @@ export function actionButton({ id, label, onClick, variant = "", title }) {
   return wrap;
 }
 
+/** An object page's action buttons, by id: one per operation (`{id, label,
+ *  form?}`). A click on the operation with `form` opens that form (through
+ *  `toggler`); any other runs `run(operation)` with its button busy, and a
+ *  failure shows the API's message in `errors` and calls `onFailure` (the
+ *  page asks its "allowed?" verdicts again). */
+export function actionButtons({ operations, form, toggler, errors, run, onFailure }) {
+  const buttons = new Map();
+  for (const operation of operations) {
+    const wrap = actionButton({ id: operation.id, label: operation.label, onClick: () => {
+      showError(errors, "");
+      if (operation.form) { toggler.toggle(form); return; }
+      busy(wrap.button, async () => {
+        try {
+          await run(operation);
+        } catch (error) {
+          if (error.name !== "AbortError") { showError(errors, error); onFailure(); }
+        }
+      });
+    } });
+    buttons.set(operation.id, wrap);
+  }
+  const opening = operations.find((operation) => operation.form);
+  if (opening) toggler.add(buttons.get(opening.id).button, form);
+  return buttons;
+}
+
 export function blockerMessages(verdict) {
   if (!verdict) return [];
   if (verdict.error) return [messageOf(verdict.error)];

@@ -1,7 +1,8 @@
 //! The web console in a real browser (headless Chromium through WebDriver)
 //! against a real `ember dev`: signing in, a stack created from a file
 //! with its graph drawn, a lock and the reasons it disables actions, a
-//! resource marked unhealthy and replaced by the next update, a cluster's scale-in held by a lifecycle hook
+//! resource marked unhealthy and replaced by the next update, an
+//! instance locked and unlocked, a cluster's scale-in held by a lifecycle hook
 //! and completed from the page, a phone-width screen, and another project's
 //! user who sees none of it. Screenshots of each page are kept under
 //! `target/console-screenshots/`.
@@ -429,6 +430,49 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         )
         .await;
     browser.screenshot("cluster").await;
+
+    // An instance: locked from its page (its power actions then say why
+    // not), and unlocked.
+    succeed(
+        &[
+            "instance",
+            "create",
+            "box",
+            "--flavor",
+            "m1.small",
+            "--image",
+            "debian-12",
+            "--wait",
+        ],
+        dir,
+    );
+    browser
+        .goto(&format!("{}/console/#/instances", dev.url))
+        .await;
+    click(&browser, "tr[data-instance=\"box\"] a").await;
+    wait_text(&browser, "#instance-status", "ACTIVE").await;
+    click_enabled(&browser, "#action-lock").await;
+    type_text(&browser, "#lock-reason", "disk swap").await;
+    click_enabled(&browser, "#lock-submit").await;
+    wait_text(&browser, "#lock-banner", "disk swap").await;
+    browser
+        .wait_until(
+            "power off disabled with its reason",
+            "const b = document.querySelector('#power-off'); \
+             return !!b && b.disabled && (b.title || '').toLowerCase().includes('lock');",
+            WAIT,
+        )
+        .await;
+    browser.screenshot("instance-locked").await;
+    click_enabled(&browser, "#action-unlock").await;
+    browser
+        .wait_until(
+            "the instance unlocked",
+            "const b = document.querySelector('#power-off'); \
+             return !document.querySelector('#lock-banner') && !!b && !b.disabled;",
+            WAIT,
+        )
+        .await;
 
     // A phone-width screen: nothing wider than the window.
     browser.resize(390, 844).await;

@@ -4,7 +4,7 @@
 // each asking "allowed?" first.
 
 import {
-  h, badge, setBadge, timeEl, keyedTable, field, errorBox, showError, busy, poll, actionButton,
+  h, badge, setBadge, timeEl, keyedTable, field, errorBox, showError, busy, poll, actionButtons,
   detailList, lockBanner, setChildren, statusKind, icon, lockForm, formToggler, formatCountdown,
   parseTime, formatAbsolute,
 } from "../ui.js";
@@ -76,7 +76,6 @@ export async function render(ctx) {
     { id: "action-lock", op: "lock", label: "Lock", form: true },
     { id: "action-unlock", op: "unlock", label: "Unlock", body: () => ({ unlock: {} }) },
   ];
-  const buttons = new Map();
   const toggler = formToggler();
   const lock = lockForm({
     title: "Lock the cluster for maintenance",
@@ -89,22 +88,14 @@ export async function render(ctx) {
     },
     onCancel: () => toggler.toggle(lock),
   });
-  for (const operation of OPERATIONS) {
-    const wrap = actionButton({ id: operation.id, label: operation.label, onClick: () => {
-      showError(actionError, "");
-      if (operation.form) { toggler.toggle(lock); return; }
-      busy(wrap.button, async () => {
-        try {
-          const answer = await api(`${base}/actions`, { method: "POST", body: operation.body(), signal });
-          accepted(operation.label, answer && answer.action);
-        } catch (error) {
-          if (error.name !== "AbortError") { showError(actionError, error); refreshVerdicts(); }
-        }
-      });
-    } });
-    buttons.set(operation.id, wrap);
-  }
-  toggler.add(buttons.get("action-lock").button, lock);
+  const buttons = actionButtons({
+    operations: OPERATIONS, form: lock, toggler, errors: actionError,
+    run: async (operation) => {
+      const answer = await api(`${base}/actions`, { method: "POST", body: operation.body(), signal });
+      accepted(operation.label, answer && answer.action);
+    },
+    onFailure: () => refreshVerdicts(),
+  });
   countInput.addEventListener("change", () => refreshVerdicts(["scale_out", "scale_in"]));
 
   function accepted(label, actionId) {

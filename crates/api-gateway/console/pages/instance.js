@@ -2,7 +2,7 @@
 // (lock/unlock, asking "allowed?" first), power actions and its events.
 
 import {
-  h, badge, setBadge, timeEl, keyedTable, errorBox, showError, busy, poll, actionButton, detailList,
+  h, badge, setBadge, timeEl, keyedTable, errorBox, showError, poll, actionButtons, detailList,
   lockBanner, setChildren, statusKind, lockForm, formToggler, jsonBlock,
 } from "../ui.js";
 import { api, COMPUTE, seg } from "../api.js";
@@ -34,7 +34,6 @@ export async function render(ctx) {
   const headerError = errorBox("", { id: "instance-error" });
   const actionError = errorBox("", { id: "instance-action-error" });
   const actionNotice = h("div", { class: "action-notice", role: "status", "aria-live": "polite" });
-  const buttons = new Map();
   const toggler = formToggler();
   const lock = lockForm({
     title: "Lock the instance",
@@ -45,22 +44,14 @@ export async function render(ctx) {
     },
     onCancel: () => toggler.toggle(lock),
   });
-  for (const operation of OPERATIONS) {
-    const wrap = actionButton({ id: operation.id, label: operation.label, onClick: () => {
-      showError(actionError, "");
-      if (operation.form) { toggler.toggle(lock); return; }
-      busy(wrap.button, async () => {
-        try {
-          await api(`${base}/${operation.path}`, { method: "PUT", body: operation.body, signal });
-          accepted(operation.label);
-        } catch (error) {
-          if (error.name !== "AbortError") { showError(actionError, error); refreshVerdicts(); }
-        }
-      });
-    } });
-    buttons.set(operation.id, wrap);
-  }
-  toggler.add(buttons.get("action-lock").button, lock);
+  const buttons = actionButtons({
+    operations: OPERATIONS, form: lock, toggler, errors: actionError,
+    run: async (operation) => {
+      await api(`${base}/${operation.path}`, { method: "PUT", body: operation.body, signal });
+      accepted(operation.label);
+    },
+    onFailure: () => refreshVerdicts(),
+  });
 
   function accepted(label) {
     actionNotice.textContent = `${label}: accepted.`;
