@@ -14,7 +14,7 @@ the errors a user sees (an impossible resize, an unknown cluster), then
 deletes the cluster and the profile and waits until they are gone.
 Prints each step, then "cluster <id>" and "openstacksdk clustering flow: ok"
 and exits 0, or names the step that failed and why and exits 1. Run by
-tests/e2e/clusters_compat.rs, which then checks what is left in Ember.
+tests/e2e/clustering/clusters_compat.rs, which then checks what is left in Ember.
 """
 
 import sys

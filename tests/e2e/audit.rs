@@ -17,9 +17,9 @@ use ember_proto::engine::v1::audit_service_client::AuditServiceClient;
 use ember_tests::{TestEmber, with_bearer};
 use serde_json::{Value, json};
 
-use crate::clusters::Rest;
+use crate::clustering::clusters::Rest;
+use crate::clustering::senlin_receivers::{active_cluster, outsider, trigger};
 use crate::orchestration::{HeatRest, stack_template};
-use crate::senlin_receivers::{active_cluster, outsider, trigger};
 
 const BREAK_GLASS: &str = "X-Ember-Break-Glass";
 
@@ -82,7 +82,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
         token: member.clone(),
     };
     let cluster_id = active_cluster(&rest, "db", 1).await;
-    let alarm_url = crate::cluster_locks::scale_out_webhook(&rest, "db").await;
+    let alarm_url = crate::clustering::cluster_locks::scale_out_webhook(&rest, "db").await;
     let actions = format!("/clusters/{cluster_id}/actions");
     let (status, _, body) = rest
         .post(

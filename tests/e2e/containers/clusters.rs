@@ -13,7 +13,7 @@ use ember_tests::wait_for;
 use serde_json::{Value, json};
 
 use super::{ember_on, wait_running};
-use crate::clusters::{Rest, attach, location, webhook_target};
+use crate::clustering::clusters::{Rest, attach, location, webhook_target};
 
 fn physical_ids(nodes: &[Value]) -> Vec<String> {
     nodes

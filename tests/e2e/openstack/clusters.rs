@@ -15,7 +15,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use super::{CloudEmber, SETTLE, unique};
-use crate::clusters::{Rest, location, webhook_target};
+use crate::clustering::clusters::{Rest, location, webhook_target};
 
 /// The Nova servers of the cluster's nodes, by node (through demo's own
 /// Nova: the servers are demo's).

@@ -14,7 +14,7 @@ use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location};
+use crate::clustering::clusters::{Rest, location};
 
 fn member(ember: &TestEmber) -> Rest<'_> {
     Rest {

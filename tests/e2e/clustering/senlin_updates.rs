@@ -11,7 +11,7 @@ use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location, webhook_target};
+use crate::clustering::clusters::{Rest, location, webhook_target};
 
 fn nova_spec(flavor: &str) -> Value {
     json!({"type": "os.nova.server", "version": "1.0",

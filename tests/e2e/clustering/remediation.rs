@@ -12,7 +12,7 @@ use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location};
+use crate::clustering::clusters::{Rest, location};
 
 async fn mark(rest: &Rest<'_>, node: &str, body: Value) -> (StatusCode, Value) {
     let (status, _, body) = rest

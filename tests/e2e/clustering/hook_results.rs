@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location, webhook_target};
+use crate::clustering::clusters::{Rest, location, webhook_target};
 
 /// A cluster of `size` instances with a deletion policy whose webhook hook
 /// has `hooks` (merged into the type, url and params).
@@ -20,7 +20,7 @@ async fn hooked_cluster(
     name: &str,
     size: u32,
     hooks: Value,
-) -> (String, crate::clusters::Received) {
+) -> (String, crate::clustering::clusters::Received) {
     let (hook_url, received) = webhook_target().await;
     let (status, _, body) = rest
         .post(
@@ -63,7 +63,7 @@ async fn hooked_cluster(
 }
 
 /// The tokens of the first `count` hook messages.
-async fn tokens(received: &crate::clusters::Received, count: usize) -> Vec<String> {
+async fn tokens(received: &crate::clustering::clusters::Received, count: usize) -> Vec<String> {
     wait_for("the hook messages", Duration::from_secs(15), || {
         let received = received.clone();
         async move { received.lock().expect("lock").len() >= count }

@@ -21,8 +21,10 @@ use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::clusters::Rest;
-use crate::senlin_messages::{active_cluster, message_receiver, outsider, wait_scale_outs};
+use crate::clustering::clusters::Rest;
+use crate::clustering::senlin_messages::{
+    active_cluster, message_receiver, outsider, wait_scale_outs,
+};
 
 /// The NATS server of the tests, or `None` (said on stderr) without one.
 fn nats_url(test: &str) -> Option<String> {

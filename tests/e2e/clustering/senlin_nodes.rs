@@ -13,7 +13,7 @@ use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location};
+use crate::clustering::clusters::{Rest, location};
 
 fn nova_spec(flavor: &str) -> Value {
     json!({"type": "os.nova.server", "version": "1.0",

@@ -8,8 +8,8 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::clusters::Rest;
-use crate::senlin_receivers::{active_cluster, outsider, trigger};
+use crate::clustering::clusters::Rest;
+use crate::clustering::senlin_receivers::{active_cluster, outsider, trigger};
 
 /// A webhook receiver that scales `cluster` out by one; its alarm URL.
 pub(crate) async fn scale_out_webhook(rest: &Rest<'_>, cluster: &str) -> String {

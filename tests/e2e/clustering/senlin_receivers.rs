@@ -14,7 +14,7 @@ use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location};
+use crate::clustering::clusters::{Rest, location};
 
 fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()

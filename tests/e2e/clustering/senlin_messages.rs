@@ -19,7 +19,7 @@ use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clusters::{Rest, location};
+use crate::clustering::clusters::{Rest, location};
 
 const CLIENT_ID: &str = "3381af92-2b9e-11e3-b191-71861300734c";
 
