@@ -19,7 +19,7 @@ use super::{
 };
 use crate::domain::{ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction};
 use crate::error::{Error, Result};
-use crate::resources::{LockChange, LockRequest};
+use crate::resources::{LockChange, LockRequest, ResourceType};
 
 /// The most expired stack locks one sweep acts on (the next takes the
 /// rest).
@@ -424,7 +424,7 @@ async fn lock_one(
     let failed_otherwise = current.status == ActionStatus::Failed
         && !matches!(current.action, StackAction::Lock | StackAction::Unlock);
     if failed_otherwise {
-        return keep_failure(shared, target, current, action, request).await;
+        return keep_failure(shared, target, current, resource_type, action, request).await;
     }
     if !resource_type.has_lock_handler() {
         // Nothing to lock: one transition, straight to the final state.
@@ -448,17 +448,7 @@ async fn lock_one(
         "state changed",
     )
     .await?;
-    let result = match shared.registry.get(&in_progress.type_name) {
-        Some(resource_type) if action == StackAction::Lock => {
-            resource_type.lock(&in_progress, request).await
-        }
-        Some(resource_type) => resource_type.unlock(&in_progress, request).await,
-        None => Err(crate::resources::ResourceFailure(format!(
-            "unknown resource type {:?}",
-            in_progress.type_name
-        ))),
-    };
-    match result {
+    match call_lock_handler(resource_type, &in_progress, action, request).await {
         Ok(data) => {
             let mut done = in_progress;
             done.data = data;
@@ -504,21 +494,14 @@ async fn keep_failure(
     shared: &Shared,
     target: &RunTarget,
     current: crate::domain::Resource,
+    resource_type: &Arc<dyn ResourceType>,
     action: StackAction,
     request: &LockRequest,
 ) -> RunResult {
-    let Some(resource_type) = shared
-        .registry
-        .get(&current.type_name)
-        .filter(|resource_type| resource_type.has_lock_handler())
-    else {
+    if !resource_type.has_lock_handler() {
         return Ok(());
-    };
-    let result = if action == StackAction::Lock {
-        resource_type.lock(&current, request).await
-    } else {
-        resource_type.unlock(&current, request).await
-    };
+    }
+    let result = call_lock_handler(resource_type, &current, action, request).await;
     let data = result.map_err(|failure| {
         RunFailure::Failed(format!(
             "Resource {} failed: resources.{}: {failure}",
@@ -539,4 +522,19 @@ async fn keep_failure(
     )
     .await?;
     Ok(())
+}
+
+/// `resource_type`'s lock handler (`action` Lock) or unlock handler (any
+/// other) on `resource`: the type's private data after it.
+async fn call_lock_handler(
+    resource_type: &Arc<dyn ResourceType>,
+    resource: &crate::domain::Resource,
+    action: StackAction,
+    request: &LockRequest,
+) -> Result<serde_json::Value, crate::resources::ResourceFailure> {
+    if action == StackAction::Lock {
+        resource_type.lock(resource, request).await
+    } else {
+        resource_type.unlock(resource, request).await
+    }
 }
