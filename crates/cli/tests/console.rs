@@ -593,13 +593,13 @@ async fn the_console_shows_and_drives_stacks_and_clusters_and_keeps_projects_apa
         .await;
     wait_text(&browser, "#whoami", "other").await;
     browser.goto(&format!("{}/console/#/stacks", dev.url)).await;
-    browser.wait_for("#stack-search", WAIT).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Each list says it is empty once it has been read.
+    wait_text(&browser, "#stacks", "No stacks yet").await;
     assert_eq!(count(&browser, "tr[data-stack]").await, 0);
     browser
         .goto(&format!("{}/console/#/clusters", dev.url))
         .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_text(&browser, "#clusters", "No clusters yet").await;
     assert_eq!(count(&browser, "tr[data-cluster]").await, 0);
     browser
         .goto(&format!("{}/console/#/stacks/app/{id}", dev.url))

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::stacks::client::RestStacks;
 use super::summarize;
 use crate::browser::Browser;
 use crate::dev::{DevCredentials, RunningEmber};
@@ -46,24 +47,25 @@ pub async fn run(settings: ConsoleBench) -> Result<(), String> {
     let credentials =
         DevCredentials::mint(running.gateway_addr, &secrets, Duration::from_secs(3600))?;
     let base = format!("http://{}", running.gateway_addr);
-    let heat = format!("{base}/orchestration/v1/demo");
-    let token = credentials.member.token.clone();
-    let http = reqwest::Client::new();
+    let stacks = RestStacks::new(running.gateway_addr, &credentials.member.token);
 
     println!(
         "console: making {} stacks and one of {} resources…",
         settings.stacks, settings.resources
     );
-    let big_id = create_stack(&http, &heat, &token, "big", &tree(settings.resources)).await?;
+    let (big, _) = stacks
+        .create_and_wait("big", &tree(settings.resources).to_string())
+        .await?;
     let small = json!({"heat_template_version": "2021-04-16",
-        "resources": {"n": {"type": "OS::Heat::None"}}});
+        "resources": {"n": {"type": "OS::Heat::None"}}})
+    .to_string();
     let names: Vec<String> = (1..settings.stacks)
         .map(|index| format!("stack-{index:05}"))
         .collect();
     for chunk in names.chunks(16) {
         let creates = chunk
             .iter()
-            .map(|name| create_stack(&http, &heat, &token, name, &small));
+            .map(|name| stacks.create_and_wait(name, &small));
         for created in futures::future::join_all(creates).await {
             created?;
         }
@@ -72,7 +74,7 @@ pub async fn run(settings: ConsoleBench) -> Result<(), String> {
     let browser = Browser::start(1280, 800).await?;
     sign_in(&browser, &base, &passwords.demo).await?;
     let list = format!("{base}/console/#/stacks");
-    let page = format!("{base}/console/#/stacks/big/{big_id}");
+    let page = format!("{base}/console/#/stacks/big/{}", big.id());
     let rows = format!(
         "return document.querySelectorAll('tr[data-stack]').length >= {}",
         settings.stacks
@@ -124,7 +126,7 @@ pub async fn run(settings: ConsoleBench) -> Result<(), String> {
         println!("the browser logged errors: {errors:#?}");
     }
 
-    api_cost(&settings, &http, &heat, &token, &big_id, data_dir.path()).await?;
+    api_cost(&settings, &stacks, &stacks.stack_url(&big), data_dir.path()).await?;
     running.shutdown.cancel();
     Ok(())
 }
@@ -141,55 +143,6 @@ fn tree(resources: usize) -> Value {
         map.insert(format!("r{index}"), resource);
     }
     json!({"heat_template_version": "2021-04-16", "resources": map})
-}
-
-/// Creates a stack and waits until it is CREATE_COMPLETE; its id.
-async fn create_stack(
-    http: &reqwest::Client,
-    heat: &str,
-    token: &str,
-    name: &str,
-    template: &Value,
-) -> Result<String, String> {
-    let answer: Value = http
-        .post(format!("{heat}/stacks"))
-        .header("x-auth-token", token)
-        .json(&json!({"stack_name": name, "template": template}))
-        .send()
-        .await
-        .map_err(|error| error.to_string())?
-        .json()
-        .await
-        .map_err(|error| error.to_string())?;
-    let id = answer["stack"]["id"]
-        .as_str()
-        .ok_or_else(|| format!("stack {name} was not created: {answer}"))?
-        .to_owned();
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let shown: Value = http
-            .get(format!("{heat}/stacks/{name}/{id}"))
-            .header("x-auth-token", token)
-            .send()
-            .await
-            .map_err(|error| error.to_string())?
-            .json()
-            .await
-            .map_err(|error| error.to_string())?;
-        match shown["stack"]["stack_status"].as_str() {
-            Some("CREATE_COMPLETE") => return Ok(id),
-            Some(status) if status.ends_with("FAILED") => {
-                return Err(format!(
-                    "stack {name}: {status}: {}",
-                    shown["stack"]["stack_status_reason"]
-                ));
-            }
-            _ if Instant::now() > deadline => {
-                return Err(format!("stack {name} not created in time"));
-            }
-            _ => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
 }
 
 async fn sign_in(browser: &Browser, base: &str, password: &str) -> Result<(), String> {
@@ -227,26 +180,29 @@ async fn sign_in(browser: &Browser, base: &str, password: &str) -> Result<(), St
 async fn load(browser: &Browser, url: &str, done: &str) -> Result<(Duration, Duration), String> {
     browser.goto("about:blank").await?;
     browser.goto(url).await?;
+    // The moment it is first seen done is kept in the page, for the paint
+    // entry may be recorded a frame later.
     let script = format!(
-        "if (!(function () {{ {done} }})()) return null; \
+        "if (window.emberBenchDone === undefined && (function () {{ {done} }})()) \
+           window.emberBenchDone = performance.now(); \
          const paint = performance.getEntriesByName('first-contentful-paint')[0]; \
-         return [paint ? paint.startTime : -1, performance.now()];"
+         if (window.emberBenchDone === undefined || !paint) return null; \
+         return [paint.startTime, window.emberBenchDone];"
     );
     let times = browser.wait_until(url, &script, LIMIT, POLL).await?;
     let at = |index: usize| {
-        Duration::from_secs_f64(times[index].as_f64().unwrap_or(-1.0).max(0.0) / 1000.0)
+        Duration::from_secs_f64(times[index].as_f64().unwrap_or(0.0).max(0.0) / 1000.0)
     };
     Ok((at(0), at(1)))
 }
 
-/// GET one stack through this gateway (the console on) and through a
-/// second Ember whose gateway has it off, alternating rounds.
+/// GET one stack (`stack_url`, through `stacks`' gateway: the console on)
+/// and the same stack through a second Ember whose gateway has it off,
+/// alternating rounds.
 async fn api_cost(
     settings: &ConsoleBench,
-    http: &reqwest::Client,
-    heat: &str,
-    token: &str,
-    big_id: &str,
+    stacks: &RestStacks,
+    stack_url: &str,
     data_dir: &std::path::Path,
 ) -> Result<(), String> {
     let other_dir = data_dir.join("without-console");
@@ -258,34 +214,16 @@ async fn api_cost(
         DevCredentials::mint(without.gateway_addr, &secrets, Duration::from_secs(3600))?
             .member
             .token;
-    let other_heat = format!("http://{}/orchestration/v1/demo", without.gateway_addr);
-    let other_id = create_stack(
-        http,
-        &other_heat,
-        &other_token,
-        "big",
-        &tree(settings.resources),
-    )
-    .await?;
+    let others = RestStacks::new(without.gateway_addr, &other_token);
+    let (other, _) = others
+        .create_and_wait("big", &tree(settings.resources).to_string())
+        .await?;
+    let other_url = others.stack_url(&other);
     let (mut on, mut off) = (Vec::new(), Vec::new());
     let round = (settings.calls / 10).max(1);
     for _ in 0..10 {
-        time_gets(
-            http,
-            &format!("{heat}/stacks/big/{big_id}"),
-            token,
-            round,
-            &mut on,
-        )
-        .await?;
-        time_gets(
-            http,
-            &format!("{other_heat}/stacks/big/{other_id}"),
-            &other_token,
-            round,
-            &mut off,
-        )
-        .await?;
+        time_gets(stacks, stack_url, round, &mut on).await?;
+        time_gets(&others, &other_url, round, &mut off).await?;
     }
     let count = on.len();
     let (on, off) = (summarize(&mut on), summarize(&mut off));
@@ -302,25 +240,16 @@ async fn api_cost(
     Ok(())
 }
 
+/// `calls` GETs of `url`, each timed into `samples`.
 async fn time_gets(
-    http: &reqwest::Client,
+    stacks: &RestStacks,
     url: &str,
-    token: &str,
     calls: usize,
     samples: &mut Vec<Duration>,
 ) -> Result<(), String> {
     for _ in 0..calls {
         let started = Instant::now();
-        let response = http
-            .get(url)
-            .header("x-auth-token", token)
-            .send()
-            .await
-            .map_err(|error| error.to_string())?;
-        if !response.status().is_success() {
-            return Err(format!("GET {url} answered {}", response.status()));
-        }
-        response.bytes().await.map_err(|error| error.to_string())?;
+        stacks.get_ok(url).await?;
         samples.push(started.elapsed());
     }
     Ok(())

@@ -17,6 +17,12 @@ pub struct StackRef {
     id: String,
 }
 
+impl StackRef {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
 pub struct RestStacks {
     http: reqwest::Client,
     pub base: String,
