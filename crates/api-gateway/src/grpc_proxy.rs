@@ -1,6 +1,7 @@
 //! The public gRPC door. Health and reflection are answered here (no token
 //! needed, so `grpcurl list` works), and so is the built-in identity's
-//! admin service (admins only); every other call must carry a token, and
+//! admin service (admins, and other Ember services acting for a user who
+//! holds the admin role); every other call must carry a token, and
 //! is forwarded byte for byte to the internal service that serves it, with
 //! the verified identity and the internal credential in its metadata.
 //! Forwarding at the HTTP/2 level keeps the gateway free of per-RPC code: a
@@ -12,7 +13,10 @@ use std::sync::atomic::Ordering;
 
 use axum::body::Body;
 use axum::response::Response;
+use ember_runtime::Identity;
+use ember_runtime::identity::{INTERNAL_CREDENTIAL_HEADER, InternalAuth, ROLES_HEADER};
 use http::Request;
+use tonic::service::Interceptor;
 use tower::ServiceExt;
 
 use crate::GatewayState;
@@ -117,26 +121,83 @@ fn refused(state: &GatewayState, error: &crate::auth::AuthError) -> Response {
     ))
 }
 
-/// The built-in identity's admin service, served here: admins only.
-async fn identity_admin(state: GatewayState, request: Request<Body>) -> Response {
+/// The built-in identity's admin service, served here: to admin tokens,
+/// and to other Ember services acting for a user (see
+/// [`internal_identity_admin`]).
+async fn identity_admin(state: GatewayState, mut request: Request<Body>) -> Response {
     let Some(service) = state.identity_grpc.clone() else {
         return status_response(tonic::Status::unimplemented(
             "this gateway validates tokens against an external Keystone: manage identities there",
         ));
     };
-    let identity = match state.authenticator.authenticate(request.headers()).await {
-        Ok(identity) => identity,
-        Err(error) => return refused(&state, &error),
-    };
-    if !identity.is_admin() {
-        return status_response(tonic::Status::permission_denied(
-            "managing identities needs the admin role",
-        ));
+    if request.headers().contains_key(INTERNAL_CREDENTIAL_HEADER) {
+        if let Err(refusal) = internal_identity_admin(&state, request.headers()).await {
+            if refusal.code() == tonic::Code::Unauthenticated {
+                state
+                    .metrics
+                    .unauthenticated
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            return status_response(refusal);
+        }
+    } else {
+        let identity = match state.authenticator.authenticate(request.headers()).await {
+            Ok(identity) => identity,
+            Err(error) => return refused(&state, &error),
+        };
+        if !identity.is_admin() {
+            return status_response(tonic::Status::permission_denied(
+                "managing identities needs the admin role",
+            ));
+        }
     }
+    // The handler trusts nothing the caller sent about who it is.
+    ember_runtime::identity::strip_identity_headers(request.headers_mut());
     match service.oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},
     }
+}
+
+/// A call from another Ember service (the engine's `OS::Keystone::*`
+/// resource types) acting for a stack's owner: it carries the internal
+/// credential and the identity headers instead of a token. The credential
+/// is checked as every internal service checks it; the roles the headers
+/// claim are not taken — the directory says now whether the user holds
+/// `admin` in the project (its own or through a group), and whether both
+/// exist and are enabled.
+async fn internal_identity_admin(
+    state: &GatewayState,
+    headers: &http::HeaderMap,
+) -> Result<(), tonic::Status> {
+    let Some(directory) = state.authenticator.directory() else {
+        return Err(tonic::Status::unimplemented(
+            "this gateway validates tokens against an external Keystone: manage identities there",
+        ));
+    };
+    // The interceptor wants a roles header; the roles claimed are blanked,
+    // so that nothing below could take them.
+    let mut claimed = headers.clone();
+    claimed.insert(ROLES_HEADER, http::HeaderValue::from_static(""));
+    let request = tonic::Request::from_parts(
+        tonic::metadata::MetadataMap::from_headers(claimed),
+        tonic::Extensions::default(),
+        (),
+    );
+    let request = InternalAuth::new(state.credential.clone()).call(request)?;
+    let identity = Identity::of(&request)?;
+    directory
+        .check_identity_admin(&identity.user_id, &identity.project_id)
+        .await
+        .map_err(|error| {
+            tracing::info!(
+                user_id = %identity.user_id,
+                project_id = %identity.project_id,
+                %error,
+                "an internal service's identity call refused"
+            );
+            error.into_status()
+        })
 }
 
 fn status_response(status: tonic::Status) -> Response {

@@ -344,6 +344,7 @@ async fn tokens_are_rescoped_validated_and_revoked_and_lose_what_was_taken_away(
                 user: "demo".into(),
                 project: "blue".into(),
                 role: "member".into(),
+                ..Default::default()
             },
         ))
         .await
@@ -420,6 +421,7 @@ async fn tokens_are_rescoped_validated_and_revoked_and_lose_what_was_taken_away(
                 user: "mallory".into(),
                 project: "demo".into(),
                 role: "member".into(),
+                ..Default::default()
             },
         ))
         .await
@@ -520,6 +522,7 @@ async fn tokens_are_rescoped_validated_and_revoked_and_lose_what_was_taken_away(
                 user: "demo".into(),
                 project: "blue".into(),
                 role: "member".into(),
+                ..Default::default()
             },
         ))
         .await

@@ -1,12 +1,16 @@
 //! `ember.identity.v1.IdentityAdminService`: the built-in identity managed
 //! over gRPC, served by the gateway itself. The gRPC door lets only admin
-//! tokens through to it.
+//! tokens through to it, and other Ember services acting for a user who
+//! holds the admin role (`crate::grpc_proxy`).
 
 use ember_proto::identity::v1 as pb;
 use ember_proto::identity::v1::identity_admin_service_server::IdentityAdminService;
 use tonic::{Request, Response, Status};
 
-use super::{Assignment, Directory, IdentityError, Lockout, Project, User};
+use super::{
+    Assignee, AssigneeName, Assignment, Directory, Group, GroupChanges, IdentityError, Lockout,
+    Project, ProjectChanges, Role, User, UserUpdate,
+};
 
 pub const SERVICE_NAME: &str = "ember.identity.v1.IdentityAdminService";
 
@@ -27,6 +31,7 @@ fn project_message(project: Project) -> pb::Project {
         description: project.description,
         domain_id: super::DOMAIN_ID.to_owned(),
         created_at: Some(ember_runtime::time::to_timestamp(project.created_at)),
+        enabled: project.enabled,
     }
 }
 
@@ -46,14 +51,41 @@ fn user_message(user: User, lockout: Lockout) -> pb::User {
         failed_auth_count: u32::try_from(user.failed_auth_count).unwrap_or(0),
         locked,
         locked_until,
+        description: user.description.unwrap_or_default(),
+        email: user.email.unwrap_or_default(),
+        enabled: user.enabled,
+    }
+}
+
+fn role_message(role: Role) -> pb::Role {
+    pb::Role {
+        built_in: role.is_built_in(),
+        id: role.id,
+        name: role.name,
+        domain_id: super::DOMAIN_ID.to_owned(),
+    }
+}
+
+fn group_message(group: Group) -> pb::Group {
+    pb::Group {
+        id: group.id,
+        name: group.name,
+        description: group.description,
+        domain_id: super::DOMAIN_ID.to_owned(),
+        created_at: Some(ember_runtime::time::to_timestamp(group.created_at)),
     }
 }
 
 fn assignment_message(assignment: Assignment) -> pb::RoleAssignment {
+    let (user, group) = match assignment.assignee {
+        Assignee::User(user) => (user, String::new()),
+        Assignee::Group(group) => (String::new(), group),
+    };
     pb::RoleAssignment {
-        user: assignment.user_id,
+        user,
         project: assignment.project_id,
         role: assignment.role,
+        group,
     }
 }
 
@@ -62,6 +94,19 @@ fn required<'a>(what: &str, value: &'a str) -> Result<&'a str, Status> {
         Err(Status::invalid_argument(format!("{what} is required")))
     } else {
         Ok(value)
+    }
+}
+
+/// The user or group an assignment names: exactly one of them.
+fn assignee(request: &pb::RoleAssignment) -> Result<AssigneeName<'_>, Status> {
+    match (
+        request.user.trim().is_empty(),
+        request.group.trim().is_empty(),
+    ) {
+        (false, true) => Ok(AssigneeName::User(&request.user)),
+        (true, false) => Ok(AssigneeName::Group(&request.group)),
+        (true, true) => Err(Status::invalid_argument("user or group is required")),
+        (false, false) => Err(Status::invalid_argument("name a user or a group, not both")),
     }
 }
 
@@ -83,7 +128,12 @@ impl IdentityAdminService for AdminHandler {
         required("name", &request.name)?;
         reply(
             self.directory
-                .create_project(&request.name, &request.description, &request.id)
+                .create_project_with(
+                    &request.name,
+                    &request.description,
+                    &request.id,
+                    request.enabled.unwrap_or(true),
+                )
                 .await,
             project_message,
         )
@@ -98,6 +148,33 @@ impl IdentityAdminService for AdminHandler {
                 projects: projects.into_iter().map(project_message).collect(),
             }
         })
+    }
+
+    async fn get_project(&self, request: Request<pb::GetProjectRequest>) -> Reply<pb::Project> {
+        let project = request.into_inner().project;
+        required("project", &project)?;
+        reply(self.directory.find_project(&project).await, project_message)
+    }
+
+    async fn update_project(
+        &self,
+        request: Request<pb::UpdateProjectRequest>,
+    ) -> Reply<pb::Project> {
+        let request = request.into_inner();
+        required("project", &request.project)?;
+        reply(
+            self.directory
+                .update_project(
+                    &request.project,
+                    ProjectChanges {
+                        name: request.name,
+                        description: request.description,
+                        enabled: request.enabled,
+                    },
+                )
+                .await,
+            project_message,
+        )
     }
 
     async fn delete_project(
@@ -118,12 +195,15 @@ impl IdentityAdminService for AdminHandler {
         required("password", &request.password)?;
         reply(
             self.directory
-                .create_user(
-                    &request.name,
-                    &request.password,
-                    &request.id,
-                    &request.default_project,
-                )
+                .create_user_with(super::NewUser {
+                    name: &request.name,
+                    password: &request.password,
+                    id: &request.id,
+                    default_project: &request.default_project,
+                    description: &request.description,
+                    email: &request.email,
+                    enabled: request.enabled.unwrap_or(true),
+                })
                 .await,
             |user| user_message(user, lockout),
         )
@@ -135,13 +215,38 @@ impl IdentityAdminService for AdminHandler {
     ) -> Reply<pb::ListUsersResponse> {
         let lockout = self.directory.lockout();
         reply(self.directory.store().list_users().await, |users| {
-            pb::ListUsersResponse {
-                users: users
-                    .into_iter()
-                    .map(|user| user_message(user, lockout))
-                    .collect(),
-            }
+            users_message(users, lockout)
         })
+    }
+
+    async fn get_user(&self, request: Request<pb::GetUserRequest>) -> Reply<pb::User> {
+        let user = request.into_inner().user;
+        required("user", &user)?;
+        let lockout = self.directory.lockout();
+        reply(self.directory.find_user(&user).await, |user| {
+            user_message(user, lockout)
+        })
+    }
+
+    async fn update_user(&self, request: Request<pb::UpdateUserRequest>) -> Reply<pb::User> {
+        let request = request.into_inner();
+        required("user", &request.user)?;
+        let lockout = self.directory.lockout();
+        reply(
+            self.directory
+                .update_user(
+                    &request.user,
+                    UserUpdate {
+                        name: request.name,
+                        description: request.description,
+                        email: request.email,
+                        enabled: request.enabled,
+                        default_project: request.default_project,
+                    },
+                )
+                .await,
+            |user| user_message(user, lockout),
+        )
     }
 
     async fn delete_user(
@@ -179,12 +284,12 @@ impl IdentityAdminService for AdminHandler {
 
     async fn add_role(&self, request: Request<pb::RoleAssignment>) -> Reply<pb::RoleAssignment> {
         let request = request.into_inner();
-        required("user", &request.user)?;
+        let assignee = assignee(&request)?;
         required("project", &request.project)?;
         required("role", &request.role)?;
         reply(
             self.directory
-                .add_role(&request.user, &request.project, &request.role)
+                .give_role(assignee, &request.project, &request.role)
                 .await,
             assignment_message,
         )
@@ -195,12 +300,12 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::RoleAssignment>,
     ) -> Reply<pb::RemoveRoleResponse> {
         let request = request.into_inner();
-        required("user", &request.user)?;
+        let assignee = assignee(&request)?;
         required("project", &request.project)?;
         required("role", &request.role)?;
         reply(
             self.directory
-                .remove_role(&request.user, &request.project, &request.role)
+                .remove_role(assignee, &request.project, &request.role)
                 .await,
             |()| pb::RemoveRoleResponse {},
         )
@@ -213,11 +318,216 @@ impl IdentityAdminService for AdminHandler {
         let request = request.into_inner();
         reply(
             self.directory
-                .list_assignments(&request.user, &request.project)
+                .list_assignments(&request.user, &request.group, &request.project)
                 .await,
             |assignments| pb::ListRoleAssignmentsResponse {
                 assignments: assignments.into_iter().map(assignment_message).collect(),
             },
         )
+    }
+
+    async fn create_role(&self, request: Request<pb::CreateRoleRequest>) -> Reply<pb::Role> {
+        let request = request.into_inner();
+        required("name", &request.name)?;
+        reply(
+            self.directory.create_role(&request.name, &request.id).await,
+            role_message,
+        )
+    }
+
+    async fn list_roles(
+        &self,
+        _request: Request<pb::ListRolesRequest>,
+    ) -> Reply<pb::ListRolesResponse> {
+        reply(self.directory.store().list_roles().await, |roles| {
+            pb::ListRolesResponse {
+                roles: roles.into_iter().map(role_message).collect(),
+            }
+        })
+    }
+
+    async fn get_role(&self, request: Request<pb::GetRoleRequest>) -> Reply<pb::Role> {
+        let role = request.into_inner().role;
+        required("role", &role)?;
+        reply(self.directory.find_role(&role).await, role_message)
+    }
+
+    async fn update_role(&self, request: Request<pb::UpdateRoleRequest>) -> Reply<pb::Role> {
+        let request = request.into_inner();
+        required("role", &request.role)?;
+        required("name", &request.name)?;
+        reply(
+            self.directory
+                .rename_role(&request.role, &request.name)
+                .await,
+            role_message,
+        )
+    }
+
+    async fn delete_role(
+        &self,
+        request: Request<pb::DeleteRoleRequest>,
+    ) -> Reply<pb::DeleteRoleResponse> {
+        let role = request.into_inner().role;
+        required("role", &role)?;
+        reply(self.directory.delete_role(&role).await, |()| {
+            pb::DeleteRoleResponse {}
+        })
+    }
+
+    async fn create_group(&self, request: Request<pb::CreateGroupRequest>) -> Reply<pb::Group> {
+        let request = request.into_inner();
+        required("name", &request.name)?;
+        reply(
+            self.directory
+                .create_group(&request.name, &request.description, &request.id)
+                .await,
+            group_message,
+        )
+    }
+
+    async fn list_groups(
+        &self,
+        _request: Request<pb::ListGroupsRequest>,
+    ) -> Reply<pb::ListGroupsResponse> {
+        reply(self.directory.store().list_groups().await, |groups| {
+            pb::ListGroupsResponse {
+                groups: groups.into_iter().map(group_message).collect(),
+            }
+        })
+    }
+
+    async fn get_group(&self, request: Request<pb::GetGroupRequest>) -> Reply<pb::Group> {
+        let group = request.into_inner().group;
+        required("group", &group)?;
+        reply(self.directory.find_group(&group).await, group_message)
+    }
+
+    async fn update_group(&self, request: Request<pb::UpdateGroupRequest>) -> Reply<pb::Group> {
+        let request = request.into_inner();
+        required("group", &request.group)?;
+        reply(
+            self.directory
+                .update_group(
+                    &request.group,
+                    GroupChanges {
+                        name: request.name,
+                        description: request.description,
+                    },
+                )
+                .await,
+            group_message,
+        )
+    }
+
+    async fn delete_group(
+        &self,
+        request: Request<pb::DeleteGroupRequest>,
+    ) -> Reply<pb::DeleteGroupResponse> {
+        let group = request.into_inner().group;
+        required("group", &group)?;
+        reply(self.directory.delete_group(&group).await, |()| {
+            pb::DeleteGroupResponse {}
+        })
+    }
+
+    async fn add_group_member(
+        &self,
+        request: Request<pb::GroupMembership>,
+    ) -> Reply<pb::GroupMembership> {
+        let request = request.into_inner();
+        required("group", &request.group)?;
+        required("user", &request.user)?;
+        reply(
+            self.directory
+                .add_group_member(&request.group, &request.user)
+                .await,
+            |(group, user)| pb::GroupMembership {
+                group: group.id,
+                user: user.id,
+            },
+        )
+    }
+
+    async fn remove_group_member(
+        &self,
+        request: Request<pb::GroupMembership>,
+    ) -> Reply<pb::RemoveGroupMemberResponse> {
+        let request = request.into_inner();
+        required("group", &request.group)?;
+        required("user", &request.user)?;
+        reply(
+            self.directory
+                .remove_group_member(&request.group, &request.user)
+                .await,
+            |()| pb::RemoveGroupMemberResponse {},
+        )
+    }
+
+    async fn list_group_members(
+        &self,
+        request: Request<pb::ListGroupMembersRequest>,
+    ) -> Reply<pb::ListUsersResponse> {
+        let group = request.into_inner().group;
+        required("group", &group)?;
+        let lockout = self.directory.lockout();
+        reply(self.directory.group_members(&group).await, |users| {
+            users_message(users, lockout)
+        })
+    }
+}
+
+fn users_message(users: Vec<User>, lockout: Lockout) -> pb::ListUsersResponse {
+    pb::ListUsersResponse {
+        users: users
+            .into_iter()
+            .map(|user| user_message(user, lockout))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assignment_names_exactly_one_of_user_and_group() {
+        let assignment = |user: &str, group: &str| pb::RoleAssignment {
+            user: user.into(),
+            project: "web".into(),
+            role: "member".into(),
+            group: group.into(),
+        };
+        let user = assignment("alice", "");
+        assert_eq!(assignee(&user).ok(), Some(AssigneeName::User("alice")));
+        let group = assignment("", "ops");
+        assert_eq!(assignee(&group).ok(), Some(AssigneeName::Group("ops")));
+        for (user, group, expected) in [
+            ("", " ", "user or group is required"),
+            ("alice", "ops", "a user or a group, not both"),
+        ] {
+            let refusal = assignee(&assignment(user, group)).expect_err("refused");
+            assert_eq!(refusal.code(), tonic::Code::InvalidArgument);
+            assert!(refusal.message().contains(expected), "{refusal:?}");
+        }
+    }
+
+    #[test]
+    fn answers_carry_the_holder_in_its_own_field() {
+        let of_group = assignment_message(Assignment {
+            assignee: Assignee::Group("g1".into()),
+            project_id: "p1".into(),
+            role: "admin".into(),
+        });
+        assert_eq!(
+            (of_group.user.as_str(), of_group.group.as_str()),
+            ("", "g1")
+        );
+        let role = role_message(Role {
+            id: "reader".into(),
+            name: "reader".into(),
+        });
+        assert!(role.built_in);
+        assert_eq!(role.domain_id, "default");
     }
 }

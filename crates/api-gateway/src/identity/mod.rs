@@ -1,16 +1,23 @@
 //! The gateway's built-in identity: projects, users (argon2 password
-//! hashes), role assignments and revocations, in the gateway's own store —
-//! what the Keystone v3 front door at `/identity` authenticates against and
-//! the admin-only `ember.identity.v1.IdentityAdminService` manages.
+//! hashes), roles, groups, role assignments and revocations, in the
+//! gateway's own store — what the Keystone v3 front door at `/identity`
+//! authenticates against and `ember.identity.v1.IdentityAdminService`
+//! manages.
 //!
 //! Ember has one domain, Keystone's `Default` (id `default`). A token the
 //! front door issues is an Ember token like any other (the same signed JWT,
 //! with the user's and project's names and the methods added); revoking it,
-//! or taking away what it stood for (a role, a user, a project, a password),
-//! refuses it on every gateway replica: each one reads new revocations
-//! from the shared store every [`REVOCATION_POLL`]. Wrong passwords are
-//! counted in the store too, so Keystone's account lockout ([`Lockout`])
-//! holds on every replica; `throttle` bounds how fast one address may ask.
+//! or taking away what it stood for (a role, a group membership, a user, a
+//! project, a password, an enabled flag), refuses it on every gateway
+//! replica: each one reads new revocations from the shared store every
+//! [`REVOCATION_POLL`]. Wrong passwords are counted in the store too, so
+//! Keystone's account lockout ([`Lockout`]) holds on every replica;
+//! `throttle` bounds how fast one address may ask.
+//!
+//! Roles are objects, as in Keystone: `admin`, `member` and `reader` always
+//! exist (their ids are their names) and cannot be renamed or deleted;
+//! others are created first and then given. A role given to a group on a
+//! project is held there by each of the group's members.
 
 pub mod admin;
 pub mod keystone;
@@ -25,6 +32,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ember_runtime::auth::TokenDetails;
+use ember_runtime::identity::{ADMIN_ROLE, MEMBER_ROLE, READER_ROLE};
 use ember_runtime::{ErrorKind, Identity};
 use tokio_util::sync::CancellationToken;
 
@@ -42,12 +50,31 @@ pub const REVOCATION_POLL: Duration = Duration::from_millis(250);
 /// than any token lives (`ember token issue` refuses longer lifetimes).
 pub const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// The roles that always exist; their ids are their names.
+pub const BUILT_IN_ROLES: [&str; 3] = [ADMIN_ROLE, MEMBER_ROLE, READER_ROLE];
+
+/// The most bytes a description may have.
+const MAX_DESCRIPTION_BYTES: usize = 1024;
+/// The most bytes an email may have.
+const MAX_EMAIL_BYTES: usize = 255;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {
     pub id: String,
     pub name: String,
     pub description: String,
     pub created_at: DateTime<Utc>,
+    /// A disabled project's tokens are revoked and its scoped logins
+    /// refused.
+    pub enabled: bool,
+}
+
+/// What an update of a project changes: `None` keeps the field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectChanges {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub enabled: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +89,78 @@ pub struct User {
     pub failed_auth_count: i32,
     /// When the last wrong password was given.
     pub failed_auth_at: Option<DateTime<Utc>>,
+    pub description: Option<String>,
+    pub email: Option<String>,
+    /// A disabled user cannot log in; its tokens are revoked.
+    pub enabled: bool,
+}
+
+/// A user to create.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewUser<'a> {
+    pub name: &'a str,
+    pub password: &'a str,
+    /// Empty = a generated id.
+    pub id: &'a str,
+    /// A project's name or id; empty = none.
+    pub default_project: &'a str,
+    /// Empty = none.
+    pub description: &'a str,
+    /// Empty = none.
+    pub email: &'a str,
+    pub enabled: bool,
+}
+
+/// What an update of a user changes: `None` keeps the field; `Some(None)`
+/// clears a field that may be empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserChanges {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub email: Option<Option<String>>,
+    pub enabled: Option<bool>,
+    /// A project's id (the directory resolves names).
+    pub default_project_id: Option<Option<String>>,
+}
+
+/// A user update as asked for: the default project by name or id, empty
+/// for none; an empty description or email clears it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserUpdate {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub email: Option<String>,
+    pub enabled: Option<bool>,
+    pub default_project: Option<String>,
+}
+
+/// A role, Keystone's role object. Assignments name it by its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Role {
+    pub id: String,
+    pub name: String,
+}
+
+impl Role {
+    /// One of [`BUILT_IN_ROLES`]: never renamed nor deleted.
+    pub fn is_built_in(&self) -> bool {
+        BUILT_IN_ROLES.contains(&self.id.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// What an update of a group changes: `None` keeps the field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupChanges {
+    pub name: Option<String>,
+    pub description: Option<String>,
 }
 
 /// Keystone's account lockout (`[security_compliance]
@@ -110,11 +209,26 @@ impl Lockout {
     }
 }
 
+/// Who holds a role assignment, by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assignee {
+    User(String),
+    Group(String),
+}
+
+/// A role given to a user or a group on a project; the role by its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
-    pub user_id: String,
+    pub assignee: Assignee,
     pub project_id: String,
     pub role: String,
+}
+
+/// A user or a group, as a request names it (by name or id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssigneeName<'a> {
+    User(&'a str),
+    Group(&'a str),
 }
 
 /// One token (by id), or every token of a user and/or a project issued at
@@ -154,10 +268,17 @@ impl Revocation {
 pub enum IdentityError {
     #[error("{0} not found")]
     NotFound(String),
+    /// A name or id another object already has.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The object's state forbids this (a built-in role).
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("identity store: {0}")]
     Database(String),
 }
@@ -166,20 +287,31 @@ impl IdentityError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             IdentityError::NotFound(_) => ErrorKind::NotFound,
-            IdentityError::Conflict(_) => ErrorKind::Conflict,
+            IdentityError::AlreadyExists(_) | IdentityError::Conflict(_) => ErrorKind::Conflict,
             IdentityError::Invalid(_) => ErrorKind::InvalidInput,
+            IdentityError::Forbidden(_) => ErrorKind::Forbidden,
             IdentityError::Database(_) => ErrorKind::Unavailable,
         }
     }
 
     pub fn into_status(self) -> tonic::Status {
-        tonic::Status::new(self.kind().grpc_code(), self.to_string())
+        // gRPC has a code of its own for a duplicate; HTTP says 409 for
+        // both kinds of conflict.
+        let code = match &self {
+            IdentityError::AlreadyExists(_) => tonic::Code::AlreadyExists,
+            IdentityError::NotFound(_)
+            | IdentityError::Conflict(_)
+            | IdentityError::Invalid(_)
+            | IdentityError::Forbidden(_)
+            | IdentityError::Database(_) => self.kind().grpc_code(),
+        };
+        tonic::Status::new(code, self.to_string())
     }
 }
 
 type Result<T> = std::result::Result<T, IdentityError>;
 
-/// Checks a user, project or role name (or a given id): 1 to 64 letters,
+/// Checks a user, project, role or group name (or a given id): 1 to 64 letters,
 /// digits and `._@-` — what travels in identity headers unchanged.
 pub fn check_name(what: &str, name: &str) -> Result<()> {
     Identity::new(name, "p", vec![]).validate().map_err(|_| {
@@ -206,6 +338,10 @@ pub enum LoginFailure {
     WrongPassword(String),
     #[error("user {0:?} is locked out after too many wrong passwords")]
     Locked(String),
+    #[error("user {0:?} is disabled")]
+    UserDisabled(String),
+    #[error("project {0:?} is disabled")]
+    ProjectDisabled(String),
     #[error("no such project {0:?}")]
     UnknownProject(String),
     #[error("user {user:?} has no role on project {project:?}")]
@@ -408,6 +544,11 @@ impl Directory {
                 .await
                 .map_err(LoginFailure::Store)?;
         }
+        // Keystone's order: the password first, then whether the user
+        // may log in at all; both answer the same 401.
+        if !found.enabled {
+            return Err(LoginFailure::UserDisabled(found.name));
+        }
         self.scope(found, project).await
     }
 
@@ -423,6 +564,9 @@ impl Directory {
             .await
             .map_err(LoginFailure::Store)?
             .ok_or_else(|| LoginFailure::UnknownUser(details.identity.user_id.clone()))?;
+        if !user.enabled {
+            return Err(LoginFailure::UserDisabled(user.name));
+        }
         let project = project
             .cloned()
             .unwrap_or_else(|| Reference::Id(details.identity.project_id.clone()));
@@ -446,6 +590,9 @@ impl Directory {
             },
         };
         let project = self.project(&reference).await?;
+        if !project.enabled {
+            return Err(LoginFailure::ProjectDisabled(project.name));
+        }
         let roles = self
             .store
             .roles_of(&user.id, &project.id)
@@ -476,24 +623,27 @@ impl Directory {
         details
     }
 
+    /// Creates an enabled project (`ember dev` seeds its own this way).
     pub async fn create_project(&self, name: &str, description: &str, id: &str) -> Result<Project> {
+        self.create_project_with(name, description, id, true).await
+    }
+
+    pub async fn create_project_with(
+        &self,
+        name: &str,
+        description: &str,
+        id: &str,
+        enabled: bool,
+    ) -> Result<Project> {
         check_name("project name", name)?;
-        let id = if id.is_empty() {
-            new_id()
-        } else {
-            id.to_owned()
-        };
-        check_name("project id", &id)?;
-        if description.len() > 1024 {
-            return Err(IdentityError::Invalid(
-                "the project's description must have at most 1024 bytes".to_owned(),
-            ));
-        }
+        let id = given_or_new_id("project id", id)?;
+        check_description("project", description)?;
         let project = Project {
             id,
             name: name.to_owned(),
             description: description.to_owned(),
             created_at: ember_runtime::time::now(),
+            enabled,
         };
         self.store.create_project(&project).await?;
         Ok(project)
@@ -506,11 +656,30 @@ impl Directory {
             .ok_or_else(|| IdentityError::NotFound(format!("project {name_or_id:?}")))
     }
 
-    pub async fn find_user(&self, name_or_id: &str) -> Result<User> {
-        self.store
-            .find_user(name_or_id)
+    /// Renames, describes, enables or disables a project; disabling it
+    /// revokes its tokens.
+    pub async fn update_project(
+        &self,
+        name_or_id: &str,
+        changes: ProjectChanges,
+    ) -> Result<Project> {
+        let project = self.find_project(name_or_id).await?;
+        if let Some(name) = &changes.name {
+            check_name("project name", name)?;
+        }
+        if let Some(description) = &changes.description {
+            check_description("project", description)?;
+        }
+        let updated = self
+            .store
+            .update_project(&project.id, &changes, revocation_expiry())
             .await?
-            .ok_or_else(|| IdentityError::NotFound(format!("user {name_or_id:?}")))
+            .ok_or_else(|| IdentityError::NotFound(format!("project {name_or_id:?}")))?;
+        if changes.enabled == Some(false) {
+            tracing::warn!(project_id = %updated.id, project = %updated.name, "project disabled: its tokens are revoked");
+            self.refresh().await?;
+        }
+        Ok(updated)
     }
 
     pub async fn delete_project(&self, name_or_id: &str) -> Result<()> {
@@ -521,6 +690,8 @@ impl Directory {
         self.refresh().await
     }
 
+    /// Creates an enabled user with no description or email (`ember dev`
+    /// seeds its own this way).
     pub async fn create_user(
         &self,
         name: &str,
@@ -528,35 +699,91 @@ impl Directory {
         id: &str,
         default_project: &str,
     ) -> Result<User> {
-        check_name("user name", name)?;
-        let id = if id.is_empty() {
-            new_id()
-        } else {
-            id.to_owned()
-        };
-        check_name("user id", &id)?;
-        password::check_new(password).map_err(IdentityError::Invalid)?;
-        let default_project_id = if default_project.is_empty() {
+        self.create_user_with(NewUser {
+            name,
+            password,
+            id,
+            default_project,
+            enabled: true,
+            ..NewUser::default()
+        })
+        .await
+    }
+
+    pub async fn create_user_with(&self, new: NewUser<'_>) -> Result<User> {
+        check_name("user name", new.name)?;
+        let id = given_or_new_id("user id", new.id)?;
+        password::check_new(new.password).map_err(IdentityError::Invalid)?;
+        check_description("user", new.description)?;
+        check_email(new.email)?;
+        let default_project_id = if new.default_project.is_empty() {
             None
         } else {
-            Some(self.find_project(default_project).await?.id)
+            Some(self.find_project(new.default_project).await?.id)
         };
-        let password = password.to_owned();
+        let password = new.password.to_owned();
         let password_hash = tokio::task::spawn_blocking(move || password::hash(&password))
             .await
             .map_err(|error| IdentityError::Database(error.to_string()))?
             .map_err(IdentityError::Database)?;
         let user = User {
             id,
-            name: name.to_owned(),
+            name: new.name.to_owned(),
             password_hash,
             default_project_id,
             created_at: ember_runtime::time::now(),
             failed_auth_count: 0,
             failed_auth_at: None,
+            description: non_empty(new.description),
+            email: non_empty(new.email),
+            enabled: new.enabled,
         };
         self.store.create_user(&user).await?;
         Ok(user)
+    }
+
+    pub async fn find_user(&self, name_or_id: &str) -> Result<User> {
+        self.store
+            .find_user(name_or_id)
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("user {name_or_id:?}")))
+    }
+
+    /// Renames, describes, enables or disables a user, or changes its
+    /// email or default project; disabling it revokes its tokens.
+    pub async fn update_user(&self, name_or_id: &str, update: UserUpdate) -> Result<User> {
+        let user = self.find_user(name_or_id).await?;
+        if let Some(name) = &update.name {
+            check_name("user name", name)?;
+        }
+        if let Some(description) = &update.description {
+            check_description("user", description)?;
+        }
+        if let Some(email) = &update.email {
+            check_email(email)?;
+        }
+        let default_project_id = match update.default_project.as_deref() {
+            None => None,
+            Some("") => Some(None),
+            Some(project) => Some(Some(self.find_project(project).await?.id)),
+        };
+        let changes = UserChanges {
+            name: update.name,
+            description: update.description.as_deref().map(non_empty),
+            email: update.email.as_deref().map(non_empty),
+            enabled: update.enabled,
+            default_project_id,
+        };
+        let updated = self
+            .store
+            .update_user(&user.id, &changes, revocation_expiry())
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("user {name_or_id:?}")))?;
+        if changes.enabled == Some(false) {
+            tracing::warn!(user_id = %updated.id, user = %updated.name, "user disabled: its tokens are revoked");
+            self.refresh().await?;
+        }
+        Ok(updated)
     }
 
     pub async fn delete_user(&self, name_or_id: &str) -> Result<()> {
@@ -600,51 +827,327 @@ impl Directory {
         })
     }
 
-    /// Resolves names to ids and checks the role's name.
-    async fn assignment(&self, user: &str, project: &str, role: &str) -> Result<Assignment> {
-        check_name("role", role)?;
-        Ok(Assignment {
-            user_id: self.find_user(user).await?.id,
-            project_id: self.find_project(project).await?.id,
-            role: role.to_owned(),
-        })
+    pub async fn create_role(&self, name: &str, id: &str) -> Result<Role> {
+        check_name("role name", name)?;
+        let role = Role {
+            id: given_or_new_id("role id", id)?,
+            name: name.to_owned(),
+        };
+        self.store.create_role(&role).await?;
+        Ok(role)
     }
 
-    pub async fn add_role(&self, user: &str, project: &str, role: &str) -> Result<Assignment> {
-        let assignment = self.assignment(user, project, role).await?;
-        self.store.add_role(&assignment).await?;
-        Ok(assignment)
+    pub async fn find_role(&self, name_or_id: &str) -> Result<Role> {
+        self.store
+            .find_role(name_or_id)
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("role {name_or_id:?}")))
     }
 
-    pub async fn remove_role(&self, user: &str, project: &str, role: &str) -> Result<()> {
-        let assignment = self.assignment(user, project, role).await?;
+    /// Renames a role; its assignments follow it, and the tokens holding
+    /// it (which carry its old name) are revoked.
+    pub async fn rename_role(&self, name_or_id: &str, name: &str) -> Result<Role> {
+        let role = self.find_role(name_or_id).await?;
+        check_name("role name", name)?;
+        if role.is_built_in() {
+            return Err(IdentityError::Conflict(format!(
+                "role {:?} is built in: it cannot be renamed",
+                role.name
+            )));
+        }
+        if role.name == name {
+            return Ok(role);
+        }
+        let renamed = self
+            .store
+            .rename_role(&role, name, revocation_expiry())
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("role {name_or_id:?}")))?;
+        self.refresh().await?;
+        Ok(renamed)
+    }
+
+    /// Deletes a role and every assignment of it; the tokens of those who
+    /// held it are revoked.
+    pub async fn delete_role(&self, name_or_id: &str) -> Result<()> {
+        let role = self.find_role(name_or_id).await?;
+        if role.is_built_in() {
+            return Err(IdentityError::Conflict(format!(
+                "role {:?} is built in: it cannot be deleted",
+                role.name
+            )));
+        }
+        if !self.store.delete_role(&role, revocation_expiry()).await? {
+            return Err(IdentityError::NotFound(format!("role {name_or_id:?}")));
+        }
+        self.refresh().await
+    }
+
+    pub async fn create_group(&self, name: &str, description: &str, id: &str) -> Result<Group> {
+        check_name("group name", name)?;
+        let id = given_or_new_id("group id", id)?;
+        check_description("group", description)?;
+        let group = Group {
+            id,
+            name: name.to_owned(),
+            description: description.to_owned(),
+            created_at: ember_runtime::time::now(),
+        };
+        self.store.create_group(&group).await?;
+        Ok(group)
+    }
+
+    pub async fn find_group(&self, name_or_id: &str) -> Result<Group> {
+        self.store
+            .find_group(name_or_id)
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("group {name_or_id:?}")))
+    }
+
+    pub async fn update_group(&self, name_or_id: &str, changes: GroupChanges) -> Result<Group> {
+        let group = self.find_group(name_or_id).await?;
+        if let Some(name) = &changes.name {
+            check_name("group name", name)?;
+        }
+        if let Some(description) = &changes.description {
+            check_description("group", description)?;
+        }
+        self.store
+            .update_group(&group.id, &changes)
+            .await?
+            .ok_or_else(|| IdentityError::NotFound(format!("group {name_or_id:?}")))
+    }
+
+    /// Deletes a group, its memberships and its role assignments; its
+    /// members' tokens for the projects it had roles on are revoked.
+    pub async fn delete_group(&self, name_or_id: &str) -> Result<()> {
+        let group = self.find_group(name_or_id).await?;
+        if !self.store.delete_group(&group, revocation_expiry()).await? {
+            return Err(IdentityError::NotFound(format!("group {name_or_id:?}")));
+        }
+        self.refresh().await
+    }
+
+    /// Adds a user to a group (again: nothing changes); returns both.
+    pub async fn add_group_member(&self, group: &str, user: &str) -> Result<(Group, User)> {
+        let found_group = self.find_group(group).await?;
+        let found_user = self.find_user(user).await?;
         if !self
             .store
-            .remove_role(&assignment, revocation_expiry())
+            .add_group_member(&found_group.id, &found_user.id)
+            .await?
+        {
+            // Deleted meanwhile: say which.
+            self.find_group(group).await?;
+            self.find_user(user).await?;
+        }
+        Ok((found_group, found_user))
+    }
+
+    /// Takes a user out of a group; its tokens for the projects where the
+    /// group holds roles are revoked.
+    pub async fn remove_group_member(&self, group: &str, user: &str) -> Result<()> {
+        let found_group = self.find_group(group).await?;
+        let found_user = self.find_user(user).await?;
+        if !self
+            .store
+            .remove_group_member(&found_group.id, &found_user.id, revocation_expiry())
             .await?
         {
             return Err(IdentityError::NotFound(format!(
-                "role {role:?} of user {user:?} on project {project:?}"
+                "user {user:?} in group {group:?}"
             )));
         }
         self.refresh().await
     }
 
-    pub async fn list_assignments(&self, user: &str, project: &str) -> Result<Vec<Assignment>> {
-        let user_id = if user.is_empty() {
-            None
-        } else {
-            Some(self.find_user(user).await?.id)
+    pub async fn group_members(&self, group: &str) -> Result<Vec<User>> {
+        let group = self.find_group(group).await?;
+        self.store.group_members(&group.id).await
+    }
+
+    /// Resolves names to ids and the role to its name.
+    async fn assignment(
+        &self,
+        assignee: AssigneeName<'_>,
+        project: &str,
+        role: &str,
+    ) -> Result<Assignment> {
+        check_name("role", role)?;
+        let assignee = match assignee {
+            AssigneeName::User(user) => Assignee::User(self.find_user(user).await?.id),
+            AssigneeName::Group(group) => Assignee::Group(self.find_group(group).await?.id),
         };
+        Ok(Assignment {
+            assignee,
+            project_id: self.find_project(project).await?.id,
+            role: self.find_role(role).await?.name,
+        })
+    }
+
+    /// Gives a user a role on a project (`ember dev` gives its users theirs
+    /// this way).
+    pub async fn add_role(&self, user: &str, project: &str, role: &str) -> Result<Assignment> {
+        self.give_role(AssigneeName::User(user), project, role)
+            .await
+    }
+
+    /// Gives a user or a group a role on a project; giving it again
+    /// changes nothing. The role must exist.
+    pub async fn give_role(
+        &self,
+        assignee: AssigneeName<'_>,
+        project: &str,
+        role: &str,
+    ) -> Result<Assignment> {
+        let assignment = self.assignment(assignee, project, role).await?;
+        if !self.store.add_role(&assignment).await? {
+            return Err(IdentityError::NotFound(format!("role {role:?}")));
+        }
+        Ok(assignment)
+    }
+
+    /// Takes a role away; the tokens of the user, or of the group's
+    /// members, for the project are revoked.
+    pub async fn remove_role(
+        &self,
+        assignee: AssigneeName<'_>,
+        project: &str,
+        role: &str,
+    ) -> Result<()> {
+        let assignment = self.assignment(assignee, project, role).await?;
+        if !self
+            .store
+            .remove_role(&assignment, revocation_expiry())
+            .await?
+        {
+            let holder = match assignee {
+                AssigneeName::User(user) => format!("user {user:?}"),
+                AssigneeName::Group(group) => format!("group {group:?}"),
+            };
+            return Err(IdentityError::NotFound(format!(
+                "role {role:?} of {holder} on project {project:?}"
+            )));
+        }
+        self.refresh().await
+    }
+
+    /// Role assignments, of one user, one group and/or one project when
+    /// named (empty = any). A user's own only: those through its groups
+    /// are the groups'.
+    pub async fn list_assignments(
+        &self,
+        user: &str,
+        group: &str,
+        project: &str,
+    ) -> Result<Vec<Assignment>> {
+        if !user.is_empty() && !group.is_empty() {
+            return Err(IdentityError::Invalid(
+                "name a user or a group, not both".to_owned(),
+            ));
+        }
         let project_id = if project.is_empty() {
             None
         } else {
             Some(self.find_project(project).await?.id)
         };
-        self.store
-            .list_assignments(user_id.as_deref(), project_id.as_deref())
-            .await
+        let mut assignments = Vec::new();
+        if group.is_empty() {
+            let user_id = if user.is_empty() {
+                None
+            } else {
+                Some(self.find_user(user).await?.id)
+            };
+            assignments.extend(
+                self.store
+                    .list_assignments(user_id.as_deref(), project_id.as_deref())
+                    .await?,
+            );
+        }
+        if user.is_empty() {
+            let group_id = if group.is_empty() {
+                None
+            } else {
+                Some(self.find_group(group).await?.id)
+            };
+            assignments.extend(
+                self.store
+                    .list_group_assignments(group_id.as_deref(), project_id.as_deref())
+                    .await?,
+            );
+        }
+        Ok(assignments)
     }
+
+    /// Whether the user `user_id` may manage identities acting in
+    /// `project_id` now (another Ember service acting for it): both exist
+    /// and are enabled, and the user holds `admin` there, its own or
+    /// through a group. The roles its caller claims do not count.
+    pub async fn check_identity_admin(&self, user_id: &str, project_id: &str) -> Result<()> {
+        let refused = |why: String| {
+            Err(IdentityError::Forbidden(format!(
+                "managing identities needs the admin role: {why}"
+            )))
+        };
+        let Some(user) = self.store.user_by_id(user_id).await? else {
+            return refused(format!("there is no user with id {user_id:?}"));
+        };
+        let Some(project) = self.store.project_by_id(project_id).await? else {
+            return refused(format!("there is no project with id {project_id:?}"));
+        };
+        if !user.enabled {
+            return refused(format!("user {:?} is disabled", user.name));
+        }
+        if !project.enabled {
+            return refused(format!("project {:?} is disabled", project.name));
+        }
+        let roles = self.store.roles_of(&user.id, &project.id).await?;
+        if !roles.iter().any(|role| role == ADMIN_ROLE) {
+            return refused(format!(
+                "user {:?} holds none in project {:?} (its roles there: {})",
+                user.name,
+                project.name,
+                if roles.is_empty() {
+                    "none".to_owned()
+                } else {
+                    roles.join(", ")
+                }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A given id, checked, or a new one.
+fn given_or_new_id(what: &str, id: &str) -> Result<String> {
+    if id.is_empty() {
+        return Ok(new_id());
+    }
+    check_name(what, id)?;
+    Ok(id.to_owned())
+}
+
+fn check_description(of: &str, description: &str) -> Result<()> {
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(IdentityError::Invalid(format!(
+            "the {of}'s description must have at most {MAX_DESCRIPTION_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+fn check_email(email: &str) -> Result<()> {
+    if email.len() > MAX_EMAIL_BYTES || email.chars().any(char::is_control) {
+        return Err(IdentityError::Invalid(format!(
+            "the user's email must have at most {MAX_EMAIL_BYTES} bytes and no control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Empty text as none.
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 fn revocation_expiry() -> DateTime<Utc> {
@@ -667,6 +1170,9 @@ mod tests {
             created_at: now,
             failed_auth_count: 3,
             failed_auth_at: Some(now),
+            description: None,
+            email: None,
+            enabled: true,
         };
         let lockout = |duration| Lockout {
             attempts: 3,
@@ -687,6 +1193,82 @@ mod tests {
             },
             now
         ));
+    }
+
+    #[test]
+    fn each_error_keeps_its_grpc_code_and_a_duplicate_is_already_exists() {
+        let cases = [
+            (
+                IdentityError::NotFound("role \"ghost\"".into()),
+                tonic::Code::NotFound,
+                "role \"ghost\" not found",
+            ),
+            (
+                IdentityError::AlreadyExists("a group named \"ops\" already exists".into()),
+                tonic::Code::AlreadyExists,
+                "a group named \"ops\" already exists",
+            ),
+            (
+                IdentityError::Conflict("role \"admin\" is built in".into()),
+                tonic::Code::FailedPrecondition,
+                "role \"admin\" is built in",
+            ),
+            (
+                IdentityError::Invalid("name a user or a group, not both".into()),
+                tonic::Code::InvalidArgument,
+                "name a user or a group, not both",
+            ),
+            (
+                IdentityError::Forbidden("managing identities needs the admin role".into()),
+                tonic::Code::PermissionDenied,
+                "managing identities needs the admin role",
+            ),
+            (
+                IdentityError::Database("connection refused".into()),
+                tonic::Code::Unavailable,
+                "identity store: connection refused",
+            ),
+        ];
+        for (error, code, message) in cases {
+            let status = error.into_status();
+            assert_eq!(status.code(), code, "{status:?}");
+            assert_eq!(status.message(), message);
+        }
+        assert_eq!(
+            IdentityError::AlreadyExists(String::new()).kind(),
+            ErrorKind::Conflict,
+            "409 over HTTP"
+        );
+    }
+
+    #[test]
+    fn only_the_three_default_roles_are_built_in_and_ids_are_checked() {
+        for id in BUILT_IN_ROLES {
+            assert!(
+                Role {
+                    id: id.to_owned(),
+                    name: id.to_owned(),
+                }
+                .is_built_in()
+            );
+        }
+        assert!(
+            !Role {
+                id: new_id(),
+                name: "heat_stack_owner".into(),
+            }
+            .is_built_in()
+        );
+        assert_eq!(given_or_new_id("role id", "").map(|id| id.len()), Ok(32));
+        assert_eq!(given_or_new_id("role id", "r-1"), Ok("r-1".to_owned()));
+        assert!(matches!(
+            given_or_new_id("role id", "r 1"),
+            Err(IdentityError::Invalid(message)) if message.starts_with("role id \"r 1\"")
+        ));
+        assert!(check_email("ops@example.com").is_ok());
+        assert!(check_email(&"e".repeat(256)).is_err());
+        assert!(check_email("a\nb").is_err());
+        assert_eq!(non_empty(""), None);
     }
 
     fn details(user: &str, project: &str, issued_at: i64) -> TokenDetails {

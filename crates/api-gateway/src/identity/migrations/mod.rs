@@ -6,6 +6,7 @@ use sea_orm_migration::prelude::*;
 
 mod m20261125_000001_create_identity;
 mod m20261128_000001_user_lockout;
+mod m20261210_000001_roles_groups_and_enabled;
 
 pub struct Migrator;
 
@@ -15,6 +16,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261125_000001_create_identity::Migration),
             Box::new(m20261128_000001_user_lockout::Migration),
+            Box::new(m20261210_000001_roles_groups_and_enabled::Migration),
         ]
     }
 
