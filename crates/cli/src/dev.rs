@@ -135,6 +135,11 @@ impl RunningEmber {
         // when their deadlines pass.
         config.engine.lifecycle_hook_url = format!("http://{lifecycle_hook_addr}");
         config.lifecycle_hook.engine_url = format!("http://{engine_addr}");
+        // The Keystone resource types manage this gateway's built-in
+        // identity unless the configuration names another gateway.
+        if config.engine.identity_url.is_empty() {
+            config.engine.identity_url = format!("http://{gateway_addr}");
+        }
         // URLs the engine hands out (wait condition signals) point at this
         // gateway unless the configuration says where users reach it.
         if config.engine.public_url.is_empty() {

@@ -48,6 +48,11 @@ pub struct EngineSection {
     /// lifecycle-hook, handed the pending lifecycle actions of scale-ins
     /// under a deletion policy with hooks; empty = such removals wait.
     pub lifecycle_hook_url: String,
+    /// The gateway whose built-in identity Heat's `OS::Keystone::*` types
+    /// manage (its gRPC door, called with the internal credential as the
+    /// stack's owner); empty = this configuration's `gateway.listen`.
+    /// Unused with the openstack backend (its Keystone is the cloud's).
+    pub identity_url: String,
     /// The shortest `hooks.timeout` a new deletion policy may have, in
     /// seconds (30 by default, as AWS Auto Scaling's; 1–7200). Test set-ups
     /// lower it to watch deadlines pass quickly.
@@ -92,6 +97,7 @@ impl Default for EngineSection {
             plugin_registry_url: "http://127.0.0.1:50054".to_owned(),
             plugin_registry_unavailable: "fail".to_owned(),
             lifecycle_hook_url: "http://127.0.0.1:50053".to_owned(),
+            identity_url: String::new(),
             lifecycle_hook_min_timeout_s: u64::from(
                 crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
             ),
@@ -128,6 +134,7 @@ impl Validate for EngineSection {
             false,
             problems,
         );
+        check_service_urls("engine.identity_url", &self.identity_url, false, problems);
         check_database_url("engine.database_url", &self.database_url, problems);
         let max_hook = u64::from(crate::domain::cluster::policy::MAX_HOOK_TIMEOUT_SECS);
         if !(1..=max_hook).contains(&self.lifecycle_hook_min_timeout_s) {
@@ -168,6 +175,19 @@ impl Validate for EngineSection {
     }
 }
 
+/// `address`, with an unspecified IP (`0.0.0.0`, `::`) as loopback: where
+/// a service in the same host reaches a listener bound to every address.
+fn loopback_if_unspecified(mut address: SocketAddr) -> SocketAddr {
+    if address.ip().is_unspecified() {
+        address.set_ip(if address.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    address
+}
+
 impl EngineSection {
     /// The engine's resolved configuration (validated before): the SQLite
     /// file, when no database URL is set, lives under `data_dir`; an empty
@@ -192,6 +212,11 @@ impl EngineSection {
             retention: self.retention.settings(),
             plugin_registry_url: self.plugin_registry_url.clone(),
             lifecycle_hook_url: self.lifecycle_hook_url.clone(),
+            identity_url: if self.identity_url.is_empty() {
+                format!("http://{}", loopback_if_unspecified(gateway_listen))
+            } else {
+                self.identity_url.clone()
+            },
             lifecycle_hook_min_timeout_secs: u32::try_from(self.lifecycle_hook_min_timeout_s)
                 .unwrap_or(crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS),
             plugin_registry_unavailable: if self.plugin_registry_unavailable == "allow" {
@@ -644,6 +669,9 @@ pub struct Config {
     /// scale-ins under a deletion policy with hooks; empty = such removals
     /// wait until one is configured.
     pub lifecycle_hook_url: String,
+    /// gRPC URL of the gateway whose built-in identity the `OS::Keystone::*`
+    /// types manage (without the openstack backend).
+    pub identity_url: String,
     /// The shortest hook timeout a new deletion policy may have.
     pub lifecycle_hook_min_timeout_secs: u32,
     /// What to do when the plugin-registry cannot be reached.

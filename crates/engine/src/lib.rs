@@ -200,9 +200,16 @@ pub async fn serve(
     let mut registry = resources::ResourceTypeRegistry::with_compute(instance_service.clone())
         .with_wait_conditions(wait_conditions.clone())
         .with_software(software.clone(), wait_conditions);
-    if let Some(cloud) = &cloud {
-        registry = registry.with_cloud(cloud);
-    }
+    registry = match &cloud {
+        Some(cloud) => registry.with_cloud(cloud),
+        None => registry.with_identity(Arc::new(
+            resources::keystone::builtin::BuiltInIdentity::connect_lazy(
+                &config.identity_url,
+                InternalCredential::new(&config.internal_credential),
+            )
+            .map_err(StartError::Config)?,
+        )),
+    };
     let stack_operations = stacks::StackOperations::configured(
         stack_store,
         Arc::new(registry),

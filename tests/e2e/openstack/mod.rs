@@ -7,6 +7,7 @@
 mod aws;
 mod clusters;
 mod failures;
+mod keystone;
 mod renetwork;
 mod servers;
 mod topology;

@@ -8,6 +8,7 @@ mod cfn;
 mod grpc_flow;
 mod heat_resources;
 mod heatclient;
+mod keystone;
 mod locks;
 mod policy_plugin;
 mod rest_errors;

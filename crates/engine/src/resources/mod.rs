@@ -11,6 +11,7 @@ mod deployment_group;
 mod docker_cloud;
 mod group_members;
 mod instance_group;
+pub mod keystone;
 mod nested;
 mod none;
 pub mod openstack;
@@ -544,6 +545,21 @@ impl ResourceTypeRegistry {
     /// images, …: see [`openstack`]), acting on `cloud`.
     pub fn with_cloud(mut self, cloud: &Arc<crate::cloud::OpenStackCloud>) -> ResourceTypeRegistry {
         openstack::register(&mut self, cloud);
+        keystone::register(
+            &mut self,
+            Arc::new(keystone::cloud::CloudIdentity::new(cloud.clone())),
+        );
+        self
+    }
+
+    /// Adds the `OS::Keystone::*` types, acting on `identity` (the
+    /// gateway's built-in one; the openstack backend's come with
+    /// [`ResourceTypeRegistry::with_cloud`]).
+    pub fn with_identity(
+        mut self,
+        identity: Arc<dyn keystone::IdentityBackend>,
+    ) -> ResourceTypeRegistry {
+        keystone::register(&mut self, identity);
         self
     }
 
