@@ -102,6 +102,25 @@ async fn token_roles(ember: &TestEmber, user: &str, password: &str, project: &st
         .collect()
 }
 
+/// The names of the projects `GET /v3/auth/projects` offers `token`.
+async fn auth_projects(ember: &TestEmber, token: &str) -> Vec<String> {
+    let answer = call(
+        ember,
+        Method::GET,
+        "/identity/v3/auth/projects",
+        &[("x-auth-token", token)],
+        None,
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    answer.body["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .map(|project| project["name"].as_str().expect("a name").to_owned())
+        .collect()
+}
+
 async fn create_project(service: &mut Admin, ember: &TestEmber, name: &str) -> pb::Project {
     service
         .create_project(admin(
@@ -744,6 +763,37 @@ async fn groups_give_their_roles_to_their_members(database: Option<&TestDatabase
         stacks_status(&ember, &teal.id, &token).await,
         StatusCode::OK
     );
+    assert_eq!(
+        auth_projects(&ember, &token).await,
+        ["teal"],
+        "the projects erin may scope to include its group's"
+    );
+    create_project(&mut service, &ember, "olive").await;
+    service
+        .add_role(admin(&ember, user_role("erin", "olive", "reader")))
+        .await
+        .expect("given");
+    assert_eq!(auth_projects(&ember, &token).await, ["olive", "teal"]);
+    service
+        .update_project(admin(
+            &ember,
+            pb::UpdateProjectRequest {
+                project: "olive".into(),
+                enabled: Some(false),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("olive disabled");
+    assert_eq!(
+        auth_projects(&ember, &token).await,
+        ["teal"],
+        "a disabled project is not offered"
+    );
+    service
+        .remove_role(admin(&ember, user_role("erin", "olive", "reader")))
+        .await
+        .expect("taken back");
 
     let of_group = assignments(
         &mut service,

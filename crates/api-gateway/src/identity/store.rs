@@ -174,6 +174,23 @@ impl IdentityStore {
         .await
     }
 
+    /// The enabled projects a user holds a role on, its own or its
+    /// groups' (what `GET /v3/auth/projects` lists).
+    pub async fn projects_of(&self, user_id: &str) -> Result<Vec<Project>> {
+        self.select(
+            &format!(
+                "SELECT {PROJECT_COLUMNS} FROM identity_projects WHERE enabled AND id IN \
+                 (SELECT project_id FROM identity_role_assignments WHERE user_id = $1 \
+                  UNION SELECT roles.project_id FROM identity_group_role_assignments roles \
+                  JOIN identity_group_members members ON members.group_id = roles.group_id \
+                  WHERE members.user_id = $1) ORDER BY name"
+            ),
+            vec![user_id.into()],
+            project_of,
+        )
+        .await
+    }
+
     /// The project with this id, or else this name.
     pub async fn find_project(&self, name_or_id: &str) -> Result<Option<Project>> {
         let projects = self

@@ -571,8 +571,8 @@ async fn catalog_of_token(
     })))
 }
 
-/// `GET /identity/v3/auth/projects`: the projects the caller's user has a
-/// role on.
+/// `GET /identity/v3/auth/projects`: the enabled projects the caller's
+/// user has a role on, its own or through a group.
 async fn projects_of_token(
     State(state): State<GatewayState>,
     headers: HeaderMap,
@@ -581,36 +581,26 @@ async fn projects_of_token(
     let directory = directory(&state)?;
     let store_error =
         |error: crate::identity::IdentityError| RestError::new(error.kind(), error.to_string());
-    let assignments = directory
+    let base = base_url(&state, &headers);
+    let projects: Vec<Value> = directory
         .store()
-        .list_assignments(Some(&details.identity.user_id), None)
+        .projects_of(&details.identity.user_id)
         .await
-        .map_err(store_error)?;
-    let mut projects = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for assignment in assignments {
-        if !seen.insert(assignment.project_id.clone()) {
-            continue;
-        }
-        if let Some(project) = directory
-            .store()
-            .project_by_id(&assignment.project_id)
-            .await
-            .map_err(store_error)?
-        {
-            projects.push(json!({
+        .map_err(store_error)?
+        .into_iter()
+        .map(|project| {
+            json!({
                 "id": project.id,
                 "name": project.name,
                 "description": project.description,
                 "domain_id": DOMAIN_ID,
-                "enabled": true,
+                "enabled": project.enabled,
                 "is_domain": false,
                 "parent_id": DOMAIN_ID,
-                "links": {"self": format!("{}{PREFIX}/v3/projects/{}", base_url(&state, &headers), project.id)},
-            }));
-        }
-    }
-    let base = base_url(&state, &headers);
+                "links": {"self": format!("{base}{PREFIX}/v3/projects/{}", project.id)},
+            })
+        })
+        .collect();
     Ok(Json(json!({
         "projects": projects,
         "links": {"self": format!("{base}{PREFIX}/v3/auth/projects"), "previous": null, "next": null},
