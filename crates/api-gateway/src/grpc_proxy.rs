@@ -146,9 +146,16 @@ async fn identity_admin(state: GatewayState, mut request: Request<Body>) -> Resp
             Err(error) => return refused(&state, &error),
         };
         if !identity.is_admin() {
-            return status_response(tonic::Status::permission_denied(
-                "managing identities needs the admin role",
-            ));
+            return status_response(tonic::Status::permission_denied(format!(
+                "managing identities needs the admin role: the token of user {:?} in project {:?} holds {}",
+                identity.user_id,
+                identity.project_id,
+                if identity.roles.is_empty() {
+                    "none".to_owned()
+                } else {
+                    identity.roles.join(", ")
+                }
+            )));
         }
     }
     // The handler trusts nothing the caller sent about who it is.

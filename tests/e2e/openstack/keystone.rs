@@ -117,8 +117,12 @@ async fn an_admins_stack_makes_keystone_identities_through_its_trust_and_deletes
     assert_eq!(user["default_project_id"], project_id.as_str());
     assert_eq!(
         roles_at_login(&cloud, &names.user, &names.password, &names.project).await,
-        Some(BTreeSet::from(["member".to_owned(), names.role.clone()])),
-        "the user holds its assignment's role and its group's"
+        Some(BTreeSet::from([
+            "member".to_owned(),
+            "reader".to_owned(),
+            names.role.clone()
+        ])),
+        "the user holds its assignment's role (and reader, which Keystone's member implies) and its group's"
     );
 
     let updated = cloud
@@ -133,7 +137,7 @@ async fn an_admins_stack_makes_keystone_identities_through_its_trust_and_deletes
     cloud.settled_as(&admin, &stack, "UPDATE_COMPLETE").await;
     assert_eq!(
         roles_at_login(&cloud, &names.user, &names.password, &names.project).await,
-        Some(BTreeSet::from(["member".to_owned()])),
+        Some(BTreeSet::from(["member".to_owned(), "reader".to_owned()])),
         "leaving the group took its role"
     );
     let user = keystone

@@ -39,6 +39,21 @@ fn is_unique_violation(error: &DbErr) -> bool {
 }
 
 /// `error` as the caller sees it: a duplicate named by `duplicate`.
+/// A create's unique violation, naming what clashed: the name, or the id
+/// the caller gave (a generated one never clashes).
+fn duplicate_of(error: DbErr, kind: &str, name: &str, id: &str) -> IdentityError {
+    if !is_unique_violation(&error) {
+        return error.into();
+    }
+    // SQLite says `…: identity_projects.name`, PostgreSQL names the
+    // constraint `identity_projects_name_key`.
+    IdentityError::AlreadyExists(if error.to_string().contains("name") {
+        format!("a {kind} named {name:?} already exists")
+    } else {
+        format!("a {kind} with id {id:?} already exists")
+    })
+}
+
 fn duplicate_or(error: DbErr, duplicate: impl FnOnce() -> String) -> IdentityError {
     if is_unique_violation(&error) {
         IdentityError::AlreadyExists(duplicate())
@@ -154,14 +169,7 @@ impl IdentityStore {
                 ],
             ))
             .await
-            .map_err(|error| {
-                duplicate_or(error, || {
-                    format!(
-                        "a project named {:?} or with id {:?} already exists",
-                        project.name, project.id
-                    )
-                })
-            })?;
+            .map_err(|error| duplicate_of(error, "project", &project.name, &project.id))?;
         Ok(())
     }
 
@@ -333,12 +341,7 @@ impl IdentityStore {
             ))
             .await
             .map_err(|error| {
-                duplicate_or(error, || {
-                    format!(
-                        "a user named {:?} or with id {:?} already exists",
-                        user.name, user.id
-                    )
-                })
+                duplicate_of(error, "user", &user.name, &user.id)
             })?;
         Ok(())
     }
@@ -535,14 +538,7 @@ impl IdentityStore {
                 vec![role.id.clone().into(), role.name.clone().into()],
             ))
             .await
-            .map_err(|error| {
-                duplicate_or(error, || {
-                    format!(
-                        "a role named {:?} or with id {:?} already exists",
-                        role.name, role.id
-                    )
-                })
-            })?;
+            .map_err(|error| duplicate_of(error, "role", &role.name, &role.id))?;
         Ok(())
     }
 
@@ -657,12 +653,7 @@ impl IdentityStore {
             ))
             .await
             .map_err(|error| {
-                duplicate_or(error, || {
-                    format!(
-                        "a group named {:?} or with id {:?} already exists",
-                        group.name, group.id
-                    )
-                })
+                duplicate_of(error, "group", &group.name, &group.id)
             })?;
         Ok(())
     }

@@ -39,6 +39,16 @@ pub struct EnabledArgs {
     disable: bool,
 }
 
+/// What `set` says after an update: that this command disabled the
+/// object, whose tokens then no longer work.
+fn disabled_note(asked: EnabledArgs, enabled_now: bool) -> &'static str {
+    if asked.chosen() == Some(false) && !enabled_now {
+        " (disabled: its tokens no longer work)"
+    } else {
+        ""
+    }
+}
+
 impl EnabledArgs {
     /// What to set: `None` when neither flag was given.
     fn chosen(self) -> Option<bool> {
@@ -451,11 +461,7 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
             println!(
                 "project {} updated{}",
                 updated.name,
-                if updated.enabled {
-                    ""
-                } else {
-                    " (disabled: its tokens no longer work)"
-                }
+                disabled_note(enabled, updated.enabled)
             );
         }
         ProjectCommand::Delete { project } => {
@@ -538,11 +544,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
             println!(
                 "user {} updated{}",
                 updated.name,
-                if updated.enabled {
-                    ""
-                } else {
-                    " (disabled: its tokens no longer work)"
-                }
+                disabled_note(enabled, updated.enabled)
             );
         }
         UserCommand::Delete { user } => {
