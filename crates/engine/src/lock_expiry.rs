@@ -1,18 +1,38 @@
 //! What the three lock sweeps share (stacks, clusters and instances lift
-//! the locks whose expiry passed): the loop every engine runs every
-//! [`SWEEP_EVERY`], and the identity a lock is lifted as — its holder's.
+//! the locks whose expiry passed): the loop every engine runs — asleep
+//! until the soonest expiry it knows of, and looking again at least every
+//! [`LOOK_AT_LEAST_EVERY`] — and the identity a lock is lifted as: its
+//! holder's.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use ember_runtime::Identity;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
 
-/// How often each engine looks for expired locks.
-pub const SWEEP_EVERY: Duration = Duration::from_millis(250);
+/// The longest a sweep sleeps before it asks its store for the soonest
+/// expiry again: a lock made since (by this engine or another) with an
+/// earlier expiry than the one awaited is lifted at most this late.
+pub const LOOK_AT_LEAST_EVERY: Duration = Duration::from_secs(1);
+
+/// How soon a sweep tries again when a lock is due but could not be lifted
+/// yet (its stack busy with another operation).
+pub const RETRY_DUE_AFTER: Duration = Duration::from_millis(250);
+
+/// How long to sleep when the soonest expiry is `next` at `now`.
+fn pause_until(next: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Duration {
+    match next {
+        None => LOOK_AT_LEAST_EVERY,
+        Some(at) if at <= now => RETRY_DUE_AFTER,
+        Some(at) => (at - now)
+            .to_std()
+            .map_or(LOOK_AT_LEAST_EVERY, |until| until.min(LOOK_AT_LEAST_EVERY)),
+    }
+}
 
 /// The identity an expired lock is lifted as: its holder, in the locked
 /// object's project, an admin if an admin took it (an admin's lock is
@@ -22,44 +42,77 @@ pub fn holder(user_id: &str, project_id: &str, by_admin: bool) -> Identity {
     Identity::new(user_id, project_id, vec![role.to_owned()])
 }
 
-/// Runs `sweep` on `owner` every [`SWEEP_EVERY`] until `shutdown`, or
-/// until `owner` is dropped; a pass that lifted something is followed by
-/// another at once (a sweep lifts a bounded batch: many locks expiring
-/// together are all lifted within the second, not one batch a second); a
-/// failed pass is logged naming `what`, and the next pass tries again.
-pub fn spawn_sweep<T, F, Fut>(
+/// Runs `sweep` on `owner` until `shutdown`, or until `owner` is dropped:
+/// whenever `next_expiry` (the soonest expiry in the store) comes, and at
+/// least every [`LOOK_AT_LEAST_EVERY`]. A pass that lifted something is
+/// followed by another at once (a sweep lifts a bounded batch: many locks
+/// expiring together are all lifted within the second, not one batch a
+/// second); a failed pass is logged naming `what`, and tried again after
+/// [`RETRY_DUE_AFTER`].
+pub fn spawn_sweep<T, F, Fut, N, NFut>(
     owner: &Arc<T>,
     shutdown: CancellationToken,
     what: &'static str,
     sweep: F,
+    next_expiry: N,
 ) where
     T: Send + Sync + 'static,
     F: Fn(Arc<T>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<usize>> + Send,
+    N: Fn(Arc<T>) -> NFut + Send + 'static,
+    NFut: Future<Output = Result<Option<DateTime<Utc>>>> + Send,
 {
     let owner: Weak<T> = Arc::downgrade(owner);
     tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(SWEEP_EVERY);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = ticker.tick() => {}
-            }
-            loop {
-                let Some(owner) = owner.upgrade() else {
+            let pause = loop {
+                let Some(strong) = owner.upgrade() else {
                     return;
                 };
-                match sweep(owner).await {
-                    Ok(0) => break,
+                match sweep(strong).await {
+                    Ok(0) => {}
                     Ok(_) if shutdown.is_cancelled() => return,
-                    Ok(_) => {}
+                    Ok(_) => continue,
                     Err(error) => {
                         tracing::warn!(%error, "cannot lift expired {what}");
-                        break;
+                        break RETRY_DUE_AFTER;
                     }
                 }
+                let Some(strong) = owner.upgrade() else {
+                    return;
+                };
+                match next_expiry(strong).await {
+                    Ok(next) => break pause_until(next, ember_runtime::time::now()),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot read when the next {what} expire");
+                        break RETRY_DUE_AFTER;
+                    }
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(pause) => {}
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sweep_sleeps_until_the_soonest_expiry_and_looks_again_within_a_second() {
+        let now = ember_runtime::time::now();
+        let later = |millis| now + chrono::Duration::milliseconds(millis);
+        assert_eq!(pause_until(None, now), LOOK_AT_LEAST_EVERY);
+        assert_eq!(
+            pause_until(Some(later(300)), now),
+            Duration::from_millis(300)
+        );
+        assert_eq!(pause_until(Some(later(60_000)), now), LOOK_AT_LEAST_EVERY);
+        // Due already but not lifted (busy): soon again, never at once.
+        assert_eq!(pause_until(Some(now), now), RETRY_DUE_AFTER);
+        assert_eq!(pause_until(Some(later(-5_000)), now), RETRY_DUE_AFTER);
+    }
 }

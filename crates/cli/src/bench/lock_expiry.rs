@@ -188,10 +188,10 @@ pub async fn run(
     let still_locked = locked_count(&connection, target).await?;
     let records = audit_count(&connection).await?;
     println!(
-        "  {expiring} expired locks lifted {:.3} s after their expiry (lifting took {:.3} s; the sweep looks every {} ms)",
+        "  {expiring} expired locks lifted {:.3} s after their expiry (lifting took {:.3} s; the sweep wakes at the soonest expiry, and looks again at least every {} ms)",
         after_expiry.as_secs_f64(),
         lifting.as_secs_f64(),
-        ember_engine::lock_expiry::SWEEP_EVERY.as_millis()
+        ember_engine::lock_expiry::LOOK_AT_LEAST_EVERY.as_millis()
     );
     println!(
         "  still locked: {still_locked} (expected {}); expiry audit records: {records} (expected {expiring})",

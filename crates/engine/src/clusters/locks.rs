@@ -292,9 +292,13 @@ impl ClusterService {
 
 /// Lifts expired locks until `shutdown` (see `lock_expiry::spawn_sweep`).
 pub(super) fn spawn_expiry(service: Arc<ClusterService>, shutdown: CancellationToken) {
-    crate::lock_expiry::spawn_sweep(&service, shutdown, "cluster locks", |service| async move {
-        service.lift_expired_locks().await
-    });
+    crate::lock_expiry::spawn_sweep(
+        &service,
+        shutdown,
+        "cluster locks",
+        |service| async move { service.lift_expired_locks().await },
+        |service| async move { service.store.next_cluster_lock_expiry().await },
+    );
 }
 
 /// What the audit trail says a record about `cluster` is about.

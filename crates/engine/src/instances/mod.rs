@@ -712,9 +712,13 @@ impl InstanceService {
 
     /// Lifts expired locks until `shutdown` (see `lock_expiry::spawn_sweep`).
     fn spawn_lock_expiry(self: &Arc<Self>, shutdown: CancellationToken) {
-        crate::lock_expiry::spawn_sweep(self, shutdown, "instance locks", |service| async move {
-            service.lift_expired_locks().await
-        });
+        crate::lock_expiry::spawn_sweep(
+            self,
+            shutdown,
+            "instance locks",
+            |service| async move { service.lift_expired_locks().await },
+            |service| async move { service.store.next_instance_lock_expiry().await },
+        );
     }
 
     /// Restarts the driver tasks a previous run left in progress.

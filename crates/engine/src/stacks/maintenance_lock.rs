@@ -183,9 +183,13 @@ impl StackOperations {
 
     /// Runs [`Self::unlock_expired_stacks`] until `shutdown` (see `lock_expiry::spawn_sweep`).
     pub fn spawn_lock_expiry(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
-        crate::lock_expiry::spawn_sweep(self, shutdown, "stack locks", |operations| async move {
-            operations.unlock_expired_stacks().await
-        });
+        crate::lock_expiry::spawn_sweep(
+            self,
+            shutdown,
+            "stack locks",
+            |operations| async move { operations.unlock_expired_stacks().await },
+            |operations| async move { operations.store().next_stack_lock_expiry().await },
+        );
     }
 
     /// The dry run: would `operation` be allowed on the stack now?

@@ -380,6 +380,9 @@ pub trait ClusterStore: Send + Sync + 'static {
     /// The clusters whose maintenance lock expired by `now`, soonest
     /// first, at most `limit`.
     async fn expired_cluster_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Cluster>>;
+    /// When the soonest cluster lock expires; `None` when none has an
+    /// expiry.
+    async fn next_cluster_lock_expiry(&self) -> Result<Option<DateTime<Utc>>>;
     /// Lifts each expired lock of `lifts` where it is still the lock
     /// read, with its event and audit record, all in one transaction;
     /// returns the clusters lifted (a lock changed since is left alone).

@@ -135,6 +135,9 @@ pub trait InstanceStore: Send + Sync + 'static {
     /// at most `limit`.
     async fn expired_instance_locks(&self, now: DateTime<Utc>, limit: u64)
     -> Result<Vec<Instance>>;
+    /// When the soonest instance lock expires; `None` when none has an
+    /// expiry.
+    async fn next_instance_lock_expiry(&self) -> Result<Option<DateTime<Utc>>>;
     /// Writes `next`'s name and metadata.
     async fn update_instance_details(&self, next: &Instance) -> Result<bool>;
     /// Moves the instance into a task's in-progress status and power state.

@@ -405,6 +405,9 @@ pub trait StackStore: Send + Sync + 'static {
     /// hold it (LOCK_COMPLETE, LOCK_FAILED), soonest expired first, at
     /// most `limit`.
     async fn expired_stack_locks(&self, now: DateTime<Utc>, limit: u64) -> Result<Vec<Stack>>;
+    /// When the soonest of those locks expires (one past already, if any
+    /// is left); `None` when no root stack holds a lock with an expiry.
+    async fn next_stack_lock_expiry(&self) -> Result<Option<DateTime<Utc>>>;
     /// The stacks whose parent is `stack_id`.
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>>;
     async fn load_definition(&self, stack_id: Uuid) -> Result<StackDefinition> {

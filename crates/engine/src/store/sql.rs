@@ -248,6 +248,21 @@ impl StackStore for SqlStackStore {
         .await
     }
 
+    async fn next_stack_lock_expiry(&self) -> Result<Option<DateTime<Utc>>> {
+        Ok(stacks::Entity::find()
+            .filter(stacks::Column::LockExpiresAt.is_not_null())
+            .filter(stacks::Column::ParentId.is_null())
+            .filter(stacks::Column::DeletedAt.is_null())
+            .filter(stacks::Column::Action.eq(StackAction::Lock.as_str()))
+            .order_by_asc(stacks::Column::LockExpiresAt)
+            .select_only()
+            .column(stacks::Column::LockExpiresAt)
+            .into_tuple::<Option<DateTime<Utc>>>()
+            .one(&self.connection)
+            .await?
+            .flatten())
+    }
+
     async fn list_child_stacks(&self, stack_id: Uuid) -> Result<Vec<Stack>> {
         self.stack_rows(
             stacks::Entity::find()

@@ -73,6 +73,21 @@ pub(super) async fn expired_cluster_locks(
         .collect()
 }
 
+/// When the soonest cluster lock expires.
+pub(super) async fn next_cluster_lock_expiry(
+    connection: &DatabaseConnection,
+) -> Result<Option<DateTime<Utc>>> {
+    Ok(cluster::Entity::find()
+        .filter(cluster::Column::LockExpiresAt.is_not_null())
+        .order_by_asc(cluster::Column::LockExpiresAt)
+        .select_only()
+        .column(cluster::Column::LockExpiresAt)
+        .into_tuple::<Option<DateTime<Utc>>>()
+        .one(connection)
+        .await?
+        .flatten())
+}
+
 /// See [`super::ClusterStore::lift_expired_cluster_locks`]: one
 /// conditional update per lock, then the events and audit records of
 /// those lifted, in one transaction.

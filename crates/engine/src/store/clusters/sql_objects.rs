@@ -386,6 +386,10 @@ impl ClusterStore for SqlClusterStore {
         super::sql_locks::expired_cluster_locks(&self.connection, now, limit).await
     }
 
+    async fn next_cluster_lock_expiry(&self) -> Result<Option<DateTime<Utc>>> {
+        super::sql_locks::next_cluster_lock_expiry(&self.connection).await
+    }
+
     async fn lift_expired_cluster_locks(&self, lifts: &[super::ExpiredLift]) -> Result<Vec<Uuid>> {
         super::sql_locks::lift_expired_cluster_locks(&self.connection, lifts).await
     }

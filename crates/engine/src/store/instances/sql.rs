@@ -448,6 +448,19 @@ impl InstanceStore for SqlInstanceStore {
             .collect()
     }
 
+    async fn next_instance_lock_expiry(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+        Ok(instances::Entity::find()
+            .filter(instances::Column::LockExpiresAt.is_not_null())
+            .filter(instances::Column::Locked.eq(true))
+            .order_by_asc(instances::Column::LockExpiresAt)
+            .select_only()
+            .column(instances::Column::LockExpiresAt)
+            .into_tuple::<Option<chrono::DateTime<chrono::Utc>>>()
+            .one(&self.connection)
+            .await?
+            .flatten())
+    }
+
     async fn update_instance_details(&self, next: &Instance) -> Result<bool> {
         let columns = vec![
             (instances::Column::Name, Expr::value(next.name.clone())),
