@@ -206,6 +206,12 @@ impl InstanceService {
         )
     }
 
+    /// Every instance whose task ends in this engine, from now on (see
+    /// `tasks::TaskRunner::subscribe_settled`).
+    pub fn subscribe_settled(&self) -> tokio::sync::broadcast::Receiver<Uuid> {
+        self.tasks.subscribe_settled()
+    }
+
     /// Every machine found in another state than recorded, from now on.
     pub fn subscribe_observations(&self) -> tokio::sync::broadcast::Receiver<Observation> {
         self.observed.subscribe()

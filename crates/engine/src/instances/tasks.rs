@@ -49,7 +49,14 @@ pub struct TaskRunner {
     tracker: TaskTracker,
     instance_locks: InstanceLocks,
     started: StartedTasks,
+    /// The instances whose task ended here, as each outcome is recorded
+    /// (see [`TaskRunner::subscribe_settled`]).
+    settled: tokio::sync::broadcast::Sender<uuid::Uuid>,
 }
+
+/// How many ended tasks wait for a slow subscriber (one that falls behind
+/// reads the instances again).
+const SETTLED_BUFFER: usize = 1024;
 
 impl TaskRunner {
     pub fn new(
@@ -66,7 +73,15 @@ impl TaskRunner {
             tracker: TaskTracker::new(),
             instance_locks: InstanceLocks::default(),
             started: StartedTasks::default(),
+            settled: tokio::sync::broadcast::channel(SETTLED_BUFFER).0,
         }
+    }
+
+    /// The uuid of every instance whose task ends in this engine from now
+    /// on, sent once its outcome is recorded: who waits for an instance to
+    /// settle reads it again then, instead of polling the database.
+    pub fn subscribe_settled(&self) -> tokio::sync::broadcast::Receiver<uuid::Uuid> {
+        self.settled.subscribe()
     }
 
     /// Runs `task` on the driver once no other task of the instance runs.
@@ -165,6 +180,8 @@ impl TaskRunner {
                 at: ember_runtime::time::now(),
             };
             runner.record(&instance, &outcome).await;
+            // Nobody listening is fine.
+            let _ = runner.settled.send(instance.uuid);
         });
     }
 

@@ -51,6 +51,29 @@ const LOCKED_BY_STACK: &str = "locked_by_stack";
 /// How long create and delete wait for the compute driver.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The longest a wait for an instance goes without reading it, when
+/// nothing in this engine says it changed.
+const WAIT_FALLBACK: Duration = Duration::from_secs(5);
+
+/// Returns once `receiver` carries news of `uuid` (read by `uuid_of`), or
+/// once it fell behind (the news may have been missed: read again); never
+/// when the sender is gone (the caller's pause ends the wait).
+async fn heard_of<T: Clone>(
+    receiver: &mut tokio::sync::broadcast::Receiver<T>,
+    uuid: Uuid,
+    uuid_of: impl Fn(&T) -> Uuid,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match receiver.recv().await {
+            Ok(news) if uuid_of(&news) == uuid => return,
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => return,
+            Err(RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
 /// What the instance's uuid is derived for (see
 /// [`ResourceRequest::derived_id`]).
 const INSTANCE_KIND: &str = "instance";
@@ -465,6 +488,10 @@ impl ServerResource {
         let started = Instant::now();
         let deadline = started + SETTLE_TIMEOUT;
         let mut pause = Duration::from_millis(1);
+        // Subscribed before the first read: a task that ends after it is
+        // heard of; one that ended before, read.
+        let mut settled = self.instances.subscribe_settled();
+        let mut observed = self.instances.subscribe_observations();
         loop {
             match self.instances.get(caller, uuid).await {
                 Ok(instance) if done(&instance) => return Ok(Some(instance)),
@@ -483,14 +510,19 @@ impl ServerResource {
                     "instance {uuid} did not settle within {SETTLE_TIMEOUT:?}"
                 )));
             }
-            tokio::time::sleep(pause).await;
-            // Quickly at first (a simulated machine settles in
-            // milliseconds), then at most once a second: a cloud's server
-            // takes seconds, and each look is a read of the database.
+            // Read again when this engine records the instance's task
+            // ending or its watcher sees its machine change; else after a
+            // pause — quick at first, then up to 5 s — for a task another
+            // engine runs (one that took the stack over after a crash).
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = heard_of(&mut settled, uuid, |settled| *settled) => {}
+                () = heard_of(&mut observed, uuid, |observation| observation.next.uuid) => {}
+            }
             let longest = if started.elapsed() < Duration::from_secs(1) {
                 Duration::from_millis(50)
             } else {
-                Duration::from_secs(1)
+                WAIT_FALLBACK
             };
             pause = (pause * 2).min(longest);
         }
