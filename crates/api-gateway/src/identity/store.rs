@@ -613,30 +613,19 @@ impl IdentityStore {
     /// of those who held it; false when there is no such role.
     pub async fn delete_role(&self, role: &Role, revocation_expiry: DateTime<Utc>) -> Result<bool> {
         let transaction = self.connection.begin().await?;
-        let backend = transaction.get_database_backend();
         let holders = holders_of_role(&transaction, &role.name).await?;
-        for sql in [
-            "DELETE FROM identity_role_assignments WHERE role = $1",
-            "DELETE FROM identity_group_role_assignments WHERE role = $1",
-        ] {
-            transaction
-                .execute_raw(statement(backend, sql, vec![role.name.clone().into()]))
-                .await?;
-        }
-        let deleted = transaction
-            .execute_raw(statement(
-                backend,
-                "DELETE FROM identity_roles WHERE id = $1",
-                vec![role.id.clone().into()],
-            ))
-            .await?
-            .rows_affected();
-        if deleted == 0 {
-            return Ok(false);
-        }
-        insert_revocations(&transaction, &holders, revocation_expiry).await?;
-        transaction.commit().await?;
-        Ok(true)
+        delete_revoking(
+            transaction,
+            &[
+                "DELETE FROM identity_role_assignments WHERE role = $1",
+                "DELETE FROM identity_group_role_assignments WHERE role = $1",
+            ],
+            &role.name,
+            ("DELETE FROM identity_roles WHERE id = $1", &role.id),
+            &holders,
+            revocation_expiry,
+        )
+        .await
     }
 
     pub async fn create_group(&self, group: &Group) -> Result<()> {
@@ -717,7 +706,6 @@ impl IdentityStore {
         revocation_expiry: DateTime<Utc>,
     ) -> Result<bool> {
         let transaction = self.connection.begin().await?;
-        let backend = transaction.get_database_backend();
         let holders = select_in(
             &transaction,
             "SELECT DISTINCT members.user_id, roles.project_id \
@@ -726,28 +714,18 @@ impl IdentityStore {
             vec![group.id.clone().into()],
         )
         .await?;
-        for sql in [
-            "DELETE FROM identity_group_role_assignments WHERE group_id = $1",
-            "DELETE FROM identity_group_members WHERE group_id = $1",
-        ] {
-            transaction
-                .execute_raw(statement(backend, sql, vec![group.id.clone().into()]))
-                .await?;
-        }
-        let deleted = transaction
-            .execute_raw(statement(
-                backend,
-                "DELETE FROM identity_groups WHERE id = $1",
-                vec![group.id.clone().into()],
-            ))
-            .await?
-            .rows_affected();
-        if deleted == 0 {
-            return Ok(false);
-        }
-        insert_revocations(&transaction, &holders, revocation_expiry).await?;
-        transaction.commit().await?;
-        Ok(true)
+        delete_revoking(
+            transaction,
+            &[
+                "DELETE FROM identity_group_role_assignments WHERE group_id = $1",
+                "DELETE FROM identity_group_members WHERE group_id = $1",
+            ],
+            &group.id,
+            ("DELETE FROM identity_groups WHERE id = $1", &group.id),
+            &holders,
+            revocation_expiry,
+        )
+        .await
     }
 
     /// Makes a user a member of a group, if both still exist; adding it
@@ -1053,6 +1031,35 @@ async fn holders_of_role(
 }
 
 /// Revokes each user's tokens for its project.
+/// In `transaction`: runs each of `dependents` on `key`, deletes the row
+/// `(delete, id)` names, records `holders`' revocations, and commits;
+/// false (nothing changed) when the row was gone.
+async fn delete_revoking(
+    transaction: sea_orm::DatabaseTransaction,
+    dependents: &[&str],
+    key: &str,
+    (delete, id): (&str, &str),
+    holders: &[UserOnProject],
+    revocation_expiry: DateTime<Utc>,
+) -> Result<bool> {
+    let backend = transaction.get_database_backend();
+    for sql in dependents {
+        transaction
+            .execute_raw(statement(backend, sql, vec![key.into()]))
+            .await?;
+    }
+    let deleted = transaction
+        .execute_raw(statement(backend, delete, vec![id.into()]))
+        .await?
+        .rows_affected();
+    if deleted == 0 {
+        return Ok(false);
+    }
+    insert_revocations(&transaction, holders, revocation_expiry).await?;
+    transaction.commit().await?;
+    Ok(true)
+}
+
 async fn insert_revocations(
     connection: &impl ConnectionTrait,
     holders: &[UserOnProject],
