@@ -210,6 +210,36 @@ cli stack update --template "$template" -P length=12 --wait web >/dev/null || fa
 cli stack delete --wait web >/dev/null || fail "stack delete"
 step "a stack created, updated and deleted through the gateway"
 
+# Heat's OS::Keystone::* types: the engine calls a gateway replica's
+# built-in identity (EMBER_ENGINE__IDENTITY_URL) as the stack's owner, who
+# must hold the admin role in the directory itself (the token's claim is
+# not believed).
+admin_token="$(EMBER_AUTH__SIGNING_KEY="$EMBER_SIGNING_KEY" "$ember" token issue \
+    --user compose-admin --project compose-admins --role admin --ttl 1h)"
+acli() { in_netns env EMBER_URL="$url" EMBER_TOKEN="$admin_token" "$ember" "$@"; }
+acli identity project create compose-admins --id compose-admins >/dev/null || fail "identity project create"
+in_netns env EMBER_URL="$url" EMBER_TOKEN="$admin_token" EMBER_IDENTITY_PASSWORD=compose-admin-pw \
+    "$ember" identity user create compose-admin --id compose-admin --project compose-admins >/dev/null \
+    || fail "identity user create"
+acli identity role add compose-admin compose-admins admin >/dev/null || fail "identity role add"
+identities="$dir/compose-identities.yaml"
+cat >"$identities" <<'EOF'
+heat_template_version: 2018-08-31
+resources:
+  role: {type: OS::Keystone::Role, properties: {name: compose-operator}}
+  group:
+    type: OS::Keystone::Group
+    properties:
+      name: compose-operators
+      roles: [{role: {get_resource: role}, project: compose-admins}]
+EOF
+acli stack create --template "$identities" --wait identities >/dev/null \
+    || fail "a stack of Keystone types: $(acli stack show identities -f value -c reason 2>&1)"
+acli identity role show compose-operator >/dev/null || fail "the stack's role is not in the identity"
+acli stack delete --wait identities >/dev/null || fail "the stack of Keystone types deleted"
+! acli identity group show compose-operators >/dev/null 2>&1 || fail "the stack's group outlived it"
+step "a stack's Keystone role and group made in a gateway's built-in identity, and deleted with it"
+
 # One plugin-registry replica stopped: every stack operation consults the
 # registry, and the other replica answers.
 replica="$(podman ps --filter "label=com.docker.compose.service=plugin-registry" --format '{{.Names}}' | sed -n 1p)"
