@@ -541,6 +541,22 @@ fn groups_and_enabling_decide_who_logs_in() {
         [group_id.as_str(), shop_id.as_str(), "member"],
         "the user column empty: {assignments}"
     );
+    let named = succeed(
+        &[
+            "identity",
+            "role",
+            "list",
+            "--group",
+            "shop-owners",
+            "--names",
+        ],
+        dir,
+    );
+    assert_eq!(
+        row(&named, "shop-owners"),
+        ["shop-owners", "shop", "member"],
+        "--names shows names for ids: {named}"
+    );
     let own = succeed(&["identity", "role", "list", "--user", "bob"], dir);
     assert_eq!(own.lines().count(), 1, "bob's own only: {own}");
 

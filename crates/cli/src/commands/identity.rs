@@ -190,6 +190,10 @@ pub enum RoleCommand {
         group: String,
         #[arg(long, default_value = "")]
         project: String,
+        /// Show users, groups and projects by name instead of id (as
+        /// `openstack role assignment list --names`)
+        #[arg(long)]
+        names: bool,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -350,6 +354,62 @@ fn user_row(user: &pb::User) -> Record {
         .field("enabled", enabled_cell(user.enabled))
         .field("email", user.email.as_str())
         .field("description", user.description.as_str())
+}
+
+/// The names of the users, groups and projects there are, by id.
+struct Names {
+    users: std::collections::HashMap<String, String>,
+    groups: std::collections::HashMap<String, String>,
+    projects: std::collections::HashMap<String, String>,
+}
+
+impl Names {
+    async fn read(
+        service: &mut IdentityAdminServiceClient<tonic::transport::Channel>,
+        client: &Client,
+    ) -> Result<Names, String> {
+        let users = service
+            .list_users(client.request(pb::ListUsersRequest {})?)
+            .await
+            .map_err(describe)?
+            .into_inner()
+            .users;
+        let groups = service
+            .list_groups(client.request(pb::ListGroupsRequest {})?)
+            .await
+            .map_err(describe)?
+            .into_inner()
+            .groups;
+        let projects = service
+            .list_projects(client.request(pb::ListProjectsRequest {})?)
+            .await
+            .map_err(describe)?
+            .into_inner()
+            .projects;
+        Ok(Names {
+            users: users.into_iter().map(|user| (user.id, user.name)).collect(),
+            groups: groups
+                .into_iter()
+                .map(|group| (group.id, group.name))
+                .collect(),
+            projects: projects
+                .into_iter()
+                .map(|project| (project.id, project.name))
+                .collect(),
+        })
+    }
+
+    /// `assignment` with names for ids (an id with no name stays).
+    fn apply(&self, assignment: &mut pb::RoleAssignment) {
+        let rename = |id: &mut String, names: &std::collections::HashMap<String, String>| {
+            if let Some(name) = names.get(id.as_str()) {
+                id.clone_from(name);
+            }
+        };
+        rename(&mut assignment.user, &self.users);
+        rename(&mut assignment.group, &self.groups);
+        rename(&mut assignment.project, &self.projects);
+    }
 }
 
 fn role_row(assignment: &pb::RoleAssignment) -> Record {
@@ -603,10 +663,11 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             user,
             group,
             project,
+            names,
             output,
         } => {
             let (mut service, client) = admin(connect).await?;
-            let assignments = service
+            let mut assignments = service
                 .list_role_assignments(client.request(pb::ListRoleAssignmentsRequest {
                     user,
                     project,
@@ -616,6 +677,12 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
                 .map_err(describe)?
                 .into_inner()
                 .assignments;
+            if names {
+                let names = Names::read(&mut service, &client).await?;
+                for assignment in &mut assignments {
+                    names.apply(assignment);
+                }
+            }
             output.print_list(&assignments, role_row)?;
         }
         RoleCommand::Create { name, id } => {
