@@ -15,7 +15,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{Acting, Actor, Grant, IdentityBackend, Kind, Target, text};
+use super::{Acting, Actor, Grant, IdentityBackend, Kind, Target, actor_of, text};
 use crate::domain::Resource;
 use crate::resources::{
     PropertySchema, PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
@@ -86,20 +86,26 @@ fn is_function(entry: &Map<String, Value>) -> bool {
             .is_some_and(|key| key.starts_with("get_") || key.starts_with("Fn::") || key == "Ref")
 }
 
-/// One entry of the list, resolved: the role and where it is held, as
-/// written (names or ids).
+/// Where an entry gives its role, as written (a name or an id): a
+/// [`Target`] that can be ordered, so the lists compare as sets.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Place {
+    Project(String),
+    Domain(String),
+}
+
+/// One entry of the list, resolved: the role and where it is held.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Wanted {
     role: String,
-    /// `project:<x>` or `domain:<x>`, for ordering and comparison.
-    target: (bool, String),
+    place: Place,
 }
 
 impl Wanted {
     fn target(&self) -> Target {
-        match &self.target {
-            (true, project) => Target::Project(project.clone()),
-            (false, domain) => Target::Domain(domain.clone()),
+        match &self.place {
+            Place::Project(project) => Target::Project(project.clone()),
+            Place::Domain(domain) => Target::Domain(domain.clone()),
         }
     }
 }
@@ -118,16 +124,16 @@ fn wanted(properties: &Map<String, Value>) -> Result<BTreeSet<Wanted>, ResourceF
                 .ok_or_else(|| ResourceFailure("roles: each entry must be a map".to_owned()))?;
             let role = text(entry, "role")
                 .ok_or_else(|| ResourceFailure("roles: Property role not assigned".to_owned()))?;
-            let target = match (text(entry, "project"), text(entry, "domain")) {
-                (Some(project), _) => (true, project),
-                (None, Some(domain)) => (false, domain),
+            let place = match (text(entry, "project"), text(entry, "domain")) {
+                (Some(project), _) => Place::Project(project),
+                (None, Some(domain)) => Place::Domain(domain),
                 (None, None) => {
                     return Err(ResourceFailure(format!(
                         "Either project or domain must be specified for role {role}"
                     )));
                 }
             };
-            Ok(Wanted { role, target })
+            Ok(Wanted { role, place })
         })
         .collect()
 }
@@ -221,11 +227,8 @@ impl AssignmentResource {
         }
     }
 
-    fn actor(&self, id: String) -> Actor {
-        match self.kind {
-            Kind::Group => Actor::Group(id),
-            _ => Actor::User(id),
-        }
+    fn actor(&self, id: &str) -> Actor {
+        actor_of(self.kind, id)
     }
 
     /// The user (group) the properties name, by id.
@@ -238,7 +241,7 @@ impl AssignmentResource {
         let named = text(properties, key)
             .ok_or_else(|| ResourceFailure(format!("Property {key} not assigned")))?;
         let id = self.identity.id_of(acting, self.kind, &named).await?;
-        Ok(self.actor(id))
+        Ok(self.actor(&id))
     }
 
     fn outcome(acting: &Acting, actor: &Actor) -> ResourceOutcome {
@@ -321,14 +324,8 @@ impl ResourceType for AssignmentResource {
         let actor = self.actor_of(&acting, &request.properties).await?;
         let old = recorded(current);
         match current.data[ACTOR_ID].as_str() {
-            Some(old_id) if self.actor(old_id.to_owned()) != actor => {
-                unassign(
-                    &*self.identity,
-                    &acting,
-                    &self.actor(old_id.to_owned()),
-                    &old,
-                )
-                .await?;
+            Some(old_id) if self.actor(old_id) != actor => {
+                unassign(&*self.identity, &acting, &self.actor(old_id), &old).await?;
                 assign(&*self.identity, &acting, &actor, &request.properties).await?;
             }
             _ => {
@@ -347,7 +344,7 @@ impl ResourceType for AssignmentResource {
         unassign(
             &*self.identity,
             &acting,
-            &self.actor(actor_id.to_owned()),
+            &self.actor(actor_id),
             &recorded(current),
         )
         .await

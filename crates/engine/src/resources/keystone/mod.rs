@@ -176,6 +176,14 @@ pub trait IdentityBackend: Send + Sync + 'static {
     ) -> Result<(), ResourceFailure>;
 }
 
+/// Who a role goes to: the user or group (by `kind`) of that id.
+fn actor_of(kind: Kind, id: &str) -> Actor {
+    match kind {
+        Kind::Group => Actor::Group(id.to_owned()),
+        _ => Actor::User(id.to_owned()),
+    }
+}
+
 /// A property as text, if given and not empty.
 fn text(properties: &Map<String, Value>, name: &str) -> Option<String> {
     match properties.get(name) {

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::assignments::{self, recorded};
-use super::{Acting, Actor, Fields, IdentityBackend, Kind, text, texts};
+use super::{Acting, Actor, Fields, IdentityBackend, Kind, actor_of, text, texts};
 use crate::domain::Resource;
 use crate::resources::{
     AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
@@ -92,10 +92,7 @@ impl ObjectResource {
     }
 
     fn actor(&self, id: &str) -> Actor {
-        match self.kind {
-            Kind::Group => Actor::Group(id.to_owned()),
-            _ => Actor::User(id.to_owned()),
-        }
+        actor_of(self.kind, id)
     }
 
     /// Adds a user to the groups `names` name.
