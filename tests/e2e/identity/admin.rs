@@ -1563,3 +1563,80 @@ async fn roles_named_before_roles_were_objects_survive_the_upgrade(database: &Te
 }
 
 ember_runtime::store_suite!(roles_named_before_roles_were_objects_survive_the_upgrade);
+
+/// Everything the admin service holds, as an admin lists it.
+async fn directory_state(service: &mut Admin, ember: &TestEmber) -> String {
+    let projects = service
+        .list_projects(admin(ember, pb::ListProjectsRequest {}))
+        .await
+        .expect("projects")
+        .into_inner();
+    let users = service
+        .list_users(admin(ember, pb::ListUsersRequest {}))
+        .await
+        .expect("users")
+        .into_inner();
+    let roles = service
+        .list_roles(admin(ember, pb::ListRolesRequest {}))
+        .await
+        .expect("roles")
+        .into_inner();
+    let groups = service
+        .list_groups(admin(ember, pb::ListGroupsRequest {}))
+        .await
+        .expect("groups")
+        .into_inner();
+    let assignments = service
+        .list_role_assignments(admin(ember, pb::ListRoleAssignmentsRequest::default()))
+        .await
+        .expect("assignments")
+        .into_inner();
+    format!("{projects:?}\n{users:?}\n{roles:?}\n{groups:?}\n{assignments:?}")
+}
+
+/// Every method of the service — read from the proto descriptors, so a new
+/// one is walked without being listed — called by a member and by a
+/// reader, with a body naming real objects: each is refused (7,
+/// PERMISSION_DENIED) and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_method_refuses_members_and_readers_and_changes_nothing() {
+    use prost::Message;
+    let ember = TestEmber::start().await;
+    ember.seed_identity().await;
+    let mut service = IdentityAdminServiceClient::new(ember.gateway_channel().await);
+    let before = directory_state(&mut service, &ember).await;
+    let reader = ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
+        .issue(
+            &Identity::new("demo", "demo", vec!["reader".into()]),
+            std::time::Duration::from_secs(600),
+        )
+        .expect("a reader's token");
+    let descriptors = prost_types::FileDescriptorSet::decode(ember_proto::FILE_DESCRIPTOR_SET)
+        .expect("the descriptor set decodes");
+    let methods: Vec<String> = descriptors
+        .file
+        .iter()
+        .filter(|file| file.package() == "ember.identity.v1")
+        .flat_map(|file| &file.service)
+        .filter(|service| service.name() == "IdentityAdminService")
+        .flat_map(|service| &service.method)
+        .map(|method| method.name().to_owned())
+        .collect();
+    assert!(methods.len() >= 28, "{methods:?}");
+    for method in &methods {
+        let target = format!("ember.identity.v1.IdentityAdminService/{method}");
+        for (who, token) in [
+            ("member", ember.member_token()),
+            ("reader", reader.as_str()),
+        ] {
+            let (success, _, stderr) = crate::cross_project::grpcurl(&ember, token, &target, "{}");
+            assert!(!success, "{who} called {method}");
+            let code = serde_json::from_str::<serde_json::Value>(&stderr)
+                .ok()
+                .and_then(|error| error["code"].as_u64());
+            assert_eq!(code, Some(7), "{who} on {method}: {stderr}");
+        }
+    }
+    assert_eq!(directory_state(&mut service, &ember).await, before);
+    ember.stop().await;
+}
