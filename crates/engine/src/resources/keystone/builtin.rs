@@ -429,19 +429,16 @@ impl IdentityBackend for BuiltInIdentity {
         }
     }
 
-    async fn id_of(
+    async fn find(
         &self,
         acting: &Acting,
         kind: Kind,
         name_or_id: &str,
-    ) -> Result<String, ResourceFailure> {
-        match self.show(acting, kind, name_or_id).await? {
-            Some(object) => Ok(object["id"].as_str().unwrap_or(name_or_id).to_owned()),
-            None => Err(ResourceFailure(format!(
-                "The {} ({name_or_id}) could not be found.",
-                kind.member()
-            ))),
-        }
+    ) -> Result<Option<String>, ResourceFailure> {
+        Ok(self
+            .show(acting, kind, name_or_id)
+            .await?
+            .map(|object| object["id"].as_str().unwrap_or(name_or_id).to_owned()))
     }
 
     async fn grant(&self, acting: &Acting, grant: &Grant) -> Result<(), ResourceFailure> {

@@ -171,14 +171,14 @@ impl IdentityBackend for CloudIdentity {
         keystone.delete(kind, id).await.map_err(failure)
     }
 
-    async fn id_of(
+    async fn find(
         &self,
         acting: &Acting,
         kind: Kind,
         name_or_id: &str,
-    ) -> Result<String, ResourceFailure> {
+    ) -> Result<Option<String>, ResourceFailure> {
         let keystone = self.keystone(acting).await?;
-        Self::resolve(&keystone, kind, name_or_id).await
+        Self::lookup(&keystone, kind, name_or_id).await
     }
 
     async fn grant(&self, acting: &Acting, grant: &Grant) -> Result<(), ResourceFailure> {

@@ -143,14 +143,29 @@ pub trait IdentityBackend: Send + Sync + 'static {
     /// Deletes the object; one already gone is deleted.
     async fn delete(&self, acting: &Acting, kind: Kind, id: &str) -> Result<(), ResourceFailure>;
 
-    /// The id of the one object `name_or_id` names; a failure naming it
-    /// when there is none (or several).
+    /// The id of the one object `name_or_id` names; `None` when there is
+    /// none (several of one name is a failure asking for an id).
+    async fn find(
+        &self,
+        acting: &Acting,
+        kind: Kind,
+        name_or_id: &str,
+    ) -> Result<Option<String>, ResourceFailure>;
+
+    /// [`IdentityBackend::find`], with a failure naming what is missing.
     async fn id_of(
         &self,
         acting: &Acting,
         kind: Kind,
         name_or_id: &str,
-    ) -> Result<String, ResourceFailure>;
+    ) -> Result<String, ResourceFailure> {
+        self.find(acting, kind, name_or_id).await?.ok_or_else(|| {
+            ResourceFailure(format!(
+                "The {} ({name_or_id}) could not be found.",
+                kind.member()
+            ))
+        })
+    }
 
     /// Gives the role (idempotent).
     async fn grant(&self, acting: &Acting, grant: &Grant) -> Result<(), ResourceFailure>;

@@ -117,7 +117,7 @@ impl ObjectResource {
         names: impl IntoIterator<Item = &String>,
     ) -> Result<(), ResourceFailure> {
         for name in names {
-            if let Ok(group_id) = self.identity.id_of(acting, Kind::Group, name).await {
+            if let Some(group_id) = self.identity.find(acting, Kind::Group, name).await? {
                 self.identity
                     .remove_member(acting, &group_id, user_id)
                     .await?;
@@ -436,7 +436,12 @@ mod tests {
         async fn delete(&self, _: &Acting, _: Kind, _: &str) -> Result<(), ResourceFailure> {
             Ok(())
         }
-        async fn id_of(&self, _: &Acting, _: Kind, _: &str) -> Result<String, ResourceFailure> {
+        async fn find(
+            &self,
+            _: &Acting,
+            _: Kind,
+            _: &str,
+        ) -> Result<Option<String>, ResourceFailure> {
             Err(ResourceFailure("unused".into()))
         }
         async fn grant(&self, _: &Acting, _: &super::super::Grant) -> Result<(), ResourceFailure> {
