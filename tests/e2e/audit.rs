@@ -326,10 +326,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
             "since: \"yesterday\" is not an RFC 3339 time",
         ),
         ("?limit=5000", "limit 5000 is more than 1000"),
-        (
-            "?marker=nope",
-            "marker \"nope\" is not an audit record's id",
-        ),
+        ("?marker=nope", "marker: \"nope\" is not a UUID"),
         ("?colour=red", "unknown field `colour`"),
     ] {
         let (status, body) = audit(&ember, &member, "/clustering/v1", query).await;

@@ -68,6 +68,12 @@ impl From<tonic::Status> for RestError {
     }
 }
 
+impl From<ember_runtime::ids::NotAUuid> for RestError {
+    fn from(error: ember_runtime::ids::NotAUuid) -> Self {
+        RestError::new(ErrorKind::InvalidInput, error.to_string())
+    }
+}
+
 impl IntoResponse for RestError {
     fn into_response(self) -> Response {
         let status = self.kind.http_status();

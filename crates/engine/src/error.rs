@@ -95,6 +95,12 @@ impl From<sea_orm::DbErr> for Error {
     }
 }
 
+impl From<ember_runtime::ids::NotAUuid> for Error {
+    fn from(error: ember_runtime::ids::NotAUuid) -> Self {
+        Error::InvalidInput(error.to_string())
+    }
+}
+
 impl From<Error> for tonic::Status {
     fn from(error: Error) -> Self {
         error.into_status()

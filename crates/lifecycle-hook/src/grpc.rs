@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_runtime::Identity;
+use ember_runtime::ids::parse_optional_uuid;
 use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
 use crate::error::Error;
@@ -22,15 +22,6 @@ impl LifecycleHookHandler {
     }
 }
 
-fn parse_uuid(field: &str, value: &str) -> Result<Option<Uuid>, Error> {
-    if value.is_empty() {
-        return Ok(None);
-    }
-    Uuid::parse_str(value)
-        .map(Some)
-        .map_err(|_| Error::InvalidInput(format!("{field} {value:?} is not a UUID")))
-}
-
 #[tonic::async_trait]
 impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHandler {
     async fn list_pending(
@@ -43,9 +34,9 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         let request = request.into_inner();
         let query = PendingListQuery {
             project_id,
-            cluster_id: parse_uuid("cluster_id", &request.cluster_id)?,
+            cluster_id: parse_optional_uuid("cluster_id", &request.cluster_id)?,
             limit: request.limit,
-            marker: parse_uuid("marker", &request.marker)?,
+            marker: parse_optional_uuid("marker", &request.marker)?,
             include_resolved: request.include_resolved,
         };
         let actions = self.store.list_pending(&query).await?;
@@ -127,8 +118,8 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
             .store
             .list_events(
                 project_id.as_deref(),
-                parse_uuid("cluster_id", &request.cluster_id)?,
-                parse_uuid("token", &request.token)?,
+                parse_optional_uuid("cluster_id", &request.cluster_id)?,
+                parse_optional_uuid("token", &request.token)?,
                 limit,
             )
             .await?;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ember_proto::lifecyclehook::v1 as pb;
 use ember_runtime::Identity;
+use ember_runtime::ids::parse_uuid;
 use ember_runtime::time::to_timestamp;
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target, Transition};
 use crate::error::Error;
@@ -28,11 +28,6 @@ impl LifecycleHookInternalHandler {
     }
 }
 
-fn uuid(field: &str, value: &str) -> Result<Uuid, Error> {
-    Uuid::parse_str(value)
-        .map_err(|_| Error::InvalidInput(format!("{field} {value:?} is not a UUID")))
-}
-
 fn timestamp(field: &str, value: Option<prost_types::Timestamp>) -> Result<DateTime<Utc>, Error> {
     value
         .and_then(|t| DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0)))
@@ -43,7 +38,7 @@ fn new_action(
     action: pb::NewPendingAction,
     now: DateTime<Utc>,
 ) -> Result<PendingLifecycleAction, Error> {
-    let token = uuid("token", &action.token)?;
+    let token = parse_uuid("token", &action.token)?;
     let target = action
         .target
         .ok_or_else(|| Error::InvalidInput(format!("action {token}: give a target")))?;
@@ -71,9 +66,9 @@ fn new_action(
     Ok(PendingLifecycleAction {
         token,
         transition,
-        node_id: uuid("node_id", &action.node_id)?,
+        node_id: parse_uuid("node_id", &action.node_id)?,
         resource_id: action.resource_id,
-        cluster_id: uuid("cluster_id", &action.cluster_id)?,
+        cluster_id: parse_uuid("cluster_id", &action.cluster_id)?,
         project_id: action.project_id,
         target,
         deadline: timestamp("deadline", action.deadline)?,
@@ -130,7 +125,7 @@ impl pb::lifecycle_hook_internal_service_server::LifecycleHookInternalService
         let tokens = request
             .tokens
             .iter()
-            .map(|token| uuid("token", token))
+            .map(|token| parse_uuid("token", token))
             .collect::<Result<Vec<_>, _>>()?;
         let mut events = Vec::with_capacity(tokens.len());
         for token in &tokens {
@@ -159,7 +154,7 @@ impl pb::lifecycle_hook_internal_service_server::LifecycleHookInternalService
         request: Request<pb::ExtendDeadlineRequest>,
     ) -> Result<Response<pb::ExtendDeadlineResponse>, Status> {
         Identity::of(&request)?;
-        let token = uuid("token", &request.get_ref().token)?;
+        let token = parse_uuid("token", &request.get_ref().token)?;
         match self
             .store
             .extend_deadline(token, ember_runtime::time::now())

@@ -183,6 +183,12 @@ impl From<sea_orm::DbErr> for RequestOrDatabaseError {
     }
 }
 
+impl From<crate::ids::NotAUuid> for RequestOrDatabaseError {
+    fn from(error: crate::ids::NotAUuid) -> Self {
+        RequestOrDatabaseError::InvalidInput(error.to_string())
+    }
+}
+
 impl From<RequestOrDatabaseError> for tonic::Status {
     fn from(error: RequestOrDatabaseError) -> Self {
         error.into_status()

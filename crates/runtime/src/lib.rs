@@ -14,6 +14,7 @@ pub mod egress;
 pub mod error;
 pub mod https;
 pub mod identity;
+pub mod ids;
 pub mod in_process;
 pub mod protobuf_json;
 pub mod quote;

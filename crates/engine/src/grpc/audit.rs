@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::audit_service_server::AuditService;
+use ember_runtime::ids::parse_optional_uuid;
 use tonic::Request;
 
 use super::{Reply, answer};
@@ -44,13 +45,7 @@ fn query_of(request: &pb::ListAuditRecordsRequest) -> Result<AuditQuery> {
             .transpose()?,
         since: time("since", &request.since)?,
         until: time("until", &request.until)?,
-        marker: text(&request.marker)
-            .map(|marker| {
-                uuid::Uuid::parse_str(&marker).map_err(|_| {
-                    Error::InvalidInput(format!("marker {marker:?} is not an audit record's id"))
-                })
-            })
-            .transpose()?,
+        marker: parse_optional_uuid("marker", &request.marker)?,
         limit: u64::from(request.limit),
     })
 }

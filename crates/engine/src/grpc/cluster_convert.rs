@@ -3,6 +3,7 @@
 //! `clusters`, `nodes`, `cluster_actions`).
 
 use ember_proto::engine::v1 as pb;
+use ember_runtime::ids::parse_optional_uuid;
 use ember_runtime::time::to_timestamp;
 use serde_json::Value;
 use uuid::Uuid;
@@ -258,12 +259,7 @@ pub fn json(field: &str, text: &str) -> Result<Value> {
 
 /// An optional marker.
 pub fn marker(text: &str) -> Result<Option<Uuid>> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    Uuid::parse_str(text)
-        .map(Some)
-        .map_err(|_| Error::InvalidInput(format!("marker {text:?} is not an id")))
+    Ok(parse_optional_uuid("marker", text)?)
 }
 
 pub fn non_empty(text: String) -> Option<String> {

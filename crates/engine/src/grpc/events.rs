@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
+use ember_runtime::ids::parse_optional_uuid;
 use tonic::Request;
-use uuid::Uuid;
 
 use super::convert::event_to_proto;
 use super::{Reply, answer};
@@ -22,15 +22,6 @@ impl EventHandler {
     }
 }
 
-fn parse_id(field: &str, value: &str) -> Result<Option<Uuid>, Error> {
-    if value.is_empty() {
-        return Ok(None);
-    }
-    Uuid::parse_str(value)
-        .map(Some)
-        .map_err(|_| Error::InvalidInput(format!("{field} {value:?} is not an event id")))
-}
-
 #[tonic::async_trait]
 impl pb::event_service_server::EventService for EventHandler {
     async fn list_events(
@@ -41,7 +32,7 @@ impl pb::event_service_server::EventService for EventHandler {
             request,
             |caller, request| async move {
                 let stack = self.operations.find_stack(&caller, &request.stack).await?;
-                let marker = parse_id("marker", &request.marker)?;
+                let marker = parse_optional_uuid("marker", &request.marker)?;
                 let resource_name =
                     (!request.resource_name.is_empty()).then_some(request.resource_name);
                 let (events, stack_names) = self
@@ -88,7 +79,7 @@ impl pb::event_service_server::EventService for EventHandler {
             request,
             |caller, request| async move {
                 let stack = self.operations.find_stack(&caller, &request.stack).await?;
-                let event_id = parse_id("event_id", &request.event_id)?
+                let event_id = parse_optional_uuid("event_id", &request.event_id)?
                     .ok_or_else(|| Error::InvalidInput("event_id: give an event id".to_owned()))?;
                 let event = self.operations.event(&stack, event_id).await?;
                 if !request.resource_name.is_empty() && event.resource_name != request.resource_name

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
+use ember_runtime::ids::{parse_optional_uuid, parse_uuid};
 use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 use crate::domain::instance::placement::{NetworkRequest, Placement};
 use crate::domain::instance::{
@@ -100,10 +100,7 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
             locked: request.locked,
             name: (!request.name.is_empty()).then_some(request.name),
             limit: request.limit,
-            marker: match request.marker.as_str() {
-                "" => None,
-                marker => Some(parse_uuid("marker", marker)?),
-            },
+            marker: parse_optional_uuid("marker", &request.marker)?,
             all_projects: request.all_projects,
         };
         let page = self.instances.list(&caller, &filter).await?;
@@ -222,11 +219,6 @@ impl pb::instance_service_server::InstanceService for InstanceHandler {
         let uuid = parse_uuid("uuid", &request.get_ref().uuid)?;
         reply(&self.instances.unlock(&caller, uuid).await?)
     }
-}
-
-fn parse_uuid(field: &str, text: &str) -> Result<Uuid, Error> {
-    Uuid::parse_str(text)
-        .map_err(|_| Error::InvalidInput(format!("{field}: {text:?} is not an instance uuid")))
 }
 
 fn status_filter(value: i32) -> Result<Option<InstanceStatus>, Error> {

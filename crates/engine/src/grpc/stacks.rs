@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
 use ember_runtime::Identity;
+use ember_runtime::ids::parse_optional_uuid;
 use serde_json::Value;
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 use super::convert::{
     json_to_proto, map_to_struct, stack_into_proto, stack_to_proto, struct_to_map, value_to_struct,
@@ -196,12 +196,7 @@ impl pb::stack_service_server::StackService for StackHandler {
     ) -> Result<Response<pb::ListStacksResponse>, Status> {
         let identity = Identity::of(&request)?.clone();
         let request = request.into_inner();
-        let marker = match request.marker.as_str() {
-            "" => None,
-            marker => Some(Uuid::parse_str(marker).map_err(|_| {
-                Error::InvalidInput(format!("marker {marker:?} is not a stack id"))
-            })?),
-        };
+        let marker = parse_optional_uuid("marker", &request.marker)?;
         let query = StackListQuery {
             limit: request.limit,
             marker,

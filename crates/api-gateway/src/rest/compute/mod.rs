@@ -30,12 +30,13 @@ use axum::routing::{get, put};
 use axum::{Json, Router};
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::instance_service_client::InstanceServiceClient;
+use ember_runtime::ids::parse_uuid;
 use http::StatusCode;
 use serde_json::{Value, json};
 
 use self::request_body::{
-    bad_request, json_object, metadata, networks, parse_uuid, query_bool, refuse_unknown_keys,
-    required_string, string_list, string_map, unwrap_instance, user_data,
+    bad_request, json_object, metadata, networks, query_bool, refuse_unknown_keys, required_string,
+    string_list, string_map, unwrap_instance, user_data,
 };
 use self::view::{event_view, instance_view, self_link};
 use super::Authenticated;

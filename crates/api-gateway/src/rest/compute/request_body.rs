@@ -131,10 +131,6 @@ pub fn user_data(value: &Value) -> Result<String, RestError> {
         .map_err(|_| bad_request("user_data: the decoded user data is not UTF-8 text"))
 }
 
-pub fn parse_uuid(what: &str, text: &str) -> Result<uuid::Uuid, RestError> {
-    uuid::Uuid::parse_str(text).map_err(|_| bad_request(format!("{what}: {text:?} is not a UUID")))
-}
-
 pub fn query_bool(key: &str, text: &str) -> Result<bool, RestError> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "1" => Ok(true),
