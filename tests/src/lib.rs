@@ -2,9 +2,8 @@
 //! this process on ephemeral ports, exactly as `ember dev` starts it, plus
 //! helpers to call it the way users do.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember::config::Secrets;
 use ember::dev::{DevCredentials, RunningEmber};
@@ -160,24 +159,5 @@ pub fn with_bearer<T>(message: T, token: &str) -> tonic::Request<T> {
     request
 }
 
-/// Polls `condition` until it holds, failing the test with `what` after
-/// `timeout`. Tests wait with this, never with a bare sleep.
-pub async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    loop {
-        if condition().await {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
-    }
-}
+/// Tests wait with these, never with a bare sleep.
+pub use ember_runtime::testing::{poll_until, poll_until_ok, wait_for};

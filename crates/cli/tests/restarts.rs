@@ -12,8 +12,9 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use ember_runtime::testing::wait_for;
 use serde_json::{Value, json};
-use support::deployment::{Deployment, Service, bearer, wait_until};
+use support::deployment::{Deployment, Service, bearer};
 use support::hooked_cluster_commands;
 
 impl Deployment {
@@ -110,7 +111,7 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     deployment.spawn(Service::LifecycleHook);
     deployment.wait_healthy().await;
     let mut tokens = Vec::new();
-    wait_until("both hooks recorded", Duration::from_secs(20), || {
+    wait_for("both hooks recorded", Duration::from_secs(20), || {
         tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 2)
     })
@@ -132,7 +133,7 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
         "the completed node is deleted, the other waits for its deadline"
     );
     deployment.spawn(Service::LifecycleHook);
-    wait_until(
+    wait_for(
         "the expired deadline to fire after the restart",
         Duration::from_secs(20),
         || async { deployment.node_ids().await.len() == 2 },
@@ -148,7 +149,7 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     // OLDEST_FIRST: the first two nodes created.
     assert_eq!(victims, nodes[..2].to_vec());
     assert_each_deleted_once(&deployment.node_deletions().await, &victims);
-    wait_until(
+    wait_for(
         "both lifecycle actions resolved",
         Duration::from_secs(10),
         || std::future::ready(deployment.pending_tokens() == Some(Vec::new())),
@@ -171,7 +172,7 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
     let nodes = deployment.hooked_cluster(3, 3).await;
     deployment.ember(&["cluster", "scale-in", "web", "--count", "2"]);
     let mut tokens = Vec::new();
-    wait_until("both hooks delivered", Duration::from_secs(20), || {
+    wait_for("both hooks delivered", Duration::from_secs(20), || {
         tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 2)
     })
@@ -217,7 +218,7 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
     tokio::time::sleep(Duration::from_secs(4)).await;
     deployment.spawn(Service::Engine);
     deployment.wait_healthy().await;
-    wait_until(
+    wait_for(
         "both nodes deleted after the engine restarts",
         Duration::from_secs(30),
         || async { deployment.node_ids().await.len() == 1 },
@@ -260,7 +261,7 @@ async fn with_two_lifecycle_hook_replicas_each_deadline_fires_once() {
     deployment.wait_healthy().await;
     let nodes = deployment.hooked_cluster(6, 2).await;
     deployment.ember(&["cluster", "scale-in", "web", "--count", "6"]);
-    wait_until(
+    wait_for(
         "every node deleted after the deadlines",
         Duration::from_secs(30),
         || async { deployment.node_ids().await.is_empty() },
@@ -364,7 +365,7 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
     deployment.kill(Service::Engine);
     deployment.spawn(Service::Engine);
     let mut tokens = Vec::new();
-    wait_until("three launch waits", Duration::from_secs(30), || {
+    wait_for("three launch waits", Duration::from_secs(30), || {
         tokens = deployment.pending_tokens().unwrap_or_default();
         std::future::ready(tokens.len() == 3)
     })
@@ -385,7 +386,7 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
 
     // The abandoned node is built again and waits on a new action.
     let mut again = Vec::new();
-    wait_until(
+    wait_for(
         "the abandoned node's new wait",
         Duration::from_secs(30),
         || {
@@ -400,7 +401,7 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
     )
     .await;
     deployment.ember(&["hook", "complete", "web", &again[0]]);
-    wait_until("the scale-out to end", Duration::from_secs(30), || async {
+    wait_for("the scale-out to end", Duration::from_secs(30), || async {
         let cluster = deployment.get("/clusters/web").await;
         cluster["cluster"]["status"] == "ACTIVE"
     })

@@ -16,6 +16,7 @@ use ember_engine::domain::instance::NewInstance;
 use ember_engine::error::{Error, Result};
 use ember_runtime::Identity;
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use serde_json::Map;
 
 fn admin() -> Identity {
@@ -155,7 +156,7 @@ async fn cluster_dry_runs_answer_what_the_calls_do(database: &TestDatabase) {
         .filter(|(state, ..)| matches!(state, LockState::Expired))
         .map(|(.., id)| id.parse().expect("a cluster id"))
         .collect();
-    cluster_support::wait_until(
+    wait_for(
         "the 1 s locks to expire",
         Duration::from_secs(10),
         || async {
@@ -311,7 +312,7 @@ async fn instance_dry_runs_answer_what_the_calls_do(database: &TestDatabase) {
                     .await
                     .expect("created");
                 let uuid = instance.uuid;
-                cluster_support::wait_until("active", Duration::from_secs(10), || async {
+                wait_for("active", Duration::from_secs(10), || async {
                     instances
                         .get(&member(), uuid)
                         .await

@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 
 use cluster_support::{
     Engine, active_cluster, assert_settled_invariants, driver, instance_profile, member, members,
-    quiescent, wait_until,
+    quiescent,
 };
 use ember_engine::Error;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::clusters::{ClusterService, ResizeRequest};
 use ember_engine::domain::cluster::sizing::AdjustmentType;
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use rand::Rng;
 use uuid::Uuid;
 
@@ -153,7 +154,7 @@ async fn concurrent_scaling_keeps_the_cluster_consistent(database: &TestDatabase
         requests += client.await.expect("client");
     }
     assert!(requests > CLIENTS * 10, "only {requests} requests made");
-    wait_until(
+    wait_for(
         "every action of the cluster to end",
         Duration::from_secs(120),
         || quiescent(&one, created.id),
@@ -215,7 +216,7 @@ async fn a_busy_clusters_queue_is_bounded(database: &TestDatabase) {
         )) && accepted.iter().all(|id| message.contains(&id.to_string())),
         "{message}"
     );
-    wait_until("the queue to drain", Duration::from_secs(60), || {
+    wait_for("the queue to drain", Duration::from_secs(60), || {
         quiescent(&engine, created.id)
     })
     .await;

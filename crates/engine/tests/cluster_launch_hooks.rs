@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use cluster_support::{
     Engine, active_cluster, all_actions, all_instances, assert_settled_invariants, driver,
-    instance_profile, member, members, wait_for_action, wait_until,
+    instance_profile, member, members, wait_for_action,
 };
 use ember_engine::clusters::NewNode;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
@@ -21,6 +21,7 @@ use ember_engine::domain::cluster::{ActionKind, ActionStatus, ClusterAction, Nod
 use ember_engine::error::Error;
 use ember_runtime::Identity;
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -82,7 +83,7 @@ async fn waiting_launches(engine: &Engine, cluster_id: Uuid, count: usize) -> Ve
             })
             .collect::<Vec<_>>()
     };
-    wait_until("launch waits", WAIT, || async {
+    wait_for("launch waits", WAIT, || async {
         waiting().await.len() == count
     })
     .await;
@@ -103,7 +104,7 @@ async fn next_wait(engine: &Engine, cluster_id: Uuid, answered: Uuid) -> Cluster
             })
             .collect::<Vec<_>>()
     };
-    wait_until("the next launch wait", WAIT, || async {
+    wait_for("the next launch wait", WAIT, || async {
         waiting().await.len() == 1
     })
     .await;
@@ -197,7 +198,7 @@ async fn new_nodes_wait_out_of_service_until_continue() {
 
     // One answered: that node is in service, the action still waits.
     answer(&engine, "warm", &waits[0], LifecycleResult::Continue).await;
-    wait_until("the first node in service", WAIT, || async {
+    wait_for("the first node in service", WAIT, || async {
         active(&members(&engine, cluster_id).await) == 2
     })
     .await;
@@ -675,7 +676,7 @@ impl Path {
                     .delete(&member(), lost)
                     .await
                     .expect("deleting");
-                wait_until("the instance gone", WAIT, || async {
+                wait_for("the instance gone", WAIT, || async {
                     engine.instances.get(&member(), lost).await.is_err()
                 })
                 .await;

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use cluster_support::{
     Engine, active_cluster, all_events, all_instances, cluster, driver, instance_profile, member,
-    wait_until,
 };
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::clusters::{ClusterLockRequest, HealthAction, ResizeRequest};
@@ -20,6 +19,7 @@ use ember_engine::domain::cluster::ClusterLockLevel;
 use ember_engine::error::Error;
 use ember_runtime::Identity;
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 
 async fn engine(database: &TestDatabase) -> Engine {
     Engine::start(
@@ -283,7 +283,7 @@ async fn an_expired_lock_is_lifted_once_even_by_an_engine_started_after_it(
     first.kill().await;
     let second = engine(database).await;
     let third = engine(database).await;
-    wait_until("the lock lifted", Duration::from_secs(15), || async {
+    wait_for("the lock lifted", Duration::from_secs(15), || async {
         cluster(&second, batch.id).await.maintenance_lock.is_none()
     })
     .await;

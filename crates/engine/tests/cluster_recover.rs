@@ -14,6 +14,7 @@ use ember_engine::clusters::HealthAction;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use serde_json::{Map, json};
 
 /// One engine whose simulated instance builds take 10 ms.
@@ -116,7 +117,7 @@ async fn a_member_whose_instance_went_away_is_rebuilt(database: &TestDatabase) {
         .delete(&member(), lost)
         .await
         .expect("deleting");
-    cluster_support::wait_until("the instance gone", Duration::from_secs(10), || async {
+    wait_for("the instance gone", Duration::from_secs(10), || async {
         engine.instances.get(&member(), lost).await.is_err()
     })
     .await;

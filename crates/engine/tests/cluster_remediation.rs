@@ -9,13 +9,12 @@ mod cluster_support;
 
 use std::time::{Duration, Instant};
 
-use cluster_support::{
-    Engine, active_cluster, all_actions, all_events, driver, member, wait_until,
-};
+use cluster_support::{Engine, active_cluster, all_actions, all_events, driver, member};
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::compute::simulated::SIMULATE_EXIT_AFTER_MS_KEY;
 use ember_engine::domain::cluster::{ActionKind, ClusterAction};
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -97,7 +96,7 @@ async fn recoveries_stay_within_the_window_and_resume_when_it_passes() {
         json!({"max_recoveries": 2, "window": 3}),
     )
     .await;
-    wait_until("a held recovery", Duration::from_secs(10), || async {
+    wait_for("a held recovery", Duration::from_secs(10), || async {
         !held(&engine, cluster_id).await.is_empty()
     })
     .await;
@@ -108,7 +107,7 @@ async fn recoveries_stay_within_the_window_and_resume_when_it_passes() {
         "{reasons:?}"
     );
     // Once the window passes, the held member is recovered too.
-    wait_until(
+    wait_for(
         "recoveries beyond the first window",
         Duration::from_secs(15),
         || async { by_policy(&all_actions(&engine, cluster_id).await).len() >= 3 },
@@ -157,7 +156,7 @@ async fn nothing_is_recovered_while_more_than_max_unhealthy_members_are_unhealth
     )
     .await;
     let cluster_id = mortal_cluster(&engine, "frail", 2, json!({"max_unhealthy": 1})).await;
-    wait_until("a stopped recovery", Duration::from_secs(10), || async {
+    wait_for("a stopped recovery", Duration::from_secs(10), || async {
         !held(&engine, cluster_id).await.is_empty()
     })
     .await;
@@ -165,7 +164,7 @@ async fn nothing_is_recovered_while_more_than_max_unhealthy_members_are_unhealth
     // may be recovered; once both are down, nothing more is.
     let stopped =
         "automatic recovery stopped: 2 of 2 members are unhealthy, more than max_unhealthy 1 (1)";
-    wait_until(
+    wait_for(
         "recovery stopped at max_unhealthy",
         Duration::from_secs(10),
         || async {
@@ -231,12 +230,12 @@ async fn the_sweep_recovers_what_no_failure_triggered_and_twice_is_once() {
     );
     first.expect("swept");
     second.expect("swept");
-    wait_until("the member recovered", Duration::from_secs(10), || async {
+    wait_for("the member recovered", Duration::from_secs(10), || async {
         cluster_support::members(&engine, cluster.id).await[0].status
             == ember_engine::domain::cluster::NodeStatus::Active
     })
     .await;
-    wait_until("the recoveries ended", Duration::from_secs(10), || async {
+    wait_for("the recoveries ended", Duration::from_secs(10), || async {
         cluster_support::quiescent(&engine, cluster.id).await
     })
     .await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cluster_support::{
     Engine, active_cluster, all_instances, assert_settled_invariants, driver, instance_profile,
-    member, members, wait_for_action, wait_until,
+    member, members, wait_for_action,
 };
 use ember_engine::clusters::ResizeRequest;
 use ember_engine::clusters::dispatcher::DispatcherSettings;
@@ -18,6 +18,7 @@ use ember_engine::domain::cluster::sizing::AdjustmentType;
 use ember_engine::domain::cluster::{ActionStatus, ClusterStatus, NodeStatus};
 use ember_engine::domain::instance::InstanceStatus;
 use ember_runtime::database::testing::TestDatabase;
+use ember_runtime::testing::wait_for;
 use uuid::Uuid;
 
 fn short_lease() -> DispatcherSettings {
@@ -48,7 +49,7 @@ async fn a_growth_whose_engine_died_is_finished_by_another(database: &TestDataba
         .scale(&member(), &cluster_id.to_string(), true, 3)
         .await
         .expect("scale out");
-    wait_until("the growth plan", Duration::from_secs(10), || async {
+    wait_for("the growth plan", Duration::from_secs(10), || async {
         members(&doomed, cluster_id)
             .await
             .iter()
@@ -192,7 +193,7 @@ async fn an_action_claimed_by_a_dead_engine_runs_again_in_its_turn(database: &Te
         scaled_in.updated_at >= resized.updated_at,
         "the scale-in ran after the resize"
     );
-    wait_until("every action to end", Duration::from_secs(30), || {
+    wait_for("every action to end", Duration::from_secs(30), || {
         cluster_support::quiescent(&survivor, cluster_id)
     })
     .await;
@@ -242,7 +243,7 @@ async fn a_growth_is_finished_by_an_engine_that_was_running_already(database: &T
         .scale(&member(), &cluster_id.to_string(), true, 2)
         .await
         .expect("scale out");
-    wait_until("the two builds", Duration::from_secs(10), || async {
+    wait_for("the two builds", Duration::from_secs(10), || async {
         all_instances(&doomed)
             .await
             .iter()
@@ -289,7 +290,7 @@ async fn a_shrink_is_finished_by_an_engine_that_was_running_already(database: &T
         .scale(&member(), &cluster_id.to_string(), false, 2)
         .await
         .expect("scale in");
-    wait_until("the instance deletes", Duration::from_secs(10), || async {
+    wait_for("the instance deletes", Duration::from_secs(10), || async {
         all_instances(&doomed)
             .await
             .iter()
@@ -308,7 +309,7 @@ async fn a_shrink_is_finished_by_an_engine_that_was_running_already(database: &T
         "{}",
         finished.status_reason
     );
-    wait_until("every action to end", Duration::from_secs(30), || {
+    wait_for("every action to end", Duration::from_secs(30), || {
         cluster_support::quiescent(&survivor, cluster_id)
     })
     .await;

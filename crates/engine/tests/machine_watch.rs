@@ -10,7 +10,7 @@ mod cluster_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_support::{Engine, active_cluster, driver, member, members, wait_until};
+use cluster_support::{Engine, active_cluster, driver, member, members};
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::compute::ComputeConfig;
 use ember_engine::compute::simulated::{SIMULATE_EXIT_AFTER_MS_KEY, SIMULATE_EXIT_CODE_KEY};
@@ -21,6 +21,7 @@ use ember_engine::instances::InstanceService;
 use ember_engine::store::instances::{InstanceStore, SqlInstanceStore};
 use ember_engine::store::migrations::Migrator;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::testing::wait_for;
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +50,7 @@ async fn an_instance_whose_machine_dies_is_error_with_the_reason(database: &Test
         delegation: None,
     };
     let created = service.create(&member(), new).await.expect("created");
-    wait_until("the machine to die", Duration::from_secs(10), || async {
+    wait_for("the machine to die", Duration::from_secs(10), || async {
         service
             .get(&member(), created.uuid)
             .await
@@ -118,7 +119,7 @@ async fn an_instance_whose_machine_dies_is_error_with_the_reason(database: &Test
         )
         .await
         .expect("power on an ERROR instance whose machine is off");
-    wait_until("ACTIVE again", Duration::from_secs(10), || async {
+    wait_for("ACTIVE again", Duration::from_secs(10), || async {
         service
             .get(&member(), created.uuid)
             .await
@@ -165,7 +166,7 @@ async fn a_death_nobody_observed_is_found_by_the_resync() {
         delegation: None,
     };
     let created = service.create(&member(), new).await.expect("created");
-    wait_until("ACTIVE", Duration::from_secs(10), || async {
+    wait_for("ACTIVE", Duration::from_secs(10), || async {
         service
             .get(&member(), created.uuid)
             .await
@@ -215,7 +216,7 @@ async fn a_node_whose_machine_dies_goes_error_by_itself() {
         .await
         .expect("profile");
     let cluster = active_cluster(&engine, "mortal", (0, 5, 2)).await;
-    wait_until("both nodes ERROR", Duration::from_secs(10), || async {
+    wait_for("both nodes ERROR", Duration::from_secs(10), || async {
         members(&engine, cluster.id)
             .await
             .iter()

@@ -5,13 +5,12 @@
 //! — in batches, and nothing live is touched.
 
 mod cluster_support;
+mod stack_support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_support::{
-    Engine, active_cluster, driver, instance_profile, member, quiescent, wait_until,
-};
+use cluster_support::{Engine, active_cluster, driver, instance_profile, member, quiescent};
 use ember_engine::clusters::dispatcher::DispatcherSettings;
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::retention::{BATCH, Retention, RetentionSettings};
@@ -20,6 +19,7 @@ use ember_engine::store::retention::RetentionStore;
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, statement, testing::TestDatabase};
+use ember_runtime::testing::wait_for;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
 async fn count(connection: &DatabaseConnection, sql: &str, id: uuid::Uuid) -> i64 {
@@ -34,13 +34,7 @@ async fn count(connection: &DatabaseConnection, sql: &str, id: uuid::Uuid) -> i6
 }
 
 async fn settled(operations: &StackOperations, caller: &Identity, name: &str) {
-    wait_until("the stack to settle", Duration::from_secs(20), || async {
-        operations
-            .find_stack(caller, name)
-            .await
-            .is_ok_and(|stack| stack.status != ember_engine::domain::ActionStatus::InProgress)
-    })
-    .await;
+    stack_support::settled(operations, caller, name, Duration::from_secs(20)).await;
 }
 
 /// Creates the stack `name` of `template` and waits until it settles.
@@ -81,7 +75,7 @@ async fn what_is_old_goes_and_what_lives_stays(database: &TestDatabase) {
         .delete_stack(&caller, "gone")
         .await
         .expect("deleted");
-    wait_until("the delete", Duration::from_secs(20), || async {
+    wait_for("the delete", Duration::from_secs(20), || async {
         operations.find_stack(&caller, "gone").await.is_err()
     })
     .await;
@@ -101,7 +95,7 @@ async fn what_is_old_goes_and_what_lives_stays(database: &TestDatabase) {
         .delete_cluster(&caller, &cluster.id.to_string())
         .await
         .expect("delete");
-    wait_until("the cluster delete", Duration::from_secs(20), || async {
+    wait_for("the cluster delete", Duration::from_secs(20), || async {
         quiescent(&engine, cluster.id).await
             && engine
                 .service
@@ -189,7 +183,7 @@ async fn more_than_a_batch_goes_in_batches(database: &TestDatabase) {
             .await
             .expect("deleted");
     }
-    wait_until("every delete", Duration::from_secs(60), || async {
+    wait_for("every delete", Duration::from_secs(60), || async {
         operations
             .list_stacks(&caller, &Default::default())
             .await

@@ -3,8 +3,10 @@
 //! the instance, name/metadata change in place while a new flavor replaces
 //! it, delete removes it, and a locked instance stops a member's delete.
 
+mod stack_support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::Stack;
@@ -51,22 +53,7 @@ fn demo() -> Identity {
 }
 
 async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stack = operations
-            .find_stack(&demo(), name_or_id)
-            .await
-            .expect("stack");
-        if !stack.stack_status().ends_with("IN_PROGRESS") {
-            return stack;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name_or_id} still {}",
-            stack.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    stack_support::settled(operations, &demo(), name_or_id, Duration::from_secs(20)).await
 }
 
 const SERVER: &str = r#"

@@ -8,6 +8,8 @@
 //! simulated cloud, the services' refusals fail the resource in their own
 //! words, and another project's objects are never found.
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,19 +81,7 @@ impl Engine {
     }
 
     async fn settled(&self, who: &Identity, name: &str) -> Stack {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match self.operations.find_stack(who, name).await {
-                Ok(stack) if !stack.stack_status().ends_with("IN_PROGRESS") => return stack,
-                Err(error) => panic!("{name}: {error}"),
-                Ok(stack) => assert!(
-                    Instant::now() < deadline,
-                    "{name} still {}",
-                    stack.stack_status()
-                ),
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        stack_support::settled(&self.operations, who, name, Duration::from_secs(30)).await
     }
 
     /// Creates `name` and expects it CREATE_COMPLETE.

@@ -4,8 +4,10 @@
 //! unlocked again), a failing resource leaving LOCK_FAILED that unlock
 //! cleans up, and the admin rule.
 
+mod stack_support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember_engine::Error;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
@@ -69,22 +71,7 @@ fn admin() -> Identity {
 }
 
 async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stack = operations
-            .find_stack(&owner(), name_or_id)
-            .await
-            .expect("stack");
-        if !stack.stack_status().ends_with("IN_PROGRESS") {
-            return stack;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name_or_id} still {}",
-            stack.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    stack_support::settled(operations, &owner(), name_or_id, Duration::from_secs(20)).await
 }
 
 const CHILD: &str = "heat_template_version: 2021-04-16\nresources:\n  inner: {type: OS::Heat::TestResource}\n  server: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian}}\n";

@@ -3,6 +3,8 @@
 //! failures and rollback, delete with Retain, outputs, the stack lease, and
 //! recovery of stacks whose engine went away.
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,22 +73,7 @@ async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
 }
 
 async fn settled_within(operations: &StackOperations, name_or_id: &str, within: Duration) -> Stack {
-    let deadline = Instant::now() + within;
-    loop {
-        let stack = operations
-            .find_stack(&alice(), name_or_id)
-            .await
-            .expect("stack");
-        if stack.status != ActionStatus::InProgress {
-            return stack;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "stack {name_or_id} still {}",
-            stack.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    stack_support::settled(operations, &alice(), name_or_id, within).await
 }
 
 const CHAIN: &str = r#"

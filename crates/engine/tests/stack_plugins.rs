@@ -3,6 +3,8 @@
 //! with unwinding and no resource created, post-operations with the right
 //! flag, every operation path, and an unreachable registry.
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -118,22 +120,7 @@ fn demo() -> Identity {
 }
 
 async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stack = operations
-            .find_stack(&demo(), name_or_id)
-            .await
-            .expect("stack");
-        if !stack.stack_status().ends_with("IN_PROGRESS") {
-            return stack;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name_or_id} still {}",
-            stack.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    stack_support::settled(operations, &demo(), name_or_id, Duration::from_secs(20)).await
 }
 
 /// Post-operations run after the final state is written: wait for them.

@@ -14,14 +14,16 @@
 //! "Dies" is as the database sees it: the engine's stack leases move on
 //! and expire (its late writes are refused), and its instance tasks stop.
 
+mod stack_support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
+use ember_engine::domain::Stack;
 use ember_engine::domain::instance::{InstanceStatus, PowerState};
 use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
-use ember_engine::domain::{ActionStatus, Stack};
 use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::resources::{
@@ -36,6 +38,7 @@ use ember_engine::store::software::SqlSoftwareStore;
 use ember_engine::store::{EventListQuery, SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::testing::wait_for;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 use tokio_util::sync::CancellationToken;
 
@@ -406,61 +409,30 @@ impl Replicas {
     }
 }
 
-/// What `found` finds, polled every 50 ms; fails naming `what` after 10 s.
-async fn poll_until<T, F, Fut>(what: &str, mut found: F) -> T
+/// What `found` finds; fails naming `what` after 10 s.
+async fn poll_until<T, F, Fut>(what: &str, found: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(value) = found().await {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    ember_runtime::testing::poll_until(what, Duration::from_secs(10), found).await
 }
 
 /// The stack's row once its operation ended (at most 30 s).
 async fn settled(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Stack {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let current = store
-            .get_stack(stack_id)
-            .await
-            .expect("read")
-            .expect("the stack row");
-        if current.status != ActionStatus::InProgress {
-            return current;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "stack {} still {} after 30 s",
-            current.name,
-            current.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    stack_support::settled_row(store, stack_id, Duration::from_secs(30)).await
 }
 
 /// Waits (at most 10 s) until resource `name` of stack `stack_id` is
 /// `state`.
 async fn reaches(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid, name: &str, state: &str) {
-    for _ in 0..200 {
+    let what = format!("resource {name} of {stack_id} to reach {state}");
+    wait_for(&what, Duration::from_secs(10), || async {
         let rows = store.list_resources(stack_id).await.expect("rows");
-        if rows
-            .iter()
+        rows.iter()
             .any(|row| row.name == name && row.resource_status() == state)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("resource {name} of {stack_id} never reached {state}");
+    })
+    .await;
 }
 
 /// The id of the stack resource `name` of `stack` stands for.

@@ -8,15 +8,18 @@
 //! step was in flight outside the engine (here a nested stack being made)
 //! is resumed without making it twice (see `stack_resumption.rs`).
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use ember_engine::domain::{ActionStatus, Stack};
+use ember_engine::domain::Stack;
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, Swept, UpdateStack};
 use ember_engine::store::{EventListQuery, SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::testing::wait_for;
 use sea_orm::{ConnectionTrait, DatabaseConnection, Statement};
 
 /// Two engines on one database, as two replicas.
@@ -151,34 +154,20 @@ impl Replicas {
 
 /// The stack's row once its operation ended (at most 20 s).
 async fn settled(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
-    for _ in 0..400 {
-        let current = store
-            .get_stack(stack.id)
-            .await
-            .expect("read")
-            .expect("the stack row");
-        if current.status != ActionStatus::InProgress {
-            return current;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("stack {} is still in progress after 20 s", stack.name);
+    stack_support::settled_row(store, stack.id, Duration::from_secs(20)).await
 }
 
 /// Waits (at most 10 s) until resource `name` of `stack` is `state`.
 async fn reaches(store: &Arc<dyn StackStore>, stack: &Stack, name: &str, state: &str) {
-    for _ in 0..200 {
-        if resource_states(store, stack)
+    let what = format!("resource {name} of {} to reach {state}", stack.name);
+    wait_for(&what, Duration::from_secs(10), || async {
+        resource_states(store, stack)
             .await
             .get(name)
             .map(String::as_str)
             == Some(state)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("resource {name} of {} never reached {state}", stack.name);
+    })
+    .await;
 }
 
 /// Each resource's `ACTION_STATUS`, by name.

@@ -6,6 +6,8 @@
 //! AutoScalingGroup dropping failed members first and keeping names, and
 //! scaling policy signals with clamping and cooldown.
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,22 +63,7 @@ async fn create(operations: &StackOperations, name: &str, template: &str) -> Sta
 
 /// Polls until the stack leaves IN_PROGRESS.
 async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let stack = operations
-            .find_stack(&alice(), name_or_id)
-            .await
-            .expect("stack");
-        if stack.status != ActionStatus::InProgress {
-            return stack;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "stack {name_or_id} still {}",
-            stack.stack_status()
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    stack_support::settled(operations, &alice(), name_or_id, SETTLE).await
 }
 
 /// PATCH with nothing but `parameters`: the same template.

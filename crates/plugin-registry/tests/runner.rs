@@ -2,7 +2,6 @@
 //! with a temporary SQLite database, and real test plugins (gRPC servers on
 //! ephemeral ports) that record every call they receive.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegis
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
+use ember_runtime::testing::wait_for;
 use tokio_util::sync::CancellationToken;
 use tonic::Code;
 use tonic::transport::Channel;
@@ -26,21 +26,6 @@ struct Registry {
     shutdown: CancellationToken,
     server: tokio::task::JoinHandle<()>,
     _data_dir: tempfile::TempDir,
-}
-
-/// Polls `condition` until it holds, failing after `timeout`.
-async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
-    }
 }
 
 impl Registry {

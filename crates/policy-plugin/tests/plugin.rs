@@ -1,9 +1,8 @@
 //! The policy plugin as a real gRPC server: called directly, through the
 //! plugin-registry's runner, and as a binary given a bad rules file.
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember_policy_plugin::Policy;
 use ember_proto::common::v1::StackOperation;
@@ -14,6 +13,7 @@ use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegis
 use ember_proto::pluginregistry::v1::plugin_runner_service_client::PluginRunnerServiceClient;
 use ember_runtime::Identity;
 use ember_runtime::identity::InternalCredential;
+use ember_runtime::testing::wait_for;
 use prost_types::value::Kind;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::Channel;
@@ -30,20 +30,6 @@ property = "image"
 "#;
 
 const CREDENTIAL: &str = "a-test-internal-credential-of-32-characters";
-
-async fn wait_for<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(2);
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
-    }
-}
 
 /// Waits until the gRPC server at `address` reports `service` SERVING.
 async fn wait_serving(address: SocketAddr, service: &str) -> Channel {

@@ -23,6 +23,8 @@ pub mod readiness;
 pub mod server;
 pub mod shutdown;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod time;
 
 pub use error::ErrorKind;

@@ -1,8 +1,6 @@
 //! The same life through the gateway's gRPC services (what `grpcurl` and the
 //! CLI call): StackService, ResourceService and EventService.
 
-use std::time::{Duration, Instant};
-
 use ember_api_gateway::rest::orchestration::protobuf_json::{
     map_to_struct, optional_value_to_json, struct_to_json,
 };
@@ -10,7 +8,7 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::event_service_client::EventServiceClient;
 use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
-use ember_tests::{TestEmber, with_bearer};
+use ember_tests::{TestEmber, poll_until_ok, with_bearer};
 use serde_json::json;
 use tonic::transport::Channel;
 
@@ -19,29 +17,27 @@ async fn wait_until_settled(
     token: &str,
     stack: &str,
 ) -> pb::Stack {
-    let deadline = Instant::now() + super::SETTLE;
-    loop {
-        let found = stacks
-            .get_stack(with_bearer(
-                pb::GetStackRequest {
-                    stack: stack.to_owned(),
-                },
-                token,
-            ))
-            .await
-            .expect("get stack")
-            .into_inner();
-        if found.status != pb::ActionStatus::InProgress as i32 {
-            return found;
+    poll_until_ok(&format!("{stack} to settle"), super::SETTLE, || {
+        let mut stacks = stacks.clone();
+        async move {
+            let found = stacks
+                .get_stack(with_bearer(
+                    pb::GetStackRequest {
+                        stack: stack.to_owned(),
+                    },
+                    token,
+                ))
+                .await
+                .expect("get stack")
+                .into_inner();
+            if found.status == pb::ActionStatus::InProgress as i32 {
+                Err(format!("still {}", found.stack_status))
+            } else {
+                Ok(found)
+            }
         }
-        assert!(
-            Instant::now() < deadline,
-            "{stack} still {} after {:?}",
-            found.stack_status,
-            super::SETTLE
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

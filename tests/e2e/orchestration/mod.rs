@@ -17,9 +17,9 @@ mod snapshots;
 mod software;
 mod wait_conditions;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ember_tests::TestEmber;
+use ember_tests::{TestEmber, poll_until_ok};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -165,53 +165,42 @@ impl HeatRest {
 
     /// Polls the stack until it leaves `*_IN_PROGRESS`; returns its body.
     pub async fn wait_until_settled(&self, stack_path: &str) -> Value {
-        let deadline = Instant::now() + SETTLE;
-        loop {
+        poll_until_ok(&format!("{stack_path} to settle"), SETTLE, || async {
             let answer = self.get(stack_path).await;
             assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
-            let status = answer.body["stack"]["stack_status"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            if !status.ends_with("_IN_PROGRESS") {
-                return answer.body["stack"].clone();
+            let stack = &answer.body["stack"];
+            match stack["stack_status"].as_str().unwrap_or_default() {
+                status if status.ends_with("_IN_PROGRESS") => Err(format!("still {status}")),
+                _ => Ok(stack.clone()),
             }
-            assert!(
-                Instant::now() < deadline,
-                "{stack_path} still {status} after {SETTLE:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// Polls until the stack is gone (404) or DELETE_COMPLETE — with its
     /// `deletion_time`, which Heat's own suite waits for after
     /// DELETE_COMPLETE.
     pub async fn wait_until_deleted(&self, stack_path: &str) {
-        let deadline = Instant::now() + SETTLE;
-        loop {
+        poll_until_ok(&format!("{stack_path} to be deleted"), SETTLE, || async {
             let answer = self.get(stack_path).await;
             if answer.status == StatusCode::NOT_FOUND {
-                return;
+                return Ok(());
             }
             if answer.body["stack"]["stack_status"] == "DELETE_COMPLETE" {
                 assert!(
                     answer.body["stack"]["deletion_time"].is_string(),
                     "a deleted stack shows when it was deleted: {answer:?}"
                 );
-                return;
+                return Ok(());
             }
             assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
             assert_ne!(
                 answer.body["stack"]["stack_status"], "DELETE_FAILED",
                 "{answer:?}"
             );
-            assert!(
-                Instant::now() < deadline,
-                "{stack_path} not deleted after {SETTLE:?}: {answer:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            Err(format!("{answer:?}"))
+        })
+        .await;
     }
 }
 

@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use ember_runtime::testing::wait_for;
 use serde_json::Value;
 
 use super::{EMBER, text};
@@ -191,7 +192,7 @@ impl Deployment {
     /// Waits until `/healthz` reports every service serving.
     pub async fn wait_healthy(&self) {
         let url = self.gateway("/healthz");
-        wait_until("every service healthy", Duration::from_secs(30), || async {
+        wait_for("every service healthy", Duration::from_secs(30), || async {
             self.http
                 .get(&url)
                 .send()
@@ -279,18 +280,6 @@ impl Drop for Deployment {
             let _ = child.kill();
             let _ = child.wait();
         }
-    }
-}
-
-pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

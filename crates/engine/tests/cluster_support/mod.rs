@@ -4,9 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses its own part of the support
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember_engine::clusters::dispatcher::{self, DispatcherSettings};
 use ember_engine::clusters::hooks::HookClient;
@@ -23,6 +22,7 @@ use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use ember_runtime::identity::InternalCredential;
+use ember_runtime::testing::poll_until;
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -119,27 +119,6 @@ impl Engine {
 
     pub fn store(&self) -> &Arc<dyn ClusterStore> {
         self.service.store()
-    }
-}
-
-/// Polls `condition` until it holds, failing with `what` after `timeout`.
-pub async fn wait_until<F, Fut>(what: &str, timeout: Duration, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    let mut pause = Duration::from_millis(5);
-    loop {
-        if condition().await {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 
@@ -258,21 +237,15 @@ pub async fn quiescent(engine: &Engine, cluster_id: Uuid) -> bool {
 }
 
 pub async fn wait_for_action(engine: &Engine, action_id: Uuid, timeout: Duration) -> ClusterAction {
-    wait_until("the action to end", timeout, || async {
+    poll_until("the action to end", timeout, || async {
         engine
             .store()
             .get_action(action_id)
             .await
             .expect("read")
-            .is_some_and(|action| action.status.is_final())
+            .filter(|action| action.status.is_final())
     })
-    .await;
-    engine
-        .store()
-        .get_action(action_id)
-        .await
-        .expect("read")
-        .expect("kept")
+    .await
 }
 
 /// Creates the cluster `name` from the profile of the same name, sized
