@@ -12,7 +12,7 @@ mod support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ember_runtime::testing::wait_for;
+use ember_runtime::testing::{poll_until_ok, wait_for};
 use serde_json::{Value, json};
 use support::deployment::{Deployment, Service, bearer};
 use support::hooked_cluster_commands;
@@ -57,6 +57,21 @@ impl Deployment {
             .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
             .collect();
         Some(tokens)
+    }
+
+    /// How many NODE_DELETE actions of the cluster wait for a lifecycle
+    /// completion: the engine chose their nodes and holds them.
+    async fn node_deletions_waiting(&self) -> usize {
+        let actions = self.get("/actions?cluster_id=web&limit=1000").await;
+        actions["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .filter(|action| {
+                action["action"] == "NODE_DELETE"
+                    && action["status"] == "WAITING_LIFECYCLE_COMPLETION"
+            })
+            .count()
     }
 
     /// Every NODE_DELETE action of the cluster, and how often each node's
@@ -106,7 +121,12 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     // nodes wait, and the hand-over happens once lifecycle-hook is back.
     deployment.kill(Service::LifecycleHook);
     deployment.ember(&["cluster", "scale-in", "web", "--count", "2"]);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for(
+        "both node deletions waiting for lifecycle completion",
+        Duration::from_secs(20),
+        || async { deployment.node_deletions_waiting().await == 2 },
+    )
+    .await;
     assert_eq!(deployment.node_ids().await.len(), 4, "nodes wait for hooks");
     deployment.spawn(Service::LifecycleHook);
     deployment.wait_healthy().await;
@@ -125,8 +145,17 @@ async fn lifecycle_hook_killed_with_hooks_pending_loses_nothing_and_deadlines_fi
     // (the engine decides), the other's deadline passes while it is down
     // and fires when it starts.
     deployment.kill(Service::LifecycleHook);
+    let killed = std::time::Instant::now();
     deployment.ember(&["hook", "complete", "web", &tokens[0]]);
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    wait_for(
+        "the completed node deleted while lifecycle-hook is down",
+        Duration::from_secs(20),
+        || async { deployment.node_ids().await.len() == 3 },
+    )
+    .await;
+    // This sleep is the point: the other's deadline (3 s) must pass while
+    // lifecycle-hook is down, so that it fires when it starts again.
+    tokio::time::sleep(Duration::from_secs(4).saturating_sub(killed.elapsed())).await;
     assert_eq!(
         deployment.node_ids().await.len(),
         3,
@@ -215,6 +244,8 @@ async fn engine_killed_with_hooks_pending_continues_after_restart_and_deletes_ea
         .and_then(|value| value.trim().parse().ok())
         .expect("the upstream errors counter");
     assert!(upstream_errors >= 1, "{metrics}");
+    // This sleep is the point: both deadlines (3 s) pass while the engine
+    // is down.
     tokio::time::sleep(Duration::from_secs(4)).await;
     deployment.spawn(Service::Engine);
     deployment.wait_healthy().await;
@@ -361,7 +392,12 @@ async fn launch_waits_survive_kills_of_the_engine_and_lifecycle_hook() {
 
     // Killed while the three new nodes build (100 ms each) and are held.
     deployment.ember(&["cluster", "scale-out", "web", "--count", "3"]);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_for(
+        "the three new nodes recorded",
+        Duration::from_secs(10),
+        || async { deployment.node_ids().await.len() == 4 },
+    )
+    .await;
     deployment.kill(Service::Engine);
     deployment.spawn(Service::Engine);
     let mut tokens = Vec::new();
@@ -472,7 +508,8 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
         let (status, body) = create_empty_stack(&deployment, format!("guarded-{attempts}")).await;
         assert!(status == 201 || status >= 400, "{status} {body}");
         // Around the moment the call times out (200 ms) and the failure
-        // is recorded: before it, during it, after it.
+        // is recorded: before it, during it, after it. This sleep is the
+        // point: it places the kill in time.
         let around = [150, 200, 220, 240, 260, 300, 400][attempts % 7];
         tokio::time::sleep(Duration::from_millis(around)).await;
         deployment.kill(Service::PluginRegistry);
@@ -506,14 +543,10 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
     // operation after the cool-down probes. The probe's claim lapses with
     // the dead process, a later call probes, and the circuit closes.
     plugin.set_behaviour(Behaviour::Allow);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while circuit(&deployment)["state"] != "half-open" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the cool-down never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for("the cool-down to end", Duration::from_secs(10), || {
+        std::future::ready(circuit(&deployment)["state"] == "half-open")
+    })
+    .await;
     let _ = create_empty_stack(&deployment, "probe-killed".to_owned()).await;
     deployment.kill(Service::PluginRegistry);
     deployment.spawn(Service::PluginRegistry);
@@ -529,6 +562,8 @@ async fn a_circuit_opens_and_closes_across_kills_of_the_plugin_registry() {
             "the circuit never closed: {now}"
         );
         let _ = create_empty_stack(&deployment, format!("probe-{}", uuid_suffix())).await;
+        // Paces the probes: each look creates a stack, so this loop does
+        // not use the shared poll's quick first looks.
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert_eq!(closed["consecutive_failures"], 0, "{closed}");
@@ -596,27 +631,29 @@ async fn wait_for_final_stack(
         return json!({"stack_status": "REFUSED", "stack_status_reason": body.to_string()});
     }
     let id = body["stack"]["id"].as_str().unwrap_or_default();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let stack = deployment
-            .http
-            .get(deployment.gateway(&format!("/orchestration/v1/demo/stacks/{name}/{id}")))
-            .header("X-Auth-Token", &deployment.token)
-            .send()
-            .await
-            .expect("get")
-            .json::<Value>()
-            .await
-            .unwrap_or(Value::Null)["stack"]
-            .clone();
-        let status = stack["stack_status"].as_str().unwrap_or("IN_PROGRESS");
-        if !status.ends_with("IN_PROGRESS") {
-            return stack;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "stack {name} never final: {stack}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = deployment.gateway(&format!("/orchestration/v1/demo/stacks/{name}/{id}"));
+    poll_until_ok(
+        &format!("stack {name} to be final"),
+        Duration::from_secs(30),
+        || async {
+            let stack = deployment
+                .http
+                .get(&url)
+                .header("X-Auth-Token", &deployment.token)
+                .send()
+                .await
+                .expect("get")
+                .json::<Value>()
+                .await
+                .unwrap_or(Value::Null)["stack"]
+                .clone();
+            let status = stack["stack_status"].as_str().unwrap_or("IN_PROGRESS");
+            if status.ends_with("IN_PROGRESS") {
+                Err(stack)
+            } else {
+                Ok(stack)
+            }
+        },
+    )
+    .await
 }

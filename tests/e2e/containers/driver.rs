@@ -11,6 +11,7 @@ use ember_engine::compute::flavors::Flavor;
 use ember_engine::compute::{BuildAttempt, ComputeDriver, MachinePower, MachineState};
 use ember_engine::domain::instance::{Instance, NewInstance, Workload};
 use ember_tests::containers::{ContainerEngine, TEST_NETWORK};
+use ember_tests::wait_for;
 use futures::StreamExt;
 
 fn driver(engine: &ContainerEngine, prefix: &str) -> DockerDriver {
@@ -45,6 +46,7 @@ async fn driver_calls_are_idempotent_and_report_what_the_engine_sees() {
         placement: Default::default(),
         delegation: None,
     };
+    let new_probe = new.clone();
     let mut instance =
         Instance::new_building("demo", "demo", new, ember_runtime::time::now()).expect("valid");
     let flavor = Flavor {
@@ -54,7 +56,7 @@ async fn driver_calls_are_idempotent_and_report_what_the_engine_sees() {
     // The event stream, driven from now on (its request goes out when it
     // is first polled).
     let mut stream = first.observe().await.expect("observe");
-    let (sender, mut observations) = tokio::sync::mpsc::unbounded_channel();
+    let (sender, observations) = tokio::sync::mpsc::unbounded_channel();
     let pump = tokio::spawn(async move {
         while let Some(item) = stream.next().await {
             if sender.send(item).is_err() {
@@ -62,7 +64,43 @@ async fn driver_calls_are_idempotent_and_report_what_the_engine_sees() {
             }
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The stream is live once it reports a change to a machine this
+    // driver made: a probe instance's container, made again until one of
+    // its changes comes through, then deleted.
+    let probe = Instance::new_building(
+        "demo",
+        "demo",
+        NewInstance {
+            name: "probe".into(),
+            ..new_probe
+        },
+        ember_runtime::time::now(),
+    )
+    .expect("valid");
+    let observations = std::sync::Mutex::new(observations);
+    wait_for(
+        "the event stream to report a change",
+        Duration::from_secs(30),
+        || async {
+            let seen = {
+                let mut observations = observations.lock().expect("observations");
+                std::iter::from_fn(|| observations.try_recv().ok())
+                    .any(|seen| seen.is_ok_and(|uuid| uuid == probe.uuid))
+            };
+            if seen {
+                return true;
+            }
+            first.delete(&probe).await.expect("probe deleted");
+            first
+                .build(&probe, &flavor, BuildAttempt::First)
+                .await
+                .expect("probe built");
+            false
+        },
+    )
+    .await;
+    first.delete(&probe).await.expect("probe deleted");
+    let mut observations = observations.into_inner().expect("observations");
     first
         .build(&instance, &flavor, BuildAttempt::First)
         .await
