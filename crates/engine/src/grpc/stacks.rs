@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use ember_proto::engine::v1 as pb;
-use ember_runtime::Identity;
 use ember_runtime::ids::parse_optional_uuid;
 use serde_json::Value;
 use tonic::{Request, Response, Status};
@@ -11,6 +10,7 @@ use tonic::{Request, Response, Status};
 use super::convert::{
     json_to_proto, map_to_struct, stack_into_proto, stack_to_proto, struct_to_map, value_to_struct,
 };
+use super::{Reply, answer};
 use crate::domain::LockLevel;
 use crate::domain::template::{TemplateVersion, template_functions};
 use crate::error::Error;
@@ -74,384 +74,442 @@ fn details_to_proto(details: &StackDetails) -> pb::Stack {
 
 #[tonic::async_trait]
 impl pb::stack_service_server::StackService for StackHandler {
-    async fn create_stack(
-        &self,
-        request: Request<pb::CreateStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
+    async fn create_stack(&self, request: Request<pb::CreateStackRequest>) -> Reply<pb::Stack> {
         let subject_token = ember_runtime::identity::SubjectToken::of(&request).cloned();
-        let request = request.into_inner();
-        let stack = self
-            .operations
-            .create_stack_delegating(&identity, subject_token.as_ref(), create_request(request))
-            .await?;
-        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack create started");
-        Ok(Response::new(stack_to_proto(&stack)))
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self
+                    .operations
+                    .create_stack_delegating(
+                        &caller,
+                        subject_token.as_ref(),
+                        create_request(request),
+                    )
+                    .await?;
+                tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack create started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
     async fn preview_stack(
         &self,
         request: Request<pb::CreateStackRequest>,
-    ) -> Result<Response<pb::StackPreview>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let (stack, preview) = self
-            .operations
-            .preview_stack(&identity, &create_request(request.into_inner()))?;
-        Ok(Response::new(preview_to_proto(&stack, &preview)))
+    ) -> Reply<pb::StackPreview> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations
+                    .preview_stack(&caller, &create_request(request))
+            },
+            |(stack, preview)| preview_to_proto(&stack, &preview),
+        )
+        .await
     }
 
-    async fn get_stack(
-        &self,
-        request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.get_ref().stack)
-            .await?;
-        let details = self.operations.stack_details(stack).await?;
-        Ok(Response::new(details_to_proto(&details)))
+    async fn get_stack(&self, request: Request<pb::GetStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                self.operations.stack_details(stack).await
+            },
+            |details| details_to_proto(&details),
+        )
+        .await
     }
 
-    async fn lock_stack(
-        &self,
-        request: Request<pb::LockStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let level = match request.level.as_str() {
-            "" => LockLevel::All,
-            text => LockLevel::parse(text).ok_or_else(|| {
-                Error::InvalidInput(format!("level {text:?} is not one of stacks, all"))
-            })?,
-        };
-        let reason = (!request.reason.is_empty()).then_some(request.reason);
-        let expires_at =
-            super::convert::lock_expiry(request.expires_in, request.expires_at.as_ref())?;
-        let stack = self
-            .operations
-            .lock_stack_until(&identity, &request.stack, level, reason, expires_at)
-            .await?;
-        tracing::info!(stack_id = %stack.id, level = level.as_str(), "stack lock started");
-        Ok(Response::new(stack_to_proto(&stack)))
+    async fn lock_stack(&self, request: Request<pb::LockStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let level = match request.level.as_str() {
+                    "" => LockLevel::All,
+                    text => LockLevel::parse(text).ok_or_else(|| {
+                        Error::InvalidInput(format!("level {text:?} is not one of stacks, all"))
+                    })?,
+                };
+                let reason = (!request.reason.is_empty()).then_some(request.reason);
+                let expires_at =
+                    super::convert::lock_expiry(request.expires_in, request.expires_at.as_ref())?;
+                let stack = self
+                    .operations
+                    .lock_stack_until(&caller, &request.stack, level, reason, expires_at)
+                    .await?;
+                tracing::info!(stack_id = %stack.id, level = level.as_str(), "stack lock started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
-    async fn unlock_stack(
-        &self,
-        request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .unlock_stack(&identity, &request.get_ref().stack)
-            .await?;
-        tracing::info!(stack_id = %stack.id, "stack unlock started");
-        Ok(Response::new(stack_to_proto(&stack)))
+    async fn unlock_stack(&self, request: Request<pb::GetStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self
+                    .operations
+                    .unlock_stack(&caller, &request.stack)
+                    .await?;
+                tracing::info!(stack_id = %stack.id, "stack unlock started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
     async fn check_operation(
         &self,
         request: Request<pb::CheckOperationRequest>,
-    ) -> Result<Response<pb::CheckOperationResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let operation = StackOperation::parse(&request.operation).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "operation {:?} is not one of update, delete, abandon, suspend, resume, check, cancel_update, signal, mark_unhealthy, lock, unlock",
-                request.operation
-            ))
-        })?;
-        let check = self
-            .operations
-            .check_operation(&identity, &request.stack, operation)
-            .await?;
-        let (allowed, reason, blockers) = super::convert::dry_run_verdict(&check.blockers);
-        Ok(Response::new(pb::CheckOperationResponse {
-            allowed,
-            reason,
-            blockers,
-            break_glass_would_pass: check.break_glass_would_pass,
-            stack_lock: check
-                .lock
-                .as_ref()
-                .map(super::convert::maintenance_lock_to_proto),
-        }))
+    ) -> Reply<pb::CheckOperationResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let operation = StackOperation::parse(&request.operation).ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "operation {:?} is not one of update, delete, abandon, suspend, resume, check, cancel_update, signal, mark_unhealthy, lock, unlock",
+                        request.operation
+                    ))
+                })?;
+                self.operations
+                    .check_operation(&caller, &request.stack, operation)
+                    .await
+            },
+            |check| {
+                let (allowed, reason, blockers) = super::convert::dry_run_verdict(&check.blockers);
+                pb::CheckOperationResponse {
+                    allowed,
+                    reason,
+                    blockers,
+                    break_glass_would_pass: check.break_glass_would_pass,
+                    stack_lock: check
+                        .lock
+                        .as_ref()
+                        .map(super::convert::maintenance_lock_to_proto),
+                }
+            },
+        )
+        .await
     }
 
-    async fn identify_stack(
-        &self,
-        request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.get_ref().stack)
-            .await?;
-        Ok(Response::new(stack_to_proto(&stack)))
+    async fn identify_stack(&self, request: Request<pb::GetStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations.find_stack(&caller, &request.stack).await
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
     async fn list_stacks(
         &self,
         request: Request<pb::ListStacksRequest>,
-    ) -> Result<Response<pb::ListStacksResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let marker = parse_optional_uuid("marker", &request.marker)?;
-        let query = StackListQuery {
-            limit: request.limit,
-            marker,
-            name: (!request.name.is_empty()).then_some(request.name),
-            show_nested: request.show_nested,
-            locked: request.locked,
-        };
-        let stacks = self.operations.list_stacks(&identity, &query).await?;
-        let next_marker = if stacks.len() == query.page_size() as usize {
-            stacks
-                .last()
-                .map(|stack| stack.id.to_string())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
-        Ok(Response::new(pb::ListStacksResponse {
-            stacks: stacks.into_iter().map(stack_into_proto).collect(),
-            next_marker,
-        }))
+    ) -> Reply<pb::ListStacksResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let query = StackListQuery {
+                    limit: request.limit,
+                    marker: parse_optional_uuid("marker", &request.marker)?,
+                    name: (!request.name.is_empty()).then_some(request.name),
+                    show_nested: request.show_nested,
+                    locked: request.locked,
+                };
+                let stacks = self.operations.list_stacks(&caller, &query).await?;
+                let full_page = stacks.len() == query.page_size() as usize;
+                Ok((stacks, full_page))
+            },
+            |(stacks, full_page)| {
+                let next_marker = if full_page {
+                    stacks
+                        .last()
+                        .map(|stack| stack.id.to_string())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                };
+                pb::ListStacksResponse {
+                    stacks: stacks.into_iter().map(stack_into_proto).collect(),
+                    next_marker,
+                }
+            },
+        )
+        .await
     }
 
-    async fn update_stack(
-        &self,
-        request: Request<pb::UpdateStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let update = update_of(request.into_inner());
-        let stack = self.operations.update_stack(&identity, update).await?;
-        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack update started");
-        Ok(Response::new(stack_to_proto(&stack)))
+    async fn update_stack(&self, request: Request<pb::UpdateStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self
+                    .operations
+                    .update_stack(&caller, update_of(request))
+                    .await?;
+                tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack update started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
-    async fn delete_stack(
-        &self,
-        request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .delete_stack(&identity, &request.get_ref().stack)
-            .await?;
-        tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack delete started");
-        Ok(Response::new(stack_to_proto(&stack)))
+    async fn delete_stack(&self, request: Request<pb::GetStackRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self
+                    .operations
+                    .delete_stack(&caller, &request.stack)
+                    .await?;
+                tracing::info!(stack_id = %stack.id, stack = %stack.name, "stack delete started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
     async fn abandon_stack(
         &self,
         request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let data = self
-            .operations
-            .abandon_stack(&identity, &request.get_ref().stack)
-            .await?;
-        Ok(Response::new(pb::AbandonStackResponse {
-            data: Some(value_to_struct(&data)),
-        }))
+    ) -> Reply<pb::AbandonStackResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations.abandon_stack(&caller, &request.stack).await
+            },
+            |data| pb::AbandonStackResponse {
+                data: Some(value_to_struct(&data)),
+            },
+        )
+        .await
     }
 
     async fn export_stack(
         &self,
         request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::AbandonStackResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let data = self
-            .operations
-            .export_stack(&identity, &request.get_ref().stack)
-            .await?;
-        Ok(Response::new(pb::AbandonStackResponse {
-            data: Some(value_to_struct(&data)),
-        }))
+    ) -> Reply<pb::AbandonStackResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations.export_stack(&caller, &request.stack).await
+            },
+            |data| pb::AbandonStackResponse {
+                data: Some(value_to_struct(&data)),
+            },
+        )
+        .await
     }
 
     async fn create_snapshot(
         &self,
         request: Request<pb::CreateSnapshotRequest>,
-    ) -> Result<Response<pb::StackSnapshot>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let snapshot = self
-            .operations
-            .snapshot_stack(&identity, &request.stack, &request.name)
-            .await?;
-        tracing::info!(stack_id = %snapshot.stack_id, snapshot_id = %snapshot.id, "stack snapshot saved");
-        Ok(Response::new(snapshot_to_proto(&snapshot)))
+    ) -> Reply<pb::StackSnapshot> {
+        answer(
+            request,
+            |caller, request| async move {
+                let snapshot = self
+                    .operations
+                    .snapshot_stack(&caller, &request.stack, &request.name)
+                    .await?;
+                tracing::info!(stack_id = %snapshot.stack_id, snapshot_id = %snapshot.id, "stack snapshot saved");
+                Ok(snapshot)
+            },
+            |snapshot| snapshot_to_proto(&snapshot),
+        )
+        .await
     }
 
     async fn list_snapshots(
         &self,
         request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::ListSnapshotsResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let snapshots = self
-            .operations
-            .list_snapshots(&identity, &request.get_ref().stack)
-            .await?;
-        Ok(Response::new(pb::ListSnapshotsResponse {
-            snapshots: snapshots.iter().map(snapshot_to_proto).collect(),
-        }))
+    ) -> Reply<pb::ListSnapshotsResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations
+                    .list_snapshots(&caller, &request.stack)
+                    .await
+            },
+            |snapshots| pb::ListSnapshotsResponse {
+                snapshots: snapshots.iter().map(snapshot_to_proto).collect(),
+            },
+        )
+        .await
     }
 
     async fn get_snapshot(
         &self,
         request: Request<pb::SnapshotRequest>,
-    ) -> Result<Response<pb::StackSnapshot>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let snapshot = self
-            .operations
-            .show_snapshot(&identity, &request.stack, &request.snapshot_id)
-            .await?;
-        Ok(Response::new(snapshot_to_proto(&snapshot)))
+    ) -> Reply<pb::StackSnapshot> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations
+                    .show_snapshot(&caller, &request.stack, &request.snapshot_id)
+                    .await
+            },
+            |snapshot| snapshot_to_proto(&snapshot),
+        )
+        .await
     }
 
     async fn delete_snapshot(
         &self,
         request: Request<pb::SnapshotRequest>,
-    ) -> Result<Response<pb::DeleteSnapshotResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        self.operations
-            .delete_snapshot(&identity, &request.stack, &request.snapshot_id)
-            .await?;
-        Ok(Response::new(pb::DeleteSnapshotResponse {}))
+    ) -> Reply<pb::DeleteSnapshotResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations
+                    .delete_snapshot(&caller, &request.stack, &request.snapshot_id)
+                    .await
+            },
+            |()| pb::DeleteSnapshotResponse {},
+        )
+        .await
     }
 
-    async fn restore_snapshot(
-        &self,
-        request: Request<pb::SnapshotRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let stack = self
-            .operations
-            .restore_snapshot(&identity, &request.stack, &request.snapshot_id)
-            .await?;
-        tracing::info!(stack_id = %stack.id, snapshot_id = %request.snapshot_id, "stack restore started");
-        Ok(Response::new(stack_to_proto(&stack)))
-    }
-
-    async fn run_stack_action(
-        &self,
-        request: Request<pb::StackActionRequest>,
-    ) -> Result<Response<pb::Stack>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let action = pb::StackActionKind::try_from(request.action).map_err(|_| {
-            Error::InvalidInput(format!("action: unknown value {}", request.action))
-        })?;
-        let wide_action = match action {
-            pb::StackActionKind::Unspecified => {
-                return Err(Error::InvalidInput(
-                    "action: give suspend, resume, check or cancel_update".to_owned(),
-                )
-                .into());
-            }
-            pb::StackActionKind::CancelUpdate => {
+    async fn restore_snapshot(&self, request: Request<pb::SnapshotRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
                 let stack = self
                     .operations
-                    .cancel_update(&identity, &request.stack)
+                    .restore_snapshot(&caller, &request.stack, &request.snapshot_id)
                     .await?;
-                return Ok(Response::new(stack_to_proto(&stack)));
-            }
-            pb::StackActionKind::Suspend => StackWideAction::Suspend,
-            pb::StackActionKind::Resume => StackWideAction::Resume,
-            pb::StackActionKind::Check => StackWideAction::Check,
-        };
-        let stack = self
-            .operations
-            .run_stack_wide_action(&identity, &request.stack, wide_action)
-            .await?;
-        Ok(Response::new(stack_to_proto(&stack)))
+                tracing::info!(stack_id = %stack.id, snapshot_id = %request.snapshot_id, "stack restore started");
+                Ok(stack)
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
+    }
+
+    async fn run_stack_action(&self, request: Request<pb::StackActionRequest>) -> Reply<pb::Stack> {
+        answer(
+            request,
+            |caller, request| async move {
+                let action = pb::StackActionKind::try_from(request.action).map_err(|_| {
+                    Error::InvalidInput(format!("action: unknown value {}", request.action))
+                })?;
+                let wide_action = match action {
+                    pb::StackActionKind::Unspecified => {
+                        return Err(Error::InvalidInput(
+                            "action: give suspend, resume, check or cancel_update".to_owned(),
+                        ));
+                    }
+                    pb::StackActionKind::CancelUpdate => {
+                        return self.operations.cancel_update(&caller, &request.stack).await;
+                    }
+                    pb::StackActionKind::Suspend => StackWideAction::Suspend,
+                    pb::StackActionKind::Resume => StackWideAction::Resume,
+                    pb::StackActionKind::Check => StackWideAction::Check,
+                };
+                self.operations
+                    .run_stack_wide_action(&caller, &request.stack, wide_action)
+                    .await
+            },
+            |stack| stack_to_proto(&stack),
+        )
+        .await
     }
 
     async fn get_stack_template(
         &self,
         request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::StackTemplate>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.get_ref().stack)
-            .await?;
-        let definition = self.operations.definition(&stack).await?;
-        Ok(Response::new(pb::StackTemplate {
-            template: Some(value_to_struct(&definition.template)),
-            environment: Some(value_to_struct(&definition.environment)),
-            files: definition.files.into_iter().collect(),
-        }))
+    ) -> Reply<pb::StackTemplate> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                self.operations.definition(&stack).await
+            },
+            |definition| pb::StackTemplate {
+                template: Some(value_to_struct(&definition.template)),
+                environment: Some(value_to_struct(&definition.environment)),
+                files: definition.files.into_iter().collect(),
+            },
+        )
+        .await
     }
 
     async fn list_outputs(
         &self,
         request: Request<pb::GetStackRequest>,
-    ) -> Result<Response<pb::ListOutputsResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.get_ref().stack)
-            .await?;
-        let outputs = self.operations.outputs(&stack).await?;
-        Ok(Response::new(pb::ListOutputsResponse {
-            outputs: outputs.iter().map(output_to_proto).collect(),
-        }))
+    ) -> Reply<pb::ListOutputsResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                self.operations.outputs(&stack).await
+            },
+            |outputs| pb::ListOutputsResponse {
+                outputs: outputs.iter().map(output_to_proto).collect(),
+            },
+        )
+        .await
     }
 
-    async fn get_output(
-        &self,
-        request: Request<pb::GetOutputRequest>,
-    ) -> Result<Response<pb::Output>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let stack = self
-            .operations
-            .find_stack(&identity, &request.stack)
-            .await?;
-        let output = self.operations.output(&stack, &request.output_key).await?;
-        Ok(Response::new(output_to_proto(&output)))
+    async fn get_output(&self, request: Request<pb::GetOutputRequest>) -> Reply<pb::Output> {
+        answer(
+            request,
+            |caller, request| async move {
+                let stack = self.operations.find_stack(&caller, &request.stack).await?;
+                self.operations.output(&stack, &request.output_key).await
+            },
+            |output| output_to_proto(&output),
+        )
+        .await
     }
 
     async fn validate_template(
         &self,
         request: Request<pb::ValidateTemplateRequest>,
-    ) -> Result<Response<pb::ValidateTemplateResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let request = request.into_inner();
-        let report = self.operations.validate_template(
-            &identity,
-            DefinitionInput {
-                template: &request.template,
-                environment: &request.environment,
-                environment_files: &request.environment_files,
-                files: request.files.into_iter().collect(),
-                parameters: request
-                    .parameters
-                    .as_ref()
-                    .map(struct_to_map)
-                    .unwrap_or_default(),
+    ) -> Reply<pb::ValidateTemplateResponse> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations.validate_template(
+                    &caller,
+                    DefinitionInput {
+                        template: &request.template,
+                        environment: &request.environment,
+                        environment_files: &request.environment_files,
+                        files: request.files.into_iter().collect(),
+                        parameters: request
+                            .parameters
+                            .as_ref()
+                            .map(struct_to_map)
+                            .unwrap_or_default(),
+                    },
+                    request.show_nested,
+                )
             },
-            request.show_nested,
-        )?;
-        let environment = match &report.environment {
-            serde_json::Value::Object(environment) => environment.clone(),
-            _ => serde_json::Map::new(),
-        };
-        Ok(Response::new(pb::ValidateTemplateResponse {
-            description: report.description,
-            parameters: Some(map_to_struct(&report.parameters)),
-            parameter_groups: Some(prost_types::ListValue {
-                values: report.parameter_groups.iter().map(json_to_proto).collect(),
-            }),
-            environment: Some(map_to_struct(&environment)),
-            nested_parameters: Some(map_to_struct(&report.nested_parameters)),
-        }))
+            |report| {
+                let environment = match &report.environment {
+                    serde_json::Value::Object(environment) => environment.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                pb::ValidateTemplateResponse {
+                    description: report.description,
+                    parameters: Some(map_to_struct(&report.parameters)),
+                    parameter_groups: Some(prost_types::ListValue {
+                        values: report.parameter_groups.iter().map(json_to_proto).collect(),
+                    }),
+                    environment: Some(map_to_struct(&environment)),
+                    nested_parameters: Some(map_to_struct(&report.nested_parameters)),
+                }
+            },
+        )
+        .await
     }
 
     async fn list_resource_types(
@@ -506,22 +564,32 @@ impl pb::stack_service_server::StackService for StackHandler {
     async fn preview_stack_update(
         &self,
         request: Request<pb::UpdateStackRequest>,
-    ) -> Result<Response<pb::StackUpdatePreview>, Status> {
-        let identity = Identity::of(&request)?.clone();
-        let update = update_of(request.into_inner());
-        let (stack, preview) = self.operations.preview_update(&identity, &update).await?;
-        let view = |rows: &[crate::domain::Resource]| -> Vec<pb::Resource> {
-            rows.iter()
-                .map(|row| super::convert::resource_to_proto(row, &stack.name, Vec::new(), false))
-                .collect()
-        };
-        Ok(Response::new(pb::StackUpdatePreview {
-            added: view(&preview.added),
-            deleted: view(&preview.deleted),
-            replaced: view(&preview.replaced),
-            updated: view(&preview.updated),
-            unchanged: view(&preview.unchanged),
-        }))
+    ) -> Reply<pb::StackUpdatePreview> {
+        answer(
+            request,
+            |caller, request| async move {
+                self.operations
+                    .preview_update(&caller, &update_of(request))
+                    .await
+            },
+            |(stack, preview)| {
+                let view = |rows: &[crate::domain::Resource]| -> Vec<pb::Resource> {
+                    rows.iter()
+                        .map(|row| {
+                            super::convert::resource_to_proto(row, &stack.name, Vec::new(), false)
+                        })
+                        .collect()
+                };
+                pb::StackUpdatePreview {
+                    added: view(&preview.added),
+                    deleted: view(&preview.deleted),
+                    replaced: view(&preview.replaced),
+                    updated: view(&preview.updated),
+                    unchanged: view(&preview.unchanged),
+                }
+            },
+        )
+        .await
     }
 
     async fn list_template_versions(
