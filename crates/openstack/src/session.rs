@@ -41,8 +41,34 @@ pub const LOOKUP_TTL: Duration = Duration::from_secs(60);
 /// the next calls remember what is used now).
 const LOOKUPS_KEPT: usize = 10_000;
 
-/// A remembered resolution: (project, kind, name or id) → (id, until).
-type Lookups = HashMap<(String, &'static str, String), (String, std::time::Instant)>;
+/// What a resolution is remembered by: (project, kind, name or id).
+type LookupKey = (String, &'static str, String);
+
+/// Remembered resolutions → (id, until), and the resolutions under way:
+/// one per key at a time, so the servers of one stack starting together
+/// ask the service once for their image, not once each.
+#[derive(Default)]
+struct Lookups {
+    found: HashMap<LookupKey, (String, std::time::Instant)>,
+    under_way: HashMap<LookupKey, Arc<tokio::sync::Mutex<()>>>,
+}
+
+impl Lookups {
+    fn remembered(&self, key: &LookupKey, now: std::time::Instant) -> Option<String> {
+        self.found
+            .get(key)
+            .filter(|(_, until)| *until > now)
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Forgets `key`'s turn once nobody else waits for it (the map and
+    /// `turn` hold the only references).
+    fn done_with(&mut self, key: &LookupKey, turn: &Arc<tokio::sync::Mutex<()>>) {
+        if Arc::strong_count(turn) <= 2 {
+            self.under_way.remove(key);
+        }
+    }
+}
 
 /// The largest answer read from a service (listings are paged well below).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -100,6 +126,13 @@ impl Cloud {
 
     pub fn config(&self) -> &CloudConfig {
         &self.config
+    }
+
+    fn lookups(&self) -> std::sync::MutexGuard<'_, Lookups> {
+        match self.lookups.lock() {
+            Ok(lookups) => lookups,
+            Err(poisoned) => poisoned.into_inner(),
+        }
     }
 
     /// A session with `credentials` (nothing is asked of Keystone until the
@@ -397,20 +430,37 @@ impl Session {
     {
         let project = self.token().await?.project_id.clone().unwrap_or_default();
         let key = (project, kind, name_or_id.to_owned());
-        let now = std::time::Instant::now();
-        if let Ok(lookups) = self.cloud.lookups.lock()
-            && let Some((id, until)) = lookups.get(&key)
-            && *until > now
-        {
-            return Ok(id.clone());
-        }
-        let id = resolve().await?;
-        if let Ok(mut lookups) = self.cloud.lookups.lock() {
-            if lookups.len() >= LOOKUPS_KEPT {
-                lookups.clear();
+        let turn = {
+            let mut lookups = self.cloud.lookups();
+            if let Some(id) = lookups.remembered(&key, std::time::Instant::now()) {
+                return Ok(id);
             }
-            lookups.insert(key, (id.clone(), now + LOOKUP_TTL));
+            lookups.under_way.entry(key.clone()).or_default().clone()
+        };
+        // Whoever resolved the key meanwhile left its answer (a failure
+        // leaves none: the next in turn asks the service itself).
+        let _turn = turn.lock().await;
+        let remembered = {
+            let mut lookups = self.cloud.lookups();
+            let remembered = lookups.remembered(&key, std::time::Instant::now());
+            if remembered.is_some() {
+                lookups.done_with(&key, &turn);
+            }
+            remembered
+        };
+        if let Some(id) = remembered {
+            return Ok(id);
         }
+        let resolved = resolve().await;
+        let mut lookups = self.cloud.lookups();
+        lookups.done_with(&key, &turn);
+        let id = resolved?;
+        if lookups.found.len() >= LOOKUPS_KEPT {
+            lookups.found.clear();
+        }
+        lookups
+            .found
+            .insert(key, (id.clone(), std::time::Instant::now() + LOOKUP_TTL));
         Ok(id)
     }
 

@@ -436,3 +436,70 @@ async fn a_revoked_token_is_renewed_once_and_the_call_goes_through() {
     let second = demo.token().await.expect("a token");
     assert_ne!(first.value.expose(), second.value.expose());
 }
+
+#[tokio::test]
+async fn lookups_of_one_name_started_together_ask_the_service_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let Some(cloud) =
+        TestCloud::from_env("lookups_of_one_name_started_together_ask_the_service_once")
+    else {
+        return;
+    };
+    let demo = cloud.session(&cloud.facts.demo);
+    demo.token().await.expect("demo authenticates");
+    let name = unique("lookup");
+    let asked = Arc::new(AtomicUsize::new(0));
+    // The first resolution fails: nothing is remembered, and the next in
+    // turn asks again; the others wait for its answer.
+    let lookup = |fail: bool| {
+        let (demo, name, asked) = (demo.clone(), name.clone(), asked.clone());
+        async move {
+            demo.remembered_id("test-things", &name, || async {
+                asked.fetch_add(1, Ordering::SeqCst);
+                let asking = if fail { 500 } else { 50 };
+                tokio::time::sleep(Duration::from_millis(asking)).await;
+                if fail {
+                    return Err(Error::Authentication("the first one fails".to_owned()));
+                }
+                Ok("the-id".to_owned())
+            })
+            .await
+        }
+    };
+    let first = tokio::spawn(lookup(true));
+    // The others start once the failing one is asking.
+    wait_for(
+        "the first resolution to start",
+        Duration::from_secs(5),
+        || {
+            let asked = asked.clone();
+            async move { (asked.load(Ordering::SeqCst) == 1).then_some(()) }
+        },
+    )
+    .await;
+    let mut others = tokio::task::JoinSet::new();
+    for _ in 0..9 {
+        others.spawn(lookup(false));
+    }
+    assert!(
+        first.await.expect("joined").is_err(),
+        "the failing resolution fails its caller"
+    );
+    while let Some(id) = others.join_next().await {
+        assert_eq!(id.expect("joined").expect("resolved"), "the-id");
+    }
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "the failed resolution and one more: the other eight waited for its answer"
+    );
+    let again = lookup(false).await.expect("remembered");
+    assert_eq!(again, "the-id");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "remembered: not asked again"
+    );
+}

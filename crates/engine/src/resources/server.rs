@@ -51,6 +51,12 @@ const LOCKED_BY_STACK: &str = "locked_by_stack";
 /// How long create and delete wait for the compute driver.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a wait for an instance first goes without reading it when
+/// nothing in this engine says it changed; each later pause doubles, up to
+/// [`WAIT_FALLBACK`]. This engine's own tasks and its watcher wake the
+/// wait at once: the pauses only matter for a task another engine runs.
+const WAIT_FIRST_PAUSE: Duration = Duration::from_millis(250);
+
 /// The longest a wait for an instance goes without reading it, when
 /// nothing in this engine says it changed.
 const WAIT_FALLBACK: Duration = Duration::from_secs(5);
@@ -485,9 +491,8 @@ impl ServerResource {
         uuid: Uuid,
         done: impl Fn(&Instance) -> bool,
     ) -> Result<Option<Instance>, ResourceFailure> {
-        let started = Instant::now();
-        let deadline = started + SETTLE_TIMEOUT;
-        let mut pause = Duration::from_millis(1);
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        let mut pause = WAIT_FIRST_PAUSE;
         // Subscribed before the first read: a task that ends after it is
         // heard of; one that ended before, read.
         let mut settled = self.instances.subscribe_settled();
@@ -512,19 +517,14 @@ impl ServerResource {
             }
             // Read again when this engine records the instance's task
             // ending or its watcher sees its machine change; else after a
-            // pause — quick at first, then up to 5 s — for a task another
-            // engine runs (one that took the stack over after a crash).
+            // pause, for a task another engine runs (one that took the
+            // stack over after a crash).
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = heard_of(&mut settled, uuid, |settled| *settled) => {}
                 () = heard_of(&mut observed, uuid, |observation| observation.next.uuid) => {}
             }
-            let longest = if started.elapsed() < Duration::from_secs(1) {
-                Duration::from_millis(50)
-            } else {
-                WAIT_FALLBACK
-            };
-            pause = (pause * 2).min(longest);
+            pause = (pause * 2).min(WAIT_FALLBACK);
         }
     }
 
