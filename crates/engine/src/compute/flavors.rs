@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 
 /// The flavor with no limits.
-pub const UNLIMITED: &str = "unlimited";
+pub const UNLIMITED: &str = crate::domain::instance::UNLIMITED_FLAVOR;
 
 /// CPU and memory of one flavor.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -19,6 +19,9 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 
+/// The name of the flavor with no limits (every backend knows it).
+pub const UNLIMITED_FLAVOR: &str = "unlimited";
+
 /// The longest name, flavor, image, metadata key or value, and lock reason.
 pub const MAX_TEXT_LENGTH: usize = 255;
 /// The most metadata items one instance carries (Nova's default quota).

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::domain::instance::Workload;
 use crate::domain::instance::placement::{NetworkRequest, Placement};
+use crate::domain::instance::{UNLIMITED_FLAVOR, Workload};
 use crate::error::{Error, Result};
 
 /// Which profile type made an instance node.
@@ -186,7 +186,7 @@ impl ProfileSpec {
                     ));
                 }
                 let flavor = match text("flavor")? {
-                    flavor if flavor.is_empty() => crate::compute::flavors::UNLIMITED.to_owned(),
+                    flavor if flavor.is_empty() => UNLIMITED_FLAVOR.to_owned(),
                     flavor => flavor,
                 };
                 let _ = text("name")?;
