@@ -13,6 +13,11 @@ pub mod stack;
 pub mod template;
 pub mod wait_condition;
 
+/// The most items one list call returns.
+pub const MAX_PAGE_SIZE: u32 = 1000;
+/// What one list call returns when it names no limit.
+pub const DEFAULT_PAGE_SIZE: u32 = 100;
+
 pub use resource::{Event, Resource};
 pub use stack::{
     ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction, StackDefinition, StackSnapshot,

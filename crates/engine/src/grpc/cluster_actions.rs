@@ -10,8 +10,10 @@ use super::cluster_convert as convert;
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
 use crate::domain::cluster::ActionStatus;
+use crate::domain::cluster::query::{
+    ACTION_SORT_KEYS, ActionQuery, EVENT_SORT_KEYS, EventQuery, SortKey,
+};
 use crate::error::Error;
-use crate::store::clusters::{ACTION_SORT_KEYS, ActionQuery, EVENT_SORT_KEYS, EventQuery, SortKey};
 
 pub struct ClusterActionHandler {
     service: Arc<ClusterService>,

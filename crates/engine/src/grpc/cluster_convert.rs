@@ -10,11 +10,11 @@ use uuid::Uuid;
 
 use super::convert::uuid_text;
 use crate::clusters::ClusterDetails;
+use crate::domain::cluster::query::{ObjectQuery, SortKey};
 use crate::domain::cluster::{
     ClusterAction, ClusterEvent, Node, PolicyBinding, PolicyDefinition, Profile,
 };
 use crate::error::{Error, Result};
-use crate::store::clusters::{ObjectQuery, SortKey};
 
 pub fn profile(profile: &Profile) -> pb::Profile {
     pb::Profile {

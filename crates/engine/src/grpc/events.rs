@@ -8,9 +8,9 @@ use tonic::Request;
 
 use super::convert::event_to_proto;
 use super::{Reply, answer};
+use crate::domain::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use crate::error::Error;
 use crate::stacks::StackOperations;
-use crate::store::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
 pub struct EventHandler {
     operations: Arc<StackOperations>,

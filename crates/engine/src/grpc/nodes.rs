@@ -10,9 +10,9 @@ use tonic::Request;
 use super::cluster_convert as convert;
 use super::{Reply, answer};
 use crate::clusters::{Adoption, ClusterService, HealthAction, NewNode, NodeUpdate};
+use crate::domain::cluster::query::{NODE_SORT_KEYS, NodeQuery, SortKey};
 use crate::domain::cluster::{Node, parse_object};
 use crate::error::Result;
-use crate::store::clusters::{NODE_SORT_KEYS, NodeQuery, SortKey};
 
 pub struct NodeHandler {
     service: Arc<ClusterService>,

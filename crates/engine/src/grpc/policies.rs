@@ -10,9 +10,9 @@ use super::cluster_convert as convert;
 use super::profiles::type_description;
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
+use crate::domain::cluster::query;
 use crate::domain::cluster::types;
 use crate::error::Error;
-use crate::store::clusters;
 
 pub struct PolicyHandler {
     service: Arc<ClusterService>,
@@ -57,7 +57,7 @@ impl pb::policy_service_server::PolicyService for PolicyHandler {
             request,
             |caller, request| async move {
                 let (global_project, query) =
-                    convert::object_query(request, clusters::POLICY_SORT_KEYS)?;
+                    convert::object_query(request, query::POLICY_SORT_KEYS)?;
                 self.service
                     .list_policies(&caller, global_project, query)
                     .await

@@ -9,8 +9,8 @@ use tonic::Request;
 use super::cluster_convert as convert;
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
+use crate::domain::cluster::query;
 use crate::domain::cluster::{parse_object, types};
-use crate::store::clusters;
 
 pub struct ProfileHandler {
     service: Arc<ClusterService>,
@@ -59,7 +59,7 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
             request,
             |caller, request| async move {
                 let (global_project, query) =
-                    convert::object_query(request, clusters::PROFILE_SORT_KEYS)?;
+                    convert::object_query(request, query::PROFILE_SORT_KEYS)?;
                 self.service
                     .list_profiles(&caller, global_project, query)
                     .await

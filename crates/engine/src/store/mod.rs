@@ -338,9 +338,7 @@ pub struct OrphanCandidate {
     pub generation: i64,
 }
 
-/// The most items one list call returns.
-pub const MAX_PAGE_SIZE: u32 = 1000;
-pub const DEFAULT_PAGE_SIZE: u32 = 100;
+pub use crate::domain::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
 /// Which stacks to list, newest first.
 #[derive(Debug, Clone, Default)]

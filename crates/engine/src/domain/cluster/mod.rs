@@ -7,6 +7,7 @@ pub mod lock;
 pub mod operations;
 pub mod policy;
 pub mod profile;
+pub mod query;
 pub mod remediation;
 pub mod settle;
 pub mod sizing;
