@@ -547,6 +547,21 @@ pub fn validate_lock_reason(reason: &str) -> Result<()> {
     Ok(())
 }
 
+/// Something that happened to an instance's machine: a driver task's
+/// outcome (`kind` is the task: build, power_on, …) or an observation of
+/// the machine (`observed`), with the state the instance went into.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceEvent {
+    pub id: Uuid,
+    pub instance_uuid: Uuid,
+    pub project_id: String,
+    pub kind: String,
+    pub status: InstanceStatus,
+    pub power_state: PowerState,
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -295,6 +295,50 @@ fn not_acceptable(value: &str, field: &str) -> Error {
     ))
 }
 
+/// The columns a listing may be sorted by (Senlin's receiver sort keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiverSortKey {
+    Name,
+    Type,
+    Action,
+    ClusterId,
+    CreatedAt,
+    User,
+}
+
+impl ReceiverSortKey {
+    /// Senlin's key name (`None` for any other).
+    pub fn parse(key: &str) -> Option<ReceiverSortKey> {
+        Some(match key {
+            "name" => ReceiverSortKey::Name,
+            "type" => ReceiverSortKey::Type,
+            "action" => ReceiverSortKey::Action,
+            "cluster_id" => ReceiverSortKey::ClusterId,
+            "created_at" => ReceiverSortKey::CreatedAt,
+            "user" => ReceiverSortKey::User,
+            _ => return None,
+        })
+    }
+}
+
+/// Which receivers to list. Filters match exactly; `None` lets all through.
+#[derive(Debug, Clone, Default)]
+pub struct ReceiverQuery {
+    /// `None` = every project (admins asking for it).
+    pub project_id: Option<String>,
+    pub name: Option<String>,
+    pub kind: Option<ReceiverType>,
+    pub cluster_id: Option<String>,
+    pub action: Option<String>,
+    pub user_id: Option<String>,
+    /// Keys and whether each is descending; after them, oldest first.
+    pub sort: Vec<(ReceiverSortKey, bool)>,
+    /// 0 = 100; at most 1000.
+    pub limit: u32,
+    /// Only the receivers after this one in the listing's order.
+    pub marker: Option<Uuid>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -241,6 +241,51 @@ impl Stack {
     }
 }
 
+/// Which stacks to list, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct StackListQuery {
+    /// 0 = the default page size.
+    pub limit: u32,
+    /// Id of the last stack of the previous page.
+    pub marker: Option<Uuid>,
+    pub name: Option<String>,
+    /// Include nested stacks.
+    pub show_nested: bool,
+    /// Only locked (true) or only unlocked (false) stacks.
+    pub locked: Option<bool>,
+}
+
+impl StackListQuery {
+    pub fn page_size(&self) -> u32 {
+        match self.limit {
+            0 => super::DEFAULT_PAGE_SIZE,
+            limit => limit.min(super::MAX_PAGE_SIZE),
+        }
+    }
+}
+
+/// Which events to list.
+#[derive(Debug, Clone, Default)]
+pub struct EventListQuery {
+    pub stack_ids: Vec<Uuid>,
+    pub resource_name: Option<String>,
+    /// 0 = the default page size.
+    pub limit: u32,
+    /// Id of the last event of the previous page.
+    pub marker: Option<Uuid>,
+    /// Newest first.
+    pub descending: bool,
+}
+
+impl EventListQuery {
+    pub fn page_size(&self) -> u32 {
+        match self.limit {
+            0 => super::DEFAULT_PAGE_SIZE,
+            limit => limit.min(super::MAX_PAGE_SIZE),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,8 +102,10 @@ impl pb::cluster_service_server::ClusterService for ClusterHandler {
         answer(
             request,
             |caller, request| async move {
-                let (global_project, query) =
-                    convert::object_query(request, crate::store::clusters::CLUSTER_SORT_KEYS)?;
+                let (global_project, query) = convert::object_query(
+                    request,
+                    crate::domain::cluster::query::CLUSTER_SORT_KEYS,
+                )?;
                 self.service
                     .list_cluster_details(&caller, global_project, query)
                     .await

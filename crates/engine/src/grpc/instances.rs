@@ -10,6 +10,7 @@ use ember_runtime::ids::{parse_optional_uuid, parse_uuid};
 use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 use tonic::{Request, Response, Status};
 
+use crate::domain::instance::InstanceEvent;
 use crate::domain::instance::placement::{NetworkRequest, Placement};
 use crate::domain::instance::{
     Instance, InstanceChanges, InstanceStatus, LockedBy, NewInstance, PowerAction, PowerState,
@@ -17,7 +18,6 @@ use crate::domain::instance::{
 };
 use crate::error::Error;
 use crate::instances::{InstanceFilter, InstanceService};
-use crate::store::instances::InstanceEvent;
 
 pub struct InstanceHandler {
     instances: Arc<InstanceService>,

@@ -11,9 +11,9 @@ use super::cluster_convert::non_empty;
 use super::{Reply, answer};
 use crate::domain::cluster::parse_object;
 use crate::domain::receiver::{Receiver, ReceiverType};
+use crate::domain::receiver::{ReceiverQuery, ReceiverSortKey};
 use crate::error::{Error, Result};
 use crate::receivers::{NewReceiver, PostedMessage, ReceiverChanges, ReceiverService};
-use crate::store::receivers::{ReceiverQuery, ReceiverSortKey};
 
 pub struct ReceiverHandler {
     service: Arc<ReceiverService>,

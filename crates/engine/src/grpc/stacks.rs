@@ -12,13 +12,13 @@ use super::convert::{
 };
 use super::{Reply, answer};
 use crate::domain::LockLevel;
+use crate::domain::stack::StackListQuery;
 use crate::domain::template::{TemplateVersion, template_functions};
 use crate::error::Error;
 use crate::stacks::{
     CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperation, StackOperations,
     StackWideAction, UpdateStack,
 };
-use crate::store::StackListQuery;
 
 pub struct StackHandler {
     operations: Arc<StackOperations>,

@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+pub use crate::domain::instance::InstanceEvent;
 use crate::domain::instance::observation::Observation;
 use crate::domain::instance::{Instance, InstanceStatus, InstanceTask, PowerState};
 use crate::error::Result;
@@ -64,21 +65,6 @@ pub struct TaskOutcome {
     pub power_state: PowerState,
     /// The fault when the task failed, empty otherwise.
     pub status_reason: String,
-    pub at: DateTime<Utc>,
-}
-
-/// Something that happened to an instance's machine: a driver task's
-/// outcome (`kind` is the task: build, power_on, …) or an observation of
-/// the machine (`observed`), with the state the instance went into.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceEvent {
-    pub id: Uuid,
-    pub instance_uuid: Uuid,
-    pub project_id: String,
-    pub kind: String,
-    pub status: InstanceStatus,
-    pub power_state: PowerState,
-    pub reason: String,
     pub at: DateTime<Utc>,
 }
 

@@ -340,50 +340,7 @@ pub struct OrphanCandidate {
 
 pub use crate::domain::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
-/// Which stacks to list, newest first.
-#[derive(Debug, Clone, Default)]
-pub struct StackListQuery {
-    /// 0 = the default page size.
-    pub limit: u32,
-    /// Id of the last stack of the previous page.
-    pub marker: Option<Uuid>,
-    pub name: Option<String>,
-    /// Include nested stacks.
-    pub show_nested: bool,
-    /// Only locked (true) or only unlocked (false) stacks.
-    pub locked: Option<bool>,
-}
-
-impl StackListQuery {
-    pub fn page_size(&self) -> u32 {
-        match self.limit {
-            0 => DEFAULT_PAGE_SIZE,
-            limit => limit.min(MAX_PAGE_SIZE),
-        }
-    }
-}
-
-/// Which events to list.
-#[derive(Debug, Clone, Default)]
-pub struct EventListQuery {
-    pub stack_ids: Vec<Uuid>,
-    pub resource_name: Option<String>,
-    /// 0 = the default page size.
-    pub limit: u32,
-    /// Id of the last event of the previous page.
-    pub marker: Option<Uuid>,
-    /// Newest first.
-    pub descending: bool,
-}
-
-impl EventListQuery {
-    pub fn page_size(&self) -> u32 {
-        match self.limit {
-            0 => DEFAULT_PAGE_SIZE,
-            limit => limit.min(MAX_PAGE_SIZE),
-        }
-    }
-}
+pub use crate::domain::stack::{EventListQuery, StackListQuery};
 
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
