@@ -4,8 +4,7 @@
 //! grown, the services' own error messages, another project kept out, and
 //! a revoked token renewed.
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ember_openstack::cinder::{Cinder, NewVolume};
 use ember_openstack::keystone::{Keystone, NewTrust};
@@ -14,25 +13,8 @@ use ember_openstack::nova::{NewServer, Nova, ServerAction, ServerNetwork, Server
 use ember_openstack::session::Call;
 use ember_openstack::testing::TestCloud;
 use ember_openstack::{Error, Service};
+use ember_runtime::testing::poll_until;
 use serde_json::{Map, Value, json};
-
-/// Polls `probe` until it answers `Some`, for at most `limit`.
-async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    let mut pause = Duration::from_millis(100);
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(1));
-    }
-}
 
 fn unique(prefix: &str) -> String {
     format!(
@@ -244,7 +226,7 @@ async fn a_server_is_built_locked_with_its_reason_and_deleted() {
         })
         .await
         .expect("accepted");
-    let active = wait_for("ACTIVE", Duration::from_secs(120), || async {
+    let active = poll_until("ACTIVE", Duration::from_secs(120), || async {
         let server = nova.server(&created.id).await.expect("read")?;
         assert_ne!(server.status, "ERROR", "{}", server.fault_message());
         (server.status == "ACTIVE").then_some(server)
@@ -279,7 +261,7 @@ async fn a_server_is_built_locked_with_its_reason_and_deleted() {
         .expect("unlocking twice is harmless");
 
     nova.delete_server(&created.id).await.expect("asked");
-    wait_for("gone", Duration::from_secs(120), || async {
+    poll_until("gone", Duration::from_secs(120), || async {
         nova.server(&created.id)
             .await
             .expect("read")
@@ -314,7 +296,7 @@ async fn volumes_are_found_by_metadata_and_grow() {
         })
         .await
         .expect("accepted");
-    wait_for("available", Duration::from_secs(60), || async {
+    poll_until("available", Duration::from_secs(60), || async {
         let volume = cinder.volume(&created.id).await.expect("read")?;
         (volume.status == "available").then_some(())
     })
@@ -334,13 +316,13 @@ async fn volumes_are_found_by_metadata_and_grow() {
         .extend_volume(&created.id, 2)
         .await
         .expect("extended");
-    wait_for("2 GiB", Duration::from_secs(60), || async {
+    poll_until("2 GiB", Duration::from_secs(60), || async {
         let volume = cinder.volume(&created.id).await.expect("read")?;
         (volume.size == 2 && volume.status == "available").then_some(())
     })
     .await;
     cinder.delete_volume(&created.id).await.expect("asked");
-    wait_for("gone", Duration::from_secs(60), || async {
+    poll_until("gone", Duration::from_secs(60), || async {
         cinder
             .volume(&created.id)
             .await
@@ -470,7 +452,7 @@ async fn lookups_of_one_name_started_together_ask_the_service_once() {
     };
     let first = tokio::spawn(lookup(true));
     // The others start once the failing one is asking.
-    wait_for(
+    poll_until(
         "the first resolution to start",
         Duration::from_secs(5),
         || {
