@@ -1,4 +1,6 @@
-//! Thin gRPC handlers for `LifecycleHookService`.
+//! Thin gRPC handlers for `LifecycleHookService`: decode the request, ask
+//! [`PendingActions`] (which decides what the caller may see), encode the
+//! answer.
 
 use std::sync::Arc;
 
@@ -8,17 +10,16 @@ use ember_runtime::ids::parse_optional_uuid;
 use ember_runtime::time::{to_optional_timestamp, to_timestamp};
 use tonic::{Request, Response, Status};
 
-use crate::domain::{DeliveryState, PendingLifecycleAction, Target};
-use crate::error::Error;
-use crate::store::{PendingActionStore, PendingListQuery};
+use crate::domain::{DeliveryState, PendingLifecycleAction, PendingListQuery, Target};
+use crate::pending_actions::{HookEventFilter, PendingActions, QueueRead};
 
 pub struct LifecycleHookHandler {
-    store: Arc<dyn PendingActionStore>,
+    pending_actions: Arc<PendingActions>,
 }
 
 impl LifecycleHookHandler {
-    pub fn new(store: Arc<dyn PendingActionStore>) -> Self {
-        LifecycleHookHandler { store }
+    pub fn new(pending_actions: Arc<PendingActions>) -> Self {
+        LifecycleHookHandler { pending_actions }
     }
 }
 
@@ -28,29 +29,22 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         &self,
         request: Request<pb::ListPendingRequest>,
     ) -> Result<Response<pb::ListPendingResponse>, Status> {
-        let identity = Identity::of(&request)?;
-        // Admins see every project's pending actions, others only their own.
-        let project_id = (!identity.is_admin()).then(|| identity.project_id.clone());
+        let caller = Identity::of(&request)?.clone();
         let request = request.into_inner();
         let query = PendingListQuery {
-            project_id,
             cluster_id: parse_optional_uuid("cluster_id", &request.cluster_id)?,
             limit: request.limit,
             marker: parse_optional_uuid("marker", &request.marker)?,
             include_resolved: request.include_resolved,
+            ..PendingListQuery::default()
         };
-        let actions = self.store.list_pending(&query).await?;
-        let next_marker = if actions.len() == query.page_size() as usize {
-            actions
-                .last()
-                .map(|action| action.token.to_string())
-                .unwrap_or_default()
-        } else {
-            String::new()
-        };
+        let page = self.pending_actions.list_pending(&caller, query).await?;
         Ok(Response::new(pb::ListPendingResponse {
-            actions: actions.iter().map(action_to_proto).collect(),
-            next_marker,
+            actions: page.actions.iter().map(action_to_proto).collect(),
+            next_marker: page
+                .next_marker
+                .map(|token| token.to_string())
+                .unwrap_or_default(),
         }))
     }
 
@@ -58,35 +52,17 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         &self,
         request: Request<pb::ListQueueMessagesRequest>,
     ) -> Result<Response<pb::ListQueueMessagesResponse>, Status> {
-        let identity = Identity::of(&request)?.clone();
+        let caller = Identity::of(&request)?.clone();
         let request = request.into_inner();
-        if request.queue.is_empty() {
-            return Err(Error::InvalidInput("queue: give a queue name".into()).into());
-        }
-        // A queue belongs to a project: the caller's, unless an admin names
-        // another.
-        let project_id = match request.project_id.as_str() {
-            "" => identity.project_id.clone(),
-            own if own == identity.project_id => identity.project_id.clone(),
-            other if identity.is_admin() => other.to_owned(),
-            other => {
-                return Err(Error::Forbidden(format!(
-                    "project_id {:?}: only an admin may read another project's queues",
-                    ember_runtime::quote::quoted(other)
-                ))
-                .into());
-            }
+        let read = QueueRead {
+            project_id: (!request.project_id.is_empty()).then_some(request.project_id),
+            queue: request.queue,
+            after_id: request.after_id,
+            limit: request.limit,
         };
-        let after_id = i64::try_from(request.after_id).map_err(|_| {
-            Error::InvalidInput(format!("after_id {} is too large", request.after_id))
-        })?;
-        let limit = u64::from(match request.limit {
-            0 => 100,
-            limit => limit.min(1000),
-        });
         let messages = self
-            .store
-            .list_queue_messages(&project_id, &request.queue, after_id, limit)
+            .pending_actions
+            .list_queue_messages(&caller, read)
             .await?;
         Ok(Response::new(pb::ListQueueMessagesResponse {
             messages: messages
@@ -107,21 +83,16 @@ impl pb::lifecycle_hook_service_server::LifecycleHookService for LifecycleHookHa
         &self,
         request: Request<pb::ListHookEventsRequest>,
     ) -> Result<Response<pb::ListHookEventsResponse>, Status> {
-        let identity = Identity::of(&request)?;
-        let project_id = (!identity.is_admin()).then(|| identity.project_id.clone());
+        let caller = Identity::of(&request)?.clone();
         let request = request.into_inner();
-        let limit = u64::from(match request.limit {
-            0 => 100,
-            limit => limit.min(1000),
-        });
+        let filter = HookEventFilter {
+            cluster_id: parse_optional_uuid("cluster_id", &request.cluster_id)?,
+            token: parse_optional_uuid("token", &request.token)?,
+            limit: request.limit,
+        };
         let events = self
-            .store
-            .list_events(
-                project_id.as_deref(),
-                parse_optional_uuid("cluster_id", &request.cluster_id)?,
-                parse_optional_uuid("token", &request.token)?,
-                limit,
-            )
+            .pending_actions
+            .list_hook_events(&caller, filter)
             .await?;
         Ok(Response::new(pb::ListHookEventsResponse {
             events: events

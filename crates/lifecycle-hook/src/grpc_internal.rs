@@ -1,7 +1,7 @@
 //! Thin handlers for the internal `LifecycleHookInternalService`, called by
-//! the engine with the internal credential: record a removal's pending
-//! lifecycle actions (then wake the delivery worker), resolve completed
-//! ones, and move deadlines on heartbeats. Not forwarded by the gateway.
+//! the engine with the internal credential: decode the engine's request
+//! into domain values, ask [`PendingActions`] to record, resolve or extend,
+//! encode the answer. Not forwarded by the gateway.
 
 use std::sync::Arc;
 
@@ -12,19 +12,17 @@ use ember_runtime::ids::parse_uuid;
 use ember_runtime::time::to_timestamp;
 use tonic::{Request, Response, Status};
 
-use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution, Target, Transition};
+use crate::domain::{NewPendingAction, Resolution, Target, Transition};
 use crate::error::Error;
-use crate::store::{HookEvent, PendingActionStore};
-use crate::workers::Wake;
+use crate::pending_actions::PendingActions;
 
 pub struct LifecycleHookInternalHandler {
-    store: Arc<dyn PendingActionStore>,
-    wake: Wake,
+    pending_actions: Arc<PendingActions>,
 }
 
 impl LifecycleHookInternalHandler {
-    pub fn new(store: Arc<dyn PendingActionStore>, wake: Wake) -> Self {
-        LifecycleHookInternalHandler { store, wake }
+    pub fn new(pending_actions: Arc<PendingActions>) -> Self {
+        LifecycleHookInternalHandler { pending_actions }
     }
 }
 
@@ -34,10 +32,7 @@ fn timestamp(field: &str, value: Option<prost_types::Timestamp>) -> Result<DateT
         .ok_or_else(|| Error::InvalidInput(format!("{field}: give a valid timestamp")))
 }
 
-fn new_action(
-    action: pb::NewPendingAction,
-    now: DateTime<Utc>,
-) -> Result<PendingLifecycleAction, Error> {
+fn new_action_from_proto(action: pb::NewPendingAction) -> Result<NewPendingAction, Error> {
     let token = parse_uuid("token", &action.token)?;
     let target = action
         .target
@@ -55,6 +50,7 @@ fn new_action(
             )));
         }
     };
+    // Empty: a deletion policy's hook, the transition the field began with.
     let transition = match action.lifecycle_transition_type.as_str() {
         "" => Transition::Terminating,
         text => Transition::parse(text).ok_or_else(|| {
@@ -63,7 +59,7 @@ fn new_action(
             ))
         })?,
     };
-    Ok(PendingLifecycleAction {
+    Ok(NewPendingAction {
         token,
         transition,
         node_id: parse_uuid("node_id", &action.node_id)?,
@@ -72,16 +68,18 @@ fn new_action(
         project_id: action.project_id,
         target,
         deadline: timestamp("deadline", action.deadline)?,
-        delivery_state: DeliveryState::Pending,
-        delivery_attempts: 0,
-        last_error: None,
-        delivered_at: None,
-        created_at: now,
         timeout_secs: action.timeout_secs,
-        resolution: None,
-        resolved_at: None,
-        resolved_by: None,
     })
+}
+
+/// An empty resolution is COMPLETED.
+fn resolution_from_proto(text: &str) -> Result<Resolution, Error> {
+    match text {
+        "" => Ok(Resolution::Completed),
+        text => Resolution::parse(text).ok_or_else(|| {
+            Error::InvalidInput(format!("resolution {text:?} must be COMPLETED or EXPIRED"))
+        }),
+    }
 }
 
 #[tonic::async_trait]
@@ -93,16 +91,13 @@ impl pb::lifecycle_hook_internal_service_server::LifecycleHookInternalService
         request: Request<pb::RecordPendingActionsRequest>,
     ) -> Result<Response<pb::RecordPendingActionsResponse>, Status> {
         Identity::of(&request)?;
-        let now = ember_runtime::time::now();
         let actions = request
             .into_inner()
             .actions
             .into_iter()
-            .map(|action| new_action(action, now))
+            .map(new_action_from_proto)
             .collect::<Result<Vec<_>, _>>()?;
-        self.store.record_pending_actions(&actions).await?;
-        tracing::info!(count = actions.len(), "pending lifecycle actions recorded");
-        self.wake.notify();
+        self.pending_actions.record(actions).await?;
         Ok(Response::new(pb::RecordPendingActionsResponse {}))
     }
 
@@ -112,39 +107,14 @@ impl pb::lifecycle_hook_internal_service_server::LifecycleHookInternalService
     ) -> Result<Response<pb::ResolvePendingActionsResponse>, Status> {
         Identity::of(&request)?;
         let request = request.into_inner();
-        let resolution = match request.resolution.as_str() {
-            "" | "COMPLETED" => Resolution::Completed,
-            "EXPIRED" => Resolution::Expired,
-            other => {
-                return Err(Error::InvalidInput(format!(
-                    "resolution {other:?} must be COMPLETED or EXPIRED"
-                ))
-                .into());
-            }
-        };
+        let resolution = resolution_from_proto(&request.resolution)?;
         let tokens = request
             .tokens
             .iter()
             .map(|token| parse_uuid("token", token))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut events = Vec::with_capacity(tokens.len());
-        for token in &tokens {
-            if let Some(action) = self.store.get_pending(*token).await?
-                && action.resolution.is_none()
-            {
-                events.push(HookEvent::about(
-                    &action,
-                    resolution.as_str(),
-                    format!(
-                        "{} by {}",
-                        resolution.as_str().to_lowercase(),
-                        request.resolved_by
-                    ),
-                ));
-            }
-        }
-        self.store
-            .resolve(&tokens, resolution, &request.resolved_by, &events)
+        self.pending_actions
+            .resolve(&tokens, resolution, &request.resolved_by)
             .await?;
         Ok(Response::new(pb::ResolvePendingActionsResponse {}))
     }
@@ -155,20 +125,90 @@ impl pb::lifecycle_hook_internal_service_server::LifecycleHookInternalService
     ) -> Result<Response<pb::ExtendDeadlineResponse>, Status> {
         Identity::of(&request)?;
         let token = parse_uuid("token", &request.get_ref().token)?;
-        match self
-            .store
-            .extend_deadline(token, ember_runtime::time::now())
-            .await
-        {
-            Ok(action) => {
-                self.wake.notify();
-                Ok(Response::new(pb::ExtendDeadlineResponse {
-                    deadline: Some(to_timestamp(action.deadline)),
-                }))
-            }
+        match self.pending_actions.extend_deadline(token).await {
+            Ok(deadline) => Ok(Response::new(pb::ExtendDeadlineResponse {
+                deadline: Some(to_timestamp(deadline)),
+            })),
             // The engine tells "already finished" from "unknown" by code.
             Err(Error::Conflict(message)) => Err(Status::failed_precondition(message)),
             Err(other) => Err(other.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proto_action() -> pb::NewPendingAction {
+        pb::NewPendingAction {
+            token: uuid::Uuid::now_v7().to_string(),
+            node_id: uuid::Uuid::now_v7().to_string(),
+            resource_id: "instance-1".to_owned(),
+            cluster_id: uuid::Uuid::now_v7().to_string(),
+            project_id: "project-a".to_owned(),
+            target: Some(pb::Target {
+                r#type: pb::TargetType::Queue as i32,
+                queue: "drain".to_owned(),
+                url: String::new(),
+            }),
+            deadline: Some(to_timestamp(ember_runtime::time::now())),
+            timeout_secs: 60,
+            lifecycle_transition_type: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_new_action_without_transition_is_terminating_and_needs_a_complete_target() {
+        let decoded = new_action_from_proto(proto_action()).expect("decoded");
+        assert_eq!(decoded.transition, Transition::Terminating);
+        assert_eq!(
+            decoded.target,
+            Target::Queue {
+                queue: "drain".to_owned()
+            }
+        );
+        let launching = pb::NewPendingAction {
+            lifecycle_transition_type: "launching".to_owned(),
+            ..proto_action()
+        };
+        assert_eq!(
+            new_action_from_proto(launching)
+                .expect("decoded")
+                .transition,
+            Transition::Launching
+        );
+        let webhook_without_url = pb::NewPendingAction {
+            target: Some(pb::Target {
+                r#type: pb::TargetType::Webhook as i32,
+                queue: "drain".to_owned(),
+                url: String::new(),
+            }),
+            ..proto_action()
+        };
+        match new_action_from_proto(webhook_without_url) {
+            Err(Error::InvalidInput(message)) => {
+                assert!(
+                    message.ends_with("target needs a type and its queue or url"),
+                    "{message}"
+                );
+            }
+            other => panic!("a webhook without its url: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_resolution_is_completed_unless_expired_is_said() {
+        for (text, resolution) in [
+            ("", Resolution::Completed),
+            ("COMPLETED", Resolution::Completed),
+            ("EXPIRED", Resolution::Expired),
+        ] {
+            assert_eq!(resolution_from_proto(text).expect(text), resolution);
+        }
+        assert!(matches!(
+            resolution_from_proto("DONE"),
+            Err(Error::InvalidInput(message)) if message == "resolution \"DONE\" must be COMPLETED or EXPIRED"
+        ));
     }
 }

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod grpc;
 pub mod grpc_internal;
+pub mod pending_actions;
 pub mod store;
 pub mod workers;
 
@@ -109,13 +110,14 @@ pub async fn serve(
         shutdown.clone(),
     )
     .map_err(StartError::Config)?;
+    let pending_actions = Arc::new(pending_actions::PendingActions::new(store, wake));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(LifecycleHookServiceServer::with_interceptor(
-        grpc::LifecycleHookHandler::new(store.clone()),
+        grpc::LifecycleHookHandler::new(Arc::clone(&pending_actions)),
         auth.clone(),
     ))
     .add_service(LifecycleHookInternalServiceServer::with_interceptor(
-        grpc_internal::LifecycleHookInternalHandler::new(store, wake),
+        grpc_internal::LifecycleHookInternalHandler::new(pending_actions),
         auth,
     ));
     serve_grpc(

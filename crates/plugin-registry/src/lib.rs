@@ -9,6 +9,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod grpc;
+pub mod registry;
 pub mod runner;
 pub mod store;
 #[cfg(feature = "testing")]
@@ -66,7 +67,10 @@ pub async fn serve(
         Arc::new(store::SqlPluginStore::with_reader(connection, reader));
     let cache = Arc::new(runner::RegistryCache::new(Arc::clone(&store)));
     let readiness = readiness.with(runner::circuit_check(Arc::clone(&cache)));
-    let registry = grpc::PluginRegistryHandler::new(store, Arc::clone(&cache));
+    let registry = grpc::PluginRegistryHandler::new(Arc::new(registry::Registry::new(
+        store,
+        Arc::clone(&cache),
+    )));
     let runner = grpc::PluginRunnerHandler::new(Arc::new(runner::PluginRunner::new(cache)));
     let auth = InternalAuth::new(InternalCredential::new(&config.internal_credential));
     let routes = tonic::service::Routes::new(PluginRegistryServiceServer::with_interceptor(

@@ -124,6 +124,47 @@ pub struct PendingLifecycleAction {
     pub resolved_by: Option<String>,
 }
 
+/// A pending action as the engine hands it over, before it is recorded:
+/// what it waits for, where its notification goes and until when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPendingAction {
+    pub token: Uuid,
+    pub transition: Transition,
+    pub node_id: Uuid,
+    pub resource_id: String,
+    pub cluster_id: Uuid,
+    pub project_id: String,
+    pub target: Target,
+    pub deadline: DateTime<Utc>,
+    pub timeout_secs: u32,
+}
+
+impl NewPendingAction {
+    /// The action as recorded at `now`: its notification not yet sent,
+    /// the wait not yet resolved.
+    pub fn into_pending(self, now: DateTime<Utc>) -> PendingLifecycleAction {
+        PendingLifecycleAction {
+            token: self.token,
+            transition: self.transition,
+            node_id: self.node_id,
+            resource_id: self.resource_id,
+            cluster_id: self.cluster_id,
+            project_id: self.project_id,
+            target: self.target,
+            deadline: self.deadline,
+            delivery_state: DeliveryState::Pending,
+            delivery_attempts: 0,
+            last_error: None,
+            delivered_at: None,
+            created_at: now,
+            timeout_secs: self.timeout_secs,
+            resolution: None,
+            resolved_at: None,
+            resolved_by: None,
+        }
+    }
+}
+
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
@@ -255,6 +296,47 @@ mod tests {
             long.extended_deadline(created + chrono::Duration::hours(60)),
             created + chrono::Duration::hours(48)
         );
+    }
+
+    #[test]
+    fn a_new_action_is_recorded_pending_and_unresolved() {
+        let now = chrono::Utc::now();
+        let new = NewPendingAction {
+            token: Uuid::now_v7(),
+            transition: Transition::Launching,
+            node_id: Uuid::now_v7(),
+            resource_id: "instance-1".into(),
+            cluster_id: Uuid::now_v7(),
+            project_id: "p".into(),
+            target: Target::Webhook {
+                url: "http://127.0.0.1:9/hook".into(),
+            },
+            deadline: now + chrono::Duration::seconds(60),
+            timeout_secs: 60,
+        };
+        let action = new.clone().into_pending(now);
+        assert_eq!(
+            (
+                action.token,
+                action.transition,
+                action.node_id,
+                action.cluster_id
+            ),
+            (new.token, new.transition, new.node_id, new.cluster_id)
+        );
+        assert_eq!(
+            (&action.resource_id, &action.project_id, &action.target),
+            (&new.resource_id, &new.project_id, &new.target)
+        );
+        assert_eq!((action.deadline, action.timeout_secs), (new.deadline, 60));
+        assert_eq!(action.delivery_state, DeliveryState::Pending);
+        assert_eq!(action.delivery_attempts, 0);
+        assert_eq!(action.created_at, now);
+        assert_eq!(
+            (action.last_error, action.delivered_at, action.resolution),
+            (None, None, None)
+        );
+        assert_eq!((action.resolved_at, action.resolved_by), (None, None));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Persistence of pending lifecycle actions: the [`PendingActionStore`]
-//! trait and its sea-orm implementation for SQLite and PostgreSQL.
+//! trait and its sea-orm implementation for SQLite and PostgreSQL. The list
+//! query and the records it reads and writes (hook events, queue messages)
+//! are domain types, re-exported here.
 
 mod entity;
 pub mod migrations;
@@ -14,68 +16,10 @@ use chrono::{DateTime, Utc};
 use crate::domain::{DeliveryState, PendingLifecycleAction, Resolution};
 use crate::error::Result;
 
+pub use crate::domain::{
+    DEFAULT_PAGE_SIZE, HookEvent, MAX_PAGE_SIZE, PendingListQuery, QueueMessage,
+};
 pub use sql::SqlPendingActionStore;
-
-pub const MAX_PAGE_SIZE: u32 = 1000;
-pub const DEFAULT_PAGE_SIZE: u32 = 100;
-
-/// Which pending actions to list, earliest deadline first.
-#[derive(Debug, Clone, Default)]
-pub struct PendingListQuery {
-    /// `None` = every project (admins).
-    pub project_id: Option<String>,
-    pub cluster_id: Option<Uuid>,
-    /// 0 = the default page size.
-    pub limit: u32,
-    /// Token of the last action of the previous page.
-    pub marker: Option<Uuid>,
-    /// Include resolved actions.
-    pub include_resolved: bool,
-}
-
-/// A message of the embedded queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueMessage {
-    pub id: i64,
-    pub project_id: String,
-    pub queue: String,
-    pub token: Uuid,
-    pub body: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// Something that happened to a lifecycle action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookEvent {
-    pub id: Uuid,
-    pub token: Uuid,
-    pub cluster_id: Uuid,
-    pub node_id: Uuid,
-    pub project_id: String,
-    /// SENT, DELIVERY_FAILED, DELIVERY_RETRY, COMPLETED, EXPIRED, HEARTBEAT.
-    pub kind: String,
-    pub detail: String,
-    pub created_at: DateTime<Utc>,
-}
-
-impl HookEvent {
-    pub fn about(
-        action: &PendingLifecycleAction,
-        kind: &str,
-        detail: impl Into<String>,
-    ) -> HookEvent {
-        HookEvent {
-            id: Uuid::now_v7(),
-            token: action.token,
-            cluster_id: action.cluster_id,
-            node_id: action.node_id,
-            project_id: action.project_id.clone(),
-            kind: kind.to_owned(),
-            detail: detail.into(),
-            created_at: ember_runtime::time::now(),
-        }
-    }
-}
 
 /// The outcome of one delivery attempt.
 #[derive(Debug, Clone)]
@@ -86,15 +30,6 @@ pub struct DeliveryResult {
     /// When to try again (RETRYING).
     pub next_attempt_at: Option<DateTime<Utc>>,
     pub event: HookEvent,
-}
-
-impl PendingListQuery {
-    pub fn page_size(&self) -> u32 {
-        match self.limit {
-            0 => DEFAULT_PAGE_SIZE,
-            limit => limit.min(MAX_PAGE_SIZE),
-        }
-    }
 }
 
 /// How much work is overdue, by kind.

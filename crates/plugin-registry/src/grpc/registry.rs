@@ -1,5 +1,5 @@
-//! Thin handlers of `PluginRegistryService`: check the caller is an admin,
-//! convert, call the store, and drop the runner's cache after a write.
+//! Thin handlers of `PluginRegistryService`: enter the [`Registry`] as the
+//! caller (admins only), decode the request, call it, encode the plugin.
 
 use std::sync::Arc;
 
@@ -8,33 +8,15 @@ use ember_runtime::Identity;
 use tonic::{Request, Response, Status};
 
 use super::convert::{new_plugin_from_proto, plugin_to_proto, plugin_update_from_proto};
-use crate::error::Error;
-use crate::runner::RegistryCache;
-use crate::store::PluginStore;
+use crate::registry::Registry;
 
 pub struct PluginRegistryHandler {
-    store: Arc<dyn PluginStore>,
-    cache: Arc<RegistryCache>,
+    registry: Arc<Registry>,
 }
 
 impl PluginRegistryHandler {
-    pub fn new(store: Arc<dyn PluginStore>, cache: Arc<RegistryCache>) -> Self {
-        PluginRegistryHandler { store, cache }
-    }
-}
-
-/// The registry changes what every stack operation does: admins only.
-fn require_admin<T>(request: &Request<T>) -> Result<(), Status> {
-    let identity = Identity::of(request)?;
-    if identity.is_admin() {
-        Ok(())
-    } else {
-        Err(Error::Forbidden(format!(
-            "the plugin registry is admin only: user {:?} has roles [{}]",
-            identity.user_id,
-            identity.roles.join(", ")
-        ))
-        .into())
+    pub fn new(registry: Arc<Registry>) -> Self {
+        PluginRegistryHandler { registry }
     }
 }
 
@@ -44,13 +26,9 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         &self,
         request: Request<pb::RegisterPluginRequest>,
     ) -> Result<Response<pb::Plugin>, Status> {
-        require_admin(&request)?;
-        let plugin =
-            new_plugin_from_proto(request.into_inner())?.into_plugin(ember_runtime::time::now())?;
-        let stored = self.store.register_plugin(&plugin).await;
-        self.cache.invalidate();
-        stored?;
-        tracing::info!(plugin = %plugin.name, ordinal = plugin.ordinal, "plugin registered");
+        let registry = self.registry.as_admin(Identity::of(&request)?)?;
+        let new_plugin = new_plugin_from_proto(request.into_inner())?;
+        let plugin = registry.register(new_plugin).await?;
         Ok(Response::new(plugin_to_proto(&plugin)))
     }
 
@@ -58,17 +36,11 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         &self,
         request: Request<pb::UpdatePluginRequest>,
     ) -> Result<Response<pb::Plugin>, Status> {
-        require_admin(&request)?;
+        let registry = self.registry.as_admin(Identity::of(&request)?)?;
         let request = request.into_inner();
         let name = request.name.clone();
         let update = plugin_update_from_proto(request)?;
-        let updated = self
-            .store
-            .update_plugin(&name, &update, ember_runtime::time::now())
-            .await;
-        self.cache.invalidate();
-        let plugin = updated?;
-        tracing::info!(plugin = %plugin.name, ordinal = plugin.ordinal, enabled = plugin.enabled, "plugin updated");
+        let plugin = registry.update(&name, &update).await?;
         Ok(Response::new(plugin_to_proto(&plugin)))
     }
 
@@ -76,12 +48,8 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         &self,
         request: Request<pb::DeregisterPluginRequest>,
     ) -> Result<Response<pb::DeregisterPluginResponse>, Status> {
-        require_admin(&request)?;
-        let name = request.into_inner().name;
-        let removed = self.store.deregister_plugin(&name).await;
-        self.cache.invalidate();
-        let plugin = removed?;
-        tracing::info!(plugin = %plugin.name, "plugin deregistered");
+        let registry = self.registry.as_admin(Identity::of(&request)?)?;
+        let plugin = registry.deregister(&request.into_inner().name).await?;
         Ok(Response::new(pb::DeregisterPluginResponse {
             plugin: Some(plugin_to_proto(&plugin)),
         }))
@@ -91,13 +59,8 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         &self,
         request: Request<pb::GetPluginRequest>,
     ) -> Result<Response<pb::Plugin>, Status> {
-        require_admin(&request)?;
-        let name = request.into_inner().name;
-        let plugin = self
-            .store
-            .get_plugin(&name)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("no plugin named {name:?}")))?;
+        let registry = self.registry.as_admin(Identity::of(&request)?)?;
+        let plugin = registry.get(&request.into_inner().name).await?;
         Ok(Response::new(plugin_to_proto(&plugin)))
     }
 
@@ -105,8 +68,8 @@ impl pb::plugin_registry_service_server::PluginRegistryService for PluginRegistr
         &self,
         request: Request<pb::ListPluginsRequest>,
     ) -> Result<Response<pb::ListPluginsResponse>, Status> {
-        require_admin(&request)?;
-        let plugins = self.store.list_plugins().await?;
+        let registry = self.registry.as_admin(Identity::of(&request)?)?;
+        let plugins = registry.list().await?;
         Ok(Response::new(pb::ListPluginsResponse {
             plugins: plugins.iter().map(plugin_to_proto).collect(),
         }))

@@ -52,6 +52,43 @@ pub struct OperationContext {
     pub break_glass: bool,
 }
 
+/// RunPreOperations as the engine asks it.
+pub struct PreOperationsAsked {
+    pub operation: Operation,
+    /// Selects plugins by their project filter; empty: the stack's project.
+    pub project_id: String,
+    /// An admin's break-glass (a dry run enforces nothing, so breaks
+    /// nothing).
+    pub break_glass: bool,
+    /// The engine may hold the stack's snapshot back until a plugin that
+    /// would be called needs it.
+    pub snapshot_on_demand: bool,
+    /// What every plugin is sent; its `dry_run` asks about the chain
+    /// instead of running it.
+    pub request: plugin_pb::PreOperationRequest,
+}
+
+/// RunPostOperations as the engine asks it.
+pub struct PostOperationsAsked {
+    pub operation: Operation,
+    /// The project of the operation; empty: the stack's.
+    pub project_id: String,
+    /// The plugins owed a post-operation, as RunPreOperations named them.
+    pub plugins: Vec<String>,
+    pub request: plugin_pb::PostOperationRequest,
+}
+
+/// The project whose plugins apply: the request's, else the stack's.
+fn project_of(project_id: String, stack: Option<&plugin_pb::StackSnapshot>) -> String {
+    if project_id.is_empty() {
+        stack
+            .map(|stack| stack.project_id.clone())
+            .unwrap_or_default()
+    } else {
+        project_id
+    }
+}
+
 impl PluginRunner {
     pub fn new(registry: Arc<RegistryCache>) -> Self {
         PluginRunner {
@@ -63,6 +100,45 @@ impl PluginRunner {
     /// A runner with its own cache over `store`.
     pub fn over_store(store: Arc<dyn PluginStore>) -> Self {
         PluginRunner::new(Arc::new(RegistryCache::new(store)))
+    }
+
+    /// RunPreOperations: without the stack's snapshot when the engine may
+    /// send it on demand ([`PluginRunner::pre_operations_on_demand`]), else
+    /// the chain asked about for a dry run or run.
+    pub async fn pre_operations(&self, asked: PreOperationsAsked) -> Result<OnDemand> {
+        let request = asked.request;
+        let context = OperationContext {
+            operation: asked.operation,
+            project_id: project_of(asked.project_id, request.stack.as_ref()),
+            break_glass: asked.break_glass && !request.dry_run,
+        };
+        if asked.snapshot_on_demand && request.stack.is_none() {
+            self.pre_operations_on_demand(&context, request).await
+        } else if request.dry_run {
+            Ok(OnDemand::Answered(
+                self.ask_pre_operations(&context, request).await?,
+            ))
+        } else {
+            Ok(OnDemand::Answered(
+                self.run_pre_operations(&context, request).await?,
+            ))
+        }
+    }
+
+    /// RunPostOperations: the post-operations of the plugins named.
+    pub async fn post_operations(
+        &self,
+        asked: PostOperationsAsked,
+    ) -> Result<Vec<PluginCallOutcome>> {
+        tracing::debug!(
+            operation = asked.operation.as_str(),
+            project_id = %project_of(asked.project_id, asked.request.stack.as_ref()),
+            failed = asked.request.failed,
+            plugins = asked.plugins.len(),
+            "running post-operations"
+        );
+        self.run_post_operations(&asked.plugins, asked.request)
+            .await
     }
 
     /// Runs the pre-operation chain for `context`; `request` goes to every
@@ -390,13 +466,14 @@ impl PluginRunner {
     }
 }
 
-/// The chain's answer to a request without the stack's snapshot.
+/// The chain's answer, to a request without the stack's snapshot too.
 pub enum OnDemand {
     /// No enabled plugin applies: allowed, nothing called.
     NoPlugin,
     /// A plugin would be called: send the snapshot.
     SnapshotNeeded,
-    /// Each plugin that applies has its circuit open: the answer.
+    /// The chain's report (without the snapshot: each plugin that applies
+    /// has its circuit open).
     Answered(PreOperationsReport),
 }
 
@@ -432,5 +509,24 @@ fn outcome(
         failed,
         stopped_chain,
         observed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_requests_project_selects_plugins_else_the_stacks() {
+        let stack = plugin_pb::StackSnapshot {
+            project_id: "stack-project".to_owned(),
+            ..Default::default()
+        };
+        assert_eq!(
+            project_of("asked-project".to_owned(), Some(&stack)),
+            "asked-project"
+        );
+        assert_eq!(project_of(String::new(), Some(&stack)), "stack-project");
+        assert_eq!(project_of(String::new(), None), "");
     }
 }
