@@ -2,7 +2,8 @@
 //! SQLite and PostgreSQL: an engine dies while a server is being built,
 //! powered off or on, a nested stack is being created, suspended, resumed
 //! or checked, a wait condition waits, a software deployment waits for
-//! its agent, software configs are being made, or a delete of them runs;
+//! its agent, software configs are being made, a delete of them runs, or
+//! a maintenance lock or unlock reaches a server and a nested stack;
 //! another engine resumes the operation, finds what the dead one made or
 //! started (instances, nested stacks, deployments and configs have ids
 //! derived from the resource's row) and finishes it — one instance, one
@@ -21,9 +22,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
-use ember_engine::domain::Stack;
 use ember_engine::domain::instance::{InstanceStatus, PowerState};
 use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
+use ember_engine::domain::{LockLevel, Stack};
 use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::resources::{
@@ -1683,6 +1684,154 @@ async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &
     );
 }
 
+/// A dies while it unlocks a stack locked at level `all` (its server and
+/// its nested stack in flight, the nested stack's own unlock begun); B
+/// takes the unlock over as the lock's holder, and the parent's step
+/// continues the nested stack's: both stacks UNLOCK_COMPLETE with no lock
+/// left, the server unlocked. (Marked failed instead, an expiry's unlock
+/// left the lock on past its expiry: the sweep lifts only LOCK_COMPLETE
+/// stacks.)
+async fn an_unlock_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas
+        .create_on_a("unlocking", SERVER_AND_NESTED, true)
+        .await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .a
+        .operations
+        .lock_stack(
+            &alice(),
+            "unlocking",
+            LockLevel::All,
+            Some("patching".into()),
+        )
+        .await
+        .expect("lock accepted");
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "LOCK_COMPLETE"
+    );
+    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
+        .expect("an instance uuid");
+    assert!(replicas.instance_when(uuid, |_| true).await.is_locked());
+    let child = the_nested_stack(&replicas.store, &stack).await;
+    replicas
+        .left_in_progress(&stack, "UNLOCK", &["web", "child"])
+        .await;
+    replicas.left_in_progress(&child, "UNLOCK", &["slow"]).await;
+    replicas.a_dies(&[stack.id, child.id]).await;
+    // The nested stack is its parent's to continue.
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "UNLOCK_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    assert!(done.maintenance_lock.is_none(), "the lock is lifted");
+    let nested = settled(&replicas.store, child.id).await;
+    assert_eq!(nested.stack_status(), "UNLOCK_COMPLETE");
+    assert!(nested.maintenance_lock.is_none());
+    assert!(!replicas.instance_when(uuid, |_| true).await.is_locked());
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            child.id,
+            &[
+                &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK started", child.name),
+                &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK resumed", child.name),
+                &format!("{} UNLOCK_COMPLETE", child.name),
+            ],
+        )
+        .await,
+        // A's start is the state written above, without its event.
+        [0, 1, 1],
+        "the nested stack's unlock was continued, not started again: {:#?}",
+        events(&replicas.store, child.id).await
+    );
+}
+
+/// A dies while it locks a stack at level `all`, before it locked the
+/// server; B continues the lock as its holder: LOCK_COMPLETE, the server
+/// locked with the lock's reason, the stack's lock as it was asked.
+async fn a_lock_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let stack = replicas.create_on_a("locking", ONE_SERVER, true).await;
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "CREATE_COMPLETE"
+    );
+    replicas
+        .a
+        .operations
+        .lock_stack(&alice(), "locking", LockLevel::All, Some("patching".into()))
+        .await
+        .expect("lock accepted");
+    assert_eq!(
+        settled(&replicas.store, stack.id).await.stack_status(),
+        "LOCK_COMPLETE"
+    );
+    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
+        .expect("an instance uuid");
+    // As if A had not reached the server yet.
+    replicas
+        .b
+        .instances
+        .unlock(&alice(), uuid)
+        .await
+        .expect("instance unlocked");
+    replicas.left_in_progress(&stack, "LOCK", &["web"]).await;
+    replicas.a_dies(&[stack.id]).await;
+    replicas
+        .b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "LOCK_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let lock = done.maintenance_lock.expect("the lock is kept");
+    assert_eq!(
+        (
+            lock.level,
+            lock.locked_by_user.as_str(),
+            lock.reason.as_deref()
+        ),
+        (LockLevel::All, "alice", Some("patching"))
+    );
+    let instance = replicas.instance_when(uuid, |_| true).await;
+    let instance_lock = instance
+        .maintenance_lock
+        .expect("the server is locked again");
+    assert_eq!(instance_lock.reason.as_deref(), Some("patching"));
+    assert_eq!(
+        event_counts(
+            &replicas.store,
+            stack.id,
+            &["web LOCK_IN_PROGRESS", "web LOCK_COMPLETE"],
+        )
+        .await,
+        [2, 2],
+        "the server's step ran again once: {:#?}",
+        events(&replicas.store, stack.id).await
+    );
+}
+
 ember_runtime::store_suite!(
     a_deployment_cut_short_by_the_timeout_fails,
     a_nested_stack_is_cut_short_with_its_timed_out_parent,
@@ -1702,4 +1851,6 @@ ember_runtime::store_suite!(
     a_nested_stacks_resume_in_flight_is_finished_by_another_engine,
     a_nested_stack_suspended_before_its_engine_died_is_not_suspended_again,
     a_groups_check_in_flight_is_checked_again_by_another_engine,
+    an_unlock_in_flight_is_finished_by_another_engine,
+    a_lock_in_flight_is_finished_by_another_engine,
 );

@@ -363,6 +363,37 @@ impl StackOperations {
     }
 }
 
+/// Continues the lock or unlock of `lock` an engine that went away began
+/// (see `orphans.rs`), as the lock's holder, at its level, with its reason
+/// and expiry. Every resource is asked again (lock handlers are
+/// idempotent); the audit record and the start event were written when it
+/// began, and are not written twice.
+pub(super) fn resume_lock_change(
+    shared: Arc<Shared>,
+    stack: Stack,
+    target: RunTarget,
+    lock: &MaintenanceLock,
+    stack_lease: lease::StackLease,
+) -> super::Run {
+    let request = LockRequest {
+        level: lock.level,
+        caller: crate::lock_expiry::holder(
+            &lock.locked_by_user,
+            &stack.project_id,
+            lock.locked_by_admin,
+        ),
+        reason: lock.reason.clone(),
+        expires_at: lock.expires_at,
+    };
+    Box::pin(run_maintenance_lock(
+        shared,
+        stack,
+        target,
+        request,
+        stack_lease,
+    ))
+}
+
 async fn run_maintenance_lock(
     shared: Arc<Shared>,
     mut stack: Stack,

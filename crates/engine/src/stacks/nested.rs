@@ -340,11 +340,20 @@ impl NestedStackHost for StackOperations {
         request: &LockRequest,
         change: LockChange,
     ) -> Result<(), ResourceFailure> {
-        let Some(stack) = self.nested_stack(stack_id).await? else {
-            return Err(ResourceFailure(format!(
-                "nested stack {stack_id} not found"
-            )));
-        };
+        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
+        let found = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
+        if found.status == ActionStatus::InProgress {
+            // A lock or unlock an engine that went away left on it (this
+            // change, when the parent's step is taken over) ends first.
+            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            if found.action == change.action() {
+                return self
+                    .nested_outcome(stack_id, change.action())
+                    .await
+                    .map(|_| ());
+            }
+        }
+        let stack = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
         let (_, run) = self
             .begin_maintenance_lock(
                 stack,

@@ -7,7 +7,9 @@
 //! restarted, resumes them at once.
 //!
 //! Resumed: create, delete, update (PUT and PATCH), the rollback of a
-//! failed create or update, suspend, resume and check. Not resumed (marked
+//! failed create or update, suspend, resume, check, and a maintenance lock
+//! or unlock (an expiry's unlock included: interrupted, the lock it lifts
+//! would otherwise stay past its expiry). Not resumed (marked
 //! failed, saying why): a snapshot restore and an adopt (what they put
 //! back was only in the engine's memory), and anything else.
 //!
@@ -27,8 +29,8 @@ use chrono::{DateTime, Utc};
 
 use super::actions::StackWideAction;
 use super::lease::{StackLease, expiry_after};
-use super::{StackOperations, actions, create, delete, stack_event, update};
-use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
+use super::{StackOperations, actions, create, delete, maintenance_lock, stack_event, update};
+use crate::domain::{ActionStatus, MaintenanceLock, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
 use crate::store::OrphanCandidate;
 
@@ -47,6 +49,8 @@ enum Resumption {
     /// The rollback of a failed create: its resources are deleted.
     CreateRollback,
     Action(StackWideAction),
+    /// A maintenance lock or unlock of this lock, as its holder.
+    LockChange(MaintenanceLock),
 }
 
 /// What became of one orphan.
@@ -184,6 +188,17 @@ impl StackOperations {
             StackAction::Suspend => Resumption::Action(StackWideAction::Suspend),
             StackAction::Resume => Resumption::Action(StackWideAction::Resume),
             StackAction::Check => Resumption::Action(StackWideAction::Check),
+            // The lock is recorded when a lock begins and dropped when an
+            // unlock completes: either way the run has it to continue.
+            StackAction::Lock | StackAction::Unlock => match &stack.maintenance_lock {
+                Some(lock) => Resumption::LockChange(lock.clone()),
+                None => {
+                    return Ok(Err(format!(
+                        "no maintenance lock is recorded for the {} to continue",
+                        stack.action.as_str()
+                    )));
+                }
+            },
             StackAction::Restore => {
                 return Ok(Err(
                     "a snapshot restore is not resumed: which snapshot it puts back is not recorded; restore the snapshot again".to_owned(),
@@ -206,6 +221,11 @@ impl StackOperations {
             .filter(|row| row.status == ActionStatus::InProgress)
         {
             let step = in_flight_step(&resumption, row);
+            if matches!(step, StackAction::Lock | StackAction::Unlock) {
+                // Lock handlers are idempotent: called again, they finish
+                // what the earlier call began.
+                continue;
+            }
             let verdict = match self.shared.registry.get(&row.type_name) {
                 Some(kind) => kind.take_over(step),
                 None => Err("its type is unknown to this engine".to_owned()),
@@ -316,6 +336,9 @@ impl StackOperations {
             )),
             Resumption::Action(action) => {
                 actions::resume_action(shared, stack, target, action, stack_lease)
+            }
+            Resumption::LockChange(lock) => {
+                maintenance_lock::resume_lock_change(shared, stack, target, &lock, stack_lease)
             }
         };
         Ok(Some(run))
