@@ -54,6 +54,41 @@ async fn calls_without_a_token_are_unauthenticated_with_a_clear_message() {
 }
 
 #[tokio::test]
+async fn refused_calls_are_counted_once_in_the_gateway_metrics() {
+    let ember = TestEmber::start().await;
+    let mut stacks = StackServiceClient::new(ember.gateway_channel().await);
+    stacks
+        .list_stacks(ListStacksRequest::default())
+        .await
+        .expect_err("no token");
+    stacks
+        .list_stacks(with_bearer(ListStacksRequest::default(), "not-a-token"))
+        .await
+        .expect_err("a forged token");
+    stacks
+        .list_stacks(with_bearer(
+            ListStacksRequest::default(),
+            ember.member_token(),
+        ))
+        .await
+        .expect("a valid token");
+    let text = ember
+        .http
+        .get(ember.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        text.contains("ember_gateway_unauthenticated_total 2"),
+        "{text}"
+    );
+    ember.stop().await;
+}
+
+#[tokio::test]
 async fn forged_and_expired_tokens_are_refused() {
     let ember = TestEmber::start().await;
     let identity = Identity::new("mallory", "demo", vec!["admin".to_owned()]);

@@ -33,8 +33,33 @@ pub fn is_grpc<B>(request: &Request<B>) -> bool {
         .is_some_and(|value| value.starts_with("application/grpc"))
 }
 
-pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response {
+pub async fn handle(state: GatewayState, request: Request<Body>) -> Response {
     state.metrics.grpc_requests.fetch_add(1, Ordering::Relaxed);
+    let response = route(state.clone(), request).await;
+    count_refusal(&state, &response);
+    response
+}
+
+/// Counts, in one place for every gRPC call, an answer that refused the
+/// caller's credentials: UNAUTHENTICATED, whoever said it (the token check
+/// here, the identity admin service's check of the internal credential).
+fn count_refusal(state: &GatewayState, response: &Response) {
+    let code = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<i32>().ok());
+    if code == Some(tonic::Code::Unauthenticated as i32) {
+        state
+            .metrics
+            .unauthenticated
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The call to whoever answers it: health and reflection here, the
+/// identity admin service here, every other service upstream.
+async fn route(state: GatewayState, mut request: Request<Body>) -> Response {
     let path = request.uri().path();
     if path.starts_with(HEALTH_PREFIX) || path.starts_with(REFLECTION_PREFIX) {
         return match state.local_grpc.clone().oneshot(request).await {
@@ -57,7 +82,7 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
     };
     let identity = match state.authenticator.authenticate(request.headers()).await {
         Ok(identity) => identity,
-        Err(error) => return refused(&state, &error),
+        Err(error) => return refused(&error),
     };
     let path = request.uri().path();
     if crate::roles::grpc_access(path) == crate::roles::Access::Write
@@ -110,11 +135,7 @@ pub async fn handle(state: GatewayState, mut request: Request<Body>) -> Response
 
 const IDENTITY_ADMIN_PREFIX: &str = "/ember.identity.v1.IdentityAdminService/";
 
-fn refused(state: &GatewayState, error: &crate::auth::AuthError) -> Response {
-    state
-        .metrics
-        .unauthenticated
-        .fetch_add(1, Ordering::Relaxed);
+fn refused(error: &crate::auth::AuthError) -> Response {
     status_response(tonic::Status::new(
         error.kind().grpc_code(),
         error.to_string(),
@@ -132,18 +153,12 @@ async fn identity_admin(state: GatewayState, mut request: Request<Body>) -> Resp
     };
     if request.headers().contains_key(INTERNAL_CREDENTIAL_HEADER) {
         if let Err(refusal) = internal_identity_admin(&state, request.headers()).await {
-            if refusal.code() == tonic::Code::Unauthenticated {
-                state
-                    .metrics
-                    .unauthenticated
-                    .fetch_add(1, Ordering::Relaxed);
-            }
             return status_response(refusal);
         }
     } else {
         let identity = match state.authenticator.authenticate(request.headers()).await {
             Ok(identity) => identity,
-            Err(error) => return refused(&state, &error),
+            Err(error) => return refused(&error),
         };
         if !identity.is_admin() {
             return status_response(tonic::Status::permission_denied(format!(

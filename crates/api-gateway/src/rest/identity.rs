@@ -408,10 +408,6 @@ async fn issue(
                 Ok(details) => details,
                 Err(error) => {
                     tracing::info!(%error, "token authentication refused");
-                    state
-                        .metrics
-                        .unauthenticated
-                        .fetch_add(1, Ordering::Relaxed);
                     return Err(unauthorized());
                 }
             };
@@ -434,10 +430,6 @@ async fn issue(
                 state.metrics.logins_locked.fetch_add(1, Ordering::Relaxed);
             }
             tracing::info!(reason = %failure, "authentication refused");
-            state
-                .metrics
-                .unauthenticated
-                .fetch_add(1, Ordering::Relaxed);
             return Err(unauthorized());
         }
     };
@@ -476,13 +468,7 @@ fn caller_and_subject(
                 state.authenticator.verify_details(token)
             }
         })
-        .map_err(|error| {
-            state
-                .metrics
-                .unauthenticated
-                .fetch_add(1, Ordering::Relaxed);
-            RestError::new(error.kind(), error.to_string())
-        })?;
+        .map_err(|error| RestError::new(error.kind(), error.to_string()))?;
     let subject = headers
         .get(SUBJECT_TOKEN_HEADER)
         .and_then(|value| value.to_str().ok())
@@ -549,13 +535,7 @@ fn own_token(state: &GatewayState, headers: &HeaderMap) -> Result<TokenDetails, 
     directory(state)?;
     crate::auth::token_of(headers)
         .and_then(|token| state.authenticator.verify_details(token))
-        .map_err(|error| {
-            state
-                .metrics
-                .unauthenticated
-                .fetch_add(1, Ordering::Relaxed);
-            RestError::new(error.kind(), error.to_string())
-        })
+        .map_err(|error| RestError::new(error.kind(), error.to_string()))
 }
 
 /// `GET /identity/v3/auth/catalog`: the caller's token's catalog.

@@ -63,7 +63,7 @@ pub fn router(state: GatewayState) -> Router {
         ))
         .layer(axum::middleware::map_response_with_state(
             state.clone(),
-            count_upstream_failures,
+            count_refusals_and_upstream_failures,
         ))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             http::StatusCode::GATEWAY_TIMEOUT,
@@ -119,11 +119,19 @@ async fn keep_subject_token(
     }
 }
 
-/// Counts answers whose call to an internal service failed on the way.
-async fn count_upstream_failures(
+/// Counts, in one place for every REST route, answers that refused the
+/// caller's credentials (401, whichever handler or extractor refused) and
+/// answers whose call to an internal service failed on the way.
+async fn count_refusals_and_upstream_failures(
     State(state): State<GatewayState>,
     response: Response,
 ) -> Response {
+    if response.status() == http::StatusCode::UNAUTHORIZED {
+        state
+            .metrics
+            .unauthenticated
+            .fetch_add(1, Ordering::Relaxed);
+    }
     if response
         .extensions()
         .get::<crate::error::UpstreamFailure>()
@@ -171,13 +179,7 @@ impl FromRequestParts<GatewayState> for Authenticated {
             .authenticate(&parts.headers)
             .await
             .map(Authenticated)
-            .map_err(|error| {
-                state
-                    .metrics
-                    .unauthenticated
-                    .fetch_add(1, Ordering::Relaxed);
-                RestError::new(error.kind(), error.to_string())
-            })
+            .map_err(|error| RestError::new(error.kind(), error.to_string()))
     }
 }
 
