@@ -49,6 +49,7 @@
 //! | `GET /profile-types`, `GET /profile-types/{type}`, `GET /profile-types/{type}/ops` | 200 |
 //! | `GET /policy-types`, `GET /policy-types/{type}` | 200 |
 
+mod cluster_actions;
 mod clusters;
 mod info;
 mod lifecycle;
@@ -117,7 +118,10 @@ pub fn routes() -> Router<GatewayState> {
             get(updates::show_cluster_policy),
         )
         .route("/clusters/{id}/attrs/{*path}", get(updates::collect))
-        .route("/clusters/{id}/actions", post(clusters::cluster_action))
+        .route(
+            "/clusters/{id}/actions",
+            post(cluster_actions::cluster_action),
+        )
         .route("/clusters/{id}/ops", post(ops::cluster_operation))
         .route("/clusters/{id}/policies", get(clusters::cluster_policies))
         .route("/clusters/{id}/lifecycle-actions", get(lifecycle::pending))

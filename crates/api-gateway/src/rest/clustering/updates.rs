@@ -64,7 +64,10 @@ fn spec_body(body: &[u8], key: &str) -> Result<String, RestError> {
 }
 
 /// Senlin's JSON-schema refusal of keys its request schema lacks.
-fn refuse_unknown(object: &Map<String, Value>, allowed: &[&str]) -> Result<(), RestError> {
+pub(super) fn refuse_unknown(
+    object: &Map<String, Value>,
+    allowed: &[&str],
+) -> Result<(), RestError> {
     let unknown: Vec<String> = object
         .keys()
         .filter(|key| !allowed.contains(&key.as_str()))
@@ -267,68 +270,6 @@ pub async fn collect(
         })
         .collect();
     Ok(Json(json!({ "cluster_attributes": attributes })))
-}
-
-/// The `policy_update` cluster action: `{"policy_id", "enabled"?}`.
-pub async fn policy_update(
-    state: &GatewayState,
-    identity: &ember_runtime::Identity,
-    cluster: String,
-    parameters: &Map<String, Value>,
-) -> Result<pb::ClusterActionResponse, RestError> {
-    refuse_unknown(parameters, &["policy_id", "enabled"])?;
-    let policy = string(parameters, "policy_id")?
-        .ok_or_else(|| bad_request("'policy_id' is a required property"))?;
-    let request = pb::UpdateClusterPolicyRequest {
-        cluster,
-        policy,
-        enabled: boolean(parameters, "enabled")?,
-    };
-    Ok(ClusterServiceClient::new(state.upstreams.engine.clone())
-        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-        .update_cluster_policy(state.internal_request(identity, request))
-        .await?
-        .into_inner())
-}
-
-/// The `replace_nodes` cluster action: `{"nodes": {old: new, …}}`.
-pub async fn replace_nodes(
-    state: &GatewayState,
-    identity: &ember_runtime::Identity,
-    cluster: String,
-    parameters: &Map<String, Value>,
-) -> Result<pb::ClusterActionResponse, RestError> {
-    refuse_unknown(parameters, &["nodes"])?;
-    let nodes = match parameters.get("nodes") {
-        Some(Value::Object(nodes)) => nodes,
-        Some(_) => return Err(bad_request("The data provided is not a map")),
-        None => return Err(bad_request("'nodes' is a required property")),
-    };
-    let mut pairs = std::collections::HashMap::new();
-    let mut replacements = std::collections::HashSet::new();
-    for (old, new) in nodes {
-        let new = match new {
-            Value::String(new) if !new.is_empty() => new.clone(),
-            _ => return Err(bad_request("Field `nodes[old_node]' cannot be None")),
-        };
-        if !replacements.insert(new.clone()) {
-            return Err(bad_request("Map contains duplicated values"));
-        }
-        pairs.insert(old.clone(), new);
-    }
-    // Senlin's schema refuses an empty map as it refuses a list.
-    if pairs.is_empty() {
-        return Err(bad_request("The data provided is not a map"));
-    }
-    let request = pb::ReplaceNodesRequest {
-        cluster,
-        nodes: pairs,
-    };
-    Ok(ClusterServiceClient::new(state.upstreams.engine.clone())
-        .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
-        .replace_nodes(state.internal_request(identity, request))
-        .await?
-        .into_inner())
 }
 
 /// `PATCH /actions/{id}` (1.12 on) `{"action": {"status": "CANCELLED"}}`:
