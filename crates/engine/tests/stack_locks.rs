@@ -520,10 +520,8 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
     let events = store
         .list_events(&ember_engine::store::EventListQuery {
             stack_ids: vec![stack.id],
-            resource_name: None,
             limit: 1000,
-            marker: None,
-            descending: false,
+            ..ember_engine::store::EventListQuery::default()
         })
         .await
         .expect("events");

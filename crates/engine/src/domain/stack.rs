@@ -264,11 +264,43 @@ impl StackListQuery {
     }
 }
 
+/// Heat's filters of a resource list, and of an event list by the
+/// resource each event is about. The values of one filter are
+/// alternatives, every filter given applies (`name=a&name=b&status=FAILED`
+/// is "a or b, and failed"); an empty filter takes everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResourceFilter {
+    /// Logical names.
+    pub names: Vec<String>,
+    pub types: Vec<String>,
+    /// Actions alone: `CREATE`.
+    pub actions: Vec<String>,
+    /// A status alone (`FAILED`: of any action) or with its action
+    /// (`CREATE_FAILED`), as Heat takes both.
+    pub statuses: Vec<String>,
+    pub physical_ids: Vec<String>,
+}
+
+impl ResourceFilter {
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+            && self.types.is_empty()
+            && self.actions.is_empty()
+            && self.statuses.is_empty()
+            && self.physical_ids.is_empty()
+    }
+}
+
 /// Which events to list.
 #[derive(Debug, Clone, Default)]
 pub struct EventListQuery {
     pub stack_ids: Vec<Uuid>,
     pub resource_name: Option<String>,
+    /// Heat's filters (`resource_name`, `resource_type`,
+    /// `resource_action`, `resource_status`), applied with the page: a
+    /// page holds `limit` matching events, and the marker pages on among
+    /// them.
+    pub filter: ResourceFilter,
     /// 0 = the default page size.
     pub limit: u32,
     /// Id of the last event of the previous page.

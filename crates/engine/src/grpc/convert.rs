@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackAction};
+use crate::stacks::ResourceView;
 
 pub fn json_to_proto(value: &Value) -> prost_types::Value {
     protobuf_json::json_to_value(value.clone())
@@ -168,6 +169,17 @@ pub fn resource_to_proto(
         created_at: Some(to_timestamp(resource.created_at)),
         updated_at: Some(to_timestamp(resource.updated_at)),
         parent_resource: String::new(),
+        nested_stack_name: String::new(),
+    }
+}
+
+/// A listed or shown resource, with the nested stack's name it carries
+/// and, below its parent, the parent's resource that owns its stack.
+pub fn resource_view_to_proto(view: ResourceView, detailed: bool) -> pb::Resource {
+    pb::Resource {
+        nested_stack_name: view.nested_stack_name,
+        parent_resource: view.parent_resource.unwrap_or_default(),
+        ..resource_to_proto(&view.resource, &view.stack_name, view.required_by, detailed)
     }
 }
 

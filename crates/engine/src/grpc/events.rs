@@ -8,6 +8,7 @@ use tonic::Request;
 
 use super::convert::event_to_proto;
 use super::{Reply, answer};
+use crate::domain::stack::ResourceFilter;
 use crate::domain::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 use crate::error::Error;
 use crate::stacks::StackOperations;
@@ -35,13 +36,21 @@ impl pb::event_service_server::EventService for EventHandler {
                 let marker = parse_optional_uuid("marker", &request.marker)?;
                 let resource_name =
                     (!request.resource_name.is_empty()).then_some(request.resource_name);
+                let filter = ResourceFilter {
+                    names: request.resource_names,
+                    types: request.resource_types,
+                    actions: request.resource_actions,
+                    statuses: request.resource_statuses,
+                    physical_ids: Vec::new(),
+                };
                 let (events, stack_names) = self
                     .operations
-                    .events(
+                    .filtered_events(
                         &stack,
                         resource_name,
                         request.nested_depth.min(10),
                         (request.limit, marker, request.descending),
+                        filter,
                     )
                     .await?;
                 let page_size = match request.limit {

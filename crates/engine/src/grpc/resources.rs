@@ -6,8 +6,9 @@ use std::sync::Arc;
 use ember_proto::engine::v1 as pb;
 use tonic::Request;
 
-use super::convert::resource_to_proto;
+use super::convert::{resource_to_proto, resource_view_to_proto};
 use super::{Reply, answer};
+use crate::domain::stack::ResourceFilter;
 use crate::stacks::StackOperations;
 use ember_runtime::protobuf_json::value_to_json;
 
@@ -34,27 +35,22 @@ impl pb::resource_service_server::ResourceService for ResourceHandler {
             request,
             |caller, request| async move {
                 let stack = self.operations.find_stack(&caller, &request.stack).await?;
-                let views = self
-                    .operations
-                    .resources(&stack, request.nested_depth.min(MAX_NESTED_DEPTH))
-                    .await?;
-                Ok((views, request))
+                let filter = ResourceFilter {
+                    names: request.names,
+                    types: request.types,
+                    actions: request.actions,
+                    statuses: request.statuses,
+                    physical_ids: request.physical_resource_ids,
+                };
+                self.operations
+                    .filtered_resources(&stack, request.nested_depth.min(MAX_NESTED_DEPTH), &filter)
+                    .await
             },
-            |(views, request)| {
-                let resources = views
+            |views| pb::ListResourcesResponse {
+                resources: views
                     .into_iter()
-                    .filter(|view| {
-                        request.types.is_empty() || request.types.contains(&view.resource.type_name)
-                    })
-                    .filter(|view| {
-                        request.statuses.is_empty()
-                            || request.statuses.contains(&view.resource.resource_status())
-                    })
-                    .map(|view| {
-                        resource_to_proto(&view.resource, &view.stack_name, view.required_by, false)
-                    })
-                    .collect();
-                pb::ListResourcesResponse { resources }
+                    .map(|view| resource_view_to_proto(view, false))
+                    .collect(),
             },
         )
         .await
@@ -72,8 +68,7 @@ impl pb::resource_service_server::ResourceService for ResourceHandler {
                 Ok((view, request.attributes))
             },
             |(view, wanted_attributes)| {
-                let mut resource =
-                    resource_to_proto(&view.resource, &view.stack_name, view.required_by, true);
+                let mut resource = resource_view_to_proto(view, true);
                 if !wanted_attributes.is_empty()
                     && let Some(attributes) = resource.attributes.as_mut()
                 {

@@ -16,7 +16,7 @@ use crate::domain::template::{PSEUDO_PARAMETERS, resolve};
 use crate::domain::{Event, Resource, Stack, StackDefinition};
 use crate::error::{Error, Result};
 use crate::resources::ResourceTypeSchema;
-use crate::store::{EventListQuery, StackListQuery};
+use crate::store::{EventListQuery, ResourceFilter, StackListQuery};
 
 /// The description of an output whose template gives none (Heat's).
 pub const NO_DESCRIPTION: &str = "No description given";
@@ -43,6 +43,12 @@ pub struct ResourceView {
     pub resource: Resource,
     pub stack_name: String,
     pub required_by: Vec<String>,
+    /// For a nested stack resource, its nested stack's name, read with the
+    /// stack's other children (empty when there is none).
+    pub nested_stack_name: String,
+    /// For a resource of a nested stack listed below its parent, the
+    /// parent's resource that owns the nested stack.
+    pub parent_resource: Option<String>,
 }
 
 impl StackOperations {
@@ -150,8 +156,24 @@ impl StackOperations {
     }
 
     /// Resources of the stack (and of nested stacks down to
-    /// `nested_depth`), with the names of the resources that require each.
+    /// `nested_depth`): [`Self::filtered_resources`] unfiltered.
     pub async fn resources(&self, stack: &Stack, nested_depth: u32) -> Result<Vec<ResourceView>> {
+        self.filtered_resources(stack, nested_depth, &ResourceFilter::default())
+            .await
+    }
+
+    /// Resources of the stack (and of nested stacks down to
+    /// `nested_depth`), with the names of the resources that require each
+    /// and of the nested stacks they own. A stack's children are read once
+    /// for all its resources, and only when one of them makes a nested
+    /// stack or the list goes deeper. `filter` (Heat's) is applied by the
+    /// store; nested stacks are reached whether their owners pass it or not.
+    pub async fn filtered_resources(
+        &self,
+        stack: &Stack,
+        nested_depth: u32,
+        filter: &ResourceFilter,
+    ) -> Result<Vec<ResourceView>> {
         let mut views = Vec::new();
         let mut level = vec![stack.clone()];
         for depth in 0..=nested_depth {
@@ -162,47 +184,50 @@ impl StackOperations {
                     .await
                     .ok()
                     .map(|parsed| parsed.graph.clone());
-                let mut resources = self.store().list_resources(current.id).await?;
-                // A nested stack's id is its resource's physical id once
-                // the resource is made; while it is being made (or if its
-                // create failed) it is found by its parent, as Heat shows
-                // it from the start.
-                let mut children = None;
-                if resources.iter().any(|resource| {
-                    resource.physical_id.is_none()
+                let mut resources = self
+                    .store()
+                    .list_filtered_resources(current.id, filter)
+                    .await?;
+                let owns_nested_stacks = resources
+                    .iter()
+                    .any(|resource| crate::resources::makes_nested_stack(&resource.type_name));
+                let children = if owns_nested_stacks || depth < nested_depth {
+                    self.store().list_child_stacks(current.id).await?
+                } else {
+                    Vec::new()
+                };
+                for resource in &mut resources {
+                    // A nested stack's id is its resource's physical id once
+                    // the resource is made; while it is being made (or if its
+                    // create failed) it is found by its parent, as Heat shows
+                    // it from the start.
+                    if resource.physical_id.is_none()
                         && crate::resources::makes_nested_stack(&resource.type_name)
-                }) {
-                    let found = self.store().list_child_stacks(current.id).await?;
-                    for resource in &mut resources {
-                        if resource.physical_id.is_none()
-                            && crate::resources::makes_nested_stack(&resource.type_name)
-                        {
-                            resource.physical_id = found
-                                .iter()
-                                .find(|child| {
-                                    child.parent_resource.as_deref() == Some(&resource.name)
-                                })
-                                .map(|child| child.id.to_string());
-                        }
+                    {
+                        resource.physical_id = children
+                            .iter()
+                            .find(|child| child.parent_resource.as_deref() == Some(&resource.name))
+                            .map(|child| child.id.to_string());
                     }
-                    children = Some(found);
                 }
                 for resource in resources {
                     let required_by = graph
                         .as_ref()
                         .map(|graph| graph.dependents_of(&resource.name).into_iter().collect())
                         .unwrap_or_default();
+                    let nested_stack_name = nested_stack_name(&resource, &children);
                     views.push(ResourceView {
                         resource,
                         stack_name: current.name.clone(),
                         required_by,
+                        nested_stack_name,
+                        parent_resource: (depth > 0)
+                            .then(|| current.parent_resource.clone())
+                            .flatten(),
                     });
                 }
                 if depth < nested_depth {
-                    match children {
-                        Some(children) => next.extend(children),
-                        None => next.extend(self.store().list_child_stacks(current.id).await?),
-                    }
+                    next.extend(children);
                 }
             }
             level = next;
@@ -211,8 +236,12 @@ impl StackOperations {
     }
 
     pub async fn resource(&self, stack: &Stack, name: &str) -> Result<ResourceView> {
+        let by_name = ResourceFilter {
+            names: vec![name.to_owned()],
+            ..ResourceFilter::default()
+        };
         let mut view = self
-            .resources(stack, 0)
+            .filtered_resources(stack, 0, &by_name)
             .await?
             .into_iter()
             .find(|view| view.resource.name == name)
@@ -297,13 +326,34 @@ impl StackOperations {
         Ok(view)
     }
 
-    /// Events of the stack (and nested stacks down to `nested_depth`).
+    /// Events of the stack (and nested stacks down to `nested_depth`):
+    /// [`Self::filtered_events`] unfiltered.
     pub async fn events(
         &self,
         stack: &Stack,
         resource_name: Option<String>,
         nested_depth: u32,
         page: (u32, Option<Uuid>, bool),
+    ) -> Result<(Vec<Event>, BTreeMap<Uuid, String>)> {
+        self.filtered_events(
+            stack,
+            resource_name,
+            nested_depth,
+            page,
+            ResourceFilter::default(),
+        )
+        .await
+    }
+
+    /// Events of the stack (and nested stacks down to `nested_depth`) that
+    /// `filter` (Heat's) takes, one page of them.
+    pub async fn filtered_events(
+        &self,
+        stack: &Stack,
+        resource_name: Option<String>,
+        nested_depth: u32,
+        page: (u32, Option<Uuid>, bool),
+        filter: ResourceFilter,
     ) -> Result<(Vec<Event>, BTreeMap<Uuid, String>)> {
         let mut stack_names = BTreeMap::from([(stack.id, stack.name.clone())]);
         let mut level = vec![stack.id];
@@ -321,6 +371,7 @@ impl StackOperations {
         let query = EventListQuery {
             stack_ids: stack_names.keys().copied().collect(),
             resource_name,
+            filter,
             limit,
             marker,
             descending,
@@ -350,4 +401,18 @@ impl StackOperations {
             .map(|resource_type| resource_type.schema())
             .ok_or_else(|| Error::NotFound(format!("resource type {type_name:?} not found")))
     }
+}
+
+/// The name of the nested stack `resource` owns, among its stack's
+/// `children`; empty for any other resource.
+fn nested_stack_name(resource: &Resource, children: &[Stack]) -> String {
+    if !crate::resources::makes_nested_stack(&resource.type_name) {
+        return String::new();
+    }
+    resource
+        .physical_id
+        .as_deref()
+        .and_then(|id| children.iter().find(|child| child.id.to_string() == id))
+        .map(|child| child.name.clone())
+        .unwrap_or_default()
 }

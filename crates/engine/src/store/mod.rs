@@ -10,6 +10,7 @@ pub mod instances;
 pub mod migrations;
 pub mod quotas;
 pub mod receivers;
+mod resource_filters;
 pub mod retention;
 mod rows;
 pub mod signals;
@@ -340,7 +341,7 @@ pub struct OrphanCandidate {
 
 pub use crate::domain::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
 
-pub use crate::domain::stack::{EventListQuery, StackListQuery};
+pub use crate::domain::stack::{EventListQuery, ResourceFilter, StackListQuery};
 
 #[async_trait]
 pub trait StackStore: Send + Sync + 'static {
@@ -437,6 +438,14 @@ pub trait StackStore: Send + Sync + 'static {
         false
     }
     async fn list_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>>;
+    /// The stack's resources that `filter` takes, in [`Self::list_resources`]'s
+    /// order. A nested stack resource not made yet (no physical id) is
+    /// taken by its nested stack's id, as it is shown.
+    async fn list_filtered_resources(
+        &self,
+        stack_id: Uuid,
+        filter: &ResourceFilter,
+    ) -> Result<Vec<Resource>>;
     /// Stores a snapshot of a stack (deleting the stack deletes them).
     async fn insert_snapshot(&self, snapshot: &crate::domain::StackSnapshot) -> Result<()>;
     /// A stack's snapshots, oldest first.

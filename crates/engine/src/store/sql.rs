@@ -18,8 +18,8 @@ use super::entity::{events, resources, stack_leases, stack_update_origins, stack
 use super::rows;
 use super::{
     BatchOutcome, EventListQuery, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest, LeaseTake,
-    NewStack, OrphanCandidate, StackListQuery, StackStore, StartWrites, StopRequest, WriteBatch,
-    lease_lost,
+    NewStack, OrphanCandidate, ResourceFilter, StackListQuery, StackStore, StartWrites,
+    StopRequest, WriteBatch, lease_lost,
 };
 use crate::domain::{
     ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
@@ -467,9 +467,32 @@ impl StackStore for SqlStackStore {
             .collect()
     }
 
+    async fn list_filtered_resources(
+        &self,
+        stack_id: Uuid,
+        filter: &ResourceFilter,
+    ) -> Result<Vec<Resource>> {
+        let select = resources::Entity::find()
+            .select_only()
+            .columns(RESOURCE_COLUMNS)
+            .filter(resources::Column::StackId.eq(stack_id))
+            .filter(super::resource_filters::resources_condition(
+                stack_id, filter,
+            ))
+            .order_by_asc(resources::Column::CreatedAt)
+            .order_by_asc(resources::Column::Name);
+        self.reader
+            .rows(self.statement(&select), resource_model)
+            .await?
+            .into_iter()
+            .map(resource_from_row)
+            .collect()
+    }
+
     async fn list_events(&self, query: &EventListQuery) -> Result<Vec<Event>> {
-        let mut select =
-            events::Entity::find().filter(events::Column::StackId.is_in(query.stack_ids.clone()));
+        let mut select = events::Entity::find()
+            .filter(events::Column::StackId.is_in(query.stack_ids.clone()))
+            .filter(super::resource_filters::events_condition(&query.filter));
         if let Some(name) = &query.resource_name {
             select = select.filter(events::Column::ResourceName.eq(name.as_str()));
         }

@@ -1,8 +1,9 @@
 //! Stack and resource events, oldest first (or newest with
 //! `sort_dir=desc`), paged by `limit` and `marker` (the last event id seen).
-//! Heat returns every event when no limit is given, so the gateway pages
-//! through the engine until the end; Heat's filters the engine does not take
-//! (status, action, name, type) apply here, paging on until the page is full.
+//! Heat's filters (resource status, action, name, type) go to the engine,
+//! whose query applies them with the page: a limit the engine's page holds
+//! is one call. Heat returns every event when no limit is given, so then
+//! (or for a larger limit) the gateway asks for the following pages too.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -60,45 +61,9 @@ pub async fn list_resource_events(
     .await
 }
 
-/// Heat's event filters that the engine does not apply.
-#[derive(Debug, Default)]
-struct EventFilter {
-    statuses: Vec<String>,
-    actions: Vec<String>,
-    names: Vec<String>,
-    types: Vec<String>,
-}
-
-impl EventFilter {
-    fn from_query(query: &QueryParams) -> EventFilter {
-        EventFilter {
-            statuses: query.all("resource_status"),
-            actions: query.all("resource_action"),
-            names: query.all("resource_name"),
-            types: query.all("resource_type"),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.statuses.is_empty()
-            && self.actions.is_empty()
-            && self.names.is_empty()
-            && self.types.is_empty()
-    }
-
-    fn matches(&self, event: &pb::Event) -> bool {
-        let (action, status) = event
-            .resource_status
-            .split_once('_')
-            .unwrap_or((event.resource_status.as_str(), ""));
-        let any = |wanted: &[String], value: &str| {
-            wanted.is_empty() || wanted.iter().any(|wanted| wanted == value)
-        };
-        (any(&self.statuses, status) || any(&self.statuses, &event.resource_status))
-            && any(&self.actions, action)
-            && any(&self.names, &event.resource_name)
-            && any(&self.types, &event.resource_type)
-    }
+/// The engine's page for `wanted` more events.
+fn engine_page(wanted: usize) -> u32 {
+    u32::try_from(wanted).map_or(ENGINE_PAGE, |wanted| wanted.min(ENGINE_PAGE))
 }
 
 fn descending(query: &QueryParams) -> Result<bool, RestError> {
@@ -124,19 +89,19 @@ async fn list_events(
     let descending = descending(query)?;
     let nested_depth = query.whole_number("nested_depth")?.unwrap_or(0);
     let marker = query.first("marker").unwrap_or_default().to_owned();
-    let filter = EventFilter::from_query(query);
     let stack = identified_stack(state, &caller.identity, path).await?;
     let wanted = limit.map_or(MOST_EVENTS_UNLIMITED, |limit| limit as usize);
     let mut request = pb::ListEventsRequest {
         stack: stack.id,
         resource_name: resource_name.clone().unwrap_or_default(),
         nested_depth,
-        limit: match limit {
-            Some(limit) if filter.is_empty() => limit.min(ENGINE_PAGE),
-            _ => ENGINE_PAGE,
-        },
+        limit: engine_page(wanted),
         marker: marker.clone(),
         descending,
+        resource_names: query.all("resource_name"),
+        resource_types: query.all("resource_type"),
+        resource_actions: query.all("resource_action"),
+        resource_statuses: query.all("resource_status"),
     };
     let mut events = Vec::new();
     loop {
@@ -144,15 +109,12 @@ async fn list_events(
             .list_events(state.internal_request(&caller.identity, request.clone()))
             .await?
             .into_inner();
-        events.extend(
-            page.events
-                .into_iter()
-                .filter(|event| filter.matches(event)),
-        );
+        events.extend(page.events);
         if events.len() >= wanted || page.next_marker.is_empty() {
             break;
         }
         request.marker = page.next_marker;
+        request.limit = engine_page(wanted - events.len());
     }
     events.truncate(wanted);
     if let Some(resource_name) = resource_name.filter(|_| events.is_empty() && marker.is_empty()) {
@@ -213,25 +175,5 @@ mod tests {
         assert!(!descending(&query("asc")).expect("asc"));
         let refused = descending(&query("sideways")).expect_err("refused");
         assert!(format!("{refused:?}").contains("sort_dir"));
-    }
-
-    #[test]
-    fn filters_match_heats_split_status_and_action() {
-        let event = pb::Event {
-            resource_name: "a".into(),
-            resource_type: "OS::Heat::None".into(),
-            resource_status: "CREATE_IN_PROGRESS".into(),
-            ..pb::Event::default()
-        };
-        let filter = |key: &str, value: &str| {
-            EventFilter::from_query(&QueryParams(vec![(key.into(), value.into())]))
-        };
-        assert!(filter("resource_status", "IN_PROGRESS").matches(&event));
-        assert!(filter("resource_status", "CREATE_IN_PROGRESS").matches(&event));
-        assert!(!filter("resource_status", "COMPLETE").matches(&event));
-        assert!(filter("resource_action", "CREATE").matches(&event));
-        assert!(filter("resource_type", "OS::Heat::None").matches(&event));
-        assert!(!filter("resource_name", "b").matches(&event));
-        assert!(EventFilter::default().is_empty());
     }
 }

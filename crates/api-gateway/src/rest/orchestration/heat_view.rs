@@ -317,7 +317,7 @@ fn preview_resources(
                     Some(&resource.resource_name),
                 ));
             }
-            let mut shown = resource_view(urls, resource, None, true);
+            let mut shown = resource_view(urls, resource, true);
             if let Value::Object(fields) = &mut shown {
                 fields.remove("links");
                 fields.insert("resource_action".into(), json!("INIT"));
@@ -409,12 +409,7 @@ pub fn output_detail(output: &pb::Output) -> Value {
 
 /// A resource as Heat lists it (`detail` adds attributes and description).
 /// `nested_stack_name` makes the `nested` link canonical when known.
-pub fn resource_view(
-    urls: &HeatUrls,
-    resource: &pb::Resource,
-    nested_stack_name: Option<&str>,
-    detail: bool,
-) -> Value {
+pub fn resource_view(urls: &HeatUrls, resource: &pb::Resource, detail: bool) -> Value {
     let mut links = vec![
         link(
             urls.resource(
@@ -430,9 +425,12 @@ pub fn resource_view(
         ),
     ];
     if !resource.nested_stack_id.is_empty() {
-        let href = match nested_stack_name {
-            Some(name) => urls.stack(name, &resource.nested_stack_id),
-            None => urls.stack_lookup(&resource.nested_stack_id),
+        // The engine names the nested stack when it knows it; else the
+        // link is the id-only (redirecting) form.
+        let href = if resource.nested_stack_name.is_empty() {
+            urls.stack_lookup(&resource.nested_stack_id)
+        } else {
+            urls.stack(&resource.nested_stack_name, &resource.nested_stack_id)
         };
         links.push(link(href, "nested"));
     }
@@ -653,7 +651,14 @@ mod tests {
             required_by: vec!["other".into()],
             ..pb::Resource::default()
         };
-        let view = resource_view(&urls, &resource, Some("web-inner-x"), false);
+        let view = resource_view(
+            &urls,
+            &pb::Resource {
+                nested_stack_name: "web-inner-x".into(),
+                ..resource.clone()
+            },
+            false,
+        );
         assert_eq!(view["logical_resource_id"], "inner");
         assert_eq!(view["updated_time"], "2026-01-01T00:00:00Z");
         assert_eq!(view["required_by"], json!(["other"]));
@@ -663,7 +668,7 @@ mod tests {
         );
         assert!(view.get("attributes").is_none());
         assert!(view.get("parent_resource").is_none());
-        let detail = resource_view(&urls, &resource, None, true);
+        let detail = resource_view(&urls, &resource, true);
         assert_eq!(detail["attributes"], json!({}));
         assert_eq!(
             detail["links"][2]["href"],

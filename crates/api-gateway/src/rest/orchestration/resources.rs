@@ -1,11 +1,7 @@
-//! A stack's resources: the list (with Heat's filters), one resource with
-//! its attributes, and its metadata. The engine filters by type; Heat's
-//! other filters (name, action, status, physical id) apply here, on the
-//! whole list the engine returns. Also marking a resource unhealthy (PATCH)
-//! and signalling it (POST …/signal), both 200 with an empty body as Heat
-//! answers.
-
-use std::collections::HashMap;
+//! A stack's resources: the list (with Heat's filters, which the engine
+//! applies in its query), one resource with its attributes, and its
+//! metadata. Also marking a resource unhealthy (PATCH) and signalling it
+//! (POST …/signal), both 200 with an empty body as Heat answers.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -19,7 +15,7 @@ use serde_json::{Value, json};
 use super::heat_request::{self, QueryParams, invalid};
 use super::heat_view;
 use super::protobuf_json::{json_to_value, struct_to_json};
-use super::{HeatCaller, StackPath, get_stack, identified_stack, resource_service};
+use super::{HeatCaller, StackPath, identified_stack, resource_service};
 use crate::GatewayState;
 use crate::error::RestError;
 
@@ -35,43 +31,6 @@ const RESOURCE_LIST_QUERY: &[&str] = &[
     "with_detail",
 ];
 
-/// Heat's resource list filters the engine does not apply itself.
-#[derive(Debug, Default)]
-struct ResourceFilter {
-    names: Vec<String>,
-    actions: Vec<String>,
-    statuses: Vec<String>,
-    physical_ids: Vec<String>,
-}
-
-impl ResourceFilter {
-    fn from_query(query: &QueryParams) -> ResourceFilter {
-        let mut physical_ids = query.all("physical_resource_id");
-        // Ember resources have no id of their own apart from the physical one.
-        physical_ids.extend(query.all("id"));
-        ResourceFilter {
-            names: query.all("name"),
-            actions: query.all("action"),
-            statuses: query.all("status"),
-            physical_ids,
-        }
-    }
-
-    fn matches(&self, resource: &pb::Resource) -> bool {
-        let (action, status) = resource
-            .resource_status
-            .split_once('_')
-            .unwrap_or((resource.resource_status.as_str(), ""));
-        let any = |wanted: &[String], value: &str| {
-            wanted.is_empty() || wanted.iter().any(|wanted| wanted == value)
-        };
-        any(&self.names, &resource.resource_name)
-            && any(&self.actions, action)
-            && (any(&self.statuses, status) || any(&self.statuses, &resource.resource_status))
-            && any(&self.physical_ids, &resource.physical_resource_id)
-    }
-}
-
 /// `GET …/resources?nested_depth=N&type=T&status=S…`.
 pub async fn list_resources(
     State(state): State<GatewayState>,
@@ -83,88 +42,29 @@ pub async fn list_resources(
     let nested_depth = query.whole_number("nested_depth")?.unwrap_or(0);
     // Accepted for Heat clients; list entries carry no attributes either way.
     query.boolean("with_detail")?;
-    let filter = ResourceFilter::from_query(&query);
+    let mut physical_resource_ids = query.all("physical_resource_id");
+    // Ember resources have no id of their own apart from the physical one.
+    physical_resource_ids.extend(query.all("id"));
     let stack = identified_stack(&state, &caller.identity, &path).await?;
     let request = pb::ListResourcesRequest {
         stack: stack.id,
         nested_depth,
         types: query.all("type"),
-        statuses: Vec::new(),
+        statuses: query.all("status"),
+        names: query.all("name"),
+        actions: query.all("action"),
+        physical_resource_ids,
     };
-    let mut listed = resource_service(&state)
+    let listed = resource_service(&state)
         .list_resources(state.internal_request(&caller.identity, request))
         .await?
         .into_inner()
         .resources;
-    fill_parent_resources(&mut listed);
-    let nested_names = nested_stack_names(&state, &caller.identity, &listed).await;
     let resources: Vec<Value> = listed
         .iter()
-        .filter(|resource| filter.matches(resource))
-        .map(|resource| {
-            let nested_name = nested_names.get(&resource.nested_stack_id);
-            heat_view::resource_view(
-                &caller.urls,
-                resource,
-                nested_name.map(String::as_str),
-                false,
-            )
-        })
+        .map(|resource| heat_view::resource_view(&caller.urls, resource, false))
         .collect();
     Ok(Json(json!({ "resources": resources })))
-}
-
-/// A nested stack's resources name the resource that owns their stack
-/// (`parent_resource`); when the engine leaves it empty, the owner is in
-/// the same list whenever the list reaches that deep.
-fn fill_parent_resources(resources: &mut [pb::Resource]) {
-    let owners: HashMap<String, String> = resources
-        .iter()
-        .filter(|resource| !resource.nested_stack_id.is_empty())
-        .map(|resource| {
-            (
-                resource.nested_stack_id.clone(),
-                resource.resource_name.clone(),
-            )
-        })
-        .collect();
-    for resource in resources.iter_mut() {
-        if resource.parent_resource.is_empty()
-            && let Some(owner) = owners.get(&resource.stack_id)
-        {
-            resource.parent_resource.clone_from(owner);
-        }
-    }
-}
-
-/// Names of the nested stacks some resources own, for canonical `nested`
-/// links: from the list itself when it goes deep enough, else looked up.
-/// A lookup that fails leaves that link in its id-only (redirecting) form.
-async fn nested_stack_names(
-    state: &GatewayState,
-    identity: &Identity,
-    resources: &[pb::Resource],
-) -> HashMap<String, String> {
-    let mut names: HashMap<String, String> = resources
-        .iter()
-        .map(|resource| (resource.stack_id.clone(), resource.stack_name.clone()))
-        .collect();
-    let mut missing: Vec<String> = resources
-        .iter()
-        .map(|resource| resource.nested_stack_id.clone())
-        .filter(|id| !id.is_empty() && !names.contains_key(id))
-        .collect();
-    missing.sort();
-    missing.dedup();
-    let lookups = missing.into_iter().map(|id| get_stack(state, identity, id));
-    for stack in futures::future::join_all(lookups)
-        .await
-        .into_iter()
-        .flatten()
-    {
-        names.insert(stack.id, stack.name);
-    }
-    names
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,11 +104,8 @@ pub async fn show_resource(
     query: QueryParams,
 ) -> Result<Json<Value>, RestError> {
     let resource = get_resource(&state, &caller, path, query.all("with_attr")).await?;
-    let nested_names =
-        nested_stack_names(&state, &caller.identity, std::slice::from_ref(&resource)).await;
-    let nested_name = nested_names.get(&resource.nested_stack_id);
     Ok(Json(json!({
-        "resource": heat_view::resource_view(&caller.urls, &resource, nested_name.map(String::as_str), true),
+        "resource": heat_view::resource_view(&caller.urls, &resource, true),
     })))
 }
 
@@ -387,15 +284,6 @@ const SIGNAL_TOKEN_PREFIX: &str = "ember-signal-";
 mod tests {
     use super::*;
 
-    fn resource(name: &str, status: &str) -> pb::Resource {
-        pb::Resource {
-            resource_name: name.to_owned(),
-            resource_status: status.to_owned(),
-            physical_resource_id: format!("{name}-id"),
-            ..pb::Resource::default()
-        }
-    }
-
     #[test]
     fn signal_bodies_are_any_json_or_nothing() {
         assert_eq!(signal_details(b"").expect("empty"), Value::Null);
@@ -407,49 +295,5 @@ mod tests {
         assert_eq!(signal_details(b"[1, 2]").expect("list"), json!([1, 2]));
         let error = signal_details(b"{nope").expect_err("not JSON");
         assert!(format!("{error:?}").contains("must be JSON"), "{error:?}");
-    }
-
-    #[test]
-    fn nested_resources_name_the_resource_that_owns_their_stack() {
-        let mut resources = vec![
-            pb::Resource {
-                resource_name: "kid".into(),
-                stack_id: "root".into(),
-                nested_stack_id: "child".into(),
-                ..pb::Resource::default()
-            },
-            pb::Resource {
-                resource_name: "inner".into(),
-                stack_id: "child".into(),
-                ..pb::Resource::default()
-            },
-        ];
-        fill_parent_resources(&mut resources);
-        assert_eq!(resources[0].parent_resource, "");
-        assert_eq!(resources[1].parent_resource, "kid");
-    }
-
-    #[test]
-    fn heats_filters_match_status_action_name_and_physical_id() {
-        let filter = |pairs: &[(&str, &str)]| {
-            ResourceFilter::from_query(&QueryParams(
-                pairs
-                    .iter()
-                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-                    .collect(),
-            ))
-        };
-        let failed = resource("a", "CREATE_FAILED");
-        let busy = resource("b", "UPDATE_IN_PROGRESS");
-        assert!(filter(&[]).matches(&failed));
-        assert!(filter(&[("status", "FAILED")]).matches(&failed));
-        assert!(filter(&[("status", "CREATE_FAILED")]).matches(&failed));
-        assert!(!filter(&[("status", "FAILED")]).matches(&busy));
-        assert!(filter(&[("status", "IN_PROGRESS")]).matches(&busy));
-        assert!(filter(&[("action", "UPDATE")]).matches(&busy));
-        assert!(!filter(&[("action", "UPDATE")]).matches(&failed));
-        assert!(filter(&[("name", "a"), ("name", "b")]).matches(&busy));
-        assert!(filter(&[("physical_resource_id", "a-id")]).matches(&failed));
-        assert!(!filter(&[("id", "a-id")]).matches(&busy));
     }
 }

@@ -200,7 +200,7 @@ pub async fn preview_update(
     let view = |resources: &[pb::Resource]| -> Vec<Value> {
         resources
             .iter()
-            .map(|resource| heat_view::resource_view(&caller.urls, resource, None, false))
+            .map(|resource| heat_view::resource_view(&caller.urls, resource, false))
             .collect()
     };
     Ok(Json(json!({
