@@ -30,11 +30,20 @@ use crate::store::clusters::{ClusterChange, NodeStatusChange};
 /// How long a physical create or delete may take before the node is ERROR.
 pub const PHYSICAL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// What is left of [`PHYSICAL_TIMEOUT`] for work begun at `started`.
+pub(super) fn remaining(started: Instant) -> Duration {
+    PHYSICAL_TIMEOUT.saturating_sub(started.elapsed())
+}
+
+/// Why `what` was given up on.
+pub(super) fn too_long(what: &str) -> String {
+    format!("{what} did not finish within {PHYSICAL_TIMEOUT:?}")
+}
+
+/// Between two reads of a stack a node's create or delete waits for.
 pub(super) async fn pause(started: Instant, what: &str) -> Result<()> {
     if started.elapsed() > PHYSICAL_TIMEOUT {
-        return Err(Error::Conflict(format!(
-            "{what} did not finish within {PHYSICAL_TIMEOUT:?}"
-        )));
+        return Err(Error::Conflict(too_long(what)));
     }
     let waited = started.elapsed().as_millis();
     let step = if waited < 20 {
@@ -121,35 +130,29 @@ impl ClusterService {
                         Err(error) => return Err(Stop::Failed(error)),
                     }
                 }
-                loop {
-                    let outcome = match self.instances.get(caller, uuid).await {
+                let waited = self
+                    .instances
+                    .wait(caller, uuid, remaining(started), |read| match read {
                         Ok(instance) => match instance.status {
-                            InstanceStatus::Active => Some(Built::Ready),
-                            InstanceStatus::Error => Some(Built::Failed(format!(
+                            InstanceStatus::Active => Some(Ok(Built::Ready)),
+                            InstanceStatus::Error => Some(Ok(Built::Failed(format!(
                                 "instance {uuid} failed: {}",
                                 instance.status_reason
-                            ))),
+                            )))),
                             InstanceStatus::Deleting | InstanceStatus::Deleted => {
-                                Some(Built::Failed(format!(
+                                Some(Ok(Built::Failed(format!(
                                     "instance {uuid} was deleted while building"
-                                )))
+                                ))))
                             }
                             _ => None,
                         },
-                        Err(Error::NotFound(_)) => Some(Built::Failed(format!(
+                        Err(Error::NotFound(_)) => Some(Ok(Built::Failed(format!(
                             "instance {uuid} was deleted while building"
-                        ))),
-                        Err(error) => return Err(Stop::Failed(error)),
-                    };
-                    match outcome {
-                        Some(built) => return Ok(built),
-                        None => {
-                            if let Err(error) = pause(started, "instance build").await {
-                                return Ok(Built::Failed(error.to_string()));
-                            }
-                        }
-                    }
-                }
+                        )))),
+                        Err(error) => Some(Err(Stop::Failed(error))),
+                    })
+                    .await;
+                waited.unwrap_or_else(|| Ok(Built::Failed(too_long("instance build"))))
             }
             ProfileKind::Stack {
                 template,
@@ -287,19 +290,20 @@ impl ClusterService {
                     },
                     Err(error) => return Err(error),
                 }
-                loop {
-                    match self.instances.get(caller, uuid).await {
-                        Err(Error::NotFound(_)) => return Ok(()),
+                self.instances
+                    .wait(caller, uuid, remaining(started), |read| match read {
+                        Err(Error::NotFound(_)) => Some(Ok(())),
                         Ok(instance) if instance.status == InstanceStatus::Error => {
-                            return Err(Error::Conflict(format!(
+                            Some(Err(Error::Conflict(format!(
                                 "instance {uuid} failed to delete: {}",
                                 instance.status_reason
-                            )));
+                            ))))
                         }
-                        Ok(_) => pause(started, "instance delete").await?,
-                        Err(error) => return Err(error),
-                    }
-                }
+                        Ok(_) => None,
+                        Err(error) => Some(Err(error)),
+                    })
+                    .await
+                    .unwrap_or_else(|| Err(Error::Conflict(too_long("instance delete"))))
             }
             ProfileKind::Stack { .. } => {
                 // Found by its name when the run that created it went away

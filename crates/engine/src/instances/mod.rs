@@ -13,6 +13,7 @@
 //! time has come, with a `lock_expired` event.
 
 pub mod tasks;
+pub mod wait;
 pub mod watch;
 
 use std::sync::Arc;

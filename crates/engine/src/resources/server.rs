@@ -25,7 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_runtime::Identity;
@@ -50,35 +50,6 @@ const LOCKED_BY_STACK: &str = "locked_by_stack";
 
 /// How long create and delete wait for the compute driver.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// How long a wait for an instance first goes without reading it when
-/// nothing in this engine says it changed; each later pause doubles, up to
-/// [`WAIT_FALLBACK`]. This engine's own tasks and its watcher wake the
-/// wait at once: the pauses only matter for a task another engine runs.
-const WAIT_FIRST_PAUSE: Duration = Duration::from_millis(250);
-
-/// The longest a wait for an instance goes without reading it, when
-/// nothing in this engine says it changed.
-const WAIT_FALLBACK: Duration = Duration::from_secs(5);
-
-/// Returns once `receiver` carries news of `uuid` (read by `uuid_of`), or
-/// once it fell behind (the news may have been missed: read again); never
-/// when the sender is gone (the caller's pause ends the wait).
-async fn heard_of<T: Clone>(
-    receiver: &mut tokio::sync::broadcast::Receiver<T>,
-    uuid: Uuid,
-    uuid_of: impl Fn(&T) -> Uuid,
-) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match receiver.recv().await {
-            Ok(news) if uuid_of(&news) == uuid => return,
-            Ok(_) => {}
-            Err(RecvError::Lagged(_)) => return,
-            Err(RecvError::Closed) => std::future::pending::<()>().await,
-        }
-    }
-}
 
 /// What the instance's uuid is derived for (see
 /// [`ResourceRequest::derived_id`]).
@@ -484,48 +455,33 @@ fn attributes_of(instance: &Instance) -> Map<String, Value> {
 }
 
 impl ServerResource {
-    /// Polls the instance until `done` says so, failing on ERROR.
+    /// Waits until `done` says so of the instance (see
+    /// [`InstanceService::wait`]), failing on ERROR; `None` when it is gone.
     async fn wait_for(
         &self,
         caller: &Identity,
         uuid: Uuid,
         done: impl Fn(&Instance) -> bool,
     ) -> Result<Option<Instance>, ResourceFailure> {
-        let deadline = Instant::now() + SETTLE_TIMEOUT;
-        let mut pause = WAIT_FIRST_PAUSE;
-        // Subscribed before the first read: a task that ends after it is
-        // heard of; one that ended before, read.
-        let mut settled = self.instances.subscribe_settled();
-        let mut observed = self.instances.subscribe_observations();
-        loop {
-            match self.instances.get(caller, uuid).await {
-                Ok(instance) if done(&instance) => return Ok(Some(instance)),
+        self.instances
+            .wait(caller, uuid, SETTLE_TIMEOUT, |read| match read {
+                Ok(instance) if done(&instance) => Some(Ok(Some(instance))),
                 Ok(instance) if instance.status == InstanceStatus::Error => {
-                    return Err(ResourceFailure(format!(
+                    Some(Err(ResourceFailure(format!(
                         "instance {} went into ERROR: {}",
                         instance.uuid, instance.status_reason
-                    )));
+                    ))))
                 }
-                Ok(_) => {}
-                Err(Error::NotFound(_)) => return Ok(None),
-                Err(error) => return Err(failure(error)),
-            }
-            if Instant::now() > deadline {
-                return Err(ResourceFailure(format!(
+                Ok(_) => None,
+                Err(Error::NotFound(_)) => Some(Ok(None)),
+                Err(error) => Some(Err(failure(error))),
+            })
+            .await
+            .unwrap_or_else(|| {
+                Err(ResourceFailure(format!(
                     "instance {uuid} did not settle within {SETTLE_TIMEOUT:?}"
-                )));
-            }
-            // Read again when this engine records the instance's task
-            // ending or its watcher sees its machine change; else after a
-            // pause, for a task another engine runs (one that took the
-            // stack over after a crash).
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = heard_of(&mut settled, uuid, |settled| *settled) => {}
-                () = heard_of(&mut observed, uuid, |observation| observation.next.uuid) => {}
-            }
-            pause = (pause * 2).min(WAIT_FALLBACK);
-        }
+                )))
+            })
     }
 
     /// Makes the row's instance — or finds the one an earlier attempt

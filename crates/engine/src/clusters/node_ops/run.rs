@@ -4,13 +4,12 @@
 //! its profile, CREATING with its new resource id) and a taken-over run
 //! first finishes a node left CREATING.
 
-use std::time::Instant;
-
 use ember_runtime::Identity;
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::clusters::ClusterService;
+use crate::clusters::physical::{PHYSICAL_TIMEOUT, too_long};
 use crate::clusters::run::{Ran, Run, RunResult, Stop};
 use crate::domain::cluster::operations::{self, NodeOperation};
 use crate::domain::cluster::{
@@ -408,20 +407,20 @@ impl ClusterService {
                 return Ok(());
             }
         };
-        let started = Instant::now();
-        loop {
-            let instance = self.instances.get(caller, uuid).await?;
-            if instance.status == expected {
-                return Ok(());
-            }
-            if instance.status == InstanceStatus::Error {
-                return Err(Error::Conflict(format!(
-                    "instance {uuid} is ERROR: {}",
-                    instance.status_reason
-                )));
-            }
-            crate::clusters::physical::pause(started, "instance operation").await?;
-        }
+        self.instances
+            .wait(caller, uuid, PHYSICAL_TIMEOUT, |read| match read {
+                Ok(instance) if instance.status == expected => Some(Ok(())),
+                Ok(instance) if instance.status == InstanceStatus::Error => {
+                    Some(Err(Error::Conflict(format!(
+                        "instance {uuid} is ERROR: {}",
+                        instance.status_reason
+                    ))))
+                }
+                Ok(_) => None,
+                Err(error) => Some(Err(error)),
+            })
+            .await
+            .unwrap_or_else(|| Err(Error::Conflict(too_long("instance operation"))))
     }
 }
 
