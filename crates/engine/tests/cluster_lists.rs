@@ -224,60 +224,139 @@ async fn actions_and_events_are_filtered_before_paging(database: &TestDatabase) 
     assert!(elsewhere.is_empty(), "{elsewhere:?}");
 }
 
+/// Records an ACTIVE cluster of `profile` named `name` in project-a.
+async fn new_cluster(store: &SqlClusterStore, profile: &Profile, name: &str) -> Uuid {
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let now = ember_runtime::time::now();
+    let cluster = Cluster {
+        id: Uuid::now_v7(),
+        name: name.into(),
+        profile_id: profile.id,
+        min_size: 0,
+        max_size: -1,
+        desired_capacity: 0,
+        status: ClusterStatus::Active,
+        status_reason: String::new(),
+        metadata: Map::new(),
+        next_index: 1,
+        timeout: None,
+        config: ember_engine::domain::cluster::ClusterConfig::default(),
+        project_id: "project-a".into(),
+        user_id: "alice".into(),
+        created_at: now,
+        updated_at: now,
+        maintenance_lock: None,
+    };
+    let action = ClusterAction::new(
+        ActionKind::ClusterCreate,
+        cluster.id,
+        Some(cluster.id),
+        ActionStatus::Succeeded,
+        Map::new(),
+        &caller,
+        now,
+    );
+    let event = ClusterEvent::new(
+        "CLUSTER",
+        cluster.id,
+        name,
+        Some(cluster.id),
+        "CLUSTER_CREATE",
+        "ACTIVE",
+        String::new(),
+        "project-a",
+        "alice",
+    );
+    store
+        .create_cluster(&cluster, &action, &event)
+        .await
+        .expect("created");
+    cluster.id
+}
+
+/// Records node `id` joining `cluster_id` (the store numbers it next).
+async fn join(store: &SqlClusterStore, profile: &Profile, cluster_id: Uuid, id: Uuid) {
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let now = ember_runtime::time::now();
+    let node = Node {
+        id,
+        name: format!("node-{id}"),
+        cluster_id: Some(cluster_id),
+        profile_id: profile.id,
+        index: 0,
+        role: String::new(),
+        status: NodeStatus::Active,
+        status_reason: String::new(),
+        physical_id: None,
+        tainted: false,
+        protected: false,
+        metadata: Map::new(),
+        project_id: "project-a".into(),
+        user_id: "alice".into(),
+        created_at: now,
+        updated_at: now,
+    };
+    let action = ClusterAction::new(
+        ActionKind::NodeCreate,
+        node.id,
+        Some(cluster_id),
+        ActionStatus::Succeeded,
+        Map::new(),
+        &caller,
+        now,
+    );
+    let event = ClusterEvent::new(
+        "NODE",
+        node.id,
+        &node.name,
+        Some(cluster_id),
+        "NODE_CREATE",
+        "ACTIVE",
+        String::new(),
+        "project-a",
+        "alice",
+    );
+    store
+        .create_node(&node, &action, &event)
+        .await
+        .expect("created");
+}
+
+/// A second connection that runs statements as any store path would.
+struct RawSql(sea_orm::DatabaseConnection);
+
+impl RawSql {
+    async fn open(database: &TestDatabase) -> RawSql {
+        RawSql(
+            connect_and_migrate::<Migrator>(&database.url)
+                .await
+                .expect("second connection"),
+        )
+    }
+
+    /// Runs `statement`, written with `$1`, `$2` (rewritten for SQLite).
+    async fn run(&self, statement: &str, values: Vec<sea_orm::Value>) {
+        let backend = self.0.get_database_backend();
+        let statement = match backend {
+            DbBackend::Postgres => statement.to_owned(),
+            _ => statement.replace("$1", "?").replace("$2", "?"),
+        };
+        self.0
+            .execute_raw(Statement::from_sql_and_values(backend, statement, values))
+            .await
+            .expect("statement");
+    }
+}
+
 /// A cluster list reads every member id of its page in one query: each
 /// cluster's members in index order (not id order), and a cluster with
 /// none has no entry.
 async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
     let store = store(database).await;
     let profile = profile(&store, "project-a", "web", "ember.instance").await;
-    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
-    let now = ember_runtime::time::now();
     let mut clusters = Vec::new();
     for name in ["three", "one", "none"] {
-        let cluster = Cluster {
-            id: Uuid::now_v7(),
-            name: name.into(),
-            profile_id: profile.id,
-            min_size: 0,
-            max_size: -1,
-            desired_capacity: 0,
-            status: ClusterStatus::Active,
-            status_reason: String::new(),
-            metadata: Map::new(),
-            next_index: 1,
-            timeout: None,
-            config: ember_engine::domain::cluster::ClusterConfig::default(),
-            project_id: "project-a".into(),
-            user_id: "alice".into(),
-            created_at: now,
-            updated_at: now,
-            maintenance_lock: None,
-        };
-        let action = ClusterAction::new(
-            ActionKind::ClusterCreate,
-            cluster.id,
-            Some(cluster.id),
-            ActionStatus::Succeeded,
-            Map::new(),
-            &caller,
-            now,
-        );
-        let event = ClusterEvent::new(
-            "CLUSTER",
-            cluster.id,
-            name,
-            Some(cluster.id),
-            "CLUSTER_CREATE",
-            "ACTIVE",
-            String::new(),
-            "project-a",
-            "alice",
-        );
-        store
-            .create_cluster(&cluster, &action, &event)
-            .await
-            .expect("created");
-        clusters.push(cluster.id);
+        clusters.push(new_cluster(&store, &profile, name).await);
     }
     // The store numbers a cluster's nodes as they join; ids made ahead and
     // inserted out of id order tell index order from id order.
@@ -289,48 +368,7 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
         (clusters[1], ids[0]),
         (clusters[0], ids[2]),
     ] {
-        let node = Node {
-            id,
-            name: format!("node-{id}"),
-            cluster_id: Some(cluster_id),
-            profile_id: profile.id,
-            index: 0,
-            role: String::new(),
-            status: NodeStatus::Active,
-            status_reason: String::new(),
-            physical_id: None,
-            tainted: false,
-            protected: false,
-            metadata: Map::new(),
-            project_id: "project-a".into(),
-            user_id: "alice".into(),
-            created_at: now,
-            updated_at: now,
-        };
-        let action = ClusterAction::new(
-            ActionKind::NodeCreate,
-            node.id,
-            Some(cluster_id),
-            ActionStatus::Succeeded,
-            Map::new(),
-            &caller,
-            now,
-        );
-        let event = ClusterEvent::new(
-            "NODE",
-            node.id,
-            &node.name,
-            Some(cluster_id),
-            "NODE_CREATE",
-            "ACTIVE",
-            String::new(),
-            "project-a",
-            "alice",
-        );
-        store
-            .create_node(&node, &action, &event)
-            .await
-            .expect("created");
+        join(&store, &profile, cluster_id, id).await;
         joined.push((cluster_id, id));
     }
     let expected = |cluster_id: Uuid| -> Vec<Uuid> {
@@ -350,62 +388,40 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
 
     // Every way a membership changes, made in SQL as any store path would
     // make it: the lists follow (on SQLite they are kept by triggers).
-    let sql = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("second connection");
-    let run = |statement: String, values: Vec<Uuid>| {
-        let sql = &sql;
-        async move {
-            sql.execute_raw(Statement::from_sql_and_values(
-                sql.get_database_backend(),
-                statement,
-                values.into_iter().map(Into::into),
-            ))
-            .await
-            .expect("statement");
-        }
-    };
-    let (placeholder, second) = match sql.get_database_backend() {
-        DbBackend::Postgres => ("$1", "$2"),
-        _ => ("?", "?"),
-    };
+    let sql = RawSql::open(database).await;
     // The first member (index 0, lowest id) moves after every other one.
-    run(
-        format!("UPDATE cluster_nodes SET node_index = 7 WHERE id = {placeholder}"),
-        vec![ids[1]],
+    sql.run(
+        "UPDATE cluster_nodes SET node_index = 7 WHERE id = $1",
+        vec![ids[1].into()],
     )
     .await;
     // A member leaves its cluster (an orphan: no cluster, index -1).
-    run(
-        format!(
-            "UPDATE cluster_nodes SET cluster_id = NULL, node_index = -1 WHERE id = {placeholder}"
-        ),
-        vec![ids[2]],
+    sql.run(
+        "UPDATE cluster_nodes SET cluster_id = NULL, node_index = -1 WHERE id = $1",
+        vec![ids[2].into()],
     )
     .await;
     let members = store.member_ids_of(&clusters).await.expect("read");
     assert_eq!(members[&clusters[0]], [ids[3], ids[1]]);
     // The orphan joins the other cluster, after its member.
-    run(
-        format!(
-            "UPDATE cluster_nodes SET cluster_id = {placeholder}, node_index = 3 WHERE id = {second}"
-        ),
-        vec![clusters[1], ids[2]],
+    sql.run(
+        "UPDATE cluster_nodes SET cluster_id = $1, node_index = 3 WHERE id = $2",
+        vec![clusters[1].into(), ids[2].into()],
     )
     .await;
     // A member is deleted.
-    run(
-        format!("DELETE FROM cluster_nodes WHERE id = {placeholder}"),
-        vec![ids[3]],
+    sql.run(
+        "DELETE FROM cluster_nodes WHERE id = $1",
+        vec![ids[3].into()],
     )
     .await;
     let members = store.member_ids_of(&clusters).await.expect("read");
     assert_eq!(members[&clusters[0]], [ids[1]]);
     assert_eq!(members[&clusters[1]], [ids[0], ids[2]]);
     // The last member goes: the cluster has none.
-    run(
-        format!("DELETE FROM cluster_nodes WHERE id = {placeholder}"),
-        vec![ids[1]],
+    sql.run(
+        "DELETE FROM cluster_nodes WHERE id = $1",
+        vec![ids[1].into()],
     )
     .await;
     let members = store.member_ids_of(&clusters).await.expect("read");
@@ -413,9 +429,90 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
     assert_eq!(members.len(), 1);
 }
 
+/// The member ids of `cluster`, read alone and with the cluster list
+/// (which must agree).
+async fn members_of(store: &SqlClusterStore, cluster: Uuid) -> Vec<Uuid> {
+    let alone = store.member_ids_of(&[cluster]).await.expect("read")[&cluster].clone();
+    let query = ObjectQuery {
+        project_id: project("project-a"),
+        limit: 10,
+        ..ObjectQuery::default()
+    };
+    let (_, with_list) = store
+        .list_clusters_with_members(&query)
+        .await
+        .expect("listed")
+        .into_iter()
+        .find(|(listed, _)| listed.id == cluster)
+        .expect("the cluster is listed");
+    assert_eq!(alone, with_list, "both reads agree");
+    alone
+}
+
+/// A cluster of 250 members (on SQLite, kept in chunks of 100 by index):
+/// its member ids in index order, whether read alone or with the cluster
+/// list, after a member leaves the middle of a chunk, another moves to a
+/// new chunk at the end, and a third takes the freed index in the middle
+/// of its chunk (that chunk built again).
+async fn member_ids_of_a_large_cluster_stay_in_index_order(database: &TestDatabase) {
+    let store = store(database).await;
+    let profile = profile(&store, "project-a", "web", "ember.instance").await;
+    let cluster = new_cluster(&store, &profile, "large").await;
+    let ids: Vec<Uuid> = (0..250).map(|_| Uuid::now_v7()).collect();
+    for id in &ids {
+        join(&store, &profile, cluster, *id).await;
+    }
+    assert_eq!(members_of(&store, cluster).await, ids);
+
+    // Indexes are 1-based: ids[k] has k + 1.
+    let sql = RawSql::open(database).await;
+    sql.run(
+        "DELETE FROM cluster_nodes WHERE id = $1",
+        vec![ids[150].into()],
+    )
+    .await;
+    sql.run(
+        "UPDATE cluster_nodes SET node_index = 1000 WHERE id = $1",
+        vec![ids[10].into()],
+    )
+    .await;
+    sql.run(
+        "UPDATE cluster_nodes SET node_index = 151 WHERE id = $1",
+        vec![ids[240].into()],
+    )
+    .await;
+    let mut expected: Vec<Uuid> = ids
+        .iter()
+        .copied()
+        .filter(|id| ![ids[10], ids[150], ids[240]].contains(id))
+        .collect();
+    let at = expected
+        .iter()
+        .position(|id| *id == ids[151])
+        .expect("there");
+    expected.insert(at, ids[240]);
+    expected.push(ids[10]);
+    assert_eq!(members_of(&store, cluster).await, expected);
+
+    // Every member goes: none listed.
+    sql.run(
+        "DELETE FROM cluster_nodes WHERE cluster_id = $1",
+        vec![cluster.into()],
+    )
+    .await;
+    assert!(
+        store
+            .member_ids_of(&[cluster])
+            .await
+            .expect("read")
+            .is_empty()
+    );
+}
+
 ember_runtime::store_suite!(
     filters_apply_before_the_page_is_cut,
     sorted_pages_follow_one_another_through_ties,
     actions_and_events_are_filtered_before_paging,
     member_ids_come_per_cluster_in_index_order,
+    member_ids_of_a_large_cluster_stay_in_index_order,
 );

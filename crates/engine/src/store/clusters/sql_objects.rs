@@ -124,9 +124,12 @@ where
     .await
 }
 
-/// A cluster row with the member ids SQLite keeps in it
-/// (`clusters.member_ids`, a column the entity leaves out: PostgreSQL has
-/// none).
+/// On SQLite, a cluster row's member ids, joined from the chunks its
+/// triggers keep (see [`sql_updates::member_ids_of`]).
+const MEMBERS_OF_ROW: &str = "COALESCE((SELECT group_concat(ids, '' ORDER BY chunk) \
+     FROM cluster_member_chunks WHERE cluster_member_chunks.cluster_id = clusters.id), '')";
+
+/// A cluster row with its member ids (SQLite's, [`MEMBERS_OF_ROW`]).
 struct ClusterWithMembers {
     cluster: cluster::Model,
     member_ids: String,
@@ -352,7 +355,7 @@ impl ClusterStore for SqlClusterStore {
         // One query: the page's rows carry their member ids.
         list_select::<cluster::Entity>(&self.reader, query, narrow, sql_lists::cluster_column)
             .await?
-            .column_as(Expr::cust("member_ids"), "member_ids")
+            .column_as(Expr::cust(MEMBERS_OF_ROW), "member_ids")
             .into_model::<ClusterWithMembers>()
             .all(&self.reader)
             .await?

@@ -158,9 +158,9 @@ pub async fn member_ids_of(
     }
     // One row per cluster, not one per member (each row crossing from
     // SQLite's worker thread costs more than the query). SQLite keeps each
-    // cluster's list in its row (`clusters.member_ids`, by triggers: see
-    // migration m20261201_100001), hex ids each followed by a comma;
-    // PostgreSQL joins them per read.
+    // cluster's list in chunks of up to 100 (`cluster_member_chunks`, by
+    // triggers: see migration m20261210_100001), hex ids each followed by
+    // a comma, joined here; PostgreSQL joins the ids per read.
     let backend = connection.get_database_backend();
     let placeholders: Vec<String> = (1..=cluster_ids.len())
         .map(|position| match backend {
@@ -175,8 +175,8 @@ pub async fn member_ids_of(
             placeholders.join(", ")
         ),
         _ => format!(
-            "SELECT id AS cluster_id, member_ids AS members FROM clusters \
-             WHERE id IN ({}) AND member_ids <> ''",
+            "SELECT cluster_id, group_concat(ids, '' ORDER BY chunk) AS members \
+             FROM cluster_member_chunks WHERE cluster_id IN ({}) GROUP BY cluster_id",
             placeholders.join(", ")
         ),
     };
@@ -197,8 +197,8 @@ pub async fn member_ids_of(
 }
 
 /// The member ids of `joined`: ids (hex or hyphenated) each followed or
-/// separated by a comma, as `clusters.member_ids` keeps them on SQLite and
-/// `string_agg` joins them on PostgreSQL.
+/// separated by a comma, as `cluster_member_chunks` keeps them on SQLite
+/// and `string_agg` joins them on PostgreSQL.
 pub fn parse_member_ids(cluster_id: Uuid, joined: &str) -> Result<Vec<Uuid>> {
     joined
         .split(',')

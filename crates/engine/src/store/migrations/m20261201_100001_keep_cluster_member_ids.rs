@@ -57,7 +57,8 @@ const TRIGGERS: [&str; 3] = [
     "cluster_member_ids_after_update",
 ];
 
-fn statements() -> Vec<String> {
+/// Also what the next migration's `down` restores.
+pub(super) fn statements() -> Vec<String> {
     vec![
         "ALTER TABLE clusters ADD COLUMN member_ids TEXT NOT NULL DEFAULT ''".to_owned(),
         format!(

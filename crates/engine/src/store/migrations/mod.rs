@@ -34,6 +34,7 @@ mod m20261207_100002_add_instance_lock_expiry;
 mod m20261207_100003_add_stack_lock_expiry;
 mod m20261208_100001_create_audit_records;
 mod m20261209_100001_add_node_protection;
+mod m20261210_100001_chunk_cluster_member_ids;
 
 pub struct Migrator;
 
@@ -73,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_100003_add_stack_lock_expiry::Migration),
             Box::new(m20261208_100001_create_audit_records::Migration),
             Box::new(m20261209_100001_add_node_protection::Migration),
+            Box::new(m20261210_100001_chunk_cluster_member_ids::Migration),
         ]
     }
 }
