@@ -30,6 +30,7 @@ mod memory;
 mod openstack;
 mod quotas;
 mod replicas;
+mod scale;
 pub(crate) mod stacks;
 mod unhealthy;
 
@@ -134,6 +135,15 @@ pub enum BenchCommand {
         /// Measured webhook triggers
         #[arg(long, default_value_t = 200)]
         triggers: usize,
+    },
+    /// One cluster at growing sizes: create, scale out and in by a tenth (µs per node), cluster show and the node list paged by 100, and a hooked scale-in completed by many callers
+    ClusterScale {
+        /// Cluster sizes, each on a fresh deployment (comma-separated)
+        #[arg(long, value_delimiter = ',', default_values_t = [100, 1_000, 10_000])]
+        sizes: Vec<usize>,
+        /// Concurrent callers completing the hooked scale-in (at the largest size)
+        #[arg(long, default_value_t = 50)]
+        completers: usize,
     },
     /// Many clients at once for a fixed time (70% reads, 20% stack create/delete, 10% cluster scaling), then the invariant check of everything they touched
     Load {
@@ -344,6 +354,13 @@ pub async fn run(command: BenchCommand) -> Result<(), String> {
                 nodes_per_cluster: nodes.max(1),
                 calls: calls.max(10),
                 triggers: triggers.max(1),
+            })
+            .await
+        }
+        BenchCommand::ClusterScale { sizes, completers } => {
+            scale::run(scale::ClusterScaleBench {
+                sizes: sizes.into_iter().map(|size| size.max(10)).collect(),
+                completers: completers.max(1),
             })
             .await
         }

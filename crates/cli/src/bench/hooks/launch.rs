@@ -55,33 +55,9 @@ pub(super) async fn launching(
     }
 
     let tokens: Vec<String> = pending.into_iter().map(|action| action.token).collect();
-    let per_caller = tokens.len().div_ceil(callers.max(1));
     let completing = Instant::now();
-    let mut tasks = tokio::task::JoinSet::new();
-    for chunk in tokens.chunks(per_caller.max(1)) {
-        let (gateway, cluster_id, chunk) = (gateway.clone(), cluster_id.clone(), chunk.to_vec());
-        tasks.spawn(async move {
-            let mut answers = Vec::with_capacity(chunk.len());
-            for token in chunk {
-                let sent = Instant::now();
-                gateway
-                    .clusters()
-                    .complete_lifecycle(gateway.request(pb::LifecycleTokenRequest {
-                        cluster: cluster_id.clone(),
-                        lifecycle_action_token: token.clone(),
-                        lifecycle_action_result: "CONTINUE".to_owned(),
-                    }))
-                    .await
-                    .map_err(|status| format!("CompleteLifecycle {token}: {}", status.message()))?;
-                answers.push(sent.elapsed());
-            }
-            Ok::<_, String>(answers)
-        });
-    }
-    let mut answers = Vec::with_capacity(tokens.len());
-    while let Some(joined) = tasks.join_next().await {
-        answers.extend(joined.map_err(|error| error.to_string())??);
-    }
+    let mut answers =
+        complete_concurrently(&gateway, &cluster_id, &tokens, callers, "CONTINUE").await?;
     let last_answer_at = ember_runtime::time::now();
     let all_answered = completing.elapsed();
     let last_answer = Instant::now();

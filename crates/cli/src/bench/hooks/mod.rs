@@ -54,13 +54,13 @@ use launch::launching;
 use removal::delivery_and_completion;
 
 /// Between two polls of a state the bench waits for.
-const POLL: Duration = Duration::from_millis(1);
+pub(super) const POLL: Duration = Duration::from_millis(1);
 /// The longest wait for any one state.
-const PATIENCE: Duration = Duration::from_secs(120);
+pub(super) const PATIENCE: Duration = Duration::from_secs(120);
 /// The hook's timeout in the delivery and completion cases: long enough
 /// that no deadline fires while they run.
 const HOOK_TIMEOUT_SECS: u32 = 3600;
-const QUEUE: &str = "bench-drain";
+pub(super) const QUEUE: &str = "bench-drain";
 /// Pending actions per RecordPendingActions call (the engine sends one
 /// call per removal).
 const RECORD_BATCH: usize = 1000;
@@ -106,7 +106,7 @@ pub async fn run(
     result.and(stopped)
 }
 
-async fn start(data_dir: &std::path::Path) -> Result<RunningEmber, String> {
+pub(super) async fn start(data_dir: &std::path::Path) -> Result<RunningEmber, String> {
     let (mut config, secrets) = crate::dev::ephemeral_config(data_dir);
     config.engine.compute.build_ms = 0;
     config.engine.compute.delete_ms = 0;
@@ -115,13 +115,13 @@ async fn start(data_dir: &std::path::Path) -> Result<RunningEmber, String> {
 
 /// The gateway's gRPC services, called as the dev project's member.
 #[derive(Clone)]
-struct Gateway {
+pub(super) struct Gateway {
     channel: Channel,
     bearer: MetadataValue<Ascii>,
 }
 
 impl Gateway {
-    async fn connect(running: &RunningEmber) -> Result<Gateway, String> {
+    pub(super) async fn connect(running: &RunningEmber) -> Result<Gateway, String> {
         let credentials = DevCredentials::mint(
             running.gateway_addr,
             &running.secrets,
@@ -136,7 +136,7 @@ impl Gateway {
         })
     }
 
-    fn request<T>(&self, message: T) -> tonic::Request<T> {
+    pub(super) fn request<T>(&self, message: T) -> tonic::Request<T> {
         let mut request = tonic::Request::new(message);
         request
             .metadata_mut()
@@ -144,17 +144,17 @@ impl Gateway {
         request
     }
 
-    fn clusters(&self) -> ClusterServiceClient<Channel> {
+    pub(super) fn clusters(&self) -> ClusterServiceClient<Channel> {
         ClusterServiceClient::new(self.channel.clone())
             .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
     }
 
-    fn hooks(&self) -> LifecycleHookServiceClient<Channel> {
+    pub(super) fn hooks(&self) -> LifecycleHookServiceClient<Channel> {
         LifecycleHookServiceClient::new(self.channel.clone())
             .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
     }
 
-    async fn action(&self, id: &str) -> Result<pb::Action, String> {
+    pub(super) async fn action(&self, id: &str) -> Result<pb::Action, String> {
         ActionServiceClient::new(self.channel.clone())
             .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
             .get_action(self.request(pb::GetObjectRequest { id: id.to_owned() }))
@@ -165,7 +165,7 @@ impl Gateway {
 
     /// Polls an action every `poll` until it is final; an error unless it
     /// SUCCEEDED.
-    async fn succeeded(&self, id: &str, poll: Duration) -> Result<pb::Action, String> {
+    pub(super) async fn succeeded(&self, id: &str, poll: Duration) -> Result<pb::Action, String> {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let action = self.action(id).await?;
@@ -186,7 +186,7 @@ impl Gateway {
     }
 
     /// The cluster's actions in `status` (at most 1000).
-    async fn clusters_actions(
+    pub(super) async fn clusters_actions(
         &self,
         cluster_id: &str,
         status: &str,
@@ -207,7 +207,7 @@ impl Gateway {
     }
 
     /// Every pending action (of `cluster_id`, or all), page by page.
-    async fn pending(
+    pub(super) async fn pending(
         &self,
         cluster_id: &str,
         include_resolved: bool,
@@ -237,7 +237,7 @@ impl Gateway {
 
 /// The profile `bench-node` every bench cluster is made of: an
 /// `ember.instance` of the simulated driver.
-async fn create_node_profile(gateway: &Gateway) -> Result<(), String> {
+pub(super) async fn create_node_profile(gateway: &Gateway) -> Result<(), String> {
     let node_spec = json!({"type": "ember.instance", "version": "1.0",
         "properties": {"flavor": "m1.small", "image": "debian-12"}});
     ProfileServiceClient::new(gateway.channel.clone())
@@ -254,7 +254,7 @@ async fn create_node_profile(gateway: &Gateway) -> Result<(), String> {
 }
 
 /// Creates the policy `name` of `spec`.
-async fn create_policy(
+pub(super) async fn create_policy(
     gateway: &Gateway,
     name: &str,
     spec: serde_json::Value,
@@ -270,23 +270,63 @@ async fn create_policy(
     Ok(())
 }
 
-fn time(timestamp: Option<&prost_types::Timestamp>) -> Result<DateTime<Utc>, String> {
+/// Completes the lifecycle actions of `tokens` with `result`, split among
+/// `callers` concurrent callers, each on its own share one call at a
+/// time; every call's latency.
+pub(super) async fn complete_concurrently(
+    gateway: &Gateway,
+    cluster_id: &str,
+    tokens: &[String],
+    callers: usize,
+    result: &str,
+) -> Result<Vec<Duration>, String> {
+    let per_caller = tokens.len().div_ceil(callers.max(1)).max(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for chunk in tokens.chunks(per_caller) {
+        let (gateway, cluster_id, chunk) = (gateway.clone(), cluster_id.to_owned(), chunk.to_vec());
+        let result = result.to_owned();
+        tasks.spawn(async move {
+            let mut answers = Vec::with_capacity(chunk.len());
+            for token in chunk {
+                let sent = Instant::now();
+                gateway
+                    .clusters()
+                    .complete_lifecycle(gateway.request(pb::LifecycleTokenRequest {
+                        cluster: cluster_id.clone(),
+                        lifecycle_action_token: token.clone(),
+                        lifecycle_action_result: result.clone(),
+                    }))
+                    .await
+                    .map_err(|status| format!("CompleteLifecycle {token}: {}", status.message()))?;
+                answers.push(sent.elapsed());
+            }
+            Ok::<_, String>(answers)
+        });
+    }
+    let mut answers = Vec::with_capacity(tokens.len());
+    while let Some(joined) = tasks.join_next().await {
+        answers.extend(joined.map_err(|error| error.to_string())??);
+    }
+    Ok(answers)
+}
+
+pub(super) fn time(timestamp: Option<&prost_types::Timestamp>) -> Result<DateTime<Utc>, String> {
     timestamp
         .and_then(|t| DateTime::from_timestamp(t.seconds, u32::try_from(t.nanos).unwrap_or(0)))
         .ok_or_else(|| "a timestamp is missing".to_owned())
 }
 
 /// `later - earlier` (zero if the clock says otherwise).
-fn between(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Duration {
+pub(super) fn between(earlier: DateTime<Utc>, later: DateTime<Utc>) -> Duration {
     (later - earlier).to_std().unwrap_or_default()
 }
 
-fn millis(duration: Duration) -> f64 {
+pub(super) fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
 /// Prints median, p99, min and max of `samples` in milliseconds.
-fn print_row(label: &str, samples: &mut [Duration]) {
+pub(super) fn print_row(label: &str, samples: &mut [Duration]) {
     let summary = summarize(samples);
     let (min, max) = (
         samples.first().copied().unwrap_or_default(),
@@ -302,11 +342,11 @@ fn print_row(label: &str, samples: &mut [Duration]) {
 }
 
 /// Prints one figure: a label, a value with `decimals`, and its unit.
-fn print_figure(label: &str, value: f64, decimals: usize, unit: &str) {
+pub(super) fn print_figure(label: &str, value: f64, decimals: usize, unit: &str) {
     println!("{label:<58} {value:>10.decimals$} {unit}");
 }
 
-fn print_header(what: &str) {
+pub(super) fn print_header(what: &str) {
     println!(
         "{what:<58} {:>8} {:>8} {:>8} {:>8}",
         "median", "p99", "min", "max"
