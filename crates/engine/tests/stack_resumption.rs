@@ -208,6 +208,31 @@ impl Replicas {
             .expect("accepted")
     }
 
+    /// [`Self::create_on_a`] (rollback disabled), waited for to
+    /// CREATE_COMPLETE.
+    async fn created_on_a(&self, name: &str, template: &str) -> Stack {
+        let stack = self.create_on_a(name, template, true).await;
+        assert_eq!(
+            settled(&self.store, stack.id).await.stack_status(),
+            "CREATE_COMPLETE"
+        );
+        stack
+    }
+
+    /// A locks alice's `name` at level `all` ("patching"), waited for to
+    /// LOCK_COMPLETE.
+    async fn locked_on_a(&self, name: &str, stack: &Stack) {
+        self.a
+            .operations
+            .lock_stack(&alice(), name, LockLevel::All, Some("patching".into()))
+            .await
+            .expect("lock accepted");
+        assert_eq!(
+            settled(&self.store, stack.id).await.stack_status(),
+            "LOCK_COMPLETE"
+        );
+    }
+
     /// A dies as far as the database can tell: the leases of `stacks` move
     /// on and expired long ago (A's late writes are refused), and its
     /// instance tasks stop (a machine it was building stays BUILDING).
@@ -898,11 +923,7 @@ async fn a_resume_whose_server_is_on_already_completes_without_powering_it_again
         Duration::from_millis(1500),
     )
     .await;
-    let stack = replicas.create_on_a("resuming", ONE_SERVER, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("resuming", ONE_SERVER).await;
     let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
         .expect("an instance uuid");
     replicas
@@ -1081,11 +1102,7 @@ async fn a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engin
     database: &TestDatabase,
 ) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas.create_on_a("deployed", DEPLOYED, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("deployed", DEPLOYED).await;
     let id = deployment_of(&replicas.store, &stack).await;
     replicas
         .act_on_a("deployed", StackWideAction::Suspend)
@@ -1137,11 +1154,7 @@ async fn a_resume_whose_deployment_was_signalled_meanwhile_completes_without_a_s
     database: &TestDatabase,
 ) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas.create_on_a("signalled", DEPLOYED, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("signalled", DEPLOYED).await;
     let id = deployment_of(&replicas.store, &stack).await;
     replicas
         .act_on_a("signalled", StackWideAction::Suspend)
@@ -1335,11 +1348,7 @@ async fn creates_that_write_only_embers_rows_are_redone_without_making_twice(
 /// creates made by their derived ids and deletes them: nothing left.
 async fn a_delete_over_config_creates_in_flight_deletes_what_they_made(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas.create_on_a("forgotten", ROWS_ONLY, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("forgotten", ROWS_ONLY).await;
     assert_eq!(replicas.configs_held().await, 3);
     replicas
         .left_in_progress(&stack, "CREATE", &ROWS_ONLY_NAMES)
@@ -1502,12 +1511,8 @@ async fn a_nested_action_in_flight_is_finished_by_another_engine(
 async fn a_nested_stacks_suspend_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
     let stack = replicas
-        .create_on_a("nested-suspend", NESTED_PAUSING, true)
+        .created_on_a("nested-suspend", NESTED_PAUSING)
         .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
     replicas
         .act_on_a("nested-suspend", StackWideAction::Suspend)
         .await;
@@ -1519,13 +1524,7 @@ async fn a_nested_stacks_suspend_in_flight_is_finished_by_another_engine(databas
 /// the parent's step, resuming nothing twice.
 async fn a_nested_stacks_resume_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas
-        .create_on_a("nested-resume", NESTED_PAUSING, true)
-        .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("nested-resume", NESTED_PAUSING).await;
     replicas
         .act_on_a("nested-resume", StackWideAction::Suspend)
         .await;
@@ -1548,13 +1547,7 @@ async fn a_nested_stack_suspended_before_its_engine_died_is_not_suspended_again(
     database: &TestDatabase,
 ) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas
-        .create_on_a("nested-done", NESTED_PAUSING, true)
-        .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("nested-done", NESTED_PAUSING).await;
     replicas
         .act_on_a("nested-done", StackWideAction::Suspend)
         .await;
@@ -1628,11 +1621,7 @@ resources:
 /// again, once, and starts no second check: both stacks CHECK_COMPLETE.
 async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas.create_on_a("checked", GROUP, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    let stack = replicas.created_on_a("checked", GROUP).await;
     let members = the_nested_stack(&replicas.store, &stack).await;
     replicas.left_in_progress(&stack, "CHECK", &["group"]).await;
     replicas.left_in_progress(&members, "CHECK", &["0"]).await;
@@ -1693,28 +1682,8 @@ async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &
 /// stacks.)
 async fn an_unlock_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas
-        .create_on_a("unlocking", SERVER_AND_NESTED, true)
-        .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
-    replicas
-        .a
-        .operations
-        .lock_stack(
-            &alice(),
-            "unlocking",
-            LockLevel::All,
-            Some("patching".into()),
-        )
-        .await
-        .expect("lock accepted");
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "LOCK_COMPLETE"
-    );
+    let stack = replicas.created_on_a("unlocking", SERVER_AND_NESTED).await;
+    replicas.locked_on_a("unlocking", &stack).await;
     let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
         .expect("an instance uuid");
     assert!(replicas.instance_when(uuid, |_| true).await.is_locked());
@@ -1766,21 +1735,8 @@ async fn an_unlock_in_flight_is_finished_by_another_engine(database: &TestDataba
 /// locked with the lock's reason, the stack's lock as it was asked.
 async fn a_lock_in_flight_is_finished_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
-    let stack = replicas.create_on_a("locking", ONE_SERVER, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
-    replicas
-        .a
-        .operations
-        .lock_stack(&alice(), "locking", LockLevel::All, Some("patching".into()))
-        .await
-        .expect("lock accepted");
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "LOCK_COMPLETE"
-    );
+    let stack = replicas.created_on_a("locking", ONE_SERVER).await;
+    replicas.locked_on_a("locking", &stack).await;
     let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
         .expect("an instance uuid");
     // As if A had not reached the server yet.
