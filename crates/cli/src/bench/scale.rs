@@ -168,17 +168,11 @@ async fn at_size(
 
     let step = (nodes / 10).max(1);
     let sent_at = ember_runtime::time::now();
-    let scaled = gateway
-        .clusters()
-        .scale_out(gateway.request(pb::ScaleRequest {
-            cluster: cluster_id.clone(),
-            count: u32::try_from(step).map_err(|error| error.to_string())?,
-        }))
-        .await
-        .map_err(|status| format!("ScaleOut: {}", status.message()))?
-        .into_inner();
-    let scale_out = ended(&gateway, &scaled.action_id, sent_at).await?;
-    let scale_in = scale_in(&gateway, &cluster_id, step).await?;
+    let scaled = scale(&gateway, &cluster_id, Scale::Out, step).await?;
+    let scale_out = ended(&gateway, &scaled, sent_at).await?;
+    let sent_at = ember_runtime::time::now();
+    let scaled = scale(&gateway, &cluster_id, Scale::In, step).await?;
+    let scale_in = ended(&gateway, &scaled, sent_at).await?;
     println!(
         "{nodes} nodes: scaled out by {step} in {:.1} ms, in by {step} in {:.1} ms",
         millis(scale_out),
@@ -217,19 +211,31 @@ async fn attach(gateway: &Gateway, cluster_id: &str, policy: &str) -> Result<(),
     Ok(())
 }
 
-/// Scales the cluster in by `step`: from the request to the action's end.
-async fn scale_in(gateway: &Gateway, cluster_id: &str, step: usize) -> Result<Duration, String> {
-    let sent_at = ember_runtime::time::now();
-    let scaled = gateway
-        .clusters()
-        .scale_in(gateway.request(pb::ScaleRequest {
-            cluster: cluster_id.to_owned(),
-            count: u32::try_from(step).map_err(|error| error.to_string())?,
-        }))
-        .await
-        .map_err(|status| format!("ScaleIn: {}", status.message()))?
-        .into_inner();
-    ended(gateway, &scaled.action_id, sent_at).await
+#[derive(Clone, Copy)]
+enum Scale {
+    Out,
+    In,
+}
+
+/// Scales the cluster out or in by `step`: the action's id.
+async fn scale(
+    gateway: &Gateway,
+    cluster_id: &str,
+    direction: Scale,
+    step: usize,
+) -> Result<String, String> {
+    let request = gateway.request(pb::ScaleRequest {
+        cluster: cluster_id.to_owned(),
+        count: u32::try_from(step).map_err(|error| error.to_string())?,
+    });
+    let answer = match direction {
+        Scale::Out => gateway.clusters().scale_out(request).await,
+        Scale::In => gateway.clusters().scale_in(request).await,
+    };
+    Ok(answer
+        .map_err(|status| format!("scaling by {step}: {}", status.message()))?
+        .into_inner()
+        .action_id)
 }
 
 /// Waits for the action to succeed: from `sent_at` to its stored end.
@@ -325,15 +331,7 @@ async fn hooked_scale_in(
     attach(gateway, cluster_id, "bench-hooked").await?;
 
     let started = Instant::now();
-    let scaled = gateway
-        .clusters()
-        .scale_in(gateway.request(pb::ScaleRequest {
-            cluster: cluster_id.to_owned(),
-            count: u32::try_from(step).map_err(|error| error.to_string())?,
-        }))
-        .await
-        .map_err(|status| format!("ScaleIn: {}", status.message()))?
-        .into_inner();
+    let scaled = scale(gateway, cluster_id, Scale::In, step).await?;
     let pending = loop {
         let pending = gateway.pending(cluster_id, false).await?;
         if pending.len() >= step {
@@ -355,7 +353,7 @@ async fn hooked_scale_in(
         complete_concurrently(gateway, cluster_id, &tokens, completers, "CONTINUE").await?;
     let last_answer_at = ember_runtime::time::now();
     let all_answered = completing.elapsed();
-    let action = gateway.succeeded(&scaled.action_id, POLL).await?;
+    let action = gateway.succeeded(&scaled, POLL).await?;
     let to_end = between(last_answer_at, time(action.updated_at.as_ref())?);
 
     println!();
