@@ -85,6 +85,9 @@ pub struct StackLease {
     settled: Arc<AtomicBool>,
 }
 
+/// What a refusal for a lease another operation holds says.
+pub(super) const BUSY: &str = "is busy";
+
 impl StackLease {
     /// Takes the lease for `operation`, or `Error::Conflict` naming the stack
     /// when another operation holds it (Heat's ActionInProgress). It lives
@@ -110,7 +113,7 @@ impl StackLease {
         );
         let Some(fence) = writer.take_lease(take).await? else {
             return Err(Error::Conflict(format!(
-                "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
+                "stack {stack_name:?} {BUSY}: another operation is in progress on it (try again when it finishes)"
             )));
         };
         Ok(StackLease::held(writer.clone(), stops, fence, ttl))
