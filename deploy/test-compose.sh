@@ -364,9 +364,31 @@ wait_final() {
 # Two replicas of engine and lifecycle-hook too (plugin-registry has two):
 # the gateway follows the new addresses and spreads stack creates over both
 # engines. Each stack's lease row keeps the engine that ran it.
-compose up -d --no-build --scale engine=2 --scale lifecycle-hook=2 >/dev/null 2>&1 \
+# --no-recreate: only the new replicas start. Without it docker-compose 1.x
+# on Podman recreated every container, PostgreSQL's too, and the load below
+# ran while the first engine's pool was still reconnecting (one CI run put
+# 18 of 20 creates on it).
+compose up -d --no-build --no-recreate --scale engine=2 --scale lifecycle-hook=2 >/dev/null 2>&1 \
     || fail "docker-compose up --scale engine=2 --scale lifecycle-hook=2"
 wait_healthy 180 11 || fail "the scaled deployment did not become healthy"
+# Both gateways must resolve two engines, and each engine its peers, before
+# the load (aardvark-dns's gap after a start, above).
+dns_started=$SECONDS
+engines_resolved() {
+    local gateway engine
+    for gateway in "${project}_api-gateway_1" "${project}_api-gateway_2"; do
+        [ "$(podman exec "$gateway" getent ahosts engine 2>/dev/null | awk '/STREAM/ {print $1}' | sort -u | grep -c .)" -eq 2 ] \
+            || return 1
+    done
+    for engine in "${project}_engine_1" "${project}_engine_2"; do
+        podman exec "$engine" getent hosts postgres plugin-registry lifecycle-hook >/dev/null 2>&1 || return 1
+    done
+}
+until engines_resolved; do
+    [ $((SECONDS - dns_started)) -lt 90 ] \
+        || fail "the gateways do not resolve two engines, or an engine its peers, after 90 s"
+    sleep 1
+done
 sleep 3 # the gateway looks names up every 2 s
 step "scaled to two replicas of engine, lifecycle-hook and plugin-registry"
 # engine_lives: each engine replica's restart count and exit code so far.
