@@ -140,9 +140,14 @@ impl StackStore for SqlStackStore {
     }
 
     async fn find_stack(&self, project_id: &str, name_or_id: &str) -> Result<Option<Stack>> {
-        let statement =
-            find_in_project_statement(self.reader.get_database_backend(), project_id, name_or_id);
-        Ok(self.stacks_from(statement).await?.pop())
+        let backend = self.reader.get_database_backend();
+        for key in StackKey::tried_for(name_or_id) {
+            let statement = find_in_project_statement(backend, project_id, key);
+            if let Some(stack) = self.stacks_from(statement).await?.pop() {
+                return Ok(Some(stack));
+            }
+        }
+        Ok(None)
     }
 
     async fn find_stack_with_free_lease(
@@ -161,21 +166,27 @@ impl StackStore for SqlStackStore {
             )
             .and_where(Expr::col((stack_leases::Entity, stack_leases::Column::ExpiresAt)).lt(now))
             .to_owned();
-        let select = find_in_project(project_id, name_or_id)
-            .expr(Expr::SubQuery(
-                None,
-                Box::new(free_generation.into_sub_query_statement()),
-            ))
-            .limit(1);
-        let statement = self.statement(&select);
-        // The stack's columns, then the free lease's generation.
-        self.reader
-            .rows(statement, |row| {
-                Ok((stack_from_columns(row)?, row.get(LIST_COLUMNS.len())?))
-            })
-            .await
-            .map(|mut rows| rows.pop())
-            .map_err(Error::from)
+        for key in StackKey::tried_for(name_or_id) {
+            let select = find_in_project(project_id, key)
+                .expr(Expr::SubQuery(
+                    None,
+                    Box::new(free_generation.clone().into_sub_query_statement()),
+                ))
+                .limit(1);
+            let statement = self.statement(&select);
+            // The stack's columns, then the free lease's generation.
+            let found = self
+                .reader
+                .rows(statement, |row| {
+                    Ok((stack_from_columns(row)?, row.get(LIST_COLUMNS.len())?))
+                })
+                .await?
+                .pop();
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
     }
 
     async fn list_stacks(&self, project_id: &str, query: &StackListQuery) -> Result<Vec<Stack>> {
@@ -1541,49 +1552,65 @@ const LIST_COLUMNS: [stacks::Column; 24] = [
     stacks::Column::LockExpiresAt,
 ];
 
+/// What a lookup by "name or id" compares: Heat's order (`identify_stack`)
+/// — a UUID is first an id (a deleted stack's too), then a live stack's
+/// name; anything else is a name. Two plain lookups instead of one with
+/// an `OR`, which PostgreSQL answered with a bitmap scan of two indexes
+/// and a plan made at every bind: most of a `GET` of one stack's cost.
+#[derive(Debug, Clone, Copy)]
+enum StackKey<'a> {
+    Id(Uuid),
+    Name(&'a str),
+}
+
+impl<'a> StackKey<'a> {
+    fn tried_for(name_or_id: &'a str) -> impl Iterator<Item = StackKey<'a>> {
+        let id = Uuid::parse_str(name_or_id).ok().map(StackKey::Id);
+        id.into_iter().chain([StackKey::Name(name_or_id)])
+    }
+}
+
 /// [`find_in_project`]'s statement, one row at most. Its text has two
-/// shapes (by name, or by id or name), each built once per backend: a
-/// lookup is on every request naming a stack, and building it through the
-/// query builder cost as much as stepping it.
+/// shapes (by id, by name), each built once per backend: a lookup is on
+/// every request naming a stack, and building it through the query
+/// builder cost as much as stepping it.
 fn find_in_project_statement(
     backend: sea_orm::DatabaseBackend,
     project_id: &str,
-    name_or_id: &str,
+    key: StackKey<'_>,
 ) -> sea_orm::Statement {
     use std::sync::OnceLock;
     static TEXTS: [[OnceLock<String>; 2]; 2] = [
         [OnceLock::new(), OnceLock::new()],
         [OnceLock::new(), OnceLock::new()],
     ];
-    let id = Uuid::parse_str(name_or_id).ok();
     let postgres = backend == sea_orm::DatabaseBackend::Postgres;
-    let text = TEXTS[usize::from(postgres)][usize::from(id.is_some())].get_or_init(|| {
-        let shape = if id.is_some() {
-            Uuid::nil().to_string()
-        } else {
-            String::new()
+    let by_id = matches!(key, StackKey::Id(_));
+    let text = TEXTS[usize::from(postgres)][usize::from(by_id)].get_or_init(|| {
+        let shape = match key {
+            StackKey::Id(_) => StackKey::Id(Uuid::nil()),
+            StackKey::Name(_) => StackKey::Name(""),
         };
-        sea_orm::QueryTrait::build(&find_in_project("", &shape).limit(1), backend).sql
+        sea_orm::QueryTrait::build(&find_in_project("", shape).limit(1), backend).sql
     });
-    // In the order the builder binds them: the project, the id, the name,
-    // the limit.
-    let mut values: Vec<sea_orm::Value> = vec![project_id.into()];
-    values.extend(id.map(sea_orm::Value::from));
-    values.extend([name_or_id.into(), 1_u64.into()]);
+    // In the order the builder binds them: the project, the id or the
+    // name, the limit.
+    let key_value = match key {
+        StackKey::Id(id) => sea_orm::Value::from(id),
+        StackKey::Name(name) => name.into(),
+    };
+    let values: Vec<sea_orm::Value> = vec![project_id.into(), key_value, 1_u64.into()];
     sea_orm::Statement::from_sql_and_values(backend, text.clone(), values)
 }
 
-/// The project's stack named `name_or_id` (a live one by name, any by
-/// id), as lookups read it ([`LIST_COLUMNS`]).
-fn find_in_project(project_id: &str, name_or_id: &str) -> sea_orm::Select<stacks::Entity> {
-    let live_by_name = Condition::all()
-        .add(stacks::Column::Name.eq(name_or_id))
-        .add(stacks::Column::DeletedAt.is_null());
-    let by = match Uuid::parse_str(name_or_id) {
-        Ok(id) => Condition::any()
-            .add(stacks::Column::Id.eq(id))
-            .add(live_by_name),
-        Err(_) => live_by_name,
+/// The project's stack with this id (live or deleted) or this name (a
+/// live one), as lookups read it ([`LIST_COLUMNS`]).
+fn find_in_project(project_id: &str, key: StackKey<'_>) -> sea_orm::Select<stacks::Entity> {
+    let by = match key {
+        StackKey::Id(id) => Condition::all().add(stacks::Column::Id.eq(id)),
+        StackKey::Name(name) => Condition::all()
+            .add(stacks::Column::Name.eq(name))
+            .add(stacks::Column::DeletedAt.is_null()),
     };
     stacks::Entity::find()
         .filter(stacks::Column::ProjectId.eq(project_id))
@@ -1764,23 +1791,36 @@ fn orphan(
 mod tests {
     use sea_orm::{DatabaseBackend, QuerySelect, QueryTrait};
 
-    use super::{find_in_project, find_in_project_statement};
+    use super::{StackKey, find_in_project, find_in_project_statement};
 
     #[test]
     fn a_lookups_statement_is_the_one_the_query_builder_makes() {
         for backend in [DatabaseBackend::Sqlite, DatabaseBackend::Postgres] {
             for name_or_id in ["web", "3f0b5bb2-8c4e-4a5e-9d0e-7f1e2a9c6b10", "Web Tier"] {
-                // Twice: the second from the text written the first time.
-                for _ in 0..2 {
-                    assert_eq!(
-                        find_in_project_statement(backend, "project-a", name_or_id),
-                        find_in_project("project-a", name_or_id)
-                            .limit(1)
-                            .build(backend),
-                        "{backend:?} {name_or_id}"
-                    );
+                for key in StackKey::tried_for(name_or_id) {
+                    // Twice: the second from the text written the first time.
+                    for _ in 0..2 {
+                        assert_eq!(
+                            find_in_project_statement(backend, "project-a", key),
+                            find_in_project("project-a", key).limit(1).build(backend),
+                            "{backend:?} {key:?}"
+                        );
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_uuid_is_looked_up_as_an_id_first_then_as_a_name() {
+        let id = "3f0b5bb2-8c4e-4a5e-9d0e-7f1e2a9c6b10";
+        let keys: Vec<String> = StackKey::tried_for(id)
+            .map(|key| format!("{key:?}"))
+            .collect();
+        assert_eq!(keys, [format!("Id({id})"), format!("Name({id:?})")]);
+        let keys: Vec<String> = StackKey::tried_for("web")
+            .map(|key| format!("{key:?}"))
+            .collect();
+        assert_eq!(keys, ["Name(\"web\")"]);
     }
 }
