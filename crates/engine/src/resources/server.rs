@@ -256,7 +256,7 @@ fn owner_of(current: &Resource) -> Result<Identity, ResourceFailure> {
             project_id,
             vec!["member".to_owned()],
         )),
-        _ => Err(ResourceFailure(
+        _ => Err(ResourceFailure::new(
             "the instance's owner was not recorded".to_owned(),
         )),
     }
@@ -287,12 +287,12 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
                 .iter()
                 .map(|item| match item {
                     Value::String(text) => Ok(text.clone()),
-                    other => Err(ResourceFailure(format!(
+                    other => Err(ResourceFailure::new(format!(
                         "{name}: must be a list of strings, got {other}"
                     ))),
                 })
                 .collect(),
-            Some(other) => Err(ResourceFailure(format!(
+            Some(other) => Err(ResourceFailure::new(format!(
                 "{name}: must be a list, got {other}"
             ))),
         }
@@ -306,13 +306,13 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
     if let Some(Value::Array(entries)) = properties.get("networks") {
         for (index, entry) in entries.iter().enumerate() {
             let Value::Object(entry) = entry else {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "networks[{index}]: must be a map, got {entry}"
                 )));
             };
             let known = ["network", "uuid", "port", "subnet", "fixed_ip", "tag"];
             if let Some(unsupported) = entry.keys().find(|key| !known.contains(&key.as_str())) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "networks[{index}].{unsupported}: not supported by Ember (it takes {})",
                     known.join(", ")
                 )));
@@ -349,7 +349,7 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
     };
     placement
         .validate()
-        .map_err(|error| ResourceFailure(error.to_string()))?;
+        .map_err(|error| ResourceFailure::new(error.to_string()))?;
     Ok(placement)
 }
 
@@ -386,7 +386,7 @@ fn machine_attributes(attributes: &mut Map<String, Value>, details: &MachineDeta
 }
 
 fn failure(error: Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
+    ResourceFailure::new(error.to_string())
 }
 
 fn string_metadata(properties: &Map<String, Value>) -> BTreeMap<String, String> {
@@ -419,7 +419,7 @@ fn workload_of(properties: &Map<String, Value>) -> Result<Workload, ResourceFail
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.iter().map(text).collect(),
         Some(other) => {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "command: must be a list of strings, got {other}"
             )));
         }
@@ -467,7 +467,7 @@ impl ServerResource {
             .wait(caller, uuid, SETTLE_TIMEOUT, |read| match read {
                 Ok(instance) if done(&instance) => Some(Ok(Some(instance))),
                 Ok(instance) if instance.status == InstanceStatus::Error => {
-                    Some(Err(ResourceFailure(format!(
+                    Some(Err(ResourceFailure::new(format!(
                         "instance {} went into ERROR: {}",
                         instance.uuid, instance.status_reason
                     ))))
@@ -478,7 +478,7 @@ impl ServerResource {
             })
             .await
             .unwrap_or_else(|| {
-                Err(ResourceFailure(format!(
+                Err(ResourceFailure::new(format!(
                     "instance {uuid} did not settle within {SETTLE_TIMEOUT:?}"
                 )))
             })
@@ -542,7 +542,7 @@ impl ServerResource {
             })
             .await?
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "instance {} disappeared while building",
                     instance.uuid
                 ))
@@ -689,7 +689,7 @@ impl ServerResource {
         self.wait_for(&caller, uuid, |instance| instance.status == expected)
             .await?
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "instance {uuid} disappeared while its power {} ran",
                     action.as_str()
                 ))
@@ -804,7 +804,7 @@ impl ResourceType for ServerResource {
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let external_id = adopted.physical_id.as_deref().unwrap_or_default();
         let not_found = || {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "no instance {} in this project",
                 ember_runtime::quote::quoted(external_id)
             ))
@@ -830,7 +830,7 @@ impl ResourceType for ServerResource {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(uuid) = instance_id(current) else {
-            return Err(ResourceFailure("no instance was created".to_owned()));
+            return Err(ResourceFailure::new("no instance was created".to_owned()));
         };
         // The machine as it is now (Nova's state on the openstack backend).
         let instance = self
@@ -843,11 +843,11 @@ impl ResourceType for ServerResource {
             // Stopped on request (a suspended stack) is healthy; a machine
             // that stopped by itself carries the reason and is not.
             InstanceStatus::Stopped if instance.status_reason.is_empty() => Ok(()),
-            other if instance.status_reason.is_empty() => Err(ResourceFailure(format!(
+            other if instance.status_reason.is_empty() => Err(ResourceFailure::new(format!(
                 "instance {uuid} is {}",
                 other.as_str()
             ))),
-            other => Err(ResourceFailure(format!(
+            other => Err(ResourceFailure::new(format!(
                 "instance {uuid} is {}: {}",
                 other.as_str(),
                 instance.status_reason

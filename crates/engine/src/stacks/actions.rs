@@ -226,7 +226,7 @@ async fn act_on_one(
             StackWideAction::Resume => resource_type.resume(&in_progress).await,
             StackWideAction::Check => resource_type.check(&in_progress).await,
         }
-        .map_err(|failure| failure.0),
+        .map_err(|failure| failure.to_string()),
         None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
     };
     match result {

@@ -32,7 +32,7 @@ use crate::resources::{
 };
 
 fn failure(error: impl std::fmt::Display) -> ResourceFailure {
-    ResourceFailure(error.to_string())
+    ResourceFailure::new(error.to_string())
 }
 
 /// How often a parent's step looks again at a nested stack whose lease its
@@ -92,7 +92,7 @@ impl StackOperations {
             NestedTemplate::Inline(template) => template.clone(),
             NestedTemplate::File(file) => {
                 let text = parent.files.get(file).ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "template file {file:?} is not among the stack's files"
                     ))
                 })?;
@@ -121,9 +121,9 @@ impl StackOperations {
             .get_stack(stack_id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("nested stack {stack_id} disappeared")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("nested stack {stack_id} disappeared")))?;
         if stack.action != expected || stack.status != ActionStatus::Complete {
-            return Err(ResourceFailure(stack.status_reason));
+            return Err(ResourceFailure::new(stack.status_reason));
         }
         let mut outputs = Map::new();
         let mut output_errors = Map::new();
@@ -178,7 +178,7 @@ impl NestedStackHost for StackOperations {
             } else {
                 "does a template include itself?".to_owned()
             };
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "nested stack depth {depth} exceeds the maximum of {limit} ({why})"
             )));
         }
@@ -329,7 +329,9 @@ impl NestedStackHost for StackOperations {
             .map_err(failure)?;
         run.await;
         match self.nested_stack(stack_id).await? {
-            Some(stack) if stack.deleted_at.is_none() => Err(ResourceFailure(stack.status_reason)),
+            Some(stack) if stack.deleted_at.is_none() => {
+                Err(ResourceFailure::new(stack.status_reason))
+            }
             _ => Ok(()),
         }
     }
@@ -340,7 +342,7 @@ impl NestedStackHost for StackOperations {
         request: &LockRequest,
         change: LockChange,
     ) -> Result<(), ResourceFailure> {
-        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
+        let not_found = || ResourceFailure::new(format!("nested stack {stack_id} not found"));
         let found = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
         if found.status == ActionStatus::InProgress {
             // A lock or unlock an engine that went away left on it (this
@@ -388,7 +390,7 @@ impl NestedStackHost for StackOperations {
         stack_id: Uuid,
         action: &'static str,
     ) -> Result<(), ResourceFailure> {
-        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
+        let not_found = || ResourceFailure::new(format!("nested stack {stack_id} not found"));
         let (wide_action, expected) = match action {
             "SUSPEND" => (StackWideAction::Suspend, StackAction::Suspend),
             "RESUME" => (StackWideAction::Resume, StackAction::Resume),

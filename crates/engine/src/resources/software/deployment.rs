@@ -37,10 +37,10 @@ impl DeploymentTransport {
             "TEMP_URL_SIGNAL" => Ok(DeploymentTransport::TempUrl),
             "HEAT_SIGNAL" => Ok(DeploymentTransport::Heat),
             "NO_SIGNAL" => Ok(DeploymentTransport::None),
-            "ZAQAR_SIGNAL" => Err(ResourceFailure(
+            "ZAQAR_SIGNAL" => Err(ResourceFailure::new(
                 "signal_transport ZAQAR_SIGNAL is not supported by Ember: use CFN_SIGNAL, TEMP_URL_SIGNAL or HEAT_SIGNAL".to_owned(),
             )),
-            other => Err(ResourceFailure(format!(
+            other => Err(ResourceFailure::new(format!(
                 "signal_transport {other:?} is not one of CFN_SIGNAL, TEMP_URL_SIGNAL, HEAT_SIGNAL, NO_SIGNAL"
             ))),
         }
@@ -508,9 +508,11 @@ impl DeploymentResource {
             .wait_for_deployment(deployment_id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure("the deployment was deleted while it ran".to_owned()))?;
+            .ok_or_else(|| {
+                ResourceFailure::new("the deployment was deleted while it ran".to_owned())
+            })?;
         if decided.status == DeploymentStatus::Failed {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Deployment to server failed: {}",
                 decided.status_reason
             )));

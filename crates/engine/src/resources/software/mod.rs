@@ -84,5 +84,5 @@ fn owner_of(resource: &Resource, project_id: &str) -> Identity {
 }
 
 fn failure(error: crate::error::Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
+    ResourceFailure::new(error.to_string())
 }

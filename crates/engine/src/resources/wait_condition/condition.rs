@@ -227,7 +227,7 @@ impl ResourceType for WaitCondition {
                 .signals()
                 .clear_wait_signals(current.stack_id, handle_id)
                 .await
-                .map_err(|error| ResourceFailure(error.to_string()))?;
+                .map_err(|error| ResourceFailure::new(error.to_string()))?;
         }
         Ok(())
     }

@@ -128,7 +128,7 @@ async fn adopt_external(
             resource_type
                 .adopt(&request, &adopted)
                 .await
-                .map_err(|failure| failure.0)
+                .map_err(|failure| failure.to_string())
         }
         None => Err(format!("unknown resource type {:?}", adopted.type_name)),
     };

@@ -187,5 +187,5 @@ pub(in crate::stacks) async fn delete_action(
         Some(in_flight) => resource_type.resume_delete(in_flight).await,
         None => resource_type.delete(row).await,
     }
-    .map_err(|failure| failure.0)
+    .map_err(|failure| failure.to_string())
 }
