@@ -232,6 +232,28 @@ impl ResourceFailure {
     pub fn new(reason: impl Into<String>) -> Self {
         ResourceFailure::Failed(reason.into())
     }
+
+    /// The same failure, its reason (when the resource failed) reworded by
+    /// `reword`; a store failure stays as it is.
+    pub fn map_reason(self, reword: impl FnOnce(String) -> String) -> Self {
+        match self {
+            ResourceFailure::Failed(reason) => ResourceFailure::Failed(reword(reason)),
+            store @ ResourceFailure::Store(_) => store,
+        }
+    }
+}
+
+/// An engine error met by a resource's step: kept typed when it is Ember's
+/// own store failing ([`Error::is_store_failure`]), else the resource's
+/// failure in the error's words (as they read before).
+impl From<Error> for ResourceFailure {
+    fn from(error: Error) -> Self {
+        if error.is_store_failure() {
+            ResourceFailure::Store(error)
+        } else {
+            ResourceFailure::Failed(error.to_string())
+        }
+    }
 }
 
 #[async_trait]

@@ -10,12 +10,13 @@ use ember_runtime::Identity;
 
 use super::bounds::within_bounds;
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
-use super::failure::{RunFailure, RunResult};
+use super::failure::{RunFailure, RunResult, resource_reason};
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
+use crate::resources::ResourceFailure;
 
 /// An action run through the stack's "actions" endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,9 +226,11 @@ async fn act_on_one(
             StackWideAction::Suspend => resource_type.suspend(&in_progress).await,
             StackWideAction::Resume => resource_type.resume(&in_progress).await,
             StackWideAction::Check => resource_type.check(&in_progress).await,
-        }
-        .map_err(|failure| failure.to_string()),
-        None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
+        },
+        None => Err(ResourceFailure::new(format!(
+            "unknown resource type {:?}",
+            in_progress.type_name
+        ))),
     };
     match result {
         Ok(()) => {
@@ -242,8 +245,8 @@ async fn act_on_one(
             .await?;
             Ok(())
         }
-        Err(reason) => {
-            let reason = format!("resources.{name}: {reason}");
+        Err(failure) => {
+            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
                 shared,
                 target,

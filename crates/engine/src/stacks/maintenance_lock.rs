@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ember_runtime::Identity;
 
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
-use super::failure::{RunFailure, RunResult};
+use super::failure::{RunFailure, RunResult, resource_reason};
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
@@ -499,7 +499,7 @@ async fn lock_one(
             Ok(())
         }
         Err(failure) => {
-            let reason = format!("resources.{name}: {failure}");
+            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
                 shared,
                 target,
@@ -537,13 +537,17 @@ async fn keep_failure(
         return Ok(());
     }
     let result = call_lock_handler(resource_type, &current, action, request).await;
-    let data = result.map_err(|failure| {
-        RunFailure::Failed(format!(
-            "Resource {} failed: resources.{}: {failure}",
-            action.as_str(),
-            current.name
-        ))
-    })?;
+    let data = match result {
+        Ok(data) => data,
+        Err(failure) => {
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: resources.{}: {}",
+                action.as_str(),
+                current.name,
+                resource_reason(failure)?
+            )));
+        }
+    };
     let mut done = current;
     done.data = data;
     let (kept_action, reason) = (done.action, done.status_reason.clone());

@@ -31,10 +31,6 @@ use crate::resources::{
     NestedStackHost, NestedStackOutcome, NestedTemplate, ResourceFailure, ResourceRequest,
 };
 
-fn failure(error: impl std::fmt::Display) -> ResourceFailure {
-    ResourceFailure::new(error.to_string())
-}
-
 /// How often a parent's step looks again at a nested stack whose lease its
 /// engine still holds (or just gave up).
 const NESTED_SETTLE_POLL: Duration = Duration::from_millis(100);
@@ -83,11 +79,7 @@ impl StackOperations {
         owner: &str,
         nested: &NestedDefinition,
     ) -> Result<StackDefinition, ResourceFailure> {
-        let parent = self
-            .store()
-            .load_definition(parent_id)
-            .await
-            .map_err(failure)?;
+        let parent = self.store().load_definition(parent_id).await?;
         let template = match &nested.template {
             NestedTemplate::Inline(template) => template.clone(),
             NestedTemplate::File(file) => {
@@ -97,7 +89,8 @@ impl StackOperations {
                     ))
                 })?;
                 Value::Object(
-                    crate::domain::template::parse_document(text, "template").map_err(failure)?,
+                    crate::domain::template::parse_document(text, "template")
+                        .map_err(|error| ResourceFailure::new(error.to_string()))?,
                 )
             }
         };
@@ -116,18 +109,16 @@ impl StackOperations {
         stack_id: Uuid,
         expected: StackAction,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
-        let stack = self
-            .store()
-            .get_stack(stack_id)
-            .await
-            .map_err(failure)?
-            .ok_or_else(|| ResourceFailure::new(format!("nested stack {stack_id} disappeared")))?;
+        let stack =
+            self.store().get_stack(stack_id).await?.ok_or_else(|| {
+                ResourceFailure::new(format!("nested stack {stack_id} disappeared"))
+            })?;
         if stack.action != expected || stack.status != ActionStatus::Complete {
             return Err(ResourceFailure::new(stack.status_reason));
         }
         let mut outputs = Map::new();
         let mut output_errors = Map::new();
-        for output in self.outputs(&stack).await.map_err(failure)? {
+        for output in self.outputs(&stack).await? {
             let value = output.value.unwrap_or_else(|error| {
                 output_errors.insert(output.key.clone(), Value::String(error));
                 Value::Null
@@ -143,7 +134,10 @@ impl StackOperations {
     }
 
     async fn nested_stack(&self, stack_id: Uuid) -> Result<Option<Stack>, ResourceFailure> {
-        self.store().get_stack(stack_id).await.map_err(failure)
+        self.store()
+            .get_stack(stack_id)
+            .await
+            .map_err(ResourceFailure::from)
     }
 
     /// The create of nested stack `made`, which an earlier attempt of its
@@ -155,7 +149,7 @@ impl StackOperations {
         made: Stack,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
         tracing::info!(stack_id = %made.id, "found the nested stack an earlier attempt made");
-        self.settle_nested_stack(made.id).await.map_err(failure)?;
+        self.settle_nested_stack(made.id).await?;
         self.nested_outcome(made.id, StackAction::Create).await
     }
 }
@@ -168,10 +162,7 @@ impl NestedStackHost for StackOperations {
         nested: NestedDefinition,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
         let depth = owner.nested_depth + 1;
-        let limit = self
-            .nesting_limit(&owner.project_id)
-            .await
-            .map_err(failure)?;
+        let limit = self.nesting_limit(&owner.project_id).await?;
         if depth > limit {
             let why = if limit < MAX_NESTED_DEPTH {
                 format!("the project's nested_depth quota is {limit}")
@@ -205,9 +196,8 @@ impl NestedStackHost for StackOperations {
             },
             self.registry(),
         )
-        .map_err(failure)?;
-        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)
-            .map_err(failure)?;
+        .map_err(|error| ResourceFailure::new(error.to_string()))?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
         // A nested stack runs within its parent's timeout, as in Heat
         // (its own run is also stopped when the parent's is cut short).
         let timeout_mins = self
@@ -238,12 +228,8 @@ impl NestedStackHost for StackOperations {
             maintenance_lock: None,
         };
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), false)
-            .await
-            .map_err(failure)?;
-        let (stack, run) = self
-            .begin_create(stack, &definition, parsed, None)
-            .await
-            .map_err(failure)?;
+            .await?;
+        let (stack, run) = self.begin_create(stack, &definition, parsed, None).await?;
         // Its outcome is read from its record below (a run that panicked
         // left the stack in progress, as one that was cut short would).
         let _ = run.await;
@@ -260,7 +246,7 @@ impl NestedStackHost for StackOperations {
             return self.create_nested_stack(owner, nested).await;
         }
         // An operation an engine that went away left on it ends first.
-        self.settle_nested_stack(stack_id).await.map_err(failure)?;
+        self.settle_nested_stack(stack_id).await?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return self.create_nested_stack(owner, nested).await;
         };
@@ -283,8 +269,7 @@ impl NestedStackHost for StackOperations {
         };
         let (_, run) = self
             .begin_update_stack(stack, &request, StackCaller::ParentOperation(None))
-            .await
-            .map_err(failure)?;
+            .await?;
         run.await;
         self.nested_outcome(stack_id, StackAction::Update).await
     }
@@ -306,12 +291,11 @@ impl NestedStackHost for StackOperations {
                     crate::store::StopRequest::Delete,
                     ember_runtime::time::now(),
                 )
-                .await
-                .map_err(failure)?;
+                .await?;
         }
         // An operation an engine that went away left on it (this delete,
         // resumed, included) ends first.
-        self.settle_nested_stack(stack_id).await.map_err(failure)?;
+        self.settle_nested_stack(stack_id).await?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
         };
@@ -325,8 +309,7 @@ impl NestedStackHost for StackOperations {
                 &stack_id.to_string(),
                 StackCaller::ParentOperation(None),
             )
-            .await
-            .map_err(failure)?;
+            .await?;
         run.await;
         match self.nested_stack(stack_id).await? {
             Some(stack) if stack.deleted_at.is_none() => {
@@ -347,7 +330,7 @@ impl NestedStackHost for StackOperations {
         if found.status == ActionStatus::InProgress {
             // A lock or unlock an engine that went away left on it (this
             // change, when the parent's step is taken over) ends first.
-            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            self.settle_nested_stack(stack_id).await?;
             if found.action == change.action() {
                 return self
                     .nested_outcome(stack_id, change.action())
@@ -368,7 +351,7 @@ impl NestedStackHost for StackOperations {
                 .await
             {
                 Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun.map_err(failure)?,
+                begun => break begun?,
             }
         };
         run.await;
@@ -400,7 +383,7 @@ impl NestedStackHost for StackOperations {
         if found.status == ActionStatus::InProgress {
             // An operation an engine that went away left on it (this
             // action, when the parent's step is taken over) ends first.
-            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            self.settle_nested_stack(stack_id).await?;
             if found.action == expected {
                 return self.nested_outcome(stack_id, expected).await.map(|_| ());
             }
@@ -424,7 +407,7 @@ impl NestedStackHost for StackOperations {
                 .await
             {
                 Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun.map_err(failure)?,
+                begun => break begun?,
             }
         };
         run.await;
@@ -432,11 +415,7 @@ impl NestedStackHost for StackOperations {
     }
 
     async fn nested_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>, ResourceFailure> {
-        let rows = self
-            .store()
-            .list_resources(stack_id)
-            .await
-            .map_err(failure)?;
+        let rows = self.store().list_resources(stack_id).await?;
         Ok(super::mark_unhealthy::current_rows(rows)
             .into_values()
             .collect())

@@ -218,7 +218,7 @@ pub(super) async fn attachment(
     let instance = match make.instances.get(&caller, uuid).await {
         Ok(instance) => instance,
         Err(Error::NotFound(_)) => return Err(not_found()),
-        Err(error) => return Err(ResourceFailure::new(error.to_string())),
+        Err(error) => return Err(error.into()),
     };
     let volume = make
         .engine
@@ -313,7 +313,7 @@ async fn attached(
     match instances.get(&owner(&user, &project), instance).await {
         Ok(instance) => Ok(Some((instance, volume, target))),
         Err(Error::NotFound(_)) => Ok(None),
-        Err(error) => Err(ResourceFailure::new(error.to_string())),
+        Err(error) => Err(error.into()),
     }
 }
 

@@ -25,11 +25,7 @@ impl CloudIdentity {
     }
 
     async fn keystone(&self, acting: &Acting) -> Result<Keystone, ResourceFailure> {
-        let session = self
-            .cloud
-            .stack_session(acting.stack_id)
-            .await
-            .map_err(|error| ResourceFailure::new(error.to_string()))?;
+        let session = self.cloud.stack_session(acting.stack_id).await?;
         Ok(Keystone::new(&session))
     }
 

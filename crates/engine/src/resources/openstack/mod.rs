@@ -64,7 +64,7 @@ impl Cloud {
         self.cloud
             .stack_session(stack_id)
             .await
-            .map_err(|error| ResourceFailure::new(error.to_string()))
+            .map_err(ResourceFailure::from)
     }
 
     /// The tag (or metadata value) marking what `request`'s row makes of

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{CONFIG_KIND, failure, owner, owner_of};
+use super::{CONFIG_KIND, owner, owner_of};
 use crate::domain::Resource;
 use crate::domain::software::UNGROUPED;
 use crate::resources::{
@@ -257,8 +257,7 @@ impl ResourceType for ConfigResource {
                     options: properties.get("options").cloned().unwrap_or(Value::Null),
                 },
             )
-            .await
-            .map_err(failure)?;
+            .await?;
         let mut attributes = Map::new();
         attributes.insert("config".to_owned(), created.config);
         Ok(ResourceOutcome {
@@ -281,7 +280,7 @@ impl ResourceType for ConfigResource {
             .await
         {
             Ok(()) | Err(crate::error::Error::NotFound(_)) => Ok(()),
-            Err(error) => Err(failure(error)),
+            Err(error) => Err(ResourceFailure::from(error)),
         }
     }
 
@@ -298,7 +297,7 @@ impl ResourceType for ConfigResource {
             .delete_config(None, id)
             .await
             .map(|_| ())
-            .map_err(failure)
+            .map_err(ResourceFailure::from)
     }
 
     /// Every step is taken over: a create finds the config an earlier

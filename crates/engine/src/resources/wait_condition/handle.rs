@@ -214,8 +214,7 @@ impl ResourceType for WaitConditionHandle {
             self.conditions
                 .signals()
                 .clear_wait_signals(current.stack_id, handle_id)
-                .await
-                .map_err(|error| ResourceFailure::new(error.to_string()))?;
+                .await?;
         }
         Ok(())
     }

@@ -185,11 +185,7 @@ impl WaitConditions {
         stack_id: uuid::Uuid,
         reference: &str,
     ) -> Result<Resource, ResourceFailure> {
-        let rows = self
-            .stacks
-            .list_resources(stack_id)
-            .await
-            .map_err(|error| ResourceFailure::new(error.to_string()))?;
+        let rows = self.stacks.list_resources(stack_id).await?;
         let by_url = reference
             .split_once("/signals/")
             .and_then(|(_, rest)| rest.split(['?', '#']).next())
@@ -232,7 +228,7 @@ impl WaitConditions {
             woken.as_mut().enable();
             let signals = match self.signals.list_wait_signals(stack_id, handle_id).await {
                 Ok(signals) => signals,
-                Err(error) => break Err(ResourceFailure::new(error.to_string())),
+                Err(error) => break Err(error.into()),
             };
             match wait_state(&signals, count) {
                 WaitState::Succeeded => break Ok(data_attribute(&signals)),
