@@ -11,6 +11,7 @@ use ember_runtime::Identity;
 use super::bounds::within_bounds;
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult, resource_reason};
+use super::lease::WhenBusy;
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
@@ -62,27 +63,30 @@ impl StackOperations {
         let caller = StackCaller::User(identity);
         self.admit(&found, action.operation(), caller).await?;
         let (stack, run) = self
-            .begin_stack_wide_action(found, name_or_id, action, caller)
+            .begin_stack_wide_action(found, name_or_id, action, caller, WhenBusy::Refuse)
             .await?;
         self.shared.spawn_run(run);
         Ok(stack)
     }
 
-    /// Takes the lease, records the action as started and returns its run.
+    /// Takes the lease (as `when_busy` says when another operation holds
+    /// it), records the action as started and returns its run.
     pub(crate) async fn begin_stack_wide_action(
         &self,
         found: Stack,
         name_or_id: &str,
         action: StackWideAction,
         caller: StackCaller<'_>,
+        when_busy: WhenBusy,
     ) -> Result<(Stack, super::Run)> {
         let operation = action.stack_action().as_str();
         let stack_lease = self
             .shared
-            .take_lease(
+            .take_lease_when(
                 found.id,
                 &found.name,
                 LeaseHolder::Action(action.stack_action()),
+                when_busy,
             )
             .await?;
         let fence = stack_lease.fence();

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::definition::ParsedStack;
+use super::lease::WhenBusy;
 use super::orphans::TakenOver;
 use super::{StackCaller, StackOperation, StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::{StackIdentity, child_environment};
@@ -339,21 +340,16 @@ impl NestedStackHost for StackOperations {
             }
         }
         let stack = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
-        let patience = LeasePatience::for_ttl(self.shared.lease_ttl);
-        let (_, run) = loop {
-            match self
-                .begin_maintenance_lock(
-                    stack.clone(),
-                    request.clone(),
-                    change,
-                    super::maintenance_lock::LockedFor::ParentStack,
-                )
-                .await
-            {
-                Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun?,
-            }
-        };
+        // A lease held though the stack is not in progress is waited out.
+        let (_, run) = self
+            .begin_maintenance_lock(
+                stack,
+                request.clone(),
+                change,
+                super::maintenance_lock::LockedFor::ParentStack,
+                WhenBusy::WaitOutLease,
+            )
+            .await?;
         run.await;
         self.nested_outcome(stack_id, change.action())
             .await
@@ -395,21 +391,16 @@ impl NestedStackHost for StackOperations {
             tracing::info!(%stack_id, action, "the nested stack finished this action already");
             return Ok(());
         }
-        let patience = LeasePatience::for_ttl(self.shared.lease_ttl);
-        let (_, run) = loop {
-            match self
-                .begin_stack_wide_action(
-                    stack.clone(),
-                    &stack_id.to_string(),
-                    wide_action,
-                    StackCaller::ParentOperation(None),
-                )
-                .await
-            {
-                Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun?,
-            }
-        };
+        // A lease held though the stack is not in progress is waited out.
+        let (_, run) = self
+            .begin_stack_wide_action(
+                stack,
+                &stack_id.to_string(),
+                wide_action,
+                StackCaller::ParentOperation(None),
+                WhenBusy::WaitOutLease,
+            )
+            .await?;
         run.await;
         self.nested_outcome(stack_id, expected).await.map(|_| ())
     }
@@ -419,33 +410,5 @@ impl NestedStackHost for StackOperations {
         Ok(super::mark_unhealthy::current_rows(rows)
             .into_values()
             .collect())
-    }
-}
-
-/// A parent's step that begins an operation on its nested stack, refused
-/// because the nested stack's lease is held though the stack is not in
-/// progress: an engine that went away took the lease and died before it
-/// wrote the operation's state (so no sweep takes it over). The lease
-/// expires within a TTL; the step asks again until then.
-struct LeasePatience {
-    until: tokio::time::Instant,
-}
-
-impl LeasePatience {
-    fn for_ttl(ttl: Duration) -> LeasePatience {
-        LeasePatience {
-            until: tokio::time::Instant::now() + ttl + NESTED_SETTLE_POLL,
-        }
-    }
-
-    /// Whether `refused` is that refusal and there is time left: then
-    /// after a pause, to ask again.
-    async fn waits_out(&self, refused: &crate::error::Error) -> bool {
-        let busy = matches!(refused, crate::error::Error::Conflict(reason) if reason.contains(super::lease::BUSY));
-        if !busy || tokio::time::Instant::now() >= self.until {
-            return false;
-        }
-        tokio::time::sleep(NESTED_SETTLE_POLL).await;
-        true
     }
 }
