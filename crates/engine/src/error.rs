@@ -7,7 +7,7 @@ use ember_runtime::error::{DatabaseFailure, ServiceError};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The request names invalid values: fix the request.
     #[error("{0}")]
@@ -46,6 +46,32 @@ pub enum Error {
     /// (its own status and message).
     #[error("{0}")]
     Cloud(#[from] ember_openstack::Error),
+}
+
+impl Error {
+    /// Whether this is Ember's own store failing — the database unreachable
+    /// or answering with an error, or the stack lease the write was fenced
+    /// with gone — rather than a verdict on what was asked. A resource step
+    /// keeps such an error typed ([`ResourceFailure::Store`]): it says
+    /// nothing about the resource, so it must not become the resource's
+    /// FAILED status reason. Every other variant is a verdict in the
+    /// caller's terms (invalid input, not found, a conflict, a refusal, a
+    /// cloud's or another service's answer) and becomes the resource's
+    /// reason as text.
+    ///
+    /// [`ResourceFailure::Store`]: crate::resources::ResourceFailure::Store
+    pub fn is_store_failure(&self) -> bool {
+        match self {
+            Error::DatabaseUnavailable(_) | Error::Database(_) | Error::LeaseLost(_) => true,
+            Error::InvalidInput(_)
+            | Error::Forbidden(_)
+            | Error::NotFound(_)
+            | Error::Conflict(_)
+            | Error::Unavailable(_)
+            | Error::PolicySpecRefused(_)
+            | Error::Cloud(_) => false,
+        }
+    }
 }
 
 impl ServiceError for Error {

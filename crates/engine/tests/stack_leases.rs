@@ -1,7 +1,9 @@
 //! The stack lease conformance suite, on SQLite and PostgreSQL: takes race
 //! to one winner, a fence that moved on writes nothing, the orphan sweep
 //! decides once and never overwrites a stack that finished, a dropped guard
-//! frees the stack, and an engine that lost its lease stops writing. Races
+//! frees the stack, a busy take is refused with a typed refusal (which a
+//! parent's step waits out on its nested stack), and an engine that lost
+//! its lease stops writing. Races
 //! run two connection pools, as two engine replicas would.
 
 use std::sync::Arc;
@@ -12,8 +14,8 @@ use ember_engine::Error;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, LeaseHolder, StackLease, StackOperations, StackSettings, Stops, Swept, TakeRecord,
-    TransitionWriter,
+    CreateStack, LeaseHolder, StackBusy, StackLease, StackOperations, StackSettings,
+    StackWideAction, Stops, Swept, TakeRecord, TransitionWriter,
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest,
@@ -430,6 +432,145 @@ async fn a_dropped_guard_frees_the_stack(database: &TestDatabase) {
         .await;
     assert!(failed.is_err());
     take().await.expect("free at once after a failed start");
+}
+
+/// A take of a lease another operation holds is refused with a typed
+/// [`StackBusy`] naming the stack — what a caller that waits a busy lease
+/// out matches on — and to a user it is the same 409 as ever, in the same
+/// words.
+async fn a_busy_lease_is_refused_with_a_typed_refusal(database: &TestDatabase) {
+    let writer = TransitionWriter::start(store(database).await);
+    let stack_id = Uuid::new_v4();
+    let stops = Stops::default();
+    let try_take = || {
+        StackLease::try_take(
+            &writer,
+            &stops,
+            stack_id,
+            "wanted",
+            Uuid::new_v4(),
+            LeaseHolder::Action(StackAction::Suspend),
+            Duration::from_secs(30),
+        )
+    };
+    let _held = try_take().await.expect("answered").expect("free");
+    let busy = try_take()
+        .await
+        .expect("answered")
+        .err()
+        .expect("busy while held");
+    assert_eq!(
+        busy,
+        StackBusy {
+            stack_name: "wanted".into()
+        }
+    );
+    let refused = StackLease::take(
+        &writer,
+        &stops,
+        stack_id,
+        "wanted",
+        Uuid::new_v4(),
+        LeaseHolder::Action(StackAction::Suspend),
+        Duration::from_secs(30),
+    )
+    .await
+    .err()
+    .expect("busy while held");
+    let words = "stack \"wanted\" is busy: another operation is in progress on it (try again when it finishes)";
+    assert_eq!(refused, Error::Conflict(words.into()));
+    assert_eq!(Error::from(busy), refused);
+    let status = tonic::Status::from(refused);
+    assert_eq!(
+        (status.code(), status.message()),
+        (tonic::Code::FailedPrecondition, words),
+        "a 409 as ever"
+    );
+}
+
+/// A parent's suspend reaching its nested stack while the nested stack's
+/// lease is held though it is not in progress (an engine that went away
+/// took it and died before it wrote anything) waits the lease out — the
+/// typed busy refusal asked again until the lease expired — instead of
+/// failing the parent with "is busy".
+async fn a_parents_step_waits_out_a_nested_stacks_stale_lease(database: &TestDatabase) {
+    let store = store(database).await;
+    let operations = StackOperations::configured(
+        store.clone(),
+        Arc::new(ResourceTypeRegistry::builtin()),
+        StackSettings {
+            lease_ttl: Duration::from_secs(2),
+            ..StackSettings::default()
+        },
+    );
+    let child = "heat_template_version: 2021-04-16\nresources:\n  inner: {type: OS::Heat::None}\n";
+    let parent = "heat_template_version: 2021-04-16\nresources:\n  nested: {type: child.yaml}\n";
+    let mut create = CreateStack {
+        name: "patient".into(),
+        template: parent.into(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    };
+    create.files.insert("child.yaml".into(), child.into());
+    let stack = operations
+        .create_stack(&alice(), create)
+        .await
+        .expect("accepted");
+    let created = settled(&operations, "patient").await;
+    assert_eq!(
+        created.stack_status(),
+        "CREATE_COMPLETE",
+        "{}",
+        created.status_reason
+    );
+    let nested_id: Uuid = store
+        .list_resources(stack.id)
+        .await
+        .expect("rows")
+        .into_iter()
+        .find(|row| row.name == "nested")
+        .and_then(|row| row.physical_id)
+        .expect("the nested stack's id")
+        .parse()
+        .expect("a uuid");
+    // Another engine's lease on the nested stack, with nothing written
+    // under it: it expires in a second.
+    let now = ember_runtime::time::now();
+    store
+        .take_stack_lease(&LeaseTake::new(
+            nested_id,
+            Uuid::new_v4(),
+            "SUSPEND",
+            now,
+            now + chrono::Duration::seconds(1),
+        ))
+        .await
+        .expect("take")
+        .expect("taken");
+    operations
+        .run_stack_wide_action(&alice(), "patient", StackWideAction::Suspend)
+        .await
+        .expect("suspend accepted");
+    let suspended = settled(&operations, "patient").await;
+    assert_eq!(
+        suspended.stack_status(),
+        "SUSPEND_COMPLETE",
+        "{}",
+        suspended.status_reason
+    );
+}
+
+/// Polls until alice's `name` leaves IN_PROGRESS.
+async fn settled(operations: &StackOperations, name: &str) -> Stack {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let stack = operations.find_stack(&alice(), name).await.expect("stack");
+        if stack.status != ActionStatus::InProgress {
+            return stack;
+        }
+        assert!(Instant::now() < deadline, "still {}", stack.stack_status());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 const SLOW: &str = "heat_template_version: 2021-04-16\nresources:\n  quick: {type: OS::Heat::None}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: quick\n    properties: {action_wait_secs: {create: 2}}\n  after:\n    type: OS::Heat::None\n    depends_on: slow\n";
@@ -1432,6 +1573,8 @@ ember_runtime::store_suite!(
     the_sweep_never_overwrites_a_finished_stack,
     two_sweepers_fail_an_orphan_once,
     a_dropped_guard_frees_the_stack,
+    a_busy_lease_is_refused_with_a_typed_refusal,
+    a_parents_step_waits_out_a_nested_stacks_stale_lease,
     an_engine_that_lost_its_lease_stops_writing,
     one_batch_commits_every_stacks_writes_under_its_own_fence,
 );

@@ -1623,6 +1623,121 @@ resources:
     );
 }
 
+/// Refuses, by a trigger in the database, every insert of a nested stack
+/// (a stack with a parent): the nested stack's create fails in the store.
+async fn refuse_nested_stacks(connection: &DatabaseConnection) {
+    let statements = match connection.get_database_backend() {
+        DatabaseBackend::Sqlite => vec![
+            "CREATE TRIGGER refuse_nested BEFORE INSERT ON stacks \
+             WHEN NEW.parent_id IS NOT NULL \
+             BEGIN SELECT RAISE(ABORT, 'injected: nested stack refused'); END"
+                .to_owned(),
+        ],
+        _ => vec![
+            "CREATE FUNCTION refuse_nested() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.parent_id IS NOT NULL THEN \
+             RAISE EXCEPTION 'injected: nested stack refused'; \
+             END IF; RETURN NEW; END $$"
+                .to_owned(),
+            "CREATE TRIGGER refuse_nested BEFORE INSERT ON stacks \
+             FOR EACH ROW EXECUTE FUNCTION refuse_nested()"
+                .to_owned(),
+        ],
+    };
+    for statement in statements {
+        connection
+            .execute_unprepared(&statement)
+            .await
+            .expect("trigger");
+    }
+}
+
+async fn accept_nested_stacks(connection: &DatabaseConnection) {
+    let statements: &[&str] = match connection.get_database_backend() {
+        DatabaseBackend::Sqlite => &["DROP TRIGGER refuse_nested"],
+        _ => &[
+            "DROP TRIGGER refuse_nested ON stacks",
+            "DROP FUNCTION refuse_nested()",
+        ],
+    };
+    for statement in statements {
+        connection
+            .execute_unprepared(statement)
+            .await
+            .expect("trigger dropped");
+    }
+}
+
+/// A resource whose step fails because Ember's own store failed under it
+/// (here: the database refuses the nested stack a template resource
+/// makes) is no failure of the resource: the operation ends as the store
+/// failure it is — "recording the operation's progress failed: database
+/// error: …" — and the resource is not marked CREATE_FAILED with the
+/// store's words as if its properties were bad. Its row stays as the step
+/// left it, and a delete once the database is back removes everything.
+async fn a_resource_step_the_store_fails_fails_the_operation_as_a_store_failure(
+    database: &TestDatabase,
+) {
+    let (operations, connection) = operations_on_connection(database).await;
+    refuse_nested_stacks(&connection).await;
+    operations
+        .create_stack(
+            &alice(),
+            with_child_file(request("store-fails", NESTED_ONLY)),
+        )
+        .await
+        .expect("create accepted");
+    let stack = settled(&operations, "store-fails").await;
+    assert_eq!(
+        stack.stack_status(),
+        "CREATE_FAILED",
+        "{}",
+        stack.status_reason
+    );
+    assert!(
+        stack
+            .status_reason
+            .starts_with("recording the operation's progress failed: database error: ")
+            && stack
+                .status_reason
+                .contains("injected: nested stack refused"),
+        "{}",
+        stack.status_reason
+    );
+    let resources = operations.resources(&stack, 0).await.expect("resources");
+    let child = resource_named(&resources, "child");
+    assert_eq!(
+        (child.action, child.status),
+        (StackAction::Create, ActionStatus::InProgress),
+        "not failed as if its properties were bad: {}",
+        child.status_reason
+    );
+    let (events, _) = operations
+        .events(&stack, None, 0, (0, None, false))
+        .await
+        .expect("events");
+    let child_failed = events
+        .iter()
+        .any(|event| event.resource_name == "child" && event.resource_status() == "CREATE_FAILED");
+    assert!(!child_failed, "the resource never showed CREATE_FAILED");
+    accept_nested_stacks(&connection).await;
+
+    operations
+        .delete_stack(&alice(), "store-fails")
+        .await
+        .expect("delete accepted");
+    let deleted = settled(&operations, &stack.id.to_string()).await;
+    assert_eq!(
+        deleted.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        deleted.status_reason
+    );
+}
+
+const NESTED_ONLY: &str =
+    "heat_template_version: 2021-04-16\nresources:\n  child: {type: child.yaml}\n";
+
 /// Rows of `table` in the whole database.
 async fn rows_in(connection: &DatabaseConnection, table: &str) -> i64 {
     let backend = connection.get_database_backend();
@@ -1987,5 +2102,6 @@ ember_runtime::store_suite!(
     nested_stack_problems_surface_in_the_parent,
     the_next_operation_can_start_as_soon_as_the_final_state_is_visible,
     a_transition_the_database_refuses_fails_the_operation,
+    a_resource_step_the_store_fails_fails_the_operation_as_a_store_failure,
     a_create_refused_for_its_name_leaves_no_trace,
 );

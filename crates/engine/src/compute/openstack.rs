@@ -322,7 +322,7 @@ impl NovaDriver {
             &instance.placement.security_groups,
         )
         .await
-        .map_err(|error| ComputeError(error.0))?;
+        .map_err(|error| ComputeError(error.to_string()))?;
         Ok(Some(json!(groups)))
     }
 

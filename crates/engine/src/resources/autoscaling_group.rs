@@ -48,7 +48,7 @@ impl GroupSizes {
         let min_size = whole(properties.get("min_size")).unwrap_or(0);
         let max_size = whole(properties.get("max_size")).unwrap_or(0);
         if min_size > max_size {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "min_size {min_size} is larger than max_size {max_size}"
             )));
         }
@@ -56,7 +56,7 @@ impl GroupSizes {
         if let Some(desired) = desired_capacity
             && !(min_size..=max_size).contains(&desired)
         {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "desired_capacity {desired} must be between min_size {min_size} and max_size {max_size}"
             )));
         }
@@ -140,13 +140,15 @@ fn check_rolling_updates(properties: &Map<String, Value>) -> Result<(), Resource
             .keys()
             .find(|key| !ROLLING_UPDATE_KEYS.contains(&key.as_str()))
         {
-            Some(unknown) => Err(ResourceFailure(format!(
+            Some(unknown) => Err(ResourceFailure::new(format!(
                 "rolling_updates: unknown key {unknown:?} (expected {})",
                 ROLLING_UPDATE_KEYS.join(", ")
             ))),
             None => Ok(()),
         },
-        Some(_) => Err(ResourceFailure("rolling_updates must be a map".to_owned())),
+        Some(_) => Err(ResourceFailure::new(
+            "rolling_updates must be a map".to_owned(),
+        )),
     }
 }
 

@@ -179,7 +179,7 @@ fn key_values(
     for (index, item) in items.iter().enumerate() {
         let (Some(key), Some(value)) = (item.get("Key").and_then(Value::as_str), item.get("Value"))
         else {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{name}[{index}]: must be {{Key, Value}}, got {item}"
             )));
         };
@@ -204,7 +204,7 @@ fn key_values(
 fn server_properties(aws: &Map<String, Value>) -> Result<Map<String, Value>, ResourceFailure> {
     for name in NOT_IMPLEMENTED {
         if aws.get(name).is_some_and(|value| !value.is_null()) {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Property {name} not implemented yet"
             )));
         }
@@ -214,7 +214,7 @@ fn server_properties(aws: &Map<String, Value>) -> Result<Map<String, Value>, Res
             .get(name)
             .is_some_and(|value| !value.is_null() && value != &json!([]))
         {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{name}: not supported by Ember yet ({instead})"
             )));
         }
@@ -240,7 +240,7 @@ fn server_properties(aws: &Map<String, Value>) -> Result<Map<String, Value>, Res
         .collect();
     let interfaces = list("NetworkInterfaces");
     if !groups.is_empty() && !interfaces.is_empty() {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Properties SecurityGroups/SecurityGroupIds and NetworkInterfaces conflict: give the ports their security groups"
                 .to_owned(),
         ));
@@ -258,14 +258,14 @@ fn server_properties(aws: &Map<String, Value>) -> Result<Map<String, Value>, Res
                         .get("NetworkInterfaceId")
                         .and_then(Value::as_str)
                         .ok_or_else(|| {
-                            ResourceFailure(format!(
+                            ResourceFailure::new(format!(
                                 "NetworkInterfaces[{index}]: NetworkInterfaceId is required"
                             ))
                         })?;
                     let device = match entry.get("DeviceIndex") {
                         Some(Value::Number(number)) => number.as_i64().unwrap_or(index as i64),
                         Some(Value::String(text)) => text.parse().map_err(|_| {
-                            ResourceFailure(format!(
+                            ResourceFailure::new(format!(
                                 "NetworkInterfaces[{index}].DeviceIndex: {text:?} is not a number"
                             ))
                         })?,
@@ -274,7 +274,7 @@ fn server_properties(aws: &Map<String, Value>) -> Result<Map<String, Value>, Res
                     (port.to_owned(), device)
                 }
                 other => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "NetworkInterfaces[{index}]: a port id or {{NetworkInterfaceId, DeviceIndex}}, got {other}"
                     )));
                 }
@@ -511,23 +511,29 @@ mod tests {
             "ImageId": "cirros", "InstanceType": "m1.small", "Tenancy": "dedicated"
         })))
         .expect_err("not implemented");
-        assert_eq!(refused.0, "Property Tenancy not implemented yet");
+        assert_eq!(refused.to_string(), "Property Tenancy not implemented yet");
         let refused = server_properties(&properties(json!({
             "ImageId": "cirros", "InstanceType": "m1.small",
             "Volumes": [{"Device": "/dev/vdb", "VolumeId": "v1"}]
         })))
         .expect_err("not yet");
         assert!(
-            refused.0.starts_with("Volumes: not supported by Ember yet"),
+            refused
+                .to_string()
+                .starts_with("Volumes: not supported by Ember yet"),
             "{}",
-            refused.0
+            refused.to_string()
         );
         let conflict = server_properties(&properties(json!({
             "ImageId": "cirros", "InstanceType": "m1.small",
             "SecurityGroups": ["web"], "NetworkInterfaces": ["p1"]
         })))
         .expect_err("conflict");
-        assert!(conflict.0.contains("conflict"), "{}", conflict.0);
+        assert!(
+            conflict.to_string().contains("conflict"),
+            "{}",
+            conflict.to_string()
+        );
     }
 
     #[test]

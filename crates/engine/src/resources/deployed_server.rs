@@ -99,7 +99,7 @@ impl DeployedServer {
             .and_then(Value::as_str)
             .unwrap_or("POLL_TEMP_URL");
         if matches!(transport, "POLL_SERVER_CFN" | "ZAQAR_MESSAGE") {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "software_config_transport {transport}: Ember has no CFN metadata API nor Zaqar; use POLL_SERVER_HEAT or POLL_TEMP_URL"
             )));
         }

@@ -150,7 +150,7 @@ fn members(
     let servers = match properties.get("servers") {
         Some(Value::Object(servers)) => servers,
         _ => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "servers: a map of names to server ids is required".to_owned(),
             ));
         }
@@ -168,13 +168,13 @@ fn members(
                 .as_str()
                 .filter(|id| !id.trim().is_empty())
                 .ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "servers.{name}: must be a server id, got {}",
                         ember_runtime::quote::quoted(&server.to_string())
                     ))
                 })?;
             if name.is_empty() || name.len() > 255 {
-                return Err(ResourceFailure(
+                return Err(ResourceFailure::new(
                     "servers: each name must have 1 to 255 characters".to_owned(),
                 ));
             }
@@ -291,7 +291,7 @@ mod tests {
         assert!(
             super::members(SOFTWARE_DEPLOYMENT_TYPE, bad.as_object().expect("map"))
                 .expect_err("a number")
-                .0
+                .to_string()
                 .contains("servers.web")
         );
         let missing = json!({"config": "c"});

@@ -25,7 +25,9 @@ pub(super) fn host(
     slot: &NestedStackHostSlot,
 ) -> Result<Arc<dyn NestedStackHost>, ResourceFailure> {
     slot.get().and_then(Weak::upgrade).ok_or_else(|| {
-        ResourceFailure("the engine is shutting down: nested stacks are unavailable".to_owned())
+        ResourceFailure::new(
+            "the engine is shutting down: nested stacks are unavailable".to_owned(),
+        )
     })
 }
 
@@ -82,7 +84,7 @@ pub(super) async fn lock(
 /// A member's resource definition from the group's `property`: a map with
 /// a `type`, and optional `properties` and `metadata` maps.
 pub(super) fn member_definition(property: &str, value: &Value) -> Result<Value, ResourceFailure> {
-    let invalid = |why: String| ResourceFailure(format!("{property}: {why}"));
+    let invalid = |why: String| ResourceFailure::new(format!("{property}: {why}"));
     let Value::Object(map) = value else {
         return Err(invalid(
             "must be a map with a type and properties".to_owned(),
@@ -330,7 +332,7 @@ mod tests {
             ),
         ] {
             let failure = member_definition("resource_def", &value).expect_err("refused");
-            assert!(failure.0.contains(expected), "{value}: {failure}");
+            assert!(failure.to_string().contains(expected), "{value}: {failure}");
         }
     }
 

@@ -190,10 +190,10 @@ impl InstanceGroup {
 fn size(properties: &Map<String, Value>) -> Result<u64, ResourceFailure> {
     match properties.get("Size").and_then(Value::as_u64) {
         Some(size) if size <= MAX_SIZE => Ok(size),
-        Some(size) => Err(ResourceFailure(format!(
+        Some(size) => Err(ResourceFailure::new(format!(
             "Size: {size} is more than {MAX_SIZE} servers"
         ))),
-        None => Err(ResourceFailure(
+        None => Err(ResourceFailure::new(
             "Size: a whole number of servers (0 or more) is required".to_owned(),
         )),
     }
@@ -215,7 +215,7 @@ fn launch_configuration(
     });
     match found {
         Some(resource) => Ok(resource.properties.as_object().cloned().unwrap_or_default()),
-        None => Err(ResourceFailure(format!(
+        None => Err(ResourceFailure::new(format!(
             "LaunchConfigurationName: {} is not an {LAUNCH_CONFIGURATION_TYPE} of this stack (refer to it with get_resource or Ref)",
             ember_runtime::quote::quoted(name)
         ))),
@@ -251,7 +251,7 @@ fn server_definition(
                     metadata.insert(key.to_owned(), json!(value));
                 }
                 _ => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "Tags: each tag is a map with Key and Value, got {}",
                         ember_runtime::quote::quoted(&tag.to_string())
                     )));
@@ -351,7 +351,7 @@ mod tests {
         assert!(
             launch_configuration(&siblings, missing.as_object().expect("map"))
                 .expect_err("missing")
-                .0
+                .to_string()
                 .contains("is not an AWS::AutoScaling::LaunchConfiguration")
         );
         let bad_tags = json!({"Tags": ["x"]});

@@ -47,6 +47,7 @@ pub use schema::{
 };
 
 use crate::domain::Resource;
+use crate::error::Error;
 
 /// The key of the resource in the starter template Heat generates for a
 /// type (`GET /resource_types/{type}/template`): Heat's class name for its
@@ -206,10 +207,54 @@ pub struct ResourceOutcome {
     pub data: Value,
 }
 
-/// Why a resource action failed: the text becomes the status reason.
+/// Why a resource action failed, kept typed up to the stack executor:
+/// whether the resource itself failed — its status reason says why — or
+/// Ember's own store failed under it, which is no verdict on the resource
+/// and stops the operation as the store failure it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ResourceFailure(pub String);
+pub enum ResourceFailure {
+    /// The resource failed, in the service's (or Heat's) words: bad
+    /// properties, a cloud's refusal, a signal saying FAILURE. The text
+    /// becomes the resource's status reason.
+    #[error("{0}")]
+    Failed(String),
+    /// Ember's own store failed while the step ran (see
+    /// [`Error::is_store_failure`]): the run stops as `RunFailure::Store`
+    /// (or `RunFailure::LeaseLost`),
+    /// and the resource's row stays as the step left it, to be resumed —
+    /// not marked FAILED as if its properties were bad.
+    #[error("{0}")]
+    Store(Error),
+}
+
+impl ResourceFailure {
+    /// The resource failed, for `reason` (its status reason).
+    pub fn new(reason: impl Into<String>) -> Self {
+        ResourceFailure::Failed(reason.into())
+    }
+
+    /// The same failure, its reason (when the resource failed) reworded by
+    /// `reword`; a store failure stays as it is.
+    pub fn map_reason(self, reword: impl FnOnce(String) -> String) -> Self {
+        match self {
+            ResourceFailure::Failed(reason) => ResourceFailure::Failed(reword(reason)),
+            store @ ResourceFailure::Store(_) => store,
+        }
+    }
+}
+
+/// An engine error met by a resource's step: kept typed when it is Ember's
+/// own store failing ([`Error::is_store_failure`]), else the resource's
+/// failure in the error's words (as they read before).
+impl From<Error> for ResourceFailure {
+    fn from(error: Error) -> Self {
+        if error.is_store_failure() {
+            ResourceFailure::Store(error)
+        } else {
+            ResourceFailure::Failed(error.to_string())
+        }
+    }
+}
 
 #[async_trait]
 pub trait ResourceType: Send + Sync + 'static {
@@ -279,7 +324,7 @@ pub trait ResourceType: Send + Sync + 'static {
         adopted: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
         if self.is_nested_stack() {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{} cannot adopt an existing stack: a nested stack is made by its parent",
                 request.type_name
             )));

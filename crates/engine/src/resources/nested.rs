@@ -113,7 +113,7 @@ pub trait NestedStackHost: Send + Sync {
     /// scaling groups that choose members by state and age.
     async fn nested_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>, ResourceFailure> {
         let _ = stack_id;
-        Err(ResourceFailure(
+        Err(ResourceFailure::new(
             "this engine cannot list nested stack resources".to_owned(),
         ))
     }
@@ -234,10 +234,10 @@ impl NestedStackKind for InlineTemplate {
         // written inline as a map.
         let template = match request.properties.get("template") {
             Some(Value::String(text)) => parse_document(text, "template")
-                .map_err(|error| ResourceFailure(format!("template: {error}")))?,
+                .map_err(|error| ResourceFailure::new(format!("template: {error}")))?,
             Some(Value::Object(map)) => map.clone(),
             _ => {
-                return Err(ResourceFailure(
+                return Err(ResourceFailure::new(
                     "template: a template is required".to_owned(),
                 ));
             }

@@ -79,21 +79,23 @@ fn pools(properties: &Map<String, Value>) -> Result<Vec<(Vec<char>, usize)>, Res
                 .as_u64()
                 .and_then(|min| usize::try_from(min).ok())
                 .filter(|min| *min <= 512)
-                .ok_or_else(|| ResourceFailure(format!("{path}.min must be an integer 0-512"))),
+                .ok_or_else(|| {
+                    ResourceFailure::new(format!("{path}.min must be an integer 0-512"))
+                }),
         }
     };
     let mut pools = Vec::new();
     for (index, entry) in list(properties, "character_classes")?.iter().enumerate() {
         let path = format!("character_classes[{index}]");
-        let entry = entry
-            .as_object()
-            .ok_or_else(|| ResourceFailure(format!("{path} must be a map with class and min")))?;
+        let entry = entry.as_object().ok_or_else(|| {
+            ResourceFailure::new(format!("{path} must be a map with class and min"))
+        })?;
         let class = entry
             .get("class")
             .and_then(Value::as_str)
             .unwrap_or("lettersdigits");
         let characters = class_characters(class).ok_or_else(|| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "{path}.class {class:?} is not one of lettersdigits, letters, lowercase, uppercase, digits, hexdigits, octdigits"
             ))
         })?;
@@ -102,14 +104,14 @@ fn pools(properties: &Map<String, Value>) -> Result<Vec<(Vec<char>, usize)>, Res
     for (index, entry) in list(properties, "character_sequences")?.iter().enumerate() {
         let path = format!("character_sequences[{index}]");
         let entry = entry.as_object().ok_or_else(|| {
-            ResourceFailure(format!("{path} must be a map with sequence and min"))
+            ResourceFailure::new(format!("{path} must be a map with sequence and min"))
         })?;
         let sequence = entry
             .get("sequence")
             .and_then(Value::as_str)
             .filter(|sequence| !sequence.is_empty())
             .ok_or_else(|| {
-                ResourceFailure(format!("{path}.sequence must be a non-empty string"))
+                ResourceFailure::new(format!("{path}.sequence must be a non-empty string"))
             })?;
         pools.push((sequence.chars().collect(), minimum(entry, &path)?));
     }
@@ -129,7 +131,7 @@ fn list(properties: &Map<String, Value>, key: &str) -> Result<Vec<Value>, Resour
     match properties.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => Ok(items.clone()),
-        Some(_) => Err(ResourceFailure(format!("{key} must be a list"))),
+        Some(_) => Err(ResourceFailure::new(format!("{key} must be a list"))),
     }
 }
 
@@ -143,7 +145,7 @@ pub fn generate(properties: &Map<String, Value>) -> Result<String, ResourceFailu
     let pools = pools(properties)?;
     let required: usize = pools.iter().map(|(_, min)| min).sum();
     if required > length {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "length {length} is shorter than the {required} characters the minimums require"
         )));
     }
@@ -230,14 +232,29 @@ mod tests {
         let too_many = generate(&properties(
             json!({"length": 3, "character_classes": [{"class": "digits", "min": 4}]}),
         ));
-        assert!(too_many.expect_err("refused").0.contains("shorter than"));
+        assert!(
+            too_many
+                .expect_err("refused")
+                .to_string()
+                .contains("shorter than")
+        );
         let bad_class = generate(&properties(
             json!({"character_classes": [{"class": "emoji"}]}),
         ));
-        assert!(bad_class.expect_err("refused").0.contains("\"emoji\""));
+        assert!(
+            bad_class
+                .expect_err("refused")
+                .to_string()
+                .contains("\"emoji\"")
+        );
         let empty_sequence = generate(&properties(
             json!({"character_sequences": [{"sequence": ""}]}),
         ));
-        assert!(empty_sequence.expect_err("refused").0.contains("sequence"));
+        assert!(
+            empty_sequence
+                .expect_err("refused")
+                .to_string()
+                .contains("sequence")
+        );
     }
 }

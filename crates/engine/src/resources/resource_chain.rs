@@ -108,7 +108,7 @@ fn members(properties: &Map<String, Value>) -> Result<Vec<(String, Value)>, Reso
         .get("resources")
         .and_then(Value::as_array)
         .ok_or_else(|| {
-            ResourceFailure("resources: a list of resource types is required".to_owned())
+            ResourceFailure::new("resources: a list of resource types is required".to_owned())
         })?;
     let concurrent = properties
         .get("concurrent")
@@ -118,7 +118,7 @@ fn members(properties: &Map<String, Value>) -> Result<Vec<(String, Value)>, Reso
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
         Some(_) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "resource_properties must be a map".to_owned(),
             ));
         }
@@ -131,7 +131,7 @@ fn members(properties: &Map<String, Value>) -> Result<Vec<(String, Value)>, Reso
                 .as_str()
                 .filter(|name| !name.trim().is_empty())
                 .ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "resources: item {index} must be a resource type name, got {type_name}"
                     ))
                 })?;

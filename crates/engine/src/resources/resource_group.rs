@@ -152,19 +152,19 @@ fn settings(properties: &Map<String, Value>) -> Result<Settings, ResourceFailure
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(policies)) => policies.clone(),
         Some(_) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "removal_policies must be a list".to_owned(),
             ));
         }
     };
     for (index, policy) in policies.iter().enumerate() {
         let Some(policy) = policy.as_object() else {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "removal_policies[{index}] must be a map like {{resource_list: [names]}}"
             )));
         };
         if let Some(unknown) = policy.keys().find(|key| *key != "resource_list") {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "removal_policies[{index}]: unknown key {unknown:?} (expected resource_list)"
             )));
         }
@@ -178,7 +178,7 @@ fn settings(properties: &Map<String, Value>) -> Result<Settings, ResourceFailure
                 Value::String(name) => removal_list.push(name.clone()),
                 Value::Number(number) => removal_list.push(number.to_string()),
                 other => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "removal_policies[{index}].resource_list: {other} is not a name or physical id"
                     )));
                 }
@@ -438,7 +438,7 @@ mod tests {
                 "removal_policies": policies,
             });
             let failure = settings(properties.as_object().expect("map")).expect_err("refused");
-            assert!(failure.0.contains(expected), "{failure}");
+            assert!(failure.to_string().contains(expected), "{failure}");
         }
     }
 }

@@ -57,7 +57,7 @@ impl PolicySettings {
             .and_then(Value::as_str)
             .filter(|group| !group.is_empty())
             .ok_or_else(|| {
-                ResourceFailure(
+                ResourceFailure::new(
                     "auto_scaling_group_id: the group (get_resource of an OS::Heat::AutoScalingGroup) is required"
                         .to_owned(),
                 )
@@ -68,7 +68,7 @@ impl PolicySettings {
             .and_then(Value::as_str)
             .and_then(AdjustmentType::parse)
             .ok_or_else(|| {
-                ResourceFailure(
+                ResourceFailure::new(
                     "adjustment_type must be change_in_capacity, exact_capacity or percent_change_in_capacity"
                         .to_owned(),
                 )
@@ -76,7 +76,9 @@ impl PolicySettings {
         let scaling_adjustment = properties
             .get("scaling_adjustment")
             .and_then(Value::as_f64)
-            .ok_or_else(|| ResourceFailure("scaling_adjustment must be a number".to_owned()))?;
+            .ok_or_else(|| {
+                ResourceFailure::new("scaling_adjustment must be a number".to_owned())
+            })?;
         let whole = |key: &str| {
             properties
                 .get(key)

@@ -256,7 +256,7 @@ fn owner_of(current: &Resource) -> Result<Identity, ResourceFailure> {
             project_id,
             vec!["member".to_owned()],
         )),
-        _ => Err(ResourceFailure(
+        _ => Err(ResourceFailure::new(
             "the instance's owner was not recorded".to_owned(),
         )),
     }
@@ -287,12 +287,12 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
                 .iter()
                 .map(|item| match item {
                     Value::String(text) => Ok(text.clone()),
-                    other => Err(ResourceFailure(format!(
+                    other => Err(ResourceFailure::new(format!(
                         "{name}: must be a list of strings, got {other}"
                     ))),
                 })
                 .collect(),
-            Some(other) => Err(ResourceFailure(format!(
+            Some(other) => Err(ResourceFailure::new(format!(
                 "{name}: must be a list, got {other}"
             ))),
         }
@@ -306,13 +306,13 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
     if let Some(Value::Array(entries)) = properties.get("networks") {
         for (index, entry) in entries.iter().enumerate() {
             let Value::Object(entry) = entry else {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "networks[{index}]: must be a map, got {entry}"
                 )));
             };
             let known = ["network", "uuid", "port", "subnet", "fixed_ip", "tag"];
             if let Some(unsupported) = entry.keys().find(|key| !known.contains(&key.as_str())) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "networks[{index}].{unsupported}: not supported by Ember (it takes {})",
                     known.join(", ")
                 )));
@@ -347,9 +347,7 @@ fn placement_of(properties: &Map<String, Value>) -> Result<Placement, ResourceFa
         },
         config_drive: properties.get("config_drive").and_then(Value::as_bool),
     };
-    placement
-        .validate()
-        .map_err(|error| ResourceFailure(error.to_string()))?;
+    placement.validate()?;
     Ok(placement)
 }
 
@@ -385,10 +383,6 @@ fn machine_attributes(attributes: &mut Map<String, Value>, details: &MachineDeta
     attributes.insert("show".to_owned(), details.raw.clone());
 }
 
-fn failure(error: Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
-}
-
 fn string_metadata(properties: &Map<String, Value>) -> BTreeMap<String, String> {
     properties
         .get("metadata")
@@ -419,7 +413,7 @@ fn workload_of(properties: &Map<String, Value>) -> Result<Workload, ResourceFail
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.iter().map(text).collect(),
         Some(other) => {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "command: must be a list of strings, got {other}"
             )));
         }
@@ -467,18 +461,18 @@ impl ServerResource {
             .wait(caller, uuid, SETTLE_TIMEOUT, |read| match read {
                 Ok(instance) if done(&instance) => Some(Ok(Some(instance))),
                 Ok(instance) if instance.status == InstanceStatus::Error => {
-                    Some(Err(ResourceFailure(format!(
+                    Some(Err(ResourceFailure::new(format!(
                         "instance {} went into ERROR: {}",
                         instance.uuid, instance.status_reason
                     ))))
                 }
                 Ok(_) => None,
                 Err(Error::NotFound(_)) => Some(Ok(None)),
-                Err(error) => Some(Err(failure(error))),
+                Err(error) => Some(Err(ResourceFailure::from(error))),
             })
             .await
             .unwrap_or_else(|| {
-                Err(ResourceFailure(format!(
+                Err(ResourceFailure::new(format!(
                     "instance {uuid} did not settle within {SETTLE_TIMEOUT:?}"
                 )))
             })
@@ -503,11 +497,7 @@ impl ServerResource {
             .map(str::to_owned)
             .unwrap_or_else(|| request.physical_resource_name());
         let placement = placement_of(&request.properties)?;
-        let delegation = self
-            .instances
-            .stack_delegation(request.stack_id)
-            .await
-            .map_err(failure)?;
+        let delegation = self.instances.stack_delegation(request.stack_id).await?;
         let new = NewInstance {
             name,
             flavor: request
@@ -528,11 +518,7 @@ impl ServerResource {
             delegation,
         };
         let uuid = request.derived_id(INSTANCE_KIND);
-        let instance = self
-            .instances
-            .create_with_uuid(&caller, uuid, new)
-            .await
-            .map_err(failure)?;
+        let instance = self.instances.create_with_uuid(&caller, uuid, new).await?;
         if attempt == Attempt::TakenOver {
             self.continue_unfinished_task(&caller, uuid).await?;
         }
@@ -542,7 +528,7 @@ impl ServerResource {
             })
             .await?
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "instance {} disappeared while building",
                     instance.uuid
                 ))
@@ -570,8 +556,7 @@ impl ServerResource {
         let details = self
             .instances
             .machine_details(caller, instance.uuid)
-            .await
-            .map_err(failure)?;
+            .await?;
         let physical_id = match details {
             Some(details) => {
                 machine_attributes(&mut attributes, &details);
@@ -600,7 +585,7 @@ impl ServerResource {
     ) -> Result<(), ResourceFailure> {
         match self.instances.continue_unfinished_task(caller, uuid).await {
             Ok(_) | Err(Error::NotFound(_)) => Ok(()),
-            Err(error) => Err(failure(error)),
+            Err(error) => Err(ResourceFailure::from(error)),
         }
     }
 
@@ -618,7 +603,7 @@ impl ServerResource {
             // instance is found by the uuid derived from the row.
             None => {
                 let uuid = super::derived_id(current.stack_id, current.id, INSTANCE_KIND);
-                match self.instances.owner_of(uuid).await.map_err(failure)? {
+                match self.instances.owner_of(uuid).await? {
                     Some(owner) => (uuid, owner),
                     // Never made: nothing to delete.
                     None => return Ok(()),
@@ -628,7 +613,7 @@ impl ServerResource {
         let instance = match self.instances.get(&caller, uuid).await {
             Ok(instance) => instance,
             Err(Error::NotFound(_)) => return Ok(()),
-            Err(error) => return Err(failure(error)),
+            Err(error) => return Err(ResourceFailure::from(error)),
         };
         if instance.status == InstanceStatus::Deleting {
             if attempt == Attempt::TakenOver {
@@ -638,7 +623,7 @@ impl ServerResource {
             match self.instances.delete(&caller, uuid).await {
                 Ok(_) => {}
                 Err(Error::NotFound(_)) => return Ok(()),
-                Err(error) => return Err(failure(error)),
+                Err(error) => return Err(ResourceFailure::from(error)),
             }
         }
         self.wait_for(&caller, uuid, |instance| {
@@ -671,7 +656,7 @@ impl ServerResource {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let instance = self.instances.get(&caller, uuid).await.map_err(failure)?;
+            let instance = self.instances.get(&caller, uuid).await?;
             let under_way = instance.unfinished_task();
             if under_way == Some(task) {
                 self.continue_unfinished_task(&caller, uuid).await?;
@@ -683,13 +668,13 @@ impl ServerResource {
             match self.instances.power(&caller, uuid, action).await {
                 Ok(_) => break,
                 Err(Error::Conflict(_)) if attempts < POWER_DECISIONS => continue,
-                Err(error) => return Err(failure(error)),
+                Err(error) => return Err(ResourceFailure::from(error)),
             }
         }
         self.wait_for(&caller, uuid, |instance| instance.status == expected)
             .await?
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "instance {uuid} disappeared while its power {} ran",
                     action.as_str()
                 ))
@@ -737,11 +722,7 @@ impl ResourceType for ServerResource {
             // this update through only where the driver can).
             networks: Some(placement_of(&request.properties)?.networks),
         };
-        let instance = self
-            .instances
-            .update(&caller, uuid, changes)
-            .await
-            .map_err(failure)?;
+        let instance = self.instances.update(&caller, uuid, changes).await?;
         self.outcome(&caller, &instance, current.data.clone()).await
     }
 
@@ -777,7 +758,7 @@ impl ResourceType for ServerResource {
             .await
         {
             Ok(()) | Err(Error::NotFound(_)) => Ok(()),
-            Err(error) => Err(failure(error)),
+            Err(error) => Err(ResourceFailure::from(error)),
         }
     }
 
@@ -804,7 +785,7 @@ impl ResourceType for ServerResource {
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let external_id = adopted.physical_id.as_deref().unwrap_or_default();
         let not_found = || {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "no instance {} in this project",
                 ember_runtime::quote::quoted(external_id)
             ))
@@ -818,7 +799,7 @@ impl ResourceType for ServerResource {
         let instance = match self.instances.get(&caller, uuid).await {
             Ok(instance) => instance,
             Err(Error::NotFound(_)) => return Err(not_found()),
-            Err(other) => return Err(failure(other)),
+            Err(other) => return Err(ResourceFailure::from(other)),
         };
         self.outcome(
             &caller,
@@ -830,24 +811,20 @@ impl ResourceType for ServerResource {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(uuid) = instance_id(current) else {
-            return Err(ResourceFailure("no instance was created".to_owned()));
+            return Err(ResourceFailure::new("no instance was created".to_owned()));
         };
         // The machine as it is now (Nova's state on the openstack backend).
-        let instance = self
-            .instances
-            .refresh(&owner_of(current)?, uuid)
-            .await
-            .map_err(failure)?;
+        let instance = self.instances.refresh(&owner_of(current)?, uuid).await?;
         match instance.status {
             InstanceStatus::Active => Ok(()),
             // Stopped on request (a suspended stack) is healthy; a machine
             // that stopped by itself carries the reason and is not.
             InstanceStatus::Stopped if instance.status_reason.is_empty() => Ok(()),
-            other if instance.status_reason.is_empty() => Err(ResourceFailure(format!(
+            other if instance.status_reason.is_empty() => Err(ResourceFailure::new(format!(
                 "instance {uuid} is {}",
                 other.as_str()
             ))),
-            other => Err(ResourceFailure(format!(
+            other => Err(ResourceFailure::new(format!(
                 "instance {uuid} is {}: {}",
                 other.as_str(),
                 instance.status_reason
@@ -877,8 +854,7 @@ impl ResourceType for ServerResource {
         let outcome = self
             .instances
             .lock(&request.caller, uuid, request.reason.clone())
-            .await
-            .map_err(failure)?;
+            .await?;
         let mut data = current.data.clone();
         if outcome.previous_lock.is_none()
             && let Value::Object(map) = &mut data
@@ -902,7 +878,7 @@ impl ResourceType for ServerResource {
         match self.instances.unlock(&request.caller, uuid).await {
             // Already lifted by someone else: nothing left to undo.
             Ok(_) | Err(Error::Conflict(_)) | Err(Error::NotFound(_)) => {}
-            Err(error) => return Err(failure(error)),
+            Err(error) => return Err(ResourceFailure::from(error)),
         }
         let mut data = current.data.clone();
         if let Value::Object(map) = &mut data {
@@ -927,7 +903,7 @@ impl ResourceType for ServerResource {
                 "power_state": instance.power_state.as_str(),
             }))),
             Err(Error::NotFound(_)) => Ok(None),
-            Err(error) => Err(failure(error)),
+            Err(error) => Err(ResourceFailure::from(error)),
         }
     }
 
@@ -940,11 +916,7 @@ impl ResourceType for ServerResource {
         let Some(uuid) = instance_id(current) else {
             return Ok(());
         };
-        let live = self
-            .instances
-            .get(&owner_of(current)?, uuid)
-            .await
-            .map_err(failure)?;
+        let live = self.instances.get(&owner_of(current)?, uuid).await?;
         match (recorded["status"].as_str(), live.status) {
             (Some("STOPPED"), InstanceStatus::Active) => {
                 self.power(current, PowerAction::Off, InstanceStatus::Stopped)

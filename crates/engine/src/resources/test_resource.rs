@@ -101,13 +101,13 @@ fn wait_for(properties: &Map<String, Value>, action: &str) -> Result<Duration, R
         })
         .transpose()
         .map_err(|()| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "action_wait_secs.{action} must be a number of seconds"
             ))
         })?
         .unwrap_or(0.0);
     if !(0.0..=3600.0).contains(&seconds) {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "wait of {seconds} s for {action} must be 0-3600"
         )));
     }
@@ -127,7 +127,7 @@ fn outcome(
     physical_id: String,
 ) -> Result<ResourceOutcome, ResourceFailure> {
     if request.properties.get("fail") == Some(&Value::Bool(true)) {
-        return Err(ResourceFailure("Test Resource failed".to_owned()));
+        return Err(ResourceFailure::new("Test Resource failed".to_owned()));
     }
     let value = request
         .properties
@@ -186,7 +186,9 @@ impl ResourceType for TestResource {
         _request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
         if current.properties.get("fail_lock") == Some(&Value::Bool(true)) {
-            return Err(ResourceFailure("Test Resource failed to lock".to_owned()));
+            return Err(ResourceFailure::new(
+                "Test Resource failed to lock".to_owned(),
+            ));
         }
         Ok(current.data.clone())
     }
@@ -197,7 +199,9 @@ impl ResourceType for TestResource {
         _request: &super::LockRequest,
     ) -> Result<Value, ResourceFailure> {
         if current.properties.get("fail_unlock") == Some(&Value::Bool(true)) {
-            return Err(ResourceFailure("Test Resource failed to unlock".to_owned()));
+            return Err(ResourceFailure::new(
+                "Test Resource failed to unlock".to_owned(),
+            ));
         }
         Ok(current.data.clone())
     }
@@ -240,7 +244,7 @@ mod tests {
             .create(&request(json!({"value": "x", "fail": true})))
             .await
             .expect_err("fails");
-        assert_eq!(failure.0, "Test Resource failed");
+        assert_eq!(failure.to_string(), "Test Resource failed");
     }
 
     #[test]

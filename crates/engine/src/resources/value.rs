@@ -63,10 +63,10 @@ fn typed_value(request: &ResourceRequest) -> Result<Value, ResourceFailure> {
         Some("comma_delimited_list") => ParameterType::CommaDelimitedList,
         Some("json") => ParameterType::Json,
         Some("boolean") => ParameterType::Boolean,
-        Some(other) => return Err(ResourceFailure(format!("unknown type {other:?}"))),
+        Some(other) => return Err(ResourceFailure::new(format!("unknown type {other:?}"))),
     };
     coerce_parameter_value(declared, &value, false)
-        .map_err(|message| ResourceFailure(format!("value: {message}")))
+        .map_err(|message| ResourceFailure::new(format!("value: {message}")))
 }
 
 fn outcome(

@@ -10,12 +10,14 @@ use ember_runtime::Identity;
 
 use super::bounds::within_bounds;
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
-use super::failure::{RunFailure, RunResult};
+use super::failure::{RunFailure, RunResult, resource_reason};
+use super::lease::WhenBusy;
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::error::Result;
+use crate::resources::ResourceFailure;
 
 /// An action run through the stack's "actions" endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,27 +63,30 @@ impl StackOperations {
         let caller = StackCaller::User(identity);
         self.admit(&found, action.operation(), caller).await?;
         let (stack, run) = self
-            .begin_stack_wide_action(found, name_or_id, action, caller)
+            .begin_stack_wide_action(found, name_or_id, action, caller, WhenBusy::Refuse)
             .await?;
         self.shared.spawn_run(run);
         Ok(stack)
     }
 
-    /// Takes the lease, records the action as started and returns its run.
+    /// Takes the lease (as `when_busy` says when another operation holds
+    /// it), records the action as started and returns its run.
     pub(crate) async fn begin_stack_wide_action(
         &self,
         found: Stack,
         name_or_id: &str,
         action: StackWideAction,
         caller: StackCaller<'_>,
+        when_busy: WhenBusy,
     ) -> Result<(Stack, super::Run)> {
         let operation = action.stack_action().as_str();
         let stack_lease = self
             .shared
-            .take_lease(
+            .take_lease_when(
                 found.id,
                 &found.name,
                 LeaseHolder::Action(action.stack_action()),
+                when_busy,
             )
             .await?;
         let fence = stack_lease.fence();
@@ -225,9 +230,11 @@ async fn act_on_one(
             StackWideAction::Suspend => resource_type.suspend(&in_progress).await,
             StackWideAction::Resume => resource_type.resume(&in_progress).await,
             StackWideAction::Check => resource_type.check(&in_progress).await,
-        }
-        .map_err(|failure| failure.0),
-        None => Err(format!("unknown resource type {:?}", in_progress.type_name)),
+        },
+        None => Err(ResourceFailure::new(format!(
+            "unknown resource type {:?}",
+            in_progress.type_name
+        ))),
     };
     match result {
         Ok(()) => {
@@ -242,8 +249,8 @@ async fn act_on_one(
             .await?;
             Ok(())
         }
-        Err(reason) => {
-            let reason = format!("resources.{name}: {reason}");
+        Err(failure) => {
+            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
                 shared,
                 target,

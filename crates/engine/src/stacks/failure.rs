@@ -4,6 +4,7 @@
 //! nothing more, because another engine now decides the stack's state.
 
 use crate::error::Error;
+use crate::resources::ResourceFailure;
 
 #[derive(Debug, Clone)]
 pub enum RunFailure {
@@ -67,6 +68,21 @@ impl RunFailure {
     }
 }
 
+/// How a run takes a resource step's failure: the resource's own failure
+/// comes back as its reason, for the caller to record the resource FAILED
+/// with it and fail the operation; Ember's own store failing under the
+/// step is the run's failure ([`RunFailure::Store`], or
+/// [`RunFailure::LeaseLost`]) and nothing is recorded of the resource —
+/// the store said nothing about it. Its row stays as the step left it (in
+/// progress), so the operation that next acts on the stack resumes the
+/// step, as after any write of the run the store refused.
+pub(crate) fn resource_reason(failure: ResourceFailure) -> RunResult<String> {
+    match failure {
+        ResourceFailure::Failed(reason) => Ok(reason),
+        ResourceFailure::Store(error) => Err(RunFailure::from(error)),
+    }
+}
+
 impl From<String> for RunFailure {
     fn from(reason: String) -> Self {
         RunFailure::Failed(reason)
@@ -103,6 +119,51 @@ mod tests {
         RunFailure::keep_worst(&mut kept, RunFailure::LeaseLost);
         RunFailure::keep_worst(&mut kept, RunFailure::Failed("late".into()));
         assert!(matches!(kept, Some(RunFailure::LeaseLost)));
+    }
+
+    #[test]
+    fn a_resource_step_failing_in_the_store_stops_the_run_instead_of_failing_the_resource() {
+        let unavailable = Error::DatabaseUnavailable("connection refused".into());
+        let stopped = resource_reason(ResourceFailure::from(unavailable.clone()))
+            .expect_err("not the resource's failure");
+        assert!(
+            matches!(&stopped, RunFailure::Store(error) if *error == unavailable),
+            "{stopped:?}"
+        );
+        assert_eq!(
+            stopped.reason(),
+            "recording the operation's progress failed: database unavailable: connection refused"
+        );
+        let unreadable = ResourceFailure::from(Error::Database("bad row".into()));
+        assert!(matches!(
+            resource_reason(unreadable),
+            Err(RunFailure::Store(Error::Database(_)))
+        ));
+        let lost = ResourceFailure::from(Error::LeaseLost("taken over".into()));
+        assert!(matches!(resource_reason(lost), Err(RunFailure::LeaseLost)));
+    }
+
+    #[test]
+    fn a_resource_failing_in_the_callers_terms_keeps_its_words() {
+        for (error, reason) in [
+            (Error::InvalidInput("bad size".into()), "bad size"),
+            (Error::NotFound("no such image".into()), "no such image"),
+            (Error::Conflict("volume in use".into()), "volume in use"),
+            (
+                Error::Unavailable("cannot lock vm-1: refused".into()),
+                "cannot lock vm-1: refused",
+            ),
+        ] {
+            let failure = ResourceFailure::from(error);
+            assert_eq!(failure, ResourceFailure::new(reason));
+            assert_eq!(
+                resource_reason(failure).expect("the resource's own"),
+                reason
+            );
+        }
+        let reworded =
+            ResourceFailure::new("bad").map_reason(|reason| format!("resources.a: {reason}"));
+        assert_eq!(reworded.to_string(), "resources.a: bad");
     }
 
     #[test]

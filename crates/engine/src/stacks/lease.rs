@@ -85,15 +85,45 @@ pub struct StackLease {
     settled: Arc<AtomicBool>,
 }
 
-/// What a refusal for a lease another operation holds says.
-pub(super) const BUSY: &str = "is busy";
+/// A take of a stack's lease refused because another operation holds it
+/// (Heat's ActionInProgress): typed, so a caller that waits such a lease
+/// out (see [`WhenBusy`]) tells it from any other refusal; to anyone else
+/// it is the 409 `Error::Conflict` in these words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "stack {stack_name:?} is busy: another operation is in progress on it (try again when it finishes)"
+)]
+pub struct StackBusy {
+    pub stack_name: String,
+}
+
+impl From<StackBusy> for Error {
+    fn from(busy: StackBusy) -> Self {
+        Error::Conflict(busy.to_string())
+    }
+}
+
+/// What the start of an operation does when another operation holds the
+/// stack's lease ([`StackBusy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WhenBusy {
+    /// Refuses at once (409): the caller — a user — tries again later.
+    Refuse,
+    /// Asks again until a lease taken just now would have expired (a TTL):
+    /// a parent's step that begins an operation on its nested stack while
+    /// the nested stack is not in progress. The lease is one an engine
+    /// that went away took and died before it wrote the operation's state,
+    /// so no sweep takes it over; it expires within a TTL.
+    WaitOutLease,
+}
+
+/// How often a take [`WhenBusy::WaitOutLease`] asks again.
+pub(crate) const BUSY_POLL: Duration = Duration::from_millis(100);
 
 impl StackLease {
     /// Takes the lease for `operation`, or `Error::Conflict` naming the stack
-    /// when another operation holds it (Heat's ActionInProgress). It lives
-    /// `ttl` without a heartbeat; the heartbeat renews it every third of it,
-    /// and stops the run `stops` knows on the stack when a delete on
-    /// another engine asks.
+    /// when another operation holds it (Heat's ActionInProgress; see
+    /// [`StackLease::try_take`]).
     pub async fn take(
         writer: &TransitionWriter,
         stops: &Stops,
@@ -103,6 +133,26 @@ impl StackLease {
         holder: LeaseHolder,
         ttl: Duration,
     ) -> Result<StackLease> {
+        let taken =
+            StackLease::try_take(writer, stops, stack_id, stack_name, engine_id, holder, ttl)
+                .await?;
+        Ok(taken?)
+    }
+
+    /// Takes the lease for `operation`: `Ok(Err(StackBusy))` when another
+    /// operation holds it, `Err` when the store could not answer. It lives
+    /// `ttl` without a heartbeat; the heartbeat renews it every third of it,
+    /// and stops the run `stops` knows on the stack when a delete on
+    /// another engine asks.
+    pub async fn try_take(
+        writer: &TransitionWriter,
+        stops: &Stops,
+        stack_id: Uuid,
+        stack_name: &str,
+        engine_id: Uuid,
+        holder: LeaseHolder,
+        ttl: Duration,
+    ) -> Result<Result<StackLease, StackBusy>> {
         let now = ember_runtime::time::now();
         let take = LeaseTake::new(
             stack_id,
@@ -112,11 +162,11 @@ impl StackLease {
             expiry_after(now, ttl),
         );
         let Some(fence) = writer.take_lease(take).await? else {
-            return Err(Error::Conflict(format!(
-                "stack {stack_name:?} {BUSY}: another operation is in progress on it (try again when it finishes)"
-            )));
+            return Ok(Err(StackBusy {
+                stack_name: stack_name.to_owned(),
+            }));
         };
-        Ok(StackLease::held(writer.clone(), stops, fence, ttl))
+        Ok(Ok(StackLease::held(writer.clone(), stops, fence, ttl)))
     }
 
     /// The guard of a lease this engine took over from one that went away

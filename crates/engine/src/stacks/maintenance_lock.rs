@@ -13,7 +13,8 @@ use std::sync::Arc;
 use ember_runtime::Identity;
 
 use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
-use super::failure::{RunFailure, RunResult};
+use super::failure::{RunFailure, RunResult, resource_reason};
+use super::lease::WhenBusy;
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
@@ -93,7 +94,13 @@ impl StackOperations {
             expires_at,
         };
         let (stack, run) = self
-            .begin_maintenance_lock(found, request, LockChange::Lock, LockedFor::User)
+            .begin_maintenance_lock(
+                found,
+                request,
+                LockChange::Lock,
+                LockedFor::User,
+                WhenBusy::Refuse,
+            )
             .await?;
         self.shared.spawn_run(run);
         Ok(stack)
@@ -112,7 +119,13 @@ impl StackOperations {
             expires_at: None,
         };
         let (stack, run) = self
-            .begin_maintenance_lock(found, request, LockChange::Unlock, LockedFor::User)
+            .begin_maintenance_lock(
+                found,
+                request,
+                LockChange::Unlock,
+                LockedFor::User,
+                WhenBusy::Refuse,
+            )
             .await?;
         self.shared.spawn_run(run);
         Ok(stack)
@@ -166,7 +179,13 @@ impl StackOperations {
             expires_at: None,
         };
         match self
-            .begin_maintenance_lock(stack, request, LockChange::Unlock, LockedFor::Expiry)
+            .begin_maintenance_lock(
+                stack,
+                request,
+                LockChange::Unlock,
+                LockedFor::Expiry,
+                WhenBusy::Refuse,
+            )
             .await
         {
             Ok((stack, run)) => {
@@ -282,13 +301,15 @@ impl StackOperations {
         ))
     }
 
-    /// Takes the lease, records LOCK/UNLOCK_IN_PROGRESS and returns the run.
+    /// Takes the lease (as `when_busy` says when another operation holds
+    /// it), records LOCK/UNLOCK_IN_PROGRESS and returns the run.
     pub(crate) async fn begin_maintenance_lock(
         &self,
         found: Stack,
         request: LockRequest,
         change: LockChange,
         locked_for: LockedFor,
+        when_busy: WhenBusy,
     ) -> Result<(Stack, super::Run)> {
         let locking = change == LockChange::Lock;
         let operation = if locking {
@@ -305,7 +326,12 @@ impl StackOperations {
         let label = change.action().as_str();
         let stack_lease = self
             .shared
-            .take_lease(found.id, &found.name, LeaseHolder::Action(change.action()))
+            .take_lease_when(
+                found.id,
+                &found.name,
+                LeaseHolder::Action(change.action()),
+                when_busy,
+            )
             .await?;
         let fence = stack_lease.fence();
         let ((stack, target), stack_lease) = stack_lease
@@ -499,7 +525,7 @@ async fn lock_one(
             Ok(())
         }
         Err(failure) => {
-            let reason = format!("resources.{name}: {failure}");
+            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
                 shared,
                 target,
@@ -537,13 +563,17 @@ async fn keep_failure(
         return Ok(());
     }
     let result = call_lock_handler(resource_type, &current, action, request).await;
-    let data = result.map_err(|failure| {
-        RunFailure::Failed(format!(
-            "Resource {} failed: resources.{}: {failure}",
-            action.as_str(),
-            current.name
-        ))
-    })?;
+    let data = match result {
+        Ok(data) => data,
+        Err(failure) => {
+            return Err(RunFailure::Failed(format!(
+                "Resource {} failed: resources.{}: {}",
+                action.as_str(),
+                current.name,
+                resource_reason(failure)?
+            )));
+        }
+    };
     let mut done = current;
     done.data = data;
     let (kept_action, reason) = (done.action, done.status_reason.clone());

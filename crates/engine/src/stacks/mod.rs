@@ -44,7 +44,7 @@ pub use bounds::{DEFAULT_ACTION_TIMEOUT, Stops};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, Shared};
 pub(crate) use lease::LeaseSeen;
-pub use lease::{LEASE_TTL, LeaseHolder, StackLease};
+pub use lease::{LEASE_TTL, LeaseHolder, StackBusy, StackLease};
 pub use maintenance_lock::OperationCheck;
 pub use mark_unhealthy::DEFAULT_HEALTH_REASON;
 pub use orphans::Swept;

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::definition::ParsedStack;
+use super::lease::WhenBusy;
 use super::orphans::TakenOver;
 use super::{StackCaller, StackOperation, StackOperations, StackWideAction, UpdateStack};
 use crate::domain::template::{StackIdentity, child_environment};
@@ -30,10 +31,6 @@ use crate::resources::{
     LockChange, LockRequest, MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition,
     NestedStackHost, NestedStackOutcome, NestedTemplate, ResourceFailure, ResourceRequest,
 };
-
-fn failure(error: impl std::fmt::Display) -> ResourceFailure {
-    ResourceFailure(error.to_string())
-}
 
 /// How often a parent's step looks again at a nested stack whose lease its
 /// engine still holds (or just gave up).
@@ -83,21 +80,18 @@ impl StackOperations {
         owner: &str,
         nested: &NestedDefinition,
     ) -> Result<StackDefinition, ResourceFailure> {
-        let parent = self
-            .store()
-            .load_definition(parent_id)
-            .await
-            .map_err(failure)?;
+        let parent = self.store().load_definition(parent_id).await?;
         let template = match &nested.template {
             NestedTemplate::Inline(template) => template.clone(),
             NestedTemplate::File(file) => {
                 let text = parent.files.get(file).ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "template file {file:?} is not among the stack's files"
                     ))
                 })?;
                 Value::Object(
-                    crate::domain::template::parse_document(text, "template").map_err(failure)?,
+                    crate::domain::template::parse_document(text, "template")
+                        .map_err(|error| ResourceFailure::new(error.to_string()))?,
                 )
             }
         };
@@ -116,18 +110,16 @@ impl StackOperations {
         stack_id: Uuid,
         expected: StackAction,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
-        let stack = self
-            .store()
-            .get_stack(stack_id)
-            .await
-            .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("nested stack {stack_id} disappeared")))?;
+        let stack =
+            self.store().get_stack(stack_id).await?.ok_or_else(|| {
+                ResourceFailure::new(format!("nested stack {stack_id} disappeared"))
+            })?;
         if stack.action != expected || stack.status != ActionStatus::Complete {
-            return Err(ResourceFailure(stack.status_reason));
+            return Err(ResourceFailure::new(stack.status_reason));
         }
         let mut outputs = Map::new();
         let mut output_errors = Map::new();
-        for output in self.outputs(&stack).await.map_err(failure)? {
+        for output in self.outputs(&stack).await? {
             let value = output.value.unwrap_or_else(|error| {
                 output_errors.insert(output.key.clone(), Value::String(error));
                 Value::Null
@@ -143,7 +135,10 @@ impl StackOperations {
     }
 
     async fn nested_stack(&self, stack_id: Uuid) -> Result<Option<Stack>, ResourceFailure> {
-        self.store().get_stack(stack_id).await.map_err(failure)
+        self.store()
+            .get_stack(stack_id)
+            .await
+            .map_err(ResourceFailure::from)
     }
 
     /// The create of nested stack `made`, which an earlier attempt of its
@@ -155,7 +150,7 @@ impl StackOperations {
         made: Stack,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
         tracing::info!(stack_id = %made.id, "found the nested stack an earlier attempt made");
-        self.settle_nested_stack(made.id).await.map_err(failure)?;
+        self.settle_nested_stack(made.id).await?;
         self.nested_outcome(made.id, StackAction::Create).await
     }
 }
@@ -168,17 +163,14 @@ impl NestedStackHost for StackOperations {
         nested: NestedDefinition,
     ) -> Result<NestedStackOutcome, ResourceFailure> {
         let depth = owner.nested_depth + 1;
-        let limit = self
-            .nesting_limit(&owner.project_id)
-            .await
-            .map_err(failure)?;
+        let limit = self.nesting_limit(&owner.project_id).await?;
         if depth > limit {
             let why = if limit < MAX_NESTED_DEPTH {
                 format!("the project's nested_depth quota is {limit}")
             } else {
                 "does a template include itself?".to_owned()
             };
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "nested stack depth {depth} exceeds the maximum of {limit} ({why})"
             )));
         }
@@ -205,9 +197,8 @@ impl NestedStackHost for StackOperations {
             },
             self.registry(),
         )
-        .map_err(failure)?;
-        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)
-            .map_err(failure)?;
+        .map_err(|error| ResourceFailure::new(error.to_string()))?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
         // A nested stack runs within its parent's timeout, as in Heat
         // (its own run is also stopped when the parent's is cut short).
         let timeout_mins = self
@@ -238,12 +229,8 @@ impl NestedStackHost for StackOperations {
             maintenance_lock: None,
         };
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), false)
-            .await
-            .map_err(failure)?;
-        let (stack, run) = self
-            .begin_create(stack, &definition, parsed, None)
-            .await
-            .map_err(failure)?;
+            .await?;
+        let (stack, run) = self.begin_create(stack, &definition, parsed, None).await?;
         // Its outcome is read from its record below (a run that panicked
         // left the stack in progress, as one that was cut short would).
         let _ = run.await;
@@ -260,7 +247,7 @@ impl NestedStackHost for StackOperations {
             return self.create_nested_stack(owner, nested).await;
         }
         // An operation an engine that went away left on it ends first.
-        self.settle_nested_stack(stack_id).await.map_err(failure)?;
+        self.settle_nested_stack(stack_id).await?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return self.create_nested_stack(owner, nested).await;
         };
@@ -283,8 +270,7 @@ impl NestedStackHost for StackOperations {
         };
         let (_, run) = self
             .begin_update_stack(stack, &request, StackCaller::ParentOperation(None))
-            .await
-            .map_err(failure)?;
+            .await?;
         run.await;
         self.nested_outcome(stack_id, StackAction::Update).await
     }
@@ -306,12 +292,11 @@ impl NestedStackHost for StackOperations {
                     crate::store::StopRequest::Delete,
                     ember_runtime::time::now(),
                 )
-                .await
-                .map_err(failure)?;
+                .await?;
         }
         // An operation an engine that went away left on it (this delete,
         // resumed, included) ends first.
-        self.settle_nested_stack(stack_id).await.map_err(failure)?;
+        self.settle_nested_stack(stack_id).await?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
         };
@@ -325,11 +310,12 @@ impl NestedStackHost for StackOperations {
                 &stack_id.to_string(),
                 StackCaller::ParentOperation(None),
             )
-            .await
-            .map_err(failure)?;
+            .await?;
         run.await;
         match self.nested_stack(stack_id).await? {
-            Some(stack) if stack.deleted_at.is_none() => Err(ResourceFailure(stack.status_reason)),
+            Some(stack) if stack.deleted_at.is_none() => {
+                Err(ResourceFailure::new(stack.status_reason))
+            }
             _ => Ok(()),
         }
     }
@@ -340,12 +326,12 @@ impl NestedStackHost for StackOperations {
         request: &LockRequest,
         change: LockChange,
     ) -> Result<(), ResourceFailure> {
-        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
+        let not_found = || ResourceFailure::new(format!("nested stack {stack_id} not found"));
         let found = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
         if found.status == ActionStatus::InProgress {
             // A lock or unlock an engine that went away left on it (this
             // change, when the parent's step is taken over) ends first.
-            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            self.settle_nested_stack(stack_id).await?;
             if found.action == change.action() {
                 return self
                     .nested_outcome(stack_id, change.action())
@@ -354,21 +340,16 @@ impl NestedStackHost for StackOperations {
             }
         }
         let stack = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
-        let patience = LeasePatience::for_ttl(self.shared.lease_ttl);
-        let (_, run) = loop {
-            match self
-                .begin_maintenance_lock(
-                    stack.clone(),
-                    request.clone(),
-                    change,
-                    super::maintenance_lock::LockedFor::ParentStack,
-                )
-                .await
-            {
-                Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun.map_err(failure)?,
-            }
-        };
+        // A lease held though the stack is not in progress is waited out.
+        let (_, run) = self
+            .begin_maintenance_lock(
+                stack,
+                request.clone(),
+                change,
+                super::maintenance_lock::LockedFor::ParentStack,
+                WhenBusy::WaitOutLease,
+            )
+            .await?;
         run.await;
         self.nested_outcome(stack_id, change.action())
             .await
@@ -388,7 +369,7 @@ impl NestedStackHost for StackOperations {
         stack_id: Uuid,
         action: &'static str,
     ) -> Result<(), ResourceFailure> {
-        let not_found = || ResourceFailure(format!("nested stack {stack_id} not found"));
+        let not_found = || ResourceFailure::new(format!("nested stack {stack_id} not found"));
         let (wide_action, expected) = match action {
             "SUSPEND" => (StackWideAction::Suspend, StackAction::Suspend),
             "RESUME" => (StackWideAction::Resume, StackAction::Resume),
@@ -398,7 +379,7 @@ impl NestedStackHost for StackOperations {
         if found.status == ActionStatus::InProgress {
             // An operation an engine that went away left on it (this
             // action, when the parent's step is taken over) ends first.
-            self.settle_nested_stack(stack_id).await.map_err(failure)?;
+            self.settle_nested_stack(stack_id).await?;
             if found.action == expected {
                 return self.nested_outcome(stack_id, expected).await.map(|_| ());
             }
@@ -410,61 +391,24 @@ impl NestedStackHost for StackOperations {
             tracing::info!(%stack_id, action, "the nested stack finished this action already");
             return Ok(());
         }
-        let patience = LeasePatience::for_ttl(self.shared.lease_ttl);
-        let (_, run) = loop {
-            match self
-                .begin_stack_wide_action(
-                    stack.clone(),
-                    &stack_id.to_string(),
-                    wide_action,
-                    StackCaller::ParentOperation(None),
-                )
-                .await
-            {
-                Err(error) if patience.waits_out(&error).await => {}
-                begun => break begun.map_err(failure)?,
-            }
-        };
+        // A lease held though the stack is not in progress is waited out.
+        let (_, run) = self
+            .begin_stack_wide_action(
+                stack,
+                &stack_id.to_string(),
+                wide_action,
+                StackCaller::ParentOperation(None),
+                WhenBusy::WaitOutLease,
+            )
+            .await?;
         run.await;
         self.nested_outcome(stack_id, expected).await.map(|_| ())
     }
 
     async fn nested_resources(&self, stack_id: Uuid) -> Result<Vec<Resource>, ResourceFailure> {
-        let rows = self
-            .store()
-            .list_resources(stack_id)
-            .await
-            .map_err(failure)?;
+        let rows = self.store().list_resources(stack_id).await?;
         Ok(super::mark_unhealthy::current_rows(rows)
             .into_values()
             .collect())
-    }
-}
-
-/// A parent's step that begins an operation on its nested stack, refused
-/// because the nested stack's lease is held though the stack is not in
-/// progress: an engine that went away took the lease and died before it
-/// wrote the operation's state (so no sweep takes it over). The lease
-/// expires within a TTL; the step asks again until then.
-struct LeasePatience {
-    until: tokio::time::Instant,
-}
-
-impl LeasePatience {
-    fn for_ttl(ttl: Duration) -> LeasePatience {
-        LeasePatience {
-            until: tokio::time::Instant::now() + ttl + NESTED_SETTLE_POLL,
-        }
-    }
-
-    /// Whether `refused` is that refusal and there is time left: then
-    /// after a pause, to ask again.
-    async fn waits_out(&self, refused: &crate::error::Error) -> bool {
-        let busy = matches!(refused, crate::error::Error::Conflict(reason) if reason.contains(super::lease::BUSY));
-        if !busy || tokio::time::Instant::now() >= self.until {
-            return false;
-        }
-        tokio::time::sleep(NESTED_SETTLE_POLL).await;
-        true
     }
 }

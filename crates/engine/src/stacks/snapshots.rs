@@ -17,11 +17,12 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::executor::{RunTarget, Shared, current, snapshot as resource_states, transition};
-use super::failure::RunResult;
+use super::failure::{RunFailure, RunResult, resource_reason};
 use super::update::{UpdateKind, UpdateStack};
 use super::{LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction, StackSnapshot};
 use crate::error::{Error, Result};
+use crate::resources::ResourceFailure;
 
 /// Resource types whose whole state is Ember's own data, put back by a
 /// restore (others are brought back by the update to the snapshot's
@@ -96,12 +97,15 @@ impl StackOperations {
                     let Some(resource_type) = self.shared.registry.get(&resource.type_name) else {
                         continue;
                     };
-                    let state = resource_type.snapshot_state(resource).await.map_err(|failure| {
-                        Error::Conflict(format!(
-                            "resources.{}: its state cannot be read for the snapshot: {failure}",
-                            resource.name
-                        ))
-                    })?;
+                    let state = resource_type.snapshot_state(resource).await.map_err(
+                        |failure| match failure {
+                            ResourceFailure::Failed(reason) => Error::Conflict(format!(
+                                "resources.{}: its state cannot be read for the snapshot: {reason}",
+                                resource.name
+                            )),
+                            ResourceFailure::Store(error) => error,
+                        },
+                    )?;
                     if let Some(state) = state {
                         live.insert(resource.name.clone(), state);
                     }
@@ -273,11 +277,12 @@ pub(super) async fn restore_data(
             && entry["resource_id"].as_str().is_some()
             && entry["resource_id"].as_str() == resource.physical_id.as_deref()
             && let Some(resource_type) = shared.registry.get(&resource.type_name)
+            && let Err(failure) = resource_type.restore_state(&resource, state).await
         {
-            resource_type
-                .restore_state(&resource, state)
-                .await
-                .map_err(|failure| format!("resources.{name}: restoring its state: {failure}"))?;
+            return Err(RunFailure::Failed(format!(
+                "resources.{name}: restoring its state: {}",
+                resource_reason(failure)?
+            )));
         }
         if !RESTORED_TYPES.contains(&resource.type_name.as_str()) {
             continue;

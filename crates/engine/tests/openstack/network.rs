@@ -810,7 +810,7 @@ async fn failures_keep_neutrons_words_and_other_projects_stay_hidden() {
         .await
         .expect_err("no such network");
     assert!(
-        failure.0.contains(&format!(
+        failure.to_string().contains(&format!(
             "Unable to find network with name or id '{missing}'"
         )),
         "{failure}"
@@ -869,7 +869,7 @@ async fn failures_keep_neutrons_words_and_other_projects_stay_hidden() {
             .await
             .expect_err("another project's network");
         assert!(
-            failure.0.contains(&format!(
+            failure.to_string().contains(&format!(
                 "Unable to find network with name or id '{network}'"
             )),
             "{failure}"
@@ -892,7 +892,10 @@ async fn failures_keep_neutrons_words_and_other_projects_stay_hidden() {
         .check(&net)
         .await
         .expect_err("gone");
-    assert_eq!(failure.0, format!("the network {} is gone", id(&net)));
+    assert_eq!(
+        failure.to_string(),
+        format!("the network {} is gone", id(&net))
+    );
 
     // A refused rule set names the bad rule before anything is made.
     let failure = harness
@@ -905,7 +908,7 @@ async fn failures_keep_neutrons_words_and_other_projects_stay_hidden() {
         .await
         .expect_err("a bad rule");
     assert_eq!(
-        failure.0,
+        failure.to_string(),
         "rules[0].direction: \"sideways\" is not one of ingress, egress"
     );
 }

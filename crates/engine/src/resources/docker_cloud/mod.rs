@@ -112,7 +112,7 @@ struct DockerType {
 const IN_USE_DEADLINE: Duration = Duration::from_secs(120);
 
 fn failure(error: ComputeError) -> ResourceFailure {
-    ResourceFailure(error.0)
+    ResourceFailure::new(error.0)
 }
 
 /// Removes with `remove` until it is gone, waiting (up to
@@ -129,7 +129,7 @@ where
             Ok(()) => return Ok(()),
             Err(RemoveError::Failed(error)) => return Err(failure(error)),
             Err(RemoveError::InUse(users)) if Instant::now() > deadline => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "{what} is still in use by container(s) {} after {} s: delete what uses it first",
                     users.join(", "),
                     IN_USE_DEADLINE.as_secs()
@@ -212,7 +212,8 @@ impl ResourceType for DockerType {
     /// template is validated (and again at create, for values functions
     /// gave).
     fn refuse_unhonoured(&self, properties: &Map<String, Value>) -> Result<(), String> {
-        refusals::check(self.twin, self.schema.type_name, properties).map_err(|failure| failure.0)
+        refusals::check(self.twin, self.schema.type_name, properties)
+            .map_err(|failure| failure.to_string())
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -258,7 +259,7 @@ impl ResourceType for DockerType {
         if there {
             Ok(())
         } else {
-            Err(ResourceFailure(format!(
+            Err(ResourceFailure::new(format!(
                 "{} {} is gone from the container engine",
                 self.schema.type_name,
                 current.physical_id.as_deref().unwrap_or_default()

@@ -100,16 +100,15 @@ pub(super) async fn net_exists(
 /// The gateway `gateway_ip` asks for (else the first host), checked.
 fn gateway_of(cidr: Ipv4Cidr, asked: Option<&str>) -> Result<Ipv4Addr, ResourceFailure> {
     match asked {
-        None | Some("auto") => cidr
-            .hosts()
-            .next()
-            .ok_or_else(|| ResourceFailure(format!("cidr {cidr} has no address for a gateway"))),
+        None | Some("auto") => cidr.hosts().next().ok_or_else(|| {
+            ResourceFailure::new(format!("cidr {cidr} has no address for a gateway"))
+        }),
         Some(text) => {
             let gateway: Ipv4Addr = text.parse().map_err(|_| {
-                ResourceFailure(format!("gateway_ip {text:?} is not an IPv4 address"))
+                ResourceFailure::new(format!("gateway_ip {text:?} is not an IPv4 address"))
             })?;
             if !cidr.is_host(gateway) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "Gateway IP {gateway} is not a host address of subnet {cidr}"
                 )));
             }
@@ -153,7 +152,7 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
     let enable_dhcp = make.flag("enable_dhcp").unwrap_or(true);
     let net_name = make
         .text("network")
-        .ok_or_else(|| ResourceFailure("Property network not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property network not assigned".to_owned()))?;
     let net = engine
         .find_network(project, &net_name)
         .await
@@ -179,7 +178,7 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
         return Ok(outcome);
     }
     if let Some(other) = networks.iter().find_map(|network| network.subnet.clone()) {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "network {} has subnet {} already: a container network has one subnet on the docker backend",
             net.name,
             if other.name.is_empty() {
@@ -190,10 +189,10 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
         )));
     }
     let cidr_text = make.text("cidr").unwrap_or_default();
-    let cidr =
-        Ipv4Cidr::parse(&cidr_text).map_err(|error| ResourceFailure(format!("cidr: {error}")))?;
+    let cidr = Ipv4Cidr::parse(&cidr_text)
+        .map_err(|error| ResourceFailure::new(format!("cidr: {error}")))?;
     if cidr.prefix > 30 {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "cidr {cidr}: a container network needs room for a gateway and containers (a prefix of at most /30)"
         )));
     }
@@ -206,7 +205,7 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
         .filter(|port| port.network_id == net.id)
         .collect();
     if let Some(port) = ports.first() {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "network {} has ports already (port {}): on the docker backend a subnet makes its network's container network again, so make the subnet before its ports",
             net.name, port.id
         )));
@@ -217,7 +216,7 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
             .await
             .map_err(failure)?;
         if !users.is_empty() {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "network {} is in use by container(s) {}: on the docker backend a subnet makes its network's container network again, so make the subnet before servers are plugged into the network",
                 net.name,
                 users.join(", ")
@@ -232,7 +231,7 @@ pub(super) async fn subnet(make: &Make<'_>) -> Result<ResourceOutcome, ResourceF
         .make_network(project, &net.id, &net.name, Some((&record, cidr, gateway)))
         .await
         .map_err(|error| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "cannot make subnet {cidr} on network {}: {}",
                 net.name, error.0
             ))
@@ -335,7 +334,7 @@ pub(super) async fn port(make: &Make<'_>) -> Result<ResourceOutcome, ResourceFai
     let id = make.id("port");
     let network_name = make
         .text("network")
-        .ok_or_else(|| ResourceFailure("Property network not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property network not assigned".to_owned()))?;
     let network = engine
         .find_network(project, &network_name)
         .await
@@ -345,7 +344,7 @@ pub(super) async fn port(make: &Make<'_>) -> Result<ResourceOutcome, ResourceFai
         return Ok(outcome(&id, port_attributes(found, &network), project));
     }
     let cidr = network.cidr.ok_or_else(|| {
-        ResourceFailure(format!(
+        ResourceFailure::new(format!(
             "network {} has no IPv4 subnet to take an address from",
             network.name
         ))
@@ -370,7 +369,7 @@ pub(super) async fn port(make: &Make<'_>) -> Result<ResourceOutcome, ResourceFai
             .as_ref()
             .is_some_and(|known| known.id == subnet || known.name == subnet);
         if !named {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "fixed_ips: subnet {subnet} is not a subnet of network {}",
                 network.name
             )));
@@ -390,17 +389,17 @@ pub(super) async fn port(make: &Make<'_>) -> Result<ResourceOutcome, ResourceFai
     let address = match text("ip_address") {
         Some(asked) => {
             let address: Ipv4Addr = asked.parse().map_err(|_| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "fixed_ips: ip_address {asked:?} is not an IPv4 address"
                 ))
             })?;
             if !cidr.is_host(address) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "fixed_ips: IP address {address} is not a host address of subnet {cidr}"
                 )));
             }
             if taken.contains(&address) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "IP address {address} already allocated in subnet {}",
                     if subnet_label.is_empty() {
                         cidr.to_string()
@@ -415,7 +414,7 @@ pub(super) async fn port(make: &Make<'_>) -> Result<ResourceOutcome, ResourceFai
             .hosts()
             .find(|host| !taken.contains(host))
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "No more IP addresses available on network {}",
                     network.name
                 ))

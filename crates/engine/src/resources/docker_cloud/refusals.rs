@@ -184,7 +184,7 @@ pub(super) fn check(
     if refused.is_empty() {
         return Ok(());
     }
-    Err(ResourceFailure(format!(
+    Err(ResourceFailure::new(format!(
         "{type_name} on the docker backend cannot honour {}: the container engine has no such setting (the simulated and openstack backends take it)",
         refused.join(", ")
     )))
@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(
             check(Twin::Subnet, "OS::Neutron::Subnet", &subnet)
                 .expect_err("refused")
-                .0,
+                .to_string(),
             "OS::Neutron::Subnet on the docker backend cannot honour dns_nameservers, allocation_pools: the container engine has no such setting (the simulated and openstack backends take it)"
         );
         let six = map(json!({"network": "n", "cidr": "fd00::/64", "ip_version": 6}));

@@ -138,7 +138,7 @@ pub(super) async fn update_volume(
     if let Some(size) = spec.size
         && size < previous
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "The size of the volume cannot be reduced (from {previous} GB to {size} GB)."
         )));
     }
@@ -146,7 +146,7 @@ pub(super) async fn update_volume(
         .read_only
         .is_some_and(|read_only| read_only != volume.read_only)
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "{} on the docker backend cannot change read_only in place: a container volume is mounted read-only or not as it was made",
             make.type_name
         )));
@@ -207,18 +207,18 @@ pub(super) async fn attachment(
     };
     let server = make
         .text(server_key)
-        .ok_or_else(|| ResourceFailure(format!("Property {server_key} not assigned")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Property {server_key} not assigned")))?;
     let volume_ref = make
         .text(volume_key)
-        .ok_or_else(|| ResourceFailure(format!("Property {volume_key} not assigned")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Property {volume_key} not assigned")))?;
     let not_found =
-        || ResourceFailure(format!("No server with a name or ID of '{server}' exists."));
+        || ResourceFailure::new(format!("No server with a name or ID of '{server}' exists."));
     let uuid = Uuid::parse_str(&server).map_err(|_| not_found())?;
     let caller = owner(&make.request.user_id, make.project());
     let instance = match make.instances.get(&caller, uuid).await {
         Ok(instance) => instance,
         Err(Error::NotFound(_)) => return Err(not_found()),
-        Err(error) => return Err(ResourceFailure(error.to_string())),
+        Err(error) => return Err(error.into()),
     };
     let volume = make
         .engine
@@ -230,10 +230,10 @@ pub(super) async fn attachment(
         .mounts(&instance)
         .await
         .map_err(failure)?
-        .ok_or_else(|| ResourceFailure(format!("server {server} has no container")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("server {server} has no container")))?;
     let target = match make.text(device_key) {
         Some(device) => mount_path(&device)
-            .map_err(|error| ResourceFailure(format!("{device_key}: {error}")))?,
+            .map_err(|error| ResourceFailure::new(format!("{device_key}: {error}")))?,
         None => mounts
             .iter()
             .find(|mount| mount.volume == volume.volume_name)
@@ -243,7 +243,7 @@ pub(super) async fn attachment(
                     .map(|letter| format!("/mnt/vd{letter}"))
                     .find(|path| mounts.iter().all(|mount| &mount.target != path))
             })
-            .ok_or_else(|| ResourceFailure(format!("No free device on server {server}")))?,
+            .ok_or_else(|| ResourceFailure::new(format!("No free device on server {server}")))?,
     };
     let container = crate::compute::docker::container_name(make.engine.config(), &instance);
     let others: Vec<String> = make
@@ -255,7 +255,7 @@ pub(super) async fn attachment(
         .filter(|user| !user.starts_with(&container))
         .collect();
     if !others.is_empty() && !volume.multiattach {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Invalid volume: Volume status must be available or downloading to reserve, but the current status is in-use.".to_owned(),
         ));
     }
@@ -269,13 +269,15 @@ pub(super) async fn attachment(
         .remount(&instance, &change)
         .await
         .map_err(|error| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "cannot attach volume {} to server {server}: {}",
                 volume.id, error.0
             ))
         })?;
     if !remounted {
-        return Err(ResourceFailure(format!("server {server} has no container")));
+        return Err(ResourceFailure::new(format!(
+            "server {server} has no container"
+        )));
     }
     let id = make.id("attachment");
     let device = make
@@ -311,7 +313,7 @@ async fn attached(
     match instances.get(&owner(&user, &project), instance).await {
         Ok(instance) => Ok(Some((instance, volume, target))),
         Err(Error::NotFound(_)) => Ok(None),
-        Err(error) => Err(ResourceFailure(error.to_string())),
+        Err(error) => Err(error.into()),
     }
 }
 
@@ -337,7 +339,9 @@ pub(super) async fn delete_attachment(
     engine
         .remount(&instance, &MountChange::Detach { target })
         .await
-        .map_err(|error| ResourceFailure(format!("cannot detach volume {volume}: {}", error.0)))?;
+        .map_err(|error| {
+            ResourceFailure::new(format!("cannot detach volume {volume}: {}", error.0))
+        })?;
     Ok(())
 }
 

@@ -112,23 +112,24 @@ impl Wanted {
 
 /// The roles `properties` give, once resolved.
 fn wanted(properties: &Map<String, Value>) -> Result<BTreeSet<Wanted>, ResourceFailure> {
-    check_roles(properties).map_err(ResourceFailure)?;
+    check_roles(properties).map_err(ResourceFailure::new)?;
     let Some(Value::Array(entries)) = properties.get("roles") else {
         return Ok(BTreeSet::new());
     };
     entries
         .iter()
         .map(|entry| {
-            let entry = entry
-                .as_object()
-                .ok_or_else(|| ResourceFailure("roles: each entry must be a map".to_owned()))?;
-            let role = text(entry, "role")
-                .ok_or_else(|| ResourceFailure("roles: Property role not assigned".to_owned()))?;
+            let entry = entry.as_object().ok_or_else(|| {
+                ResourceFailure::new("roles: each entry must be a map".to_owned())
+            })?;
+            let role = text(entry, "role").ok_or_else(|| {
+                ResourceFailure::new("roles: Property role not assigned".to_owned())
+            })?;
             let place = match (text(entry, "project"), text(entry, "domain")) {
                 (Some(project), _) => Place::Project(project),
                 (None, Some(domain)) => Place::Domain(domain),
                 (None, None) => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "Either project or domain must be specified for role {role}"
                     )));
                 }
@@ -239,7 +240,7 @@ impl AssignmentResource {
     ) -> Result<Actor, ResourceFailure> {
         let key = self.kind.member();
         let named = text(properties, key)
-            .ok_or_else(|| ResourceFailure(format!("Property {key} not assigned")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("Property {key} not assigned")))?;
         let id = self.identity.id_of(acting, self.kind, &named).await?;
         Ok(self.actor(&id))
     }
@@ -356,7 +357,7 @@ impl ResourceType for AssignmentResource {
         let actor_id = current.data[ACTOR_ID].as_str().unwrap_or_default();
         match self.identity.show(&acting, self.kind, actor_id).await? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "The {} {actor_id} could not be found.",
                 self.kind.member()
             ))),

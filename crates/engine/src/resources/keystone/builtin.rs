@@ -71,10 +71,12 @@ impl BuiltInIdentity {
 fn failure(status: tonic::Status) -> ResourceFailure {
     let message = status.message();
     match status.code() {
-        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown => ResourceFailure(format!(
-            "the built-in identity (the gateway, engine.identity_url) cannot be reached: {message}"
-        )),
-        _ => ResourceFailure(format!("Identity: {message}")),
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unknown => {
+            ResourceFailure::new(format!(
+                "the built-in identity (the gateway, engine.identity_url) cannot be reached: {message}"
+            ))
+        }
+        _ => ResourceFailure::new(format!("Identity: {message}")),
     }
 }
 
@@ -270,7 +272,7 @@ impl IdentityBackend for BuiltInIdentity {
                     .await,
             )
             .map(group_object),
-            Kind::Domain => Err(ResourceFailure(
+            Kind::Domain => Err(ResourceFailure::new(
                 "the built-in identity has one domain and makes no others".to_owned(),
             )),
         }
@@ -355,7 +357,7 @@ impl IdentityBackend for BuiltInIdentity {
                     .await,
             )
             .map(group_object),
-            Kind::Domain => Err(ResourceFailure(
+            Kind::Domain => Err(ResourceFailure::new(
                 "the built-in identity's domain cannot be changed".to_owned(),
             )),
         }
@@ -423,7 +425,7 @@ impl IdentityBackend for BuiltInIdentity {
                     .delete_group(self.call(acting, pb::DeleteGroupRequest { group: id }))
                     .await,
             ),
-            Kind::Domain => Err(ResourceFailure(
+            Kind::Domain => Err(ResourceFailure::new(
                 "the built-in identity's domain cannot be deleted".to_owned(),
             )),
         }
@@ -502,7 +504,7 @@ impl IdentityBackend for BuiltInIdentity {
 /// templates asking for one).
 fn assignment(grant: &Grant) -> Result<pb::RoleAssignment, ResourceFailure> {
     let Target::Project(project) = &grant.target else {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "roles: the built-in identity gives roles on projects only".to_owned(),
         ));
     };

@@ -25,11 +25,7 @@ impl CloudIdentity {
     }
 
     async fn keystone(&self, acting: &Acting) -> Result<Keystone, ResourceFailure> {
-        let session = self
-            .cloud
-            .stack_session(acting.stack_id)
-            .await
-            .map_err(|error| ResourceFailure(error.to_string()))?;
+        let session = self.cloud.stack_session(acting.stack_id).await?;
         Ok(Keystone::new(&session))
     }
 
@@ -43,7 +39,7 @@ impl CloudIdentity {
         match ids.len() {
             0 => Ok(None),
             1 => Ok(Some(ids.remove(0))),
-            _ => Err(ResourceFailure(format!(
+            _ => Err(ResourceFailure::new(format!(
                 "Multiple {} matches found for '{name_or_id}', use an ID to be more specific.",
                 kind.member()
             ))),
@@ -58,7 +54,7 @@ impl CloudIdentity {
         Self::lookup(keystone, kind, name_or_id)
             .await?
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "The {} ({name_or_id}) could not be found.",
                     kind.member()
                 ))
@@ -122,7 +118,7 @@ impl CloudIdentity {
 }
 
 fn failure(error: ember_openstack::Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
+    ResourceFailure::new(error.to_string())
 }
 
 #[tonic::async_trait]

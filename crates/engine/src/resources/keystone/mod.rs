@@ -65,7 +65,7 @@ impl Acting {
                 user_id: user_id.to_owned(),
                 project_id: project_id.to_owned(),
             }),
-            _ => Err(ResourceFailure(format!(
+            _ => Err(ResourceFailure::new(format!(
                 "{} recorded no owner to act as (it was never made)",
                 current.name
             ))),
@@ -160,7 +160,7 @@ pub trait IdentityBackend: Send + Sync + 'static {
         name_or_id: &str,
     ) -> Result<String, ResourceFailure> {
         self.find(acting, kind, name_or_id).await?.ok_or_else(|| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "The {} ({name_or_id}) could not be found.",
                 kind.member()
             ))

@@ -128,7 +128,7 @@ impl ObjectResource {
 
     fn outcome(acting: &Acting, object: Value) -> Result<ResourceOutcome, ResourceFailure> {
         let Value::Object(attributes) = object else {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "the identity answered without the object".to_owned(),
             ));
         };
@@ -187,7 +187,7 @@ impl ResourceType for ObjectResource {
             .physical_id
             .clone()
             .filter(|id| !id.is_empty())
-            .ok_or_else(|| ResourceFailure(format!("{} was never made", current.name)))?;
+            .ok_or_else(|| ResourceFailure::new(format!("{} was never made", current.name)))?;
         let old = recorded(current);
         let name = super::name_of(&request.properties, || {
             current.attributes["name"]
@@ -200,7 +200,7 @@ impl ResourceType for ObjectResource {
                 .show(&acting, self.kind, &id)
                 .await?
                 .ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "The {} {id} could not be found.",
                         self.kind.member()
                     ))
@@ -257,7 +257,7 @@ impl ResourceType for ObjectResource {
         let acting = Acting::of_resource(current)?;
         match self.identity.show(&acting, self.kind, id).await? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "The {} {id} could not be found.",
                 self.kind.member()
             ))),
@@ -414,7 +414,7 @@ mod tests {
             Ok(())
         }
         async fn create(&self, _: &Acting, _: Kind, _: &Fields) -> Result<Value, ResourceFailure> {
-            Err(ResourceFailure("unused".into()))
+            Err(ResourceFailure::new("unused"))
         }
         async fn update(
             &self,
@@ -423,7 +423,7 @@ mod tests {
             _: &str,
             _: &Fields,
         ) -> Result<Value, ResourceFailure> {
-            Err(ResourceFailure("unused".into()))
+            Err(ResourceFailure::new("unused"))
         }
         async fn show(
             &self,
@@ -442,7 +442,7 @@ mod tests {
             _: Kind,
             _: &str,
         ) -> Result<Option<String>, ResourceFailure> {
-            Err(ResourceFailure("unused".into()))
+            Err(ResourceFailure::new("unused"))
         }
         async fn grant(&self, _: &Acting, _: &super::super::Grant) -> Result<(), ResourceFailure> {
             Ok(())

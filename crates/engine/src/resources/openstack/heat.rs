@@ -17,20 +17,20 @@ const LONGEST_PHYSICAL_NAME: usize = 255;
 
 /// Heat's `ResourceInError`: the object went into an error state.
 pub fn went_to_status(status: &str, reason: &str) -> ResourceFailure {
-    ResourceFailure(format!("Went to status {status} due to \"{reason}\""))
+    ResourceFailure::new(format!("Went to status {status} due to \"{reason}\""))
 }
 
 /// Heat's `ResourceUnknownStatus`: the object is in a state the step does
 /// not expect (`result` says which step: `Volume create failed`).
 pub fn unknown_status(result: &str, status: &str) -> ResourceFailure {
-    ResourceFailure(format!(
+    ResourceFailure::new(format!(
         "{result} - Unknown status {status} due to \"Unknown\""
     ))
 }
 
 /// Heat's `NotSupported`.
 pub fn not_supported(feature: &str) -> ResourceFailure {
-    ResourceFailure(format!("{feature} is not supported."))
+    ResourceFailure::new(format!("{feature} is not supported."))
 }
 
 /// Heat's check failure: `'status': expected '['available', 'in-use']', got 'error'`
@@ -40,7 +40,7 @@ pub fn check_status(expected: &[&str], current: &str) -> Result<(), ResourceFail
         return Ok(());
     }
     let listed: Vec<String> = expected.iter().map(|value| format!("'{value}'")).collect();
-    Err(ResourceFailure(format!(
+    Err(ResourceFailure::new(format!(
         "'status': expected '[{}]', got '{current}'",
         listed.join(", ")
     )))
@@ -211,7 +211,7 @@ fn ascii_json_text(text: &str) -> String {
 
 /// Heat's `AllowedPattern` failure (the pattern matches the whole value).
 pub fn does_not_match(property: &str, value: &str, pattern: &str) -> ResourceFailure {
-    ResourceFailure(format!(
+    ResourceFailure::new(format!(
         "{property}: \"{value}\" does not match pattern \"{pattern}\""
     ))
 }
@@ -239,22 +239,22 @@ mod tests {
     #[test]
     fn failures_read_as_heat_writes_them() {
         assert_eq!(
-            went_to_status("error", "Unknown").0,
+            went_to_status("error", "Unknown").to_string(),
             "Went to status error due to \"Unknown\""
         );
         assert_eq!(
-            unknown_status("Volume create failed", "maintenance").0,
+            unknown_status("Volume create failed", "maintenance").to_string(),
             "Volume create failed - Unknown status maintenance due to \"Unknown\""
         );
         assert_eq!(
-            not_supported("Shrinking volume").0,
+            not_supported("Shrinking volume").to_string(),
             "Shrinking volume is not supported."
         );
         assert_eq!(check_status(&["available", "in-use"], "in-use"), Ok(()));
         assert_eq!(
             check_status(&["available", "in-use"], "error")
                 .expect_err("refused")
-                .0,
+                .to_string(),
             "'status': expected '['available', 'in-use']', got 'error'"
         );
     }

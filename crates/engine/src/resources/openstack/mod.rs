@@ -64,7 +64,7 @@ impl Cloud {
         self.cloud
             .stack_session(stack_id)
             .await
-            .map_err(|error| ResourceFailure(error.to_string()))
+            .map_err(ResourceFailure::from)
     }
 
     /// The tag (or metadata value) marking what `request`'s row makes of
@@ -97,7 +97,7 @@ impl Cloud {
                 return Ok(found);
             }
             if Instant::now() > deadline {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "{what}: not within {} s",
                     SETTLE_TIMEOUT.as_secs()
                 )));
@@ -111,7 +111,7 @@ impl Cloud {
 /// A cloud's failure as a resource's status reason: the service's own
 /// message, with the call and request id for the operator.
 pub fn failure(error: ember_openstack::Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
+    ResourceFailure::new(error.to_string())
 }
 
 /// The physical id `current` recorded, or a failure naming the resource.

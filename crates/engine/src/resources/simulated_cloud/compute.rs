@@ -23,7 +23,7 @@ const LOCKED: &str = "protected_by_lock";
 pub(super) fn key_pair(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let name = make
         .text("name")
-        .ok_or_else(|| ResourceFailure("Property name not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property name not assigned".to_owned()))?;
     let id = make.id("keypair");
     let user = make
         .text("user")
@@ -37,7 +37,7 @@ pub(super) fn key_pair(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
         })
         .any(|pair| pair.id != id);
     if taken {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Key pair '{name}' already exists."
         )));
     }
@@ -141,8 +141,9 @@ fn put_string(buffer: &mut Vec<u8>, bytes: &[u8]) {
 /// Nova's fingerprint of a public key: the MD5 of its key blob, in pairs
 /// of hex digits. A key that is not `<type> <base64>` is refused.
 fn fingerprint(public_key: &str) -> Result<String, ResourceFailure> {
-    let invalid =
-        || ResourceFailure("Keypair data is invalid: failed to generate fingerprint".to_owned());
+    let invalid = || {
+        ResourceFailure::new("Keypair data is invalid: failed to generate fingerprint".to_owned())
+    };
     let blob = public_key.split_whitespace().nth(1).ok_or_else(invalid)?;
     let bytes = STANDARD.decode(blob).map_err(|_| invalid())?;
     let digest = Md5::digest(&bytes);
@@ -198,7 +199,7 @@ pub(super) fn image(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
         && let Some(other) = make.world.get_any(&id)
         && other.project != make.project()
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Conflict: An image with identifier {id} already exists"
         )));
     }

@@ -17,7 +17,7 @@ const DEFAULT_EXTERNAL_NETWORK: &str = "public";
 pub(super) fn floating_ip(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let network = make
         .text("floating_network")
-        .ok_or_else(|| ResourceFailure("Property floating_network not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property floating_network not assigned".to_owned()))?;
     let mut wanted = FixedIp::default();
     if let Some(subnet) = make.text("floating_subnet") {
         wanted.subnet_id = Some(make.find(Kind::Subnet, &subnet)?);
@@ -40,7 +40,7 @@ pub(super) fn floating_ip(make: &mut Make<'_>) -> Result<Made, ResourceFailure> 
             if fresh {
                 let _ = make.world.remove(&id);
             }
-            return Err(ResourceFailure(refused));
+            return Err(ResourceFailure::new(refused));
         }
     } else if let Some(fields) = make.world.fields_mut(&id) {
         simulated::disassociate(fields);
@@ -63,7 +63,7 @@ pub(super) fn elastic_ip(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     match make.text("InstanceId") {
         Some(instance) => {
             let associated = instance_port(make.world, &project, &instance).and_then(|port| {
-                associate(make.world, &project, &id, &port, None).map_err(ResourceFailure)
+                associate(make.world, &project, &id, &port, None).map_err(ResourceFailure::new)
             });
             if let Err(refused) = associated {
                 if fresh {
@@ -96,7 +96,7 @@ fn allocate(
     let network_id = make
         .world
         .find_external_network(&project, network)
-        .map_err(ResourceFailure)?;
+        .map_err(ResourceFailure::new)?;
     if make.existing(&id).is_some() {
         return Ok(id);
     }
@@ -108,12 +108,12 @@ fn allocate(
     let address = make
         .world
         .allocate(&project, &network_id, &wanted)
-        .map_err(ResourceFailure)?
+        .map_err(ResourceFailure::new)?
         .into_iter()
         .next()
         .and_then(|fixed_ip| fixed_ip.get("ip_address").cloned())
         .ok_or_else(|| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "No more IP addresses available on network {network_id}."
             ))
         })?;
@@ -133,10 +133,10 @@ fn allocate(
 pub(super) fn association(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let floating = make
         .text("floatingip_id")
-        .ok_or_else(|| ResourceFailure("Property floatingip_id not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property floatingip_id not assigned".to_owned()))?;
     let port = make
         .text("port_id")
-        .ok_or_else(|| ResourceFailure("Property port_id not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property port_id not assigned".to_owned()))?;
     let floating_id = make.find(Kind::FloatingIp, &floating)?;
     let port_id = make.find(Kind::Port, &port)?;
     let fixed_ip = make.text("fixed_ip_address");
@@ -149,7 +149,7 @@ pub(super) fn association(make: &mut Make<'_>) -> Result<Made, ResourceFailure> 
         &port_id,
         fixed_ip.as_deref(),
     )
-    .map_err(ResourceFailure)?;
+    .map_err(ResourceFailure::new)?;
     let fields = fields_of(make.world, &floating_id);
     Ok(Made::object(&make.request.resource_id.to_string(), fields)
         .with_data("floating_ip", json!(floating_id)))
@@ -172,12 +172,13 @@ pub(super) fn elastic_association(make: &mut Make<'_>) -> Result<Made, ResourceF
                 })
                 .map(|floating| floating.id.clone())
                 .next();
-            found
-                .ok_or_else(|| ResourceFailure(format!("No floating IP with address {address}")))?
+            found.ok_or_else(|| {
+                ResourceFailure::new(format!("No floating IP with address {address}"))
+            })?
         }
         (None, Some(allocation)) => make.find(Kind::FloatingIp, &allocation)?,
         _ => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Either 'EIP' or 'AllocationId' must be provided.".to_owned(),
             ));
         }
@@ -186,13 +187,13 @@ pub(super) fn elastic_association(make: &mut Make<'_>) -> Result<Made, ResourceF
         (Some(interface), _) => make.find(Kind::Port, &interface)?,
         (None, Some(instance)) => instance_port(make.world, &project, &instance)?,
         (None, None) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Must specify at least one of 'InstanceId' or 'NetworkInterfaceId'.".to_owned(),
             ));
         }
     };
     release_previous(make, &floating_id);
-    associate(make.world, &project, &floating_id, &port_id, None).map_err(ResourceFailure)?;
+    associate(make.world, &project, &floating_id, &port_id, None).map_err(ResourceFailure::new)?;
     let fields = fields_of(make.world, &floating_id);
     Ok(Made::object(&make.request.resource_id.to_string(), fields)
         .with_data("floating_ip", json!(floating_id)))
@@ -329,7 +330,7 @@ fn instance_port(world: &World, project: &str, instance: &str) -> Result<String,
         .into_iter()
         .next()
         .map(|(_, id)| id)
-        .ok_or_else(|| ResourceFailure(format!("No port is bound to instance {instance}")))
+        .ok_or_else(|| ResourceFailure::new(format!("No port is bound to instance {instance}")))
 }
 
 fn fields_of(world: &World, id: &str) -> Map<String, Value> {

@@ -190,7 +190,7 @@ impl ResourceType for SimulatedType {
         };
         self.cloud.with(|world| match world.get_any(&id) {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "{} {id} is gone from the cloud",
                 self.schema.type_name
             ))),
@@ -213,7 +213,7 @@ impl ResourceType for SimulatedType {
                 .map(|object| object.fields.clone())
         });
         let Some(fields) = fields else {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "no {} {} in this project",
                 self.schema.type_name,
                 ember_runtime::quote::quoted(&id)
@@ -349,7 +349,7 @@ impl<'a> Make<'a> {
         let project = self.request.project_id.clone();
         self.world
             .find(&project, kind, name_or_id)
-            .map_err(ResourceFailure)
+            .map_err(ResourceFailure::new)
     }
 
     fn insert(&mut self, id: &str, kind: Kind, fields: Map<String, Value>) {
@@ -404,7 +404,7 @@ fn remove_made(world: &mut World, current: &Resource) -> Result<(), ResourceFail
     let Some(id) = made_id(current) else {
         return Ok(());
     };
-    world.remove(&id).map(|_| ()).map_err(ResourceFailure)
+    world.remove(&id).map(|_| ()).map_err(ResourceFailure::new)
 }
 
 /// A list property's entries that are maps (`fixed_ips`, `rules`, …).

@@ -50,7 +50,7 @@ pub(super) fn subnet(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let specs = value_specs(make)?;
     let network = make
         .text("network")
-        .ok_or_else(|| ResourceFailure("Property network not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property network not assigned".to_owned()))?;
     let network_id = make.find(Kind::Network, &network)?;
     let version = make
         .properties()
@@ -62,23 +62,24 @@ pub(super) fn subnet(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
         .unwrap_or(4);
     let cidr = match (make.text("cidr"), make.text("subnetpool")) {
         (Some(_), Some(_)) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Cannot define the following properties at the same time: subnetpool, cidr."
                     .to_owned(),
             ));
         }
-        (Some(cidr), None) => Cidr::parse(&cidr)
-            .map_err(|error| ResourceFailure(format!("Invalid input for operation: {error}.")))?,
+        (Some(cidr), None) => Cidr::parse(&cidr).map_err(|error| {
+            ResourceFailure::new(format!("Invalid input for operation: {error}."))
+        })?,
         (None, Some(_)) => pooled_cidr(make, &id, version)?,
         (None, None) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "At least one of the following properties must be specified: subnetpool, cidr."
                     .to_owned(),
             ));
         }
     };
     if cidr.version() != version {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Invalid input for operation: Requested subnet with cidr: {cidr} does not match ip_version {version}."
         )));
     }
@@ -87,12 +88,12 @@ pub(super) fn subnet(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
         Some(Value::Null) => Some(None),
         Some(Value::String(text)) if text.is_empty() => Some(None),
         Some(Value::String(text)) => Some(Some(text.parse::<IpAddr>().map_err(|_| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "Invalid input for operation: '{text}' is not a valid IP address."
             ))
         })?)),
         Some(other) => {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "gateway_ip: {other} is not an IP address"
             )));
         }
@@ -135,7 +136,7 @@ pub(super) fn subnet(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
             pools,
             extra,
         )
-        .map_err(ResourceFailure)?;
+        .map_err(ResourceFailure::new)?;
     fields.extend(specs);
     if let Some(object) = make.world.fields_mut(&id) {
         *object = fields.clone();
@@ -161,22 +162,21 @@ fn pooled_cidr(make: &Make<'_>, id: &str, version: u8) -> Result<Cidr, ResourceF
             bytes[2], bytes[3], bytes[4]
         )
     };
-    Cidr::parse(&text).map_err(|error| ResourceFailure(format!("prefixlen: {error}")))
+    Cidr::parse(&text).map_err(|error| ResourceFailure::new(format!("prefixlen: {error}")))
 }
 
 fn pool_of(pool: &Map<String, Value>, cidr: &Cidr) -> Result<Pool, ResourceFailure> {
     let address = |key: &str| -> Result<u128, ResourceFailure> {
-        let text = pool
-            .get(key)
-            .and_then(Value::as_str)
-            .ok_or_else(|| ResourceFailure(format!("allocation_pools: each pool needs a {key}")))?;
+        let text = pool.get(key).and_then(Value::as_str).ok_or_else(|| {
+            ResourceFailure::new(format!("allocation_pools: each pool needs a {key}"))
+        })?;
         let address: IpAddr = text.parse().map_err(|_| {
-            ResourceFailure(format!(
+            ResourceFailure::new(format!(
                 "Invalid input for operation: '{text}' is not a valid IP address."
             ))
         })?;
         if address.is_ipv4() != cidr.network.is_ipv4() {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Invalid input for operation: The allocation pool {text} is not of the subnet's IP version."
             )));
         }
@@ -213,7 +213,7 @@ pub(super) fn port(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
             .filter(|address| !address.is_empty())
             .map(str::to_owned);
         if subnet_id.is_none() && ip_address.is_none() {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "fixed_ips[{index}]: give a subnet, an ip_address, or both"
             )));
         }
@@ -228,7 +228,7 @@ pub(super) fn port(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
             let subnet = wanted
                 .iter()
                 .find_map(|fixed_ip| fixed_ip.subnet_id.clone())
-                .ok_or_else(|| ResourceFailure("Property network not assigned".to_owned()))?;
+                .ok_or_else(|| ResourceFailure::new("Property network not assigned".to_owned()))?;
             make.world
                 .get_any(&subnet)
                 .and_then(|subnet| {
@@ -243,7 +243,7 @@ pub(super) fn port(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     };
     let no_fixed_ips = make.flag("no_fixed_ips") == Some(true);
     if no_fixed_ips && !wanted.is_empty() {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Cannot define the following properties at the same time: fixed_ips, no_fixed_ips."
                 .to_owned(),
         ));
@@ -278,7 +278,7 @@ pub(super) fn port(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
                 json!(
                     make.world
                         .allocate(&project, &network_id, &wanted)
-                        .map_err(ResourceFailure)?
+                        .map_err(ResourceFailure::new)?
                 )
             }
         }
@@ -407,14 +407,14 @@ pub(super) fn router(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
                 None => Value::Null,
                 Some(info) => {
                     let network = info.get("network").and_then(Value::as_str).ok_or_else(|| {
-                        ResourceFailure(
+                        ResourceFailure::new(
                             "external_gateway_info: Property network not assigned".to_owned(),
                         )
                     })?;
                     let network_id = make
                         .world
                         .find_external_network(&project, network)
-                        .map_err(ResourceFailure)?;
+                        .map_err(ResourceFailure::new)?;
                     let mut wanted = Vec::new();
                     for entry in entries(&info, "external_fixed_ips") {
                         let subnet_id = match entry.get("subnet").and_then(Value::as_str) {
@@ -432,7 +432,7 @@ pub(super) fn router(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
                     let fixed_ips = make
                         .world
                         .allocate(&project, &network_id, &wanted)
-                        .map_err(ResourceFailure)?;
+                        .map_err(ResourceFailure::new)?;
                     json!({"network_id": network_id,
                         "enable_snat": info.get("enable_snat").cloned().unwrap_or(json!(true)),
                         "external_fixed_ips": fixed_ips})
@@ -466,16 +466,16 @@ pub(super) fn router(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
 pub(super) fn router_interface(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let router = make
         .text("router")
-        .ok_or_else(|| ResourceFailure("Property router not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property router not assigned".to_owned()))?;
     let router_id = make.find(Kind::Router, &router)?;
     let subnet = make.text("subnet").or_else(|| make.text("subnet_id"));
     let port = make.text("port").or_else(|| make.text("port_id"));
     let project = make.project().to_owned();
     match (subnet, port) {
-        (Some(_), Some(_)) => Err(ResourceFailure(
+        (Some(_), Some(_)) => Err(ResourceFailure::new(
             "Cannot define the following properties at the same time: subnet, port.".to_owned(),
         )),
-        (None, None) => Err(ResourceFailure(
+        (None, None) => Err(ResourceFailure::new(
             "At least one of the following properties must be specified: subnet, port.".to_owned(),
         )),
         (Some(subnet), None) => {
@@ -483,7 +483,9 @@ pub(super) fn router_interface(make: &mut Make<'_>) -> Result<Made, ResourceFail
             let port_id = make.id("interface");
             if make.existing(&port_id).is_none() {
                 let subnet = make.world.get_any(&subnet_id).cloned().ok_or_else(|| {
-                    ResourceFailure(format!("Unable to find subnet with name or id '{subnet}'"))
+                    ResourceFailure::new(format!(
+                        "Unable to find subnet with name or id '{subnet}'"
+                    ))
                 })?;
                 let network_id = subnet.fields["network_id"]
                     .as_str()
@@ -493,7 +495,7 @@ pub(super) fn router_interface(make: &mut Make<'_>) -> Result<Made, ResourceFail
                     .as_str()
                     .map(str::to_owned)
                     .ok_or_else(|| {
-                        ResourceFailure(format!(
+                        ResourceFailure::new(format!(
                             "Bad router request: Subnet {subnet_id} does not have a gateway IP."
                         ))
                     })?;
@@ -507,7 +509,7 @@ pub(super) fn router_interface(make: &mut Make<'_>) -> Result<Made, ResourceFail
                             ip_address: Some(gateway),
                         }],
                     )
-                    .map_err(ResourceFailure)?;
+                    .map_err(ResourceFailure::new)?;
                 let mut fields = Map::new();
                 fields.insert("name".to_owned(), json!(""));
                 fields.insert("network_id".to_owned(), json!(network_id));
@@ -538,7 +540,7 @@ pub(super) fn router_interface(make: &mut Make<'_>) -> Result<Made, ResourceFail
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 if !bound.is_empty() && bound != router_id {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "Port {port_id} has owner {bound} and therefore cannot be deleted directly via the port API."
                     )));
                 }
@@ -562,7 +564,7 @@ pub(super) fn remove_router_interface(
     let Some(port) = current.data.get("interface_port").and_then(Value::as_str) else {
         return Ok(());
     };
-    world.remove(port).map(|_| ()).map_err(ResourceFailure)
+    world.remove(port).map(|_| ()).map_err(ResourceFailure::new)
 }
 
 /// A property the template gave (a `null` is not given).

@@ -15,7 +15,7 @@ use crate::resources::openstack::neutron::rules::{Rule, group_rules, with_defaul
 /// `OS::Neutron::SecurityGroup`.
 pub(super) fn group(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     if make.text("name").as_deref() == Some("default") {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Security groups cannot be assigned the name \"default\".".to_owned(),
         ));
     }
@@ -113,7 +113,7 @@ fn make_group(
 pub(super) fn rule(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let group = make
         .text("security_group")
-        .ok_or_else(|| ResourceFailure("Property security_group not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property security_group not assigned".to_owned()))?;
     let group_id = make.find(Kind::SecurityGroup, &group)?;
     let mut entry = Map::new();
     for key in [
@@ -135,7 +135,7 @@ pub(super) fn rule(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     }
     let mut rule = group_rules(&[&entry], &group_id)?
         .pop()
-        .ok_or_else(|| ResourceFailure("no rule".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("no rule".to_owned()))?;
     if let Some(remote) = rule.remote_group_id.clone()
         && remote != group_id
     {
@@ -146,7 +146,7 @@ pub(super) fn rule(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let fields = make
         .world
         .fields_mut(&group_id)
-        .ok_or_else(|| ResourceFailure(format!("Security group {group_id} does not exist")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Security group {group_id} does not exist")))?;
     let same = fields
         .get("security_group_rules")
         .and_then(Value::as_array)
@@ -158,7 +158,7 @@ pub(super) fn rule(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     match same {
         Some(same) if same == id => {}
         Some(same) => {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Security group rule already exists. Rule id is {same}."
             )));
         }

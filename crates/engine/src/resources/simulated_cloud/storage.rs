@@ -39,7 +39,7 @@ pub(super) fn volume(make: &mut Make<'_>, dialect: Dialect) -> Result<Made, Reso
     if let Some(previous) = previous_size
         && size < previous
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "The size of the volume cannot be reduced (from {previous} GB to {size} GB)."
         )));
     }
@@ -141,10 +141,10 @@ pub(super) fn attachment(make: &mut Make<'_>, dialect: Dialect) -> Result<Made, 
     };
     let server = make
         .text(server_key)
-        .ok_or_else(|| ResourceFailure(format!("Property {server_key} not assigned")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Property {server_key} not assigned")))?;
     let volume = make
         .text(volume_key)
-        .ok_or_else(|| ResourceFailure(format!("Property {volume_key} not assigned")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Property {volume_key} not assigned")))?;
     let volume_id = make.find(Kind::Volume, &volume)?;
     let id = make.id("attachment");
     // An update to another server or volume detaches from the old first.
@@ -179,12 +179,12 @@ pub(super) fn attachment(make: &mut Make<'_>, dialect: Dialect) -> Result<Made, 
         None => ('b'..='z')
             .map(|letter| format!("/dev/vd{letter}"))
             .find(|device| !used_devices.contains(device))
-            .ok_or_else(|| ResourceFailure(format!("No free device on server {server}")))?,
+            .ok_or_else(|| ResourceFailure::new(format!("No free device on server {server}")))?,
     };
     let fields = make
         .world
         .fields_mut(&volume_id)
-        .ok_or_else(|| ResourceFailure(format!("Volume {volume_id} could not be found.")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Volume {volume_id} could not be found.")))?;
     let attachments = fields
         .get("attachments")
         .and_then(Value::as_array)
@@ -199,7 +199,7 @@ pub(super) fn attachment(make: &mut Make<'_>, dialect: Dialect) -> Result<Made, 
             .get("status")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Invalid volume: Volume status must be available or downloading to reserve, but the current status is {status}."
         )));
     }
@@ -258,7 +258,7 @@ pub(super) fn volume_type(make: &mut Make<'_>) -> Result<Made, ResourceFailure> 
         .named_anywhere(Kind::VolumeType, &spec.name)
         .any(|other| other.id != id)
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Volume Type {} already exists.",
             spec.name
         )));
@@ -304,9 +304,9 @@ fn shown_type(fields: &Map<String, Value>) -> Map<String, Value> {
 pub(super) fn encrypted_volume_type(make: &mut Make<'_>) -> Result<Made, ResourceFailure> {
     let name_or_id = make
         .text("volume_type")
-        .ok_or_else(|| ResourceFailure("Property volume_type not assigned".to_owned()))?;
+        .ok_or_else(|| ResourceFailure::new("Property volume_type not assigned".to_owned()))?;
     let type_id = make.find(Kind::VolumeType, &name_or_id).map_err(|_| {
-        ResourceFailure(format!("The VolumeType ({name_or_id}) could not be found."))
+        ResourceFailure::new(format!("The VolumeType ({name_or_id}) could not be found."))
     })?;
     let row = make.request.resource_id.to_string();
     let owner = make
@@ -317,7 +317,7 @@ pub(super) fn encrypted_volume_type(make: &mut Make<'_>) -> Result<Made, Resourc
         .and_then(Value::as_str)
         .map(str::to_owned);
     if owner.is_some_and(|owner| owner != row) {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Volume type encryption for type {type_id} already exists."
         )));
     }
@@ -336,7 +336,7 @@ pub(super) fn encrypted_volume_type(make: &mut Make<'_>) -> Result<Made, Resourc
     make.world
         .fields_mut(&type_id)
         .ok_or_else(|| {
-            ResourceFailure(format!("The VolumeType ({name_or_id}) could not be found."))
+            ResourceFailure::new(format!("The VolumeType ({name_or_id}) could not be found."))
         })?
         .insert("encryption".to_owned(), encryption.clone());
     let mut shown = encryption.as_object().cloned().unwrap_or_default();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{CONFIG_KIND, failure, owner, owner_of};
+use super::{CONFIG_KIND, owner, owner_of};
 use crate::domain::Resource;
 use crate::domain::software::UNGROUPED;
 use crate::resources::{
@@ -158,7 +158,7 @@ impl ConfigResource {
                     .cloned()
                     .unwrap_or_else(|| json!({}));
                 let yaml = serde_yaml_ng::to_string(&cloud_config)
-                    .map_err(|error| ResourceFailure(format!("cloud_config: {error}")))?;
+                    .map_err(|error| ResourceFailure::new(format!("cloud_config: {error}")))?;
                 Ok(json!(format!("#cloud-config\n{yaml}")))
             }
             ConfigKind::Multipart => {
@@ -170,13 +170,13 @@ impl ConfigResource {
                 let mut message_parts = Vec::new();
                 for (index, part) in parts.iter().enumerate() {
                     let Some(part) = part.as_object() else {
-                        return Err(ResourceFailure(format!(
+                        return Err(ResourceFailure::new(format!(
                             "parts[{index}] must be a map with a config"
                         )));
                     };
                     let reference =
                         part.get("config").and_then(Value::as_str).ok_or_else(|| {
-                            ResourceFailure(format!("parts[{index}].config is required"))
+                            ResourceFailure::new(format!("parts[{index}].config is required"))
                         })?;
                     // A config id stands for that config's text.
                     let text = match self.software.get_config(&owner(request), reference).await {
@@ -192,7 +192,7 @@ impl ConfigResource {
                         .unwrap_or("x-shellscript");
                     let kind = part.get("type").and_then(Value::as_str).unwrap_or("text");
                     if !matches!(kind, "text" | "multipart") {
-                        return Err(ResourceFailure(format!(
+                        return Err(ResourceFailure::new(format!(
                             "parts[{index}].type must be text or multipart, got {kind:?}"
                         )));
                     }
@@ -257,8 +257,7 @@ impl ResourceType for ConfigResource {
                     options: properties.get("options").cloned().unwrap_or(Value::Null),
                 },
             )
-            .await
-            .map_err(failure)?;
+            .await?;
         let mut attributes = Map::new();
         attributes.insert("config".to_owned(), created.config);
         Ok(ResourceOutcome {
@@ -281,7 +280,7 @@ impl ResourceType for ConfigResource {
             .await
         {
             Ok(()) | Err(crate::error::Error::NotFound(_)) => Ok(()),
-            Err(error) => Err(failure(error)),
+            Err(error) => Err(ResourceFailure::from(error)),
         }
     }
 
@@ -298,7 +297,7 @@ impl ResourceType for ConfigResource {
             .delete_config(None, id)
             .await
             .map(|_| ())
-            .map_err(failure)
+            .map_err(ResourceFailure::from)
     }
 
     /// Every step is taken over: a create finds the config an earlier

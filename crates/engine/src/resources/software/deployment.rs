@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::inputs::substitute_inputs;
 use super::{
-    DEPLOYMENT_KIND, SOFTWARE_DEPLOYMENT_TYPE, STEP_EVENTS_READ, STRUCTURED_DEPLOYMENT_TYPE,
-    failure, owner, owner_of,
+    DEPLOYMENT_KIND, SOFTWARE_DEPLOYMENT_TYPE, STEP_EVENTS_READ, STRUCTURED_DEPLOYMENT_TYPE, owner,
+    owner_of,
 };
 use crate::domain::software::{DEPLOYMENT_OUTPUTS, DeploymentStatus, UNGROUPED};
 use crate::domain::{ActionStatus, Resource};
@@ -37,10 +37,10 @@ impl DeploymentTransport {
             "TEMP_URL_SIGNAL" => Ok(DeploymentTransport::TempUrl),
             "HEAT_SIGNAL" => Ok(DeploymentTransport::Heat),
             "NO_SIGNAL" => Ok(DeploymentTransport::None),
-            "ZAQAR_SIGNAL" => Err(ResourceFailure(
+            "ZAQAR_SIGNAL" => Err(ResourceFailure::new(
                 "signal_transport ZAQAR_SIGNAL is not supported by Ember: use CFN_SIGNAL, TEMP_URL_SIGNAL or HEAT_SIGNAL".to_owned(),
             )),
-            other => Err(ResourceFailure(format!(
+            other => Err(ResourceFailure::new(format!(
                 "signal_transport {other:?} is not one of CFN_SIGNAL, TEMP_URL_SIGNAL, HEAT_SIGNAL, NO_SIGNAL"
             ))),
         }
@@ -195,12 +195,7 @@ impl DeploymentResource {
         let identity = owner(request);
         let properties = &request.properties;
         let source = match properties.get("config").and_then(Value::as_str) {
-            Some(id) if !id.is_empty() => Some(
-                self.software
-                    .get_config(&identity, id)
-                    .await
-                    .map_err(failure)?,
-            ),
+            Some(id) if !id.is_empty() => Some(self.software.get_config(&identity, id).await?),
             _ => None,
         };
         let transport = DeploymentTransport::parse(
@@ -378,8 +373,7 @@ impl DeploymentResource {
                         .unwrap_or(Value::Null),
                 },
             )
-            .await
-            .map_err(failure)?;
+            .await?;
         Ok(derived.id)
     }
 
@@ -439,8 +433,7 @@ impl DeploymentResource {
             .software
             .store()
             .get_deployment(Some(&request.project_id), deployment_id)
-            .await
-            .map_err(failure)?;
+            .await?;
         match existing {
             None => {
                 self.software
@@ -465,8 +458,7 @@ impl DeploymentResource {
                             status_reason: reason.to_owned(),
                         },
                     )
-                    .await
-                    .map_err(failure)?;
+                    .await?;
             }
             Some(previous) => {
                 self.software
@@ -482,8 +474,7 @@ impl DeploymentResource {
                             status_reason: Some(reason.to_owned()),
                         },
                     )
-                    .await
-                    .map_err(failure)?;
+                    .await?;
                 // The previous derived config goes (as in Heat).
                 if previous.config_id != derived {
                     let _ = self
@@ -506,11 +497,12 @@ impl DeploymentResource {
         let decided = self
             .software
             .wait_for_deployment(deployment_id)
-            .await
-            .map_err(failure)?
-            .ok_or_else(|| ResourceFailure("the deployment was deleted while it ran".to_owned()))?;
+            .await?
+            .ok_or_else(|| {
+                ResourceFailure::new("the deployment was deleted while it ran".to_owned())
+            })?;
         if decided.status == DeploymentStatus::Failed {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Deployment to server failed: {}",
                 decided.status_reason
             )));
@@ -536,7 +528,7 @@ impl DeploymentResource {
             .store()
             .get_deployment(None, id)
             .await
-            .map_err(failure)
+            .map_err(ResourceFailure::from)
     }
 
     /// The secret `deployment`'s agent signals with: in its derived
@@ -549,8 +541,7 @@ impl DeploymentResource {
             .software
             .store()
             .get_config(Some(&deployment.project_id), deployment.config_id)
-            .await
-            .map_err(failure)?;
+            .await?;
         let token = config.and_then(|config| {
             config.inputs.iter().find_map(|input| {
                 (input.get("name").and_then(Value::as_str) == Some("deploy_signal_id"))
@@ -591,11 +582,11 @@ impl DeploymentResource {
         let config_id = match self.software.get_deployment(&identity, id).await {
             Ok(deployment) => Some(deployment.config_id),
             Err(crate::error::Error::NotFound(_)) => None,
-            Err(error) => return Err(failure(error)),
+            Err(error) => return Err(ResourceFailure::from(error)),
         };
         match self.software.delete_deployment(&identity, id).await {
             Ok(()) | Err(crate::error::Error::NotFound(_)) => {}
-            Err(error) => return Err(failure(error)),
+            Err(error) => return Err(ResourceFailure::from(error)),
         }
         if let Some(config_id) = config_id {
             let _ = self
@@ -680,8 +671,7 @@ impl DeploymentResource {
                 descending: true,
                 ..EventListQuery::default()
             })
-            .await
-            .map_err(failure)?;
+            .await?;
         Ok(events
             .iter()
             .take_while(|event| {
@@ -739,7 +729,10 @@ impl ResourceType for DeploymentResource {
             .unwrap_or_else(|| {
                 crate::resources::derived_id(current.stack_id, current.id, DEPLOYMENT_KIND)
             });
-        self.software.cancel_deployment(id).await.map_err(failure)
+        self.software
+            .cancel_deployment(id)
+            .await
+            .map_err(ResourceFailure::from)
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -827,10 +820,7 @@ impl ResourceType for DeploymentResource {
             return Ok(());
         };
         if deployment.action == "DELETE" {
-            self.software
-                .wait_for_deployment(id)
-                .await
-                .map_err(failure)?;
+            self.software.wait_for_deployment(id).await?;
         } else {
             self.run_existing(in_flight, "DELETE").await?;
         }
@@ -841,7 +831,7 @@ impl ResourceType for DeploymentResource {
             .await
         {
             Ok(()) | Err(crate::error::Error::NotFound(_)) => {}
-            Err(error) => return Err(failure(error)),
+            Err(error) => return Err(ResourceFailure::from(error)),
         }
         let _ = self
             .software

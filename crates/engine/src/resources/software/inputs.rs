@@ -19,7 +19,7 @@ pub(super) fn substitute_inputs(
             match values.get(name) {
                 Some(value) => value.clone(),
                 None if strict => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "Input {name} not found in input_values for {key}"
                     )));
                 }

@@ -35,7 +35,7 @@
 
 use ember_runtime::Identity;
 
-use super::{ResourceFailure, ResourceRequest};
+use super::ResourceRequest;
 use crate::domain::Resource;
 
 mod config;
@@ -81,8 +81,4 @@ fn owner(request: &ResourceRequest) -> Identity {
 fn owner_of(resource: &Resource, project_id: &str) -> Identity {
     let _ = resource;
     Identity::new("engine", project_id.to_owned(), vec!["member".to_owned()])
-}
-
-fn failure(error: crate::error::Error) -> ResourceFailure {
-    ResourceFailure(error.to_string())
 }

@@ -226,8 +226,7 @@ impl ResourceType for WaitCondition {
             self.conditions
                 .signals()
                 .clear_wait_signals(current.stack_id, handle_id)
-                .await
-                .map_err(|error| ResourceFailure(error.to_string()))?;
+                .await?;
         }
         Ok(())
     }

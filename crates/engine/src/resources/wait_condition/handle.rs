@@ -34,10 +34,10 @@ impl Transport {
             "CFN_SIGNAL" => Ok(Transport::Cfn),
             "HEAT_SIGNAL" => Ok(Transport::Heat),
             "NO_SIGNAL" => Ok(Transport::None),
-            "ZAQAR_SIGNAL" => Err(ResourceFailure(
+            "ZAQAR_SIGNAL" => Err(ResourceFailure::new(
                 "signal_transport ZAQAR_SIGNAL is not supported by Ember: use TOKEN_SIGNAL or TEMP_URL_SIGNAL".to_owned(),
             )),
-            other => Err(ResourceFailure(format!(
+            other => Err(ResourceFailure::new(format!(
                 "signal_transport {other:?} is not one of TOKEN_SIGNAL, TEMP_URL_SIGNAL, CFN_SIGNAL, HEAT_SIGNAL, NO_SIGNAL"
             ))),
         }
@@ -214,8 +214,7 @@ impl ResourceType for WaitConditionHandle {
             self.conditions
                 .signals()
                 .clear_wait_signals(current.stack_id, handle_id)
-                .await
-                .map_err(|error| ResourceFailure(error.to_string()))?;
+                .await?;
         }
         Ok(())
     }

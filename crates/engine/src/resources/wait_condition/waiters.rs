@@ -185,11 +185,7 @@ impl WaitConditions {
         stack_id: uuid::Uuid,
         reference: &str,
     ) -> Result<Resource, ResourceFailure> {
-        let rows = self
-            .stacks
-            .list_resources(stack_id)
-            .await
-            .map_err(|error| ResourceFailure(error.to_string()))?;
+        let rows = self.stacks.list_resources(stack_id).await?;
         let by_url = reference
             .split_once("/signals/")
             .and_then(|(_, rest)| rest.split(['?', '#']).next())
@@ -206,7 +202,7 @@ impl WaitConditions {
                         .is_some_and(|id| id == reference || by_url.as_deref() == Some(id))
             })
             .ok_or_else(|| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "{} is not a valid wait condition handle.",
                     ember_runtime::quote::quoted(reference)
                 ))
@@ -232,15 +228,15 @@ impl WaitConditions {
             woken.as_mut().enable();
             let signals = match self.signals.list_wait_signals(stack_id, handle_id).await {
                 Ok(signals) => signals,
-                Err(error) => break Err(ResourceFailure(error.to_string())),
+                Err(error) => break Err(error.into()),
             };
             match wait_state(&signals, count) {
                 WaitState::Succeeded => break Ok(data_attribute(&signals)),
-                WaitState::Failed(reasons) => break Err(ResourceFailure(reasons)),
+                WaitState::Failed(reasons) => break Err(ResourceFailure::new(reasons)),
                 WaitState::Waiting => {}
             }
             if tokio::time::Instant::now() >= deadline {
-                break Err(ResourceFailure(format!(
+                break Err(ResourceFailure::new(format!(
                     "WaitConditionTimeout: {}",
                     timeout_reason(&signals, count)
                 )));

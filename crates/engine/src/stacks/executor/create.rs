@@ -8,9 +8,9 @@ use serde_json::{Map, Value};
 
 use crate::domain::template::resolve;
 use crate::domain::{ActionStatus, Resource, StackAction};
-use crate::resources::{ResourceRequest, validate_properties};
+use crate::resources::{ResourceFailure, ResourceRequest, validate_properties};
 use crate::stacks::context::{RuntimeContext, usable};
-use crate::stacks::failure::{RunFailure, RunResult};
+use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
 use super::shared::Shared;
 use super::target::{RunTarget, current, transition, with_states};
@@ -125,12 +125,12 @@ async fn adopt_external(
     let found = match shared.registry.get(&adopted.type_name) {
         Some(resource_type) => {
             let request = request_for(target, &name, Map::new());
-            resource_type
-                .adopt(&request, &adopted)
-                .await
-                .map_err(|failure| failure.0)
+            resource_type.adopt(&request, &adopted).await
         }
-        None => Err(format!("unknown resource type {:?}", adopted.type_name)),
+        None => Err(ResourceFailure::new(format!(
+            "unknown resource type {:?}",
+            adopted.type_name
+        ))),
     };
     match found {
         Ok(outcome) => {
@@ -147,8 +147,11 @@ async fn adopt_external(
             .await?;
             Ok(())
         }
-        Err(reason) => {
-            let reason = format!("resources.{name}.external_id: {reason}");
+        Err(failure) => {
+            let reason = format!(
+                "resources.{name}.external_id: {}",
+                resource_reason(failure)?
+            );
             transition(
                 shared,
                 target,
@@ -233,7 +236,8 @@ pub(in crate::stacks) async fn create_row(
             .await?;
             Ok(())
         }
-        Err(reason) => {
+        Err(failure) => {
+            let reason = resource_reason(failure)?;
             transition(
                 shared,
                 target,
@@ -320,26 +324,29 @@ pub(in crate::stacks) fn request_for(
 }
 
 /// Resolves, validates and calls the type's create — its resumed create
-/// when another engine had it `in_flight`.
+/// when another engine had it `in_flight`. A resource's own failure reads
+/// as its status reason (`resources.<name>: …`); a store failure is kept
+/// typed, for the run to stop on (see [`resource_reason`]).
 async fn create_action(
     shared: &Shared,
     target: &RunTarget,
     name: &str,
     resource: &Resource,
     in_flight: Option<&Resource>,
-) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), String> {
-    let properties = resolve_properties(shared, target, name, &resource.type_name)?;
+) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), ResourceFailure> {
+    let properties = resolve_properties(shared, target, name, &resource.type_name)
+        .map_err(ResourceFailure::new)?;
     let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
-        format!(
+        ResourceFailure::new(format!(
             "resources.{name}: unknown resource type {:?}",
             resource.type_name
-        )
+        ))
     })?;
     let request = request_for(target, name, properties.clone());
     let outcome = match in_flight {
         Some(in_flight) => resource_type.resume_create(&request, in_flight).await,
         None => resource_type.create(&request).await,
     }
-    .map_err(|failure| format!("resources.{name}: {failure}"))?;
+    .map_err(|failure| failure.map_reason(|reason| format!("resources.{name}: {reason}")))?;
     Ok((properties, outcome))
 }

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use crate::domain::template::DeletionPolicy;
 use crate::domain::{ActionStatus, Resource, StackAction};
+use crate::resources::ResourceFailure;
 use crate::stacks::context::RuntimeContext;
-use crate::stacks::failure::{RunFailure, RunResult};
+use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
 use super::create::{RESUMED_STEP, in_flight};
 use super::shared::Shared;
@@ -157,8 +158,8 @@ async fn delete_one(
             .await?;
             Ok(())
         }
-        Err(reason) => {
-            let reason = format!("resources.{name}: {reason}");
+        Err(failure) => {
+            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
                 shared,
                 target,
@@ -174,18 +175,22 @@ async fn delete_one(
 }
 
 /// Calls the type's delete of `row` — its resumed delete when another
-/// engine had a step of the row `in_flight` (the row as it left it).
+/// engine had a step of the row `in_flight` (the row as it left it). A
+/// store failure is kept typed, for the run to stop on (see
+/// [`resource_reason`]).
 pub(in crate::stacks) async fn delete_action(
     shared: &Shared,
     row: &Resource,
     in_flight: Option<&Resource>,
-) -> Result<(), String> {
+) -> Result<(), ResourceFailure> {
     let Some(resource_type) = shared.registry.get(&row.type_name) else {
-        return Err(format!("unknown resource type {:?}", row.type_name));
+        return Err(ResourceFailure::new(format!(
+            "unknown resource type {:?}",
+            row.type_name
+        )));
     };
     match in_flight {
         Some(in_flight) => resource_type.resume_delete(in_flight).await,
         None => resource_type.delete(row).await,
     }
-    .map_err(|failure| failure.0)
 }

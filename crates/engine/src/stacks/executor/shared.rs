@@ -6,6 +6,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::resources::ResourceTypeRegistry;
+use crate::stacks::lease::{BUSY_POLL, WhenBusy};
 use crate::stacks::writer::TransitionWriter;
 
 use super::parse_cache::ParsedCache;
@@ -75,23 +76,52 @@ impl Shared {
 }
 
 impl Shared {
-    /// Takes the stack lease for `operation` as this engine.
+    /// Takes the stack lease for `operation` as this engine, or refuses
+    /// (409) when another operation holds it.
     pub async fn take_lease(
         &self,
         stack_id: Uuid,
         stack_name: &str,
         holder: crate::stacks::LeaseHolder,
     ) -> crate::error::Result<crate::stacks::StackLease> {
-        crate::stacks::StackLease::take(
-            &self.writer,
-            &self.stops,
-            stack_id,
-            stack_name,
-            self.engine_id,
-            holder,
-            self.lease_ttl,
-        )
-        .await
+        self.take_lease_when(stack_id, stack_name, holder, WhenBusy::Refuse)
+            .await
+    }
+
+    /// Takes the stack lease for `operation` as this engine; when another
+    /// operation holds it, refuses at once or asks again until a lease
+    /// taken now would have expired (then refuses), as `when_busy` says.
+    pub(crate) async fn take_lease_when(
+        &self,
+        stack_id: Uuid,
+        stack_name: &str,
+        holder: crate::stacks::LeaseHolder,
+        when_busy: WhenBusy,
+    ) -> crate::error::Result<crate::stacks::StackLease> {
+        let patience_ends = tokio::time::Instant::now() + self.lease_ttl + BUSY_POLL;
+        loop {
+            let taken = crate::stacks::StackLease::try_take(
+                &self.writer,
+                &self.stops,
+                stack_id,
+                stack_name,
+                self.engine_id,
+                holder,
+                self.lease_ttl,
+            )
+            .await?;
+            match taken {
+                Ok(stack_lease) => return Ok(stack_lease),
+                Err(busy) => {
+                    let waits = when_busy == WhenBusy::WaitOutLease
+                        && tokio::time::Instant::now() < patience_ends;
+                    if !waits {
+                        return Err(busy.into());
+                    }
+                    tokio::time::sleep(BUSY_POLL).await;
+                }
+            }
+        }
     }
 
     /// Takes `stack_id`'s lease for `operation` only while it is free at

@@ -15,7 +15,7 @@ use crate::stacks::executor::{
     Direction, RESUMED_STEP, RunTarget, Shared, create_row, current, delete_action, in_flight,
     request_for, resolve_properties, snapshot, transition, walk,
 };
-use crate::stacks::failure::{RunFailure, RunResult};
+use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
 /// Brings every enabled resource to the target definition, then deletes
 /// resources no longer in it (dependents first, by `old_graph`) and the old
@@ -166,9 +166,9 @@ async fn retire(
         .await?;
     if !never_created
         && policy == DeletionPolicy::Delete
-        && let Err(reason) = delete_action(shared, &deleting, in_flight.as_ref()).await
+        && let Err(failure) = delete_action(shared, &deleting, in_flight.as_ref()).await
     {
-        let reason = format!("resources.{name}: {reason}");
+        let reason = format!("resources.{name}: {}", resource_reason(failure)?);
         let mut failed = deleting;
         failed.status = ActionStatus::Failed;
         failed.status_reason = reason.clone();
@@ -339,7 +339,7 @@ async fn update_one(
                 Ok(())
             }
             Err(failure) => {
-                let reason = format!("resources.{name}: {failure}");
+                let reason = format!("resources.{name}: {}", resource_reason(failure)?);
                 transition(
                     shared,
                     target,
@@ -364,7 +364,10 @@ async fn update_one(
         && let Some(old_type) = shared.registry.get(&current.type_name)
         && let Err(failure) = old_type.prepare_for_replace(&current).await
     {
-        let reason = format!("resources.{name}: cannot be replaced: {failure}");
+        let reason = format!(
+            "resources.{name}: cannot be replaced: {}",
+            resource_reason(failure)?
+        );
         return Err(RunFailure::Failed(format!(
             "Resource {} failed: {reason}",
             action.as_str()

@@ -102,7 +102,7 @@ async fn a_volume_is_attached_to_a_server_and_detached() {
 
     // Deleting the volume while attached is refused, in Heat's words.
     let refused = volume_type.delete(&volume).await.expect_err("in use");
-    assert_eq!(refused.0, "Volume in use");
+    assert_eq!(refused.to_string(), "Volume in use");
 
     harness.delete(&row).await;
     assert_eq!(status_of(&cinder, &volume_id).await, "available");
@@ -154,7 +154,7 @@ async fn an_aws_attachment_names_its_device_and_is_immutable() {
         .await
         .expect_err("no such device");
     assert_eq!(
-        refused.0,
+        refused.to_string(),
         "Device: \"/dev/sdb\" does not match pattern \"/dev/vd[b-z]\""
     );
 
@@ -181,7 +181,7 @@ async fn an_aws_attachment_names_its_device_and_is_immutable() {
         .await
         .expect_err("immutable");
     assert_eq!(
-        refused.0,
+        refused.to_string(),
         "Update to properties Device of MountPoint (AWS::EC2::VolumeAttachment) is not supported."
     );
 

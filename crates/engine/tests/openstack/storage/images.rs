@@ -127,8 +127,8 @@ async fn a_web_image_is_imported_and_a_stack_lock_protects_it() {
     // Protected, a delete fails with Glance's message (Heat does not
     // unprotect either).
     let refused = image_type.delete(&row).await.expect_err("protected");
-    assert!(refused.0.starts_with("Glance: "), "{refused}");
-    assert!(refused.0.contains("protected"), "{refused}");
+    assert!(refused.to_string().starts_with("Glance: "), "{refused}");
+    assert!(refused.to_string().contains("protected"), "{refused}");
     let row = unlocked(image_type, &row).await;
     assert!(!protected(&glance, &image_id).await);
     assert_eq!(row.data.get("protected_by_stack_lock"), None);
@@ -248,8 +248,8 @@ async fn an_image_id_someone_else_holds_is_refused() {
     );
     let image_type = harness.resource_type(WEB_IMAGE);
     let refused = image_type.create(&request).await.expect_err("taken");
-    assert!(refused.0.starts_with("Glance: "), "{refused}");
-    assert!(refused.0.contains("409"), "{refused}");
+    assert!(refused.to_string().starts_with("Glance: "), "{refused}");
+    assert!(refused.to_string().contains("409"), "{refused}");
     // Nor does a delete of the row take someone else's image.
     image_type
         .delete(&unrecorded(&harness, &request))
@@ -272,7 +272,7 @@ async fn an_image_id_someone_else_holds_is_refused() {
         .expect_err("mixed formats");
     assert!(
         refused
-            .0
+            .to_string()
             .starts_with("Invalid mix of disk and container formats.")
     );
 }

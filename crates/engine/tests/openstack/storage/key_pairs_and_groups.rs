@@ -59,7 +59,10 @@ async fn a_generated_key_pair_keeps_its_private_key_only_when_asked() {
         .create(&harness.request(KEY_PAIR, "again", json!({"name": unsaved_name})))
         .await
         .expect_err("the name is taken");
-    assert!(conflict.0.contains("already exists"), "{conflict}");
+    assert!(
+        conflict.to_string().contains("already exists"),
+        "{conflict}"
+    );
 
     key_pair_type.check(&saved).await.expect("there");
     harness.delete(&saved).await;
@@ -78,7 +81,10 @@ async fn a_generated_key_pair_keeps_its_private_key_only_when_asked() {
     );
     harness.delete(&saved).await;
     let checked = key_pair_type.check(&saved).await.expect_err("gone");
-    assert_eq!(checked.0, format!("Keypair {saved_name} not found"));
+    assert_eq!(
+        checked.to_string(),
+        format!("Keypair {saved_name} not found")
+    );
 }
 
 #[tokio::test]
@@ -151,7 +157,10 @@ async fn a_given_key_is_adopted_and_a_replacement_keeps_it() {
         ))
         .await
         .expect_err("taken by another key");
-    assert!(conflict.0.contains("already exists"), "{conflict}");
+    assert!(
+        conflict.to_string().contains("already exists"),
+        "{conflict}"
+    );
     harness.delete(&second).await;
     assert!(nova.key_pair(&name, None).await.expect("read").is_none());
 }
@@ -218,7 +227,7 @@ async fn a_server_group_has_its_policy_and_is_found_by_its_marked_name() {
         .resume_create(&request, &unrecorded(&harness, &request))
         .await
         .expect_err("cannot tell");
-    assert!(refused.0.contains("carry no tags"), "{refused}");
+    assert!(refused.to_string().contains("carry no tags"), "{refused}");
     harness.delete(&row).await;
     assert!(
         nova.server_group(&named.physical_id)

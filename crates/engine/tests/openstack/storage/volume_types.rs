@@ -54,7 +54,7 @@ async fn an_admin_makes_changes_and_deletes_an_encrypted_private_type() {
         .create(&harness.request(VOLUME_TYPE, "kind", json!({"name": name})))
         .await
         .expect_err("a member may not make volume types");
-    assert!(refused.0.contains("HTTP 403"), "{refused}");
+    assert!(refused.to_string().contains("HTTP 403"), "{refused}");
     assert!(
         admin_cinder
             .find_volume_type(&name)
@@ -74,7 +74,7 @@ async fn an_admin_makes_changes_and_deletes_an_encrypted_private_type() {
         .await
         .expect_err("public with projects");
     assert_eq!(
-        public_with_projects.0,
+        public_with_projects.to_string(),
         "Can not specify property \"projects\" if the volume type is public."
     );
 
@@ -144,7 +144,7 @@ async fn an_admin_makes_changes_and_deletes_an_encrypted_private_type() {
         ))
         .await
         .expect_err("one encryption per type");
-    assert!(second.0.contains("already exists"), "{second}");
+    assert!(second.to_string().contains("already exists"), "{second}");
 
     // Heat's functional test's update: key size and cipher, in place.
     let changed = harness.request_in(
@@ -225,7 +225,7 @@ async fn an_admin_makes_changes_and_deletes_an_encrypted_private_type() {
     harness.delete(&type_row).await;
     let checked = types.check(&type_row).await.expect_err("gone");
     assert_eq!(
-        checked.0,
+        checked.to_string(),
         format!("Volume type {type_id} could not be found.")
     );
 }

@@ -134,7 +134,7 @@ async fn a_volume_is_made_once_grown_renamed_and_deleted() {
         .update(&shrunk, &row)
         .await
         .expect_err("shrinking");
-    assert_eq!(refused.0, "Shrinking volume is not supported.");
+    assert_eq!(refused.to_string(), "Shrinking volume is not supported.");
     let volume = cinder
         .volume(&volume_id)
         .await
@@ -187,7 +187,10 @@ async fn a_volume_is_made_once_grown_renamed_and_deleted() {
     );
     harness.delete(&row).await;
     let checked = volume_type.check(&row).await.expect_err("gone");
-    assert_eq!(checked.0, format!("Volume {volume_id} could not be found."));
+    assert_eq!(
+        checked.to_string(),
+        format!("Volume {volume_id} could not be found.")
+    );
     let type_id = created_type["volume_type"]["id"].as_str().expect("an id");
     admin
         .call(Call::delete(
@@ -257,7 +260,10 @@ async fn a_volume_from_an_image_is_made_or_fails_in_heats_words() {
         // Cinder's fake driver cannot copy an image into a volume: the
         // volume goes into error, which fails the create as Heat words it.
         Err(failed) => {
-            assert_eq!(failed.0, "Went to status error due to \"Unknown\"");
+            assert_eq!(
+                failed.to_string(),
+                "Went to status error due to \"Unknown\""
+            );
             let made = cinder
                 .volumes_with_metadata("ember_resource", &marker)
                 .await
@@ -322,7 +328,7 @@ async fn an_aws_volume_is_tagged_and_immutable() {
         .await
         .expect_err("immutable");
     assert_eq!(
-        refused.0,
+        refused.to_string(),
         "Update to properties Size of DataVolume (AWS::EC2::Volume) is not supported."
     );
     harness.delete(&row).await;
@@ -357,7 +363,7 @@ async fn bad_volumes_are_refused_naming_what_is_wrong() {
     let refused = volume_type.create(&request).await.expect_err("no source");
     assert!(
         refused
-            .0
+            .to_string()
             .starts_with("If neither \"backup_id\" nor \"size\" is provided"),
         "{refused}"
     );
@@ -373,8 +379,8 @@ async fn bad_volumes_are_refused_naming_what_is_wrong() {
         .create(&request)
         .await
         .expect_err("no such type");
-    assert!(refused.0.contains(&missing_type), "{refused}");
-    assert!(refused.0.starts_with("Cinder: "), "{refused}");
+    assert!(refused.to_string().contains(&missing_type), "{refused}");
+    assert!(refused.to_string().starts_with("Cinder: "), "{refused}");
     let cinder = Cinder::connect(&harness.demo())
         .await
         .expect("demo's Cinder");
@@ -394,7 +400,7 @@ async fn bad_volumes_are_refused_naming_what_is_wrong() {
         .create(&request)
         .await
         .expect_err("no such backup");
-    assert!(refused.0.contains(&missing_backup), "{refused}");
+    assert!(refused.to_string().contains(&missing_backup), "{refused}");
     // An image Glance does not have: Glance's message names it.
     let missing_image = unique("no-such-image");
     let request = harness.request(VOLUME, "data", json!({"size": 1, "image": missing_image}));
@@ -402,5 +408,5 @@ async fn bad_volumes_are_refused_naming_what_is_wrong() {
         .create(&request)
         .await
         .expect_err("no such image");
-    assert!(refused.0.contains(&missing_image), "{refused}");
+    assert!(refused.to_string().contains(&missing_image), "{refused}");
 }

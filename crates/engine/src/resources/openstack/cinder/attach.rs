@@ -44,7 +44,7 @@ pub async fn attach(
 ) -> Result<VolumeAttachment, ResourceFailure> {
     let refused = |error: ember_openstack::Error| match error.status() {
         // Heat's words for a request Nova refused (its client exceptions).
-        Some(400..=499) => ResourceFailure(format!(
+        Some(400..=499) => ResourceFailure::new(format!(
             "Failed to attach volume {} to server {} - {error}",
             placement.volume_id, placement.server_id
         )),
@@ -145,7 +145,7 @@ pub async fn detach(
                 Ok(()) => Ok(Some(())),
                 Err(error) if error.is_conflict() => Ok(None),
                 Err(error) if error.status() == Some(400) => Ok(Some(())),
-                Err(error) => Err(ResourceFailure(format!(
+                Err(error) => Err(ResourceFailure::new(format!(
                     "Could not detach attachment {volume_id} from server {server_id}: {error}"
                 ))),
             }

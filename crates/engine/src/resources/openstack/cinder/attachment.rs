@@ -113,7 +113,7 @@ fn placement(
     let required = |name: &str| {
         text(properties, name)
             .filter(|value| !value.is_empty())
-            .ok_or_else(|| ResourceFailure(format!("{name}: Property {name} not assigned")))
+            .ok_or_else(|| ResourceFailure::new(format!("{name}: Property {name} not assigned")))
     };
     let placement = Placement {
         server_id: required(server)?,
@@ -124,7 +124,7 @@ fn placement(
     if dialect == Dialect::Aws {
         let device = placement.device.clone().unwrap_or_default();
         let whole = Regex::new(&format!("^(?:{AWS_DEVICE_PATTERN})$"))
-            .map_err(|error| ResourceFailure(format!("{AWS_DEVICE_PATTERN}: {error}")))?;
+            .map_err(|error| ResourceFailure::new(format!("{AWS_DEVICE_PATTERN}: {error}")))?;
         if !whole.is_match(&device) {
             return Err(does_not_match("Device", &device, AWS_DEVICE_PATTERN));
         }
@@ -306,7 +306,7 @@ mod tests {
                     json!({"InstanceId": "s1", "VolumeId": "v1", "Device": refused})
                 )
                 .expect_err("outside the pattern")
-                .0,
+                .to_string(),
                 format!("Device: \"{refused}\" does not match pattern \"/dev/vd[b-z]\"")
             );
         }

@@ -81,5 +81,5 @@ async fn nova_on(session: &Session) -> Result<Nova, ResourceFailure> {
 
 /// Cinder's own words for a volume it does not have.
 fn volume_not_found(volume_id: &str) -> ResourceFailure {
-    ResourceFailure(format!("Volume {volume_id} could not be found."))
+    ResourceFailure::new(format!("Volume {volume_id} could not be found."))
 }

@@ -140,7 +140,7 @@ impl TypeSpec {
     pub fn read(properties: &Map<String, Value>) -> Result<TypeSpec, ResourceFailure> {
         let name = text(properties, "name")
             .filter(|name| !name.is_empty())
-            .ok_or_else(|| ResourceFailure("Property name not assigned".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("Property name not assigned".to_owned()))?;
         let is_public = properties
             .get("is_public")
             .and_then(Value::as_bool)
@@ -160,7 +160,7 @@ impl TypeSpec {
             })
             .unwrap_or_default();
         if is_public && !projects.is_empty() {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Can not specify property \"projects\" if the volume type is public.".to_owned(),
             ));
         }
@@ -168,7 +168,7 @@ impl TypeSpec {
         if let Some(metadata) = properties.get("metadata").and_then(Value::as_object) {
             for (key, value) in metadata {
                 if key == MARKER_SPEC {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "metadata: the extra spec {MARKER_SPEC} is Ember's own (it marks the type as the resource's)"
                     )));
                 }
@@ -263,12 +263,12 @@ async fn project_ids(
         match found.as_slice() {
             [one] => ids.push(one.clone()),
             [] => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "The Project ({project}) could not be found."
                 )));
             }
             _ => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "Multiple projects are named {project}: give its id."
                 )));
             }
@@ -283,7 +283,7 @@ async fn outcome(cinder: &Cinder, id: &str) -> Result<ResourceOutcome, ResourceF
         .volume_type(id)
         .await
         .map_err(failure)?
-        .ok_or_else(|| ResourceFailure(format!("Volume type {id} could not be found.")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("Volume type {id} could not be found.")))?;
     let mut attributes = Map::new();
     attributes.insert("show".to_owned(), shown.raw.clone());
     Ok(ResourceOutcome {
@@ -313,7 +313,7 @@ impl ResourceType for VolumeTypeResource {
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let spec = TypeSpec::read(&request.properties)?;
         let id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the volume type was never made".to_owned()))?
+            .ok_or_else(|| ResourceFailure::new("the volume type was never made".to_owned()))?
             .to_owned();
         let changed = changed_properties(&self.schema, current, request);
         let (session, cinder) = cinder_for(&self.cloud, request.stack_id).await?;
@@ -335,7 +335,9 @@ impl ResourceType for VolumeTypeResource {
                 .volume_type(&id)
                 .await
                 .map_err(failure)?
-                .ok_or_else(|| ResourceFailure(format!("Volume type {id} could not be found.")))?;
+                .ok_or_else(|| {
+                    ResourceFailure::new(format!("Volume type {id} could not be found."))
+                })?;
             for key in shown.extra_specs.keys() {
                 if key != MARKER_SPEC && !spec.extra_specs.contains_key(key) {
                     cinder.unset_extra_spec(&id, key).await.map_err(failure)?;
@@ -382,11 +384,11 @@ impl ResourceType for VolumeTypeResource {
     /// Ember checks the type is still there (Heat has no check).
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the volume type was never made".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("the volume type was never made".to_owned()))?;
         let (_, cinder) = cinder_for(&self.cloud, current.stack_id).await?;
         match cinder.volume_type(id).await.map_err(failure)? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "Volume type {id} could not be found."
             ))),
         }
@@ -439,7 +441,7 @@ async fn type_id(cinder: &Cinder, name_or_id: &str) -> Result<String, ResourceFa
         .map_err(failure)?
         .map(|found| found.id)
         .ok_or_else(|| {
-            ResourceFailure(format!("The VolumeType ({name_or_id}) could not be found."))
+            ResourceFailure::new(format!("The VolumeType ({name_or_id}) could not be found."))
         })
 }
 
@@ -516,7 +518,7 @@ impl ResourceType for EncryptedVolumeTypeResource {
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
         let id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the encryption was never made".to_owned()))?
+            .ok_or_else(|| ResourceFailure::new("the encryption was never made".to_owned()))?
             .to_owned();
         let (_, cinder) = cinder_for(&self.cloud, request.stack_id).await?;
         let changed: Vec<&str> = changed_properties(&self.schema, current, request)
@@ -529,7 +531,7 @@ impl ResourceType for EncryptedVolumeTypeResource {
                 .await
                 .map_err(failure)?
                 .ok_or_else(|| {
-                    ResourceFailure(format!(
+                    ResourceFailure::new(format!(
                         "Volume type encryption for type {id} does not exist."
                     ))
                 })?;
@@ -568,11 +570,11 @@ impl ResourceType for EncryptedVolumeTypeResource {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the encryption was never made".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("the encryption was never made".to_owned()))?;
         let (_, cinder) = cinder_for(&self.cloud, current.stack_id).await?;
         match cinder.encryption(id).await.map_err(failure)? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "Volume type encryption for type {id} does not exist."
             ))),
         }
@@ -601,13 +603,13 @@ mod tests {
         assert_eq!(
             read(json!({"name": "gold", "is_public": true, "projects": ["demo"]}))
                 .expect_err("public with projects")
-                .0,
+                .to_string(),
             "Can not specify property \"projects\" if the volume type is public."
         );
         assert!(
             read(json!({"name": "gold", "metadata": {MARKER_SPEC: "x"}}))
                 .expect_err("the marker")
-                .0
+                .to_string()
                 .contains("Ember's own")
         );
     }

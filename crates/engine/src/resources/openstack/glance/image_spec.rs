@@ -94,7 +94,7 @@ pub fn check(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     let disk_format = text(properties, "disk_format").unwrap_or_default();
     if ["ami", "ari", "aki"].contains(&container_format.as_str()) && disk_format != container_format
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Invalid mix of disk and container formats. When setting a disk or container format to one of 'aki', 'ari', or 'ami', the container and disk formats must match."
                 .to_owned(),
         ));
@@ -102,13 +102,13 @@ pub fn check(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     if !strings(properties.get("members")).is_empty()
         && text(properties, "visibility").as_deref() != Some("shared")
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "members property should only be specified for visibility with value shared."
                 .to_owned(),
         ));
     }
     let image_id = Regex::new(GLANCE_ID_PATTERN)
-        .map_err(|error| ResourceFailure(format!("{GLANCE_ID_PATTERN}: {error}")))?;
+        .map_err(|error| ResourceFailure::new(format!("{GLANCE_ID_PATTERN}: {error}")))?;
     for name in ["kernel_id", "ramdisk_id"] {
         if let Some(value) = text(properties, name)
             && !image_id.is_match(&value)
@@ -248,13 +248,13 @@ mod tests {
                 json!({"disk_format": "raw", "container_format": "ami"})
             ))
             .expect_err("mixed")
-            .0
+            .to_string()
             .starts_with("Invalid mix of disk and container formats.")
         );
         assert_eq!(
             check(&map(json!({"disk_format": "raw", "container_format": "bare", "visibility": "private", "members": ["p1"]})))
                 .expect_err("members of a private image")
-                .0,
+                .to_string(),
             "members property should only be specified for visibility with value shared."
         );
         assert_eq!(
@@ -262,7 +262,7 @@ mod tests {
                 json!({"disk_format": "raw", "container_format": "bare", "kernel_id": "vmlinuz"})
             ))
             .expect_err("not an image id")
-            .0,
+            .to_string(),
             format!("kernel_id: \"vmlinuz\" does not match pattern \"{GLANCE_ID_PATTERN}\"")
         );
     }

@@ -23,7 +23,7 @@ pub async fn wait_imported(
             .image(image_id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("No image found with ID {image_id}")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("No image found with ID {image_id}")))?;
         match image.status.as_str() {
             "killed" => Err(went_to_status("killed", "Unknown")),
             "active" if active => Ok(Some(image)),
@@ -33,7 +33,7 @@ pub async fn wait_imported(
             }
             "deactivated" if !active => Ok(Some(image)),
             _ => match failed_import(glance, &image).await? {
-                Some(reason) => Err(ResourceFailure(format!(
+                Some(reason) => Err(ResourceFailure::new(format!(
                     "Glance could not import image {image_id} from {location}: {reason}"
                 ))),
                 None => Ok(None),

@@ -140,7 +140,7 @@ impl ResourceType for WebImageResource {
         let properties = &request.properties;
         check(properties)?;
         let location = text(properties, "location").ok_or_else(|| {
-            ResourceFailure("location: Property location not assigned".to_owned())
+            ResourceFailure::new("location: Property location not assigned".to_owned())
         })?;
         let image_id =
             text(properties, "id").unwrap_or_else(|| request.derived_id(IMAGE_KIND).to_string());
@@ -197,7 +197,7 @@ impl ResourceType for WebImageResource {
     ) -> Result<ResourceOutcome, ResourceFailure> {
         check(&request.properties)?;
         let image_id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the image was never made".to_owned()))?
+            .ok_or_else(|| ResourceFailure::new("the image was never made".to_owned()))?
             .to_owned();
         let old = current.properties.as_object().cloned().unwrap_or_default();
         let new = &request.properties;
@@ -229,7 +229,7 @@ impl ResourceType for WebImageResource {
             .image(&image_id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("No image found with ID {image_id}")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("No image found with ID {image_id}")))?;
         // Glance refuses to remove a field the image does not have (one
         // removed by hand, or an import that never got that far).
         let mut changes: Vec<ImageChange> = field_changes(&old, new)
@@ -275,7 +275,7 @@ impl ResourceType for WebImageResource {
             .image(&image_id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("No image found with ID {image_id}")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("No image found with ID {image_id}")))?;
         Ok(ResourceOutcome {
             physical_id: image_id,
             attributes: image.raw.as_object().cloned().unwrap_or_default(),

@@ -157,12 +157,12 @@ fn ec2_rules(
     let mut rules = Vec::new();
     for (index, entry) in maps(properties, list)?.into_iter().enumerate() {
         if entry.contains_key("SourceSecurityGroupOwnerId") {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{list}[{index}]: Property SourceSecurityGroupOwnerId not implemented yet"
             )));
         }
         if let Some(unknown) = entry.keys().find(|key| !RULE_KEYS.contains(&key.as_str())) {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{list}[{index}]: unknown key {unknown:?} (known: {})",
                 RULE_KEYS.join(", ")
             )));
@@ -173,7 +173,7 @@ fn ec2_rules(
                 Some(given) => match given.trim().parse::<i64>() {
                     Ok(port) if port < 0 => Ok(None),
                     Ok(port) => Ok(Some(port)),
-                    Err(_) => Err(ResourceFailure(format!(
+                    Err(_) => Err(ResourceFailure::new(format!(
                         "{list}[{index}].{key}: {given:?} is not an integer"
                     ))),
                 },
@@ -246,7 +246,7 @@ mod tests {
         let properties =
             fields(json!({"SecurityGroupIngress": [{"SourceSecurityGroupOwnerId": "o"}]}));
         assert_eq!(
-            desired_rules(&properties).expect_err("refused").0,
+            desired_rules(&properties).expect_err("refused").to_string(),
             "SecurityGroupIngress[0]: Property SourceSecurityGroupOwnerId not implemented yet"
         );
     }

@@ -141,7 +141,7 @@ async fn external_network(neutron: &Neutron) -> Result<String, ResourceFailure> 
         .map_err(failure)?;
     match external.as_slice() {
         [one] => id_of(one).map_err(failure),
-        others => Err(ResourceFailure(format!(
+        others => Err(ResourceFailure::new(format!(
             "Expected 1 external network, found {}",
             others.len()
         ))),
@@ -170,10 +170,10 @@ pub async fn instance_interface(
     instance: &str,
 ) -> Result<(String, String), ResourceFailure> {
     let port = first_port(neutron, instance).await?.ok_or_else(|| {
-        ResourceFailure(format!("No network interface found for server {instance}."))
+        ResourceFailure::new(format!("No network interface found for server {instance}."))
     })?;
     let address = first_ipv4(&port).ok_or_else(|| {
-        ResourceFailure(format!(
+        ResourceFailure::new(format!(
             "the network interface {} of server {instance} has no IPv4 address",
             port["id"]
         ))

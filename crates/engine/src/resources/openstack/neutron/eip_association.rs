@@ -125,7 +125,7 @@ impl ElasticIpAssociation {
             [] => return Ok(()),
             [one] => id_of(one).map_err(failure)?,
             _ => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "Multiple routers found with name {name}"
                 )));
             }
@@ -134,7 +134,7 @@ impl ElasticIpAssociation {
             .get(Kind::FloatingIp, allocation)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("the floating IP {allocation} is gone")))?;
+            .ok_or_else(|| ResourceFailure::new(format!("the floating IP {allocation} is gone")))?;
         let mut body = Map::new();
         body.insert(
             "external_gateway_info".to_owned(),
@@ -206,18 +206,18 @@ fn address_of(properties: &Map<String, Value>) -> Result<Address, ResourceFailur
         (Some(address), None) => Address::Ip(address),
         (None, Some(allocation)) => Address::Allocation(allocation),
         _ => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Either 'EIP' or 'AllocationId' must be provided.".to_owned(),
             ));
         }
     };
     if matches!(chosen, Address::Ip(_)) && !instance {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Must specify 'InstanceId' if you specify 'EIP'.".to_owned(),
         ));
     }
     if !instance && !interface {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "At least one of the following properties must be specified: InstanceId, NetworkInterfaceId".to_owned(),
         ));
     }
@@ -232,7 +232,7 @@ async fn floating_ip_at(neutron: &Neutron, address: &str) -> Result<String, Reso
         .map_err(failure)?;
     match found.first() {
         Some(floating_ip) => id_of(floating_ip).map_err(failure),
-        None => Err(ResourceFailure(format!(
+        None => Err(ResourceFailure::new(format!(
             "No floatingip matching {{'ip_address': '{address}'}}."
         ))),
     }
@@ -357,7 +357,7 @@ mod tests {
 
     #[test]
     fn an_association_names_one_floating_ip_and_a_target() {
-        let message = |value| address_of(&fields(value)).expect_err("invalid").0;
+        let message = |value| address_of(&fields(value)).expect_err("invalid").to_string();
         assert_eq!(
             message(json!({"EIP": "1.2.3.4", "AllocationId": "a", "InstanceId": "i"})),
             "Either 'EIP' or 'AllocationId' must be provided."

@@ -166,7 +166,7 @@ impl TaggedObject for FloatingIp {
 fn check_fixed_ip(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     if present(properties, "fixed_ip_address").is_some() && present(properties, "port_id").is_none()
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "fixed_ip_address cannot be specified without port_id.".to_owned(),
         ));
     }
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(
             check_fixed_ip(&fields(json!({"fixed_ip_address": "10.0.0.5"})))
                 .expect_err("refused")
-                .0,
+                .to_string(),
             "fixed_ip_address cannot be specified without port_id."
         );
         assert!(

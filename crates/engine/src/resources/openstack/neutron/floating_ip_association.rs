@@ -199,11 +199,13 @@ impl ResourceType for FloatingIpAssociation {
             .get(Kind::FloatingIp, &floating_ip)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("the floating IP {floating_ip} is gone")))?;
+            .ok_or_else(|| {
+                ResourceFailure::new(format!("the floating IP {floating_ip} is gone"))
+            })?;
         if shown["port_id"].as_str() == Some(&port_id) {
             Ok(())
         } else {
-            Err(ResourceFailure(format!(
+            Err(ResourceFailure::new(format!(
                 "the floating IP {floating_ip} is not on the port {port_id} (on {})",
                 shown["port_id"]
             )))

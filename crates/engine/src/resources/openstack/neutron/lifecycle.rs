@@ -177,7 +177,9 @@ impl<T: TaggedObject> Tagged<T> {
                 .get(kind, id)
                 .await
                 .map_err(failure)?
-                .ok_or_else(|| ResourceFailure(format!("the {} {id} disappeared", kind.noun())))?;
+                .ok_or_else(|| {
+                    ResourceFailure::new(format!("the {} {id} disappeared", kind.noun()))
+                })?;
             match settling {
                 Settling::AsAnswered => Ok(Some(object)),
                 Settling::UntilBuilt => Ok(is_built(&object)?.then_some(object)),
@@ -332,7 +334,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
     /// Fails when the object is gone or in ERROR.
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(id) = physical_id(current) else {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "no {} was created",
                 self.kind().noun()
             )));
@@ -342,9 +344,11 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
             .get(self.kind(), id)
             .await
             .map_err(failure)?
-            .ok_or_else(|| ResourceFailure(format!("the {} {id} is gone", self.kind().noun())))?;
+            .ok_or_else(|| {
+                ResourceFailure::new(format!("the {} {id} is gone", self.kind().noun()))
+            })?;
         match object.get("status").and_then(Value::as_str) {
-            Some(status @ ("ERROR" | "DEGRADED")) => Err(ResourceFailure(format!(
+            Some(status @ ("ERROR" | "DEGRADED")) => Err(ResourceFailure::new(format!(
                 "Went to status {status} due to \"Unknown\""
             ))),
             _ => Ok(()),

@@ -329,12 +329,12 @@ pub async fn security_group_ids(
         match named.as_slice() {
             [one] => ids.push(ember_openstack::neutron::id_of(one).map_err(failure)?),
             [] => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "The Resource ({name_or_id}) could not be found."
                 )));
             }
             _ => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "Multiple physical resources were found with name ({name_or_id})."
                 )));
             }
@@ -352,10 +352,10 @@ pub fn is_built(object: &Value) -> Result<bool, ResourceFailure> {
         None => Ok(true),
         Some("BUILD") => Ok(false),
         Some("ACTIVE" | "DOWN") => Ok(true),
-        Some(status @ ("ERROR" | "DEGRADED")) => Err(ResourceFailure(format!(
+        Some(status @ ("ERROR" | "DEGRADED")) => Err(ResourceFailure::new(format!(
             "Went to status {status} due to \"Unknown\""
         ))),
-        Some(other) => Err(ResourceFailure(format!(
+        Some(other) => Err(ResourceFailure::new(format!(
             "Resource is not built - Unknown status {other} due to \"Unknown\""
         ))),
     }
@@ -403,13 +403,15 @@ mod tests {
         assert!(is_built(&json!({"status": "DOWN"})).expect("built"));
         assert!(is_built(&json!({"id": "subnet"})).expect("no status: built"));
         assert_eq!(
-            is_built(&json!({"status": "ERROR"})).expect_err("failed").0,
+            is_built(&json!({"status": "ERROR"}))
+                .expect_err("failed")
+                .to_string(),
             "Went to status ERROR due to \"Unknown\""
         );
         assert_eq!(
             is_built(&json!({"status": "PENDING_CREATE"}))
                 .expect_err("unknown")
-                .0,
+                .to_string(),
             "Resource is not built - Unknown status PENDING_CREATE due to \"Unknown\""
         );
     }

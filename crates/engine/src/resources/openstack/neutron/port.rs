@@ -177,7 +177,7 @@ impl TaggedObject for Port {
         let no_fixed_ips = present(properties, "no_fixed_ips") == Some(&json!(true));
         let fixed_ips_given = !maps(properties, "fixed_ips")?.is_empty();
         if no_fixed_ips && fixed_ips_given {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Cannot define the following properties at the same time: fixed_ips, no_fixed_ips"
                     .to_owned(),
             ));
@@ -384,7 +384,7 @@ async fn fixed_ips(
                     entry.insert(key.clone(), value.clone());
                 }
                 other => {
-                    return Err(ResourceFailure(format!(
+                    return Err(ResourceFailure::new(format!(
                         "fixed_ips[{index}]: unknown key {other:?} (known: subnet, ip_address)"
                     )));
                 }
@@ -407,12 +407,12 @@ fn address_pairs(properties: &Map<String, Value>) -> Result<Value, ResourceFailu
             .keys()
             .find(|key| !matches!(key.as_str(), "ip_address" | "mac_address"))
         {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "allowed_address_pairs[{index}]: unknown key {unknown:?} (known: mac_address, ip_address)"
             )));
         }
         if present(given, "ip_address").is_none() {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "allowed_address_pairs[{index}].ip_address: property is required"
             )));
         }
@@ -446,7 +446,7 @@ mod tests {
         let missing =
             fields(json!({"allowed_address_pairs": [{"mac_address": "fa:16:3e:00:00:01"}]}));
         assert_eq!(
-            address_pairs(&missing).expect_err("no address").0,
+            address_pairs(&missing).expect_err("no address").to_string(),
             "allowed_address_pairs[0].ip_address: property is required"
         );
         assert_eq!(address_pairs(&fields(json!({}))).expect("none"), json!([]));

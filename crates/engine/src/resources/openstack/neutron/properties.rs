@@ -32,12 +32,12 @@ pub fn strings(
             .map(|item| match item {
                 Value::String(text) => Ok(text.clone()),
                 Value::Number(number) => Ok(number.to_string()),
-                other => Err(ResourceFailure(format!(
+                other => Err(ResourceFailure::new(format!(
                     "{name}: expected a list of strings, got the item {other}"
                 ))),
             })
             .collect(),
-        Some(other) => Err(ResourceFailure(format!(
+        Some(other) => Err(ResourceFailure::new(format!(
             "{name}: expected a list, got {other}"
         ))),
     }
@@ -57,11 +57,11 @@ pub fn maps<'a>(
             .enumerate()
             .map(|(index, item)| {
                 item.as_object().ok_or_else(|| {
-                    ResourceFailure(format!("{name}[{index}]: expected a map, got {item}"))
+                    ResourceFailure::new(format!("{name}[{index}]: expected a map, got {item}"))
                 })
             })
             .collect(),
-        Some(other) => Err(ResourceFailure(format!(
+        Some(other) => Err(ResourceFailure::new(format!(
             "{name}: expected a list, got {other}"
         ))),
     }
@@ -93,7 +93,7 @@ pub fn check_value_specs(
     if refused.is_empty() {
         Ok(())
     } else {
-        Err(ResourceFailure(format!(
+        Err(ResourceFailure::new(format!(
             "{} not allowed in value_specs",
             refused.join(", ")
         )))
@@ -160,7 +160,10 @@ mod tests {
             &properties(json!({"value_specs": {"name": "x", "shared": true, "mtu": 1}})),
         )
         .expect_err("refused");
-        assert_eq!(refused.0, "name, shared not allowed in value_specs");
+        assert_eq!(
+            refused.to_string(),
+            "name, shared not allowed in value_specs"
+        );
         assert!(
             check_value_specs(&schema, &properties(json!({"value_specs": {"mtu": 1}}))).is_ok()
         );
@@ -173,11 +176,11 @@ mod tests {
         assert_eq!(strings(&given, "tags").expect("strings"), vec!["a", "7"]);
         assert!(strings(&given, "missing").expect("none").is_empty());
         assert_eq!(
-            maps(&given, "rules").expect_err("not a map").0,
+            maps(&given, "rules").expect_err("not a map").to_string(),
             "rules[1]: expected a map, got \"x\""
         );
         assert_eq!(
-            strings(&given, "bad").expect_err("not text").0,
+            strings(&given, "bad").expect_err("not text").to_string(),
             "bad: expected a list of strings, got the item {}"
         );
     }

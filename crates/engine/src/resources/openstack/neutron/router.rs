@@ -193,7 +193,7 @@ fn l3_agents(properties: &Map<String, Value>) -> Result<Option<Vec<String>>, Res
 /// HA.
 fn validate(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     let conflict = |first: &str, second: &str| {
-        Err(ResourceFailure(format!(
+        Err(ResourceFailure::new(format!(
             "Cannot define the following properties at the same time: {first}, {second}"
         )))
     };
@@ -211,7 +211,7 @@ fn validate(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
         return conflict("distributed", "ha");
     }
     if !ha && listed.len() > 1 {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Non HA routers can only have one L3 agent.".to_owned(),
         ));
     }
@@ -229,7 +229,7 @@ async fn gateway(
         return Ok(None);
     };
     let given = given.as_object().ok_or_else(|| {
-        ResourceFailure(format!(
+        ResourceFailure::new(format!(
             "external_gateway_info: expected a map, got {given}"
         ))
     })?;
@@ -239,12 +239,12 @@ async fn gateway(
             "network" | "enable_snat" | "external_fixed_ips"
         )
     }) {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "external_gateway_info: unknown key {unknown:?} (known: network, enable_snat, external_fixed_ips)"
         )));
     }
     let network = text(given, "network").ok_or_else(|| {
-        ResourceFailure("external_gateway_info.network: property is required".to_owned())
+        ResourceFailure::new("external_gateway_info.network: property is required".to_owned())
     })?;
     let mut gateway = Map::new();
     gateway.insert(
@@ -269,7 +269,7 @@ async fn gateway(
                         );
                     }
                     other => {
-                        return Err(ResourceFailure(format!(
+                        return Err(ResourceFailure::new(format!(
                             "external_gateway_info.external_fixed_ips[{index}]: unknown key {other:?} (known: ip_address, subnet)"
                         )));
                     }
@@ -289,7 +289,7 @@ mod tests {
 
     #[test]
     fn agents_and_router_kinds_are_checked_as_heat_does() {
-        let message = |value| validate(&fields(value)).expect_err("invalid").0;
+        let message = |value| validate(&fields(value)).expect_err("invalid").to_string();
         assert_eq!(
             message(json!({"l3_agent_id": "a", "l3_agent_ids": ["b"]})),
             "Cannot define the following properties at the same time: l3_agent_id, l3_agent_ids"

@@ -74,10 +74,10 @@ fn plugged_property(properties: &Map<String, Value>) -> Result<Plugged, Resource
     match (subnet, port) {
         (Some(subnet), None) => Ok(Plugged::Subnet(subnet)),
         (None, Some(port)) => Ok(Plugged::Port(port)),
-        (Some(_), Some(_)) => Err(ResourceFailure(
+        (Some(_), Some(_)) => Err(ResourceFailure::new(
             "Cannot define the following properties at the same time: subnet, port".to_owned(),
         )),
-        (None, None) => Err(ResourceFailure(
+        (None, None) => Err(ResourceFailure::new(
             "At least one of the following properties must be specified: subnet, port".to_owned(),
         )),
     }
@@ -96,12 +96,12 @@ fn interface_id(router_id: &str, plugged: &Plugged) -> String {
 fn parse_interface_id(id: &str) -> Result<(String, Plugged), ResourceFailure> {
     let (router, plugged) = id
         .split_once(':')
-        .ok_or_else(|| ResourceFailure(format!("{id:?} is not a router interface's id")))?;
+        .ok_or_else(|| ResourceFailure::new(format!("{id:?} is not a router interface's id")))?;
     let plugged = match plugged.split_once('=') {
         Some(("subnet_id", subnet)) => Plugged::Subnet(subnet.to_owned()),
         Some(("port_id", port)) => Plugged::Port(port.to_owned()),
         Some(_) => {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "{id:?} is not a router interface's id"
             )));
         }
@@ -267,7 +267,7 @@ impl ResourceType for RouterInterface {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(id) = physical_id(current) else {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "no router interface was created".to_owned(),
             ));
         };
@@ -275,7 +275,7 @@ impl ResourceType for RouterInterface {
         let neutron = self.neutron(current.stack_id).await?;
         match plugged_port(&neutron, &router_id, &plugged).await? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "the router interface {id} is gone"
             ))),
         }
@@ -320,13 +320,13 @@ mod tests {
         assert_eq!(
             plugged_property(&fields(json!({"router": "r", "subnet": "s", "port": "p"})))
                 .expect_err("both")
-                .0,
+                .to_string(),
             "Cannot define the following properties at the same time: subnet, port"
         );
         assert_eq!(
             plugged_property(&fields(json!({"router": "r"})))
                 .expect_err("none")
-                .0,
+                .to_string(),
             "At least one of the following properties must be specified: subnet, port"
         );
         assert_eq!(

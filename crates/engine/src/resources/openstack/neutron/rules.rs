@@ -146,7 +146,7 @@ pub fn group_rules(
                     | "description"
             )
         }) {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "rules[{index}]: unknown key {unknown:?}"
             )));
         }
@@ -267,7 +267,7 @@ pub fn one_of(
     allowed: &[&str],
 ) -> Result<Option<String>, ResourceFailure> {
     match text_of(entry, key) {
-        Some(value) if !allowed.contains(&value.as_str()) => Err(ResourceFailure(format!(
+        Some(value) if !allowed.contains(&value.as_str()) => Err(ResourceFailure::new(format!(
             "{at}: {value:?} is not one of {}",
             allowed.join(", ")
         ))),
@@ -286,10 +286,10 @@ pub fn port(
     };
     match given.trim().parse::<i64>() {
         Ok(port) if (0..=65535).contains(&port) => Ok(Some(port)),
-        Ok(port) => Err(ResourceFailure(format!(
+        Ok(port) => Err(ResourceFailure::new(format!(
             "{at}: {port} is outside the range 0-65535"
         ))),
-        Err(_) => Err(ResourceFailure(format!(
+        Err(_) => Err(ResourceFailure::new(format!(
             "{at}: {given:?} is not an integer"
         ))),
     }
@@ -308,7 +308,7 @@ pub fn protocol(
     if numbered || PROTOCOL_NAMES.contains(&given.as_str()) {
         Ok(Some(given))
     } else {
-        Err(ResourceFailure(format!(
+        Err(ResourceFailure::new(format!(
             "{at}: {given:?} is not one of {} or a number 0-255",
             PROTOCOL_NAMES.join(", ")
         )))
@@ -371,7 +371,7 @@ mod tests {
 
     #[test]
     fn bad_rules_are_named_by_their_place() {
-        let message = |value| normalised(value).expect_err("invalid").0;
+        let message = |value| normalised(value).expect_err("invalid").to_string();
         assert_eq!(
             message(json!([{}, {"direction": "sideways"}])),
             "rules[1].direction: \"sideways\" is not one of ingress, egress"

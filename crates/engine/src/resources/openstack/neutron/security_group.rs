@@ -99,7 +99,7 @@ impl TaggedObject for SecurityGroup {
                 .await
                 .map_err(failure)?;
             if !ports.is_empty() {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "Updating the \"stateful\" property while security group \"{}\" is attached to ports. Detach all ports from the security group and retry. is not supported.",
                     change.id
                 )));
@@ -140,7 +140,7 @@ impl TaggedObject for SecurityGroup {
 /// Heat's `validate`: a group may not be named `default`.
 fn check_name(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     if text(properties, "name").as_deref() == Some("default") {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Security groups cannot be assigned the name \"default\".".to_owned(),
         ));
     }
@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(
             check_name(&fields(json!({"name": "default"})))
                 .expect_err("refused")
-                .0,
+                .to_string(),
             "Security groups cannot be assigned the name \"default\"."
         );
         assert!(check_name(&fields(json!({"name": "web"}))).is_ok());

@@ -80,7 +80,7 @@ fn rule_of(properties: &Map<String, Value>) -> Result<Rule, ResourceFailure> {
     if present(properties, "remote_group").is_some()
         && present(properties, "remote_ip_prefix").is_some()
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Cannot define the following properties at the same time: remote_group, remote_ip_prefix".to_owned(),
         ));
     }
@@ -104,7 +104,7 @@ fn rule_of(properties: &Map<String, Value>) -> Result<Rule, ResourceFailure> {
         && !icmp
         && maximum < minimum
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "The minimum port number must be less than or equal to the maximum port number."
                 .to_owned(),
         ));
@@ -258,7 +258,7 @@ impl ResourceType for SecurityGroupRule {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let Some(id) = physical_id(current) else {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "no security group rule was created".to_owned(),
             ));
         };
@@ -269,7 +269,7 @@ impl ResourceType for SecurityGroupRule {
             .map_err(failure)?
         {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "the security group rule {id} is gone"
             ))),
         }
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_rule_is_checked_as_heat_checks_it() {
-        let message = |value| rule_of(&fields(value)).expect_err("invalid").0;
+        let message = |value| rule_of(&fields(value)).expect_err("invalid").to_string();
         assert_eq!(
             message(json!({"remote_group": "g", "remote_ip_prefix": "10.0.0.0/8"})),
             "Cannot define the following properties at the same time: remote_group, remote_ip_prefix"

@@ -220,7 +220,7 @@ impl TaggedObject for Subnet {
         if change.changed("gateway_ip").is_some() {
             let address = match gateway(after) {
                 Gateway::Auto => {
-                    return Err(ResourceFailure(
+                    return Err(ResourceFailure::new(
                         "The value \"auto\" for gateway_ip cannot be used to update an existing subnet. It is only supported during subnet creation.".to_owned(),
                     ));
                 }
@@ -234,7 +234,7 @@ impl TaggedObject for Subnet {
             && !segment.is_null()
         {
             if present(change.before, "segment").is_some() {
-                return Err(ResourceFailure(
+                return Err(ResourceFailure::new(
                     "Updating the subnet segment assciation only allowed when the current segment_id is None. The subnet is currently associated with segment. In this state update".to_owned(),
                 ));
             }
@@ -279,13 +279,13 @@ fn validate(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
     let pool = present(properties, "subnetpool");
     match (&cidr, pool) {
         (Some(_), Some(_)) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Cannot define the following properties at the same time: subnetpool, cidr"
                     .to_owned(),
             ));
         }
         (None, None) => {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "At least one of the following properties must be specified: subnetpool, cidr"
                     .to_owned(),
             ));
@@ -296,7 +296,7 @@ fn validate(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
         .and_then(Value::as_i64)
         .unwrap_or(0);
     if prefixlen != 0 && cidr.is_some() {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "Cannot define the following properties at the same time: prefixlen, cidr".to_owned(),
         ));
     }
@@ -306,21 +306,21 @@ fn validate(properties: &Map<String, Value>) -> Result<(), ResourceFailure> {
         .and_then(Value::as_i64)
         .unwrap_or(4);
     if ip_version == 4 && (ra_mode.is_some() || address_mode.is_some()) {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "ipv6_ra_mode and ipv6_address_mode are not supported for ipv4.".to_owned(),
         ));
     }
     if let (Some(ra_mode), Some(address_mode)) = (&ra_mode, &address_mode)
         && ra_mode != address_mode
     {
-        return Err(ResourceFailure(
+        return Err(ResourceFailure::new(
             "When both ipv6_ra_mode and ipv6_address_mode are set, they must be equal.".to_owned(),
         ));
     }
     if let Gateway::Address(address) = gateway(properties)
         && address.parse::<IpAddr>().is_err()
     {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "Gateway IP address \"{address}\" is in invalid format."
         )));
     }
@@ -356,13 +356,13 @@ fn require_keys(
     keys: &[&str],
 ) -> Result<(), ResourceFailure> {
     if let Some(unknown) = entry.keys().find(|key| !keys.contains(&key.as_str())) {
-        return Err(ResourceFailure(format!(
+        return Err(ResourceFailure::new(format!(
             "{property}[{index}]: unknown key {unknown:?} (known: {})",
             keys.join(", ")
         )));
     }
     match keys.iter().find(|key| present(entry, key).is_none()) {
-        Some(missing) => Err(ResourceFailure(format!(
+        Some(missing) => Err(ResourceFailure::new(format!(
             "{property}[{index}].{missing}: property is required"
         ))),
         None => Ok(()),
@@ -379,7 +379,11 @@ mod tests {
 
     #[test]
     fn a_subnet_needs_a_cidr_or_a_pool_and_not_both() {
-        let message = |value| validate(&properties(value)).expect_err("invalid").0;
+        let message = |value| {
+            validate(&properties(value))
+                .expect_err("invalid")
+                .to_string()
+        };
         assert_eq!(
             message(json!({"network": "n"})),
             "At least one of the following properties must be specified: subnetpool, cidr"
@@ -430,13 +434,13 @@ mod tests {
                 json!({"allocation_pools": [{"start": "10.0.0.5"}]})
             ))
             .expect_err("no end")
-            .0,
+            .to_string(),
             "allocation_pools[0].end: property is required"
         );
         assert_eq!(
             checked_host_routes(&properties(json!({"host_routes": [{"destination": "0.0.0.0/0", "nexthop": "10.0.0.1", "via": 1}]})))
                 .expect_err("unknown key")
-                .0,
+                .to_string(),
             "host_routes[0]: unknown key \"via\" (known: destination, nexthop)"
         );
         assert_eq!(

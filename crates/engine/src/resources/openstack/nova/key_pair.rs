@@ -63,7 +63,9 @@ impl KeyPairSpec {
         Ok(KeyPairSpec {
             name: text(properties, "name")
                 .filter(|name| !name.is_empty())
-                .ok_or_else(|| ResourceFailure("name: Property name not assigned".to_owned()))?,
+                .ok_or_else(|| {
+                    ResourceFailure::new("name: Property name not assigned".to_owned())
+                })?,
             // Heat sends no public key for an empty one: Nova generates.
             public_key: text(properties, "public_key").filter(|key| !key.trim().is_empty()),
             key_type: text(properties, "type"),
@@ -301,7 +303,7 @@ impl ResourceType for KeyPairResource {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let name = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the key pair was never made".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("the key pair was never made".to_owned()))?;
         let nova = nova_for(&self.cloud, current.stack_id).await?;
         match nova
             .key_pair(name, recorded_user(current).as_deref())
@@ -309,7 +311,7 @@ impl ResourceType for KeyPairResource {
             .map_err(failure)?
         {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!("Keypair {name} not found"))),
+            None => Err(ResourceFailure::new(format!("Keypair {name} not found"))),
         }
     }
 

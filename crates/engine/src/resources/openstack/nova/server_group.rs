@@ -63,14 +63,14 @@ fn policy_and_rules(
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| {
-            ResourceFailure("policies: a list of exactly one policy is required".to_owned())
+            ResourceFailure::new("policies: a list of exactly one policy is required".to_owned())
         })?;
     let rules = match properties.get("rules") {
         None | Some(Value::Null) => None,
         Some(Value::Object(rules)) if rules.is_empty() => None,
         Some(Value::Object(rules)) => {
             if let Some(unknown) = rules.keys().find(|key| *key != MAX_SERVER_PER_HOST) {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "rules: Unknown Property {unknown}"
                 )));
             }
@@ -78,13 +78,17 @@ fn policy_and_rules(
                 .get(MAX_SERVER_PER_HOST)
                 .is_some_and(|value| !value.is_number())
             {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "rules.{MAX_SERVER_PER_HOST}: Value must be a number"
                 )));
             }
             Some(Value::Object(rules.clone()))
         }
-        Some(_) => return Err(ResourceFailure("rules: Value must be a map".to_owned())),
+        Some(_) => {
+            return Err(ResourceFailure::new(
+                "rules: Value must be a map".to_owned(),
+            ));
+        }
     };
     Ok((policy, rules))
 }
@@ -105,7 +109,7 @@ impl ServerGroupResource {
         let (policy, rules) = policy_and_rules(&request.properties)?;
         let nova = nova_for(&self.cloud, request.stack_id).await?;
         if rules.is_some() && nova.version() < RULES {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Required microversion for rules not supported.".to_owned(),
             ));
         }
@@ -120,7 +124,7 @@ impl ServerGroupResource {
         let group = match (&given_name, existing.into_iter().next()) {
             (None, Some(found)) => found,
             (Some(given), Some(_)) => {
-                return Err(ResourceFailure(format!(
+                return Err(ResourceFailure::new(format!(
                     "a server group named {given:?} exists, and the create that was interrupted may or may not have made it (Nova's server groups carry no tags to tell): delete it if it is not wanted elsewhere, then update the stack"
                 )));
             }
@@ -228,11 +232,11 @@ impl ResourceType for ServerGroupResource {
     /// Heat has no check; Ember checks the group is still there.
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let group_id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the server group was never made".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("the server group was never made".to_owned()))?;
         let nova = nova_for(&self.cloud, current.stack_id).await?;
         match nova.server_group(group_id).await.map_err(failure)? {
             Some(_) => Ok(()),
-            None => Err(ResourceFailure(format!(
+            None => Err(ResourceFailure::new(format!(
                 "Server group {group_id} could not be found."
             ))),
         }
@@ -269,13 +273,15 @@ mod tests {
             )
         );
         assert_eq!(
-            read(json!({"policies": []})).expect_err("no policy").0,
+            read(json!({"policies": []}))
+                .expect_err("no policy")
+                .to_string(),
             "policies: a list of exactly one policy is required"
         );
         assert_eq!(
             read(json!({"policies": ["affinity"], "rules": {"max_servers": 2}}))
                 .expect_err("unknown rule")
-                .0,
+                .to_string(),
             "rules: Unknown Property max_servers"
         );
     }

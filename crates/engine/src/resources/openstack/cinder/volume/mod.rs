@@ -160,7 +160,7 @@ async fn delete_volume(cinder: &Cinder, volume_id: &str) -> Result<(), ResourceF
         return Ok(());
     };
     if volume.status == "in-use" {
-        return Err(ResourceFailure("Volume in use".to_owned()));
+        return Err(ResourceFailure::new("Volume in use".to_owned()));
     }
     if volume.status != "deleting" {
         cinder.delete_volume(volume_id).await.map_err(failure)?;
@@ -256,7 +256,7 @@ impl ResourceType for VolumeResource {
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
         let volume_id = physical_id(current)
-            .ok_or_else(|| ResourceFailure("the volume was never made".to_owned()))?;
+            .ok_or_else(|| ResourceFailure::new("the volume was never made".to_owned()))?;
         let (_, cinder) = cinder_for(&self.cloud, current.stack_id).await?;
         let volume = read(&cinder, volume_id).await?;
         check_status(&["available", "in-use"], &volume.status)

@@ -186,7 +186,7 @@ impl VolumeSpec {
     /// Heat's checks of what the volume is made from.
     fn check_sources(&self) -> Result<(), ResourceFailure> {
         if self.image.is_some() && self.image_id.is_some() {
-            return Err(ResourceFailure(
+            return Err(ResourceFailure::new(
                 "Cannot define the following properties at the same time: image, imageRef."
                     .to_owned(),
             ));
@@ -214,11 +214,11 @@ impl VolumeSpec {
         let specified = python_repr(&Value::Array(exclusive.clone()));
         match self.size {
             None if allow_no_size.len() != 1 || exclusive.len() != 1 => {
-                Err(ResourceFailure(format!(
+                Err(ResourceFailure::new(format!(
                     "If neither \"backup_id\" nor \"size\" is provided, one and only one of \"source_volid\", \"snapshot_id\" must be specified, but currently specified options: {specified}."
                 )))
             }
-            Some(_) if exclusive.len() > 1 => Err(ResourceFailure(format!(
+            Some(_) if exclusive.len() > 1 => Err(ResourceFailure::new(format!(
                 "If \"size\" is provided, only one of \"image\", \"imageRef\", \"source_volid\", \"snapshot_id\" can be specified, but currently specified options: {specified}."
             ))),
             _ => Ok(()),
@@ -280,7 +280,7 @@ fn size(properties: &Map<String, Value>, name: &str) -> Result<Option<u64>, Reso
             .filter(|size| *size >= 1)
             .map(Some)
             .ok_or_else(|| {
-                ResourceFailure(format!("{name}: {value} is not a size in GB (at least 1)"))
+                ResourceFailure::new(format!("{name}: {value} is not a size in GB (at least 1)"))
             }),
     }
 }
@@ -320,7 +320,7 @@ fn tags(value: Option<&Value>) -> Result<BTreeMap<String, String>, ResourceFailu
                         other => other.to_string(),
                     })
                     .ok_or_else(|| {
-                        ResourceFailure(format!("Tags[{index}]: Property {name} not assigned"))
+                        ResourceFailure::new(format!("Tags[{index}]: Property {name} not assigned"))
                     })
             };
             Ok((field("Key")?, field("Value")?))
@@ -385,13 +385,13 @@ mod tests {
         assert_eq!(
             read(Dialect::OpenStack, json!({}))
                 .expect_err("no source")
-                .0,
+                .to_string(),
             "If neither \"backup_id\" nor \"size\" is provided, one and only one of \"source_volid\", \"snapshot_id\" must be specified, but currently specified options: []."
         );
         assert_eq!(
             read(Dialect::OpenStack, json!({"image": "cirros"}))
                 .expect_err("an image needs a size")
-                .0,
+                .to_string(),
             "If neither \"backup_id\" nor \"size\" is provided, one and only one of \"source_volid\", \"snapshot_id\" must be specified, but currently specified options: ['image']."
         );
         assert_eq!(
@@ -400,7 +400,7 @@ mod tests {
                 json!({"size": 1, "snapshot_id": "s1", "image": "cirros"})
             )
             .expect_err("two sources")
-            .0,
+            .to_string(),
             "If \"size\" is provided, only one of \"image\", \"imageRef\", \"source_volid\", \"snapshot_id\" can be specified, but currently specified options: ['snapshot_id', 'image']."
         );
         assert_eq!(
@@ -409,7 +409,7 @@ mod tests {
                 json!({"size": 1, "image": "a", "imageRef": "b"})
             )
             .expect_err("both names of the image")
-            .0,
+            .to_string(),
             "Cannot define the following properties at the same time: image, imageRef."
         );
         assert!(read(Dialect::OpenStack, json!({"size": 0})).is_err());
@@ -451,7 +451,7 @@ mod tests {
                 json!({"AvailabilityZone": "nova", "Size": 1, "Tags": [{"Key": "role"}]})
             )
             .expect_err("a tag without a value")
-            .0,
+            .to_string(),
             "Tags[0]: Property Value not assigned"
         );
     }

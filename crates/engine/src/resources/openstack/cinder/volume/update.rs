@@ -87,7 +87,7 @@ pub(super) async fn update(
         refuse_immutable_changes(&resource.schema, current, request)?;
     }
     let volume_id = physical_id(current)
-        .ok_or_else(|| ResourceFailure("the volume was never made".to_owned()))?
+        .ok_or_else(|| ResourceFailure::new("the volume was never made".to_owned()))?
         .to_owned();
     let spec = VolumeSpec::read(resource.dialect, &request.properties)?;
     let old_properties = current.properties.as_object().cloned().unwrap_or_default();
@@ -162,7 +162,7 @@ pub(super) async fn update(
         // compared.)
         let current_type = retyped.volume_type.unwrap_or_default();
         if uuid::Uuid::parse_str(volume_type).is_err() && current_type != volume_type {
-            return Err(ResourceFailure(format!(
+            return Err(ResourceFailure::new(format!(
                 "Volume retype failed - the volume {volume_id} is still of type {current_type} (Cinder could not retype it to {volume_type} without migrating it)"
             )));
         }
@@ -192,7 +192,7 @@ pub(super) async fn update(
             )
             .await
             .map_err(|error| {
-                ResourceFailure(format!(
+                ResourceFailure::new(format!(
                     "Failed to restore volume {volume_id} from backup {backup_id} - {error}"
                 ))
             })?;
@@ -237,7 +237,7 @@ pub(super) async fn update(
                 .extend_volume(&volume_id, size)
                 .await
                 .map_err(|error| {
-                    ResourceFailure(format!("Failed to extend volume {volume_id} - {error}"))
+                    ResourceFailure::new(format!("Failed to extend volume {volume_id} - {error}"))
                 })?;
         }
         wait_settled(
