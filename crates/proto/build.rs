@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use prost::Message;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let proto_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not baked in when it was compiled: the
+    // compiled script is shared by every checkout of the workspace that
+    // uses one target directory (a git worktree's, say).
+    let proto_root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     println!("cargo:rerun-if-changed={}", proto_root.display());
 
     let mut files = Vec::new();
