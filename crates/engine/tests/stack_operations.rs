@@ -1494,23 +1494,47 @@ async fn a_stack_of_three_thousand_resources_is_created_updated_and_deleted(
 /// reaching `action` COMPLETE — its transition fails as a write the
 /// database refuses would.
 async fn refuse_doomed(connection: &DatabaseConnection, action: &str) {
+    refuse_inserts(
+        connection,
+        "refuse_doomed",
+        "events",
+        &format!(
+            "NEW.resource_name = 'doomed' AND NEW.action = '{action}' AND NEW.status = 'COMPLETE'"
+        ),
+        "injected: doomed refused",
+    )
+    .await;
+}
+
+async fn accept_doomed(connection: &DatabaseConnection) {
+    accept_inserts(connection, "refuse_doomed", "events").await;
+}
+
+/// Refuses, by a trigger named `name` on `table`, every insert of a row
+/// for which `when` (SQL over `NEW`, the same on both backends) holds,
+/// with `message`.
+async fn refuse_inserts(
+    connection: &DatabaseConnection,
+    name: &str,
+    table: &str,
+    when: &str,
+    message: &str,
+) {
     let statements = match connection.get_database_backend() {
         DatabaseBackend::Sqlite => vec![format!(
-            "CREATE TRIGGER refuse_doomed BEFORE INSERT ON events \
-             WHEN NEW.resource_name = 'doomed' AND NEW.action = '{action}' \
-             AND NEW.status = 'COMPLETE' \
-             BEGIN SELECT RAISE(ABORT, 'injected: doomed refused'); END"
+            "CREATE TRIGGER {name} BEFORE INSERT ON {table} WHEN {when} \
+             BEGIN SELECT RAISE(ABORT, '{message}'); END"
         )],
         _ => vec![
             format!(
-                "CREATE FUNCTION refuse_doomed() RETURNS trigger LANGUAGE plpgsql AS $$ \
-                 BEGIN IF NEW.resource_name = 'doomed' AND NEW.action = '{action}' \
-                 AND NEW.status = 'COMPLETE' THEN RAISE EXCEPTION 'injected: doomed refused'; \
+                "CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF {when} THEN RAISE EXCEPTION '{message}'; \
                  END IF; RETURN NEW; END $$"
             ),
-            "CREATE TRIGGER refuse_doomed BEFORE INSERT ON events \
-             FOR EACH ROW EXECUTE FUNCTION refuse_doomed()"
-                .to_owned(),
+            format!(
+                "CREATE TRIGGER {name} BEFORE INSERT ON {table} \
+                 FOR EACH ROW EXECUTE FUNCTION {name}()"
+            ),
         ],
     };
     for statement in statements {
@@ -1521,17 +1545,18 @@ async fn refuse_doomed(connection: &DatabaseConnection, action: &str) {
     }
 }
 
-async fn accept_doomed(connection: &DatabaseConnection) {
-    let statements: &[&str] = match connection.get_database_backend() {
-        DatabaseBackend::Sqlite => &["DROP TRIGGER refuse_doomed"],
-        _ => &[
-            "DROP TRIGGER refuse_doomed ON events",
-            "DROP FUNCTION refuse_doomed()",
+/// Drops what [`refuse_inserts`] made.
+async fn accept_inserts(connection: &DatabaseConnection, name: &str, table: &str) {
+    let statements = match connection.get_database_backend() {
+        DatabaseBackend::Sqlite => vec![format!("DROP TRIGGER {name}")],
+        _ => vec![
+            format!("DROP TRIGGER {name} ON {table}"),
+            format!("DROP FUNCTION {name}()"),
         ],
     };
     for statement in statements {
         connection
-            .execute_unprepared(statement)
+            .execute_unprepared(&statement)
             .await
             .expect("trigger dropped");
     }
@@ -1626,46 +1651,18 @@ resources:
 /// Refuses, by a trigger in the database, every insert of a nested stack
 /// (a stack with a parent): the nested stack's create fails in the store.
 async fn refuse_nested_stacks(connection: &DatabaseConnection) {
-    let statements = match connection.get_database_backend() {
-        DatabaseBackend::Sqlite => vec![
-            "CREATE TRIGGER refuse_nested BEFORE INSERT ON stacks \
-             WHEN NEW.parent_id IS NOT NULL \
-             BEGIN SELECT RAISE(ABORT, 'injected: nested stack refused'); END"
-                .to_owned(),
-        ],
-        _ => vec![
-            "CREATE FUNCTION refuse_nested() RETURNS trigger LANGUAGE plpgsql AS $$ \
-             BEGIN IF NEW.parent_id IS NOT NULL THEN \
-             RAISE EXCEPTION 'injected: nested stack refused'; \
-             END IF; RETURN NEW; END $$"
-                .to_owned(),
-            "CREATE TRIGGER refuse_nested BEFORE INSERT ON stacks \
-             FOR EACH ROW EXECUTE FUNCTION refuse_nested()"
-                .to_owned(),
-        ],
-    };
-    for statement in statements {
-        connection
-            .execute_unprepared(&statement)
-            .await
-            .expect("trigger");
-    }
+    refuse_inserts(
+        connection,
+        "refuse_nested",
+        "stacks",
+        "NEW.parent_id IS NOT NULL",
+        "injected: nested stack refused",
+    )
+    .await;
 }
 
 async fn accept_nested_stacks(connection: &DatabaseConnection) {
-    let statements: &[&str] = match connection.get_database_backend() {
-        DatabaseBackend::Sqlite => &["DROP TRIGGER refuse_nested"],
-        _ => &[
-            "DROP TRIGGER refuse_nested ON stacks",
-            "DROP FUNCTION refuse_nested()",
-        ],
-    };
-    for statement in statements {
-        connection
-            .execute_unprepared(statement)
-            .await
-            .expect("trigger dropped");
-    }
+    accept_inserts(connection, "refuse_nested", "stacks").await;
 }
 
 /// A resource whose step fails because Ember's own store failed under it
