@@ -80,6 +80,32 @@ impl Measured {
     fn per_second(&self) -> f64 {
         self.stacks as f64 / self.elapsed.as_secs_f64()
     }
+
+    /// CPU-seconds this process (clients, gateway, engines) and the rest
+    /// (PostgreSQL's server, anything else running) spent in the window.
+    fn cpu_seconds(&self) -> Option<(f64, f64)> {
+        let seconds = self.elapsed.as_secs_f64();
+        self.cpu
+            .as_ref()
+            .map(|cpu| (cpu.this_process_cores * seconds, cpu.other_cores * seconds))
+    }
+}
+
+/// Stacks per CPU-second of Ember's process and of the rest, over every
+/// window of `engines` engines that could tell its CPU.
+fn per_cpu_second(results: &[Measured], engines: usize) -> Option<(f64, f64)> {
+    let (stacks, ember, other) = results
+        .iter()
+        .filter(|measured| measured.engines == engines)
+        .filter_map(|measured| {
+            measured
+                .cpu_seconds()
+                .map(|(ember, other)| (measured.stacks, ember, other))
+        })
+        .fold((0usize, 0f64, 0f64), |(stacks, ember, other), (s, e, o)| {
+            (stacks + s, ember + e, other + o)
+        });
+    (ember > 0.0 && other > 0.0).then(|| (stacks as f64 / ember, stacks as f64 / other))
 }
 
 pub async fn run(bench: ReplicasBench) -> Result<(), String> {
@@ -180,6 +206,24 @@ pub async fn run(bench: ReplicasBench) -> Result<(), String> {
         "ratio 2/1: {:.2}× (target ≥ 1.6×)",
         two / one.max(f64::EPSILON)
     );
+    // What a replica costs, apart from how many cores the machine has:
+    // stacks per CPU-second of Ember (clients and gateway included, the
+    // same for both counts) and, beside it, of the database's side.
+    match (per_cpu_second(&results, 1), per_cpu_second(&results, 2)) {
+        (Some((one_ember, one_other)), Some((two_ember, two_other))) => {
+            println!(
+                "stacks per CPU-second of Ember: 1 engine {one_ember:.1}, 2 engines {two_ember:.1}, \
+                 ratio {:.2}× (target ≥ 0.9×)",
+                two_ember / one_ember.max(f64::EPSILON)
+            );
+            println!(
+                "stacks per CPU-second of the rest (PostgreSQL's server): 1 engine {one_other:.1}, \
+                 2 engines {two_other:.1}, ratio {:.2}×",
+                two_other / one_other.max(f64::EPSILON)
+            );
+        }
+        _ => println!("stacks per CPU-second: this machine does not tell (no /proc)"),
+    }
     Ok(())
 }
 
@@ -264,6 +308,32 @@ async fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stacks_per_cpu_second_add_up_every_window_of_an_engine_count() {
+        let window = |engines, stacks, ember, other| Measured {
+            engines,
+            stacks,
+            elapsed: Duration::from_secs(10),
+            creates: BTreeMap::new(),
+            deletes: BTreeMap::new(),
+            cpu: Some(CpuShare {
+                busy: 1.0,
+                this_process_cores: ember,
+                other_cores: other,
+            }),
+            latencies: Latencies::default(),
+        };
+        let results = [
+            window(1, 100, 1.0, 0.5),
+            window(2, 90, 1.0, 0.5),
+            window(1, 300, 1.0, 0.5),
+        ];
+        // 400 stacks over 20 Ember CPU-seconds and 10 of the rest.
+        assert_eq!(per_cpu_second(&results, 1), Some((20.0, 40.0)));
+        assert_eq!(per_cpu_second(&results, 2), Some((9.0, 18.0)));
+        assert_eq!(per_cpu_second(&results, 3), None);
+    }
 
     #[test]
     fn spread_names_each_engine_by_its_random_tail_largest_first() {
