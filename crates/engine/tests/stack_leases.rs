@@ -6,6 +6,8 @@
 //! its lease stops writing. Races
 //! run two connection pools, as two engine replicas would.
 
+mod stack_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -560,17 +562,9 @@ async fn a_parents_step_waits_out_a_nested_stacks_stale_lease(database: &TestDat
     );
 }
 
-/// Polls until alice's `name` leaves IN_PROGRESS.
+/// Alice's `name` once it has left IN_PROGRESS.
 async fn settled(operations: &StackOperations, name: &str) -> Stack {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let stack = operations.find_stack(&alice(), name).await.expect("stack");
-        if stack.status != ActionStatus::InProgress {
-            return stack;
-        }
-        assert!(Instant::now() < deadline, "still {}", stack.stack_status());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    stack_support::settled(operations, &alice(), name, Duration::from_secs(20)).await
 }
 
 const SLOW: &str = "heat_template_version: 2021-04-16\nresources:\n  quick: {type: OS::Heat::None}\n  slow:\n    type: OS::Heat::TestResource\n    depends_on: quick\n    properties: {action_wait_secs: {create: 2}}\n  after:\n    type: OS::Heat::None\n    depends_on: slow\n";

@@ -243,26 +243,20 @@ async fn insert<'a, R: TableRow + 'a>(
 /// The text of PostgreSQL's insert of any number of rows, given as one
 /// JSON array of objects (`$1`).
 fn recordset_text(table: &str, columns: &[(&str, &str)], tail: &str) -> String {
-    let names: Vec<String> = columns
-        .iter()
-        .map(|(column, _)| format!("\"{column}\""))
-        .collect();
-    // A JSON column comes as its text, so that a JSON `null` stays a
-    // value and does not become SQL's NULL.
-    let values: Vec<String> = columns
-        .iter()
-        .map(|(column, kind)| match *kind {
-            "json" => format!("\"{column}\"::json"),
-            _ => format!("\"{column}\""),
-        })
-        .collect();
-    let typed: Vec<String> = columns
-        .iter()
-        .map(|(column, kind)| match *kind {
-            "json" => format!("\"{column}\" text"),
-            _ => format!("\"{column}\" {kind}"),
-        })
-        .collect();
+    let mut names = Vec::with_capacity(columns.len());
+    let mut values = Vec::with_capacity(columns.len());
+    let mut typed = Vec::with_capacity(columns.len());
+    for (column, kind) in columns {
+        names.push(format!("\"{column}\""));
+        // A JSON column comes as its text, so that a JSON `null` stays a
+        // value and does not become SQL's NULL.
+        let (value, read_as) = match *kind {
+            "json" => (format!("\"{column}\"::json"), "text"),
+            _ => (format!("\"{column}\""), *kind),
+        };
+        values.push(value);
+        typed.push(format!("\"{column}\" {read_as}"));
+    }
     format!(
         "INSERT INTO \"{table}\" ({}) SELECT {} FROM json_to_recordset($1::json) AS r({}){tail}",
         names.join(", "),
