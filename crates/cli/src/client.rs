@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::dev::DevCredentials;
+use crate::error::CliError;
 
 /// Which dev identity to use when no token is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -88,7 +89,7 @@ impl Client {
     pub async fn connect(
         args: &ConnectArgs,
         default_identity: DevIdentity,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, CliError> {
         let data_dir = args.dev_data_dir();
         let dev = DevCredentials::read(&data_dir).ok();
         let (url, url_from) = match (&args.url, &dev) {
@@ -114,25 +115,25 @@ impl Client {
                 DevIdentity::Member => dev.member.token.clone(),
             },
             (None, None) => {
-                return Err(format!(
+                return Err(CliError::Unauthenticated(format!(
                     "no token: there is no {} to take one from (the file a running `ember dev` writes in its data directory; \
                      pass --data-dir DIR if it runs with another one); for another deployment pass --token or set EMBER_TOKEN \
                      (`ember token issue` mints one with the deployment's signing key)",
                     data_dir.join(crate::dev::DEV_CREDENTIALS_FILE).display()
-                ));
+                )));
             }
         };
         GATEWAY_URL.get_or_init(|| url.clone());
         let channel = Endpoint::from_shared(url.clone())
-            .map_err(|error| format!("--url {url:?}: {error}"))?
+            .map_err(|error| CliError::Usage(format!("--url {url:?}: {error}")))?
             .connect()
             .await
             .map_err(|error| {
-                format!(
+                CliError::Unavailable(format!(
                     "cannot reach the gateway at {url} (from {url_from}): {}: expected Ember's gateway there \
                      (the address `ember dev` prints as `gateway`; is it running?)",
                     error_chain(&error)
-                )
+                ))
             })?;
         Ok(Client {
             channel,
@@ -142,16 +143,16 @@ impl Client {
     }
 
     /// A request carrying the bearer token.
-    pub fn request<T>(&self, message: T) -> Result<tonic::Request<T>, String> {
+    pub fn request<T>(&self, message: T) -> Result<tonic::Request<T>, CliError> {
         let mut request = tonic::Request::new(message);
-        let value = format!("Bearer {}", self.token)
-            .parse()
-            .map_err(|_| "the token contains characters that cannot be sent".to_owned())?;
+        let value = format!("Bearer {}", self.token).parse().map_err(|_| {
+            CliError::Usage("the token contains characters that cannot be sent".to_owned())
+        })?;
         request.metadata_mut().insert("authorization", value);
         if let Some(reason) = &self.break_glass {
-            let value = reason
-                .parse()
-                .map_err(|_| "--break-glass: the reason must be printable ASCII".to_owned())?;
+            let value = reason.parse().map_err(|_| {
+                CliError::Usage("--break-glass: the reason must be printable ASCII".to_owned())
+            })?;
             request
                 .metadata_mut()
                 .insert(ember_runtime::call_context::BREAK_GLASS_HEADER, value);
@@ -184,6 +185,8 @@ static GATEWAY_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Turns a gRPC failure into the message a person reads. A failure that no
 /// server sent (the answer was not gRPC at all) or a service the server
 /// does not have means the URL does not lead to Ember's gateway: say so.
+/// Client commands convert a status with `?` ([`CliError`]'s `From`), which
+/// keeps this text and adds the exit code; the text alone is for benches.
 pub fn describe(status: tonic::Status) -> String {
     let gateway = GATEWAY_URL.get().map_or("the gateway URL", String::as_str);
     let expected = "expected Ember's gateway (gRPC and REST on one port: the address `ember dev` prints as `gateway`)";

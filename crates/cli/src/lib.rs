@@ -11,3 +11,4 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod dev;
+pub mod error;

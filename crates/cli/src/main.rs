@@ -30,8 +30,8 @@ fn main() -> std::process::ExitCode {
     match runtime.block_on(ember::commands::run(cli)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("{}", ember_runtime::telemetry::fatal_line(&error));
-            std::process::ExitCode::FAILURE
+            eprintln!("{}", ember_runtime::telemetry::fatal_line(error.message()));
+            std::process::ExitCode::from(error.exit_code())
         }
     }
 }

@@ -549,7 +549,9 @@ fn a_cluster_change_without_wait_prints_the_accepted_action_to_follow() {
 
 /// Errors say what was reached, what was expected, and how to go on: a
 /// port nothing listens on, a server that is not Ember, no token, and a
-/// mistyped subcommand that is never answered with a destructive one.
+/// mistyped subcommand that is never answered with a destructive one. The
+/// exit code says which: 8 unreachable (or not answering in gRPC), 1 a
+/// server of another kind, 6 no token, 2 a usage error.
 #[test]
 fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
     let data_dir = tempfile::tempdir().expect("tempdir");
@@ -559,7 +561,8 @@ fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let closed_url = format!("http://{}", closed.local_addr().expect("address"));
     drop(closed);
-    let refused = support::fail(
+    let refused = support::fail_with(
+        8,
         &["--url", &closed_url, "--token", "t", "stack", "list"],
         dir,
     );
@@ -582,7 +585,11 @@ fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
             let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
         }
     });
-    let refused = support::fail(&["--url", &other_url, "--token", "t", "stack", "list"], dir);
+    let refused = support::fail_with(
+        8,
+        &["--url", &other_url, "--token", "t", "stack", "list"],
+        dir,
+    );
     assert!(
         refused.contains(&format!("the server at {other_url} did not answer in gRPC"))
             && refused.contains("expected Ember's gateway"),
@@ -620,7 +627,8 @@ fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
         std::thread::park_timeout(std::time::Duration::from_millis(20));
     }
     let registry_url = format!("http://127.0.0.1:{port}");
-    let refused = support::fail(
+    let refused = support::fail_with(
+        1,
         &["--url", &registry_url, "--token", "t", "stack", "list"],
         dir,
     );
@@ -634,7 +642,7 @@ fn errors_say_what_was_reached_what_was_expected_and_what_to_do() {
     );
 
     // No `ember dev` in the data directory and no token.
-    let refused = support::fail(&["stack", "list"], dir);
+    let refused = support::fail_with(6, &["stack", "list"], dir);
     assert!(
         refused.contains(&format!(
             "no token: there is no {} to take one from",

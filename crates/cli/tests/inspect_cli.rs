@@ -124,7 +124,7 @@ fn a_stacks_resources_and_events_are_shown_one_by_one() {
     let lines = succeed(&["stack", "events", "web", "--resource", "server"], dir);
     assert_eq!(lines.lines().count(), 2, "{lines}");
     let unknown = ember(&["stack", "event", "show", "web", "server", "nope"], dir);
-    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(unknown.status.code(), Some(4), "not found");
 }
 
 #[test]

@@ -542,7 +542,7 @@ fn stack_wait_follows_an_operation_started_elsewhere() {
     let slow = dir.join("templates/slow.yaml").display().to_string();
     succeed(&["stack", "create", "slow", "-t", &slow], dir);
     let cut = ember(&["stack", "wait", "slow", "--wait-timeout", "1"], dir);
-    assert_eq!(cut.status.code(), Some(1), "{}", text(&cut));
+    assert_eq!(cut.status.code(), Some(9), "timed out: {}", text(&cut));
     assert!(
         String::from_utf8_lossy(&cut.stderr).contains("still CREATE_IN_PROGRESS after 1 s"),
         "{}",
@@ -550,5 +550,10 @@ fn stack_wait_follows_an_operation_started_elsewhere() {
     );
 
     let unknown = ember(&["stack", "wait", "nothing-here"], dir);
-    assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown));
+    assert_eq!(
+        unknown.status.code(),
+        Some(4),
+        "not found: {}",
+        text(&unknown)
+    );
 }

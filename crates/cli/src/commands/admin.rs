@@ -9,8 +9,9 @@ use std::time::Duration;
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::maintenance_service_client::MaintenanceServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AdminCommand {
@@ -62,7 +63,7 @@ fn parse_age(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{text:?} is too long"))
 }
 
-pub async fn run(command: AdminCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: AdminCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         AdminCommand::Backup { to } => {
             let data_dir = connect.dev_data_dir();
@@ -97,8 +98,7 @@ pub async fn run(command: AdminCommand, connect: &ConnectArgs) -> Result<(), Str
                 .purge(client.request(pb::PurgeRequest {
                     older_than_seconds: older_than.as_secs(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(
                 &Record::new()

@@ -7,8 +7,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::audit_service_client::AuditServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AuditCommand {
@@ -44,21 +45,23 @@ pub enum AuditCommand {
 }
 
 /// `--since`: a duration back from now, or a time.
-fn since(text: &str) -> Result<prost_types::Timestamp, String> {
+fn since(text: &str) -> Result<prost_types::Timestamp, CliError> {
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
         return Ok(ember_runtime::time::to_timestamp(at.to_utc()));
     }
-    let seconds =
-        super::parse_seconds(text).map_err(|error| format!("--since {text:?}: {error}"))?;
+    let seconds = super::parse_seconds(text)
+        .map_err(|error| CliError::Usage(format!("--since {text:?}: {error}")))?;
     let back = chrono::Duration::try_seconds(seconds)
-        .ok_or_else(|| format!("--since {text:?}: too long ago"))?;
+        .ok_or_else(|| CliError::Usage(format!("--since {text:?}: too long ago")))?;
     Ok(ember_runtime::time::to_timestamp(chrono::Utc::now() - back))
 }
 
-fn until(text: &str) -> Result<prost_types::Timestamp, String> {
+fn until(text: &str) -> Result<prost_types::Timestamp, CliError> {
     chrono::DateTime::parse_from_rfc3339(text)
         .map(|at| ember_runtime::time::to_timestamp(at.to_utc()))
-        .map_err(|error| format!("--until {text:?}: not an RFC 3339 time ({error})"))
+        .map_err(|error| {
+            CliError::Usage(format!("--until {text:?}: not an RFC 3339 time ({error})"))
+        })
 }
 
 fn record_row(record: &pb::AuditRecord) -> Record {
@@ -84,7 +87,7 @@ fn record_row(record: &pb::AuditRecord) -> Record {
         .field("id", record.id.as_str())
 }
 
-pub async fn run(command: AuditCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: AuditCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         AuditCommand::List {
             target,
@@ -111,8 +114,7 @@ pub async fn run(command: AuditCommand, connect: &ConnectArgs) -> Result<(), Str
             let records = AuditServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .list_audit_records(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .records;
             output.print_list(&records, record_row)

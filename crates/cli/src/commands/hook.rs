@@ -8,8 +8,9 @@ use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHook
 
 use super::cluster::{WaitArgs, wait_for_action};
 use super::stack::format_time;
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum HookCommand {
@@ -97,7 +98,7 @@ fn message_row(message: &pb::QueueMessage) -> Record {
         .field("body", body)
 }
 
-pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         HookCommand::List { cluster, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -107,8 +108,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                     ClusterServiceClient::new(client.channel.clone())
                         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                         .get_cluster(client.request(GetObjectRequest { id: cluster })?)
-                        .await
-                        .map_err(describe)?
+                        .await?
                         .into_inner()
                         .id
                 }
@@ -122,8 +122,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                     marker: String::new(),
                     include_resolved: false,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&response.actions, pending_row)
         }
@@ -143,8 +142,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                     limit,
                     project_id: project,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&response.messages, message_row)
         }
@@ -163,8 +161,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                     lifecycle_action_token: token.clone(),
                     lifecycle_action_result: result.to_ascii_uppercase(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             match (wait.wait, abandon) {
                 (true, false) => {
@@ -197,8 +194,7 @@ pub async fn run(command: HookCommand, connect: &ConnectArgs) -> Result<(), Stri
                     lifecycle_action_token: token.clone(),
                     ..LifecycleTokenRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!(
                 "lifecycle action {token}: deadline now {}",

@@ -9,8 +9,9 @@
 use ember_proto::identity::v1 as pb;
 use ember_proto::identity::v1::identity_admin_service_client::IdentityAdminServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum IdentityCommand {
@@ -238,7 +239,7 @@ pub struct AssignmentArgs {
 
 impl AssignmentArgs {
     /// The assignment named, or why the words do not name one.
-    fn assignment(self) -> Result<pb::RoleAssignment, String> {
+    fn assignment(self) -> Result<pb::RoleAssignment, CliError> {
         match (self.group, <[String; 3]>::try_from(self.names)) {
             (None, Ok([user, project, role])) => Ok(pb::RoleAssignment {
                 user,
@@ -253,15 +254,17 @@ impl AssignmentArgs {
                     role,
                     group,
                 }),
-                Err(_) => Err("with --group, give PROJECT ROLE".to_owned()),
+                Err(_) => Err(CliError::Usage(
+                    "with --group, give PROJECT ROLE".to_owned(),
+                )),
             },
-            (Some(_), Ok(_)) => Err(
+            (Some(_), Ok(_)) => Err(CliError::Usage(
                 "with --group, give PROJECT ROLE: a role goes to a user or a group, not both"
                     .to_owned(),
-            ),
-            (None, Err(_)) => {
-                Err("give USER PROJECT ROLE (or --group GROUP PROJECT ROLE)".to_owned())
-            }
+            )),
+            (None, Err(_)) => Err(CliError::Usage(
+                "give USER PROJECT ROLE (or --group GROUP PROJECT ROLE)".to_owned(),
+            )),
         }
     }
 }
@@ -367,23 +370,20 @@ impl Names {
     async fn read(
         service: &mut IdentityAdminServiceClient<tonic::transport::Channel>,
         client: &Client,
-    ) -> Result<Names, String> {
+    ) -> Result<Names, CliError> {
         let users = service
             .list_users(client.request(pb::ListUsersRequest {})?)
-            .await
-            .map_err(describe)?
+            .await?
             .into_inner()
             .users;
         let groups = service
             .list_groups(client.request(pb::ListGroupsRequest {})?)
-            .await
-            .map_err(describe)?
+            .await?
             .into_inner()
             .groups;
         let projects = service
             .list_projects(client.request(pb::ListProjectsRequest {})?)
-            .await
-            .map_err(describe)?
+            .await?
             .into_inner()
             .projects;
         Ok(Names {
@@ -445,7 +445,7 @@ async fn admin(
         IdentityAdminServiceClient<tonic::transport::Channel>,
         Client,
     ),
-    String,
+    CliError,
 > {
     let client = Client::connect(connect, DevIdentity::Admin).await?;
     Ok((
@@ -455,7 +455,7 @@ async fn admin(
     ))
 }
 
-pub async fn run(command: IdentityCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: IdentityCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         IdentityCommand::Project(command) => project(command, connect).await,
         IdentityCommand::User(command) => user(command, connect).await,
@@ -464,7 +464,7 @@ pub async fn run(command: IdentityCommand, connect: &ConnectArgs) -> Result<(), 
     }
 }
 
-async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), String> {
+async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let (mut service, client) = admin(connect).await?;
     match command {
         ProjectCommand::Create {
@@ -480,16 +480,14 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
                     id,
                     enabled: Some(!disable),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("project {} created (id {})", project.name, project.id);
         }
         ProjectCommand::List { output } => {
             let projects = service
                 .list_projects(client.request(pb::ListProjectsRequest {})?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .projects;
             output.print_list(&projects, project_row)?;
@@ -497,8 +495,7 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
         ProjectCommand::Show { project, output } => {
             let project = service
                 .get_project(client.request(pb::GetProjectRequest { project })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&project_row(&project))?;
         }
@@ -515,8 +512,7 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
                     description,
                     enabled: enabled.chosen(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!(
                 "project {} updated{}",
@@ -529,15 +525,14 @@ async fn project(command: ProjectCommand, connect: &ConnectArgs) -> Result<(), S
                 .delete_project(client.request(pb::DeleteProjectRequest {
                     project: project.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("project {project} deleted");
         }
     }
     Ok(())
 }
 
-async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String> {
+async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let (mut service, client) = admin(connect).await?;
     match command {
         UserCommand::Create {
@@ -559,16 +554,14 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                     email,
                     enabled: Some(!disable),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("user {} created (id {})", user.name, user.id);
         }
         UserCommand::List { output } => {
             let users = service
                 .list_users(client.request(pb::ListUsersRequest {})?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .users;
             output.print_list(&users, user_row)?;
@@ -576,8 +569,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
         UserCommand::Show { user, output } => {
             let user = service
                 .get_user(client.request(pb::GetUserRequest { user })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&user_row(&user))?;
         }
@@ -598,8 +590,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                     enabled: enabled.chosen(),
                     default_project: project,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!(
                 "user {} updated{}",
@@ -610,8 +601,7 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
         UserCommand::Delete { user } => {
             service
                 .delete_user(client.request(pb::DeleteUserRequest { user: user.clone() })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("user {user} deleted");
         }
         UserCommand::Password { user, password } => {
@@ -620,32 +610,27 @@ async fn user(command: UserCommand, connect: &ConnectArgs) -> Result<(), String>
                     user: user.clone(),
                     password,
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("password of {user} changed; its earlier tokens no longer work");
         }
         UserCommand::Unlock { user } => {
             service
                 .unlock_user(client.request(pb::UnlockUserRequest { user: user.clone() })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("{user} unlocked: its password logins work again");
         }
     }
     Ok(())
 }
 
-async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String> {
+async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         RoleCommand::Add { assignment } => {
             let assignment = assignment.assignment()?;
             let holder = holder(&assignment);
             let (project, role) = (assignment.project.clone(), assignment.role.clone());
             let (mut service, client) = admin(connect).await?;
-            service
-                .add_role(client.request(assignment)?)
-                .await
-                .map_err(describe)?;
+            service.add_role(client.request(assignment)?).await?;
             println!("{holder} has role {role} on project {project}");
         }
         RoleCommand::Remove { assignment } => {
@@ -653,10 +638,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             let holder = holder(&assignment);
             let (project, role) = (assignment.project.clone(), assignment.role.clone());
             let (mut service, client) = admin(connect).await?;
-            service
-                .remove_role(client.request(assignment)?)
-                .await
-                .map_err(describe)?;
+            service.remove_role(client.request(assignment)?).await?;
             println!("{holder} no longer has role {role} on project {project}");
         }
         RoleCommand::List {
@@ -673,8 +655,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
                     project,
                     group,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .assignments;
             if names {
@@ -689,8 +670,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             let (mut service, client) = admin(connect).await?;
             let role = service
                 .create_role(client.request(pb::CreateRoleRequest { name, id })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("role {} created (id {})", role.name, role.id);
         }
@@ -698,8 +678,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             let (mut service, client) = admin(connect).await?;
             let roles = service
                 .list_roles(client.request(pb::ListRolesRequest {})?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .roles;
             output.print_list(&roles, role_definition_row)?;
@@ -708,8 +687,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             let (mut service, client) = admin(connect).await?;
             let role = service
                 .get_role(client.request(pb::GetRoleRequest { role })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&role_definition_row(&role))?;
         }
@@ -720,8 +698,7 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
                     role: role.clone(),
                     name,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("role {role} renamed {}", renamed.name);
         }
@@ -729,15 +706,14 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), String>
             let (mut service, client) = admin(connect).await?;
             service
                 .delete_role(client.request(pb::DeleteRoleRequest { role: role.clone() })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("role {role} deleted, with its assignments");
         }
     }
     Ok(())
 }
 
-async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), String> {
+async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let (mut service, client) = admin(connect).await?;
     match command {
         GroupCommand::Create {
@@ -751,16 +727,14 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
                     description,
                     id,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("group {} created (id {})", group.name, group.id);
         }
         GroupCommand::List { output } => {
             let groups = service
                 .list_groups(client.request(pb::ListGroupsRequest {})?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .groups;
             output.print_list(&groups, group_row)?;
@@ -768,8 +742,7 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
         GroupCommand::Show { group, output } => {
             let group = service
                 .get_group(client.request(pb::GetGroupRequest { group })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&group_row(&group))?;
         }
@@ -784,8 +757,7 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
                     name,
                     description,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("group {} updated", updated.name);
         }
@@ -794,8 +766,7 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
                 .delete_group(client.request(pb::DeleteGroupRequest {
                     group: group.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("group {group} deleted");
         }
         GroupCommand::AddUser { group, user } => {
@@ -804,8 +775,7 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
                     group: group.clone(),
                     user: user.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("{user} is a member of group {group}");
         }
         GroupCommand::RemoveUser { group, user } => {
@@ -814,15 +784,13 @@ async fn group(command: GroupCommand, connect: &ConnectArgs) -> Result<(), Strin
                     group: group.clone(),
                     user: user.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("{user} is no longer a member of group {group}");
         }
         GroupCommand::Members { group, output } => {
             let users = service
                 .list_group_members(client.request(pb::ListGroupMembersRequest { group })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .users;
             output.print_list(&users, user_row)?;
@@ -856,7 +824,9 @@ mod tests {
         let mut args = vec!["role", "add"];
         args.extend_from_slice(line);
         match identity(&args)? {
-            IdentityCommand::Role(RoleCommand::Add { assignment }) => assignment.assignment(),
+            IdentityCommand::Role(RoleCommand::Add { assignment }) => {
+                assignment.assignment().map_err(|error| error.to_string())
+            }
             other => Err(format!("not role add: {other:?}")),
         }
     }

@@ -14,9 +14,10 @@ mod display;
 use self::display::{
     instance_record, instance_row, locked_by_name, power_state_name, print_instance, status_name,
 };
-use crate::client::{Client, ConnectArgs, DevIdentity, describe, print_table};
+use crate::client::{Client, ConnectArgs, DevIdentity, print_table};
 use crate::commands::output::OutputArgs;
 use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -126,7 +127,7 @@ pub enum InstanceCommand {
     Allowed { instance: String, operation: String },
 }
 
-pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         InstanceCommand::Create {
             name,
@@ -148,14 +149,17 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                     .map(|item| {
                         item.split_once('=')
                             .map(|(key, value)| (key.to_owned(), value.to_owned()))
-                            .ok_or_else(|| format!("{flag} {item:?}: write KEY=VALUE"))
+                            .ok_or_else(|| {
+                                CliError::Usage(format!("{flag} {item:?}: write KEY=VALUE"))
+                            })
                     })
                     .collect::<Result<std::collections::HashMap<_, _>, _>>()
             };
             let user_data = match user_data {
                 None => String::new(),
-                Some(path) => std::fs::read_to_string(&path)
-                    .map_err(|error| format!("--user-data {}: {error}", path.display()))?,
+                Some(path) => std::fs::read_to_string(&path).map_err(|error| {
+                    CliError::Usage(format!("--user-data {}: {error}", path.display()))
+                })?,
             };
             let request = pb::CreateInstanceRequest {
                 name,
@@ -167,15 +171,14 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 env: pairs("--env", &env)?,
                 networks: networks
                     .iter()
-                    .map(|nic| parse_nic(nic))
+                    .map(|nic| parse_nic(nic).map_err(CliError::Usage))
                     .collect::<Result<_, _>>()?,
                 security_groups,
                 key_name: key_name.unwrap_or_default(),
             };
             let instance = service(&client)
                 .create_instance(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             finish(&client, instance, &wait).await
         }
@@ -195,7 +198,9 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                     text.to_ascii_uppercase()
                 ))
                 .filter(|status| *status != pb::InstanceStatus::Unspecified)
-                .ok_or_else(|| format!("--status {text:?} is not an instance status"))?,
+                .ok_or_else(|| {
+                    CliError::Usage(format!("--status {text:?} is not an instance status"))
+                })?,
             };
             let request = pb::ListInstancesRequest {
                 limit,
@@ -207,8 +212,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             };
             let response = service(&client)
                 .list_instances(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&response.instances, instance_row)
         }
@@ -219,8 +223,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                 .list_instance_events(
                     client.request(pb::ListInstanceEventsRequest { uuid, limit })?,
                 )
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .events;
             let rows: Vec<Vec<String>> = events
@@ -254,8 +257,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             let uuid = resolve(&client, &instance).await?;
             let instance = service(&client)
                 .delete_instance(client.request(pb::DeleteInstanceRequest { uuid })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             finish(&client, instance, &wait).await
         }
@@ -277,8 +279,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             };
             let instance = service(&client)
                 .set_power_state(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             finish(&client, instance, &wait).await
         }
@@ -297,8 +298,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             };
             let instance = service(&client)
                 .lock_instance(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!(
                 "instance {} locked (by {})",
@@ -318,8 +318,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
                     uuid,
                     operation: operation.clone(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             crate::commands::print_allowed(
                 &format!("instance {instance}"),
@@ -333,8 +332,7 @@ pub async fn run(command: InstanceCommand, connect: &ConnectArgs) -> Result<(), 
             let uuid = resolve(&client, &instance).await?;
             let instance = service(&client)
                 .unlock_instance(client.request(pb::UnlockInstanceRequest { uuid })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("instance {} unlocked", instance.name);
             Ok(())
@@ -347,18 +345,17 @@ fn service(client: &Client) -> InstanceServiceClient<Channel> {
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
-async fn get(client: &Client, uuid: &str) -> Result<pb::Instance, String> {
+async fn get(client: &Client, uuid: &str) -> Result<pb::Instance, CliError> {
     Ok(service(client)
         .get_instance(client.request(pb::GetInstanceRequest {
             uuid: uuid.to_owned(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner())
 }
 
 /// The uuid of the instance `name_or_uuid` names.
-async fn resolve(client: &Client, name_or_uuid: &str) -> Result<String, String> {
+async fn resolve(client: &Client, name_or_uuid: &str) -> Result<String, CliError> {
     if uuid::Uuid::parse_str(name_or_uuid).is_ok() {
         return Ok(name_or_uuid.to_owned());
     }
@@ -368,21 +365,22 @@ async fn resolve(client: &Client, name_or_uuid: &str) -> Result<String, String> 
             limit: 2,
             ..pb::ListInstancesRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner()
         .instances;
     match matches.as_slice() {
         [only] => Ok(only.uuid.clone()),
-        [] => Err(format!("not found: no instance named {name_or_uuid:?}")),
-        _ => Err(format!(
+        [] => Err(CliError::NotFound(format!(
+            "not found: no instance named {name_or_uuid:?}"
+        ))),
+        _ => Err(CliError::Usage(format!(
             "several instances are named {name_or_uuid:?}: give the uuid (ember instance list --name {name_or_uuid})"
-        )),
+        ))),
     }
 }
 
 /// Prints the instance, after waiting for it to settle if asked.
-async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Result<(), String> {
+async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Result<(), CliError> {
     if !wait.wait {
         return print_instance(&instance);
     }
@@ -407,12 +405,12 @@ async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Res
             shown = state;
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(CliError::TimedOut(format!(
                 "instance {} still {} after {} s: stopped waiting (it goes on)",
                 current.name,
                 status_name(current.status),
                 wait.wait_timeout
-            ));
+            )));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
         let deleting = current.status == pb::InstanceStatus::Deleting as i32;
@@ -433,7 +431,7 @@ async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Res
                 println!("instance {:?} ({}) deleted", current.name, current.uuid);
                 return Ok(());
             }
-            Err(status) => return Err(describe(status)),
+            Err(status) => return Err(CliError::from(status)),
         };
     }
     if !shown.is_empty() {
@@ -447,10 +445,10 @@ async fn finish(client: &Client, instance: pb::Instance, wait: &WaitArgs) -> Res
     }
     print_instance(&current)?;
     if current.status == pb::InstanceStatus::Error as i32 {
-        return Err(format!(
+        return Err(CliError::Failed(format!(
             "instance {} is ERROR: {}",
             current.name, current.status_reason
-        ));
+        )));
     }
     Ok(())
 }

@@ -29,7 +29,8 @@ use clap::{Parser, Subcommand};
 use ember_proto::engine::v1::WhoAmIRequest;
 use ember_proto::engine::v1::identity_service_client::IdentityServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
+use crate::error::CliError;
 
 /// Ember: an orchestration control plane — stacks from HOT templates,
 /// clusters that scale, compute instances, with maintenance locks,
@@ -116,7 +117,7 @@ pub enum Command {
     Bench(crate::bench::BenchCommand),
 }
 
-pub async fn run(cli: Cli) -> Result<(), String> {
+pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config_file = cli.config.as_deref();
     let connect = &cli.connect;
     // dev, serve and token take --data-dir as a configuration override.
@@ -142,7 +143,7 @@ pub async fn run(cli: Cli) -> Result<(), String> {
         Command::Identity(command) => identity::run(command, connect).await,
         Command::Admin(command) => admin::run(command, connect).await,
         Command::Probe(command) => probe::run(command).await,
-        Command::Bench(command) => crate::bench::run(command).await,
+        Command::Bench(command) => Ok(crate::bench::run(command).await?),
     }
 }
 
@@ -189,13 +190,12 @@ pub fn exit_on_parse_error(error: clap::Error) -> ! {
     std::process::exit(error.exit_code());
 }
 
-async fn whoami(connect: &ConnectArgs) -> Result<(), String> {
+async fn whoami(connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let identity = IdentityServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .who_am_i(client.request(WhoAmIRequest {})?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     println!(
         "user {}  project {}  roles {}",
@@ -216,7 +216,7 @@ pub fn print_allowed(
     operation: &str,
     blockers: &[ember_proto::engine::v1::Blocker],
     break_glass_would_pass: bool,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if blockers.is_empty() {
         println!("{operation}: allowed");
         return Ok(());
@@ -228,7 +228,9 @@ pub fn print_allowed(
     if break_glass_would_pass {
         println!("  an admin's --break-glass REASON would run it (the lock stays)");
     }
-    Err(format!("{operation} is not allowed on {what} now"))
+    Err(CliError::Conflict(format!(
+        "{operation} is not allowed on {what} now"
+    )))
 }
 
 pub fn parse_seconds(text: &str) -> Result<i64, String> {

@@ -7,8 +7,9 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::node_service_client::NodeServiceClient;
 
 use super::cluster::{WaitArgs, wait_for_action};
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum NodeCommand {
@@ -123,7 +124,7 @@ fn node_record(node: &pb::Node) -> Record {
         .field("updated", Cell::time(node.updated_at.as_ref()))
 }
 
-pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut nodes = NodeServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -140,8 +141,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     marker: String::new(),
                     ..pb::ListNodesRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&listed.nodes, node_row)
         }
@@ -151,8 +151,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     node: node.clone(),
                     operation: operation.clone(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             crate::commands::print_allowed(
                 &format!("node {node}"),
@@ -164,8 +163,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
         NodeCommand::Show { node, output } => {
             let found = nodes
                 .get_node(client.request(pb::GetObjectRequest { id: node })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&node_record(&found))
         }
@@ -184,8 +182,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     role,
                     metadata: String::new(),
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             follow(&client, response, &wait, "created", "").await
         }
@@ -211,8 +208,7 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
                     },
                     ..Default::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&node_record(&updated))
         }
@@ -223,16 +219,14 @@ pub async fn run(command: NodeCommand, connect: &ConnectArgs) -> Result<(), Stri
         } => {
             let marked = nodes
                 .mark_node_unhealthy(client.request(pb::MarkNodeUnhealthyRequest { node, reason })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&node_record(&marked))
         }
         NodeCommand::Delete { node, wait } => {
             let response = nodes
                 .delete_node(client.request(pb::GetObjectRequest { id: node.clone() })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             follow(&client, response, &wait, "deleted", &node).await
         }
@@ -247,7 +241,7 @@ async fn follow(
     wait: &WaitArgs,
     done: &str,
     named: &str,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     // The name the node has, else the one it was given as.
     let name = response
         .node

@@ -13,6 +13,8 @@ use ember_api_gateway::rest::orchestration::protobuf_json::struct_to_json;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+use crate::error::CliError;
+
 /// `-f` and `-c`, on every command that shows or lists.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArgs {
@@ -187,7 +189,7 @@ fn spaced(name: &str) -> String {
 impl OutputArgs {
     /// Where the fields `-c` names are, or an error naming the ones there
     /// are.
-    fn positions(&self, names: &[&'static str]) -> Result<Vec<usize>, String> {
+    fn positions(&self, names: &[&'static str]) -> Result<Vec<usize>, CliError> {
         if self.columns.is_empty() {
             return Ok((0..names.len()).collect());
         }
@@ -198,10 +200,10 @@ impl OutputArgs {
                     .iter()
                     .position(|name| normalise(name) == normalise(wanted))
                     .ok_or_else(|| {
-                        format!(
+                        CliError::Usage(format!(
                             "-c {wanted:?}: no such column; the columns are {}",
                             names.join(", ")
-                        )
+                        ))
                     })
             })
             .collect()
@@ -215,7 +217,7 @@ impl OutputArgs {
 
     /// Prints one object: a FIELD/VALUE table, a JSON or YAML mapping, or
     /// each value on its own line.
-    pub fn print_record(&self, record: &Record) -> Result<(), String> {
+    pub fn print_record(&self, record: &Record) -> Result<(), CliError> {
         print!("{}", self.render_record(record)?);
         Ok(())
     }
@@ -228,13 +230,13 @@ impl OutputArgs {
         &self,
         items: &[T],
         row: impl Fn(&T) -> Record,
-    ) -> Result<(), String> {
+    ) -> Result<(), CliError> {
         let rows: Vec<Record> = items.iter().map(&row).collect();
         print!("{}", self.render_list(&row(&T::default()).names(), &rows)?);
         Ok(())
     }
 
-    fn render_record(&self, record: &Record) -> Result<String, String> {
+    fn render_record(&self, record: &Record) -> Result<String, CliError> {
         let record = record.select(&self.positions(&record.names())?);
         match self.format {
             Format::Table => {
@@ -255,7 +257,7 @@ impl OutputArgs {
         }
     }
 
-    fn render_list(&self, names: &[&'static str], rows: &[Record]) -> Result<String, String> {
+    fn render_list(&self, names: &[&'static str], rows: &[Record]) -> Result<String, CliError> {
         let positions = self.positions(names)?;
         let rows: Vec<Record> = rows.iter().map(|row| row.select(&positions)).collect();
         match self.format {
@@ -287,14 +289,15 @@ impl OutputArgs {
     }
 }
 
-fn json(value: &impl Serialize) -> Result<String, String> {
+fn json(value: &impl Serialize) -> Result<String, CliError> {
     serde_json::to_string_pretty(value)
         .map(|text| format!("{text}\n"))
-        .map_err(|error| format!("cannot print JSON: {error}"))
+        .map_err(|error| CliError::Failed(format!("cannot print JSON: {error}")))
 }
 
-fn yaml(value: &impl Serialize) -> Result<String, String> {
-    serde_yaml_ng::to_string(value).map_err(|error| format!("cannot print YAML: {error}"))
+fn yaml(value: &impl Serialize) -> Result<String, CliError> {
+    serde_yaml_ng::to_string(value)
+        .map_err(|error| CliError::Failed(format!("cannot print YAML: {error}")))
 }
 
 /// Aligned columns under a header; a cell of several lines continues on
@@ -411,7 +414,10 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error,
-            "-c \"nodes\": no such column; the columns are id, name, max_size, desired_capacity, policies, created"
+            CliError::Usage(
+                "-c \"nodes\": no such column; the columns are id, name, max_size, desired_capacity, policies, created"
+                    .to_owned()
+            )
         );
     }
 }

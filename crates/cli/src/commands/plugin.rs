@@ -4,8 +4,9 @@ use ember_proto::common::v1::StackOperation;
 use ember_proto::pluginregistry::v1 as pb;
 use ember_proto::pluginregistry::v1::plugin_registry_service_client::PluginRegistryServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum FailureModeArg {
@@ -134,7 +135,7 @@ fn parse_operation(text: &str) -> Result<StackOperation, String> {
     }
 }
 
-pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         PluginCommand::Register {
             name,
@@ -150,7 +151,11 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
         } => {
             let operations = operations
                 .iter()
-                .map(|text| parse_operation(text).map(|operation| operation as i32))
+                .map(|text| {
+                    parse_operation(text)
+                        .map(|operation| operation as i32)
+                        .map_err(CliError::Usage)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
@@ -168,8 +173,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                     breaker_failures: breaker.breaker_failures,
                     breaker_cooldown_ms: breaker.breaker_cooldown_ms,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             OutputArgs::default().print_record(&plugin_record(&plugin))
         }
@@ -178,8 +182,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             let response = PluginRegistryServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .list_plugins(client.request(pb::ListPluginsRequest {})?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&response.plugins, plugin_record)
         }
@@ -188,8 +191,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .get_plugin(client.request(pb::GetPluginRequest { name })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&plugin_record(&plugin))
         }
@@ -214,7 +216,11 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 Some(values) => Some(pb::OperationFilter {
                     values: values
                         .iter()
-                        .map(|text| parse_operation(text).map(|operation| operation as i32))
+                        .map(|text| {
+                            parse_operation(text)
+                                .map(|operation| operation as i32)
+                                .map_err(CliError::Usage)
+                        })
                         .collect::<Result<Vec<_>, _>>()?,
                 }),
             };
@@ -235,9 +241,9 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 && breaker.breaker_cooldown_ms.is_none()
                 && !close_circuit;
             if nothing_to_change {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "nothing to update for plugin {name:?}: pass at least one of --endpoint, --ordinal, --operations, --projects, --failure-mode, --timeout-ms, --enable, --disable, --observe, --enforce, --breaker-failures, --breaker-cooldown-ms, --close-circuit"
-                ));
+                )));
             }
             let request = pb::UpdatePluginRequest {
                 name,
@@ -265,8 +271,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
             let plugin = PluginRegistryServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .update_plugin(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             OutputArgs::default().print_record(&plugin_record(&plugin))
         }
@@ -277,8 +282,7 @@ pub async fn run(command: PluginCommand, connect: &ConnectArgs) -> Result<(), St
                 .deregister_plugin(
                     client.request(pb::DeregisterPluginRequest { name: name.clone() })?,
                 )
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("plugin {name:?} removed");
             Ok(())
         }

@@ -6,8 +6,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::policy_service_client::PolicyServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum PolicyCommand {
@@ -48,7 +49,7 @@ fn policy_record(policy: &pb::Policy) -> Record {
         .field("created", Cell::time(policy.created_at.as_ref()))
 }
 
-pub async fn run(command: PolicyCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: PolicyCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut policies = PolicyServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -59,24 +60,21 @@ pub async fn run(command: PolicyCommand, connect: &ConnectArgs) -> Result<(), St
                     limit,
                     ..pb::ListObjectsRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&listed.policies, policy_row)
         }
         PolicyCommand::Show { policy, output } => {
             let found = policies
                 .get_policy(client.request(pb::GetObjectRequest { id: policy })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&policy_record(&found))
         }
         PolicyCommand::Delete { policy } => {
             policies
                 .delete_policy(client.request(pb::GetObjectRequest { id: policy.clone() })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("policy {policy} deleted");
             Ok(())
         }

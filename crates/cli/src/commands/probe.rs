@@ -6,6 +6,8 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
+use crate::error::CliError;
+
 #[derive(Debug, clap::Subcommand)]
 pub enum ProbeCommand {
     /// gRPC health check of a service (exit 0 when SERVING)
@@ -17,41 +19,48 @@ pub enum ProbeCommand {
     Http { url: String },
 }
 
-pub async fn run(command: ProbeCommand) -> Result<(), String> {
+pub async fn run(command: ProbeCommand) -> Result<(), CliError> {
     let checked = tokio::time::timeout(Duration::from_secs(5), async {
         match command {
             ProbeCommand::Grpc { address } => {
                 let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
-                    .map_err(|error| format!("{address}: {error}"))?
+                    .map_err(|error| CliError::Unavailable(format!("{address}: {error}")))?
                     .connect()
                     .await
-                    .map_err(|error| format!("cannot reach {address}: {error}"))?;
+                    .map_err(|error| {
+                        CliError::Unavailable(format!("cannot reach {address}: {error}"))
+                    })?;
                 let status = HealthClient::new(channel)
                     .check(HealthCheckRequest {
                         service: String::new(),
                     })
                     .await
-                    .map_err(|status| format!("{address}: {}", status.message()))?
+                    .map_err(|status| {
+                        CliError::Unavailable(format!("{address}: {}", status.message()))
+                    })?
                     .into_inner()
                     .status;
                 if status == ServingStatus::Serving as i32 {
                     Ok(())
                 } else {
-                    Err(format!("{address} is not serving"))
+                    Err(CliError::Unavailable(format!("{address} is not serving")))
                 }
             }
             ProbeCommand::Http { url } => {
-                let response = reqwest::get(&url)
-                    .await
-                    .map_err(|error| format!("cannot reach {url}: {error}"))?;
+                let response = reqwest::get(&url).await.map_err(|error| {
+                    CliError::Unavailable(format!("cannot reach {url}: {error}"))
+                })?;
                 if response.status().is_success() {
                     Ok(())
                 } else {
-                    Err(format!("{url} answered {}", response.status()))
+                    Err(CliError::Unavailable(format!(
+                        "{url} answered {}",
+                        response.status()
+                    )))
                 }
             }
         }
     })
     .await;
-    checked.unwrap_or_else(|_| Err("no answer within 5 s".to_owned()))
+    checked.unwrap_or_else(|_| Err(CliError::Unavailable("no answer within 5 s".to_owned())))
 }

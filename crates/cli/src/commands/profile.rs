@@ -5,8 +5,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::profile_service_client::ProfileServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ProfileCommand {
@@ -48,7 +49,7 @@ fn profile_record(profile: &pb::Profile) -> Record {
         .field("created", Cell::time(profile.created_at.as_ref()))
 }
 
-pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut profiles = ProfileServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -59,16 +60,14 @@ pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), S
                     limit,
                     ..pb::ListObjectsRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&listed.profiles, profile_row)
         }
         ProfileCommand::Show { profile, output } => {
             let found = profiles
                 .get_profile(client.request(pb::GetObjectRequest { id: profile })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&profile_record(&found))
         }
@@ -77,8 +76,7 @@ pub async fn run(command: ProfileCommand, connect: &ConnectArgs) -> Result<(), S
                 .delete_profile(client.request(pb::GetObjectRequest {
                     id: profile.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("profile {profile} deleted");
             Ok(())
         }

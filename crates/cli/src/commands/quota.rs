@@ -5,8 +5,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::quota_service_client::QuotaServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum QuotaCommand {
@@ -66,14 +67,14 @@ fn limit_row(limit: &pb::QuotaLimit) -> Record {
 }
 
 /// The project's name above the table; `-f`/`-c` print the rows only.
-fn print_quota(quota: &pb::ProjectQuota, output: &OutputArgs) -> Result<(), String> {
+fn print_quota(quota: &pb::ProjectQuota, output: &OutputArgs) -> Result<(), CliError> {
     if output.is_whole_table() {
         println!("project {}", quota.project_id);
     }
     output.print_list(&quota.limits, limit_row)
 }
 
-pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         QuotaCommand::Show { project, output } => {
             let client = Client::connect(connect, DevIdentity::Member).await?;
@@ -82,8 +83,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
                 .get_quota(client.request(pb::GetQuotaRequest {
                     project_id: project,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             print_quota(&quota, &output)
         }
@@ -94,7 +94,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
         } => {
             let limits = limits
                 .iter()
-                .map(|text| parse_limit(text))
+                .map(|text| parse_limit(text).map_err(CliError::Usage))
                 .collect::<Result<_, _>>()?;
             let client = Client::connect(connect, DevIdentity::Admin).await?;
             let quota = QuotaServiceClient::new(client.channel.clone())
@@ -104,8 +104,7 @@ pub async fn run(command: QuotaCommand, connect: &ConnectArgs) -> Result<(), Str
                     limits,
                     reset,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             print_quota(&quota, &OutputArgs::default())
         }

@@ -6,8 +6,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::receiver_service_client::ReceiverServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ReceiverCommand {
@@ -103,14 +104,18 @@ fn receiver_record(receiver: &pb::Receiver) -> Record {
 
 /// `KEY=VALUE` pairs as the JSON object text the service takes; a value
 /// that reads as JSON (`2`, `true`, `[1]`) is that value, else a string.
-fn params_json(pairs: &[String]) -> Result<String, String> {
+fn params_json(pairs: &[String]) -> Result<String, CliError> {
     let mut params = serde_json::Map::new();
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {
-            return Err(format!("--param {pair:?}: expected KEY=VALUE"));
+            return Err(CliError::Usage(format!(
+                "--param {pair:?}: expected KEY=VALUE"
+            )));
         };
         if key.trim().is_empty() {
-            return Err(format!("--param {pair:?}: the key is empty"));
+            return Err(CliError::Usage(format!(
+                "--param {pair:?}: the key is empty"
+            )));
         }
         let value = serde_json::from_str(value)
             .unwrap_or_else(|_| serde_json::Value::String(value.to_owned()));
@@ -119,7 +124,7 @@ fn params_json(pairs: &[String]) -> Result<String, String> {
     Ok(serde_json::Value::Object(params).to_string())
 }
 
-pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut receivers = ReceiverServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -143,16 +148,14 @@ pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), 
                     action,
                     ..pb::ListReceiversRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_list(&listed.receivers, receiver_row)
         }
         ReceiverCommand::Show { receiver, output } => {
             let found = receivers
                 .get_receiver(client.request(pb::GetReceiverRequest { id: receiver })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&receiver_record(&found))
         }
@@ -173,8 +176,7 @@ pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), 
                     action,
                     params,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&receiver_record(&made))
         }
@@ -197,8 +199,7 @@ pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), 
                     action,
                     params,
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&receiver_record(&updated))
         }
@@ -207,8 +208,7 @@ pub async fn run(command: ReceiverCommand, connect: &ConnectArgs) -> Result<(), 
                 .delete_receiver(client.request(pb::GetReceiverRequest {
                     id: receiver.clone(),
                 })?)
-                .await
-                .map_err(describe)?;
+                .await?;
             println!("receiver {receiver} deleted: its URL no longer works");
             Ok(())
         }

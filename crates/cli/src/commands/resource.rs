@@ -8,7 +8,8 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 use serde_json::Value;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ResourceCommand {
@@ -37,7 +38,7 @@ pub enum ResourceCommand {
     },
 }
 
-pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     match command {
         ResourceCommand::MarkUnhealthy {
             stack,
@@ -55,8 +56,7 @@ pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), 
             let marked = ResourceServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .mark_unhealthy(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!(
                 "{} ({}) in stack {}: {}  {}",
@@ -84,8 +84,7 @@ pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), 
             let answer = ResourceServiceClient::new(client.channel.clone())
                 .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
                 .signal(client.request(request)?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             println!("{}", answer.message);
             Ok(())
@@ -93,12 +92,11 @@ pub async fn run(command: ResourceCommand, connect: &ConnectArgs) -> Result<(), 
     }
 }
 
-fn parse_details(data: Option<&str>) -> Result<Value, String> {
+fn parse_details(data: Option<&str>) -> Result<Value, CliError> {
     match data {
         None => Ok(Value::Null),
-        Some(text) => {
-            serde_json::from_str(text).map_err(|error| format!("--data must be JSON: {error}"))
-        }
+        Some(text) => serde_json::from_str(text)
+            .map_err(|error| CliError::Usage(format!("--data must be JSON: {error}"))),
     }
 }
 
@@ -114,6 +112,9 @@ mod tests {
             Ok(serde_json::json!({"current": "alarm"}))
         );
         let error = parse_details(Some("{oops")).expect_err("not JSON");
-        assert!(error.starts_with("--data must be JSON"), "{error}");
+        assert!(
+            matches!(&error, CliError::Usage(message) if message.starts_with("--data must be JSON")),
+            "{error:?}"
+        );
     }
 }

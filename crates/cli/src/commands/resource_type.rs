@@ -6,8 +6,9 @@
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
 
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ResourceTypeCommand {
@@ -45,7 +46,7 @@ fn schema_record(schema: &pb::ResourceTypeSchema) -> Record {
         .field("attributes", Cell::object(schema.attributes.as_ref()))
 }
 
-pub async fn run(command: ResourceTypeCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ResourceTypeCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut stacks = StackServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -55,8 +56,7 @@ pub async fn run(command: ResourceTypeCommand, connect: &ConnectArgs) -> Result<
                 .list_resource_types(
                     client.request(pb::ListResourceTypesRequest { name_filter: name })?,
                 )
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             let names: Vec<TypeName> = listed.resource_types.into_iter().map(TypeName).collect();
             output.print_list(&names, type_row)
@@ -69,8 +69,7 @@ pub async fn run(command: ResourceTypeCommand, connect: &ConnectArgs) -> Result<
                 .get_resource_type_schema(
                     client.request(pb::GetResourceTypeSchemaRequest { resource_type })?,
                 )
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&schema_record(&schema))
         }

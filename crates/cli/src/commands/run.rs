@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{self, FlagOverrides, ListenOverride};
 use crate::dev::{self, DevCredentials, RunningEmber, ServiceName};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Args)]
 pub struct DevArgs {
@@ -35,7 +36,7 @@ pub async fn dev(
     config_file: Option<&Path>,
     data_dir: Option<PathBuf>,
     args: DevArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let flags = FlagOverrides {
         data_dir,
         gateway: args.listen.map(|listen| ListenOverride { listen }),
@@ -43,7 +44,7 @@ pub async fn dev(
             compute: config::ComputeOverride { driver },
         }),
     };
-    let config = config::load(config_file, &flags)?;
+    let config = config::load(config_file, &flags).map_err(CliError::Usage)?;
     ember_runtime::telemetry::init(&config.log);
     let secrets = dev::dev_secrets(&config)?;
     let data_dir = config.data_dir.clone();
@@ -75,7 +76,7 @@ pub async fn dev(
     if let Some(passwords) = passwords {
         print_identity(&running, &passwords, &data_dir);
     }
-    running.wait().await
+    Ok(running.wait().await?)
 }
 
 fn print_banner(
@@ -143,15 +144,15 @@ pub async fn serve(
     config_file: Option<&Path>,
     data_dir: Option<PathBuf>,
     args: ServeArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let flags = FlagOverrides {
         data_dir,
         gateway: None,
         engine: None,
     };
-    let config = config::load(config_file, &flags)?;
+    let config = config::load(config_file, &flags).map_err(CliError::Usage)?;
     ember_runtime::telemetry::init(&config.log);
-    let secrets = config.required_secrets()?;
+    let secrets = config.required_secrets().map_err(CliError::Usage)?;
     let address = args.listen.unwrap_or(match args.service {
         ServiceName::ApiGateway => config.gateway.listen,
         ServiceName::Engine => config.engine.listen,
@@ -164,5 +165,5 @@ pub async fn serve(
     tracing::info!(service = args.service.as_str(), %address, "starting");
     dev::serve_one(args.service, &config, &secrets, listener, shutdown)
         .await
-        .map_err(|error| format!("{}: {error}", args.service.as_str()))
+        .map_err(|error| CliError::Failed(format!("{}: {error}", args.service.as_str())))
 }

@@ -8,6 +8,7 @@ use ember_runtime::auth::TokenSigner;
 
 use crate::config::{self, EmberConfig, FlagOverrides, Secrets};
 use crate::dev::DEV_SECRETS_FILE;
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum TokenCommand {
@@ -32,7 +33,7 @@ pub fn run(
     config_file: Option<&Path>,
     data_dir: Option<PathBuf>,
     command: TokenCommand,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     match command {
         TokenCommand::Issue {
             user,
@@ -47,16 +48,17 @@ pub fn run(
                     gateway: None,
                     engine: None,
                 },
-            )?;
+            )
+            .map_err(CliError::Usage)?;
             let signing_key = signing_key(&config, config_file)?;
             let ttl = ttl.unwrap_or(Duration::from_secs(config.auth.token_ttl_secs));
             // Revoking a user's or project's tokens is remembered this long.
             let longest = ember_api_gateway::identity::MAX_TOKEN_LIFETIME;
             if ttl > longest {
-                return Err(format!(
+                return Err(CliError::Usage(format!(
                     "--ttl: at most {} days (a token must not outlive the revocations of its user or project)",
                     longest.as_secs() / 86_400
-                ));
+                )));
             }
             let identity = Identity::new(user, project, roles);
             let token = TokenSigner::new(&signing_key)
@@ -71,7 +73,7 @@ pub fn run(
 /// The key tokens are signed with: the configured `auth.signing_key`, else
 /// the one an `ember dev` keeps in its data directory. Never a new one: a
 /// token signed with a key no server has would be refused by every server.
-fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<String, String> {
+fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<String, CliError> {
     if let Some(key) = &config.auth.signing_key {
         return Ok(key.clone());
     }
@@ -80,7 +82,7 @@ fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<Strin
     match std::fs::read_to_string(&dev_secrets) {
         Ok(text) => serde_json::from_str::<Secrets>(&text)
             .map(|secrets| secrets.signing_key)
-            .map_err(|error| format!("{}: {error}", dev_secrets.display())),
+            .map_err(|error| CliError::Usage(format!("{}: {error}", dev_secrets.display()))),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let configuration = match config_file
                 .map(Path::to_path_buf)
@@ -89,14 +91,17 @@ fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<Strin
                 Some(file) => format!("not in {}, ", file.display()),
                 None => "no --config file, ".to_owned(),
             };
-            Err(format!(
+            Err(CliError::Usage(format!(
                 "no signing key: auth.signing_key is not configured ({configuration}EMBER_AUTH__SIGNING_KEY not set) \
                  and there is no {} (not an `ember dev` data directory): set EMBER_AUTH__SIGNING_KEY to the \
                  deployment's key, or pass --data-dir of the running `ember dev`",
                 dev_secrets.display()
-            ))
+            )))
         }
-        Err(error) => Err(format!("cannot read {}: {error}", dev_secrets.display())),
+        Err(error) => Err(CliError::Failed(format!(
+            "cannot read {}: {error}",
+            dev_secrets.display()
+        ))),
     }
 }
 

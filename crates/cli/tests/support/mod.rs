@@ -171,6 +171,19 @@ pub fn fail(args: &[&str], data_dir: &Path) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Runs a command that must fail with exit `code` (docs/guide/calling.md,
+/// "Exit codes") and returns its stderr.
+pub fn fail_with(code: i32, args: &[&str], data_dir: &Path) -> String {
+    let output = ember(args, data_dir);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "ember {args:?}: {}",
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// Writes under `dir` an `ember.instance` 1.0 profile spec and a
 /// deletion-1.1 policy spec (OLDEST_FIRST) whose hook is the queue `drain`
 /// with `timeout` seconds, and returns the `ember` commands that make the

@@ -9,9 +9,10 @@ use ember_proto::engine::v1::action_service_client::ActionServiceClient;
 
 use super::display::{action_record, action_row};
 use super::progress::Progress;
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::OutputArgs;
 use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -42,7 +43,7 @@ pub enum ActionCommand {
     },
 }
 
-pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let mut actions = ActionServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -61,8 +62,7 @@ pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), St
                     marker: String::new(),
                     ..pb::ListActionsRequest::default()
                 })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner()
                 .actions;
             output.print_list(&listed, action_row)
@@ -70,8 +70,7 @@ pub async fn run(command: ActionCommand, connect: &ConnectArgs) -> Result<(), St
         ActionCommand::Show { action, output } => {
             let action = actions
                 .get_action(client.request(pb::GetObjectRequest { id: action })?)
-                .await
-                .map_err(describe)?
+                .await?
                 .into_inner();
             output.print_record(&action_record(&action))
         }
@@ -84,7 +83,7 @@ pub async fn wait_for_action(
     client: &Client,
     action_id: &str,
     wait: &WaitArgs,
-) -> Result<pb::Action, String> {
+) -> Result<pb::Action, CliError> {
     let deadline = Instant::now() + wait.timeout();
     let mut actions = ActionServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES);
@@ -95,27 +94,26 @@ pub async fn wait_for_action(
             .get_action(client.request(pb::GetObjectRequest {
                 id: action_id.to_owned(),
             })?)
-            .await
-            .map_err(describe)?
+            .await?
             .into_inner();
         progress.report(client, &action).await?;
         if FINAL_ACTION_STATUSES.contains(&action.status.as_str()) {
             if action.status == "SUCCEEDED" {
                 return Ok(action);
             }
-            return Err(format!(
+            return Err(CliError::Failed(format!(
                 "action {} ({}) is {}: {}",
                 action.id, action.action, action.status, action.status_reason
-            ));
+            )));
         }
         if !told_about_hooks && action.status == "WAITING" {
             told_about_hooks = tell_about_hooks(&action);
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(CliError::TimedOut(format!(
                 "action {} ({}) still {} after {} s: stopped waiting (it goes on)",
                 action.id, action.action, action.status, wait.wait_timeout
-            ));
+            )));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }

@@ -10,9 +10,10 @@ use ember_proto::engine::v1 as pb;
 use super::actions::wait_for_action;
 use super::clusters::{get, service};
 use super::display::cluster_record;
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::OutputArgs;
 use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 /// One change to a cluster, as the request that starts it.
 pub enum ClusterChange {
@@ -28,7 +29,7 @@ pub enum ClusterChange {
 }
 
 impl ClusterChange {
-    async fn send(self, client: &Client) -> Result<pb::ClusterActionResponse, String> {
+    async fn send(self, client: &Client) -> Result<pb::ClusterActionResponse, CliError> {
         let mut clusters = service(client);
         let response = match self {
             ClusterChange::Create(request) => {
@@ -47,7 +48,7 @@ impl ClusterChange {
             ClusterChange::Check(request) => clusters.check(client.request(request)?).await,
             ClusterChange::Recover(request) => clusters.recover(client.request(request)?).await,
         };
-        Ok(response.map_err(describe)?.into_inner())
+        Ok(response?.into_inner())
     }
 }
 
@@ -57,12 +58,12 @@ pub async fn start(
     change: ClusterChange,
     wait: &WaitArgs,
     connect: &ConnectArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let response = change.send(&client).await?;
     let cluster = response
         .cluster
-        .ok_or("the engine answered without the cluster")?;
+        .ok_or_else(|| CliError::Failed("the engine answered without the cluster".to_owned()))?;
     if !wait.wait {
         // The cluster as it was when the action was accepted would be
         // stale: say what runs and how to follow it instead.
@@ -86,7 +87,7 @@ pub fn print_accepted(cluster: &str, action_id: &str) {
 }
 
 /// A cluster a command changed, with the action it started.
-pub fn print_changed(cluster: &pb::Cluster, action_id: &str) -> Result<(), String> {
+pub fn print_changed(cluster: &pb::Cluster, action_id: &str) -> Result<(), CliError> {
     OutputArgs::default()
         .print_record(&cluster_record(cluster, &[], &[]).field("action", action_id))
 }

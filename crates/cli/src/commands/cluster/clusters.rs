@@ -10,22 +10,22 @@ use tonic::transport::Channel;
 use super::actions::wait_for_action;
 use super::changes::{print_accepted, print_changed};
 use super::display::{cluster_row, print_cluster};
-use crate::client::{Client, ConnectArgs, DevIdentity, describe};
+use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::OutputArgs;
 use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 pub fn service(client: &Client) -> ClusterServiceClient<Channel> {
     ClusterServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
 }
 
-pub async fn get(client: &Client, name_or_id: &str) -> Result<pb::Cluster, String> {
+pub async fn get(client: &Client, name_or_id: &str) -> Result<pb::Cluster, CliError> {
     Ok(service(client)
         .get_cluster(client.request(pb::GetObjectRequest {
             id: name_or_id.to_owned(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner())
 }
 
@@ -34,7 +34,7 @@ pub async fn list(
     limit: u32,
     output: &OutputArgs,
     connect: &ConnectArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let response = service(&client)
         .list_clusters(client.request(pb::ListObjectsRequest {
@@ -43,20 +43,18 @@ pub async fn list(
             name: name.unwrap_or_default(),
             ..pb::ListObjectsRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_list(&response.clusters, cluster_row)
 }
 
 /// Locks the cluster (or changes or renews its lock) and says how it is
 /// locked now.
-pub async fn lock(request: pb::LockClusterRequest, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn lock(request: pb::LockClusterRequest, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let cluster = service(&client)
         .lock_cluster(client.request(request)?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     println!(
         "cluster {} locked ({})",
@@ -66,21 +64,24 @@ pub async fn lock(request: pb::LockClusterRequest, connect: &ConnectArgs) -> Res
     Ok(())
 }
 
-pub async fn unlock(cluster: &str, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn unlock(cluster: &str, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let cluster = service(&client)
         .unlock_cluster(client.request(pb::GetObjectRequest {
             id: cluster.to_owned(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     println!("cluster {} unlocked", cluster.name);
     Ok(())
 }
 
 /// One cluster with its nodes and the policies attached to it.
-pub async fn show(cluster: &str, output: &OutputArgs, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn show(
+    cluster: &str,
+    output: &OutputArgs,
+    connect: &ConnectArgs,
+) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let cluster = get(&client, cluster).await?;
     let nodes = NodeServiceClient::new(client.channel.clone())
@@ -91,29 +92,26 @@ pub async fn show(cluster: &str, output: &OutputArgs, connect: &ConnectArgs) -> 
             marker: String::new(),
             ..pb::ListNodesRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner()
         .nodes;
     let policies = service(&client)
         .list_cluster_policies(client.request(pb::GetObjectRequest {
             id: cluster.id.clone(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner()
         .policies;
     print_cluster(output, &cluster, &nodes, &policies)
 }
 
-pub async fn delete(cluster: &str, wait: &WaitArgs, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn delete(cluster: &str, wait: &WaitArgs, connect: &ConnectArgs) -> Result<(), CliError> {
     let client = Client::connect(connect, DevIdentity::Member).await?;
     let response = service(&client)
         .delete_cluster(client.request(pb::GetObjectRequest {
             id: cluster.to_owned(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     if !wait.wait {
         print_accepted(cluster, &response.action_id);

@@ -6,6 +6,7 @@ use ember_proto::engine::v1 as pb;
 use serde_json::Value;
 
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 /// `-1` (unlimited) reads as `unlimited` in a table.
 fn max_size_cell(max_size: i32) -> Cell {
@@ -166,7 +167,7 @@ pub fn print_cluster(
     cluster: &pb::Cluster,
     nodes: &[pb::Node],
     policies: &[pb::ClusterPolicy],
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     output.print_record(&cluster_record(cluster, nodes, policies))?;
     if output.is_whole_table() {
         println!();

@@ -27,6 +27,7 @@ use self::changes::ClusterChange;
 use crate::client::ConnectArgs;
 use crate::commands::output::OutputArgs;
 pub use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AdjustmentType {
@@ -221,7 +222,7 @@ pub enum ClusterCommand {
     },
 }
 
-pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     // Every command but these few starts a change the engine runs as an
     // action, and all of those end the same way.
     let (change, wait) = match command {
@@ -299,8 +300,7 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
                     operation: operation.clone(),
                     count,
                 })?)
-                .await
-                .map_err(crate::client::describe)?
+                .await?
                 .into_inner();
             for action in &answer.queued_behind {
                 println!(
@@ -343,8 +343,8 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), S
         } => {
             if adjustment_type.is_none() && min_size.is_none() && max_size.is_none() {
                 return Err(
-                    "nothing to resize: give --adjustment-type with --number, --min-size or --max-size"
-                        .to_owned(),
+                    CliError::Usage("nothing to resize: give --adjustment-type with --number, --min-size or --max-size"
+                        .to_owned()),
                 );
             }
             let request = pb::ResizeRequest {

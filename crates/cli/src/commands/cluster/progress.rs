@@ -10,6 +10,7 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::node_service_client::NodeServiceClient;
 
 use crate::client::Client;
+use crate::error::CliError;
 
 /// The most nodes one poll reads (the API's page limit).
 const NODE_PAGE: u32 = 1000;
@@ -37,7 +38,7 @@ impl Progress {
     }
 
     /// Shows what changed since the last poll.
-    pub async fn report(&mut self, client: &Client, action: &pb::Action) -> Result<(), String> {
+    pub async fn report(&mut self, client: &Client, action: &pb::Action) -> Result<(), CliError> {
         let state = (action.status.clone(), action.status_reason.clone());
         if self.action.as_ref() != Some(&state) {
             let reason = if action.status_reason.is_empty() {

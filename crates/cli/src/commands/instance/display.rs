@@ -7,6 +7,7 @@ use ember_proto::engine::v1 as pb;
 use serde_json::Value;
 
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 pub fn status_name(status: i32) -> String {
     pb::InstanceStatus::try_from(status)
@@ -109,6 +110,6 @@ pub fn instance_row(instance: &pb::Instance) -> Record {
 }
 
 /// An instance a command changed or waited for, as a table.
-pub fn print_instance(instance: &pb::Instance) -> Result<(), String> {
+pub fn print_instance(instance: &pb::Instance) -> Result<(), CliError> {
     OutputArgs::default().print_record(&instance_record(instance))
 }

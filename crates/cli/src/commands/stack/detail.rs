@@ -6,8 +6,9 @@ use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::event_service_client::EventServiceClient;
 use ember_proto::engine::v1::resource_service_client::ResourceServiceClient;
 
-use crate::client::{Client, describe};
+use crate::client::Client;
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ResourceCommand {
@@ -78,7 +79,7 @@ pub fn event_record(event: &pb::Event) -> Record {
         .field("time", Cell::time(event.created_at.as_ref()))
 }
 
-pub async fn resource(client: &Client, command: ResourceCommand) -> Result<(), String> {
+pub async fn resource(client: &Client, command: ResourceCommand) -> Result<(), CliError> {
     let ResourceCommand::Show {
         stack,
         resource,
@@ -92,13 +93,12 @@ pub async fn resource(client: &Client, command: ResourceCommand) -> Result<(), S
             resource_name: resource,
             attributes,
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_record(&resource_record(&found))
 }
 
-pub async fn event(client: &Client, command: EventCommand) -> Result<(), String> {
+pub async fn event(client: &Client, command: EventCommand) -> Result<(), CliError> {
     let EventCommand::Show {
         stack,
         resource,
@@ -112,8 +112,7 @@ pub async fn event(client: &Client, command: EventCommand) -> Result<(), String>
             resource_name: resource,
             event_id: event,
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_record(&event_record(&found))
 }

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 
 use super::lifecycle::pretty;
 use super::{format_time, watch};
-use crate::client::{Client, describe};
+use crate::client::Client;
 use crate::commands::output::{Cell, OutputArgs, Record};
+use crate::error::CliError;
 
 fn stacks(client: &Client) -> StackServiceClient<tonic::transport::Channel> {
     StackServiceClient::new(client.channel.clone())
@@ -42,7 +43,7 @@ pub async fn list(
     nested: bool,
     limit: u32,
     output: &OutputArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let response = stacks(client)
         .list_stacks(client.request(pb::ListStacksRequest {
             limit,
@@ -51,8 +52,7 @@ pub async fn list(
             show_nested: nested,
             locked: None,
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_list(&response.stacks, stack_row)
 }
@@ -140,11 +140,10 @@ fn stack_record(stack: &pb::Stack) -> Record {
         )
 }
 
-pub async fn show(client: &Client, stack: String, output: &OutputArgs) -> Result<(), String> {
+pub async fn show(client: &Client, stack: String, output: &OutputArgs) -> Result<(), CliError> {
     let stack = stacks(client)
         .get_stack(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_record(&stack_record(&stack))
 }
@@ -154,7 +153,7 @@ pub async fn resources(
     stack: String,
     nested_depth: u32,
     output: &OutputArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let response = ResourceServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_resources(client.request(pb::ListResourcesRequest {
@@ -162,8 +161,7 @@ pub async fn resources(
             nested_depth,
             ..pb::ListResourcesRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_list(&response.resources, resource_row)
 }
@@ -194,7 +192,7 @@ pub async fn events(
     nested_depth: u32,
     limit: u32,
     output: &OutputArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let response = EventServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_events(client.request(pb::ListEventsRequest {
@@ -204,8 +202,7 @@ pub async fn events(
             limit,
             ..pb::ListEventsRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     // Without -f or -c, one line per event, as `openstack stack event list`
     // prints them (and `--wait` does).
@@ -223,12 +220,11 @@ pub async fn outputs(
     stack: String,
     key: Option<String>,
     output: &OutputArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if let Some(output_key) = key {
         let found = stacks(client)
             .get_output(client.request(pb::GetOutputRequest { stack, output_key })?)
-            .await
-            .map_err(describe)?
+            .await?
             .into_inner();
         // With -f or -c, the output as a record; else its bare value.
         if !output.is_whole_table() {
@@ -236,10 +232,10 @@ pub async fn outputs(
         }
         let output = found;
         if !output.output_error.is_empty() {
-            return Err(format!(
+            return Err(CliError::Failed(format!(
                 "output {} has no value: {}",
                 output.output_key, output.output_error
-            ));
+            )));
         }
         match optional_value_to_json(output.output_value.as_ref()) {
             Value::String(text) => println!("{text}"),
@@ -249,8 +245,7 @@ pub async fn outputs(
     }
     let response = stacks(client)
         .list_outputs(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     output.print_list(&response.outputs, output_row)
 }
@@ -273,11 +268,10 @@ fn output_row(output: &pb::Output) -> Record {
         .field("description", output.description.as_str())
 }
 
-pub async fn template(client: &Client, stack: String) -> Result<(), String> {
+pub async fn template(client: &Client, stack: String) -> Result<(), CliError> {
     let stored = stacks(client)
         .get_stack_template(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     let template = struct_to_json(stored.template.as_ref());
     let yaml = serde_yaml_ng::to_string(&template)

@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::template_files::{self, TemplateBundle};
 use super::{WaitArgs, watch};
-use crate::client::{Client, describe};
+use crate::client::Client;
+use crate::error::CliError;
 
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
@@ -109,7 +110,7 @@ async fn follow(
     stack: &pb::Stack,
     marker: String,
     wait: &WaitArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     if !wait.wait {
         println!(
             "stack {} {}  (id {})",
@@ -121,7 +122,7 @@ async fn follow(
     watch::conclude(&stack.name, settled)
 }
 
-pub async fn create(client: &Client, args: CreateArgs) -> Result<(), String> {
+pub async fn create(client: &Client, args: CreateArgs) -> Result<(), CliError> {
     let TemplateBundle {
         template,
         files,
@@ -141,20 +142,21 @@ pub async fn create(client: &Client, args: CreateArgs) -> Result<(), String> {
     };
     let stack = stacks(client)
         .create_stack(client.request(request)?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &stack, String::new(), &args.wait).await
 }
 
-pub async fn update(client: &Client, args: UpdateArgs) -> Result<(), String> {
+pub async fn update(client: &Client, args: UpdateArgs) -> Result<(), CliError> {
     if args.template.is_none() && !args.existing {
-        return Err(
+        return Err(CliError::Usage(
             "give the new template with -t, or --existing to keep the current one".to_owned(),
-        );
+        ));
     }
     if !args.clear_parameters.is_empty() && !args.existing {
-        return Err("--clear-parameter needs --existing".to_owned());
+        return Err(CliError::Usage(
+            "--clear-parameter needs --existing".to_owned(),
+        ));
     }
     let bundle = template_files::load(args.template.as_deref(), &args.inputs.environments)?;
     let parameters = template_files::parse_parameters(&args.inputs.parameters)?;
@@ -173,8 +175,7 @@ pub async fn update(client: &Client, args: UpdateArgs) -> Result<(), String> {
     };
     let stack = stacks(client)
         .update_stack(client.request(request)?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &stack, marker, &args.wait).await
 }
@@ -185,25 +186,23 @@ pub async fn wait(
     client: &Client,
     stack: String,
     timeout: std::time::Duration,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let found = stacks(client)
         .get_stack(client.request(pb::GetStackRequest {
             stack: stack.clone(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     let marker = watch::latest_event_id(client, &found.id).await?;
     let settled = watch::wait_until_settled(client, &found.id, marker, timeout).await?;
     watch::conclude(&found.name, settled)
 }
 
-pub async fn delete(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), String> {
+pub async fn delete(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), CliError> {
     let marker = watch::latest_event_id(client, &stack).await?;
     let deleting = stacks(client)
         .delete_stack(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     if !wait.wait {
         println!("stack {} {}", deleting.name, deleting.stack_status);
@@ -223,15 +222,14 @@ pub async fn action(
     stack: String,
     kind: pb::StackActionKind,
     wait: &WaitArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let marker = watch::latest_event_id(client, &stack).await?;
     let started = stacks(client)
         .run_stack_action(client.request(pb::StackActionRequest {
             stack,
             action: kind as i32,
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &started, marker, wait).await
 }
@@ -240,22 +238,20 @@ pub async fn lock(
     client: &Client,
     request: pb::LockStackRequest,
     wait: &WaitArgs,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let marker = watch::latest_event_id(client, &request.stack).await?;
     let started = stacks(client)
         .lock_stack(client.request(request)?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &started, marker, wait).await
 }
 
-pub async fn unlock(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), String> {
+pub async fn unlock(client: &Client, stack: String, wait: &WaitArgs) -> Result<(), CliError> {
     let marker = watch::latest_event_id(client, &stack).await?;
     let started = stacks(client)
         .unlock_stack(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &started, marker, wait).await
 }
@@ -263,14 +259,13 @@ pub async fn unlock(client: &Client, stack: String, wait: &WaitArgs) -> Result<(
 /// Says whether `operation` would be allowed on `stack` now, with the lock
 /// that stops it. Not allowed is an error, so scripts can test the exit
 /// code: `ember stack allowed web delete && ember stack delete web`.
-pub async fn allowed(client: &Client, stack: String, operation: String) -> Result<(), String> {
+pub async fn allowed(client: &Client, stack: String, operation: String) -> Result<(), CliError> {
     let answer = stacks(client)
         .check_operation(client.request(pb::CheckOperationRequest {
             stack: stack.clone(),
             operation: operation.clone(),
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     let verdict = crate::commands::print_allowed(
         &format!("stack {stack}"),
@@ -295,31 +290,32 @@ pub async fn allowed(client: &Client, stack: String, operation: String) -> Resul
     verdict
 }
 
-pub async fn abandon(client: &Client, stack: String) -> Result<(), String> {
+pub async fn abandon(client: &Client, stack: String) -> Result<(), CliError> {
     let response = stacks(client)
         .abandon_stack(client.request(pb::GetStackRequest { stack })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     let data = struct_to_json(response.data.as_ref());
     println!("{}", pretty(&data));
     Ok(())
 }
 
-pub async fn adopt(client: &Client, args: AdoptArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.data)
-        .map_err(|error| format!("cannot read {}: {error}", args.data.display()))?;
-    let data: Value = serde_json::from_str(&text)
-        .map_err(|error| format!("{} is not JSON: {error}", args.data.display()))?;
+pub async fn adopt(client: &Client, args: AdoptArgs) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(&args.data).map_err(|error| {
+        CliError::Usage(format!("cannot read {}: {error}", args.data.display()))
+    })?;
+    let data: Value = serde_json::from_str(&text).map_err(|error| {
+        CliError::Usage(format!("{} is not JSON: {error}", args.data.display()))
+    })?;
     // As in heat, the adopted stack's template is the one in the data.
     let template = match data.get("template") {
         Some(Value::String(template)) => template.clone(),
         Some(template @ Value::Object(_)) => template.to_string(),
         _ => {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "{} has no template: pass what `ember stack abandon` printed",
                 args.data.display()
-            ));
+            )));
         }
     };
     // The stack is rebuilt from what it was made of: parameters,
@@ -358,13 +354,12 @@ pub async fn adopt(client: &Client, args: AdoptArgs) -> Result<(), String> {
     };
     let stack = stacks(client)
         .create_stack(client.request(request)?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     follow(client, &stack, String::new(), &args.wait).await
 }
 
-pub async fn validate(client: &Client, args: ValidateArgs) -> Result<(), String> {
+pub async fn validate(client: &Client, args: ValidateArgs) -> Result<(), CliError> {
     let bundle = template_files::load(Some(&args.template), &args.inputs.environments)?;
     let parameters = template_files::parse_parameters(&args.inputs.parameters)?;
     let response = stacks(client)
@@ -376,8 +371,7 @@ pub async fn validate(client: &Client, args: ValidateArgs) -> Result<(), String>
             parameters: Some(map_to_struct(parameters)),
             show_nested: args.show_nested,
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     let report = ember_api_gateway::rest::orchestration::validation_view(&response);
     println!("{}", pretty(&report));

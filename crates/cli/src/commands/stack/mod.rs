@@ -12,6 +12,7 @@ mod watch;
 use crate::client::{Client, ConnectArgs, DevIdentity};
 use crate::commands::output::OutputArgs;
 pub use crate::commands::wait::WaitArgs;
+use crate::error::CliError;
 
 pub use lifecycle::{AdoptArgs, CreateArgs, UpdateArgs, ValidateArgs};
 
@@ -145,11 +146,11 @@ pub struct ActionArgs {
     wait: WaitArgs,
 }
 
-async fn client(connect: &ConnectArgs) -> Result<Client, String> {
+async fn client(connect: &ConnectArgs) -> Result<Client, CliError> {
     Client::connect(connect, DevIdentity::Member).await
 }
 
-pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), String> {
+pub async fn run(command: StackCommand, connect: &ConnectArgs) -> Result<(), CliError> {
     use ember_proto::engine::v1::StackActionKind;
     match command {
         StackCommand::List {
@@ -234,7 +235,7 @@ async fn run_action(
     connect: &ConnectArgs,
     args: ActionArgs,
     kind: ember_proto::engine::v1::StackActionKind,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     let client = client(connect).await?;
     lifecycle::action(&client, args.stack, kind, &args.wait).await
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::error::CliError;
+
 /// What a template and its environments bring to a stack request.
 #[derive(Debug, Default, PartialEq)]
 pub struct TemplateBundle {
@@ -26,7 +28,7 @@ pub struct TemplateBundle {
 const TEMPLATE_SUFFIXES: &[&str] = &[".yaml", ".yml", ".template"];
 
 /// Reads `template` (optional for a PATCH) and `environments`.
-pub fn load(template: Option<&Path>, environments: &[PathBuf]) -> Result<TemplateBundle, String> {
+pub fn load(template: Option<&Path>, environments: &[PathBuf]) -> Result<TemplateBundle, CliError> {
     let mut files = HashMap::new();
     let template = match template {
         Some(path) => process_template(path, &mut files)?,
@@ -46,40 +48,44 @@ pub fn load(template: Option<&Path>, environments: &[PathBuf]) -> Result<Templat
     })
 }
 
-fn read(path: &Path) -> Result<String, String> {
+fn read(path: &Path) -> Result<String, CliError> {
     std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))
+        .map_err(|error| CliError::Usage(format!("cannot read {}: {error}", path.display())))
 }
 
-fn parse_document(path: &Path, text: &str) -> Result<Value, String> {
-    serde_yaml_ng::from_str::<Value>(text)
-        .map_err(|error| format!("{} is not valid YAML or JSON: {error}", path.display()))
+fn parse_document(path: &Path, text: &str) -> Result<Value, CliError> {
+    serde_yaml_ng::from_str::<Value>(text).map_err(|error| {
+        CliError::Usage(format!(
+            "{} is not valid YAML or JSON: {error}",
+            path.display()
+        ))
+    })
 }
 
 /// `file:///absolute/path` of a local file.
-fn file_url(path: &Path) -> Result<String, String> {
+fn file_url(path: &Path) -> Result<String, CliError> {
     let absolute = std::fs::canonicalize(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        .map_err(|error| CliError::Usage(format!("cannot read {}: {error}", path.display())))?;
     Ok(format!("file://{}", absolute.display()))
 }
 
 /// The file a reference names, relative to the directory of the file that
 /// names it; only local files can be read.
-fn referenced_path(reference: &str, base_dir: &Path) -> Result<PathBuf, String> {
+fn referenced_path(reference: &str, base_dir: &Path) -> Result<PathBuf, CliError> {
     if let Some(path) = reference.strip_prefix("file://") {
         return Ok(PathBuf::from(path));
     }
     if reference.contains("://") {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{reference:?}: only local files can be sent with a stack; download it first"
-        ));
+        )));
     }
     Ok(base_dir.join(reference))
 }
 
-fn base_dir(path: &Path) -> Result<PathBuf, String> {
+fn base_dir(path: &Path) -> Result<PathBuf, CliError> {
     let absolute = std::fs::canonicalize(path)
-        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        .map_err(|error| CliError::Usage(format!("cannot read {}: {error}", path.display())))?;
     Ok(absolute
         .parent()
         .map(Path::to_path_buf)
@@ -87,13 +93,13 @@ fn base_dir(path: &Path) -> Result<PathBuf, String> {
 }
 
 /// Reads a template, collects what it references, returns it as JSON text.
-fn process_template(path: &Path, files: &mut HashMap<String, String>) -> Result<String, String> {
+fn process_template(path: &Path, files: &mut HashMap<String, String>) -> Result<String, CliError> {
     let mut document = parse_document(path, &read(path)?)?;
     if !document.is_object() {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{} is not a template: it is not a mapping",
             path.display()
-        ));
+        )));
     }
     let base = base_dir(path)?;
     collect_references(&mut document, &base, files)?;
@@ -120,7 +126,7 @@ fn collect_references(
     node: &mut Value,
     base: &Path,
     files: &mut HashMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     match node {
         Value::Array(items) => {
             for item in items {
@@ -152,7 +158,7 @@ fn store_file(
     base: &Path,
     is_template: bool,
     files: &mut HashMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, CliError> {
     let path = referenced_path(reference, base)?;
     let url = file_url(&path)?;
     if files.contains_key(&url) {
@@ -173,13 +179,16 @@ fn store_file(
 
 /// Reads an environment, collects the templates its `resource_registry`
 /// maps types to, returns it as JSON text.
-fn process_environment(path: &Path, files: &mut HashMap<String, String>) -> Result<String, String> {
+fn process_environment(
+    path: &Path,
+    files: &mut HashMap<String, String>,
+) -> Result<String, CliError> {
     let mut document = parse_document(path, &read(path)?)?;
     let Value::Object(environment) = &mut document else {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "{} is not an environment: it is not a mapping",
             path.display()
-        ));
+        )));
     };
     let base = base_dir(path)?;
     if let Some(Value::Object(registry)) = environment.get_mut("resource_registry") {
@@ -196,7 +205,7 @@ fn rewrite_registry(
     registry: &mut Map<String, Value>,
     base: &Path,
     files: &mut HashMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     for (key, value) in registry.iter_mut() {
         match value {
             Value::String(target)
@@ -216,14 +225,16 @@ fn rewrite_registry(
 }
 
 /// `-P key=value` parameters (`;` separates several in one, as in heat).
-pub fn parse_parameters(pairs: &[String]) -> Result<Map<String, Value>, String> {
+pub fn parse_parameters(pairs: &[String]) -> Result<Map<String, Value>, CliError> {
     let mut parameters = Map::new();
     for pair in pairs.iter().flat_map(|pair| pair.split(';')) {
         if pair.trim().is_empty() {
             continue;
         }
         let Some((key, value)) = pair.split_once('=') else {
-            return Err(format!("parameter {pair:?} must be KEY=VALUE"));
+            return Err(CliError::Usage(format!(
+                "parameter {pair:?} must be KEY=VALUE"
+            )));
         };
         parameters.insert(key.trim().to_owned(), Value::String(value.to_owned()));
     }
@@ -320,16 +331,25 @@ mod tests {
             "heat_template_version: 2018-08-31\noutputs:\n  o:\n    value: {get_file: missing.txt}\n",
         );
         let error = load(Some(&main), &[]).expect_err("missing");
-        assert!(error.contains("missing.txt"), "{error}");
+        assert!(
+            matches!(&error, CliError::Usage(message) if message.contains("missing.txt")),
+            "{error:?}"
+        );
         let remote = write(
             dir.path(),
             "remote.yaml",
             "heat_template_version: 2018-08-31\noutputs:\n  o:\n    value: {get_file: 'https://example.org/x'}\n",
         );
         let error = load(Some(&remote), &[]).expect_err("remote");
-        assert!(error.contains("only local files"), "{error}");
+        assert!(
+            matches!(&error, CliError::Usage(message) if message.contains("only local files")),
+            "{error:?}"
+        );
         let error = load(Some(&dir.path().join("absent.yaml")), &[]).expect_err("absent");
-        assert!(error.contains("absent.yaml"), "{error}");
+        assert!(
+            matches!(&error, CliError::Usage(message) if message.contains("absent.yaml")),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -11,13 +11,14 @@ use ember_proto::engine::v1::event_service_client::EventServiceClient;
 use ember_proto::engine::v1::stack_service_client::StackServiceClient;
 
 use super::format_time;
-use crate::client::{Client, describe};
+use crate::client::Client;
+use crate::error::CliError;
 
 const POLL_INTERVAL: Duration = Duration::from_millis(200);
 const EVENT_PAGE: u32 = 100;
 
 /// The id of the stack's newest event, so a wait prints only what follows.
-pub async fn latest_event_id(client: &Client, stack: &str) -> Result<String, String> {
+pub async fn latest_event_id(client: &Client, stack: &str) -> Result<String, CliError> {
     let page = EventServiceClient::new(client.channel.clone())
         .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
         .list_events(client.request(pb::ListEventsRequest {
@@ -26,8 +27,7 @@ pub async fn latest_event_id(client: &Client, stack: &str) -> Result<String, Str
             descending: true,
             ..pb::ListEventsRequest::default()
         })?)
-        .await
-        .map_err(describe)?
+        .await?
         .into_inner();
     Ok(page
         .events
@@ -43,7 +43,7 @@ pub async fn wait_until_settled(
     stack_id: &str,
     mut marker: String,
     timeout: Duration,
-) -> Result<Option<pb::Stack>, String> {
+) -> Result<Option<pb::Stack>, CliError> {
     let deadline = Instant::now() + timeout;
     loop {
         let found = StackServiceClient::new(client.channel.clone())
@@ -61,16 +61,16 @@ pub async fn wait_until_settled(
                     return Ok(Some(stack));
                 }
                 if Instant::now() >= deadline {
-                    return Err(format!(
+                    return Err(CliError::TimedOut(format!(
                         "stack {} still {} after {} s: stopped waiting (it goes on)",
                         stack.name,
                         stack.stack_status,
                         timeout.as_secs()
-                    ));
+                    )));
                 }
             }
             Err(status) if status.code() == tonic::Code::NotFound => return Ok(None),
-            Err(status) => return Err(describe(status)),
+            Err(status) => return Err(CliError::from(status)),
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
@@ -80,7 +80,7 @@ async fn print_new_events(
     client: &Client,
     stack_id: &str,
     marker: &mut String,
-) -> Result<(), String> {
+) -> Result<(), CliError> {
     loop {
         let page = EventServiceClient::new(client.channel.clone())
             .max_decoding_message_size(ember_runtime::server::MAX_MESSAGE_BYTES)
@@ -95,7 +95,7 @@ async fn print_new_events(
             Ok(page) => page.into_inner(),
             // A deleted stack's events may go with it.
             Err(status) if status.code() == tonic::Code::NotFound => return Ok(()),
-            Err(status) => return Err(describe(status)),
+            Err(status) => return Err(CliError::from(status)),
         };
         for event in &page.events {
             println!("{}", event_line(event));
@@ -123,16 +123,18 @@ pub fn event_line(event: &pb::Event) -> String {
 }
 
 /// The final line, or the error that makes the command fail.
-pub fn conclude(name: &str, settled: Option<pb::Stack>) -> Result<(), String> {
+pub fn conclude(name: &str, settled: Option<pb::Stack>) -> Result<(), CliError> {
     match settled {
         None => {
             println!("stack {name} deleted");
             Ok(())
         }
-        Some(stack) if stack.status == pb::ActionStatus::Failed as i32 => Err(format!(
-            "stack {} {}: {}",
-            stack.name, stack.stack_status, stack.status_reason
-        )),
+        Some(stack) if stack.status == pb::ActionStatus::Failed as i32 => {
+            Err(CliError::Failed(format!(
+                "stack {} {}: {}",
+                stack.name, stack.stack_status, stack.status_reason
+            )))
+        }
         Some(stack) => {
             println!("stack {} {}", stack.name, stack.stack_status);
             Ok(())
@@ -154,8 +156,12 @@ mod tests {
             ..pb::Stack::default()
         };
         let error = conclude("web", Some(failed)).expect_err("failed");
-        assert!(error.contains("CREATE_FAILED"), "{error}");
-        assert!(error.contains("Test Resource failed"), "{error}");
+        assert_eq!(
+            error,
+            CliError::Failed(
+                "stack web CREATE_FAILED: Resource CREATE failed: Test Resource failed".to_owned()
+            )
+        );
         let complete = pb::Stack {
             status: pb::ActionStatus::Complete as i32,
             ..pb::Stack::default()
