@@ -7,7 +7,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{Dev, create_web_cluster, create_web_profile, ember, example, fail, succeed};
+use support::{Dev, create_web_cluster, create_web_profile, ember, example, fail, succeed, text};
 
 fn json(args: &[&str], dir: &std::path::Path) -> Value {
     let printed = succeed(args, dir);
@@ -123,8 +123,22 @@ fn a_stacks_resources_and_events_are_shown_one_by_one() {
     // Without -f, events stay one line each, as openstack prints them.
     let lines = succeed(&["stack", "events", "web", "--resource", "server"], dir);
     assert_eq!(lines.lines().count(), 2, "{lines}");
-    let unknown = ember(&["stack", "event", "show", "web", "server", "nope"], dir);
-    assert_eq!(unknown.status.code(), Some(4), "not found");
+    // An id that is not an event id is invalid input (3); a well-formed one
+    // that names no event is not found (4).
+    let malformed = ember(&["stack", "event", "show", "web", "server", "nope"], dir);
+    assert_eq!(malformed.status.code(), Some(3), "{}", text(&malformed));
+    let unknown = ember(
+        &[
+            "stack",
+            "event",
+            "show",
+            "web",
+            "server",
+            "00000000-0000-4000-8000-000000000000",
+        ],
+        dir,
+    );
+    assert_eq!(unknown.status.code(), Some(4), "{}", text(&unknown));
 }
 
 #[test]
