@@ -46,8 +46,6 @@ pub enum CliError {
     TimedOut(String),
 }
 
-pub type Result<T, E = CliError> = std::result::Result<T, E>;
-
 impl CliError {
     /// The process's exit code for this failure (see the module's table).
     pub fn exit_code(&self) -> u8 {

@@ -82,7 +82,7 @@ fn signing_key(config: &EmberConfig, config_file: Option<&Path>) -> Result<Strin
     match std::fs::read_to_string(&dev_secrets) {
         Ok(text) => serde_json::from_str::<Secrets>(&text)
             .map(|secrets| secrets.signing_key)
-            .map_err(|error| CliError::Usage(format!("{}: {error}", dev_secrets.display()))),
+            .map_err(|error| CliError::Failed(format!("{}: {error}", dev_secrets.display()))),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let configuration = match config_file
                 .map(Path::to_path_buf)

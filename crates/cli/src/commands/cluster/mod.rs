@@ -342,10 +342,10 @@ pub async fn run(command: ClusterCommand, connect: &ConnectArgs) -> Result<(), C
             wait,
         } => {
             if adjustment_type.is_none() && min_size.is_none() && max_size.is_none() {
-                return Err(
-                    CliError::Usage("nothing to resize: give --adjustment-type with --number, --min-size or --max-size"
-                        .to_owned()),
-                );
+                return Err(CliError::Usage(
+                    "nothing to resize: give --adjustment-type with --number, --min-size or --max-size"
+                        .to_owned(),
+                ));
             }
             let request = pb::ResizeRequest {
                 cluster,
