@@ -6,7 +6,7 @@
 //! | code | variant | meaning |
 //! |---|---|---|
 //! | 0 | — | success |
-//! | 1 | [`CliError::Failed`] | the operation failed: it ended `*_FAILED`/`ERROR`, the server failed internally, a local file could not be written |
+//! | 1 | [`CliError::Failed`] | the operation failed: it ended `*_FAILED`/`ERROR`, the server failed internally (`INTERNAL`, `UNKNOWN`, `DATA_LOSS`), a gRPC server that is not the gateway (`UNIMPLEMENTED`), a local file could not be written |
 //! | 2 | [`CliError::Usage`] | the command line is wrong, found before anything was sent: clap's parse errors, and the CLI's own checks of flag values and of the files they name |
 //! | 3 | [`CliError::InvalidInput`] | the server refused the request's content (`INVALID_ARGUMENT`, `OUT_OF_RANGE`): a template that does not validate, a value out of range |
 //! | 4 | [`CliError::NotFound`] | the stack, cluster, instance, … does not exist (`NOT_FOUND`) |
