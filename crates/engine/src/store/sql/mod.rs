@@ -34,7 +34,7 @@ use super::{
 use crate::domain::{ActionStatus, Event, Resource, Stack, StackDefinition};
 use crate::error::{Error, Result};
 use fenced_writes::Takes;
-use stack_rows::{LIST_COLUMNS, StackKey, stack_from_columns};
+use stack_rows::{StackKey, stack_from_columns};
 
 pub struct SqlStackStore {
     /// Every write, and reads inside a write's transaction.
@@ -68,12 +68,12 @@ impl SqlStackStore {
         select.build(self.reader.get_database_backend())
     }
 
-    /// The stacks `select` finds, its columns [`LIST_COLUMNS`].
+    /// The stacks `select` finds, its columns [`stack_rows::LIST_COLUMNS`].
     async fn stack_rows(&self, select: sea_orm::Select<stacks::Entity>) -> Result<Vec<Stack>> {
         self.stacks_from(self.statement(&select)).await
     }
 
-    /// The stacks `statement` finds, its columns [`LIST_COLUMNS`] (read in
+    /// The stacks `statement` finds, its columns [`stack_rows::LIST_COLUMNS`] (read in
     /// place on a SQLite file: see `Reader::rows`).
     async fn stacks_from(&self, statement: sea_orm::Statement) -> Result<Vec<Stack>> {
         self.reader
@@ -130,7 +130,10 @@ impl StackStore for SqlStackStore {
             let found = self
                 .reader
                 .rows(self.statement(&select), |row| {
-                    Ok((stack_from_columns(row)?, row.get(LIST_COLUMNS.len())?))
+                    Ok((
+                        stack_from_columns(row)?,
+                        row.get(stack_rows::FREE_LEASE_GENERATION_AT)?,
+                    ))
                 })
                 .await?
                 .pop();

@@ -16,7 +16,8 @@ use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::error::{Error, Result};
 use ember_runtime::database::Columns;
 
-/// A resource row's columns, in the order [`resource_model`] reads them.
+/// A resource row's columns, as [`resource_model`] reads them (each by its
+/// name: see [`resource_at`]).
 pub(super) const RESOURCE_COLUMNS: [resources::Column; 14] = [
     resources::Column::Id,
     resources::Column::StackId,
@@ -45,25 +46,40 @@ pub(super) fn of_stack(stack_id: Uuid) -> sea_orm::Select<resources::Entity> {
         .order_by_asc(resources::Column::Name)
 }
 
-/// A resource row read by position ([`RESOURCE_COLUMNS`]), not by name.
+/// Where `column` lies in a row read with [`RESOURCE_COLUMNS`], found at
+/// compile time by its name in the list (as `stack_rows::listed_at` finds
+/// a stack's).
+const fn resource_at(column: resources::Column) -> usize {
+    let mut index = 0;
+    while index < RESOURCE_COLUMNS.len() {
+        if RESOURCE_COLUMNS[index] as usize == column as usize {
+            return index;
+        }
+        index += 1;
+    }
+    panic!("the column is not among RESOURCE_COLUMNS")
+}
+
+/// A resource row read with [`RESOURCE_COLUMNS`], each column by its name.
 pub(super) fn resource_model(
     row: &Columns<'_>,
 ) -> std::result::Result<resources::Model, sea_orm::TryGetError> {
+    use resources::Column;
     Ok(resources::Model {
-        id: row.get(0)?,
-        stack_id: row.get(1)?,
-        name: row.get(2)?,
-        type_name: row.get(3)?,
-        physical_id: row.get(4)?,
-        action: row.get(5)?,
-        status: row.get(6)?,
-        status_reason: row.get(7)?,
-        properties: row.get(8)?,
-        attributes: row.get(9)?,
-        metadata: row.get(10)?,
-        data: row.get(11)?,
-        created_at: row.get(12)?,
-        updated_at: row.get(13)?,
+        id: row.get(const { resource_at(Column::Id) })?,
+        stack_id: row.get(const { resource_at(Column::StackId) })?,
+        name: row.get(const { resource_at(Column::Name) })?,
+        type_name: row.get(const { resource_at(Column::TypeName) })?,
+        physical_id: row.get(const { resource_at(Column::PhysicalId) })?,
+        action: row.get(const { resource_at(Column::Action) })?,
+        status: row.get(const { resource_at(Column::Status) })?,
+        status_reason: row.get(const { resource_at(Column::StatusReason) })?,
+        properties: row.get(const { resource_at(Column::Properties) })?,
+        attributes: row.get(const { resource_at(Column::Attributes) })?,
+        metadata: row.get(const { resource_at(Column::Metadata) })?,
+        data: row.get(const { resource_at(Column::Data) })?,
+        created_at: row.get(const { resource_at(Column::CreatedAt) })?,
+        updated_at: row.get(const { resource_at(Column::UpdatedAt) })?,
     })
 }
 

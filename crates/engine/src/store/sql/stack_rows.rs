@@ -126,7 +126,7 @@ pub(super) fn find_in_project(
 }
 
 /// [`find_in_project`]'s stack with its lease's generation, if the lease
-/// is free at `now`, in the column after [`LIST_COLUMNS`].
+/// is free at `now`, at [`FREE_LEASE_GENERATION_AT`].
 pub(super) fn with_free_lease(
     project_id: &str,
     key: StackKey<'_>,
@@ -248,18 +248,39 @@ pub(super) fn in_progress(limit: u64) -> sea_orm::Select<stacks::Entity> {
         .limit(limit)
 }
 
-/// A stack as lookups and lists read it, by position in [`LIST_COLUMNS`]'
-/// order (the derived reader looked each of the 24 columns up by name,
-/// which was most of a list's cost). The action and status, parsed into
+/// Where `column` lies in a row read with [`LIST_COLUMNS`]: found by its
+/// name in the list that also builds the statements, at compile time
+/// (every call is in a `const` block), so a reordered list moves each read
+/// with it and a column left out of it fails the build. A row is still
+/// read by index: the derived reader looked each of the 24 columns up by
+/// name in every row, which was most of a list's cost.
+const fn listed_at(column: stacks::Column) -> usize {
+    let mut index = 0;
+    while index < LIST_COLUMNS.len() {
+        if LIST_COLUMNS[index] as usize == column as usize {
+            return index;
+        }
+        index += 1;
+    }
+    panic!("the column is not among LIST_COLUMNS")
+}
+
+/// Where [`with_free_lease`]'s statement puts the free lease's generation:
+/// after the stack's columns.
+pub(super) const FREE_LEASE_GENERATION_AT: usize = LIST_COLUMNS.len();
+
+/// A stack as lookups and lists read it ([`LIST_COLUMNS`]), each column
+/// by its name (see [`listed_at`]). The action and status, parsed into
 /// enums, are read where their text lies, not copied first.
 pub(super) fn stack_from_columns(
     row: &Columns<'_>,
 ) -> std::result::Result<Stack, sea_orm::TryGetError> {
-    let id: Uuid = row.get(0)?;
+    use stacks::Column;
+    let id: Uuid = row.get(const { listed_at(Column::Id) })?;
     let corrupt = |what: &str| {
         sea_orm::TryGetError::DbErr(DbErr::Type(format!("{id}: stored {what} is invalid")))
     };
-    let tags: Value = row.get(9)?;
+    let tags: Value = row.get(const { listed_at(Column::Tags) })?;
     let tags = tags
         .as_array()
         .and_then(|tags| {
@@ -268,40 +289,42 @@ pub(super) fn stack_from_columns(
                 .collect::<Option<Vec<_>>>()
         })
         .ok_or_else(|| corrupt("stack tags"))?;
-    let lock_level = match row.get::<Option<String>>(17)? {
+    let lock_level = match row.get::<Option<String>>(const { listed_at(Column::LockLevel) })? {
         Some(level) => Some(LockLevel::parse(&level).ok_or_else(|| corrupt("lock level"))?),
         None => None,
     };
-    let locked_by_user: Option<String> = row.get(18)?;
-    let locked_by_admin: Option<bool> = row.get(19)?;
-    let locked_at: Option<DateTime<Utc>> = row.get(20)?;
-    let lock_reason: Option<String> = row.get(21)?;
-    let lock_expires_at: Option<DateTime<Utc>> = row.get(23)?;
+    let locked_by_user: Option<String> = row.get(const { listed_at(Column::LockedByUser) })?;
+    let locked_by_admin: Option<bool> = row.get(const { listed_at(Column::LockedByAdmin) })?;
+    let locked_at: Option<DateTime<Utc>> = row.get(const { listed_at(Column::LockedAt) })?;
+    let lock_reason: Option<String> = row.get(const { listed_at(Column::LockReason) })?;
+    let lock_expires_at: Option<DateTime<Utc>> =
+        row.get(const { listed_at(Column::LockExpiresAt) })?;
     Ok(Stack {
         id,
-        name: row.get(1)?,
-        project_id: row.get(2)?,
-        user_id: row.get(3)?,
-        parent_id: row.get(4)?,
+        name: row.get(const { listed_at(Column::Name) })?,
+        project_id: row.get(const { listed_at(Column::ProjectId) })?,
+        user_id: row.get(const { listed_at(Column::UserId) })?,
+        parent_id: row.get(const { listed_at(Column::ParentId) })?,
         action: row
-            .with_text(5, StackAction::parse)?
+            .with_text(const { listed_at(Column::Action) }, StackAction::parse)?
             .ok_or_else(|| corrupt("stack action"))?,
         status: row
-            .with_text(6, ActionStatus::parse)?
+            .with_text(const { listed_at(Column::Status) }, ActionStatus::parse)?
             .ok_or_else(|| corrupt("stack status"))?,
-        status_reason: row.get(7)?,
-        description: row.get(8)?,
+        status_reason: row.get(const { listed_at(Column::StatusReason) })?,
+        description: row.get(const { listed_at(Column::Description) })?,
         tags,
         timeout_mins: row
-            .get::<Option<i32>>(10)?
+            .get::<Option<i32>>(const { listed_at(Column::TimeoutMins) })?
             .and_then(|minutes| u32::try_from(minutes).ok()),
-        disable_rollback: row.get(11)?,
-        created_at: row.get(12)?,
-        updated_at: row.get(13)?,
-        nested_depth: u32::try_from(row.get::<i32>(14)?).unwrap_or(0),
-        parent_resource: row.get(15)?,
-        deleted_at: row.get(16)?,
-        definition_version: row.get(22)?,
+        disable_rollback: row.get(const { listed_at(Column::DisableRollback) })?,
+        created_at: row.get(const { listed_at(Column::CreatedAt) })?,
+        updated_at: row.get(const { listed_at(Column::UpdatedAt) })?,
+        nested_depth: u32::try_from(row.get::<i32>(const { listed_at(Column::NestedDepth) })?)
+            .unwrap_or(0),
+        parent_resource: row.get(const { listed_at(Column::ParentResource) })?,
+        deleted_at: row.get(const { listed_at(Column::DeletedAt) })?,
+        definition_version: row.get(const { listed_at(Column::DefinitionVersion) })?,
         maintenance_lock: match (lock_level, locked_by_user, locked_at) {
             (Some(level), Some(locked_by_user), Some(locked_at)) => Some(MaintenanceLock {
                 level,
