@@ -556,9 +556,13 @@ async fn every_field_of_a_stack_reads_back_through_every_read(database: &TestDat
             )
             .await
             .expect("list");
-        assert_eq!(listed, [live.clone()], "{reads}: list_stacks");
+        assert_eq!(listed, std::slice::from_ref(&live), "{reads}: list_stacks");
         let children = store.list_child_stacks(parent.id).await.expect("children");
-        assert_eq!(children, [live.clone()], "{reads}: list_child_stacks");
+        assert_eq!(
+            children,
+            std::slice::from_ref(&live),
+            "{reads}: list_child_stacks"
+        );
     }
 }
 
@@ -665,7 +669,7 @@ async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
         let listed = reader.list_resources(owner.id).await.expect("list");
         assert_eq!(
             listed,
-            [recorded.clone()],
+            std::slice::from_ref(&recorded),
             "{reads}: list_resources as recorded"
         );
         let filtered = reader
@@ -674,7 +678,7 @@ async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
             .expect("filtered");
         assert_eq!(
             filtered,
-            [recorded.clone()],
+            std::slice::from_ref(&recorded),
             "{reads}: filtered as recorded"
         );
     }
@@ -704,14 +708,18 @@ async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
         let listed = reader.list_resources(owner.id).await.expect("list");
         assert_eq!(
             listed,
-            [rewritten.clone()],
+            std::slice::from_ref(&rewritten),
             "{reads}: list_resources rewritten"
         );
         let filtered = reader
             .list_filtered_resources(owner.id, &only_it)
             .await
             .expect("filtered");
-        assert_eq!(filtered, [rewritten.clone()], "{reads}: filtered rewritten");
+        assert_eq!(
+            filtered,
+            std::slice::from_ref(&rewritten),
+            "{reads}: filtered rewritten"
+        );
     }
 }
 

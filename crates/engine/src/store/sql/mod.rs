@@ -73,8 +73,9 @@ impl SqlStackStore {
         self.stacks_from(self.statement(&select)).await
     }
 
-    /// The stacks `statement` finds, its columns [`stack_rows::LIST_COLUMNS`] (read in
-    /// place on a SQLite file: see `Reader::rows`).
+    /// The stacks `statement` finds, its columns
+    /// [`stack_rows::LIST_COLUMNS`] (read in place on a SQLite file: see
+    /// `Reader::rows`).
     async fn stacks_from(&self, statement: sea_orm::Statement) -> Result<Vec<Stack>> {
         self.reader
             .rows(statement, stack_from_columns)
