@@ -1,11 +1,13 @@
 //! The engine store's conformance suite, on SQLite and PostgreSQL.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use ember_engine::Error;
-use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
+use ember_engine::domain::{
+    ActionStatus, Event, LockLevel, MaintenanceLock, Resource, Stack, StackAction, StackDefinition,
+};
 use ember_engine::store::{
-    FencedWrite, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackListQuery, StackStore,
-    migrations::Migrator,
+    FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack, ResourceFilter,
+    SqlStackStore, StackListQuery, StackStore, migrations::Migrator,
 };
 use ember_runtime::database::{
     connect, connect_and_migrate, connect_reader, testing::TestDatabase,
@@ -377,7 +379,354 @@ async fn a_corrupt_stack_row_is_an_error_naming_it(database: &TestDatabase) {
     );
 }
 
+/// A time of its own for each timestamp column, to the microsecond
+/// (PostgreSQL keeps no more).
+fn distinct_time(minutes: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(1_790_000_000_123_456).expect("a time")
+        + Duration::minutes(minutes)
+}
+
+/// A nested, locked, deleted stack in the middle of an operation: every
+/// field set, none to its usual value, and no two columns of one type
+/// holding the same value — so a column read into another field's place
+/// (two columns swapped in a list, or in a write) cannot go unnoticed.
+fn stack_with_every_field(name: &str, parent_id: Uuid) -> Stack {
+    Stack {
+        id: Uuid::now_v7(),
+        name: name.to_owned(),
+        project_id: "project-a".to_owned(),
+        user_id: "user of every field".to_owned(),
+        parent_id: Some(parent_id),
+        action: StackAction::Update,
+        status: ActionStatus::InProgress,
+        status_reason: "status reason of every field".to_owned(),
+        description: "description of every field".to_owned(),
+        tags: vec!["tag-one".to_owned(), "tag-two".to_owned()],
+        timeout_mins: Some(47),
+        // Unlike `locked_by_admin`, the other boolean.
+        disable_rollback: false,
+        created_at: distinct_time(1),
+        updated_at: distinct_time(2),
+        nested_depth: 3,
+        parent_resource: Some("parent resource of every field".to_owned()),
+        deleted_at: Some(distinct_time(3)),
+        definition_version: 5,
+        maintenance_lock: Some(MaintenanceLock {
+            level: LockLevel::All,
+            locked_by_user: "locker of every field".to_owned(),
+            locked_by_admin: true,
+            locked_at: distinct_time(4),
+            reason: Some("lock reason of every field".to_owned()),
+            expires_at: Some(distinct_time(5)),
+        }),
+    }
+}
+
+/// A resource with every field set, no two columns of one type alike
+/// (see [`stack_with_every_field`]).
+fn resource_with_every_field(stack_id: Uuid, name: &str) -> Resource {
+    Resource {
+        id: Uuid::now_v7(),
+        stack_id,
+        name: name.to_owned(),
+        type_name: "OS::Every::Field".to_owned(),
+        physical_id: Some("physical id of every field".to_owned()),
+        action: StackAction::Check,
+        status: ActionStatus::Failed,
+        status_reason: "resource reason of every field".to_owned(),
+        properties: serde_json::json!({"property": 1}),
+        attributes: serde_json::json!({"attribute": [2]}),
+        metadata: serde_json::json!({"metadata": "3"}),
+        data: serde_json::json!({"data": {"four": 4}}),
+        created_at: distinct_time(7),
+        updated_at: distinct_time(8),
+    }
+}
+
+/// The store on each kind of reader a deployment gives it: its own (on a
+/// SQLite file, rows stepped on read-only connections of their own) and
+/// the writer's pool (rows sea-orm reads; PostgreSQL's one kind).
+async fn every_reader(database: &TestDatabase) -> [(&'static str, SqlStackStore); 2] {
+    let pool = connect(&database.url).await.expect("connected");
+    [
+        ("own readers", store(database).await),
+        ("the writer's pool", SqlStackStore::new(pool)),
+    ]
+}
+
+/// Takes `stack_id`'s (released) lease, as an operation's start does.
+async fn take_lease(store: &SqlStackStore, stack_id: Uuid) -> LeaseFence {
+    let now = ember_runtime::time::now();
+    store
+        .take_stack_lease(&LeaseTake::new(
+            stack_id,
+            Uuid::now_v7(),
+            "UPDATE",
+            now,
+            now + Duration::seconds(60),
+        ))
+        .await
+        .expect("take")
+        .expect("the lease was free")
+}
+
+/// Every field of a stack, recorded with it, reads back whole through
+/// every read of stacks (by id, by name, in lists, with its free lease, as
+/// an orphan), on each kind of reader.
+async fn every_field_of_a_stack_reads_back_through_every_read(database: &TestDatabase) {
+    let writer = store(database).await;
+    let parent = stack("project-a", "parent", 0);
+    insert_stack(&writer, &parent).await.expect("parent");
+    let live = Stack {
+        deleted_at: None,
+        ..stack_with_every_field("every-field", parent.id)
+    };
+    let deleted = stack_with_every_field("every-field-deleted", parent.id);
+    insert_stack(&writer, &live).await.expect("live");
+    insert_stack(&writer, &deleted).await.expect("deleted");
+    let now = ember_runtime::time::now();
+    for (reads, store) in every_reader(database).await {
+        // Deleted stacks too, by id.
+        for expected in [&live, &deleted] {
+            let id = expected.id.to_string();
+            let name = &expected.name;
+            let got = store.get_stack(expected.id).await.expect("get");
+            assert_eq!(got.as_ref(), Some(expected), "{reads}: get_stack {name}");
+            let found = store.find_stack("project-a", &id).await.expect("find");
+            assert_eq!(
+                found.as_ref(),
+                Some(expected),
+                "{reads}: find_stack {name} by id"
+            );
+            let with_lease = store
+                .find_stack_with_free_lease("project-a", &id, now)
+                .await
+                .expect("find with lease");
+            assert_eq!(
+                with_lease,
+                Some((expected.clone(), Some(LeaseFence::FIRST_GENERATION))),
+                "{reads}: find_stack_with_free_lease {name} by id"
+            );
+            let orphan = store
+                .orphan_candidate(expected.id, now)
+                .await
+                .expect("orphan")
+                .map(|candidate| candidate.stack);
+            assert_eq!(
+                orphan.as_ref(),
+                Some(expected),
+                "{reads}: orphan_candidate {name}"
+            );
+        }
+        let mut orphans: Vec<Stack> = store
+            .list_orphan_candidates(now, 100)
+            .await
+            .expect("orphans")
+            .into_iter()
+            .map(|candidate| candidate.stack)
+            .filter(|stack| stack.id != parent.id)
+            .collect();
+        orphans.sort_by_key(|stack| stack.id);
+        assert_eq!(orphans, [live.clone(), deleted.clone()], "{reads}: orphans");
+
+        // A live stack by name and in lists.
+        let found = store
+            .find_stack("project-a", "every-field")
+            .await
+            .expect("find");
+        assert_eq!(found.as_ref(), Some(&live), "{reads}: find_stack by name");
+        let with_lease = store
+            .find_stack_with_free_lease("project-a", "every-field", now)
+            .await
+            .expect("find with lease");
+        assert_eq!(
+            with_lease,
+            Some((live.clone(), Some(LeaseFence::FIRST_GENERATION))),
+            "{reads}: find_stack_with_free_lease by name"
+        );
+        let listed = store
+            .list_stacks(
+                "project-a",
+                &StackListQuery {
+                    name: Some("every-field".to_owned()),
+                    show_nested: true,
+                    locked: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("list");
+        assert_eq!(listed, std::slice::from_ref(&live), "{reads}: list_stacks");
+        let children = store.list_child_stacks(parent.id).await.expect("children");
+        assert_eq!(
+            children,
+            std::slice::from_ref(&live),
+            "{reads}: list_child_stacks"
+        );
+    }
+}
+
+/// Every column a stack's writes after its create change reads back as
+/// written: an update's start (the whole row but the version, which moves
+/// on) and a state write under the lease (the action, status, reason,
+/// times, deletion and every part of the lock).
+async fn every_field_a_stack_write_changes_reads_back(database: &TestDatabase) {
+    let store = store(database).await;
+    let parent = stack("project-a", "parent", 0);
+    insert_stack(&store, &parent).await.expect("parent");
+    let created = stack("project-a", "plain", 1);
+    insert_stack(&store, &created).await.expect("created");
+
+    let fence = take_lease(&store, created.id).await;
+    let updating = Stack {
+        id: created.id,
+        deleted_at: None,
+        ..stack_with_every_field("every-field", parent.id)
+    };
+    let event = Event::for_stack(&updating, "Stack UPDATE started", updating.updated_at);
+    store
+        .begin_stack_update(&updating, &StackDefinition::default(), &[], &event, fence)
+        .await
+        .expect("update begun");
+    let updated = Stack {
+        definition_version: created.definition_version + 1,
+        ..updating.clone()
+    };
+    for (reads, store) in every_reader(database).await {
+        let got = store.get_stack(created.id).await.expect("get");
+        assert_eq!(
+            got.as_ref(),
+            Some(&updated),
+            "{reads}: after an update's start"
+        );
+    }
+
+    let written = Stack {
+        action: StackAction::Delete,
+        status: ActionStatus::Complete,
+        status_reason: "written status reason".to_owned(),
+        updated_at: distinct_time(6),
+        deleted_at: Some(distinct_time(9)),
+        maintenance_lock: Some(MaintenanceLock {
+            level: LockLevel::Stacks,
+            locked_by_user: "another locker".to_owned(),
+            locked_by_admin: false,
+            locked_at: distinct_time(10),
+            reason: Some("another lock reason".to_owned()),
+            expires_at: Some(distinct_time(11)),
+        }),
+        ..updated.clone()
+    };
+    let event = Event::for_stack(&written, "Stack DELETE completed", written.updated_at);
+    let lost = store
+        .record_fenced_writes(&[FencedWrite::Stack {
+            fence,
+            stack: written.clone(),
+            event,
+            audit: None,
+        }])
+        .await
+        .expect("written");
+    assert!(lost.is_empty(), "{lost:?}");
+    for (reads, store) in every_reader(database).await {
+        let got = store.get_stack(created.id).await.expect("get");
+        assert_eq!(got.as_ref(), Some(&written), "{reads}: after a state write");
+        let found = store
+            .find_stack("project-a", &created.id.to_string())
+            .await
+            .expect("find");
+        assert_eq!(
+            found.as_ref(),
+            Some(&written),
+            "{reads}: found after a state write"
+        );
+    }
+}
+
+/// Every field of a resource reads back whole, as recorded with its stack
+/// and as a transition under the lease rewrites it, through both reads
+/// of a stack's resources, on each kind of reader.
+async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
+    let store = store(database).await;
+    let owner = stack("project-a", "owner", 0);
+    let recorded = resource_with_every_field(owner.id, "every-field");
+    let now = ember_runtime::time::now();
+    let fence = store
+        .create_stack_with_lease(&NewStack {
+            stack: owner.clone(),
+            definition: StackDefinition::default(),
+            resources: vec![recorded.clone()],
+            event: Event::for_stack(&owner, "Stack CREATE started", now),
+            lease: LeaseRequest::new(Uuid::now_v7(), "CREATE", now, now + Duration::seconds(60)),
+        })
+        .await
+        .expect("recorded");
+    let only_it = ResourceFilter {
+        names: vec!["every-field".to_owned()],
+        ..Default::default()
+    };
+    for (reads, reader) in every_reader(database).await {
+        let listed = reader.list_resources(owner.id).await.expect("list");
+        assert_eq!(
+            listed,
+            std::slice::from_ref(&recorded),
+            "{reads}: list_resources as recorded"
+        );
+        let filtered = reader
+            .list_filtered_resources(owner.id, &only_it)
+            .await
+            .expect("filtered");
+        assert_eq!(
+            filtered,
+            std::slice::from_ref(&recorded),
+            "{reads}: filtered as recorded"
+        );
+    }
+
+    let rewritten = Resource {
+        physical_id: Some("another physical id".to_owned()),
+        action: StackAction::Resume,
+        status: ActionStatus::InProgress,
+        status_reason: "another resource reason".to_owned(),
+        properties: serde_json::json!({"property": "one"}),
+        attributes: serde_json::json!({"attribute": "two"}),
+        metadata: serde_json::json!({"metadata": "three"}),
+        data: serde_json::json!({"data": "four"}),
+        updated_at: distinct_time(12),
+        ..recorded.clone()
+    };
+    let lost = store
+        .record_fenced_writes(&[FencedWrite::Resource(FencedTransition {
+            fence,
+            resource: rewritten.clone(),
+            event: Event::for_resource(&rewritten, now),
+        })])
+        .await
+        .expect("written");
+    assert!(lost.is_empty(), "{lost:?}");
+    for (reads, reader) in every_reader(database).await {
+        let listed = reader.list_resources(owner.id).await.expect("list");
+        assert_eq!(
+            listed,
+            std::slice::from_ref(&rewritten),
+            "{reads}: list_resources rewritten"
+        );
+        let filtered = reader
+            .list_filtered_resources(owner.id, &only_it)
+            .await
+            .expect("filtered");
+        assert_eq!(
+            filtered,
+            std::slice::from_ref(&rewritten),
+            "{reads}: filtered rewritten"
+        );
+    }
+}
+
 ember_runtime::store_suite!(
+    every_field_of_a_stack_reads_back_through_every_read,
+    every_field_a_stack_write_changes_reads_back,
+    every_field_of_a_resource_reads_back,
     a_corrupt_stack_row_is_an_error_naming_it,
     a_new_definition_moves_the_definition_version_on,
     the_in_progress_count_reads_only_stacks_in_progress,
