@@ -229,7 +229,43 @@ async fn a_busy_clusters_queue_is_bounded(database: &TestDatabase) {
     engine.kill().await;
 }
 
+/// A growth and a removal of more nodes than the dispatcher runs at once
+/// go on as each run's slot frees, never waiting for the idle poll (an
+/// hour here): a slot freed after its run's end woke nobody, and the
+/// next nodes' actions waited the poll out (half a second by default).
+async fn more_node_actions_than_slots_run_as_slots_free(database: &TestDatabase) {
+    let engine = Engine::start(
+        database,
+        driver(Duration::ZERO),
+        DispatcherSettings {
+            max_running: 2,
+            idle_poll: Duration::from_secs(3600),
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    instance_profile(&engine, "web").await;
+    let created = active_cluster(&engine, "web", (0, 40, 24)).await;
+    assert_eq!(members(&engine, created.id).await.len(), 24);
+    let scale_in = engine
+        .service
+        .scale(&member(), &created.id.to_string(), false, 20)
+        .await
+        .expect("scale in");
+    let ended =
+        cluster_support::wait_for_action(&engine, scale_in.id, Duration::from_secs(30)).await;
+    assert!(
+        cluster_support::succeeded(&ended),
+        "{}",
+        ended.status_reason
+    );
+    assert_eq!(members(&engine, created.id).await.len(), 4);
+    engine.kill().await;
+}
+
 ember_runtime::store_suite!(
     concurrent_scaling_keeps_the_cluster_consistent,
-    a_busy_clusters_queue_is_bounded
+    a_busy_clusters_queue_is_bounded,
+    more_node_actions_than_slots_run_as_slots_free
 );

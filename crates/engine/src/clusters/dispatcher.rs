@@ -28,6 +28,9 @@ pub const ACTION_LEASE: Duration = Duration::from_secs(10);
 pub const MAX_RUNNING_ACTIONS: usize = 64;
 /// How often leases are renewed and dead engines' work is swept.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+/// How long an idle dispatcher waits before looking for work nobody told
+/// it of (an action another engine queued).
+const IDLE_POLL: Duration = Duration::from_millis(500);
 
 /// The dispatcher's timings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +42,10 @@ pub struct DispatcherSettings {
     pub sweep_interval: Duration,
     /// How many actions one engine runs at once.
     pub max_running: usize,
+    /// How long an idle dispatcher waits for work it was not woken for:
+    /// actions queued by another engine (this engine's own requests, ends
+    /// and freed run slots wake it at once).
+    pub idle_poll: Duration,
     /// How many actions may run or wait on one cluster: one more is
     /// refused (409, naming them) instead of queueing without bound.
     pub max_queued_per_cluster: usize,
@@ -53,6 +60,7 @@ impl Default for DispatcherSettings {
             action_lease: ACTION_LEASE,
             sweep_interval: SWEEP_INTERVAL,
             max_running: MAX_RUNNING_ACTIONS,
+            idle_poll: IDLE_POLL,
             max_queued_per_cluster: MAX_QUEUED_PER_CLUSTER,
         }
     }
@@ -156,6 +164,10 @@ async fn dispatch_loop(
                 run_one(&service, action).await;
                 drop(guard);
                 drop(permit);
+                // Woken only once the slot is free: a wake before it (at
+                // the action's end) found no slot, and the READY work
+                // behind it waited for the idle poll.
+                service.wake_dispatcher();
             });
         }
         if idle {
@@ -165,7 +177,7 @@ async fn dispatch_loop(
                     return;
                 }
                 () = service.wake.notified() => {}
-                () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                () = tokio::time::sleep(service.settings.idle_poll) => {}
             }
         } else if shutdown.is_cancelled() {
             tasks.abort_all();
@@ -202,13 +214,14 @@ async fn run_one(service: &ClusterService, action: ClusterAction) {
     change
         .events
         .push(action_event(&run.action, status.as_str(), reason.clone()));
+    // Once it ends, the cluster's lock may be free: the dispatcher is woken
+    // when the run's slot is (see `dispatch_loop`).
     match service
         .store
         .finish_action(&run.action, status, &reason, &change, &settle)
         .await
     {
-        // The cluster's lock may be free now: the next action of it can go.
-        Ok(true) => service.wake_dispatcher(),
+        Ok(true) => {}
         Ok(false) => {
             warn!(action_id = %run.action.id, "action was taken from this run before it finished")
         }
