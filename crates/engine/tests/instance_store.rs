@@ -392,8 +392,162 @@ async fn unfinished_tasks_are_found_after_a_restart(database: &TestDatabase) {
     );
 }
 
+/// Every project's live instances as the quota reads them (the count the
+/// triggers keep) and as a `COUNT(*)` of the rows finds them.
+async fn kept_and_counted(
+    connection: &sea_orm::DatabaseConnection,
+    projects: &[&str],
+) -> Vec<(u64, u64)> {
+    use ember_engine::store::quotas::{QuotaStore, SqlQuotaStore, Usage};
+    use sea_orm::ConnectionTrait;
+
+    let quotas = SqlQuotaStore::new(
+        connection.clone(),
+        ember_runtime::database::Reader::shared(connection.clone()),
+    );
+    let backend = connection.get_database_backend();
+    let mut both = Vec::new();
+    for project in projects {
+        let kept = quotas
+            .quota_usage(project, Usage::Instances)
+            .await
+            .expect("usage");
+        let row = connection
+            .query_one_raw(ember_runtime::database::statement(
+                backend,
+                "SELECT COUNT(*) AS used FROM instances WHERE project_id = $1 AND status <> 'DELETED'",
+                vec![(*project).into()],
+            ))
+            .await
+            .expect("count")
+            .expect("a row");
+        let counted: i64 = row.try_get("", "used").expect("used");
+        both.push((kept, u64::try_from(counted).expect("not negative")));
+    }
+    both
+}
+
+/// The instances quota reads a count the database keeps: it follows every
+/// insert, delete, move into or out of DELETED and move of project, by the
+/// store's writes or any other statement.
+async fn the_kept_instance_count_follows_every_change(database: &TestDatabase) {
+    use sea_orm::ConnectionTrait;
+
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    let store = SqlInstanceStore::new(connection.clone());
+    let projects = ["project-a", "project-b"];
+    let check = |step: &'static str, expected: [u64; 2]| {
+        let connection = connection.clone();
+        async move {
+            let both = kept_and_counted(&connection, &projects).await;
+            assert_eq!(
+                both,
+                expected.map(|used| (used, used)).to_vec(),
+                "after {step}: (kept, counted) per project"
+            );
+        }
+    };
+    check("nothing", [0, 0]).await;
+    let web = active("project-a", "web-1", 0);
+    store.insert_instance(&web).await.expect("inserted");
+    store
+        .insert_instances(&[
+            active("project-a", "web-2", 1),
+            instance("project-a", "web-3", 2),
+            instance("project-b", "db-1", 3),
+        ])
+        .await
+        .expect("inserted");
+    check("four inserts", [3, 1]).await;
+    let run = |sql: String| {
+        let connection = connection.clone();
+        async move { connection.execute_unprepared(&sql).await.expect(&sql) }
+    };
+    let by_name = |name: &str| format!("name = '{name}'");
+    run(format!(
+        "UPDATE instances SET status = 'DELETED' WHERE {}",
+        by_name("web-2")
+    ))
+    .await;
+    check("a delete", [2, 1]).await;
+    run(format!(
+        "UPDATE instances SET status = 'DELETED' WHERE {}",
+        by_name("web-2")
+    ))
+    .await;
+    run(format!(
+        "UPDATE instances SET status = 'ERROR' WHERE {}",
+        by_name("web-3")
+    ))
+    .await;
+    check("changes that keep the count", [2, 1]).await;
+    run(format!(
+        "UPDATE instances SET project_id = 'project-b' WHERE {}",
+        by_name("web-3")
+    ))
+    .await;
+    check("a move of project", [1, 2]).await;
+    run(format!(
+        "UPDATE instances SET status = 'ACTIVE', project_id = 'project-b' WHERE {}",
+        by_name("web-2")
+    ))
+    .await;
+    check("a DELETED row back, in another project", [1, 3]).await;
+    run("DELETE FROM instances WHERE project_id = 'project-b'".to_owned()).await;
+    check("the rows removed", [1, 0]).await;
+    assert_eq!(read(&store, &web).await, web);
+}
+
+/// A database with instances from before the kept count gets it counted
+/// by the upgrade.
+async fn an_upgrade_counts_the_instances_already_there(database: &TestDatabase) {
+    use sea_orm_migration::MigratorTrait;
+
+    let connection = ember_runtime::database::connect(&database.url)
+        .await
+        .expect("connected");
+    let before = Migrator::migrations()
+        .iter()
+        .position(|migration| migration.name() == "m20261211_100001_count_project_instances")
+        .expect("the count's migration is listed");
+    Migrator::up(&connection, Some(u32::try_from(before).expect("a few")))
+        .await
+        .expect("old schema");
+    let store = SqlInstanceStore::new(connection.clone());
+    let gone = Instance {
+        status: InstanceStatus::Deleted,
+        ..active("project-a", "web-0", 0)
+    };
+    store
+        .insert_instances(&[
+            gone,
+            active("project-a", "web-1", 1),
+            active("project-a", "web-2", 2),
+            active("project-b", "db-1", 3),
+        ])
+        .await
+        .expect("inserted");
+    Migrator::up(&connection, None).await.expect("upgraded");
+    assert_eq!(
+        kept_and_counted(&connection, &["project-a", "project-b", "project-c"]).await,
+        vec![(2, 2), (1, 1), (0, 0)]
+    );
+    store
+        .insert_instance(&active("project-c", "app-1", 4))
+        .await
+        .expect("inserted");
+    assert_eq!(
+        kept_and_counted(&connection, &["project-c"]).await,
+        vec![(1, 1)]
+    );
+}
+
 ember_runtime::store_suite!(
     an_instance_reads_back_as_written,
+    the_kept_instance_count_follows_every_change,
+    an_upgrade_counts_the_instances_already_there,
     a_change_decided_on_a_stale_revision_is_not_written,
     details_are_updated_in_place,
     a_driver_outcome_lands_only_while_its_task_is_in_progress,

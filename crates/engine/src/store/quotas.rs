@@ -1,6 +1,7 @@
 //! Persistence of quotas: a project's overrides, and what it uses now —
-//! counted in the database (one `COUNT` each, on indexed columns), so every
-//! engine replica sees the same use.
+//! counted in the database (one `COUNT` each, on indexed columns; live
+//! instances, counted at every instance created, from a count the
+//! database's triggers keep), so every engine replica sees the same use.
 
 use async_trait::async_trait;
 use chrono::Utc;
@@ -140,8 +141,10 @@ impl QuotaStore for SqlQuotaStore {
                 "SELECT COUNT(*) AS used FROM cluster_nodes WHERE cluster_id = $1",
                 vec![cluster_id.into()],
             ),
+            // Kept by triggers (migration m20261211_100001): a count of
+            // the project's instances would visit every one of them.
             Usage::Instances => (
-                "SELECT COUNT(*) AS used FROM instances WHERE project_id = $1 AND status <> 'DELETED'",
+                "SELECT COALESCE((SELECT used FROM project_instance_counts WHERE project_id = $1), 0) AS used",
                 vec![project_id.into()],
             ),
             Usage::SoftwareConfigs => (

@@ -35,6 +35,7 @@ mod m20261207_100003_add_stack_lock_expiry;
 mod m20261208_100001_create_audit_records;
 mod m20261209_100001_add_node_protection;
 mod m20261210_100001_chunk_cluster_member_ids;
+mod m20261211_100001_count_project_instances;
 
 pub struct Migrator;
 
@@ -75,6 +76,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_100001_create_audit_records::Migration),
             Box::new(m20261209_100001_add_node_protection::Migration),
             Box::new(m20261210_100001_chunk_cluster_member_ids::Migration),
+            Box::new(m20261211_100001_count_project_instances::Migration),
         ]
     }
 }
