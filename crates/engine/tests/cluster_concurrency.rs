@@ -230,15 +230,15 @@ async fn a_busy_clusters_queue_is_bounded(database: &TestDatabase) {
 }
 
 /// A growth and a removal of more nodes than the dispatcher runs at once
-/// go on as each run's slot frees, never waiting for the idle poll (an
-/// hour here): a slot freed after its run's end woke nobody, and the
-/// next nodes' actions waited the poll out (half a second by default).
+/// (one here) go on as each run's slot frees, never waiting for the idle
+/// poll (an hour here): a slot freed after its run's end woke nobody, and
+/// the next nodes' actions waited the poll out (half a second by default).
 async fn more_node_actions_than_slots_run_as_slots_free(database: &TestDatabase) {
     let engine = Engine::start(
         database,
         driver(Duration::ZERO),
         DispatcherSettings {
-            max_running: 2,
+            max_running: 1,
             idle_poll: Duration::from_secs(3600),
             ..settings()
         },
