@@ -871,6 +871,69 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     ember.stop().await;
 }
 
+/// Many completions at once: lifecycle-hook is told of them in batches
+/// (one call for those queued while the last was under way), and none is
+/// lost — every token's hook ends COMPLETED, none is left unresolved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
+    const NODES: usize = 16;
+    let ember = TestEmber::start().await;
+    let rest = Rest {
+        ember: &ember,
+        token: ember.member_token().to_owned(),
+    };
+    let (cluster_id, _) = cluster_with_hooks(
+        &rest,
+        u32::try_from(NODES).expect("a few"),
+        json!({"type": "zaqar", "params": {"queue": "drain-many"}, "timeout": 3600}),
+    )
+    .await;
+    let scale_in = rest
+        .act(&cluster_id, json!({"scale_in": {"count": NODES}}))
+        .await;
+    let unresolved = || pending_hooks(&ember, &cluster_id, false);
+    wait_for(
+        "every removal waiting on its hook",
+        Duration::from_secs(15),
+        || async { unresolved().await.len() == NODES },
+    )
+    .await;
+    let tokens: Vec<String> = unresolved()
+        .await
+        .into_iter()
+        .map(|action| action.token)
+        .collect();
+    let actions = format!("/clusters/{cluster_id}/actions");
+    futures::future::join_all(tokens.iter().map(|token| {
+        let (rest, actions) = (&rest, &actions);
+        async move {
+            let (status, _, body) = rest
+                .post(
+                    actions,
+                    json!({"complete_lifecycle": {"lifecycle_action_token": token}}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        }
+    }))
+    .await;
+    rest.wait_action(&scale_in, "SUCCEEDED").await;
+    wait_for(
+        "lifecycle-hook told of every completion",
+        Duration::from_secs(10),
+        || async { unresolved().await.is_empty() },
+    )
+    .await;
+    for token in &tokens {
+        let kinds = hook_event_kinds(&ember, &cluster_id, token).await;
+        assert!(
+            kinds.iter().any(|kind| kind == "COMPLETED"),
+            "{token}: {kinds:?}"
+        );
+    }
+    ember.stop().await;
+}
+
 /// A webhook target that is down when the hook is sent gets the message
 /// once it is up: connection errors are retried with backoff, each failure
 /// recorded.
