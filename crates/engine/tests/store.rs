@@ -443,6 +443,37 @@ fn resource_with_every_field(stack_id: Uuid, name: &str) -> Resource {
     }
 }
 
+/// `expected` is the only resource of stack `owner`, read whole through
+/// every reader, listed and filtered by its name.
+async fn resource_reads_back(
+    database: &TestDatabase,
+    owner: Uuid,
+    expected: &Resource,
+    when: &str,
+) {
+    let only_it = ResourceFilter {
+        names: vec![expected.name.clone()],
+        ..Default::default()
+    };
+    for (reads, reader) in every_reader(database).await {
+        let listed = reader.list_resources(owner).await.expect("list");
+        assert_eq!(
+            listed,
+            std::slice::from_ref(expected),
+            "{reads}: list_resources {when}"
+        );
+        let filtered = reader
+            .list_filtered_resources(owner, &only_it)
+            .await
+            .expect("filtered");
+        assert_eq!(
+            filtered,
+            std::slice::from_ref(expected),
+            "{reads}: filtered {when}"
+        );
+    }
+}
+
 /// The store on each kind of reader a deployment gives it: its own (on a
 /// SQLite file, rows stepped on read-only connections of their own) and
 /// the writer's pool (rows sea-orm reads; PostgreSQL's one kind).
@@ -661,27 +692,7 @@ async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
         })
         .await
         .expect("recorded");
-    let only_it = ResourceFilter {
-        names: vec!["every-field".to_owned()],
-        ..Default::default()
-    };
-    for (reads, reader) in every_reader(database).await {
-        let listed = reader.list_resources(owner.id).await.expect("list");
-        assert_eq!(
-            listed,
-            std::slice::from_ref(&recorded),
-            "{reads}: list_resources as recorded"
-        );
-        let filtered = reader
-            .list_filtered_resources(owner.id, &only_it)
-            .await
-            .expect("filtered");
-        assert_eq!(
-            filtered,
-            std::slice::from_ref(&recorded),
-            "{reads}: filtered as recorded"
-        );
-    }
+    resource_reads_back(database, owner.id, &recorded, "as recorded").await;
 
     let rewritten = Resource {
         physical_id: Some("another physical id".to_owned()),
@@ -704,23 +715,7 @@ async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
         .await
         .expect("written");
     assert!(lost.is_empty(), "{lost:?}");
-    for (reads, reader) in every_reader(database).await {
-        let listed = reader.list_resources(owner.id).await.expect("list");
-        assert_eq!(
-            listed,
-            std::slice::from_ref(&rewritten),
-            "{reads}: list_resources rewritten"
-        );
-        let filtered = reader
-            .list_filtered_resources(owner.id, &only_it)
-            .await
-            .expect("filtered");
-        assert_eq!(
-            filtered,
-            std::slice::from_ref(&rewritten),
-            "{reads}: filtered rewritten"
-        );
-    }
+    resource_reads_back(database, owner.id, &rewritten, "rewritten").await;
 }
 
 ember_runtime::store_suite!(

@@ -871,9 +871,9 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     ember.stop().await;
 }
 
-/// Many completions at once: lifecycle-hook is told of them in batches
-/// (one call for those queued while the last was under way), and none is
-/// lost — every token's hook ends COMPLETED, none is left unresolved.
+/// Many completions at once, each told to lifecycle-hook by the engine as
+/// it lands: none is lost — every token's hook ends COMPLETED there, none
+/// is left unresolved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
     const NODES: usize = 16;
