@@ -185,9 +185,10 @@ static GATEWAY_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Turns a gRPC failure into the message a person reads. A failure that no
 /// server sent (the answer was not gRPC at all) or a service the server
 /// does not have means the URL does not lead to Ember's gateway: say so.
-/// Client commands convert a status with `?` ([`CliError`]'s `From`), which
-/// keeps this text and adds the exit code; the text alone is for benches.
-pub fn describe(status: tonic::Status) -> String {
+/// Only [`CliError`]'s `From` calls it: commands convert a status with
+/// `?`, which keeps this text and adds the exit code (a command mapping a
+/// status to this text alone would exit 1 whatever the failure).
+pub(crate) fn describe(status: tonic::Status) -> String {
     let gateway = GATEWAY_URL.get().map_or("the gateway URL", String::as_str);
     let expected = "expected Ember's gateway (gRPC and REST on one port: the address `ember dev` prints as `gateway`)";
     if let Some(transport) = std::error::Error::source(&status) {
