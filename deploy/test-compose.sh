@@ -628,14 +628,21 @@ compose restart -t 10 $ember_services >/dev/null 2>&1 || fail "docker-compose re
 restarts_before="$(podman ps -a --filter "label=com.docker.compose.project=$project" \
     --format '{{.Names}}' | grep -E '_(engine|lifecycle-hook|plugin-registry|api-gateway)_' \
     | xargs -n1 podman inspect -f '{{.Name}} {{.RestartCount}}')"
+# The log is read whole before it is searched: `podman logs | grep -q`
+# under pipefail fails when grep stops at a match while podman still
+# writes (SIGPIPE), and the engine logs a line per try.
+engine_waiting() {
+    local log
+    log="$(podman logs "${project}_engine_1" 2>&1)" || return 1
+    grep -F 'the database cannot be reached yet' <<<"$log" | tail -n1
+}
 waited=0
-until podman logs "${project}_engine_1" 2>&1 | grep -q 'the database cannot be reached yet'; do
+until [ -n "$(engine_waiting)" ]; do
     [ "$waited" -lt 60 ] || fail "the engine did not say it waits for its database within 60 s"
     sleep 1
     waited=$((waited + 1))
 done
-waiting_said="$(podman logs "${project}_engine_1" 2>&1 | grep 'the database cannot be reached yet' | tail -n1 \
-    | grep -o '"error":"[^"]*"' | cut -d'"' -f4 || true)"
+waiting_said="$(engine_waiting | grep -o '"error":"[^"]*"' | cut -d'"' -f4 || true)"
 postgres_started=$SECONDS
 compose start postgres >/dev/null 2>&1 || fail "docker-compose start postgres"
 wait_healthy 180 11 || fail "the services did not become ready by themselves once PostgreSQL started"

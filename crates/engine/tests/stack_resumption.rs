@@ -681,6 +681,57 @@ async fn a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
     assert_eq!(replicas.nested_made(&stack).await, 1);
 }
 
+/// The parent's create ended (stopped, failed) while its nested stack's
+/// create went on — on a resource that never ends — and then A died; a
+/// delete of the parent on B takes the nested create over (resumed on B,
+/// it registers there only as it starts) and stops it rather than waiting
+/// for it: the whole tree is deleted.
+async fn a_delete_stops_the_nested_create_it_takes_over(database: &TestDatabase) {
+    let replicas = replicas(database, Duration::from_millis(5)).await;
+    let endless = r#"heat_template_version: 2021-04-16
+resources:
+  child:
+    type: OS::Heat::Stack
+    properties:
+      template: |
+        heat_template_version: 2021-04-16
+        resources:
+          forever:
+            type: OS::Heat::Delay
+            properties: {min_wait: 1000000}
+"#;
+    let stack = replicas.create_on_a("endless", endless, true).await;
+    let child = the_nested_stack(&replicas.store, &stack).await;
+    reaches(&replicas.store, child.id, "forever", "CREATE_IN_PROGRESS").await;
+    replicas.a_dies(&[stack.id, child.id]).await;
+    replicas
+        .run_sql(
+            "UPDATE stacks SET status = 'FAILED', status_reason = 'stopped' WHERE id = $1",
+            vec![stack.id.into()],
+        )
+        .await;
+    replicas
+        .b
+        .operations
+        .delete_stack(&alice(), "endless")
+        .await
+        .expect("delete accepted");
+    let done = settled(&replicas.store, stack.id).await;
+    assert_eq!(
+        done.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        done.status_reason
+    );
+    let nested = settled(&replicas.store, child.id).await;
+    assert_eq!(
+        nested.stack_status(),
+        "DELETE_COMPLETE",
+        "{}",
+        nested.status_reason
+    );
+}
+
 /// A dies while `web`'s create is in flight and nothing else of the stack
 /// runs; the build A started is never finished by A — B continues it.
 /// Then B's resumed create of a server that fails to build ends
@@ -1793,6 +1844,7 @@ ember_runtime::store_suite!(
     a_nested_stack_is_cut_short_with_its_timed_out_parent,
     a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
     a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_another_engine,
+    a_delete_stops_the_nested_create_it_takes_over,
     a_server_that_fails_to_build_after_a_take_over_fails_the_stack_with_its_reason,
     a_step_of_a_type_that_cannot_take_it_over_fails_the_stack_with_why,
     a_wait_taken_over_keeps_its_original_deadline,

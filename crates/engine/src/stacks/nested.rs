@@ -36,6 +36,10 @@ use crate::resources::{
 /// engine still holds (or just gave up).
 const NESTED_SETTLE_POLL: Duration = Duration::from_millis(100);
 
+/// How often a delete asks again, through the lease, that an operation
+/// another engine runs on a nested stack stop.
+const NESTED_STOP_ASKED_EVERY: Duration = Duration::from_secs(1);
+
 impl StackOperations {
     /// Brings nested stack `stack_id` to the end of any operation an engine
     /// that went away left unfinished, before its parent's step acts on it:
@@ -45,10 +49,33 @@ impl StackOperations {
     /// run. A stack not in progress is left as it is. Bounded by the
     /// parent's operation timeout.
     async fn settle_nested_stack(&self, stack_id: Uuid) -> StoreResult<()> {
+        self.settle_nested_stack_stopping(stack_id, false).await
+    }
+
+    /// [`Self::settle_nested_stack`]; with `stop`, for a delete, the
+    /// operation running on it is asked to stop on every look — here, or
+    /// through its lease by the engine running it (at most once per
+    /// [`NESTED_STOP_ASKED_EVERY`]) — as a delete of the stack itself asks:
+    /// a run registers as it starts, after its stack's row is written, so
+    /// one ask can come before there is anything to stop.
+    async fn settle_nested_stack_stopping(&self, stack_id: Uuid, stop: bool) -> StoreResult<()> {
+        let mut last_ask: Option<std::time::Instant> = None;
         loop {
             let now = ember_runtime::time::now();
             match self.store().orphan_candidate(stack_id, now).await? {
                 Some(candidate) => match self.take_over_orphan(&candidate).await? {
+                    TakenOver::Resumed(run)
+                        if stop
+                            && crate::domain::admission::stack::stops_running(
+                                &candidate.stack,
+                                StackOperation::Delete,
+                            ) =>
+                    {
+                        // Resumed here, and stopped here: the delete does
+                        // not wait for a create that may never end.
+                        tracing::warn!(%stack_id, "a parent's delete resumed its nested stack's operation to stop it");
+                        self.stopping(stack_id, run).await;
+                    }
                     TakenOver::Resumed(run) => {
                         tracing::warn!(%stack_id, "a parent's resumed step continues its nested stack's operation");
                         run.await;
@@ -57,16 +84,45 @@ impl StackOperations {
                     TakenOver::Moved => tokio::time::sleep(NESTED_SETTLE_POLL).await,
                 },
                 None => {
-                    let in_progress = self
-                        .store()
-                        .get_stack(stack_id)
-                        .await?
-                        .is_some_and(|stack| stack.status == ActionStatus::InProgress);
-                    if !in_progress {
+                    let Some(stack) = self.store().get_stack(stack_id).await? else {
                         return Ok(());
+                    };
+                    if stack.status != ActionStatus::InProgress {
+                        return Ok(());
+                    }
+                    if stop
+                        && crate::domain::admission::stack::stops_running(
+                            &stack,
+                            StackOperation::Delete,
+                        )
+                        && !self.shared.stops.stop(stack_id)
+                        && last_ask.is_none_or(|at| at.elapsed() >= NESTED_STOP_ASKED_EVERY)
+                    {
+                        last_ask = Some(std::time::Instant::now());
+                        self.store()
+                            .request_stack_stop(
+                                stack_id,
+                                crate::store::StopRequest::Delete,
+                                ember_runtime::time::now(),
+                            )
+                            .await?;
                     }
                     tokio::time::sleep(NESTED_SETTLE_POLL).await;
                 }
+            }
+        }
+    }
+
+    /// Waits for `run`, an operation on `stack_id` this engine runs,
+    /// asking it to stop for a delete on every look until it ends (it
+    /// registers as it starts).
+    async fn stopping(&self, stack_id: Uuid, run: super::Run) {
+        tokio::pin!(run);
+        loop {
+            self.shared.stops.stop(stack_id);
+            tokio::select! {
+                () = &mut run => return,
+                () = tokio::time::sleep(NESTED_SETTLE_POLL) => {}
             }
         }
     }
@@ -276,27 +332,14 @@ impl NestedStackHost for StackOperations {
     }
 
     async fn delete_nested_stack(&self, stack_id: Uuid) -> Result<(), ResourceFailure> {
-        let Some(stack) = self.nested_stack(stack_id).await? else {
+        if self.nested_stack(stack_id).await?.is_none() {
             return Ok(());
-        };
+        }
         // An operation running on it (a create the parent's stopped
         // create left running) is stopped, as a delete of the stack itself
-        // stops it: here, or by the engine running it, asked through the
-        // lease.
-        if crate::domain::admission::stack::stops_running(&stack, StackOperation::Delete)
-            && !self.shared.stops.stop(stack_id)
-        {
-            self.store()
-                .request_stack_stop(
-                    stack_id,
-                    crate::store::StopRequest::Delete,
-                    ember_runtime::time::now(),
-                )
-                .await?;
-        }
-        // An operation an engine that went away left on it (this delete,
+        // stops it; one an engine that went away left on it (this delete,
         // resumed, included) ends first.
-        self.settle_nested_stack(stack_id).await?;
+        self.settle_nested_stack_stopping(stack_id, true).await?;
         let Some(stack) = self.nested_stack(stack_id).await? else {
             return Ok(());
         };
