@@ -184,48 +184,96 @@ fn where_all(conditions: &[String]) -> String {
     }
 }
 
-/// `INSERT INTO table (columns) VALUES ($1, …, $n)`, the values in the
-/// columns' order.
-fn insert_row(
-    backend: sea_orm::DatabaseBackend,
+/// `id = $1`, within the project when scoped: the condition naming one
+/// row, with its values.
+fn one_row(project_id: Option<&str>, id: Uuid) -> (String, Vec<sea_orm::Value>) {
+    let mut values = vec![id.into()];
+    let scope = project_filter(project_id, &mut values);
+    (format!("id = $1{scope}"), values)
+}
+
+/// A list's first condition: the project's rows, when scoped.
+fn project_conditions(project_id: Option<&str>, values: &mut Vec<sea_orm::Value>) -> Vec<String> {
+    project_id
+        .map(|project_id| format!("project_id = {}", bind(values, project_id)))
+        .into_iter()
+        .collect()
+}
+
+/// Runs `sql` on `connection`: how many rows it wrote.
+async fn execute(
+    connection: &impl ConnectionTrait,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+) -> Result<u64> {
+    let backend = connection.get_database_backend();
+    let done = connection
+        .execute_raw(statement(backend, sql, values))
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// The rows `sql` reads on `connection`, each decoded by `decode`.
+async fn read_rows<T>(
+    connection: &impl ConnectionTrait,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+    decode: fn(&QueryResult) -> Result<T>,
+) -> Result<Vec<T>> {
+    let backend = connection.get_database_backend();
+    let rows = connection
+        .query_all_raw(statement(backend, sql, values))
+        .await?;
+    rows.iter().map(decode).collect()
+}
+
+/// The row `sql` reads (or returns) on `connection`, decoded by `decode`;
+/// `None` when there is none.
+async fn read_row<T>(
+    connection: &impl ConnectionTrait,
+    sql: &str,
+    values: Vec<sea_orm::Value>,
+    decode: fn(&QueryResult) -> Result<T>,
+) -> Result<Option<T>> {
+    let backend = connection.get_database_backend();
+    let row = connection
+        .query_one_raw(statement(backend, sql, values))
+        .await?;
+    row.as_ref().map(decode).transpose()
+}
+
+/// Inserts one row: `INSERT INTO table (columns) VALUES ($1, …, $n)`, the
+/// values in the columns' order.
+async fn insert_row(
+    connection: &impl ConnectionTrait,
     table: &str,
     columns: &str,
     values: Vec<sea_orm::Value>,
-) -> sea_orm::Statement {
+) -> Result<()> {
     let placeholders = (1..=values.len())
         .map(|position| format!("${position}"))
         .collect::<Vec<_>>()
         .join(", ");
-    statement(
-        backend,
-        &format!("INSERT INTO {table} ({columns}) VALUES ({placeholders})"),
-        values,
-    )
+    let sql = format!("INSERT INTO {table} ({columns}) VALUES ({placeholders})");
+    execute(connection, &sql, values).await?;
+    Ok(())
 }
 
 #[async_trait]
 impl SoftwareStore for SqlSoftwareStore {
     async fn create_config(&self, config: &SoftwareConfig) -> Result<()> {
-        let backend = self.connection.get_database_backend();
-        self.connection
-            .execute_raw(insert_row(
-                backend,
-                "software_configs",
-                CONFIG_COLUMNS,
-                vec![
-                    config.id.into(),
-                    config.project_id.clone().into(),
-                    config.name.clone().into(),
-                    config.group.clone().into(),
-                    json_text(&config.config).into(),
-                    json_text(&Value::Array(config.inputs.clone())).into(),
-                    json_text(&Value::Array(config.outputs.clone())).into(),
-                    json_text(&Value::Object(config.options.clone())).into(),
-                    config.created_at.into(),
-                ],
-            ))
-            .await?;
-        Ok(())
+        let values = vec![
+            config.id.into(),
+            config.project_id.clone().into(),
+            config.name.clone().into(),
+            config.group.clone().into(),
+            json_text(&config.config).into(),
+            json_text(&Value::Array(config.inputs.clone())).into(),
+            json_text(&Value::Array(config.outputs.clone())).into(),
+            json_text(&Value::Object(config.options.clone())).into(),
+            config.created_at.into(),
+        ];
+        insert_row(&self.connection, "software_configs", CONFIG_COLUMNS, values).await
     }
 
     async fn get_config(
@@ -233,18 +281,9 @@ impl SoftwareStore for SqlSoftwareStore {
         project_id: Option<&str>,
         id: Uuid,
     ) -> Result<Option<SoftwareConfig>> {
-        let backend = self.reader.get_database_backend();
-        let mut values = vec![id.into()];
-        let scope = project_filter(project_id, &mut values);
-        let row = self
-            .reader
-            .query_one_raw(statement(
-                backend,
-                &format!("SELECT {CONFIG_COLUMNS} FROM software_configs WHERE id = $1{scope}"),
-                values,
-            ))
-            .await?;
-        row.as_ref().map(config_from_row).transpose()
+        let (row, values) = one_row(project_id, id);
+        let sql = format!("SELECT {CONFIG_COLUMNS} FROM software_configs WHERE {row}");
+        read_row(&self.reader, &sql, values, config_from_row).await
     }
 
     async fn server_configs(
@@ -252,7 +291,6 @@ impl SoftwareStore for SqlSoftwareStore {
         project_id: Option<&str>,
         server_id: &str,
     ) -> Result<Vec<SoftwareConfig>> {
-        let backend = self.reader.get_database_backend();
         let columns = CONFIG_COLUMNS
             .split(", ")
             .map(|column| format!("c.{column}"))
@@ -263,19 +301,12 @@ impl SoftwareStore for SqlSoftwareStore {
             Some(project_id) => format!(" AND d.project_id = {}", bind(&mut values, project_id)),
             None => String::new(),
         };
-        let rows = self
-            .reader
-            .query_all_raw(statement(
-                backend,
-                &format!(
-                    "SELECT {columns} FROM software_deployments d \
-                     JOIN software_configs c ON c.id = d.config_id \
-                     WHERE d.server_id = $1{scope} ORDER BY c.name, d.created_at, d.id"
-                ),
-                values,
-            ))
-            .await?;
-        rows.iter().map(config_from_row).collect()
+        let sql = format!(
+            "SELECT {columns} FROM software_deployments d \
+             JOIN software_configs c ON c.id = d.config_id \
+             WHERE d.server_id = $1{scope} ORDER BY c.name, d.created_at, d.id"
+        );
+        read_rows(&self.reader, &sql, values, config_from_row).await
     }
 
     async fn list_configs(
@@ -284,12 +315,8 @@ impl SoftwareStore for SqlSoftwareStore {
         limit: u64,
         marker: Option<Uuid>,
     ) -> Result<Vec<SoftwareConfig>> {
-        let backend = self.reader.get_database_backend();
         let mut values = Vec::new();
-        let mut conditions = Vec::new();
-        if let Some(project_id) = project_id {
-            conditions.push(format!("project_id = {}", bind(&mut values, project_id)));
-        }
+        let mut conditions = project_conditions(project_id, &mut values);
         if let Some(marker) = marker {
             conditions.push(format!(
                 "(created_at, id) > (SELECT created_at, id FROM software_configs WHERE id = {})",
@@ -298,38 +325,21 @@ impl SoftwareStore for SqlSoftwareStore {
         }
         let filter = where_all(&conditions);
         let limit = bind(&mut values, i64::try_from(limit).unwrap_or(i64::MAX));
-        let rows = self
-            .reader
-            .query_all_raw(statement(
-                backend,
-                &format!(
-                    "SELECT {CONFIG_COLUMNS} FROM software_configs{filter} ORDER BY created_at, id LIMIT {limit}"
-                ),
-                values,
-            ))
-            .await?;
-        rows.iter().map(config_from_row).collect()
+        let sql = format!(
+            "SELECT {CONFIG_COLUMNS} FROM software_configs{filter} ORDER BY created_at, id LIMIT {limit}"
+        );
+        read_rows(&self.reader, &sql, values, config_from_row).await
     }
 
     async fn delete_config(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
-        let backend = self.connection.get_database_backend();
-        let mut values = vec![id.into()];
-        let scope = project_filter(project_id, &mut values);
+        let (row, values) = one_row(project_id, id);
         // One statement: a deployment created meanwhile cannot be left
         // pointing at nothing.
-        let deleted = self
-            .connection
-            .execute_raw(statement(
-                backend,
-                &format!(
-                    "DELETE FROM software_configs WHERE id = $1{scope} \
-                     AND NOT EXISTS (SELECT 1 FROM software_deployments WHERE config_id = $1)"
-                ),
-                values,
-            ))
-            .await?
-            .rows_affected();
-        if deleted > 0 {
+        let sql = format!(
+            "DELETE FROM software_configs WHERE {row} \
+             AND NOT EXISTS (SELECT 1 FROM software_deployments WHERE config_id = $1)"
+        );
+        if execute(&self.connection, &sql, values).await? > 0 {
             return Ok(true);
         }
         if self.get_config(project_id, id).await?.is_some() {
@@ -341,28 +351,26 @@ impl SoftwareStore for SqlSoftwareStore {
     }
 
     async fn create_deployment(&self, deployment: &SoftwareDeployment) -> Result<()> {
-        let backend = self.connection.get_database_backend();
-        self.connection
-            .execute_raw(insert_row(
-                backend,
-                "software_deployments",
-                DEPLOYMENT_COLUMNS,
-                vec![
-                    deployment.id.into(),
-                    deployment.project_id.clone().into(),
-                    deployment.server_id.clone().into(),
-                    deployment.config_id.into(),
-                    json_text(&Value::Object(deployment.input_values.clone())).into(),
-                    json_text(&Value::Object(deployment.output_values.clone())).into(),
-                    deployment.action.clone().into(),
-                    deployment.status.as_str().into(),
-                    deployment.status_reason.clone().into(),
-                    deployment.created_at.into(),
-                    deployment.updated_at.into(),
-                ],
-            ))
-            .await?;
-        Ok(())
+        let values = vec![
+            deployment.id.into(),
+            deployment.project_id.clone().into(),
+            deployment.server_id.clone().into(),
+            deployment.config_id.into(),
+            json_text(&Value::Object(deployment.input_values.clone())).into(),
+            json_text(&Value::Object(deployment.output_values.clone())).into(),
+            deployment.action.clone().into(),
+            deployment.status.as_str().into(),
+            deployment.status_reason.clone().into(),
+            deployment.created_at.into(),
+            deployment.updated_at.into(),
+        ];
+        insert_row(
+            &self.connection,
+            "software_deployments",
+            DEPLOYMENT_COLUMNS,
+            values,
+        )
+        .await
     }
 
     async fn get_deployment(
@@ -370,22 +378,11 @@ impl SoftwareStore for SqlSoftwareStore {
         project_id: Option<&str>,
         id: Uuid,
     ) -> Result<Option<SoftwareDeployment>> {
+        let (row, values) = one_row(project_id, id);
+        let sql = format!("SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments WHERE {row}");
         // On the writer: a deployment's status is what waiters poll, and a
         // signal committed a moment ago must be seen.
-        let backend = self.connection.get_database_backend();
-        let mut values = vec![id.into()];
-        let scope = project_filter(project_id, &mut values);
-        let row = self
-            .connection
-            .query_one_raw(statement(
-                backend,
-                &format!(
-                    "SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments WHERE id = $1{scope}"
-                ),
-                values,
-            ))
-            .await?;
-        row.as_ref().map(deployment_from_row).transpose()
+        read_row(&self.connection, &sql, values, deployment_from_row).await
     }
 
     async fn list_deployments(
@@ -393,27 +390,16 @@ impl SoftwareStore for SqlSoftwareStore {
         project_id: Option<&str>,
         server_id: Option<&str>,
     ) -> Result<Vec<SoftwareDeployment>> {
-        let backend = self.reader.get_database_backend();
         let mut values = Vec::new();
-        let mut conditions = Vec::new();
-        if let Some(project_id) = project_id {
-            conditions.push(format!("project_id = {}", bind(&mut values, project_id)));
-        }
+        let mut conditions = project_conditions(project_id, &mut values);
         if let Some(server_id) = server_id {
             conditions.push(format!("server_id = {}", bind(&mut values, server_id)));
         }
         let filter = where_all(&conditions);
-        let rows = self
-            .reader
-            .query_all_raw(statement(
-                backend,
-                &format!(
-                    "SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments{filter} ORDER BY created_at, id"
-                ),
-                values,
-            ))
-            .await?;
-        rows.iter().map(deployment_from_row).collect()
+        let sql = format!(
+            "SELECT {DEPLOYMENT_COLUMNS} FROM software_deployments{filter} ORDER BY created_at, id"
+        );
+        read_rows(&self.reader, &sql, values, deployment_from_row).await
     }
 
     async fn update_deployment(
@@ -422,7 +408,6 @@ impl SoftwareStore for SqlSoftwareStore {
         id: Uuid,
         change: &DeploymentChange,
     ) -> Result<Option<SoftwareDeployment>> {
-        let backend = self.connection.get_database_backend();
         let mut values: Vec<sea_orm::Value> = Vec::new();
         let mut sets = Vec::new();
         let mut set = |column: &str, value: sea_orm::Value, values: &mut Vec<sea_orm::Value>| {
@@ -463,33 +448,16 @@ impl SoftwareStore for SqlSoftwareStore {
                 bind(&mut values, status.as_str())
             ));
         }
-        let row = self
-            .connection
-            .query_one_raw(statement(
-                backend,
-                &format!(
-                    "UPDATE software_deployments SET {} WHERE {conditions} RETURNING {DEPLOYMENT_COLUMNS}",
-                    sets.join(", ")
-                ),
-                values,
-            ))
-            .await?;
-        row.as_ref().map(deployment_from_row).transpose()
+        let sql = format!(
+            "UPDATE software_deployments SET {} WHERE {conditions} RETURNING {DEPLOYMENT_COLUMNS}",
+            sets.join(", ")
+        );
+        read_row(&self.connection, &sql, values, deployment_from_row).await
     }
 
     async fn delete_deployment(&self, project_id: Option<&str>, id: Uuid) -> Result<bool> {
-        let backend = self.connection.get_database_backend();
-        let mut values = vec![id.into()];
-        let scope = project_filter(project_id, &mut values);
-        let deleted = self
-            .connection
-            .execute_raw(statement(
-                backend,
-                &format!("DELETE FROM software_deployments WHERE id = $1{scope}"),
-                values,
-            ))
-            .await?
-            .rows_affected();
-        Ok(deleted > 0)
+        let (row, values) = one_row(project_id, id);
+        let sql = format!("DELETE FROM software_deployments WHERE {row}");
+        Ok(execute(&self.connection, &sql, values).await? > 0)
     }
 }
