@@ -7,7 +7,7 @@ use ember_proto::engine::v1 as pb;
 use tonic::Request;
 
 use super::cluster_convert as convert;
-use super::profiles::type_description;
+use super::profiles::{get_type, list_types};
 use super::{Reply, answer};
 use crate::clusters::ClusterService;
 use crate::domain::cluster::query;
@@ -114,31 +114,13 @@ impl pb::policy_service_server::PolicyService for PolicyHandler {
         &self,
         request: Request<pb::ListTypesRequest>,
     ) -> Reply<pb::ListTypesResponse> {
-        answer(
-            request,
-            |_caller, _request| async move { Ok(types::POLICY_TYPES) },
-            |definitions| pb::ListTypesResponse {
-                types: definitions
-                    .iter()
-                    .filter(|definition| definition.listed)
-                    .map(type_description)
-                    .collect(),
-            },
-        )
-        .await
+        list_types(request, types::POLICY_TYPES).await
     }
 
     async fn get_policy_type(
         &self,
         request: Request<pb::GetTypeRequest>,
     ) -> Reply<pb::TypeDescription> {
-        answer(
-            request,
-            |_caller, request| async move {
-                types::find(types::POLICY_TYPES, "policy_type", &request.type_name)
-            },
-            type_description,
-        )
-        .await
+        get_type(request, types::POLICY_TYPES, "policy_type").await
     }
 }

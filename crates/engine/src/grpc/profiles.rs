@@ -123,32 +123,14 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
         &self,
         request: Request<pb::ListTypesRequest>,
     ) -> Reply<pb::ListTypesResponse> {
-        answer(
-            request,
-            |_caller, _request| async move { Ok(types::PROFILE_TYPES) },
-            |definitions| pb::ListTypesResponse {
-                types: definitions
-                    .iter()
-                    .filter(|definition| definition.listed)
-                    .map(type_description)
-                    .collect(),
-            },
-        )
-        .await
+        list_types(request, types::PROFILE_TYPES).await
     }
 
     async fn get_profile_type(
         &self,
         request: Request<pb::GetTypeRequest>,
     ) -> Reply<pb::TypeDescription> {
-        answer(
-            request,
-            |_caller, request| async move {
-                types::find(types::PROFILE_TYPES, "profile_type", &request.type_name)
-            },
-            type_description,
-        )
-        .await
+        get_type(request, types::PROFILE_TYPES, "profile_type").await
     }
 
     async fn list_profile_type_operations(
@@ -166,8 +148,43 @@ impl pb::profile_service_server::ProfileService for ProfileHandler {
     }
 }
 
+/// `ListProfileTypes` and `ListPolicyTypes`: the types of `definitions`
+/// the API lists.
+pub(super) async fn list_types(
+    request: Request<pb::ListTypesRequest>,
+    definitions: &'static [types::TypeDefinition],
+) -> Reply<pb::ListTypesResponse> {
+    answer(
+        request,
+        |_caller, _request| async move { Ok(definitions) },
+        |definitions| pb::ListTypesResponse {
+            types: definitions
+                .iter()
+                .filter(|definition| definition.listed)
+                .map(type_description)
+                .collect(),
+        },
+    )
+    .await
+}
+
+/// `GetProfileType` and `GetPolicyType`: the type of `definitions` the
+/// request names (`field` is what an unknown name's error calls it).
+pub(super) async fn get_type(
+    request: Request<pb::GetTypeRequest>,
+    definitions: &'static [types::TypeDefinition],
+    field: &'static str,
+) -> Reply<pb::TypeDescription> {
+    answer(
+        request,
+        |_caller, request| async move { types::find(definitions, field, &request.type_name) },
+        type_description,
+    )
+    .await
+}
+
 /// A profile or policy type as the API describes it.
-pub(super) fn type_description(definition: &types::TypeDefinition) -> pb::TypeDescription {
+fn type_description(definition: &types::TypeDefinition) -> pb::TypeDescription {
     pb::TypeDescription {
         name: definition.name.to_owned(),
         version: definition.version.to_owned(),
