@@ -6,6 +6,8 @@
 
 mod stack_support;
 
+use stack_support::assert_status;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,6 +76,13 @@ async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
     stack_support::settled(operations, &owner(), name_or_id, Duration::from_secs(20)).await
 }
 
+/// [`settled`], and ended `status`.
+async fn settled_as(operations: &StackOperations, name_or_id: &str, status: &str) -> Stack {
+    let stack = settled(operations, name_or_id).await;
+    assert_status(&stack, status);
+    stack
+}
+
 const CHILD: &str = "heat_template_version: 2021-04-16\nresources:\n  inner: {type: OS::Heat::TestResource}\n  server: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian}}\n";
 
 const ROOT: &str = r#"
@@ -98,14 +107,7 @@ async fn create_root(operations: &StackOperations, name: &str) -> Stack {
         .create_stack(&owner(), create)
         .await
         .expect("create");
-    let stack = settled(operations, name).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
-    stack
+    settled_as(operations, name, "CREATE_COMPLETE").await
 }
 
 async fn server_ids(operations: &StackOperations, stack: &Stack) -> Vec<Uuid> {
@@ -119,6 +121,20 @@ async fn server_ids(operations: &StackOperations, stack: &Stack) -> Vec<Uuid> {
             Uuid::parse_str(view.resource.physical_id.as_deref().expect("id")).expect("uuid")
         })
         .collect()
+}
+/// Asserts each of `stack`'s servers' instances is `locked` (or not),
+/// saying `why` and which instance when one is not.
+async fn assert_servers_locked(
+    operations: &StackOperations,
+    instances: &InstanceService,
+    stack: &Stack,
+    locked: bool,
+    why: &str,
+) {
+    for id in server_ids(operations, stack).await {
+        let instance = instances.get(&owner(), id).await.expect("instance");
+        assert_eq!(instance.is_locked(), locked, "{why}: instance {id}");
+    }
 }
 
 async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
@@ -135,13 +151,7 @@ async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
         )
         .await
         .expect("lock accepted");
-    let locked = settled(&operations, "locked").await;
-    assert_eq!(
-        locked.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        locked.status_reason
-    );
+    let locked = settled_as(&operations, "locked", "LOCK_COMPLETE").await;
     let lock = locked.maintenance_lock.clone().expect("lock recorded");
     assert_eq!(
         (
@@ -159,16 +169,14 @@ async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
             .all(|child| child.stack_status() == "LOCK_COMPLETE"),
         "nested stacks lock with the root"
     );
-    for id in server_ids(&operations, &stack).await {
-        assert!(
-            !instances
-                .get(&owner(), id)
-                .await
-                .expect("instance")
-                .is_locked(),
-            "level stacks leaves instances alone"
-        );
-    }
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        false,
+        "level stacks leaves instances alone",
+    )
+    .await;
 
     // Everything but lock and unlock is refused, naming the lock.
     let error = operations
@@ -226,40 +234,30 @@ async fn a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow(
         .lock_stack(&owner(), "locked", LockLevel::All, None)
         .await
         .expect("relock");
-    let relocked = settled(&operations, "locked").await;
-    assert_eq!(
-        relocked.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        relocked.status_reason
-    );
-    for id in server_ids(&operations, &stack).await {
-        let instance = instances.get(&owner(), id).await.expect("instance");
-        assert!(instance.is_locked(), "level all locks instance {id}");
-    }
+    settled_as(&operations, "locked", "LOCK_COMPLETE").await;
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        true,
+        "level all locks every instance",
+    )
+    .await;
 
     operations
         .unlock_stack(&owner(), "locked")
         .await
         .expect("unlock accepted");
-    let unlocked = settled(&operations, "locked").await;
-    assert_eq!(
-        unlocked.stack_status(),
-        "UNLOCK_COMPLETE",
-        "{}",
-        unlocked.status_reason
-    );
+    let unlocked = settled_as(&operations, "locked", "UNLOCK_COMPLETE").await;
     assert!(unlocked.maintenance_lock.is_none());
-    for id in server_ids(&operations, &stack).await {
-        assert!(
-            !instances
-                .get(&owner(), id)
-                .await
-                .expect("instance")
-                .is_locked(),
-            "unlock lifts the stack's instance locks"
-        );
-    }
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        false,
+        "unlock lifts the stack's instance locks",
+    )
+    .await;
     let error = operations
         .unlock_stack(&owner(), "locked")
         .await
@@ -284,18 +282,12 @@ async fn unlock_lifts_only_the_instance_locks_the_stack_placed(database: &TestDa
         .lock_stack(&owner(), "mine", LockLevel::All, None)
         .await
         .expect("lock");
-    assert_eq!(
-        settled(&operations, "mine").await.stack_status(),
-        "LOCK_COMPLETE"
-    );
+    settled_as(&operations, "mine", "LOCK_COMPLETE").await;
     operations
         .unlock_stack(&owner(), "mine")
         .await
         .expect("unlock");
-    assert_eq!(
-        settled(&operations, "mine").await.stack_status(),
-        "UNLOCK_COMPLETE"
-    );
+    settled_as(&operations, "mine", "UNLOCK_COMPLETE").await;
     let own = instances.get(&owner(), ids[0]).await.expect("instance");
     assert!(own.is_locked(), "the user's own lock stays");
     assert!(
@@ -351,22 +343,8 @@ async fn a_failing_resource_leaves_lock_failed_and_unlock_cleans_up(database: &T
         .unlock_stack(&owner(), "dirty")
         .await
         .expect("unlock from LOCK_FAILED");
-    let clean = settled(&operations, "dirty").await;
-    assert_eq!(
-        clean.stack_status(),
-        "UNLOCK_COMPLETE",
-        "{}",
-        clean.status_reason
-    );
-    for id in server_ids(&operations, &stack).await {
-        assert!(
-            !instances
-                .get(&owner(), id)
-                .await
-                .expect("instance")
-                .is_locked()
-        );
-    }
+    settled_as(&operations, "dirty", "UNLOCK_COMPLETE").await;
+    assert_servers_locked(&operations, &instances, &stack, false, "unlocked").await;
 }
 
 async fn an_admin_lock_is_lifted_only_by_an_admin(database: &TestDatabase) {
@@ -401,19 +379,8 @@ async fn an_admin_lock_is_lifted_only_by_an_admin(database: &TestDatabase) {
         .unlock_stack(&admin(), "admin-locked")
         .await
         .expect("admin unlocks");
-    assert_eq!(
-        settled(&operations, "admin-locked").await.stack_status(),
-        "UNLOCK_COMPLETE"
-    );
-    for id in server_ids(&operations, &stack).await {
-        assert!(
-            !instances
-                .get(&owner(), id)
-                .await
-                .expect("instance")
-                .is_locked()
-        );
-    }
+    settled_as(&operations, "admin-locked", "UNLOCK_COMPLETE").await;
+    assert_servers_locked(&operations, &instances, &stack, false, "unlocked").await;
 }
 
 async fn lock_needs_a_created_stack(database: &TestDatabase) {
@@ -486,13 +453,7 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
     let lock = locking.maintenance_lock.clone().expect("a lock");
     assert_eq!(lock.expires_at, Some(expires_at));
     assert!(lock.describe().contains(" until "), "{}", lock.describe());
-    let locked = settled(&operations, "expiring").await;
-    assert_eq!(
-        locked.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        locked.status_reason
-    );
+    settled_as(&operations, "expiring", "LOCK_COMPLETE").await;
     // Nothing to do before the expiry.
     assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
     // Until the lock's own expiry (a time, not a condition to poll for).
@@ -509,13 +470,7 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
         1,
         "one unlock begun"
     );
-    let unlocked = settled(&operations, "expiring").await;
-    assert_eq!(
-        unlocked.stack_status(),
-        "UNLOCK_COMPLETE",
-        "{}",
-        unlocked.status_reason
-    );
+    let unlocked = settled_as(&operations, "expiring", "UNLOCK_COMPLETE").await;
     assert!(unlocked.maintenance_lock.is_none());
     let events = store
         .list_events(&ember_engine::store::EventListQuery {
@@ -537,13 +492,14 @@ async fn an_expired_stack_lock_is_unlocked_once(database: &TestDatabase) {
         "{}",
         started[0]
     );
-    for id in server_ids(&operations, &stack).await {
-        let instance = instances.get(&owner(), id).await.expect("instance");
-        assert!(
-            !instance.is_locked(),
-            "instance {id} unlocked with the stack"
-        );
-    }
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        false,
+        "instances unlocked with the stack",
+    )
+    .await;
     // Swept once: nothing more to do.
     assert_eq!(operations.unlock_expired_stacks().await.expect("sweep"), 0);
 }
@@ -575,13 +531,7 @@ async fn a_mark_survives_lock_and_unlock_and_the_update_still_replaces(database:
         .lock_stack(&owner(), "marked", LockLevel::All, Some("patching".into()))
         .await
         .expect("lock accepted");
-    let locked = settled(&operations, "marked").await;
-    assert_eq!(
-        locked.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        locked.status_reason
-    );
+    let locked = settled_as(&operations, "marked", "LOCK_COMPLETE").await;
     let web = web_of(operations.clone(), locked.clone()).await;
     assert_eq!(
         (web.resource_status().as_str(), web.status_reason.as_str()),
@@ -601,13 +551,7 @@ async fn a_mark_survives_lock_and_unlock_and_the_update_still_replaces(database:
         .unlock_stack(&owner(), "marked")
         .await
         .expect("unlock accepted");
-    let unlocked = settled(&operations, "marked").await;
-    assert_eq!(
-        unlocked.stack_status(),
-        "UNLOCK_COMPLETE",
-        "{}",
-        unlocked.status_reason
-    );
+    let unlocked = settled_as(&operations, "marked", "UNLOCK_COMPLETE").await;
     let web = web_of(operations.clone(), unlocked.clone()).await;
     assert_eq!(
         web.resource_status(),
@@ -631,13 +575,7 @@ async fn a_mark_survives_lock_and_unlock_and_the_update_still_replaces(database:
         .update_stack(&owner(), update)
         .await
         .expect("update accepted");
-    let updated = settled(&operations, "marked").await;
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    let updated = settled_as(&operations, "marked", "UPDATE_COMPLETE").await;
     let web = web_of(operations.clone(), updated).await;
     assert_eq!(web.resource_status(), "CREATE_COMPLETE");
     assert_ne!(

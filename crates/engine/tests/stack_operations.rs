@@ -5,6 +5,8 @@
 
 mod stack_support;
 
+use stack_support::assert_status;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -72,6 +74,13 @@ async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
     settled_within(operations, name_or_id, Duration::from_secs(20)).await
 }
 
+/// [`settled`], and ended `status`.
+async fn settled_as(operations: &StackOperations, name_or_id: &str, status: &str) -> Stack {
+    let stack = settled(operations, name_or_id).await;
+    assert_status(&stack, status);
+    stack
+}
+
 async fn settled_within(operations: &StackOperations, name_or_id: &str, within: Duration) -> Stack {
     stack_support::settled(operations, &alice(), name_or_id, within).await
 }
@@ -109,13 +118,7 @@ async fn a_stack_is_created_along_its_graph_and_deleted(database: &TestDatabase)
         .expect("create accepted");
     assert_eq!(started.stack_status(), "CREATE_IN_PROGRESS");
 
-    let stack = settled(&operations, "chain").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "chain", "CREATE_COMPLETE").await;
     assert_eq!(stack.status_reason, "Stack CREATE completed successfully");
 
     let details = operations
@@ -185,13 +188,7 @@ async fn a_stack_is_created_along_its_graph_and_deleted(database: &TestDatabase)
         .delete_stack(&alice(), "chain")
         .await
         .expect("delete accepted");
-    let deleted = settled(&operations, &stack.id.to_string()).await;
-    assert_eq!(
-        deleted.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        deleted.status_reason
-    );
+    let deleted = settled_as(&operations, &stack.id.to_string(), "DELETE_COMPLETE").await;
     let resources = operations.resources(&deleted, 0).await.expect("resources");
     let kept = resources
         .iter()
@@ -260,13 +257,7 @@ resources:
         .create_stack(&alice(), with_rollback)
         .await
         .expect("accepted");
-    let stack = settled(&operations, "rolled-back").await;
-    assert_eq!(
-        stack.stack_status(),
-        "ROLLBACK_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "rolled-back", "ROLLBACK_COMPLETE").await;
     let resources = operations.resources(&stack, 0).await.expect("resources");
     assert!(
         resources
@@ -495,24 +486,12 @@ async fn a_group_grows_past_the_template_size_limit(database: &TestDatabase) {
         .create_stack(&alice(), request("large", &group(3)))
         .await
         .expect("accepted");
-    let created = settled(&operations, "large").await;
-    assert_eq!(
-        created.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        created.status_reason
-    );
+    settled_as(&operations, "large", "CREATE_COMPLETE").await;
     operations
         .update_stack(&alice(), update("large", &group(4)))
         .await
         .expect("accepted");
-    let updated = settled(&operations, "large").await;
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    settled_as(&operations, "large", "UPDATE_COMPLETE").await;
 }
 
 async fn an_operation_that_cannot_finish_times_out(database: &TestDatabase) {
@@ -780,13 +759,7 @@ outputs:
         .await
         .expect("update accepted");
     assert_eq!(started.stack_status(), "UPDATE_IN_PROGRESS");
-    let updated = settled(&operations, "evolving").await;
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    let updated = settled_as(&operations, "evolving", "UPDATE_COMPLETE").await;
 
     let new = operations.resources(&updated, 0).await.expect("resources");
     let names: Vec<&str> = new.iter().map(|view| view.resource.name.as_str()).collect();
@@ -854,13 +827,7 @@ outputs:
         .update_stack(&alice(), patch)
         .await
         .expect("patch accepted");
-    let stack = settled(&operations, "patched").await;
-    assert_eq!(
-        stack.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "patched", "UPDATE_COMPLETE").await;
     let outputs = operations.outputs(&stack).await.expect("outputs");
     assert_eq!(outputs[0].value, Ok(json!("uno+dos")));
 
@@ -918,13 +885,7 @@ resources:
         .update_stack(&alice(), fix)
         .await
         .expect("update accepted");
-    let stack = settled(&operations, "flaky").await;
-    assert_eq!(
-        stack.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "flaky", "UPDATE_COMPLETE").await;
     let resources = operations.resources(&stack, 0).await.expect("resources");
     assert_eq!(resources.len(), 1, "the failed row was retired");
     assert_eq!(resources[0].resource.resource_status(), "CREATE_COMPLETE");
@@ -955,13 +916,7 @@ async fn a_failed_update_rolls_back_unless_rollback_is_disabled(database: &TestD
         .update_stack(&alice(), update("rollbacker", bad))
         .await
         .expect("update accepted");
-    let stack = settled(&operations, "rollbacker").await;
-    assert_eq!(
-        stack.stack_status(),
-        "ROLLBACK_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "rollbacker", "ROLLBACK_COMPLETE").await;
     let resources = operations.resources(&stack, 0).await.expect("resources");
     assert_eq!(resources[0].resource.attributes["output"], json!("good"));
     let template = operations
@@ -1015,13 +970,7 @@ async fn cancel_update_stops_the_update_and_rolls_back(database: &TestDatabase) 
         .cancel_update(&alice(), "cancelled")
         .await
         .expect("cancelled");
-    let stack = settled(&operations, "cancelled").await;
-    assert_eq!(
-        stack.stack_status(),
-        "ROLLBACK_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "cancelled", "ROLLBACK_COMPLETE").await;
     let resources = operations.resources(&stack, 0).await.expect("resources");
     let names: Vec<&str> = resources
         .iter()
@@ -1115,13 +1064,7 @@ async fn an_abandoned_stack_can_be_adopted_with_its_resources(database: &TestDat
         .await
         .expect("adopt accepted");
     assert_eq!(started.stack_status(), "ADOPT_IN_PROGRESS");
-    let adopted = settled(&operations, "wanderer").await;
-    assert_eq!(
-        adopted.stack_status(),
-        "ADOPT_COMPLETE",
-        "{}",
-        adopted.status_reason
-    );
+    let adopted = settled_as(&operations, "wanderer", "ADOPT_COMPLETE").await;
     let after = operations.resources(&adopted, 0).await.expect("resources");
     for name in ["first", "second", "secret", "kept"] {
         assert_eq!(
@@ -1209,13 +1152,7 @@ outputs:
         .create_stack(&alice(), create)
         .await
         .expect("create");
-    let stack = settled(&operations, "parent").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "parent", "CREATE_COMPLETE").await;
     let outputs: std::collections::BTreeMap<String, serde_json::Value> = operations
         .outputs(&stack)
         .await
@@ -1258,13 +1195,7 @@ outputs:
         .update_stack(&alice(), patch)
         .await
         .expect("update accepted");
-    let updated = settled(&operations, "parent").await;
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    let updated = settled_as(&operations, "parent", "UPDATE_COMPLETE").await;
     let message = operations
         .output(&updated, "file_message")
         .await
@@ -1303,13 +1234,7 @@ outputs:
         .delete_stack(&alice(), "parent")
         .await
         .expect("delete accepted");
-    let deleted = settled(&operations, &stack.id.to_string()).await;
-    assert_eq!(
-        deleted.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        deleted.status_reason
-    );
+    settled_as(&operations, &stack.id.to_string(), "DELETE_COMPLETE").await;
     let child = store
         .get_stack(file_child.id)
         .await
@@ -1435,12 +1360,7 @@ async fn a_stack_of_three_thousand_resources_is_created_updated_and_deleted(
     let started = Instant::now();
     let created = settled_within(&operations, "large", Duration::from_secs(120)).await;
     eprintln!("3,000 resources created in {:?}", started.elapsed());
-    assert_eq!(
-        created.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        created.status_reason
-    );
+    assert_status(&created, "CREATE_COMPLETE");
     assert_eq!(
         store.list_resources(created.id).await.expect("rows").len(),
         3000
@@ -1459,12 +1379,7 @@ async fn a_stack_of_three_thousand_resources_is_created_updated_and_deleted(
     let started = Instant::now();
     let updated = settled_within(&operations, "large", Duration::from_secs(120)).await;
     eprintln!("1,500 replaced in {:?}", started.elapsed());
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    assert_status(&updated, "UPDATE_COMPLETE");
     assert_eq!(
         store.list_resources(updated.id).await.expect("rows").len(),
         3000,
@@ -1481,12 +1396,7 @@ async fn a_stack_of_three_thousand_resources_is_created_updated_and_deleted(
         Duration::from_secs(120),
     )
     .await;
-    assert_eq!(
-        deleted.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        deleted.status_reason
-    );
+    assert_status(&deleted, "DELETE_COMPLETE");
     eprintln!("3,000 deleted in {:?}", started.elapsed());
 }
 
@@ -1593,13 +1503,7 @@ resources:
         .create_stack(&alice(), request("refused", template))
         .await
         .expect("create accepted");
-    let stack = settled(&operations, "refused").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_FAILED",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "refused", "CREATE_FAILED").await;
     assert!(
         stack
             .status_reason
@@ -1621,13 +1525,7 @@ resources:
         .delete_stack(&alice(), "refused")
         .await
         .expect("the failed create's end released the lease");
-    let stack = settled(&operations, &stack.id.to_string()).await;
-    assert_eq!(
-        stack.stack_status(),
-        "DELETE_FAILED",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, &stack.id.to_string(), "DELETE_FAILED").await;
     assert!(
         !stack_events(stack.clone())
             .await
@@ -1639,13 +1537,7 @@ resources:
         .delete_stack(&alice(), "refused")
         .await
         .expect("delete accepted again");
-    let stack = settled(&operations, &stack.id.to_string()).await;
-    assert_eq!(
-        stack.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    settled_as(&operations, &stack.id.to_string(), "DELETE_COMPLETE").await;
 }
 
 /// Refuses, by a trigger in the database, every insert of a nested stack
@@ -1684,13 +1576,7 @@ async fn a_resource_step_the_store_fails_fails_the_operation_as_a_store_failure(
         )
         .await
         .expect("create accepted");
-    let stack = settled(&operations, "store-fails").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_FAILED",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "store-fails", "CREATE_FAILED").await;
     assert!(
         stack
             .status_reason
@@ -1723,13 +1609,7 @@ async fn a_resource_step_the_store_fails_fails_the_operation_as_a_store_failure(
         .delete_stack(&alice(), "store-fails")
         .await
         .expect("delete accepted");
-    let deleted = settled(&operations, &stack.id.to_string()).await;
-    assert_eq!(
-        deleted.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        deleted.status_reason
-    );
+    settled_as(&operations, &stack.id.to_string(), "DELETE_COMPLETE").await;
 }
 
 const NESTED_ONLY: &str =
@@ -1778,12 +1658,7 @@ resources:
     }
     let winner = settled(&operations, "twin").await;
     assert_eq!(winner.id, created[0].id);
-    assert_eq!(
-        winner.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        winner.status_reason
-    );
+    assert_status(&winner, "CREATE_COMPLETE");
     // Every run this engine started — the refused ones included — has
     // ended before anything is counted.
     assert_eq!(
@@ -1871,10 +1746,7 @@ async fn a_hook_for_a_nested_stacks_resource_pauses_it_there(database: &TestData
         )
         .await
         .expect("the nested stack's hook cleared");
-    assert_eq!(
-        settled(&operations, "nested-hooks").await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    settled_as(&operations, "nested-hooks", "CREATE_COMPLETE").await;
     assert_eq!(events_with_reason(&connection, paused).await, 1);
 }
 
@@ -1892,13 +1764,7 @@ async fn a_nested_output_error_is_passed_up_to_the_parent(database: &TestDatabas
         .create_stack(&alice(), create)
         .await
         .expect("accepted");
-    let stack = settled(&operations, "lazy-outputs").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
+    let stack = settled_as(&operations, "lazy-outputs", "CREATE_COMPLETE").await;
     let outputs: std::collections::BTreeMap<String, Result<serde_json::Value, String>> = operations
         .outputs(&stack)
         .await
@@ -2018,10 +1884,7 @@ async fn creates_racing_for_one_name_pause_at_a_hook_once(database: &TestDatabas
     );
     let paused = "CREATE paused until Hook pre-create is cleared";
     clear_once_paused(&operations, &connection, "hooked", "pre-create", paused).await;
-    assert_eq!(
-        settled(&operations, "hooked").await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    settled_as(&operations, "hooked", "CREATE_COMPLETE").await;
     paused_once_after_every_run(&operations, &connection, paused).await;
     assert_eq!(rows_in(&connection, "stacks").await, 1);
 }

@@ -24,7 +24,7 @@ use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
 use ember_engine::domain::instance::{InstanceStatus, PowerState};
 use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
-use ember_engine::domain::{LockLevel, Stack};
+use ember_engine::domain::{Event, LockLevel, Stack};
 use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::resources::{
@@ -212,10 +212,7 @@ impl Replicas {
     /// CREATE_COMPLETE.
     async fn created_on_a(&self, name: &str, template: &str) -> Stack {
         let stack = self.create_on_a(name, template, true).await;
-        assert_eq!(
-            settled(&self.store, stack.id).await.stack_status(),
-            "CREATE_COMPLETE"
-        );
+        settled_as(&self.store, stack.id, "CREATE_COMPLETE").await;
         stack
     }
 
@@ -227,10 +224,7 @@ impl Replicas {
             .lock_stack(&alice(), name, LockLevel::All, Some("patching".into()))
             .await
             .expect("lock accepted");
-        assert_eq!(
-            settled(&self.store, stack.id).await.stack_status(),
-            "LOCK_COMPLETE"
-        );
+        settled_as(&self.store, stack.id, "LOCK_COMPLETE").await;
     }
 
     /// A dies as far as the database can tell: the leases of `stacks` move
@@ -353,6 +347,16 @@ impl Replicas {
         .await
     }
 
+    /// The deployments alice's project holds for `server-1`.
+    async fn deployments_on_server_1(&self) -> Vec<SoftwareDeployment> {
+        self.a
+            .software
+            .store()
+            .list_deployments(Some("project-a"), Some("server-1"))
+            .await
+            .expect("deployments")
+    }
+
     /// The agent on the server reports deployment `id` done (through B).
     async fn agent_signals(&self, id: uuid::Uuid) {
         self.b
@@ -422,7 +426,16 @@ impl Replicas {
             .instances
     }
 
-    /// B's sweep resumes exactly `resumed` orphans and fails none.
+    /// B's sweep resumes one orphan (the stack A left) and fails none.
+    async fn b_resumes_one(&self) {
+        self.b_sweeps(Swept {
+            resumed: 1,
+            failed: 0,
+        })
+        .await;
+    }
+
+    /// B's sweep resumes and fails exactly what `expected` counts.
     async fn b_sweeps(&self, expected: Swept) {
         assert_eq!(
             self.b
@@ -447,6 +460,13 @@ where
 /// The stack's row once its operation ended (at most 30 s).
 async fn settled(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Stack {
     stack_support::settled_row(store, stack_id, Duration::from_secs(30)).await
+}
+
+/// [`settled`], and ended `status`; fails with the stack's reason if not.
+async fn settled_as(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid, status: &str) -> Stack {
+    let stack = settled(store, stack_id).await;
+    stack_support::assert_status(&stack, status);
+    stack
 }
 
 /// Waits (at most 10 s) until resource `name` of stack `stack_id` is
@@ -492,8 +512,8 @@ async fn the_nested_stack(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
     .await
 }
 
-/// Events of `stack_id` (its own and its resources') as `NAME STATE: reason`.
-async fn events(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Vec<String> {
+/// Events of `stack_id` (its own and its resources'), oldest first.
+async fn event_rows(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Vec<Event> {
     store
         .list_events(&EventListQuery {
             stack_ids: vec![stack_id],
@@ -502,15 +522,24 @@ async fn events(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Vec<String
         })
         .await
         .expect("events")
-        .into_iter()
-        .map(|event| {
-            format!(
-                "{} {}: {}",
-                event.resource_name,
-                event.resource_status(),
-                event.reason
-            )
-        })
+}
+
+/// An event as `NAME STATE: reason`.
+fn event_line(event: &Event) -> String {
+    format!(
+        "{} {}: {}",
+        event.resource_name,
+        event.resource_status(),
+        event.reason
+    )
+}
+
+/// Events of `stack_id` (its own and its resources') as `NAME STATE: reason`.
+async fn events(store: &Arc<dyn StackStore>, stack_id: uuid::Uuid) -> Vec<String> {
+    event_rows(store, stack_id)
+        .await
+        .iter()
+        .map(event_line)
         .collect()
 }
 
@@ -545,19 +574,8 @@ async fn a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
     reaches(&replicas.store, child.id, "slow", "CREATE_IN_PROGRESS").await;
     replicas.a_dies(&[stack.id, child.id]).await;
     // The nested stack is its parent's to continue, not resumed on its own.
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
     // One instance, ACTIVE, the one `web` names; one nested stack.
     assert_eq!(replicas.instances_made().await, 1, "the instance made once");
     let live = replicas.live_instances(&alice()).await;
@@ -576,8 +594,7 @@ async fn a_create_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
         physical_id(&replicas.store, &stack, "child").await,
         child.id.to_string()
     );
-    let nested = settled(&replicas.store, child.id).await;
-    assert_eq!(nested.stack_status(), "CREATE_COMPLETE");
+    settled_as(&replicas.store, child.id, "CREATE_COMPLETE").await;
     // Each step redone once, saying so; the nested stack's own operation
     // resumed by the parent's step.
     let parent_events = events(&replicas.store, stack.id).await;
@@ -627,13 +644,7 @@ async fn a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
     let stack = replicas
         .create_on_a("deleting", SERVER_AND_NESTED, true)
         .await;
-    let created = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        created.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        created.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
     let child = the_nested_stack(&replicas.store, &stack).await;
     replicas
         .a
@@ -644,19 +655,8 @@ async fn a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
     reaches(&replicas.store, stack.id, "web", "DELETE_IN_PROGRESS").await;
     reaches(&replicas.store, child.id, "slow", "DELETE_IN_PROGRESS").await;
     replicas.a_dies(&[stack.id, child.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "DELETE_COMPLETE").await;
     assert!(
         replicas.live_instances(&alice()).await.is_empty(),
         "the instance is gone"
@@ -666,10 +666,7 @@ async fn a_delete_with_a_server_and_a_nested_stack_in_flight_is_finished_by_anot
         1,
         "and was never made again"
     );
-    assert_eq!(
-        settled(&replicas.store, child.id).await.stack_status(),
-        "DELETE_COMPLETE"
-    );
+    settled_as(&replicas.store, child.id, "DELETE_COMPLETE").await;
     assert!(
         replicas
             .store
@@ -716,20 +713,8 @@ resources:
         .delete_stack(&alice(), "endless")
         .await
         .expect("delete accepted");
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
-    let nested = settled(&replicas.store, child.id).await;
-    assert_eq!(
-        nested.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        nested.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "DELETE_COMPLETE").await;
+    settled_as(&replicas.store, child.id, "DELETE_COMPLETE").await;
 }
 
 /// A dies while `web`'s create is in flight and nothing else of the stack
@@ -746,14 +731,8 @@ async fn a_server_that_fails_to_build_after_a_take_over_fails_the_stack_with_its
     let stack = replicas.create_on_a("doomed", &template, true).await;
     reaches(&replicas.store, stack.id, "web", "CREATE_IN_PROGRESS").await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(done.stack_status(), "CREATE_FAILED");
+    replicas.b_resumes_one().await;
+    let done = settled_as(&replicas.store, stack.id, "CREATE_FAILED").await;
     assert!(
         done.status_reason.contains("went into ERROR")
             && done.status_reason.contains("fail_builds_matching"),
@@ -780,8 +759,7 @@ async fn a_step_of_a_type_that_cannot_take_it_over_fails_the_stack_with_why(
             failed: 1,
         })
         .await;
-    let failed = settled(&replicas.store, stack.id).await;
-    assert_eq!(failed.stack_status(), "CREATE_FAILED");
+    let failed = settled_as(&replicas.store, stack.id, "CREATE_FAILED").await;
     assert!(
         failed.status_reason.contains(
             "not resumed: resource \"thing\" (Ember::Test::Outside) was in progress outside the engine and may be half made: a CREATE of Ember::Test::Outside is not taken over by another engine"
@@ -810,14 +788,8 @@ async fn a_wait_taken_over_keeps_its_original_deadline(database: &TestDatabase) 
     reaches(&replicas.store, stack.id, "waiting", "CREATE_IN_PROGRESS").await;
     tokio::time::sleep(Duration::from_millis(2000)).await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(done.stack_status(), "CREATE_FAILED");
+    replicas.b_resumes_one().await;
+    let done = settled_as(&replicas.store, stack.id, "CREATE_FAILED").await;
     assert!(
         done.status_reason.contains("WaitConditionTimeout"),
         "{}",
@@ -860,25 +832,11 @@ async fn timed_events(
     stack_id: uuid::Uuid,
     name: &str,
 ) -> Vec<(String, chrono::DateTime<chrono::Utc>)> {
-    store
-        .list_events(&EventListQuery {
-            stack_ids: vec![stack_id],
-            limit: 1000,
-            ..EventListQuery::default()
-        })
+    event_rows(store, stack_id)
         .await
-        .expect("events")
-        .into_iter()
+        .iter()
         .filter(|event| event.resource_name == name)
-        .map(|event| {
-            let line = format!(
-                "{} {}: {}",
-                event.resource_name,
-                event.resource_status(),
-                event.reason
-            );
-            (line, event.created_at)
-        })
+        .map(|event| (event_line(event), event.created_at))
         .collect()
 }
 
@@ -912,10 +870,8 @@ async fn a_suspend_with_a_server_powering_off_is_finished_by_another_engine(
     )
     .await;
     let stack = replicas.create_on_a("suspending", ONE_SERVER, true).await;
-    let created = settled(&replicas.store, stack.id).await;
-    assert_eq!(created.stack_status(), "CREATE_COMPLETE");
-    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
-        .expect("an instance uuid");
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
+    let uuid = instance_of(&replicas.store, &stack).await;
     replicas
         .act_on_a("suspending", StackWideAction::Suspend)
         .await;
@@ -926,19 +882,8 @@ async fn a_suspend_with_a_server_powering_off_is_finished_by_another_engine(
         })
         .await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "SUSPEND_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     let instance = replicas
         .instance_when(uuid, |instance| instance.status == InstanceStatus::Stopped)
         .await;
@@ -949,15 +894,14 @@ async fn a_suspend_with_a_server_powering_off_is_finished_by_another_engine(
         "powered off once"
     );
     assert_eq!(replicas.instances_made().await, 1);
-    // A's step and B's, then one end.
-    assert_eq!(
-        count_events(&replicas.store, stack.id, "web SUSPEND_IN_PROGRESS").await,
-        2
-    );
-    assert_eq!(
-        count_events(&replicas.store, stack.id, "web SUSPEND_COMPLETE").await,
-        1
-    );
+    assert_event_counts(
+        &replicas.store,
+        stack.id,
+        &["web SUSPEND_IN_PROGRESS", "web SUSPEND_COMPLETE"],
+        &[2, 1],
+        "A's step and B's, then one end",
+    )
+    .await;
 }
 
 /// A dies while `web`'s machine is powering on for a resume; the power on
@@ -975,15 +919,11 @@ async fn a_resume_whose_server_is_on_already_completes_without_powering_it_again
     )
     .await;
     let stack = replicas.created_on_a("resuming", ONE_SERVER).await;
-    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
-        .expect("an instance uuid");
+    let uuid = instance_of(&replicas.store, &stack).await;
     replicas
         .act_on_a("resuming", StackWideAction::Suspend)
         .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     replicas.act_on_a("resuming", StackWideAction::Resume).await;
     reaches(&replicas.store, stack.id, "web", "RESUME_IN_PROGRESS").await;
     replicas
@@ -1001,19 +941,8 @@ async fn a_resume_whose_server_is_on_already_completes_without_powering_it_again
     replicas
         .instance_when(uuid, |instance| instance.status == InstanceStatus::Active)
         .await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "RESUME_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "RESUME_COMPLETE").await;
     assert_eq!(
         replicas.task_outcomes(uuid, "power_on").await,
         1,
@@ -1049,25 +978,13 @@ async fn a_deployment_cut_short_by_the_timeout_fails(database: &TestDatabase) {
     .await;
     let template = DEPLOYED.replace("      actions: [SUSPEND, RESUME]\n", "");
     let stack = replicas.create_on_a("unanswered", &template, true).await;
-    let failed = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        failed.stack_status(),
-        "CREATE_FAILED",
-        "{}",
-        failed.status_reason
-    );
+    let failed = settled_as(&replicas.store, stack.id, "CREATE_FAILED").await;
     assert!(
         failed.status_reason.contains("CREATE timed out"),
         "{}",
         failed.status_reason
     );
-    let deployments = replicas
-        .a
-        .software
-        .store()
-        .list_deployments(Some("project-a"), Some("server-1"))
-        .await
-        .expect("deployments");
+    let deployments = replicas.deployments_on_server_1().await;
     assert_eq!(deployments.len(), 1, "{deployments:?}");
     assert_eq!(deployments[0].status, DeploymentStatus::Failed);
     assert_eq!(deployments[0].status_reason, "Deployment cancelled.");
@@ -1102,13 +1019,7 @@ resources:
       servers: {'0': server-1, '1': server-1}
 "##;
     let stack = replicas.create_on_a("grouped", template, true).await;
-    let failed = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        failed.stack_status(),
-        "CREATE_FAILED",
-        "{}",
-        failed.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "CREATE_FAILED").await;
     let cut_at = std::time::Instant::now();
     // The nested stack began ~2 s after its parent: its own timeout is
     // ~2 s away, and it is stopped well before that.
@@ -1126,18 +1037,17 @@ resources:
     );
     assert_eq!(nested.stack_status(), "CREATE_FAILED");
     assert_eq!(nested.status_reason, "Stack CREATE cancelled");
-    let deployments = replicas
-        .a
-        .software
-        .store()
-        .list_deployments(Some("project-a"), Some("server-1"))
-        .await
-        .expect("deployments");
+    let deployments = replicas.deployments_on_server_1().await;
     assert_eq!(deployments.len(), 2, "{deployments:?}");
     for deployment in deployments {
         assert_eq!(deployment.status, DeploymentStatus::Failed);
         assert_eq!(deployment.status_reason, "Deployment cancelled.");
     }
+}
+
+/// The instance of `web` in `stack`.
+async fn instance_of(store: &Arc<dyn StackStore>, stack: &Stack) -> uuid::Uuid {
+    uuid::Uuid::parse_str(&physical_id(store, stack, "web").await).expect("an instance uuid")
 }
 
 /// The deployment of `deploy` in `stack`.
@@ -1163,12 +1073,7 @@ async fn a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engin
         .await;
     let configs = replicas.configs_held().await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
+    replicas.b_resumes_one().await;
     // B's own IN_PROGRESS is recorded before it acts.
     poll_until("B's SUSPEND_IN_PROGRESS of the deployment", || async {
         (count_events(&replicas.store, stack.id, "deploy SUSPEND_IN_PROGRESS").await == 2)
@@ -1176,13 +1081,7 @@ async fn a_suspend_waiting_for_a_deployment_is_waited_for_again_by_another_engin
     })
     .await;
     replicas.agent_signals(id).await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "SUSPEND_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     let finished = replicas
         .deployment_reaches(id, "SUSPEND", DeploymentStatus::Complete)
         .await;
@@ -1214,10 +1113,7 @@ async fn a_resume_whose_deployment_was_signalled_meanwhile_completes_without_a_s
         .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
         .await;
     replicas.agent_signals(id).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     replicas
         .act_on_a("signalled", StackWideAction::Resume)
         .await;
@@ -1227,19 +1123,8 @@ async fn a_resume_whose_deployment_was_signalled_meanwhile_completes_without_a_s
     replicas.a_dies(&[stack.id]).await;
     replicas.agent_signals(id).await;
     let configs = replicas.configs_held().await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "RESUME_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "RESUME_COMPLETE").await;
     let finished = replicas
         .deployment_reaches(id, "RESUME", DeploymentStatus::Complete)
         .await;
@@ -1260,25 +1145,16 @@ async fn a_suspend_its_engine_never_triggered_is_triggered_once_by_another_engin
     let replicas = replicas(database, Duration::from_millis(5)).await;
     let template = DEPLOYED.replace("actions: [SUSPEND, RESUME]", "actions: [SUSPEND]");
     let stack = replicas.create_on_a("again", &template, true).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
     let id = deployment_of(&replicas.store, &stack).await;
     replicas.act_on_a("again", StackWideAction::Suspend).await;
     replicas
         .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
         .await;
     replicas.agent_signals(id).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     replicas.act_on_a("again", StackWideAction::Resume).await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "RESUME_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "RESUME_COMPLETE").await;
     let earlier = replicas
         .deployment_reaches(id, "SUSPEND", DeploymentStatus::Complete)
         .await;
@@ -1286,12 +1162,7 @@ async fn a_suspend_its_engine_never_triggered_is_triggered_once_by_another_engin
         .left_in_progress(&stack, "SUSPEND", &["deploy"])
         .await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
+    replicas.b_resumes_one().await;
     let triggered = replicas
         .deployment_reaches(id, "SUSPEND", DeploymentStatus::InProgress)
         .await;
@@ -1300,13 +1171,7 @@ async fn a_suspend_its_engine_never_triggered_is_triggered_once_by_another_engin
         "triggered for this suspend"
     );
     replicas.agent_signals(id).await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "SUSPEND_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
 }
 
 const ROWS_ONLY: &str = r##"heat_template_version: 2021-04-16
@@ -1343,13 +1208,7 @@ async fn creates_that_write_only_embers_rows_are_redone_without_making_twice(
 ) {
     let replicas = replicas(database, Duration::from_millis(5)).await;
     let stack = replicas.create_on_a("rows", ROWS_ONLY, true).await;
-    let created = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        created.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        created.status_reason
-    );
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
     let mut ids = Vec::new();
     for name in ["config", "cloud", "parts", "server"] {
         ids.push(physical_id(&replicas.store, &stack, name).await);
@@ -1359,19 +1218,8 @@ async fn creates_that_write_only_embers_rows_are_redone_without_making_twice(
         .left_in_progress(&stack, "CREATE", &ROWS_ONLY_NAMES)
         .await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "CREATE_COMPLETE").await;
     for (name, id) in ["config", "cloud", "parts", "server"].iter().zip(&ids) {
         assert_eq!(
             &physical_id(&replicas.store, &stack, name).await,
@@ -1411,19 +1259,8 @@ async fn a_delete_over_config_creates_in_flight_deletes_what_they_made(database:
         )
         .await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "DELETE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "DELETE_COMPLETE").await;
     assert_eq!(replicas.configs_held().await, 0, "the configs are gone");
 }
 
@@ -1446,18 +1283,22 @@ resources:
           last: {type: OS::Heat::None, depends_on: pause}
 "#;
 
-/// How many of `stack_id`'s events (as [`events`] shows them) start with
-/// each prefix.
-async fn event_counts(
+/// Asserts how many of `stack_id`'s events (as [`events`] shows them)
+/// start with each of `prefixes`; on a mismatch says `why` and shows them
+/// all.
+async fn assert_event_counts(
     store: &Arc<dyn StackStore>,
     stack_id: uuid::Uuid,
     prefixes: &[&str],
-) -> Vec<usize> {
+    expected: &[usize],
+    why: &str,
+) {
     let all = events(store, stack_id).await;
-    prefixes
+    let counts: Vec<usize> = prefixes
         .iter()
         .map(|prefix| all.iter().filter(|event| event.starts_with(prefix)).count())
-        .collect()
+        .collect();
+    assert_eq!(counts, expected, "{why}: {all:#?}");
 }
 
 /// A dies while `action` (SUSPEND or RESUME) of the nested stack runs,
@@ -1489,21 +1330,9 @@ async fn a_nested_action_in_flight_is_finished_by_another_engine(
     .await;
     replicas.a_dies(&[stack.id, child.id]).await;
     // The nested stack is its parent's to continue.
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let finished = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        finished.stack_status(),
-        format!("{action}_COMPLETE"),
-        "{}",
-        finished.status_reason
-    );
-    let nested = settled(&replicas.store, child.id).await;
-    assert_eq!(nested.stack_status(), format!("{action}_COMPLETE"));
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, &format!("{action}_COMPLETE")).await;
+    settled_as(&replicas.store, child.id, &format!("{action}_COMPLETE")).await;
     for row in replicas.store.list_resources(child.id).await.expect("rows") {
         assert_eq!(
             row.resource_status(),
@@ -1516,44 +1345,38 @@ async fn a_nested_action_in_flight_is_finished_by_another_engine(
         "SUSPEND" => "suspend",
         _ => "resume",
     };
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            child.id,
-            &[
-                &format!(
-                    "{} {action}_IN_PROGRESS: Stack {action} started",
-                    child.name
-                ),
-                &format!(
-                    "{} {action}_IN_PROGRESS: Stack {action} resumed",
-                    child.name
-                ),
-                &format!("{done} {action}_IN_PROGRESS"),
-                &format!("{done} {action}_COMPLETE"),
-                &format!("pause {action}_IN_PROGRESS"),
-                &format!("pause {action}_COMPLETE"),
-            ],
-        )
-        .await,
-        [1, 1, 1, 1, 2, 1],
-        "the nested stack's {verb} was continued, not started again: {:#?}",
-        events(&replicas.store, child.id).await
-    );
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            stack.id,
-            &[
-                &format!("child {action}_IN_PROGRESS"),
-                &format!("child {action}_COMPLETE"),
-            ],
-        )
-        .await,
-        [2, 1],
-        "{:#?}",
-        events(&replicas.store, stack.id).await
-    );
+    assert_event_counts(
+        &replicas.store,
+        child.id,
+        &[
+            &format!(
+                "{} {action}_IN_PROGRESS: Stack {action} started",
+                child.name
+            ),
+            &format!(
+                "{} {action}_IN_PROGRESS: Stack {action} resumed",
+                child.name
+            ),
+            &format!("{done} {action}_IN_PROGRESS"),
+            &format!("{done} {action}_COMPLETE"),
+            &format!("pause {action}_IN_PROGRESS"),
+            &format!("pause {action}_COMPLETE"),
+        ],
+        &[1, 1, 1, 1, 2, 1],
+        &format!("the nested stack's {verb} was continued, not started again"),
+    )
+    .await;
+    assert_event_counts(
+        &replicas.store,
+        stack.id,
+        &[
+            &format!("child {action}_IN_PROGRESS"),
+            &format!("child {action}_COMPLETE"),
+        ],
+        &[2, 1],
+        "its events",
+    )
+    .await;
     assert_eq!(replicas.nested_made(stack).await, 1);
 }
 
@@ -1579,10 +1402,7 @@ async fn a_nested_stacks_resume_in_flight_is_finished_by_another_engine(database
     replicas
         .act_on_a("nested-resume", StackWideAction::Suspend)
         .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     replicas
         .act_on_a("nested-resume", StackWideAction::Resume)
         .await;
@@ -1602,59 +1422,36 @@ async fn a_nested_stack_suspended_before_its_engine_died_is_not_suspended_again(
     replicas
         .act_on_a("nested-done", StackWideAction::Suspend)
         .await;
-    assert_eq!(
-        settled(&replicas.store, stack.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
     let child = the_nested_stack(&replicas.store, &stack).await;
     replicas
         .left_in_progress(&stack, "SUSPEND", &["child"])
         .await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "SUSPEND_COMPLETE",
-        "{}",
-        done.status_reason
-    );
-    assert_eq!(
-        settled(&replicas.store, child.id).await.stack_status(),
-        "SUSPEND_COMPLETE"
-    );
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            child.id,
-            &[
-                &format!("{} SUSPEND_IN_PROGRESS", child.name),
-                "first SUSPEND_IN_PROGRESS",
-                "pause SUSPEND_IN_PROGRESS",
-                "last SUSPEND_IN_PROGRESS",
-            ],
-        )
-        .await,
-        [1, 1, 1, 1],
-        "suspended once: {:#?}",
-        events(&replicas.store, child.id).await
-    );
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            stack.id,
-            &["child SUSPEND_IN_PROGRESS", "child SUSPEND_COMPLETE",],
-        )
-        .await,
-        [2, 2],
-        "the step redone once, after the first suspend's: {:#?}",
-        events(&replicas.store, stack.id).await
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "SUSPEND_COMPLETE").await;
+    settled_as(&replicas.store, child.id, "SUSPEND_COMPLETE").await;
+    assert_event_counts(
+        &replicas.store,
+        child.id,
+        &[
+            &format!("{} SUSPEND_IN_PROGRESS", child.name),
+            "first SUSPEND_IN_PROGRESS",
+            "pause SUSPEND_IN_PROGRESS",
+            "last SUSPEND_IN_PROGRESS",
+        ],
+        &[1, 1, 1, 1],
+        "suspended once",
+    )
+    .await;
+    assert_event_counts(
+        &replicas.store,
+        stack.id,
+        &["child SUSPEND_IN_PROGRESS", "child SUSPEND_COMPLETE"],
+        &[2, 2],
+        "the step redone once, after the first suspend's",
+    )
+    .await;
 }
 
 const GROUP: &str = r#"heat_template_version: 2021-04-16
@@ -1677,51 +1474,31 @@ async fn a_groups_check_in_flight_is_checked_again_by_another_engine(database: &
     replicas.left_in_progress(&stack, "CHECK", &["group"]).await;
     replicas.left_in_progress(&members, "CHECK", &["0"]).await;
     replicas.a_dies(&[stack.id, members.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "CHECK_COMPLETE",
-        "{}",
-        done.status_reason
-    );
-    assert_eq!(
-        settled(&replicas.store, members.id).await.stack_status(),
-        "CHECK_COMPLETE"
-    );
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            members.id,
-            &[
-                &format!("{} CHECK_IN_PROGRESS: Stack CHECK started", members.name),
-                &format!("{} CHECK_IN_PROGRESS: Stack CHECK resumed", members.name),
-                &format!("{} CHECK_COMPLETE", members.name),
-                "0 CHECK_COMPLETE",
-                "1 CHECK_COMPLETE",
-            ],
-        )
-        .await,
-        [0, 1, 1, 1, 1],
-        "the members' check continued, each member checked once: {:#?}",
-        events(&replicas.store, members.id).await
-    );
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            stack.id,
-            &["group CHECK_IN_PROGRESS", "group CHECK_COMPLETE"],
-        )
-        .await,
-        [1, 1],
-        "the group's step redone once: {:#?}",
-        events(&replicas.store, stack.id).await
-    );
+    replicas.b_resumes_one().await;
+    settled_as(&replicas.store, stack.id, "CHECK_COMPLETE").await;
+    settled_as(&replicas.store, members.id, "CHECK_COMPLETE").await;
+    assert_event_counts(
+        &replicas.store,
+        members.id,
+        &[
+            &format!("{} CHECK_IN_PROGRESS: Stack CHECK started", members.name),
+            &format!("{} CHECK_IN_PROGRESS: Stack CHECK resumed", members.name),
+            &format!("{} CHECK_COMPLETE", members.name),
+            "0 CHECK_COMPLETE",
+            "1 CHECK_COMPLETE",
+        ],
+        &[0, 1, 1, 1, 1],
+        "the members' check continued, each member checked once",
+    )
+    .await;
+    assert_event_counts(
+        &replicas.store,
+        stack.id,
+        &["group CHECK_IN_PROGRESS", "group CHECK_COMPLETE"],
+        &[1, 1],
+        "the group's step redone once",
+    )
+    .await;
 }
 
 /// A dies while it unlocks a stack locked at level `all` (its server and
@@ -1735,8 +1512,7 @@ async fn an_unlock_in_flight_is_finished_by_another_engine(database: &TestDataba
     let replicas = replicas(database, Duration::from_millis(5)).await;
     let stack = replicas.created_on_a("unlocking", SERVER_AND_NESTED).await;
     replicas.locked_on_a("unlocking", &stack).await;
-    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
-        .expect("an instance uuid");
+    let uuid = instance_of(&replicas.store, &stack).await;
     assert!(replicas.instance_when(uuid, |_| true).await.is_locked());
     let child = the_nested_stack(&replicas.store, &stack).await;
     replicas
@@ -1745,40 +1521,25 @@ async fn an_unlock_in_flight_is_finished_by_another_engine(database: &TestDataba
     replicas.left_in_progress(&child, "UNLOCK", &["slow"]).await;
     replicas.a_dies(&[stack.id, child.id]).await;
     // The nested stack is its parent's to continue.
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "UNLOCK_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    let done = settled_as(&replicas.store, stack.id, "UNLOCK_COMPLETE").await;
     assert!(done.maintenance_lock.is_none(), "the lock is lifted");
-    let nested = settled(&replicas.store, child.id).await;
-    assert_eq!(nested.stack_status(), "UNLOCK_COMPLETE");
+    let nested = settled_as(&replicas.store, child.id, "UNLOCK_COMPLETE").await;
     assert!(nested.maintenance_lock.is_none());
     assert!(!replicas.instance_when(uuid, |_| true).await.is_locked());
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            child.id,
-            &[
-                &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK started", child.name),
-                &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK resumed", child.name),
-                &format!("{} UNLOCK_COMPLETE", child.name),
-            ],
-        )
-        .await,
+    assert_event_counts(
+        &replicas.store,
+        child.id,
+        &[
+            &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK started", child.name),
+            &format!("{} UNLOCK_IN_PROGRESS: Stack UNLOCK resumed", child.name),
+            &format!("{} UNLOCK_COMPLETE", child.name),
+        ],
         // A's start is the state written above, without its event.
-        [0, 1, 1],
-        "the nested stack's unlock was continued, not started again: {:#?}",
-        events(&replicas.store, child.id).await
-    );
+        &[0, 1, 1],
+        "the nested stack's unlock was continued, not started again",
+    )
+    .await;
 }
 
 /// A dies while it locks a stack at level `all`, before it locked the
@@ -1788,8 +1549,7 @@ async fn a_lock_in_flight_is_finished_by_another_engine(database: &TestDatabase)
     let replicas = replicas(database, Duration::from_millis(5)).await;
     let stack = replicas.created_on_a("locking", ONE_SERVER).await;
     replicas.locked_on_a("locking", &stack).await;
-    let uuid = uuid::Uuid::parse_str(&physical_id(&replicas.store, &stack, "web").await)
-        .expect("an instance uuid");
+    let uuid = instance_of(&replicas.store, &stack).await;
     // As if A had not reached the server yet.
     replicas
         .b
@@ -1799,19 +1559,8 @@ async fn a_lock_in_flight_is_finished_by_another_engine(database: &TestDatabase)
         .expect("instance unlocked");
     replicas.left_in_progress(&stack, "LOCK", &["web"]).await;
     replicas.a_dies(&[stack.id]).await;
-    replicas
-        .b_sweeps(Swept {
-            resumed: 1,
-            failed: 0,
-        })
-        .await;
-    let done = settled(&replicas.store, stack.id).await;
-    assert_eq!(
-        done.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    replicas.b_resumes_one().await;
+    let done = settled_as(&replicas.store, stack.id, "LOCK_COMPLETE").await;
     let lock = done.maintenance_lock.expect("the lock is kept");
     assert_eq!(
         (
@@ -1826,17 +1575,14 @@ async fn a_lock_in_flight_is_finished_by_another_engine(database: &TestDatabase)
         .maintenance_lock
         .expect("the server is locked again");
     assert_eq!(instance_lock.reason.as_deref(), Some("patching"));
-    assert_eq!(
-        event_counts(
-            &replicas.store,
-            stack.id,
-            &["web LOCK_IN_PROGRESS", "web LOCK_COMPLETE"],
-        )
-        .await,
-        [2, 2],
-        "the server's step ran again once: {:#?}",
-        events(&replicas.store, stack.id).await
-    );
+    assert_event_counts(
+        &replicas.store,
+        stack.id,
+        &["web LOCK_IN_PROGRESS", "web LOCK_COMPLETE"],
+        &[2, 2],
+        "the server's step ran again once",
+    )
+    .await;
 }
 
 ember_runtime::store_suite!(

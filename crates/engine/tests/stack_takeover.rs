@@ -10,6 +10,8 @@
 
 mod stack_support;
 
+use stack_support::assert_status;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,13 +81,7 @@ impl Replicas {
     /// CREATE_COMPLETE.
     async fn created_on_a(&self, name: &str, template: &str) -> Stack {
         let stack = self.create_on_a(name, template).await;
-        let done = settled(&self.store, &stack).await;
-        assert_eq!(
-            done.stack_status(),
-            "CREATE_COMPLETE",
-            "{}",
-            done.status_reason
-        );
+        settled_as(&self.store, &stack, "CREATE_COMPLETE").await;
         stack
     }
 
@@ -147,14 +143,20 @@ impl Replicas {
                 failed: 0
             }
         );
-        let done = settled(&self.store, stack).await;
-        assert_eq!(done.stack_status(), expected, "{}", done.status_reason);
+        settled_as(&self.store, stack, expected).await;
     }
 }
 
 /// The stack's row once its operation ended (at most 20 s).
 async fn settled(store: &Arc<dyn StackStore>, stack: &Stack) -> Stack {
     stack_support::settled_row(store, stack.id, Duration::from_secs(20)).await
+}
+
+/// [`settled`], and ended `status`.
+async fn settled_as(store: &Arc<dyn StackStore>, stack: &Stack, status: &str) -> Stack {
+    let done = settled(store, stack).await;
+    assert_status(&done, status);
+    done
 }
 
 /// Waits (at most 10 s) until resource `name` of `stack` is `state`.
@@ -291,10 +293,7 @@ const DELETE_CHAIN: &str = "heat_template_version: 2021-04-16\nresources:\n  fir
 async fn a_delete_handed_back_at_shutdown_is_resumed_by_another_engine(database: &TestDatabase) {
     let replicas = replicas(database).await;
     let stack = replicas.create_on_a("deleted", DELETE_CHAIN).await;
-    assert_eq!(
-        settled(&replicas.store, &stack).await.stack_status(),
-        "CREATE_COMPLETE"
-    );
+    settled_as(&replicas.store, &stack, "CREATE_COMPLETE").await;
     replicas
         .a
         .delete_stack(&alice(), "deleted")
@@ -383,13 +382,7 @@ async fn a_dead_engines_create_is_taken_over_as_soon_as_its_lease_expires(databa
         .b
         .spawn_orphan_sweeper_every(Duration::from_secs(10), shutdown.clone());
     let started = std::time::Instant::now();
-    let done = settled(&replicas.store, &stack).await;
-    assert_eq!(
-        done.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    settled_as(&replicas.store, &stack, "CREATE_COMPLETE").await;
     // The lease ran out 0.5 s in, `slow` takes 1 s again: well under the
     // 10 s the sweep would otherwise sleep.
     assert!(
@@ -430,13 +423,7 @@ async fn a_lease_that_expired_while_a_sweep_pass_ran_is_swept_at_once(database: 
             failed: 0
         }
     );
-    let done = settled(&replicas.store, &stack).await;
-    assert_eq!(
-        done.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    settled_as(&replicas.store, &stack, "CREATE_COMPLETE").await;
 }
 
 /// `first` is replaced, `slow` updated in place (1 s), `replaced` replaced,
@@ -584,12 +571,7 @@ async fn a_dead_engines_update_is_resumed_once_its_lease_expires(database: &Test
         .spawn_orphan_sweeper_every(Duration::from_secs(10), shutdown.clone());
     let done = settled(&replicas.store, &stack).await;
     shutdown.cancel();
-    assert_eq!(
-        done.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    assert_status(&done, "UPDATE_COMPLETE");
     assert_eq!(
         rows(&replicas.store, &stack).await,
         [
@@ -813,13 +795,7 @@ async fn a_cancel_on_another_engine_rolls_the_update_back(database: &TestDatabas
         .cancel_update(&alice(), "cancelled")
         .await
         .expect("B's cancel is accepted");
-    let done = settled(&replicas.store, &stack).await;
-    assert_eq!(
-        done.stack_status(),
-        "ROLLBACK_COMPLETE",
-        "{}",
-        done.status_reason
-    );
+    settled_as(&replicas.store, &stack, "ROLLBACK_COMPLETE").await;
     let names: Vec<String> = resource_states(&replicas.store, &stack)
         .await
         .into_keys()

@@ -8,6 +8,8 @@
 
 mod stack_support;
 
+use stack_support::assert_status;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,19 +53,19 @@ async fn create(operations: &StackOperations, name: &str, template: &str) -> Sta
         .create_stack(&alice(), request)
         .await
         .expect("create accepted");
-    let stack = settled(operations, name).await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
-    stack
+    settled_as(operations, name, "CREATE_COMPLETE").await
 }
 
 /// Polls until the stack leaves IN_PROGRESS.
 async fn settled(operations: &StackOperations, name_or_id: &str) -> Stack {
     stack_support::settled(operations, &alice(), name_or_id, SETTLE).await
+}
+
+/// [`settled`], and ended `status`.
+async fn settled_as(operations: &StackOperations, name_or_id: &str, status: &str) -> Stack {
+    let stack = settled(operations, name_or_id).await;
+    assert_status(&stack, status);
+    stack
 }
 
 /// PATCH with nothing but `parameters`: the same template.
@@ -80,14 +82,7 @@ async fn update_existing(operations: &StackOperations, name: &str, parameters: V
         .update_stack(&alice(), update)
         .await
         .expect("update accepted");
-    let stack = settled(operations, name).await;
-    assert_eq!(
-        stack.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        stack.status_reason
-    );
-    stack
+    settled_as(operations, name, "UPDATE_COMPLETE").await
 }
 
 /// The current row of each resource, by name.
@@ -897,13 +892,7 @@ async fn a_policy_never_created_refuses_signals_until_it_is(database: &TestDatab
         )
         .await
         .expect("create accepted");
-    let stack = settled(&operations, "broken").await;
-    assert_eq!(
-        stack.stack_status(),
-        "CREATE_FAILED",
-        "{}",
-        stack.status_reason
-    );
+    settled_as(&operations, "broken", "CREATE_FAILED").await;
     let error = operations
         .signal_resource(&alice(), "broken", "scale_out", json!({}))
         .await
@@ -973,13 +962,7 @@ async fn a_signal_during_a_scaling_or_an_update_is_refused_with_an_event(databas
             .starts_with("signal ignored: stack \"signalled\" is UPDATE_IN_PROGRESS")),
         "refused by the gate, with an event"
     );
-    let updated = settled(&operations, "signalled").await;
-    assert_eq!(
-        updated.stack_status(),
-        "UPDATE_COMPLETE",
-        "{}",
-        updated.status_reason
-    );
+    let updated = settled_as(&operations, "signalled", "UPDATE_COMPLETE").await;
     let group = resources_of(&operations, &updated)
         .await
         .remove("asg")
@@ -1004,13 +987,7 @@ async fn a_locked_stack_refuses_marks_and_signals_with_an_event(database: &TestD
         )
         .await
         .expect("lock accepted");
-    let locked = settled(&operations, "signalled").await;
-    assert_eq!(
-        locked.stack_status(),
-        "LOCK_COMPLETE",
-        "{}",
-        locked.status_reason
-    );
+    settled_as(&operations, "signalled", "LOCK_COMPLETE").await;
 
     let error = operations
         .mark_unhealthy(&alice(), "signalled", "asg", true, None)

@@ -22,6 +22,19 @@ impl AdminHandler {
     pub fn new(directory: Directory) -> AdminHandler {
         AdminHandler { directory }
     }
+
+    /// Users as answered now: with whether wrong passwords lock them out.
+    fn user_message(&self) -> impl Fn(User) -> pb::User + Copy + use<> {
+        let lockout = self.directory.lockout();
+        move |user| user_message(user, lockout)
+    }
+
+    fn users_message(&self) -> impl FnOnce(Vec<User>) -> pb::ListUsersResponse + use<> {
+        let user_message = self.user_message();
+        move |users| pb::ListUsersResponse {
+            users: users.into_iter().map(user_message).collect(),
+        }
+    }
 }
 
 fn project_message(project: Project) -> pb::Project {
@@ -97,6 +110,17 @@ fn required<'a>(what: &str, value: &'a str) -> Result<&'a str, Status> {
     }
 }
 
+/// The holder, project and role an assignment names, each required.
+fn assignment_named(
+    request: &pb::RoleAssignment,
+) -> Result<(AssigneeName<'_>, &str, &str), Status> {
+    Ok((
+        assignee(request)?,
+        required("project", &request.project)?,
+        required("role", &request.role)?,
+    ))
+}
+
 /// The user or group an assignment names: exactly one of them.
 fn assignee(request: &pb::RoleAssignment) -> Result<AssigneeName<'_>, Status> {
     match (
@@ -116,6 +140,11 @@ fn reply<T, U>(result: Result<T, IdentityError>, convert: impl FnOnce(T) -> U) -
     result
         .map(|value| Response::new(convert(value)))
         .map_err(IdentityError::into_status)
+}
+
+/// The empty answer of a call that only does something (a delete, a removal).
+fn done<T: Default>(result: Result<(), IdentityError>) -> Reply<T> {
+    reply(result, |()| T::default())
 }
 
 #[tonic::async_trait]
@@ -152,8 +181,12 @@ impl IdentityAdminService for AdminHandler {
 
     async fn get_project(&self, request: Request<pb::GetProjectRequest>) -> Reply<pb::Project> {
         let project = request.into_inner().project;
-        required("project", &project)?;
-        reply(self.directory.find_project(&project).await, project_message)
+        reply(
+            self.directory
+                .find_project(required("project", &project)?)
+                .await,
+            project_message,
+        )
     }
 
     async fn update_project(
@@ -182,14 +215,14 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::DeleteProjectRequest>,
     ) -> Reply<pb::DeleteProjectResponse> {
         let project = request.into_inner().project;
-        required("project", &project)?;
-        reply(self.directory.delete_project(&project).await, |()| {
-            pb::DeleteProjectResponse {}
-        })
+        done(
+            self.directory
+                .delete_project(required("project", &project)?)
+                .await,
+        )
     }
 
     async fn create_user(&self, request: Request<pb::CreateUserRequest>) -> Reply<pb::User> {
-        let lockout = self.directory.lockout();
         let request = request.into_inner();
         required("name", &request.name)?;
         required("password", &request.password)?;
@@ -205,7 +238,7 @@ impl IdentityAdminService for AdminHandler {
                     enabled: request.enabled.unwrap_or(true),
                 })
                 .await,
-            |user| user_message(user, lockout),
+            self.user_message(),
         )
     }
 
@@ -213,25 +246,21 @@ impl IdentityAdminService for AdminHandler {
         &self,
         _request: Request<pb::ListUsersRequest>,
     ) -> Reply<pb::ListUsersResponse> {
-        let lockout = self.directory.lockout();
-        reply(self.directory.store().list_users().await, |users| {
-            users_message(users, lockout)
-        })
+        reply(
+            self.directory.store().list_users().await,
+            self.users_message(),
+        )
     }
 
     async fn get_user(&self, request: Request<pb::GetUserRequest>) -> Reply<pb::User> {
         let user = request.into_inner().user;
-        required("user", &user)?;
-        let lockout = self.directory.lockout();
-        reply(self.directory.find_user(&user).await, |user| {
-            user_message(user, lockout)
-        })
+        let found = self.directory.find_user(required("user", &user)?).await;
+        reply(found, self.user_message())
     }
 
     async fn update_user(&self, request: Request<pb::UpdateUserRequest>) -> Reply<pb::User> {
         let request = request.into_inner();
         required("user", &request.user)?;
-        let lockout = self.directory.lockout();
         reply(
             self.directory
                 .update_user(
@@ -245,7 +274,7 @@ impl IdentityAdminService for AdminHandler {
                     },
                 )
                 .await,
-            |user| user_message(user, lockout),
+            self.user_message(),
         )
     }
 
@@ -254,23 +283,16 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::DeleteUserRequest>,
     ) -> Reply<pb::DeleteUserResponse> {
         let user = request.into_inner().user;
-        required("user", &user)?;
-        reply(self.directory.delete_user(&user).await, |()| {
-            pb::DeleteUserResponse {}
-        })
+        done(self.directory.delete_user(required("user", &user)?).await)
     }
 
     async fn unlock_user(&self, request: Request<pb::UnlockUserRequest>) -> Reply<pb::User> {
         let user = request.into_inner().user;
-        required("user", &user)?;
-        let lockout = self.directory.lockout();
-        reply(self.directory.unlock_user(&user).await, |user| {
-            user_message(user, lockout)
-        })
+        let found = self.directory.unlock_user(required("user", &user)?).await;
+        reply(found, self.user_message())
     }
 
     async fn set_password(&self, request: Request<pb::SetPasswordRequest>) -> Reply<pb::User> {
-        let lockout = self.directory.lockout();
         let request = request.into_inner();
         required("user", &request.user)?;
         required("password", &request.password)?;
@@ -278,19 +300,15 @@ impl IdentityAdminService for AdminHandler {
             self.directory
                 .set_password(&request.user, &request.password)
                 .await,
-            |user| user_message(user, lockout),
+            self.user_message(),
         )
     }
 
     async fn add_role(&self, request: Request<pb::RoleAssignment>) -> Reply<pb::RoleAssignment> {
         let request = request.into_inner();
-        let assignee = assignee(&request)?;
-        required("project", &request.project)?;
-        required("role", &request.role)?;
+        let (assignee, project, role) = assignment_named(&request)?;
         reply(
-            self.directory
-                .give_role(assignee, &request.project, &request.role)
-                .await,
+            self.directory.give_role(assignee, project, role).await,
             assignment_message,
         )
     }
@@ -300,15 +318,8 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::RoleAssignment>,
     ) -> Reply<pb::RemoveRoleResponse> {
         let request = request.into_inner();
-        let assignee = assignee(&request)?;
-        required("project", &request.project)?;
-        required("role", &request.role)?;
-        reply(
-            self.directory
-                .remove_role(assignee, &request.project, &request.role)
-                .await,
-            |()| pb::RemoveRoleResponse {},
-        )
+        let (assignee, project, role) = assignment_named(&request)?;
+        done(self.directory.remove_role(assignee, project, role).await)
     }
 
     async fn list_role_assignments(
@@ -348,8 +359,10 @@ impl IdentityAdminService for AdminHandler {
 
     async fn get_role(&self, request: Request<pb::GetRoleRequest>) -> Reply<pb::Role> {
         let role = request.into_inner().role;
-        required("role", &role)?;
-        reply(self.directory.find_role(&role).await, role_message)
+        reply(
+            self.directory.find_role(required("role", &role)?).await,
+            role_message,
+        )
     }
 
     async fn update_role(&self, request: Request<pb::UpdateRoleRequest>) -> Reply<pb::Role> {
@@ -369,10 +382,7 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::DeleteRoleRequest>,
     ) -> Reply<pb::DeleteRoleResponse> {
         let role = request.into_inner().role;
-        required("role", &role)?;
-        reply(self.directory.delete_role(&role).await, |()| {
-            pb::DeleteRoleResponse {}
-        })
+        done(self.directory.delete_role(required("role", &role)?).await)
     }
 
     async fn create_group(&self, request: Request<pb::CreateGroupRequest>) -> Reply<pb::Group> {
@@ -399,8 +409,10 @@ impl IdentityAdminService for AdminHandler {
 
     async fn get_group(&self, request: Request<pb::GetGroupRequest>) -> Reply<pb::Group> {
         let group = request.into_inner().group;
-        required("group", &group)?;
-        reply(self.directory.find_group(&group).await, group_message)
+        reply(
+            self.directory.find_group(required("group", &group)?).await,
+            group_message,
+        )
     }
 
     async fn update_group(&self, request: Request<pb::UpdateGroupRequest>) -> Reply<pb::Group> {
@@ -425,10 +437,11 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::DeleteGroupRequest>,
     ) -> Reply<pb::DeleteGroupResponse> {
         let group = request.into_inner().group;
-        required("group", &group)?;
-        reply(self.directory.delete_group(&group).await, |()| {
-            pb::DeleteGroupResponse {}
-        })
+        done(
+            self.directory
+                .delete_group(required("group", &group)?)
+                .await,
+        )
     }
 
     async fn add_group_member(
@@ -456,11 +469,10 @@ impl IdentityAdminService for AdminHandler {
         let request = request.into_inner();
         required("group", &request.group)?;
         required("user", &request.user)?;
-        reply(
+        done(
             self.directory
                 .remove_group_member(&request.group, &request.user)
                 .await,
-            |()| pb::RemoveGroupMemberResponse {},
         )
     }
 
@@ -469,20 +481,11 @@ impl IdentityAdminService for AdminHandler {
         request: Request<pb::ListGroupMembersRequest>,
     ) -> Reply<pb::ListUsersResponse> {
         let group = request.into_inner().group;
-        required("group", &group)?;
-        let lockout = self.directory.lockout();
-        reply(self.directory.group_members(&group).await, |users| {
-            users_message(users, lockout)
-        })
-    }
-}
-
-fn users_message(users: Vec<User>, lockout: Lockout) -> pb::ListUsersResponse {
-    pb::ListUsersResponse {
-        users: users
-            .into_iter()
-            .map(|user| user_message(user, lockout))
-            .collect(),
+        let members = self
+            .directory
+            .group_members(required("group", &group)?)
+            .await;
+        reply(members, self.users_message())
     }
 }
 

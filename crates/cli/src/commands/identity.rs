@@ -269,13 +269,16 @@ impl AssignmentArgs {
     }
 }
 
-/// Whom an assignment names, as the messages say it.
-fn holder(assignment: &pb::RoleAssignment) -> String {
-    if assignment.group.is_empty() {
+/// Whom an assignment names, and what it gives, as the messages say them:
+/// `group ops` and `role admin on project web`.
+fn described(assignment: &pb::RoleAssignment) -> (String, String) {
+    let holder = if assignment.group.is_empty() {
         assignment.user.clone()
     } else {
         format!("group {}", assignment.group)
-    }
+    };
+    let given = format!("role {} on project {}", assignment.role, assignment.project);
+    (holder, given)
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -627,19 +630,17 @@ async fn role(command: RoleCommand, connect: &ConnectArgs) -> Result<(), CliErro
     match command {
         RoleCommand::Add { assignment } => {
             let assignment = assignment.assignment()?;
-            let holder = holder(&assignment);
-            let (project, role) = (assignment.project.clone(), assignment.role.clone());
+            let (holder, given) = described(&assignment);
             let (mut service, client) = admin(connect).await?;
             service.add_role(client.request(assignment)?).await?;
-            println!("{holder} has role {role} on project {project}");
+            println!("{holder} has {given}");
         }
         RoleCommand::Remove { assignment } => {
             let assignment = assignment.assignment()?;
-            let holder = holder(&assignment);
-            let (project, role) = (assignment.project.clone(), assignment.role.clone());
+            let (holder, given) = described(&assignment);
             let (mut service, client) = admin(connect).await?;
             service.remove_role(client.request(assignment)?).await?;
-            println!("{holder} no longer has role {role} on project {project}");
+            println!("{holder} no longer has {given}");
         }
         RoleCommand::List {
             user,

@@ -13,6 +13,18 @@ use ember_runtime::Identity;
 use ember_runtime::testing::poll_until_ok;
 use uuid::Uuid;
 
+/// Asserts `stack` is `status` (`CREATE_COMPLETE`), saying its reason when
+/// it is not.
+pub fn assert_status(stack: &Stack, status: &str) {
+    assert_eq!(
+        stack.stack_status(),
+        status,
+        "{}: {}",
+        stack.name,
+        stack.status_reason
+    );
+}
+
 /// Stack `name_or_id` as `caller` finds it once it has left IN_PROGRESS;
 /// fails after `within`, saying the status it was still in.
 pub async fn settled(

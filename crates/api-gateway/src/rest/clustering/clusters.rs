@@ -4,15 +4,16 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
 use serde_json::{Map, Value, json};
 
 use super::lists::{self, ListQuery, ListRules};
+use super::objects::objects_request;
 use super::{
-    accepted, bad_request, int32, json_text, listed, missing, only, required, string, views,
-    wrapped,
+    accepted, accepted_without_body, bad_request, int32, json_text, listed, missing, only,
+    required, shown, string, views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -130,14 +131,9 @@ pub async fn list_clusters(
 ) -> Result<Response, RestError> {
     let query = ListQuery::parse(&pairs, &CLUSTER_LIST)?;
     let request = pb::ListObjectsRequest {
-        limit: query.limit,
-        marker: query.marker.clone(),
-        sort: query.sort.clone(),
-        global_project: query.global_project,
-        names: query.values("name"),
         statuses: query.values("status"),
         packed_node_ids: true,
-        ..pb::ListObjectsRequest::default()
+        ..objects_request(&query)
     };
     let clusters = client(&state)
         .list_clusters(state.internal_request(&identity, request))
@@ -163,7 +159,7 @@ pub async fn show_cluster(
         .get_cluster(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(Json(json!({ "cluster": views::cluster(&cluster) })))
+    Ok(shown("cluster", views::cluster(&cluster)))
 }
 
 pub async fn delete_cluster(
@@ -175,15 +171,7 @@ pub async fn delete_cluster(
         .delete_cluster(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    // Senlin answers a delete with no body, only the action's Location.
-    Ok((
-        http::StatusCode::ACCEPTED,
-        [(
-            http::header::LOCATION,
-            super::action_location(&response.action_id),
-        )],
-    )
-        .into_response())
+    Ok(accepted_without_body(&response.action_id))
 }
 
 /// What `GET /clusters/{id}/policies` takes. A cluster's bindings are few

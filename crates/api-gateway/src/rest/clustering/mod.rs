@@ -318,3 +318,18 @@ fn accepted(action_id: &str, body: Value) -> Response {
     )
         .into_response()
 }
+
+/// 202 with no body: Senlin answers a delete so, the `Location` naming
+/// the action says it all.
+fn accepted_without_body(action_id: &str) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        [(http::header::LOCATION, action_location(action_id))],
+    )
+        .into_response()
+}
+
+/// One object's answer: `{"<key>": view}`.
+fn shown(key: &str, view: impl serde::Serialize) -> Json<Value> {
+    Json(json!({ key: view }))
+}

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use super::lists::{self, ListQuery, ListRules};
 use super::version::ApiVersion;
 use super::{
-    accepted, boolean, json_text, only, required, required_json_text, string, views, wrapped,
+    accepted, accepted_without_body, boolean, json_text, only, required, required_json_text, shown,
+    string, views, wrapped,
 };
 use crate::GatewayState;
 use crate::error::RestError;
@@ -36,14 +37,22 @@ const PROFILE_OR_POLICY_LIST: ListRules = ListRules {
 fn object_list(pairs: &[(String, String)]) -> Result<pb::ListObjectsRequest, RestError> {
     let query = ListQuery::parse(pairs, &PROFILE_OR_POLICY_LIST)?;
     Ok(pb::ListObjectsRequest {
+        types: query.values("type"),
+        ..objects_request(&query)
+    })
+}
+
+/// The page and the names a list of profiles, policies or clusters asks
+/// for; each adds its own filters.
+pub(super) fn objects_request(query: &ListQuery) -> pb::ListObjectsRequest {
+    pb::ListObjectsRequest {
         limit: query.limit,
         marker: query.marker.clone(),
         sort: query.sort.clone(),
         global_project: query.global_project,
         names: query.values("name"),
-        types: query.values("type"),
         ..pb::ListObjectsRequest::default()
-    })
+    }
 }
 
 fn created(key: &str, view: Value) -> Response {
@@ -110,7 +119,7 @@ pub async fn show_profile(
         .get_profile(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(Json(json!({ "profile": views::profile(&profile) })))
+    Ok(shown("profile", views::profile(&profile)))
 }
 
 pub async fn delete_profile(
@@ -181,7 +190,7 @@ pub async fn show_policy(
         .get_policy(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(Json(json!({ "policy": views::policy(&policy) })))
+    Ok(shown("policy", views::policy(&policy)))
 }
 
 pub async fn delete_policy(
@@ -343,7 +352,7 @@ pub async fn show_node(
         let details = serde_json::from_str(&node.details).unwrap_or_else(|_| json!({}));
         fields.insert("details".into(), details);
     }
-    Ok(Json(json!({ "node": view })))
+    Ok(shown("node", view))
 }
 
 pub async fn delete_node(
@@ -355,15 +364,7 @@ pub async fn delete_node(
         .delete_node(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    // Senlin answers a node delete with no body: the Location says it all.
-    Ok((
-        StatusCode::ACCEPTED,
-        [(
-            http::header::LOCATION,
-            super::action_location(&response.action_id),
-        )],
-    )
-        .into_response())
+    Ok(accepted_without_body(&response.action_id))
 }
 
 // ----- actions and events -----
@@ -427,7 +428,7 @@ pub async fn show_action(
         .get_action(state.internal_request(&identity, pb::GetObjectRequest { id }))
         .await?
         .into_inner();
-    Ok(Json(json!({ "action": views::action(&action) })))
+    Ok(shown("action", views::action(&action)))
 }
 
 /// What `GET /events` takes. Senlin names the object filters `oid`,
