@@ -6,8 +6,8 @@
 //! for every project.
 
 use ember_engine::domain::cluster::{
-    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterStatus, Node,
-    NodeStatus, Profile, ProfileSpec,
+    ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterLock, ClusterLockLevel,
+    ClusterStatus, Node, NodeStatus, Profile, ProfileSpec,
 };
 use ember_engine::store::clusters::{
     ActionQuery, ClusterStore, EventQuery, ObjectQuery, PROFILE_SORT_KEYS, SortKey, SqlClusterStore,
@@ -429,6 +429,158 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
     assert_eq!(members.len(), 1);
 }
 
+/// A cluster with every field set apart from its default (its lock too)
+/// reads back the same through the list with members (columns read by
+/// name), the plain list and a get: two columns read from each other's
+/// place would not pass.
+async fn a_listed_cluster_reads_back_every_field(database: &TestDatabase) {
+    let store = store(database).await;
+    let profile = profile(&store, "project-a", "web", "ember.instance").await;
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let now = ember_runtime::time::now();
+    let mut metadata = Map::new();
+    metadata.insert("team".into(), json!("blue"));
+    let mut config = Map::new();
+    config.insert("node.name.format".into(), json!("web-$3I"));
+    let cluster = Cluster {
+        id: Uuid::now_v7(),
+        name: "everything".into(),
+        profile_id: profile.id,
+        min_size: 2,
+        max_size: 9,
+        desired_capacity: 3,
+        status: ClusterStatus::Warning,
+        status_reason: "one node is slow".into(),
+        metadata,
+        next_index: 5,
+        timeout: Some(77),
+        config: ember_engine::domain::cluster::ClusterConfig::parse(config).expect("config"),
+        project_id: "project-a".into(),
+        user_id: "alice".into(),
+        created_at: now - chrono::Duration::minutes(3),
+        updated_at: now,
+        maintenance_lock: None,
+    };
+    let action = ClusterAction::new(
+        ActionKind::ClusterCreate,
+        cluster.id,
+        Some(cluster.id),
+        ActionStatus::Succeeded,
+        Map::new(),
+        &caller,
+        now,
+    );
+    let event = ClusterEvent::new(
+        "CLUSTER",
+        cluster.id,
+        &cluster.name,
+        Some(cluster.id),
+        "CLUSTER_CREATE",
+        "WARNING",
+        String::new(),
+        "project-a",
+        "alice",
+    );
+    store
+        .create_cluster(&cluster, &action, &event)
+        .await
+        .expect("created");
+    let lock = ClusterLock {
+        level: ClusterLockLevel::All,
+        locked_by_user: "alice".into(),
+        locked_by_admin: true,
+        locked_at: now,
+        reason: Some("patching".into()),
+        expires_at: Some(now + chrono::Duration::hours(1)),
+        locked_instances: vec![Uuid::now_v7()],
+    };
+    assert!(
+        store
+            .change_cluster_lock(cluster.id, None, Some(&lock), &[])
+            .await
+            .expect("locked")
+    );
+    let member = Uuid::now_v7();
+    join(&store, &profile, cluster.id, member).await;
+
+    let stored = store
+        .get_cluster(cluster.id)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(
+        (
+            stored.name.as_str(),
+            stored.profile_id,
+            stored.min_size,
+            stored.max_size,
+            stored.desired_capacity,
+            stored.status,
+            stored.status_reason.as_str(),
+            &stored.metadata,
+            stored.timeout,
+            &stored.config,
+            stored.project_id.as_str(),
+            stored.user_id.as_str(),
+        ),
+        (
+            cluster.name.as_str(),
+            cluster.profile_id,
+            cluster.min_size,
+            cluster.max_size,
+            cluster.desired_capacity,
+            cluster.status,
+            cluster.status_reason.as_str(),
+            &cluster.metadata,
+            cluster.timeout,
+            &cluster.config,
+            cluster.project_id.as_str(),
+            cluster.user_id.as_str(),
+        )
+    );
+    let stored_lock = stored.maintenance_lock.clone().expect("the lock is kept");
+    assert_eq!(
+        (
+            stored_lock.level,
+            stored_lock.locked_by_admin,
+            stored_lock.reason.as_deref(),
+            &stored_lock.locked_instances,
+        ),
+        (lock.level, true, Some("patching"), &lock.locked_instances)
+    );
+    assert!(
+        stored.next_index > cluster.next_index,
+        "a member took an index"
+    );
+    assert!(stored.created_at < stored.updated_at);
+
+    let query = ObjectQuery {
+        project_id: project("project-a"),
+        limit: 10,
+        ..ObjectQuery::default()
+    };
+    let (listed, members) = store
+        .list_clusters_with_members(&query)
+        .await
+        .expect("listed")
+        .into_iter()
+        .find(|(listed, _)| listed.id == cluster.id)
+        .expect("the cluster is listed");
+    assert_eq!(
+        listed, stored,
+        "the list with members reads what a get reads"
+    );
+    assert_eq!(members, [member]);
+    let plain = store
+        .list_clusters(&query)
+        .await
+        .expect("listed")
+        .into_iter()
+        .find(|listed| listed.id == cluster.id)
+        .expect("the cluster is listed");
+    assert_eq!(plain, stored, "the plain list reads what a get reads");
+}
+
 /// The member ids of `cluster`, read alone and with the cluster list
 /// (which must agree).
 async fn members_of(store: &SqlClusterStore, cluster: Uuid) -> Vec<Uuid> {
@@ -510,6 +662,7 @@ async fn member_ids_of_a_large_cluster_stay_in_index_order(database: &TestDataba
 }
 
 ember_runtime::store_suite!(
+    a_listed_cluster_reads_back_every_field,
     filters_apply_before_the_page_is_cut,
     sorted_pages_follow_one_another_through_ties,
     actions_and_events_are_filtered_before_paging,

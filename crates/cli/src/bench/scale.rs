@@ -353,8 +353,12 @@ async fn hooked_scale_in(
     let waiting = started.elapsed();
     let tokens: Vec<String> = pending.into_iter().map(|action| action.token).collect();
     let completing = Instant::now();
-    let mut answers =
+    let completions =
         complete_concurrently(gateway, cluster_id, &tokens, completers, "CONTINUE").await?;
+    let mut answers: Vec<Duration> = completions
+        .iter()
+        .map(|completion| completion.took)
+        .collect();
     let last_answer_at = ember_runtime::time::now();
     let all_answered = completing.elapsed();
     let action = gateway.succeeded(&scaled, ACTION_POLL).await?;
@@ -391,6 +395,54 @@ async fn hooked_scale_in(
         "ms",
     );
     print_figure("  p99", summary.p99_us / 1e3, 2, "ms");
+    removal_timeline(gateway, &completions, last_answer_at).await
+}
+
+/// Where the hooked removals' time went, read from each NODE_DELETE's
+/// stored times once the scale-in ended: from its completion answered to
+/// its run starting (waiting for a slot), and its run; and how many had not
+/// started when the last completion was answered.
+async fn removal_timeline(
+    gateway: &Gateway,
+    completions: &[super::hooks::Completion],
+    last_answer_at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), String> {
+    use futures::StreamExt as _;
+    let actions: Vec<Result<pb::Action, String>> = futures::stream::iter(
+        completions
+            .iter()
+            .map(|completion| gateway.action(&completion.token)),
+    )
+    .buffered(8)
+    .collect()
+    .await;
+    let mut waited = Vec::with_capacity(completions.len());
+    let mut ran = Vec::with_capacity(completions.len());
+    let mut behind = 0;
+    for (completion, action) in completions.iter().zip(actions) {
+        let action = action?;
+        let started = time(action.started_at.as_ref())?;
+        let ended = time(action.ended_at.as_ref())?;
+        waited.push(between(completion.answered_at, started));
+        ran.push(between(started, ended));
+        if started > last_answer_at {
+            behind += 1;
+        }
+    }
+    print_figure(
+        "  removals not yet started at the last completion",
+        f64::from(behind),
+        0,
+        "",
+    );
+    for (what, samples) in [
+        ("  completion → its NODE_DELETE running", &mut waited),
+        ("  NODE_DELETE running → ended", &mut ran),
+    ] {
+        let summary = summarize(samples);
+        print_figure(&format!("{what}, p50"), summary.median_us / 1e3, 2, "ms");
+        print_figure(&format!("{what}, p99"), summary.p99_us / 1e3, 2, "ms");
+    }
     Ok(())
 }
 

@@ -56,8 +56,12 @@ pub(super) async fn launching(
 
     let tokens: Vec<String> = pending.into_iter().map(|action| action.token).collect();
     let completing = Instant::now();
-    let mut answers =
-        complete_concurrently(&gateway, &cluster_id, &tokens, callers, "CONTINUE").await?;
+    let mut answers: Vec<Duration> =
+        complete_concurrently(&gateway, &cluster_id, &tokens, callers, "CONTINUE")
+            .await?
+            .iter()
+            .map(|completion| completion.took)
+            .collect();
     let last_answer_at = ember_runtime::time::now();
     let all_answered = completing.elapsed();
     let last_answer = Instant::now();

@@ -273,13 +273,21 @@ pub(super) async fn create_policy(
 /// Completes the lifecycle actions of `tokens` with `result`, split among
 /// `callers` concurrent callers, each on its own share one call at a
 /// time; every call's latency.
+/// One `complete_lifecycle` answered: its token, when the answer came,
+/// and how long the call took.
+pub(super) struct Completion {
+    pub token: String,
+    pub answered_at: DateTime<Utc>,
+    pub took: Duration,
+}
+
 pub(super) async fn complete_concurrently(
     gateway: &Gateway,
     cluster_id: &str,
     tokens: &[String],
     callers: usize,
     result: &str,
-) -> Result<Vec<Duration>, String> {
+) -> Result<Vec<Completion>, String> {
     let per_caller = tokens.len().div_ceil(callers.max(1)).max(1);
     let mut tasks = tokio::task::JoinSet::new();
     for chunk in tokens.chunks(per_caller) {
@@ -298,7 +306,11 @@ pub(super) async fn complete_concurrently(
                     }))
                     .await
                     .map_err(|status| format!("CompleteLifecycle {token}: {}", status.message()))?;
-                answers.push(sent.elapsed());
+                answers.push(Completion {
+                    took: sent.elapsed(),
+                    answered_at: ember_runtime::time::now(),
+                    token,
+                });
             }
             Ok::<_, String>(answers)
         });

@@ -713,7 +713,7 @@ impl ClusterStore for SqlClusterStore {
     }
 
     async fn finish_parent_if_done(&self, parent_id: Uuid) -> Result<Option<ClusterAction>> {
-        sql_runs::finish_parent_if_done(&self.connection, parent_id).await
+        sql_runs::finish_parent_if_done(&self.connection, &self.reader, parent_id).await
     }
 
     async fn update_profile(
