@@ -226,7 +226,6 @@ async fn actions_and_events_are_filtered_before_paging(database: &TestDatabase) 
 
 /// Records an ACTIVE cluster of `profile` named `name` in project-a.
 async fn new_cluster(store: &SqlClusterStore, profile: &Profile, name: &str) -> Uuid {
-    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
     let now = ember_runtime::time::now();
     let cluster = Cluster {
         id: Uuid::now_v7(),
@@ -247,6 +246,14 @@ async fn new_cluster(store: &SqlClusterStore, profile: &Profile, name: &str) -> 
         updated_at: now,
         maintenance_lock: None,
     };
+    record_cluster(store, &cluster).await;
+    cluster.id
+}
+
+/// Records `cluster` as alice's create made it (its action and event).
+async fn record_cluster(store: &SqlClusterStore, cluster: &Cluster) {
+    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
+    let now = ember_runtime::time::now();
     let action = ClusterAction::new(
         ActionKind::ClusterCreate,
         cluster.id,
@@ -259,19 +266,18 @@ async fn new_cluster(store: &SqlClusterStore, profile: &Profile, name: &str) -> 
     let event = ClusterEvent::new(
         "CLUSTER",
         cluster.id,
-        name,
+        &cluster.name,
         Some(cluster.id),
         "CLUSTER_CREATE",
-        "ACTIVE",
+        cluster.status.as_str(),
         String::new(),
         "project-a",
         "alice",
     );
     store
-        .create_cluster(&cluster, &action, &event)
+        .create_cluster(cluster, &action, &event)
         .await
         .expect("created");
-    cluster.id
 }
 
 /// Records node `id` joining `cluster_id` (the store numbers it next).
@@ -436,7 +442,6 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
 async fn a_listed_cluster_reads_back_every_field(database: &TestDatabase) {
     let store = store(database).await;
     let profile = profile(&store, "project-a", "web", "ember.instance").await;
-    let caller = Identity::new("alice", "project-a", vec!["member".into()]);
     let now = ember_runtime::time::now();
     let mut metadata = Map::new();
     metadata.insert("team".into(), json!("blue"));
@@ -461,30 +466,7 @@ async fn a_listed_cluster_reads_back_every_field(database: &TestDatabase) {
         updated_at: now,
         maintenance_lock: None,
     };
-    let action = ClusterAction::new(
-        ActionKind::ClusterCreate,
-        cluster.id,
-        Some(cluster.id),
-        ActionStatus::Succeeded,
-        Map::new(),
-        &caller,
-        now,
-    );
-    let event = ClusterEvent::new(
-        "CLUSTER",
-        cluster.id,
-        &cluster.name,
-        Some(cluster.id),
-        "CLUSTER_CREATE",
-        "WARNING",
-        String::new(),
-        "project-a",
-        "alice",
-    );
-    store
-        .create_cluster(&cluster, &action, &event)
-        .await
-        .expect("created");
+    record_cluster(&store, &cluster).await;
     let lock = ClusterLock {
         level: ClusterLockLevel::All,
         locked_by_user: "alice".into(),
