@@ -255,7 +255,7 @@ pub async fn finish_cluster_delete(
 }
 
 pub async fn still_owned(
-    connection: &impl ConnectionTrait,
+    connection: &DatabaseConnection,
     fence: &crate::domain::cluster::Fence,
 ) -> Result<bool> {
     still_owned_in(connection, fence).await
