@@ -6,7 +6,7 @@
 //!   lock change, in the very transaction that makes it
 //!   ([`AuditTrail::record_of`] builds the record a store writes).
 //! - Every refusal by admission of a user's operation is recorded with
-//!   what refused it ([`AuditSlot::admitted`]: the one way the services
+//!   what refused it ([`Auditing::admitted`]: the one way the services
 //!   ask admission).
 //! - A **break-glass**: an admin's call carrying a reason
 //!   (`X-Ember-Break-Glass`, checked at the gateway's door) runs an
@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ember_runtime::Identity;
 use ember_runtime::call_context::CallContext;
@@ -202,22 +202,22 @@ impl AuditTrail {
     }
 }
 
-/// Where a service keeps the trail it writes to: installed once when the
-/// engine starts; a service without one (unit tests) records nothing and
+/// A service's auditing: the trail it writes to, given when the service
+/// is made so that it records from its first request and its first sweep,
+/// or none — a service made without one (unit tests) records nothing and
 /// honours no break-glass.
-#[derive(Default)]
-pub struct AuditSlot(OnceLock<Arc<AuditTrail>>);
+pub struct Auditing(Option<Arc<AuditTrail>>);
 
-impl AuditSlot {
-    pub fn install(&self, trail: Arc<AuditTrail>) {
-        let _ = self.0.set(trail);
+impl Auditing {
+    pub fn new(trail: Option<Arc<AuditTrail>>) -> Auditing {
+        Auditing(trail)
     }
 
     pub fn get(&self) -> Option<&Arc<AuditTrail>> {
-        self.0.get()
+        self.0.as_ref()
     }
 
-    /// [`AuditTrail::record`], when a trail is installed.
+    /// [`AuditTrail::record`], when the service has a trail.
     pub async fn record(
         &self,
         user_id: &str,

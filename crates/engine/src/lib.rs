@@ -125,28 +125,13 @@ pub async fn serve(
         Some(cloud) => Arc::new(compute::openstack::NovaDriver::new(cloud.clone())),
         None => config.compute.driver().map_err(StartError::Config)?,
     };
+    // The quotas and the audit trail come before the services: each
+    // service is given them when it is made, and some start work at once
+    // (the instances' lock-expiry sweep) that must already record.
     let audit_trail = audit::AuditTrail::new(Arc::new(store::audit::SqlAuditStore::new(
         connection.clone(),
         reader.clone(),
     )));
-    let instance_service = instances::InstanceService::start_with_driver(
-        Arc::new(store::instances::SqlInstanceStore::with_reader(
-            connection.clone(),
-            reader.clone(),
-        )),
-        driver,
-        &config.compute,
-        Some(audit_trail.clone()),
-        shutdown.clone(),
-    )
-    .await
-    .map_err(StartError::Config)?;
-    if let Some(cloud) = &cloud {
-        instance_service.act_on_cloud(cloud.clone());
-    }
-    let cluster_store: Arc<dyn store::clusters::ClusterStore> = Arc::new(
-        store::clusters::SqlClusterStore::with_reader(connection.clone(), reader.clone()),
-    );
     let quotas = quotas::Quotas::new(
         Arc::new(store::quotas::SqlQuotaStore::new(
             connection.clone(),
@@ -154,7 +139,25 @@ pub async fn serve(
         )),
         config.quotas,
     );
-    instance_service.enforce_quotas(quotas.clone());
+    let instance_service = instances::InstanceService::start_with_driver(
+        Arc::new(store::instances::SqlInstanceStore::with_reader(
+            connection.clone(),
+            reader.clone(),
+        )),
+        driver,
+        &config.compute,
+        instances::InstanceSettings {
+            quotas: Some(quotas.clone()),
+            audit: Some(audit_trail.clone()),
+            cloud: cloud.clone(),
+        },
+        shutdown.clone(),
+    )
+    .await
+    .map_err(StartError::Config)?;
+    let cluster_store: Arc<dyn store::clusters::ClusterStore> = Arc::new(
+        store::clusters::SqlClusterStore::with_reader(connection.clone(), reader.clone()),
+    );
     let wait_signals: Arc<dyn store::signals::WaitSignalStore> = Arc::new(
         store::signals::SqlWaitSignalStore::new(connection.clone(), reader.clone()),
     );
@@ -173,8 +176,8 @@ pub async fn serve(
             reader.clone(),
         )),
         wait_conditions.clone(),
+        Some(quotas.clone()),
     );
-    software.enforce_quotas(quotas.clone());
     let retention = retention::Retention::new(
         store::retention::RetentionStore::new(connection.clone()),
         config.retention,
@@ -219,13 +222,11 @@ pub async fn serve(
             action_timeout: config.stack_action_timeout,
             region: config.region.clone(),
             engine_id,
+            quotas: Some(quotas.clone()),
+            audit: Some(audit_trail.clone()),
+            cloud: cloud.clone(),
         },
     );
-    stack_operations.enforce_quotas(quotas.clone());
-    stack_operations.record_audit(audit_trail.clone());
-    if let Some(cloud) = &cloud {
-        stack_operations.act_on_cloud(cloud.clone());
-    }
     stack_operations.spawn_orphan_sweeper(shutdown.clone());
     stack_operations.spawn_lock_expiry(shutdown.clone());
     // From the moment shutdown begins, root creates and deletes start no new
@@ -261,25 +262,25 @@ pub async fn serve(
         instance_service.clone(),
         stack_operations.clone(),
         hook_client,
-        clusters::dispatcher::DispatcherSettings {
-            action_lease: config.cluster_action_lease,
-            // Renewals and sweeps several times per lease.
-            sweep_interval: (config.cluster_action_lease / 5).clamp(
-                std::time::Duration::from_millis(50),
-                std::time::Duration::from_secs(1),
-            ),
-            max_queued_per_cluster: config.cluster_max_queued_actions,
-            ..clusters::dispatcher::DispatcherSettings::default()
+        clusters::ClusterSettings {
+            dispatcher: clusters::dispatcher::DispatcherSettings {
+                action_lease: config.cluster_action_lease,
+                // Renewals and sweeps several times per lease.
+                sweep_interval: (config.cluster_action_lease / 5).clamp(
+                    std::time::Duration::from_millis(50),
+                    std::time::Duration::from_secs(1),
+                ),
+                max_queued_per_cluster: config.cluster_max_queued_actions,
+                ..clusters::dispatcher::DispatcherSettings::default()
+            },
+            quotas: Some(quotas.clone()),
+            audit: Some(audit_trail.clone()),
+            cloud: cloud.clone(),
+            webhook_targets: config.webhook_targets.clone(),
+            hook_min_timeout_secs: config.lifecycle_hook_min_timeout_secs,
         },
         engine_id,
     );
-    cluster_service.enforce_quotas(quotas.clone());
-    cluster_service.record_audit(audit_trail.clone());
-    cluster_service.vet_webhooks_with(config.webhook_targets.clone());
-    cluster_service.allow_hook_timeouts_from(config.lifecycle_hook_min_timeout_secs);
-    if let Some(cloud) = &cloud {
-        cluster_service.act_on_cloud(cloud.clone());
-    }
     clusters::dispatcher::spawn(cluster_service.clone(), shutdown.clone());
     let receiver_service = receivers::ReceiverService::new(
         Arc::new(store::receivers::SqlReceiverStore::new(

@@ -13,7 +13,7 @@ use ember_engine::compute::ComputeConfig;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::audit::{AuditOutcome, AuditQuery};
 use ember_engine::domain::instance::{Instance, InstanceStatus, NewInstance, PowerState};
-use ember_engine::instances::{InstanceFilter, InstanceService};
+use ember_engine::instances::{InstanceFilter, InstanceService, InstanceSettings};
 use ember_engine::store::audit::SqlAuditStore;
 use ember_engine::store::instances::{InstanceStore, SqlInstanceStore};
 use ember_engine::store::migrations::Migrator;
@@ -339,11 +339,13 @@ async fn an_expired_instance_lock_is_lifted_once(database: &TestDatabase) {
         .expect("connected");
     let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(connection.clone(), connection)));
     let engine = || async {
-        InstanceService::start_with_driver(
+        InstanceService::start_with(
             store.clone(),
-            compute.driver().expect("driver"),
             &compute,
-            Some(trail.clone()),
+            InstanceSettings {
+                audit: Some(trail.clone()),
+                ..InstanceSettings::default()
+            },
             shutdown.clone(),
         )
         .await

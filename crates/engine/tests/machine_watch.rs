@@ -17,7 +17,7 @@ use ember_engine::compute::simulated::{SIMULATE_EXIT_AFTER_MS_KEY, SIMULATE_EXIT
 use ember_engine::domain::cluster::NodeStatus;
 use ember_engine::domain::instance::observation::{MachineExit, MachineState, reconcile};
 use ember_engine::domain::instance::{InstanceStatus, NewInstance, PowerState};
-use ember_engine::instances::InstanceService;
+use ember_engine::instances::{InstanceService, InstanceSettings};
 use ember_engine::store::instances::{InstanceStore, SqlInstanceStore};
 use ember_engine::store::migrations::Migrator;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
@@ -33,9 +33,14 @@ async fn an_instance_whose_machine_dies_is_error_with_the_reason(database: &Test
     let shutdown = CancellationToken::new();
     let mut compute = ComputeConfig::simulated(driver(Duration::from_millis(5)));
     compute.resync_interval = Duration::from_millis(200);
-    let service = InstanceService::start_with(store.clone(), &compute, shutdown.clone())
-        .await
-        .expect("service");
+    let service = InstanceService::start_with(
+        store.clone(),
+        &compute,
+        InstanceSettings::default(),
+        shutdown.clone(),
+    )
+    .await
+    .expect("service");
     let new = NewInstance {
         name: "doomed".into(),
         flavor: "m1.small".into(),

@@ -22,6 +22,7 @@ use ember_engine::store::{
 };
 use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::testing::{poll_until, wait_for};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection};
 use serde_json::json;
 
@@ -365,25 +366,31 @@ async fn a_delete_stops_the_operation_in_progress_and_deletes_the_whole_tree(
         .await
         .expect("accepted");
     // The nested stack exists and is creating its own endless resource.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let nested_id = loop {
-        let children = store.list_child_stacks(created.id).await.expect("children");
-        if let [child] = children.as_slice() {
-            break child.id;
-        }
-        assert!(Instant::now() < deadline, "the nested stack never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let nested_id = poll_until(
+        "the nested stack to start",
+        Duration::from_secs(20),
+        || async {
+            match store
+                .list_child_stacks(created.id)
+                .await
+                .expect("children")
+                .as_slice()
+            {
+                [child] => Some(child.id),
+                _ => None,
+            }
+        },
+    )
+    .await;
     let deleting = operations
         .delete_stack(&alice(), "endless")
         .await
         .expect("a delete stops the create");
     assert_eq!(deleting.stack_status(), "DELETE_IN_PROGRESS");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while operations.find_stack(&alice(), "endless").await.is_ok() {
-        assert!(Instant::now() < deadline, "never deleted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for("endless to be deleted", Duration::from_secs(20), || async {
+        operations.find_stack(&alice(), "endless").await.is_err()
+    })
+    .await;
     let nested = store
         .get_stack(nested_id)
         .await
@@ -455,11 +462,10 @@ async fn a_failed_nested_create_leaves_nothing_after_the_root_is_deleted(databas
             .delete_stack(&alice(), "leaky")
             .await
             .expect("delete");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while operations.find_stack(&alice(), "leaky").await.is_ok() {
-            assert!(Instant::now() < deadline, "never deleted");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        wait_for("leaky to be deleted", Duration::from_secs(20), || async {
+            operations.find_stack(&alice(), "leaky").await.is_err()
+        })
+        .await;
         for id in tree {
             let left = store.get_stack(id).await.expect("read");
             assert!(
@@ -1704,14 +1710,12 @@ async fn a_hook_for_a_nested_stacks_resource_pauses_it_there(database: &TestData
         .await
         .expect("accepted");
     let paused = "CREATE paused until Hook pre-create is cleared";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while events_with_reason(&connection, paused).await == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the nested resource never paused"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        "the nested resource to pause",
+        Duration::from_secs(10),
+        || async { events_with_reason(&connection, paused).await > 0 },
+    )
+    .await;
     let children = SqlStackStore::new(connection.clone())
         .list_child_stacks(created.id)
         .await
@@ -1819,11 +1823,12 @@ async fn clear_once_paused(
     hook: &str,
     paused: &str,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while events_with_reason(connection, paused).await == 0 {
-        assert!(Instant::now() < deadline, "never paused at {hook}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        &format!("a pause at {hook}"),
+        Duration::from_secs(10),
+        || async { events_with_reason(connection, paused).await > 0 },
+    )
+    .await;
     operations
         .signal_resource(&alice(), stack, "one", json!({ "unset_hook": hook }))
         .await
@@ -1917,11 +1922,12 @@ async fn deletes_racing_for_one_stack_start_one_delete(database: &TestDatabase) 
     }
     let paused = "DELETE paused until Hook pre-delete is cleared";
     clear_once_paused(&operations, &connection, "contested", "pre-delete", paused).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while operations.find_stack(&caller, "contested").await.is_ok() {
-        assert!(Instant::now() < deadline, "never deleted");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(
+        "contested to be deleted",
+        Duration::from_secs(20),
+        || async { operations.find_stack(&caller, "contested").await.is_err() },
+    )
+    .await;
     paused_once_after_every_run(&operations, &connection, paused).await;
     let (events, _) = operations
         .events(&created, None, 0, (0, None, false))

@@ -161,6 +161,7 @@ async fn replicas_timed(
                 connection.clone(),
             )),
             conditions.clone(),
+            None,
         );
         let mut registry = ResourceTypeRegistry::with_compute(instances.clone())
             .with_wait_conditions(conditions.clone())

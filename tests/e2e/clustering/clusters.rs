@@ -871,9 +871,9 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     ember.stop().await;
 }
 
-/// Many completions at once, each told to lifecycle-hook by the engine as
-/// it lands: none is lost — every token's hook ends COMPLETED there, none
-/// is left unresolved.
+/// Many completions at once, by two users, each told to lifecycle-hook by
+/// the engine as it lands: none is lost — every token's hook ends COMPLETED
+/// there, resolved by the user who completed it, none is left unresolved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
     const NODES: usize = 16;
@@ -904,8 +904,16 @@ async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
         .map(|action| action.token)
         .collect();
     let actions = format!("/clusters/{cluster_id}/actions");
-    futures::future::join_all(tokens.iter().map(|token| {
-        let (rest, actions) = (&rest, &actions);
+    let admin = Rest {
+        ember: &ember,
+        token: ember.admin_token().to_owned(),
+    };
+    // Every other token is completed by the admin, all at once; each
+    // completer with the user id lifecycle-hook is to record.
+    let completers = [(&rest, "demo"), (&admin, "admin")];
+    let completer = |index: usize| completers[index % completers.len()];
+    futures::future::join_all(tokens.iter().enumerate().map(|(index, token)| {
+        let (rest, actions) = (completer(index).0, &actions);
         async move {
             let (status, _, body) = rest
                 .post(
@@ -924,12 +932,20 @@ async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
         || async { unresolved().await.is_empty() },
     )
     .await;
-    for token in &tokens {
+    let resolved: std::collections::HashMap<String, String> =
+        pending_hooks(&ember, &cluster_id, true)
+            .await
+            .into_iter()
+            .map(|action| (action.token, action.resolved_by))
+            .collect();
+    for (index, token) in tokens.iter().enumerate() {
         let kinds = hook_event_kinds(&ember, &cluster_id, token).await;
         assert!(
             kinds.iter().any(|kind| kind == "COMPLETED"),
             "{token}: {kinds:?}"
         );
+        let by = completer(index).1;
+        assert_eq!(resolved.get(token).map(String::as_str), Some(by), "{token}");
     }
     ember.stop().await;
 }

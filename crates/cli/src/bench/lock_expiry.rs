@@ -12,16 +12,17 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use ember_engine::audit::AuditTrail;
-use ember_engine::clusters::ClusterService;
-use ember_engine::clusters::dispatcher::{self, DispatcherSettings};
+use ember_engine::clusters::dispatcher;
 use ember_engine::clusters::hooks::HookClient;
+use ember_engine::clusters::{ClusterService, ClusterSettings};
+use ember_engine::compute::ComputeConfig;
 use ember_engine::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterLock, ClusterLockLevel,
     ClusterStatus,
 };
-use ember_engine::instances::InstanceService;
+use ember_engine::instances::{InstanceService, InstanceSettings};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::StackOperations;
+use ember_engine::stacks::{StackOperations, StackSettings};
 use ember_engine::store::audit::SqlAuditStore;
 use ember_engine::store::clusters::{ClusterStore, SqlClusterStore};
 use ember_engine::store::instances::SqlInstanceStore;
@@ -470,17 +471,28 @@ async fn cluster_service(
     store: Arc<dyn ClusterStore>,
     shutdown: &CancellationToken,
 ) -> Result<(Arc<ClusterService>, Arc<StackOperations>), String> {
-    let instances = InstanceService::start(
+    let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(
+        connection.clone(),
+        connection.clone(),
+    )));
+    let instances = InstanceService::start_with(
         Arc::new(SqlInstanceStore::new(connection.clone())),
-        &ember_engine::compute::simulated::SimulatedComputeConfig::default(),
+        &ComputeConfig::simulated(Default::default()),
+        InstanceSettings {
+            audit: Some(trail.clone()),
+            ..InstanceSettings::default()
+        },
         shutdown.clone(),
     )
-    .await
-    .map_err(|error| error.to_string())?;
+    .await?;
     let stack_store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
-    let stacks = StackOperations::new(
+    let stacks = StackOperations::configured(
         stack_store,
         Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
+        StackSettings {
+            audit: Some(trail.clone()),
+            ..StackSettings::default()
+        },
     );
     let hooks = HookClient::connect_lazy("", None, InternalCredential::new("bench"))
         .map_err(|error| error.to_string())?;
@@ -490,16 +502,12 @@ async fn cluster_service(
         instances.clone(),
         stacks.clone(),
         hooks,
-        DispatcherSettings::default(),
+        ClusterSettings {
+            audit: Some(trail),
+            ..ClusterSettings::default()
+        },
         engine_id,
     );
-    let trail = AuditTrail::new(Arc::new(SqlAuditStore::new(
-        connection.clone(),
-        connection.clone(),
-    )));
-    instances.record_audit(trail.clone());
-    stacks.record_audit(trail.clone());
-    service.record_audit(trail);
     Ok((service, stacks))
 }
 

@@ -106,10 +106,7 @@ impl ClusterService {
             .store
             .list_actions(&ActionQuery {
                 cluster_id: Some(cluster.id),
-                statuses: ActionStatus::ALL
-                    .into_iter()
-                    .filter(|status| !status.is_final())
-                    .collect(),
+                statuses: ActionStatus::unfinished().collect(),
                 limit: QUEUED_SHOWN,
                 ..ActionQuery::default()
             })

@@ -60,33 +60,80 @@ pub struct ClusterService {
     wake: Arc<tokio::sync::Notify>,
     engine_id: Uuid,
     settings: dispatcher::DispatcherSettings,
-    quotas: crate::quotas::QuotaSlot,
+    /// The quotas every request is checked against (none in unit tests).
+    quotas: Option<Arc<crate::quotas::Quotas>>,
     /// The audit trail of locks, refusals and break-glass.
-    audit: crate::audit::AuditSlot,
+    audit: crate::audit::Auditing,
     /// The cloud of the openstack backend: a cluster (and a node made
     /// outside one) is made with a delegation its nodes act through.
-    cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
-    /// Where hook webhooks may point; unset = the strict default rules.
-    webhook_targets: std::sync::OnceLock<ember_runtime::egress::EgressRules>,
+    cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
+    /// Where hook webhooks may point.
+    webhook_targets: ember_runtime::egress::EgressRules,
     /// The shortest hook timeout a new deletion policy may have.
-    hook_min_timeout_secs: std::sync::atomic::AtomicU32,
+    hook_min_timeout_secs: u32,
     /// Held recoveries of the health policies, as this engine saw them.
     remediation: remediation::RemediationState,
+}
+
+/// How the clustering service runs and what it checks and records with,
+/// all given when it is made: the service is shared with its dispatcher
+/// from the start, so nothing is added to it afterwards.
+pub struct ClusterSettings {
+    /// The dispatcher's lease and sweep timings (tests shorten them).
+    pub dispatcher: dispatcher::DispatcherSettings,
+    /// The quotas every request is checked against; `None` (unit tests)
+    /// checks none.
+    pub quotas: Option<Arc<crate::quotas::Quotas>>,
+    /// Where locks, refusals and break-glass are recorded; `None` (unit
+    /// tests) records nothing and honours no break-glass.
+    pub audit: Option<Arc<crate::audit::AuditTrail>>,
+    /// The cloud of the openstack backend: clusters (and nodes made
+    /// outside one) are made with a delegation to act on it through, and
+    /// deleted with it; `None` on the other backends.
+    pub cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
+    /// Where hook webhooks may point (the engine's `[webhook_targets]`).
+    pub webhook_targets: ember_runtime::egress::EgressRules,
+    /// The shortest hook timeout a new deletion policy may have (the
+    /// engine's `lifecycle_hook_min_timeout_s`).
+    pub hook_min_timeout_secs: u32,
+}
+
+impl Default for ClusterSettings {
+    /// The default dispatcher timings; no quotas, audit trail or cloud;
+    /// the strict default webhook rules; and hook timeouts down to the
+    /// domain's own floor (`MIN_HOOK_TIMEOUT_SECS`), as unit tests want.
+    fn default() -> Self {
+        ClusterSettings {
+            dispatcher: dispatcher::DispatcherSettings::default(),
+            quotas: None,
+            audit: None,
+            cloud: None,
+            webhook_targets: ember_runtime::egress::EgressRules::default(),
+            hook_min_timeout_secs: crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
+        }
+    }
 }
 
 impl ClusterService {
     /// The clustering service of the engine process `engine_id` (the
     /// owner its dispatcher claims actions as; the same id as its stack
-    /// operations'), with the dispatcher's lease and sweep timings given
-    /// (tests shorten them).
+    /// operations'), run as `settings` say.
     pub fn with_settings(
         store: Arc<dyn ClusterStore>,
         instances: Arc<InstanceService>,
         stacks: Arc<StackOperations>,
         hooks: hooks::HookClient,
-        settings: dispatcher::DispatcherSettings,
+        settings: ClusterSettings,
         engine_id: Uuid,
     ) -> Arc<ClusterService> {
+        let ClusterSettings {
+            dispatcher,
+            quotas,
+            audit,
+            cloud,
+            webhook_targets,
+            hook_min_timeout_secs,
+        } = settings;
         Arc::new(ClusterService {
             store,
             instances,
@@ -94,27 +141,14 @@ impl ClusterService {
             hooks,
             wake: Arc::new(tokio::sync::Notify::new()),
             engine_id,
-            settings,
-            quotas: Default::default(),
-            audit: Default::default(),
-            cloud: Default::default(),
-            webhook_targets: Default::default(),
-            hook_min_timeout_secs: std::sync::atomic::AtomicU32::new(
-                crate::domain::cluster::policy::MIN_HOOK_TIMEOUT_SECS,
-            ),
+            settings: dispatcher,
+            quotas,
+            audit: crate::audit::Auditing::new(audit),
+            cloud,
+            webhook_targets,
+            hook_min_timeout_secs,
             remediation: Default::default(),
         })
-    }
-
-    /// Enforces `quotas` on every request from now on (once, at start-up).
-    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
-        self.quotas.install(quotas);
-    }
-
-    /// Records locks, refusals and break-glass in `trail` from now on
-    /// (once, at start-up); without it, no break-glass is honoured.
-    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
-        self.audit.install(trail);
     }
 
     /// Admits `operation` for `caller`: the first of [`Self::blockers`] is
@@ -187,34 +221,6 @@ impl ClusterService {
         Ok(blockers)
     }
 
-    /// Checks hook webhooks against `rules` from now on (once, at start-up;
-    /// until then the strict default rules apply).
-    /// Lets new deletion policies have hook timeouts down to `secs` (the
-    /// engine's `lifecycle_hook_min_timeout_s`; 30 s otherwise).
-    pub fn allow_hook_timeouts_from(&self, secs: u32) {
-        self.hook_min_timeout_secs
-            .store(secs, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub(crate) fn hook_min_timeout_secs(&self) -> u32 {
-        self.hook_min_timeout_secs
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub fn vet_webhooks_with(&self, rules: ember_runtime::egress::EgressRules) {
-        if self.webhook_targets.set(rules).is_err() {
-            tracing::warn!("hook webhooks already have their rules");
-        }
-    }
-
-    /// Clusters (and nodes made outside one) are made with a delegation to
-    /// act on `cloud` through, and deleted with it (once, at start-up).
-    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
-        if self.cloud.set(cloud).is_err() {
-            tracing::warn!("clusters already act on a cloud");
-        }
-    }
-
     /// Makes `owner`'s delegation with the caller's token when the
     /// clusters act on a cloud (nothing otherwise).
     async fn delegate(
@@ -223,7 +229,7 @@ impl ClusterService {
         caller: &Identity,
         subject_token: Option<&ember_runtime::identity::SubjectToken>,
     ) -> Result<()> {
-        if let Some(cloud) = self.cloud.get() {
+        if let Some(cloud) = self.cloud.as_ref() {
             cloud.delegate(owner, caller, subject_token).await?;
         }
         Ok(())
@@ -231,7 +237,7 @@ impl ClusterService {
 
     /// Deletes `owner`'s delegation (its trust) when there is one.
     async fn revoke(&self, owner: crate::domain::delegation::DelegationOwner) {
-        if let Some(cloud) = self.cloud.get()
+        if let Some(cloud) = self.cloud.as_ref()
             && let Err(error) = cloud.revoke(owner, None).await
         {
             tracing::warn!(owner = owner.kind(), owner_id = %owner.id(), %error, "a delegation stays recorded");
@@ -246,7 +252,7 @@ impl ClusterService {
         node: &crate::domain::cluster::Node,
     ) -> Result<Option<crate::domain::delegation::Delegation>> {
         use crate::domain::delegation::DelegationOwner;
-        let Some(cloud) = self.cloud.get() else {
+        let Some(cloud) = self.cloud.as_ref() else {
             return Ok(None);
         };
         let mut owners = Vec::with_capacity(2);
@@ -268,7 +274,7 @@ impl ClusterService {
     /// Refuses a cluster growing to `to` nodes from `from` when that is
     /// over the project's nodes-per-cluster or nodes quota.
     pub(crate) async fn admit_growth(&self, cluster: &Cluster, from: i64, to: i64) -> Result<()> {
-        let Some(quotas) = self.quotas.get() else {
+        let Some(quotas) = self.quotas.as_ref() else {
             return Ok(());
         };
         if to <= from {
@@ -293,7 +299,7 @@ impl ClusterService {
     }
 
     pub(crate) fn quotas(&self) -> Option<&Arc<crate::quotas::Quotas>> {
-        self.quotas.get()
+        self.quotas.as_ref()
     }
 
     /// Refuses one more of `kind` (counted by `usage`) over the quota.
@@ -303,7 +309,7 @@ impl ClusterService {
         kind: crate::domain::quota::QuotaKind,
         usage: crate::store::quotas::Usage,
     ) -> Result<()> {
-        match self.quotas.get() {
+        match self.quotas.as_ref() {
             Some(quotas) => quotas.admit(project_id, kind, usage, 1).await,
             None => Ok(()),
         }

@@ -5,7 +5,7 @@
 //! called. The lifecycle-hook checks again at every delivery (DNS may have
 //! changed since), and connects only to the address it vetted.
 
-use ember_runtime::egress::{EgressRefusal, EgressRules};
+use ember_runtime::egress::EgressRefusal;
 
 use super::ClusterService;
 use crate::domain::cluster::{HookTarget, PolicyKind};
@@ -20,9 +20,7 @@ impl ClusterService {
         let Some(HookTarget::Webhook(url)) = kind.hooks().map(|hooks| &hooks.target) else {
             return Ok(());
         };
-        let strict = EgressRules::default();
-        let rules = self.webhook_targets.get().unwrap_or(&strict);
-        match rules.vet_url(url).await {
+        match self.webhook_targets.vet_url(url).await {
             Ok(_) => Ok(()),
             Err(EgressRefusal::Unresolved { host, reason }) => {
                 tracing::info!(%host, %reason, "a hook webhook's host does not resolve yet: accepted, vetted at delivery");

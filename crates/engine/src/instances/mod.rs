@@ -86,14 +86,32 @@ pub struct InstanceService {
     driver: Arc<dyn ComputeDriver>,
     flavors: FlavorTable,
     tasks: tasks::TaskRunner,
-    quotas: crate::quotas::QuotaSlot,
+    /// The quotas every create is checked against (none in unit tests).
+    quotas: Option<Arc<crate::quotas::Quotas>>,
     /// The audit trail of locks, refusals and admins acting through locks.
-    audit: crate::audit::AuditSlot,
+    audit: crate::audit::Auditing,
     /// Machines found in another state than recorded (see `watch`).
     observed: tokio::sync::broadcast::Sender<Observation>,
     /// The cloud of the openstack backend: instances act on it through a
     /// delegation (their own, or their stack's or cluster's).
-    cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
+    cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
+}
+
+/// What an instance service checks against, records in and acts on,
+/// given when it is made: its lock-expiry sweep starts with it, and a lock
+/// even the first sweep lifts is recorded. The default has none of them,
+/// as unit tests want.
+#[derive(Default)]
+pub struct InstanceSettings {
+    /// The quotas every create is checked against; `None` checks none.
+    pub quotas: Option<Arc<crate::quotas::Quotas>>,
+    /// Where locks, refusals and admins acting through locks are
+    /// recorded; `None` records nothing.
+    pub audit: Option<Arc<crate::audit::AuditTrail>>,
+    /// The cloud of the openstack backend: instances act on it through a
+    /// delegation, and one made through the API gets a trust of its own;
+    /// `None` on the other backends.
+    pub cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 /// How many observations wait for a slow subscriber.
@@ -111,32 +129,46 @@ impl InstanceService {
     /// Driver tasks stop when `shutdown` is cancelled; call
     /// [`InstanceService::resume_unfinished_tasks`] at start-up to pick up
     /// the ones a previous run left in progress. Any flavor name is
-    /// accepted, and nothing watches the machines (see
-    /// [`InstanceService::start_with`]).
+    /// accepted, nothing watches the machines (see
+    /// [`InstanceService::start_with`]), and nothing is checked against
+    /// quotas or recorded in an audit trail.
     pub fn new(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
         shutdown: CancellationToken,
     ) -> InstanceService {
-        InstanceService::with_flavors(store, driver, FlavorTable::accepting_any(), shutdown)
+        InstanceService::configured(
+            store,
+            driver,
+            FlavorTable::accepting_any(),
+            InstanceSettings::default(),
+            shutdown,
+        )
     }
 
-    /// Like [`InstanceService::new`], accepting only `flavors`.
-    pub fn with_flavors(
+    /// Like [`InstanceService::new`], accepting only `flavors`, with what
+    /// `settings` give.
+    pub fn configured(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
         flavors: FlavorTable,
+        settings: InstanceSettings,
         shutdown: CancellationToken,
     ) -> InstanceService {
+        let InstanceSettings {
+            quotas,
+            audit,
+            cloud,
+        } = settings;
         InstanceService {
             tasks: tasks::TaskRunner::new(store.clone(), driver.clone(), flavors.clone(), shutdown),
             store,
             driver,
             flavors,
-            quotas: Default::default(),
-            audit: Default::default(),
+            quotas,
+            audit: crate::audit::Auditing::new(audit),
             observed: tokio::sync::broadcast::channel(OBSERVATION_BUFFER).0,
-            cloud: Default::default(),
+            cloud,
         }
     }
 
@@ -147,42 +179,47 @@ impl InstanceService {
         compute: &SimulatedComputeConfig,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        InstanceService::start_with(store, &ComputeConfig::simulated(compute.clone()), shutdown)
-            .await
+        InstanceService::start_with(
+            store,
+            &ComputeConfig::simulated(compute.clone()),
+            InstanceSettings::default(),
+            shutdown,
+        )
+        .await
     }
 
     /// The service as the engine runs it: on the configured driver, with
-    /// the tasks a previous run left in progress resumed and a watcher
-    /// following the machines until `shutdown`. Fails only on a bad
-    /// configuration.
+    /// what `settings` give, the tasks a previous run left in progress
+    /// resumed and a watcher following the machines until `shutdown`.
+    /// Fails only on a bad configuration.
     pub async fn start_with(
         store: Arc<dyn InstanceStore>,
         compute: &ComputeConfig,
+        settings: InstanceSettings,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        InstanceService::start_with_driver(store, compute.driver()?, compute, None, shutdown).await
+        InstanceService::start_with_driver(store, compute.driver()?, compute, settings, shutdown)
+            .await
     }
 
     /// [`InstanceService::start_with`] on a driver made by the caller (the
-    /// openstack driver is made with its cloud), recording in `audit` from
-    /// the start: the expiry sweep begins here, and a lock it lifts before
-    /// a trail were installed would go unrecorded.
+    /// openstack driver is made with its cloud), with what `settings` give
+    /// from the start: the expiry sweep begins here, and a lock it lifts
+    /// must be recorded in the trail.
     pub async fn start_with_driver(
         store: Arc<dyn InstanceStore>,
         driver: Arc<dyn ComputeDriver>,
         compute: &ComputeConfig,
-        audit: Option<Arc<crate::audit::AuditTrail>>,
+        settings: InstanceSettings,
         shutdown: CancellationToken,
     ) -> std::result::Result<Arc<InstanceService>, String> {
-        let service = Arc::new(InstanceService::with_flavors(
+        let service = Arc::new(InstanceService::configured(
             store,
             driver,
             compute.flavors.clone(),
+            settings,
             shutdown.clone(),
         ));
-        if let Some(trail) = audit {
-            service.record_audit(trail);
-        }
         // A database that is down now fails the first requests too; the
         // tasks are resumed at the next start.
         match service.resume_unfinished_tasks().await {
@@ -241,39 +278,20 @@ impl InstanceService {
         self.driver.name()
     }
 
-    /// Instances act on `cloud` through delegations from now on (once, at
-    /// start-up): one made through the API gets a trust of its own.
-    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
-        if self.cloud.set(cloud).is_err() {
-            warn!("instances already act on a cloud");
-        }
-    }
-
     /// The delegation a stack's instances act through (its root's), when
     /// instances act on a cloud.
     pub async fn stack_delegation(
         &self,
         stack_id: Uuid,
     ) -> Result<Option<crate::domain::delegation::Delegation>> {
-        match self.cloud.get() {
+        match self.cloud.as_ref() {
             Some(cloud) => cloud.stack_delegation(stack_id).await.map(Some),
             None => Ok(None),
         }
     }
 
-    /// Enforces `quotas` on every create from now on (once, at start-up).
-    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
-        self.quotas.install(quotas);
-    }
-
-    /// Records locks, refusals and admins acting through locks in `trail`
-    /// from now on (once, at start-up).
-    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
-        self.audit.install(trail);
-    }
-
     async fn admit_one_more(&self, caller: &Identity) -> Result<()> {
-        match self.quotas.get() {
+        match self.quotas.as_ref() {
             Some(quotas) => {
                 quotas
                     .admit(
@@ -315,7 +333,7 @@ impl InstanceService {
             ember_runtime::time::now(),
         )?;
         let owner = crate::domain::delegation::DelegationOwner::Instance(instance.uuid);
-        let cloud = self.cloud.get().filter(|_| new.delegation.is_none());
+        let cloud = self.cloud.as_ref().filter(|_| new.delegation.is_none());
         if let Some(cloud) = cloud {
             new.delegation = Some(cloud.delegate(owner, caller, subject_token).await?);
             instance.delegation = new.delegation.clone();

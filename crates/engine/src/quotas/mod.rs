@@ -9,7 +9,7 @@
 //! reservations); the excess is bounded by the number of requests in
 //! flight, never by what one request asks.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use ember_runtime::Identity;
 
@@ -204,20 +204,5 @@ impl Quotas {
         }
         tracing::info!(project_id, admin = %caller.user_id, ?limits, ?reset, "quotas set");
         self.show(caller, Some(project_id)).await
-    }
-}
-
-/// Where a service keeps the quotas it enforces: installed once when the
-/// engine starts; a service without them (unit tests) enforces none.
-#[derive(Default)]
-pub struct QuotaSlot(OnceLock<Arc<Quotas>>);
-
-impl QuotaSlot {
-    pub fn install(&self, quotas: Arc<Quotas>) {
-        let _ = self.0.set(quotas);
-    }
-
-    pub fn get(&self) -> Option<&Arc<Quotas>> {
-        self.0.get()
     }
 }

@@ -62,7 +62,9 @@ pub struct DeploymentUpdate {
 pub struct SoftwareService {
     store: Arc<dyn SoftwareStore>,
     waiters: Arc<WaitConditions>,
-    quotas: crate::quotas::QuotaSlot,
+    /// The quotas every config and deployment made is checked against
+    /// (none in unit tests).
+    quotas: Option<Arc<crate::quotas::Quotas>>,
 }
 
 /// The longest a config's `config` text may be: Heat's
@@ -151,21 +153,18 @@ fn check_length(what: &str, text: &str, most: usize) -> Result<()> {
 }
 
 impl SoftwareService {
+    /// The software config service, checking every config and deployment
+    /// made against `quotas` (`None`, as unit tests want: none).
     pub fn new(
         store: Arc<dyn SoftwareStore>,
         waiters: Arc<WaitConditions>,
+        quotas: Option<Arc<crate::quotas::Quotas>>,
     ) -> Arc<SoftwareService> {
         Arc::new(SoftwareService {
             store,
             waiters,
-            quotas: Default::default(),
+            quotas,
         })
-    }
-
-    /// Enforces `quotas` on every config and deployment made from now on
-    /// (once, at start-up).
-    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
-        self.quotas.install(quotas);
     }
 
     /// Whether the caller's project may hold one more of `kind`, counted
@@ -176,7 +175,7 @@ impl SoftwareService {
         kind: QuotaKind,
         usage: Usage,
     ) -> Result<()> {
-        match self.quotas.get() {
+        match self.quotas.as_ref() {
             Some(quotas) => quotas.admit(&identity.project_id, kind, usage, 1).await,
             None => Ok(()),
         }

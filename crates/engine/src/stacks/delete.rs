@@ -297,7 +297,7 @@ pub(super) async fn run_delete(
     }
     if stack.parent_id.is_none()
         && stack.status == ActionStatus::Complete
-        && let Some(cloud) = shared.cloud.get()
+        && let Some(cloud) = shared.cloud.as_ref()
         && let Err(error) = cloud
             .revoke(
                 crate::domain::delegation::DelegationOwner::Stack(stack.id),

@@ -107,11 +107,21 @@ pub struct StackSettings {
     /// leases it takes under this id. One per process, shared with the
     /// clustering service (see `crate::serve`).
     pub engine_id: Uuid,
+    /// The quotas creates and updates are checked against; `None` (unit
+    /// tests) checks none.
+    pub quotas: Option<Arc<crate::quotas::Quotas>>,
+    /// Where locks, refusals and break-glass are recorded; `None` (unit
+    /// tests) records nothing and honours no break-glass.
+    pub audit: Option<Arc<crate::audit::AuditTrail>>,
+    /// The cloud of the openstack backend: root stacks are made with a
+    /// delegation to act on it through (see `crate::cloud`), and deleted
+    /// with it; `None` on the other backends.
+    pub cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 impl Default for StackSettings {
-    /// No plugins, the default lease, and a new engine id (a process of
-    /// its own, as tests want).
+    /// No plugins, the default lease, a new engine id (a process of its
+    /// own, as tests want), and neither quotas, audit trail nor cloud.
     fn default() -> Self {
         StackSettings {
             plugins: PluginGate::Disabled,
@@ -119,6 +129,9 @@ impl Default for StackSettings {
             action_timeout: bounds::DEFAULT_ACTION_TIMEOUT,
             region: "RegionOne".to_owned(),
             engine_id: Uuid::now_v7(),
+            quotas: None,
+            audit: None,
+            cloud: None,
         }
     }
 }
@@ -171,6 +184,9 @@ impl StackOperations {
             action_timeout,
             region,
             engine_id,
+            quotas,
+            audit,
+            cloud,
         } = settings;
         let writer = writer::TransitionWriter::start(store.clone());
         Arc::new_cyclic(|this: &std::sync::Weak<StackOperations>| {
@@ -187,12 +203,12 @@ impl StackOperations {
                     action_timeout,
                     region,
                     stops: Default::default(),
-                    quotas: Default::default(),
-                    audit: Default::default(),
+                    quotas,
+                    audit: crate::audit::Auditing::new(audit),
                     parsed_cache: Default::default(),
                     draining: Default::default(),
                     runs: Default::default(),
-                    cloud: Default::default(),
+                    cloud,
                 }),
             }
         })
@@ -207,26 +223,6 @@ impl StackOperations {
         self.shared.writer.waiting()
     }
 
-    /// Root stacks are made with a delegation to act on `cloud` through
-    /// (see `crate::cloud`), and deleted with it (once, at start-up).
-    pub fn act_on_cloud(&self, cloud: Arc<crate::cloud::OpenStackCloud>) {
-        if self.shared.cloud.set(cloud).is_err() {
-            tracing::warn!("stack operations already act on a cloud");
-        }
-    }
-
-    /// Enforces `quotas` on creates and updates from now on (once, at
-    /// start-up).
-    pub fn enforce_quotas(&self, quotas: Arc<crate::quotas::Quotas>) {
-        self.shared.quotas.install(quotas);
-    }
-
-    /// Records locks, refusals and break-glass in `trail` from now on
-    /// (once, at start-up); without it, no break-glass is honoured.
-    pub fn record_audit(&self, trail: Arc<crate::audit::AuditTrail>) {
-        self.shared.audit.install(trail);
-    }
-
     /// The quota checks of a stack about to hold `resources` resources;
     /// a new root stack (`new_root`) also counts against the project's
     /// stacks, and every root operation against its concurrent operations.
@@ -238,7 +234,7 @@ impl StackOperations {
     ) -> Result<()> {
         use crate::domain::quota::QuotaKind;
         use crate::store::quotas::Usage;
-        let Some(quotas) = self.shared.quotas.get() else {
+        let Some(quotas) = self.shared.quotas.as_ref() else {
             return Ok(());
         };
         let project = stack.project_id.as_str();
@@ -280,7 +276,7 @@ impl StackOperations {
 
     /// The deepest nesting the quotas of `project_id` allow.
     pub(crate) async fn nesting_limit(&self, project_id: &str) -> Result<u32> {
-        let limit = match self.shared.quotas.get() {
+        let limit = match self.shared.quotas.as_ref() {
             Some(quotas) => quotas.limits(project_id).await?.nested_depth,
             None => u64::from(crate::resources::MAX_NESTED_DEPTH),
         };
@@ -320,7 +316,7 @@ impl StackOperations {
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.shared.cloud.get();
+        let cloud = self.shared.cloud.as_ref();
         if let Some(cloud) = cloud {
             cloud.lend(owner, delegation).await?;
         }
@@ -364,7 +360,7 @@ impl StackOperations {
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.shared.cloud.get();
+        let cloud = self.shared.cloud.as_ref();
         if let Some(cloud) = cloud {
             cloud.delegate(owner, identity, subject_token).await?;
         }
@@ -423,7 +419,7 @@ impl StackOperations {
     /// refusal costs no lease) and again under it.
     ///
     /// A user's refusal is recorded in the audit trail, and an admin's
-    /// break-glass honoured there ([`crate::audit::AuditSlot::admitted`]).
+    /// break-glass honoured there ([`crate::audit::Auditing::admitted`]).
     pub(crate) async fn admit(
         &self,
         stack: &Stack,

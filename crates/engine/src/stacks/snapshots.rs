@@ -35,7 +35,7 @@ const MAX_NAME: usize = 255;
 impl StackOperations {
     /// Refuses a snapshot beyond the project's `snapshots_per_stack`.
     async fn admit_one_more_snapshot(&self, stack: &Stack) -> Result<()> {
-        let Some(quotas) = self.shared.quotas.get() else {
+        let Some(quotas) = self.shared.quotas.as_ref() else {
             return Ok(());
         };
         let kept = self.store().count_snapshots(stack.id).await?;

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use ember_engine::clusters::dispatcher::{self, DispatcherSettings};
 use ember_engine::clusters::hooks::HookClient;
-use ember_engine::clusters::{ClusterService, NewCluster};
+use ember_engine::clusters::{ClusterService, ClusterSettings, NewCluster};
+use ember_engine::compute::ComputeConfig;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::cluster::{ActionStatus, Cluster, ClusterAction, ClusterEvent, Node};
 use ember_engine::domain::instance::Instance;
-use ember_engine::instances::{InstanceFilter, InstanceService};
+use ember_engine::instances::{InstanceFilter, InstanceService, InstanceSettings};
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::StackOperations;
+use ember_engine::stacks::{StackOperations, StackSettings};
 use ember_engine::store::clusters::{ClusterStore, SqlClusterStore};
 use ember_engine::store::instances::SqlInstanceStore;
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
@@ -62,25 +63,31 @@ impl Engine {
             .await
             .expect("migrated");
         let shutdown = CancellationToken::new();
-        let instances = InstanceService::start(
+        let audit = ember_engine::audit::AuditTrail::new(Arc::new(
+            ember_engine::store::audit::SqlAuditStore::new(connection.clone(), connection.clone()),
+        ));
+        let instances = InstanceService::start_with(
             Arc::new(SqlInstanceStore::new(connection.clone())),
-            &compute,
+            &ComputeConfig::simulated(compute),
+            InstanceSettings {
+                audit: Some(audit.clone()),
+                ..InstanceSettings::default()
+            },
             shutdown.clone(),
         )
         .await
         .expect("instances");
         let stack_store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection.clone()));
-        let stacks = StackOperations::new(
+        let stacks = StackOperations::configured(
             stack_store,
             Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
+            StackSettings {
+                audit: Some(audit.clone()),
+                ..StackSettings::default()
+            },
         );
         let hooks = HookClient::connect_lazy("", None, InternalCredential::new("test-credential"))
             .expect("hook client");
-        let audit = ember_engine::audit::AuditTrail::new(Arc::new(
-            ember_engine::store::audit::SqlAuditStore::new(connection.clone(), connection.clone()),
-        ));
-        instances.record_audit(audit.clone());
-        stacks.record_audit(audit.clone());
         let cluster_store: Arc<dyn ClusterStore> = Arc::new(SqlClusterStore::new(connection));
         let engine_id = stacks.engine_id();
         let service = ClusterService::with_settings(
@@ -88,10 +95,13 @@ impl Engine {
             instances.clone(),
             stacks,
             hooks,
-            settings,
+            ClusterSettings {
+                dispatcher: settings,
+                audit: Some(audit.clone()),
+                ..ClusterSettings::default()
+            },
             engine_id,
         );
-        service.record_audit(audit.clone());
         if dispatch {
             dispatcher::spawn(service.clone(), shutdown.clone());
         }

@@ -270,9 +270,6 @@ pub(super) async fn create_policy(
     Ok(())
 }
 
-/// Completes the lifecycle actions of `tokens` with `result`, split among
-/// `callers` concurrent callers, each on its own share one call at a
-/// time; every call's latency.
 /// One `complete_lifecycle` answered: its token, when the answer came,
 /// and how long the call took.
 pub(super) struct Completion {
@@ -281,6 +278,9 @@ pub(super) struct Completion {
     pub took: Duration,
 }
 
+/// Completes the lifecycle actions of `tokens` with `result`, split among
+/// `callers` concurrent callers, each on its own share one call at a
+/// time; every call's answer.
 pub(super) async fn complete_concurrently(
     gateway: &Gateway,
     cluster_id: &str,

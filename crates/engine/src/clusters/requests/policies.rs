@@ -26,7 +26,7 @@ impl ClusterService {
         validate_name("policy", name)?;
         let kind = PolicyKind::parse(&spec)?;
         if let Some(hooks) = kind.hooks() {
-            hooks.check_timeout(self.hook_min_timeout_secs())?;
+            hooks.check_timeout(self.hook_min_timeout_secs)?;
         }
         self.vet_hook_webhook(&kind).await?;
         let policy = PolicyDefinition {

@@ -164,6 +164,13 @@ impl ActionStatus {
     pub fn is_final(self) -> bool {
         ActionStatus::FINAL.contains(&self)
     }
+
+    /// The statuses of an action not yet ended: every one but [`Self::FINAL`].
+    pub fn unfinished() -> impl Iterator<Item = ActionStatus> {
+        ActionStatus::ALL
+            .into_iter()
+            .filter(|status| !status.is_final())
+    }
 }
 
 /// How a lifecycle wait ended.

@@ -1,5 +1,6 @@
 //! What every run shares: the store, the registry, the writer, the
-//! engine's settings and slots, and the leases it takes.
+//! engine's settings (with its quotas, audit trail and cloud, all given
+//! when the stack operations are made), and the leases it takes.
 
 use std::sync::Arc;
 
@@ -29,10 +30,11 @@ pub struct Shared {
     pub stops: crate::stacks::bounds::Stops,
     /// The region of Ember's catalog.
     pub region: String,
-    /// The quotas creates and updates are checked against.
-    pub quotas: crate::quotas::QuotaSlot,
+    /// The quotas creates and updates are checked against (none in unit
+    /// tests).
+    pub quotas: Option<Arc<crate::quotas::Quotas>>,
     /// The audit trail of locks, refusals and break-glass.
-    pub audit: crate::audit::AuditSlot,
+    pub audit: crate::audit::Auditing,
     /// Recently parsed stored definitions.
     pub parsed_cache: ParsedCache,
     /// Cancelled when the engine shuts down: root operations that can be
@@ -45,7 +47,7 @@ pub struct Shared {
     pub runs: tokio_util::task::TaskTracker,
     /// The cloud of the openstack backend: root stacks are made with a
     /// delegation to act on it through, and deleted with it.
-    pub cloud: std::sync::OnceLock<Arc<crate::cloud::OpenStackCloud>>,
+    pub cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
 }
 
 impl Shared {

@@ -248,7 +248,7 @@ impl StackOperations {
             &self.shared.registry,
         )?;
         crate::stacks::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
-        if let Some(quotas) = self.shared.quotas.get() {
+        if let Some(quotas) = self.shared.quotas.as_ref() {
             quotas
                 .admit_size(
                     &stack.project_id,

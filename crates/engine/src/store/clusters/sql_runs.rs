@@ -341,10 +341,7 @@ pub async fn finish_parent_if_done(
         return Ok(None);
     }
     if let Some(cluster_id) = cluster_id {
-        let unfinished = ActionStatus::ALL
-            .into_iter()
-            .filter(|status| !status.is_final())
-            .map(ActionStatus::as_str);
+        let unfinished = ActionStatus::unfinished().map(ActionStatus::as_str);
         let sibling_left: Option<Uuid> = action::Entity::find()
             .select_only()
             .column(action::Column::Id)

@@ -35,6 +35,9 @@ const RULE_KEYS: [&str; 6] = [
 
 #[async_trait]
 impl TaggedObject for AwsSecurityGroup {
+    const KIND: Kind = Kind::SecurityGroup;
+    const CREATE_SETTLING: Settling = Settling::AsAnswered;
+
     fn schema(&self) -> ResourceTypeSchema {
         ResourceTypeSchema {
             type_name: "AWS::EC2::SecurityGroup",
@@ -61,14 +64,6 @@ impl TaggedObject for AwsSecurityGroup {
             accepts_any_properties: false,
             accepts_any_attributes: false,
         }
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::SecurityGroup
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::AsAnswered
     }
 
     async fn create_body(

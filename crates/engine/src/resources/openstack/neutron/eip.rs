@@ -25,6 +25,11 @@ pub struct ElasticIp;
 
 #[async_trait]
 impl TaggedObject for ElasticIp {
+    const KIND: Kind = Kind::FloatingIp;
+    const CREATE_SETTLING: Settling = Settling::AsAnswered;
+    /// A floating IP has no name.
+    const NAMED_BY_DEFAULT: bool = false;
+
     fn schema(&self) -> ResourceTypeSchema {
         ResourceTypeSchema {
             type_name: "AWS::EC2::EIP",
@@ -50,19 +55,6 @@ impl TaggedObject for ElasticIp {
             accepts_any_properties: false,
             accepts_any_attributes: false,
         }
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::FloatingIp
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::AsAnswered
-    }
-
-    /// A floating IP has no name.
-    fn named_by_default(&self) -> bool {
-        false
     }
 
     async fn create_body(

@@ -12,7 +12,7 @@ use ember_openstack::neutron::{Kind, Neutron};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Change, Settling, TaggedObject, copy_given, merge_value_specs, present, resolve_property,
+    Change, Settling, TaggedObject, copy_given, merge_given_value_specs, present, resolve_property,
 };
 use crate::resources::openstack::text;
 use crate::resources::{
@@ -24,6 +24,11 @@ pub struct FloatingIp;
 
 #[async_trait]
 impl TaggedObject for FloatingIp {
+    const KIND: Kind = Kind::FloatingIp;
+    const CREATE_SETTLING: Settling = Settling::AsAnswered;
+    /// A floating IP has no name.
+    const NAMED_BY_DEFAULT: bool = false;
+
     fn schema(&self) -> ResourceTypeSchema {
         let attribute = |name, description| AttributeSchema { name, description };
         ResourceTypeSchema {
@@ -91,19 +96,6 @@ impl TaggedObject for FloatingIp {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::FloatingIp
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::AsAnswered
-    }
-
-    /// A floating IP has no name.
-    fn named_by_default(&self) -> bool {
-        false
-    }
-
     async fn create_body(
         &self,
         neutron: &Neutron,
@@ -134,9 +126,7 @@ impl TaggedObject for FloatingIp {
                 "dns_domain",
             ],
         );
-        if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
-            merge_value_specs(&mut body, value_specs, None);
-        }
+        merge_given_value_specs(&mut body, properties);
         Ok(body)
     }
 

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron, id_of};
 use serde_json::{Map, Value};
 
-use super::{Change, Settling, TaggedObject, is_built, physical_name, present};
+use super::{Change, Settling, TaggedObject, acting_neutron, is_built, physical_name, present};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id};
 use crate::resources::{
@@ -54,12 +54,8 @@ impl<T: TaggedObject> Tagged<T> {
         }
     }
 
-    async fn neutron(&self, stack_id: uuid::Uuid) -> Result<Neutron, ResourceFailure> {
-        Ok(Neutron::new(&self.cloud.session(stack_id).await?))
-    }
-
     fn kind(&self) -> Kind {
-        self.object.kind()
+        T::KIND
     }
 
     /// The tags the object carries: the template's, then the row's marker.
@@ -78,8 +74,7 @@ impl<T: TaggedObject> Tagged<T> {
     fn default_name(&self, request: &ResourceRequest) -> Option<String> {
         let named_by_template = present(&request.properties, "name").is_some()
             && self.schema.property("name").is_some();
-        (self.object.named_by_default() && !named_by_template)
-            .then(|| physical_name(request, self.kind()))
+        (T::NAMED_BY_DEFAULT && !named_by_template).then(|| physical_name(request, self.kind()))
     }
 
     /// What an earlier attempt of the row made: the objects carrying its
@@ -246,7 +241,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
     /// finishes what the type does after (rules), and waits.
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         super::check_value_specs(&self.schema, &request.properties)?;
-        let neutron = self.neutron(request.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
         let marker = Cloud::marker(request, self.kind().member());
         let tags = self.tags(&request.properties, &marker)?;
         let default_name = self.default_name(request);
@@ -262,9 +257,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
         };
         self.object.after_create(&neutron, request, &object).await?;
         let id = id_of(&object).map_err(failure)?;
-        let settled = self
-            .settled(&neutron, &id, self.object.create_settling())
-            .await?;
+        let settled = self.settled(&neutron, &id, T::CREATE_SETTLING).await?;
         self.outcome(&neutron, settled, Value::Object(Map::new()))
             .await
     }
@@ -280,7 +273,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
             return self.create(request).await;
         };
         super::check_value_specs(&self.schema, &request.properties)?;
-        let neutron = self.neutron(request.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
         let before = current.properties.as_object().cloned().unwrap_or_default();
         let change = Change {
             request,
@@ -302,9 +295,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
                 .map_err(failure)?;
         }
         self.object.after_update(&neutron, &change).await?;
-        let settled = self
-            .settled(&neutron, id, self.object.update_settling())
-            .await?;
+        let settled = self.settled(&neutron, id, T::UPDATE_SETTLING).await?;
         self.outcome(&neutron, settled, current.data.clone()).await
     }
 
@@ -312,7 +303,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
     /// create that failed or crashed before its id was kept), whatever
     /// carries the row's marker.
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let neutron = self.neutron(current.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
         let ids = match physical_id(current) {
             Some(id) => vec![id.to_owned()],
             None => {
@@ -339,7 +330,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
                 self.kind().noun()
             )));
         };
-        let neutron = self.neutron(current.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
         let object = neutron
             .get(self.kind(), id)
             .await
@@ -370,7 +361,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
         let Some(id) = physical_id(current) else {
             return Ok(());
         };
-        let neutron = self.neutron(current.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
         self.object.prepare_for_replace(&neutron, id).await
     }
 

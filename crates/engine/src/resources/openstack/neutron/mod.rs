@@ -41,14 +41,15 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron};
 use serde_json::{Map, Value};
 
-use super::{Cloud, failure};
+use super::{Cloud, failure, physical_id};
 use crate::domain::Resource;
 use crate::resources::{
-    ResourceFailure, ResourceRequest, ResourceTypeRegistry, ResourceTypeSchema,
+    ResourceFailure, ResourceOutcome, ResourceRequest, ResourceTypeRegistry, ResourceTypeSchema,
 };
 use lifecycle::Tagged;
 pub use properties::{
-    check_value_specs, copy_given, fields, maps, merge_value_specs, present, strings,
+    check_value_specs, copy_given, copy_name_and_given, fields, maps, merge_given_value_specs,
+    merge_value_specs, present, strings,
 };
 
 /// The schemas of the Neutron types and their `AWS::` twins, with no cloud
@@ -104,25 +105,22 @@ pub enum Settling {
 /// ([`lifecycle::Tagged`]) does the rest.
 #[async_trait]
 pub trait TaggedObject: Send + Sync + 'static {
-    fn schema(&self) -> ResourceTypeSchema;
-
-    fn kind(&self) -> Kind;
+    /// The kind of Neutron object the type makes.
+    const KIND: Kind;
 
     /// Whether a create waits for the object to be built.
-    fn create_settling(&self) -> Settling;
+    const CREATE_SETTLING: Settling;
 
     /// Whether an in-place update waits for it (Heat waits after updating
     /// a network or a port, not a router).
-    fn update_settling(&self) -> Settling {
-        Settling::AsAnswered
-    }
+    const UPDATE_SETTLING: Settling = Settling::AsAnswered;
 
     /// Whether the object is named after the resource when the template
     /// names it not (Heat's `prepare_properties` when the schema has
     /// `name`; the AWS security group always is).
-    fn named_by_default(&self) -> bool {
-        true
-    }
+    const NAMED_BY_DEFAULT: bool = true;
+
+    fn schema(&self) -> ResourceTypeSchema;
 
     /// The tags the template asks for (Heat's `tags` property).
     fn user_tags(&self, properties: &Map<String, Value>) -> Result<Vec<String>, ResourceFailure> {
@@ -263,6 +261,25 @@ impl Change<'_> {
             merge_value_specs(body, after, before);
         }
     }
+}
+
+/// Neutron as the owner of `stack_id` acts on it (through its session).
+pub async fn acting_neutron(
+    cloud: &Cloud,
+    stack_id: uuid::Uuid,
+) -> Result<Neutron, ResourceFailure> {
+    Ok(Neutron::new(&cloud.session(stack_id).await?))
+}
+
+/// What an update of a type that every change replaces returns (it runs
+/// only when nothing changed): the resource as it is, or `None` when its
+/// create never recorded an id, which is to be made again.
+pub fn as_it_is(current: &Resource) -> Option<ResourceOutcome> {
+    physical_id(current).map(|id| ResourceOutcome {
+        physical_id: id.to_owned(),
+        attributes: current.attributes.as_object().cloned().unwrap_or_default(),
+        data: current.data.clone(),
+    })
 }
 
 /// The name Heat gives an object the template does not name:

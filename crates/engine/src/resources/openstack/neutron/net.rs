@@ -8,8 +8,8 @@ use ember_openstack::neutron::{AgentKind, Kind, Neutron};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Change, Settling, TaggedObject, copy_given, fields, merge_value_specs, present,
-    resolve_property, strings,
+    Change, Settling, TaggedObject, copy_given, copy_name_and_given, fields,
+    merge_given_value_specs, present, resolve_property, strings,
 };
 use crate::resources::openstack::failure;
 use crate::resources::{
@@ -29,6 +29,10 @@ const PLAIN_FIELDS: [&str; 4] = [
 
 #[async_trait]
 impl TaggedObject for Net {
+    const KIND: Kind = Kind::Network;
+    const CREATE_SETTLING: Settling = Settling::UntilBuilt;
+    const UPDATE_SETTLING: Settling = Settling::UntilBuilt;
+
     fn schema(&self) -> ResourceTypeSchema {
         ResourceTypeSchema {
             type_name: "OS::Neutron::Net",
@@ -127,18 +131,6 @@ impl TaggedObject for Net {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Network
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::UntilBuilt
-    }
-
-    fn update_settling(&self) -> Settling {
-        Settling::UntilBuilt
-    }
-
     async fn create_body(
         &self,
         neutron: &Neutron,
@@ -147,13 +139,7 @@ impl TaggedObject for Net {
     ) -> Result<Map<String, Value>, ResourceFailure> {
         let properties = &request.properties;
         let mut body = Map::new();
-        body.insert(
-            "name".to_owned(),
-            present(properties, "name")
-                .cloned()
-                .unwrap_or_else(|| json!(name)),
-        );
-        copy_given(&mut body, properties, &PLAIN_FIELDS);
+        copy_name_and_given(&mut body, properties, name, &PLAIN_FIELDS);
         copy_given(
             &mut body,
             properties,
@@ -164,9 +150,7 @@ impl TaggedObject for Net {
         {
             body.insert("qos_policy_id".to_owned(), json!(policy));
         }
-        if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
-            merge_value_specs(&mut body, value_specs, None);
-        }
+        merge_given_value_specs(&mut body, properties);
         Ok(body)
     }
 
@@ -176,7 +160,7 @@ impl TaggedObject for Net {
         change: &Change<'_>,
     ) -> Result<Map<String, Value>, ResourceFailure> {
         let mut body = Map::new();
-        change.changed_name(&mut body, Kind::Network);
+        change.changed_name(&mut body, Self::KIND);
         change.copy_changed(&mut body, &PLAIN_FIELDS);
         if change.changed("qos_policy").is_some() {
             let policy =

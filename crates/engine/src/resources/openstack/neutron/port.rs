@@ -9,8 +9,8 @@ use ember_openstack::neutron::{Kind, Neutron};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Change, Settling, TaggedObject, copy_given, fields, maps, merge_value_specs, present, resolve,
-    resolve_property, security_group_ids, strings,
+    Change, Settling, TaggedObject, copy_given, copy_name_and_given, fields, maps,
+    merge_given_value_specs, present, resolve, resolve_property, security_group_ids, strings,
 };
 use crate::resources::openstack::{failure, text};
 use crate::resources::{
@@ -43,6 +43,10 @@ const VNIC_TYPES: [&str; 7] = [
 
 #[async_trait]
 impl TaggedObject for Port {
+    const KIND: Kind = Kind::Port;
+    const CREATE_SETTLING: Settling = Settling::UntilBuilt;
+    const UPDATE_SETTLING: Settling = Settling::UntilBuilt;
+
     fn schema(&self) -> ResourceTypeSchema {
         let attribute = |name, description| AttributeSchema { name, description };
         ResourceTypeSchema {
@@ -155,18 +159,6 @@ impl TaggedObject for Port {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Port
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::UntilBuilt
-    }
-
-    fn update_settling(&self) -> Settling {
-        Settling::UntilBuilt
-    }
-
     async fn create_body(
         &self,
         neutron: &Neutron,
@@ -188,13 +180,7 @@ impl TaggedObject for Port {
             "network_id".to_owned(),
             json!(resolve(neutron, Kind::Network, &network).await?),
         );
-        body.insert(
-            "name".to_owned(),
-            present(properties, "name")
-                .cloned()
-                .unwrap_or_else(|| json!(name)),
-        );
-        copy_given(&mut body, properties, &PLAIN_FIELDS);
+        copy_name_and_given(&mut body, properties, name, &PLAIN_FIELDS);
         copy_given(&mut body, properties, &["mac_address"]);
         if no_fixed_ips {
             body.insert("fixed_ips".to_owned(), json!([]));
@@ -225,9 +211,7 @@ impl TaggedObject for Port {
         {
             body.insert("qos_policy_id".to_owned(), json!(policy));
         }
-        if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
-            merge_value_specs(&mut body, value_specs, None);
-        }
+        merge_given_value_specs(&mut body, properties);
         Ok(body)
     }
 
@@ -238,7 +222,7 @@ impl TaggedObject for Port {
     ) -> Result<Map<String, Value>, ResourceFailure> {
         let after = change.after();
         let mut body = Map::new();
-        change.changed_name(&mut body, Kind::Port);
+        change.changed_name(&mut body, Self::KIND);
         change.copy_changed(&mut body, &PLAIN_FIELDS);
         let no_fixed_ips = present(after, "no_fixed_ips") == Some(&json!(true));
         if no_fixed_ips && change.changed("no_fixed_ips").is_some() {

@@ -76,6 +76,22 @@ pub fn copy_given(body: &mut Map<String, Value>, properties: &Map<String, Value>
     }
 }
 
+/// Puts the object's name into a create body — the template's, else
+/// `default_name` (the resource's) — then each of `names` the template
+/// gives, as given.
+pub fn copy_name_and_given(
+    body: &mut Map<String, Value>,
+    properties: &Map<String, Value>,
+    default_name: &str,
+    names: &[&str],
+) {
+    let name = present(properties, "name")
+        .cloned()
+        .unwrap_or_else(|| Value::String(default_name.to_owned()));
+    body.insert("name".to_owned(), name);
+    copy_given(body, properties, names);
+}
+
 /// Heat's `validate_properties`: `value_specs` may not set what a
 /// property of the type sets, nor `shared` or `tenant_id`.
 pub fn check_value_specs(
@@ -113,6 +129,13 @@ pub fn merge_value_specs(
             continue;
         }
         body.insert(key.clone(), value.clone());
+    }
+}
+
+/// Merges the template's `value_specs`, if given, into a create body.
+pub fn merge_given_value_specs(body: &mut Map<String, Value>, properties: &Map<String, Value>) {
+    if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
+        merge_value_specs(body, value_specs, None);
     }
 }
 

@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::net::replace_agents;
 use super::{
-    Change, Settling, TaggedObject, copy_given, maps, merge_value_specs, present, resolve, strings,
+    Change, Settling, TaggedObject, copy_given, copy_name_and_given, maps, merge_given_value_specs,
+    present, resolve, strings,
 };
 use crate::resources::openstack::{failure, text};
 use crate::resources::{
@@ -21,6 +22,9 @@ pub struct Router;
 
 #[async_trait]
 impl TaggedObject for Router {
+    const KIND: Kind = Kind::Router;
+    const CREATE_SETTLING: Settling = Settling::UntilBuilt;
+
     fn schema(&self) -> ResourceTypeSchema {
         let attribute = |name, description| AttributeSchema { name, description };
         ResourceTypeSchema {
@@ -89,14 +93,6 @@ impl TaggedObject for Router {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Router
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::UntilBuilt
-    }
-
     async fn create_body(
         &self,
         neutron: &Neutron,
@@ -106,15 +102,10 @@ impl TaggedObject for Router {
         let properties = &request.properties;
         validate(properties)?;
         let mut body = Map::new();
-        body.insert(
-            "name".to_owned(),
-            present(properties, "name")
-                .cloned()
-                .unwrap_or_else(|| json!(name)),
-        );
-        copy_given(
+        copy_name_and_given(
             &mut body,
             properties,
+            name,
             &[
                 "admin_state_up",
                 "distributed",
@@ -126,9 +117,7 @@ impl TaggedObject for Router {
         if let Some(gateway) = gateway(neutron, properties).await? {
             body.insert("external_gateway_info".to_owned(), gateway);
         }
-        if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
-            merge_value_specs(&mut body, value_specs, None);
-        }
+        merge_given_value_specs(&mut body, properties);
         Ok(body)
     }
 
@@ -139,7 +128,7 @@ impl TaggedObject for Router {
     ) -> Result<Map<String, Value>, ResourceFailure> {
         validate(change.after())?;
         let mut body = Map::new();
-        change.changed_name(&mut body, Kind::Router);
+        change.changed_name(&mut body, Self::KIND);
         change.copy_changed(&mut body, &["admin_state_up", "availability_zone_hints"]);
         if change.changed("external_gateway_info").is_some() {
             // Removed from the template: null, which takes the gateway off.

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron, RouterInterface as Plugged};
 use serde_json::{Map, Value, json};
 
-use super::resolve;
+use super::{acting_neutron, as_it_is, resolve};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id, text};
 use crate::resources::{
@@ -41,10 +41,6 @@ impl RouterInterface {
             cloud: cloud.clone(),
             schema: schema(),
         }
-    }
-
-    async fn neutron(&self, stack_id: uuid::Uuid) -> Result<Neutron, ResourceFailure> {
-        Ok(Neutron::new(&self.cloud.session(stack_id).await?))
     }
 
     /// The router's id and what plugs into it, names resolved.
@@ -180,7 +176,7 @@ impl ResourceType for RouterInterface {
     /// Plugs the subnet or port in, unless an earlier attempt did (see the
     /// module's doc).
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = self.neutron(request.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
         let (router_id, plugged) = self.wanted(&neutron, &request.properties).await?;
         let port = match plugged_port(&neutron, &router_id, &plugged).await? {
             Some(port) => port,
@@ -212,12 +208,8 @@ impl ResourceType for RouterInterface {
         request: &ResourceRequest,
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
-        match physical_id(current) {
-            Some(id) => Ok(ResourceOutcome {
-                physical_id: id.to_owned(),
-                attributes: current.attributes.as_object().cloned().unwrap_or_default(),
-                data: current.data.clone(),
-            }),
+        match as_it_is(current) {
+            Some(outcome) => Ok(outcome),
             None => self.create(request).await,
         }
     }
@@ -230,7 +222,7 @@ impl ResourceType for RouterInterface {
             return Ok(());
         };
         let (router_id, plugged) = parse_interface_id(id)?;
-        let neutron = self.neutron(current.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
         neutron
             .remove_router_interface(&router_id, &plugged)
             .await
@@ -243,7 +235,7 @@ impl ResourceType for RouterInterface {
         if physical_id(in_flight).is_some() {
             return self.delete(in_flight).await;
         }
-        let neutron = self.neutron(in_flight.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, in_flight.stack_id).await?;
         let properties = in_flight
             .properties
             .as_object()
@@ -272,7 +264,7 @@ impl ResourceType for RouterInterface {
             ));
         };
         let (router_id, plugged) = parse_interface_id(id)?;
-        let neutron = self.neutron(current.stack_id).await?;
+        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
         match plugged_port(&neutron, &router_id, &plugged).await? {
             Some(_) => Ok(()),
             None => Err(ResourceFailure::new(format!(

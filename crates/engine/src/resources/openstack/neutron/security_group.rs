@@ -9,7 +9,7 @@ use ember_openstack::neutron::{Kind, Neutron, id_of};
 use serde_json::{Map, Value, json};
 
 use super::rules::{group_rules, reconcile, resolve_remote_groups, with_default_egress};
-use super::{Change, Settling, TaggedObject, copy_given, maps, present};
+use super::{Change, Settling, TaggedObject, copy_name_and_given, maps};
 use crate::resources::openstack::{failure, text};
 use crate::resources::{
     PropertySchema, PropertyType, ResourceFailure, ResourceRequest, ResourceTypeSchema,
@@ -19,6 +19,9 @@ pub struct SecurityGroup;
 
 #[async_trait]
 impl TaggedObject for SecurityGroup {
+    const KIND: Kind = Kind::SecurityGroup;
+    const CREATE_SETTLING: Settling = Settling::AsAnswered;
+
     fn schema(&self) -> ResourceTypeSchema {
         ResourceTypeSchema {
             type_name: "OS::Neutron::SecurityGroup",
@@ -53,14 +56,6 @@ impl TaggedObject for SecurityGroup {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::SecurityGroup
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::AsAnswered
-    }
-
     async fn create_body(
         &self,
         _neutron: &Neutron,
@@ -72,13 +67,7 @@ impl TaggedObject for SecurityGroup {
         // The rules are checked before anything is made.
         group_rules(&maps(properties, "rules")?, "")?;
         let mut body = Map::new();
-        body.insert(
-            "name".to_owned(),
-            present(properties, "name")
-                .cloned()
-                .unwrap_or_else(|| json!(name)),
-        );
-        copy_given(&mut body, properties, &["description", "stateful"]);
+        copy_name_and_given(&mut body, properties, name, &["description", "stateful"]);
         Ok(body)
     }
 
@@ -89,7 +78,7 @@ impl TaggedObject for SecurityGroup {
     ) -> Result<Map<String, Value>, ResourceFailure> {
         check_name(change.after())?;
         let mut body = Map::new();
-        change.changed_name(&mut body, Kind::SecurityGroup);
+        change.changed_name(&mut body, Self::KIND);
         change.copy_changed(&mut body, &["description"]);
         if let Some(stateful) = change.changed("stateful") {
             // Neutron refuses the change while ports use the group: say

@@ -9,8 +9,8 @@ use ember_openstack::neutron::{Kind, Neutron};
 use serde_json::{Map, Value, json};
 
 use super::{
-    Change, Settling, TaggedObject, copy_given, maps, merge_value_specs, present, resolve,
-    resolve_property,
+    Change, Settling, TaggedObject, copy_given, copy_name_and_given, maps, merge_given_value_specs,
+    present, resolve, resolve_property,
 };
 use crate::resources::openstack::text;
 use crate::resources::{
@@ -28,6 +28,9 @@ const PLAIN_FIELDS: [&str; 3] = ["dns_nameservers", "enable_dhcp", "host_routes"
 
 #[async_trait]
 impl TaggedObject for Subnet {
+    const KIND: Kind = Kind::Subnet;
+    const CREATE_SETTLING: Settling = Settling::AsAnswered;
+
     fn schema(&self) -> ResourceTypeSchema {
         let ipv6_modes = IPV6_MODES
             .iter()
@@ -130,14 +133,6 @@ impl TaggedObject for Subnet {
         }
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Subnet
-    }
-
-    fn create_settling(&self) -> Settling {
-        Settling::AsAnswered
-    }
-
     async fn create_body(
         &self,
         neutron: &Neutron,
@@ -152,13 +147,7 @@ impl TaggedObject for Subnet {
             "network_id".to_owned(),
             json!(resolve(neutron, Kind::Network, &network).await?),
         );
-        body.insert(
-            "name".to_owned(),
-            present(properties, "name")
-                .cloned()
-                .unwrap_or_else(|| json!(name)),
-        );
-        copy_given(&mut body, properties, &PLAIN_FIELDS);
+        copy_name_and_given(&mut body, properties, name, &PLAIN_FIELDS);
         copy_given(
             &mut body,
             properties,
@@ -194,9 +183,7 @@ impl TaggedObject for Subnet {
                 body.insert("gateway_ip".to_owned(), json!(address));
             }
         }
-        if let Some(value_specs) = present(properties, "value_specs").and_then(Value::as_object) {
-            merge_value_specs(&mut body, value_specs, None);
-        }
+        merge_given_value_specs(&mut body, properties);
         Ok(body)
     }
 
@@ -207,7 +194,7 @@ impl TaggedObject for Subnet {
     ) -> Result<Map<String, Value>, ResourceFailure> {
         let after = change.after();
         let mut body = Map::new();
-        change.changed_name(&mut body, Kind::Subnet);
+        change.changed_name(&mut body, Self::KIND);
         change.copy_changed(&mut body, &PLAIN_FIELDS);
         if change.changed("host_routes").is_some() {
             checked_host_routes(after)?;
