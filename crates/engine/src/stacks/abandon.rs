@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 
-use super::executor::{RunTarget, Shared, current, resolve_properties, snapshot, transition};
+use super::executor::{RunTarget, StackEngine, current, resolve_properties, snapshot, transition};
 use super::failure::RunResult;
 use super::{LeaseHolder, StackCaller, StackOperation, StackOperations};
 use crate::domain::{ActionStatus, Stack, StackAction};
@@ -21,7 +21,7 @@ impl StackOperations {
         let caller = StackCaller::User(identity);
         self.admit(&found, StackOperation::Abandon, caller).await?;
         let stack_lease = self
-            .shared
+            .engine
             .take_lease(
                 found.id,
                 &found.name,
@@ -33,7 +33,7 @@ impl StackOperations {
             .start(self.abandon_data(found.id, name_or_id, fence, caller))
             .await?;
         stack.action = StackAction::Abandon;
-        let passed = match super::plugins::before(&self.shared, &stack, None).await {
+        let passed = match super::plugins::before(&self.engine, &stack, None).await {
             Ok(passed) => passed,
             Err(reason) => {
                 // The stack stays as it was; the refusal is the answer.
@@ -43,7 +43,7 @@ impl StackOperations {
         };
         let reason = "Stack ABANDON completed successfully".to_owned();
         super::conclude(&mut stack, ActionStatus::Complete, reason, stack_lease).await;
-        super::plugins::after(&self.shared, &stack, StackAction::Abandon, passed).await;
+        super::plugins::after(&self.engine, &stack, StackAction::Abandon, passed).await;
         Ok(data)
     }
 
@@ -142,7 +142,7 @@ pub fn parse_adopt_data(text: &str) -> Result<Map<String, Value>> {
 /// Takes over one resource from adopt data: ADOPT_IN_PROGRESS, then
 /// ADOPT_COMPLETE with the recorded physical id, data and attributes.
 pub async fn adopt_one(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     adopt_data: &Map<String, Value>,
@@ -150,7 +150,7 @@ pub async fn adopt_one(
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let in_progress = transition(
-        shared,
+        engine,
         target,
         current,
         StackAction::Adopt,
@@ -169,7 +169,7 @@ pub async fn adopt_one(
         None => Err(format!(
             "resources.{name}: Resource ID was not provided in adopt_stack_data"
         )),
-        Some(physical_id) => resolve_properties(shared, target, name, &in_progress.type_name)
+        Some(physical_id) => resolve_properties(engine, target, name, &in_progress.type_name)
             .map(|properties| (physical_id.to_owned(), properties)),
     };
     match adopted {
@@ -186,7 +186,7 @@ pub async fn adopt_one(
                 resource.metadata = entry.get("metadata").cloned().unwrap_or_else(|| json!({}));
             }
             transition(
-                shared,
+                engine,
                 target,
                 resource,
                 StackAction::Adopt,
@@ -198,7 +198,7 @@ pub async fn adopt_one(
         }
         Err(reason) => {
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 StackAction::Adopt,
@@ -213,7 +213,7 @@ pub async fn adopt_one(
 
 /// Adopts every enabled resource along the graph.
 pub async fn adopt_resources(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     target: RunTarget,
     adopt_data: Arc<Map<String, Value>>,
 ) -> RunResult {
@@ -224,10 +224,10 @@ pub async fn adopt_resources(
         &names,
         super::executor::Direction::DependenciesFirst,
         |name| {
-            let shared = shared.clone();
+            let engine = engine.clone();
             let target = target.clone();
             let adopt_data = adopt_data.clone();
-            async move { adopt_one(&shared, &target, &name, &adopt_data).await }
+            async move { adopt_one(&engine, &target, &name, &adopt_data).await }
         },
     )
     .await

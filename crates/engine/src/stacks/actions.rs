@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use ember_runtime::Identity;
 
 use super::bounds::within_bounds;
-use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
+use super::executor::{Direction, RunTarget, StackEngine, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult, resource_reason};
 use super::lease::WhenBusy;
 use super::{
@@ -65,7 +65,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_stack_wide_action(found, name_or_id, action, caller, WhenBusy::Refuse)
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -81,7 +81,7 @@ impl StackOperations {
     ) -> Result<(Stack, super::Run)> {
         let operation = action.stack_action().as_str();
         let stack_lease = self
-            .shared
+            .engine
             .take_lease_when(
                 found.id,
                 &found.name,
@@ -99,7 +99,7 @@ impl StackOperations {
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = format!("Stack {operation} started");
                 stack.updated_at = ember_runtime::time::now();
-                self.shared
+                self.engine
                     .writer
                     .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
                     .await?;
@@ -107,7 +107,7 @@ impl StackOperations {
             })
             .await?;
         let run: super::Run = Box::pin(run_action(
-            self.shared.clone(),
+            self.engine.clone(),
             stack.clone(),
             target,
             action,
@@ -124,25 +124,25 @@ impl StackOperations {
 /// RESUME_COMPLETE); a check checks every resource again, so that it
 /// reports every failure.
 pub(super) fn resume_action(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     stack: Stack,
     target: RunTarget,
     action: StackWideAction,
     stack_lease: lease::StackLease,
 ) -> super::Run {
-    Box::pin(run_action(shared, stack, target, action, stack_lease, true))
+    Box::pin(run_action(engine, stack, target, action, stack_lease, true))
 }
 
 async fn run_action(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     action: StackWideAction,
     stack_lease: lease::StackLease,
     resumed: bool,
 ) {
-    let stop = shared.stops.register(stack.id);
-    let passed = match super::plugins::before(&shared, &stack, None).await {
+    let stop = engine.stops.register(stack.id);
+    let passed = match super::plugins::before(&engine, &stack, None).await {
         Ok(passed) => passed,
         Err(reason) => {
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
@@ -163,15 +163,15 @@ async fn run_action(
     let check_failures = Arc::new(Mutex::new(Vec::new()));
     let graph = target.parsed.graph.clone();
     let walking = walk(&graph, &names, action.direction(), |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         let check_failures = check_failures.clone();
         async move {
             // Handed back at shutdown, to be resumed (see `orphans.rs`).
-            if shared.handing_back(&target) {
+            if engine.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
-            let result = act_on_one(&shared, &target, &name, action).await;
+            let result = act_on_one(&engine, &target, &name, action).await;
             match (action, result) {
                 // Check goes on after a failure and reports every one.
                 (StackWideAction::Check, Err(RunFailure::Failed(reason))) => {
@@ -185,9 +185,9 @@ async fn run_action(
         }
     });
     let outcome = within_bounds(
-        (&shared, &target),
+        (&engine, &target),
         walking,
-        shared.operation_timeout(&stack),
+        engine.operation_timeout(&stack),
         &stop,
         &format!("{} timed out", stack_action.as_str()),
         stack_action.as_str(),
@@ -203,12 +203,12 @@ async fn run_action(
     };
     let operation = stack_action.as_str();
     if super::end(&mut stack, &target, outcome, operation, stack_lease).await {
-        super::plugins::after(&shared, &stack, stack_action, passed).await;
+        super::plugins::after(&engine, &stack, stack_action, passed).await;
     }
 }
 
 async fn act_on_one(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     action: StackWideAction,
@@ -217,7 +217,7 @@ async fn act_on_one(
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     let in_progress = transition(
-        shared,
+        engine,
         target,
         current,
         stack_action,
@@ -225,7 +225,7 @@ async fn act_on_one(
         "state changed",
     )
     .await?;
-    let result = match shared.registry.get(&in_progress.type_name) {
+    let result = match engine.registry.get(&in_progress.type_name) {
         Some(resource_type) => match action {
             StackWideAction::Suspend => resource_type.suspend(&in_progress).await,
             StackWideAction::Resume => resource_type.resume(&in_progress).await,
@@ -239,7 +239,7 @@ async fn act_on_one(
     match result {
         Ok(()) => {
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 stack_action,
@@ -252,7 +252,7 @@ async fn act_on_one(
         Err(failure) => {
             let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 stack_action,

@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::executor::{RunTarget, Shared};
+use super::executor::{RunTarget, StackEngine};
 use super::failure::{RunFailure, RunResult};
 use crate::domain::{ActionStatus, Resource, Stack};
 use crate::resources::{NESTED_STACK_KIND, derived_id};
@@ -195,7 +195,7 @@ pub(crate) fn operation_timeout(stack: &Stack, default: Duration) -> Duration {
 /// short, the resources of `in_flight` whose action was under way are
 /// told ([`cancel_in_flight`]).
 pub(crate) async fn within_bounds(
-    in_flight: (&Shared, &RunTarget),
+    in_flight: (&StackEngine, &RunTarget),
     running: impl Future<Output = RunResult>,
     timeout: Duration,
     stop: &StopSignal,
@@ -232,7 +232,7 @@ async fn until_cut(
 /// waiting for its server fails, `Deployment cancelled.`; the operation of
 /// a nested stack this engine runs beneath one is stopped (and cuts its
 /// own resources the same way).
-async fn cancel_in_flight(shared: &Shared, target: &RunTarget) {
+async fn cancel_in_flight(engine: &StackEngine, target: &RunTarget) {
     let in_flight: Vec<Resource> = target
         .resources
         .lock()
@@ -245,12 +245,12 @@ async fn cancel_in_flight(shared: &Shared, target: &RunTarget) {
         })
         .unwrap_or_default();
     for resource in in_flight {
-        let Some(resource_type) = shared.registry.get(&resource.type_name) else {
+        let Some(resource_type) = engine.registry.get(&resource.type_name) else {
             continue;
         };
         if resource_type.is_nested_stack() {
             let nested = derived_id(resource.stack_id, resource.id, NESTED_STACK_KIND);
-            shared.stops.stop_for(nested, StopReason::ParentCut);
+            engine.stops.stop_for(nested, StopReason::ParentCut);
         }
         if let Err(error) = resource_type.cancel(&resource).await {
             tracing::warn!(stack_id = %resource.stack_id, resource = %resource.name, %error, "cannot cancel a resource's action cut short");

@@ -16,7 +16,7 @@ use ember_runtime::Identity;
 use serde_json::Value;
 
 use super::StackOperations;
-use super::executor::{RunTarget, Shared, current};
+use super::executor::{RunTarget, StackEngine, current};
 use super::failure::RunResult;
 use super::mark_unhealthy::find_resource;
 use crate::domain::{Event, Resource, StackAction};
@@ -26,7 +26,7 @@ use crate::resources::wait_condition::HOOK_TYPES;
 /// Pauses `resource` at `hook` when the stack's environment sets that hook
 /// for it; returns once the hook is cleared.
 pub(super) async fn break_if_required(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     action: StackAction,
@@ -35,7 +35,7 @@ pub(super) async fn break_if_required(
     if !target.parsed.environment.hooks_for(name).contains(hook) {
         return Ok(());
     }
-    let Some(conditions) = shared.registry.wait_conditions() else {
+    let Some(conditions) = engine.registry.wait_conditions() else {
         return Ok(());
     };
     let Some(resource) = current(&target.resources, name) else {
@@ -47,7 +47,7 @@ pub(super) async fn break_if_required(
         .set_breakpoint(target.stack_id, name, hook)
         .await?;
     record(
-        shared,
+        engine,
         &resource,
         format!("{} paused until Hook {hook} is cleared", action.as_str()),
     )
@@ -59,10 +59,10 @@ pub(super) async fn break_if_required(
     Ok(())
 }
 
-async fn record(shared: &Shared, resource: &Resource, reason: String) -> Result<()> {
+async fn record(engine: &StackEngine, resource: &Resource, reason: String) -> Result<()> {
     let mut event = Event::for_resource(resource, ember_runtime::time::now());
     event.reason = reason;
-    shared.store.record_events(&[event]).await
+    engine.store.record_events(&[event]).await
 }
 
 /// The hook a signal's `{"unset_hook": …}` names, if it has one.
@@ -97,7 +97,7 @@ impl StackOperations {
             )));
         }
         let conditions = self
-            .shared
+            .engine
             .registry
             .wait_conditions()
             .ok_or_else(|| Error::Unavailable("breakpoints are not enabled".to_owned()))?;
@@ -111,7 +111,7 @@ impl StackOperations {
             )));
         }
         let message = format!("Hook {hook} is cleared");
-        record(&self.shared, &resource, message.clone()).await?;
+        record(&self.engine, &resource, message.clone()).await?;
         Ok(message)
     }
 }

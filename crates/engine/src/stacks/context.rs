@@ -11,6 +11,9 @@ use crate::domain::template::{ResolveContext, TemplateVersion, select_attribute_
 use crate::domain::{ActionStatus, Resource};
 use crate::resources::ResourceTypeRegistry;
 
+/// One stack's parsed definition and resources as they stand, borrowed to
+/// resolve its intrinsic functions; not [`StackEngine`](super::executor::StackEngine),
+/// the engine's store, leases and settings that every run shares.
 pub struct RuntimeContext<'a> {
     pub parsed: &'a ParsedStack,
     pub resources: &'a BTreeMap<String, Resource>,

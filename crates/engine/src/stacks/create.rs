@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::bounds::within_bounds;
 use super::definition::{DefinitionInput, ParsedStack, definition_from_input};
-use super::executor::{RunTarget, Shared};
+use super::executor::{RunTarget, StackEngine};
 use super::failure::RunFailure;
 use super::writer::{NewStackRecord, Recorded};
 use super::{
@@ -76,7 +76,7 @@ impl StackOperations {
         let event = stack_event(&stack, &stack.status_reason);
         let taken_at = ember_runtime::time::now();
         let record = self
-            .shared
+            .engine
             .writer
             .queue_create_stack(NewStack {
                 stack: stack.clone(),
@@ -84,24 +84,24 @@ impl StackOperations {
                 resources: resources.clone(),
                 event,
                 lease: LeaseRequest::new(
-                    self.shared.engine_id,
+                    self.engine.engine_id,
                     lease::LeaseHolder::Action(StackAction::Create).label(),
                     taken_at,
-                    lease::expiry_after(taken_at, self.shared.lease_ttl),
+                    lease::expiry_after(taken_at, self.engine.lease_ttl),
                 ),
             })
             .await?;
         let parsed = Arc::new(parsed);
         let start = |fence: LeaseFence, recorded: Recorded| {
             let stack_lease = lease::StackLease::held(
-                self.shared.writer.clone(),
-                &self.shared.stops,
+                self.engine.writer.clone(),
+                &self.engine.stops,
                 fence,
-                self.shared.lease_ttl,
+                self.engine.lease_ttl,
             );
             let target = RunTarget::new(&stack, parsed.clone(), resources, fence);
-            self.shared.spawn_run(run_create(
-                self.shared.clone(),
+            self.engine.spawn_run(run_create(
+                self.engine.clone(),
                 stack.clone(),
                 target,
                 stack_lease,
@@ -119,7 +119,7 @@ impl StackOperations {
             }
         };
         // What the first status read would parse again.
-        self.shared
+        self.engine
             .parsed_cache
             .put(stack.id, stack.definition_version, parsed);
         Ok((stack, run))
@@ -146,9 +146,9 @@ impl StackOperations {
                 stack_id: id.to_string(),
                 project_id: identity.project_id.clone(),
             },
-            &self.shared.registry,
+            &self.engine.registry,
         )?;
-        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.engine.region)?;
         let now = ember_runtime::time::now();
         let stack = Stack {
             id,
@@ -179,15 +179,15 @@ impl StackOperations {
 pub(crate) type RunHandle = tokio::task::JoinHandle<()>;
 
 pub(super) async fn run_create(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
     adopt_data: Option<Arc<Map<String, Value>>>,
     recorded: Recorded,
 ) {
-    let stop = shared.stops.register(stack.id);
-    let passed = match plugins::before_recorded(&shared, &stack, None, &recorded).await {
+    let stop = engine.stops.register(stack.id);
+    let passed = match plugins::before_recorded(&engine, &stack, None, &recorded).await {
         Some(Ok(passed)) => passed,
         Some(Err(reason)) => {
             // Nothing was created: the plugin stopped the operation first.
@@ -216,15 +216,15 @@ pub(super) async fn run_create(
     let running = async {
         match adopt_data {
             Some(adopt_data) => {
-                abandon::adopt_resources(shared.clone(), target.clone(), adopt_data).await
+                abandon::adopt_resources(engine.clone(), target.clone(), adopt_data).await
             }
-            None => executor::create_resources(shared.clone(), target.clone(), names).await,
+            None => executor::create_resources(engine.clone(), target.clone(), names).await,
         }
     };
     let outcome = within_bounds(
-        (&shared, &target),
+        (&engine, &target),
         running,
-        shared.operation_timeout(&stack),
+        engine.operation_timeout(&stack),
         &stop,
         &format!("{operation} timed out"),
         operation,
@@ -233,7 +233,7 @@ pub(super) async fn run_create(
     let (failure, stack_lease) =
         match complete_or_fail(&mut stack, &target, outcome, operation, stack_lease).await {
             Ok(()) => {
-                plugins::after(&shared, &stack, operation_action, passed).await;
+                plugins::after(&engine, &stack, operation_action, passed).await;
                 return;
             }
             Err(failed) => failed,
@@ -248,24 +248,24 @@ pub(super) async fn run_create(
             stack.action = StackAction::Rollback;
             async {
                 finish(
-                    &shared,
+                    &engine,
                     &mut stack,
                     ActionStatus::InProgress,
                     format!("Stack ROLLBACK started: {}", failure.reason()),
                     target.fence,
                 )
                 .await?;
-                let rollback_passed = plugins::before(&shared, &stack, None).await?;
+                let rollback_passed = plugins::before(&engine, &stack, None).await?;
                 // The rollback's own post-operations come with the create's, below.
                 rollback_plugins = Some(rollback_passed);
                 let rolled_back = within_bounds(
-                    (&shared, &target),
+                    (&engine, &target),
                     executor::delete_resources(
-                        shared.clone(),
+                        engine.clone(),
                         target.clone(),
                         StackAction::Rollback,
                     ),
-                    shared.operation_timeout(&stack),
+                    engine.operation_timeout(&stack),
                     &stop,
                     "Rollback timed out",
                     StackAction::Rollback.as_str(),
@@ -284,9 +284,9 @@ pub(super) async fn run_create(
         Err(stop) => return stop_without_final_state(&stack, stop, stack_lease).await,
     };
     conclude(&mut stack, status, reason, stack_lease).await;
-    plugins::after(&shared, &stack, operation_action, passed).await;
+    plugins::after(&engine, &stack, operation_action, passed).await;
     if let Some(rollback_passed) = rollback_plugins {
-        plugins::after(&shared, &stack, StackAction::Rollback, rollback_passed).await;
+        plugins::after(&engine, &stack, StackAction::Rollback, rollback_passed).await;
     }
 }
 
@@ -294,12 +294,12 @@ pub(super) async fn run_create(
 /// (see `orphans.rs`): every resource not yet deleted is deleted,
 /// dependents first, and the stack ends ROLLBACK_COMPLETE (or _FAILED).
 pub(super) async fn run_create_rollback(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
 ) {
-    let passed = match plugins::before(&shared, &stack, None).await {
+    let passed = match plugins::before(&engine, &stack, None).await {
         Ok(passed) => passed,
         Err(reason) => {
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
@@ -307,19 +307,19 @@ pub(super) async fn run_create_rollback(
         }
     };
     let rolling_back =
-        executor::delete_resources(shared.clone(), target.clone(), StackAction::Rollback);
-    let stop = shared.stops.register(stack.id);
+        executor::delete_resources(engine.clone(), target.clone(), StackAction::Rollback);
+    let stop = engine.stops.register(stack.id);
     let operation = StackAction::Rollback.as_str();
     let outcome = within_bounds(
-        (&shared, &target),
+        (&engine, &target),
         rolling_back,
-        shared.operation_timeout(&stack),
+        engine.operation_timeout(&stack),
         &stop,
         "Rollback timed out",
         operation,
     )
     .await;
     if end(&mut stack, &target, outcome, operation, stack_lease).await {
-        plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+        plugins::after(&engine, &stack, StackAction::Rollback, passed).await;
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use ember_runtime::Identity;
 
 use super::bounds::STOP_WAIT;
-use super::executor::{RunTarget, Shared};
+use super::executor::{RunTarget, StackEngine};
 use super::failure::RunFailure;
 use super::run_end::{complete_or_fail, end_failed};
 use super::writer::{Recorded, TakeRecord};
@@ -43,7 +43,7 @@ impl StackOperations {
         }
         let (stack, target, stack_lease) = self.start_delete(stack, name_or_id, caller).await?;
         let run = Box::pin(run_delete(
-            self.shared.clone(),
+            self.engine.clone(),
             stack.clone(),
             target,
             stack_lease,
@@ -112,16 +112,16 @@ impl StackOperations {
             },
         };
         let take =
-            self.shared
+            self.engine
                 .lease_take_at(stack.id, LeaseHolder::Action(StackAction::Delete), start);
-        let recorded = match self.shared.writer.queue_take(take).await? {
+        let recorded = match self.engine.writer.queue_take(take).await? {
             TakeRecord::Answered(None) => return Ok(None),
             TakeRecord::Answered(Some(_)) => Recorded::already(),
             TakeRecord::Queued(taken) => Recorded::pending_take(taken, stack.id),
         };
-        let stack_lease = self.shared.hold_lease(target.fence);
-        let running = self.shared.spawn_run(run_delete(
-            self.shared.clone(),
+        let stack_lease = self.engine.hold_lease(target.fence);
+        let running = self.engine.spawn_run(run_delete(
+            self.engine.clone(),
             stack.clone(),
             target,
             stack_lease,
@@ -165,7 +165,7 @@ impl StackOperations {
         let mut current = (stack, lease_seen);
         loop {
             // A run registers as it starts: a stop may have to be asked again.
-            stopped = self.shared.stops.stop(current.0.id) || stopped;
+            stopped = self.engine.stops.stop(current.0.id) || stopped;
             let (stack, lease_seen) = &current;
             let settled = stack.status != ActionStatus::InProgress
                 && !matches!(lease_seen, LeaseSeen::NotFree);
@@ -216,7 +216,7 @@ impl StackOperations {
         caller: StackCaller<'_>,
     ) -> Result<(Stack, RunTarget, lease::StackLease)> {
         let stack_lease = self
-            .shared
+            .engine
             .take_lease(
                 stack.id,
                 &stack.name,
@@ -230,7 +230,7 @@ impl StackOperations {
                     .read_target(stack.id, name_or_id, StackOperation::Delete, caller, fence)
                     .await?;
                 mark_deleting(&mut stack);
-                self.shared
+                self.engine
                     .writer
                     .record_stack(fence, &stack, stack_event(&stack, "Stack DELETE started"))
                     .await?;
@@ -258,13 +258,13 @@ fn mark_deleting(stack: &mut Stack) {
 }
 
 pub(super) async fn run_delete(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     stack_lease: lease::StackLease,
     recorded: Recorded,
 ) {
-    let passed = match plugins::before_recorded(&shared, &stack, None, &recorded).await {
+    let passed = match plugins::before_recorded(&engine, &stack, None, &recorded).await {
         Some(Ok(passed)) => passed,
         Some(Err(reason)) => {
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
@@ -279,10 +279,10 @@ pub(super) async fn run_delete(
         return;
     }
     let deleting = async {
-        executor::delete_resources(shared.clone(), target.clone(), StackAction::Delete).await?;
-        update::retire_superseded(&shared, &target).await
+        executor::delete_resources(engine.clone(), target.clone(), StackAction::Delete).await?;
+        update::retire_superseded(&engine, &target).await
     };
-    let outcome = tokio::time::timeout(shared.operation_timeout(&stack), deleting)
+    let outcome = tokio::time::timeout(engine.operation_timeout(&stack), deleting)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed("Delete timed out".to_owned())));
     let ended = match complete_or_fail(&mut stack, &target, outcome, "DELETE", stack_lease).await {
@@ -293,11 +293,11 @@ pub(super) async fn run_delete(
         Err((failure, stack_lease)) => end_failed(&mut stack, failure, "DELETE", stack_lease).await,
     };
     if ended {
-        plugins::after(&shared, &stack, StackAction::Delete, passed).await;
+        plugins::after(&engine, &stack, StackAction::Delete, passed).await;
     }
     if stack.parent_id.is_none()
         && stack.status == ActionStatus::Complete
-        && let Some(cloud) = shared.cloud.as_ref()
+        && let Some(cloud) = engine.cloud.as_ref()
         && let Err(error) = cloud
             .revoke(
                 crate::domain::delegation::DelegationOwner::Stack(stack.id),

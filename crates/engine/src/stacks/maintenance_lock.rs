@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use ember_runtime::Identity;
 
-use super::executor::{Direction, RunTarget, Shared, current, snapshot, transition, walk};
+use super::executor::{Direction, RunTarget, StackEngine, current, snapshot, transition, walk};
 use super::failure::{RunFailure, RunResult, resource_reason};
 use super::lease::WhenBusy;
 use super::{
@@ -102,7 +102,7 @@ impl StackOperations {
                 WhenBusy::Refuse,
             )
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -127,7 +127,7 @@ impl StackOperations {
                 WhenBusy::Refuse,
             )
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -190,7 +190,7 @@ impl StackOperations {
         {
             Ok((stack, run)) => {
                 tracing::info!(stack_id = %stack.id, "stack lock expired: unlocking");
-                self.shared.spawn_run(run);
+                self.engine.spawn_run(run);
                 Ok(true)
             }
             // Busy, or changed since it was read: another engine (or the
@@ -224,7 +224,7 @@ impl StackOperations {
             .blockers(&stack, operation, StackCaller::User(identity))
             .await?;
         // The lifecycle plug-ins' verdicts, asked in their dry-run mode.
-        for (plugin, reason) in super::plugins::ask(&self.shared, &stack, operation).await {
+        for (plugin, reason) in super::plugins::ask(&self.engine, &stack, operation).await {
             blockers.push(crate::domain::admission::Blocker::new(
                 crate::domain::admission::BlockerKind::Plugin,
                 Error::Conflict(format!(
@@ -275,7 +275,7 @@ impl StackOperations {
         locked_for: LockedFor,
     ) -> Option<crate::domain::audit::AuditRecord> {
         use crate::domain::audit::AuditOutcome;
-        self.shared.audit.get()?;
+        self.engine.audit.get()?;
         let (outcome, reason) = match locked_for {
             LockedFor::ParentStack => return None,
             LockedFor::User => (
@@ -325,7 +325,7 @@ impl StackOperations {
             .await?;
         let label = change.action().as_str();
         let stack_lease = self
-            .shared
+            .engine
             .take_lease_when(
                 found.id,
                 &found.name,
@@ -366,7 +366,7 @@ impl StackOperations {
                         expires_at: request.expires_at,
                     });
                 }
-                self.shared
+                self.engine
                     .writer
                     .record_stack_audited(
                         fence,
@@ -379,7 +379,7 @@ impl StackOperations {
             })
             .await?;
         let run: super::Run = Box::pin(run_maintenance_lock(
-            self.shared.clone(),
+            self.engine.clone(),
             stack.clone(),
             target,
             request,
@@ -395,7 +395,7 @@ impl StackOperations {
 /// idempotent); the audit record and the start event were written when it
 /// began, and are not written twice.
 pub(super) fn resume_lock_change(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     stack: Stack,
     target: RunTarget,
     lock: &MaintenanceLock,
@@ -412,7 +412,7 @@ pub(super) fn resume_lock_change(
         expires_at: lock.expires_at,
     };
     Box::pin(run_maintenance_lock(
-        shared,
+        engine,
         stack,
         target,
         request,
@@ -421,14 +421,14 @@ pub(super) fn resume_lock_change(
 }
 
 async fn run_maintenance_lock(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     request: LockRequest,
     stack_lease: lease::StackLease,
 ) {
     let locking = stack.action == StackAction::Lock;
-    let passed = match super::plugins::before(&shared, &stack, None).await {
+    let passed = match super::plugins::before(&engine, &stack, None).await {
         Ok(passed) => passed,
         Err(reason) => {
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
@@ -443,12 +443,12 @@ async fn run_maintenance_lock(
     let graph = target.parsed.graph.clone();
     let action = stack.action;
     let walking = walk(&graph, &names, Direction::DependenciesFirst, |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         let request = request.clone();
-        async move { lock_one(&shared, &target, &name, action, &request).await }
+        async move { lock_one(&engine, &target, &name, action, &request).await }
     });
-    let outcome = tokio::time::timeout(shared.operation_timeout(&stack), walking)
+    let outcome = tokio::time::timeout(engine.operation_timeout(&stack), walking)
         .await
         .unwrap_or_else(|_| Err(RunFailure::Failed(format!("{} timed out", action.as_str()))));
     let outcome = super::executor::settled(&target, outcome).await;
@@ -462,11 +462,11 @@ async fn run_maintenance_lock(
         stack.maintenance_lock = None;
     }
     conclude(&mut stack, status, reason, stack_lease).await;
-    super::plugins::after(&shared, &stack, action, passed).await;
+    super::plugins::after(&engine, &stack, action, passed).await;
 }
 
 async fn lock_one(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     action: StackAction,
@@ -474,7 +474,7 @@ async fn lock_one(
 ) -> RunResult {
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
-    let Some(resource_type) = shared.registry.get(&current.type_name) else {
+    let Some(resource_type) = engine.registry.get(&current.type_name) else {
         return Err(RunFailure::Failed(format!(
             "resources.{name}: unknown resource type {:?}",
             current.type_name
@@ -485,12 +485,12 @@ async fn lock_one(
     let failed_otherwise = current.status == ActionStatus::Failed
         && !matches!(current.action, StackAction::Lock | StackAction::Unlock);
     if failed_otherwise {
-        return keep_failure(shared, target, current, resource_type, action, request).await;
+        return keep_failure(engine, target, current, resource_type, action, request).await;
     }
     if !resource_type.has_lock_handler() {
         // Nothing to lock: one transition, straight to the final state.
         transition(
-            shared,
+            engine,
             target,
             current,
             action,
@@ -501,7 +501,7 @@ async fn lock_one(
         return Ok(());
     }
     let in_progress = transition(
-        shared,
+        engine,
         target,
         current,
         action,
@@ -514,7 +514,7 @@ async fn lock_one(
             let mut done = in_progress;
             done.data = data;
             transition(
-                shared,
+                engine,
                 target,
                 done,
                 action,
@@ -527,7 +527,7 @@ async fn lock_one(
         Err(failure) => {
             let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 action,
@@ -552,7 +552,7 @@ async fn lock_one(
 /// while it is called leaves the failure recorded and the run taken over
 /// calls the handler again (locking is idempotent).
 async fn keep_failure(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     current: crate::domain::Resource,
     resource_type: &Arc<dyn ResourceType>,
@@ -578,7 +578,7 @@ async fn keep_failure(
     done.data = data;
     let (kept_action, reason) = (done.action, done.status_reason.clone());
     transition(
-        shared,
+        engine,
         target,
         done,
         kept_action,

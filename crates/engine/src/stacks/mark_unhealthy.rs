@@ -140,7 +140,7 @@ impl StackOperations {
                 },
             };
             let taken = self
-                .shared
+                .engine
                 .take_lease_at(stack.id, LeaseHolder::MarkUnhealthy, start)
                 .await?;
             if taken.is_some() {
@@ -150,7 +150,7 @@ impl StackOperations {
         }
         // Held for one transaction, which also releases it.
         let stack_lease = self
-            .shared
+            .engine
             .take_lease(stack.id, &stack.name, LeaseHolder::MarkUnhealthy)
             .await?;
         // Under the lease: the state may have moved since it was read.

@@ -42,7 +42,7 @@ pub use crate::domain::admission::{StackCaller, StackOperation};
 pub use actions::StackWideAction;
 pub use bounds::{DEFAULT_ACTION_TIMEOUT, Stops};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
-use executor::{RunTarget, Shared};
+use executor::{RunTarget, StackEngine};
 pub(crate) use lease::LeaseSeen;
 pub use lease::{LEASE_TTL, LeaseHolder, StackBusy, StackLease};
 pub use maintenance_lock::OperationCheck;
@@ -87,7 +87,7 @@ pub struct CreateStack {
 }
 
 pub struct StackOperations {
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
 }
 
 /// How stack operations run.
@@ -193,7 +193,7 @@ impl StackOperations {
             let host: std::sync::Weak<dyn crate::resources::NestedStackHost> = this.clone();
             registry.install_nested_stack_host(host);
             StackOperations {
-                shared: Arc::new(Shared {
+                engine: Arc::new(StackEngine {
                     store,
                     registry,
                     writer,
@@ -215,12 +215,12 @@ impl StackOperations {
     }
 
     pub fn engine_id(&self) -> Uuid {
-        self.shared.engine_id
+        self.engine.engine_id
     }
 
     /// Resource transitions queued for the next group commit.
     pub fn transitions_waiting(&self) -> usize {
-        self.shared.writer.waiting()
+        self.engine.writer.waiting()
     }
 
     /// The quota checks of a stack about to hold `resources` resources;
@@ -234,7 +234,7 @@ impl StackOperations {
     ) -> Result<()> {
         use crate::domain::quota::QuotaKind;
         use crate::store::quotas::Usage;
-        let Some(quotas) = self.shared.quotas.as_ref() else {
+        let Some(quotas) = self.engine.quotas.as_ref() else {
             return Ok(());
         };
         let project = stack.project_id.as_str();
@@ -269,14 +269,14 @@ impl StackOperations {
         let planned = planning::total(&planning::planned_resources(
             parsed,
             definition,
-            &self.shared.registry,
+            &self.engine.registry,
         ));
         planned.max(u64::try_from(parsed.enabled.len()).unwrap_or(u64::MAX))
     }
 
     /// The deepest nesting the quotas of `project_id` allow.
     pub(crate) async fn nesting_limit(&self, project_id: &str) -> Result<u32> {
-        let limit = match self.shared.quotas.as_ref() {
+        let limit = match self.engine.quotas.as_ref() {
             Some(quotas) => quotas.limits(project_id).await?.nested_depth,
             None => u64::from(crate::resources::MAX_NESTED_DEPTH),
         };
@@ -286,11 +286,11 @@ impl StackOperations {
     }
 
     pub fn registry(&self) -> &ResourceTypeRegistry {
-        &self.shared.registry
+        &self.engine.registry
     }
 
     fn store(&self) -> &Arc<dyn StackStore> {
-        &self.shared.store
+        &self.engine.store
     }
 
     /// Validates everything, records the stack CREATE_IN_PROGRESS with its
@@ -316,7 +316,7 @@ impl StackOperations {
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.shared.cloud.as_ref();
+        let cloud = self.engine.cloud.as_ref();
         if let Some(cloud) = cloud {
             cloud.lend(owner, delegation).await?;
         }
@@ -360,7 +360,7 @@ impl StackOperations {
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
             .await?;
         let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.shared.cloud.as_ref();
+        let cloud = self.engine.cloud.as_ref();
         if let Some(cloud) = cloud {
             cloud.delegate(owner, identity, subject_token).await?;
         }
@@ -432,7 +432,7 @@ impl StackOperations {
         let StackCaller::User(user) = caller else {
             return crate::domain::admission::first(&blockers);
         };
-        self.shared
+        self.engine
             .audit
             .admitted(
                 crate::audit::Asked {
@@ -499,7 +499,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_delete(stack, lease_seen, name_or_id, caller)
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -554,7 +554,7 @@ impl StackOperations {
     /// the template each time.
     async fn parse_recorded(&self, stack: &Stack) -> Result<Arc<ParsedStack>> {
         if let Some(parsed) = self
-            .shared
+            .engine
             .parsed_cache
             .get(stack.id, stack.definition_version)
         {
@@ -570,7 +570,7 @@ impl StackOperations {
                 stack_id: stack.id.to_string(),
                 project_id: stack.project_id.clone(),
             },
-            &self.shared.registry,
+            &self.engine.registry,
         )
         .map_err(|error| {
             Error::Database(format!(
@@ -579,7 +579,7 @@ impl StackOperations {
             ))
         })?;
         let parsed = Arc::new(parsed);
-        self.shared
+        self.engine
             .parsed_cache
             .put(stack.id, version, parsed.clone());
         Ok(parsed)

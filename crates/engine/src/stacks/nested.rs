@@ -95,7 +95,7 @@ impl StackOperations {
                             &stack,
                             StackOperation::Delete,
                         )
-                        && !self.shared.stops.stop(stack_id)
+                        && !self.engine.stops.stop(stack_id)
                         && last_ask.is_none_or(|at| at.elapsed() >= NESTED_STOP_ASKED_EVERY)
                     {
                         last_ask = Some(std::time::Instant::now());
@@ -119,7 +119,7 @@ impl StackOperations {
     async fn stopping(&self, stack_id: Uuid, run: super::Run) {
         tokio::pin!(run);
         loop {
-            self.shared.stops.stop(stack_id);
+            self.engine.stops.stop(stack_id);
             tokio::select! {
                 () = &mut run => return,
                 () = tokio::time::sleep(NESTED_SETTLE_POLL) => {}
@@ -254,7 +254,7 @@ impl NestedStackHost for StackOperations {
             self.registry(),
         )
         .map_err(|error| ResourceFailure::new(error.to_string()))?;
-        super::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
+        super::remote::check_remote_stacks(&parsed, &definition, &self.engine.region)?;
         // A nested stack runs within its parent's timeout, as in Heat
         // (its own run is also stopped when the parent's is cut short).
         let timeout_mins = self

@@ -98,7 +98,7 @@ impl StackOperations {
             }
             match self.take_over_orphan(&candidate).await? {
                 TakenOver::Resumed(run) => {
-                    self.shared.spawn_run(run);
+                    self.engine.spawn_run(run);
                     swept.resumed += 1;
                 }
                 TakenOver::Failed => swept.failed += 1,
@@ -149,7 +149,7 @@ impl StackOperations {
         Ok(
             match self
                 .store()
-                .fail_orphaned_stack(candidate, self.shared.engine_id, now, &reason)
+                .fail_orphaned_stack(candidate, self.engine.engine_id, now, &reason)
                 .await?
             {
                 Some(stack) => {
@@ -226,7 +226,7 @@ impl StackOperations {
                 // what the earlier call began.
                 continue;
             }
-            let verdict = match self.shared.registry.get(&row.type_name) {
+            let verdict = match self.engine.registry.get(&row.type_name) {
                 Some(kind) => kind.take_over(step),
                 None => Err("its type is unknown to this engine".to_owned()),
             };
@@ -246,12 +246,12 @@ impl StackOperations {
     /// (the next pass decides again).
     async fn resume(&self, candidate: &OrphanCandidate, gone: &str) -> Result<Option<super::Run>> {
         let now = ember_runtime::time::now();
-        let ttl = self.shared.lease_ttl;
+        let ttl = self.engine.lease_ttl;
         let Some(fence) = self
             .store()
             .take_over_orphaned_stack(
                 candidate,
-                self.shared.engine_id,
+                self.engine.engine_id,
                 now,
                 expiry_after(now, ttl),
             )
@@ -260,7 +260,7 @@ impl StackOperations {
             return Ok(None);
         };
         let stack_lease =
-            StackLease::taken_over(self.shared.writer.clone(), &self.shared.stops, fence, ttl);
+            StackLease::taken_over(self.engine.writer.clone(), &self.engine.stops, fence, ttl);
         let started = stack_lease
             .start(async {
                 let mut stack = self
@@ -286,11 +286,11 @@ impl StackOperations {
                 let reason = format!(
                     "Stack {} resumed: {gone} went away while it ran; engine {} continues it",
                     stack.action.as_str(),
-                    self.shared.engine_id
+                    self.engine.engine_id
                 );
                 stack.status_reason.clone_from(&reason);
                 stack.updated_at = ember_runtime::time::now();
-                self.shared
+                self.engine
                     .writer
                     .record_stack(fence, &stack, stack_event(&stack, &reason))
                     .await?;
@@ -305,10 +305,10 @@ impl StackOperations {
             }
         };
         tracing::warn!(stack_id = %stack.id, action = stack.action.as_str(), %gone, "resuming an orphaned stack operation");
-        let shared = self.shared.clone();
+        let engine = self.engine.clone();
         let run: super::Run = match resumption {
             Resumption::Create => Box::pin(create::run_create(
-                shared,
+                engine,
                 stack,
                 target,
                 stack_lease,
@@ -316,29 +316,29 @@ impl StackOperations {
                 super::writer::Recorded::already(),
             )),
             Resumption::Delete => Box::pin(delete::run_delete(
-                shared,
+                engine,
                 stack,
                 target,
                 stack_lease,
                 super::writer::Recorded::already(),
             )),
             Resumption::Update(origin) => {
-                update::resume_update(shared, stack, target, origin, stack_lease)
+                update::resume_update(engine, stack, target, origin, stack_lease)
             }
             Resumption::UpdateRollback(origin) => {
-                update::resume_rollback(shared, stack, target, origin, stack_lease)
+                update::resume_rollback(engine, stack, target, origin, stack_lease)
             }
             Resumption::CreateRollback => Box::pin(create::run_create_rollback(
-                shared,
+                engine,
                 stack,
                 target,
                 stack_lease,
             )),
             Resumption::Action(action) => {
-                actions::resume_action(shared, stack, target, action, stack_lease)
+                actions::resume_action(engine, stack, target, action, stack_lease)
             }
             Resumption::LockChange(lock) => {
-                maintenance_lock::resume_lock_change(shared, stack, target, &lock, stack_lease)
+                maintenance_lock::resume_lock_change(engine, stack, target, &lock, stack_lease)
             }
         };
         Ok(Some(run))
@@ -370,7 +370,7 @@ impl StackOperations {
     /// The start of [`Self::hand_back`]: from now on root operations that
     /// can be resumed start no new resource step.
     pub fn begin_hand_back(&self) {
-        self.shared.draining.cancel();
+        self.engine.draining.cancel();
     }
 
     /// Shutdown: root operations that can be resumed (see the module's
@@ -381,12 +381,12 @@ impl StackOperations {
     /// (their leases expire, and the sweep decides).
     pub async fn hand_back(&self, grace: Duration) -> usize {
         self.begin_hand_back();
-        self.shared.runs.close();
-        if tokio::time::timeout(grace, self.shared.runs.wait())
+        self.engine.runs.close();
+        if tokio::time::timeout(grace, self.engine.runs.wait())
             .await
             .is_err()
         {
-            let left = self.shared.runs.len();
+            let left = self.engine.runs.len();
             tracing::warn!(
                 left,
                 ?grace,
@@ -401,7 +401,7 @@ impl StackOperations {
     /// the lease TTL, until `shutdown`.
     pub fn spawn_orphan_sweeper(self: &Arc<Self>, shutdown: tokio_util::sync::CancellationToken) {
         // A third of the TTL: an orphan waits at most 4/3 of it.
-        self.spawn_orphan_sweeper_every(self.shared.lease_ttl / 3, shutdown);
+        self.spawn_orphan_sweeper_every(self.engine.lease_ttl / 3, shutdown);
     }
 
     /// [`Self::spawn_orphan_sweeper`] with another period (tests that run

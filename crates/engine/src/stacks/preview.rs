@@ -83,7 +83,7 @@ impl StackOperations {
                 let type_name = &parsed.resource_types[name];
                 let mut resource = Resource::initial(stack.id, name, type_name, stack.created_at);
                 let schema = self
-                    .shared
+                    .engine
                     .registry
                     .get(type_name)
                     .map(|known| known.schema());
@@ -141,7 +141,7 @@ impl StackOperations {
                 stack_id: stack.id.to_string(),
                 project_id: stack.project_id.clone(),
             },
-            &self.shared.registry,
+            &self.engine.registry,
         )
         .ok()?;
         Some(self.preview_of(&stack, Arc::new(parsed), definition, depth))
@@ -188,7 +188,7 @@ impl StackOperations {
             return nested(template, parameters);
         }
         let (count, member) = self
-            .shared
+            .engine
             .registry
             .get(type_name)?
             .planned_members(properties)?;
@@ -225,7 +225,7 @@ impl StackOperations {
             let context = RuntimeContext {
                 parsed: &target.parsed,
                 resources: states,
-                registry: &self.shared.registry,
+                registry: &self.engine.registry,
             };
             resolve(&definition.properties, &context, &path)
         });

@@ -46,7 +46,7 @@ impl StackOperations {
                 stack_id: stack.id.to_string(),
                 project_id: stack.project_id.clone(),
             },
-            &self.shared.registry,
+            &self.engine.registry,
         )?;
         let rows = self.store().list_resources(stack.id).await?;
         // Reads only: the fence is never written with.
@@ -83,7 +83,7 @@ impl StackOperations {
                 ));
                 continue;
             };
-            let resource_type = self.shared.registry.get(&new_type).ok_or_else(|| {
+            let resource_type = self.engine.registry.get(&new_type).ok_or_else(|| {
                 Error::InvalidInput(format!(
                     "resources.{name}: unknown resource type {new_type:?}"
                 ))
@@ -99,7 +99,7 @@ impl StackOperations {
                 continue;
             }
             let old = row.properties.as_object().cloned().unwrap_or_default();
-            match resolve_properties(&self.shared, &target, name, &new_type) {
+            match resolve_properties(&self.engine, &target, name, &new_type) {
                 // What depends on something the update creates is decided
                 // when that exists: it changes, at least in place.
                 Err(_) => preview.updated.push(row.clone()),

@@ -255,7 +255,7 @@ impl StackOperations {
         // keeps them there for the agent's `heat` collector.
         if crate::resources::is_deployment_target(&view.resource.type_name)
             && let (Some(software), Some(server_id)) = (
-                self.shared.registry.software(),
+                self.engine.registry.software(),
                 view.resource.physical_id.as_deref(),
             )
         {
@@ -294,7 +294,7 @@ impl StackOperations {
         // by id, as Heat shows it.
         if let (Some(style), Some(conditions), Some(handle_id)) = (
             crate::resources::wait_condition::handle_style(&view.resource.type_name),
-            self.shared.registry.wait_conditions(),
+            self.engine.registry.wait_conditions(),
             view.resource.physical_id.as_deref(),
         ) {
             let signals = conditions

@@ -2,7 +2,7 @@
 //! transitions (fenced with the run's lease), the final state written with
 //! the lease's release.
 
-use super::executor::{RunTarget, Shared};
+use super::executor::{RunTarget, StackEngine};
 use super::failure::{RunFailure, RunResult};
 use super::{lease, stack_event};
 use crate::domain::{ActionStatus, Stack, StackAction};
@@ -10,14 +10,14 @@ use crate::domain::{ActionStatus, Stack, StackAction};
 /// Records a new state of a running operation (e.g. ROLLBACK_IN_PROGRESS),
 /// fenced with the run's lease.
 pub(crate) async fn finish(
-    shared: &Shared,
+    engine: &StackEngine,
     stack: &mut Stack,
     status: ActionStatus,
     reason: String,
     fence: crate::store::LeaseFence,
 ) -> RunResult {
     set_state(stack, status, &reason);
-    shared
+    engine
         .writer
         .record_stack(fence, stack, stack_event(stack, &reason))
         .await

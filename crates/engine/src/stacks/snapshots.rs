@@ -16,7 +16,7 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::executor::{RunTarget, Shared, current, snapshot as resource_states, transition};
+use super::executor::{RunTarget, StackEngine, current, snapshot as resource_states, transition};
 use super::failure::{RunFailure, RunResult, resource_reason};
 use super::update::{UpdateKind, UpdateStack};
 use super::{LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, stack_event};
@@ -35,7 +35,7 @@ const MAX_NAME: usize = 255;
 impl StackOperations {
     /// Refuses a snapshot beyond the project's `snapshots_per_stack`.
     async fn admit_one_more_snapshot(&self, stack: &Stack) -> Result<()> {
-        let Some(quotas) = self.shared.quotas.as_ref() else {
+        let Some(quotas) = self.engine.quotas.as_ref() else {
             return Ok(());
         };
         let kept = self.store().count_snapshots(stack.id).await?;
@@ -65,7 +65,7 @@ impl StackOperations {
         let caller = StackCaller::User(identity);
         self.admit(&found, StackOperation::Snapshot, caller).await?;
         let stack_lease = self
-            .shared
+            .engine
             .take_lease(
                 found.id,
                 &found.name,
@@ -85,7 +85,7 @@ impl StackOperations {
                 stack.status = ActionStatus::InProgress;
                 stack.status_reason = "Stack SNAPSHOT started".to_owned();
                 stack.updated_at = ember_runtime::time::now();
-                self.shared
+                self.engine
                     .writer
                     .record_stack(fence, &stack, stack_event(&stack, &stack.status_reason))
                     .await?;
@@ -94,7 +94,7 @@ impl StackOperations {
                 let resources = resource_states(&target.resources);
                 let mut live = Map::new();
                 for resource in resources.values() {
-                    let Some(resource_type) = self.shared.registry.get(&resource.type_name) else {
+                    let Some(resource_type) = self.engine.registry.get(&resource.type_name) else {
                         continue;
                     };
                     let state = resource_type.snapshot_state(resource).await.map_err(
@@ -237,7 +237,7 @@ impl StackOperations {
                 UpdateKind::Restore(recorded),
             )
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -260,7 +260,7 @@ fn snapshot_not_found(snapshot_id: &str) -> Error {
 /// After the update to the snapshot's definition: puts back the recorded
 /// data and attributes of resources whose state is Ember's own.
 pub(super) async fn restore_data(
-    shared: &Arc<Shared>,
+    engine: &Arc<StackEngine>,
     target: &RunTarget,
     recorded: &Map<String, Value>,
 ) -> RunResult {
@@ -276,7 +276,7 @@ pub(super) async fn restore_data(
         if let Some(state) = entry.get("state")
             && entry["resource_id"].as_str().is_some()
             && entry["resource_id"].as_str() == resource.physical_id.as_deref()
-            && let Some(resource_type) = shared.registry.get(&resource.type_name)
+            && let Some(resource_type) = engine.registry.get(&resource.type_name)
             && let Err(failure) = resource_type.restore_state(&resource, state).await
         {
             return Err(RunFailure::Failed(format!(
@@ -293,7 +293,7 @@ pub(super) async fn restore_data(
             restored.attributes = attributes.clone();
         }
         transition(
-            shared,
+            engine,
             target,
             restored,
             StackAction::Update,

@@ -53,7 +53,7 @@ impl StackOperations {
             self.registry(),
         );
         if let Ok(parsed) = &parsed {
-            super::remote::check_remote_stacks(parsed, &definition, &self.shared.region)?;
+            super::remote::check_remote_stacks(parsed, &definition, &self.engine.region)?;
         }
         // Missing parameter values are fine for validate: report the schema.
         let (template, environment) = match parsed {

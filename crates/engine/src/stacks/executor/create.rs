@@ -12,26 +12,26 @@ use crate::resources::{ResourceFailure, ResourceRequest, validate_properties};
 use crate::stacks::context::{RuntimeContext, usable};
 use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
-use super::shared::Shared;
+use super::stack_engine::StackEngine;
 use super::target::{RunTarget, current, transition, with_states};
 use super::walk::{Direction, walk};
 
 /// Creates `names` (a subset of the enabled resources) in dependency order.
 /// Returns the first failure as Heat words it.
 pub async fn create_resources(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     target: RunTarget,
     names: BTreeSet<String>,
 ) -> RunResult {
     let graph = target.parsed.graph.clone();
     walk(&graph, &names, Direction::DependenciesFirst, |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         async move {
-            if shared.handing_back(&target) {
+            if engine.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
-            create_one(&shared, &target, &name).await
+            create_one(&engine, &target, &name).await
         }
     })
     .await
@@ -39,13 +39,13 @@ pub async fn create_resources(
 
 /// A resource of a stack create: breakpoint hooks (pre-create, post-create)
 /// around its create.
-async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResult {
+async fn create_one(engine: &StackEngine, target: &RunTarget, name: &str) -> RunResult {
     let current = current(&target.resources, name)
         .ok_or_else(|| format!("resources.{name}: no state recorded"))?;
     // A create another engine had in flight passed its pre-create hook.
     if in_flight(&current).is_none() {
         crate::stacks::breakpoints::break_if_required(
-            shared,
+            engine,
             target,
             name,
             StackAction::Create,
@@ -53,9 +53,9 @@ async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResul
         )
         .await?;
     }
-    create_row(shared, target, current, "state changed").await?;
+    create_row(engine, target, current, "state changed").await?;
     crate::stacks::breakpoints::break_if_required(
-        shared,
+        engine,
         target,
         name,
         StackAction::Create,
@@ -67,7 +67,7 @@ async fn create_one(shared: &Shared, target: &RunTarget, name: &str) -> RunResul
 /// The resource's `external_id`, resolved: an existing physical resource
 /// the stack takes as it is (Heat: not created, not updated, not deleted).
 pub(in crate::stacks) fn external_id_of(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
 ) -> Result<Option<String>, String> {
@@ -85,7 +85,7 @@ pub(in crate::stacks) fn external_id_of(
         let context = RuntimeContext {
             parsed: &target.parsed,
             resources: states,
-            registry: &shared.registry,
+            registry: &engine.registry,
         };
         resolve(&expression, &context, &path).map_err(|error| error.to_string())
     })?;
@@ -103,13 +103,13 @@ pub(in crate::stacks) fn external_id_of(
 /// ADOPT_COMPLETE with the external id as its physical id (Heat's create
 /// of a resource with `external_id`).
 async fn adopt_external(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     row: Resource,
     external_id: String,
 ) -> RunResult {
     let in_progress = transition(
-        shared,
+        engine,
         target,
         row,
         StackAction::Adopt,
@@ -122,7 +122,7 @@ async fn adopt_external(
     adopted.attributes = Value::Object(Map::new());
     adopted.data = Value::Null;
     let name = adopted.name.clone();
-    let found = match shared.registry.get(&adopted.type_name) {
+    let found = match engine.registry.get(&adopted.type_name) {
         Some(resource_type) => {
             let request = request_for(target, &name, Map::new());
             resource_type.adopt(&request, &adopted).await
@@ -137,7 +137,7 @@ async fn adopt_external(
             adopted.attributes = Value::Object(outcome.attributes);
             adopted.data = outcome.data;
             transition(
-                shared,
+                engine,
                 target,
                 adopted,
                 StackAction::Adopt,
@@ -153,7 +153,7 @@ async fn adopt_external(
                 resource_reason(failure)?
             );
             transition(
-                shared,
+                engine,
                 target,
                 adopted,
                 StackAction::Adopt,
@@ -180,7 +180,7 @@ pub(in crate::stacks) fn in_flight(row: &Resource) -> Option<Resource> {
 /// Creates the resource `row` stands for (a new row when replacing), or
 /// finishes its create when another engine had it in flight.
 pub(in crate::stacks) async fn create_row(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     row: Resource,
     reason: &str,
@@ -193,12 +193,12 @@ pub(in crate::stacks) async fn create_row(
     } else {
         reason
     };
-    match external_id_of(shared, target, name) {
-        Ok(Some(external_id)) => return adopt_external(shared, target, row, external_id).await,
+    match external_id_of(engine, target, name) {
+        Ok(Some(external_id)) => return adopt_external(engine, target, row, external_id).await,
         Ok(None) => {}
         Err(failure) => {
             transition(
-                shared,
+                engine,
                 target,
                 row,
                 StackAction::Create,
@@ -210,7 +210,7 @@ pub(in crate::stacks) async fn create_row(
         }
     }
     let in_progress = transition(
-        shared,
+        engine,
         target,
         row,
         StackAction::Create,
@@ -218,7 +218,7 @@ pub(in crate::stacks) async fn create_row(
         reason,
     )
     .await?;
-    match create_action(shared, target, name, &in_progress, in_flight.as_ref()).await {
+    match create_action(engine, target, name, &in_progress, in_flight.as_ref()).await {
         Ok((properties, outcome)) => {
             let mut created = in_progress;
             created.physical_id = Some(outcome.physical_id);
@@ -226,7 +226,7 @@ pub(in crate::stacks) async fn create_row(
             created.data = outcome.data;
             created.properties = Value::Object(properties);
             transition(
-                shared,
+                engine,
                 target,
                 created,
                 StackAction::Create,
@@ -239,7 +239,7 @@ pub(in crate::stacks) async fn create_row(
         Err(failure) => {
             let reason = resource_reason(failure)?;
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 StackAction::Create,
@@ -255,12 +255,12 @@ pub(in crate::stacks) async fn create_row(
 /// Resolves a resource's properties against the stack as it is now and
 /// validates them against its type's schema.
 pub(in crate::stacks) fn resolve_properties(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     type_name: &str,
 ) -> Result<Map<String, Value>, String> {
-    let resource_type = shared
+    let resource_type = engine
         .registry
         .get(type_name)
         .ok_or_else(|| format!("resources.{name}: unknown resource type {type_name:?}"))?;
@@ -288,7 +288,7 @@ pub(in crate::stacks) fn resolve_properties(
         let context = RuntimeContext {
             parsed: &target.parsed,
             resources: states,
-            registry: &shared.registry,
+            registry: &engine.registry,
         };
         resolve(&definition.properties, &context, &path).map_err(|error| error.to_string())
     })?;
@@ -328,15 +328,15 @@ pub(in crate::stacks) fn request_for(
 /// as its status reason (`resources.<name>: …`); a store failure is kept
 /// typed, for the run to stop on (see [`resource_reason`]).
 async fn create_action(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     resource: &Resource,
     in_flight: Option<&Resource>,
 ) -> Result<(Map<String, Value>, crate::resources::ResourceOutcome), ResourceFailure> {
-    let properties = resolve_properties(shared, target, name, &resource.type_name)
+    let properties = resolve_properties(engine, target, name, &resource.type_name)
         .map_err(ResourceFailure::new)?;
-    let resource_type = shared.registry.get(&resource.type_name).ok_or_else(|| {
+    let resource_type = engine.registry.get(&resource.type_name).ok_or_else(|| {
         ResourceFailure::new(format!(
             "resources.{name}: unknown resource type {:?}",
             resource.type_name

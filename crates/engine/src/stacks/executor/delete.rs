@@ -11,14 +11,14 @@ use crate::stacks::context::RuntimeContext;
 use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
 use super::create::{RESUMED_STEP, in_flight};
-use super::shared::Shared;
+use super::stack_engine::StackEngine;
 use super::target::{RunTarget, current, snapshot, transition, with_states};
 use super::walk::{Direction, walk};
 
 /// Deletes every resource of the run that is not yet deleted, dependents
 /// first. `action` is DELETE, or ROLLBACK when undoing a failed create.
 pub async fn delete_resources(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     target: RunTarget,
     action: StackAction,
 ) -> RunResult {
@@ -35,17 +35,17 @@ pub async fn delete_resources(
         .collect();
     let graph = target.parsed.graph.clone();
     walk(&graph, &names, Direction::DependentsFirst, |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         async move {
             // Handed back at shutdown, to be resumed (see `orphans.rs`).
-            if shared.handing_back(&target) {
+            if engine.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
             // Breakpoint hooks stop a stack delete, not a rollback.
             if action == StackAction::Delete {
                 crate::stacks::breakpoints::break_if_required(
-                    &shared,
+                    &engine,
                     &target,
                     &name,
                     action,
@@ -53,10 +53,10 @@ pub async fn delete_resources(
                 )
                 .await?;
             }
-            delete_one(&shared, &target, &name, action).await?;
+            delete_one(&engine, &target, &name, action).await?;
             if action == StackAction::Delete {
                 crate::stacks::breakpoints::break_if_required(
-                    &shared,
+                    &engine,
                     &target,
                     &name,
                     action,
@@ -71,7 +71,7 @@ pub async fn delete_resources(
 }
 
 async fn delete_one(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     action: StackAction,
@@ -87,7 +87,7 @@ async fn delete_one(
     // what a create in flight made.
     let failed_create = current.action == StackAction::Create
         && current.status == ActionStatus::Failed
-        && shared
+        && engine
             .registry
             .get(&current.type_name)
             .is_some_and(|resource_type| resource_type.acts_outside_its_row());
@@ -104,7 +104,7 @@ async fn delete_one(
             let context = RuntimeContext {
                 parsed: &target.parsed,
                 resources: states,
-                registry: &shared.registry,
+                registry: &engine.registry,
             };
             definition
                 .resolve_deletion_policy(&context)
@@ -113,7 +113,7 @@ async fn delete_one(
         None => false,
     };
     let in_progress = transition(
-        shared,
+        engine,
         target,
         current,
         action,
@@ -134,7 +134,7 @@ async fn delete_one(
             "state changed"
         };
         transition(
-            shared,
+            engine,
             target,
             in_progress,
             action,
@@ -144,11 +144,11 @@ async fn delete_one(
         .await?;
         return Ok(());
     }
-    let result = delete_action(shared, &in_progress, in_flight.as_ref()).await;
+    let result = delete_action(engine, &in_progress, in_flight.as_ref()).await;
     match result {
         Ok(()) => {
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 action,
@@ -161,7 +161,7 @@ async fn delete_one(
         Err(failure) => {
             let reason = format!("resources.{name}: {}", resource_reason(failure)?);
             transition(
-                shared,
+                engine,
                 target,
                 in_progress,
                 action,
@@ -179,11 +179,11 @@ async fn delete_one(
 /// store failure is kept typed, for the run to stop on (see
 /// [`resource_reason`]).
 pub(in crate::stacks) async fn delete_action(
-    shared: &Shared,
+    engine: &StackEngine,
     row: &Resource,
     in_flight: Option<&Resource>,
 ) -> Result<(), ResourceFailure> {
-    let Some(resource_type) = shared.registry.get(&row.type_name) else {
+    let Some(resource_type) = engine.registry.get(&row.type_name) else {
         return Err(ResourceFailure::new(format!(
             "unknown resource type {:?}",
             row.type_name

@@ -5,19 +5,19 @@
 //! run moves on; the first failure stops new starts and lets running ones
 //! finish.
 //!
-//! One file per job: [`shared`] (what every run shares), [`parse_cache`],
+//! One file per job: [`stack_engine`] (what every run needs from the engine), [`parse_cache`],
 //! [`target`] (the stack a run acts on and how a transition is recorded),
 //! [`walk`] (the dependency walk), [`create`] and [`delete`].
 
 mod create;
 mod delete;
 mod parse_cache;
-mod shared;
+mod stack_engine;
 mod target;
 mod walk;
 
 pub use create::*;
 pub use delete::*;
-pub use shared::*;
+pub use stack_engine::*;
 pub use target::*;
 pub use walk::*;

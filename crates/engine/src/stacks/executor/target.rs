@@ -10,7 +10,7 @@ use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::stacks::definition::ParsedStack;
 use crate::stacks::failure::{RunFailure, RunResult};
 
-use super::shared::Shared;
+use super::stack_engine::StackEngine;
 
 /// The resources of one stack as a run sees them, by logical name.
 pub type ResourceStates = Arc<Mutex<BTreeMap<String, Resource>>>;
@@ -134,7 +134,7 @@ pub(in crate::stacks) fn store_state(resources: &ResourceStates, resource: Resou
 }
 
 pub(in crate::stacks) async fn transition(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     mut resource: Resource,
     action: StackAction,
@@ -147,13 +147,13 @@ pub(in crate::stacks) async fn transition(
     resource.status_reason = reason.to_owned();
     resource.updated_at = now;
     let event = Event::for_resource(&resource, now);
-    if status == ActionStatus::InProgress && acts_outside_its_row(shared, &resource) {
+    if status == ActionStatus::InProgress && acts_outside_its_row(engine, &resource) {
         // Durable before the resource is acted on: a crash then knows it
         // was in progress. It also proves every transition queued before it
         // committed (the writer commits in order), the predecessors' ends
         // included — so no outside effect ever rests on state that is not
         // yet durable.
-        shared
+        engine
             .writer
             .record(target.fence, resource.clone(), event)
             .await?;
@@ -164,7 +164,7 @@ pub(in crate::stacks) async fn transition(
         // before writing anything else. A chain of n dependent steps costs
         // n + 1 commits, not 2n — and a chain of `OS::Heat::None`s as few
         // as the writer's batches take.
-        let committed = shared
+        let committed = engine
             .writer
             .enqueue(target.fence, resource.clone(), event)?;
         match target.pending.lock() {
@@ -178,8 +178,8 @@ pub(in crate::stacks) async fn transition(
 
 /// Whether acting on `resource` can change anything beyond its row (an
 /// unknown type is assumed to).
-fn acts_outside_its_row(shared: &Shared, resource: &Resource) -> bool {
-    shared
+fn acts_outside_its_row(engine: &StackEngine, resource: &Resource) -> bool {
+    engine
         .registry
         .get(&resource.type_name)
         .is_none_or(|resource_type| resource_type.acts_outside_its_row())

@@ -26,7 +26,7 @@ use ember_runtime::identity::InternalCredential;
 use ember_runtime::in_process::{InProcessConnector, Upstream};
 use uuid::Uuid;
 
-use super::executor::Shared;
+use super::executor::StackEngine;
 use super::writer::Recorded;
 use crate::domain::{ActionStatus, Event, Stack, StackAction};
 use messages::{operation_of, snapshot_message};
@@ -100,11 +100,11 @@ fn request_as_owner<T>(
 /// an update, the stack before it). `Err` carries the reason the operation
 /// must fail with.
 pub async fn before(
-    shared: &Shared,
+    engine: &StackEngine,
     stack: &Stack,
     previous: Option<PreviousStack<'_>>,
 ) -> Result<PassedPlugins, String> {
-    before_recorded(shared, stack, previous, &Recorded::already())
+    before_recorded(engine, stack, previous, &Recorded::already())
         .await
         .unwrap_or_else(|| Err("the stack was not recorded".to_owned()))
 }
@@ -117,7 +117,7 @@ pub async fn before(
 /// stack that exists. `None` when the stack was never recorded (nothing
 /// was called or written).
 pub(in crate::stacks) async fn before_recorded(
-    shared: &Shared,
+    engine: &StackEngine,
     stack: &Stack,
     previous: Option<PreviousStack<'_>>,
     recorded: &Recorded,
@@ -126,7 +126,7 @@ pub(in crate::stacks) async fn before_recorded(
         client,
         credential,
         unavailable,
-    } = &shared.plugins
+    } = &engine.plugins
     else {
         return Some(Ok(PassedPlugins::default()));
     };
@@ -140,7 +140,7 @@ pub(in crate::stacks) async fn before_recorded(
     let context = ember_runtime::call_context::CallContext::current();
     let glass = context
         .admin_break_glass()
-        .zip(shared.audit.get())
+        .zip(engine.audit.get())
         .map(|((admin, why), trail)| BreakGlass { trail, admin, why });
     // Asked first without the snapshot: gathering it reads the whole tree,
     // and most operations meet no plugin.
@@ -158,10 +158,10 @@ pub(in crate::stacks) async fn before_recorded(
         if !recorded.wait().await {
             return None;
         }
-        request.stack = Some(snapshot_message(gather(shared, stack).await));
+        request.stack = Some(snapshot_message(gather(engine, stack).await));
         request.previous = match previous {
             Some(previous_stack) => Some(snapshot_message(
-                view::gather_previous(shared, previous_stack).await,
+                view::gather_previous(engine, previous_stack).await,
             )),
             None => None,
         };
@@ -175,7 +175,7 @@ pub(in crate::stacks) async fn before_recorded(
             if !response.calls.is_empty() && !recorded.wait().await {
                 return None;
             }
-            record_calls(shared, stack, &response.calls).await;
+            record_calls(engine, stack, &response.calls).await;
             let passed = PassedPlugins(response.post_operation_plugins);
             match &glass {
                 _ if response.allowed => Ok(passed),
@@ -185,11 +185,11 @@ pub(in crate::stacks) async fn before_recorded(
                         .iter()
                         .filter(|call| call.stopped_chain)
                         .collect();
-                    match break_through(shared, stack, glass, &stops).await {
+                    match break_through(engine, stack, glass, &stops).await {
                         Ok(()) => Ok(passed),
                         Err(error) => {
                             let reason = format!("{} ({error})", response.reason);
-                            unwind(shared, stack, passed, &reason).await;
+                            unwind(engine, stack, passed, &reason).await;
                             Err(reason)
                         }
                     }
@@ -202,7 +202,7 @@ pub(in crate::stacks) async fn before_recorded(
                 return None;
             }
             let reason = format!("the plugin registry is unavailable: {}", failure(&status));
-            record_registry_failure(shared, stack, &reason).await;
+            record_registry_failure(engine, stack, &reason).await;
             match (unavailable, &glass) {
                 (RegistryUnavailable::Allow, _) => Ok(PassedPlugins::default()),
                 (RegistryUnavailable::Fail, None) => Err(reason),
@@ -212,7 +212,7 @@ pub(in crate::stacks) async fn before_recorded(
                         message: reason.clone(),
                         ..Default::default()
                     };
-                    break_through(shared, stack, glass, &[&registry])
+                    break_through(engine, stack, glass, &[&registry])
                         .await
                         .map(|()| PassedPlugins::default())
                         .map_err(|error| format!("{reason} ({error})"))
@@ -237,7 +237,7 @@ struct BreakGlass<'a> {
 /// the run goes past them, and as events of the stack. `Err` when a record
 /// cannot be written: the operation must not go on unseen.
 async fn break_through(
-    shared: &Shared,
+    engine: &StackEngine,
     stack: &Stack,
     glass: &BreakGlass<'_>,
     stops: &[&runner_pb::PluginCallOutcome],
@@ -266,7 +266,7 @@ async fn break_through(
             ),
         ));
     }
-    if let Err(error) = shared.store.record_events(&events).await {
+    if let Err(error) = engine.store.record_events(&events).await {
         tracing::warn!(stack_id = %stack.id, %error, "cannot record break-glass events");
     }
     Ok(())
@@ -274,11 +274,11 @@ async fn break_through(
 
 /// Tells the plugins that allowed an operation that it will not run after
 /// all (their post-operation with `failed` and `reason`).
-async fn unwind(shared: &Shared, stack: &Stack, passed: PassedPlugins, reason: &str) {
+async fn unwind(engine: &StackEngine, stack: &Stack, passed: PassedPlugins, reason: &str) {
     let mut failed = stack.clone();
     failed.status = ActionStatus::Failed;
     reason.clone_into(&mut failed.status_reason);
-    after(shared, &failed, stack.action, passed).await;
+    after(engine, &failed, stack.action, passed).await;
 }
 
 /// The dry run of `operation` on `stack` ("allowed?"): each plugin that
@@ -287,7 +287,7 @@ async fn unwind(shared: &Shared, stack: &Stack, passed: PassedPlugins, reason: &
 /// plugins, for a nested stack (its root's operation asks them), and for
 /// the operations plugins do not guard (a signal, mark-unhealthy).
 pub(crate) async fn ask(
-    shared: &Shared,
+    engine: &StackEngine,
     stack: &Stack,
     operation: crate::domain::admission::StackOperation,
 ) -> Vec<(String, String)> {
@@ -296,7 +296,7 @@ pub(crate) async fn ask(
         client,
         credential,
         unavailable,
-    } = &shared.plugins
+    } = &engine.plugins
     else {
         return Vec::new();
     };
@@ -326,7 +326,7 @@ pub(crate) async fn ask(
     };
     let mut called = call_pre_operations(client, credential, stack, &request).await;
     if matches!(&called, Ok(response) if response.snapshot_needed) {
-        request.stack = Some(snapshot_message(gather(shared, stack).await));
+        request.stack = Some(snapshot_message(gather(engine, stack).await));
         request.snapshot_on_demand = false;
         called = call_pre_operations(client, credential, stack, &request).await;
     }
@@ -362,10 +362,15 @@ async fn call_pre_operations(
 
 /// Runs the post-operations owed after the operation ended. Failures are
 /// events; they never change the stack.
-pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passed: PassedPlugins) {
+pub async fn after(
+    engine: &StackEngine,
+    stack: &Stack,
+    operation: StackAction,
+    passed: PassedPlugins,
+) {
     let PluginGate::Remote {
         client, credential, ..
-    } = &shared.plugins
+    } = &engine.plugins
     else {
         return;
     };
@@ -376,7 +381,7 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
     let request = runner_pb::RunPostOperationsRequest {
         operation: operation_of(operation) as i32,
         project_id: stack.project_id.clone(),
-        stack: Some(snapshot_message(gather(shared, stack).await)),
+        stack: Some(snapshot_message(gather(engine, stack).await)),
         failed,
         reason: if failed {
             stack.status_reason.clone()
@@ -390,13 +395,13 @@ pub async fn after(shared: &Shared, stack: &Stack, operation: StackAction, passe
         .run_post_operations(request_as_owner(stack, credential, request))
         .await;
     match called {
-        Ok(response) => record_calls(shared, stack, &response.into_inner().calls).await,
+        Ok(response) => record_calls(engine, stack, &response.into_inner().calls).await,
         Err(status) => {
             let reason = format!(
                 "post-operations not delivered: the plugin registry is unavailable: {}",
                 failure(&status)
             );
-            record_registry_failure(shared, stack, &reason).await;
+            record_registry_failure(engine, stack, &reason).await;
         }
     }
 }
@@ -415,7 +420,7 @@ fn plugin_event(stack: &Stack, plugin: &str, status: ActionStatus, reason: Strin
     }
 }
 
-async fn record_calls(shared: &Shared, stack: &Stack, calls: &[runner_pb::PluginCallOutcome]) {
+async fn record_calls(engine: &StackEngine, stack: &Stack, calls: &[runner_pb::PluginCallOutcome]) {
     let events: Vec<Event> = calls
         .iter()
         .map(|call| {
@@ -450,15 +455,19 @@ async fn record_calls(shared: &Shared, stack: &Stack, calls: &[runner_pb::Plugin
             plugin_event(stack, &call.plugin, status, reason)
         })
         .collect();
-    if let Err(error) = shared.store.record_events(&events).await {
+    if let Err(error) = engine.store.record_events(&events).await {
         tracing::warn!(stack_id = %stack.id, %error, "cannot record plugin call events");
     }
-    record_observed(shared, stack, calls).await;
+    record_observed(engine, stack, calls).await;
 }
 
 /// What plug-ins in observe mode would have stopped, in the audit trail:
 /// one record each, in the stack's owner's name.
-async fn record_observed(shared: &Shared, stack: &Stack, calls: &[runner_pb::PluginCallOutcome]) {
+async fn record_observed(
+    engine: &StackEngine,
+    stack: &Stack,
+    calls: &[runner_pb::PluginCallOutcome],
+) {
     let observed: Vec<&runner_pb::PluginCallOutcome> =
         calls.iter().filter(|call| call.observed).collect();
     if observed.is_empty() {
@@ -471,7 +480,7 @@ async fn record_observed(shared: &Shared, stack: &Stack, calls: &[runner_pb::Plu
             "lifecycle plugin {:?} would have stopped it: {}",
             call.plugin, call.message
         );
-        shared
+        engine
             .audit
             .record(
                 &stack.user_id,
@@ -485,14 +494,14 @@ async fn record_observed(shared: &Shared, stack: &Stack, calls: &[runner_pb::Plu
     }
 }
 
-async fn record_registry_failure(shared: &Shared, stack: &Stack, reason: &str) {
+async fn record_registry_failure(engine: &StackEngine, stack: &Stack, reason: &str) {
     let event = plugin_event(
         stack,
         "plugin-registry",
         ActionStatus::Failed,
         reason.to_owned(),
     );
-    if let Err(error) = shared.store.record_events(&[event]).await {
+    if let Err(error) = engine.store.record_events(&[event]).await {
         tracing::warn!(stack_id = %stack.id, %error, "cannot record a plugin registry event");
     }
 }

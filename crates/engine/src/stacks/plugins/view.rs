@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::stacks::definition::ParsedStack;
-use crate::stacks::executor::Shared;
+use crate::stacks::executor::StackEngine;
 
 /// A read-only copy of a stack for plugins.
 #[derive(Debug, Clone)]
@@ -43,10 +43,10 @@ pub(crate) struct PluginResourceView {
 /// A read-only copy of the stack for plugins: its template and parameters,
 /// its resources (created ones with their resolved properties, the others
 /// with the template's), and its nested stacks, recursively.
-pub(crate) async fn gather(shared: &Shared, stack: &Stack) -> PluginStackView {
-    let mut root = stack_view(shared, stack).await;
-    root.planned_resources = planned(shared, stack).await;
-    add_nested_stacks(shared, &mut root).await;
+pub(crate) async fn gather(engine: &StackEngine, stack: &Stack) -> PluginStackView {
+    let mut root = stack_view(engine, stack).await;
+    root.planned_resources = planned(engine, stack).await;
+    add_nested_stacks(engine, &mut root).await;
     root
 }
 
@@ -67,7 +67,7 @@ pub(crate) struct PreviousStack<'a> {
 /// update asks its plugins before it touches any resource, so they are
 /// still as they were.
 pub(crate) async fn gather_previous(
-    shared: &Shared,
+    engine: &StackEngine,
     previous_stack: PreviousStack<'_>,
 ) -> PluginStackView {
     let mut root = view_of(
@@ -81,26 +81,26 @@ pub(crate) async fn gather_previous(
             crate::stacks::planning::planned_resources(
                 parsed,
                 previous_stack.definition,
-                &shared.registry,
+                &engine.registry,
             )
             .into_iter()
             .collect()
         })
         .unwrap_or_default();
-    add_nested_stacks(shared, &mut root).await;
+    add_nested_stacks(engine, &mut root).await;
     root
 }
 
 /// Adds `root`'s nested stacks, recursively, read from the store.
-async fn add_nested_stacks(shared: &Shared, root: &mut PluginStackView) {
+async fn add_nested_stacks(engine: &StackEngine, root: &mut PluginStackView) {
     let mut pending: Vec<(Uuid, Vec<usize>)> = vec![(root.stack_id, Vec::new())];
     // Breadth-first over children; `path` locates each snapshot in the tree.
     while let Some((stack_id, path)) = pending.pop() {
-        let Ok(children) = shared.store.list_child_stacks(stack_id).await else {
+        let Ok(children) = engine.store.list_child_stacks(stack_id).await else {
             continue;
         };
         for child in children {
-            let child_snapshot = stack_view(shared, &child).await;
+            let child_snapshot = stack_view(engine, &child).await;
             let parent = path
                 .iter()
                 .fold(&mut *root, |node, index| &mut node.nested_stacks[*index]);
@@ -114,8 +114,8 @@ async fn add_nested_stacks(shared: &Shared, root: &mut PluginStackView) {
 
 /// What the stack's tree will hold once its definition is in place (see
 /// `planning`); empty when the stored definition no longer parses.
-async fn planned(shared: &Shared, stack: &Stack) -> HashMap<String, u64> {
-    let Ok(definition) = shared.store.load_definition(stack.id).await else {
+async fn planned(engine: &StackEngine, stack: &Stack) -> HashMap<String, u64> {
+    let Ok(definition) = engine.store.load_definition(stack.id).await else {
         return Default::default();
     };
     let identity = crate::domain::template::StackIdentity {
@@ -123,9 +123,9 @@ async fn planned(shared: &Shared, stack: &Stack) -> HashMap<String, u64> {
         stack_id: stack.id.to_string(),
         project_id: stack.project_id.clone(),
     };
-    match crate::stacks::definition::ParsedStack::build(&definition, identity, &shared.registry) {
+    match crate::stacks::definition::ParsedStack::build(&definition, identity, &engine.registry) {
         Ok(parsed) => {
-            crate::stacks::planning::planned_resources(&parsed, &definition, &shared.registry)
+            crate::stacks::planning::planned_resources(&parsed, &definition, &engine.registry)
                 .into_iter()
                 .collect()
         }
@@ -133,13 +133,13 @@ async fn planned(shared: &Shared, stack: &Stack) -> HashMap<String, u64> {
     }
 }
 
-async fn stack_view(shared: &Shared, stack: &Stack) -> PluginStackView {
-    let definition = shared
+async fn stack_view(engine: &StackEngine, stack: &Stack) -> PluginStackView {
+    let definition = engine
         .store
         .load_definition(stack.id)
         .await
         .unwrap_or_default();
-    let rows = shared
+    let rows = engine
         .store
         .list_resources(stack.id)
         .await

@@ -33,7 +33,7 @@ impl StackOperations {
                 ))
             })?;
         let software =
-            self.shared.registry.software().ok_or_else(|| {
+            self.engine.registry.software().ok_or_else(|| {
                 Error::Unavailable("software deployments are not enabled".to_owned())
             })?;
         let message = software
@@ -70,7 +70,7 @@ impl StackOperations {
             )));
         }
         let conditions = self
-            .shared
+            .engine
             .registry
             .wait_conditions()
             .ok_or_else(|| Error::Unavailable("wait conditions are not enabled".to_owned()))?;

@@ -76,7 +76,7 @@ impl StackOperations {
         answer: oneshot::Sender<Result<SignalOutcome>>,
     ) {
         let stack_lease = match self
-            .shared
+            .engine
             .take_lease(stack.id, &stack.name, LeaseHolder::Signal)
             .await
         {

@@ -87,7 +87,7 @@ impl StackOperations {
         let unknown = || Error::NotFound("no such deployment".to_owned());
         let deployment_id = uuid::Uuid::parse_str(deployment).map_err(|_| unknown())?;
         let software =
-            self.shared.registry.software().ok_or_else(|| {
+            self.engine.registry.software().ok_or_else(|| {
                 Error::Unavailable("software deployments are not enabled".to_owned())
             })?;
         let record = software

@@ -19,7 +19,7 @@ impl StackOperations {
         )
         .await?;
         // Here, or by the engine running it, asked through the lease.
-        let asked = self.shared.stops.cancel_update(stack.id)
+        let asked = self.engine.stops.cancel_update(stack.id)
             || self
                 .store()
                 .request_stack_stop(

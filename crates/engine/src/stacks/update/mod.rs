@@ -76,7 +76,7 @@ impl StackOperations {
         let (stack, run) = self
             .begin_update_stack_as(found, lease_seen, &request, caller, UpdateKind::Update)
             .await?;
-        self.shared.spawn_run(run);
+        self.engine.spawn_run(run);
         Ok(stack)
     }
 
@@ -116,11 +116,11 @@ impl StackOperations {
             None => self.start_update(found, request, caller, &kind).await?,
         };
         let cancel = CancellationToken::new();
-        self.shared
+        self.engine
             .stops
             .register_update(started.stack.id, cancel.clone());
         let run: super::Run = Box::pin(run_update(
-            self.shared.clone(),
+            self.engine.clone(),
             started.stack.clone(),
             started.target,
             started.previous,
@@ -180,10 +180,10 @@ impl StackOperations {
             writes,
         };
         let taken = self
-            .shared
+            .engine
             .take_lease_at(started.stack.id, LeaseHolder::Action(kind.action()), start)
             .await?;
-        Ok(taken.map(|fence| started.held(self.shared.hold_lease(fence))))
+        Ok(taken.map(|fence| started.held(self.engine.hold_lease(fence))))
     }
 
     /// Plans the update from the definition as it is now, then takes the
@@ -198,7 +198,7 @@ impl StackOperations {
     ) -> Result<StartedUpdate> {
         let plan = self.plan_update(&found, request).await?;
         let stack_lease = self
-            .shared
+            .engine
             .take_lease(found.id, &found.name, LeaseHolder::Action(kind.action()))
             .await?;
         let fence = stack_lease.fence();
@@ -245,10 +245,10 @@ impl StackOperations {
         let parsed = ParsedStack::build(
             &definition,
             identity_of_stack.clone(),
-            &self.shared.registry,
+            &self.engine.registry,
         )?;
-        crate::stacks::remote::check_remote_stacks(&parsed, &definition, &self.shared.region)?;
-        if let Some(quotas) = self.shared.quotas.as_ref() {
+        crate::stacks::remote::check_remote_stacks(&parsed, &definition, &self.engine.region)?;
+        if let Some(quotas) = self.engine.quotas.as_ref() {
             quotas
                 .admit_size(
                     &stack.project_id,
@@ -260,7 +260,7 @@ impl StackOperations {
         let previous = ParsedStack::build(
             &current_definition,
             identity_of_stack,
-            &self.shared.registry,
+            &self.engine.registry,
         )
         .ok();
         Ok(UpdatePlan {

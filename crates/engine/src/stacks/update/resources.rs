@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::template::{DeletionPolicy, DependencyGraph};
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::stacks::executor::{
-    Direction, RESUMED_STEP, RunTarget, Shared, create_row, current, delete_action, in_flight,
+    Direction, RESUMED_STEP, RunTarget, StackEngine, create_row, current, delete_action, in_flight,
     request_for, resolve_properties, snapshot, transition, walk,
 };
 use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
@@ -21,7 +21,7 @@ use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 /// resources no longer in it (dependents first, by `old_graph`) and the old
 /// rows of replaced ones.
 pub(super) async fn update_resources(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     target: RunTarget,
     old_graph: DependencyGraph,
     action: StackAction,
@@ -30,12 +30,12 @@ pub(super) async fn update_resources(
     let names: BTreeSet<String> = target.parsed.enabled.iter().cloned().collect();
     let graph = target.parsed.graph.clone();
     walk(&graph, &names, Direction::DependenciesFirst, |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         let cancel = cancel.clone();
         async move {
             // Handed back at shutdown, to be resumed (see `resume.rs`).
-            if shared.handing_back(&target) {
+            if engine.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
             // Breakpoint hooks stop an update of an existing resource (a
@@ -47,7 +47,7 @@ pub(super) async fn update_resources(
                 });
             if hooked {
                 crate::stacks::breakpoints::break_if_required(
-                    &shared,
+                    &engine,
                     &target,
                     &name,
                     action,
@@ -55,10 +55,10 @@ pub(super) async fn update_resources(
                 )
                 .await?;
             }
-            update_one(&shared, &target, &name, action, &cancel).await?;
+            update_one(&engine, &target, &name, action, &cancel).await?;
             if hooked {
                 crate::stacks::breakpoints::break_if_required(
-                    &shared,
+                    &engine,
                     &target,
                     &name,
                     action,
@@ -77,28 +77,28 @@ pub(super) async fn update_resources(
         .cloned()
         .collect();
     walk(&old_graph, &removed, Direction::DependentsFirst, |name| {
-        let shared = shared.clone();
+        let engine = engine.clone();
         let target = target.clone();
         async move {
-            if shared.handing_back(&target) {
+            if engine.handing_back(&target) {
                 return Err(RunFailure::HandedBack);
             }
             let row = current(&target.resources, &name).ok_or_else(|| {
                 RunFailure::Failed(format!("resources.{name}: no state recorded"))
             })?;
-            retire(&shared, &target, row, DeletionPolicy::Delete).await
+            retire(&engine, &target, row, DeletionPolicy::Delete).await
         }
     })
     .await?;
-    if shared.handing_back(&target) {
+    if engine.handing_back(&target) {
         return Err(RunFailure::HandedBack);
     }
-    retire_superseded(&shared, &target).await
+    retire_superseded(&engine, &target).await
 }
 
 /// Deletes the old rows of replaced resources and forgets them.
 pub(in crate::stacks) async fn retire_superseded(
-    shared: &Arc<Shared>,
+    engine: &Arc<StackEngine>,
     target: &RunTarget,
 ) -> RunResult {
     let superseded = match target.superseded.lock() {
@@ -110,7 +110,7 @@ pub(in crate::stacks) async fn retire_superseded(
     use futures::StreamExt;
     let results: Vec<(Resource, RunResult)> = futures::stream::iter(superseded)
         .map(|row| async move {
-            let result = retire(shared, target, row.clone(), DeletionPolicy::Delete).await;
+            let result = retire(engine, target, row.clone(), DeletionPolicy::Delete).await;
             (row, result)
         })
         .buffer_unordered(PARALLEL_RETIREMENTS)
@@ -134,7 +134,7 @@ const PARALLEL_RETIREMENTS: usize = 64;
 /// Deletes one resource for good: DELETE_IN_PROGRESS, the type's delete,
 /// then the row goes (its events stay).
 async fn retire(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     row: Resource,
     policy: DeletionPolicy,
@@ -156,7 +156,7 @@ async fn retire(
     }
     .to_owned();
     deleting.updated_at = now;
-    shared
+    engine
         .writer
         .record(
             target.fence,
@@ -166,14 +166,14 @@ async fn retire(
         .await?;
     if !never_created
         && policy == DeletionPolicy::Delete
-        && let Err(failure) = delete_action(shared, &deleting, in_flight.as_ref()).await
+        && let Err(failure) = delete_action(engine, &deleting, in_flight.as_ref()).await
     {
         let reason = format!("resources.{name}: {}", resource_reason(failure)?);
         let mut failed = deleting;
         failed.status = ActionStatus::Failed;
         failed.status_reason = reason.clone();
         failed.updated_at = ember_runtime::time::now();
-        shared
+        engine
             .writer
             .record(
                 target.fence,
@@ -189,7 +189,7 @@ async fn retire(
     deleted.status = ActionStatus::Complete;
     deleted.updated_at = ember_runtime::time::now();
     let event = Event::for_resource(&deleted, deleted.updated_at);
-    shared
+    engine
         .store
         .retire_resources(&[(deleted, event)], target.fence)
         .await?;
@@ -203,7 +203,7 @@ async fn retire(
 }
 
 async fn update_one(
-    shared: &Shared,
+    engine: &StackEngine,
     target: &RunTarget,
     name: &str,
     action: StackAction,
@@ -227,11 +227,11 @@ async fn update_one(
     if current.action == StackAction::Init
         || (current.action == StackAction::Create && current.status == ActionStatus::InProgress)
     {
-        return create_row(shared, target, current, "state changed").await;
+        return create_row(engine, target, current, "state changed").await;
     }
     // An external resource is not the stack's to change: its id cannot
     // change (Heat refuses it), and its properties are not applied.
-    match crate::stacks::executor::external_id_of(shared, target, name) {
+    match crate::stacks::executor::external_id_of(engine, target, name) {
         Ok(None) => {}
         Ok(Some(external_id)) if current.physical_id.as_deref() == Some(external_id.as_str()) => {
             return Ok(());
@@ -245,7 +245,7 @@ async fn update_one(
                 ),
             };
             transition(
-                shared,
+                engine,
                 target,
                 current,
                 action,
@@ -259,11 +259,11 @@ async fn update_one(
             )));
         }
     }
-    let properties = match resolve_properties(shared, target, name, &new_type) {
+    let properties = match resolve_properties(engine, target, name, &new_type) {
         Ok(properties) => properties,
         Err(reason) => {
             transition(
-                shared,
+                engine,
                 target,
                 current,
                 action,
@@ -277,7 +277,7 @@ async fn update_one(
             )));
         }
     };
-    let resource_type = shared
+    let resource_type = engine
         .registry
         .get(&new_type)
         .ok_or_else(|| format!("resources.{name}: unknown resource type {new_type:?}"))?;
@@ -303,7 +303,7 @@ async fn update_one(
             return Ok(());
         }
         let in_progress = transition(
-            shared,
+            engine,
             target,
             current,
             action,
@@ -328,7 +328,7 @@ async fn update_one(
                 updated.data = outcome.data;
                 updated.properties = Value::Object(properties);
                 transition(
-                    shared,
+                    engine,
                     target,
                     updated,
                     action,
@@ -341,7 +341,7 @@ async fn update_one(
             Err(failure) => {
                 let reason = format!("resources.{name}: {}", resource_reason(failure)?);
                 transition(
-                    shared,
+                    engine,
                     target,
                     in_progress,
                     action,
@@ -361,7 +361,7 @@ async fn update_one(
     // before.
     if current.physical_id.is_some()
         && current.status != ActionStatus::Failed
-        && let Some(old_type) = shared.registry.get(&current.type_name)
+        && let Some(old_type) = engine.registry.get(&current.type_name)
         && let Err(failure) = old_type.prepare_for_replace(&current).await
     {
         let reason = format!(
@@ -382,7 +382,7 @@ async fn update_one(
     }
     let now = ember_runtime::time::now();
     let fresh = Resource::initial(target.stack_id, name, &new_type, now);
-    create_row(shared, target, fresh, &format!("replacing {replaced}"))
+    create_row(engine, target, fresh, &format!("replacing {replaced}"))
         .await
         .map_err(|failure| match failure {
             RunFailure::Failed(reason) => RunFailure::Failed(reason.replacen(

@@ -18,7 +18,7 @@ use super::{Previous, UpdateKind};
 use crate::domain::template::StackIdentity;
 use crate::domain::{Stack, StackAction, StackDefinition};
 use crate::stacks::definition::ParsedStack;
-use crate::stacks::executor::{RunTarget, Shared};
+use crate::stacks::executor::{RunTarget, StackEngine};
 
 use crate::stacks::bounds::within_bounds;
 use crate::stacks::{Run, conclude, end, lease, plugins};
@@ -27,21 +27,21 @@ use crate::stacks::{Run, conclude, end, lease, plugins};
 /// (`target`), rolling back to `origin` if it fails (unless rollback is
 /// disabled) — cancellable on this engine from now on.
 pub(in crate::stacks) fn resume_update(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     stack: Stack,
     target: RunTarget,
     origin: StackDefinition,
     stack_lease: lease::StackLease,
 ) -> Run {
     let previous = Previous {
-        parsed: parse(&shared, &stack, &origin).map(Arc::new),
+        parsed: parse(&engine, &stack, &origin).map(Arc::new),
         definition: origin,
         before: None,
     };
     let cancel = CancellationToken::new();
-    shared.stops.register_update(stack.id, cancel.clone());
+    engine.stops.register_update(stack.id, cancel.clone());
     Box::pin(run_update(
-        shared,
+        engine,
         stack,
         target,
         previous,
@@ -54,23 +54,23 @@ pub(in crate::stacks) fn resume_update(
 /// The run that continues rolling `stack` back to its stored definition
 /// (`target`); `origin` is the definition the failed update had moved to.
 pub(in crate::stacks) fn resume_rollback(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     stack: Stack,
     target: RunTarget,
     origin: StackDefinition,
     stack_lease: lease::StackLease,
 ) -> Run {
-    Box::pin(run_rollback(shared, stack, target, origin, stack_lease))
+    Box::pin(run_rollback(engine, stack, target, origin, stack_lease))
 }
 
 async fn run_rollback(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     origin: StackDefinition,
     stack_lease: lease::StackLease,
 ) {
-    let passed = match plugins::before(&shared, &stack, None).await {
+    let passed = match plugins::before(&engine, &stack, None).await {
         Ok(passed) => passed,
         Err(reason) => {
             conclude(
@@ -85,36 +85,36 @@ async fn run_rollback(
     };
     // Resources the update added are retired dependents first, by the
     // graph of the definition it had moved to.
-    let old_graph = parse(&shared, &stack, &origin).map_or_else(
+    let old_graph = parse(&engine, &stack, &origin).map_or_else(
         || target.parsed.graph.clone(),
         |parsed| parsed.graph.clone(),
     );
-    let stop = shared.stops.register(stack.id);
+    let stop = engine.stops.register(stack.id);
     let operation = StackAction::Rollback.as_str();
     let outcome = within_bounds(
-        (&shared, &target),
+        (&engine, &target),
         update_resources(
-            shared.clone(),
+            engine.clone(),
             target.clone(),
             old_graph,
             StackAction::Rollback,
             CancellationToken::new(),
         ),
-        shared.operation_timeout(&stack),
+        engine.operation_timeout(&stack),
         &stop,
         "Rollback timed out",
         operation,
     )
     .await;
     if end(&mut stack, &target, outcome, operation, stack_lease).await {
-        plugins::after(&shared, &stack, StackAction::Rollback, passed).await;
+        plugins::after(&engine, &stack, StackAction::Rollback, passed).await;
     }
 }
 
 /// `definition` parsed for `stack`; `None` when it no longer parses (then
 /// there is nothing to roll back to, as for an update whose previous
 /// template does not parse).
-fn parse(shared: &Shared, stack: &Stack, definition: &StackDefinition) -> Option<ParsedStack> {
+fn parse(engine: &StackEngine, stack: &Stack, definition: &StackDefinition) -> Option<ParsedStack> {
     ParsedStack::build(
         definition,
         StackIdentity {
@@ -122,7 +122,7 @@ fn parse(shared: &Shared, stack: &Stack, definition: &StackDefinition) -> Option
             stack_id: stack.id.to_string(),
             project_id: stack.project_id.clone(),
         },
-        &shared.registry,
+        &engine.registry,
     )
     .ok()
 }

@@ -9,13 +9,13 @@ use tokio_util::sync::CancellationToken;
 use super::resources::update_resources;
 use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
 use crate::stacks::definition::ParsedStack;
-use crate::stacks::executor::{RunTarget, Shared, snapshot};
+use crate::stacks::executor::{RunTarget, StackEngine, snapshot};
 use crate::stacks::failure::RunResult;
 use crate::stacks::stack_event;
 
 /// Moves the stack back to `previous`: an update towards the old definition.
 pub(super) async fn rollback(
-    shared: &Arc<Shared>,
+    engine: &Arc<StackEngine>,
     stack: &mut Stack,
     previous: Arc<ParsedStack>,
     previous_definition: StackDefinition,
@@ -26,7 +26,7 @@ pub(super) async fn rollback(
     stack.status = ActionStatus::InProgress;
     stack.status_reason = format!("Stack ROLLBACK started: {failure}");
     stack.updated_at = ember_runtime::time::now();
-    let rows = shared.store.list_resources(stack.id).await?;
+    let rows = engine.store.list_resources(stack.id).await?;
     let target = RunTarget::new(stack, previous.clone(), rows, failed.fence);
     let existing: BTreeSet<String> = snapshot(&target.resources).keys().cloned().collect();
     let now = ember_runtime::time::now();
@@ -39,7 +39,7 @@ pub(super) async fn rollback(
     for row in &new_rows {
         crate::stacks::executor::store_state(&target.resources, row.clone());
     }
-    shared
+    engine
         .store
         .begin_stack_update(
             stack,
@@ -50,7 +50,7 @@ pub(super) async fn rollback(
         )
         .await?;
     let rolled_back = update_resources(
-        shared.clone(),
+        engine.clone(),
         target.clone(),
         failed.parsed.graph.clone(),
         StackAction::Rollback,

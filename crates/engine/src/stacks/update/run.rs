@@ -12,12 +12,12 @@ use super::rollback::rollback;
 use super::{Previous, UpdateKind};
 use crate::domain::{ActionStatus, Stack, StackAction};
 use crate::stacks::bounds::within_bounds;
-use crate::stacks::executor::{RunTarget, Shared};
+use crate::stacks::executor::{RunTarget, StackEngine};
 use crate::stacks::failure::RunFailure;
 use crate::stacks::{conclude, lease};
 
 pub(super) async fn run_update(
-    shared: Arc<Shared>,
+    engine: Arc<StackEngine>,
     mut stack: Stack,
     target: RunTarget,
     previous: Previous,
@@ -25,7 +25,7 @@ pub(super) async fn run_update(
     cancel: CancellationToken,
     kind: UpdateKind,
 ) {
-    let stop = shared.stops.register(stack.id);
+    let stop = engine.stops.register(stack.id);
     let Previous {
         parsed: previous,
         definition: previous_definition,
@@ -40,12 +40,12 @@ pub(super) async fn run_update(
                 definition: &previous_definition,
                 parsed: previous.as_deref(),
             });
-    let passed = crate::stacks::plugins::before(&shared, &stack, previous_stack).await;
+    let passed = crate::stacks::plugins::before(&engine, &stack, previous_stack).await;
     drop(before);
     let passed = match passed {
         Ok(passed) => passed,
         Err(reason) => {
-            shared.stops.forget_update(stack.id);
+            engine.stops.forget_update(stack.id);
             conclude(&mut stack, ActionStatus::Failed, reason, stack_lease).await;
             return;
         }
@@ -55,15 +55,15 @@ pub(super) async fn run_update(
         |parsed| parsed.graph.clone(),
     );
     let outcome = within_bounds(
-        (&shared, &target),
+        (&engine, &target),
         update_resources(
-            shared.clone(),
+            engine.clone(),
             target.clone(),
             old_graph,
             StackAction::Update,
             cancel.clone(),
         ),
-        shared.operation_timeout(&stack),
+        engine.operation_timeout(&stack),
         &stop,
         "Update timed out",
         stack.action.as_str(),
@@ -71,12 +71,12 @@ pub(super) async fn run_update(
     .await;
     let outcome = match (outcome, &kind) {
         (Ok(()), UpdateKind::Restore(recorded)) => {
-            crate::stacks::snapshots::restore_data(&shared, &target, recorded).await
+            crate::stacks::snapshots::restore_data(&engine, &target, recorded).await
         }
         (outcome, _) => outcome,
     };
     if outcome.is_ok() {
-        shared.stops.forget_update(stack.id);
+        engine.stops.forget_update(stack.id);
     }
     let operation = stack.action.as_str();
     let (failure, stack_lease) =
@@ -84,7 +84,7 @@ pub(super) async fn run_update(
             .await
         {
             Ok(()) => {
-                crate::stacks::plugins::after(&shared, &stack, kind.action(), passed).await;
+                crate::stacks::plugins::after(&engine, &stack, kind.action(), passed).await;
                 return;
             }
             Err(failed) => failed,
@@ -97,7 +97,7 @@ pub(super) async fn run_update(
             if !stop.stopped() && (cancel.is_cancelled() || !stack.disable_rollback) =>
         {
             rollback(
-                &shared,
+                &engine,
                 &mut stack,
                 previous,
                 previous_definition,
@@ -108,7 +108,7 @@ pub(super) async fn run_update(
         }
         (failure, _) => Err(failure),
     };
-    shared.stops.forget_update(stack.id);
+    engine.stops.forget_update(stack.id);
     let (status, reason) = match crate::stacks::final_state(outcome, stack.action.as_str()) {
         Ok(end) => end,
         Err(stop) => {
@@ -116,5 +116,5 @@ pub(super) async fn run_update(
         }
     };
     conclude(&mut stack, status, reason, stack_lease).await;
-    crate::stacks::plugins::after(&shared, &stack, kind.action(), passed).await;
+    crate::stacks::plugins::after(&engine, &stack, kind.action(), passed).await;
 }

@@ -1,6 +1,8 @@
-//! What every run shares: the store, the registry, the writer, the
-//! engine's settings (with its quotas, audit trail and cloud, all given
-//! when the stack operations are made), and the leases it takes.
+//! The stack engine: what every stack operation run needs from the engine
+//! process — the store, the registry, the writer, the engine's settings
+//! (with its quotas, audit trail and cloud, all given when the stack
+//! operations are made), the plug-in gate, the draining token and run
+//! tracker that shutdown uses, and the stack leases it takes.
 
 use std::sync::Arc;
 
@@ -13,44 +15,47 @@ use crate::stacks::writer::TransitionWriter;
 use super::parse_cache::ParsedCache;
 use super::target::RunTarget;
 
-/// What every run needs.
-pub struct Shared {
-    pub store: Arc<dyn crate::store::StackStore>,
-    pub registry: Arc<ResourceTypeRegistry>,
-    pub writer: TransitionWriter,
-    pub engine_id: Uuid,
+/// What every stack operation run needs from this engine process, one per
+/// [`StackOperations`](crate::stacks::StackOperations) and shared by all its
+/// runs; not [`RuntimeContext`](crate::stacks::context::RuntimeContext),
+/// which resolves one stack's intrinsic functions against its resources.
+pub struct StackEngine {
+    pub(in crate::stacks) store: Arc<dyn crate::store::StackStore>,
+    pub(in crate::stacks) registry: Arc<ResourceTypeRegistry>,
+    pub(in crate::stacks) writer: TransitionWriter,
+    pub(in crate::stacks) engine_id: Uuid,
     /// The lifecycle plugins called around root stack operations.
-    pub plugins: crate::stacks::plugins::PluginGate,
+    pub(in crate::stacks) plugins: crate::stacks::plugins::PluginGate,
     /// How long a stack lease lives without its heartbeat.
-    pub lease_ttl: std::time::Duration,
+    pub(in crate::stacks) lease_ttl: std::time::Duration,
     /// How long an operation runs on a stack without `timeout_mins`.
-    pub action_timeout: std::time::Duration,
+    pub(in crate::stacks) action_timeout: std::time::Duration,
     /// The operations this engine runs that a delete may stop, and the
     /// updates a cancel may stop.
-    pub stops: crate::stacks::bounds::Stops,
+    pub(in crate::stacks) stops: crate::stacks::bounds::Stops,
     /// The region of Ember's catalog.
-    pub region: String,
+    pub(in crate::stacks) region: String,
     /// The quotas creates and updates are checked against (none in unit
     /// tests).
-    pub quotas: Option<Arc<crate::quotas::Quotas>>,
+    pub(in crate::stacks) quotas: Option<Arc<crate::quotas::Quotas>>,
     /// The audit trail of locks, refusals and break-glass.
-    pub audit: crate::audit::Auditing,
+    pub(in crate::stacks) audit: crate::audit::Auditing,
     /// Recently parsed stored definitions.
-    pub parsed_cache: ParsedCache,
+    pub(in crate::stacks) parsed_cache: ParsedCache,
     /// Cancelled when the engine shuts down: root operations that can be
     /// resumed (create, delete, update and its rollback, suspend, resume,
     /// check) start no new resource step and hand their operation back unfinished
     /// ([`RunFailure::HandedBack`]) for an engine to resume.
-    pub draining: tokio_util::sync::CancellationToken,
+    pub(in crate::stacks) draining: tokio_util::sync::CancellationToken,
     /// Every operation run this engine started, so that shutdown can wait
     /// for the steps in flight.
-    pub runs: tokio_util::task::TaskTracker,
+    pub(in crate::stacks) runs: tokio_util::task::TaskTracker,
     /// The cloud of the openstack backend: root stacks are made with a
     /// delegation to act on it through, and deleted with it.
-    pub cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
+    pub(in crate::stacks) cloud: Option<Arc<crate::cloud::OpenStackCloud>>,
 }
 
-impl Shared {
+impl StackEngine {
     /// Starts an operation's run, tracked for shutdown, in the context of
     /// the call that asked for it (its request id in the records the run
     /// writes, an admin's break-glass for the lifecycle plug-ins it meets).
@@ -77,10 +82,10 @@ impl Shared {
     }
 }
 
-impl Shared {
+impl StackEngine {
     /// Takes the stack lease for `operation` as this engine, or refuses
     /// (409) when another operation holds it.
-    pub async fn take_lease(
+    pub(crate) async fn take_lease(
         &self,
         stack_id: Uuid,
         stack_name: &str,
