@@ -151,6 +151,22 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// How long a writer of this SQLite file has been waiting for the
+    /// database's write lock (see `ember_sqlite_commit::GroupCommit::longest_wait`):
+    /// `None` for readers, PostgreSQL, and when no writer waits.
+    pub fn write_lock_wait(&self) -> Option<std::time::Duration> {
+        let Reads::Shared(connection) = &self.0 else {
+            return None;
+        };
+        if connection.get_database_backend() != sea_orm::DatabaseBackend::Sqlite {
+            return None;
+        }
+        let options = connection.get_sqlite_connection_pool().connect_options();
+        ember_sqlite_commit::GroupCommit::of_database(options.get_filename())?.longest_wait()
+    }
+}
+
 impl From<DatabaseConnection> for Reader {
     fn from(connection: DatabaseConnection) -> Reader {
         Reader::shared(connection)

@@ -21,7 +21,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection, EntityTrait, QueryFilter,
-    TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -101,7 +100,7 @@ impl SqlStackStore {
 #[async_trait]
 impl StackStore for SqlStackStore {
     async fn create_stack_with_lease(&self, new_stack: &NewStack) -> Result<LeaseFence> {
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         let recorded =
             stack_writes::insert_new_stacks(&transaction, std::slice::from_ref(new_stack)).await?;
         transaction.commit().await?;
@@ -191,7 +190,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         leases::hold_fence(&transaction, fence).await?;
         stack_writes::write_update_start(&transaction, stack, definition, new_resources, event)
             .await?;
@@ -207,7 +206,7 @@ impl StackStore for SqlStackStore {
         if transitions.is_empty() {
             return Ok(());
         }
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         leases::hold_fence(&transaction, fence).await?;
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
@@ -225,7 +224,7 @@ impl StackStore for SqlStackStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         let writes: Vec<&FencedWrite> = writes.iter().collect();
         let lost = fenced_writes::write_fenced(&transaction, &writes).await?;
         transaction.commit().await?;
@@ -313,7 +312,7 @@ impl StackStore for SqlStackStore {
         if take.start.is_none() {
             return leases::take_lease(&self.connection, take.stack_id, &take.lease).await;
         }
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         let taken = fenced_writes::take_and_start(&transaction, take).await?;
         transaction.commit().await?;
         Ok(taken)
@@ -405,7 +404,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         leases::release_fenced(&transaction, fence).await?;
         let written = resource_rows::write_health(&transaction, resource, event).await?;
         transaction.commit().await?;
@@ -422,7 +421,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = self.connection.begin().await?;
+        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
         leases::release_fenced(&transaction, fence).await?;
         rows::upsert_resources(&transaction, [group]).await?;
         rows::insert_events(&transaction, [event]).await?;
