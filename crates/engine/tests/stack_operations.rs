@@ -1453,12 +1453,31 @@ async fn refuse_inserts(
             ),
         ],
     };
-    for statement in statements {
-        connection
-            .execute_unprepared(&statement)
+    change_schema(connection, &statements).await;
+}
+
+/// Runs `statements` (schema changes) in one transaction. On SQLite they
+/// go to one of several writer connections, whose cached schema may
+/// predate a change another one made, and SQLite checks a new trigger's
+/// name against that cache before it looks at the file: the transaction
+/// first reads the schema, which loads the current one.
+async fn change_schema(connection: &DatabaseConnection, statements: &[String]) {
+    let transaction = ember_runtime::database::begin_write(connection)
+        .await
+        .expect("a transaction");
+    if connection.get_database_backend() == DatabaseBackend::Sqlite {
+        transaction
+            .execute_unprepared("SELECT count(*) FROM sqlite_schema")
             .await
-            .expect("trigger");
+            .expect("the current schema");
     }
+    for statement in statements {
+        transaction
+            .execute_unprepared(statement)
+            .await
+            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+    }
+    transaction.commit().await.expect("schema changed");
 }
 
 /// Drops what [`refuse_inserts`] made.
@@ -1470,12 +1489,7 @@ async fn accept_inserts(connection: &DatabaseConnection, name: &str, table: &str
             format!("DROP FUNCTION {name}()"),
         ],
     };
-    for statement in statements {
-        connection
-            .execute_unprepared(&statement)
-            .await
-            .expect("trigger dropped");
-    }
+    change_schema(connection, &statements).await;
 }
 
 /// A resource transition the database refuses fails the operation: the

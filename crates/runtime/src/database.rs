@@ -303,9 +303,10 @@ fn has_own_readers(url: &str) -> bool {
 }
 
 /// Where reads outside transactions go (see [`crate::reader`]). SQLite in
-/// WAL mode lets readers run while the one writer commits, but a single
-/// connection queues every read behind every write: a SQLite file's reads
-/// get [`SQLITE_READ_CONNECTIONS`] read-only connections of their own.
+/// WAL mode lets readers run while a writer commits, but reads on the
+/// writers' connections would queue behind their writes and flushes: a
+/// SQLite file's reads get [`SQLITE_READ_CONNECTIONS`] read-only
+/// connections of their own.
 /// PostgreSQL's pool already serves both; an in-memory SQLite database
 /// exists only in its one connection. Both read through `writer`.
 pub async fn connect_reader(

@@ -2,7 +2,7 @@
 //!
 //! PostgreSQL (and an in-memory SQLite database) read through the service's
 //! one pool. A SQLite file gets read-only connections of its own beside the
-//! one writer (WAL lets readers run while the writer commits), lent to one
+//! writers (WAL lets readers run while a writer commits), lent to one
 //! statement at a time and taken back as soon as it is done.
 //!
 //! They are not a sqlx pool: sqlx's pool hands a released connection back

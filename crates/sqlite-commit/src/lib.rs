@@ -31,6 +31,12 @@
 //! `IMMEDIATE` (a deferred one that reads first would fail with
 //! `SQLITE_BUSY_SNAPSHOT` once another connection committed), which
 //! `ember_runtime::database::begin_write` does.
+//!
+//! The one crate of Ember that calls C: unsafe code is denied here as
+//! `forbid` is everywhere else, and allowed on the calls that install the
+//! hooks and on the hooks' reading of their argument alone, each with its
+//! SAFETY argument.
+#![deny(unsafe_code)]
 
 use std::cell::Cell;
 use std::collections::HashMap;

@@ -695,10 +695,24 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     let node_id = |index: usize| nodes[index]["id"].as_str().expect("id").to_owned();
     let actions = format!("/clusters/{cluster_id}/actions");
     let unresolved = || pending_hooks(&ember, &cluster_id, false);
+    // As the application would, each hook is completed once its message
+    // is on the queue (a completion before that leaves nothing to send).
     let complete = |token: String| {
         let rest = &rest;
         let actions = actions.clone();
+        let (ember, cluster_id) = (&ember, cluster_id.clone());
         async move {
+            wait_for(
+                "the hook's message sent",
+                Duration::from_secs(10),
+                || async {
+                    hook_event_kinds(ember, &cluster_id, &token)
+                        .await
+                        .iter()
+                        .any(|kind| kind == "SENT")
+                },
+            )
+            .await;
             let (status, _, body) = rest
                 .post(
                     &actions,
