@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use ember_tests::{TestEmber, wait_for};
-use sea_orm::ConnectionTrait;
+use sea_orm::{ConnectionTrait, TransactionTrait};
 use serde_json::{Value, json};
 
 async fn healthz(ember: &TestEmber) -> (u16, Value) {
@@ -93,20 +93,17 @@ async fn healthz_shows_every_check_and_metrics_carry_their_figures() {
 async fn a_starved_engine_database_makes_the_deployment_degraded_until_it_recovers() {
     let ember = TestEmber::start().await;
     // Another process holds SQLite's write lock on the engine's database:
-    // the engine's writers wait on it as soon as they write (their reads go
-    // on: the probe's SELECT answers, and the wait is what it reports).
+    // the engine's one writer connection waits on it as soon as it writes.
     let path = ember.data_dir.path().join("engine.db");
     let holder = sea_orm::Database::connect(format!("sqlite://{}", path.display()))
         .await
         .expect("connects to the engine's database");
-    let lock = ember_runtime::database::begin_write(&holder)
-        .await
-        .expect("begin");
+    let lock = holder.begin().await.expect("begin");
     lock.execute_unprepared("CREATE TABLE write_lock_holder (x INTEGER)")
         .await
         .expect("takes the write lock");
 
-    // A create now waits for the write lock.
+    // A create now holds the engine's writer connection, waiting.
     let create = {
         let http = ember.http.clone();
         let url = ember.url("/orchestration/v1/demo/stacks");

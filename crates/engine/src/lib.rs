@@ -94,7 +94,7 @@ pub async fn serve(
         store::migrations::Migrator,
     >(&config.database_url, &shutdown)
     .await?;
-    // SQLite: reads get a pool of their own beside the writers.
+    // SQLite: reads get a pool of their own beside the one writer.
     let reader = ember_runtime::database::connect_reader(&config.database_url, &connection).await?;
     let mut readiness = Readiness::new("engine").with(Check::database(
         "writer",

@@ -1453,31 +1453,12 @@ async fn refuse_inserts(
             ),
         ],
     };
-    change_schema(connection, &statements).await;
-}
-
-/// Runs `statements` (schema changes) in one transaction. On SQLite they
-/// go to one of several writer connections, whose cached schema may
-/// predate a change another one made, and SQLite checks a new trigger's
-/// name against that cache before it looks at the file: the transaction
-/// first reads the schema, which loads the current one.
-async fn change_schema(connection: &DatabaseConnection, statements: &[String]) {
-    let transaction = ember_runtime::database::begin_write(connection)
-        .await
-        .expect("a transaction");
-    if connection.get_database_backend() == DatabaseBackend::Sqlite {
-        transaction
-            .execute_unprepared("SELECT count(*) FROM sqlite_schema")
-            .await
-            .expect("the current schema");
-    }
     for statement in statements {
-        transaction
-            .execute_unprepared(statement)
+        connection
+            .execute_unprepared(&statement)
             .await
-            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+            .expect("trigger");
     }
-    transaction.commit().await.expect("schema changed");
 }
 
 /// Drops what [`refuse_inserts`] made.
@@ -1489,7 +1470,12 @@ async fn accept_inserts(connection: &DatabaseConnection, name: &str, table: &str
             format!("DROP FUNCTION {name}()"),
         ],
     };
-    change_schema(connection, &statements).await;
+    for statement in statements {
+        connection
+            .execute_unprepared(&statement)
+            .await
+            .expect("trigger dropped");
+    }
 }
 
 /// A resource transition the database refuses fails the operation: the

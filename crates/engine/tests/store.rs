@@ -222,16 +222,14 @@ async fn an_unknown_marker_is_not_found(database: &TestDatabase) {
 /// scans are switched off for the plan so that PostgreSQL, on a table this
 /// small, shows which index it would take.
 async fn the_in_progress_count_reads_only_stacks_in_progress(database: &TestDatabase) {
-    use sea_orm::{ConnectionTrait, DbBackend};
+    use sea_orm::{ConnectionTrait, DbBackend, TransactionTrait};
     let connection = connect_and_migrate::<Migrator>(&database.url)
         .await
         .expect("migrated");
     let backend = connection.get_database_backend();
     let count = "SELECT COUNT(*) FROM stacks WHERE project_id = 'demo' \
                  AND status = 'IN_PROGRESS' AND parent_id IS NULL";
-    let transaction = ember_runtime::database::begin_write(&connection)
-        .await
-        .expect("a transaction");
+    let transaction = connection.begin().await.expect("a transaction");
     let explain = match backend {
         DbBackend::Postgres => {
             transaction

@@ -47,7 +47,7 @@ pub async fn serve(
     >(&config.database_url, &shutdown)
     .await?;
     // SQLite: reads (every operation's generation check) get connections
-    // of their own beside the writers.
+    // of their own beside the one writer.
     let reader = ember_runtime::database::connect_reader(&config.database_url, &connection).await?;
     let mut readiness = ember_runtime::readiness::Readiness::new("plugin-registry").with(
         ember_runtime::readiness::Check::database(

@@ -1,12 +1,9 @@
 //! Database connections for every service: SQLite (the embedded default, a
 //! file under the data dir) or PostgreSQL, from one URL.
 //!
-//! A SQLite file runs in WAL mode with [`SQLITE_WRITE_CONNECTIONS`] writer
-//! connections under a group commit (`ember_sqlite_commit`): each commit is
-//! on disk before it returns, and the commits that come together share one
-//! flush of the write-ahead log; its reads go to read-only connections of
-//! their own ([`connect_reader`]). Transactions that write begin with
-//! [`begin_write`]. PostgreSQL gets a real pool.
+//! SQLite runs in WAL mode with one pooled connection: writes are serialised
+//! in-process (no SQLITE_BUSY under load) and each commit is one fsync of the
+//! write-ahead log. PostgreSQL gets a real pool.
 
 use std::str::FromStr as _;
 use std::time::Duration;
@@ -161,44 +158,17 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DatabaseError> {
                     source,
                 })?;
             }
-            match sqlite_path(url) {
-                // A file: writers under the group commit, which makes each
-                // commit durable itself (see `ember_sqlite_commit`), so
-                // SQLite flushes only around checkpoints.
-                Some(path) => {
-                    let commits =
-                        ember_sqlite_commit::GroupCommit::for_database(&path, SQLITE_BUSY_TIMEOUT);
-                    options
-                        .max_connections(SQLITE_WRITE_CONNECTIONS)
-                        .min_connections(1)
-                        .map_sqlx_sqlite_opts(|sqlite| {
-                            sqlite
-                                .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
-                                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
-                                .foreign_keys(true)
-                                .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                                .row_buffer_size(SQLITE_ROW_BUFFER)
-                        })
-                        .map_sqlx_sqlite_pool_opts(move |pool| {
-                            pool.after_connect(move |connection, _| {
-                                Box::pin(commits.install(connection))
-                            })
-                        });
-                }
-                // In memory: the database exists only in its one
-                // connection.
-                None => {
-                    options
-                        .max_connections(1)
-                        .min_connections(1)
-                        .map_sqlx_sqlite_opts(|sqlite| {
-                            sqlite
-                                .foreign_keys(true)
-                                .busy_timeout(SQLITE_BUSY_TIMEOUT)
-                                .row_buffer_size(SQLITE_ROW_BUFFER)
-                        });
-                }
-            }
+            options
+                .max_connections(1)
+                .min_connections(1)
+                .map_sqlx_sqlite_opts(|sqlite| {
+                    sqlite
+                        .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                        .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Full)
+                        .foreign_keys(true)
+                        .busy_timeout(Duration::from_secs(10))
+                        .row_buffer_size(SQLITE_ROW_BUFFER)
+                });
         }
         Backend::Postgres => {
             options.max_connections(16).min_connections(1);
@@ -266,36 +236,6 @@ const SQLITE_ROW_BUFFER: usize = 1024;
 /// How many connections serve reads of a SQLite database.
 pub const SQLITE_READ_CONNECTIONS: u32 = 4;
 
-/// How many connections write to a SQLite database file: while one
-/// commits, the others wait for the flush their commits share (see
-/// `ember_sqlite_commit`), so this bounds how many commits one flush
-/// makes durable.
-pub const SQLITE_WRITE_CONNECTIONS: u32 = 8;
-
-/// How long a SQLite writer waits for the write lock before its statement
-/// fails: as long as a caller waits for a pooled connection.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Begins a transaction that will write: `BEGIN IMMEDIATE` on SQLite, so
-/// it takes the database's write lock (waiting for it) before its first
-/// read and never fails on a snapshot another writer connection made
-/// stale (a deferred transaction that read first would, with
-/// `SQLITE_BUSY_SNAPSHOT`). On PostgreSQL a plain `BEGIN`.
-pub async fn begin_write<C>(connection: &C) -> Result<C::Transaction, DbErr>
-where
-    C: sea_orm::ConnectionTrait + sea_orm::TransactionTrait,
-{
-    let options = if connection.get_database_backend() == sea_orm::DbBackend::Sqlite {
-        sea_orm::TransactionOptions {
-            sqlite_transaction_mode: Some(sea_orm::SqliteTransactionMode::Immediate),
-            ..sea_orm::TransactionOptions::default()
-        }
-    } else {
-        sea_orm::TransactionOptions::default()
-    };
-    connection.begin_with_options(options).await
-}
-
 /// Whether [`connect_reader`] opens connections of their own for `url` (a
 /// SQLite file) rather than reading through the writer's pool.
 fn has_own_readers(url: &str) -> bool {
@@ -303,10 +243,9 @@ fn has_own_readers(url: &str) -> bool {
 }
 
 /// Where reads outside transactions go (see [`crate::reader`]). SQLite in
-/// WAL mode lets readers run while a writer commits, but reads on the
-/// writers' connections would queue behind their writes and flushes: a
-/// SQLite file's reads get [`SQLITE_READ_CONNECTIONS`] read-only
-/// connections of their own.
+/// WAL mode lets readers run while the one writer commits, but a single
+/// connection queues every read behind every write: a SQLite file's reads
+/// get [`SQLITE_READ_CONNECTIONS`] read-only connections of their own.
 /// PostgreSQL's pool already serves both; an in-memory SQLite database
 /// exists only in its one connection. Both read through `writer`.
 pub async fn connect_reader(

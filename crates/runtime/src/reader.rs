@@ -2,7 +2,7 @@
 //!
 //! PostgreSQL (and an in-memory SQLite database) read through the service's
 //! one pool. A SQLite file gets read-only connections of its own beside the
-//! writers (WAL lets readers run while a writer commits), lent to one
+//! one writer (WAL lets readers run while the writer commits), lent to one
 //! statement at a time and taken back as soon as it is done.
 //!
 //! They are not a sqlx pool: sqlx's pool hands a released connection back
@@ -148,22 +148,6 @@ impl Reader {
                 Some(readers.available.available_permits()),
             ),
         }
-    }
-}
-
-impl Reader {
-    /// How long a writer of this SQLite file has been waiting for the
-    /// database's write lock (see `ember_sqlite_commit::GroupCommit::longest_wait`):
-    /// `None` for readers, PostgreSQL, and when no writer waits.
-    pub fn write_lock_wait(&self) -> Option<std::time::Duration> {
-        let Reads::Shared(connection) = &self.0 else {
-            return None;
-        };
-        if connection.get_database_backend() != sea_orm::DatabaseBackend::Sqlite {
-            return None;
-        }
-        let options = connection.get_sqlite_connection_pool().connect_options();
-        ember_sqlite_commit::GroupCommit::of_database(options.get_filename())?.longest_wait()
     }
 }
 

@@ -133,22 +133,6 @@ async fn probe_database(
         });
     }
     let (healthy, mut detail) = match answer {
-        // A SQLite file's writers answer a SELECT while another process
-        // (or a transaction that does not end) holds the write lock: their
-        // writes wait, and that is the starvation to report.
-        Ok(Ok(_))
-            if connection
-                .write_lock_wait()
-                .is_some_and(|wait| wait > starved_after) =>
-        {
-            (
-                false,
-                format!(
-                    "waited more than {} s for the database's write lock: writes are starved",
-                    starved_after.as_secs_f64()
-                ),
-            )
-        }
         Ok(Ok(_)) => (
             true,
             format!("a connection answered in {:.1} ms", millis(waited)),
@@ -369,6 +353,7 @@ fn escape_label(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use sea_orm::TransactionTrait;
 
     use super::*;
 
@@ -447,9 +432,7 @@ mod tests {
     async fn a_pool_whose_connections_are_all_held_is_starved() {
         let database = single_connection_database().await;
         // A transaction holds the pool's only connection.
-        let holder = crate::database::begin_write(&database)
-            .await
-            .expect("begin");
+        let holder = database.begin().await.expect("begin");
         let readiness = Readiness::new("engine").with(Check::database(
             "writer",
             database.clone(),

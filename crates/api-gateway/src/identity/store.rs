@@ -6,7 +6,9 @@
 //! stood for.
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, QueryResult};
+use sea_orm::{
+    ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, QueryResult, TransactionTrait,
+};
 
 use ember_runtime::database::statement;
 
@@ -240,7 +242,7 @@ impl IdentityStore {
         changes: &ProjectChanges,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<Option<Project>> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let row = transaction
             .query_one_raw(statement(
                 transaction.get_database_backend(),
@@ -283,7 +285,7 @@ impl IdentityStore {
         project: &Project,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
         for sql in [
             "DELETE FROM identity_role_assignments WHERE project_id = $1",
@@ -394,7 +396,7 @@ impl IdentityStore {
         changes: &UserChanges,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<Option<User>> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         // A nullable field is written when its flag says it was given, so
         // that it can be cleared.
         let row = transaction
@@ -443,7 +445,7 @@ impl IdentityStore {
     /// Deletes a user, its role assignments and group memberships, and
     /// revokes its tokens.
     pub async fn delete_user(&self, user: &User, revocation_expiry: DateTime<Utc>) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
         for sql in [
             "DELETE FROM identity_role_assignments WHERE user_id = $1",
@@ -509,7 +511,7 @@ impl IdentityStore {
         password_hash: &str,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
         let updated = transaction
             .execute_raw(statement(
@@ -570,7 +572,7 @@ impl IdentityStore {
         name: &str,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<Option<Role>> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
         let renamed = transaction
             .execute_raw(statement(
@@ -610,7 +612,7 @@ impl IdentityStore {
     /// Deletes a role and every assignment of it, and revokes the tokens
     /// of those who held it; false when there is no such role.
     pub async fn delete_role(&self, role: &Role, revocation_expiry: DateTime<Utc>) -> Result<bool> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let holders = holders_of_role(&transaction, &role.name).await?;
         delete_revoking(
             transaction,
@@ -703,7 +705,7 @@ impl IdentityStore {
         group: &Group,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<bool> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let holders = select_in(
             &transaction,
             "SELECT DISTINCT members.user_id, roles.project_id \
@@ -759,7 +761,7 @@ impl IdentityStore {
         user_id: &str,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<bool> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let removed = transaction
             .execute_raw(statement(
                 transaction.get_database_backend(),
@@ -840,7 +842,7 @@ impl IdentityStore {
         assignment: &Assignment,
         revocation_expiry: DateTime<Utc>,
     ) -> Result<bool> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let (table, holder_column, holder) = assignment_table(assignment);
         let removed = transaction
             .execute_raw(statement(

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 use uuid::Uuid;
 
 use crate::domain::quota::QuotaKind;
@@ -94,7 +94,7 @@ impl QuotaStore for SqlQuotaStore {
         reset: &[QuotaKind],
     ) -> Result<()> {
         let backend = self.connection.get_database_backend();
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         for kind in reset.iter().chain(set.iter().map(|(kind, _)| kind)) {
             transaction
                 .execute_raw(statement(

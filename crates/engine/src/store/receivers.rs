@@ -8,7 +8,7 @@ mod messages;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection, QueryResult, TransactionTrait};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -344,7 +344,7 @@ impl ReceiverStore for SqlReceiverStore {
 
     async fn delete_receiver(&self, id: Uuid) -> Result<bool> {
         let backend = self.connection.get_database_backend();
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         messages::delete_messages_of(&transaction, "id = $1", vec![id.to_string().into()]).await?;
         let deleted = transaction
             .execute_raw(statement(

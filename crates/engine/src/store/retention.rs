@@ -5,7 +5,7 @@
 //! Each batch is one short transaction; nothing live is ever touched.
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::{ConnectionTrait, DatabaseConnection, TransactionTrait};
 use uuid::Uuid;
 
 use ember_runtime::database::statement;
@@ -202,7 +202,7 @@ impl RetentionStore {
         }
         let values: Vec<sea_orm::Value> = ids.iter().map(|id| (*id).into()).collect();
         let list = placeholders(1, ids.len());
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let backend = transaction.get_database_backend();
         for child in family.children {
             transaction

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    QueryOrder, QuerySelect, TransactionTrait,
 };
 
 use super::entity::{self, Entity as PendingActions};
@@ -53,7 +53,7 @@ impl PendingActionStore for SqlPendingActionStore {
             fire_claimed_until: Set(None),
             transition_type: Set(action.transition.as_str().to_owned()),
         });
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         PendingActions::insert_many(rows)
             .on_conflict_do_nothing_on([entity::Column::Token])
             .exec(&transaction)

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait,
-    QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait, TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -114,7 +114,7 @@ pub async fn record_deliveries(
     connection: &DatabaseConnection,
     results: &[DeliveryResult],
 ) -> Result<()> {
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     let now = ember_runtime::time::now();
     for result in results {
         let delivered = result.state == DeliveryState::Delivered;
@@ -154,7 +154,7 @@ pub async fn enqueue_messages(
         return Ok(());
     }
     let now = ember_runtime::time::now();
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     let rows = messages
         .iter()
         .map(|(action, body)| queue_message::ActiveModel {
@@ -278,7 +278,7 @@ pub async fn resolve(
     resolved_by: &str,
     events: &[HookEvent],
 ) -> Result<u64> {
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     let resolved: std::collections::HashSet<Uuid> = PendingActions::update_many()
         .col_expr(entity::Column::Resolution, Expr::value(resolution.as_str()))
         .col_expr(
@@ -320,7 +320,7 @@ pub async fn extend_deadline(
         )));
     }
     let deadline = action.extended_deadline(now);
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     let result = PendingActions::update_many()
         .col_expr(entity::Column::Deadline, Expr::value(deadline))
         .filter(entity::Column::Token.eq(token))

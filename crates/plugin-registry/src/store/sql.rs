@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder, SqlErr,
+    QueryOrder, SqlErr, TransactionTrait,
 };
 
 use super::PluginStore;
@@ -94,7 +94,7 @@ fn row_from_plugin(plugin: &Plugin) -> entity::ActiveModel {
 #[async_trait]
 impl PluginStore for SqlPluginStore {
     async fn register_plugin(&self, plugin: &Plugin) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         advance_generation(&transaction).await?;
         match Plugins::insert(row_from_plugin(plugin))
             .exec(&transaction)
@@ -121,7 +121,7 @@ impl PluginStore for SqlPluginStore {
         update: &PluginUpdate,
         now: DateTime<Utc>,
     ) -> Result<Plugin> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         advance_generation(&transaction).await?;
         let current = Plugins::find_by_id(name.to_owned())
             .one(&transaction)
@@ -147,7 +147,7 @@ impl PluginStore for SqlPluginStore {
     }
 
     async fn deregister_plugin(&self, name: &str) -> Result<Plugin> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         advance_generation(&transaction).await?;
         let removed = Plugins::find_by_id(name.to_owned())
             .one(&transaction)
@@ -229,7 +229,7 @@ impl PluginStore for SqlPluginStore {
         message: &str,
         probe: bool,
     ) -> Result<Option<CircuitRecord>> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         // The bump first: it serialises this with every registry write.
         advance_generation(&transaction).await?;
         if Plugins::find_by_id(name.to_owned())
@@ -263,7 +263,7 @@ impl PluginStore for SqlPluginStore {
     }
 
     async fn record_success(&self, name: &str) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         advance_generation(&transaction).await?;
         PluginCircuits::delete_by_id(name.to_owned())
             .exec(&transaction)

@@ -11,7 +11,8 @@
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    QueryFilter, QueryOrder, QuerySelect, SqliteTransactionMode, TransactionOptions,
+    TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -25,10 +26,19 @@ use crate::domain::cluster::{
 };
 use crate::error::{Error, Result};
 
-/// Begins a transaction that will write (see
-/// [`ember_runtime::database::begin_write`]).
+/// Begins a transaction that will write: `BEGIN IMMEDIATE` on SQLite, so
+/// it takes the database's write lock (waiting for it) before its first
+/// read, and never fails on a snapshot another writer made stale.
 pub async fn begin_write(connection: &DatabaseConnection) -> Result<DatabaseTransaction> {
-    Ok(ember_runtime::database::begin_write(connection).await?)
+    let options = if connection.get_database_backend() == DbBackend::Sqlite {
+        TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..TransactionOptions::default()
+        }
+    } else {
+        TransactionOptions::default()
+    };
+    Ok(connection.begin_with_options(options).await?)
 }
 
 pub async fn insert_events(

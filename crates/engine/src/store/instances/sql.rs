@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sea_orm::sea_query::{Expr, OnConflict, SimpleExpr};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, DatabaseConnection, EntityTrait, ExprTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -303,7 +303,7 @@ impl InstanceStore for SqlInstanceStore {
     }
 
     async fn insert_instances(&self, instances_to_insert: &[Instance]) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         for chunk in instances_to_insert.chunks(INSERT_CHUNK) {
             instances::Entity::insert_many(chunk.iter().map(instance_row))
                 .exec_without_returning(&transaction)
@@ -389,7 +389,7 @@ impl InstanceStore for SqlInstanceStore {
         if lifts.is_empty() {
             return Ok(Vec::new());
         }
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let mut lifted = Vec::new();
         let mut events = Vec::new();
         let mut records = Vec::new();
@@ -516,7 +516,7 @@ impl InstanceStore for SqlInstanceStore {
         if let Some(power_state) = in_progress_power {
             update = update.filter(instances::Column::PowerState.eq(power_state.as_str()));
         }
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let written = update.exec(&transaction).await?;
         if written.rows_affected != 1 {
             return Ok(false);
@@ -563,7 +563,7 @@ impl InstanceStore for SqlInstanceStore {
             .col_expr(instances::Column::UpdatedAt, Expr::value(next.updated_at))
             .filter(instances::Column::Uuid.eq(next.uuid))
             .filter(instances::Column::Revision.eq(next.revision - 1));
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         if update.exec(&transaction).await?.rows_affected != 1 {
             return Ok(false);
         }

@@ -7,7 +7,7 @@
 //! deletes it.
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, QueryResult};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, QueryResult, TransactionTrait};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -49,7 +49,7 @@ pub(super) async fn post_messages(
     messages: &[ReceiverMessage],
 ) -> Result<bool> {
     let backend = connection.get_database_backend();
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     for message in messages {
         let inserted = transaction
             .execute_raw(statement(

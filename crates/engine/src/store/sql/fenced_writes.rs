@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, DatabaseConnection, DatabaseTransaction, EntityTrait, ExprTrait, QueryFilter,
+    TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -58,7 +59,7 @@ pub(super) async fn record_batch(
     // batch holds — and that engine's take for one of ours: a deadlock.
     // SQLite has one writer: nothing waits inside a transaction.
     let takes_inside = takes == Takes::InTheTransaction;
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     // New stacks first: a run may queue writes under a new stack's
     // first lease before that stack is recorded (they are then in this
     // batch or a later one, never an earlier one).

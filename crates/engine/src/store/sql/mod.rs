@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseConnection, EntityTrait, QueryFilter,
+    TransactionTrait,
 };
 use uuid::Uuid;
 
@@ -100,7 +101,7 @@ impl SqlStackStore {
 #[async_trait]
 impl StackStore for SqlStackStore {
     async fn create_stack_with_lease(&self, new_stack: &NewStack) -> Result<LeaseFence> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let recorded =
             stack_writes::insert_new_stacks(&transaction, std::slice::from_ref(new_stack)).await?;
         transaction.commit().await?;
@@ -190,7 +191,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         leases::hold_fence(&transaction, fence).await?;
         stack_writes::write_update_start(&transaction, stack, definition, new_resources, event)
             .await?;
@@ -206,7 +207,7 @@ impl StackStore for SqlStackStore {
         if transitions.is_empty() {
             return Ok(());
         }
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         leases::hold_fence(&transaction, fence).await?;
         // Bounded statement sizes: SQLite allows 32766 bound values.
         for chunk in transitions.chunks(500) {
@@ -224,7 +225,7 @@ impl StackStore for SqlStackStore {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let writes: Vec<&FencedWrite> = writes.iter().collect();
         let lost = fenced_writes::write_fenced(&transaction, &writes).await?;
         transaction.commit().await?;
@@ -312,7 +313,7 @@ impl StackStore for SqlStackStore {
         if take.start.is_none() {
             return leases::take_lease(&self.connection, take.stack_id, &take.lease).await;
         }
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         let taken = fenced_writes::take_and_start(&transaction, take).await?;
         transaction.commit().await?;
         Ok(taken)
@@ -404,7 +405,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         leases::release_fenced(&transaction, fence).await?;
         let written = resource_rows::write_health(&transaction, resource, event).await?;
         transaction.commit().await?;
@@ -421,7 +422,7 @@ impl StackStore for SqlStackStore {
         event: &Event,
         fence: LeaseFence,
     ) -> Result<()> {
-        let transaction = ember_runtime::database::begin_write(&self.connection).await?;
+        let transaction = self.connection.begin().await?;
         leases::release_fenced(&transaction, fence).await?;
         rows::upsert_resources(&transaction, [group]).await?;
         rows::insert_events(&transaction, [event]).await?;

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter, TransactionTrait,
+};
 use uuid::Uuid;
 
 use super::super::entity::{resources, stack_leases, stack_update_origins, stacks};
@@ -55,7 +57,7 @@ pub(super) async fn fail(
     reason: &str,
 ) -> Result<Option<Stack>> {
     let stack_id = candidate.stack.id;
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     // The sweep's own lease lives only as long as this transaction.
     if take_over_lease(&transaction, candidate, engine_id, "SWEEP", now, now)
         .await?
@@ -126,7 +128,7 @@ pub(super) async fn take_over(
     expires_at: DateTime<Utc>,
 ) -> Result<Option<LeaseFence>> {
     let stack_id = candidate.stack.id;
-    let transaction = ember_runtime::database::begin_write(connection).await?;
+    let transaction = connection.begin().await?;
     let operation = candidate.stack.action.as_str();
     let Some(generation) = take_over_lease(
         &transaction,
