@@ -69,7 +69,7 @@ impl Default for DispatcherSettings {
 impl ClusterService {
     fn lease_until(&self) -> chrono::DateTime<chrono::Utc> {
         ember_runtime::time::now()
-            + chrono::Duration::from_std(self.settings.action_lease)
+            + chrono::Duration::from_std(self.dispatcher.action_lease)
                 .unwrap_or(chrono::Duration::seconds(10))
     }
 }
@@ -133,7 +133,7 @@ async fn dispatch_loop(
     running: Running,
     shutdown: CancellationToken,
 ) {
-    let permits = Arc::new(Semaphore::new(service.settings.max_running));
+    let permits = Arc::new(Semaphore::new(service.dispatcher.max_running));
     let mut tasks = JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
@@ -177,7 +177,7 @@ async fn dispatch_loop(
                     return;
                 }
                 () = service.wake.notified() => {}
-                () = tokio::time::sleep(service.settings.idle_poll) => {}
+                () = tokio::time::sleep(service.dispatcher.idle_poll) => {}
             }
         } else if shutdown.is_cancelled() {
             tasks.abort_all();
@@ -270,7 +270,7 @@ async fn sweep_loop(service: Arc<ClusterService>, running: Running, shutdown: Ca
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(service.settings.sweep_interval) => {}
+            () = tokio::time::sleep(service.dispatcher.sweep_interval) => {}
         }
     }
 }

@@ -59,7 +59,8 @@ pub struct ClusterService {
     hooks: hooks::HookClient,
     wake: Arc<tokio::sync::Notify>,
     engine_id: Uuid,
-    settings: dispatcher::DispatcherSettings,
+    /// The dispatcher's lease, sweep and queue settings.
+    dispatcher: dispatcher::DispatcherSettings,
     /// The quotas every request is checked against (none in unit tests).
     quotas: Option<Arc<crate::quotas::Quotas>>,
     /// The audit trail of locks, refusals and break-glass.
@@ -141,7 +142,7 @@ impl ClusterService {
             hooks,
             wake: Arc::new(tokio::sync::Notify::new()),
             engine_id,
-            settings: dispatcher,
+            dispatcher,
             quotas,
             audit: crate::audit::Auditing::new(audit),
             cloud,

@@ -192,7 +192,7 @@ impl ClusterService {
     /// them; Senlin refuses any second action), so requests never pile up
     /// minutes behind the cluster's lock. A delete is never refused here.
     async fn refuse_a_full_queue(&self, cluster: &Cluster, kind: ActionKind) -> Result<()> {
-        let most = self.settings.max_queued_per_cluster;
+        let most = self.dispatcher.max_queued_per_cluster;
         let active = self
             .store
             .list_actions(&ActionQuery {

@@ -5,9 +5,10 @@
 //! run moves on; the first failure stops new starts and lets running ones
 //! finish.
 //!
-//! One file per job: [`stack_engine`] (what every run needs from the engine), [`parse_cache`],
-//! [`target`] (the stack a run acts on and how a transition is recorded),
-//! [`walk`] (the dependency walk), [`create`] and [`delete`].
+//! One file per job: [`stack_engine`] (what every run needs from the
+//! engine), [`parse_cache`], [`target`] (the stack a run acts on and how a
+//! transition is recorded), [`walk`] (the dependency walk), [`create`] and
+//! [`delete`].
 
 mod create;
 mod delete;

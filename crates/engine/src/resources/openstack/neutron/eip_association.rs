@@ -13,7 +13,7 @@ use ember_openstack::neutron::{Kind, Neutron, id_of};
 use serde_json::{Map, Value, json};
 
 use super::eip::{first_port, instance_interface};
-use super::{acting_neutron, fields, physical_name, present};
+use super::{fields, neutron_for, physical_name, present};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id, text};
 use crate::resources::{
@@ -279,7 +279,7 @@ impl ResourceType for ElasticIpAssociation {
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let (id, associated) = self.associate(&neutron, &request.properties).await?;
         Ok(self.outcome(request, id, associated))
     }
@@ -292,7 +292,7 @@ impl ResourceType for ElasticIpAssociation {
         request: &ResourceRequest,
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let before = current.properties.as_object().cloned().unwrap_or_default();
         if address_of(&before).ok() != address_of(&request.properties).ok() {
             self.dissociate(&neutron, &before).await?;
@@ -312,7 +312,7 @@ impl ResourceType for ElasticIpAssociation {
     /// A create in flight when its engine went away may have associated
     /// without recording it: let go by the properties.
     async fn resume_delete(&self, in_flight: &Resource) -> Result<(), ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, in_flight.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, in_flight.stack_id).await?;
         let properties = in_flight
             .properties
             .as_object()

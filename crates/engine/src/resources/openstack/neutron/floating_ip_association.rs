@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron};
 use serde_json::{Map, Value, json};
 
-use super::{acting_neutron, fields, present, resolve};
+use super::{fields, neutron_for, present, resolve};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id, text};
 use crate::resources::{
@@ -142,7 +142,7 @@ impl ResourceType for FloatingIpAssociation {
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         self.outcome(request, &neutron, &request.properties).await
     }
 
@@ -154,7 +154,7 @@ impl ResourceType for FloatingIpAssociation {
         request: &ResourceRequest,
         current: &Resource,
     ) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let before = current.properties.as_object().cloned().unwrap_or_default();
         let old_floating_ip = text(&before, "floatingip_id").unwrap_or_default();
         let new_floating_ip = text(&request.properties, "floatingip_id").unwrap_or_default();
@@ -186,7 +186,7 @@ impl ResourceType for FloatingIpAssociation {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         let properties = current.properties.as_object().cloned().unwrap_or_default();
         let floating_ip = text(&properties, "floatingip_id").unwrap_or_default();
         let port = text(&properties, "port_id").unwrap_or_default();
@@ -218,7 +218,7 @@ impl ResourceType for FloatingIpAssociation {
 impl FloatingIpAssociation {
     /// Lets the floating IP go of the port the row's properties name.
     async fn let_go(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         let properties = current.properties.as_object().cloned().unwrap_or_default();
         let floating_ip = text(&properties, "floatingip_id").unwrap_or_default();
         let port = text(&properties, "port_id").unwrap_or_default();

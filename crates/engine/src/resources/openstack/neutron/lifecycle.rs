@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron, id_of};
 use serde_json::{Map, Value};
 
-use super::{Change, Settling, TaggedObject, acting_neutron, is_built, physical_name, present};
+use super::{Change, Settling, TaggedObject, is_built, neutron_for, physical_name, present};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id};
 use crate::resources::{
@@ -241,7 +241,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
     /// finishes what the type does after (rules), and waits.
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
         super::check_value_specs(&self.schema, &request.properties)?;
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let marker = Cloud::marker(request, self.kind().member());
         let tags = self.tags(&request.properties, &marker)?;
         let default_name = self.default_name(request);
@@ -273,7 +273,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
             return self.create(request).await;
         };
         super::check_value_specs(&self.schema, &request.properties)?;
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let before = current.properties.as_object().cloned().unwrap_or_default();
         let change = Change {
             request,
@@ -303,7 +303,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
     /// create that failed or crashed before its id was kept), whatever
     /// carries the row's marker.
     async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         let ids = match physical_id(current) {
             Some(id) => vec![id.to_owned()],
             None => {
@@ -330,7 +330,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
                 self.kind().noun()
             )));
         };
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         let object = neutron
             .get(self.kind(), id)
             .await
@@ -361,7 +361,7 @@ impl<T: TaggedObject> ResourceType for Tagged<T> {
         let Some(id) = physical_id(current) else {
             return Ok(());
         };
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         self.object.prepare_for_replace(&neutron, id).await
     }
 

@@ -263,18 +263,16 @@ impl Change<'_> {
     }
 }
 
-/// Neutron as the owner of `stack_id` acts on it (through its session).
-pub async fn acting_neutron(
-    cloud: &Cloud,
-    stack_id: uuid::Uuid,
-) -> Result<Neutron, ResourceFailure> {
+/// Neutron as the owner of `stack_id` (through its session), as `nova_for`
+/// and `cinder_for` give their services.
+async fn neutron_for(cloud: &Cloud, stack_id: uuid::Uuid) -> Result<Neutron, ResourceFailure> {
     Ok(Neutron::new(&cloud.session(stack_id).await?))
 }
 
 /// What an update of a type that every change replaces returns (it runs
 /// only when nothing changed): the resource as it is, or `None` when its
 /// create never recorded an id, which is to be made again.
-pub fn as_it_is(current: &Resource) -> Option<ResourceOutcome> {
+fn as_it_is(current: &Resource) -> Option<ResourceOutcome> {
     physical_id(current).map(|id| ResourceOutcome {
         physical_id: id.to_owned(),
         attributes: current.attributes.as_object().cloned().unwrap_or_default(),

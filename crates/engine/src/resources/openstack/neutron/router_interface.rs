@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use ember_openstack::neutron::{Kind, Neutron, RouterInterface as Plugged};
 use serde_json::{Map, Value, json};
 
-use super::{acting_neutron, as_it_is, resolve};
+use super::{as_it_is, neutron_for, resolve};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id, text};
 use crate::resources::{
@@ -176,7 +176,7 @@ impl ResourceType for RouterInterface {
     /// Plugs the subnet or port in, unless an earlier attempt did (see the
     /// module's doc).
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let (router_id, plugged) = self.wanted(&neutron, &request.properties).await?;
         let port = match plugged_port(&neutron, &router_id, &plugged).await? {
             Some(port) => port,
@@ -222,7 +222,7 @@ impl ResourceType for RouterInterface {
             return Ok(());
         };
         let (router_id, plugged) = parse_interface_id(id)?;
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         neutron
             .remove_router_interface(&router_id, &plugged)
             .await
@@ -235,7 +235,7 @@ impl ResourceType for RouterInterface {
         if physical_id(in_flight).is_some() {
             return self.delete(in_flight).await;
         }
-        let neutron = acting_neutron(&self.cloud, in_flight.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, in_flight.stack_id).await?;
         let properties = in_flight
             .properties
             .as_object()
@@ -264,7 +264,7 @@ impl ResourceType for RouterInterface {
             ));
         };
         let (router_id, plugged) = parse_interface_id(id)?;
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         match plugged_port(&neutron, &router_id, &plugged).await? {
             Some(_) => Ok(()),
             None => Err(ResourceFailure::new(format!(

@@ -16,7 +16,7 @@ use ember_openstack::neutron::{Kind, Neutron, id_of};
 use serde_json::{Map, Value, json};
 
 use super::rules::{PROTOCOL_NAMES, Rule, one_of, port, protocol, text_of};
-use super::{acting_neutron, as_it_is, fields, present, resolve};
+use super::{as_it_is, fields, neutron_for, present, resolve};
 use crate::domain::{Resource, StackAction};
 use crate::resources::openstack::{Cloud, failure, physical_id};
 use crate::resources::{
@@ -175,7 +175,7 @@ impl ResourceType for SecurityGroupRule {
     /// Makes the rule, or adopts the one of the same fields Neutron says
     /// exists already (see the module's doc).
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        let neutron = acting_neutron(&self.cloud, request.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, request.stack_id).await?;
         let (group_id, rule) = self.wanted(&neutron, &request.properties).await?;
         let made = match neutron
             .create(Kind::SecurityGroupRule, rule.body(&group_id), &[])
@@ -214,7 +214,7 @@ impl ResourceType for SecurityGroupRule {
             // (it records the id as soon as the rule exists).
             return Ok(());
         };
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         neutron
             .delete(Kind::SecurityGroupRule, id)
             .await
@@ -227,7 +227,7 @@ impl ResourceType for SecurityGroupRule {
         if physical_id(in_flight).is_some() {
             return self.delete(in_flight).await;
         }
-        let neutron = acting_neutron(&self.cloud, in_flight.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, in_flight.stack_id).await?;
         let properties = in_flight
             .properties
             .as_object()
@@ -254,7 +254,7 @@ impl ResourceType for SecurityGroupRule {
                 "no security group rule was created".to_owned(),
             ));
         };
-        let neutron = acting_neutron(&self.cloud, current.stack_id).await?;
+        let neutron = neutron_for(&self.cloud, current.stack_id).await?;
         match neutron
             .get(Kind::SecurityGroupRule, id)
             .await
