@@ -1,8 +1,8 @@
 //! What the three lock sweeps share (stacks, clusters and instances lift
 //! the locks whose expiry passed): the loop every engine runs — asleep
 //! until the soonest expiry it knows of, and looking again at least every
-//! [`LOOK_AT_LEAST_EVERY`] — and the identity a lock is lifted as: its
-//! holder's.
+//! [`LOOK_AT_LEAST_EVERY`] (a read; a pass only when a lock is due) — and
+//! the identity a lock is lifted as: its holder's.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -43,12 +43,13 @@ pub fn holder(user_id: &str, project_id: &str, by_admin: bool) -> Identity {
 }
 
 /// Runs `sweep` on `owner` until `shutdown`, or until `owner` is dropped:
-/// whenever `next_expiry` (the soonest expiry in the store) comes, and at
-/// least every [`LOOK_AT_LEAST_EVERY`]. A pass that lifted something is
-/// followed by another at once (a sweep lifts a bounded batch: many locks
-/// expiring together are all lifted within the second, not one batch a
-/// second); a failed pass is logged naming `what`, and tried again after
-/// [`RETRY_DUE_AFTER`].
+/// whenever `next_expiry` (the soonest expiry in the store) comes, which it
+/// reads at least every [`LOOK_AT_LEAST_EVERY`] — reading only, while
+/// nothing is due, so a sweep at rest costs one read a second. A pass that
+/// lifted something is followed by another at once (a sweep lifts a
+/// bounded batch: many locks expiring together are all lifted within the
+/// second, not one batch a second); a failed pass is logged naming
+/// `what`, and tried again after [`RETRY_DUE_AFTER`].
 pub fn spawn_sweep<T, F, Fut, N, NFut>(
     owner: &Arc<T>,
     shutdown: CancellationToken,
@@ -64,37 +65,65 @@ pub fn spawn_sweep<T, F, Fut, N, NFut>(
 {
     let owner: Weak<T> = Arc::downgrade(owner);
     tokio::spawn(async move {
+        // At start-up: locks may have expired while no engine ran.
+        let mut sweep_now = true;
         loop {
-            let pause = loop {
-                let Some(strong) = owner.upgrade() else {
-                    return;
-                };
-                match sweep(strong).await {
-                    Ok(0) => {}
-                    Ok(_) if shutdown.is_cancelled() => return,
-                    Ok(_) => continue,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot lift expired {what}");
-                        break RETRY_DUE_AFTER;
+            let looked = 'look: {
+                if sweep_now {
+                    loop {
+                        let Some(strong) = owner.upgrade() else {
+                            return;
+                        };
+                        match sweep(strong).await {
+                            Ok(0) => break,
+                            Ok(_) if shutdown.is_cancelled() => return,
+                            Ok(_) => {}
+                            Err(error) => {
+                                tracing::warn!(%error, "cannot lift expired {what}");
+                                break 'look Looked::Failed;
+                            }
+                        }
                     }
                 }
                 let Some(strong) = owner.upgrade() else {
                     return;
                 };
                 match next_expiry(strong).await {
-                    Ok(next) => break pause_until(next, ember_runtime::time::now()),
+                    Ok(next) => Looked::Next(next),
                     Err(error) => {
                         tracing::warn!(%error, "cannot read when the next {what} expire");
-                        break RETRY_DUE_AFTER;
+                        Looked::Failed
                     }
                 }
+            };
+            let pause = match looked {
+                // Found due without a pass just now: one at once.
+                Looked::Next(Some(at)) if !sweep_now && at <= ember_runtime::time::now() => {
+                    sweep_now = true;
+                    continue;
+                }
+                Looked::Next(next) => pause_until(next, ember_runtime::time::now()),
+                Looked::Failed => RETRY_DUE_AFTER,
             };
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(pause) => {}
             }
+            sweep_now = match looked {
+                Looked::Failed => true,
+                Looked::Next(next) => next.is_some_and(|at| at <= ember_runtime::time::now()),
+            };
         }
     });
+}
+
+/// What a sweep's look at its store found.
+#[derive(Clone, Copy)]
+enum Looked {
+    /// The pass or the read failed: both are tried again.
+    Failed,
+    /// The soonest expiry, if any lock has one.
+    Next(Option<DateTime<Utc>>),
 }
 
 #[cfg(test)]

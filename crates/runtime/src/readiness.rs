@@ -7,7 +7,9 @@
 //! passes (and the service is not shutting down). The report — each
 //! check's finding in words, and the figures behind it as gauges — is
 //! served by `ember.readiness.v1.ReadinessService`, which the gateway reads
-//! for `/healthz` and `/metrics`.
+//! for `/healthz` and `/metrics`; a report older than [`FRESH_FOR`] is
+//! refreshed when it is asked for, so whoever asks sees the truth of the
+//! last second while nobody asking costs a round every few seconds.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -18,8 +20,16 @@ use std::time::{Duration, Instant};
 use ember_proto::readiness::v1 as pb;
 use sea_orm::{ConnectionTrait, DatabaseConnection};
 
-/// How often the checks run.
-pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the checks run on their own (driving `grpc.health.v1`).
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(5);
+
+/// A report asked for is refreshed first when it is older than this.
+pub const FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// How long an asker waits for that refresh before it is answered from the
+/// last report (a starved pool's probe takes [`DATABASE_STARVED_AFTER`];
+/// the refresh goes on, and its findings answer the next ask).
+pub const ASK_WAITS_AT_MOST: Duration = Duration::from_secs(1);
 
 /// A database whose pool gives no connection within this long is starved:
 /// callers wait at least that long for any query. (The probe's own wait is
@@ -201,12 +211,26 @@ fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
+/// The findings of the last round, and when it ended.
+#[derive(Debug, Default)]
+struct LastRound {
+    findings: Vec<(String, Finding)>,
+    /// Tokio's clock, which tests can pause.
+    ended: Option<tokio::time::Instant>,
+}
+
 /// A service's checks and the last report of them.
 #[derive(Clone, Debug)]
 pub struct Readiness {
     service: &'static str,
     checks: Vec<Check>,
-    last: Arc<RwLock<Vec<(String, Finding)>>>,
+    last: Arc<RwLock<LastRound>>,
+    /// Held by the round under way: an ask while one runs waits for it
+    /// rather than starting another.
+    round: Arc<tokio::sync::Mutex<()>>,
+    /// Whether the last round, whoever ran it, found every check healthy
+    /// (`None` before the first): what the service's health follows.
+    ready: Arc<tokio::sync::watch::Sender<Option<bool>>>,
 }
 
 impl Readiness {
@@ -215,6 +239,8 @@ impl Readiness {
             service,
             checks: Vec::new(),
             last: Arc::default(),
+            round: Arc::default(),
+            ready: Arc::new(tokio::sync::watch::Sender::new(None)),
         }
     }
 
@@ -226,6 +252,44 @@ impl Readiness {
     /// Runs every check once (concurrently, each bounded by its own
     /// timeout) and keeps the findings. True when all are healthy.
     pub async fn refresh(&self) -> bool {
+        let _round = self.round.lock().await;
+        self.run_round().await
+    }
+
+    /// Changes of whether the last round found every check healthy, be it
+    /// a round of [`refresh`](Self::refresh) or one an ask ran.
+    pub fn watch_ready(&self) -> tokio::sync::watch::Receiver<Option<bool>> {
+        self.ready.subscribe()
+    }
+
+    /// The report as of the last [`FRESH_FOR`]: when the last round is
+    /// older, one is run first (or the one under way awaited), for at most
+    /// [`ASK_WAITS_AT_MOST`].
+    pub async fn fresh_report(&self) -> pb::ReadinessReport {
+        if !self.is_fresh() {
+            let readiness = self.clone();
+            let round = tokio::spawn(async move {
+                let _round = readiness.round.lock().await;
+                // The round awaited may have been someone else's.
+                if !readiness.is_fresh() {
+                    readiness.run_round().await;
+                }
+            });
+            // Past the wait the round goes on, for the next ask.
+            let _ = tokio::time::timeout(ASK_WAITS_AT_MOST, round).await;
+        }
+        self.report()
+    }
+
+    fn is_fresh(&self) -> bool {
+        self.last
+            .read()
+            .ok()
+            .and_then(|last| last.ended)
+            .is_some_and(|ended| ended.elapsed() < FRESH_FOR)
+    }
+
+    async fn run_round(&self) -> bool {
         let findings = futures_join_all(
             self.checks
                 .iter()
@@ -244,8 +308,13 @@ impl Readiness {
             }
         }
         if let Ok(mut last) = self.last.write() {
-            *last = findings;
+            *last = LastRound {
+                findings,
+                ended: Some(tokio::time::Instant::now()),
+            };
         }
+        self.ready
+            .send_if_modified(|last| last.replace(ready) != Some(ready));
         ready
     }
 
@@ -254,7 +323,7 @@ impl Readiness {
         let last = self
             .last
             .read()
-            .map(|last| last.clone())
+            .map(|last| last.findings.clone())
             .unwrap_or_default();
         pb::ReadinessReport {
             service: self.service.to_owned(),
@@ -299,7 +368,8 @@ async fn futures_join_all<T: Send + 'static>(
     results
 }
 
-/// `ember.readiness.v1.ReadinessService`, answering from the last report.
+/// `ember.readiness.v1.ReadinessService`, answering with the report of the
+/// last second (see [`Readiness::fresh_report`]).
 #[derive(Clone, Debug)]
 pub struct ReadinessHandler(pub Readiness);
 
@@ -309,7 +379,7 @@ impl pb::readiness_service_server::ReadinessService for ReadinessHandler {
         &self,
         _request: tonic::Request<pb::GetReadinessRequest>,
     ) -> Result<tonic::Response<pb::ReadinessReport>, tonic::Status> {
-        Ok(tonic::Response::new(self.0.report()))
+        Ok(tonic::Response::new(self.0.fresh_report().await))
     }
 }
 
@@ -449,6 +519,86 @@ mod tests {
         assert_eq!(busy, 1.0);
         holder.rollback().await.expect("rollback");
         assert!(readiness.refresh().await, "ready again once released");
+    }
+
+    /// A check that counts its runs and takes `takes` each.
+    fn counted(runs: &Arc<std::sync::atomic::AtomicUsize>, takes: Duration) -> Check {
+        let runs = runs.clone();
+        Check::queue("counted", 10, move || {
+            let runs = runs.clone();
+            async move {
+                runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::time::sleep(takes).await;
+                Ok(0)
+            }
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ask_is_answered_from_a_round_of_the_last_second() {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let readiness = Readiness::new("engine").with(counted(&runs, Duration::ZERO));
+        let ran = || runs.load(std::sync::atomic::Ordering::SeqCst);
+        // Never checked: the ask runs the first round.
+        let report = readiness.fresh_report().await;
+        assert_eq!((ran(), report.checks.len()), (1, 1), "{report:?}");
+        // Within the second: the same round answers.
+        tokio::time::advance(FRESH_FOR / 2).await;
+        readiness.fresh_report().await;
+        assert_eq!(ran(), 1);
+        // Past it: a new round.
+        tokio::time::advance(FRESH_FOR).await;
+        readiness.fresh_report().await;
+        assert_eq!(ran(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_health_follows_a_round_an_ask_ran() {
+        let depth = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let queue = {
+            let depth = depth.clone();
+            Check::queue("transitions", 10, move || {
+                let depth = depth.load(std::sync::atomic::Ordering::SeqCst);
+                async move { Ok(depth) }
+            })
+        };
+        let readiness = Readiness::new("engine").with(queue);
+        let mut health = readiness.watch_ready();
+        assert_eq!(*health.borrow(), None, "nothing found before a round");
+        readiness.fresh_report().await;
+        assert!(health.has_changed().expect("open"));
+        assert_eq!(*health.borrow_and_update(), Some(true));
+        // The queue fills; the next ask past the second finds it.
+        depth.store(11, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(FRESH_FOR).await;
+        let report = readiness.fresh_report().await;
+        assert!(!report.checks[0].healthy, "{report:?}");
+        assert!(health.has_changed().expect("open"));
+        assert_eq!(*health.borrow_and_update(), Some(false));
+        // The same finding again is no change.
+        tokio::time::sleep(FRESH_FOR).await;
+        readiness.fresh_report().await;
+        assert!(!health.has_changed().expect("open"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_round_answers_the_next_ask_and_is_not_run_twice() {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let slow = ASK_WAITS_AT_MOST * 5;
+        let readiness = Readiness::new("engine").with(counted(&runs, slow));
+        let ran = || runs.load(std::sync::atomic::Ordering::SeqCst);
+        // The asker is answered after its wait, from no round yet.
+        let started = tokio::time::Instant::now();
+        let report = readiness.fresh_report().await;
+        assert_eq!(started.elapsed(), ASK_WAITS_AT_MOST);
+        assert!(report.checks.is_empty(), "{report:?}");
+        // Asks while it runs wait for it; none starts another.
+        readiness.fresh_report().await;
+        readiness.fresh_report().await;
+        tokio::time::sleep(slow).await;
+        assert_eq!(ran(), 1);
+        // The round went on: its findings are the report.
+        assert_eq!(readiness.report().checks.len(), 1);
     }
 
     #[tokio::test]

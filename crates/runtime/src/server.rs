@@ -157,9 +157,13 @@ pub async fn serve_grpc(
         let readiness = service.readiness;
         let in_process = service.in_process.clone();
         async move {
+            // Rounds run every CHECK_INTERVAL here, and whenever a report
+            // is asked for that is not fresh; the health follows the last
+            // round's finding, whoever ran it.
             let mut serving = true;
             let mut ticks = tokio::time::interval(CHECK_INTERVAL);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut findings = readiness.as_ref().map(Readiness::watch_ready);
             loop {
                 let round = async {
                     ticks.tick().await;
@@ -168,9 +172,19 @@ pub async fn serve_grpc(
                         None => std::future::pending().await,
                     }
                 };
+                let found = async {
+                    let Some(findings) = &mut findings else {
+                        return std::future::pending().await;
+                    };
+                    match findings.changed().await {
+                        Ok(()) => *findings.borrow_and_update(),
+                        Err(_) => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     () = shutdown.cancelled() => break,
-                    ready = round => {
+                    _ = round => {}
+                    Some(ready) = found => {
                         if ready != serving {
                             serving = ready;
                             let status = if ready { ServingStatus::Serving } else { ServingStatus::NotServing };

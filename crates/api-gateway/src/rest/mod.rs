@@ -265,13 +265,15 @@ async fn upstream_health(
     name: &'static str,
     channel: ember_runtime::in_process::Upstream,
 ) -> UpstreamHealth {
-    let mut health = HealthClient::new(channel.clone());
+    // The report first: asking for it runs a round when the last is not
+    // fresh, and the service's health follows that round.
+    let report = readiness_report(state, channel.clone()).await;
+    let mut health = HealthClient::new(channel);
     let mut request = tonic::Request::new(HealthCheckRequest {
         service: String::new(),
     });
     request.set_timeout(HEALTH_CHECK_TIMEOUT);
     let serving = health.check(request).await;
-    let report = readiness_report(state, channel).await;
     let status = match serving {
         Ok(response) if response.get_ref().status == ServingStatus::Serving as i32 => {
             "SERVING".to_owned()

@@ -29,8 +29,10 @@ pub const MAX_RUNNING_ACTIONS: usize = 64;
 /// How often leases are renewed and dead engines' work is swept.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 /// How long an idle dispatcher waits before looking for work nobody told
-/// it of (an action another engine queued).
-const IDLE_POLL: Duration = Duration::from_millis(500);
+/// it of: an action another engine queued and left READY (the engine that
+/// queues an action wakes its own dispatcher, so this bounds only how late
+/// work is picked up from an engine that queued it and died at once).
+const IDLE_POLL: Duration = Duration::from_secs(2);
 
 /// The dispatcher's timings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

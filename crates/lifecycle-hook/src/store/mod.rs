@@ -93,8 +93,12 @@ pub trait PendingActionStore: Send + Sync + 'static {
         token: Uuid,
         now: DateTime<Utc>,
     ) -> Result<PendingLifecycleAction>;
-    /// The earliest moment some work (a delivery or a deadline) is due.
-    async fn next_due(&self) -> Result<Option<DateTime<Utc>>>;
+    /// The earliest moment a delivery is due (as [`Self::claim_due_deliveries`]
+    /// would claim it then).
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>>;
+    /// The earliest moment a deadline is due to fire (its claim, if one
+    /// holds it, run out).
+    async fn next_deadline_due(&self) -> Result<Option<DateTime<Utc>>>;
     /// Work that fell behind: deliveries due and deadlines passed before
     /// `due_before` and still not done (readiness reports them).
     async fn count_overdue(&self, due_before: DateTime<Utc>) -> Result<OverdueWork>;

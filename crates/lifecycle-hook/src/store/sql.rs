@@ -163,8 +163,12 @@ impl PendingActionStore for SqlPendingActionStore {
         sql_work::extend_deadline(&self.connection, token, now).await
     }
 
-    async fn next_due(&self) -> Result<Option<DateTime<Utc>>> {
-        sql_work::next_due(&self.connection).await
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>> {
+        sql_work::next_delivery_due(&self.connection).await
+    }
+
+    async fn next_deadline_due(&self) -> Result<Option<DateTime<Utc>>> {
+        sql_work::next_deadline_due(&self.connection).await
     }
 
     async fn count_overdue(&self, due_before: DateTime<Utc>) -> Result<super::OverdueWork> {

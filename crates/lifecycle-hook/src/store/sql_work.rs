@@ -346,8 +346,26 @@ pub async fn extend_deadline(
     Ok(PendingLifecycleAction { deadline, ..action })
 }
 
-pub async fn next_due(connection: &DatabaseConnection) -> Result<Option<DateTime<Utc>>> {
-    let next_deadline = PendingActions::find()
+/// See [`super::PendingActionStore::next_delivery_due`]: the conditions
+/// of [`claim_due_deliveries`] but the time.
+pub async fn next_delivery_due(connection: &DatabaseConnection) -> Result<Option<DateTime<Utc>>> {
+    Ok(PendingActions::find()
+        .filter(entity::Column::Resolution.is_null())
+        .filter(entity::Column::DeliveryState.is_in([
+            DeliveryState::Pending.as_str(),
+            DeliveryState::Retrying.as_str(),
+        ]))
+        .filter(entity::Column::NextAttemptAt.is_not_null())
+        .filter(entity::Column::Deadline.gt(ember_runtime::time::now()))
+        .order_by_asc(entity::Column::NextAttemptAt)
+        .one(connection)
+        .await?
+        .and_then(|row| row.next_attempt_at))
+}
+
+/// See [`super::PendingActionStore::next_deadline_due`].
+pub async fn next_deadline_due(connection: &DatabaseConnection) -> Result<Option<DateTime<Utc>>> {
+    Ok(PendingActions::find()
         .filter(entity::Column::Resolution.is_null())
         .order_by_asc(entity::Column::Deadline)
         .one(connection)
@@ -355,15 +373,7 @@ pub async fn next_due(connection: &DatabaseConnection) -> Result<Option<DateTime
         .map(|row| {
             row.fire_claimed_until
                 .map_or(row.deadline, |claim| Ord::max(claim, row.deadline))
-        });
-    let next_attempt = PendingActions::find()
-        .filter(entity::Column::Resolution.is_null())
-        .filter(entity::Column::NextAttemptAt.is_not_null())
-        .order_by_asc(entity::Column::NextAttemptAt)
-        .one(connection)
-        .await?
-        .and_then(|row| row.next_attempt_at);
-    Ok([next_deadline, next_attempt].into_iter().flatten().min())
+        }))
 }
 
 pub async fn list_events(

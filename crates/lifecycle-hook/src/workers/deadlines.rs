@@ -56,7 +56,8 @@ impl DeadlineFirer {
             return;
         }
         let pass = || self.pass();
-        super::run_passes("deadline", BATCH, pass, &*self.store, &wake, &shutdown).await;
+        let due = || self.store.next_deadline_due();
+        super::run_passes("deadline", BATCH, pass, due, &wake, &shutdown).await;
     }
 
     /// Fires what has expired; returns how many deadlines were claimed.

@@ -111,7 +111,8 @@ impl Deliverer {
 
     pub async fn run(self, wake: Arc<Notify>, shutdown: CancellationToken) {
         let pass = || self.pass();
-        super::run_passes("delivery", BATCH, pass, &*self.store, &wake, &shutdown).await;
+        let due = || self.store.next_delivery_due();
+        super::run_passes("delivery", BATCH, pass, due, &wake, &shutdown).await;
     }
 
     /// Claims and delivers what is due; returns how many were claimed.
