@@ -8,8 +8,9 @@
 //! check's finding in words, and the figures behind it as gauges — is
 //! served by `ember.readiness.v1.ReadinessService`, which the gateway reads
 //! for `/healthz` and `/metrics`; a report older than [`FRESH_FOR`] is
-//! refreshed when it is asked for, so whoever asks sees the truth of the
-//! last second while nobody asking costs a round every few seconds.
+//! refreshed when it is asked for (and the health status follows that
+//! round too), so whoever asks sees the truth of the last second while
+//! nobody asking costs a round every few seconds.
 
 use std::collections::HashMap;
 use std::future::Future;
