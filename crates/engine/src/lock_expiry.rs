@@ -58,7 +58,7 @@ pub fn spawn_sweep<T, F, Fut, N, NFut>(
     next_expiry: N,
 ) where
     T: Send + Sync + 'static,
-    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<usize>> + Send,
     N: Fn(Arc<T>) -> NFut + Send + 'static,
     NFut: Future<Output = Result<Option<DateTime<Utc>>>> + Send,
@@ -68,62 +68,86 @@ pub fn spawn_sweep<T, F, Fut, N, NFut>(
         // At start-up: locks may have expired while no engine ran.
         let mut sweep_now = true;
         loop {
-            let looked = 'look: {
-                if sweep_now {
-                    loop {
-                        let Some(strong) = owner.upgrade() else {
-                            return;
-                        };
-                        match sweep(strong).await {
-                            Ok(0) => break,
-                            Ok(_) if shutdown.is_cancelled() => return,
-                            Ok(_) => {}
-                            Err(error) => {
-                                tracing::warn!(%error, "cannot lift expired {what}");
-                                break 'look Looked::Failed;
-                            }
-                        }
-                    }
+            if sweep_now {
+                match lift_all(&owner, &sweep, &shutdown, what).await {
+                    Lifted::Stop => return,
+                    // Tried again after the pause (sweep_now stays).
+                    Lifted::Failed if rest(RETRY_DUE_AFTER, &shutdown).await => continue,
+                    Lifted::Failed => return,
+                    Lifted::Clear => {}
                 }
-                let Some(strong) = owner.upgrade() else {
-                    return;
-                };
-                match next_expiry(strong).await {
-                    Ok(next) => Looked::Next(next),
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot read when the next {what} expire");
-                        Looked::Failed
-                    }
-                }
-            };
-            let pause = match looked {
-                // Found due without a pass just now: one at once.
-                Looked::Next(Some(at)) if !sweep_now && at <= ember_runtime::time::now() => {
-                    sweep_now = true;
-                    continue;
-                }
-                Looked::Next(next) => pause_until(next, ember_runtime::time::now()),
-                Looked::Failed => RETRY_DUE_AFTER,
-            };
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(pause) => {}
             }
-            sweep_now = match looked {
-                Looked::Failed => true,
-                Looked::Next(next) => next.is_some_and(|at| at <= ember_runtime::time::now()),
+            let Some(strong) = owner.upgrade() else {
+                return;
             };
+            let next = match next_expiry(strong).await {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read when the next {what} expire");
+                    sweep_now = true;
+                    if rest(RETRY_DUE_AFTER, &shutdown).await {
+                        continue;
+                    }
+                    return;
+                }
+            };
+            let now = ember_runtime::time::now();
+            if !sweep_now && next.is_some_and(|at| at <= now) {
+                // Found due without a pass just now: one at once.
+                sweep_now = true;
+                continue;
+            }
+            if !rest(pause_until(next, now), &shutdown).await {
+                return;
+            }
+            sweep_now = next.is_some_and(|at| at <= ember_runtime::time::now());
         }
     });
 }
 
-/// What a sweep's look at its store found.
-#[derive(Clone, Copy)]
-enum Looked {
-    /// The pass or the read failed: both are tried again.
+/// How a sweep's passes over what is due ended.
+enum Lifted {
+    /// Nothing more was due.
+    Clear,
+    /// A pass failed (logged).
     Failed,
-    /// The soonest expiry, if any lock has one.
-    Next(Option<DateTime<Utc>>),
+    /// The owner is gone, or shutdown came.
+    Stop,
+}
+
+/// Runs `sweep` until a pass lifts nothing.
+async fn lift_all<T, F, Fut>(
+    owner: &Weak<T>,
+    sweep: &F,
+    shutdown: &CancellationToken,
+    what: &str,
+) -> Lifted
+where
+    F: Fn(Arc<T>) -> Fut,
+    Fut: Future<Output = Result<usize>>,
+{
+    loop {
+        let Some(strong) = owner.upgrade() else {
+            return Lifted::Stop;
+        };
+        match sweep(strong).await {
+            Ok(0) => return Lifted::Clear,
+            Ok(_) if shutdown.is_cancelled() => return Lifted::Stop,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot lift expired {what}");
+                return Lifted::Failed;
+            }
+        }
+    }
+}
+
+/// Sleeps `pause`; false when shutdown came first.
+async fn rest(pause: Duration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        () = shutdown.cancelled() => false,
+        () = tokio::time::sleep(pause) => true,
+    }
 }
 
 #[cfg(test)]

@@ -73,22 +73,25 @@ pub async fn count_overdue(
 /// returned, so concurrent replicas never claim the same row (PostgreSQL
 /// re-checks the conditions on a row another claim just changed; SQLite
 /// runs writers one at a time).
+/// The actions whose message may still be sent at `now`, whenever their
+/// next attempt is: unresolved, pending or retrying, before the deadline.
+fn deliverable(now: DateTime<Utc>) -> Condition {
+    Condition::all()
+        .add(entity::Column::Resolution.is_null())
+        .add(entity::Column::DeliveryState.is_in([
+            DeliveryState::Pending.as_str(),
+            DeliveryState::Retrying.as_str(),
+        ]))
+        .add(entity::Column::Deadline.gt(now))
+}
+
 pub async fn claim_due_deliveries(
     connection: &DatabaseConnection,
     now: DateTime<Utc>,
     claim_until: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<PendingLifecycleAction>> {
-    let due = || {
-        Condition::all()
-            .add(entity::Column::Resolution.is_null())
-            .add(entity::Column::DeliveryState.is_in([
-                DeliveryState::Pending.as_str(),
-                DeliveryState::Retrying.as_str(),
-            ]))
-            .add(entity::Column::NextAttemptAt.lte(now))
-            .add(entity::Column::Deadline.gt(now))
-    };
+    let due = || deliverable(now).add(entity::Column::NextAttemptAt.lte(now));
     let candidates = PendingActions::find()
         .select_only()
         .column(entity::Column::Token)
@@ -346,34 +349,32 @@ pub async fn extend_deadline(
     Ok(PendingLifecycleAction { deadline, ..action })
 }
 
-/// See [`super::PendingActionStore::next_delivery_due`]: the conditions
-/// of [`claim_due_deliveries`] but the time.
+/// See [`super::PendingActionStore::next_delivery_due`]: the soonest
+/// next attempt of a [`deliverable`] action.
 pub async fn next_delivery_due(connection: &DatabaseConnection) -> Result<Option<DateTime<Utc>>> {
-    Ok(PendingActions::find()
-        .filter(entity::Column::Resolution.is_null())
-        .filter(entity::Column::DeliveryState.is_in([
-            DeliveryState::Pending.as_str(),
-            DeliveryState::Retrying.as_str(),
-        ]))
+    let soonest: Option<Option<DateTime<Utc>>> = PendingActions::find()
+        .select_only()
+        .column(entity::Column::NextAttemptAt)
+        .filter(deliverable(ember_runtime::time::now()))
         .filter(entity::Column::NextAttemptAt.is_not_null())
-        .filter(entity::Column::Deadline.gt(ember_runtime::time::now()))
         .order_by_asc(entity::Column::NextAttemptAt)
+        .into_tuple()
         .one(connection)
-        .await?
-        .and_then(|row| row.next_attempt_at))
+        .await?;
+    Ok(soonest.flatten())
 }
 
 /// See [`super::PendingActionStore::next_deadline_due`].
 pub async fn next_deadline_due(connection: &DatabaseConnection) -> Result<Option<DateTime<Utc>>> {
-    Ok(PendingActions::find()
+    let soonest: Option<(DateTime<Utc>, Option<DateTime<Utc>>)> = PendingActions::find()
+        .select_only()
+        .columns([entity::Column::Deadline, entity::Column::FireClaimedUntil])
         .filter(entity::Column::Resolution.is_null())
         .order_by_asc(entity::Column::Deadline)
+        .into_tuple()
         .one(connection)
-        .await?
-        .map(|row| {
-            row.fire_claimed_until
-                .map_or(row.deadline, |claim| Ord::max(claim, row.deadline))
-        }))
+        .await?;
+    Ok(soonest.map(|(deadline, claim)| claim.map_or(deadline, |claim| Ord::max(claim, deadline))))
 }
 
 pub async fn list_events(
