@@ -158,7 +158,7 @@ async fn a_driver_outcome_lands_only_while_its_task_is_in_progress(database: &Te
     assert!(store.lock_instance(&locked_web).await.expect("locked"));
     assert!(
         store
-            .finish_instance_task(web.uuid, &outcome(InstanceTask::Build, true))
+            .finish_instance_task(&web, &outcome(InstanceTask::Build, true))
             .await
             .expect("written")
     );
@@ -169,11 +169,21 @@ async fn a_driver_outcome_lands_only_while_its_task_is_in_progress(database: &Te
     );
     assert_eq!(built.revision, locked_web.revision + 1);
     assert!(built.is_locked(), "the outcome leaves the lock alone");
+    let events = store
+        .list_instance_events(web.uuid, 10)
+        .await
+        .expect("events");
+    let finished = events.last().expect("the outcome's event");
+    assert_eq!(
+        (finished.kind.as_str(), finished.project_id.as_str()),
+        ("build", "project-a"),
+        "the outcome's event is the instance's project's"
+    );
 
     // The same outcome again (a resumed task finishing twice) does nothing.
     assert!(
         !store
-            .finish_instance_task(web.uuid, &outcome(InstanceTask::Build, true))
+            .finish_instance_task(&web, &outcome(InstanceTask::Build, true))
             .await
             .expect("refused")
     );
@@ -189,13 +199,13 @@ async fn a_late_build_result_cannot_undo_a_delete(database: &TestDatabase) {
     assert!(store.start_instance_task(&deleting).await.expect("written"));
     assert!(
         !store
-            .finish_instance_task(web.uuid, &outcome(InstanceTask::Build, true))
+            .finish_instance_task(&web, &outcome(InstanceTask::Build, true))
             .await
             .expect("refused")
     );
     assert!(
         store
-            .finish_instance_task(web.uuid, &outcome(InstanceTask::Delete, true))
+            .finish_instance_task(&web, &outcome(InstanceTask::Delete, true))
             .await
             .expect("written")
     );
@@ -216,7 +226,7 @@ async fn a_failed_task_leaves_the_fault(database: &TestDatabase) {
     store.insert_instance(&web).await.expect("inserted");
     assert!(
         store
-            .finish_instance_task(web.uuid, &outcome(InstanceTask::Build, false))
+            .finish_instance_task(&web, &outcome(InstanceTask::Build, false))
             .await
             .expect("written")
     );

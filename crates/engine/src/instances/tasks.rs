@@ -190,7 +190,7 @@ impl TaskRunner {
         for attempt in 1..=RECORD_ATTEMPTS {
             match self
                 .store
-                .finish_instance_task(instance.uuid, outcome)
+                .finish_instance_task(instance, outcome)
                 .await
             {
                 Ok(true) => {

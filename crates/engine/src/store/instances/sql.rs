@@ -491,7 +491,12 @@ impl InstanceStore for SqlInstanceStore {
         self.write_if_unchanged(next, columns).await
     }
 
-    async fn finish_instance_task(&self, uuid: Uuid, outcome: &TaskOutcome) -> Result<bool> {
+    async fn finish_instance_task(
+        &self,
+        instance: &Instance,
+        outcome: &TaskOutcome,
+    ) -> Result<bool> {
+        let uuid = instance.uuid;
         let (in_progress_status, in_progress_power) = outcome.task.in_progress();
         let mut update = instances::Entity::update_many()
             .col_expr(
@@ -521,12 +526,6 @@ impl InstanceStore for SqlInstanceStore {
         if written.rows_affected != 1 {
             return Ok(false);
         }
-        let project_id: Option<String> = instances::Entity::find_by_id(uuid)
-            .select_only()
-            .column(instances::Column::ProjectId)
-            .into_tuple()
-            .one(&transaction)
-            .await?;
         let reason = if outcome.status_reason.is_empty() {
             format!("{} succeeded", outcome.task.as_str())
         } else {
@@ -534,7 +533,8 @@ impl InstanceStore for SqlInstanceStore {
         };
         instance_events::Entity::insert(event_row(
             uuid,
-            project_id.as_deref().unwrap_or_default(),
+            // An instance's project never changes.
+            &instance.project_id,
             outcome.task.as_str(),
             outcome.status,
             outcome.power_state,
