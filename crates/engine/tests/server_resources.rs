@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::Stack;
+use ember_engine::domain::StackWideAction;
 use ember_engine::domain::instance::InstanceStatus;
 use ember_engine::instances::InstanceService;
 use ember_engine::resources::ResourceTypeRegistry;
-use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, UpdateStack};
+use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
 use ember_engine::store::instances::SqlInstanceStore;
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use ember_engine::Error;
+use ember_engine::domain::StackWideAction;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, LeaseHolder, StackBusy, StackLease, StackOperations, StackSettings,
-    StackWideAction, Stops, Swept, TakeRecord, TransitionWriter,
+    CreateStack, LeaseHolder, StackBusy, StackLease, StackOperations, StackSettings, Stops, Swept,
+    TakeRecord, TransitionWriter,
 };
 use ember_engine::store::{
     EventListQuery, FencedTransition, FencedWrite, LeaseFence, LeaseRenewal, LeaseRequest,

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::Error;
+use ember_engine::domain::StackWideAction;
 use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::resources::wait_condition::WaitConditions;
-use ember_engine::stacks::{CreateStack, StackOperations, StackWideAction, Swept, UpdateStack};
+use ember_engine::stacks::{CreateStack, StackOperations, Swept, UpdateStack};
 use ember_engine::store::signals::SqlWaitSignalStore;
 use ember_engine::store::{
     LeaseRenewal, LeaseRequest, LeaseTake, NewStack, SqlStackStore, StackStore, StopRequest,

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::domain::Stack;
+use ember_engine::domain::StackWideAction;
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
-    CreateStack, PluginGate, RegistryUnavailable, StackOperations, StackWideAction, UpdateStack,
+    CreateStack, PluginGate, RegistryUnavailable, StackOperations, UpdateStack,
 };
 use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_plugin_registry::testing::{Behaviour, CallJournal, TestPlugin};

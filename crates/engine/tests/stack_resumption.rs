@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
+use ember_engine::domain::StackWideAction;
 use ember_engine::domain::instance::{InstanceStatus, PowerState};
 use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
 use ember_engine::domain::{Event, LockLevel, Stack};
@@ -32,7 +33,7 @@ use ember_engine::resources::{
     ResourceTypeSchema,
 };
 use ember_engine::software::SoftwareService;
-use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, StackWideAction, Swept};
+use ember_engine::stacks::{CreateStack, StackOperations, StackSettings, Swept};
 use ember_engine::store::instances::SqlInstanceStore;
 use ember_engine::store::signals::SqlWaitSignalStore;
 use ember_engine::store::software::SqlSoftwareStore;

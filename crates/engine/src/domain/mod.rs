@@ -21,4 +21,5 @@ pub const DEFAULT_PAGE_SIZE: u32 = 100;
 pub use resource::{Event, Resource};
 pub use stack::{
     ActionStatus, LockLevel, MaintenanceLock, Stack, StackAction, StackDefinition, StackSnapshot,
+    StackWideAction,
 };

@@ -24,6 +24,26 @@ pub enum StackAction {
     Restore,
 }
 
+/// An action run on every resource of a stack through its "actions"
+/// endpoint (and on a nested stack by its parent's resource).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackWideAction {
+    Suspend,
+    Resume,
+    Check,
+}
+
+impl StackWideAction {
+    /// The stack action it records.
+    pub fn stack_action(self) -> StackAction {
+        match self {
+            StackWideAction::Suspend => StackAction::Suspend,
+            StackWideAction::Resume => StackAction::Resume,
+            StackWideAction::Check => StackAction::Check,
+        }
+    }
+}
+
 impl StackAction {
     pub const ALL: [StackAction; 14] = [
         StackAction::Init,

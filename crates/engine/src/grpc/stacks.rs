@@ -12,12 +12,13 @@ use super::convert::{
 };
 use super::{Reply, answer};
 use crate::domain::LockLevel;
+use crate::domain::StackWideAction;
 use crate::domain::stack::StackListQuery;
 use crate::domain::template::{TemplateVersion, template_functions};
 use crate::error::Error;
 use crate::stacks::{
     CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperation, StackOperations,
-    StackWideAction, UpdateStack,
+    UpdateStack,
 };
 
 pub struct StackHandler {

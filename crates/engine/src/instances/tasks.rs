@@ -188,11 +188,7 @@ impl TaskRunner {
     async fn record(&self, instance: &Instance, outcome: &TaskOutcome) {
         let mut pause = FIRST_RETRY_PAUSE;
         for attempt in 1..=RECORD_ATTEMPTS {
-            match self
-                .store
-                .finish_instance_task(instance, outcome)
-                .await
-            {
+            match self.store.finish_instance_task(instance, outcome).await {
                 Ok(true) => {
                     info!(
                         instance_uuid = %instance.uuid,

@@ -21,7 +21,7 @@ use super::{
     NestedStackOutcome, NestedTemplate, PropertySchema, PropertyType, ResourceFailure,
     ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeSchema,
 };
-use crate::domain::Resource;
+use crate::domain::{Resource, StackWideAction};
 
 pub const AUTOSCALING_GROUP_TYPE: &str = "OS::Heat::AutoScalingGroup";
 
@@ -302,15 +302,15 @@ impl ResourceType for AutoScalingGroup {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "CHECK").await
+        group_members::act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "SUSPEND").await
+        group_members::act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "RESUME").await
+        group_members::act(&self.host, current, StackWideAction::Resume).await
     }
 
     fn has_lock_handler(&self) -> bool {

@@ -16,7 +16,7 @@ use super::{
     PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
     ResourceTypeSchema,
 };
-use crate::domain::Resource;
+use crate::domain::{Resource, StackWideAction};
 
 pub const SOFTWARE_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::SoftwareDeploymentGroup";
 pub const STRUCTURED_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::StructuredDeploymentGroup";
@@ -240,15 +240,15 @@ impl ResourceType for DeploymentGroup {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "CHECK").await
+        group_members::act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "SUSPEND").await
+        group_members::act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "RESUME").await
+        group_members::act(&self.host, current, StackWideAction::Resume).await
     }
 
     /// Every property change is an update of the deployments' nested stack.

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{LockChange, LockRequest, NestedStackHost, NestedStackHostSlot, ResourceFailure};
-use crate::domain::{ActionStatus, Resource};
+use crate::domain::{ActionStatus, Resource, StackWideAction};
 
 /// The keys a member definition (`resource_def`, `resource`) may have.
 const MEMBER_DEFINITION_KEYS: &[&str] = &["type", "properties", "metadata"];
@@ -43,7 +43,7 @@ pub(super) fn nested_id(current: &Resource) -> Option<Uuid> {
 pub(super) async fn act(
     slot: &NestedStackHostSlot,
     current: &Resource,
-    action: &'static str,
+    action: StackWideAction,
 ) -> Result<(), ResourceFailure> {
     match nested_id(current) {
         Some(stack_id) => host(slot)?.act_on_nested_stack(stack_id, action).await,

@@ -14,7 +14,7 @@ use super::{
     PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
     ResourceTypeSchema,
 };
-use crate::domain::Resource;
+use crate::domain::{Resource, StackWideAction};
 
 pub const LAUNCH_CONFIGURATION_TYPE: &str = "AWS::AutoScaling::LaunchConfiguration";
 pub const INSTANCE_GROUP_TYPE: &str = "OS::Heat::InstanceGroup";
@@ -286,15 +286,15 @@ impl ResourceType for InstanceGroup {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "CHECK").await
+        group_members::act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "SUSPEND").await
+        group_members::act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "RESUME").await
+        group_members::act(&self.host, current, StackWideAction::Resume).await
     }
 
     /// Size and launch configuration change in place (the members' nested

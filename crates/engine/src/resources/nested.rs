@@ -18,8 +18,8 @@ use super::{
     AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
-use crate::domain::Resource;
 use crate::domain::template::parse_document;
+use crate::domain::{Resource, StackWideAction};
 
 /// How deep stacks may nest (Heat's max_nested_stack_depth).
 pub const MAX_NESTED_DEPTH: u32 = 5;
@@ -99,7 +99,7 @@ pub trait NestedStackHost: Send + Sync {
         request: &super::LockRequest,
         change: super::LockChange,
     ) -> Result<(), ResourceFailure>;
-    /// Suspend, resume or check ("SUSPEND", "RESUME", "CHECK"). Safe to
+    /// Suspend, resume or check. Safe to
     /// run again for a step another engine had in flight: the nested
     /// stack's operation that engine began is continued, not started a
     /// second time, and a nested stack suspended (resumed) already is the
@@ -107,7 +107,7 @@ pub trait NestedStackHost: Send + Sync {
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,
-        action: &'static str,
+        action: StackWideAction,
     ) -> Result<(), ResourceFailure>;
     /// The current resources of a nested stack (one row per name), for
     /// scaling groups that choose members by state and age.
@@ -323,15 +323,15 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "CHECK").await
+        act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "SUSPEND").await
+        act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, "RESUME").await
+        act(&self.host, current, StackWideAction::Resume).await
     }
 
     /// The nested stack locks with its parent.

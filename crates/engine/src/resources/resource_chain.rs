@@ -12,7 +12,7 @@ use super::{
     PropertySchema, PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
     ResourceTypeSchema,
 };
-use crate::domain::Resource;
+use crate::domain::{Resource, StackWideAction};
 
 pub struct ResourceChain {
     schema: ResourceTypeSchema,
@@ -174,15 +174,15 @@ impl ResourceType for ResourceChain {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "CHECK").await
+        group_members::act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "SUSPEND").await
+        group_members::act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "RESUME").await
+        group_members::act(&self.host, current, StackWideAction::Resume).await
     }
 
     fn has_lock_handler(&self) -> bool {

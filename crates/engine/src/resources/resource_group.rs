@@ -18,7 +18,7 @@ use super::{
     NestedTemplate, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
     ResourceRequest, ResourceType, ResourceTypeSchema,
 };
-use crate::domain::Resource;
+use crate::domain::{Resource, StackWideAction};
 
 /// The most members a group may have.
 const MOST_MEMBERS: f64 = 10_000.0;
@@ -317,15 +317,15 @@ impl ResourceType for ResourceGroup {
     }
 
     async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "CHECK").await
+        group_members::act(&self.host, current, StackWideAction::Check).await
     }
 
     async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "SUSPEND").await
+        group_members::act(&self.host, current, StackWideAction::Suspend).await
     }
 
     async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, "RESUME").await
+        group_members::act(&self.host, current, StackWideAction::Resume).await
     }
 
     fn has_lock_handler(&self) -> bool {

@@ -15,27 +15,11 @@ use super::lease::WhenBusy;
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
 };
-use crate::domain::{ActionStatus, Stack, StackAction};
+use crate::domain::{ActionStatus, Stack, StackAction, StackWideAction};
 use crate::error::Result;
 use crate::resources::ResourceFailure;
 
-/// An action run through the stack's "actions" endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StackWideAction {
-    Suspend,
-    Resume,
-    Check,
-}
-
 impl StackWideAction {
-    fn stack_action(self) -> StackAction {
-        match self {
-            StackWideAction::Suspend => StackAction::Suspend,
-            StackWideAction::Resume => StackAction::Resume,
-            StackWideAction::Check => StackAction::Check,
-        }
-    }
-
     fn operation(self) -> StackOperation {
         match self {
             StackWideAction::Suspend => StackOperation::Suspend,

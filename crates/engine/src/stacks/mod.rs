@@ -39,7 +39,6 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 pub use crate::domain::admission::{StackCaller, StackOperation};
-pub use actions::StackWideAction;
 pub use bounds::{DEFAULT_ACTION_TIMEOUT, Stops};
 pub use definition::{DefinitionInput, ParsedStack, definition_from_input};
 use executor::{RunTarget, StackEngine};

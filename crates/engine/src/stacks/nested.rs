@@ -23,9 +23,9 @@ use uuid::Uuid;
 use super::definition::ParsedStack;
 use super::lease::WhenBusy;
 use super::orphans::TakenOver;
-use super::{StackCaller, StackOperation, StackOperations, StackWideAction, UpdateStack};
+use super::{StackCaller, StackOperation, StackOperations, UpdateStack};
 use crate::domain::template::{StackIdentity, child_environment};
-use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition};
+use crate::domain::{ActionStatus, Resource, Stack, StackAction, StackDefinition, StackWideAction};
 use crate::error::Result as StoreResult;
 use crate::resources::{
     LockChange, LockRequest, MAX_NESTED_DEPTH, NESTED_STACK_KIND, NestedDefinition,
@@ -410,14 +410,10 @@ impl NestedStackHost for StackOperations {
     async fn act_on_nested_stack(
         &self,
         stack_id: Uuid,
-        action: &'static str,
+        wide_action: StackWideAction,
     ) -> Result<(), ResourceFailure> {
         let not_found = || ResourceFailure::new(format!("nested stack {stack_id} not found"));
-        let (wide_action, expected) = match action {
-            "SUSPEND" => (StackWideAction::Suspend, StackAction::Suspend),
-            "RESUME" => (StackWideAction::Resume, StackAction::Resume),
-            _ => (StackWideAction::Check, StackAction::Check),
-        };
+        let expected = wide_action.stack_action();
         let found = self.nested_stack(stack_id).await?.ok_or_else(not_found)?;
         if found.status == ActionStatus::InProgress {
             // An operation an engine that went away left on it (this
@@ -431,7 +427,7 @@ impl NestedStackHost for StackOperations {
         if expected != StackAction::Check
             && (stack.action, stack.status) == (expected, ActionStatus::Complete)
         {
-            tracing::info!(%stack_id, action, "the nested stack finished this action already");
+            tracing::info!(%stack_id, action = expected.as_str(), "the nested stack finished this action already");
             return Ok(());
         }
         // A lease held though the stack is not in progress is waited out.

@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::actions::StackWideAction;
 use super::lease::{StackLease, expiry_after};
 use super::{StackOperations, actions, create, delete, maintenance_lock, stack_event, update};
+use crate::domain::StackWideAction;
 use crate::domain::{ActionStatus, MaintenanceLock, Resource, Stack, StackAction, StackDefinition};
 use crate::error::{Error, Result};
 use crate::store::OrphanCandidate;

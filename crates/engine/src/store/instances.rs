@@ -130,8 +130,11 @@ pub trait InstanceStore: Send + Sync + 'static {
     async fn start_instance_task(&self, next: &Instance) -> Result<bool>;
     /// Records a driver's outcome if `instance` is still in the task's
     /// in-progress state, with its event; returns whether it was.
-    async fn finish_instance_task(&self, instance: &Instance, outcome: &TaskOutcome)
-    -> Result<bool>;
+    async fn finish_instance_task(
+        &self,
+        instance: &Instance,
+        outcome: &TaskOutcome,
+    ) -> Result<bool>;
     /// Records what the machine was found doing (`observation.next`, if
     /// the stored revision is still the one before it) and its event, in
     /// one transaction; returns whether it was written.
