@@ -585,6 +585,96 @@ async fn a_mark_survives_lock_and_unlock_and_the_update_still_replaces(database:
     );
 }
 
+/// Every resource that keeps its members in a nested stack — each kind of
+/// group and chain — locks that nested stack with the stack, and at level
+/// `all` the servers in it (an instance group's too); unlock undoes both.
+async fn every_group_locks_its_members_with_the_stack(database: &TestDatabase) {
+    let (operations, instances, store) = engine(database).await;
+    let template = r#"
+heat_template_version: 2021-04-16
+resources:
+  launch:
+    type: AWS::AutoScaling::LaunchConfiguration
+    properties: {ImageId: debian, InstanceType: m1.small}
+  instances:
+    type: OS::Heat::InstanceGroup
+    properties: {AvailabilityZones: [nova], Size: 2, LaunchConfigurationName: {get_resource: launch}}
+  group:
+    type: OS::Heat::ResourceGroup
+    properties:
+      count: 1
+      resource_def: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian}}
+  scaled:
+    type: OS::Heat::AutoScalingGroup
+    properties:
+      min_size: 1
+      max_size: 2
+      resource: {type: OS::Nova::Server, properties: {flavor: m1.small, image: debian}}
+  chain:
+    type: OS::Heat::ResourceChain
+    properties: {resources: [OS::Heat::TestResource]}
+"#;
+    let create = CreateStack {
+        name: "grouped".to_owned(),
+        template: template.to_owned(),
+        disable_rollback: true,
+        ..CreateStack::default()
+    };
+    operations
+        .create_stack(&owner(), create)
+        .await
+        .expect("create");
+    let stack = settled_as(&operations, "grouped", "CREATE_COMPLETE").await;
+    let children = store.list_child_stacks(stack.id).await.expect("children");
+    assert_eq!(children.len(), 4, "one nested stack a group: {children:?}");
+    let servers = server_ids(&operations, &stack).await;
+    assert_eq!(servers.len(), 4, "2 + 1 + 1 servers in the groups");
+
+    operations
+        .lock_stack(&owner(), "grouped", LockLevel::All, None)
+        .await
+        .expect("lock accepted");
+    settled_as(&operations, "grouped", "LOCK_COMPLETE").await;
+    for child in store.list_child_stacks(stack.id).await.expect("children") {
+        assert_eq!(
+            child.stack_status(),
+            "LOCK_COMPLETE",
+            "{}: the group's nested stack locks with the stack",
+            child.name
+        );
+    }
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        true,
+        "level all locks every group's servers",
+    )
+    .await;
+
+    operations
+        .unlock_stack(&owner(), "grouped")
+        .await
+        .expect("unlock accepted");
+    settled_as(&operations, "grouped", "UNLOCK_COMPLETE").await;
+    for child in store.list_child_stacks(stack.id).await.expect("children") {
+        assert_eq!(
+            child.stack_status(),
+            "UNLOCK_COMPLETE",
+            "{}: unlocked with the stack",
+            child.name
+        );
+    }
+    assert_servers_locked(
+        &operations,
+        &instances,
+        &stack,
+        false,
+        "unlock lifts every group's server locks",
+    )
+    .await;
+}
+
 ember_runtime::store_suite!(
     a_locked_stack_allows_only_lock_and_unlock_and_nested_stacks_follow,
     unlock_lifts_only_the_instance_locks_the_stack_placed,
@@ -593,4 +683,5 @@ ember_runtime::store_suite!(
     lock_needs_a_created_stack,
     an_expired_stack_lock_is_unlocked_once,
     a_mark_survives_lock_and_unlock_and_the_update_still_replaces,
+    every_group_locks_its_members_with_the_stack,
 );

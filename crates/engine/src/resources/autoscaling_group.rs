@@ -13,15 +13,15 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::group_members::{
-    self, MemberValues, by_index, host, index_of, member_definition, member_template, nested_id,
-    removal_order, whole,
+    GroupKind, MemberValues, by_index, host, index_of, member_definition, member_template,
+    nested_id, removal_order, whole,
 };
 use super::{
-    AttributeSchema, LockRequest, NestedDefinition, NestedStackHost, NestedStackHostSlot,
-    NestedStackOutcome, NestedTemplate, PropertySchema, PropertyType, ResourceFailure,
-    ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeSchema,
+    AttributeSchema, NestedDefinition, NestedStackHost, NestedStackHostSlot, NestedStackOutcome,
+    NestedTemplate, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
+    ResourceRequest, ResourceTypeSchema,
 };
-use crate::domain::{Resource, StackWideAction};
+use crate::domain::Resource;
 
 pub const AUTOSCALING_GROUP_TYPE: &str = "OS::Heat::AutoScalingGroup";
 
@@ -266,9 +266,13 @@ pub async fn resize_autoscaling_group(
 }
 
 #[async_trait]
-impl ResourceType for AutoScalingGroup {
+impl GroupKind for AutoScalingGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -297,48 +301,8 @@ impl ResourceType for AutoScalingGroup {
         resize_autoscaling_group(&*host(&self.host)?, request, current, capacity).await
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Resume).await
-    }
-
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
-    }
-
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
     }
 
     fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {

@@ -7,16 +7,15 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{self, MemberValues, host, member_template, nested_id};
+use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
 use super::software::{
     SOFTWARE_DEPLOYMENT_TYPE, STRUCTURED_DEPLOYMENT_TYPE, deployment_properties,
 };
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedTemplate, PropertySchema,
-    PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
-    ResourceTypeSchema,
+    PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceTypeSchema,
 };
-use crate::domain::{Resource, StackWideAction};
+use crate::domain::Resource;
 
 pub const SOFTWARE_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::SoftwareDeploymentGroup";
 pub const STRUCTURED_DEPLOYMENT_GROUP_TYPE: &str = "OS::Heat::StructuredDeploymentGroup";
@@ -218,9 +217,13 @@ fn attributes(values: &MemberValues) -> Map<String, Value> {
 }
 
 #[async_trait]
-impl ResourceType for DeploymentGroup {
+impl GroupKind for DeploymentGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -235,29 +238,9 @@ impl ResourceType for DeploymentGroup {
         self.apply(request, nested_id(current)).await
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Resume).await
-    }
-
     /// Every property change is an update of the deployments' nested stack.
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
     }
 
     fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {

@@ -8,13 +8,13 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{self, MemberValues, host, member_template, nested_id};
+use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedTemplate, PropertySchema,
     PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
     ResourceTypeSchema,
 };
-use crate::domain::{Resource, StackWideAction};
+use crate::domain::Resource;
 
 pub const LAUNCH_CONFIGURATION_TYPE: &str = "AWS::AutoScaling::LaunchConfiguration";
 pub const INSTANCE_GROUP_TYPE: &str = "OS::Heat::InstanceGroup";
@@ -264,9 +264,13 @@ fn server_definition(
 }
 
 #[async_trait]
-impl ResourceType for InstanceGroup {
+impl GroupKind for InstanceGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -281,32 +285,12 @@ impl ResourceType for InstanceGroup {
         self.apply(request, nested_id(current)).await
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Resume).await
-    }
-
     /// Size and launch configuration change in place (the members' nested
     /// stack is updated); the rest is not update_allowed.
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
         ["AvailabilityZones", "LoadBalancerNames", "Tags"]
             .iter()
             .any(|key| old.get(*key) != new.get(*key))
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
     }
 
     fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {

@@ -48,6 +48,7 @@ pub use schema::{
 
 use crate::domain::Resource;
 use crate::error::Error;
+use group_members::Group;
 
 /// The key of the resource in the starter template Heat generates for a
 /// type (`GET /resource_types/{type}/template`): Heat's class name for its
@@ -541,15 +542,15 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(test_resource::TestResource::new()));
         registry.register(Arc::new(random_string::RandomString::new()));
         registry.register(Arc::new(value::ValueResource::new()));
-        registry.register(Arc::new(resource_group::ResourceGroup::new(
+        registry.register(Arc::new(Group(resource_group::ResourceGroup::new(
             registry.nested_stack_host.clone(),
-        )));
-        registry.register(Arc::new(resource_chain::ResourceChain::new(
+        ))));
+        registry.register(Arc::new(Group(resource_chain::ResourceChain::new(
             registry.nested_stack_host.clone(),
-        )));
-        registry.register(Arc::new(autoscaling_group::AutoScalingGroup::new(
+        ))));
+        registry.register(Arc::new(Group(autoscaling_group::AutoScalingGroup::new(
             registry.nested_stack_host.clone(),
-        )));
+        ))));
         registry.register(Arc::new(scaling_policy::ScalingPolicy::new()));
         registry.register(Arc::new(delay::Delay::new()));
         registry.register(Arc::new(instance_group::LaunchConfiguration::new()));
@@ -569,9 +570,9 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(aws_instance::AwsInstance::new(
             server::ServerResource::new("OS::Nova::Server", instances.clone()),
         )));
-        registry.register(Arc::new(instance_group::InstanceGroup::new(
+        registry.register(Arc::new(Group(instance_group::InstanceGroup::new(
             registry.nested_stack_host.clone(),
-        )));
+        ))));
         // On the simulated backend, networks, volumes, key pairs and
         // images are simulated too, on the cloud its machines are on (the
         // openstack backend's types replace these: `with_cloud`).
@@ -658,11 +659,11 @@ impl ResourceTypeRegistry {
             conditions.clone(),
         )));
         self.register(Arc::new(deployed_server::DeployedServer::new(conditions)));
-        self.register(Arc::new(deployment_group::DeploymentGroup::software(
-            self.nested_stack_host.clone(),
+        self.register(Arc::new(Group(
+            deployment_group::DeploymentGroup::software(self.nested_stack_host.clone()),
         )));
-        self.register(Arc::new(deployment_group::DeploymentGroup::structured(
-            self.nested_stack_host.clone(),
+        self.register(Arc::new(Group(
+            deployment_group::DeploymentGroup::structured(self.nested_stack_host.clone()),
         )));
         self.hidden.insert(
             deployment_group::SOFTWARE_DEPLOYMENTS_TYPE,

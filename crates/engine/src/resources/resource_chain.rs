@@ -6,13 +6,12 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{self, MemberValues, host, member_template, nested_id};
+use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
 use super::{
-    AttributeSchema, LockRequest, NestedDefinition, NestedStackHostSlot, NestedTemplate,
-    PropertySchema, PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
-    ResourceTypeSchema,
+    AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedTemplate, PropertySchema,
+    PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceTypeSchema,
 };
-use crate::domain::{Resource, StackWideAction};
+use crate::domain::Resource;
 
 pub struct ResourceChain {
     schema: ResourceTypeSchema,
@@ -152,9 +151,13 @@ fn members(properties: &Map<String, Value>) -> Result<Vec<(String, Value)>, Reso
 }
 
 #[async_trait]
-impl ResourceType for ResourceChain {
+impl GroupKind for ResourceChain {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -169,50 +172,10 @@ impl ResourceType for ResourceChain {
         self.apply(request, nested_id(current)).await
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Resume).await
-    }
-
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
-    }
-
     /// `concurrent` cannot change in place (Heat: not update_allowed);
     /// everything else is an update of the members' nested stack.
     fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
         old.get("concurrent") != new.get("concurrent")
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
     }
 
     fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {

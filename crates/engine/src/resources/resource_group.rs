@@ -11,14 +11,14 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::group_members::{
-    self, MemberValues, host, member_definition, member_template, nested_id,
+    GroupKind, MemberValues, host, member_definition, member_template, nested_id, whole,
 };
 use super::{
-    AttributeSchema, LockRequest, NestedDefinition, NestedStackHostSlot, NestedStackOutcome,
-    NestedTemplate, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
-    ResourceRequest, ResourceType, ResourceTypeSchema,
+    AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedStackOutcome, NestedTemplate,
+    PropertySchema, PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest,
+    ResourceTypeSchema,
 };
-use crate::domain::{Resource, StackWideAction};
+use crate::domain::Resource;
 
 /// The most members a group may have.
 const MOST_MEMBERS: f64 = 10_000.0;
@@ -137,7 +137,7 @@ impl ResourceGroup {
 }
 
 fn settings(properties: &Map<String, Value>) -> Result<Settings, ResourceFailure> {
-    let count = group_members::whole(properties.get("count")).unwrap_or(1);
+    let count = whole(properties.get("count")).unwrap_or(1);
     let definition = member_definition(
         "resource_def",
         properties.get("resource_def").unwrap_or(&Value::Null),
@@ -279,9 +279,13 @@ fn outcome_of(nested: NestedStackOutcome, plan: Plan) -> ResourceOutcome {
 }
 
 #[async_trait]
-impl ResourceType for ResourceGroup {
+impl GroupKind for ResourceGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -312,53 +316,13 @@ impl ResourceType for ResourceGroup {
         self.apply(request, Some(stack_id), &settings, plan).await
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        group_members::act(&self.host, current, StackWideAction::Resume).await
-    }
-
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Lock).await
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        group_members::lock(&self.host, current, request, super::LockChange::Unlock).await
-    }
-
     /// Every change is made by updating the members' nested stack.
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
     }
 
-    fn is_nested_stack(&self) -> bool {
-        true
-    }
-
     fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
-        let count = group_members::whole(properties.get("count")).unwrap_or(1);
+        let count = whole(properties.get("count")).unwrap_or(1);
         let definition = member_definition(
             "resource_def",
             properties.get("resource_def").unwrap_or(&Value::Null),
