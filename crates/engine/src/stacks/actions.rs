@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use ember_runtime::Identity;
 
 use super::bounds::within_bounds;
-use super::executor::{Direction, RunTarget, StackEngine, current, snapshot, transition, walk};
-use super::failure::{RunFailure, RunResult, resource_reason};
+use super::executor::{
+    Direction, RunTarget, StackEngine, current, end_step, snapshot, transition, walk,
+};
+use super::failure::{RunFailure, RunResult};
 use super::lease::WhenBusy;
 use super::{
     LeaseHolder, StackCaller, StackOperation, StackOperations, conclude, lease, stack_event,
@@ -220,34 +222,13 @@ async fn act_on_one(
             in_progress.type_name
         ))),
     };
-    match result {
-        Ok(()) => {
-            transition(
-                engine,
-                target,
-                in_progress,
-                stack_action,
-                ActionStatus::Complete,
-                "state changed",
-            )
-            .await?;
-            Ok(())
-        }
-        Err(failure) => {
-            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
-            transition(
-                engine,
-                target,
-                in_progress,
-                stack_action,
-                ActionStatus::Failed,
-                &reason,
-            )
-            .await?;
-            Err(RunFailure::Failed(format!(
-                "Resource {} failed: {reason}",
-                stack_action.as_str()
-            )))
-        }
-    }
+    end_step(
+        engine,
+        target,
+        in_progress,
+        stack_action,
+        result,
+        |done, ()| done,
+    )
+    .await
 }

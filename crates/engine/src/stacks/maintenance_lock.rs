@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use ember_runtime::Identity;
 
-use super::executor::{Direction, RunTarget, StackEngine, current, snapshot, transition, walk};
+use super::executor::{
+    Direction, RunTarget, StackEngine, current, end_step, snapshot, transition, walk,
+};
 use super::failure::{RunFailure, RunResult, resource_reason};
 use super::lease::WhenBusy;
 use super::{
@@ -509,38 +511,19 @@ async fn lock_one(
         "state changed",
     )
     .await?;
-    match call_lock_handler(resource_type, &in_progress, action, request).await {
-        Ok(data) => {
-            let mut done = in_progress;
+    let answered = call_lock_handler(resource_type, &in_progress, action, request).await;
+    end_step(
+        engine,
+        target,
+        in_progress,
+        action,
+        answered,
+        |mut done, data| {
             done.data = data;
-            transition(
-                engine,
-                target,
-                done,
-                action,
-                ActionStatus::Complete,
-                "state changed",
-            )
-            .await?;
-            Ok(())
-        }
-        Err(failure) => {
-            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
-            transition(
-                engine,
-                target,
-                in_progress,
-                action,
-                ActionStatus::Failed,
-                &reason,
-            )
-            .await?;
-            Err(RunFailure::Failed(format!(
-                "Resource {} failed: {reason}",
-                action.as_str()
-            )))
-        }
-    }
+            done
+        },
+    )
+    .await
 }
 
 /// Locks or unlocks a failed resource — one marked unhealthy

@@ -8,11 +8,11 @@ use crate::domain::template::DeletionPolicy;
 use crate::domain::{ActionStatus, Resource, StackAction};
 use crate::resources::ResourceFailure;
 use crate::stacks::context::RuntimeContext;
-use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
+use crate::stacks::failure::{RunFailure, RunResult};
 
 use super::create::{RESUMED_STEP, in_flight};
 use super::stack_engine::StackEngine;
-use super::target::{RunTarget, current, snapshot, transition, with_states};
+use super::target::{RunTarget, current, end_step, snapshot, transition, with_states};
 use super::walk::{Direction, walk};
 
 /// Deletes every resource of the run that is not yet deleted, dependents
@@ -145,33 +145,7 @@ async fn delete_one(
         return Ok(());
     }
     let result = delete_action(engine, &in_progress, in_flight.as_ref()).await;
-    match result {
-        Ok(()) => {
-            transition(
-                engine,
-                target,
-                in_progress,
-                action,
-                ActionStatus::Complete,
-                "state changed",
-            )
-            .await?;
-            Ok(())
-        }
-        Err(failure) => {
-            let reason = format!("resources.{name}: {}", resource_reason(failure)?);
-            transition(
-                engine,
-                target,
-                in_progress,
-                action,
-                ActionStatus::Failed,
-                &reason,
-            )
-            .await?;
-            Err(format!("Resource {} failed: {reason}", action.as_str()).into())
-        }
-    }
+    end_step(engine, target, in_progress, action, result, |done, ()| done).await
 }
 
 /// Calls the type's delete of `row` — its resumed delete when another

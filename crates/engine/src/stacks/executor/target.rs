@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
+use crate::resources::ResourceFailure;
 use crate::stacks::definition::ParsedStack;
-use crate::stacks::failure::{RunFailure, RunResult};
+use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
 use super::stack_engine::StackEngine;
 
@@ -174,6 +175,66 @@ pub(in crate::stacks) async fn transition(
     }
     store_state(&target.resources, resource.clone());
     Ok(resource)
+}
+
+/// Records `resource` FAILED for `reason` and fails the run in Heat's
+/// words: `Resource UPDATE failed: resources.web: …`.
+pub(in crate::stacks) async fn fail_step(
+    engine: &StackEngine,
+    target: &RunTarget,
+    resource: Resource,
+    action: StackAction,
+    reason: String,
+) -> RunResult {
+    transition(
+        engine,
+        target,
+        resource,
+        action,
+        ActionStatus::Failed,
+        &reason,
+    )
+    .await?;
+    Err(RunFailure::Failed(format!(
+        "Resource {} failed: {reason}",
+        action.as_str()
+    )))
+}
+
+/// Ends the step `in_progress` began: COMPLETE as `done` makes it of what
+/// the resource type answered, or FAILED with the type's reason (named
+/// after the resource; a store failure stops the run as it is).
+pub(in crate::stacks) async fn end_step<T>(
+    engine: &StackEngine,
+    target: &RunTarget,
+    in_progress: Resource,
+    action: StackAction,
+    answered: Result<T, ResourceFailure>,
+    done: impl FnOnce(Resource, T) -> Resource,
+) -> RunResult {
+    match answered {
+        Ok(answer) => {
+            let done = done(in_progress, answer);
+            transition(
+                engine,
+                target,
+                done,
+                action,
+                ActionStatus::Complete,
+                "state changed",
+            )
+            .await?;
+            Ok(())
+        }
+        Err(failure) => {
+            let reason = format!(
+                "resources.{}: {}",
+                in_progress.name,
+                resource_reason(failure)?
+            );
+            fail_step(engine, target, in_progress, action, reason).await
+        }
+    }
 }
 
 /// Whether acting on `resource` can change anything beyond its row (an

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::template::{DeletionPolicy, DependencyGraph};
 use crate::domain::{ActionStatus, Event, Resource, StackAction};
 use crate::stacks::executor::{
-    Direction, RESUMED_STEP, RunTarget, StackEngine, create_row, current, delete_action, in_flight,
-    request_for, resolve_properties, snapshot, transition, walk,
+    Direction, RESUMED_STEP, RunTarget, StackEngine, create_row, current, delete_action, end_step,
+    fail_step, in_flight, request_for, resolve_properties, snapshot, transition, walk,
 };
 use crate::stacks::failure::{RunFailure, RunResult, resource_reason};
 
@@ -244,38 +244,12 @@ async fn update_one(
                     current.physical_id.as_deref().unwrap_or_default()
                 ),
             };
-            transition(
-                engine,
-                target,
-                current,
-                action,
-                ActionStatus::Failed,
-                &reason,
-            )
-            .await?;
-            return Err(RunFailure::Failed(format!(
-                "Resource {} failed: {reason}",
-                action.as_str()
-            )));
+            return fail_step(engine, target, current, action, reason).await;
         }
     }
     let properties = match resolve_properties(engine, target, name, &new_type) {
         Ok(properties) => properties,
-        Err(reason) => {
-            transition(
-                engine,
-                target,
-                current,
-                action,
-                ActionStatus::Failed,
-                &reason,
-            )
-            .await?;
-            return Err(RunFailure::Failed(format!(
-                "Resource {} failed: {reason}",
-                action.as_str()
-            )));
-        }
+        Err(reason) => return fail_step(engine, target, current, action, reason).await,
     };
     let resource_type = engine
         .registry
@@ -320,41 +294,21 @@ async fn update_one(
             Some(in_flight) => resource_type.resume_update(&request, in_flight).await,
             None => resource_type.update(&request, &in_progress).await,
         };
-        return match updated {
-            Ok(outcome) => {
-                let mut updated = in_progress;
-                updated.physical_id = Some(outcome.physical_id);
-                updated.attributes = Value::Object(outcome.attributes);
-                updated.data = outcome.data;
-                updated.properties = Value::Object(properties);
-                transition(
-                    engine,
-                    target,
-                    updated,
-                    action,
-                    ActionStatus::Complete,
-                    "state changed",
-                )
-                .await?;
-                Ok(())
-            }
-            Err(failure) => {
-                let reason = format!("resources.{name}: {}", resource_reason(failure)?);
-                transition(
-                    engine,
-                    target,
-                    in_progress,
-                    action,
-                    ActionStatus::Failed,
-                    &reason,
-                )
-                .await?;
-                Err(RunFailure::Failed(format!(
-                    "Resource {} failed: {reason}",
-                    action.as_str()
-                )))
-            }
-        };
+        return end_step(
+            engine,
+            target,
+            in_progress,
+            action,
+            updated,
+            |mut done, outcome| {
+                done.physical_id = Some(outcome.physical_id);
+                done.attributes = Value::Object(outcome.attributes);
+                done.data = outcome.data;
+                done.properties = Value::Object(properties);
+                done
+            },
+        )
+        .await;
     }
     // Replacement: the new resource first; the old row is deleted at the end.
     // What the new one must take from the old (a server's ports) is let go
