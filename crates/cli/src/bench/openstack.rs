@@ -8,7 +8,9 @@
 //! both polled every 250 ms by the same client with the same Keystone
 //! token. Besides the wall times and their ratio, the CPU time Ember's
 //! process spent per server: its own work above what the cloud's services
-//! do (the bench's own polls included).
+//! do — whole, above its rate at rest, and that less what answering the
+//! bench's own polls cost (a client's choice, not the stack's work: what
+//! one poll costs is measured once, on the finished stack).
 //!
 //! The cloud is the one `tests/openstack/cloud.sh` prepares; its facts file
 //! (`EMBER_TEST_OPENSTACK`, or `--cloud`) names the users, image, flavor and
@@ -30,6 +32,8 @@ const POLL: Duration = Duration::from_millis(250);
 const LIMIT: Duration = Duration::from_secs(900);
 /// How long Ember's CPU at rest is measured for.
 const AT_REST: Duration = Duration::from_secs(10);
+/// How many polls of a finished stack measure what one costs.
+const POLLS_MEASURED: u32 = 20;
 /// How long Ember is left alone before that: what its start began (the
 /// service user's first token and catalog, the machine watcher's first
 /// resync, the threads its pools start) is not rest.
@@ -76,11 +80,18 @@ struct Orchestration {
 }
 
 /// Where a stack is and what its create and delete took.
+#[derive(Clone, Copy)]
 struct Timed {
     create: Duration,
     delete: Duration,
     create_cpu: Duration,
     delete_cpu: Duration,
+    /// How many times the bench asked while each waited.
+    create_polls: u32,
+    delete_polls: u32,
+    /// The CPU one poll of the finished stack cost, above the rate at
+    /// rest (measured when asked).
+    poll_cpu: Option<Duration>,
 }
 
 pub async fn run(bench: OpenStackBench) -> Result<(), String> {
@@ -187,7 +198,12 @@ pub async fn run(bench: OpenStackBench) -> Result<(), String> {
     for run in 0..bench.runs {
         let template = template(&facts, bench.servers);
         let timed = client
-            .measure(&ember_url, &format!("bench-ember-{run}"), &template)
+            .measure(
+                &ember_url,
+                &format!("bench-ember-{run}"),
+                &template,
+                (run == 0).then_some(at_rest),
+            )
             .await?;
         println!(
             "  ember run {run}: create {:.2} s, delete {:.2} s",
@@ -197,7 +213,7 @@ pub async fn run(bench: OpenStackBench) -> Result<(), String> {
         ember_runs.push(timed);
         if let (true, Some(heat_url)) = (bench.heat, &heat_url) {
             let timed = client
-                .measure(heat_url, &format!("bench-heat-{run}"), &template)
+                .measure(heat_url, &format!("bench-heat-{run}"), &template, None)
                 .await?;
             println!(
                 "  heat  run {run}: create {:.2} s, delete {:.2} s",
@@ -269,10 +285,9 @@ fn report(ember: &[Timed], heat: &[Timed], servers: usize, at_rest: f64) {
     let worked: Vec<Timed> = ember
         .iter()
         .map(|run| Timed {
-            create: run.create,
-            delete: run.delete,
             create_cpu: above_rest(run.create_cpu, run.create),
             delete_cpu: above_rest(run.delete_cpu, run.delete),
+            ..*run
         })
         .collect();
     println!(
@@ -281,6 +296,27 @@ fn report(ember: &[Timed], heat: &[Timed], servers: usize, at_rest: f64) {
         per_server_ms(&worked, |run| run.create_cpu),
         per_server_ms(&worked, |run| run.delete_cpu)
     );
+    if let Some(poll) = ember.iter().find_map(|run| run.poll_cpu) {
+        let less_polls: Vec<Timed> = worked
+            .iter()
+            .map(|run| Timed {
+                create_cpu: run.create_cpu.saturating_sub(poll * run.create_polls),
+                delete_cpu: run.delete_cpu.saturating_sub(poll * run.delete_polls),
+                ..*run
+            })
+            .collect();
+        let polls = |pick: fn(&Timed) -> u32| {
+            median(ember.iter().map(|run| f64::from(pick(run))).collect())
+        };
+        println!(
+            "  and of that, less answering the bench's polls ({:.2} ms each, {:.0} during a create, {:.0} during a delete): create {:.2} ms, delete {:.2} ms",
+            poll.as_secs_f64() * 1000.0,
+            polls(|run| run.create_polls),
+            polls(|run| run.delete_polls),
+            per_server_ms(&less_polls, |run| run.create_cpu),
+            per_server_ms(&less_polls, |run| run.delete_cpu)
+        );
+    }
 }
 
 /// The benchmark's template: shared network plumbing and `servers`
@@ -350,8 +386,15 @@ impl Orchestration {
     }
 
     /// Creates the stack at `base`, waits for CREATE_COMPLETE, deletes it
-    /// and waits until it is gone.
-    async fn measure(&self, base: &str, name: &str, template: &Value) -> Result<Timed, String> {
+    /// and waits until it is gone; with `polls_at_rest` (Ember's CPU rate
+    /// at rest), first measures what a poll of the finished stack costs.
+    async fn measure(
+        &self,
+        base: &str,
+        name: &str,
+        template: &Value,
+        polls_at_rest: Option<f64>,
+    ) -> Result<Timed, String> {
         let cpu = super::stacks::process_cpu_time()?;
         let started = Instant::now();
         let (status, body) = self
@@ -369,9 +412,13 @@ impl Orchestration {
             .ok_or("no stack id")?
             .to_owned();
         let stack = format!("{base}/stacks/{name}/{id}");
-        self.wait(&stack, "CREATE_COMPLETE", started).await?;
+        let create_polls = self.wait(&stack, "CREATE_COMPLETE", started).await?;
         let create = started.elapsed();
         let create_cpu = super::stacks::process_cpu_time()? - cpu;
+        let poll_cpu = match polls_at_rest {
+            Some(at_rest) => Some(self.poll_cost(&stack, at_rest).await?),
+            None => None,
+        };
 
         let cpu = super::stacks::process_cpu_time()?;
         let started = Instant::now();
@@ -379,21 +426,44 @@ impl Orchestration {
         if status != 204 {
             return Err(format!("{stack}: delete answered {status}: {body}"));
         }
-        self.wait(&stack, "DELETE_COMPLETE", started).await?;
+        let delete_polls = self.wait(&stack, "DELETE_COMPLETE", started).await?;
         Ok(Timed {
             create,
             delete: started.elapsed(),
             create_cpu,
             delete_cpu: super::stacks::process_cpu_time()? - cpu,
+            create_polls,
+            delete_polls,
+            poll_cpu,
         })
     }
 
-    async fn wait(&self, stack: &str, wanted: &str, started: Instant) -> Result<(), String> {
+    /// The CPU Ember spends answering one poll of `stack` (finished, so
+    /// nothing else runs), above its rate at rest, asked as a wait asks.
+    async fn poll_cost(&self, stack: &str, at_rest: f64) -> Result<Duration, String> {
+        let cpu = super::stacks::process_cpu_time()?;
+        let started = Instant::now();
+        for _ in 0..POLLS_MEASURED {
+            let (status, body) = self.call(reqwest::Method::GET, stack, None).await?;
+            if status != 200 {
+                return Err(format!("{stack}: a poll answered {status}: {body}"));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        let spent = super::stacks::process_cpu_time()? - cpu;
+        let resting = Duration::from_secs_f64(at_rest * started.elapsed().as_secs_f64());
+        Ok(spent.saturating_sub(resting) / POLLS_MEASURED)
+    }
+
+    /// Polls `stack` until it is `wanted`; returns how many times it asked.
+    async fn wait(&self, stack: &str, wanted: &str, started: Instant) -> Result<u32, String> {
+        let mut polls = 0;
         loop {
             let (status, body) = self.call(reqwest::Method::GET, stack, None).await?;
+            polls += 1;
             let state = body["stack"]["stack_status"].as_str().unwrap_or_default();
             if state == wanted || (wanted == "DELETE_COMPLETE" && status == 404) {
-                return Ok(());
+                return Ok(polls);
             }
             if state.ends_with("_FAILED") {
                 return Err(format!(
