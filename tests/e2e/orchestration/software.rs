@@ -637,6 +637,59 @@ async fn a_deployment_group_deploys_to_each_server_and_gathers_their_outputs() {
     ember.stop().await;
 }
 
+/// A deployment group's nested stack locks and unlocks with its stack, as
+/// every group's does (heat-lock-stack: "the stack and all nested stacks").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_groups_nested_stack_locks_with_its_stack() {
+    let ember = TestEmber::start().await;
+    let heat = HeatRest::member(&ember);
+    let stack = create(
+        &heat,
+        "locked-deploys",
+        json!({
+            "heat_template_version": "2021-04-16",
+            "resources": {
+                "web": {"type": "OS::Heat::None"},
+                "config": {"type": "OS::Heat::SoftwareConfig",
+                           "properties": {"group": "script", "config": "#!/bin/sh\necho hi"}},
+                "deploys": {"type": "OS::Heat::SoftwareDeploymentGroup",
+                    "properties": {"config": {"get_resource": "config"},
+                                   "servers": {"web": {"get_resource": "web"}},
+                                   "signal_transport": "NO_SIGNAL"}}},
+        }),
+    )
+    .await;
+    let done = heat.wait_until_settled(&stack).await;
+    assert_eq!(done["stack_status"], "CREATE_COMPLETE", "{done}");
+    // The nested stack's canonical path, as `/stacks/{id}` redirects to it.
+    let by_id = heat
+        .get(&format!(
+            "/stacks/{}",
+            physical_id_of(&heat, &stack, "deploys").await
+        ))
+        .await;
+    let location = by_id
+        .location
+        .clone()
+        .expect("a redirect to the nested stack");
+    let nested = location[location.find("/stacks/").expect("a stack URL")..].to_owned();
+    for (action, status) in [
+        (json!({"lock": {"level": "stacks"}}), "LOCK_COMPLETE"),
+        (json!({"unlock": null}), "UNLOCK_COMPLETE"),
+    ] {
+        let answer = heat.post(&format!("{stack}/actions"), action).await;
+        assert_eq!(answer.status, StatusCode::OK, "{answer:?}");
+        let settled = heat.wait_until_settled(&stack).await;
+        assert_eq!(settled["stack_status"], status, "{settled}");
+        let child = heat.get(&nested).await;
+        assert_eq!(
+            child.body["stack"]["stack_status"], status,
+            "the deployments' nested stack follows its stack: {child:?}"
+        );
+    }
+    ember.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployed_server_is_a_target_ember_does_not_create() {
     let ember = TestEmber::start().await;
