@@ -96,18 +96,33 @@ resources:
   tier: {type: child.yaml}
 "#;
 
-async fn create_root(operations: &StackOperations, name: &str) -> Stack {
+/// Starts creating `name` from `template` (no rollback), as `shape` sets
+/// its files and parameters.
+async fn start_create(
+    operations: &StackOperations,
+    name: &str,
+    template: &str,
+    shape: impl FnOnce(&mut CreateStack),
+) {
     let mut create = CreateStack {
         name: name.to_owned(),
-        template: ROOT.to_owned(),
+        template: template.to_owned(),
         disable_rollback: true,
         ..CreateStack::default()
     };
-    create.files.insert("child.yaml".into(), CHILD.into());
+    shape(&mut create);
     operations
         .create_stack(&owner(), create)
         .await
         .expect("create");
+}
+
+fn with_child(create: &mut CreateStack) {
+    create.files.insert("child.yaml".into(), CHILD.into());
+}
+
+async fn create_root(operations: &StackOperations, name: &str) -> Stack {
+    start_create(operations, name, ROOT, with_child).await;
     settled_as(operations, name, "CREATE_COMPLETE").await
 }
 
@@ -302,18 +317,11 @@ async fn unlock_lifts_only_the_instance_locks_the_stack_placed(database: &TestDa
 
 async fn a_failing_resource_leaves_lock_failed_and_unlock_cleans_up(database: &TestDatabase) {
     let (operations, instances, _) = engine(database).await;
-    let mut create = CreateStack {
-        name: "dirty".into(),
-        template: ROOT.to_owned(),
-        disable_rollback: true,
-        ..CreateStack::default()
-    };
-    create.files.insert("child.yaml".into(), CHILD.into());
-    create.parameters.insert("fail_lock".into(), json!(true));
-    operations
-        .create_stack(&owner(), create)
-        .await
-        .expect("create");
+    start_create(&operations, "dirty", ROOT, |create| {
+        with_child(create);
+        create.parameters.insert("fail_lock".into(), json!(true));
+    })
+    .await;
     let stack = settled(&operations, "dirty").await;
     operations
         .lock_stack(&owner(), "dirty", LockLevel::All, None)
@@ -387,16 +395,7 @@ async fn an_admin_lock_is_lifted_only_by_an_admin(database: &TestDatabase) {
 async fn lock_needs_a_created_stack(database: &TestDatabase) {
     let (operations, instances, _) = engine(database).await;
     let template = "heat_template_version: 2021-04-16\nresources:\n  slow: {type: OS::Heat::TestResource, properties: {action_wait_secs: {create: 1}}}\n";
-    let create = CreateStack {
-        name: "young".into(),
-        template: template.into(),
-        disable_rollback: true,
-        ..CreateStack::default()
-    };
-    operations
-        .create_stack(&owner(), create)
-        .await
-        .expect("create");
+    start_create(&operations, "young", template, |_| {}).await;
     let error = operations
         .lock_stack(&owner(), "young", LockLevel::All, None)
         .await
@@ -614,16 +613,7 @@ resources:
     type: OS::Heat::ResourceChain
     properties: {resources: [OS::Heat::TestResource]}
 "#;
-    let create = CreateStack {
-        name: "grouped".to_owned(),
-        template: template.to_owned(),
-        disable_rollback: true,
-        ..CreateStack::default()
-    };
-    operations
-        .create_stack(&owner(), create)
-        .await
-        .expect("create");
+    start_create(&operations, "grouped", template, |_| {}).await;
     let stack = settled_as(&operations, "grouped", "CREATE_COMPLETE").await;
     let children = store.list_child_stacks(stack.id).await.expect("children");
     assert_eq!(children.len(), 4, "one nested stack a group: {children:?}");
