@@ -1080,49 +1080,50 @@ async fn users_and_projects_are_updated_and_disabled(database: Option<&TestDatab
             },
         )
     };
-    refused(
-        service
-            .update_user(update_user(pb::UpdateUserRequest {
+    let of_frank = |update: pb::UpdateUserRequest| pb::UpdateUserRequest {
+        user: "frank".into(),
+        ..update
+    };
+    for (update, code, message) in [
+        (
+            of_frank(pb::UpdateUserRequest {
                 name: Some("demo".into()),
                 ..Default::default()
-            }))
-            .await,
-        Code::AlreadyExists,
-        "a user named \"demo\" already exists",
-    );
-    refused(
-        service
-            .update_user(update_user(pb::UpdateUserRequest {
+            }),
+            Code::AlreadyExists,
+            "a user named \"demo\" already exists",
+        ),
+        (
+            of_frank(pb::UpdateUserRequest {
                 name: Some("fr ank".into()),
                 ..Default::default()
-            }))
-            .await,
-        Code::InvalidArgument,
-        "user name \"fr ank\"",
-    );
-    refused(
-        service
-            .update_user(update_user(pb::UpdateUserRequest {
+            }),
+            Code::InvalidArgument,
+            "user name \"fr ank\"",
+        ),
+        (
+            of_frank(pb::UpdateUserRequest {
                 default_project: Some("nowhere".into()),
                 ..Default::default()
-            }))
-            .await,
-        Code::NotFound,
-        "project \"nowhere\" not found",
-    );
-    refused(
-        service
-            .update_user(admin(
-                &ember,
-                pb::UpdateUserRequest {
-                    user: "nobody".into(),
-                    ..Default::default()
-                },
-            ))
-            .await,
-        Code::NotFound,
-        "user \"nobody\" not found",
-    );
+            }),
+            Code::NotFound,
+            "project \"nowhere\" not found",
+        ),
+        (
+            pb::UpdateUserRequest {
+                user: "nobody".into(),
+                ..Default::default()
+            },
+            Code::NotFound,
+            "user \"nobody\" not found",
+        ),
+    ] {
+        refused(
+            service.update_user(admin(&ember, update)).await,
+            code,
+            message,
+        );
+    }
     let updated = service
         .update_user(update_user(pb::UpdateUserRequest {
             description: Some(String::new()),
@@ -1210,26 +1211,30 @@ async fn users_and_projects_are_updated_and_disabled(database: Option<&TestDatab
             },
         )
     };
-    refused(
-        service
-            .update_project(update_project(pb::UpdateProjectRequest {
+    for (update, code, message) in [
+        (
+            pb::UpdateProjectRequest {
                 name: Some("demo".into()),
                 ..Default::default()
-            }))
-            .await,
-        Code::AlreadyExists,
-        "a project named \"demo\" already exists",
-    );
-    refused(
-        service
-            .update_project(update_project(pb::UpdateProjectRequest {
+            },
+            Code::AlreadyExists,
+            "a project named \"demo\" already exists",
+        ),
+        (
+            pb::UpdateProjectRequest {
                 description: Some("x".repeat(1025)),
                 ..Default::default()
-            }))
-            .await,
-        Code::InvalidArgument,
-        "at most 1024 bytes",
-    );
+            },
+            Code::InvalidArgument,
+            "at most 1024 bytes",
+        ),
+    ] {
+        refused(
+            service.update_project(update_project(update)).await,
+            code,
+            message,
+        );
+    }
     refused(
         service
             .get_project(admin(
