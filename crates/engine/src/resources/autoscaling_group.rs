@@ -13,9 +13,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::group_members::{
-    GroupKind, MemberValues, by_index, host, index_of, member_definition, member_template,
-    nested_id, removal_order, whole,
+    MemberValues, by_index, host, index_of, member_definition, member_template, nested_id,
+    removal_order, whole,
 };
+use super::nested::NestedStackWork;
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHost, NestedStackHostSlot, NestedStackOutcome,
     NestedTemplate, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
@@ -266,7 +267,7 @@ pub async fn resize_autoscaling_group(
 }
 
 #[async_trait]
-impl GroupKind for AutoScalingGroup {
+impl NestedStackWork for AutoScalingGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }

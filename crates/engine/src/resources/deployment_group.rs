@@ -7,7 +7,8 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
+use super::group_members::{MemberValues, host, member_template, nested_id};
+use super::nested::NestedStackWork;
 use super::software::{
     SOFTWARE_DEPLOYMENT_TYPE, STRUCTURED_DEPLOYMENT_TYPE, deployment_properties,
 };
@@ -217,7 +218,7 @@ fn attributes(values: &MemberValues) -> Map<String, Value> {
 }
 
 #[async_trait]
-impl GroupKind for DeploymentGroup {
+impl NestedStackWork for DeploymentGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }

@@ -5,116 +5,23 @@
 //! and attributes back to the group — and run through the engine's
 //! [`NestedStackHost`]. A failed member stays in the template under its
 //! name, so the nested update replaces it and member names stay continuous.
-//! Each kind of group says what it makes of its properties
-//! ([`GroupKind`]); [`Group`] does what every group does alike with its
-//! nested stack: delete it, check, suspend and resume it, and lock it with
-//! the group's stack (at level `all`, its servers too).
+//! Each group is a [`NestedStackWork`](super::nested::NestedStackWork):
+//! what it makes of its properties is its own; how its nested stack is
+//! deleted, checked, suspended, resumed and locked is
+//! [`NestedStackType`](super::nested::NestedStackType)'s, through the
+//! helpers here, as for every resource whose work is a nested stack.
 
 use std::cmp::Ordering;
 use std::sync::{Arc, Weak};
 
-use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{
-    LockChange, LockRequest, NestedStackHost, NestedStackHostSlot, ResourceFailure,
-    ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeSchema,
-};
+use super::{LockChange, LockRequest, NestedStackHost, NestedStackHostSlot, ResourceFailure};
 use crate::domain::{ActionStatus, Resource, StackWideAction};
 
 /// The keys a member definition (`resource_def`, `resource`) may have.
 const MEMBER_DEFINITION_KEYS: &[&str] = &["type", "properties", "metadata"];
-
-/// What one kind of group decides: its schema, how it makes and changes
-/// the nested stack of its members, when it is replaced, and how many
-/// members its properties plan (see [`Group`] for the rest).
-#[async_trait]
-pub(super) trait GroupKind: Send + Sync + 'static {
-    fn schema(&self) -> &ResourceTypeSchema;
-    /// The engine's nested stacks, where the members are.
-    fn host(&self) -> &NestedStackHostSlot;
-    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure>;
-    async fn update(
-        &self,
-        request: &ResourceRequest,
-        current: &Resource,
-    ) -> Result<ResourceOutcome, ResourceFailure>;
-    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool;
-    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)>;
-}
-
-/// A group resource type: `K`'s members, the resources of one nested
-/// stack, deleted, checked, suspended, resumed and locked with it.
-pub(super) struct Group<K>(pub K);
-
-#[async_trait]
-impl<K: GroupKind> ResourceType for Group<K> {
-    fn schema(&self) -> &ResourceTypeSchema {
-        self.0.schema()
-    }
-
-    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
-        self.0.create(request).await
-    }
-
-    async fn update(
-        &self,
-        request: &ResourceRequest,
-        current: &Resource,
-    ) -> Result<ResourceOutcome, ResourceFailure> {
-        self.0.update(request, current).await
-    }
-
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        delete(self.0.host(), current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(self.0.host(), current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(self.0.host(), current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(self.0.host(), current, StackWideAction::Resume).await
-    }
-
-    /// The members' nested stack locks with the group's stack.
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        lock(self.0.host(), current, request, LockChange::Lock).await
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        lock(self.0.host(), current, request, LockChange::Unlock).await
-    }
-
-    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
-        self.0.needs_replacement(old, new)
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
-    }
-
-    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
-        self.0.planned_members(properties)
-    }
-}
 
 pub(super) fn host(
     slot: &NestedStackHostSlot,

@@ -8,7 +8,8 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
+use super::group_members::{MemberValues, host, member_template, nested_id};
+use super::nested::NestedStackWork;
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedTemplate, PropertySchema,
     PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceType,
@@ -264,7 +265,7 @@ fn server_definition(
 }
 
 #[async_trait]
-impl GroupKind for InstanceGroup {
+impl NestedStackWork for InstanceGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }

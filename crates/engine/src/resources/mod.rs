@@ -48,7 +48,7 @@ pub use schema::{
 
 use crate::domain::Resource;
 use crate::error::Error;
-use group_members::Group;
+use nested::NestedStackType;
 
 /// The key of the resource in the starter template Heat generates for a
 /// type (`GET /resource_types/{type}/template`): Heat's class name for its
@@ -531,26 +531,30 @@ impl ResourceTypeRegistry {
         let mut registry = ResourceTypeRegistry {
             types: BTreeMap::new(),
             hidden: BTreeMap::new(),
-            template_resource: Arc::new(nested::TemplateResource::new(nested_stack_host.clone())),
+            template_resource: Arc::new(NestedStackType(nested::TemplateResource::new(
+                nested_stack_host.clone(),
+            ))),
             nested_stack_host: nested_stack_host.clone(),
             wait_conditions: None,
             software: None,
             not_offered: BTreeMap::new(),
         };
-        registry.register(Arc::new(nested::StackResource::new(nested_stack_host)));
+        registry.register(Arc::new(NestedStackType(nested::StackResource::new(
+            nested_stack_host,
+        ))));
         registry.register(Arc::new(none::NoneResource::new()));
         registry.register(Arc::new(test_resource::TestResource::new()));
         registry.register(Arc::new(random_string::RandomString::new()));
         registry.register(Arc::new(value::ValueResource::new()));
-        registry.register(Arc::new(Group(resource_group::ResourceGroup::new(
-            registry.nested_stack_host.clone(),
-        ))));
-        registry.register(Arc::new(Group(resource_chain::ResourceChain::new(
-            registry.nested_stack_host.clone(),
-        ))));
-        registry.register(Arc::new(Group(autoscaling_group::AutoScalingGroup::new(
-            registry.nested_stack_host.clone(),
-        ))));
+        registry.register(Arc::new(NestedStackType(
+            resource_group::ResourceGroup::new(registry.nested_stack_host.clone()),
+        )));
+        registry.register(Arc::new(NestedStackType(
+            resource_chain::ResourceChain::new(registry.nested_stack_host.clone()),
+        )));
+        registry.register(Arc::new(NestedStackType(
+            autoscaling_group::AutoScalingGroup::new(registry.nested_stack_host.clone()),
+        )));
         registry.register(Arc::new(scaling_policy::ScalingPolicy::new()));
         registry.register(Arc::new(delay::Delay::new()));
         registry.register(Arc::new(instance_group::LaunchConfiguration::new()));
@@ -570,9 +574,9 @@ impl ResourceTypeRegistry {
         registry.register(Arc::new(aws_instance::AwsInstance::new(
             server::ServerResource::new("OS::Nova::Server", instances.clone()),
         )));
-        registry.register(Arc::new(Group(instance_group::InstanceGroup::new(
-            registry.nested_stack_host.clone(),
-        ))));
+        registry.register(Arc::new(NestedStackType(
+            instance_group::InstanceGroup::new(registry.nested_stack_host.clone()),
+        )));
         // On the simulated backend, networks, volumes, key pairs and
         // images are simulated too, on the cloud its machines are on (the
         // openstack backend's types replace these: `with_cloud`).
@@ -659,10 +663,10 @@ impl ResourceTypeRegistry {
             conditions.clone(),
         )));
         self.register(Arc::new(deployed_server::DeployedServer::new(conditions)));
-        self.register(Arc::new(Group(
+        self.register(Arc::new(NestedStackType(
             deployment_group::DeploymentGroup::software(self.nested_stack_host.clone()),
         )));
-        self.register(Arc::new(Group(
+        self.register(Arc::new(NestedStackType(
             deployment_group::DeploymentGroup::structured(self.nested_stack_host.clone()),
         )));
         self.hidden.insert(

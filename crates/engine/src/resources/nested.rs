@@ -6,6 +6,11 @@
 //! [`NestedStackHost`] it installs when it starts. A nested output that
 //! cannot be resolved is kept in the resource's data, and a `get_attr` of
 //! it is that error (Heat's TemplateOutputError).
+//!
+//! Every resource whose work is one nested stack — these two and every
+//! group (`group_members.rs`) — is a [`NestedStackWork`] registered as a
+//! [`NestedStackType`], which deletes, checks, suspends, resumes and locks
+//! that stack the same way for all of them.
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -15,8 +20,8 @@ use uuid::Uuid;
 
 use super::group_members::{act, delete, host, lock, nested_id};
 use super::{
-    AttributeSchema, PropertySchema, PropertyType, ResourceFailure, ResourceOutcome,
-    ResourceRequest, ResourceType, ResourceTypeSchema,
+    AttributeSchema, LockChange, LockRequest, PropertySchema, PropertyType, ResourceFailure,
+    ResourceOutcome, ResourceRequest, ResourceType, ResourceTypeSchema,
 };
 use crate::domain::template::parse_document;
 use crate::domain::{Resource, StackWideAction};
@@ -126,7 +131,8 @@ pub type NestedStackHostSlot = Arc<OnceLock<Weak<dyn NestedStackHost>>>;
 /// What differs between the kinds of nested-stack resources: the schema,
 /// how a request becomes the nested stack's definition, and which
 /// attributes the nested stack's outcome gives. Everything else — every
-/// action is the nested stack's own — is [`NestedStackResource`]'s.
+/// action is the nested stack's own — is [`NestedStackResource`]'s and
+/// [`NestedStackType`]'s.
 pub trait NestedStackKind: Send + Sync + 'static {
     fn schema(&self) -> &ResourceTypeSchema;
     fn definition(&self, request: &ResourceRequest) -> Result<NestedDefinition, ResourceFailure>;
@@ -291,10 +297,110 @@ impl NestedStackKind for TemplateFile {
     }
 }
 
+/// What a resource whose work is one nested stack decides: its schema,
+/// how it makes and changes that stack, when it is replaced, and how many
+/// members its properties plan. [`NestedStackType`] does the rest.
 #[async_trait]
-impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
+pub trait NestedStackWork: Send + Sync + 'static {
+    fn schema(&self) -> &ResourceTypeSchema;
+    /// The engine's nested stacks, where the work is done.
+    fn host(&self) -> &NestedStackHostSlot;
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure>;
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure>;
+    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool;
+    /// The members a group's properties plan (see
+    /// [`ResourceType::planned_members`]); none for a plain nested stack.
+    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
+        let _ = properties;
+        None
+    }
+}
+
+/// The resource type of a [`NestedStackWork`] — a nested stack, a template
+/// resource, every group: its nested stack is deleted, checked, suspended,
+/// resumed and locked with it here, the same way for all of them.
+pub struct NestedStackType<W>(pub W);
+
+#[async_trait]
+impl<W: NestedStackWork> ResourceType for NestedStackType<W> {
+    fn schema(&self) -> &ResourceTypeSchema {
+        self.0.schema()
+    }
+
+    async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
+        self.0.create(request).await
+    }
+
+    async fn update(
+        &self,
+        request: &ResourceRequest,
+        current: &Resource,
+    ) -> Result<ResourceOutcome, ResourceFailure> {
+        self.0.update(request, current).await
+    }
+
+    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        delete(self.0.host(), current).await
+    }
+
+    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(self.0.host(), current, StackWideAction::Check).await
+    }
+
+    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(self.0.host(), current, StackWideAction::Suspend).await
+    }
+
+    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
+        act(self.0.host(), current, StackWideAction::Resume).await
+    }
+
+    /// The nested stack locks with its parent.
+    fn has_lock_handler(&self) -> bool {
+        true
+    }
+
+    async fn lock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        lock(self.0.host(), current, request, LockChange::Lock).await
+    }
+
+    async fn unlock(
+        &self,
+        current: &Resource,
+        request: &LockRequest,
+    ) -> Result<Value, ResourceFailure> {
+        lock(self.0.host(), current, request, LockChange::Unlock).await
+    }
+
+    fn needs_replacement(&self, old: &Map<String, Value>, new: &Map<String, Value>) -> bool {
+        self.0.needs_replacement(old, new)
+    }
+
+    fn is_nested_stack(&self) -> bool {
+        true
+    }
+
+    fn planned_members(&self, properties: &Map<String, Value>) -> Option<(u64, Value)> {
+        self.0.planned_members(properties)
+    }
+}
+
+#[async_trait]
+impl<K: NestedStackKind> NestedStackWork for NestedStackResource<K> {
     fn schema(&self) -> &ResourceTypeSchema {
         self.kind.schema()
+    }
+
+    fn host(&self) -> &NestedStackHostSlot {
+        &self.host
     }
 
     async fn create(&self, request: &ResourceRequest) -> Result<ResourceOutcome, ResourceFailure> {
@@ -318,50 +424,9 @@ impl<K: NestedStackKind> ResourceType for NestedStackResource<K> {
         Ok(self.kind.outcome(nested))
     }
 
-    async fn delete(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        delete(&self.host, current).await
-    }
-
-    async fn check(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, StackWideAction::Check).await
-    }
-
-    async fn suspend(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, StackWideAction::Suspend).await
-    }
-
-    async fn resume(&self, current: &Resource) -> Result<(), ResourceFailure> {
-        act(&self.host, current, StackWideAction::Resume).await
-    }
-
-    /// The nested stack locks with its parent.
-    fn has_lock_handler(&self) -> bool {
-        true
-    }
-
-    async fn lock(
-        &self,
-        current: &Resource,
-        request: &super::LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        lock(&self.host, current, request, super::LockChange::Lock).await
-    }
-
-    async fn unlock(
-        &self,
-        current: &Resource,
-        request: &super::LockRequest,
-    ) -> Result<Value, ResourceFailure> {
-        lock(&self.host, current, request, super::LockChange::Unlock).await
-    }
-
     /// A nested stack is updated in place; only a failed one is replaced.
     fn needs_replacement(&self, _old: &Map<String, Value>, _new: &Map<String, Value>) -> bool {
         false
-    }
-
-    fn is_nested_stack(&self) -> bool {
-        true
     }
 }
 

@@ -6,7 +6,8 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::group_members::{GroupKind, MemberValues, host, member_template, nested_id};
+use super::group_members::{MemberValues, host, member_template, nested_id};
+use super::nested::NestedStackWork;
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedTemplate, PropertySchema,
     PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest, ResourceTypeSchema,
@@ -151,7 +152,7 @@ fn members(properties: &Map<String, Value>) -> Result<Vec<(String, Value)>, Reso
 }
 
 #[async_trait]
-impl GroupKind for ResourceChain {
+impl NestedStackWork for ResourceChain {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }

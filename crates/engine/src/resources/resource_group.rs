@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::group_members::{
-    GroupKind, MemberValues, host, member_definition, member_template, nested_id, whole,
+    MemberValues, host, member_definition, member_template, nested_id, whole,
 };
+use super::nested::NestedStackWork;
 use super::{
     AttributeSchema, NestedDefinition, NestedStackHostSlot, NestedStackOutcome, NestedTemplate,
     PropertySchema, PropertyType, ResourceFailure, ResourceOutcome, ResourceRequest,
@@ -279,7 +280,7 @@ fn outcome_of(nested: NestedStackOutcome, plan: Plan) -> ResourceOutcome {
 }
 
 #[async_trait]
-impl GroupKind for ResourceGroup {
+impl NestedStackWork for ResourceGroup {
     fn schema(&self) -> &ResourceTypeSchema {
         &self.schema
     }
