@@ -70,11 +70,15 @@ pub fn spawn_sweep<T, F, Fut, N, NFut>(
         loop {
             if sweep_now {
                 match lift_all(&owner, &sweep, &shutdown, what).await {
-                    Lifted::Stop => return,
-                    // Tried again after the pause (sweep_now stays).
-                    Lifted::Failed if rest(RETRY_DUE_AFTER, &shutdown).await => continue,
-                    Lifted::Failed => return,
                     Lifted::Clear => {}
+                    Lifted::Stop => return,
+                    Lifted::Failed => {
+                        // Tried again after the pause (sweep_now stays).
+                        if !rest(RETRY_DUE_AFTER, &shutdown).await {
+                            return;
+                        }
+                        continue;
+                    }
                 }
             }
             let Some(strong) = owner.upgrade() else {

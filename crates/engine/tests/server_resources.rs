@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ember_engine::compute::simulated::SimulatedComputeConfig;
-use ember_engine::domain::Stack;
-use ember_engine::domain::StackWideAction;
 use ember_engine::domain::instance::InstanceStatus;
+use ember_engine::domain::{Stack, StackWideAction};
 use ember_engine::instances::InstanceService;
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use ember_engine::Error;
-use ember_engine::domain::StackWideAction;
-use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
+use ember_engine::domain::{
+    ActionStatus, Event, Resource, Stack, StackAction, StackDefinition, StackWideAction,
+};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
     CreateStack, LeaseHolder, StackBusy, StackLease, StackOperations, StackSettings, Stops, Swept,

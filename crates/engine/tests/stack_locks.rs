@@ -13,9 +13,8 @@ use std::time::Duration;
 
 use ember_engine::Error;
 use ember_engine::compute::simulated::SimulatedComputeConfig;
-use ember_engine::domain::StackWideAction;
 use ember_engine::domain::instance::{InstanceStatus, NewInstance};
-use ember_engine::domain::{LockLevel, Stack};
+use ember_engine::domain::{LockLevel, Stack, StackWideAction};
 use ember_engine::instances::InstanceService;
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{

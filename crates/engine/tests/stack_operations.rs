@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::Error;
-use ember_engine::domain::StackWideAction;
-use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
+use ember_engine::domain::{
+    ActionStatus, Event, Stack, StackAction, StackDefinition, StackWideAction,
+};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::stacks::{CreateStack, StackOperations, Swept, UpdateStack};

@@ -8,8 +8,7 @@ mod stack_support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ember_engine::domain::Stack;
-use ember_engine::domain::StackWideAction;
+use ember_engine::domain::{Stack, StackWideAction};
 use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
     CreateStack, PluginGate, RegistryUnavailable, StackOperations, UpdateStack,

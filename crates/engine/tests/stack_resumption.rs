@@ -22,10 +22,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ember_engine::compute::simulated::{SimulatedComputeConfig, SimulatedDriver};
-use ember_engine::domain::StackWideAction;
 use ember_engine::domain::instance::{InstanceStatus, PowerState};
 use ember_engine::domain::software::{DeploymentStatus, SoftwareDeployment};
-use ember_engine::domain::{Event, LockLevel, Stack};
+use ember_engine::domain::{Event, LockLevel, Stack, StackWideAction};
 use ember_engine::instances::{InstanceFilter, InstanceService};
 use ember_engine::resources::wait_condition::WaitConditions;
 use ember_engine::resources::{

@@ -11,10 +11,9 @@ use super::convert::{
     json_to_proto, map_to_struct, stack_into_proto, stack_to_proto, struct_to_map, value_to_struct,
 };
 use super::{Reply, answer};
-use crate::domain::LockLevel;
-use crate::domain::StackWideAction;
 use crate::domain::stack::StackListQuery;
 use crate::domain::template::{TemplateVersion, template_functions};
+use crate::domain::{LockLevel, StackWideAction};
 use crate::error::Error;
 use crate::stacks::{
     CreateStack, DefinitionInput, OutputValue, StackDetails, StackOperation, StackOperations,

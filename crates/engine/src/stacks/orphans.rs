@@ -29,8 +29,9 @@ use chrono::{DateTime, Utc};
 
 use super::lease::{StackLease, expiry_after};
 use super::{StackOperations, actions, create, delete, maintenance_lock, stack_event, update};
-use crate::domain::StackWideAction;
-use crate::domain::{ActionStatus, MaintenanceLock, Resource, Stack, StackAction, StackDefinition};
+use crate::domain::{
+    ActionStatus, MaintenanceLock, Resource, Stack, StackAction, StackDefinition, StackWideAction,
+};
 use crate::error::{Error, Result};
 use crate::store::OrphanCandidate;
 

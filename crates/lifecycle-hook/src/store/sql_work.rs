@@ -68,11 +68,6 @@ pub async fn count_overdue(
     })
 }
 
-/// Claims up to `limit` due deliveries in one statement: the rows still
-/// due when the UPDATE reaches them are moved past `claim_until` and
-/// returned, so concurrent replicas never claim the same row (PostgreSQL
-/// re-checks the conditions on a row another claim just changed; SQLite
-/// runs writers one at a time).
 /// The actions whose message may still be sent at `now`, whenever their
 /// next attempt is: unresolved, pending or retrying, before the deadline.
 fn deliverable(now: DateTime<Utc>) -> Condition {
@@ -85,6 +80,11 @@ fn deliverable(now: DateTime<Utc>) -> Condition {
         .add(entity::Column::Deadline.gt(now))
 }
 
+/// Claims up to `limit` due deliveries in one statement: the rows still
+/// due when the UPDATE reaches them are moved past `claim_until` and
+/// returned, so concurrent replicas never claim the same row (PostgreSQL
+/// re-checks the conditions on a row another claim just changed; SQLite
+/// runs writers one at a time).
 pub async fn claim_due_deliveries(
     connection: &DatabaseConnection,
     now: DateTime<Utc>,
