@@ -16,6 +16,7 @@ pub mod https;
 pub mod identity;
 pub mod ids;
 pub mod in_process;
+pub mod migration;
 pub mod protobuf_json;
 pub mod quote;
 pub mod reader;

@@ -3,7 +3,9 @@
 //! user and/or project issued up to a moment (in milliseconds) (what losing a role, a
 //! password change or a deletion revokes, as Keystone's revocation events).
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -54,28 +56,12 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityProjects::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityProjects::Id)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityProjects::Name)
-                            .string_len(64)
-                            .not_null()
-                            .unique_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityProjects::Description)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityProjects::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::string_len(IdentityProjects::Id, 64).primary_key())
+                    .col(schema::string_len_uniq(IdentityProjects::Name, 64))
+                    .col(schema::text(IdentityProjects::Description))
+                    .col(schema::timestamp_with_time_zone(
+                        IdentityProjects::CreatedAt,
+                    ))
                     .to_owned(),
             )
             .await?;
@@ -84,29 +70,11 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityUsers::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityUsers::Id)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityUsers::Name)
-                            .string_len(64)
-                            .not_null()
-                            .unique_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityUsers::PasswordHash)
-                            .string_len(255)
-                            .not_null(),
-                    )
+                    .col(schema::string_len(IdentityUsers::Id, 64).primary_key())
+                    .col(schema::string_len_uniq(IdentityUsers::Name, 64))
+                    .col(schema::string_len(IdentityUsers::PasswordHash, 255))
                     .col(ColumnDef::new(IdentityUsers::DefaultProjectId).string_len(64))
-                    .col(
-                        ColumnDef::new(IdentityUsers::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::timestamp_with_time_zone(IdentityUsers::CreatedAt))
                     .to_owned(),
             )
             .await?;
@@ -115,21 +83,9 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityRoleAssignments::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityRoleAssignments::UserId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityRoleAssignments::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityRoleAssignments::Role)
-                            .string_len(64)
-                            .not_null(),
-                    )
+                    .col(schema::string_len(IdentityRoleAssignments::UserId, 64))
+                    .col(schema::string_len(IdentityRoleAssignments::ProjectId, 64))
+                    .col(schema::string_len(IdentityRoleAssignments::Role, 64))
                     .primary_key(
                         Index::create()
                             .col(IdentityRoleAssignments::UserId)
@@ -139,57 +95,41 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("identity_role_assignments_project")
-                    .table(IdentityRoleAssignments::Table)
-                    .col(IdentityRoleAssignments::ProjectId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "identity_role_assignments_project",
+            IdentityRoleAssignments::Table,
+            [IdentityRoleAssignments::ProjectId],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
                     .table(IdentityRevocations::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityRevocations::Id)
-                            .big_integer()
-                            .not_null()
-                            .auto_increment()
-                            .primary_key(),
-                    )
+                    .col(schema::big_pk_auto(IdentityRevocations::Id))
                     .col(ColumnDef::new(IdentityRevocations::TokenId).string_len(64))
                     .col(ColumnDef::new(IdentityRevocations::UserId).string_len(64))
                     .col(ColumnDef::new(IdentityRevocations::ProjectId).string_len(64))
-                    .col(
-                        ColumnDef::new(IdentityRevocations::IssuedBefore)
-                            .big_integer()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityRevocations::ExpiresAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::big_integer(IdentityRevocations::IssuedBefore))
+                    .col(schema::timestamp_with_time_zone(
+                        IdentityRevocations::ExpiresAt,
+                    ))
                     .to_owned(),
             )
             .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for table in [
-            IdentityRevocations::Table.into_iden(),
-            IdentityRoleAssignments::Table.into_iden(),
-            IdentityUsers::Table.into_iden(),
-            IdentityProjects::Table.into_iden(),
-        ] {
-            manager
-                .drop_table(Table::drop().table(table).to_owned())
-                .await?;
-        }
-        Ok(())
+        migration::drop_tables(
+            manager,
+            [
+                IdentityRevocations::Table.into_iden(),
+                IdentityRoleAssignments::Table.into_iden(),
+                IdentityUsers::Table.into_iden(),
+                IdentityProjects::Table.into_iden(),
+            ],
+        )
+        .await
     }
 }

@@ -2,7 +2,9 @@
 //! row, and when the last one was (reset by a right one, by an admin's
 //! unlock, or by a password change).
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -17,31 +19,16 @@ enum IdentityUsers {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // One column per statement: SQLite adds one at a time.
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(IdentityUsers::Table)
-                    .add_column(
-                        ColumnDef::new(IdentityUsers::FailedAuthCount)
-                            .integer()
-                            .not_null()
-                            .default(0),
-                    )
+        migration::add_columns(
+            manager,
+            IdentityUsers::Table,
+            [
+                schema::integer(IdentityUsers::FailedAuthCount)
+                    .default(0)
                     .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(IdentityUsers::Table)
-                    .add_column(
-                        ColumnDef::new(IdentityUsers::FailedAuthAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
-                    .to_owned(),
-            )
-            .await
+                schema::timestamp_with_time_zone_null(IdentityUsers::FailedAuthAt),
+            ],
+        )
+        .await
     }
 }

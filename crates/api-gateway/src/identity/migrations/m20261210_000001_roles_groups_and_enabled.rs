@@ -8,7 +8,9 @@
 //! Users gain a description and an email; users and projects an `enabled`
 //! flag, true for those already there.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -66,18 +68,8 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityRoles::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityRoles::Id)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityRoles::Name)
-                            .string_len(64)
-                            .not_null()
-                            .unique_key(),
-                    )
+                    .col(schema::string_len(IdentityRoles::Id, 64).primary_key())
+                    .col(schema::string_len_uniq(IdentityRoles::Name, 64))
                     .to_owned(),
             )
             .await?;
@@ -100,28 +92,10 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityGroups::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityGroups::Id)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroups::Name)
-                            .string_len(64)
-                            .not_null()
-                            .unique_key(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroups::Description)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroups::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::string_len(IdentityGroups::Id, 64).primary_key())
+                    .col(schema::string_len_uniq(IdentityGroups::Name, 64))
+                    .col(schema::text(IdentityGroups::Description))
+                    .col(schema::timestamp_with_time_zone(IdentityGroups::CreatedAt))
                     .to_owned(),
             )
             .await?;
@@ -130,16 +104,8 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(IdentityGroupMembers::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityGroupMembers::GroupId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroupMembers::UserId)
-                            .string_len(64)
-                            .not_null(),
-                    )
+                    .col(schema::string_len(IdentityGroupMembers::GroupId, 64))
+                    .col(schema::string_len(IdentityGroupMembers::UserId, 64))
                     .primary_key(
                         Index::create()
                             .col(IdentityGroupMembers::GroupId)
@@ -149,36 +115,27 @@ impl MigrationTrait for Migration {
             )
             .await?;
         // A user's roles are looked up at every login, through its groups.
-        manager
-            .create_index(
-                Index::create()
-                    .name("identity_group_members_user")
-                    .table(IdentityGroupMembers::Table)
-                    .col(IdentityGroupMembers::UserId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "identity_group_members_user",
+            IdentityGroupMembers::Table,
+            [IdentityGroupMembers::UserId],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
                     .table(IdentityGroupRoleAssignments::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(IdentityGroupRoleAssignments::GroupId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroupRoleAssignments::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(IdentityGroupRoleAssignments::Role)
-                            .string_len(64)
-                            .not_null(),
-                    )
+                    .col(schema::string_len(
+                        IdentityGroupRoleAssignments::GroupId,
+                        64,
+                    ))
+                    .col(schema::string_len(
+                        IdentityGroupRoleAssignments::ProjectId,
+                        64,
+                    ))
+                    .col(schema::string_len(IdentityGroupRoleAssignments::Role, 64))
                     .primary_key(
                         Index::create()
                             .col(IdentityGroupRoleAssignments::GroupId)
@@ -188,88 +145,61 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("identity_group_role_assignments_project")
-                    .table(IdentityGroupRoleAssignments::Table)
-                    .col(IdentityGroupRoleAssignments::ProjectId)
-                    .if_not_exists()
+        migration::create_index(
+            manager,
+            "identity_group_role_assignments_project",
+            IdentityGroupRoleAssignments::Table,
+            [IdentityGroupRoleAssignments::ProjectId],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            IdentityUsers::Table,
+            [
+                schema::text_null(IdentityUsers::Description),
+                schema::text_null(IdentityUsers::Email),
+                schema::boolean(IdentityUsers::Enabled)
+                    .default(true)
                     .to_owned(),
-            )
-            .await?;
-        // One column per statement: SQLite adds one at a time.
-        for column in [
-            ColumnDef::new(IdentityUsers::Description)
-                .text()
-                .null()
-                .to_owned(),
-            ColumnDef::new(IdentityUsers::Email)
-                .text()
-                .null()
-                .to_owned(),
-            ColumnDef::new(IdentityUsers::Enabled)
-                .boolean()
-                .not_null()
+            ],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            IdentityProjects::Table,
+            [schema::boolean(IdentityProjects::Enabled)
                 .default(true)
-                .to_owned(),
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(IdentityUsers::Table)
-                        .add_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(IdentityProjects::Table)
-                    .add_column(
-                        ColumnDef::new(IdentityProjects::Enabled)
-                            .boolean()
-                            .not_null()
-                            .default(true),
-                    )
-                    .to_owned(),
-            )
-            .await
+                .to_owned()],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for table in [
-            IdentityGroupRoleAssignments::Table.into_iden(),
-            IdentityGroupMembers::Table.into_iden(),
-            IdentityGroups::Table.into_iden(),
-            IdentityRoles::Table.into_iden(),
-        ] {
-            manager
-                .drop_table(Table::drop().table(table).to_owned())
-                .await?;
-        }
-        for column in [
-            IdentityUsers::Description.into_iden(),
-            IdentityUsers::Email.into_iden(),
-            IdentityUsers::Enabled.into_iden(),
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(IdentityUsers::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(IdentityProjects::Table)
-                    .drop_column(IdentityProjects::Enabled)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_tables(
+            manager,
+            [
+                IdentityGroupRoleAssignments::Table.into_iden(),
+                IdentityGroupMembers::Table.into_iden(),
+                IdentityGroups::Table.into_iden(),
+                IdentityRoles::Table.into_iden(),
+            ],
+        )
+        .await?;
+        migration::drop_columns(
+            manager,
+            IdentityUsers::Table,
+            [
+                IdentityUsers::Description,
+                IdentityUsers::Email,
+                IdentityUsers::Enabled,
+            ],
+        )
+        .await?;
+        migration::drop_columns(
+            manager,
+            IdentityProjects::Table,
+            [IdentityProjects::Enabled],
+        )
+        .await
     }
 }

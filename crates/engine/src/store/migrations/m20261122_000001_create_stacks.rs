@@ -1,3 +1,4 @@
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -49,36 +50,24 @@ impl MigrationTrait for Migration {
             )
             .await?;
         // Names are unique within a project (Heat answers 409 on a clash).
-        manager
-            .create_index(
-                Index::create()
-                    .name("stacks_unique_name_per_project")
-                    .table(Stacks::Table)
-                    .col(Stacks::ProjectId)
-                    .col(Stacks::Name)
-                    .unique()
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_unique_index(
+            manager,
+            "stacks_unique_name_per_project",
+            Stacks::Table,
+            [Stacks::ProjectId, Stacks::Name],
+        )
+        .await?;
         // Listing is newest first within a project.
-        manager
-            .create_index(
-                Index::create()
-                    .name("stacks_by_project_newest_first")
-                    .table(Stacks::Table)
-                    .col(Stacks::ProjectId)
-                    .col(Stacks::CreatedAt)
-                    .col(Stacks::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "stacks_by_project_newest_first",
+            Stacks::Table,
+            [Stacks::ProjectId, Stacks::CreatedAt, Stacks::Id],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Stacks::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [Stacks::Table]).await
     }
 }

@@ -1,3 +1,4 @@
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -62,26 +63,20 @@ enum StackLeases {
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         // What each stack was built from, so it can be re-resolved.
-        let added_columns = [
-            schema::json(Stacks::Template).default("{}").to_owned(),
-            schema::json(Stacks::Environment).default("{}").to_owned(),
-            schema::json(Stacks::Files).default("{}").to_owned(),
-            schema::json(Stacks::Parameters).default("{}").to_owned(),
-            schema::integer(Stacks::NestedDepth).default(0).to_owned(),
-            schema::string_len_null(Stacks::ParentResource, 255),
-            schema::timestamp_with_time_zone_null(Stacks::DeletedAt),
-        ];
-        for column in added_columns {
-            // SQLite adds one column per ALTER TABLE.
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Stacks::Table)
-                        .add_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
+        migration::add_columns(
+            manager,
+            Stacks::Table,
+            [
+                schema::json(Stacks::Template).default("{}").to_owned(),
+                schema::json(Stacks::Environment).default("{}").to_owned(),
+                schema::json(Stacks::Files).default("{}").to_owned(),
+                schema::json(Stacks::Parameters).default("{}").to_owned(),
+                schema::integer(Stacks::NestedDepth).default(0).to_owned(),
+                schema::string_len_null(Stacks::ParentResource, 255),
+                schema::timestamp_with_time_zone_null(Stacks::DeletedAt),
+            ],
+        )
+        .await?;
         // A deleted stack's name may be reused: names are unique among the
         // stacks that are not deleted. Both backends speak partial indexes.
         let connection = manager.get_connection();
@@ -117,27 +112,20 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("resources_by_stack_and_name")
-                    .table(Resources::Table)
-                    .col(Resources::StackId)
-                    .col(Resources::Name)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("resources_by_physical_id")
-                    .table(Resources::Table)
-                    .col(Resources::PhysicalId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "resources_by_stack_and_name",
+            Resources::Table,
+            [Resources::StackId, Resources::Name],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "resources_by_physical_id",
+            Resources::Table,
+            [Resources::PhysicalId],
+        )
+        .await?;
 
         manager
             .create_table(
@@ -156,17 +144,13 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("events_by_stack_in_order")
-                    .table(Events::Table)
-                    .col(Events::StackId)
-                    .col(Events::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "events_by_stack_in_order",
+            Events::Table,
+            [Events::StackId, Events::Id],
+        )
+        .await?;
 
         // The engine-level mutex of each stack (Heat's "stack lock").
         manager

@@ -1,3 +1,4 @@
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -18,43 +19,32 @@ enum Stacks {
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         // The maintenance lock (spec heat-lock-stack): who, when, how far, why.
-        let columns = [
-            schema::string_len_null(Stacks::LockLevel, 16),
-            schema::string_len_null(Stacks::LockedByUser, 64),
-            schema::boolean_null(Stacks::LockedByAdmin),
-            schema::timestamp_with_time_zone_null(Stacks::LockedAt),
-            schema::text_null(Stacks::LockReason),
-        ];
-        for column in columns {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Stacks::Table)
-                        .add_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::add_columns(
+            manager,
+            Stacks::Table,
+            [
+                schema::string_len_null(Stacks::LockLevel, 16),
+                schema::string_len_null(Stacks::LockedByUser, 64),
+                schema::boolean_null(Stacks::LockedByAdmin),
+                schema::timestamp_with_time_zone_null(Stacks::LockedAt),
+                schema::text_null(Stacks::LockReason),
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for column in [
-            Stacks::LockLevel,
-            Stacks::LockedByUser,
-            Stacks::LockedByAdmin,
-            Stacks::LockedAt,
-            Stacks::LockReason,
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Stacks::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_columns(
+            manager,
+            Stacks::Table,
+            [
+                Stacks::LockLevel,
+                Stacks::LockedByUser,
+                Stacks::LockedByAdmin,
+                Stacks::LockedAt,
+                Stacks::LockReason,
+            ],
+        )
+        .await
     }
 }

@@ -3,6 +3,7 @@
 //! `locked_by` owner|admin), and the indexes that keep a GET by uuid and
 //! the list filters fast at tens of thousands of instances.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -85,19 +86,12 @@ impl MigrationTrait for Migration {
             ("instances_by_status", vec![Instances::Status]),
         ];
         for (name, columns) in indexes {
-            let mut index = Index::create();
-            index.name(name).table(Instances::Table).if_not_exists();
-            for column in columns {
-                index.col(column);
-            }
-            manager.create_index(index.to_owned()).await?;
+            migration::create_index(manager, name, Instances::Table, columns).await?;
         }
         Ok(())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Instances::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [Instances::Table]).await
     }
 }

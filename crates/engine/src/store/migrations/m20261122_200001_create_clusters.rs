@@ -2,6 +2,7 @@
 //! policies and their bindings, durable actions (claimed by one conditional
 //! update, leased to one engine) and events.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -140,15 +141,6 @@ fn json<T: IntoIden>(column: T) -> ColumnDef {
     schema::json(column)
 }
 
-fn index<T: IntoIden + 'static>(name: &str, table: T, columns: Vec<T>) -> IndexCreateStatement {
-    let mut index = Index::create();
-    index.name(name).table(table).if_not_exists();
-    for column in columns {
-        index.col(column);
-    }
-    index.to_owned()
-}
-
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
@@ -274,60 +266,58 @@ impl MigrationTrait for Migration {
         for table in tables {
             manager.create_table(table).await?;
         }
-        let indexes = [index(
+        migration::create_index(
+            manager,
             "cluster_nodes_by_cluster",
             N::Table,
-            vec![N::ClusterId, N::NodeIndex],
-        )];
-        for statement in indexes {
-            manager.create_index(statement).await?;
-        }
+            [N::ClusterId, N::NodeIndex],
+        )
+        .await?;
         // The dispatcher looks for READY actions, the sweeper for expired
         // leases: both by status.
-        manager
-            .create_index(index(
-                "cluster_actions_by_status",
-                A::Table,
-                vec![A::Status, A::CreatedAt],
-            ))
-            .await?;
-        manager
-            .create_index(index(
-                "cluster_actions_by_cluster",
-                A::Table,
-                vec![A::ClusterId, A::CreatedAt],
-            ))
-            .await?;
-        manager
-            .create_index(index(
-                "cluster_events_by_cluster",
-                E::Table,
-                vec![E::ClusterId, E::GeneratedAt],
-            ))
-            .await?;
-        manager
-            .create_index(index(
-                "clusters_by_project",
-                C::Table,
-                vec![C::ProjectId, C::Name],
-            ))
-            .await
+        migration::create_index(
+            manager,
+            "cluster_actions_by_status",
+            A::Table,
+            [A::Status, A::CreatedAt],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "cluster_actions_by_cluster",
+            A::Table,
+            [A::ClusterId, A::CreatedAt],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "cluster_events_by_cluster",
+            E::Table,
+            [E::ClusterId, E::GeneratedAt],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "clusters_by_project",
+            C::Table,
+            [C::ProjectId, C::Name],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for table in [
-            ClusterEvents::Table.into_iden(),
-            ClusterActions::Table.into_iden(),
-            ClusterPolicyBindings::Table.into_iden(),
-            ClusterPolicies::Table.into_iden(),
-            ClusterNodes::Table.into_iden(),
-            Clusters::Table.into_iden(),
-            ClusterProfiles::Table.into_iden(),
-        ] {
-            manager
-                .drop_table(Table::drop().table(table).to_owned())
-                .await?;
-        }
-        Ok(())
+        migration::drop_tables(
+            manager,
+            [
+                ClusterEvents::Table.into_iden(),
+                ClusterActions::Table.into_iden(),
+                ClusterPolicyBindings::Table.into_iden(),
+                ClusterPolicies::Table.into_iden(),
+                ClusterNodes::Table.into_iden(),
+                Clusters::Table.into_iden(),
+                ClusterProfiles::Table.into_iden(),
+            ],
+        )
+        .await
     }
 }

@@ -2,6 +2,7 @@
 //! token every state write of the operation checks), and a released lease
 //! keeps its row (expired) so the generation never goes back.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -17,24 +18,17 @@ enum StackLeases {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .add_column(schema::big_integer(StackLeases::Generation).default(1))
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            StackLeases::Table,
+            [schema::big_integer(StackLeases::Generation)
+                .default(1)
+                .to_owned()],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .drop_column(StackLeases::Generation)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(manager, StackLeases::Table, [StackLeases::Generation]).await
     }
 }

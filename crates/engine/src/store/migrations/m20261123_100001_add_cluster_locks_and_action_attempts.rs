@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 use sea_orm_migration::sea_orm::{ConnectionTrait, QueryResult};
@@ -51,6 +52,7 @@ enum ClusterNodes {
 }
 
 const UNIQUE_MEMBER_INDEX: &str = "cluster_nodes_unique_member_index";
+const READY_BY_CLUSTER_INDEX: &str = "cluster_actions_ready_by_cluster";
 
 fn read<T: sea_orm_migration::sea_orm::TryGetable>(
     row: &QueryResult,
@@ -193,29 +195,25 @@ async fn renumber_repeated_indexes(manager: &SchemaManager<'_>) -> Result<(), Db
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let additions = [
-            (
-                Clusters::Table.into_iden(),
-                schema::uuid_null(Clusters::LockActionId),
-            ),
-            (
-                ClusterActions::Table.into_iden(),
+        migration::add_columns(
+            manager,
+            Clusters::Table,
+            [schema::uuid_null(Clusters::LockActionId)],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            ClusterActions::Table,
+            [
                 schema::integer(ClusterActions::Attempt)
                     .default(0)
                     .to_owned(),
-            ),
-            (
-                ClusterActions::Table.into_iden(),
                 schema::boolean(ClusterActions::TakesClusterLock)
                     .default(false)
                     .to_owned(),
-            ),
-        ];
-        for (table, column) in additions {
-            manager
-                .alter_table(Table::alter().table(table).add_column(column).to_owned())
-                .await?;
-        }
+            ],
+        )
+        .await?;
         backfill_locks(manager).await?;
         renumber_repeated_indexes(manager).await?;
         // A partial index: orphan nodes (no cluster) keep whatever index
@@ -228,51 +226,31 @@ impl MigrationTrait for Migration {
             ))
             .await?;
         // The claim looks for each cluster's oldest READY action.
-        manager
-            .create_index(
-                Index::create()
-                    .name("cluster_actions_ready_by_cluster")
-                    .table(ClusterActions::Table)
-                    .col(ClusterActions::ClusterId)
-                    .col(ClusterActions::Status)
-                    .col(ClusterActions::CreatedAt)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            READY_BY_CLUSTER_INDEX,
+            ClusterActions::Table,
+            [
+                ClusterActions::ClusterId,
+                ClusterActions::Status,
+                ClusterActions::CreatedAt,
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_index(
-                Index::drop()
-                    .name("cluster_actions_ready_by_cluster")
-                    .table(ClusterActions::Table)
-                    .to_owned(),
-            )
-            .await?;
+        migration::drop_index(manager, READY_BY_CLUSTER_INDEX, ClusterActions::Table).await?;
         manager
             .get_connection()
             .execute_unprepared(&format!("DROP INDEX IF EXISTS {UNIQUE_MEMBER_INDEX}"))
             .await?;
-        for (table, column) in [
-            (
-                Clusters::Table.into_iden(),
-                Clusters::LockActionId.into_iden(),
-            ),
-            (
-                ClusterActions::Table.into_iden(),
-                ClusterActions::Attempt.into_iden(),
-            ),
-            (
-                ClusterActions::Table.into_iden(),
-                ClusterActions::TakesClusterLock.into_iden(),
-            ),
-        ] {
-            manager
-                .alter_table(Table::alter().table(table).drop_column(column).to_owned())
-                .await?;
-        }
-        Ok(())
+        migration::drop_columns(manager, Clusters::Table, [Clusters::LockActionId]).await?;
+        migration::drop_columns(
+            manager,
+            ClusterActions::Table,
+            [ClusterActions::Attempt, ClusterActions::TakesClusterLock],
+        )
+        .await
     }
 }

@@ -1,6 +1,7 @@
 //! Per-project quota overrides (the defaults live in the configuration):
 //! one row per project and limit an admin set.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -53,8 +54,6 @@ impl MigrationTrait for Migration {
             .get_connection()
             .execute_unprepared("DROP INDEX IF EXISTS stacks_in_progress_roots_by_project")
             .await?;
-        manager
-            .drop_table(Table::drop().table(ProjectQuotas::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [ProjectQuotas::Table]).await
     }
 }

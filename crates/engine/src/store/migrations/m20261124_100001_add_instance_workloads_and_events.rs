@@ -4,6 +4,7 @@
 //! in another state than recorded (it died, was removed or started outside
 //! Ember), with the reason.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -34,22 +35,17 @@ enum InstanceEvents {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // One column per statement: SQLite alters one at a time. NULL is
-        // "none given", so existing rows need no default.
-        for column in [
-            schema::text_null(Instances::UserData),
-            schema::json_null(Instances::Command),
-            schema::json_null(Instances::Env),
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Instances::Table)
-                        .add_column_if_not_exists(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
+        // NULL is "none given", so existing rows need no default.
+        migration::add_missing_columns(
+            manager,
+            Instances::Table,
+            [
+                schema::text_null(Instances::UserData),
+                schema::json_null(Instances::Command),
+                schema::json_null(Instances::Env),
+            ],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
@@ -66,17 +62,13 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("instance_events_by_instance")
-                    .table(InstanceEvents::Table)
-                    .col(InstanceEvents::InstanceUuid)
-                    .col(InstanceEvents::At)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "instance_events_by_instance",
+            InstanceEvents::Table,
+            [InstanceEvents::InstanceUuid, InstanceEvents::At],
+        )
+        .await?;
         // A machine found dead is traced to its cluster node by the node's
         // physical id.
         manager
@@ -93,19 +85,12 @@ impl MigrationTrait for Migration {
             .get_connection()
             .execute_unprepared("DROP INDEX IF EXISTS cluster_nodes_by_physical_id")
             .await?;
-        manager
-            .drop_table(Table::drop().table(InstanceEvents::Table).to_owned())
-            .await?;
-        for column in [Instances::UserData, Instances::Command, Instances::Env] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Instances::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_tables(manager, [InstanceEvents::Table]).await?;
+        migration::drop_columns(
+            manager,
+            Instances::Table,
+            [Instances::UserData, Instances::Command, Instances::Env],
+        )
+        .await
     }
 }

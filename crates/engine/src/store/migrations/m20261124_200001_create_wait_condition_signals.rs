@@ -3,6 +3,7 @@
 //! beside the stack, not in the handle's row: signals arrive while the
 //! stack's operation holds its lease and writes the resources.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -50,8 +51,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(WaitConditionSignals::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [WaitConditionSignals::Table]).await
     }
 }

@@ -2,6 +2,7 @@
 //! environment): one row while a resource waits at its hook, removed when
 //! `{"unset_hook": …}` clears it — on any engine replica.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -41,8 +42,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(BreakpointHooks::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [BreakpointHooks::Table]).await
     }
 }

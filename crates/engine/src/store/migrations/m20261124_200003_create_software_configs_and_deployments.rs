@@ -2,6 +2,7 @@
 //! deployments (a config applied to a server, with its inputs and the
 //! outputs its agent reports), each belonging to a project.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -58,17 +59,13 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("software_configs_by_project")
-                    .table(SoftwareConfigs::Table)
-                    .col(SoftwareConfigs::ProjectId)
-                    .col(SoftwareConfigs::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
+        migration::create_index(
+            manager,
+            "software_configs_by_project",
+            SoftwareConfigs::Table,
+            [SoftwareConfigs::ProjectId, SoftwareConfigs::Id],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
@@ -92,35 +89,33 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("software_deployments_by_server")
-                    .table(SoftwareDeployments::Table)
-                    .col(SoftwareDeployments::ServerId)
-                    .col(SoftwareDeployments::ProjectId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("software_deployments_by_config")
-                    .table(SoftwareDeployments::Table)
-                    .col(SoftwareDeployments::ConfigId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "software_deployments_by_server",
+            SoftwareDeployments::Table,
+            [
+                SoftwareDeployments::ServerId,
+                SoftwareDeployments::ProjectId,
+            ],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "software_deployments_by_config",
+            SoftwareDeployments::Table,
+            [SoftwareDeployments::ConfigId],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(SoftwareDeployments::Table).to_owned())
-            .await?;
-        manager
-            .drop_table(Table::drop().table(SoftwareConfigs::Table).to_owned())
-            .await
+        migration::drop_tables(
+            manager,
+            [
+                SoftwareDeployments::Table.into_iden(),
+                SoftwareConfigs::Table.into_iden(),
+            ],
+        )
+        .await
     }
 }

@@ -1,6 +1,7 @@
 //! Stack snapshots (Heat's `POST …/snapshots`): a stack's definition and
 //! each resource's data at one moment, what restore brings it back to.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -39,21 +40,16 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("stack_snapshots_stack")
-                    .table(StackSnapshots::Table)
-                    .col(StackSnapshots::StackId)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "stack_snapshots_stack",
+            StackSnapshots::Table,
+            [StackSnapshots::StackId],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(StackSnapshots::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [StackSnapshots::Table]).await
     }
 }

@@ -3,6 +3,7 @@
 //! an action first started running (Senlin's `start_time`; its `end_time` is
 //! when a finished action was last updated: nothing changes it after).
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -33,49 +34,55 @@ enum ClusterActions {
     StartedAt,
 }
 
-/// One column added per statement: SQLite's ALTER TABLE adds one at a time.
-fn add(table: impl IntoIden, column: ColumnDef) -> TableAlterStatement {
-    Table::alter().table(table).add_column(column).to_owned()
-}
-
-fn drop(table: impl IntoIden, column: impl IntoIden) -> TableAlterStatement {
-    Table::alter().table(table).drop_column(column).to_owned()
-}
-
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let changes = [
-            add(
-                ClusterProfiles::Table,
-                schema::timestamp_with_time_zone_null(ClusterProfiles::UpdatedAt),
-            ),
-            add(
-                ClusterPolicies::Table,
-                schema::timestamp_with_time_zone_null(ClusterPolicies::UpdatedAt),
-            ),
-            add(Clusters::Table, schema::integer_null(Clusters::Timeout)),
-            add(
-                ClusterActions::Table,
-                schema::timestamp_with_time_zone_null(ClusterActions::StartedAt),
-            ),
-        ];
-        for change in changes {
-            manager.alter_table(change).await?;
-        }
-        Ok(())
+        migration::add_columns(
+            manager,
+            ClusterProfiles::Table,
+            [schema::timestamp_with_time_zone_null(
+                ClusterProfiles::UpdatedAt,
+            )],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            ClusterPolicies::Table,
+            [schema::timestamp_with_time_zone_null(
+                ClusterPolicies::UpdatedAt,
+            )],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            Clusters::Table,
+            [schema::integer_null(Clusters::Timeout)],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            ClusterActions::Table,
+            [schema::timestamp_with_time_zone_null(
+                ClusterActions::StartedAt,
+            )],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let changes = [
-            drop(ClusterProfiles::Table, ClusterProfiles::UpdatedAt),
-            drop(ClusterPolicies::Table, ClusterPolicies::UpdatedAt),
-            drop(Clusters::Table, Clusters::Timeout),
-            drop(ClusterActions::Table, ClusterActions::StartedAt),
-        ];
-        for change in changes {
-            manager.alter_table(change).await?;
-        }
-        Ok(())
+        migration::drop_columns(
+            manager,
+            ClusterProfiles::Table,
+            [ClusterProfiles::UpdatedAt],
+        )
+        .await?;
+        migration::drop_columns(
+            manager,
+            ClusterPolicies::Table,
+            [ClusterPolicies::UpdatedAt],
+        )
+        .await?;
+        migration::drop_columns(manager, Clusters::Table, [Clusters::Timeout]).await?;
+        migration::drop_columns(manager, ClusterActions::Table, [ClusterActions::StartedAt]).await
     }
 }

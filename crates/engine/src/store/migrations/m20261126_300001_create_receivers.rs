@@ -4,6 +4,7 @@
 //! receiver has none): CLUSTER_DELETE deletes the cluster's receivers in
 //! the transaction that deletes the cluster.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -50,22 +51,16 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("receivers_project")
-                    .table(Receivers::Table)
-                    .col(Receivers::ProjectId)
-                    .col(Receivers::Name)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "receivers_project",
+            Receivers::Table,
+            [Receivers::ProjectId, Receivers::Name],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Receivers::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [Receivers::Table]).await
     }
 }

@@ -5,6 +5,7 @@
 //! claim, which the delete after the run must present), so replicas
 //! sharing a database never run one message at the same time.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -47,33 +48,23 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("receiver_messages_queue")
-                    .table(ReceiverMessages::Table)
-                    .col(ReceiverMessages::ReceiverId)
-                    .col(ReceiverMessages::PostedAt)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("receiver_messages_pending")
-                    .table(ReceiverMessages::Table)
-                    .col(ReceiverMessages::PostedAt)
-                    .col(ReceiverMessages::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "receiver_messages_queue",
+            ReceiverMessages::Table,
+            [ReceiverMessages::ReceiverId, ReceiverMessages::PostedAt],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            "receiver_messages_pending",
+            ReceiverMessages::Table,
+            [ReceiverMessages::PostedAt, ReceiverMessages::Id],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(ReceiverMessages::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [ReceiverMessages::Table]).await
     }
 }

@@ -1,6 +1,7 @@
 //! A cluster's `config` (Senlin's, API 1.7): a JSON object, empty for the
 //! clusters made before it was kept.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -16,24 +17,15 @@ enum Clusters {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Clusters::Table)
-                    .add_column(schema::json(Clusters::Config).default("{}"))
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            Clusters::Table,
+            [schema::json(Clusters::Config).default("{}").to_owned()],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Clusters::Table)
-                    .drop_column(Clusters::Config)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(manager, Clusters::Table, [Clusters::Config]).await
     }
 }

@@ -2,6 +2,7 @@
 //! beside the stack while the operation runs: what a resumed update rolls
 //! back to, and the graph a resumed one retires removed resources by.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -41,8 +42,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(StackUpdateOrigins::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [StackUpdateOrigins::Table]).await
     }
 }

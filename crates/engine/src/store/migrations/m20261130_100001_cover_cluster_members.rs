@@ -2,6 +2,7 @@
 //! batched member read behind cluster lists (`member_ids_of`) is answered
 //! from the index alone, without a table lookup per node.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 
 #[derive(DeriveMigrationName)]
@@ -18,35 +19,23 @@ enum ClusterNodes {
 const COVERING: &str = "cluster_nodes_by_cluster_with_ids";
 const NARROW: &str = "cluster_nodes_by_cluster";
 
-fn index(name: &str, with_ids: bool) -> IndexCreateStatement {
-    let mut index = Index::create();
-    index
-        .name(name)
-        .table(ClusterNodes::Table)
-        .col(ClusterNodes::ClusterId)
-        .col(ClusterNodes::NodeIndex);
-    if with_ids {
-        index.col(ClusterNodes::Id);
-    }
-    index.to_owned()
-}
-
-fn drop(name: &str) -> IndexDropStatement {
-    Index::drop()
-        .name(name)
-        .table(ClusterNodes::Table)
-        .to_owned()
-}
-
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.create_index(index(COVERING, true)).await?;
-        manager.drop_index(drop(NARROW)).await
+        use ClusterNodes as N;
+        migration::create_index(
+            manager,
+            COVERING,
+            N::Table,
+            [N::ClusterId, N::NodeIndex, N::Id],
+        )
+        .await?;
+        migration::drop_index(manager, NARROW, N::Table).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.create_index(index(NARROW, false)).await?;
-        manager.drop_index(drop(COVERING)).await
+        use ClusterNodes as N;
+        migration::create_index(manager, NARROW, N::Table, [N::ClusterId, N::NodeIndex]).await?;
+        migration::drop_index(manager, COVERING, N::Table).await
     }
 }

@@ -7,6 +7,7 @@
 //! each row, member ids included, into a sorter. With `(project_id, id)` a
 //! page is read in order and stops at its limit.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 
 #[derive(DeriveMigrationName)]
@@ -48,21 +49,15 @@ const INDEXES: [(&str, &str, &[&str]); 5] = [
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         for (name, table, columns) in INDEXES {
-            let mut index = Index::create();
-            index.name(name).table(Alias::new(table));
-            for column in columns {
-                index.col(Alias::new(*column));
-            }
-            manager.create_index(index.to_owned()).await?;
+            let columns = columns.iter().map(|column| Alias::new(*column));
+            migration::create_index(manager, name, Alias::new(table), columns).await?;
         }
         Ok(())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         for (name, table, _) in INDEXES {
-            manager
-                .drop_index(Index::drop().name(name).table(Alias::new(table)).to_owned())
-                .await?;
+            migration::drop_index(manager, name, Alias::new(table)).await?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! every state change, and keying by it made each status read after a
 //! transition read and parse the whole template again.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -19,24 +20,17 @@ enum Stacks {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Stacks::Table)
-                    .add_column(schema::big_integer(Stacks::DefinitionVersion).default(1))
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            Stacks::Table,
+            [schema::big_integer(Stacks::DefinitionVersion)
+                .default(1)
+                .to_owned()],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Stacks::Table)
-                    .drop_column(Stacks::DefinitionVersion)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(manager, Stacks::Table, [Stacks::DefinitionVersion]).await
     }
 }

@@ -5,7 +5,9 @@
 //! commits: if another operation took the lease instead — at the same
 //! generation — they are refused. Other takes leave it empty.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -19,24 +21,15 @@ enum StackLeases {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .add_column(ColumnDef::new(StackLeases::Holder).uuid().null())
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            StackLeases::Table,
+            [schema::uuid_null(StackLeases::Holder)],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .drop_column(StackLeases::Holder)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(manager, StackLeases::Table, [StackLeases::Holder]).await
     }
 }

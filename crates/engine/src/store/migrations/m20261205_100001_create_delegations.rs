@@ -4,6 +4,7 @@
 //! made with it and removed (the trust deleted, when the owner made it)
 //! with it.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -48,8 +49,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Delegations::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [Delegations::Table]).await
     }
 }

@@ -3,6 +3,7 @@
 //! delegation its driver acts through. NULL = none, so existing rows need
 //! no default.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -19,34 +20,23 @@ enum Instances {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // One column per statement: SQLite alters one at a time.
-        for column in [
-            schema::json_null(Instances::Placement),
-            schema::json_null(Instances::Delegation),
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Instances::Table)
-                        .add_column_if_not_exists(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::add_missing_columns(
+            manager,
+            Instances::Table,
+            [
+                schema::json_null(Instances::Placement),
+                schema::json_null(Instances::Delegation),
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for column in [Instances::Placement, Instances::Delegation] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Instances::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_columns(
+            manager,
+            Instances::Table,
+            [Instances::Placement, Instances::Delegation],
+        )
+        .await
     }
 }

@@ -6,7 +6,9 @@
 //! acts on it. A later take moves the generation on, so a stale request
 //! never reaches the next holder.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -21,40 +23,23 @@ enum StackLeases {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // One column per statement: SQLite alters one at a time.
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .add_column(
-                        ColumnDef::new(StackLeases::StopGeneration)
-                            .big_integer()
-                            .null(),
-                    )
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(StackLeases::Table)
-                    .add_column(ColumnDef::new(StackLeases::StopKind).string_len(16).null())
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            StackLeases::Table,
+            [
+                schema::big_integer_null(StackLeases::StopGeneration),
+                schema::string_len_null(StackLeases::StopKind, 16),
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for column in [StackLeases::StopKind, StackLeases::StopGeneration] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(StackLeases::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_columns(
+            manager,
+            StackLeases::Table,
+            [StackLeases::StopKind, StackLeases::StopGeneration],
+        )
+        .await
     }
 }

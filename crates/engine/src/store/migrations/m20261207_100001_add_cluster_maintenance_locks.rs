@@ -4,6 +4,7 @@
 //! others see the change), and the lock's expiry beside it, indexed, for
 //! the engine's sweep to find the locks whose time has come.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -22,55 +23,29 @@ pub struct Migration;
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // One column per statement: SQLite alters one at a time.
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Clusters::Table)
-                    .add_column(schema::text_null(Clusters::MaintenanceLock))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Clusters::Table)
-                    .add_column(schema::timestamp_with_time_zone_null(
-                        Clusters::LockExpiresAt,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name(EXPIRY_INDEX)
-                    .table(Clusters::Table)
-                    .col(Clusters::LockExpiresAt)
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            Clusters::Table,
+            [schema::text_null(Clusters::MaintenanceLock)],
+        )
+        .await?;
+        migration::add_indexed_column(
+            manager,
+            EXPIRY_INDEX,
+            Clusters::Table,
+            schema::timestamp_with_time_zone_null(Clusters::LockExpiresAt),
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_index(
-                Index::drop()
-                    .name(EXPIRY_INDEX)
-                    .table(Clusters::Table)
-                    .to_owned(),
-            )
-            .await?;
-        for column in [Clusters::LockExpiresAt, Clusters::MaintenanceLock] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Clusters::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_indexed_column(
+            manager,
+            EXPIRY_INDEX,
+            Clusters::Table,
+            Clusters::LockExpiresAt,
+        )
+        .await?;
+        migration::drop_columns(manager, Clusters::Table, [Clusters::MaintenanceLock]).await
     }
 }

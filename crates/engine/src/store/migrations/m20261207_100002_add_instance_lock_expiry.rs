@@ -1,6 +1,7 @@
 //! An instance's maintenance lock may expire: when, beside the lock,
 //! indexed for the engine's sweep to find the locks whose time has come.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -18,43 +19,22 @@ pub struct Migration;
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Instances::Table)
-                    .add_column(schema::timestamp_with_time_zone_null(
-                        Instances::LockExpiresAt,
-                    ))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name(EXPIRY_INDEX)
-                    .table(Instances::Table)
-                    .col(Instances::LockExpiresAt)
-                    .to_owned(),
-            )
-            .await
+        migration::add_indexed_column(
+            manager,
+            EXPIRY_INDEX,
+            Instances::Table,
+            schema::timestamp_with_time_zone_null(Instances::LockExpiresAt),
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_index(
-                Index::drop()
-                    .name(EXPIRY_INDEX)
-                    .table(Instances::Table)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(Instances::Table)
-                    .drop_column(Instances::LockExpiresAt)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_indexed_column(
+            manager,
+            EXPIRY_INDEX,
+            Instances::Table,
+            Instances::LockExpiresAt,
+        )
+        .await
     }
 }

@@ -3,6 +3,7 @@
 //! project and by target, newest first (ids are time-ordered UUIDv7), and
 //! purged by age.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::schema;
 
@@ -53,41 +54,24 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name(BY_PROJECT)
-                    .table(AuditRecords::Table)
-                    .col(AuditRecords::ProjectId)
-                    .col(AuditRecords::Id)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name(BY_TARGET)
-                    .table(AuditRecords::Table)
-                    .col(AuditRecords::TargetId)
-                    .col(AuditRecords::Id)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name(BY_TIME)
-                    .table(AuditRecords::Table)
-                    .col(AuditRecords::At)
-                    .to_owned(),
-            )
-            .await?;
-        Ok(())
+        migration::create_index(
+            manager,
+            BY_PROJECT,
+            AuditRecords::Table,
+            [AuditRecords::ProjectId, AuditRecords::Id],
+        )
+        .await?;
+        migration::create_index(
+            manager,
+            BY_TARGET,
+            AuditRecords::Table,
+            [AuditRecords::TargetId, AuditRecords::Id],
+        )
+        .await?;
+        migration::create_index(manager, BY_TIME, AuditRecords::Table, [AuditRecords::At]).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(AuditRecords::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [AuditRecords::Table]).await
     }
 }

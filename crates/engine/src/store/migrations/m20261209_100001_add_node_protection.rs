@@ -2,7 +2,9 @@
 //! removal and cannot be deleted until the mark is cleared; a profile's
 //! `protected` is the mark its new nodes start with.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveIden)]
 enum ClusterNodes {
@@ -22,50 +24,31 @@ pub struct Migration;
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ClusterNodes::Table)
-                    .add_column(
-                        ColumnDef::new(ClusterNodes::Protected)
-                            .boolean()
-                            .not_null()
-                            .default(false),
-                    )
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ClusterProfiles::Table)
-                    .add_column(
-                        ColumnDef::new(ClusterProfiles::Protected)
-                            .boolean()
-                            .not_null()
-                            .default(false),
-                    )
-                    .to_owned(),
-            )
-            .await
+        migration::add_columns(
+            manager,
+            ClusterNodes::Table,
+            [schema::boolean(ClusterNodes::Protected)
+                .default(false)
+                .to_owned()],
+        )
+        .await?;
+        migration::add_columns(
+            manager,
+            ClusterProfiles::Table,
+            [schema::boolean(ClusterProfiles::Protected)
+                .default(false)
+                .to_owned()],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ClusterNodes::Table)
-                    .drop_column(ClusterNodes::Protected)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ClusterProfiles::Table)
-                    .drop_column(ClusterProfiles::Protected)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(manager, ClusterNodes::Table, [ClusterNodes::Protected]).await?;
+        migration::drop_columns(
+            manager,
+            ClusterProfiles::Table,
+            [ClusterProfiles::Protected],
+        )
+        .await
     }
 }

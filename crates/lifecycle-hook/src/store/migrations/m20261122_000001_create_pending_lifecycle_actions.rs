@@ -1,4 +1,6 @@
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -30,55 +32,33 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(T::Table)
                     .if_not_exists()
-                    .col(ColumnDef::new(T::Token).uuid().not_null().primary_key())
-                    .col(ColumnDef::new(T::NodeId).uuid().not_null())
-                    .col(ColumnDef::new(T::ResourceId).string_len(255).not_null())
-                    .col(ColumnDef::new(T::ClusterId).uuid().not_null())
-                    .col(ColumnDef::new(T::ProjectId).string_len(64).not_null())
-                    .col(ColumnDef::new(T::TargetType).string_len(16).not_null())
-                    .col(ColumnDef::new(T::TargetAddress).text().not_null())
-                    .col(
-                        ColumnDef::new(T::Deadline)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(T::DeliveryState).string_len(16).not_null())
-                    .col(ColumnDef::new(T::DeliveryAttempts).integer().not_null())
-                    .col(ColumnDef::new(T::LastError).text().null())
-                    .col(
-                        ColumnDef::new(T::DeliveredAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
-                    .col(
-                        ColumnDef::new(T::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(T::Token))
+                    .col(schema::uuid(T::NodeId))
+                    .col(schema::string_len(T::ResourceId, 255))
+                    .col(schema::uuid(T::ClusterId))
+                    .col(schema::string_len(T::ProjectId, 64))
+                    .col(schema::string_len(T::TargetType, 16))
+                    .col(schema::text(T::TargetAddress))
+                    .col(schema::timestamp_with_time_zone(T::Deadline))
+                    .col(schema::string_len(T::DeliveryState, 16))
+                    .col(schema::integer(T::DeliveryAttempts))
+                    .col(schema::text_null(T::LastError))
+                    .col(schema::timestamp_with_time_zone_null(T::DeliveredAt))
+                    .col(schema::timestamp_with_time_zone(T::CreatedAt))
                     .to_owned(),
             )
             .await?;
         // The deadline sweeper and ListPending both read earliest first.
-        manager
-            .create_index(
-                Index::create()
-                    .name("pending_lifecycle_actions_by_deadline")
-                    .table(T::Table)
-                    .col(T::Deadline)
-                    .col(T::Token)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "pending_lifecycle_actions_by_deadline",
+            T::Table,
+            [T::Deadline, T::Token],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(
-                Table::drop()
-                    .table(PendingLifecycleActions::Table)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_tables(manager, [PendingLifecycleActions::Table]).await
     }
 }

@@ -2,7 +2,9 @@
 //! (resolution, claim columns, next attempt), the embedded queue and the
 //! lifecycle-hook events.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -45,77 +47,31 @@ enum LifecycleHookEvents {
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         use PendingLifecycleActions as T;
-        // SQLite takes one column per ALTER TABLE.
-        let columns = [
-            ColumnDef::new(T::TimeoutSecs)
-                .integer()
-                .not_null()
-                .default(300)
-                .to_owned(),
-            ColumnDef::new(T::Resolution)
-                .string_len(16)
-                .null()
-                .to_owned(),
-            ColumnDef::new(T::ResolvedAt)
-                .timestamp_with_time_zone()
-                .null()
-                .to_owned(),
-            ColumnDef::new(T::ResolvedBy)
-                .string_len(255)
-                .null()
-                .to_owned(),
-            ColumnDef::new(T::NextAttemptAt)
-                .timestamp_with_time_zone()
-                .null()
-                .to_owned(),
-            ColumnDef::new(T::FireClaimedUntil)
-                .timestamp_with_time_zone()
-                .null()
-                .to_owned(),
-        ];
-        for mut column in columns {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(T::Table)
-                        .add_column(&mut column)
-                        .to_owned(),
-                )
-                .await?;
-        }
+        migration::add_columns(
+            manager,
+            T::Table,
+            [
+                schema::integer(T::TimeoutSecs).default(300).to_owned(),
+                schema::string_len_null(T::Resolution, 16),
+                schema::timestamp_with_time_zone_null(T::ResolvedAt),
+                schema::string_len_null(T::ResolvedBy, 255),
+                schema::timestamp_with_time_zone_null(T::NextAttemptAt),
+                schema::timestamp_with_time_zone_null(T::FireClaimedUntil),
+            ],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
                     .table(LifecycleQueueMessages::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(LifecycleQueueMessages::Id)
-                            .big_integer()
-                            .not_null()
-                            .auto_increment()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleQueueMessages::Queue)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleQueueMessages::Token)
-                            .uuid()
-                            .not_null()
-                            .unique_key(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleQueueMessages::Body)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleQueueMessages::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::big_pk_auto(LifecycleQueueMessages::Id))
+                    .col(schema::string_len(LifecycleQueueMessages::Queue, 64))
+                    .col(schema::uuid_uniq(LifecycleQueueMessages::Token))
+                    .col(schema::text(LifecycleQueueMessages::Body))
+                    .col(schema::timestamp_with_time_zone(
+                        LifecycleQueueMessages::CreatedAt,
+                    ))
                     .to_owned(),
             )
             .await?;
@@ -124,69 +80,36 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(LifecycleHookEvents::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(LifecycleHookEvents::Token).uuid().not_null())
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::ClusterId)
-                            .uuid()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::NodeId)
-                            .uuid()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::ProjectId)
-                            .string_len(64)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::Kind)
-                            .string_len(32)
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::Detail)
-                            .text()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(LifecycleHookEvents::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::pk_uuid(LifecycleHookEvents::Id))
+                    .col(schema::uuid(LifecycleHookEvents::Token))
+                    .col(schema::uuid(LifecycleHookEvents::ClusterId))
+                    .col(schema::uuid(LifecycleHookEvents::NodeId))
+                    .col(schema::string_len(LifecycleHookEvents::ProjectId, 64))
+                    .col(schema::string_len(LifecycleHookEvents::Kind, 32))
+                    .col(schema::text(LifecycleHookEvents::Detail))
+                    .col(schema::timestamp_with_time_zone(
+                        LifecycleHookEvents::CreatedAt,
+                    ))
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("lifecycle_queue_messages_by_queue")
-                    .table(LifecycleQueueMessages::Table)
-                    .col(LifecycleQueueMessages::Queue)
-                    .col(LifecycleQueueMessages::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "lifecycle_queue_messages_by_queue",
+            LifecycleQueueMessages::Table,
+            [LifecycleQueueMessages::Queue, LifecycleQueueMessages::Id],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(LifecycleHookEvents::Table).to_owned())
-            .await?;
-        manager
-            .drop_table(
-                Table::drop()
-                    .table(LifecycleQueueMessages::Table)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_tables(
+            manager,
+            [
+                LifecycleHookEvents::Table.into_iden(),
+                LifecycleQueueMessages::Table.into_iden(),
+            ],
+        )
+        .await
     }
 }

@@ -2,7 +2,9 @@
 //! project of its lifecycle action (backfilled from the action for
 //! messages queued before), and messages are read by project and queue.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -15,22 +17,19 @@ enum LifecycleQueueMessages {
     Id,
 }
 
+const BY_PROJECT_QUEUE: &str = "lifecycle_queue_messages_by_project_queue";
+
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(LifecycleQueueMessages::Table)
-                    .add_column(
-                        ColumnDef::new(LifecycleQueueMessages::ProjectId)
-                            .string_len(64)
-                            .not_null()
-                            .default(""),
-                    )
-                    .to_owned(),
-            )
-            .await?;
+        migration::add_columns(
+            manager,
+            LifecycleQueueMessages::Table,
+            [schema::string_len(LifecycleQueueMessages::ProjectId, 64)
+                .default("")
+                .to_owned()],
+        )
+        .await?;
         manager
             .get_connection()
             .execute_unprepared(
@@ -38,36 +37,26 @@ impl MigrationTrait for Migration {
                  FROM pending_lifecycle_actions p WHERE p.token = lifecycle_queue_messages.token), '')",
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("lifecycle_queue_messages_by_project_queue")
-                    .table(LifecycleQueueMessages::Table)
-                    .col(LifecycleQueueMessages::ProjectId)
-                    .col(LifecycleQueueMessages::Queue)
-                    .col(LifecycleQueueMessages::Id)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            BY_PROJECT_QUEUE,
+            LifecycleQueueMessages::Table,
+            [
+                LifecycleQueueMessages::ProjectId,
+                LifecycleQueueMessages::Queue,
+                LifecycleQueueMessages::Id,
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_index(
-                Index::drop()
-                    .name("lifecycle_queue_messages_by_project_queue")
-                    .table(LifecycleQueueMessages::Table)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(LifecycleQueueMessages::Table)
-                    .drop_column(LifecycleQueueMessages::ProjectId)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_index(manager, BY_PROJECT_QUEUE, LifecycleQueueMessages::Table).await?;
+        migration::drop_columns(
+            manager,
+            LifecycleQueueMessages::Table,
+            [LifecycleQueueMessages::ProjectId],
+        )
+        .await
     }
 }

@@ -2,7 +2,9 @@
 //! in (`launching` or `terminating`); the actions recorded before launch
 //! hooks existed were all terminating.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -16,29 +18,24 @@ enum PendingLifecycleActions {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(PendingLifecycleActions::Table)
-                    .add_column(
-                        ColumnDef::new(PendingLifecycleActions::TransitionType)
-                            .string_len(16)
-                            .not_null()
-                            .default("terminating"),
-                    )
+        migration::add_columns(
+            manager,
+            PendingLifecycleActions::Table,
+            [
+                schema::string_len(PendingLifecycleActions::TransitionType, 16)
+                    .default("terminating")
                     .to_owned(),
-            )
-            .await
+            ],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(PendingLifecycleActions::Table)
-                    .drop_column(PendingLifecycleActions::TransitionType)
-                    .to_owned(),
-            )
-            .await
+        migration::drop_columns(
+            manager,
+            PendingLifecycleActions::Table,
+            [PendingLifecycleActions::TransitionType],
+        )
+        .await
     }
 }

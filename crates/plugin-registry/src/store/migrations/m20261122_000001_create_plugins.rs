@@ -1,4 +1,6 @@
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -26,52 +28,29 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(Plugins::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(Plugins::Name)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(ColumnDef::new(Plugins::Endpoint).string().not_null())
-                    .col(ColumnDef::new(Plugins::Ordinal).integer().not_null())
-                    .col(ColumnDef::new(Plugins::Operations).json().not_null())
-                    .col(ColumnDef::new(Plugins::ProjectIds).json().not_null())
-                    .col(
-                        ColumnDef::new(Plugins::FailureMode)
-                            .string_len(8)
-                            .not_null(),
-                    )
-                    .col(ColumnDef::new(Plugins::TimeoutMs).big_integer().not_null())
-                    .col(ColumnDef::new(Plugins::Enabled).boolean().not_null())
-                    .col(
-                        ColumnDef::new(Plugins::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Plugins::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(schema::string_len(Plugins::Name, 64).primary_key())
+                    .col(schema::string(Plugins::Endpoint))
+                    .col(schema::integer(Plugins::Ordinal))
+                    .col(schema::json(Plugins::Operations))
+                    .col(schema::json(Plugins::ProjectIds))
+                    .col(schema::string_len(Plugins::FailureMode, 8))
+                    .col(schema::big_integer(Plugins::TimeoutMs))
+                    .col(schema::boolean(Plugins::Enabled))
+                    .col(schema::timestamp_with_time_zone(Plugins::CreatedAt))
+                    .col(schema::timestamp_with_time_zone(Plugins::UpdatedAt))
                     .to_owned(),
             )
             .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("plugins_by_calling_order")
-                    .table(Plugins::Table)
-                    .col(Plugins::Ordinal)
-                    .col(Plugins::Name)
-                    .if_not_exists()
-                    .to_owned(),
-            )
-            .await
+        migration::create_index(
+            manager,
+            "plugins_by_calling_order",
+            Plugins::Table,
+            [Plugins::Ordinal, Plugins::Name],
+        )
+        .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Plugins::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [Plugins::Table]).await
     }
 }

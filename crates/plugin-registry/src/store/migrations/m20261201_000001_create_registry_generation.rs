@@ -2,7 +2,9 @@
 //! `plugins` increments in the same transaction, so each replica can tell
 //! with one primary-key read whether its cached registry is still current.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -22,17 +24,8 @@ impl MigrationTrait for Migration {
                 Table::create()
                     .table(RegistryGeneration::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(RegistryGeneration::Id)
-                            .integer()
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(RegistryGeneration::Generation)
-                            .big_integer()
-                            .not_null(),
-                    )
+                    .col(schema::integer(RegistryGeneration::Id).primary_key())
+                    .col(schema::big_integer(RegistryGeneration::Generation))
                     .to_owned(),
             )
             .await?;
@@ -46,8 +39,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(RegistryGeneration::Table).to_owned())
-            .await
+        migration::drop_tables(manager, [RegistryGeneration::Table]).await
     }
 }

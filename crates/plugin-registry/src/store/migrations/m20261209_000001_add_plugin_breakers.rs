@@ -4,7 +4,9 @@
 //! of each plug-in that failed lately — shared by every replica. A
 //! plug-in whose calls all answer has no row there.
 
+use ember_runtime::migration;
 use sea_orm_migration::prelude::*;
+use sea_orm_migration::schema;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -31,81 +33,48 @@ enum PluginCircuits {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        // The defaults are those of a registration that names none. One
-        // column per statement: SQLite alters one at a time.
-        for column in [
-            ColumnDef::new(Plugins::Enforce)
-                .boolean()
-                .not_null()
-                .default(true)
-                .to_owned(),
-            ColumnDef::new(Plugins::BreakerFailures)
-                .integer()
-                .not_null()
-                .default(5)
-                .to_owned(),
-            ColumnDef::new(Plugins::BreakerCooldownMs)
-                .big_integer()
-                .not_null()
-                .default(30_000)
-                .to_owned(),
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Plugins::Table)
-                        .add_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
+        // The defaults are those of a registration that names none.
+        migration::add_columns(
+            manager,
+            Plugins::Table,
+            [
+                schema::boolean(Plugins::Enforce).default(true).to_owned(),
+                schema::integer(Plugins::BreakerFailures)
+                    .default(5)
+                    .to_owned(),
+                schema::big_integer(Plugins::BreakerCooldownMs)
+                    .default(30_000)
+                    .to_owned(),
+            ],
+        )
+        .await?;
         manager
             .create_table(
                 Table::create()
                     .table(PluginCircuits::Table)
                     .if_not_exists()
-                    .col(
-                        ColumnDef::new(PluginCircuits::Name)
-                            .string_len(64)
-                            .not_null()
-                            .primary_key(),
-                    )
-                    .col(
-                        ColumnDef::new(PluginCircuits::ConsecutiveFailures)
-                            .big_integer()
-                            .not_null(),
-                    )
+                    .col(schema::string_len(PluginCircuits::Name, 64).primary_key())
+                    .col(schema::big_integer(PluginCircuits::ConsecutiveFailures))
                     .col(ColumnDef::new(PluginCircuits::OpenedAt).timestamp_with_time_zone())
                     .col(ColumnDef::new(PluginCircuits::OpenUntil).timestamp_with_time_zone())
                     .col(ColumnDef::new(PluginCircuits::ProbeUntil).timestamp_with_time_zone())
-                    .col(
-                        ColumnDef::new(PluginCircuits::LastFailure)
-                            .text()
-                            .not_null(),
-                    )
+                    .col(schema::text(PluginCircuits::LastFailure))
                     .to_owned(),
             )
             .await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(PluginCircuits::Table).to_owned())
-            .await?;
-        for column in [
-            Plugins::Enforce,
-            Plugins::BreakerFailures,
-            Plugins::BreakerCooldownMs,
-        ] {
-            manager
-                .alter_table(
-                    Table::alter()
-                        .table(Plugins::Table)
-                        .drop_column(column)
-                        .to_owned(),
-                )
-                .await?;
-        }
-        Ok(())
+        migration::drop_tables(manager, [PluginCircuits::Table]).await?;
+        migration::drop_columns(
+            manager,
+            Plugins::Table,
+            [
+                Plugins::Enforce,
+                Plugins::BreakerFailures,
+                Plugins::BreakerCooldownMs,
+            ],
+        )
+        .await
     }
 }
