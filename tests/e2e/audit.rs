@@ -18,7 +18,7 @@ use ember_tests::{TestEmber, with_bearer};
 use serde_json::{Value, json};
 
 use crate::clustering::clusters::Rest;
-use crate::clustering::senlin_receivers::{active_cluster, outsider, trigger};
+use crate::clustering::senlin_receivers::{active_cluster, trigger};
 use crate::orchestration::{HeatRest, stack_template};
 
 const BREAK_GLASS: &str = "X-Ember-Break-Glass";
@@ -156,7 +156,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
     assert!(message(&body).contains("?operation="), "{body}");
     let (status, _, body) = Rest {
         ember: &ember,
-        token: outsider(&ember),
+        token: ember.outsider_token(),
     }
     .call(
         reqwest::Method::GET,
@@ -336,7 +336,7 @@ async fn cluster_locks_refusals_and_break_glass_are_audited() {
 
     // Another project reads nothing of it; a member cannot read every
     // project's; an admin can.
-    let stranger = outsider(&ember);
+    let stranger = ember.outsider_token();
     assert!(records(&ember, &stranger, "").await.is_empty());
     assert!(records(&ember, &stranger, "?target=db").await.is_empty());
     let (status, body) = audit(&ember, &member, "/clustering/v1", "?all_projects=true").await;

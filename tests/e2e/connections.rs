@@ -146,15 +146,7 @@ async fn one_address_cannot_take_every_slot() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 
     // The refusal is counted.
-    let metrics = ember
-        .http
-        .get(ember.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = ember.metrics().await;
     let refused: u64 = metrics
         .lines()
         .find_map(|line| line.strip_prefix("ember_gateway_connections_refused_total "))

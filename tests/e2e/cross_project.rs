@@ -15,8 +15,6 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
 
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use prost::Message;
 use reqwest::Method;
@@ -68,15 +66,7 @@ pub(crate) async fn call(
     path: &str,
     body: Option<Value>,
 ) -> (u16, String) {
-    let mut request = ember
-        .http
-        .request(method, ember.url(path))
-        .header("X-Auth-Token", token)
-        .header("OpenStack-API-Version", "clustering 1.12");
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("the gateway answers");
+    let response = ember.send_as(token, method, path, body).await;
     let status = response.status().as_u16();
     (status, response.text().await.unwrap_or_default())
 }
@@ -427,12 +417,7 @@ async fn another_project_reaches_nothing_through_any_route_or_method() {
     .await;
     let victim = victim_objects(&ember).await;
     let before = victim_state(&ember, &victim).await;
-    let attacker = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let attacker = ember.outsider_token();
 
     // Every REST route.
     let mut walked = 0;

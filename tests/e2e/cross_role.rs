@@ -20,8 +20,6 @@
 use std::time::Duration;
 
 use ember_api_gateway::roles::{Access, grpc_access, rest_access};
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -33,19 +31,6 @@ use super::cross_project::{
 
 /// What the gateway says when the rule refuses a reader.
 const READER_REFUSAL: &str = "has only the reader role";
-
-fn token(ember: &TestEmber, user: &str, project: &str, roles: &[&str]) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new(
-                user,
-                project,
-                roles.iter().map(|role| (*role).to_owned()).collect(),
-            ),
-            Duration::from_secs(600),
-        )
-        .expect("token")
-}
 
 fn body_for(method: &Method) -> Option<Value> {
     (*method != Method::GET && *method != Method::DELETE).then(|| json!({}))
@@ -68,8 +53,8 @@ async fn every_route_and_method_as_reader_other_project_member_and_admin() {
     .await;
     let victim = victim_objects(&ember).await;
     let before = victim_state(&ember, &victim).await;
-    let reader = token(&ember, "rita", "demo", &["reader"]);
-    let stranger = token(&ember, "mallory", "other", &["member"]);
+    let reader = ember.token_for("rita", "demo", &["reader"]);
+    let stranger = ember.outsider_token();
     let member = ember.member_token().to_owned();
     let admin = ember.admin_token().to_owned();
 
@@ -207,7 +192,7 @@ async fn every_route_and_method_as_reader_other_project_member_and_admin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_cannot_write_configs_deployments_or_signals_and_a_member_can() {
     let ember = TestEmber::start().await;
-    let reader = token(&ember, "rita", "demo", &["reader"]);
+    let reader = ember.token_for("rita", "demo", &["reader"]);
     let member = ember.member_token().to_owned();
     let heat = "/orchestration/v1/demo";
     let refused = |(status, text): (u16, String), what: &str| {

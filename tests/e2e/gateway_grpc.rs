@@ -72,15 +72,7 @@ async fn refused_calls_are_counted_once_in_the_gateway_metrics() {
         ))
         .await
         .expect("a valid token");
-    let text = ember
-        .http
-        .get(ember.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = ember.metrics().await;
     assert!(
         text.contains("ember_gateway_unauthenticated_total 2"),
         "{text}"

@@ -163,15 +163,7 @@ async fn metrics_count_requests_and_refusals() {
         .get(ember.url("/orchestration/v1/demo/stacks"))
         .send()
         .await;
-    let text = ember
-        .http
-        .get(ember.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let text = ember.metrics().await;
     assert!(
         text.contains("ember_gateway_unauthenticated_total 1"),
         "{text}"

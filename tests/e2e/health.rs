@@ -63,15 +63,7 @@ async fn healthz_shows_every_check_and_metrics_carry_their_figures() {
         );
     }
 
-    let metrics = ember
-        .http
-        .get(ember.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
+    let metrics = ember.metrics().await;
     for expected in [
         "# TYPE ember_database_probe_seconds gauge",
         "ember_database_probe_seconds{service=\"engine\",pool=\"writer\"}",

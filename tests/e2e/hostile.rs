@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
 
@@ -46,12 +44,7 @@ fn message(body: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn oversized_values_are_refused_with_bounded_answers_and_other_projects_keep_working() {
     let ember = TestEmber::start().await;
-    let bystander = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("bob", "bystanders", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let bystander = ember.token_for("bob", "bystanders", &["member"]);
     // Another project lists its stacks the whole time.
     let stop = Arc::new(AtomicUsize::new(0));
     let failures = Arc::new(AtomicUsize::new(0));

@@ -9,28 +9,12 @@ mod lock;
 
 use std::time::Duration;
 
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 /// How long the simulated driver may take for anything in these tests.
 const DRIVER_DEADLINE: Duration = Duration::from_secs(15);
-
-/// A token for any identity, signed by this Ember.
-pub fn mint(ember: &TestEmber, user: &str, project: &str, roles: &[&str]) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new(
-                user,
-                project,
-                roles.iter().map(|role| (*role).to_owned()).collect(),
-            ),
-            Duration::from_secs(3600),
-        )
-        .expect("token")
-}
 
 /// The callers the tests use.
 pub struct Callers {
@@ -53,10 +37,10 @@ impl Callers {
         Callers {
             member: ember.member_token().to_owned(),
             project_admin: ember.admin_token().to_owned(),
-            other_admin: mint(ember, "ops", "operations", &["admin"]),
-            colleague: mint(ember, "bob", "demo", &["member"]),
-            stranger: mint(ember, "eve", "other", &["member"]),
-            reader: mint(ember, "rita", "demo", &["reader"]),
+            other_admin: ember.token_for("ops", "operations", &["admin"]),
+            colleague: ember.token_for("bob", "demo", &["member"]),
+            stranger: ember.outsider_token(),
+            reader: ember.token_for("rita", "demo", &["reader"]),
         }
     }
 }

@@ -644,17 +644,7 @@ async fn a_plugin_whose_circuit_opened_fails_stacks_at_once_and_shows_it() {
     ember_tests::wait_for(
         "/metrics to show the open circuit",
         std::time::Duration::from_secs(20),
-        || async {
-            ember
-                .http
-                .get(ember.url("/metrics"))
-                .send()
-                .await
-                .expect("metrics")
-                .text()
-                .await
-                .is_ok_and(|text| text.contains(open_line))
-        },
+        || async { ember.metrics().await.contains(open_line) },
     )
     .await;
 

@@ -7,23 +7,8 @@ use std::time::Duration;
 
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::quota_service_client::QuotaServiceClient;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, with_bearer};
 use serde_json::{Value, json};
-
-fn mint(ember: &TestEmber, user: &str, project: &str, roles: &[&str]) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new(
-                user,
-                project,
-                roles.iter().map(|role| (*role).to_owned()).collect(),
-            ),
-            Duration::from_secs(600),
-        )
-        .expect("token")
-}
 
 async fn call(
     ember: &TestEmber,
@@ -32,15 +17,7 @@ async fn call(
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut request = ember
-        .http
-        .request(method, ember.url(path))
-        .header("X-Auth-Token", token)
-        .header("OpenStack-API-Version", "clustering 1.12");
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("answered");
+    let response = ember.send_as(token, method, path, body).await;
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }
@@ -79,7 +56,7 @@ async fn quotas_are_read_set_and_enforced_per_project() {
     .await;
     let member = ember.member_token().to_owned();
     let admin = ember.admin_token().to_owned();
-    let stranger = mint(&ember, "eve", "other", &["member"]);
+    let stranger = ember.outsider_token();
     let mut quotas = QuotaServiceClient::new(ember.gateway_channel().await);
 
     // A member reads its own project's quotas: defaults and use.
@@ -419,7 +396,7 @@ async fn software_configs_and_deployments_are_bounded_per_project() {
     let ember = TestEmber::start().await;
     let member = ember.member_token().to_owned();
     let admin = ember.admin_token().to_owned();
-    let stranger = mint(&ember, "eve", "other", &["member"]);
+    let stranger = ember.outsider_token();
     let mut quotas = QuotaServiceClient::new(ember.gateway_channel().await);
     quotas
         .set_quota(with_bearer(

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use ember::config::Secrets;
 use ember::dev::{DevCredentials, RunningEmber};
+use ember_runtime::Identity;
+use ember_runtime::auth::TokenSigner;
 use tonic::transport::Channel;
 
 pub mod containers;
@@ -117,6 +119,57 @@ impl TestEmber {
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.running.gateway_addr)
+    }
+
+    /// What the gateway's `/metrics` shows now (Prometheus text).
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+
+    /// Sends `method path` (a path below the gateway) as `token`, with
+    /// `body` as JSON when there is one, at clustering microversion 1.12
+    /// (the other APIs ignore it).
+    pub async fn send_as(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .header("X-Auth-Token", token)
+            .header("OpenStack-API-Version", "clustering 1.12");
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        request.send().await.expect("the gateway answers")
+    }
+
+    /// A token this Ember takes for `user` in `project` with `roles`, an
+    /// hour long.
+    pub fn token_for(&self, user: &str, project: &str, roles: &[&str]) -> String {
+        let roles = roles.iter().map(|role| (*role).to_owned()).collect();
+        TokenSigner::new(&self.secrets().signing_key)
+            .issue(
+                &Identity::new(user, project, roles),
+                Duration::from_secs(3600),
+            )
+            .expect("a token")
+    }
+
+    /// A member of another project (mallory of `other`): who the tests
+    /// send to find nothing of the demo project's.
+    pub fn outsider_token(&self) -> String {
+        self.token_for("mallory", "other", &["member"])
     }
 
     pub fn member_token(&self) -> &str {

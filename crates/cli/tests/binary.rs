@@ -2,19 +2,13 @@
 //! dir and again on the same one, SIGTERM, the client commands, and
 //! configuration errors.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const EMBER: &str = env!("CARGO_BIN_EXE_ember");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("address")
-        .port()
-}
+use support::{EMBER, dev_command, free_port};
 
 struct Dev {
     child: Child,
@@ -24,15 +18,7 @@ struct Dev {
 impl Dev {
     fn start(data_dir: &Path) -> Dev {
         let port = free_port();
-        let child = Command::new(EMBER)
-            .args([
-                "dev",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
+        let child = dev_command(data_dir, port)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -5,6 +5,8 @@
 //! in that order, and a project sees only its own rows unless the query is
 //! for every project.
 
+mod cluster_support;
+
 use ember_engine::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterEvent, ClusterLock, ClusterLockLevel,
     ClusterStatus, Node, NodeStatus, Profile, ProfileSpec,
@@ -18,13 +20,6 @@ use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use sea_orm::{ConnectionTrait, DbBackend, Statement};
 use serde_json::{Map, json};
 use uuid::Uuid;
-
-async fn store(database: &TestDatabase) -> SqlClusterStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    SqlClusterStore::new(connection)
-}
 
 /// Records a profile of `project` named `name`, of `type_name` (`ember.instance`
 /// or `os.nova.server`).
@@ -61,7 +56,7 @@ fn project(name: &str) -> Option<String> {
 }
 
 async fn filters_apply_before_the_page_is_cut(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     for name in ["alpha", "bravo", "charlie"] {
         profile(&store, "project-a", name, "ember.instance").await;
     }
@@ -107,7 +102,7 @@ async fn filters_apply_before_the_page_is_cut(database: &TestDatabase) {
 }
 
 async fn sorted_pages_follow_one_another_through_ties(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let mut made = Vec::new();
     for name in ["kilo", "lima", "kilo", "mike", "lima"] {
         made.push(profile(&store, "project-a", name, "ember.instance").await);
@@ -148,7 +143,7 @@ async fn sorted_pages_follow_one_another_through_ties(database: &TestDatabase) {
 }
 
 async fn actions_and_events_are_filtered_before_paging(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let caller = Identity::new("alice", "project-a", vec!["member".into()]);
     let cluster_id = Uuid::now_v7();
     let now = ember_runtime::time::now();
@@ -358,7 +353,7 @@ impl RawSql {
 /// cluster's members in index order (not id order), and a cluster with
 /// none has no entry.
 async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let profile = profile(&store, "project-a", "web", "ember.instance").await;
     let mut clusters = Vec::new();
     for name in ["three", "one", "none"] {
@@ -440,7 +435,7 @@ async fn member_ids_come_per_cluster_in_index_order(database: &TestDatabase) {
 /// name), the plain list and a get: two columns read from each other's
 /// place would not pass.
 async fn a_listed_cluster_reads_back_every_field(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let profile = profile(&store, "project-a", "web", "ember.instance").await;
     let now = ember_runtime::time::now();
     let mut metadata = Map::new();
@@ -589,7 +584,7 @@ async fn members_of(store: &SqlClusterStore, cluster: Uuid) -> Vec<Uuid> {
 /// new chunk at the end, and a third takes the freed index in the middle
 /// of its chunk (that chunk built again).
 async fn member_ids_of_a_large_cluster_stay_in_index_order(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let profile = profile(&store, "project-a", "web", "ember.instance").await;
     let cluster = new_cluster(&store, &profile, "large").await;
     let ids: Vec<Uuid> = (0..250).map(|_| Uuid::now_v7()).collect();

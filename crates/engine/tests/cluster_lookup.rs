@@ -4,20 +4,14 @@
 //! match is Senlin's "multiple choices" (a 400); another project's objects
 //! are not found at all.
 
+mod cluster_support;
+
 use ember_engine::domain::cluster::{Profile, ProfileSpec};
 use ember_engine::error::Error;
 use ember_engine::store::clusters::{ClusterStore, SqlClusterStore};
-use ember_engine::store::migrations::Migrator;
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::testing::TestDatabase;
 use serde_json::{Map, json};
 use uuid::Uuid;
-
-async fn store(database: &TestDatabase) -> SqlClusterStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    SqlClusterStore::new(connection)
-}
 
 /// Records a profile of `project` with this id and name.
 async fn profile(store: &SqlClusterStore, project: &str, id: &str, name: &str) -> Profile {
@@ -61,7 +55,7 @@ const SECOND: &str = "0aaaaaaa-2222-7000-8000-000000000002";
 const OTHER: &str = "0bbbbbbb-3333-7000-8000-000000000003";
 
 async fn names_need_not_be_unique_and_a_shared_one_is_ambiguous(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let first = profile(&store, "project-a", FIRST, "web").await;
     let second = profile(&store, "project-a", SECOND, "web").await;
     assert_eq!(
@@ -99,7 +93,7 @@ async fn names_need_not_be_unique_and_a_shared_one_is_ambiguous(database: &TestD
 }
 
 async fn a_short_id_finds_the_one_id_it_starts(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let first = profile(&store, "project-a", FIRST, "one").await;
     let second = profile(&store, "project-a", SECOND, "two").await;
     assert_eq!(
@@ -131,7 +125,7 @@ async fn a_short_id_finds_the_one_id_it_starts(database: &TestDatabase) {
 }
 
 async fn another_projects_objects_are_not_found_by_any_identity(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let theirs = profile(&store, "project-b", OTHER, "theirs").await;
     for identity in [OTHER, "theirs", "0bbbbbbb", "0bbbbbbb-3333"] {
         assert_eq!(
@@ -153,7 +147,7 @@ async fn another_projects_objects_are_not_found_by_any_identity(database: &TestD
 }
 
 async fn an_id_that_is_no_ones_is_tried_as_a_name(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let named = profile(&store, "project-a", FIRST, OTHER).await;
     assert_eq!(
         found(&store, Some("project-a"), OTHER).await,

@@ -3,20 +3,14 @@
 //! (the other is refused and leaves nothing behind), and an event is found
 //! by id only within its project.
 
+mod cluster_support;
+
 use ember_engine::domain::cluster::{ClusterEvent, Node, NodeStatus, Profile, ProfileSpec};
 use ember_engine::error::Error;
-use ember_engine::store::clusters::{ClusterStore, ObjectQuery, SqlClusterStore};
-use ember_engine::store::migrations::Migrator;
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_engine::store::clusters::{ClusterStore, ObjectQuery};
+use ember_runtime::database::testing::TestDatabase;
 use serde_json::{Map, json};
 use uuid::Uuid;
-
-async fn store(database: &TestDatabase) -> SqlClusterStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    SqlClusterStore::new(connection)
-}
 
 /// The profile, node and event one adoption of `instance` records.
 fn adoption(name: &str, instance: &str) -> (Profile, Node, ClusterEvent) {
@@ -67,7 +61,10 @@ fn adoption(name: &str, instance: &str) -> (Profile, Node, ClusterEvent) {
 }
 
 async fn racing_adoptions_of_one_instance_make_one_node(database: &TestDatabase) {
-    let (one, two) = (store(database).await, store(database).await);
+    let (one, two) = (
+        cluster_support::cluster_store(database).await,
+        cluster_support::cluster_store(database).await,
+    );
     let instance = Uuid::now_v7().to_string();
     let first = adoption("first", &instance);
     let second = adoption("second", &instance);
@@ -104,7 +101,7 @@ async fn racing_adoptions_of_one_instance_make_one_node(database: &TestDatabase)
 }
 
 async fn an_event_is_found_by_id_only_within_its_project(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = cluster_support::cluster_store(database).await;
     let (profile, node, event) = adoption("n1", &Uuid::now_v7().to_string());
     store
         .adopt_node(&profile, &node, &event)

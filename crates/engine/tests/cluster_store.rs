@@ -5,6 +5,8 @@
 //! conditional update that decides between `complete_lifecycle` and the
 //! deadline. Each race runs two connection pools, as two engines would.
 
+mod cluster_support;
+
 use std::collections::{HashMap, HashSet};
 
 use chrono::Duration;
@@ -21,13 +23,6 @@ use ember_runtime::Identity;
 use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
 use serde_json::Map;
 use uuid::Uuid;
-
-async fn store(database: &TestDatabase) -> SqlClusterStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    SqlClusterStore::new(connection)
-}
 
 fn alice() -> Identity {
     Identity::new("alice", "project-a", vec!["member".into()])
@@ -158,8 +153,8 @@ fn lease() -> chrono::DateTime<chrono::Utc> {
 }
 
 async fn racing_engines_claim_each_ready_action_once(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster = Uuid::now_v7();
     let actions: Vec<ClusterAction> = (0..100)
         .map(|_| action(ActionKind::NodeDelete, ActionStatus::Ready, cluster))
@@ -205,8 +200,8 @@ async fn racing_engines_claim_each_ready_action_once(database: &TestDatabase) {
 /// `complete_lifecycle` and the deadline race on the same waiting action:
 /// exactly one moves it to READY; the other is told what won.
 async fn completion_and_deadline_race_and_exactly_one_wins(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster = Uuid::now_v7();
     for _ in 0..20 {
         let waiting = action(
@@ -269,8 +264,8 @@ async fn completion_and_deadline_race_and_exactly_one_wins(database: &TestDataba
 /// An engine died with an action RUNNING: once its lease expired, exactly
 /// one of the survivors takes it over; a live lease is left alone.
 async fn an_expired_lease_is_recovered_by_one_engine_only(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster = Uuid::now_v7();
     let dead_engine = Uuid::now_v7();
     let orphan = action(ActionKind::NodeDelete, ActionStatus::Ready, cluster);
@@ -335,8 +330,8 @@ async fn an_expired_lease_is_recovered_by_one_engine_only(database: &TestDatabas
 /// A parent waiting on its children finishes once, when the last child
 /// is final, even when two engines try at the same moment.
 async fn a_waiting_parent_finishes_once_after_its_last_child(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster = cluster(&one, 3).await.id;
     let engine = Uuid::now_v7();
     let parent = locking(ActionKind::ClusterScaleIn, cluster);
@@ -406,8 +401,8 @@ async fn a_waiting_parent_finishes_once_after_its_last_child(database: &TestData
 /// each), one completed meanwhile is reported as it is, an unknown id is
 /// absent; racing `complete_lifecycle` on one of them, exactly one wins.
 async fn a_batch_of_deadlines_moves_only_the_waiting(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster = Uuid::now_v7();
     let waiting: Vec<ClusterAction> = (0..50)
         .map(|_| {
@@ -491,8 +486,8 @@ async fn a_batch_of_deadlines_moves_only_the_waiting(database: &TestDatabase) {
 /// actions run in the order they were asked for, and the two clusters'
 /// actions do run side by side.
 async fn two_claims_never_run_two_actions_of_one_cluster(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let clusters = [cluster(&one, 0).await.id, cluster(&one, 0).await.id];
     let mut queued: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     for round in 0..8 {
@@ -586,8 +581,8 @@ async fn two_claims_never_run_two_actions_of_one_cluster(database: &TestDatabase
 /// again keeps it for its takeover; the sweeper's FAILED path releases it
 /// and settles the cluster.
 async fn the_lock_is_released_with_the_final_status(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster_id = cluster(&one, 0).await.id;
     let engine = Uuid::now_v7();
 
@@ -731,8 +726,8 @@ async fn the_lock_is_released_with_the_final_status(database: &TestDatabase) {
 /// Index allocators racing on two pools get disjoint ranges, and the
 /// unique index refuses a repeated index of one cluster's members.
 async fn racing_allocators_get_disjoint_indexes(database: &TestDatabase) {
-    let one = store(database).await;
-    let two = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
+    let two = cluster_support::cluster_store(database).await;
     let cluster_id = cluster(&one, 0).await.id;
     let mut ranges = Vec::new();
     for round in 0..20 {
@@ -811,7 +806,7 @@ async fn racing_allocators_get_disjoint_indexes(database: &TestDatabase) {
 /// same engine — writes nothing any more: not its changes, not its end,
 /// not its children.
 async fn a_stale_attempt_writes_nothing(database: &TestDatabase) {
-    let one = store(database).await;
+    let one = cluster_support::cluster_store(database).await;
     let cluster_id = cluster(&one, 2).await.id;
     let engine = Uuid::now_v7();
     let scale = locking(ActionKind::ClusterScaleOut, cluster_id);

@@ -3,47 +3,22 @@
 //! after filtering and a marker paging on among the matches), on SQLite and
 //! PostgreSQL.
 
+mod stack_support;
+
 use chrono::Duration;
 use ember_engine::domain::{ActionStatus, Event, Resource, Stack, StackAction, StackDefinition};
 use ember_engine::store::{
     EventListQuery, LeaseRequest, NewStack, ResourceFilter, SqlStackStore, StackStore,
-    migrations::Migrator,
 };
-use ember_runtime::database::{connect_and_migrate, connect_reader, testing::TestDatabase};
+use ember_runtime::database::testing::TestDatabase;
 use uuid::Uuid;
 
-async fn store(database: &TestDatabase) -> SqlStackStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let reader = connect_reader(&database.url, &connection)
-        .await
-        .expect("reader");
-    SqlStackStore::with_reader(connection, reader)
-}
-
 fn stack(name: &str, parent: Option<(Uuid, &str)>) -> Stack {
-    let now = ember_runtime::time::now();
     Stack {
-        id: Uuid::now_v7(),
-        name: name.to_owned(),
-        project_id: "demo".to_owned(),
-        user_id: "alice".to_owned(),
         parent_id: parent.map(|(id, _)| id),
-        action: StackAction::Create,
-        status: ActionStatus::Complete,
-        status_reason: String::new(),
-        description: String::new(),
-        tags: Vec::new(),
-        timeout_mins: None,
-        disable_rollback: true,
-        created_at: now,
-        updated_at: now,
         nested_depth: u32::from(parent.is_some()),
         parent_resource: parent.map(|(_, resource)| resource.to_owned()),
-        deleted_at: None,
-        definition_version: 1,
-        maintenance_lock: None,
+        ..stack_support::stack_row("demo", name)
     }
 }
 
@@ -96,7 +71,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 }
 
 async fn resources_filtered_by_each_filter_and_together(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let parent = stack("web", None);
     let child = stack("web-inner-x", Some((parent.id, "inner")));
     use ActionStatus::{Complete, Failed, InProgress};
@@ -322,7 +297,7 @@ fn reasons(places: &[u32]) -> Vec<String> {
 }
 
 async fn events_filtered_by_each_filter_and_together(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let (stack, _) = events_fixture(&store).await;
     let query = |filter: ResourceFilter| EventListQuery {
         stack_ids: vec![stack.id],
@@ -418,7 +393,7 @@ async fn events_filtered_by_each_filter_and_together(database: &TestDatabase) {
 }
 
 async fn a_filtered_event_list_pages_with_a_marker_among_its_matches(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let (stack, events) = events_fixture(&store).await;
     let page = |marker: Option<Uuid>, descending: bool| EventListQuery {
         stack_ids: vec![stack.id],

@@ -8,44 +8,19 @@ mod stack_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::instance::InstanceStatus;
 use ember_engine::domain::{Stack, StackWideAction};
 use ember_engine::instances::InstanceService;
-use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
-use ember_engine::store::instances::SqlInstanceStore;
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::testing::TestDatabase;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 async fn engine(database: &TestDatabase) -> (Arc<StackOperations>, Arc<InstanceService>) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let driver = SimulatedComputeConfig {
-        build_latency: Duration::from_millis(5),
-        power_latency: Duration::from_millis(5),
-        reboot_latency: Duration::from_millis(5),
-        delete_latency: Duration::from_millis(5),
-        fail_builds_matching: "doomed".to_owned(),
-    };
-    let instances = InstanceService::start(
-        Arc::new(SqlInstanceStore::new(connection.clone())),
-        &driver,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("instances");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
-    let operations = StackOperations::new(
-        store,
-        Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
-    );
-    (operations, instances)
+    let engine =
+        stack_support::simulated_compute_engine(database, Duration::from_millis(5), "doomed").await;
+    (engine.operations, engine.instances)
 }
 
 fn demo() -> Identity {

@@ -14,17 +14,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ember_engine::cloud::simulated::{Kind, SimulatedCloud};
-use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::Stack;
-use ember_engine::instances::InstanceService;
-use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{CreateStack, StackOperations, UpdateStack};
-use ember_engine::store::instances::SqlInstanceStore;
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
 use ember_runtime::Identity;
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::testing::TestDatabase;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 struct Engine {
     operations: Arc<StackOperations>,
@@ -33,29 +27,13 @@ struct Engine {
 
 async fn engine() -> (Engine, TestDatabase) {
     let database = TestDatabase::sqlite().await;
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let driver = SimulatedComputeConfig {
-        build_latency: Duration::from_millis(5),
-        power_latency: Duration::from_millis(5),
-        reboot_latency: Duration::from_millis(5),
-        delete_latency: Duration::from_millis(5),
-        fail_builds_matching: String::new(),
-    };
-    let instances = InstanceService::start(
-        Arc::new(SqlInstanceStore::new(connection.clone())),
-        &driver,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("instances");
-    let cloud = instances.simulated_cloud().expect("the simulated cloud");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
-    let operations = StackOperations::new(
-        store,
-        Arc::new(ResourceTypeRegistry::with_compute(instances)),
-    );
+    let engine =
+        stack_support::simulated_compute_engine(&database, Duration::from_millis(5), "").await;
+    let cloud = engine
+        .instances
+        .simulated_cloud()
+        .expect("the simulated cloud");
+    let operations = engine.operations;
     (Engine { operations, cloud }, database)
 }
 

@@ -58,27 +58,10 @@ fn alice() -> Identity {
 }
 
 fn new_stack(name: &str) -> Stack {
-    let now = ember_runtime::time::now();
     Stack {
-        id: Uuid::new_v4(),
-        name: name.into(),
-        project_id: "project-a".into(),
-        user_id: "alice".into(),
-        parent_id: None,
-        action: StackAction::Create,
         status: ActionStatus::InProgress,
         status_reason: "Stack CREATE started".into(),
-        description: String::new(),
-        tags: vec![],
-        timeout_mins: None,
-        disable_rollback: true,
-        created_at: now,
-        updated_at: now,
-        nested_depth: 0,
-        parent_resource: None,
-        deleted_at: None,
-        definition_version: 1,
-        maintenance_lock: None,
+        ..stack_support::stack_row("project-a", name)
     }
 }
 

@@ -12,20 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ember_engine::Error;
-use ember_engine::compute::simulated::SimulatedComputeConfig;
 use ember_engine::domain::instance::{InstanceStatus, NewInstance};
 use ember_engine::domain::{LockLevel, Stack, StackWideAction};
 use ember_engine::instances::InstanceService;
-use ember_engine::resources::ResourceTypeRegistry;
 use ember_engine::stacks::{
     CreateStack, StackOperation as Operation, StackOperations, UpdateStack,
 };
-use ember_engine::store::instances::SqlInstanceStore;
-use ember_engine::store::{SqlStackStore, StackStore, migrations::Migrator};
+use ember_engine::store::StackStore;
 use ember_runtime::Identity;
-use ember_runtime::database::{connect_and_migrate, testing::TestDatabase};
+use ember_runtime::database::testing::TestDatabase;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 async fn engine(
@@ -35,29 +31,9 @@ async fn engine(
     Arc<InstanceService>,
     Arc<dyn StackStore>,
 ) {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let driver = SimulatedComputeConfig {
-        build_latency: Duration::from_millis(2),
-        power_latency: Duration::from_millis(2),
-        reboot_latency: Duration::from_millis(2),
-        delete_latency: Duration::from_millis(2),
-        fail_builds_matching: String::new(),
-    };
-    let instances = InstanceService::start(
-        Arc::new(SqlInstanceStore::new(connection.clone())),
-        &driver,
-        CancellationToken::new(),
-    )
-    .await
-    .expect("instances");
-    let store: Arc<dyn StackStore> = Arc::new(SqlStackStore::new(connection));
-    let operations = StackOperations::new(
-        store.clone(),
-        Arc::new(ResourceTypeRegistry::with_compute(instances.clone())),
-    );
-    (operations, instances, store)
+    let engine =
+        stack_support::simulated_compute_engine(database, Duration::from_millis(2), "").await;
+    (engine.operations, engine.instances, engine.store)
 }
 
 fn owner() -> Identity {

@@ -537,27 +537,14 @@ async fn an_update_left_in_progress_by_a_dead_engine_is_failed(database: &TestDa
     let (operations, store) = operations(database).await;
     let now = ember_runtime::time::now();
     let orphan = Stack {
-        id: uuid::Uuid::new_v4(),
-        name: "orphan".into(),
-        project_id: "project-a".into(),
-        user_id: "alice".into(),
-        parent_id: None,
         // An update whose origin (the definition it started from) was not
         // kept, as by an engine from before it was: it could not roll back.
         action: StackAction::Update,
         status: ActionStatus::InProgress,
         status_reason: "Stack UPDATE started".into(),
-        description: String::new(),
-        tags: vec![],
-        timeout_mins: None,
-        disable_rollback: true,
         created_at: now,
         updated_at: now,
-        nested_depth: 0,
-        parent_resource: None,
-        deleted_at: None,
-        definition_version: 1,
-        maintenance_lock: None,
+        ..stack_support::stack_row("project-a", "orphan")
     };
     // Created as a create does — with its lease, in one transaction — by
     // an engine that then went away.

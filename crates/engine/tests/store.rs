@@ -1,5 +1,7 @@
 //! The engine store's conformance suite, on SQLite and PostgreSQL.
 
+mod stack_support;
+
 use chrono::{DateTime, Duration, Utc};
 use ember_engine::Error;
 use ember_engine::domain::{
@@ -9,22 +11,8 @@ use ember_engine::store::{
     FencedTransition, FencedWrite, LeaseFence, LeaseRequest, LeaseTake, NewStack, ResourceFilter,
     SqlStackStore, StackListQuery, StackStore, migrations::Migrator,
 };
-use ember_runtime::database::{
-    connect, connect_and_migrate, connect_reader, testing::TestDatabase,
-};
+use ember_runtime::database::{connect, connect_and_migrate, testing::TestDatabase};
 use uuid::Uuid;
-
-/// The store as the engine builds it: on a SQLite file, reads step on
-/// connections of their own (`Reader::rows`), not the writer's pool.
-async fn store(database: &TestDatabase) -> SqlStackStore {
-    let connection = connect_and_migrate::<Migrator>(&database.url)
-        .await
-        .expect("migrated");
-    let reader = connect_reader(&database.url, &connection)
-        .await
-        .expect("reader");
-    SqlStackStore::with_reader(connection, reader)
-}
 
 /// Records `stack` as a create does: with its lease, an empty definition,
 /// no resources and its first event, in one transaction; then releases the
@@ -47,30 +35,18 @@ async fn insert_stack(store: &SqlStackStore, stack: &Stack) -> ember_engine::Res
 fn stack(project: &str, name: &str, seconds_after_start: i64) -> Stack {
     let created_at = ember_runtime::time::now() + Duration::seconds(seconds_after_start);
     Stack {
-        id: Uuid::now_v7(),
-        name: name.to_owned(),
-        project_id: project.to_owned(),
-        user_id: "alice".to_owned(),
-        parent_id: None,
-        action: StackAction::Create,
-        status: ActionStatus::Complete,
         status_reason: "Stack CREATE completed successfully".to_owned(),
         description: "a test stack".to_owned(),
         tags: vec!["web".to_owned(), "prod".to_owned()],
         timeout_mins: Some(60),
-        disable_rollback: true,
         created_at,
         updated_at: created_at,
-        nested_depth: 0,
-        parent_resource: None,
-        deleted_at: None,
-        definition_version: 1,
-        maintenance_lock: None,
+        ..stack_support::stack_row(project, name)
     }
 }
 
 async fn a_stack_reads_back_by_name_and_by_id(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let web = stack("project-a", "web", 0);
     insert_stack(&store, &web).await.expect("inserted");
     let by_name = store.find_stack("project-a", "web").await.expect("read");
@@ -83,7 +59,7 @@ async fn a_stack_reads_back_by_name_and_by_id(database: &TestDatabase) {
 }
 
 async fn another_projects_stack_is_invisible(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let web = stack("project-a", "web", 0);
     insert_stack(&store, &web).await.expect("inserted");
     assert!(
@@ -108,7 +84,7 @@ async fn another_projects_stack_is_invisible(database: &TestDatabase) {
 }
 
 async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     insert_stack(&store, &stack("project-a", "web", 0))
         .await
         .expect("inserted");
@@ -138,7 +114,7 @@ async fn a_duplicate_name_in_a_project_is_a_conflict(database: &TestDatabase) {
 }
 
 async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     for index in 0..5 {
         insert_stack(
             &store,
@@ -174,7 +150,7 @@ async fn listing_pages_newest_first_with_markers(database: &TestDatabase) {
 }
 
 async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let parent = stack("project-a", "parent", 0);
     insert_stack(&store, &parent).await.expect("inserted");
     let child = Stack {
@@ -201,7 +177,7 @@ async fn nested_stacks_are_listed_only_on_request(database: &TestDatabase) {
 }
 
 async fn an_unknown_marker_is_not_found(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let error = store
         .list_stacks(
             "project-a",
@@ -264,7 +240,7 @@ async fn the_in_progress_count_reads_only_stacks_in_progress(database: &TestData
 /// definition it writes, and state changes leave it alone (parsed
 /// templates are cached by it).
 async fn a_new_definition_moves_the_definition_version_on(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let mut web = stack("project-a", "web", 0);
     insert_stack(&store, &web).await.expect("inserted");
     let (_, created) = store.load_versioned_definition(web.id).await.expect("read");
@@ -331,7 +307,7 @@ async fn a_new_definition_moves_the_definition_version_on(database: &TestDatabas
 /// a stack made up.
 async fn a_corrupt_stack_row_is_an_error_naming_it(database: &TestDatabase) {
     use sea_orm::ConnectionTrait;
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let web = stack("project-a", "web", 0);
     insert_stack(&store, &web).await.expect("inserted");
     let writer = connect(&database.url).await.expect("connected");
@@ -480,7 +456,7 @@ async fn resource_reads_back(
 async fn every_reader(database: &TestDatabase) -> [(&'static str, SqlStackStore); 2] {
     let pool = connect(&database.url).await.expect("connected");
     [
-        ("own readers", store(database).await),
+        ("own readers", stack_support::stack_store(database).await),
         ("the writer's pool", SqlStackStore::new(pool)),
     ]
 }
@@ -505,7 +481,7 @@ async fn take_lease(store: &SqlStackStore, stack_id: Uuid) -> LeaseFence {
 /// every read of stacks (by id, by name, in lists, with its free lease, as
 /// an orphan), on each kind of reader.
 async fn every_field_of_a_stack_reads_back_through_every_read(database: &TestDatabase) {
-    let writer = store(database).await;
+    let writer = stack_support::stack_store(database).await;
     let parent = stack("project-a", "parent", 0);
     insert_stack(&writer, &parent).await.expect("parent");
     let live = Stack {
@@ -602,7 +578,7 @@ async fn every_field_of_a_stack_reads_back_through_every_read(database: &TestDat
 /// on) and a state write under the lease (the action, status, reason,
 /// times, deletion and every part of the lock).
 async fn every_field_a_stack_write_changes_reads_back(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let parent = stack("project-a", "parent", 0);
     insert_stack(&store, &parent).await.expect("parent");
     let created = stack("project-a", "plain", 1);
@@ -678,7 +654,7 @@ async fn every_field_a_stack_write_changes_reads_back(database: &TestDatabase) {
 /// and as a transition under the lease rewrites it, through both reads
 /// of a stack's resources, on each kind of reader.
 async fn every_field_of_a_resource_reads_back(database: &TestDatabase) {
-    let store = store(database).await;
+    let store = stack_support::stack_store(database).await;
     let owner = stack("project-a", "owner", 0);
     let recorded = resource_with_every_field(owner.id, "every-field");
     let now = ember_runtime::time::now();

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::clustering::clusters::Rest;
-use crate::clustering::senlin_receivers::{active_cluster, outsider, trigger};
+use crate::clustering::senlin_receivers::{active_cluster, trigger};
 
 /// A webhook receiver that scales `cluster` out by one; its alarm URL.
 pub(crate) async fn scale_out_webhook(rest: &Rest<'_>, cluster: &str) -> String {
@@ -73,7 +73,7 @@ async fn a_locked_cluster_refuses_users_and_webhooks_until_unlocked() {
     // Another project does not find it.
     let other = Rest {
         ember: &ember,
-        token: outsider(&ember),
+        token: ember.outsider_token(),
     };
     let (status, _, body) = other.post(&actions, json!({"lock": {}})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

@@ -9,8 +9,6 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
@@ -66,16 +64,10 @@ impl Rest<'_> {
         path: &str,
         body: Option<Value>,
     ) -> (StatusCode, HeaderMap, Value) {
-        let mut request = self
+        let response = self
             .ember
-            .http
-            .request(method, self.ember.url(&format!("/clustering/v1{path}")))
-            .header("X-Auth-Token", &self.token)
-            .header("OpenStack-API-Version", "clustering 1.12");
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.expect("request");
+            .send_as(&self.token, method, &format!("/clustering/v1{path}"), body)
+            .await;
         let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
         let headers = response.headers().clone();
         let text = response.text().await.expect("body");
@@ -244,12 +236,7 @@ async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
     }
 
     // Another project cannot see the cluster, so not the token either.
-    let outsider = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let outsider = ember.outsider_token();
     let foreign = Rest {
         ember: &ember,
         token: outsider,
@@ -481,12 +468,7 @@ async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
     // The queue is the project's: another project's member reading a
     // queue of the same name reads its own (empty) one, and may not name
     // the owner's project; an admin may.
-    let outsider = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let outsider = ember.outsider_token();
     let read = |project: &str, token: &str| {
         let request = ember_tests::with_bearer(
             hook_pb::ListQueueMessagesRequest {

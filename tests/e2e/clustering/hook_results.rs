@@ -314,12 +314,7 @@ async fn a_cluster_lists_its_waiting_lifecycle_actions_with_their_deadlines() {
     assert_eq!(moved["lifecycle_actions"][0]["deadline"], body["deadline"]);
 
     // Another project sees no such cluster; an unknown one is 404 too.
-    let outsider = ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &ember_runtime::Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let outsider = ember.outsider_token();
     let foreign = Rest {
         ember: &ember,
         token: outsider,

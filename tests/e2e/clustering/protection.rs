@@ -4,11 +4,7 @@
 //! delete, replace_nodes — is 409 naming the protection until it is
 //! cleared; a profile's `protected` is the mark its new nodes start with.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -92,12 +88,7 @@ async fn protected_nodes_survive_every_removal_path_until_unprotected() {
     }
 
     // Another project cannot see the node, let alone protect it.
-    let mallory = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let mallory = ember.outsider_token();
     let other = Rest {
         ember: &ember,
         token: mallory,

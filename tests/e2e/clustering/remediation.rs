@@ -7,8 +7,6 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
 
@@ -101,12 +99,7 @@ async fn marked_nodes_are_recovered_within_the_budget_and_the_rest_held() {
         .collect();
 
     // Another project cannot mark the node; bad bodies are refused.
-    let mallory = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let mallory = ember.outsider_token();
     let other = Rest {
         ember: &ember,
         token: mallory,

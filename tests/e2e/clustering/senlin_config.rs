@@ -9,8 +9,6 @@
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -19,15 +17,6 @@ use crate::clustering::clusters::{Rest, location};
 
 fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
-}
-
-fn other_project_token(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 /// One clustering call in microversion `version`.
@@ -181,7 +170,7 @@ async fn members_are_named_by_the_format_through_create_scale_out_and_resize() {
     // Another project sees neither the cluster nor its config.
     let stranger = Rest {
         ember: &ember,
-        token: other_project_token(&ember),
+        token: ember.outsider_token(),
     };
     let (status, _, body) = stranger
         .call(Method::GET, &format!("/clusters/{id}"), None)

@@ -3,11 +3,7 @@
 //! messages Senlin's clients compare, filters applied before a page is cut,
 //! and other projects' objects listed only for an admin who asks.
 
-use std::time::Duration;
-
 use axum::http::{HeaderMap, StatusCode};
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -56,15 +52,6 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .get(name)
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
-}
-
-fn token_of(ember: &TestEmber, user: &str, project: &str, role: &str) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new(user, project, vec![role.into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 async fn create_profile(ember: &TestEmber, token: &str, name: &str) -> String {
@@ -325,7 +312,7 @@ async fn filters_apply_before_paging_and_projects_stay_apart() {
     for name in ["alpha", "bravo", "charlie", "delta"] {
         create_profile(&ember, &member, name).await;
     }
-    let other = token_of(&ember, "mallory", "other", "member");
+    let other = ember.outsider_token();
     create_profile(&ember, &other, "echo").await;
 
     // The one match is found however far it is from the start.
@@ -353,7 +340,7 @@ async fn filters_apply_before_paging_and_projects_stay_apart() {
     assert_eq!(names(&body, "profiles"), Vec::<String>::new());
 
     // An admin sees their own project unless they ask for every one.
-    let admin = token_of(&ember, "root", "ops", "admin");
+    let admin = ember.token_for("root", "ops", &["admin"]);
     create_profile(&ember, &admin, "foxtrot").await;
     let (_, body) = get(&ember, &admin, "/profiles").await;
     assert_eq!(names(&body, "profiles"), ["foxtrot"]);

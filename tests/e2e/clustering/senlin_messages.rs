@@ -12,46 +12,18 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::receiver_service_client::ReceiverServiceClient;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_runtime::database::testing::TestDatabase;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::clustering::clusters::{Rest, location};
+use crate::clustering::clusters::Rest;
 
 const CLIENT_ID: &str = "3381af92-2b9e-11e3-b191-71861300734c";
 
-pub(crate) fn outsider(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
-}
-
 /// An ACTIVE cluster of `desired` nodes (max 6); its id.
 pub(crate) async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": name, "spec": {"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, headers, body) = rest
-        .post(
-            "/clusters",
-            json!({"cluster": {"name": name, "profile_id": name, "min_size": 0,
-                "max_size": 6, "desired_capacity": desired}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    rest.wait_action(&location(&headers), "SUCCEEDED").await;
-    body["cluster"]["id"].as_str().expect("id").to_owned()
+    crate::clustering::senlin_receivers::active_cluster_of(rest, name, desired, 6).await
 }
 
 /// A message receiver named `name`: its id and queue name.
@@ -355,7 +327,7 @@ async fn bad_messages_are_refused_and_queues_stay_in_their_project() {
 
     // Another project: its post and its notify are 404; so is a queue
     // that is no receiver's.
-    let foreign = outsider(&ember);
+    let foreign = ember.outsider_token();
     let (status, body) =
         post_messages(&ember, &foreign, &queue, Some(CLIENT_ID), good.clone()).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

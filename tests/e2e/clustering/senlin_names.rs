@@ -5,11 +5,7 @@
 //! checks say what Senlin says, with its status, before any action runs;
 //! and another project's objects are not found by any identity.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -25,12 +21,7 @@ fn member(ember: &TestEmber) -> Rest<'_> {
 
 /// A member of another project.
 fn stranger(ember: &TestEmber) -> Rest<'_> {
-    let token = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let token = ember.outsider_token();
     Rest { ember, token }
 }
 

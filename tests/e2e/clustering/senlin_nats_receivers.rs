@@ -22,9 +22,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::clustering::clusters::Rest;
-use crate::clustering::senlin_messages::{
-    active_cluster, message_receiver, outsider, wait_scale_outs,
-};
+use crate::clustering::senlin_messages::{active_cluster, message_receiver, wait_scale_outs};
 
 /// The NATS server of the tests, or `None` (said on stderr) without one.
 fn nats_url(test: &str) -> Option<String> {
@@ -233,7 +231,7 @@ async fn messages_published_to_nats_scale_a_cluster_and_bad_ones_are_dropped_onc
     // receiver has) runs nothing; under its own project it runs.
     let other = Rest {
         ember: &ember,
-        token: outsider(&ember),
+        token: ember.outsider_token(),
     };
     let their_cluster = active_cluster(&other, "theirs", 1).await;
     let (their_receiver, their_queue) = message_receiver(&other, "their-bus").await;

@@ -4,11 +4,7 @@
 //! node create's request checks, and one event by id — with the messages
 //! Senlin's clients compare, and nothing reachable from another project.
 
-use std::time::Duration;
-
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -22,15 +18,6 @@ fn nova_spec(flavor: &str) -> Value {
 
 fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
-}
-
-fn other_project(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 async fn profile(rest: &Rest<'_>, name: &str, spec: Value) -> String {
@@ -216,7 +203,7 @@ async fn a_node_is_checked_recovered_and_operated_on_as_senlin_does() {
     // Another project reaches neither the node nor its events.
     let stranger = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let (status, answer, _) = act(&stranger, &actions, "1.12", json!({"check": {}})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
@@ -334,7 +321,7 @@ async fn a_node_update_answers_202_and_a_new_profile_replaces_its_instance() {
 
     let stranger = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let (status, _, body) = stranger
         .call(
@@ -443,7 +430,7 @@ async fn an_instance_is_adopted_as_a_node_once_and_only_by_its_project() {
 
     let stranger = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let adopt = json!({"identity": uuid, "type": "os.nova.server-1.0", "name": "adopted",
         "role": "legacy"});

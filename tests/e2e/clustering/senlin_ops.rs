@@ -10,8 +10,6 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use ember_proto::engine::v1 as pb;
 use ember_proto::engine::v1::cluster_service_client::ClusterServiceClient;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for, with_bearer};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -20,15 +18,6 @@ use crate::clustering::clusters::{Rest, location};
 
 fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
-}
-
-fn other_project_token(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 /// A cluster of `size` `os.nova.server` nodes whose instances carry
@@ -319,7 +308,7 @@ async fn what_cannot_run_is_refused_with_senlins_messages() {
     // Another project's cluster is not found, by REST or by gRPC.
     let stranger = Rest {
         ember: &ember,
-        token: other_project_token(&ember),
+        token: ember.outsider_token(),
     };
     let (status, answer, _) = operate(&stranger, &cluster, "1.4", json!({"reboot": {}})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
@@ -571,7 +560,7 @@ async fn a_full_page_links_the_next_until_the_last() {
     }
 
     // Another project sees none of them, and no link.
-    let stranger = other_project_token(&ember);
+    let stranger = ember.outsider_token();
     let page = get_absolute(
         &ember,
         &ember.url("/clustering/v1/clusters?limit=2"),

@@ -8,8 +8,6 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -20,17 +18,19 @@ fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
 }
 
-pub(crate) fn outsider(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
-}
-
 /// An ACTIVE cluster of `desired` nodes (max 5); its id.
 pub(crate) async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) -> String {
+    active_cluster_of(rest, name, desired, 5).await
+}
+
+/// An ACTIVE cluster of `desired` nodes, at most `max_size`, of a profile
+/// of its own name; its id.
+pub(crate) async fn active_cluster_of(
+    rest: &Rest<'_>,
+    name: &str,
+    desired: i32,
+    max_size: i32,
+) -> String {
     let (status, _, body) = rest
         .post(
             "/profiles",
@@ -43,7 +43,7 @@ pub(crate) async fn active_cluster(rest: &Rest<'_>, name: &str, desired: i32) ->
         .post(
             "/clusters",
             json!({"cluster": {"name": name, "profile_id": name, "min_size": 0,
-                "max_size": 5, "desired_capacity": desired}}),
+                "max_size": max_size, "desired_capacity": desired}}),
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
@@ -332,12 +332,7 @@ async fn receivers_are_checked_and_stay_in_their_project() {
     // A reader may look but not make one.
     let reader = Rest {
         ember: &ember,
-        token: TokenSigner::new(&ember.secrets().signing_key)
-            .issue(
-                &Identity::new("reader", "demo", vec!["reader".into()]),
-                Duration::from_secs(600),
-            )
-            .expect("token"),
+        token: ember.token_for("reader", "demo", &["reader"]),
     };
     let (status, _, body) = reader
         .post(
@@ -428,7 +423,7 @@ async fn receivers_are_checked_and_stay_in_their_project() {
     // Another project sees none of it, and changes none of it.
     let foreign = Rest {
         ember: &ember,
-        token: outsider(&ember),
+        token: ember.outsider_token(),
     };
     let theirs = foreign.get("/receivers").await;
     assert_eq!(theirs["receivers"], json!([]), "{theirs}");

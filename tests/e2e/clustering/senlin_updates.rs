@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::{TestEmber, wait_for};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -37,15 +35,6 @@ async fn cluster(rest: &Rest<'_>, name: &str, profile: &str, size: i32) -> Strin
     assert_eq!(body["cluster"]["timeout"], 120, "{body}");
     rest.wait_action(&location(&headers), "SUCCEEDED").await;
     body["cluster"]["id"].as_str().expect("id").to_owned()
-}
-
-fn other_project(ember: &TestEmber) -> String {
-    TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 fn message(body: &Value) -> &str {
@@ -169,7 +158,7 @@ async fn profiles_and_policies_are_renamed_and_validated_as_senlin_does() {
     // Another project renames nothing: both are not found.
     let mallory = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     for (path, body) in [
         (
@@ -335,7 +324,7 @@ async fn a_cluster_update_renames_it_and_moves_its_members_to_a_new_profile() {
 
     let mallory = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let (status, _, body) = mallory
         .call(
@@ -457,7 +446,7 @@ async fn replace_nodes_swaps_a_member_for_an_orphan_and_policies_are_updated() {
 
     let mallory = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let (status, _, body) = mallory
         .call(
@@ -524,7 +513,7 @@ async fn cancelling_a_node_waiting_for_its_lifecycle_keeps_the_node() {
     // Another project cannot cancel it; a status other than CANCELLED is refused.
     let mallory = Rest {
         ember: &ember,
-        token: other_project(&ember),
+        token: ember.outsider_token(),
     };
     let cancel = json!({"action": {"status": "CANCELLED"}});
     let (status, _, body) = mallory

@@ -6,10 +6,6 @@
 //! refuses fails with a message naming it, and another project cannot
 //! reach a network by its name or id.
 
-use std::time::Duration;
-
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::containers::{ContainerEngine, ENGINE_DEADLINE};
 use ember_tests::{TestEmber, wait_for};
 use serde_json::{Value, json};
@@ -328,12 +324,7 @@ async fn what_the_engine_refuses_fails_clearly_and_projects_keep_their_networks(
     );
 
     // Another project reaches the network neither by name nor by id.
-    let other = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let other = ember.outsider_token();
     for reference in ["private".to_owned(), net_id.clone()] {
         let template = json!({"heat_template_version": "2018-08-31", "resources": {
             "port": {"type": "OS::Neutron::Port", "properties": {"network": reference}}}});

@@ -1610,12 +1610,7 @@ async fn every_method_refuses_members_and_readers_and_changes_nothing() {
     ember.seed_identity().await;
     let mut service = IdentityAdminServiceClient::new(ember.gateway_channel().await);
     let before = directory_state(&mut service, &ember).await;
-    let reader = ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("demo", "demo", vec!["reader".into()]),
-            std::time::Duration::from_secs(600),
-        )
-        .expect("a reader's token");
+    let reader = ember.token_for("demo", "demo", &["reader"]);
     let descriptors = prost_types::FileDescriptorSet::decode(ember_proto::FILE_DESCRIPTOR_SET)
         .expect("the descriptor set decodes");
     let methods: Vec<String> = descriptors

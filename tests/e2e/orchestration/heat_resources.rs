@@ -212,7 +212,7 @@ async fn export_gives_the_abandon_data_and_the_stack_stays() {
     assert_eq!(shown.status, StatusCode::OK);
     assert_eq!(shown.body["stack"]["stack_status"], "CREATE_COMPLETE");
     // Another project cannot export it; an unknown stack is 404.
-    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let other = HeatRest::new(&ember, "other", Some(&ember.outsider_token()));
     let id = stack.rsplit('/').next().expect("id");
     let refused = other.get(&format!("/stacks/exported/{id}/export")).await;
     assert_eq!(refused.status, StatusCode::NOT_FOUND, "{refused:?}");
@@ -221,15 +221,6 @@ async fn export_gives_the_abandon_data_and_the_stack_stays() {
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     ember.stop().await;
-}
-
-fn other_token(ember: &TestEmber) -> String {
-    ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &ember_runtime::Identity::new("eve", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,7 +272,7 @@ async fn an_external_resource_is_adopted_never_changed_and_left_in_place() {
 
     // Another project's stack cannot adopt it (nor a nested stack be
     // adopted): not found, as an id nobody made.
-    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let other = HeatRest::new(&ember, "other", Some(&ember.outsider_token()));
     let stolen = create(&other, "thief", template(&uuid)).await;
     let settled = other.wait_until_settled(&stolen).await;
     assert_eq!(settled["stack_status"], "CREATE_FAILED", "{settled}");
@@ -478,7 +469,7 @@ async fn a_stack_that_cannot_finish_is_deleted_at_once() {
     let shown = heat.get(&stack).await;
     assert_eq!(shown.body["stack"]["stack_status"], "CREATE_IN_PROGRESS");
     // Another project cannot stop it: not found.
-    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let other = HeatRest::new(&ember, "other", Some(&ember.outsider_token()));
     let refused = other.call(reqwest::Method::DELETE, &stack, None).await;
     assert_eq!(refused.status, StatusCode::NOT_FOUND, "{refused:?}");
     let deleted = heat.call(reqwest::Method::DELETE, &stack, None).await;

@@ -59,12 +59,7 @@ async fn a_locked_stack_refuses_changes_until_unlocked() {
     );
 
     // Another project's caller cannot see the stack, let alone lock it.
-    let stranger_token = ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &ember_runtime::Identity::new("eve", "other", vec!["member".to_owned()]),
-            std::time::Duration::from_secs(300),
-        )
-        .expect("token");
+    let stranger_token = ember.outsider_token();
     let stranger = HeatRest::new(&ember, "other", Some(&stranger_token));
     let answer = action(&stranger, &stack, json!({"lock": null})).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{answer:?}");

@@ -165,7 +165,7 @@ async fn a_snapshot_is_saved_listed_restored_and_deleted() {
         )
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{missing:?}");
-    let other = HeatRest::new(&ember, "other", Some(&other_token(&ember)));
+    let other = HeatRest::new(&ember, "other", Some(&ember.outsider_token()));
     let id = stack.rsplit('/').next().expect("id");
     for (method, path) in [
         (Method::GET, format!("/stacks/snappy/{id}/snapshots")),
@@ -227,15 +227,6 @@ async fn a_snapshot_is_saved_listed_restored_and_deleted() {
     let gone = heat.get(&format!("{stack}/snapshots/{snapshot_id}")).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
     ember.stop().await;
-}
-
-fn other_token(ember: &TestEmber) -> String {
-    ember_runtime::auth::TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &ember_runtime::Identity::new("eve", "other", vec!["member".into()]),
-            std::time::Duration::from_secs(600),
-        )
-        .expect("token")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -16,12 +14,7 @@ use tokio::process::Command;
 use super::HeatRest;
 
 fn other_project(ember: &TestEmber) -> HeatRest {
-    let token = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let token = ember.outsider_token();
     HeatRest::new(ember, "other", Some(&token))
 }
 

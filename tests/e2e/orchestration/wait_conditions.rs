@@ -6,8 +6,6 @@
 
 use std::time::Duration;
 
-use ember_runtime::Identity;
-use ember_runtime::auth::TokenSigner;
 use ember_tests::TestEmber;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -301,12 +299,7 @@ async fn signals_are_refused_without_the_secret_or_from_another_project() {
     );
 
     // Another project's member, with a token of its own.
-    let intruder = TokenSigner::new(&ember.secrets().signing_key)
-        .issue(
-            &Identity::new("mallory", "other", vec!["member".into()]),
-            Duration::from_secs(600),
-        )
-        .expect("token");
+    let intruder = ember.outsider_token();
     let theirs = HeatRest::new(&ember, "other", Some(&intruder));
     let answer = theirs
         .post(&format!("{stack}/resources/handle/signal"), json!({}))

@@ -149,25 +149,8 @@ async fn measure(running: &RunningEmber, token: &str, runs: usize) -> Result<(),
     // The check every operation makes before it starts.
     let now = ember_runtime::time::now();
     let mut stack = Stack {
-        id: uuid::Uuid::new_v4(),
-        name: "web".into(),
-        project_id: "demo".into(),
-        user_id: "demo".into(),
-        parent_id: None,
-        action: StackAction::Create,
         status: ActionStatus::Complete,
-        status_reason: String::new(),
-        description: String::new(),
-        tags: Vec::new(),
-        timeout_mins: None,
-        disable_rollback: true,
-        created_at: now,
-        updated_at: now,
-        nested_depth: 0,
-        parent_resource: None,
-        deleted_at: None,
-        definition_version: 1,
-        maintenance_lock: None,
+        ..Stack::starting_create(uuid::Uuid::new_v4(), "web", "demo", "demo", now)
     };
     let iterations = 1_000_000u32;
     for (label, locked) in [

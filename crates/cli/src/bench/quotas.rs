@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ember_engine::domain::quota::QuotaLimits;
-use ember_engine::domain::{ActionStatus, Event, Stack, StackAction, StackDefinition};
+use ember_engine::domain::{ActionStatus, Event, Stack, StackDefinition};
 use ember_engine::quotas::Quotas;
 use ember_engine::store::quotas::SqlQuotaStore;
 use ember_engine::store::{
@@ -26,26 +26,11 @@ pub async fn run(stacks: usize, checks: usize) -> Result<(), String> {
     let now = ember_runtime::time::now();
     let engine_id = uuid::Uuid::now_v7();
     for index in 0..stacks {
+        let name = format!("stack-{index}");
         let stack = Stack {
-            id: uuid::Uuid::new_v4(),
-            name: format!("stack-{index}"),
-            project_id: "demo".into(),
-            user_id: "demo".into(),
-            parent_id: None,
-            action: StackAction::Create,
             status: ActionStatus::Complete,
             status_reason: String::new(),
-            description: String::new(),
-            tags: vec![],
-            timeout_mins: None,
-            disable_rollback: true,
-            created_at: now,
-            updated_at: now,
-            nested_depth: 0,
-            parent_resource: None,
-            deleted_at: None,
-            definition_version: 1,
-            maintenance_lock: None,
+            ..Stack::starting_create(uuid::Uuid::new_v4(), &name, "demo", "demo", now)
         };
         // Recorded as a create does: under the stack's lease, then released.
         let event = Event::for_stack(&stack, "Stack CREATE completed", now);

@@ -27,20 +27,8 @@ impl Dev {
     }
 
     pub fn start(data_dir: &Path) -> Dev {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("bind")
-            .local_addr()
-            .expect("address")
-            .port();
-        let child = Command::new(EMBER)
-            .args([
-                "dev",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
+        let port = free_port();
+        let child = dev_command(data_dir, port)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -61,6 +49,31 @@ impl Dev {
             std::thread::park_timeout(Duration::from_millis(50));
         }
     }
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("address")
+        .port()
+}
+
+/// `ember dev` listening on `port` with its data in `data_dir`, logging
+/// warnings and errors only.
+pub fn dev_command(data_dir: &Path, port: u16) -> Command {
+    let mut command = Command::new(EMBER);
+    command
+        .args([
+            "dev",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .env("RUST_LOG", "warn");
+    command
 }
 
 impl Drop for Dev {

@@ -26,8 +26,6 @@ pub mod remediation;
 mod removal;
 mod requests;
 mod run;
-mod updates;
-mod views;
 mod webhook_targets;
 
 use std::sync::Arc;
@@ -46,9 +44,9 @@ use crate::store::clusters::ClusterStore;
 pub use adopt::Adoption;
 pub use locks::ClusterLockRequest;
 pub use node_ops::NodeUpdate;
-pub use requests::{HealthAction, NewCluster, NewNode, ResizeRequest};
-pub use updates::ClusterUpdate;
-pub use views::ClusterDetails;
+pub use requests::{
+    ClusterDetails, ClusterUpdate, HealthAction, NewCluster, NewNode, ResizeRequest,
+};
 
 /// Everything the clustering code needs, shared by the request side and
 /// the dispatcher.

@@ -245,6 +245,40 @@ pub struct StackDefinition {
 }
 
 impl Stack {
+    /// A root stack as its create begins, at `now`: CREATE_IN_PROGRESS
+    /// ("Stack CREATE started") with its first definition, no description,
+    /// tags or timeout, rollback disabled. The create (or a nested stack's
+    /// parent) sets what its request gives.
+    pub fn starting_create(
+        id: Uuid,
+        name: &str,
+        project_id: &str,
+        user_id: &str,
+        now: DateTime<Utc>,
+    ) -> Stack {
+        Stack {
+            id,
+            name: name.to_owned(),
+            project_id: project_id.to_owned(),
+            user_id: user_id.to_owned(),
+            parent_id: None,
+            action: StackAction::Create,
+            status: ActionStatus::InProgress,
+            status_reason: "Stack CREATE started".to_owned(),
+            description: String::new(),
+            tags: Vec::new(),
+            timeout_mins: None,
+            disable_rollback: true,
+            created_at: now,
+            updated_at: now,
+            nested_depth: 0,
+            parent_resource: None,
+            deleted_at: None,
+            definition_version: 1,
+            maintenance_lock: None,
+        }
+    }
+
     /// Heat's combined status, e.g. `CREATE_COMPLETE`.
     pub fn stack_status(&self) -> String {
         let (action, status) = (self.action.as_str(), self.status.as_str());

@@ -45,6 +45,93 @@ fn validate_stack_name(name: &str) -> Result<()> {
 }
 
 impl StackOperations {
+    /// Validates everything, records the stack CREATE_IN_PROGRESS with its
+    /// resources INIT_COMPLETE, and starts creating them.
+    pub async fn create_stack(&self, identity: &Identity, request: CreateStack) -> Result<Stack> {
+        self.create_stack_delegating(identity, None, request).await
+    }
+
+    /// [`Self::create_stack`] for the engine's own work on behalf of
+    /// someone whose trust it holds (a cluster node's stack, through its
+    /// cluster's delegation): the stack acts through `delegation` and
+    /// leaves the trust to its owner when it is deleted.
+    pub async fn create_stack_acting_through(
+        &self,
+        identity: &Identity,
+        delegation: &crate::domain::delegation::Delegation,
+        request: CreateStack,
+    ) -> Result<Stack> {
+        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
+            caller: identity,
+        })?;
+        let (stack, definition, parsed) = self.prepare(identity, &request)?;
+        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
+            .await?;
+        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
+        let cloud = self.engine.cloud.as_ref();
+        if let Some(cloud) = cloud {
+            cloud.lend(owner, delegation).await?;
+        }
+        match self.begin_create(stack, &definition, parsed, None).await {
+            Ok((stack, _running)) => Ok(stack),
+            Err(error) => {
+                if let Some(cloud) = cloud
+                    && let Err(forgetting) = cloud.revoke(owner, None).await
+                {
+                    tracing::warn!(%forgetting, "a refused stack's delegation stays recorded");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// [`Self::create_stack`] for a caller who came with their Keystone
+    /// token (`subject_token`): on the openstack backend the stack is made
+    /// with a trust from the caller, which every later step acts through.
+    /// Without a token, a stack needing one is refused before anything is
+    /// recorded.
+    pub async fn create_stack_delegating(
+        &self,
+        identity: &Identity,
+        subject_token: Option<&ember_runtime::identity::SubjectToken>,
+        request: CreateStack,
+    ) -> Result<Stack> {
+        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
+            caller: identity,
+        })?;
+        let (mut stack, definition, parsed) = self.prepare(identity, &request)?;
+        let adopt_data = request
+            .adopt_data
+            .as_deref()
+            .map(abandon::parse_adopt_data)
+            .transpose()?
+            .map(Arc::new);
+        if adopt_data.is_some() {
+            abandon::mark_adopting(&mut stack);
+        }
+        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
+            .await?;
+        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
+        let cloud = self.engine.cloud.as_ref();
+        if let Some(cloud) = cloud {
+            cloud.delegate(owner, identity, subject_token).await?;
+        }
+        match self
+            .begin_create(stack, &definition, parsed, adopt_data)
+            .await
+        {
+            Ok((stack, _running)) => Ok(stack),
+            Err(error) => {
+                if let Some(cloud) = cloud
+                    && let Err(revoking) = cloud.revoke(owner, subject_token).await
+                {
+                    tracing::warn!(%revoking, "a refused stack's delegation stays recorded");
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// Records a new stack (root or nested) and starts the run that
     /// creates (or adopts) its resources; returns once the stack is
     /// recorded, with the run's handle. Where the writer batches new
@@ -151,25 +238,17 @@ impl StackOperations {
         super::remote::check_remote_stacks(&parsed, &definition, &self.engine.region)?;
         let now = ember_runtime::time::now();
         let stack = Stack {
-            id,
-            name: request.name.clone(),
-            project_id: identity.project_id.clone(),
-            user_id: identity.user_id.clone(),
-            parent_id: None,
-            action: StackAction::Create,
-            status: ActionStatus::InProgress,
-            status_reason: "Stack CREATE started".to_owned(),
             description: parsed.template.description.clone().unwrap_or_default(),
             tags: request.tags.clone(),
             timeout_mins: request.timeout_mins.filter(|minutes| *minutes > 0),
             disable_rollback: request.disable_rollback,
-            created_at: now,
-            updated_at: now,
-            nested_depth: 0,
-            parent_resource: None,
-            deleted_at: None,
-            definition_version: 1,
-            maintenance_lock: None,
+            ..Stack::starting_create(
+                id,
+                &request.name,
+                &identity.project_id,
+                &identity.user_id,
+                now,
+            )
         };
         Ok((stack, definition, parsed))
     }

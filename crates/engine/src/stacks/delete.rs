@@ -25,6 +25,23 @@ use crate::store::{LeaseFence, OperationStart, StartWrites};
 use uuid::Uuid;
 
 impl StackOperations {
+    /// Starts deleting a stack and its resources.
+    pub async fn delete_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
+        let (stack, lease_seen) = self
+            .find_stack_with_free_lease(identity, name_or_id)
+            .await?;
+        let caller = StackCaller::User(identity);
+        self.admit(&stack, StackOperation::Delete, caller).await?;
+        let (stack, lease_seen) = self
+            .stop_running_operation(identity, name_or_id, stack, lease_seen)
+            .await?;
+        let (stack, run) = self
+            .begin_delete(stack, lease_seen, name_or_id, caller)
+            .await?;
+        self.engine.spawn_run(run);
+        Ok(stack)
+    }
+
     /// Takes the lease, records DELETE_IN_PROGRESS and returns the run that
     /// deletes the resources; the caller spawns or awaits it. `stack` was
     /// admitted by the caller.

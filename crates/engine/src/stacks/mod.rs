@@ -292,93 +292,6 @@ impl StackOperations {
         &self.engine.store
     }
 
-    /// Validates everything, records the stack CREATE_IN_PROGRESS with its
-    /// resources INIT_COMPLETE, and starts creating them.
-    pub async fn create_stack(&self, identity: &Identity, request: CreateStack) -> Result<Stack> {
-        self.create_stack_delegating(identity, None, request).await
-    }
-
-    /// [`Self::create_stack`] for the engine's own work on behalf of
-    /// someone whose trust it holds (a cluster node's stack, through its
-    /// cluster's delegation): the stack acts through `delegation` and
-    /// leaves the trust to its owner when it is deleted.
-    pub async fn create_stack_acting_through(
-        &self,
-        identity: &Identity,
-        delegation: &crate::domain::delegation::Delegation,
-        request: CreateStack,
-    ) -> Result<Stack> {
-        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
-            caller: identity,
-        })?;
-        let (stack, definition, parsed) = self.prepare(identity, &request)?;
-        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
-            .await?;
-        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.engine.cloud.as_ref();
-        if let Some(cloud) = cloud {
-            cloud.lend(owner, delegation).await?;
-        }
-        match self.begin_create(stack, &definition, parsed, None).await {
-            Ok((stack, _running)) => Ok(stack),
-            Err(error) => {
-                if let Some(cloud) = cloud
-                    && let Err(forgetting) = cloud.revoke(owner, None).await
-                {
-                    tracing::warn!(%forgetting, "a refused stack's delegation stays recorded");
-                }
-                Err(error)
-            }
-        }
-    }
-
-    /// [`Self::create_stack`] for a caller who came with their Keystone
-    /// token (`subject_token`): on the openstack backend the stack is made
-    /// with a trust from the caller, which every later step acts through.
-    /// Without a token, a stack needing one is refused before anything is
-    /// recorded.
-    pub async fn create_stack_delegating(
-        &self,
-        identity: &Identity,
-        subject_token: Option<&ember_runtime::identity::SubjectToken>,
-        request: CreateStack,
-    ) -> Result<Stack> {
-        crate::domain::admission::admit(crate::domain::admission::Subject::NewStack {
-            caller: identity,
-        })?;
-        let (mut stack, definition, parsed) = self.prepare(identity, &request)?;
-        let adopt_data = request
-            .adopt_data
-            .as_deref()
-            .map(abandon::parse_adopt_data)
-            .transpose()?
-            .map(Arc::new);
-        if adopt_data.is_some() {
-            abandon::mark_adopting(&mut stack);
-        }
-        self.admit_quotas(&stack, self.tree_size(&parsed, &definition), true)
-            .await?;
-        let owner = crate::domain::delegation::DelegationOwner::Stack(stack.id);
-        let cloud = self.engine.cloud.as_ref();
-        if let Some(cloud) = cloud {
-            cloud.delegate(owner, identity, subject_token).await?;
-        }
-        match self
-            .begin_create(stack, &definition, parsed, adopt_data)
-            .await
-        {
-            Ok((stack, _running)) => Ok(stack),
-            Err(error) => {
-                if let Some(cloud) = cloud
-                    && let Err(revoking) = cloud.revoke(owner, subject_token).await
-                {
-                    tracing::warn!(%revoking, "a refused stack's delegation stays recorded");
-                }
-                Err(error)
-            }
-        }
-    }
-
     /// A stack of the caller's project by name or id, or NotFound.
     pub async fn find_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
         require_name_or_id(name_or_id)?;
@@ -483,23 +396,6 @@ impl StackOperations {
             ancestors.push(ancestor);
         }
         Ok(ancestors)
-    }
-
-    /// Starts deleting a stack and its resources.
-    pub async fn delete_stack(&self, identity: &Identity, name_or_id: &str) -> Result<Stack> {
-        let (stack, lease_seen) = self
-            .find_stack_with_free_lease(identity, name_or_id)
-            .await?;
-        let caller = StackCaller::User(identity);
-        self.admit(&stack, StackOperation::Delete, caller).await?;
-        let (stack, lease_seen) = self
-            .stop_running_operation(identity, name_or_id, stack, lease_seen)
-            .await?;
-        let (stack, run) = self
-            .begin_delete(stack, lease_seen, name_or_id, caller)
-            .await?;
-        self.engine.spawn_run(run);
-        Ok(stack)
     }
 
     /// The parsed definition and current resources of a recorded stack.

@@ -262,27 +262,14 @@ impl NestedStackHost for StackOperations {
             .await?
             .and_then(|parent| parent.timeout_mins);
         let now = ember_runtime::time::now();
+        // Rollback stays disabled: the parent decides about it.
         let stack = Stack {
-            id,
-            name,
-            project_id: owner.project_id.clone(),
-            user_id: owner.user_id.clone(),
             parent_id: Some(owner.stack_id),
-            action: StackAction::Create,
-            status: ActionStatus::InProgress,
-            status_reason: "Stack CREATE started".to_owned(),
             description: parsed.template.description.clone().unwrap_or_default(),
-            tags: Vec::new(),
             timeout_mins,
-            // The parent decides about rollback.
-            disable_rollback: true,
-            created_at: now,
-            updated_at: now,
             nested_depth: depth,
             parent_resource: Some(owner.resource_name.clone()),
-            deleted_at: None,
-            definition_version: 1,
-            maintenance_lock: None,
+            ..Stack::starting_create(id, &name, &owner.project_id, &owner.user_id, now)
         };
         self.admit_quotas(&stack, self.tree_size(&parsed, &definition), false)
             .await?;

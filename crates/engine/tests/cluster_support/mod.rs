@@ -28,6 +28,14 @@ use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+/// A cluster store on `database`, migrated here.
+pub async fn cluster_store(database: &TestDatabase) -> SqlClusterStore {
+    let connection = connect_and_migrate::<Migrator>(&database.url)
+        .await
+        .expect("migrated");
+    SqlClusterStore::new(connection)
+}
+
 pub fn member() -> Identity {
     Identity::new("demo", "demo", vec!["member".to_owned()])
 }

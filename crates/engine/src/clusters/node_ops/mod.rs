@@ -19,13 +19,12 @@ mod run;
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
-use uuid::Uuid;
 
 use super::{ClusterService, action_event};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::operations;
 use crate::domain::cluster::{
-    ActionKind, ActionStatus, ClusterAction, Node, NodeStatus, Profile, ProfileKind, validate_name,
+    ActionKind, ActionStatus, ClusterAction, Node, NodeStatus, validate_name,
 };
 use crate::error::{Error, Result};
 use crate::store::clusters::NodeDetails;
@@ -252,94 +251,6 @@ impl ClusterService {
             )
             .await?;
         Ok((node, action))
-    }
-
-    /// The names of the profiles of `nodes`, by profile id (one read per
-    /// profile, however many nodes share it).
-    pub async fn profile_names(
-        &self,
-        nodes: &[Node],
-    ) -> Result<std::collections::HashMap<Uuid, String>> {
-        let mut ids: Vec<Uuid> = nodes.iter().map(|node| node.profile_id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        // One query for the page, not one per profile.
-        self.store.profile_names(&ids).await
-    }
-
-    /// The profile a node was made from.
-    pub async fn node_profile(&self, node: &Node) -> Result<Profile> {
-        self.store
-            .get_profile(node.profile_id)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("the profile of node {:?} is gone", node.name)))
-    }
-
-    /// The node's resource as it is now (Senlin's `show_details`): an
-    /// instance's or a stack's facts, `{}` when it has none yet, and
-    /// `{"Error": {code, message}}` when it cannot be read.
-    pub async fn node_details(&self, caller: &Identity, node: &Node) -> Result<Value> {
-        let Some(physical_id) = node.physical_id.clone() else {
-            return Ok(json!({}));
-        };
-        let profile = self.node_profile(node).await?;
-        let unreadable = |error: Error| {
-            let code = match error {
-                Error::NotFound(_) => 404,
-                _ => 500,
-            };
-            json!({"Error": {"code": code, "message": error.to_string()}})
-        };
-        Ok(match profile.spec.kind {
-            ProfileKind::Instance { .. } => {
-                let read = match Uuid::parse_str(&physical_id) {
-                    Ok(uuid) => self.instances.get(caller, uuid).await,
-                    Err(_) => Err(Error::NotFound(format!(
-                        "physical id {physical_id:?} is not an instance id"
-                    ))),
-                };
-                match read {
-                    Ok(instance) => json!({
-                        "id": instance.uuid.to_string(),
-                        "name": instance.name,
-                        "status": instance.status.as_str(),
-                        "power_state": instance.power_state.as_str(),
-                        "flavor": instance.flavor,
-                        "image": instance.image,
-                        "metadata": instance.metadata,
-                        "locked": instance.maintenance_lock.is_some(),
-                        "created": instance.created_at.to_rfc3339(),
-                        "updated": instance.updated_at.to_rfc3339(),
-                    }),
-                    Err(error) => unreadable(error),
-                }
-            }
-            ProfileKind::Stack { .. } => match self.stacks.find_stack(caller, &physical_id).await {
-                Ok(stack) => json!({
-                    "id": stack.id.to_string(),
-                    "stack_name": stack.name,
-                    "stack_status": format!("{}_{}", stack.action.as_str(), stack.status.as_str()),
-                    "stack_status_reason": stack.status_reason,
-                    "creation_time": stack.created_at.to_rfc3339(),
-                    "updated_time": stack.updated_at.to_rfc3339(),
-                }),
-                Err(error) => unreadable(error),
-            },
-        })
-    }
-
-    /// One event by id, as `caller` may see it.
-    pub async fn get_event(
-        &self,
-        caller: &Identity,
-        id: &str,
-    ) -> Result<crate::domain::cluster::ClusterEvent> {
-        let not_found = || super::not_found("event", id);
-        let uuid = Uuid::parse_str(id).map_err(|_| not_found())?;
-        self.store
-            .get_event(Self::scope(caller), uuid)
-            .await?
-            .ok_or_else(not_found)
     }
 }
 

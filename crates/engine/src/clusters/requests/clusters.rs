@@ -1,21 +1,21 @@
-//! Clusters: made (with their CLUSTER_CREATE), listed, deleted; and the
-//! cluster actions a request records — scale, resize, add/del nodes,
-//! check and recover — behind the admission and the cluster's queue.
+//! Clusters: made (with their CLUSTER_CREATE), shown with their profile's
+//! name, members and policies, listed, updated (CLUSTER_UPDATE), deleted.
+
+use std::collections::HashMap;
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{json_object, list_scope};
-use crate::clusters::{ClusterService, action_event, event};
+use super::{list_scope, nothing_to_update, specified};
+use crate::clusters::{ClusterService, event};
 use crate::domain::admission::cluster::ClusterOperation;
-use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterConfig, ClusterStatus, validate_name,
 };
 use crate::domain::quota::QuotaKind;
 use crate::error::{Error, Result};
-use crate::store::clusters::{ActionQuery, ObjectQuery};
+use crate::store::clusters::ObjectQuery;
 
 pub struct NewCluster {
     pub name: String,
@@ -28,22 +28,6 @@ pub struct NewCluster {
     pub timeout: Option<i32>,
     /// Senlin's `config`, as the caller gave it (checked here).
     pub config: Map<String, Value>,
-}
-
-pub struct ResizeRequest {
-    pub adjustment: Option<(AdjustmentType, f64)>,
-    pub min_size: Option<i32>,
-    pub max_size: Option<i32>,
-    pub min_step: i32,
-    pub strict: bool,
-}
-
-/// A cluster's or node's check, or its recover (Senlin's CLUSTER_CHECK /
-/// CLUSTER_RECOVER, NODE_CHECK / NODE_RECOVER).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HealthAction {
-    Check,
-    Recover,
 }
 
 impl ClusterService {
@@ -154,73 +138,6 @@ impl ClusterService {
         self.store.list_clusters_with_members(&query).await
     }
 
-    /// Records a cluster action READY (admitted by the caller): it runs
-    /// when the cluster's earlier actions have.
-    pub(in crate::clusters) async fn cluster_action(
-        &self,
-        caller: &Identity,
-        cluster: &Cluster,
-        kind: ActionKind,
-        inputs: Map<String, Value>,
-    ) -> Result<ClusterAction> {
-        if kind != ActionKind::ClusterDelete {
-            self.refuse_a_full_queue(cluster, kind).await?;
-        }
-        self.admit_one(
-            &caller.project_id,
-            QuotaKind::ConcurrentOperations,
-            crate::store::quotas::Usage::RunningOperations,
-        )
-        .await?;
-        let action = ClusterAction::new(
-            kind,
-            cluster.id,
-            Some(cluster.id),
-            ActionStatus::Ready,
-            inputs,
-            caller,
-            ember_runtime::time::now(),
-        );
-        let accepted = action_event(&action, "READY", "accepted");
-        self.submit(std::slice::from_ref(&action), &[accepted])
-            .await?;
-        Ok(action)
-    }
-
-    /// Refuses one more action on `cluster` when as many as it queues
-    /// already run or wait there: Senlin's `ActionConflict` (a 409 naming
-    /// them; Senlin refuses any second action), so requests never pile up
-    /// minutes behind the cluster's lock. A delete is never refused here.
-    async fn refuse_a_full_queue(&self, cluster: &Cluster, kind: ActionKind) -> Result<()> {
-        let most = self.dispatcher.max_queued_per_cluster;
-        let active = self
-            .store
-            .list_actions(&ActionQuery {
-                targets: vec![cluster.id],
-                statuses: vec![
-                    ActionStatus::Init,
-                    ActionStatus::Ready,
-                    ActionStatus::Running,
-                    ActionStatus::Waiting,
-                    ActionStatus::WaitingLifecycleCompletion,
-                    ActionStatus::Suspended,
-                ],
-                limit: u32::try_from(most).unwrap_or(u32::MAX),
-                ..ActionQuery::default()
-            })
-            .await?;
-        if active.len() < most {
-            return Ok(());
-        }
-        let ids: Vec<String> = active.iter().map(|action| action.id.to_string()).collect();
-        Err(Error::Conflict(format!(
-            "The {} action for target {} conflicts with the following action(s): {} (a cluster runs or queues at most {most} actions: try again when one has ended)",
-            kind.as_str(),
-            cluster.id,
-            ids.join(",")
-        )))
-    }
-
     pub async fn delete_cluster(
         &self,
         caller: &Identity,
@@ -233,206 +150,174 @@ impl ClusterService {
             .await
     }
 
-    pub async fn scale(
+    /// CLUSTER_UPDATE, checked as Senlin checks it: a new profile is found
+    /// (400 when not), of the cluster's profile type; something changes.
+    pub async fn update_cluster(
         &self,
         caller: &Identity,
         name_or_id: &str,
-        out: bool,
-        count: u32,
-    ) -> Result<ClusterAction> {
+        update: ClusterUpdate,
+    ) -> Result<(Cluster, ClusterAction)> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let count = u64::from(count);
-        let (kind, operation) = if out {
-            (
-                ActionKind::ClusterScaleOut,
-                ClusterOperation::ScaleOut {
-                    cluster: &cluster,
-                    count,
-                },
-            )
-        } else {
-            (
-                ActionKind::ClusterScaleIn,
-                ClusterOperation::ScaleIn {
-                    cluster: &cluster,
-                    count,
-                },
-            )
-        };
-        // With the quota and the cooldown: said now rather than as a
-        // FAILED action later (the dispatcher checks again when the action
-        // runs).
-        self.admit(operation, caller).await?;
-        let inputs = if count == 0 {
-            Map::new()
-        } else {
-            json_object(json!({"count": count}))
-        };
-        self.cluster_action(caller, &cluster, kind, inputs).await
-    }
-
-    /// Checks the resize against the cluster now (a strict resize that does
-    /// not fit is refused at once) and records it with its adjustment: the
-    /// action computes the capacity again from the cluster as it is when it
-    /// runs.
-    pub async fn resize(
-        &self,
-        caller: &Identity,
-        name_or_id: &str,
-        request: ResizeRequest,
-    ) -> Result<ClusterAction> {
-        check_resize_request(&request)?;
-        let cluster = self.find_cluster(caller, name_or_id).await?;
-        self.admit(ClusterOperation::Resize(&cluster), caller)
+        self.admit(ClusterOperation::UpdateCluster(&cluster), caller)
             .await?;
-        let min_step = request.min_step.max(1);
-        let requested = match request.adjustment {
-            Some((adjustment, number)) => Some(sizing::desired_after(
-                cluster.desired_capacity,
-                adjustment,
-                number,
-                min_step,
-            )?),
-            None => None,
-        };
-        sizing::check_size_params(
-            Some(&cluster),
-            requested,
-            request.min_size,
-            request.max_size,
-            request.strict,
-        )?;
-        let min_size = request.min_size.unwrap_or(cluster.min_size);
-        let max_size = request.max_size.unwrap_or(cluster.max_size);
-        let desired = sizing::fit(
-            requested.unwrap_or(cluster.desired_capacity),
-            min_size,
-            max_size,
-            request.strict,
-        )?;
-        self.admit_growth(
-            &cluster,
-            i64::from(cluster.desired_capacity),
-            i64::from(desired),
-        )
-        .await?;
-        let mut inputs = json_object(json!({
-            "requested_capacity": desired,
-            "min_size": min_size,
-            "max_size": max_size,
-            "strict": request.strict,
-            "min_step": min_step,
-        }));
-        if let Some((adjustment, number)) = request.adjustment {
-            inputs.insert("adjustment_type".into(), json!(adjustment.as_str()));
-            inputs.insert("number".into(), json!(number));
+        let mut inputs = Map::new();
+        if let Some(name) = update.name.filter(|name| *name != cluster.name) {
+            validate_name("cluster", &name)?;
+            inputs.insert("name".into(), Value::String(name));
         }
-        self.cluster_action(caller, &cluster, ActionKind::ClusterResize, inputs)
-            .await
-    }
-
-    /// add_nodes (`add`) or del_nodes; a del_nodes's
-    /// `destroy_after_deletion` (Senlin's: given, else the deletion
-    /// policy's, else false — the nodes leave the cluster and stay).
-    pub async fn change_nodes(
-        &self,
-        caller: &Identity,
-        name_or_id: &str,
-        nodes: &[String],
-        add: bool,
-        destroy_after_deletion: Option<bool>,
-    ) -> Result<ClusterAction> {
-        let cluster = self.find_cluster(caller, name_or_id).await?;
-        let found = self.nodes_to_change(caller, &cluster, nodes, add).await?;
-        let (kind, operation) = if add {
-            (
-                ActionKind::ClusterAddNodes,
-                ClusterOperation::AddNodes {
-                    cluster: &cluster,
-                    nodes: &found,
-                },
-            )
-        } else {
-            (
-                ActionKind::ClusterDelNodes,
-                ClusterOperation::DelNodes {
-                    cluster: &cluster,
-                    nodes: &found,
-                },
-            )
-        };
-        self.admit(operation, caller).await?;
-        if add {
-            // Adopted nodes already count in the project's nodes; the
-            // cluster's size grows.
-            let current = i64::from(cluster.desired_capacity);
-            let size = current.saturating_add(i64::try_from(found.len()).unwrap_or(i64::MAX));
-            if let Some(quotas) = self.quotas() {
-                quotas
-                    .admit_size(
-                        &cluster.project_id,
-                        QuotaKind::NodesPerCluster,
-                        u64::try_from(size).unwrap_or(u64::MAX),
-                    )
-                    .await?;
+        if let Some(metadata) = update
+            .metadata
+            .filter(|metadata| *metadata != cluster.metadata)
+        {
+            inputs.insert("metadata".into(), Value::Object(metadata));
+        }
+        if let Some(timeout) = update
+            .timeout
+            .filter(|timeout| Some(*timeout) != cluster.timeout)
+        {
+            if timeout < 0 {
+                return Err(Error::InvalidInput(format!(
+                    "Value must be >= 0 for field 'timeout'. (got {timeout})"
+                )));
+            }
+            inputs.insert("timeout".into(), json!(timeout));
+        }
+        if let Some(config) = update.config {
+            let config = ClusterConfig::parse(config)?;
+            if config != cluster.config {
+                inputs.insert("config".into(), Value::Object(config.values().clone()));
             }
         }
-        let ids: Vec<Value> = found
-            .iter()
-            .map(|node| Value::String(node.id.to_string()))
-            .collect();
-        let mut inputs = json_object(json!({ "nodes": ids }));
-        if let (false, Some(destroy)) = (add, destroy_after_deletion) {
-            inputs.insert("destroy_after_deletion".into(), Value::Bool(destroy));
+        if let Some(wanted) = &update.profile {
+            let profile = self
+                .find_profile(caller, wanted)
+                .await
+                .map_err(|error| specified("profile", wanted, error))?;
+            if profile.id != cluster.profile_id {
+                let current = self.cluster_profile(&cluster).await?;
+                if current.spec.type_name() != profile.spec.type_name() {
+                    return Err(Error::InvalidInput(
+                        "Cannot update a cluster to a different profile type, operation aborted."
+                            .into(),
+                    ));
+                }
+                inputs.insert("profile_id".into(), Value::String(profile.id.to_string()));
+                inputs.insert("profile_only".into(), Value::Bool(update.profile_only));
+            }
         }
-        self.cluster_action(caller, &cluster, kind, inputs).await
+        if inputs.is_empty() {
+            return Err(nothing_to_update());
+        }
+        let action = self
+            .cluster_action(caller, &cluster, ActionKind::ClusterUpdate, inputs)
+            .await?;
+        Ok((cluster, action))
     }
 
-    pub async fn check_or_recover(
+    /// The cluster `name_or_id` with its profile's name, members and
+    /// policies.
+    pub async fn cluster_details(
         &self,
         caller: &Identity,
         name_or_id: &str,
-        health: HealthAction,
-    ) -> Result<ClusterAction> {
+    ) -> Result<ClusterDetails> {
         let cluster = self.find_cluster(caller, name_or_id).await?;
-        let (kind, operation) = match health {
-            HealthAction::Recover => (
-                ActionKind::ClusterRecover,
-                ClusterOperation::Recover(&cluster),
-            ),
-            HealthAction::Check => (ActionKind::ClusterCheck, ClusterOperation::Check(&cluster)),
-        };
-        self.admit(operation, caller).await?;
-        self.cluster_action(caller, &cluster, kind, Map::new())
-            .await
+        let remediation = self.remediation_status(&cluster).await?;
+        let mut details = self.details_of(vec![cluster]).await?;
+        Ok(ClusterDetails {
+            remediation,
+            ..details.remove(0)
+        })
+    }
+
+    /// The clusters `query` selects, each with its details.
+    pub async fn list_cluster_details(
+        &self,
+        caller: &Identity,
+        global_project: bool,
+        query: ObjectQuery,
+    ) -> Result<Vec<ClusterDetails>> {
+        let clusters = self
+            .list_clusters_with_members(caller, global_project, query)
+            .await?;
+        self.details_with(clusters).await
+    }
+
+    /// `clusters` with their details (see [`ClusterService::details_with`]).
+    async fn details_of(&self, clusters: Vec<Cluster>) -> Result<Vec<ClusterDetails>> {
+        let ids: Vec<Uuid> = clusters.iter().map(|cluster| cluster.id).collect();
+        let mut members = self.store.member_ids_of(&ids).await?;
+        let clusters = clusters
+            .into_iter()
+            .map(|cluster| {
+                let ids = members.remove(&cluster.id).unwrap_or_default();
+                (cluster, ids)
+            })
+            .collect();
+        self.details_with(clusters).await
+    }
+
+    /// `clusters` (with their member ids) with their profile names and
+    /// policy ids, in two queries whatever their number (not two per
+    /// cluster).
+    async fn details_with(
+        &self,
+        clusters: Vec<(Cluster, Vec<Uuid>)>,
+    ) -> Result<Vec<ClusterDetails>> {
+        let ids: Vec<Uuid> = clusters.iter().map(|(cluster, _)| cluster.id).collect();
+        // Clusters often share a profile: each is asked for once.
+        let mut profile_ids: Vec<Uuid> = clusters
+            .iter()
+            .map(|(cluster, _)| cluster.profile_id)
+            .collect();
+        profile_ids.sort_unstable();
+        profile_ids.dedup();
+        let names = self.store.profile_names(&profile_ids).await?;
+        let mut policies: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        for (binding, _) in self.store.bindings_of(&ids).await? {
+            policies
+                .entry(binding.cluster_id)
+                .or_default()
+                .push(binding.policy_id);
+        }
+        Ok(clusters
+            .into_iter()
+            .map(|(cluster, node_ids)| ClusterDetails {
+                profile_name: names.get(&cluster.profile_id).cloned().unwrap_or_default(),
+                node_ids,
+                policy_ids: policies.remove(&cluster.id).unwrap_or_default(),
+                remediation: None,
+                cluster,
+            })
+            .collect())
     }
 }
 
-/// What Senlin checks of a resize before it looks the cluster up (its API
-/// layer), in its words: each size field in range, an exact capacity not
-/// below 0, a min_size not above the max_size given with it.
-fn check_resize_request(request: &ResizeRequest) -> Result<()> {
-    if let Some(min_size) = request.min_size {
-        sizing::check_capacity_field("min_size", min_size, 0)?;
-    }
-    if let Some(max_size) = request.max_size {
-        sizing::check_capacity_field("max_size", max_size, -1)?;
-    }
-    if let Some((AdjustmentType::ExactCapacity, number)) = request.adjustment
-        && number < 0.0
-    {
-        return Err(Error::InvalidInput(
-            "The 'number' must be non-negative integer for adjustment type 'EXACT_CAPACITY'."
-                .into(),
-        ));
-    }
-    if let (Some(min_size), Some(max_size)) = (request.min_size, request.max_size)
-        && max_size > 0
-        && min_size > max_size
-    {
-        return Err(Error::InvalidInput(format!(
-            "The specified min_size ({min_size}) is greater than the specified max_size ({max_size})."
-        )));
-    }
-    Ok(())
+/// What `PATCH /clusters/{id}` asks to change.
+#[derive(Debug, Default)]
+pub struct ClusterUpdate {
+    pub name: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub timeout: Option<i32>,
+    /// Name or id of the new profile.
+    pub profile: Option<String>,
+    /// Only the cluster's profile changes; members keep theirs.
+    pub profile_only: bool,
+    /// Replaces the cluster's `config` (checked as on create).
+    pub config: Option<Map<String, Value>>,
+}
+
+/// A cluster as a caller sees it.
+#[derive(Debug, Clone)]
+pub struct ClusterDetails {
+    pub cluster: Cluster,
+    /// Empty when the profile is gone.
+    pub profile_name: String,
+    /// The ids of every member, however many, in index order.
+    pub node_ids: Vec<Uuid>,
+    /// The attached policies, in the store's order.
+    pub policy_ids: Vec<Uuid>,
+    /// The health policy's budget (shown for one cluster, not in lists).
+    pub remediation: Option<crate::clusters::remediation::RemediationStatus>,
 }

@@ -1,20 +1,25 @@
 //! The request side: validate, decide, record (object and/or action) and
 //! return at once. Nothing here touches a physical resource. One file per
-//! kind of object: profiles, policies, clusters (and the cluster actions a
-//! request records), nodes, and the history (actions, events).
+//! kind of object — profiles, policies, clusters, nodes, and the history
+//! (actions, events) — and one for the cluster actions a request records;
+//! what each asks of an existing object (show, update, validate, cancel)
+//! is in its kind's file. Checks and messages follow Senlin's engine
+//! (`service.py`), because its clients and conformance suite compare them.
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
+mod cluster_actions;
 mod clusters;
 mod history;
 mod nodes;
 mod policies;
 mod profiles;
 
-pub use clusters::{HealthAction, NewCluster, ResizeRequest};
+pub use cluster_actions::{HealthAction, ResizeRequest};
+pub use clusters::{ClusterDetails, ClusterUpdate, NewCluster};
 pub use nodes::NewNode;
 
 /// The project a list is limited to: the caller's own (admins included, as
@@ -34,5 +39,21 @@ pub(crate) fn json_object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(map) => map,
         _ => Map::new(),
+    }
+}
+
+fn nothing_to_update() -> Error {
+    Error::InvalidInput("No property needs an update.".into())
+}
+
+/// A lookup failure as Senlin words it when the object is named inside a
+/// request about another ("The specified profile 'x' could not be
+/// found."): not found becomes a 400 about the request.
+fn specified(what: &str, name_or_id: &str, error: Error) -> Error {
+    match error {
+        Error::NotFound(_) => Error::InvalidInput(format!(
+            "The specified {what} '{name_or_id}' could not be found."
+        )),
+        other => other,
     }
 }

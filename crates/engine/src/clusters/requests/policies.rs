@@ -1,5 +1,6 @@
 //! Policies: made (spec parsed once, hook limits and webhook targets
-//! checked), listed, deleted when detached; attached to and detached from
+//! checked), validated without being stored, listed, renamed, deleted when
+//! detached; attached to, enabled or disabled on and detached from
 //! clusters (each a cluster action).
 
 use ember_runtime::Identity;
@@ -7,7 +8,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::super::ClusterService;
-use super::{json_object, list_scope};
+use super::{json_object, list_scope, nothing_to_update, specified};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{
     ActionKind, Cluster, ClusterAction, PolicyBinding, PolicyDefinition, PolicyKind, validate_name,
@@ -130,5 +131,103 @@ impl ClusterService {
         let cluster = self.find_cluster(caller, name_or_id).await?;
         let bindings = self.store.list_bindings(cluster.id).await?;
         Ok((cluster, bindings))
+    }
+
+    pub async fn update_policy(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        name: String,
+    ) -> Result<PolicyDefinition> {
+        self.admit(ClusterOperation::UpdatePolicy, caller).await?;
+        validate_name("policy", &name)?;
+        let policy = self.find_policy(caller, name_or_id).await?;
+        if name == policy.name {
+            return Err(nothing_to_update());
+        }
+        self.store
+            .update_policy(policy.id, name)
+            .await?
+            .ok_or_else(|| {
+                Error::NotFound(format!("The policy '{name_or_id}' could not be found."))
+            })
+    }
+
+    pub async fn validate_policy(
+        &self,
+        caller: &Identity,
+        spec: Value,
+    ) -> Result<PolicyDefinition> {
+        let kind = PolicyKind::parse(&spec)?;
+        self.vet_hook_webhook(&kind).await?;
+        Ok(PolicyDefinition {
+            id: Uuid::nil(),
+            name: "validated_policy".into(),
+            kind,
+            spec,
+            project_id: caller.project_id.clone(),
+            user_id: caller.user_id.clone(),
+            created_at: ember_runtime::time::now(),
+            updated_at: None,
+        })
+    }
+
+    /// The cluster, and the binding of `policy` to it.
+    pub async fn cluster_policy(
+        &self,
+        caller: &Identity,
+        cluster: &str,
+        policy: &str,
+    ) -> Result<(Cluster, PolicyBinding, PolicyDefinition)> {
+        let cluster = self.find_cluster(caller, cluster).await?;
+        let policy = self.find_policy(caller, policy).await?;
+        let bound = self
+            .store
+            .list_bindings(cluster.id)
+            .await?
+            .into_iter()
+            .find(|(binding, _)| binding.policy_id == policy.id);
+        match bound {
+            Some((binding, policy)) => Ok((cluster, binding, policy)),
+            None => Err(Error::NotFound(format!(
+                "The policy '{}' is not found attached to the specified cluster '{}'.",
+                policy.id, cluster.id
+            ))),
+        }
+    }
+
+    /// CLUSTER_UPDATE_POLICY: an attached policy enabled or disabled.
+    pub async fn update_cluster_policy(
+        &self,
+        caller: &Identity,
+        cluster: &str,
+        policy: &str,
+        enabled: Option<bool>,
+    ) -> Result<ClusterAction> {
+        let found = self.find_cluster(caller, cluster).await?;
+        self.admit(ClusterOperation::UpdateClusterPolicy(&found), caller)
+            .await?;
+        let policy = self
+            .find_policy(caller, policy)
+            .await
+            .map_err(|error| specified("policy", policy, error))?;
+        let bound = self
+            .store
+            .list_bindings(found.id)
+            .await?
+            .into_iter()
+            .any(|(binding, _)| binding.policy_id == policy.id);
+        if !bound {
+            return Err(Error::InvalidInput(format!(
+                "The policy '{}' is not attached to the specified cluster '{}'.",
+                policy.id, found.id
+            )));
+        }
+        let mut inputs = json_object(json!({"policy_id": policy.id.to_string()}));
+        if let Some(enabled) = enabled {
+            inputs.insert("enabled".into(), Value::Bool(enabled));
+        }
+        self.cluster_action(caller, &found, ActionKind::ClusterUpdatePolicy, inputs)
+            .await
     }
 }

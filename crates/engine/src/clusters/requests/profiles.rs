@@ -1,12 +1,12 @@
-//! Profiles: made (spec checked, quota counted), listed, deleted when
-//! no cluster or node uses them.
+//! Profiles: made (spec checked, quota counted), validated without being
+//! stored, listed, renamed, deleted when no cluster or node uses them.
 
 use ember_runtime::Identity;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::super::ClusterService;
-use super::list_scope;
+use super::{list_scope, nothing_to_update};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{Profile, ProfileSpec, validate_name};
 use crate::error::{Error, Result};
@@ -78,5 +78,50 @@ impl ClusterService {
                 )),
                 other => other,
             })
+    }
+
+    pub async fn update_profile(
+        &self,
+        caller: &Identity,
+        name_or_id: &str,
+        name: Option<String>,
+        metadata: Option<Map<String, Value>>,
+    ) -> Result<Profile> {
+        self.admit(ClusterOperation::UpdateProfile, caller).await?;
+        let profile = self.find_profile(caller, name_or_id).await?;
+        let name = name.filter(|name| *name != profile.name);
+        let metadata = metadata.filter(|metadata| *metadata != profile.metadata);
+        if name.is_none() && metadata.is_none() {
+            return Err(nothing_to_update());
+        }
+        if let Some(name) = &name {
+            validate_name("profile", name)?;
+        }
+        self.store
+            .update_profile(profile.id, name, metadata)
+            .await?
+            .ok_or_else(|| {
+                Error::NotFound(format!("The profile '{name_or_id}' could not be found."))
+            })
+    }
+
+    /// The profile `spec` makes, checked as a create checks it and not
+    /// stored (Senlin names it `validated_profile`).
+    pub async fn validate_profile(&self, caller: &Identity, spec: Value) -> Result<Profile> {
+        let spec = ProfileSpec::parse(spec)?;
+        if let Some(flavor) = spec.flavor() {
+            self.instances.check_flavor(flavor)?;
+        }
+        Ok(Profile {
+            id: Uuid::nil(),
+            name: "validated_profile".into(),
+            spec,
+            metadata: Map::new(),
+            protected: false,
+            project_id: caller.project_id.clone(),
+            user_id: caller.user_id.clone(),
+            created_at: ember_runtime::time::now(),
+            updated_at: None,
+        })
     }
 }

@@ -379,24 +379,9 @@ mod tests {
     fn stack(action: StackAction, status: ActionStatus, locked_by_admin: bool) -> Stack {
         let now = chrono::Utc::now();
         Stack {
-            id: uuid::Uuid::nil(),
-            name: "web".into(),
-            project_id: "demo".into(),
-            user_id: "demo".into(),
-            parent_id: None,
             action,
             status,
             status_reason: String::new(),
-            description: String::new(),
-            tags: vec![],
-            timeout_mins: None,
-            disable_rollback: true,
-            created_at: now,
-            updated_at: now,
-            nested_depth: 0,
-            parent_resource: None,
-            deleted_at: None,
-            definition_version: 1,
             maintenance_lock: matches!(action, StackAction::Lock | StackAction::Unlock).then(
                 || MaintenanceLock {
                     level: LockLevel::All,
@@ -407,6 +392,7 @@ mod tests {
                     expires_at: None,
                 },
             ),
+            ..Stack::starting_create(uuid::Uuid::nil(), "web", "demo", "demo", now)
         }
     }
 
