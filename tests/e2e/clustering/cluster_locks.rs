@@ -34,10 +34,7 @@ fn message(body: &Value) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_cluster_refuses_users_and_webhooks_until_unlocked() {
     let ember = ember_tests::TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "db", 1).await;
     let alarm_url = scale_out_webhook(&rest, "db").await;
     let actions = format!("/clusters/{cluster_id}/actions");

@@ -57,7 +57,26 @@ pub(crate) struct Rest<'a> {
     pub(crate) token: String,
 }
 
-impl Rest<'_> {
+impl<'a> Rest<'a> {
+    /// The demo project's member, as the tests call by default.
+    pub(crate) fn member(ember: &'a TestEmber) -> Rest<'a> {
+        Rest {
+            ember,
+            token: ember.member_token().to_owned(),
+        }
+    }
+
+    /// Makes the profile `profile` (the body's `profile` object), which
+    /// must be accepted (201); its id.
+    pub(crate) async fn create_profile(&self, profile: Value) -> String {
+        let (status, _, body) = self.post("/profiles", json!({ "profile": profile })).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        body["profile"]["id"]
+            .as_str()
+            .expect("the profile's id")
+            .to_owned()
+    }
+
     pub(crate) async fn call(
         &self,
         method: reqwest::Method,
@@ -136,10 +155,7 @@ pub(crate) fn location(headers: &HeaderMap) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_in_with_a_webhook_hook_completes_two_and_lets_one_expire() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (hook_url, received) = webhook_target().await;
 
     let (status, _, body) = rest
@@ -362,14 +378,11 @@ pub(crate) async fn cluster_with_hooks(
     size: u32,
     hooks: Value,
 ) -> (String, Vec<Value>) {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "web", "spec": {"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    rest.create_profile(
+        json!({"name": "web", "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -416,10 +429,7 @@ async fn without_nats_queue_hooks_land_on_the_embedded_queue() {
     use ember_proto::lifecyclehook::v1::lifecycle_hook_service_client::LifecycleHookServiceClient;
 
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, _) = cluster_with_hooks(
         &rest,
         2,
@@ -528,10 +538,7 @@ async fn with_nats_queue_hooks_are_published_to_jetstream_once_per_node() {
         config.lifecycle_hook.nats_url = configured_url;
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, _) = cluster_with_hooks(
         &rest,
         2,
@@ -664,10 +671,7 @@ async fn hook_event_kinds(ember: &TestEmber, cluster_id: &str, token: &str) -> V
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, nodes) = cluster_with_hooks(
         &rest,
         4,
@@ -874,10 +878,7 @@ async fn del_nodes_resize_and_node_delete_all_wait_for_the_hook() {
 async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
     const NODES: usize = 16;
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, _) = cluster_with_hooks(
         &rest,
         u32::try_from(NODES).expect("a few"),
@@ -952,10 +953,7 @@ async fn completions_by_many_callers_at_once_each_reach_lifecycle_hook() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_target_down_then_up_gets_the_message_by_retry() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     // A port with nothing listening yet.
     let address = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -1113,10 +1111,7 @@ async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
         config.lifecycle_hook.webhook_ca_file = ca_file.display().to_string();
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (trusted_url, received) = https_webhook_target(certificate, key).await;
     let (untrusted_url, untrusted_received) =
         https_webhook_target(untrusted_certificate, untrusted_key).await;
@@ -1181,14 +1176,8 @@ async fn https_webhooks_trust_the_configured_ca_and_refuse_others() {
 
 /// A profile `web` and a cluster `name` of `size` nodes; returns its id.
 async fn plain_cluster(rest: &Rest<'_>, name: &str, size: u32) -> String {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": format!("{name}-profile"), "spec": {"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    rest.create_profile(json!({"name": format!("{name}-profile"), "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}})).await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -1217,10 +1206,7 @@ pub(crate) async fn attach(rest: &Rest<'_>, cluster_id: &str, name: &str, spec: 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scaling_policy_cooldown_holds_the_next_scale_of_its_event() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = plain_cluster(&rest, "cool", 1).await;
     attach(
         &rest,
@@ -1268,18 +1254,12 @@ async fn a_scaling_policy_cooldown_holds_the_next_scale_of_its_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scales_beyond_the_sizes_fail_their_action_unless_a_policy_takes_what_fits() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "bounded-profile", "spec": {"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let rest = Rest::member(&ember);
+    rest.create_profile(
+        json!({"name": "bounded-profile", "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -1354,10 +1334,7 @@ async fn scales_beyond_the_sizes_fail_their_action_unless_a_policy_takes_what_fi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deletion_grace_period_delays_the_delete() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = plain_cluster(&rest, "graceful", 2).await;
     attach(
         &rest,

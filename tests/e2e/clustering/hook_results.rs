@@ -22,14 +22,11 @@ async fn hooked_cluster(
     hooks: Value,
 ) -> (String, crate::clustering::clusters::Received) {
     let (hook_url, received) = webhook_target().await;
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": format!("{name}-p"), "spec": {"type": "ember.instance",
-                "version": "1.0", "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    rest.create_profile(
+        json!({"name": format!("{name}-p"), "spec": {"type": "ember.instance",
+                "version": "1.0", "properties": {"flavor": "m1.small", "image": "debian-12"}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -94,10 +91,7 @@ async fn action(rest: &Rest<'_>, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandon_keeps_the_node_out_of_service_and_continue_deletes_it() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, received) = hooked_cluster(&rest, "drained", 2, json!({"timeout": 60})).await;
     let scale_in = rest
         .act(&cluster_id, json!({"scale_in": {"count": 2}}))
@@ -184,10 +178,7 @@ async fn abandon_keeps_the_node_out_of_service_and_continue_deletes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_applies_the_hooks_default_result() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, received) = hooked_cluster(
         &rest,
         "retained",
@@ -259,10 +250,7 @@ async fn a_deadline_applies_the_hooks_default_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_lists_its_waiting_lifecycle_actions_with_their_deadlines() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (cluster_id, received) = hooked_cluster(&rest, "listed", 2, json!({"timeout": 120})).await;
     let empty = rest
         .get(&format!("/clusters/{cluster_id}/lifecycle-actions"))

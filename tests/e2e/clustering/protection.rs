@@ -75,10 +75,7 @@ fn ids(nodes: &[Value]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protected_nodes_survive_every_removal_path_until_unprotected() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = cluster(&rest, "guarded", 3, false).await;
     let members = rest.nodes(&cluster_id).await;
     assert!(members.iter().all(|node| node["protected"] == false));
@@ -205,10 +202,7 @@ async fn protected_nodes_survive_every_removal_path_until_unprotected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_protected_profiles_nodes_start_protected() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = cluster(&rest, "pets", 2, true).await;
     let members = rest.nodes(&cluster_id).await;
     assert_eq!(members.len(), 2);

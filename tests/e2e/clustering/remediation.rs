@@ -31,18 +31,10 @@ async fn recoveries(rest: &Rest<'_>) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn marked_nodes_are_recovered_within_the_budget_and_the_rest_held() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "heal-p", "spec": {"type": "ember.instance",
-                "version": "1.0", "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
+    let rest = Rest::member(&ember);
+    rest.create_profile(json!({"name": "heal-p", "spec": {"type": "ember.instance",
+                "version": "1.0", "properties": {"flavor": "m1.small", "image": "debian-12"}}}))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, headers, body) = rest
         .post(
             "/clusters",

@@ -48,14 +48,9 @@ async fn call_at(
 }
 
 async fn nova_profile(rest: &Rest<'_>, name: &str) {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": name, "spec": {"type": "os.nova.server",
-                "version": "1.0", "properties": {"flavor": "m1.small", "image": "cirros"}}}}),
-        )
+    rest.create_profile(json!({"name": name, "spec": {"type": "os.nova.server",
+                "version": "1.0", "properties": {"flavor": "m1.small", "image": "cirros"}}}))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
 /// Creates a cluster of `size` on `profile` with `config`, ACTIVE; its
@@ -97,10 +92,7 @@ async fn members_are_named_by_the_format_through_create_scale_out_and_resize() {
         config.engine.compute.build_ms = 0;
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     nova_profile(&rest, "named").await;
     let cluster = configured_cluster(
         &rest,
@@ -276,10 +268,7 @@ async fn a_member_is_stopped_before_it_is_deleted_when_the_config_says_so() {
         config.engine.compute.delete_ms = 1500;
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     nova_profile(&rest, "stoppable").await;
     let stopping = configured_cluster(
         &rest,
@@ -370,10 +359,7 @@ async fn deleting_member(rest: &Rest<'_>, cluster: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_config_is_refused_and_nothing_is_created() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     nova_profile(&rest, "checked").await;
     let refused = [
         (json!("abc"), "The value (abc) is not a valid JSON."),
@@ -435,10 +421,7 @@ async fn patch_replaces_the_config_from_microversion_1_7() {
         config.engine.compute.build_ms = 0;
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     nova_profile(&rest, "patched").await;
     let cluster = configured_cluster(
         &rest,

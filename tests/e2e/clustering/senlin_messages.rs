@@ -114,10 +114,7 @@ async fn posted_messages_scale_a_cluster(database: Option<&TestDatabase>) {
         }
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "web", 1).await;
     let (receiver_id, queue) = message_receiver(&rest, "scaler").await;
     assert_eq!(queue, format!("senlin-receiver-{receiver_id}"));
@@ -261,10 +258,7 @@ async fn posted_messages_scale_a_cluster(database: Option<&TestDatabase>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_messages_are_refused_and_queues_stay_in_their_project() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "db", 0).await;
     let (receiver_id, queue) = message_receiver(&rest, "inbox").await;
     let token = ember.member_token();

@@ -13,10 +13,7 @@ use serde_json::{Value, json};
 use crate::clustering::clusters::{Rest, location};
 
 fn member(ember: &TestEmber) -> Rest<'_> {
-    Rest {
-        ember,
-        token: ember.member_token().to_owned(),
-    }
+    Rest::member(ember)
 }
 
 /// A member of another project.

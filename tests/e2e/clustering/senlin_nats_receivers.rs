@@ -129,10 +129,7 @@ async fn messages_published_to_nats_scale_a_cluster_and_bad_ones_are_dropped_onc
         isolated.configure(&mut config.lifecycle_hook, &nats_url);
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "web", 1).await;
     let (receiver_id, queue) = message_receiver(&rest, "bus").await;
     let jetstream = jetstream(&nats_url).await;
@@ -321,10 +318,7 @@ async fn while_the_engine_is_unreachable_nats_messages_are_redelivered_then_run(
     let isolated = Isolated::new();
     // Ember itself without NATS: receivers by REST only, no consumer.
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "web", 1).await;
     let (_, queue) = message_receiver(&rest, "bus").await;
     let jetstream = jetstream(&nats_url).await;

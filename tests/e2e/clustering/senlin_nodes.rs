@@ -77,10 +77,7 @@ async fn act(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_is_checked_recovered_and_operated_on_as_senlin_does() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let small = profile(&rest, "small", nova_spec("m1.small")).await;
     let node = active_node(&rest, "n1", &small).await;
     assert_eq!(node["profile_name"], "small", "{node}");
@@ -250,10 +247,7 @@ async fn a_node_is_checked_recovered_and_operated_on_as_senlin_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_update_answers_202_and_a_new_profile_replaces_its_instance() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let small = profile(&rest, "small", nova_spec("m1.small")).await;
     let large = profile(&rest, "large", nova_spec("m1.large")).await;
     let stack = profile(
@@ -337,10 +331,7 @@ async fn a_node_update_answers_202_and_a_new_profile_replaces_its_instance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_create_refuses_what_senlin_refuses() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     profile(&rest, "small", nova_spec("m1.small")).await;
     for (body, expected) in [
         (json!({}), "Request body missing 'node' key."),
@@ -374,10 +365,7 @@ async fn node_create_refuses_what_senlin_refuses() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_is_adopted_as_a_node_once_and_only_by_its_project() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let response = ember
         .http
         .post(ember.url("/compute/v1/instances"))

@@ -23,15 +23,12 @@ fn message(body: &Value) -> &str {
 /// A cluster of `size` `os.nova.server` nodes whose instances carry
 /// `metadata`, ACTIVE; its id.
 async fn nova_cluster(rest: &Rest<'_>, name: &str, size: u32, metadata: Value) -> String {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": format!("{name}-p"), "spec": {"type": "os.nova.server",
+    rest.create_profile(
+        json!({"name": format!("{name}-p"), "spec": {"type": "os.nova.server",
                 "version": "1.0", "properties": {"flavor": "m1.small", "image": "cirros",
-                "metadata": metadata}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+                "metadata": metadata}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -109,10 +106,7 @@ fn ids(nodes: &[Value]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_runs_on_the_members_its_filters_select() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster = nova_cluster(&rest, "ops", 3, json!({})).await;
     let nodes = ids(&rest.nodes(&cluster).await);
     assert_eq!(nodes.len(), 3);
@@ -237,10 +231,7 @@ async fn an_operation_runs_on_the_members_its_filters_select() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_cannot_run_is_refused_with_senlins_messages() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster = nova_cluster(&rest, "bad", 1, json!({})).await;
     for (version, body, expected) in [
         (
@@ -368,10 +359,7 @@ async fn what_cannot_run_is_refused_with_senlins_messages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_waits_for_the_action_holding_the_cluster_lock() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     // Each instance takes two seconds to build: a scale-out holds the
     // cluster's lock that long.
     let cluster = nova_cluster(&rest, "busy", 1, json!({"ember:simulate_build_ms": "2000"})).await;
@@ -433,18 +421,10 @@ async fn a_full_page_links_the_next_until_the_last() {
         config.engine.compute.build_ms = 0;
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "pager", "spec": {"type": "os.nova.server",
-                "version": "1.0", "properties": {"flavor": "m1.small", "image": "cirros"}}}}),
-        )
+    let rest = Rest::member(&ember);
+    rest.create_profile(json!({"name": "pager", "spec": {"type": "os.nova.server",
+                "version": "1.0", "properties": {"flavor": "m1.small", "image": "cirros"}}}))
         .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
     let mut created = Vec::new();
     for index in 0..5 {
         let (status, headers, body) = rest

@@ -31,14 +31,11 @@ pub(crate) async fn active_cluster_of(
     desired: i32,
     max_size: i32,
 ) -> String {
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": name, "spec": {"type": "ember.instance", "version": "1.0",
-                "properties": {"flavor": "m1.small", "image": "debian-12"}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    rest.create_profile(
+        json!({"name": name, "spec": {"type": "ember.instance", "version": "1.0",
+                "properties": {"flavor": "m1.small", "image": "debian-12"}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -76,10 +73,7 @@ pub(crate) async fn trigger(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_receiver_scales_its_cluster_without_a_token() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "web", 1).await;
 
     let (status, _, body) = rest
@@ -265,10 +259,7 @@ async fn a_webhook_receiver_scales_its_cluster_without_a_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receivers_are_checked_and_stay_in_their_project() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let cluster_id = active_cluster(&rest, "db", 0).await;
     let create = |receiver: Value| {
         let rest = &rest;

@@ -44,10 +44,7 @@ fn message(body: &Value) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiles_and_policies_are_renamed_and_validated_as_senlin_does() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let profile = created(
         &rest,
         "/profiles",
@@ -183,10 +180,7 @@ async fn profiles_and_policies_are_renamed_and_validated_as_senlin_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_update_renames_it_and_moves_its_members_to_a_new_profile() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     created(
         &rest,
         "/profiles",
@@ -348,10 +342,7 @@ async fn a_cluster_update_renames_it_and_moves_its_members_to_a_new_profile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_nodes_swaps_a_member_for_an_orphan_and_policies_are_updated() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     created(
         &rest,
         "/profiles",
@@ -462,10 +453,7 @@ async fn replace_nodes_swaps_a_member_for_an_orphan_and_policies_are_updated() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_node_waiting_for_its_lifecycle_keeps_the_node() {
     let ember = TestEmber::start().await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (hook_url, _received) = webhook_target().await;
     created(
         &rest,

@@ -27,10 +27,7 @@ async fn hooks_to_internal_addresses_are_refused_by_default() {
         config.webhook_targets = Default::default();
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     // A receiver really listens on loopback: refused all the same.
     let (listening, received) = webhook_target().await;
     let port = listening
@@ -113,10 +110,7 @@ async fn an_allow_listed_target_is_accepted_and_delivered_to() {
         };
     })
     .await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     // Only that host:port: the same address on another port is refused.
     let other_port = "http://127.0.0.1:1/hook";
     let (status, _, body) = rest

@@ -33,10 +33,7 @@ async fn worker_containers_scale_out_and_in_through_a_draining_hook() {
         return;
     };
     let (ember, prefix) = ember_on(&engine, |_| {}).await;
-    let rest = Rest {
-        ember: &ember,
-        token: ember.member_token().to_owned(),
-    };
+    let rest = Rest::member(&ember);
     let (status, _, body) = rest
         .post(
             "/profiles",

@@ -92,15 +92,12 @@ async fn a_cluster_of_nova_servers_scales_and_a_hook_holds_the_server_until_comp
     };
     let (hook_url, received) = webhook_target().await;
 
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "nova", "spec": {"type": "os.nova.server", "version": "1.0",
+    rest.create_profile(
+        json!({"name": "nova", "spec": {"type": "os.nova.server", "version": "1.0",
                 "properties": {"flavor": "ember.tiny", "image": env.cloud.facts.image.name,
-                    "networks": [{"network": network}], "metadata": {"tier": "web"}}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+                    "networks": [{"network": network}], "metadata": {"tier": "web"}}}}),
+    )
+    .await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
@@ -255,17 +252,11 @@ async fn a_cluster_of_heat_stacks_makes_its_nodes_objects_through_the_clusters_t
         token: env.token(&demo).await,
     };
     let tag = unique("node-net");
-    let (status, _, body) = rest
-        .post(
-            "/profiles",
-            json!({"profile": {"name": "netstack", "spec": {"type": "os.heat.stack", "version": "1.0",
+    rest.create_profile(json!({"name": "netstack", "spec": {"type": "os.heat.stack", "version": "1.0",
                 "properties": {"template": {
                     "heat_template_version": "2018-08-31",
                     "resources": {"net": {"type": "OS::Neutron::Net", "properties": {"tags": [tag]}}},
-                    "outputs": {"net": {"value": {"get_resource": "net"}}}}}}}}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+                    "outputs": {"net": {"value": {"get_resource": "net"}}}}}}})).await;
     let (status, headers, body) = rest
         .post(
             "/clusters",
