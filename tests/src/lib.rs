@@ -1,6 +1,7 @@
 //! The end-to-end test harness: a whole Ember (four services) started in
 //! this process on ephemeral ports, exactly as `ember dev` starts it, plus
-//! helpers to call it the way users do.
+//! helpers to call it the way users do (tokens for any caller, requests as
+//! one, its `/metrics`).
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The steps every service's migrations repeat: columns added and dropped
 //! (one statement a column: SQLite alters one at a time), indexes made
-//! and dropped by name. A migration says which table, columns and index;
-//! these say how, once.
+//! and dropped by name, a column added with its index, tables dropped. A
+//! migration says which table, columns and index; these say how, once.
 
 use sea_orm_migration::prelude::*;
 
@@ -11,7 +11,10 @@ pub async fn add_columns(
     table: impl IntoIden,
     columns: impl IntoIterator<Item = ColumnDef>,
 ) -> Result<(), DbErr> {
-    alter_columns(manager, table, columns, false).await
+    alter_columns(manager, table, columns, |alter, column| {
+        alter.add_column(column);
+    })
+    .await
 }
 
 /// Adds those of `columns` that `table` lacks (PostgreSQL skips the
@@ -21,25 +24,24 @@ pub async fn add_missing_columns(
     table: impl IntoIden,
     columns: impl IntoIterator<Item = ColumnDef>,
 ) -> Result<(), DbErr> {
-    alter_columns(manager, table, columns, true).await
+    alter_columns(manager, table, columns, |alter, column| {
+        alter.add_column_if_not_exists(column);
+    })
+    .await
 }
 
-/// One ALTER TABLE a column; `if_missing` adds IF NOT EXISTS.
+/// One ALTER TABLE a column, the column added to it by `add`.
 async fn alter_columns(
     manager: &SchemaManager<'_>,
     table: impl IntoIden,
     columns: impl IntoIterator<Item = ColumnDef>,
-    if_missing: bool,
+    add: impl Fn(&mut TableAlterStatement, ColumnDef),
 ) -> Result<(), DbErr> {
     let table = table.into_iden();
     for column in columns {
         let mut alter = Table::alter();
         alter.table(table.clone());
-        if if_missing {
-            alter.add_column_if_not_exists(column);
-        } else {
-            alter.add_column(column);
-        }
+        add(&mut alter, column);
         manager.alter_table(alter).await?;
     }
     Ok(())

@@ -493,3 +493,13 @@ pub(crate) fn action_event(
         &action.caller(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::python_list;
+
+    #[test]
+    fn lists_print_as_python_does() {
+        assert_eq!(python_list(&["a", "b"]), "['a', 'b']");
+    }
+}

@@ -1,6 +1,7 @@
 //! What the cluster engine tests share: engines (cluster service, instance
 //! service on the simulated driver, dispatcher) on one test database, as
-//! replicas would run, and readers that page through everything.
+//! replicas would run, the cluster store alone, and readers that page
+//! through everything.
 
 #![allow(dead_code)] // each test binary uses its own part of the support
 

@@ -1,5 +1,7 @@
-//! What the stack engine tests share: waiting until a stack's operation
-//! has ended, read as a caller reads it or as its row in the store.
+//! What the stack engine tests share: an engine on simulated compute and
+//! the stack store as the engine builds them, a stack's row to start from,
+//! and waiting until a stack's operation has ended, read as a caller reads
+//! it or as its row in the store.
 
 #![allow(dead_code)] // each test binary uses its own part of the support
 

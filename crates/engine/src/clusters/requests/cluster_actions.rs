@@ -9,13 +9,31 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::json_object;
-use crate::clusters::{ClusterService, action_event};
+use crate::clusters::{ClusterService, action_event, python_list};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::sizing::{self, AdjustmentType};
 use crate::domain::cluster::{ActionKind, ActionStatus, Cluster, ClusterAction, Node, NodeStatus};
 use crate::domain::quota::QuotaKind;
 use crate::error::{Error, Result};
 use crate::store::clusters::ActionQuery;
+
+/// What a resize asks (Senlin's CLUSTER_RESIZE): an adjustment of the
+/// desired capacity and new bounds, each optional.
+pub struct ResizeRequest {
+    pub adjustment: Option<(AdjustmentType, f64)>,
+    pub min_size: Option<i32>,
+    pub max_size: Option<i32>,
+    pub min_step: i32,
+    pub strict: bool,
+}
+
+/// A cluster's or node's check, or its recover (Senlin's CLUSTER_CHECK /
+/// CLUSTER_RECOVER, NODE_CHECK / NODE_RECOVER).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthAction {
+    Check,
+    Recover,
+}
 
 impl ClusterService {
     /// Records a cluster action READY (admitted by the caller): it runs
@@ -420,22 +438,6 @@ impl ClusterService {
     }
 }
 
-pub struct ResizeRequest {
-    pub adjustment: Option<(AdjustmentType, f64)>,
-    pub min_size: Option<i32>,
-    pub max_size: Option<i32>,
-    pub min_step: i32,
-    pub strict: bool,
-}
-
-/// A cluster's or node's check, or its recover (Senlin's CLUSTER_CHECK /
-/// CLUSTER_RECOVER, NODE_CHECK / NODE_RECOVER).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HealthAction {
-    Check,
-    Recover,
-}
-
 /// What Senlin checks of a resize before it looks the cluster up (its API
 /// layer), in its words: each size field in range, an exact capacity not
 /// below 0, a min_size not above the max_size given with it.
@@ -465,12 +467,6 @@ fn check_resize_request(request: &ResizeRequest) -> Result<()> {
     Ok(())
 }
 
-/// Python's repr of a list of strings, as Senlin's messages print them.
-fn python_list(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|item| format!("'{item}'")).collect();
-    format!("[{}]", quoted.join(", "))
-}
-
 /// The value at a dotted `path` in `document`.
 fn lookup<'a>(document: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
@@ -489,10 +485,5 @@ mod tests {
         assert_eq!(lookup(&document, "details.status"), Some(&json!("ACTIVE")));
         assert_eq!(lookup(&document, "details.missing"), None);
         assert_eq!(lookup(&document, "physical_id"), None);
-    }
-
-    #[test]
-    fn lists_print_as_python_does() {
-        assert_eq!(python_list(&["a".into(), "b".into()]), "['a', 'b']");
     }
 }

@@ -7,8 +7,8 @@ use ember_runtime::Identity;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{list_scope, nothing_to_update, specified};
-use crate::clusters::{ClusterService, event};
+use super::{list_scope, nothing_to_update};
+use crate::clusters::{ClusterService, event, specified_not_found};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{
     ActionKind, ActionStatus, Cluster, ClusterAction, ClusterConfig, ClusterStatus, validate_name,
@@ -28,6 +28,34 @@ pub struct NewCluster {
     pub timeout: Option<i32>,
     /// Senlin's `config`, as the caller gave it (checked here).
     pub config: Map<String, Value>,
+}
+
+/// What `PATCH /clusters/{id}` asks to change.
+#[derive(Debug, Default)]
+pub struct ClusterUpdate {
+    pub name: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub timeout: Option<i32>,
+    /// Name or id of the new profile.
+    pub profile: Option<String>,
+    /// Only the cluster's profile changes; members keep theirs.
+    pub profile_only: bool,
+    /// Replaces the cluster's `config` (checked as on create).
+    pub config: Option<Map<String, Value>>,
+}
+
+/// A cluster as a caller sees it.
+#[derive(Debug, Clone)]
+pub struct ClusterDetails {
+    pub cluster: Cluster,
+    /// Empty when the profile is gone.
+    pub profile_name: String,
+    /// The ids of every member, however many, in index order.
+    pub node_ids: Vec<Uuid>,
+    /// The attached policies, in the store's order.
+    pub policy_ids: Vec<Uuid>,
+    /// The health policy's budget (shown for one cluster, not in lists).
+    pub remediation: Option<crate::clusters::remediation::RemediationStatus>,
 }
 
 impl ClusterService {
@@ -55,9 +83,7 @@ impl ClusterService {
         let profile = self
             .find_profile(caller, &new.profile)
             .await
-            .map_err(|error| {
-                crate::clusters::specified_not_found("profile", &new.profile, error)
-            })?;
+            .map_err(|error| specified_not_found("profile", &new.profile, error))?;
         Cluster::validate_sizes(new.min_size, new.max_size, new.desired_capacity)?;
         let config = ClusterConfig::parse(new.config)?;
         self.admit_one(
@@ -193,7 +219,7 @@ impl ClusterService {
             let profile = self
                 .find_profile(caller, wanted)
                 .await
-                .map_err(|error| specified("profile", wanted, error))?;
+                .map_err(|error| specified_not_found("profile", wanted, error))?;
             if profile.id != cluster.profile_id {
                 let current = self.cluster_profile(&cluster).await?;
                 if current.spec.type_name() != profile.spec.type_name() {
@@ -292,32 +318,4 @@ impl ClusterService {
             })
             .collect())
     }
-}
-
-/// What `PATCH /clusters/{id}` asks to change.
-#[derive(Debug, Default)]
-pub struct ClusterUpdate {
-    pub name: Option<String>,
-    pub metadata: Option<Map<String, Value>>,
-    pub timeout: Option<i32>,
-    /// Name or id of the new profile.
-    pub profile: Option<String>,
-    /// Only the cluster's profile changes; members keep theirs.
-    pub profile_only: bool,
-    /// Replaces the cluster's `config` (checked as on create).
-    pub config: Option<Map<String, Value>>,
-}
-
-/// A cluster as a caller sees it.
-#[derive(Debug, Clone)]
-pub struct ClusterDetails {
-    pub cluster: Cluster,
-    /// Empty when the profile is gone.
-    pub profile_name: String,
-    /// The ids of every member, however many, in index order.
-    pub node_ids: Vec<Uuid>,
-    /// The attached policies, in the store's order.
-    pub policy_ids: Vec<Uuid>,
-    /// The health policy's budget (shown for one cluster, not in lists).
-    pub remediation: Option<crate::clusters::remediation::RemediationStatus>,
 }

@@ -45,15 +45,3 @@ pub(crate) fn json_object(value: Value) -> Map<String, Value> {
 fn nothing_to_update() -> Error {
     Error::InvalidInput("No property needs an update.".into())
 }
-
-/// A lookup failure as Senlin words it when the object is named inside a
-/// request about another ("The specified profile 'x' could not be
-/// found."): not found becomes a 400 about the request.
-fn specified(what: &str, name_or_id: &str, error: Error) -> Error {
-    match error {
-        Error::NotFound(_) => Error::InvalidInput(format!(
-            "The specified {what} '{name_or_id}' could not be found."
-        )),
-        other => other,
-    }
-}

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{json_object, list_scope};
-use crate::clusters::{ClusterService, action_event};
+use crate::clusters::{ClusterService, action_event, specified_not_found};
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{
     ActionKind, ActionStatus, ClusterAction, Node, NodeStatus, Profile, ProfileKind, validate_name,
@@ -47,13 +47,14 @@ impl ClusterService {
     ) -> Result<(Node, ClusterAction)> {
         // Senlin's messages for what the request names (400: it is the
         // request that is wrong, not the node that is missing).
-        let cluster =
-            match &new.cluster {
-                Some(name) => Some(self.find_cluster(caller, name).await.map_err(|error| {
-                    crate::clusters::specified_not_found("cluster", name, error)
-                })?),
-                None => None,
-            };
+        let cluster = match &new.cluster {
+            Some(name) => Some(
+                self.find_cluster(caller, name)
+                    .await
+                    .map_err(|error| specified_not_found("cluster", name, error))?,
+            ),
+            None => None,
+        };
         self.admit(
             ClusterOperation::CreateNode {
                 cluster: cluster.as_ref(),
@@ -65,9 +66,7 @@ impl ClusterService {
         let profile = self
             .find_profile(caller, &new.profile)
             .await
-            .map_err(|error| {
-                crate::clusters::specified_not_found("profile", &new.profile, error)
-            })?;
+            .map_err(|error| specified_not_found("profile", &new.profile, error))?;
         if let Some(cluster) = &cluster
             && let Some(cluster_profile) = self.store.get_profile(cluster.profile_id).await?
             && cluster_profile.spec.type_name() != profile.spec.type_name()

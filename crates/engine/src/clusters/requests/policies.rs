@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::super::ClusterService;
-use super::{json_object, list_scope, nothing_to_update, specified};
+use super::{json_object, list_scope, nothing_to_update};
+use crate::clusters::specified_not_found;
 use crate::domain::admission::cluster::ClusterOperation;
 use crate::domain::cluster::{
     ActionKind, Cluster, ClusterAction, PolicyBinding, PolicyDefinition, PolicyKind, validate_name,
@@ -84,7 +85,7 @@ impl ClusterService {
         let policy = self
             .find_policy(caller, policy)
             .await
-            .map_err(|error| crate::clusters::specified_not_found("policy", policy, error))?;
+            .map_err(|error| specified_not_found("policy", policy, error))?;
         let inputs = json_object(
             json!({"policy_id": policy.id.to_string(), "priority": priority, "enabled": enabled}),
         );
@@ -105,7 +106,7 @@ impl ClusterService {
         let policy = self
             .find_policy(caller, identity)
             .await
-            .map_err(|error| crate::clusters::specified_not_found("policy", identity, error))?;
+            .map_err(|error| specified_not_found("policy", identity, error))?;
         // Refused now, as Senlin refuses it, rather than as a FAILED
         // action (the action checks again when it runs).
         let bindings = self.store.list_bindings(cluster.id).await?;
@@ -210,7 +211,7 @@ impl ClusterService {
         let policy = self
             .find_policy(caller, policy)
             .await
-            .map_err(|error| specified("policy", policy, error))?;
+            .map_err(|error| specified_not_found("policy", policy, error))?;
         let bound = self
             .store
             .list_bindings(found.id)
